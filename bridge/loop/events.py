@@ -1,0 +1,97 @@
+"""What the loop tells its front ends (the editor server, the terminal). A tagged union on `kind`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bridge.tools.base import ToolKind
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    text: str
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    tool_call_id: str
+    name: str
+    title: str
+    tool_kind: ToolKind
+    raw_input: dict[str, Any]
+    locations: list[dict[str, Any]] = field(default_factory=list)
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True)
+class ToolCallProgress:
+    """Tool output so far (whole text each time, e.g. Bash's streamed output)."""
+
+    tool_call_id: str
+    output: str
+    kind: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True)
+class ToolCallInProgress:
+    tool_call_id: str
+    kind: Literal["tool_in_progress"] = "tool_in_progress"
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    tool_call_id: str
+    status: Literal["completed", "failed"]
+    text: str
+    display: list[dict[str, Any]] = field(default_factory=list)
+    raw_output: dict[str, Any] | None = None
+    kind: Literal["tool_done"] = "tool_done"
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    context_used: int
+    context_size: int
+    cost_usd: float
+    session_cost_usd: float
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True)
+class PlanUpdate:
+    entries: list[dict[str, Any]]
+    kind: Literal["plan"] = "plan"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something a person should see that is not part of the conversation (a retry, a warning)."""
+
+    message: str
+    level: Literal["info", "warning", "error"] = "info"
+    kind: Literal["notice"] = "notice"
+
+
+LoopEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ToolCallStarted
+    | ToolCallProgress
+    | ToolCallInProgress
+    | ToolCallFinished
+    | UsageReport
+    | PlanUpdate
+    | Notice
+)

@@ -1,0 +1,153 @@
+"""Conversation history in the Messages API's own shape, and the pairing invariant.
+
+History is a list of plain `{"role", "content": [block, ...]}` dicts, exactly what is sent to the model:
+no conversion step means the request prefix stays byte-stable from one request to the next.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+Block = dict[str, Any]
+Message = dict[str, Any]
+
+INTERRUPTED_RESULT = "Interrupted by user"
+MARKER = "[Request interrupted by user]"
+MARKER_TOOL_USE = "[Request interrupted by user for tool use]"
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def user_message(blocks: list[Block]) -> Message:
+    return {"role": "user", "content": blocks}
+
+
+def tool_result_block(tool_use_id: str, content: str | list[Block], *, is_error: bool = False) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def interrupted_result(tool_use_id: str, output_so_far: str = "") -> Block:
+    text = INTERRUPTED_RESULT
+    if output_so_far.strip():
+        text += f"\n\nOutput before the interruption:\n{output_so_far}"
+    return tool_result_block(tool_use_id, text, is_error=True)
+
+
+def tool_uses(message: Message) -> list[Block]:
+    if message.get("role") != "assistant":
+        return []
+    return [b for b in message.get("content", []) if b.get("type") == "tool_use"]
+
+
+def _is_empty(block: Block) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def repair_pairing(history: list[Message]) -> list[Message]:
+    """A copy of `history` that the API accepts, whatever happened to it (a cancel, a crash mid-turn,
+    a transcript cut short):
+
+    - roles alternate, starting with `user`; consecutive messages of one role are merged;
+    - every `tool_use` is answered by exactly one `tool_result` in the next user message (missing ones
+      are synthesized as interrupted), tool_results come first in that message;
+    - tool_results that answer nothing, duplicates and empty text blocks are dropped.
+    """
+    merged: list[Message] = []
+    for message in history:
+        blocks = [b for b in message.get("content", []) if not _is_empty(b)]
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"].extend(copy.deepcopy(blocks))
+        else:
+            merged.append({"role": message["role"], "content": copy.deepcopy(blocks)})
+    while merged and merged[0]["role"] != "user":
+        merged.pop(0)
+
+    repaired: list[Message] = []
+    expected: list[str] = []  # tool_use ids the next user message must answer
+    for message in merged:
+        if message["role"] == "assistant":
+            if expected:  # an assistant turn with no user message in between: answer the previous one
+                repaired.append(user_message([interrupted_result(i) for i in expected]))
+            repaired.append(message)
+            expected = [b["id"] for b in tool_uses(message)]
+            continue
+        results: dict[str, Block] = {}
+        others: list[Block] = []
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                use_id = block.get("tool_use_id")
+                if use_id in expected and use_id not in results:
+                    results[use_id] = block
+            else:
+                others.append(block)
+        answered = [results.get(i) or interrupted_result(i) for i in expected]
+        content = answered + others
+        expected = []
+        if content:
+            repaired.append(user_message(content))
+    if expected:
+        repaired.append(user_message([interrupted_result(i) for i in expected]))
+    return repaired
+
+
+def pairing_errors(history: list[Message]) -> list[str]:
+    """What the Messages API would reject in `history` (empty list = valid). Shared by the offline
+    server (to answer 400 as the real API does) and by tests."""
+    errors: list[str] = []
+    if not history:
+        return ["messages: at least one message is required"]
+    if history[0].get("role") != "user":
+        errors.append("messages: first message must use the user role")
+    pending: list[str] = []
+    for index, message in enumerate(history):
+        role = message.get("role")
+        content = message.get("content")
+        if role not in ("user", "assistant"):
+            errors.append(f"messages.{index}.role: must be user or assistant")
+            continue
+        if index and history[index - 1].get("role") == role:
+            errors.append(f"messages.{index}: roles must alternate between user and assistant")
+        if isinstance(content, str):
+            blocks: list[Block] = [text_block(content)] if content else []
+        else:
+            blocks = list(content or [])
+        if not blocks:
+            errors.append(f"messages.{index}: all messages must have non-empty content")
+        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+        if role == "user":
+            if pending:
+                missing = [i for i in pending if i not in results]
+                if missing:
+                    errors.append(
+                        f"messages.{index}: tool_use ids were found without tool_result blocks "
+                        f"immediately after: {', '.join(missing)}"
+                    )
+            extra = [i for i in results if i not in pending]
+            if extra:
+                errors.append(
+                    f"messages.{index}: unexpected tool_use_id found in tool_result blocks: {', '.join(extra)}"
+                )
+            if len(results) != len(set(results)):
+                errors.append(f"messages.{index}: each tool_use must have a single result")
+            pending = []
+        else:
+            if pending:
+                missing_list = ", ".join(pending)
+                errors.append(f"messages.{index}: tool_use ids without tool_result: {missing_list}")
+            pending = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            if results:
+                errors.append(f"messages.{index}: tool_result blocks are only allowed in user messages")
+        for block in blocks:
+            if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                errors.append(f"messages.{index}: text content blocks must contain non-whitespace text")
+    if pending:
+        errors.append(f"messages.{len(history) - 1}: tool_use ids without tool_result: {', '.join(pending)}")
+    return errors

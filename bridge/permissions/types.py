@@ -1,0 +1,53 @@
+"""Permission decisions as data (the loop asks; a front end answers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Behavior = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True)
+class RuleSuggestion:
+    """An always-rule a prompt offers, e.g. `Bash(npm test *)` saved to `.agent-bridge/settings.local.json`."""
+
+    rule: str
+    behavior: Literal["allow", "deny"]
+    destination: str  # absolute path of the settings file it will be written to
+
+
+@dataclass(frozen=True)
+class Decision:
+    behavior: Behavior
+    reason: str = ""
+    rule: str | None = None  # the rule that decided, when one did
+    source: str | None = None  # where that rule came from
+    suggestions: list[RuleSuggestion] = field(default_factory=list)
+    updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """What the prompter shows: the tool call, and the always-rules it may save."""
+
+    tool_call_id: str
+    tool_name: str
+    title: str
+    kind: str
+    raw_input: dict[str, Any]
+    display: list[dict[str, Any]]
+    locations: list[dict[str, Any]]
+    reason: str
+    suggestions: list[RuleSuggestion]
+
+
+@dataclass(frozen=True)
+class PermissionAnswer:
+    outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+    feedback: str | None = None
+    suggestion: RuleSuggestion | None = None  # the rule chosen with an always-option
+
+    @property
+    def allowed(self) -> bool:
+        return self.outcome in ("allow_once", "allow_always")

@@ -1,0 +1,145 @@
+"""The seed's Tool contract.
+
+A tool is one module: its pydantic input model next to its `call`. The loop (and nothing else) drives
+the contract in this order: parse input -> `validate_input` -> permissions (`check_permissions` feeds
+the engine) -> `call` -> result bounded by `max_result_chars`. Observers (editor `rawInput`, hooks)
+see `backfill_observable_input(input)`; the model always gets back exactly what it sent.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from bridge.abort import Abort
+
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+InterruptBehavior = Literal["block", "cancel"]
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's input model: unknown fields are an error the model can act on."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+In = TypeVar("In", bound=ToolInput)
+
+
+class ToolError(Exception):
+    """Raised by a tool for any failure the model should read and act on (becomes `is_error`)."""
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: int | None = None
+
+    def wire(self) -> dict[str, Any]:
+        return {"path": self.path} | ({"line": self.line} if self.line is not None else {})
+
+
+@dataclass
+class ToolResult:
+    """What a tool returns. `content` goes to the model (a string or content blocks, e.g. an image);
+    `display` is what the editor shows (ACP tool-call content, e.g. a diff); `raw_output` is structured
+    data for observers."""
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    display: list[dict[str, Any]] = field(default_factory=list)
+    raw_output: dict[str, Any] | None = None
+
+
+@dataclass
+class FileSnapshot:
+    """What the session knows of a file it read: to refuse edits of files not read, or changed since."""
+
+    mtime_ns: int
+    size: int
+
+
+class DocumentSource:
+    """Where the editor's unsaved text comes from (LSP document sync). The default has none."""
+
+    def get_text(self, path: Path) -> str | None:
+        return None
+
+
+ProgressSink = Callable[[str], None]
+"""Receives a tool's output so far (e.g. Bash's streamed output); the loop forwards it to the editor."""
+
+
+@dataclass
+class ToolContext:
+    """Everything a tool may use. Built per call by the loop; tools never reach anything above."""
+
+    cwd: Path
+    abort: Abort
+    data_dir: Path
+    tool_use_id: str = ""
+    additional_dirs: list[Path] = field(default_factory=list)
+    read_files: dict[Path, FileSnapshot] = field(default_factory=dict)
+    documents: DocumentSource = field(default_factory=DocumentSource)
+    progress: ProgressSink = lambda _text: None
+    services: dict[str, Any] = field(default_factory=dict)
+    """Session-scoped services by name (e.g. `processes`, `background`), so tools stay decoupled."""
+
+
+class Tool(Generic[In]):
+    name: ClassVar[str]
+    input_model: type[In]
+    description: ClassVar[str]
+    search_hint: ClassVar[str] = ""
+    kind: ClassVar[ToolKind] = "other"
+    interrupt_behavior: ClassVar[InterruptBehavior] = "block"
+    max_result_chars: ClassVar[float] = 30_000
+
+    def is_read_only(self, data: In) -> bool:
+        return False
+
+    def is_concurrency_safe(self, data: In) -> bool:
+        return self.is_read_only(data)
+
+    def is_destructive(self, data: In) -> bool:
+        return False
+
+    async def validate_input(self, data: In, ctx: ToolContext) -> str | None:
+        """A message for the model when the input cannot work (checked before any permission)."""
+        return None
+
+    def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        """The paths this call reads or writes, for the permission engine's containment check."""
+        return []
+
+    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Derived fields for observers' copy only (e.g. an absolute path). Never sent to the model."""
+        return raw
+
+    def locations(self, data: In) -> list[Location]:
+        return []
+
+    def user_facing_title(self, data: In) -> str:
+        return self.name
+
+    async def call(self, data: In, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+    def schema(self) -> dict[str, Any]:
+        """The tool definition sent to the model."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_model.model_json_schema(),
+        }
+
+
+AnyTool = Tool[Any]
+Unbounded = math.inf
+
+ToolCallable = Callable[[Any, ToolContext], Awaitable[ToolResult]]
