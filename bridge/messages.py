@@ -107,6 +107,7 @@ def pairing_errors(history: list[Message]) -> list[str]:
     if history[0].get("role") != "user":
         errors.append("messages: first message must use the user role")
     pending: list[str] = []
+    seen_uses: set[str] = set()
     for index, message in enumerate(history):
         role = message.get("role")
         content = message.get("content")
@@ -137,12 +138,24 @@ def pairing_errors(history: list[Message]) -> list[str]:
                 )
             if len(results) != len(set(results)):
                 errors.append(f"messages.{index}: each tool_use must have a single result")
+            if pending and results:
+                first_other = next((i for i, b in enumerate(blocks) if b.get("type") != "tool_result"), len(blocks))
+                if any(b.get("type") == "tool_result" for b in blocks[first_other:]):
+                    errors.append(
+                        f"messages.{index}: tool_result blocks must come first in the content, before any other block"
+                    )
             pending = []
         else:
             if pending:
                 missing_list = ", ".join(pending)
                 errors.append(f"messages.{index}: tool_use ids without tool_result: {missing_list}")
             pending = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+            if len(pending) != len(set(pending)) or seen_uses.intersection(pending):
+                errors.append(f"messages.{index}: tool_use ids must be unique")
+            seen_uses.update(pending)
+            last_text = str(blocks[-1].get("text", "")) if blocks and blocks[-1].get("type") == "text" else ""
+            if index == len(history) - 1 and last_text != last_text.rstrip():
+                errors.append(f"messages.{index}: final assistant content cannot end with trailing whitespace")
             if results:
                 errors.append(f"messages.{index}: tool_result blocks are only allowed in user messages")
         for block in blocks:

@@ -1,0 +1,118 @@
+"""Reading a request the way a reactive scenario needs: the user's prompt, this turn's tool calls and results."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.offline.scenario import Json
+
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_CWD = re.compile(r"^\s*(?:[-*]\s*)?Working directory:\s*(\S.*?)\s*$", re.MULTILINE)
+
+
+def _blocks(message: Any) -> list[Json]:
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def result_text(block: Json) -> str:
+    """The text of a tool_result's content (a string or a list of blocks)."""
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def user_text(message: Json) -> str:
+    """The user's own words in a message: text blocks, without `<system-reminder>` additions."""
+    texts = [_REMINDER.sub("", str(b.get("text", ""))) for b in _blocks(message) if b.get("type") == "text"]
+    return "\n".join(t.strip() for t in texts if t.strip())
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: Json
+    result: str | None  # None = not answered yet
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class Turn:
+    prompt: str  # the last thing the user typed ("" if none)
+    calls: list[ToolCall]  # tool calls made since that prompt, in order
+
+    def of(self, name: str) -> list[ToolCall]:
+        return [c for c in self.calls if c.name == name]
+
+
+def current_turn(body: Json) -> Turn:
+    """The last user prompt (a user message with text and no tool_result) and the tool calls after it."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    start = 0
+    prompt = ""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        blocks = _blocks(message)
+        if message.get("role") == "user" and not any(b.get("type") == "tool_result" for b in blocks):
+            text = user_text(message)
+            if text:
+                start, prompt = index, text
+                break
+    results: dict[str, Json] = {}
+    for message in messages[start:]:
+        for block in _blocks(message):
+            if block.get("type") == "tool_result":
+                results[str(block.get("tool_use_id"))] = block
+    calls: list[ToolCall] = []
+    for message in messages[start:]:
+        if message.get("role") != "assistant":
+            continue
+        for block in _blocks(message):
+            if block.get("type") == "tool_use":
+                result = results.get(str(block.get("id")))
+                calls.append(ToolCall(
+                    id=str(block.get("id")), name=str(block.get("name")), input=dict(block.get("input") or {}),
+                    result=None if result is None else result_text(result),
+                    is_error=bool(result and result.get("is_error")),
+                ))
+    return Turn(prompt=prompt, calls=calls)
+
+
+def system_text(body: Json) -> str:
+    system = body.get("system")
+    if isinstance(system, str):
+        return system
+    if isinstance(system, list):
+        return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
+    return ""
+
+
+def working_directory(body: Json) -> str | None:
+    """The session cwd from a `Working directory: /abs/path` line (system prompt first, then messages)."""
+    texts = [system_text(body)] + [user_text(m) for m in body.get("messages", []) if isinstance(m, dict)]
+    for text in texts:
+        match = _CWD.search(text)
+        if match:
+            return match.group(1).strip("`'\"")
+    return None
+
+
+def tool_names(body: Json) -> set[str]:
+    return {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
+
+
+def words(text: str, per_delta: int = 2) -> list[str]:
+    """Split text into small deltas of a few words each, keeping every character (so they join back)."""
+    tokens = re.findall(r"\S+\s*|\s+", text)
+    return ["".join(tokens[i:i + per_delta]) for i in range(0, len(tokens), per_delta)] or [text]
+
+
+def text_response(text: str, *, delay_ms: int = 0, per_delta: int = 2) -> Json:
+    return {"content": [{"type": "text", "deltas": words(text, per_delta)}], "stop_reason": "end_turn",
+            "delay_ms": delay_ms}

@@ -1,0 +1,84 @@
+"""`playground` and `echo`: reactive scenarios keyed by what the user last typed."""
+
+from __future__ import annotations
+
+from bridge.offline.builtins.common import current_turn, text_response, tool_names
+from bridge.offline.scenario import Json, RecordedRequest
+
+OUTPUT_LINES = 20
+HELP = """Commands this offline model understands:
+
+- `run: <command>` runs a shell command with Bash
+- `read: <absolute path>` reads a file
+- `think: <text>` thinks first, then answers
+- `long` streams a long answer (for cancel tests)
+- anything else is echoed back"""
+
+
+def echo(request: RecordedRequest, *, delay_ms: int = 0) -> Json:
+    return text_response(f"You said: {current_turn(request.body).prompt}", delay_ms=delay_ms)
+
+
+def _first_lines(text: str) -> str:
+    lines = text.splitlines()
+    shown = "\n".join(lines[:OUTPUT_LINES])
+    if len(lines) > OUTPUT_LINES:
+        shown += f"\n… ({len(lines) - OUTPUT_LINES} more lines)"
+    return shown.replace("```", "ˋˋˋ") or "(no output)"
+
+
+def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
+    if is_error:
+        text = f"`{name}` failed for `{subject}`:\n\n```\n{_first_lines(result)}\n```"
+    elif name == "Bash":
+        text = f"Output of `{subject}`:\n\n```\n{_first_lines(result)}\n```"
+    else:
+        text = f"The first lines of `{subject}`:\n\n```\n{_first_lines(result)}\n```"
+    return text_response(text, delay_ms=10)
+
+
+def _long_answer() -> Json:
+    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(200)]
+    return {"content": [{"type": "text", "deltas": deltas}], "stop_reason": "end_turn", "delay_ms": 20}
+
+
+def _echo_markdown(prompt: str) -> Json:
+    text = (f"## You said\n\n{prompt}\n\nThis is the **offline playground** model. It can:\n\n"
+            "- `run: <command>` — run a command\n- `read: <path>` — read a file\n"
+            "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n\n"
+            f"```text\n{prompt[:200]}\n```")
+    pieces = max(1, len(text) // 20)
+    return {"content": [{"type": "text", "text": text, "chunks": pieces}], "stop_reason": "end_turn", "delay_ms": 10}
+
+
+def playground(request: RecordedRequest) -> Json:
+    turn = current_turn(request.body)
+    prompt = turn.prompt.strip()
+    command, _, argument = prompt.partition(":")
+    command, argument = command.strip().lower(), argument.strip()
+    if turn.calls:
+        call = turn.calls[-1]
+        subject = str(call.input.get("command") or call.input.get("file_path") or call.name)
+        return _after_tool(call.name, subject, call.result or "", call.is_error)
+    for wanted, tool in (("run", "Bash"), ("read", "Read")):
+        if command == wanted and argument and tool not in tool_names(request.body):
+            return text_response(f"I can't do that here: the {tool} tool is not available.")
+    if command == "run" and argument:
+        return {"content": [{"type": "text", "text": f"Running `{argument}`."},
+                            {"type": "tool_use", "name": "Bash",
+                             "input": {"command": argument, "description": "Run a command from the playground"}}],
+                "stop_reason": "tool_use"}
+    if command == "read" and argument:
+        return {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": argument}}],
+                "stop_reason": "tool_use"}
+    if command == "think" and argument:
+        return {"content": [
+            {"type": "thinking", "deltas": ["The user wants me to think about ", f"{argument!r}. ",
+                                            "Let me consider it briefly."], "signature": "offline-signature"},
+            {"type": "text", "deltas": ["After thinking about ", f"*{argument}*", ": it is worth thinking about."]},
+        ], "stop_reason": "end_turn", "delay_ms": 10}
+    if prompt.lower() == "long":
+        return _long_answer()
+    if prompt.lower() in ("help", "?", ""):
+        return text_response(HELP, delay_ms=10)
+    return _echo_markdown(prompt)

@@ -1,0 +1,176 @@
+"""Scenarios: what the offline model answers, request by request.
+
+A scenario is either a list of scripted responses (a dict or a JSON file) or a *responder*, a callable that
+looks at each request and returns one response dict. Both use the same response format (see `check_response`).
+The scenario itself is immutable; `ScenarioPlayer` holds the per-server position in the script.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Json = dict[str, Any]
+AfterLast = Literal["repeat_last", "end_turn_text"]
+
+FAULT_TYPES = ("status", "drop", "sse_error", "stall")
+BLOCK_TYPES = ("text", "thinking", "redacted_thinking", "tool_use")
+AFTER_LAST: tuple[AfterLast, ...] = ("repeat_last", "end_turn_text")
+
+
+class ScenarioError(ValueError):
+    """A scenario (or a responder's answer) that does not follow the response format."""
+
+
+@dataclass
+class RecordedRequest:
+    """One HTTP request the offline server received, and how it was answered."""
+
+    body: Json
+    raw: bytes
+    headers: dict[str, str]
+    path: str = "/v1/messages"
+    status: int = 0  # the HTTP status answered; 0 = no answer (a dropped or stalled non-stream request)
+    errors: list[str] = field(default_factory=list)
+    received_at: float = field(default_factory=time.monotonic)
+    response: Json | None = None  # the scenario response that was played, if any
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+
+Responder = Callable[[RecordedRequest], Mapping[str, Any]]
+
+
+def _fail(where: str, message: str) -> ScenarioError:
+    return ScenarioError(f"{where}: {message}")
+
+
+def check_response(response: Mapping[str, Any], where: str = "response") -> Json:
+    """Validate one response dict and return it as a plain dict. Format:
+
+    `{"content": [block, ...], "stop_reason": "end_turn", "delay_ms": 5, "fault": {...}, "usage": {...}}`
+    with blocks `text` (`text` + optional `chunks` or explicit `deltas`), `thinking` (`thinking` or `deltas`,
+    `signature`), `redacted_thinking` (`data`), `tool_use` (`name`, `input`, optional `id`, `pieces`);
+    each block may carry its own `delay_ms`. Faults: `status` (`status`, `retry_after`, `error_type`,
+    `message`), `drop` / `sse_error` / `stall` (`after_events`), all with optional `times`.
+    """
+    if not isinstance(response, Mapping):
+        raise _fail(where, "must be an object")
+    content = response.get("content", [])
+    if not isinstance(content, list):
+        raise _fail(where, "content must be a list of blocks")
+    for index, block in enumerate(content):
+        here = f"{where}.content.{index}"
+        if not isinstance(block, Mapping) or block.get("type") not in BLOCK_TYPES:
+            raise _fail(here, f"block type must be one of {', '.join(BLOCK_TYPES)}")
+        if block["type"] == "tool_use":
+            if not isinstance(block.get("name"), str) or not block["name"]:
+                raise _fail(here, "tool_use needs a name")
+            if not isinstance(block.get("input", {}), Mapping):
+                raise _fail(here, "tool_use input must be an object")
+        if "deltas" in block and not (
+            isinstance(block["deltas"], list) and all(isinstance(d, str) for d in block["deltas"])
+        ):
+            raise _fail(here, "deltas must be a list of strings")
+    fault = response.get("fault")
+    if fault is not None:
+        if not isinstance(fault, Mapping) or fault.get("type") not in FAULT_TYPES:
+            raise _fail(where, f"fault type must be one of {', '.join(FAULT_TYPES)}")
+        if fault["type"] == "status" and not isinstance(fault.get("status"), int):
+            raise _fail(where, "a status fault needs an integer status")
+        times = fault.get("times", 1)
+        if not isinstance(times, int) or times < 1:
+            raise _fail(where, "fault times must be a positive integer")
+    return dict(response)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named script of responses, or a responder callable."""
+
+    name: str
+    responses: tuple[Json, ...] = ()
+    after_last: AfterLast = "end_turn_text"
+    responder: Responder | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        name = str(data.get("name", "scenario"))
+        responses = data.get("responses", [])
+        if not isinstance(responses, list):
+            raise ScenarioError(f"scenario {name}: responses must be a list")
+        after_last = data.get("after_last", "end_turn_text")
+        if after_last not in AFTER_LAST:
+            raise ScenarioError(f"scenario {name}: after_last must be one of {', '.join(AFTER_LAST)}")
+        checked = tuple(check_response(r, f"scenario {name}: responses.{i}") for i, r in enumerate(responses))
+        return cls(name=name, responses=checked, after_last=after_last)
+
+    @classmethod
+    def from_responses(cls, responses: list[Json], *, name: str = "scenario",
+                       after_last: AfterLast = "end_turn_text") -> Scenario:
+        return cls.from_dict({"name": name, "responses": responses, "after_last": after_last})
+
+    @classmethod
+    def from_responder(cls, responder: Responder, *, name: str = "responder") -> Scenario:
+        return cls(name=name, responder=responder)
+
+
+def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario:
+    """A scenario from a `Scenario`, a dict, a path to a JSON file, or a built-in name."""
+    if isinstance(source, Scenario):
+        return source
+    if isinstance(source, Mapping):
+        return Scenario.from_dict(source)
+    path = Path(source)
+    if path.suffix == ".json" or path.is_file():
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ScenarioError(f"cannot load scenario file {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ScenarioError(f"scenario file {path}: must hold a JSON object")
+        data.setdefault("name", path.stem)
+        return Scenario.from_dict(data)
+    from bridge.offline.builtins import builtin_scenario
+
+    return builtin_scenario(str(source))
+
+
+def end_turn_text(scenario: str) -> Json:
+    return {"content": [{"type": "text", "text": f"(offline scenario '{scenario}' has no more responses)"}],
+            "stop_reason": "end_turn"}
+
+
+class ScenarioPlayer:
+    """Walks a scenario: each valid request takes the next response; a fault with `times: N` answers N requests.
+
+    Used only from the server's event-loop thread, so it needs no lock.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self._index = 0
+        self._served = 0  # how many requests the current response has answered
+
+    def next_response(self, request: RecordedRequest) -> Json:
+        scenario = self.scenario
+        if scenario.responder is not None:
+            return check_response(scenario.responder(request), f"scenario {scenario.name}: responder answer")
+        if self._index >= len(scenario.responses):
+            if scenario.after_last == "repeat_last" and scenario.responses:
+                return scenario.responses[-1]
+            return end_turn_text(scenario.name)
+        response = scenario.responses[self._index]
+        fault = response.get("fault")
+        times = int(fault.get("times", 1)) if isinstance(fault, Mapping) else 1
+        self._served += 1
+        if self._served >= times:
+            self._index += 1
+            self._served = 0
+        return response
