@@ -1,0 +1,266 @@
+"""Edit: replace an exact string in a file the session has read.
+
+All work is plain `str.find`/`count`/`replace` on the decoded text, so a 10 MB file costs a few linear
+passes. The plan (what the edit would write) is pure and shared by `validate_input`, the permission
+dialog's preview and `call`; `call` re-plans, because the file may change while the user decides.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.fileio import (
+    UTF8,
+    Encoding,
+    atomic_write,
+    backfill_path,
+    diff_display,
+    line_number_at,
+    numbered_snippet,
+    read_text_file,
+    record_write,
+    require_fresh_read,
+    snapshot_of,
+    to_line_ending,
+)
+from bridge.tools.paths import absolute_path
+
+MAX_EDIT_BYTES = 256 * 1024 * 1024
+
+
+class EditInput(ToolInput):
+    file_path: str = Field(description="Absolute path of the file to modify")
+    old_string: str = Field(description="The exact text to replace")
+    new_string: str = Field(description="The text to replace it with (must differ from old_string)")
+    replace_all: bool = Field(default=False, description="Replace every occurrence (default false)")
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    path: Path
+    old_text: str | None  # None: the edit creates the file
+    new_text: str
+    encoding: Encoding
+    payload: bytes  # new_text encoded as the file is
+    replacements: int
+    old_span: tuple[int, int]  # changed range in old_text (first match start .. last match end)
+    new_span: tuple[int, int]
+    snapshot: FileSnapshot | None  # the file as planned against; None for a new file
+
+    def diff(self) -> dict[str, Any]:
+        return diff_display(self.path, self.old_text, self.new_text, old_span=self.old_span, new_span=self.new_span)
+
+
+def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
+    """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
+    path = absolute_path(data.file_path)
+    if data.old_string == data.new_string:
+        raise ToolError("No changes to make: old_string and new_string are exactly the same.")
+    if path.suffix == ".ipynb":
+        raise ToolError("This is a Jupyter notebook; use the NotebookEdit tool to change its cells.")
+    if not path.exists():
+        if data.old_string == "":
+            new = data.new_string
+            return EditPlan(path, None, new, UTF8, UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
+        raise ToolError(
+            f"File does not exist: {path} (cwd is {ctx.cwd}). "
+            "To create a file, use Write, or Edit with an empty old_string."
+        )
+    if path.is_file() and path.stat().st_size > MAX_EDIT_BYTES:
+        raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
+    file = read_text_file(path)
+    require_fresh_read(path, ctx, file.snapshot)
+    text = file.text
+
+    if data.old_string == "":
+        if text.strip():
+            raise ToolError(
+                "old_string is empty but the file has content; give the exact text to replace "
+                "(an empty old_string only fills an empty file)."
+            )
+        new = to_line_ending(data.new_string, file.line_ending)
+        enc = file.encoding
+        return EditPlan(path, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file.snapshot)
+
+    needle, replacement, count = _match(text, data.old_string, data.new_string, file.line_ending)
+    if count == 0:
+        raise ToolError(_not_found_message(text, data.old_string, path))
+    if count > 1 and not data.replace_all:
+        raise ToolError(
+            f"Found {count} matches of old_string in {path} (at lines {_match_lines(text, needle)}), "
+            "but replace_all is false. Set replace_all to true to change every one, or add surrounding "
+            "lines to old_string so that it matches exactly one place."
+        )
+    # Deleting a whole line: take its line break too, so no blank line is left behind (as Claude Code does).
+    ending = file.line_ending
+    if replacement == "" and not needle.endswith("\n") and text.count(needle + ending) == count:
+        needle += ending
+
+    first = text.find(needle)
+    if data.replace_all:
+        new = text.replace(needle, replacement)
+        last = text.rfind(needle)
+    else:
+        new = text[:first] + replacement + text[first + len(needle) :]
+        last = first
+    count = count if data.replace_all else 1
+    old_span = (first, last + len(needle))
+    new_span = (first, last + (count - 1) * (len(replacement) - len(needle)) + len(replacement))
+    payload = file.encoding.encode(new)
+    return EditPlan(path, text, new, file.encoding, payload, count, old_span, new_span, file.snapshot)
+
+
+def preview_edit(data: EditInput, ctx: ToolContext) -> dict[str, Any]:
+    """The ACP diff the edit would make (for the permission dialog), without writing anything."""
+    return plan_edit(data, ctx).diff()
+
+
+def _match(text: str, old: str, new: str, ending: str) -> tuple[str, str, int]:
+    """The model writes `\\n`: try the file's line ending first, then the strings as sent (a mixed file),
+    then the other ending. Returns the variant that matched and its count (0 when none did)."""
+    variants = [(to_line_ending(old, "\r\n"), to_line_ending(new, "\r\n")), (old, new)]
+    if ending == "\n":
+        variants.reverse()
+    for needle, replacement in variants:
+        count = text.count(needle)
+        if count:
+            return needle, replacement, count
+    return old, new, 0
+
+
+def _match_lines(text: str, needle: str, shown: int = 5) -> str:
+    lines: list[str] = []
+    pos, line, counted = text.find(needle), 1, 0
+    while pos >= 0 and len(lines) < shown:
+        line += text.count("\n", counted, pos)
+        counted = pos
+        lines.append(str(line))
+        pos = text.find(needle, pos + len(needle))
+    more = text.count(needle) - len(lines)
+    return ", ".join(lines) + (f" and {more} more" if more > 0 else "")
+
+
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "‛": "'", "“": '"', "”": '"', "„": '"', "‟": '"'})
+_BLANKS = re.compile(r"[ \t\u00a0\r]+")
+_AROUND_NL = re.compile(r" ?\n ?")
+
+
+def _normalize(text: str) -> str:
+    """Quotes straightened, runs of blanks collapsed, indentation and trailing blanks dropped.
+    Line breaks are kept, so a line number in the result is a line number in the original."""
+    return _AROUND_NL.sub("\n", _BLANKS.sub(" ", text.translate(_QUOTES)))
+
+
+def _not_found_message(text: str, old: str, path: Path) -> str:
+    base = f"old_string was not found in {path}."
+    wanted = _normalize(old).strip("\n ")
+    if not wanted:
+        return base + " It contains only whitespace; give the exact text to replace."
+    normalized = _normalize(text)
+    at = normalized.find(wanted)
+    if at < 0:
+        return base + " Read the file again and copy old_string exactly, including indentation."
+    first = line_number_at(normalized, at)
+    span = wanted.count("\n") + 1
+    start = _offset_of_line(text, first)
+    end = start
+    for _ in range(span):
+        nxt = text.find("\n", end)
+        end = len(text) if nxt < 0 else nxt + 1
+    excerpt = numbered_snippet(text, start, max(start, end - 1), context=0, max_lines=30)
+    return (
+        f"{base} A near match that differs only in whitespace or quote characters is at line {first}:\n"
+        f"{excerpt}\nCopy old_string from the file exactly as it is (without the line-number prefix)."
+    )
+
+
+def _offset_of_line(text: str, line: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        pos = text.find("\n", pos) + 1
+    return pos
+
+
+class EditTool(Tool[EditInput]):
+    name = "Edit"
+    input_model = EditInput
+    description = (
+        "Replace an exact string in a file. The file must have been read with Read in this session and "
+        "not changed since. old_string must match the file exactly (indentation included, no line-number "
+        "prefixes) and occur exactly once, unless replace_all is true; include enough surrounding lines to "
+        "make it unique. Line endings and encoding of the file are kept. An empty old_string creates a new "
+        "file (or fills an empty one). Use NotebookEdit for .ipynb files."
+    )
+    search_hint = "modify replace text in an existing file"
+    kind = "edit"
+    interrupt_behavior = "block"
+    max_result_chars = 50_000
+
+    async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
+        try:
+            plan_edit(data, ctx)
+        except ToolError as exc:
+            return str(exc)
+        return None
+
+    def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        try:
+            return [(absolute_path(data.file_path), "write")]
+        except ToolError:
+            return []
+
+    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return backfill_path(raw, "file_path")
+
+    def locations(self, data: EditInput) -> list[Location]:
+        try:
+            path = absolute_path(data.file_path)
+        except ToolError:
+            return []
+        return [Location(str(path), _first_line_of(path, data.old_string))]
+
+    def user_facing_title(self, data: EditInput) -> str:
+        return f"Edit {data.file_path}"
+
+    async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
+        plan = plan_edit(data, ctx)
+        if plan.snapshot is None:
+            plan.path.parent.mkdir(parents=True, exist_ok=True)
+        elif snapshot_of(os.stat(plan.path)) != plan.snapshot:
+            raise ToolError(
+                f"File changed on disk while the edit was prepared: {plan.path}. Read it again, then retry."
+            )
+        atomic_write(plan.path, plan.payload)
+        record_write(plan.path, ctx)
+        display = [plan.diff()]
+        raw_output = {"path": str(plan.path), "replacements": plan.replacements}
+        if plan.old_text is None:
+            return ToolResult(f"File created successfully at: {plan.path}", display=display, raw_output=raw_output)
+        what = f"All {plan.replacements} occurrences were replaced. " if data.replace_all else ""
+        snippet = numbered_snippet(plan.new_text, plan.new_span[0], plan.new_span[1])
+        text = (
+            f"The file {plan.path} has been updated. {what}"
+            f"Here's the result of running `cat -n` on a snippet of the edited file:\n{snippet}"
+        )
+        return ToolResult(text, display=display, raw_output=raw_output)
+
+
+def _first_line_of(path: Path, needle: str, cap: int = 4 * 1024 * 1024) -> int | None:
+    """Best effort for the editor's follow-along: the line of the first match in a modest file."""
+    if not needle:
+        return None
+    try:
+        if path.stat().st_size > cap:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    at = text.find(needle.split("\n", 1)[0])
+    return line_number_at(text, at) if at >= 0 else None
