@@ -54,7 +54,7 @@ def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     path = absolute_path(data.file_path)
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         _check_parent(path)
         return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), None)
     except OSError as exc:
