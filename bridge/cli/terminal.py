@@ -1,0 +1,177 @@
+"""The loop in a terminal: streamed text, tool calls, permission questions at the prompt, Ctrl-C
+cancels the turn (a second Ctrl-C while it unwinds forces)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from bridge.agent import Agent
+from bridge.config import BridgeConfig
+from bridge.loop.events import (
+    LoopEvent,
+    Notice,
+    PlanUpdate,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageReport,
+)
+from bridge.loop.permission import deny_all
+from bridge.model.types import ModelError
+from bridge.permissions.types import PermissionAnswer, PermissionRequest
+from bridge.session import Frontend, Session
+
+DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
+
+
+class TerminalView:
+    def __init__(self, out: TextIO = sys.stdout, *, color: bool | None = None) -> None:
+        self.out = out
+        self.color = out.isatty() if color is None else color
+        self._in_text = False
+        self.usage: list[UsageReport] = []
+
+    def paint(self, code: str, text: str) -> str:
+        return f"{code}{text}{RESET}" if self.color else text
+
+    def write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    def line(self, text: str) -> None:
+        if self._in_text:
+            self.write("\n")
+            self._in_text = False
+        self.write(text + "\n")
+
+    def emit(self, event: LoopEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._in_text = True
+            self.write(event.text)
+        elif isinstance(event, ThinkingDelta):
+            self._in_text = True
+            self.write(self.paint(DIM, event.text))
+        elif isinstance(event, ToolCallStarted):
+            self.line(self.paint(BOLD, f"● {event.title}"))
+        elif isinstance(event, ToolCallFinished):
+            first = event.text.strip().splitlines()[:3]
+            mark = self.paint(GREEN, "  ⎿ ") if event.status == "completed" else self.paint(RED, "  ⎿ ")
+            more = " …" if len(event.text.strip().splitlines()) > 3 else ""
+            self.line(mark + ("\n    ".join(first) or "(no output)") + more)
+        elif isinstance(event, PlanUpdate):
+            for entry in event.entries:
+                box = {"completed": "☒", "in_progress": "◐"}.get(str(entry.get("status")), "☐")
+                self.line(f"  {box} {entry.get('content')}")
+        elif isinstance(event, UsageReport):
+            self.usage.append(event)
+        elif isinstance(event, Notice):
+            self.line(self.paint(DIM, f"[{event.level}] {event.message}"))
+
+    def summary(self) -> str:
+        if not self.usage:
+            return ""
+        tokens_in = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in self.usage)
+        tokens_out = sum(u.output_tokens for u in self.usage)
+        cache = sum(u.cache_read_tokens for u in self.usage)
+        cost = self.usage[-1].session_cost_usd
+        return (
+            f"{len(self.usage)} model requests · {tokens_in:,} input tokens ({cache:,} from cache) · "
+            f"{tokens_out:,} output tokens · ${cost:.4f}"
+        )
+
+
+class TerminalPrompter:
+    """Asks at the terminal; reads stdin without a thread so a cancel withdraws the question."""
+
+    def __init__(self, view: TerminalView, *, auto_approve: bool = False) -> None:
+        self.view = view
+        self.auto_approve = auto_approve
+
+    async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
+        view = self.view
+        view.line(view.paint(BOLD, f"? Allow {request.title}?") + (f" ({request.reason})" if request.reason else ""))
+        always = next((s for s in request.suggestions if s.behavior == "allow"), None)
+        choices = "[y] yes  " + (f"[a] always allow {always.rule}  " if always else "") + "[n] no (or type feedback)"
+        view.line("  " + choices)
+        if self.auto_approve or not sys.stdin.isatty():
+            view.line(view.paint(DIM, "  → yes (approved automatically: no terminal to ask)"))
+            return PermissionAnswer("allow_once")
+        view.write("  > ")
+        answer = (await _read_line()).strip()
+        if answer.lower() in ("y", "yes", ""):
+            return PermissionAnswer("allow_once")
+        if answer.lower() in ("a", "always") and always is not None:
+            return PermissionAnswer("allow_always", suggestion=always)
+        feedback = None if answer.lower() in ("n", "no") else answer
+        return PermissionAnswer("reject_once", feedback=feedback)
+
+
+async def _read_line() -> str:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str] = loop.create_future()
+    fd = sys.stdin.fileno()
+
+    def readable() -> None:
+        if not future.done():
+            future.set_result(sys.stdin.readline())
+
+    loop.add_reader(fd, readable)
+    try:
+        return await future
+    finally:
+        loop.remove_reader(fd)
+
+
+async def run_turn_in_terminal(session: Session, text: str, view: TerminalView) -> int:
+    loop = asyncio.get_running_loop()
+    cancels = 0
+
+    def on_sigint() -> None:
+        nonlocal cancels
+        cancels += 1
+        view.line(view.paint(DIM, "^C cancelling…" if cancels == 1 else "^C forcing…"))
+        session.cancel(force=cancels > 1)
+
+    with contextlib.suppress(NotImplementedError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        stop = await session.prompt([{"type": "text", "text": text}])
+    except ModelError as error:
+        view.line(view.paint(RED, f"Error: {error}"))
+        return 1
+    finally:
+        with contextlib.suppress(NotImplementedError):
+            loop.remove_signal_handler(signal.SIGINT)
+    view.line(view.paint(DIM, f"[{stop}] {view.summary()}"))
+    return 130 if stop == "cancelled" else 0
+
+
+def run_prompt(
+    text: str,
+    *,
+    cwd: Path,
+    overrides: dict[str, Any],
+    interactive: bool = True,
+    auto_approve: bool = False,
+) -> int:
+    config, problems = BridgeConfig.load(overrides)
+    view = TerminalView()
+    for problem in problems:
+        view.line(view.paint(RED, problem))
+
+    async def main() -> int:
+        agent = Agent(config)
+        prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
+        session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter))
+        try:
+            return await run_turn_in_terminal(session, text, view)
+        finally:
+            await agent.shutdown()
+
+    return asyncio.run(main())

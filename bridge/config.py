@@ -1,0 +1,77 @@
+"""Bridge settings: fully defaulted, from the environment and the editor's initializationOptions.
+Invalid values are reported (as data) and the defaults used — never a crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("AGENT_BRIDGE_DATA_DIR") or platformdirs.user_data_dir("agent-bridge"))
+
+
+class BridgeConfig(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    model: str = DEFAULT_MODEL
+    api_key: str | None = Field(default=None, alias="apiKey")
+    base_url: str | None = Field(default=None, alias="baseUrl")
+    max_turns: int = Field(default=50, ge=1, le=1000, alias="maxTurns")
+    max_tokens: int = Field(default=16_000, ge=256, alias="maxTokens")
+    max_retries: int = Field(default=4, ge=0, le=20, alias="maxRetries")
+    max_retry_wait: float = Field(default=20.0, ge=0, alias="maxRetryWait")
+    data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
+    permission_mode: str = Field(default="default", alias="permissionMode")
+
+    @classmethod
+    def load(cls, overrides: dict[str, Any] | None = None) -> tuple[BridgeConfig, list[str]]:
+        """Environment first, then the editor's options on top. Returns the config and the problems found."""
+        values: dict[str, Any] = {}
+        env = {
+            "model": "AGENT_BRIDGE_MODEL",
+            "api_key": "ANTHROPIC_API_KEY",
+            "base_url": "ANTHROPIC_BASE_URL",
+            "max_turns": "AGENT_BRIDGE_MAX_TURNS",
+            "max_retries": "AGENT_BRIDGE_MAX_RETRIES",
+            "max_retry_wait": "AGENT_BRIDGE_MAX_RETRY_WAIT",
+        }
+        for field, var in env.items():
+            if os.environ.get(var):
+                values[field] = os.environ[var]
+        problems: list[str] = []
+        for key, value in (overrides or {}).items():
+            name = _field_for(key)
+            if name is None:
+                continue
+            values[name] = value
+        while True:
+            try:
+                return cls.model_validate(values), problems
+            except ValidationError as error:
+                bad = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
+                for item in error.errors():
+                    where = ".".join(str(p) for p in item["loc"])
+                    problems.append(f"setting {where}: {item['msg']} (using the default)")
+                remaining = {k: v for k, v in values.items() if k not in bad and _alias(k) not in bad}
+                if remaining == values:
+                    return cls(), problems
+                values = remaining
+
+
+def _field_for(key: str) -> str | None:
+    for name, info in BridgeConfig.model_fields.items():
+        if key in (name, info.alias):
+            return name
+    return None
+
+
+def _alias(name: str) -> str:
+    info = BridgeConfig.model_fields.get(name)
+    return (info.alias if info and info.alias else name)

@@ -1,0 +1,282 @@
+"""Runs a response's tool calls: each as soon as its tool_use block is complete (while the model is
+still streaming), consecutive concurrency-safe calls in parallel (bounded), anything else alone and in
+order. Results come back in the order of the tool_use blocks.
+
+Ordering is a dependency chain: a safe call waits for the last unsafe call before it; an unsafe call
+waits for every call before it. Before a call starts it checks the signal (the seed's third checkpoint).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic import ValidationError
+
+from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
+from bridge.loop.events import (
+    LoopEvent,
+    PlanUpdate,
+    ToolCallFinished,
+    ToolCallInProgress,
+    ToolCallProgress,
+    ToolCallStarted,
+)
+from bridge.loop.permission import PermissionPolicy, Prompter
+from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
+from bridge.permissions.types import PermissionRequest
+from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
+
+log = logging.getLogger(__name__)
+
+MAX_PARALLEL = 10
+
+
+@dataclass
+class ToolEnvironment:
+    """What the executor needs from the session, built once per turn."""
+
+    tools: dict[str, AnyTool]
+    policy: PermissionPolicy
+    prompter: Prompter
+    emit: Callable[[LoopEvent], None]
+    context: Callable[[str], ToolContext]  # a ToolContext for a tool_use id (abort filled in by the executor)
+    bound: Callable[[str, float, str], str] = lambda text, _limit, _id: text  # large-result storage
+
+
+@dataclass
+class _Call:
+    block: Block
+    tool: AnyTool | None
+    data: Any
+    error: str | None
+    safe: bool
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Block | None = None
+    output: str = ""  # progress so far, kept for the synthesized result
+    display: list[dict[str, Any]] = field(default_factory=list)
+    raw_output: dict[str, Any] | None = None
+
+
+class ToolExecutor:
+    def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup) -> None:
+        self._env = env
+        self._abort = abort
+        self._group = group
+        self._calls: list[_Call] = []
+        self._limit = anyio.Semaphore(MAX_PARALLEL)
+
+    @property
+    def count(self) -> int:
+        return len(self._calls)
+
+    def add(self, block: Block) -> None:
+        """Schedule a complete tool_use block."""
+        call = self._prepare(block)
+        waits_for = [c.done for c in self._calls] if not call.safe else self._since_last_unsafe()
+        self._calls.append(call)
+        self._env.emit(self._started_event(call))
+        self._group.start_soon(self._run, call, waits_for)
+
+    def _since_last_unsafe(self) -> list[anyio.Event]:
+        for earlier in reversed(self._calls):
+            if not earlier.safe:
+                return [earlier.done]
+        return []
+
+    def _prepare(self, block: Block) -> _Call:
+        tool = self._env.tools.get(block["name"])
+        if tool is None:
+            known = ", ".join(sorted(self._env.tools))
+            return _Call(block, None, None, f"No such tool: {block['name']}. Available tools: {known}.", True)
+        raw = block.get("input") or {}
+        if "__invalid_json__" in raw:
+            return _Call(block, tool, None, "The tool input was not valid JSON; send it again.", True)
+        try:
+            data = tool.input_model.model_validate(raw)
+        except ValidationError as error:
+            return _Call(block, tool, None, _validation_message(tool.name, error), True)
+        try:
+            safe = tool.is_concurrency_safe(data)
+        except Exception:
+            safe = False
+        return _Call(block, tool, data, None, safe)
+
+    def _started_event(self, call: _Call) -> ToolCallStarted:
+        raw = dict(call.block.get("input") or {})
+        tool = call.tool
+        if tool is None or call.data is None:
+            return ToolCallStarted(call.block["id"], call.block["name"], call.block["name"], "other", raw)
+        observable = tool.backfill_observable_input(dict(raw))
+        return ToolCallStarted(
+            call.block["id"],
+            tool.name,
+            _safe(lambda: tool.user_facing_title(call.data), tool.name),
+            tool.kind,
+            observable,
+            [loc.wire() for loc in _safe(lambda: tool.locations(call.data), [])],
+        )
+
+    async def _run(self, call: _Call, waits_for: list[anyio.Event]) -> None:
+        try:
+            for event in waits_for:
+                await event.wait()
+            if self._abort.aborted:  # checkpoint: no new work after a cancel
+                call.result = interrupted_result(call.block["id"])
+                return
+            try:
+                if call.safe:
+                    async with self._limit:
+                        call.result = await self._execute(call)
+                else:
+                    call.result = await self._execute(call)
+            except Exception as error:  # a failing policy, hook or prompter denies this call, not the turn
+                log.exception("tool call %s failed", call.block["id"])
+                message = f"The tool was not run: {type(error).__name__}: {error}"
+                call.result = tool_result_block(call.block["id"], message, is_error=True)
+        finally:
+            if call.result is None:
+                call.result = interrupted_result(call.block["id"], call.output)
+            self._finish_event(call)
+            call.done.set()
+
+    def _finish_event(self, call: _Call) -> None:
+        result = call.result or {}
+        text = _text_of(result.get("content"))
+        status: Literal["completed", "failed"] = "failed" if result.get("is_error") else "completed"
+        self._env.emit(ToolCallFinished(call.block["id"], status, text, call.display, call.raw_output))
+
+    async def _execute(self, call: _Call) -> Block:
+        use_id = call.block["id"]
+        if call.error is not None or call.tool is None:
+            return tool_result_block(use_id, call.error or "tool failed", is_error=True)
+        tool, data = call.tool, call.data
+        ctx = self._env.context(use_id)
+        ctx.tool_use_id = use_id
+        ctx.abort = self._abort if tool.interrupt_behavior == "cancel" else self._abort.child(not_interrupt)
+
+        def progress(text: str) -> None:
+            call.output = text
+            self._env.emit(ToolCallProgress(use_id, text))
+
+        ctx.progress = progress
+        try:
+            problem = await tool.validate_input(data, ctx)
+            if problem:
+                return tool_result_block(use_id, problem, is_error=True)
+            denied = await self._permit(call, ctx)
+            if denied is not None:
+                return tool_result_block(use_id, denied, is_error=True)
+            self._env.emit(ToolCallInProgress(use_id))
+            result = await self._call_tool(tool, data, ctx)
+        except ToolError as error:
+            return tool_result_block(use_id, str(error), is_error=True)
+        if result is None:  # cancelled by the signal
+            return interrupted_result(use_id, call.output)
+        call.display, call.raw_output = result.display, result.raw_output
+        if tool.name == "TodoWrite" and result.raw_output and "entries" in result.raw_output:
+            self._env.emit(PlanUpdate(list(result.raw_output["entries"])))
+        content: str | list[Block] = result.content
+        if isinstance(content, str):
+            content = self._env.bound(content, tool.max_result_chars, use_id)
+        return tool_result_block(use_id, content, is_error=result.is_error)
+
+    async def _call_tool(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
+        with cancel_on_abort(ctx.abort):
+            try:
+                return await tool.call(data, ctx)
+            except ToolError:
+                raise
+            except Exception as error:  # a bug in a tool must not end the turn
+                log.exception("tool %s failed", tool.name)
+                raise ToolError(f"{tool.name} failed unexpectedly: {type(error).__name__}: {error}") from error
+        return None
+
+    async def _permit(self, call: _Call, ctx: ToolContext) -> str | None:
+        """None when the call may run; else the message for the model. The wait for an answer is cut by any
+        abort reason (a tool that has not started is not run, even a `block` one)."""
+        tool, data = call.tool, call.data
+        assert tool is not None
+        raw = dict(call.block.get("input") or {})
+        decision = self._env.policy.decide(
+            tool.name, raw, read_only=_safe(lambda: tool.is_read_only(data), False),
+            paths=_safe(lambda: tool.permission_paths(data, ctx), []),
+        )
+        if decision.behavior == "allow":
+            return None
+        if decision.behavior == "deny":
+            return f"Permission denied: {decision.reason or 'a deny rule matched'}."
+        started = self._started_event(call)
+        request = PermissionRequest(
+            tool_call_id=started.tool_call_id, tool_name=tool.name, title=started.title, kind=started.tool_kind,
+            raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
+            reason=decision.reason, suggestions=decision.suggestions,
+        )
+        answer = None
+        with cancel_on_abort(self._abort):
+            answer = await self._env.prompter(request)
+        if answer is None:  # the turn was cancelled while asking
+            return INTERRUPTED_RESULT
+        if answer.outcome == "cancelled":
+            return "The permission request was dismissed (or the editor went away); the tool was not run."
+        if answer.outcome == "allow_always" and answer.suggestion is not None:
+            self._env.policy.save_rule(answer.suggestion)
+        if answer.allowed:
+            return None
+        if answer.outcome == "reject_always" and answer.suggestion is not None:
+            self._env.policy.save_rule(answer.suggestion)
+        message = "Permission denied by user"
+        if answer.feedback:
+            message += f". The user said: {answer.feedback}"
+        return message
+
+    async def results(self) -> list[Block]:
+        """Every call's result, in tool_use order (waits for the running ones)."""
+        for call in self._calls:
+            await call.done.wait()
+        return [c.result for c in self._calls if c.result is not None]
+
+    def unfinished_outputs(self) -> dict[str, str]:
+        return {c.block["id"]: c.output for c in self._calls if not c.done.is_set()}
+
+
+def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]:
+    """An edit's diff for the permission dialog, when the tool can compute it without writing."""
+    preview = getattr(tool, "preview", None)
+    if preview is None:
+        return []
+    try:
+        result = preview(data, ctx)
+    except Exception:
+        return []
+    return list(result) if isinstance(result, list) else []
+
+
+def _safe(fn: Callable[[], Any], default: Any) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _validation_message(tool_name: str, error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "input"
+        problems.append(f"{where}: {item['msg']}")
+    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+
+
+__all__ = ["AbortReason", "ToolEnvironment", "ToolExecutor"]

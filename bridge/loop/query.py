@@ -1,0 +1,212 @@
+"""The query loop: stream -> tools -> results -> repeat, with the seed's interrupt semantics.
+
+Checkpoints where the signal is looked at: the HTTP request/stream (cancelled at once), between the
+end of a response and the start of its tools, and before each tool call starts. Whatever happens, the
+history is left valid: partial text kept, every tool_use answered, the marker added for `ctrl-c`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+
+from bridge.abort import Abort, AbortReason, cancel_on_abort
+from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
+from bridge.loop.executor import ToolEnvironment, ToolExecutor
+from bridge.messages import (
+    MARKER,
+    MARKER_TOOL_USE,
+    Block,
+    Message,
+    repair_pairing,
+    text_block,
+    user_message,
+)
+from bridge.model.pricing import CONTEXT_WINDOW, cost_usd
+from bridge.model.types import (
+    BlockComplete,
+    BlockDelta,
+    ModelClient,
+    ModelError,
+    ModelRequest,
+    ResponseComplete,
+    Retrying,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass
+class Conversation:
+    """The history and running totals of one session."""
+
+    messages: list[Message] = field(default_factory=list)
+    cost_usd: float = 0.0
+    usage_total: Usage = field(default_factory=Usage)
+    on_message: Callable[[Message], None] = lambda _m: None  # transcript hook: each message when complete
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self.on_message(message)
+
+
+@dataclass
+class TurnSettings:
+    model: str
+    system: list[Block]
+    max_turns: int = 50
+    max_tokens: int = 16_000
+    context_window: int = CONTEXT_WINDOW
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class _Response:
+    """One assistant response as it streams."""
+
+    blocks: dict[int, Block] = field(default_factory=dict)
+    partial: dict[int, Block] = field(default_factory=dict)  # blocks still streaming: text/thinking so far
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+    def message(self) -> Message | None:
+        """What is kept in history: complete blocks, plus streamed text of an unfinished text block.
+        An unfinished tool_use (it never ran) and unsigned thinking (the API rejects it) are dropped."""
+        kept: list[Block] = []
+        for index in sorted(self.blocks.keys() | self.partial.keys()):
+            block = self.blocks.get(index)
+            if block is None:
+                part = self.partial[index]
+                if part["type"] == "text" and part["text"].strip():
+                    kept.append(text_block(part["text"]))
+                continue
+            if block["type"] == "thinking" and not block.get("signature"):
+                continue
+            if block["type"] == "text" and not block.get("text", "").strip():
+                continue
+            kept.append(block)
+        return {"role": "assistant", "content": kept} if kept else None
+
+
+async def run_turn(
+    conversation: Conversation,
+    prompt: list[Block],
+    *,
+    model: ModelClient,
+    settings: TurnSettings,
+    tools: ToolEnvironment,
+    abort: Abort,
+) -> StopReason:
+    """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
+    emit = tools.emit
+    conversation.append(user_message(prompt))
+    schemas = [tool.schema() for tool in tools.tools.values()]
+    for _request_number in range(settings.max_turns):
+        if abort.aborted:
+            return _cancelled(conversation, abort, tools_ran=False)
+        request = ModelRequest(
+            model=settings.model,
+            system=settings.system,
+            tools=schemas,
+            messages=repair_pairing(conversation.messages),
+            max_tokens=settings.max_tokens,
+            extra=dict(settings.extra),
+        )
+        response = _Response()
+        failure: ModelError | None = None
+        # Tools follow the turn's signal, and are also stopped (as by `interrupt`) if the response is cut off.
+        tool_abort = abort.child(lambda _reason: True)
+        async with anyio.create_task_group() as group:
+            executor = ToolExecutor(tools, tool_abort, group)
+            with cancel_on_abort(abort):
+                try:
+                    async for event in model.stream(request):
+                        _on_event(event, response, executor, emit)
+                except ModelError as error:
+                    failure = error
+            message = response.message()
+            if failure is not None:
+                # The response was cut off: started `block` calls keep their real result; nothing new starts.
+                tool_abort.abort(AbortReason.INTERRUPT)
+            if message is not None:
+                conversation.append(message)
+            if response.usage is not None:
+                _report_usage(conversation, settings, response.usage, emit)
+            results = await executor.results() if executor.count else []
+        if results:
+            content: list[Block] = list(results)
+            if abort.aborted and abort.reason is not AbortReason.INTERRUPT:
+                content.append(text_block(MARKER_TOOL_USE))
+            conversation.append(user_message(content))
+        if failure is not None:
+            raise failure
+        if abort.aborted:
+            if not results:
+                return _cancelled(conversation, abort, tools_ran=False)
+            return "cancelled"
+        if not results:
+            return _stop_reason(response.stop_reason)
+    return "max_turn_requests"
+
+
+def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: Callable[[LoopEvent], None]) -> None:
+    if isinstance(event, BlockDelta):
+        part = response.partial.setdefault(event.index, {"type": event.block_type, "text": ""})
+        part["text"] += event.text
+        emit(TextDelta(event.text) if event.block_type == "text" else ThinkingDelta(event.text))
+    elif isinstance(event, BlockComplete):
+        response.partial.pop(event.index, None)
+        response.blocks[event.index] = event.block
+        if event.block["type"] == "tool_use":
+            executor.add(event.block)
+    elif isinstance(event, ResponseComplete):
+        response.stop_reason = event.stop_reason
+        response.usage = event.usage
+    elif isinstance(event, Retrying):
+        emit(Notice(event.message, level="warning"))
+
+
+def _cancelled(conversation: Conversation, abort: Abort, *, tools_ran: bool) -> StopReason:
+    """No tool results pending: the marker is a user message of its own (not for `interrupt`)."""
+    if abort.reason is not AbortReason.INTERRUPT:
+        conversation.append(user_message([text_block(MARKER_TOOL_USE if tools_ran else MARKER)]))
+    return "cancelled"
+
+
+def _report_usage(
+    conversation: Conversation, settings: TurnSettings, usage: Usage, emit: Callable[[LoopEvent], None]
+) -> None:
+    cost = cost_usd(settings.model, usage)
+    conversation.cost_usd += cost
+    total = conversation.usage_total
+    conversation.usage_total = Usage(
+        total.input_tokens + usage.input_tokens,
+        total.output_tokens + usage.output_tokens,
+        total.cache_read_tokens + usage.cache_read_tokens,
+        total.cache_write_tokens + usage.cache_write_tokens,
+    )
+    emit(
+        UsageReport(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            context_used=usage.context_tokens,
+            context_size=settings.context_window,
+            cost_usd=cost,
+            session_cost_usd=conversation.cost_usd,
+        )
+    )
+
+
+def _stop_reason(reason: str | None) -> StopReason:
+    if reason in ("max_tokens", "refusal"):
+        return reason  # type: ignore[return-value]
+    return "end_turn"

@@ -1,0 +1,242 @@
+"""The editor server: thin pygls handlers over the agent (PROTOCOL.md). Each handler takes params,
+calls the domain, returns a wire shape."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.io_ import StdinAsyncReader, StdoutWriter
+from pygls.lsp.server import LanguageServer
+
+from bridge import __version__
+from bridge.agent import Agent, UnknownSession
+from bridge.config import BridgeConfig
+from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
+from bridge.model.anthropic_client import warm_up
+from bridge.model.types import ModelError
+from bridge.permissions.types import PermissionAnswer, PermissionRequest
+from bridge.server import wire
+from bridge.server.jsonrpc import BridgeProtocol, dict_converter, run_until_eof
+from bridge.server.updates import UpdateStream
+from bridge.session import MODES, Frontend, Session
+from bridge.tools.base import DocumentSource
+
+log = logging.getLogger(__name__)
+
+MODE_INFO = {
+    "default": ("Default", "Ask before anything that is not read-only"),
+    "acceptEdits": ("Accept edits", "Edits inside the workspace run without asking"),
+    "plan": ("Plan", "Read-only: explore and propose a plan"),
+    "bypassPermissions": ("Bypass permissions", "Run everything without asking"),
+    "dontAsk": ("Don't ask", "Deny whatever would ask"),
+}
+
+
+class BridgeServer(LanguageServer):
+    def __init__(self, overrides: dict[str, Any] | None = None) -> None:
+        super().__init__(
+            "agent-bridge",
+            __version__,
+            protocol_cls=BridgeProtocol,
+            converter_factory=dict_converter,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.overrides = overrides or {}
+        self._agent: Agent | None = None
+        self.streams: dict[str, UpdateStream] = {}
+
+    @property
+    def agent(self) -> Agent:
+        if self._agent is None:  # a client that skipped `initialize`
+            self.configure({})
+        assert self._agent is not None
+        return self._agent
+
+    def configure(self, options: dict[str, Any]) -> None:
+        settings = options.get("settings", options) if isinstance(options, dict) else {}
+        config, problems = BridgeConfig.load({**(settings if isinstance(settings, dict) else {}), **self.overrides})
+        for problem in problems:
+            self.show(problem, types.MessageType.Warning)
+        self._agent = Agent(config)
+
+    def show(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=level, message=message))
+
+    def session(self, params: Any, model: type[wire.WireModel] = wire.SessionParams) -> tuple[Any, Session]:
+        parsed = _parse(model, params)
+        try:
+            return parsed, self.agent.get(parsed.session_id)
+        except UnknownSession as error:
+            raise JsonRpcInvalidParams(str(error)) from None
+
+    def frontend(self, session_id: str) -> Frontend:
+        stream = UpdateStream(lambda update: self.send_update(session_id, update))
+        self.streams[session_id] = stream
+
+        def emit(event: LoopEvent) -> None:
+            if isinstance(event, TextDelta):
+                stream.chunk("agent_message_chunk", event.text)
+            elif isinstance(event, ThinkingDelta):
+                stream.chunk("agent_thought_chunk", event.text)
+            elif isinstance(event, Notice):
+                self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=event.message))
+            else:
+                update = wire.update_for(event)
+                if update is not None:
+                    stream.update(update)
+
+        async def prompter(request: PermissionRequest) -> PermissionAnswer:
+            stream.flush()
+            return await self.ask_permission(session_id, request)
+
+        return Frontend(emit=emit, prompter=prompter, documents=EditorDocuments(self))
+
+    def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+        self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
+
+    async def ask_permission(self, session_id: str, request: PermissionRequest) -> PermissionAnswer:
+        msg_id = f"perm_{uuid.uuid4().hex[:12]}"
+        params = wire.permission_params(session_id, request)
+        try:
+            result = await self.protocol.send_request_async("session/request_permission", params, msg_id=msg_id)
+        except asyncio.CancelledError:  # the turn was cancelled: withdraw the question
+            self.protocol._request_futures.pop(msg_id, None)
+            self.protocol._result_types.pop(msg_id, None)
+            self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
+        except Exception as error:  # the editor answered with an error: the tool is denied
+            log.warning("permission request failed: %s", error)
+            return PermissionAnswer("cancelled")
+        return wire.permission_answer(result, request)
+
+
+class EditorDocuments(DocumentSource):
+    """The editor's unsaved text of open documents (LSP text document sync)."""
+
+    def __init__(self, server: LanguageServer) -> None:
+        self._server = server
+
+    def get_text(self, path: Path) -> str | None:
+        try:
+            documents = self._server.workspace.text_documents
+        except RuntimeError:
+            return None
+        document = documents.get(path.as_uri())
+        return document.source if document is not None else None
+
+
+def _parse(model: type[wire.WireModel], params: Any) -> Any:
+    try:
+        return wire.parse(model, params)
+    except ValueError as error:
+        raise JsonRpcInvalidParams(str(error)) from None
+
+
+def modes_state(current: str) -> dict[str, Any]:
+    return {
+        "currentModeId": current,
+        "availableModes": [
+            {"id": mode, "name": MODE_INFO[mode][0], "description": MODE_INFO[mode][1]} for mode in MODES
+        ],
+    }
+
+
+def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
+    server = BridgeServer(overrides)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        ls.configure(options if isinstance(options, dict) else {})
+        warm_up()
+
+    @server.feature("session/new")
+    def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed = _parse(wire.NewSessionParams, params)
+        cwd = Path(parsed.cwd)
+        if not cwd.is_absolute() or not cwd.is_dir():
+            raise JsonRpcInvalidParams(
+                f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
+            )
+        session_id = f"sess_{uuid.uuid4().hex[:20]}"
+        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
+        return {"sessionId": session.id, "modes": modes_state(session.mode)}
+
+    @server.feature("session/prompt")
+    async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire.PromptParams)
+        try:
+            blocks = wire.prompt_blocks(parsed.prompt)
+        except ValueError as error:
+            raise JsonRpcInvalidParams(str(error)) from None
+        stream = ls.streams.get(session.id)
+        try:
+            stop = await session.prompt(blocks)
+        except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
+            stop = "cancelled"
+        except ModelError as error:
+            raise JsonRpcInternalError(str(error), data={"kind": error.kind, "status": error.status}) from None
+        finally:
+            if stream is not None:
+                stream.flush()
+        return {"stopReason": stop}
+
+    @server.feature("session/cancel")
+    def session_cancel(ls: BridgeServer, params: Any) -> None:
+        try:
+            parsed, session = ls.session(params)
+        except JsonRpcInvalidParams as error:
+            log.warning("session/cancel ignored: %s", error)
+            return
+        session.cancel(force=bool((parsed.meta or {}).get("force")))
+
+    @server.feature("session/set_mode")
+    def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire.SetModeParams)
+        if parsed.mode_id not in MODES:
+            raise JsonRpcInvalidParams(
+                f"Invalid params: modeId: unknown mode {parsed.mode_id!r}; one of {', '.join(MODES)}"
+            )
+        session.mode = parsed.mode_id
+        update = {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
+        asyncio.get_running_loop().call_soon(ls.send_update, session.id, update)
+        return {}
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: BridgeServer, params: Any) -> None:
+        if ls._agent is not None:
+            await ls._agent.shutdown()
+
+    return server
+
+
+def serve(overrides: dict[str, Any] | None = None) -> None:
+    """Serve on stdio until the client goes away; then kill everything we started."""
+    server = build_server(overrides)
+    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    stop = threading.Event()
+    server._stop_event = stop
+
+    async def main() -> None:
+        try:
+            await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
+        finally:
+            if server._agent is not None:
+                await server._agent.shutdown()
+
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, SystemExit, BrokenPipeError):
+        pass
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]

@@ -1,0 +1,147 @@
+"""Sessions: one conversation each, one turn at a time; a new prompt interrupts the running turn.
+
+A session knows nothing of JSON-RPC: its front end (the editor server, the terminal) gives it an
+`emit` for loop events and a `prompter` for permission questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.abort import Abort, AbortReason
+from bridge.config import BridgeConfig
+from bridge.loop.events import LoopEvent
+from bridge.loop.executor import ToolEnvironment
+from bridge.loop.permission import PermissionPolicy, Prompter, ReadOnlyGate
+from bridge.loop.query import Conversation, StopReason, TurnSettings, run_turn
+from bridge.messages import Block
+from bridge.model.types import ModelClient
+from bridge.prompt import system_prompt
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
+
+log = logging.getLogger(__name__)
+
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
+
+
+@dataclass
+class Frontend:
+    """What a session needs from whoever shows it."""
+
+    emit: Callable[[LoopEvent], None]
+    prompter: Prompter
+    documents: DocumentSource = field(default_factory=DocumentSource)
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        cwd: Path,
+        config: BridgeConfig,
+        model: ModelClient,
+        tools: list[AnyTool],
+        frontend: Frontend,
+        services: dict[str, Any],
+        policy: PermissionPolicy | None = None,
+    ) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.config = config
+        self.model = model
+        self.tools = {tool.name: tool for tool in tools}
+        self.frontend = frontend
+        self.policy: PermissionPolicy = policy or ReadOnlyGate()
+        self.mode = config.permission_mode if config.permission_mode in MODES else "default"
+        self.conversation = Conversation()
+        self.read_files: dict[Path, FileSnapshot] = {}
+        self.services = services
+        self.data_dir = config.data_dir / "sessions" / session_id
+        self._system = system_prompt(cwd)
+        self._turn: asyncio.Task[StopReason] | None = None
+        self._abort: Abort | None = None
+        self._start_lock = asyncio.Lock()
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None and not self._turn.done()
+
+    async def prompt(self, blocks: list[Block]) -> StopReason:
+        """Run a turn for `blocks`. A turn already running is interrupted (`interrupt`) first: its
+        `block` tools finish and keep their real results, then this turn sees everything."""
+        async with self._start_lock:
+            previous = self._turn
+            if previous is not None and not previous.done():
+                assert self._abort is not None
+                self._abort.abort(AbortReason.INTERRUPT)
+                await asyncio.wait([previous])
+            abort = Abort()
+            turn = asyncio.ensure_future(self._run(blocks, abort))
+            self._abort, self._turn = abort, turn
+        try:
+            return await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            # The editor cancelled this request (`$/cancelRequest`) or went away: that is a ctrl-c.
+            abort.abort(AbortReason.CTRL_C)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(turn)
+            raise
+
+    def cancel(self, *, force: bool = False) -> bool:
+        """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""
+        if self._abort is None or not self.busy:
+            return False
+        already = self._abort.aborted and self._abort.reason is not AbortReason.INTERRUPT
+        self._abort.abort(AbortReason.FORCE if force or already else AbortReason.CTRL_C)
+        return True
+
+    async def wait_idle(self) -> None:
+        if self._turn is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._turn)
+
+    async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
+        settings = TurnSettings(
+            model=self.config.model,
+            system=self._system,
+            max_turns=self.config.max_turns,
+            max_tokens=self.config.max_tokens,
+        )
+        env = ToolEnvironment(
+            tools=self.tools,
+            policy=self.policy,
+            prompter=self.frontend.prompter,
+            emit=self.frontend.emit,
+            context=lambda _use_id: self._tool_context(abort),
+            bound=self._bound,
+        )
+        return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
+
+    def _tool_context(self, abort: Abort) -> ToolContext:
+        return ToolContext(
+            cwd=self.cwd,
+            abort=abort,
+            data_dir=self.data_dir,
+            read_files=self.read_files,
+            documents=self.frontend.documents,
+            services=self.services,
+        )
+
+    def _bound(self, text: str, limit: float, tool_use_id: str) -> str:
+        try:
+            from bridge.tools.storage import bound_result
+        except ImportError:  # storage not available: cut plainly
+            return text if len(text) <= limit else text[: int(limit)] + "\n[output cut]"
+        return bound_result(text, limit=limit, data_dir=self.data_dir, tool_use_id=tool_use_id)
+
+
+def new_session_id() -> str:
+    return f"sess_{uuid.uuid4().hex[:20]}"
