@@ -1,0 +1,258 @@
+"""NotebookEdit: replace, insert or delete one cell of a Jupyter notebook (nbformat 4).
+
+The notebook is rewritten as Jupyter writes it, in the style found in the file: its indentation
+(1 space by default), key order (sorted when the file's keys were sorted), escaping of non-ASCII text,
+trailing newline and line endings. Same read-before-write rule as Edit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.fileio import (
+    Encoding,
+    atomic_write,
+    backfill_path,
+    changed_spans,
+    diff_display,
+    read_text_file,
+    record_write,
+    require_fresh_read,
+    snapshot_of,
+    to_line_ending,
+)
+from bridge.tools.paths import absolute_path
+
+CellType = Literal["code", "markdown"]
+EditMode = Literal["replace", "insert", "delete"]
+
+
+class NotebookEditInput(ToolInput):
+    notebook_path: str = Field(description="Absolute path of the .ipynb file")
+    new_source: str = Field(description="The new source of the cell (ignored for delete)")
+    cell_id: str | None = Field(
+        default=None, description="The cell's id, or cell-N for the N-th cell (0-based); insert goes after it"
+    )
+    cell_type: CellType | None = Field(default=None, description="Required for insert; for replace, changes the type")
+    edit_mode: EditMode = Field(default="replace", description="replace (default), insert or delete")
+
+
+@dataclass(frozen=True)
+class NotebookPlan:
+    path: Path
+    old_text: str
+    new_text: str
+    encoding: Encoding
+    payload: bytes
+    snapshot: FileSnapshot
+    summary: str  # for the model
+    cell_id: str  # the cell changed, inserted or deleted
+
+    def diff(self) -> dict[str, Any]:
+        old_span, new_span = changed_spans(self.old_text, self.new_text)
+        return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
+
+
+def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
+    """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
+    path = absolute_path(data.notebook_path, field="notebook_path")
+    if path.suffix != ".ipynb":
+        raise ToolError(f"{path} is not a Jupyter notebook (.ipynb); use Edit for other files.")
+    file = read_text_file(path)
+    require_fresh_read(path, ctx, file.snapshot)
+    try:
+        notebook = json.loads(file.text)
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it with Write first."
+        ) from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ToolError(f"{path} is not a Jupyter notebook: it has no `cells` list.")
+    if notebook.get("nbformat", 4) < 4:
+        raise ToolError(f"{path} is nbformat {notebook.get('nbformat')}; only nbformat 4 notebooks can be edited.")
+    cells: list[dict[str, Any]] = notebook["cells"]
+    sort_keys = _keys_sorted(notebook)  # before any change: new keys would make sorted cells look unsorted
+    mode = data.edit_mode
+
+    if mode == "insert":
+        index = 0 if data.cell_id is None else _cell_index(cells, data.cell_id, allow_end=False) + 1
+    elif data.cell_id is None:
+        raise ToolError(f"cell_id is required to {mode} a cell (use the cell's id, or cell-N for the N-th cell).")
+    else:
+        index = _cell_index(cells, data.cell_id, allow_end=mode == "replace")
+        if index == len(cells):  # replace one past the end = append, as Claude Code does
+            mode = "insert"
+
+    if mode == "insert":
+        if data.cell_type is None and data.edit_mode == "insert":
+            raise ToolError("cell_type is required when inserting a cell: 'code' or 'markdown'.")
+        cell = _new_cell(data.cell_type or "code", data.new_source, notebook, cells)
+        cells.insert(index, cell)
+        cell_id = str(cell.get("id", f"cell-{index}"))
+        summary = f"Inserted {cell['cell_type']} cell {cell_id} at position {index}."
+    elif mode == "delete":
+        cell_id = _id_of(cells[index], index)
+        del cells[index]
+        summary = f"Deleted cell {cell_id}."
+    else:
+        cell = cells[index]
+        _replace(cell, data.new_source, data.cell_type)
+        cell_id = _id_of(cell, index)
+        summary = f"Updated {cell['cell_type']} cell {cell_id}."
+
+    new_text = to_line_ending(_dump(notebook, file.text, sort_keys=sort_keys), file.line_ending)
+    payload = file.encoding.encode(new_text)
+    return NotebookPlan(path, file.text, new_text, file.encoding, payload, file.snapshot, summary, cell_id)
+
+
+def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
+    """The ACP diff (of the notebook's JSON) the edit would make, without writing anything."""
+    return plan_notebook_edit(data, ctx).diff()
+
+
+_INDEX_FORM = re.compile(r"cell-(\d+)")
+
+
+def _cell_index(cells: list[dict[str, Any]], cell_id: str, *, allow_end: bool) -> int:
+    for i, cell in enumerate(cells):
+        if cell.get("id") == cell_id:
+            return i
+    match = _INDEX_FORM.fullmatch(cell_id.strip())
+    if match:
+        index = int(match.group(1))
+        if index < len(cells) or (allow_end and index == len(cells)):
+            return index
+        raise ToolError(f"Cell {cell_id} does not exist: the notebook has {len(cells)} cells (cell-0 … cell-N-1).")
+    known = [str(c["id"]) for c in cells if "id" in c][:20]
+    listing = f"Cell ids in this notebook: {', '.join(known)}." if known else "Its cells have no ids."
+    raise ToolError(f"Cell {cell_id!r} not found. {listing} The cell-N form (0-based) works too.")
+
+
+def _id_of(cell: dict[str, Any], index: int) -> str:
+    return str(cell.get("id", f"cell-{index}"))
+
+
+def _source(text: str, like: Any) -> str | list[str]:
+    """Jupyter stores source as a list of lines; keep a string when the file used one."""
+    return text if isinstance(like, str) else text.splitlines(keepends=True)
+
+
+def _replace(cell: dict[str, Any], source: str, cell_type: CellType | None) -> None:
+    cell["source"] = _source(source, cell.get("source", []))
+    if cell_type is not None and cell_type != cell.get("cell_type"):
+        cell["cell_type"] = cell_type
+        if cell_type == "markdown":
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+    if cell.get("cell_type") == "code":
+        # The old outputs describe the old source; Jupyter shows a never-run cell this way.
+        cell["execution_count"] = None
+        cell["outputs"] = []
+
+
+def _new_cell(
+    cell_type: CellType, source: str, notebook: dict[str, Any], cells: list[dict[str, Any]]
+) -> dict[str, Any]:
+    strings = sum(isinstance(c.get("source"), str) for c in cells)
+    like: Any = "" if cells and strings * 2 > len(cells) else []
+    cell: dict[str, Any] = {"cell_type": cell_type}
+    if cell_type == "code":
+        cell["execution_count"] = None
+    wants_id = notebook.get("nbformat", 4) > 4 or notebook.get("nbformat_minor", 0) >= 5
+    if wants_id or any("id" in c for c in cells):
+        taken = {c.get("id") for c in cells}
+        new_id = uuid.uuid4().hex[:8]
+        while new_id in taken:
+            new_id = uuid.uuid4().hex[:8]
+        cell["id"] = new_id
+    cell["metadata"] = {}
+    if cell_type == "code":
+        cell["outputs"] = []
+    cell["source"] = _source(source, like)
+    return cell  # keys in sorted order, as nbformat writes them
+
+
+def _dump(notebook: dict[str, Any], original: str, *, sort_keys: bool) -> str:
+    indent = _indent_of(original)
+    ascii_only = original.isascii() and "\\u" in original
+    text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only, sort_keys=sort_keys)
+    return text + "\n" if original.endswith("\n") else text
+
+
+def _indent_of(original: str) -> int | str | None:
+    match = re.match(r"\s*\{\r?\n([ \t]*)\S", original)
+    if match is None:
+        return None if original.lstrip().startswith("{") and original.strip() else 1
+    indent = match.group(1)
+    return indent if "\t" in indent else len(indent)
+
+
+def _keys_sorted(notebook: dict[str, Any]) -> bool:
+    dicts = [notebook, *[c for c in notebook["cells"] if isinstance(c, dict)]]
+    return all(list(d) == sorted(d) for d in dicts)
+
+
+class NotebookEditTool(Tool[NotebookEditInput]):
+    name = "NotebookEdit"
+    input_model = NotebookEditInput
+    description = (
+        "Replace, insert or delete one cell of a Jupyter notebook (.ipynb). The notebook must have been "
+        "read with Read in this session and not changed since. cell_id is the cell's id or cell-N "
+        "(0-based index). replace (default) sets the cell's source (a code cell's outputs are cleared); "
+        "insert adds a new cell after cell_id, or at the start without one, and needs cell_type; "
+        "delete removes the cell."
+    )
+    search_hint = "jupyter notebook ipynb cell"
+    kind = "edit"
+    interrupt_behavior = "block"
+    max_result_chars = 50_000
+
+    def is_destructive(self, data: NotebookEditInput) -> bool:
+        return data.edit_mode == "delete"
+
+    async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
+        try:
+            plan_notebook_edit(data, ctx)
+        except ToolError as exc:
+            return str(exc)
+        return None
+
+    def permission_paths(
+        self, data: NotebookEditInput, ctx: ToolContext
+    ) -> list[tuple[Path, Literal["read", "write"]]]:
+        try:
+            return [(absolute_path(data.notebook_path, field="notebook_path"), "write")]
+        except ToolError:
+            return []
+
+    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        return backfill_path(raw, "notebook_path")
+
+    def locations(self, data: NotebookEditInput) -> list[Location]:
+        try:
+            return [Location(str(absolute_path(data.notebook_path, field="notebook_path")))]
+        except ToolError:
+            return []
+
+    def user_facing_title(self, data: NotebookEditInput) -> str:
+        where = f" cell {data.cell_id}" if data.cell_id else ""
+        verb = {"replace": "Edit", "insert": "Insert into", "delete": "Delete from"}[data.edit_mode]
+        return f"{verb} notebook {data.notebook_path}{where}"
+
+    async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
+        plan = plan_notebook_edit(data, ctx)
+        if snapshot_of(os.stat(plan.path)) != plan.snapshot:
+            raise ToolError(f"Notebook changed on disk while the edit was prepared: {plan.path}. Read it again.")
+        atomic_write(plan.path, plan.payload)
+        record_write(plan.path, ctx)
+        raw_output = {"path": str(plan.path), "cell_id": plan.cell_id, "edit_mode": data.edit_mode}
+        return ToolResult(plan.summary, display=[plan.diff()], raw_output=raw_output)
