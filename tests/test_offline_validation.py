@@ -1,0 +1,115 @@
+"""The offline API rejects what the real API rejects (400 invalid_request_error), records it, consumes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from bridge.messages import pairing_errors, repair_pairing
+from bridge.offline import OfflineServer
+
+TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
+USE = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}
+FIRST = {"content": [{"type": "text", "text": "first response"}]}
+
+
+def user(*blocks: Any) -> dict[str, Any]:
+    return {"role": "user", "content": list(blocks)}
+
+
+def assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+INVALID_HISTORIES: dict[str, list[dict[str, Any]]] = {
+    "tool_use without result": [user(text("go")), assistant(USE), user(text("next"))],
+    "tool_use at the end": [user(text("go")), assistant(USE)],
+    "tool_result without tool_use": [user(text("go")), assistant(text("ok")), user(RESULT)],
+    "empty content": [user()],
+    "empty string content": [{"role": "user", "content": ""}],
+    "whitespace-only text": [user(text("  \n"))],
+    "two user messages": [user(text("a")), user(text("b"))],
+    "first message from the assistant": [assistant(text("hi")), user(text("a"))],
+    "text before the tool_result": [user(text("go")), assistant(USE), user(text("note"), RESULT)],
+    "duplicate tool_use ids": [user(text("go")), assistant(USE, USE), user(RESULT)],
+    "unknown role": [{"role": "system", "content": "x"}],
+}
+
+
+@pytest.fixture
+def server() -> Iterator[OfflineServer]:
+    with OfflineServer({"name": "v", "responses": [FIRST]}) as server:
+        yield server
+
+
+@pytest.mark.parametrize("case", list(INVALID_HISTORIES))
+async def test_invalid_history_is_rejected_and_recorded(server: OfflineServer, case: str) -> None:
+    async with anthropic.AsyncAnthropic(base_url=server.base_url, api_key="t", max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await client.messages.create(model="m", max_tokens=10, messages=INVALID_HISTORIES[case],  # type: ignore[arg-type]
+                                         tools=TOOLS)  # type: ignore[arg-type]
+        assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+        assert [r.status for r in server.rejected] == [400]
+        assert server.rejected[0].errors
+        message = await client.messages.create(model="m", max_tokens=10, messages=[user(text("ok"))])  # type: ignore[list-item]
+    assert message.content[0].text == "first response"  # type: ignore[union-attr]  # nothing was consumed
+
+
+@pytest.mark.parametrize("body", [
+    {"max_tokens": 10, "messages": [user(text("a"))]},
+    {"model": "m", "messages": [user(text("a"))]},
+    {"model": "m", "max_tokens": 0, "messages": [user(text("a"))]},
+    {"model": "m", "max_tokens": 10},
+    {"model": "m", "max_tokens": 10, "messages": [user(text("go")), assistant(USE), user(RESULT)]},  # no tools
+    {"model": "m", "max_tokens": 10, "messages": [user(text("go")), assistant(USE), user(RESULT)],
+     "tools": [{"name": "Read", "input_schema": {}}]},  # tool_use names a tool that is not offered
+    {"model": "m", "max_tokens": 10, "messages": [user(text("a"))], "tools": [{"name": "Bash"}]},
+    {"model": "m", "max_tokens": 2000, "messages": [user(text("a"))],
+     "thinking": {"type": "enabled", "budget_tokens": 4000}},
+])
+def test_request_fields_are_checked(server: OfflineServer, body: dict[str, Any]) -> None:
+    with httpx2.Client(base_url=server.base_url) as http:
+        response = http.post("/v1/messages", json=body)
+    assert response.status_code == 400
+    assert response.json()["type"] == "error"
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert server.rejected and server.valid_requests == []
+
+
+def test_bad_json_is_rejected(server: OfflineServer) -> None:
+    with httpx2.Client(base_url=server.base_url) as http:
+        response = http.post("/v1/messages", content=b"{not json", headers={"content-type": "application/json"})
+        assert response.status_code == 400
+        assert http.get("/nope").status_code == 404
+    assert "not valid JSON" in server.rejected[0].errors[0]
+
+
+def test_a_valid_tool_round_trip_is_accepted(server: OfflineServer) -> None:
+    body = {"model": "m", "max_tokens": 10, "tools": TOOLS,
+            "messages": [user(text("go")), assistant(text("running"), USE), user(RESULT, text("and then?"))]}
+    with httpx2.Client(base_url=server.base_url) as http:
+        response = http.post("/v1/messages", content=json.dumps(body))
+    assert response.status_code == 200, response.text
+    assert server.rejected == []
+
+
+def test_pairing_errors_rules_added_for_the_offline_api() -> None:
+    assert any("come first" in e for e in pairing_errors(INVALID_HISTORIES["text before the tool_result"]))
+    assert any("unique" in e for e in pairing_errors(INVALID_HISTORIES["duplicate tool_use ids"]))
+    reused = [user(text("go")), assistant(USE), user(RESULT), assistant(USE), user(RESULT)]
+    assert any("unique" in e for e in pairing_errors(reused))
+    prefill = [user(text("go")), assistant(text("Sure "))]
+    assert any("trailing whitespace" in e for e in pairing_errors(prefill))
+    assert pairing_errors([user(text("go")), assistant(text("Sure"))]) == []
+    # repair_pairing produces what pairing_errors accepts, for the new rules too
+    assert pairing_errors(repair_pairing(INVALID_HISTORIES["text before the tool_result"])) == []
