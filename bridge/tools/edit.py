@@ -7,7 +7,6 @@ dialog's preview and `call`; `call` re-plans, because the file may change while 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,13 +20,13 @@ from bridge.tools.fileio import (
     Encoding,
     atomic_write,
     backfill_path,
+    current_snapshot,
     diff_display,
     line_number_at,
     numbered_snippet,
     read_text_file,
     record_write,
     require_fresh_read,
-    snapshot_of,
     to_line_ending,
 )
 from bridge.tools.paths import absolute_path
@@ -208,7 +207,13 @@ class EditTool(Tool[EditInput]):
             plan_edit(data, ctx)
         except ToolError as exc:
             return str(exc)
+        except OSError as exc:
+            return f"Cannot access the file: {exc.strerror or exc}"
         return None
+
+    def preview(self, data: EditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+        """The permission dialog's diff (the loop looks for this method)."""
+        return [preview_edit(data, ctx)]
 
     def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
         try:
@@ -233,7 +238,7 @@ class EditTool(Tool[EditInput]):
         plan = plan_edit(data, ctx)
         if plan.snapshot is None:
             plan.path.parent.mkdir(parents=True, exist_ok=True)
-        elif snapshot_of(os.stat(plan.path)) != plan.snapshot:
+        elif current_snapshot(plan.path) != plan.snapshot:
             raise ToolError(
                 f"File changed on disk while the edit was prepared: {plan.path}. Read it again, then retry."
             )

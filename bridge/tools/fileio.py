@@ -101,6 +101,14 @@ def snapshot_of(st: os.stat_result) -> FileSnapshot:
     return FileSnapshot(mtime_ns=st.st_mtime_ns, size=st.st_size)
 
 
+def current_snapshot(path: Path) -> FileSnapshot | None:
+    """The file as it is now; None when it is gone."""
+    try:
+        return snapshot_of(os.stat(path))
+    except OSError:
+        return None
+
+
 def read_text_file(path: Path) -> TextFile:
     """Read and decode `path`. Errors are `ToolError`s the model can act on."""
     try:

@@ -8,7 +8,6 @@ trailing newline and line endings. Same read-before-write rule as Edit.
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from dataclasses import dataclass
@@ -23,11 +22,11 @@ from bridge.tools.fileio import (
     atomic_write,
     backfill_path,
     changed_spans,
+    current_snapshot,
     diff_display,
     read_text_file,
     record_write,
     require_fresh_read,
-    snapshot_of,
     to_line_ending,
 )
 from bridge.tools.paths import absolute_path
@@ -224,7 +223,13 @@ class NotebookEditTool(Tool[NotebookEditInput]):
             plan_notebook_edit(data, ctx)
         except ToolError as exc:
             return str(exc)
+        except OSError as exc:
+            return f"Cannot access the file: {exc.strerror or exc}"
         return None
+
+    def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+        """The permission dialog's diff (the loop looks for this method)."""
+        return [preview_notebook_edit(data, ctx)]
 
     def permission_paths(
         self, data: NotebookEditInput, ctx: ToolContext
@@ -250,7 +255,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
 
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         plan = plan_notebook_edit(data, ctx)
-        if snapshot_of(os.stat(plan.path)) != plan.snapshot:
+        if current_snapshot(plan.path) != plan.snapshot:
             raise ToolError(f"Notebook changed on disk while the edit was prepared: {plan.path}. Read it again.")
         atomic_write(plan.path, plan.payload)
         record_write(plan.path, ctx)

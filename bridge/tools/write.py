@@ -17,6 +17,7 @@ from bridge.tools.fileio import (
     atomic_write,
     backfill_path,
     changed_spans,
+    current_snapshot,
     decode,
     detect_line_ending,
     diff_display,
@@ -115,7 +116,13 @@ class WriteTool(Tool[WriteInput]):
             plan_write(data, ctx)
         except ToolError as exc:
             return str(exc)
+        except OSError as exc:
+            return f"Cannot access the file: {exc.strerror or exc}"
         return None
+
+    def preview(self, data: WriteInput, ctx: ToolContext) -> list[dict[str, Any]]:
+        """The permission dialog's diff (the loop looks for this method)."""
+        return [preview_write(data, ctx)]
 
     def permission_paths(self, data: WriteInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
         try:
@@ -144,7 +151,7 @@ class WriteTool(Tool[WriteInput]):
                 raise ToolError(f"Cannot create {plan.path.parent}: {exc.strerror or exc}") from None
             if plan.path.exists():
                 raise ToolError(f"{plan.path} was created by someone else meanwhile. Read it, then retry.")
-        elif snapshot_of(os.stat(plan.path)) != plan.snapshot:
+        elif current_snapshot(plan.path) != plan.snapshot:
             raise ToolError(f"File changed on disk while the write was prepared: {plan.path}. Read it again.")
         atomic_write(plan.path, plan.payload)
         record_write(plan.path, ctx)
