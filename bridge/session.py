@@ -25,6 +25,7 @@ from bridge.messages import Block
 from bridge.model.types import ModelClient
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
+from bridge.tools.storage import bound_result
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +137,6 @@ class Session:
         )
 
     def _bound(self, text: str, limit: float, tool_use_id: str) -> str:
-        try:
-            from bridge.tools.storage import bound_result
-        except ImportError:  # storage not available: cut plainly
-            return text if len(text) <= limit else text[: int(limit)] + "\n[output cut]"
         return bound_result(text, limit=limit, data_dir=self.data_dir, tool_use_id=tool_use_id)
 
 

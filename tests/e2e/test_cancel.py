@@ -1,0 +1,139 @@
+"""The seed's interrupt semantics over the protocol: ctrl-c, a new prompt mid-turn, force."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE, pairing_errors
+from tests.e2e.harness import pid_alive, poll, running_editor, text_response, tool_response
+
+LONG_TEXT = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
+             "delay_ms": 10}
+
+
+def _user_texts(message: dict[str, Any]) -> list[str]:
+    return [b["text"] for b in message["content"] if b.get("type") == "text"]
+
+
+async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_dir: Path) -> None:
+    scenario = {"responses": [LONG_TEXT, text_response("next answer")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "tell me a long story")
+        await poll(lambda: len(editor.text(sid)) > 20, what="some streamed text")
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        partial = editor.text(sid)
+        assert 0 < len(partial) < len("word " * 400)
+
+        assert await editor.prompt(sid, "and now?") == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == []
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        kept = messages[1]["content"][0]["text"]
+        assert partial.startswith(kept) and kept.strip(), "the streamed text so far is kept in history"
+        assert _user_texts(messages[2]) == [MARKER, "and now?"]
+        assert editor.model.rejected == []
+
+
+async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_dir: Path) -> None:
+    pids = workspace / "pids"
+    command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; echo started; wait"
+    scenario = {"responses": [tool_response(("Bash", {"command": command}), text="Running it."),
+                              text_response("ok, stopped")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "run the long thing")
+        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
+        await poll(lambda: any("started" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
+                   what="Bash output streamed as progress")
+        started = [int(p) for p in pids.read_text().split()]
+        assert all(pid_alive(p) for p in started)
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="the process group to die")
+
+        assert await editor.prompt(sid, "what happened?") == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == []
+        results = messages[2]["content"]
+        assert results[0]["type"] == "tool_result" and results[0]["is_error"] is True
+        assert results[0]["content"].startswith(INTERRUPTED_RESULT)
+        assert "started" in results[0]["content"], "the output so far is kept"
+        assert _user_texts(messages[2]) == [MARKER_TOOL_USE, "what happened?"]
+        assert editor.model.rejected == []
+
+
+async def test_cancel_during_a_pending_permission_request(workspace: Path, data_dir: Path) -> None:
+    scenario = {"responses": [tool_response(("Bash", {"command": "echo never"})), text_response("fine")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        withdrawn = asyncio.Event()
+
+        async def never_answer(params: dict[str, Any]) -> dict[str, Any]:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                withdrawn.set()  # the bridge sent $/cancelRequest for it
+                raise
+            raise AssertionError("unreachable")
+
+        editor.on_permission = never_answer
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "run it")
+        await poll(lambda: editor.permission_requests, what="the permission request")
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        await asyncio.wait_for(withdrawn.wait(), 5)
+
+        await editor.prompt(sid, "never mind")
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == []
+        result = messages[2]["content"][0]
+        assert result["content"] == INTERRUPTED_RESULT and result["is_error"] is True
+        assert _user_texts(messages[2]) == [MARKER_TOOL_USE, "never mind"]
+        assert "never" not in str(result["content"])
+
+
+async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(workspace: Path, data_dir: Path) -> None:
+    gate = workspace / "gate"
+    command = f"echo waiting; while [ ! -e {gate} ]; do sleep 0.02; done; echo finished-for-real"
+    scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("taking the new message")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        first = editor.start_prompt(sid, "start the job")
+        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
+        await poll(lambda: any("waiting" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
+                   what="the command running")
+        second = editor.start_prompt(sid, "also do this")
+        # A round trip after it: the bridge reads messages in order, so the new prompt has interrupted by now.
+        await editor.request("session/set_mode", {"sessionId": sid, "modeId": "default"})
+        assert not first.done() and len(editor.model.requests) == 1
+        gate.touch()  # the `block` tool now finishes on its own
+        assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
+        assert await asyncio.wait_for(second, 10) == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == []
+        result = messages[2]["content"][0]
+        assert "finished-for-real" in str(result["content"]) and not result.get("is_error")
+        texts = _user_texts(messages[2])
+        assert texts == ["also do this"], "no marker for `interrupt`: the new message is the context"
+        assert editor.model.rejected == []
+
+
+async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
+    pids = workspace / "pids"
+    command = f"trap '' INT TERM; echo $$ > {pids}; echo started; while true; do sleep 0.05; done"
+    scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("ok")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "run it")
+        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
+        await poll(lambda: any("started" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
+                   what="the command running")
+        shell = int(pids.read_text().split()[0])
+        editor.cancel(sid)
+        editor.cancel(sid, force=True)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        await poll(lambda: not pid_alive(shell), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")

@@ -1,0 +1,106 @@
+"""A turn end to end over the real protocol: streamed text, tool round trips, permissions, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.messages import pairing_errors
+from tests.e2e.harness import reject_once, running_editor, text_response, tool_response
+
+
+async def test_streamed_text_arrives_in_order_and_coalesced(workspace: Path, data_dir: Path) -> None:
+    text = "Hello from the offline model. " * 20
+    scenario = {"responses": [text_response(text, chunks=60, delay_ms=1)]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        result = await editor.prompt(sid, "hi")
+        assert result == {"stopReason": "end_turn"}
+        assert editor.text(sid) == text
+        chunks = editor.of_kind("agent_message_chunk", sid)
+        assert 1 <= len(chunks) <= 60
+        assert editor.of_kind("usage_update", sid), "a usage_update follows each model response"
+        usage = editor.of_kind("usage_update", sid)[-1]
+        assert usage["size"] > 0 and usage["_meta"]["outputTokens"] >= 0
+        assert editor.model.rejected == []
+
+
+async def test_tool_round_trip_reads_a_file(workspace: Path, data_dir: Path) -> None:
+    target = workspace / "notes.txt"
+    target.write_text("first line\nsecond line\n")
+    scenario = {
+        "responses": [
+            tool_response(("Read", {"file_path": str(target)}), text="Reading it."),
+            text_response("The file has two lines."),
+        ]
+    }
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "what is in notes.txt?") == {"stopReason": "end_turn"}
+        call = editor.of_kind("tool_call", sid)[0]
+        assert call["kind"] == "read" and call["status"] == "pending"
+        assert call["rawInput"]["file_path"] == str(target)
+        final = editor.tool_updates(call["toolCallId"])[-1]
+        assert final["status"] == "completed"
+        messages = editor.last_request_messages()
+        result = messages[-1]["content"][0]
+        assert result["type"] == "tool_result" and result["tool_use_id"] == call["toolCallId"]
+        assert "second line" in str(result["content"])
+        assert not result.get("is_error")
+        assert editor.permission_requests == [], "a read inside the workspace does not ask"
+        assert editor.model.rejected == []
+
+
+async def test_permission_allowed_runs_the_command(workspace: Path, data_dir: Path) -> None:
+    scenario = {"responses": [tool_response(("Bash", {"command": "echo allowed-$((6*7))"})), text_response("ok")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "run it") == {"stopReason": "end_turn"}
+        [request] = editor.permission_requests
+        assert request["sessionId"] == sid
+        assert request["toolCall"]["rawInput"]["command"] == "echo allowed-$((6*7))"
+        assert {o["kind"] for o in request["options"]} >= {"allow_once", "reject_once"}
+        result = editor.last_request_messages()[-1]["content"][0]
+        assert "allowed-42" in str(result["content"]) and not result.get("is_error")
+
+
+async def test_permission_denied_tells_the_model_and_the_turn_goes_on(workspace: Path, data_dir: Path) -> None:
+    marker = workspace / "created"
+    scenario = {
+        "responses": [tool_response(("Bash", {"command": f"touch {marker}"})), text_response("I will not do it.")]
+    }
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        editor.on_permission = reject_once
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "make a file") == {"stopReason": "end_turn"}
+        result = editor.last_request_messages()[-1]["content"][0]
+        assert result["is_error"] is True
+        assert "Permission denied by user" in str(result["content"])
+        assert not marker.exists()
+        call = editor.of_kind("tool_call", sid)[0]
+        assert editor.tool_updates(call["toolCallId"])[-1]["status"] == "failed"
+        assert editor.text(sid) == "I will not do it."
+
+
+async def test_max_turns_stops_the_loop(workspace: Path, data_dir: Path) -> None:
+    target = workspace / "a.txt"
+    target.write_text("x\n")
+    scenario = {"responses": [tool_response(("Read", {"file_path": str(target)}))], "after_last": "repeat_last"}
+    async with running_editor(scenario, workspace, data_dir, env={"AGENT_BRIDGE_MAX_TURNS": "3"}) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "loop forever") == {"stopReason": "max_turn_requests"}
+        assert len(editor.model.valid_requests) == 3
+        # The history is still valid: the next prompt's request is accepted.
+        await editor.prompt(sid, "stop now")
+        assert editor.model.rejected == []
+        assert pairing_errors(editor.last_request_messages()) == []
+
+
+async def test_several_sessions_in_one_process(workspace: Path, data_dir: Path) -> None:
+    scenario = {"responses": [text_response("one"), text_response("two")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        first, second = await editor.new_session(), await editor.new_session()
+        assert first != second
+        await editor.prompt(first, "a")
+        await editor.prompt(second, "b")
+        assert editor.text(first) == "one" and editor.text(second) == "two"
+        assert len(editor.model.valid_requests[-1].body["messages"]) == 1, "sessions do not share history"
