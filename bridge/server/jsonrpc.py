@@ -10,12 +10,11 @@ import logging
 import re
 import threading
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
-from pygls.io_ import AsyncReader
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -24,6 +23,9 @@ from pygls.protocol import (
     default_converter,
     lsp_method,
 )
+
+if TYPE_CHECKING:
+    from pygls.io_ import AsyncReader
 
 log = logging.getLogger(__name__)
 
