@@ -11,7 +11,10 @@ from bridge.config import BridgeConfig
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
 from bridge.session import Frontend, Session, new_session_id
+from bridge.messages import Message
 from bridge.tools.base import AnyTool
+from bridge.transcript import Transcript, list_sessions, transcript_path
+from bridge.transcript import load as load_transcript
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,29 @@ class Agent:
 
     def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None) -> Session:
         sid = session_id or new_session_id()
+        transcript = Transcript.create(self.config.data_dir, sid, cwd)
+        return self._open(sid, cwd, frontend, transcript, [])
+
+    def load_session(self, session_id: str, frontend: Frontend) -> tuple[Session, list[str]]:
+        """A stored session, its history repaired; returns it with the problems found in its transcript."""
+        if session_id in self.sessions:
+            session = self.sessions[session_id]
+            return session, []
+        try:
+            path = transcript_path(self.config.data_dir, session_id)
+        except ValueError:
+            raise UnknownSession(session_id) from None
+        if not path.is_file():
+            raise UnknownSession(session_id)
+        loaded = load_transcript(path)
+        for problem in loaded.problems:
+            log.warning("%s", problem)
+        session = self._open(session_id, loaded.cwd, frontend, Transcript(path), loaded.messages)
+        return session, loaded.problems
+
+    def _open(
+        self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message]
+    ) -> Session:
         session = Session(
             session_id=sid,
             cwd=cwd,
@@ -59,9 +85,14 @@ class Agent:
             tools=default_tools(),
             frontend=frontend,
             services={"processes": self.supervisor},
+            transcript=transcript,
+            history=history,
         )
         self.sessions[sid] = session
         return session
+
+    def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
+        return list_sessions(self.config.data_dir, cwd)
 
     def get(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
@@ -73,6 +104,8 @@ class Agent:
         """Cancel every turn and kill every process we started."""
         for session in self.sessions.values():
             session.cancel(force=True)
+            if session.transcript is not None:
+                session.transcript.close()
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)

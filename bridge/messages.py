@@ -164,3 +164,17 @@ def pairing_errors(history: list[Message]) -> list[str]:
     if pending:
         errors.append(f"messages.{len(history) - 1}: tool_use ids without tool_result: {', '.join(pending)}")
     return errors
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def with_cache_breakpoints(messages: list[Message]) -> list[Message]:
+    """The request's messages with a cache breakpoint on the latest message's last block. Only that
+    message is copied: everything before it is sent exactly as before, so the cached prefix matches."""
+    if not messages:
+        return messages
+    last = messages[-1]
+    blocks = list(last["content"])
+    blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+    return [*messages[:-1], {"role": last["role"], "content": blocks}]

@@ -21,11 +21,12 @@ from bridge.loop.events import LoopEvent
 from bridge.loop.executor import ToolEnvironment
 from bridge.loop.permission import PermissionPolicy, Prompter, ReadOnlyGate
 from bridge.loop.query import Conversation, StopReason, TurnSettings, run_turn
-from bridge.messages import Block
+from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.storage import bound_result
+from bridge.transcript import Transcript
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ class Session:
         frontend: Frontend,
         services: dict[str, Any],
         policy: PermissionPolicy | None = None,
+        transcript: Transcript | None = None,
+        history: list[Message] | None = None,
     ) -> None:
         self.id = session_id
         self.cwd = cwd
@@ -62,7 +65,10 @@ class Session:
         self.frontend = frontend
         self.policy: PermissionPolicy = policy or ReadOnlyGate()
         self.mode = config.permission_mode if config.permission_mode in MODES else "default"
-        self.conversation = Conversation()
+        self.transcript = transcript
+        self.conversation = Conversation(messages=list(history or []))
+        if transcript is not None:
+            self.conversation.on_message = transcript.append
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = services
         self.data_dir = config.data_dir / "sessions" / session_id

@@ -18,6 +18,7 @@ from bridge.abort import Abort, AbortReason, cancel_on_abort
 from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
 from bridge.messages import (
+    EPHEMERAL,
     MARKER,
     MARKER_TOOL_USE,
     Block,
@@ -25,6 +26,7 @@ from bridge.messages import (
     repair_pairing,
     text_block,
     user_message,
+    with_cache_breakpoints,
 )
 from bridge.model.pricing import CONTEXT_WINDOW, cost_usd
 from bridge.model.types import (
@@ -108,14 +110,17 @@ async def run_turn(
     emit = tools.emit
     conversation.append(user_message(prompt))
     schemas = [tool.schema() for tool in tools.tools.values()]
+    if schemas:  # breakpoints: tools, system, and the latest message (prompt caching)
+        schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
+    system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
     for _request_number in range(settings.max_turns):
         if abort.aborted:
             return _cancelled(conversation, abort, tools_ran=False)
         request = ModelRequest(
             model=settings.model,
-            system=settings.system,
+            system=system,
             tools=schemas,
-            messages=repair_pairing(conversation.messages),
+            messages=with_cache_breakpoints(repair_pairing(conversation.messages)),
             max_tokens=settings.max_tokens,
             extra=dict(settings.extra),
         )

@@ -171,6 +171,24 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         return {"sessionId": session.id, "modes": modes_state(session.mode)}
 
+    @server.feature("session/load")
+    def session_load(ls: BridgeServer, params: Any) -> None:
+        parsed = _parse(wire.LoadSessionParams, params)
+        try:
+            session, problems = ls.agent.load_session(parsed.session_id, ls.frontend(parsed.session_id))
+        except UnknownSession as error:
+            raise JsonRpcInvalidParams(str(error)) from None
+        for problem in problems:
+            ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
+        for update in wire.replay_updates(session.conversation.messages):
+            ls.send_update(session.id, update)
+        return None
+
+    @server.feature("session/list")
+    def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed = _parse(wire.ListSessionsParams, params)
+        return {"sessions": ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)}
+
     @server.feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.PromptParams)

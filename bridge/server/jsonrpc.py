@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 AGENT_CAPABILITIES: dict[str, Any] = {
-    "loadSession": False,
+    "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
     "mcpCapabilities": {"http": False, "sse": False},
 }

@@ -212,3 +212,53 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
+
+
+class LoadSessionParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    cwd: str | None = None
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list, alias="mcpServers")
+
+
+class ListSessionsParams(WireModel):
+    cwd: str | None = None
+
+
+def replay_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stored history as the `session/update`s an editor would have seen."""
+    updates: list[dict[str, Any]] = []
+    for message in messages:
+        for block in message["content"]:
+            kind = block.get("type")
+            if kind == "text":
+                chunk = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
+                updates.append({"sessionUpdate": chunk, "content": {"type": "text", "text": block["text"]}})
+            elif kind == "thinking":
+                updates.append(
+                    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": block["thinking"]}}
+                )
+            elif kind == "tool_use":
+                updates.append(
+                    {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": block["id"],
+                        "title": block["name"],
+                        "kind": "other",
+                        "status": "pending",
+                        "rawInput": block.get("input", {}),
+                    }
+                )
+            elif kind == "tool_result":
+                content = block.get("content")
+                text = content if isinstance(content, str) else " ".join(
+                    str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
+                )
+                updates.append(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": block["tool_use_id"],
+                        "status": "failed" if block.get("is_error") else "completed",
+                        "content": [_text_content(text)] if text else [],
+                    }
+                )
+    return updates

@@ -97,6 +97,11 @@ class Editor:
             if u["update"].get("toolCallId") == tool_call_id
         ]
 
+    def kill_server(self) -> None:
+        """`kill -9` the bridge process."""
+        assert self.client._server is not None
+        self.client._server.kill()
+
     def last_request_messages(self) -> list[dict[str, Any]]:
         return list(self.model.valid_requests[-1].body["messages"])
 
@@ -157,7 +162,8 @@ async def running_editor(
         yield editor
     finally:
         try:
-            await asyncio.wait_for(client.shutdown_session(), 15)
+            if client._server is not None and client._server.returncode is None:
+                await asyncio.wait_for(client.shutdown_session(), 15)
         finally:
             await client.stop()
             model.stop()

@@ -1,0 +1,147 @@
+"""Append-only JSONL transcripts: one file per session under the data dir.
+
+Line 1 is a header (`{"type": "session", ...}`); every later line is one complete message
+(`{"type": "message", "message": {...}}`), written and flushed when it is complete — a `kill -9` loses at
+most the message in flight. A corrupt line is reported and skipped on load, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from bridge.messages import Message, repair_pairing
+
+log = logging.getLogger(__name__)
+
+
+def sessions_dir(data_dir: Path) -> Path:
+    return data_dir / "sessions"
+
+
+def transcript_path(data_dir: Path, session_id: str) -> Path:
+    if not session_id.replace("_", "").replace("-", "").isalnum():
+        raise ValueError(f"invalid session id {session_id!r}")
+    return sessions_dir(data_dir) / f"{session_id}.jsonl"
+
+
+class Transcript:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+
+    @classmethod
+    def create(cls, data_dir: Path, session_id: str, cwd: Path) -> Transcript:
+        path = transcript_path(data_dir, session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        transcript = cls(path)
+        transcript._write({"type": "session", "sessionId": session_id, "cwd": str(cwd), "createdAt": time.time()})
+        return transcript
+
+    def append(self, message: Message) -> None:
+        self._write({"type": "message", "message": message})
+
+    def _write(self, record: dict[str, Any]) -> None:
+        try:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for appends
+            self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self._file.flush()  # to the OS: survives the process being killed
+        except OSError as error:  # a full disk must not end the turn
+            log.error("cannot write transcript %s: %s", self.path, error)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@dataclass
+class LoadedTranscript:
+    session_id: str
+    cwd: Path
+    messages: list[Message]
+    problems: list[str] = field(default_factory=list)
+
+
+def load(path: Path) -> LoadedTranscript:
+    problems: list[str] = []
+    header: dict[str, Any] | None = None
+    messages: list[Message] = []
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                kind = record["type"]
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                problems.append(f"{path.name}:{number}: corrupt line skipped ({error})")
+                continue
+            if kind == "session":
+                header = record
+            elif kind == "message" and _is_message(record.get("message")):
+                messages.append(record["message"])
+            else:
+                problems.append(f"{path.name}:{number}: unknown record skipped")
+    if header is None:
+        raise ValueError(f"{path} is not a transcript (no session header)")
+    return LoadedTranscript(str(header["sessionId"]), Path(header["cwd"]), repair_pairing(messages), problems)
+
+
+def _is_message(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("role") in ("user", "assistant")
+        and isinstance(value.get("content"), list)
+    )
+
+
+def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[dict[str, Any]]:
+    """Every stored session (newest first), optionally only those of `cwd`."""
+    found = []
+    root = sessions_dir(data_dir)
+    if not root.is_dir():
+        return []
+    for path in root.glob("*.jsonl"):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as lines:
+                header = json.loads(lines.readline())
+                title = _title(lines)
+            stat = os.stat(path)
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not isinstance(header, dict) or header.get("type") != "session":
+            continue
+        if cwd is not None and header.get("cwd") != str(cwd):
+            continue
+        found.append(
+            {
+                "sessionId": header["sessionId"],
+                "cwd": header["cwd"],
+                "title": title,
+                "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stat.st_mtime)),
+                "_mtime": stat.st_mtime,
+            }
+        )
+    found.sort(key=lambda s: s.pop("_mtime"), reverse=True)
+    return found
+
+
+def _title(lines: IO[str]) -> str:
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        message = record.get("message") if isinstance(record, dict) else None
+        if isinstance(message, dict) and message.get("role") == "user":
+            for block in message.get("content", []):
+                if isinstance(block, dict) and block.get("type") == "text" and not block["text"].startswith("["):
+                    return str(block["text"]).strip().splitlines()[0][:80]
+    return "(empty session)"

@@ -1,0 +1,153 @@
+"""Core benchmarks (issue 2), each with a baseline measured in the same run:
+
+- process start -> `initialize` answered        vs  `python -c pass`
+- prompt -> first request at the model server   (absolute; includes the SDK's lazy import on a cold prompt)
+- tool round-trip overhead: gap between the model requests minus the tool's own run time
+- ctrl-c -> `session/prompt` answered, and -> the child process gone
+- text deltas per second through to the client  vs  the raw SDK reading the same stream
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bridge.offline import OfflineServer  # noqa: E402
+from tests.e2e.harness import pid_alive, poll, running_editor, server_command, server_env  # noqa: E402
+
+RUNS = 5
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def _frame(obj: dict[str, Any]) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def bench_initialize(data: Path) -> dict[str, float]:
+    baseline, ours = [], []
+    with OfflineServer({"responses": []}) as model:
+        env = server_env(model, data)
+        for _ in range(RUNS):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+            baseline.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            proc = subprocess.Popen(server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                    stderr=subprocess.DEVNULL)
+            assert proc.stdin and proc.stdout
+            proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                     "params": {"capabilities": {}}}))
+            proc.stdin.flush()
+            while proc.stdout.readline().strip():
+                pass
+            ours.append(time.perf_counter() - start)
+            proc.stdin.close()
+            proc.wait(10)
+    return {"initialize_ms": _median(ours) * 1000, "python_start_ms": _median(baseline) * 1000,
+            "ratio": _median(ours) / _median(baseline)}
+
+
+async def bench_turns(root: Path) -> dict[str, float]:
+    ws, data = root / "ws", root / "data"
+    ws.mkdir(exist_ok=True)
+    data.mkdir(exist_ok=True)
+    text = "x" * 5
+    responses: list[dict[str, Any]] = []
+    for _ in range(RUNS):
+        responses.append({"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"})  # first-request
+    for _ in range(RUNS):  # tool round trips: a trivial Bash, then text
+        responses.append({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(ws / "f")}}],
+                          "stop_reason": "tool_use"})
+        responses.append({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"})
+    deltas = 5000
+    responses.append({"content": [{"type": "text", "deltas": [text] * deltas}], "stop_reason": "end_turn"})
+    for _ in range(RUNS):  # ctrl-c during a command
+        responses.append({"content": [{"type": "tool_use", "name": "Bash",
+                                       "input": {"command": f"echo $$ > {ws / 'pid'}; echo go; sleep 60"}}],
+                          "stop_reason": "tool_use"})
+    (ws / "f").write_text("hello\n")
+    out: dict[str, float] = {}
+    async with running_editor({"responses": responses}, ws, data) as editor:
+        sid = await editor.new_session()
+        first: list[float] = []
+        for i in range(RUNS):
+            start = time.monotonic()
+            await editor.prompt(sid, "hi")
+            first.append(editor.model.requests[-1].received_at - start)
+            if i == 0:
+                out["first_request_cold_ms"] = first[0] * 1000
+        out["first_request_warm_ms"] = _median(first[1:]) * 1000
+        gaps = []
+        for _ in range(RUNS):
+            n = len(editor.model.requests)
+            await editor.prompt(sid, "read")
+            a, b = editor.model.requests[n], editor.model.requests[n + 1]
+            gaps.append(b.received_at - a.received_at)
+        out["tool_round_trip_gap_ms"] = _median(gaps) * 1000
+        # Deltas to the client.
+        before = len(editor.updates)
+        start = time.perf_counter()
+        await editor.prompt(sid, "stream")
+        elapsed = time.perf_counter() - start
+        got = "".join(u["update"]["content"]["text"] for u in editor.updates[before:]
+                      if u["update"]["sessionUpdate"] == "agent_message_chunk")
+        assert got == text * deltas, "every delta arrived"
+        out["deltas_per_s"] = deltas / elapsed
+        out["updates_sent"] = len([u for u in editor.updates[before:]
+                                   if u["update"]["sessionUpdate"] == "agent_message_chunk"])
+        cancel_answer, child_gone = [], []
+        for _ in range(RUNS):
+            (ws / "pid").unlink(missing_ok=True)
+            turn = editor.start_prompt(sid, "run")
+            await poll(lambda: (ws / "pid").exists() and (ws / "pid").read_text().strip(), timeout=10)
+            pid = int((ws / "pid").read_text())
+            start = time.monotonic()
+            editor.cancel(sid)
+            await turn
+            cancel_answer.append(time.monotonic() - start)
+            await poll(lambda pid=pid: not pid_alive(pid), timeout=5)  # type: ignore[misc]
+            child_gone.append(time.monotonic() - start)
+        out["cancel_to_answer_ms"] = _median(cancel_answer) * 1000
+        out["cancel_to_child_gone_ms"] = _median(child_gone) * 1000
+    # Baseline: the raw SDK reading the same stream.
+    import anthropic
+
+    with OfflineServer({"responses": [responses[-RUNS - 1]]}) as model:
+        client = anthropic.AsyncAnthropic(base_url=model.base_url, api_key="x", max_retries=0)
+        start = time.perf_counter()
+        async with client.messages.stream(model="m", max_tokens=10,
+                                          messages=[{"role": "user", "content": "x"}]) as stream:
+            async for _ in stream.text_stream:
+                pass
+        raw = time.perf_counter() - start
+        await client.close()
+    out["raw_sdk_deltas_per_s"] = deltas / raw
+    out["deltas_ratio_vs_raw_sdk"] = out["deltas_per_s"] / out["raw_sdk_deltas_per_s"]
+    return out
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "d").mkdir()
+        results = {"initialize": bench_initialize(root / "d"), "turns": asyncio.run(bench_turns(root))}
+    for group, figures in results.items():
+        for name, value in figures.items():
+            print(f"{group:>10}  {name:<28} {value:>12.2f}")
+
+
+if __name__ == "__main__":
+    main()

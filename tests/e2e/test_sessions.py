@@ -1,0 +1,70 @@
+"""Sessions that last: transcripts written as the turn goes, listed and loaded after a crash."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bridge.messages import pairing_errors
+from tests.e2e.harness import poll, running_editor, text_response
+
+LONG = {"content": [{"type": "text", "text": "slow " * 500, "chunks": 500}], "stop_reason": "end_turn",
+        "delay_ms": 10}
+
+
+async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> None:
+    async with running_editor({"responses": [text_response("first answer"), LONG]}, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "first prompt")
+        turn = editor.start_prompt(sid, "second prompt")
+        await poll(lambda: "slow" in editor.text(sid), what="the second answer streaming")
+        editor.kill_server()
+        try:
+            await asyncio.wait_for(turn, 10)
+        except Exception:
+            pass  # the server is gone: the request fails
+
+    async with running_editor({"responses": [text_response("continuing")]}, workspace, data_dir) as editor:
+        listed = await editor.request("session/list", {"cwd": str(workspace)})
+        [entry] = listed["sessions"]
+        assert entry["sessionId"] == sid and entry["title"] == "first prompt" and entry["cwd"] == str(workspace)
+        assert await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)}) is None
+        await poll(lambda: editor.text(sid), what="the replay")
+        assert editor.text(sid, "user_message_chunk").startswith("first prompt")
+        assert "second prompt" in editor.text(sid, "user_message_chunk"), "nothing before the kill is lost"
+        assert editor.text(sid) == "first answer"
+        assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == []
+        texts = [b.get("text") for m in messages for b in m["content"]]
+        assert texts[:2] == ["first prompt", "first answer"] and texts[-2:] == ["second prompt", "go on"]
+        assert editor.model.rejected == []
+
+
+async def test_a_corrupt_transcript_line_is_reported_and_skipped(workspace: Path, data_dir: Path) -> None:
+    async with running_editor({"responses": [text_response("stored")]}, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "keep me")
+    transcript = data_dir / "sessions" / f"{sid}.jsonl"
+    lines = transcript.read_text().splitlines()
+    transcript.write_text("\n".join([lines[0], '{"type": "message", "message": {broken', *lines[1:]]) + "\n")
+
+    async with running_editor({"responses": [text_response("after")]}, workspace, data_dir) as editor:
+        await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        await poll(lambda: editor.client.messages, what="the problem shown to the user")
+        assert "corrupt line skipped" in editor.client.messages[-1].message
+        assert editor.text(sid) == "stored"
+        await editor.prompt(sid, "still works")
+        assert pairing_errors(editor.last_request_messages()) == []
+        assert editor.model.rejected == []
+
+
+async def test_loading_an_unknown_session_creates_nothing(workspace: Path, data_dir: Path) -> None:
+    async with running_editor({"responses": []}, workspace, data_dir) as editor:
+        try:
+            await editor.request("session/load", {"sessionId": "sess_nope", "cwd": str(workspace)})
+        except Exception as error:
+            assert "Unknown sessionId" in str(error)
+        else:
+            raise AssertionError("expected an error")
+        assert (await editor.request("session/list", {}))["sessions"] == []
