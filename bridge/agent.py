@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bridge.config import BridgeConfig
+from bridge.messages import Message
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
 from bridge.session import Frontend, Session, new_session_id
-from bridge.messages import Message
 from bridge.tools.base import AnyTool
 from bridge.transcript import Transcript, list_sessions, transcript_path
 from bridge.transcript import load as load_transcript

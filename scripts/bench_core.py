@@ -21,8 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.offline import OfflineServer  # noqa: E402
-from tests.e2e.harness import pid_alive, poll, running_editor, server_command, server_env  # noqa: E402
+from bridge.offline import OfflineServer
+from tests.e2e.harness import pid_alive, poll, running_editor, server_command, server_env
 
 RUNS = 5
 
