@@ -29,6 +29,8 @@ class BridgeConfig(BaseModel):
     max_retry_wait: float = Field(default=20.0, ge=0, alias="maxRetryWait")
     data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
     permission_mode: str = Field(default="default", alias="permissionMode")
+    context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
+    compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None) -> tuple[BridgeConfig, list[str]]:
@@ -41,6 +43,8 @@ class BridgeConfig(BaseModel):
             "max_turns": "AGENT_BRIDGE_MAX_TURNS",
             "max_retries": "AGENT_BRIDGE_MAX_RETRIES",
             "max_retry_wait": "AGENT_BRIDGE_MAX_RETRY_WAIT",
+            "context_window": "AGENT_BRIDGE_CONTEXT_WINDOW",
+            "compact_threshold": "AGENT_BRIDGE_COMPACT_THRESHOLD",
         }
         for field, var in env.items():
             if os.environ.get(var):

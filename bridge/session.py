@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bridge import commands
 from bridge.abort import Abort, AbortReason
+from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent
+from bridge.loop.events import LoopEvent, ModeChanged, TextDelta
 from bridge.loop.executor import ToolEnvironment
 from bridge.loop.permission import PermissionPolicy, Prompter, ReadOnlyGate
-from bridge.loop.query import Conversation, StopReason, TurnSettings, run_turn
+from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
+from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.prompt import system_prompt
@@ -69,10 +72,12 @@ class Session:
         self.conversation = Conversation(messages=list(history or []))
         if transcript is not None:
             self.conversation.on_message = transcript.append
+            self.conversation.on_compact = transcript.restart
+        self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = services
         self.data_dir = config.data_dir / "sessions" / session_id
-        self._system = system_prompt(cwd)
+        self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
@@ -115,13 +120,76 @@ class Session:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(self._turn)
 
-    async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
-        settings = TurnSettings(
+    def _settings(self) -> TurnSettings:
+        return TurnSettings(
             model=self.config.model,
             system=self._system,
             max_turns=self.config.max_turns,
             max_tokens=self.config.max_tokens,
+            context_window=self.config.context_window,
+            compact_threshold=self.config.compact_threshold,
         )
+
+    async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
+        first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
+        parsed = commands.parse(str(first))
+        if parsed is not None and parsed[0] in self.commands:
+            name, arguments = parsed
+            command = self.commands[name]
+            if command.template is None:
+                return await self._builtin(name, arguments, abort)
+            blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
+        return await self._turn_for(blocks, abort)
+
+    async def _builtin(self, name: str, arguments: str, abort: Abort) -> StopReason:
+        say = self.frontend.emit
+        conversation = self.conversation
+        if name == "compact":
+            before = len(conversation.messages)
+            if before == 0:
+                say(TextDelta("Nothing to compact yet."))
+                return "end_turn"
+            schemas = [tool.schema() for tool in self.tools.values()]
+            done = await compact_conversation(
+                conversation, model=self.model, settings=self._settings(), tools=schemas, abort=abort,
+                instructions=arguments,
+            )
+            if not done:
+                return "cancelled"
+            size = len(conversation.messages[0]["content"][0]["text"])
+            say(TextDelta(f"Compacted {before} messages into a summary of {size:,} characters."))
+        elif name == "clear":
+            conversation.replace([])
+            self.read_files.clear()
+            say(TextDelta("Started a new, empty conversation."))
+        elif name == "cost":
+            u = conversation.usage_total
+            say(TextDelta(
+                f"Session cost: ${conversation.cost_usd:.4f} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
+                f"cache read {u.cache_read_tokens:,}, cache write {u.cache_write_tokens:,} tokens."
+            ))
+        elif name == "status":
+            say(TextDelta(
+                f"Model: {self.config.model}\nMode: {self.mode}\nWorking directory: {self.cwd}\n"
+                f"Context: {conversation.context_tokens:,} of {self.config.context_window:,} tokens\n"
+                f"Messages: {len(conversation.messages)}"
+            ))
+        elif name == "mode":
+            if not arguments:
+                say(TextDelta(f"Mode: {self.mode} (one of {', '.join(MODES)})"))
+            elif arguments in MODES:
+                self.set_mode(arguments)
+                say(TextDelta(f"Mode set to {arguments}."))
+            else:
+                say(TextDelta(f"Unknown mode {arguments!r}; one of {', '.join(MODES)}."))
+        return "end_turn"
+
+    def set_mode(self, mode: str) -> None:
+        self.mode = mode
+        self.frontend.emit(ModeChanged(mode))
+
+    async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
+        settings = self._settings()
         env = ToolEnvironment(
             tools=self.tools,
             policy=self.policy,

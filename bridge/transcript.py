@@ -46,6 +46,10 @@ class Transcript:
     def append(self, message: Message) -> None:
         self._write({"type": "message", "message": message})
 
+    def restart(self, messages: list[Message]) -> None:
+        """The conversation continues from `messages` (after /compact or /clear); what came before stays."""
+        self._write({"type": "restart", "messages": messages})
+
     def _write(self, record: dict[str, Any]) -> None:
         try:
             if self._file is None:
@@ -87,6 +91,8 @@ def load(path: Path) -> LoadedTranscript:
                 header = record
             elif kind == "message" and _is_message(record.get("message")):
                 messages.append(record["message"])
+            elif kind == "restart" and isinstance(record.get("messages"), list):
+                messages = [m for m in record["messages"] if _is_message(m)]
             else:
                 problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:

@@ -84,6 +84,12 @@ class Notice:
     kind: Literal["notice"] = "notice"
 
 
+@dataclass(frozen=True)
+class ModeChanged:
+    mode: str
+    kind: Literal["mode"] = "mode"
+
+
 LoopEvent = (
     TextDelta
     | ThinkingDelta
@@ -94,4 +100,5 @@ LoopEvent = (
     | UsageReport
     | PlanUpdate
     | Notice
+    | ModeChanged
 )

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort
+from bridge.loop.compact import continuation, summarize
 from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
 from bridge.messages import (
@@ -52,11 +53,39 @@ class Conversation:
     messages: list[Message] = field(default_factory=list)
     cost_usd: float = 0.0
     usage_total: Usage = field(default_factory=Usage)
+    context_tokens: int = 0  # of the latest response: what the next request will at least carry
     on_message: Callable[[Message], None] = lambda _m: None  # transcript hook: each message when complete
+    on_compact: Callable[[list[Message]], None] = lambda _m: None
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
         self.on_message(message)
+
+    def replace(self, messages: list[Message]) -> None:
+        """After compaction: continue from `messages` (the transcript keeps what came before)."""
+        self.messages = list(messages)
+        self.context_tokens = 0
+        self.on_compact(self.messages)
+
+
+async def compact_conversation(
+    conversation: Conversation,
+    *,
+    model: ModelClient,
+    settings: TurnSettings,
+    tools: list[dict[str, Any]],
+    abort: Abort,
+    instructions: str = "",
+) -> bool:
+    """Summarize the history and continue from the summary. False when aborted."""
+    summary = await summarize(
+        conversation.messages, model=model, model_name=settings.model, system=settings.system, tools=tools,
+        abort=abort, instructions=instructions,
+    )
+    if not summary:
+        return False
+    conversation.replace(continuation(summary))
+    return True
 
 
 @dataclass
@@ -66,6 +95,7 @@ class TurnSettings:
     max_turns: int = 50
     max_tokens: int = 16_000
     context_window: int = CONTEXT_WINDOW
+    compact_threshold: float = 0.8  # of the context window; 0 disables automatic compaction
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -108,13 +138,18 @@ async def run_turn(
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
     emit = tools.emit
-    conversation.append(user_message(prompt))
     schemas = [tool.schema() for tool in tools.tools.values()]
     if schemas:  # breakpoints: tools, system, and the latest message (prompt caching)
         schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
+    # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
+    if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
+        return "cancelled"
+    conversation.append(user_message(prompt))
     system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
-    for _request_number in range(settings.max_turns):
+    for request_number in range(settings.max_turns):
         if abort.aborted:
+            return _cancelled(conversation, abort, tools_ran=False)
+        if request_number and not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
             return _cancelled(conversation, abort, tools_ran=False)
         request = ModelRequest(
             model=settings.model,
@@ -161,6 +196,22 @@ async def run_turn(
     return "max_turn_requests"
 
 
+async def _maybe_compact(
+    conversation: Conversation,
+    model: ModelClient,
+    settings: TurnSettings,
+    schemas: list[dict[str, Any]],
+    abort: Abort,
+    emit: Callable[[LoopEvent], None],
+) -> bool:
+    """Compact when the latest response's context passed the threshold. False when aborted meanwhile."""
+    limit = settings.compact_threshold * settings.context_window
+    if not settings.compact_threshold or conversation.context_tokens < limit or len(conversation.messages) < 2:
+        return True
+    emit(Notice(f"Context at {conversation.context_tokens:,} tokens: compacting the conversation"))
+    return await compact_conversation(conversation, model=model, settings=settings, tools=schemas, abort=abort)
+
+
 def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: Callable[[LoopEvent], None]) -> None:
     if isinstance(event, BlockDelta):
         part = response.partial.setdefault(event.index, {"type": event.block_type, "text": ""})
@@ -188,6 +239,7 @@ def _cancelled(conversation: Conversation, abort: Abort, *, tools_ran: bool) -> 
 def _report_usage(
     conversation: Conversation, settings: TurnSettings, usage: Usage, emit: Callable[[LoopEvent], None]
 ) -> None:
+    conversation.context_tokens = usage.context_tokens
     cost = cost_usd(settings.model, usage)
     conversation.cost_usd += cost
     total = conversation.usage_total

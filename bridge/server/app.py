@@ -100,6 +100,10 @@ class BridgeServer(LanguageServer):
 
         return Frontend(emit=emit, prompter=prompter, documents=EditorDocuments(self))
 
+    def advertise_commands(self, session: Session) -> None:
+        commands = [command.wire() for command in session.commands.values()]
+        self.send_update(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
 
@@ -169,6 +173,7 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
             )
         session_id = f"sess_{uuid.uuid4().hex[:20]}"
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
+        asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
         return {"sessionId": session.id, "modes": modes_state(session.mode)}
 
     @server.feature("session/load")
@@ -182,6 +187,7 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
         for update in wire.replay_updates(session.conversation.messages):
             ls.send_update(session.id, update)
+        ls.advertise_commands(session)
         return None
 
     @server.feature("session/list")
@@ -224,9 +230,7 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
             raise JsonRpcInvalidParams(
                 f"Invalid params: modeId: unknown mode {parsed.mode_id!r}; one of {', '.join(MODES)}"
             )
-        session.mode = parsed.mode_id
-        update = {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
-        asyncio.get_running_loop().call_soon(ls.send_update, session.id, update)
+        asyncio.get_running_loop().call_soon(session.set_mode, parsed.mode_id)  # answered, then the update
         return {}
 
     @server.feature(types.SHUTDOWN)

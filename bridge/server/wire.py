@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.loop.events import (
     LoopEvent,
+    ModeChanged,
     Notice,
     PlanUpdate,
     TextDelta,
@@ -137,6 +138,8 @@ def update_for(event: LoopEvent) -> dict[str, Any] | None:
                 "responseCost": round(event.cost_usd, 6),
             },
         }
+    if isinstance(event, ModeChanged):
+        return {"sessionUpdate": "current_mode_update", "currentModeId": event.mode}
     if isinstance(event, PlanUpdate):
         return {"sessionUpdate": "plan", "entries": event.entries}
     if isinstance(event, (TextDelta, ThinkingDelta, Notice)):

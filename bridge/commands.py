@@ -1,0 +1,92 @@
+"""Slash commands: built-ins handled by the session, and custom ones from markdown files
+(`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, and the user's) whose text — with
+`$ARGUMENTS` replaced — becomes the prompt."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+BUILTINS: dict[str, tuple[str, str | None]] = {
+    "compact": ("Summarize the conversation to free context (optional: what to keep)", "instructions"),
+    "clear": ("Start over with an empty conversation", None),
+    "cost": ("Show tokens used and cost in this session", None),
+    "status": ("Show model, mode, working directory and context use", None),
+    "mode": ("Show or change the permission mode", "mode"),
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    description: str
+    hint: str | None
+    template: str | None = None  # custom commands: the markdown body
+
+    def wire(self) -> dict[str, object]:
+        entry: dict[str, object] = {"name": self.name, "description": self.description}
+        if self.hint:
+            entry["input"] = {"hint": self.hint}
+        return entry
+
+    def expand(self, arguments: str) -> str:
+        assert self.template is not None
+        if "$ARGUMENTS" in self.template:
+            return self.template.replace("$ARGUMENTS", arguments)
+        return self.template + (f"\n\n{arguments}" if arguments else "")
+
+
+def command_dirs(cwd: Path) -> list[Path]:
+    config = Path(os.environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
+    return [
+        config / "commands",
+        Path.home() / ".claude" / "commands",
+        cwd / ".claude" / "commands",
+        cwd / ".agent-bridge" / "commands",  # last wins
+    ]
+
+
+def available_commands(cwd: Path) -> dict[str, Command]:
+    commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
+    for directory in command_dirs(cwd):
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.glob("*.md")):
+            try:
+                body = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            description, template = _front_matter(body)
+            name = path.stem
+            if name in BUILTINS:
+                continue
+            commands[name] = Command(name, description or f"Custom command ({path.name})", "arguments", template)
+    return commands
+
+
+def _front_matter(body: str) -> tuple[str, str]:
+    """Claude Code's optional `---\\ndescription: ...\\n---` header."""
+    if body.startswith("---\n"):
+        head, sep, rest = body[4:].partition("\n---\n")
+        if sep:
+            for line in head.splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "description":
+                    return value.strip(), rest.strip()
+            return "", rest.strip()
+    first = body.strip().splitlines()[0] if body.strip() else ""
+    return first.lstrip("# ")[:80], body.strip()
+
+
+def parse(text: str) -> tuple[str, str] | None:
+    """`/name args` -> (name, args); None when the text is not a command."""
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    name, _, arguments = stripped[1:].partition(" ")
+    if not name or "/" in name:
+        return None
+    return name, arguments.strip()
