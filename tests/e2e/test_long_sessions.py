@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ async def test_request_prefix_is_byte_stable_over_20_turns(workspace: Path, data
             await editor.prompt(sid, f"question {turn}")
         requests = editor.model.valid_requests
         assert len(requests) == len(responses)
-        for before, after in zip(requests, requests[1:], strict=False):
+        for before, after in itertools.pairwise(requests):
             a, b = json.loads(before.raw), json.loads(after.raw)
             assert json.dumps(a["system"]) == json.dumps(b["system"])
             assert json.dumps(a["tools"]) == json.dumps(b["tools"])
