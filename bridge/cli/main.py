@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().level > logging.DEBUG:  # pygls logs every message body at INFO
+        logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command == "serve":
         from bridge.server.app import serve as serve_stdio
