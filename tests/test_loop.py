@@ -1,0 +1,152 @@
+"""The loop and its tool executor, in process: the real SDK against the offline server, with small
+fixture tools whose behaviour the tests control (rendezvous, gates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import anyio
+import pytest
+
+from bridge.abort import Abort, AbortReason
+from bridge.loop.events import LoopEvent, TextDelta, ToolCallInProgress, ToolCallStarted
+from bridge.loop.executor import ToolEnvironment
+from bridge.loop.permission import ReadOnlyGate
+from bridge.loop.query import Conversation, TurnSettings, run_turn
+from bridge.messages import pairing_errors, repair_pairing
+from bridge.model.anthropic_client import AnthropicModel
+from bridge.offline import OfflineServer
+from bridge.permissions.types import PermissionAnswer, PermissionRequest
+from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolResult
+
+
+class Probe(ToolInput):
+    name: str
+
+
+class Rendezvous(Tool[Probe]):
+    """Concurrency-safe: each call waits until every expected call has started (deadlocks if serial)."""
+
+    name = "Rendezvous"
+    input_model = Probe
+    description = "test tool"
+    interrupt_behavior: ClassVar[InterruptBehavior] = "cancel"
+    expected = 2
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.all_in = anyio.Event()
+
+    def is_read_only(self, data: Probe) -> bool:
+        return True
+
+    async def call(self, data: Probe, ctx: ToolContext) -> ToolResult:
+        self.started.append(data.name)
+        if len(self.started) == self.expected:
+            self.all_in.set()
+        with anyio.fail_after(5):
+            await self.all_in.wait()
+        return ToolResult(f"{data.name} done")
+
+
+class Gate(Tool[Probe]):
+    """Waits for a test-controlled event; `block` or `cancel` on interrupt."""
+
+    name = "Gate"
+    input_model = Probe
+    description = "test tool"
+
+    def __init__(self, behavior: InterruptBehavior) -> None:
+        self.interrupt_behavior = behavior  # type: ignore[misc]
+        self.entered = anyio.Event()
+        self.release = anyio.Event()
+
+    def is_read_only(self, data: Probe) -> bool:
+        return True
+
+    async def call(self, data: Probe, ctx: ToolContext) -> ToolResult:
+        ctx.progress(f"{data.name} working")
+        self.entered.set()
+        await self.release.wait()
+        return ToolResult(f"{data.name} real result")
+
+
+async def _allow(request: PermissionRequest) -> PermissionAnswer:
+    return PermissionAnswer("allow_once")
+
+
+def _use(name: str, tool: str = "Rendezvous") -> dict[str, Any]:
+    return {"type": "tool_use", "name": tool, "input": {"name": name}}
+
+
+async def _turn(
+    responses: list[dict[str, Any]], tools: list[Any], tmp_path: Path, abort: Abort | None = None
+) -> tuple[str, Conversation, list[LoopEvent], OfflineServer]:
+    events: list[LoopEvent] = []
+    server = OfflineServer({"responses": responses})
+    server.start()
+    client = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0)
+    conversation = Conversation()
+    env = ToolEnvironment(
+        tools={t.name: t for t in tools}, policy=ReadOnlyGate(), prompter=_allow, emit=events.append,
+        context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
+    )
+    try:
+        stop = await run_turn(conversation, [{"type": "text", "text": "go"}], model=client,
+                              settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
+                              tools=env, abort=abort or Abort())
+    finally:
+        await client.aclose()
+        server.stop()
+    return stop, conversation, events, server
+
+
+async def test_consecutive_concurrency_safe_calls_overlap(tmp_path: Path) -> None:
+    tool = Rendezvous()
+    responses = [{"content": [_use("a"), _use("b")], "stop_reason": "tool_use"},
+                 {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
+    stop, conversation, _events, server = await _turn(responses, [tool], tmp_path)
+    assert stop == "end_turn" and sorted(tool.started) == ["a", "b"]
+    results = server.valid_requests[1].body["messages"][-1]["content"]
+    assert [r["content"] for r in results] == ["a done", "b done"], "results in tool_use order, one message"
+    assert server.rejected == []
+
+
+async def test_a_tool_starts_while_the_model_is_still_streaming(tmp_path: Path) -> None:
+    tool = Rendezvous()
+    tool.expected = 1
+    tail = {"type": "text", "text": "x" * 40, "chunks": 40}
+    responses = [{"content": [_use("early"), tail], "stop_reason": "tool_use", "delay_ms": 15},
+                 {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
+    _stop, _conversation, events, _server = await _turn(responses, [tool], tmp_path)
+    started = next(i for i, e in enumerate(events) if isinstance(e, ToolCallInProgress))
+    last_delta = max(i for i, e in enumerate(events) if isinstance(e, TextDelta) and e.text == "x")
+    assert started < last_delta, "the tool ran before the response finished streaming"
+
+
+@pytest.mark.parametrize("behavior", ["block", "cancel"])
+async def test_interrupt_lets_block_tools_finish_and_stops_cancel_tools(tmp_path: Path, behavior: str) -> None:
+    tool = Gate(behavior)  # type: ignore[arg-type]
+    abort = Abort()
+    responses = [{"content": [_use("job", "Gate")], "stop_reason": "tool_use"}]
+
+    async def interrupt_then_release() -> None:
+        await tool.entered.wait()
+        abort.abort(AbortReason.INTERRUPT)
+        tool.release.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(interrupt_then_release)
+        stop, conversation, events, server = await _turn(responses, [tool], tmp_path, abort)
+    assert stop == "cancelled"
+    result = conversation.messages[-1]["content"][0]
+    if behavior == "block":
+        assert result["content"] == "job real result" and not result.get("is_error")
+    else:
+        assert result["is_error"] is True and result["content"].startswith("Interrupted by user")
+        assert "job working" in result["content"], "output so far is kept"
+    texts = [b for b in conversation.messages[-1]["content"] if b.get("type") == "text"]
+    assert texts == [], "no marker for interrupt"
+    assert pairing_errors(repair_pairing(conversation.messages)) == []
+    assert any(isinstance(e, ToolCallStarted) for e in events)
