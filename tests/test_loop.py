@@ -106,7 +106,7 @@ async def test_consecutive_concurrency_safe_calls_overlap(tmp_path: Path) -> Non
     tool = Rendezvous()
     responses = [{"content": [_use("a"), _use("b")], "stop_reason": "tool_use"},
                  {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
-    stop, conversation, _events, server = await _turn(responses, [tool], tmp_path)
+    stop, _conversation, _events, server = await _turn(responses, [tool], tmp_path)
     assert stop == "end_turn" and sorted(tool.started) == ["a", "b"]
     results = server.valid_requests[1].body["messages"][-1]["content"]
     assert [r["content"] for r in results] == ["a done", "b done"], "results in tool_use order, one message"
@@ -138,7 +138,7 @@ async def test_interrupt_lets_block_tools_finish_and_stops_cancel_tools(tmp_path
 
     async with anyio.create_task_group() as group:
         group.start_soon(interrupt_then_release)
-        stop, conversation, events, server = await _turn(responses, [tool], tmp_path, abort)
+        stop, conversation, events, _server = await _turn(responses, [tool], tmp_path, abort)
     assert stop == "cancelled"
     result = conversation.messages[-1]["content"][0]
     if behavior == "block":
