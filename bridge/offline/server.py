@@ -119,7 +119,7 @@ class OfflineServer:
         return (f"offline server (scenario {self.scenario.name}): waited {timeout}s for {n} requests, "
                 f"got {len(self._requests)}: {', '.join(seen) or 'none'}")
 
-    async def wait_for_requests(self, n: int, timeout: float = 10.0) -> list[RecordedRequest]:  # noqa: ASYNC109
+    async def wait_for_requests(self, n: int, timeout: float = 10.0) -> list[RecordedRequest]:
         deadline = time.monotonic() + timeout
         while len(self._requests) < n:
             if time.monotonic() > deadline:

@@ -6,6 +6,7 @@ from bridge.offline.builtins.common import current_turn, text_response, tool_nam
 from bridge.offline.scenario import Json, RecordedRequest
 
 OUTPUT_LINES = 20
+ECHO_DELTAS = 20
 HELP = """Commands this offline model understands:
 
 - `run: <command>` runs a shell command with Bash
@@ -47,8 +48,8 @@ def _echo_markdown(prompt: str) -> Json:
             "- `run: <command>` — run a command\n- `read: <path>` — read a file\n"
             "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n\n"
             f"```text\n{prompt[:200]}\n```")
-    pieces = max(1, len(text) // 20)
-    return {"content": [{"type": "text", "text": text, "chunks": pieces}], "stop_reason": "end_turn", "delay_ms": 10}
+    return {"content": [{"type": "text", "text": text, "chunks": ECHO_DELTAS}], "stop_reason": "end_turn",
+            "delay_ms": 10}
 
 
 def playground(request: RecordedRequest) -> Json:

@@ -150,4 +150,4 @@ def respond(request: RecordedRequest, *, delay_ms: int = SUMMARY_DELAY_MS) -> Js
         last_change = "_I couldn't check when the project last changed (the command was not run)._"
     else:
         last_change = f"Last change: {(bash[-1].result or '').strip().splitlines()[0]}."
-    return text_response(_summary(report, cwd, last_change), delay_ms=delay_ms, per_delta=2)
+    return text_response(_summary(report, cwd, last_change), delay_ms=delay_ms, per_delta=1)
