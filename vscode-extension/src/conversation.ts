@@ -1,0 +1,159 @@
+import * as os from "node:os";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import { AgentClient } from "./agentClient";
+import type { AgentConnection } from "./connection";
+import type { EditorContext } from "./editorContext";
+import type { Disposable } from "./events";
+import type { PanelStore } from "./panel/store";
+import type { PermissionRequests } from "./permissionRequests";
+import type { ContentBlock } from "./protocol";
+import { type AgentSession, errorMessage } from "./session";
+import type { StatusBar } from "./status";
+
+/**
+ * The conversation: one bridge session at a time, its events reduced into the panel store. Submitting while a
+ * turn runs sends the new prompt at once (the bridge interrupts the running turn to take it).
+ */
+export class Conversation implements vscode.Disposable {
+  private client: AgentClient | undefined;
+  private session: AgentSession | undefined;
+  private sessionSubscriptions: Disposable[] = [];
+  private readonly subscriptions: Disposable[];
+
+  constructor(
+    private readonly store: PanelStore,
+    private readonly permissions: PermissionRequests,
+    private readonly editorContext: EditorContext,
+    private readonly status: StatusBar,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.subscriptions = [
+      permissions.onAdded((p) =>
+        store.dispatch({
+          type: "permissionRequested",
+          permission: {
+            id: p.id,
+            title: p.params.toolCall.title,
+            toolKind: p.params.toolCall.kind ?? "other",
+            options: p.params.options,
+            hasDiff: p.diffs.length > 0,
+          },
+        }),
+      ),
+      permissions.onSettled((s) => store.dispatch({ type: "permissionSettled", id: s.id, how: s.how, optionName: s.option?.name })),
+    ];
+  }
+
+  /** The bridge is up (first start or a restart): open a fresh session on it. */
+  async attach(connection: AgentConnection): Promise<void> {
+    this.detach();
+    this.client = new AgentClient(connection, this.permissions);
+    this.store.dispatch({ type: "connection", status: "ready" });
+    this.status.setConnection("ready");
+    await this.newSession();
+  }
+
+  /** The bridge went away: pending requests are answered `cancelled`, the turn state is reset. */
+  detach(status?: { status: "failed" | "stopped"; message?: string }): void {
+    this.closeSession();
+    this.client?.dispose();
+    this.client = undefined;
+    this.permissions.cancelAll();
+    if (status) {
+      this.store.dispatch({ type: "connection", ...status });
+      this.status.setConnection(status.status, status.message);
+    }
+  }
+
+  async newSession(): Promise<void> {
+    const client = this.client;
+    if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
+    this.closeSession();
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+    try {
+      const session = await client.newSession(cwd);
+      this.session = session;
+      this.sessionSubscriptions = [
+        session.onUpdate((update) => this.store.dispatch({ type: "update", update })),
+        session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
+        session.onTurnEnded((t) => this.store.dispatch({ type: "turnEnded", ...t })),
+        session.onPhase((phase) => {
+          this.store.dispatch({ type: "phase", phase });
+          this.status.setPhase(phase);
+        }),
+      ];
+      this.store.dispatch({ type: "sessionStarted", sessionId: session.sessionId, modes: session.modes });
+      this.log.info(`Session ${session.sessionId} in ${cwd}`);
+    } catch (err) {
+      this.notice(`Could not start a session: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Sends a prompt; `attachContext` adds the active selection (or file) as a resource block. */
+  submit(text: string, attachContext: boolean, extra: ContentBlock[] = []): void {
+    const session = this.session;
+    if (!session) return this.notice("No session yet: the bridge is not running.");
+    const blocks: ContentBlock[] = [{ type: "text", text }, ...extra];
+    const resource = attachContext ? this.editorContext.resource() : undefined;
+    if (resource) blocks.push(resource);
+    void session.prompt(blocks).then((ended) => {
+      if ("error" in ended) this.log.error(`Turn ${ended.turnId} failed: ${ended.error}`);
+      else this.log.info(`Turn ${ended.turnId} ended: ${ended.stopReason}`);
+    });
+  }
+
+  cancel(): void {
+    const kind = this.session?.cancel() ?? "idle";
+    if (kind !== "idle") this.log.info(kind === "force" ? "Cancel (forced)" : "Cancel");
+  }
+
+  async setMode(modeId?: string): Promise<void> {
+    const session = this.session;
+    if (!session) return this.notice("No session yet: the bridge is not running.");
+    let chosen = modeId;
+    if (!chosen) {
+      const modes = session.modes?.availableModes ?? [];
+      const pick = await vscode.window.showQuickPick(
+        modes.map((m) => ({ label: m.name, description: m.id === session.modes?.currentModeId ? "current" : m.id, detail: m.description ?? undefined, id: m.id })),
+        { title: "Agent Bridge: permission mode" },
+      );
+      chosen = pick?.id;
+    }
+    if (!chosen) return;
+    try {
+      await session.setMode(chosen);
+    } catch (err) {
+      this.notice(`Could not set the mode: ${errorMessage(err)}`);
+    }
+  }
+
+  dispose(): void {
+    this.detach();
+    for (const s of this.subscriptions) s.dispose();
+  }
+
+  private closeSession(): void {
+    for (const s of this.sessionSubscriptions) s.dispose();
+    this.sessionSubscriptions = [];
+    if (this.session && this.client) this.client.closeSession(this.session);
+    this.session = undefined;
+    this.status.setPhase("idle");
+  }
+
+  private notice(text: string): void {
+    this.store.dispatch({ type: "notice", text });
+  }
+}
+
+function describePrompt(prompt: ContentBlock[]): { text: string; attachments: string[] } {
+  const text = prompt.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
+  const attachments = prompt.flatMap((b) => {
+    if (b.type === "resource") {
+      const uri = vscode.Uri.parse(b.resource.uri);
+      return [path.basename(uri.path) + (uri.fragment ? `:${uri.fragment.replace(/^L/, "")}` : "")];
+    }
+    return b.type === "resource_link" ? [b.name] : [];
+  });
+  return { text, attachments };
+}

@@ -1,0 +1,102 @@
+import type { CancellationTokenLike } from "./connection";
+import { Emitter } from "./events";
+import {
+  cancelledOutcome,
+  type DiffContent,
+  type PermissionOption,
+  type RequestPermissionParams,
+  type RequestPermissionResult,
+  selected,
+} from "./protocol";
+
+export interface PendingPermission {
+  /** Our own id for the request (the JSON-RPC id is not exposed by the connection). */
+  id: string;
+  params: RequestPermissionParams;
+  /** The proposed edits, when the request is for one. */
+  diffs: DiffContent[];
+}
+
+/** answered: the user chose; withdrawn: the bridge sent `$/cancelRequest` (the card must disappear). */
+export interface PermissionSettled {
+  id: string;
+  how: "answered" | "withdrawn";
+  option?: PermissionOption;
+}
+
+/**
+ * Pending `session/request_permission` requests. The UI (panel card, notification, diff editor) answers them
+ * by id; whichever answers first wins, later answers are ignored.
+ */
+export class PermissionRequests {
+  private readonly added = new Emitter<PendingPermission>();
+  private readonly settled = new Emitter<PermissionSettled>();
+  readonly onAdded = this.added.event;
+  readonly onSettled = this.settled.event;
+
+  private nextId = 1;
+  private readonly pending = new Map<string, { request: PendingPermission; resolve: (r: RequestPermissionResult) => void }>();
+
+  /** The request handler: resolves when the user answers or the bridge withdraws the request. */
+  handle(params: RequestPermissionParams, token?: CancellationTokenLike): Promise<RequestPermissionResult> {
+    const id = `perm-${this.nextId++}`;
+    const diffs = (params.toolCall.content ?? []).filter((c): c is DiffContent => c.type === "diff");
+    const request: PendingPermission = { id, params, diffs };
+    return new Promise((resolve) => {
+      this.pending.set(id, { request, resolve });
+      if (token?.isCancellationRequested) {
+        this.withdraw(id);
+        return;
+      }
+      token?.onCancellationRequested(() => this.withdraw(id));
+      this.added.fire(request);
+    });
+  }
+
+  answer(id: string, optionId: string, feedback?: string): boolean {
+    const entry = this.pending.get(id);
+    const option = entry?.request.params.options.find((o) => o.optionId === optionId);
+    if (!entry || !option) return false;
+    this.pending.delete(id);
+    entry.resolve(selected(optionId, feedback));
+    this.settled.fire({ id, how: "answered", option });
+    return true;
+  }
+
+  /** Answers with the first option of one of `kinds` (the diff editor's accept/reject). */
+  answerWithKind(id: string, kinds: readonly PermissionOption["kind"][]): boolean {
+    const option = this.get(id)?.params.options.find((o) => kinds.includes(o.kind));
+    return option ? this.answer(id, option.optionId) : false;
+  }
+
+  get(id: string): PendingPermission | undefined {
+    return this.pending.get(id)?.request;
+  }
+
+  all(): PendingPermission[] {
+    return [...this.pending.values()].map((e) => e.request);
+  }
+
+  /** The session went away: answer everything `cancelled` so nothing hangs. */
+  cancelAll(): void {
+    for (const [id, entry] of [...this.pending]) {
+      this.pending.delete(id);
+      entry.resolve(cancelledOutcome);
+      this.settled.fire({ id, how: "withdrawn" });
+    }
+  }
+
+  dispose(): void {
+    this.cancelAll();
+    this.added.dispose();
+    this.settled.dispose();
+  }
+
+  private withdraw(id: string): void {
+    const entry = this.pending.get(id);
+    if (!entry) return;
+    this.pending.delete(id);
+    entry.resolve(cancelledOutcome);
+    this.settled.fire({ id, how: "withdrawn" });
+  }
+}

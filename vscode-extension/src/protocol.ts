@@ -1,0 +1,231 @@
+/**
+ * The bridge's wire contract (shared/PROTOCOL.md, ACP v1 shapes) as typed constants and types.
+ * Nothing here imports `vscode`, so the panel, the tests and the node client share it.
+ */
+
+export const Method = {
+  sessionNew: "session/new",
+  sessionLoad: "session/load",
+  sessionList: "session/list",
+  sessionPrompt: "session/prompt",
+  sessionCancel: "session/cancel",
+  sessionSetMode: "session/set_mode",
+  sessionUpdate: "session/update",
+  requestPermission: "session/request_permission",
+} as const;
+export type MethodName = (typeof Method)[keyof typeof Method];
+
+// --- content -------------------------------------------------------------------------------------
+
+export interface TextContent {
+  type: "text";
+  text: string;
+}
+export interface ResourceContent {
+  type: "resource";
+  resource: { uri: string; text: string; mimeType?: string };
+}
+export interface ResourceLinkContent {
+  type: "resource_link";
+  uri: string;
+  name: string;
+  mimeType?: string;
+}
+export type ContentBlock = TextContent | ResourceContent | ResourceLinkContent;
+
+// --- sessions ------------------------------------------------------------------------------------
+
+export const ModeIds = ["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"] as const;
+export type ModeId = (typeof ModeIds)[number];
+
+export interface SessionMode {
+  id: string;
+  name: string;
+  description?: string | null;
+}
+export interface SessionModes {
+  currentModeId: string;
+  availableModes: SessionMode[];
+}
+
+export interface NewSessionParams {
+  cwd: string;
+  mcpServers?: unknown[];
+}
+export interface NewSessionResult {
+  sessionId: string;
+  modes?: SessionModes | null;
+}
+
+export interface PromptParams {
+  sessionId: string;
+  prompt: ContentBlock[];
+}
+export const StopReasons = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"] as const;
+export type StopReason = (typeof StopReasons)[number];
+export interface PromptResult {
+  stopReason: StopReason;
+}
+
+export interface CancelParams {
+  sessionId: string;
+  _meta?: { force?: boolean };
+}
+
+export interface SetModeParams {
+  sessionId: string;
+  modeId: string;
+}
+
+// --- session/update ------------------------------------------------------------------------------
+
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
+export type ToolCallStatus = "pending" | "in_progress" | "completed" | "failed";
+
+export interface ToolCallLocation {
+  path: string;
+  line?: number | null;
+}
+export interface DiffContent {
+  type: "diff";
+  path: string;
+  oldText?: string | null;
+  newText: string;
+}
+export interface WrappedContent {
+  type: "content";
+  content: ContentBlock;
+}
+export interface TerminalContent {
+  type: "terminal";
+  terminalId: string;
+}
+export type ToolCallContent = WrappedContent | DiffContent | TerminalContent;
+
+export interface ToolCall {
+  toolCallId: string;
+  title: string;
+  kind?: ToolKind;
+  status?: ToolCallStatus;
+  rawInput?: unknown;
+  rawOutput?: unknown;
+  content?: ToolCallContent[] | null;
+  locations?: ToolCallLocation[] | null;
+}
+
+export interface PlanEntry {
+  content: string;
+  priority?: "high" | "medium" | "low";
+  status: "pending" | "in_progress" | "completed";
+}
+
+export interface AvailableCommand {
+  name: string;
+  description?: string;
+}
+
+export interface UsageMeta {
+  inputTokens?: number;
+  outputTokens?: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+}
+
+export type SessionUpdate =
+  | { sessionUpdate: "agent_message_chunk"; content: ContentBlock }
+  | { sessionUpdate: "agent_thought_chunk"; content: ContentBlock }
+  | { sessionUpdate: "user_message_chunk"; content: ContentBlock }
+  | ({ sessionUpdate: "tool_call" } & ToolCall)
+  | ({ sessionUpdate: "tool_call_update" } & Partial<ToolCall> & { toolCallId: string })
+  | { sessionUpdate: "plan"; entries: PlanEntry[] }
+  | {
+      sessionUpdate: "usage_update";
+      used?: number;
+      size?: number;
+      cost?: { amount: number; currency: string } | null;
+      _meta?: UsageMeta;
+    }
+  | { sessionUpdate: "current_mode_update"; currentModeId: string }
+  | { sessionUpdate: "available_commands_update"; availableCommands: AvailableCommand[] };
+
+export type SessionUpdateKind = SessionUpdate["sessionUpdate"];
+
+export interface SessionNotification {
+  sessionId: string;
+  update: SessionUpdate;
+}
+
+const updateKinds: ReadonlySet<string> = new Set<SessionUpdateKind>([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "user_message_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+  "usage_update",
+  "current_mode_update",
+  "available_commands_update",
+]);
+
+/** A `session/update` we understand, or undefined (unknown kinds are ignored, as ACP asks). */
+export function parseSessionNotification(params: unknown): SessionNotification | undefined {
+  if (!isRecord(params) || typeof params.sessionId !== "string" || !isRecord(params.update)) return undefined;
+  const kind = params.update.sessionUpdate;
+  if (typeof kind !== "string" || !updateKinds.has(kind)) return undefined;
+  return params as unknown as SessionNotification;
+}
+
+// --- permissions ---------------------------------------------------------------------------------
+
+export type PermissionOptionKind = "allow_once" | "allow_always" | "reject_once" | "reject_always";
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: PermissionOptionKind;
+  _meta?: { rule?: string; destination?: string };
+}
+export interface RequestPermissionParams {
+  sessionId: string;
+  toolCall: ToolCall;
+  options: PermissionOption[];
+}
+export type PermissionOutcome = { outcome: "selected"; optionId: string } | { outcome: "cancelled" };
+export interface RequestPermissionResult {
+  outcome: PermissionOutcome;
+  _meta?: { feedback?: string };
+}
+
+export function isRejectKind(kind: PermissionOptionKind): boolean {
+  return kind === "reject_once" || kind === "reject_always";
+}
+
+export function selected(optionId: string, feedback?: string): RequestPermissionResult {
+  const result: RequestPermissionResult = { outcome: { outcome: "selected", optionId } };
+  if (feedback) result._meta = { feedback };
+  return result;
+}
+export const cancelledOutcome: RequestPermissionResult = { outcome: { outcome: "cancelled" } };
+
+// --- initialize ----------------------------------------------------------------------------------
+
+/** What this editor offers the agent (ACP clientCapabilities): we serve no fs/terminal methods. */
+export const clientCapabilities = {
+  fs: { readTextFile: false, writeTextFile: false },
+  terminal: false,
+} as const;
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The text of a content block as a person would read it. */
+export function contentText(block: ContentBlock): string {
+  switch (block.type) {
+    case "text":
+      return block.text;
+    case "resource":
+      return block.resource.text;
+    case "resource_link":
+      return block.name || block.uri;
+  }
+}

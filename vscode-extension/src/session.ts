@@ -1,0 +1,116 @@
+import type { AgentConnection } from "./connection";
+import { Emitter } from "./events";
+import {
+  type CancelParams,
+  type ContentBlock,
+  Method,
+  type PromptParams,
+  type PromptResult,
+  type SessionModes,
+  type SessionUpdate,
+  type SetModeParams,
+  type StopReason,
+} from "./protocol";
+
+/** idle: no turn; running: a turn streams; cancelling: a cancel was sent and the turn is unwinding. */
+export type TurnPhase = "idle" | "running" | "cancelling";
+
+export interface TurnStarted {
+  turnId: number;
+  prompt: ContentBlock[];
+}
+export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string };
+
+/** What `cancel()` did: nothing to cancel, a plain cancel, or a forced one (second press while unwinding). */
+export type CancelKind = "idle" | "cancel" | "force";
+
+/**
+ * One bridge session: its turns, its mode and its cancel state. Submitting while a turn runs sends the new
+ * prompt at once (the bridge's `interrupt`); the earlier prompt then answers `cancelled`.
+ */
+export class AgentSession {
+  private readonly updates = new Emitter<SessionUpdate>();
+  private readonly started = new Emitter<TurnStarted>();
+  private readonly ended = new Emitter<TurnEnded>();
+  private readonly phases = new Emitter<TurnPhase>();
+  readonly onUpdate = this.updates.event;
+  readonly onTurnStarted = this.started.event;
+  readonly onTurnEnded = this.ended.event;
+  readonly onPhase = this.phases.event;
+
+  private lastTurnId = 0;
+  private currentTurnId = 0;
+  private phaseValue: TurnPhase = "idle";
+
+  constructor(
+    private readonly connection: AgentConnection,
+    readonly sessionId: string,
+    private modesValue: SessionModes | undefined,
+  ) {}
+
+  get phase(): TurnPhase {
+    return this.phaseValue;
+  }
+
+  get modes(): SessionModes | undefined {
+    return this.modesValue;
+  }
+
+  /** Runs one turn; resolves when the bridge answers (never rejects: an error is a TurnEnded with `error`). */
+  async prompt(prompt: ContentBlock[]): Promise<TurnEnded> {
+    const turnId = ++this.lastTurnId;
+    this.currentTurnId = turnId;
+    this.setPhase("running");
+    this.started.fire({ turnId, prompt });
+    const params: PromptParams = { sessionId: this.sessionId, prompt };
+    let outcome: TurnEnded;
+    try {
+      const result = await this.connection.sendRequest<PromptResult>(Method.sessionPrompt, params);
+      outcome = { turnId, stopReason: result.stopReason };
+    } catch (err) {
+      outcome = { turnId, error: errorMessage(err) };
+    }
+    this.ended.fire(outcome);
+    if (turnId === this.currentTurnId) this.setPhase("idle");
+    return outcome;
+  }
+
+  /** First call cancels the running turn; a second one while it is still unwinding forces (kill at once). */
+  cancel(): CancelKind {
+    if (this.phaseValue === "idle") return "idle";
+    const force = this.phaseValue === "cancelling";
+    const params: CancelParams = force ? { sessionId: this.sessionId, _meta: { force: true } } : { sessionId: this.sessionId };
+    void this.connection.sendNotification(Method.sessionCancel, params);
+    this.setPhase("cancelling");
+    return force ? "force" : "cancel";
+  }
+
+  async setMode(modeId: string): Promise<void> {
+    const params: SetModeParams = { sessionId: this.sessionId, modeId };
+    await this.connection.sendRequest<unknown>(Method.sessionSetMode, params);
+  }
+
+  /** Called by the client for each `session/update` addressed to this session. */
+  handleUpdate(update: SessionUpdate): void {
+    if (update.sessionUpdate === "current_mode_update" && this.modesValue) {
+      this.modesValue = { ...this.modesValue, currentModeId: update.currentModeId };
+    }
+    this.updates.fire(update);
+  }
+
+  dispose(): void {
+    for (const emitter of [this.updates, this.started, this.ended, this.phases]) emitter.dispose();
+  }
+
+  private setPhase(phase: TurnPhase): void {
+    if (phase === this.phaseValue) return;
+    this.phaseValue = phase;
+    this.phases.fire(phase);
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === "object" && err !== null && "message" in err) return String(err.message);
+  return String(err);
+}
