@@ -1,0 +1,374 @@
+"""Read: a window of a text file as numbered lines (`cat -n` style), or an image as an image block.
+
+The file is streamed in chunks: skipping to `offset` counts newlines, a long line is cut while it is read
+(its rest is skipped, never held), and the "N more lines" note counts ahead only within a byte budget.
+So reading lines 5,000,000-5,000,010 of a 1 GB file holds a few chunks, not the file. The output bounds
+itself (lines x width and a character budget), hence `max_result_chars = inf`.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import anyio
+from pydantic import Field
+
+from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
+from bridge.tools.paths import absolute_path, looks_binary
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_OUTPUT_CHARS = 100_000  # about Claude Code's 25k-token read budget
+COUNT_AHEAD_BYTES = 16 * 1024 * 1024  # how far we count the lines after the window
+CHUNK = 64 * 1024
+MAX_IMAGE_BYTES = 3_750_000  # base64 of it stays under the API's 5 MB per image
+MAX_DECODE_WHOLE = 32 * 1024 * 1024  # UTF-16 files are decoded whole, up to this size
+LINE_CUT = " […line cut at 2000 characters]"
+
+_IMAGE_MAGIC: list[tuple[bytes, str]] = [
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+]
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+
+class ReadInput(ToolInput):
+    file_path: str = Field(description="Absolute path of the file")
+    offset: int | None = Field(default=None, ge=0, description="First line to read (1-based)")
+    limit: int | None = Field(default=None, ge=1, description=f"Number of lines (default {DEFAULT_LIMIT})")
+    pages: str | None = Field(default=None, description="PDF page range (PDFs are not supported here)")
+
+
+@dataclass
+class Window:
+    """Lines `first`.. of a file, and what the model needs to know about the rest."""
+
+    first: int
+    lines: list[str] = field(default_factory=list)
+    total: int | None = None  # lines in the file, when counted to the end
+    remaining: int | None = None  # lines after the window; None when not counted (too far to count)
+    capped: bool = False  # stopped by the character budget before `limit`
+    cut_lines: int = 0
+
+    def render(self, path: Path, size: int) -> str:
+        body = "\n".join(f"{self.first + i:>6}\t{line}" for i, line in enumerate(self.lines))
+        after = self.first + len(self.lines)
+        notes: list[str] = []
+        if self.capped:
+            notes.append(f"[Output capped at {MAX_OUTPUT_CHARS} characters; continue with offset={after}.]")
+        elif self.remaining:
+            notes.append(f"[… {self.remaining} more lines; use offset={after} to read on.]")
+        elif self.remaining is None:
+            notes.append(f"[… more lines follow (the file is {_size(size)}); use offset={after} to read on.]")
+        if self.cut_lines:
+            notes.append(f"[{self.cut_lines} lines longer than {MAX_LINE_CHARS} characters were cut.]")
+        return body + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _decode_line(raw: bytes, cut: bool) -> str:
+    text = raw.decode("utf-8", errors="replace").rstrip("\r")
+    if cut or len(text) > MAX_LINE_CHARS:
+        return text[:MAX_LINE_CHARS] + LINE_CUT
+    return text
+
+
+def read_window(fh: IO[bytes], offset: int, limit: int) -> Window:
+    """Stream `fh` once: skip to line `offset`, keep `limit` lines, count what follows within a budget."""
+    window = Window(first=offset)
+    line_no = 1
+    current = bytearray()
+    cut = False
+    keep_bytes = MAX_LINE_CHARS * 4 + 4  # enough for 2000 characters of UTF-8
+    chars = 0
+    ahead = 0  # bytes scanned after the window
+    counting = False
+    extra = 0  # lines counted after the window
+    pending_tail = False  # the file's last line has no newline yet
+    skipped_partial = False  # while skipping, the data read so far ends inside a line
+    while True:
+        chunk = fh.read(CHUNK)
+        if not chunk:
+            break
+        pos = 0
+        n = len(chunk)
+        if counting:
+            extra += chunk.count(b"\n")
+            pending_tail = not chunk.endswith(b"\n")
+            ahead += n
+            if ahead > COUNT_AHEAD_BYTES:
+                window.remaining = None
+                return window
+            continue
+        while pos < n:
+            if line_no < offset:  # skipping: count newlines only, a whole chunk at a time when possible
+                needed = offset - line_no
+                here = chunk.count(b"\n", pos)
+                if here < needed:
+                    line_no += here
+                    skipped_partial = not chunk.endswith(b"\n")
+                    pos = n
+                    break
+                for _ in range(needed):
+                    pos = chunk.find(b"\n", pos) + 1
+                line_no = offset
+                skipped_partial = False
+                continue
+            nl = chunk.find(b"\n", pos)
+            end = n if nl < 0 else nl
+            if not cut:
+                room = keep_bytes - len(current)
+                current += chunk[pos : min(end, pos + room)]
+                cut = end - pos > room
+            if nl < 0:
+                pos = n
+                break
+            line = _decode_line(bytes(current), cut)
+            window.cut_lines += cut
+            current.clear()
+            cut = False
+            pos = nl + 1
+            line_no += 1
+            window.lines.append(line)
+            chars += len(line) + 8
+            if len(window.lines) >= limit or chars > MAX_OUTPUT_CHARS:
+                window.capped = chars > MAX_OUTPUT_CHARS and len(window.lines) < limit
+                counting = True
+                rest = chunk[pos:]
+                extra = rest.count(b"\n")
+                pending_tail = bool(rest) and not rest.endswith(b"\n")
+                ahead = len(rest)
+                break
+    if counting:
+        window.remaining = extra + pending_tail
+        window.total = window.first + len(window.lines) - 1 + window.remaining
+        return window
+    if line_no >= offset and (current or cut):  # a last line without a newline
+        window.lines.append(_decode_line(bytes(current), cut))
+        window.cut_lines += cut
+        line_no += 1
+    if line_no < offset and skipped_partial:
+        line_no += 1  # the skipped part ended with a line without a newline
+    window.total = line_no - 1
+    window.remaining = 0
+    return window
+
+
+def text_window(text: str, offset: int, limit: int) -> Window:
+    """The same window over text already in memory (the editor's buffer, a UTF-16 file)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    window = Window(first=offset, total=len(lines))
+    chars = 0
+    for raw in lines[offset - 1 :]:
+        if len(window.lines) >= limit or chars > MAX_OUTPUT_CHARS:
+            break
+        line = raw.rstrip("\r")
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS] + LINE_CUT
+            window.cut_lines += 1
+        window.lines.append(line)
+        chars += len(line) + 8
+    window.capped = chars > MAX_OUTPUT_CHARS and len(window.lines) < limit
+    window.remaining = max(0, len(lines) - (offset - 1) - len(window.lines))
+    return window
+
+
+def image_type(head: bytes) -> str | None:
+    for magic, media in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return media
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    value = float(n)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def missing_file_message(path: Path, cwd: Path) -> str:
+    message = f"File does not exist: {path}."
+    parent = path.parent
+    if not parent.is_dir():
+        return f"{message} Its directory {parent} does not exist either (cwd is {cwd})."
+    names: list[str] = []
+    try:
+        with os.scandir(parent) as entries:
+            for i, entry in enumerate(entries):
+                if i >= 5000:  # a huge directory: not worth it
+                    break
+                names.append(entry.name)
+    except OSError:
+        return message
+    lowered = {name.lower(): name for name in names}
+    close = [lowered[path.name.lower()]] if path.name.lower() in lowered else []
+    close += [n for n in difflib.get_close_matches(path.name, names, n=3, cutoff=0.7) if n not in close]
+    close += [n for n in names if Path(n).stem == path.stem and n not in close][:2]
+    if close:
+        return message + " Did you mean: " + ", ".join(str(parent / n) for n in close[:3]) + "?"
+    return f"{message} (cwd is {cwd})"
+
+
+@dataclass
+class _Loaded:
+    content: str | list[dict[str, Any]]
+    snapshot: FileSnapshot
+    raw: dict[str, Any]
+
+
+class ReadTool(Tool[ReadInput]):
+    name = "Read"
+    input_model = ReadInput
+    description = (
+        "Read a file by absolute path. Text comes back as numbered lines (`cat -n` style: number, tab, line; "
+        f"the prefix is not part of the file). Reads up to {DEFAULT_LIMIT} lines from the start; for long "
+        "files pass offset (1-based line) and limit. Lines over 2000 characters are cut. Images (png, jpg, "
+        "gif, webp) are returned as images. Binary files and directories are refused (list directories with "
+        "Glob or Bash ls). Read a file before editing it. Read several files in parallel when useful."
+    )
+    search_hint = "view open file contents lines image"
+    kind = "read"
+    interrupt_behavior = "cancel"
+    max_result_chars = Unbounded
+
+    def is_read_only(self, data: ReadInput) -> bool:
+        return True
+
+    async def validate_input(self, data: ReadInput, ctx: ToolContext) -> str | None:
+        try:
+            path = absolute_path(data.file_path)
+        except ToolError as error:
+            return f"{error}. Did you mean {_under(ctx.cwd, data.file_path)}?"
+        if data.pages is not None and path.suffix.lower() != ".pdf":
+            return "pages applies to PDF files only; use offset and limit for text files."
+        return None
+
+    def permission_paths(self, data: ReadInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        try:
+            return [(absolute_path(data.file_path), "read")]
+        except ToolError:
+            return []
+
+    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        value = raw.get("file_path")
+        if isinstance(value, str) and os.path.isabs(os.path.expanduser(value)):
+            return {**raw, "file_path": os.path.normpath(os.path.expanduser(value))}
+        return raw
+
+    def locations(self, data: ReadInput) -> list[Location]:
+        try:
+            return [Location(str(absolute_path(data.file_path)), max(1, data.offset or 1))]
+        except ToolError:
+            return []
+
+    def user_facing_title(self, data: ReadInput) -> str:
+        if data.offset is None and data.limit is None:
+            return f"Read {data.file_path}"
+        first = max(1, data.offset or 1)
+        last = first + (data.limit or DEFAULT_LIMIT) - 1
+        return f"Read {data.file_path} (lines {first}-{last})"
+
+    async def call(self, data: ReadInput, ctx: ToolContext) -> ToolResult:
+        path = absolute_path(data.file_path)
+        offset, limit = max(1, data.offset or 1), data.limit or DEFAULT_LIMIT
+        unsaved = ctx.documents.get_text(path)
+        if unsaved is not None:
+            return self._from_editor(path, unsaved, offset, limit, ctx)
+        loaded = await anyio.to_thread.run_sync(_load, path, offset, limit, ctx.cwd, abandon_on_cancel=True)
+        ctx.read_files[path] = loaded.snapshot
+        return ToolResult(loaded.content, raw_output=loaded.raw)
+
+    def _from_editor(self, path: Path, text: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
+        window = text_window(text, offset, limit)
+        try:
+            st = os.stat(path)
+            ctx.read_files[path] = FileSnapshot(st.st_mtime_ns, st.st_size)
+        except OSError:
+            pass
+        note = "[This is the editor's unsaved version of the file; the file on disk may differ.]"
+        raw = {"path": str(path), "lines": len(window.lines), "source": "editor"}
+        return ToolResult(_render(window, path, len(text.encode()), offset) + "\n" + note, raw_output=raw)
+
+
+def _render(window: Window, path: Path, size: int, offset: int) -> str:
+    if window.total == 0:
+        return f"[The file {path} exists but is empty.]"
+    if not window.lines:
+        return f"[The file has {window.total} lines; offset {offset} is past its end.]"
+    return window.render(path, size)
+
+
+def _load(path: Path, offset: int, limit: int, cwd: Path) -> _Loaded:
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below; the fd's stat is the snapshot
+    except FileNotFoundError:
+        raise ToolError(missing_file_message(path, cwd)) from None
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory, not a file. List it with Glob or Bash `ls`.") from None
+    except PermissionError:
+        raise ToolError(f"Permission denied reading {path}.") from None
+    except OSError as error:
+        raise ToolError(f"Cannot read {path}: {error.strerror or error}") from None
+    with fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{path} is a directory, not a file. List it with Glob or Bash `ls`.")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{path} is not a regular file (a device, FIFO or socket); Read only reads files.")
+        snapshot = FileSnapshot(st.st_mtime_ns, st.st_size)
+        head = fh.read(8192)
+        raw: dict[str, Any] = {"path": str(path), "size": st.st_size}
+        media = image_type(head)
+        if media is not None:
+            if st.st_size > MAX_IMAGE_BYTES:
+                raise ToolError(
+                    f"The image {path} is {_size(st.st_size)}, over the {_size(MAX_IMAGE_BYTES)} limit. "
+                    "Make a smaller copy first (e.g. Bash: `convert in.png -resize 50% /tmp/small.png`)."
+                )
+            data = head + fh.read()
+            block = {"type": "image", "source": {"type": "base64", "media_type": media, "data": _b64(data)}}
+            return _Loaded([block], snapshot, raw | {"media_type": media})
+        if head.startswith(b"%PDF") or path.suffix.lower() == ".pdf":
+            raise ToolError(
+                f"{path} is a PDF; Read does not extract PDF text here. Try Bash: `pdftotext {path} - | head -200`."
+            )
+        encoding = _UTF16_BOMS.get(head[:2])
+        if encoding is not None:
+            if st.st_size > MAX_DECODE_WHOLE:
+                raise ToolError(f"{path} is a UTF-16 file of {_size(st.st_size)}; too large to read as text.")
+            text = (head + fh.read())[2:].decode(encoding, errors="replace")
+            window = text_window(text, offset, limit)
+            return _Loaded(_render(window, path, st.st_size, offset), snapshot, raw | {"lines": len(window.lines)})
+        if looks_binary(head):
+            raise ToolError(
+                f"{path} is a binary file ({_size(st.st_size)}); Read shows text files and images (png, jpg, "
+                "gif, webp). Inspect it with Bash, e.g. `file` or `xxd | head`."
+            )
+        fh.seek(3 if head.startswith(b"\xef\xbb\xbf") else 0)
+        window = read_window(fh, offset, limit)
+        text = _render(window, path, st.st_size, offset)
+        return _Loaded(text, snapshot, raw | {"lines": len(window.lines), "total_lines": window.total})
+
+
+def _under(cwd: Path, relative: str) -> str:
+    return os.path.normpath(cwd / relative)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
