@@ -1,0 +1,421 @@
+"""WebFetch: fetch a URL and give the model its readable text.
+
+Caps on time (one deadline for the whole fetch), size (the body is streamed and reading stops at the cap)
+and redirects (followed on the same host only: a redirect to another host is reported back, so the
+permission engine sees the new domain when the model fetches it). http is upgraded to https except for
+loopback hosts. HTML becomes markdown-ish text via the stdlib parser. There is no secondary model here
+to answer `prompt` over the page, so the page text is returned with the prompt as what to look for.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import urljoin
+
+import anyio
+import httpx
+from pydantic import Field
+
+from bridge.abort import cancel_on_abort
+from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.paths import looks_binary
+
+MAX_URL_CHARS = 2_000
+REDIRECT_CODES = {301, 302, 303, 307, 308}
+USER_AGENT = "agent-bridge/0.1 (coding agent; WebFetch)"
+
+
+class WebFetchInput(ToolInput):
+    url: str = Field(description="The fully formed URL to fetch (http is upgraded to https)")
+    prompt: str = Field(description="What to look for in the page")
+
+
+# ---------------------------------------------------------------- URLs
+
+
+def parse_url(raw: str) -> httpx.URL:
+    """The URL to fetch, or a `ToolError`. http becomes https unless the host is loopback."""
+    if len(raw) > MAX_URL_CHARS:
+        raise ToolError(f"The URL is longer than {MAX_URL_CHARS} characters.")
+    try:
+        url = httpx.URL(raw.strip())
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise ToolError(f"Invalid URL {raw!r}: {exc}") from None
+    if url.scheme not in ("http", "https"):
+        raise ToolError(f"Invalid URL {raw!r}: give a full http:// or https:// URL.")
+    if not url.host:
+        raise ToolError(f"Invalid URL {raw!r}: it has no host.")
+    if url.userinfo:
+        raise ToolError("URLs with a user name or password are not fetched; remove the credentials.")
+    if url.scheme == "http" and not is_loopback(url.host):
+        url = url.copy_with(scheme="https")
+    return url
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def domain(data: WebFetchInput) -> str:
+    """The host a fetch goes to, for the permission engine's `WebFetch(domain:HOST)` rules ('' if invalid)."""
+    try:
+        return parse_url(data.url).host.lower()
+    except ToolError:
+        return ""
+
+
+def _origin(url: httpx.URL) -> tuple[str, int | None]:
+    host = url.host.lower().removeprefix("www.")
+    port = url.port or {"http": 80, "https": 443}.get(url.scheme)
+    return host, port
+
+
+def same_site(a: httpx.URL, b: httpx.URL) -> bool:
+    """A redirect that may be followed: same host (ignoring `www.`) and port, no downgrade to http."""
+    if b.scheme not in ("http", "https") or b.userinfo or (a.scheme == "https" and b.scheme == "http"):
+        return False
+    if a.scheme == "http" and b.scheme == "https":  # an upgrade: compare hosts only
+        return _origin(a)[0] == _origin(b)[0]
+    return _origin(a) == _origin(b)
+
+
+# ---------------------------------------------------------------- HTML to text
+
+
+_BLOCK = {
+    "p", "blockquote", "table", "section", "article", "main", "header", "footer", "figure", "ul", "ol", "dl",
+    "address", "details", "fieldset", "form",
+}  # fmt: skip
+_LINE = {"div", "tr", "dt", "dd", "caption", "summary", "figcaption", "option"}
+_SKIP = {"script", "style", "noscript", "template", "svg", "nav", "head", "iframe", "canvas", "select", "object"}
+_VOID = {"br", "img", "hr", "meta", "link", "input", "area", "base", "col", "embed", "source", "track", "wbr"}
+
+
+class _Markdown(HTMLParser):
+    """Readable text from HTML: headings as `#`, links as `[text](url)`, lists, code blocks, tables as
+    `a | b` rows; scripts, styles, navigation and the head (except the title) dropped."""
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.base_url = base_url
+        self.out: list[str] = []
+        self.title = ""
+        self._skip = 0
+        self._in_title = False
+        self._pre = 0
+        self._lists: list[list[Any]] = []  # [tag, next number]
+        self._links: list[tuple[int, str]] = []  # (index into out, href)
+        self._cells = 0
+
+    # output helpers
+    def _tail(self) -> str:
+        for piece in reversed(self.out):
+            if piece:
+                return piece[-1]
+        return "\n"
+
+    def _newlines(self, n: int) -> None:
+        if not self.out:
+            return
+        text = "".join(self.out[-3:])
+        have = len(text) - len(text.rstrip("\n"))
+        if have < n:
+            self.out.append("\n" * (n - have))
+
+    def _emit(self, text: str) -> None:
+        self.out.append(text)
+
+    # parser callbacks
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+            return
+        if tag in _SKIP:
+            self._skip += 1
+            return
+        if self._skip:
+            return
+        attr = dict(attrs)
+        if re.fullmatch(r"h[1-6]", tag):
+            self._newlines(2)
+            self._emit("#" * int(tag[1]) + " ")
+        elif tag in ("ul", "ol"):
+            self._newlines(1 if self._lists else 2)  # a nested list continues its item
+            self._lists.append([tag, 1])
+        elif tag in _BLOCK:
+            self._newlines(2)
+        elif tag in _LINE:
+            self._newlines(1)
+            if tag == "tr":
+                self._cells = 0
+        elif tag == "br":
+            self._emit("\n")
+        elif tag == "hr":
+            self._newlines(2)
+            self._emit("---")
+            self._newlines(2)
+        elif tag == "li":
+            self._newlines(1)
+            indent = "  " * max(0, len(self._lists) - 1)
+            if self._lists and self._lists[-1][0] == "ol":
+                marker = f"{self._lists[-1][1]}. "
+                self._lists[-1][1] += 1
+            else:
+                marker = "- "
+            self._emit(indent + marker)
+        elif tag == "pre":
+            self._newlines(2)
+            self._emit("```\n")
+            self._pre += 1
+        elif tag == "code" and not self._pre:
+            self._emit("`")
+        elif tag in ("strong", "b") and not self._pre:
+            self._emit("**")
+        elif tag in ("em", "i") and not self._pre:
+            self._emit("*")
+        elif tag in ("td", "th"):
+            if self._cells:
+                self._emit(" | ")
+            self._cells += 1
+        elif tag == "a":
+            self._links.append((len(self.out), attr.get("href") or ""))
+        elif tag == "img" and attr.get("alt"):
+            self._emit(f"![{attr['alt']}]({urljoin(self.base_url, attr.get('src') or '')})")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+            return
+        if tag in _SKIP:
+            self._skip = max(0, self._skip - 1)
+            return
+        if self._skip or tag in _VOID:
+            return
+        if tag in ("ul", "ol"):
+            if self._lists:
+                self._lists.pop()
+            self._newlines(1 if self._lists else 2)
+        elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCK:
+            self._newlines(2)
+        elif tag in _LINE or tag == "li":
+            self._newlines(1)
+        elif tag == "pre" and self._pre:
+            self._pre -= 1
+            self._newlines(1)
+            self._emit("```")
+            self._newlines(2)
+        elif tag == "code" and not self._pre:
+            self._emit("`")
+        elif tag in ("strong", "b") and not self._pre:
+            self._emit("**")
+        elif tag in ("em", "i") and not self._pre:
+            self._emit("*")
+        elif tag == "a" and self._links:
+            start, href = self._links.pop()
+            text = "".join(self.out[start:]).strip()
+            del self.out[start:]
+            if href and not href.startswith(("#", "javascript:")) and text:
+                self._emit(f"[{text}]({urljoin(self.base_url, href)})")
+            else:
+                self._emit(text)
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+            return
+        if self._skip:
+            return
+        if self._pre:
+            self._emit(data)
+            return
+        text = re.sub(r"\s+", " ", data)
+        if self._tail() in "\n " or self._tail() == "":
+            text = text.lstrip()
+        if text:
+            self._emit(text)
+
+    def markdown(self) -> str:
+        text = "".join(self.out)
+        text = re.sub(r"[ \t]+\n", "\n", text)
+        return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def html_to_markdown(html: str, base_url: str = "") -> tuple[str, str]:
+    """(title, readable text) of an HTML document."""
+    parser = _Markdown(base_url)
+    parser.feed(html)
+    parser.close()
+    return " ".join(parser.title.split()), parser.markdown()
+
+
+# ---------------------------------------------------------------- fetching
+
+
+_TEXTUAL = re.compile(
+    r"^(text/|application/(json|xml|javascript|x-javascript|ecmascript|x-sh|toml|yaml|x-yaml))|\+(json|xml)$"
+)
+
+
+def _decode(body: bytes, response: httpx.Response, is_html: bool) -> str:
+    charset = response.charset_encoding
+    if charset is None and is_html:
+        meta = re.search(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_-]+)""", body[:4096], re.IGNORECASE)
+        charset = meta.group(1).decode("ascii") if meta else None
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:  # an unknown charset name
+        return body.decode("utf-8", errors="replace")
+
+
+def _size(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+class WebFetchTool(Tool[WebFetchInput]):
+    name = "WebFetch"
+    input_model = WebFetchInput
+    description = (
+        "Fetch a URL and return its content as readable text (HTML converted to markdown). prompt says "
+        "what you are looking for. http URLs are upgraded to https. A redirect to another host is reported "
+        "rather than followed: fetch the new URL with another call. Large pages are truncated. Read-only; "
+        "for local files use Read."
+    )
+    search_hint = "download web page url http content"
+    kind = "fetch"
+    interrupt_behavior = "cancel"
+    max_result_chars = 100_000
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 20.0,
+        max_bytes: int = 5 * 1024 * 1024,
+        max_chars: int = 40_000,
+        max_redirects: int = 5,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
+        self.max_chars = max_chars
+        self.max_redirects = max_redirects
+
+    def is_read_only(self, data: WebFetchInput) -> bool:
+        return True
+
+    def domain(self, data: WebFetchInput) -> str:
+        return domain(data)
+
+    async def validate_input(self, data: WebFetchInput, ctx: ToolContext) -> str | None:
+        try:
+            parse_url(data.url)
+        except ToolError as exc:
+            return str(exc)
+        return None
+
+    def user_facing_title(self, data: WebFetchInput) -> str:
+        return f"Fetch {data.url}"
+
+    async def call(self, data: WebFetchInput, ctx: ToolContext) -> ToolResult:
+        url = parse_url(data.url)
+        result: ToolResult | None = None
+        with cancel_on_abort(ctx.abort):
+            try:
+                with anyio.fail_after(self.timeout_s):
+                    result = await self._fetch(url, data.prompt)
+            except TimeoutError:
+                raise ToolError(f"Fetching {url} timed out after {self.timeout_s:g} s.") from None
+            except httpx.HTTPError as exc:
+                raise ToolError(f"Fetching {url} failed: {type(exc).__name__}: {exc or 'no detail'}") from None
+        ctx.abort.raise_if_aborted()
+        assert result is not None
+        return result
+
+    async def _fetch(self, url: httpx.URL, prompt: str) -> ToolResult:
+        timeout = httpx.Timeout(self.timeout_s)
+        headers = {"User-Agent": USER_AGENT, "Accept": "text/html, text/markdown, text/plain, */*;q=0.5"}
+        # Proxies from the environment apply to the web, not to this machine's own loopback servers.
+        async with httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=not is_loopback(url.host)) as client:
+            current = url
+            for _ in range(self.max_redirects + 1):
+                async with client.stream("GET", current) as response:
+                    location = response.headers.get("location")
+                    if response.status_code in REDIRECT_CODES and location:
+                        target = current.join(location)
+                        if not same_site(current, target):
+                            return self._redirect_notice(url, target, response.status_code, prompt)
+                        current = target
+                        continue
+                    body, cut = await self._read_capped(response)
+                    return self._result(current, response, body, cut, prompt)
+        raise ToolError(f"Too many redirects (more than {self.max_redirects}) fetching {url}.")
+
+    async def _read_capped(self, response: httpx.Response) -> tuple[bytes, bool]:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.max_bytes:
+                return b"".join(chunks)[: self.max_bytes], True
+        return b"".join(chunks), False
+
+    def _redirect_notice(self, original: httpx.URL, target: httpx.URL, status: int, prompt: str) -> ToolResult:
+        text = (
+            f"REDIRECT DETECTED: {original} redirects (HTTP {status}) to a different host: {target}\n"
+            "It was not followed. To get the content, call WebFetch again with:\n"
+            f"url: {target}\nprompt: {prompt}"
+        )
+        return ToolResult(text, raw_output={"url": str(original), "redirect": str(target), "status": status})
+
+    def _result(self, url: httpx.URL, response: httpx.Response, body: bytes, cut: bool, prompt: str) -> ToolResult:
+        status = response.status_code
+        ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        sniff = body[:512].lstrip().lower()
+        is_html = ctype in ("text/html", "application/xhtml+xml") or (
+            not ctype and sniff.startswith((b"<!doctype html", b"<html"))
+        )
+        if not is_html and not (_TEXTUAL.search(ctype) if ctype else not looks_binary(body)):
+            raise ToolError(
+                f"{url} returned {ctype or 'binary data'} ({len(body)} bytes), not text; "
+                "WebFetch reads web pages and text documents only."
+            )
+        text = _decode(body, response, is_html)
+        title = ""
+        if is_html:
+            title, text = html_to_markdown(text, str(url))
+        if status >= 400:
+            excerpt = text[:500].strip()
+            raise ToolError(
+                f"HTTP {status} {response.reason_phrase} fetching {url}."
+                + (f" The page says: {excerpt}" if excerpt else "")
+            )
+        total = len(text)
+        if total > self.max_chars:
+            text = text[: self.max_chars] + (
+                f"\n\n[Truncated: the page text is {total} chars; this is the first {self.max_chars}.]"
+            )
+        notes = [f"{status}", ctype or "unknown type", f"{total} chars of text"]
+        if cut:
+            notes.append(f"body cut at {_size(self.max_bytes)}")
+        header = f"Fetched {url} ({', '.join(notes)})."
+        if title:
+            header += f"\nTitle: {title}"
+        header += (
+            "\nNo secondary model summarizes pages here; the page text follows. "
+            f"Look in it for what was asked: {prompt}"
+        )
+        raw = {"url": str(url), "status": status, "content_type": ctype, "bytes": len(body), "truncated": cut}
+        return ToolResult(f"{header}\n\n{text}", raw_output=raw)
