@@ -135,8 +135,32 @@ class Tool(Generic[In]):
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": self.input_model.model_json_schema(),
+            "input_schema": lean_schema(self.input_model.model_json_schema()),
         }
+
+
+def lean_schema(schema: Any, *, _in_properties: bool = False) -> Any:
+    """A JSON schema without pydantic's noise, to keep the tool set small in every request: `title`
+    keywords are dropped, and an optional field (`X | None = None`) is shown as plain `X` (absent is how
+    a model leaves it out). Property names are kept even when one is called `title`."""
+    if isinstance(schema, list):
+        return [lean_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if _in_properties:
+        return {name: lean_schema(sub) for name, sub in schema.items()}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        out[key] = lean_schema(value, _in_properties=key in ("properties", "$defs", "definitions"))
+    variants = out.get("anyOf")
+    if isinstance(variants, list) and "default" in out and out["default"] is None:
+        kept = [v for v in variants if v != {"type": "null"}]
+        if len(kept) == 1 and len(kept) < len(variants) and isinstance(kept[0], dict):
+            del out["anyOf"], out["default"]
+            out = {**kept[0], **out}
+    return out
 
 
 AnyTool = Tool[Any]
