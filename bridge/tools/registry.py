@@ -1,0 +1,24 @@
+"""The core tool set, in the order the model sees it."""
+
+from __future__ import annotations
+
+from bridge.tools.base import AnyTool
+from bridge.tools.edit import EditTool
+from bridge.tools.notebook_edit import NotebookEditTool
+from bridge.tools.todo_write import TodoWriteTool
+from bridge.tools.web_fetch import WebFetchTool
+from bridge.tools.write import WriteTool
+
+
+def core_tools() -> list[AnyTool]:
+    return [
+        WriteTool(),
+        EditTool(),
+        NotebookEditTool(),
+        TodoWriteTool(),
+        WebFetchTool(),
+    ]
+
+
+def tool_by_name(name: str) -> AnyTool | None:
+    return next((tool for tool in core_tools() if tool.name == name), None)
