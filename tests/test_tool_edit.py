@@ -85,6 +85,7 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
     diff = preview_edit(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx)
     assert diff["oldText"] == "alpha\nbeta\n" and diff["newText"] == "omega\nbeta\n"
+    assert EditTool().preview(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx) == [diff]
     assert path.read_bytes() == b"alpha\nbeta\n"
 
 

@@ -86,6 +86,11 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     diff = preview_write(WriteInput(file_path=str(path), content="new\n"), ctx)
     assert (diff["oldText"], diff["newText"]) == ("old\n", "new\n")
     assert path.read_bytes() == b"old\n"
+    fresh = tmp_path / "fresh.txt"
+    assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [
+        {"type": "diff", "path": str(fresh), "oldText": None, "newText": "hi"}
+    ]
+    assert not fresh.exists()
 
 
 async def test_relative_path_is_refused(ctx: ToolContext) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -203,6 +204,9 @@ class EditTool(Tool[EditInput]):
     max_result_chars = 50_000
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
+        return await anyio.to_thread.run_sync(self._problem, data, ctx)
+
+    def _problem(self, data: EditInput, ctx: ToolContext) -> str | None:
         try:
             plan_edit(data, ctx)
         except ToolError as exc:
@@ -235,6 +239,11 @@ class EditTool(Tool[EditInput]):
         return f"Edit {data.file_path}"
 
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
+        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
+        # and the session's snapshot of the file is recorded either way.
+        return await anyio.to_thread.run_sync(self._apply, data, ctx)
+
+    def _apply(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = plan_edit(data, ctx)
         if plan.snapshot is None:
             plan.path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -219,6 +220,9 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return data.edit_mode == "delete"
 
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
+        return await anyio.to_thread.run_sync(self._problem, data, ctx)
+
+    def _problem(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
         try:
             plan_notebook_edit(data, ctx)
         except ToolError as exc:
@@ -254,6 +258,11 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return f"{verb} notebook {data.notebook_path}{where}"
 
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
+        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
+        # and the session's snapshot of the file is recorded either way.
+        return await anyio.to_thread.run_sync(self._apply, data, ctx)
+
+    def _apply(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         plan = plan_notebook_edit(data, ctx)
         if current_snapshot(plan.path) != plan.snapshot:
             raise ToolError(f"Notebook changed on disk while the edit was prepared: {plan.path}. Read it again.")

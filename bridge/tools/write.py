@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
@@ -112,6 +113,9 @@ class WriteTool(Tool[WriteInput]):
             return False
 
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
+        return await anyio.to_thread.run_sync(self._problem, data, ctx)
+
+    def _problem(self, data: WriteInput, ctx: ToolContext) -> str | None:
         try:
             plan_write(data, ctx)
         except ToolError as exc:
@@ -143,6 +147,11 @@ class WriteTool(Tool[WriteInput]):
         return f"Write {data.file_path}"
 
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
+        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
+        # and the session's snapshot of the file is recorded either way.
+        return await anyio.to_thread.run_sync(self._apply, data, ctx)
+
+    def _apply(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = plan_write(data, ctx)
         if plan.snapshot is None:
             try:
