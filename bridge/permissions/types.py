@@ -3,18 +3,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 Behavior = Literal["allow", "ask", "deny"]
+SourceName = Literal[
+    "session",
+    "localSettings",
+    "projectSettings",
+    "userSettings",
+    "claudeLocalSettings",
+    "claudeProjectSettings",
+    "claudeUserSettings",
+]
 
 
 @dataclass(frozen=True)
 class RuleSuggestion:
-    """An always-rule a prompt offers, e.g. `Bash(npm test *)` saved to `.agent-bridge/settings.local.json`."""
+    """An always-rule a prompt offers, e.g. `Bash(npm test *)` saved to `.agent-bridge/settings.local.json`.
+
+    A compound command may need several rules to run next time (one per part not yet allowed): `rule` is
+    the first, `also` the rest; saving the suggestion saves all of them."""
 
     rule: str
     behavior: Literal["allow", "deny"]
     destination: str  # absolute path of the settings file it will be written to
+    also: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return (self.rule, *self.also)
+
+    @property
+    def label(self) -> str:
+        """What an option's name shows, e.g. `Bash(npm test *)` or `Bash(make *), Bash(npm test *)`."""
+        return ", ".join(self.rules)
 
 
 @dataclass(frozen=True)
@@ -22,9 +45,21 @@ class Decision:
     behavior: Behavior
     reason: str = ""
     rule: str | None = None  # the rule that decided, when one did
-    source: str | None = None  # where that rule came from
+    source: str | None = None  # where that rule came from: a SourceName
     suggestions: list[RuleSuggestion] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
+    source_file: str | None = None  # the settings file holding that rule (None for session rules)
+
+
+@dataclass(frozen=True)
+class SettingsIssue:
+    """An invalid settings file or entry: reported to the editor and the log, then skipped."""
+
+    file: Path
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.message}"
 
 
 @dataclass(frozen=True)

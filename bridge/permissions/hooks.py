@@ -1,0 +1,243 @@
+"""Hooks in Claude Code's settings format, run as real subprocesses.
+
+```json
+{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+```
+A hook gets the event as JSON on stdin. Exit 0: success; stdout may be JSON (below). Exit 2: blocks, and
+stderr is the reason (for the model on PreToolUse/PostToolUse/Stop, for the user on UserPromptSubmit).
+Any other exit, a timeout or a hook that cannot start: reported in `HookOutcome.errors`, never fatal.
+
+JSON output: `{"continue": false, "stopReason": ...}`, `{"decision": "block"|"approve", "reason": ...}`,
+`{"hookSpecificOutput": {"permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": ...,
+"updatedInput": {...}, "additionalContext": ...}}`, `{"systemMessage": ...}`.
+Matching hooks of one event run in parallel; deny beats ask beats allow among their answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+log = logging.getLogger(__name__)
+
+HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+_TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
+DEFAULT_TIMEOUT_S = 60.0
+_MAX_OUTPUT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class HookCommand:
+    command: str
+    timeout: float = DEFAULT_TIMEOUT_S
+    source_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class HookMatcher:
+    matcher: str
+    hooks: tuple[HookCommand, ...]
+
+    def matches(self, tool_name: str | None) -> bool:
+        """Claude Code's matcher: empty or `*` is every tool; `A|B` names tools; anything else is a regex."""
+        if self.matcher in ("", "*") or tool_name is None:
+            return True
+        if re.fullmatch(r"[\w|\-]+", self.matcher):
+            return tool_name in self.matcher.split("|")
+        try:
+            return re.fullmatch(self.matcher, tool_name) is not None
+        except re.error:
+            return False
+
+
+@dataclass(frozen=True)
+class HookRun:
+    """One hook's process: what it said and how it ended."""
+
+    command: str
+    exit_code: int | None  # None: timed out or could not start
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    error: str | None = None
+
+
+@dataclass
+class HookOutcome:
+    """What the hooks of one event decided, merged."""
+
+    decision: Literal["allow", "deny", "ask"] | None = None
+    reason: str = ""
+    blocked: bool = False  # exit 2 or `decision: block`: the tool (or prompt, or stop) does not go ahead
+    stop: bool = False  # `continue: false`: the turn ends
+    stop_reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    additional_context: list[str] = field(default_factory=list)
+    system_messages: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # failed hooks: shown to the user, not fatal
+    runs: list[HookRun] = field(default_factory=list)
+
+    @property
+    def denied(self) -> bool:
+        return self.blocked or self.decision == "deny"
+
+
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def matching_hooks(matchers: Sequence[HookMatcher], event: str, tool_name: str | None) -> list[HookCommand]:
+    seen: set[str] = set()
+    out: list[HookCommand] = []
+    for matcher in matchers:
+        if event in _TOOL_EVENTS and not matcher.matches(tool_name):
+            continue
+        for hook in matcher.hooks:
+            if hook.command not in seen:  # the same command from two settings files runs once
+                seen.add(hook.command)
+                out.append(hook)
+    return out
+
+
+async def run_hooks(
+    hooks: Sequence[HookCommand],
+    event: str,
+    payload: Mapping[str, Any],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> HookOutcome:
+    outcome = HookOutcome()
+    if not hooks:
+        return outcome
+    data = json.dumps(dict(payload)).encode()
+    hook_env = {**os.environ, **(env or {}), "CLAUDE_PROJECT_DIR": str(cwd), "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
+    runs = await asyncio.gather(*(_run_one(hook, data, cwd=cwd, env=hook_env) for hook in hooks))
+    for run in runs:
+        _merge(outcome, run, event)
+    return outcome
+
+
+async def _run_one(hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, str]) -> HookRun:
+    try:
+        proc = await asyncio.create_subprocess_shell(
+            hook.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,  # its own process group, so a timeout kills the whole tree
+        )
+    except OSError as exc:
+        return HookRun(hook.command, None, "", "", error=f"could not start: {exc}")
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(data), timeout=hook.timeout)
+    except TimeoutError:
+        _kill_group(proc)
+        with contextlib.suppress(Exception):
+            await proc.wait()
+        return HookRun(hook.command, None, "", "", timed_out=True, error=f"timed out after {hook.timeout:g} s")
+    except BaseException:
+        _kill_group(proc)  # cancelled with the turn: never leave the hook running
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())
+        raise
+    return HookRun(hook.command, proc.returncode, _text(stdout), _text(stderr))
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _text(raw: bytes) -> str:
+    return raw[:_MAX_OUTPUT].decode("utf-8", errors="replace")
+
+
+def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
+    outcome.runs.append(run)
+    if run.error is not None:
+        message = f"hook `{run.command}` {run.error}"
+        log.warning("%s", message)
+        outcome.errors.append(message)
+        return
+    if run.exit_code == 2:
+        outcome.blocked = True
+        _add_reason(outcome, run.stderr.strip() or f"blocked by hook `{run.command}`")
+        if event == "PreToolUse":
+            _decide(outcome, "deny")
+        return
+    if run.exit_code != 0:
+        message = f"hook `{run.command}` failed with exit code {run.exit_code}: {run.stderr.strip()}"
+        log.warning("%s", message)
+        outcome.errors.append(message)
+        return
+    parsed = _json_output(run.stdout)
+    if parsed is None:
+        if run.stdout.strip() and event == "UserPromptSubmit":
+            outcome.additional_context.append(run.stdout.strip())
+        return
+    _apply_json(outcome, parsed, event)
+
+
+def _json_output(stdout: str) -> dict[str, Any] | None:
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _apply_json(outcome: HookOutcome, data: dict[str, Any], event: str) -> None:
+    if data.get("continue") is False:
+        outcome.stop = True
+        outcome.stop_reason = str(data.get("stopReason", ""))
+    if isinstance(data.get("systemMessage"), str):
+        outcome.system_messages.append(data["systemMessage"])
+    legacy = data.get("decision")
+    if legacy in ("block", "deny"):
+        outcome.blocked = True
+        _add_reason(outcome, str(data.get("reason", "blocked by hook")))
+        if event == "PreToolUse":
+            _decide(outcome, "deny")
+    elif legacy in ("approve", "allow") and event == "PreToolUse":
+        _decide(outcome, "allow")
+        _add_reason(outcome, str(data.get("reason", "")))
+    specific = data.get("hookSpecificOutput")
+    if not isinstance(specific, dict):
+        return
+    permission = specific.get("permissionDecision")
+    if permission in ("allow", "deny", "ask"):
+        _decide(outcome, permission)
+        _add_reason(outcome, str(specific.get("permissionDecisionReason", "")))
+        if permission == "deny":
+            outcome.blocked = True
+    updated = specific.get("updatedInput")
+    if isinstance(updated, dict):
+        outcome.updated_input = updated
+    context = specific.get("additionalContext")
+    if isinstance(context, str) and context:
+        outcome.additional_context.append(context)
+
+
+def _decide(outcome: HookOutcome, decision: Literal["allow", "deny", "ask"]) -> None:
+    if outcome.decision is None or _RANK[decision] > _RANK[outcome.decision]:
+        outcome.decision = decision
+
+
+def _add_reason(outcome: HookOutcome, reason: str) -> None:
+    if reason:
+        outcome.reason = f"{outcome.reason}\n{reason}" if outcome.reason else reason

@@ -1,0 +1,47 @@
+"""ExitPlanMode: the agent presents its plan and asks to leave plan mode.
+
+The permission engine always asks for this tool in plan mode; when the user accepts, the loop calls
+`PermissionEngine.exit_plan_mode()`, which restores the mode that was active before plan mode.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolKind, ToolResult
+
+
+class ExitPlanModeInput(ToolInput):
+    plan: str = Field(description="The plan to carry out, in Markdown; concise but complete.")
+
+
+class ExitPlanModeTool(Tool[ExitPlanModeInput]):
+    name: ClassVar[str] = "ExitPlanMode"
+    input_model = ExitPlanModeInput
+    description: ClassVar[str] = (
+        "Use this tool when you are in plan mode and have finished planning: it presents the plan to the user "
+        "and asks to leave plan mode and start working. Only use it for tasks that need writing code, not for "
+        "research or questions."
+    )
+    search_hint: ClassVar[str] = "leave plan mode present plan"
+    kind: ClassVar[ToolKind] = "think"
+    interrupt_behavior: ClassVar[InterruptBehavior] = "cancel"
+    max_result_chars: ClassVar[float] = 10_000
+
+    def is_read_only(self, data: ExitPlanModeInput) -> bool:
+        return True
+
+    def user_facing_title(self, data: ExitPlanModeInput) -> str:
+        return "Ready to code?"
+
+    async def validate_input(self, data: ExitPlanModeInput, ctx: ToolContext) -> str | None:
+        return "The plan must not be empty." if not data.plan.strip() else None
+
+    async def call(self, data: ExitPlanModeInput, ctx: ToolContext) -> ToolResult:
+        return ToolResult(
+            "The user approved the plan. You can now start coding; update your todo list if you keep one.",
+            display=[{"type": "content", "content": {"type": "text", "text": data.plan}}],
+            raw_output={"plan": data.plan},
+        )
