@@ -30,7 +30,7 @@ READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 PATH_RULE_TOOLS = READ_TOOLS | EDIT_TOOLS
 
-_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_TOOL_NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_\-]*|mcp__[A-Za-z0-9_\-]+__\*)$")
 
 
 class RuleSyntaxError(ValueError):
