@@ -64,6 +64,7 @@ _SUBCOMMAND_TOOLS = _RUNNERS | frozenset({
 _EXACT_SUGGESTION = frozenset({
     "rm", "rmdir", "dd", "shred", "truncate", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "mkfs",
 })
+_WRITE_OPTIONS = frozenset({"--output", "--output-file", "--out-file", "--outfile", "--log-file", "--logfile"})
 _GENERIC_SPEC_KEYS = ("subagent_type", "skill", "name")
 
 
@@ -442,13 +443,16 @@ class PermissionEngine:
         first_rule: CompiledRule | None = None
         reasons: list[str] = []
         for part in analysis.commands:
-            if part.nested or not part.argv:
+            if part.nested or (not part.argv and part.hazard is None):
                 continue
-            rule = self._bash_allow_rule(part)
+            rule = self._bash_allow_rule(part) if part.argv else None
             if part.hazard is not None and rule is None:
                 return Decision("ask", f"`{part.text}`: {part.hazard}",
                                 suggestions=self._suggest_bash([part], exact=True))
             if rule is not None:
+                outside = self._option_writes_outside(part, facts)
+                if outside is not None:
+                    return Decision("ask", f"`{part.text}` writes {outside}, outside the workspace")
                 first_rule = first_rule or rule
                 continue
             verdict = self._read_only_part(part, facts)
@@ -466,10 +470,25 @@ class PermissionEngine:
         forms = part.match_forms(for_deny=False)
         for rule in self._index.rules_for("allow", "Bash"):
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
-            if part.hazard is not None and rule.bash_word not in {part.argv[0], *part.effective[:1]}:
+            if part.hazard is not None and (part.hazard_command is None or rule.bash_word != part.hazard_command):
                 continue
             if rule.rule.specifier is None or any(rule.matches_command(form) for form in forms):
                 return rule
+        return None
+
+    def _option_writes_outside(self, part: shell.SimpleCommand, facts: _Facts) -> Path | None:
+        """A rule-allowed command may still name an output file (`--output=/etc/x`): containment applies."""
+        args = part.effective
+        for i, arg in enumerate(args):
+            name, _, value = arg.partition("=")
+            if name not in _WRITE_OPTIONS:
+                continue
+            if not value and i + 1 < len(args):
+                value = args[i + 1]
+            for base in facts.bases:
+                real = resolve(value, base) if value else base
+                if not self._workspace.contains(real) and not _safe_device(value):
+                    return real
         return None
 
     def _read_only_part(self, part: shell.SimpleCommand, facts: _Facts) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,6 +42,8 @@ _DANGEROUS_ENV = re.compile(
     r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
     r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*)$"
 )
+_OVERRIDABLE = frozenset(_HAZARD_COMMANDS) | _SHELLS
+_LOOKALIKE_OPERATORS = frozenset(";|&<>$`()\n")
 _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _SIMPLE_PARAMETER = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]|#[A-Za-z_][A-Za-z0-9_]*)$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
@@ -61,7 +64,8 @@ class SimpleCommand:
     redirects: tuple[Redirect, ...] = ()
     dynamic: frozenset[int] = frozenset()  # indexes of argv words that contain expansions
     pipes: frozenset[int] = frozenset()  # indexes of words that are just `<(…)`: a pipe, not a file
-    hazard: str | None = None  # why this part must ask unless a rule names its command
+    hazard: str | None = None  # why this part must ask
+    hazard_command: str | None = None  # a rule naming this command lets the hazard run (`Bash(sudo apt update)`)
     nested: bool = False  # parsed out of `bash -c '…'` / `eval`: matched by deny and ask rules only
 
     @property
@@ -226,8 +230,10 @@ class _Walker:
             else:
                 raise _Unsupported(f"uses a command part the checker does not model ({part.kind})")
         hazard = self._hazard(tuple(argv), assignments, dynamic)
+        real = strip_wrappers(tuple(argv), aggressive=False)
+        hazard_command = real[0] if hazard is not None and real and real[0] in _OVERRIDABLE else None
         command = SimpleCommand(tuple(argv), tuple(assignments), self._text(node), tuple(redirects),
-                                frozenset(dynamic), frozenset(pipes), hazard, self.nested)
+                                frozenset(dynamic), frozenset(pipes), hazard, hazard_command, self.nested)
         self.commands.append(command)
         self._nested_strings(command)
 
@@ -283,6 +289,10 @@ def analyze(command: str, *, _nested: bool = False) -> ShellAnalysis:
         return ShellAnalysis(command, error="empty command")
     if _CONTROL_CHARS.search(command):
         return ShellAnalysis(command, error="contains control characters")
+    if not command.isascii():
+        folded = unicodedata.normalize("NFKC", command)
+        if any(c in _LOOKALIKE_OPERATORS for c in set(folded) - set(command)):
+            return ShellAnalysis(command, error="contains look-alikes of shell operators")
     if "$'" in command or '$"' in command:
         return ShellAnalysis(command, error="uses $'…' or $\"…\" quoting")
     try:
