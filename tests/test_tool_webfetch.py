@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -67,6 +68,10 @@ class Server:
                         self.send(302, b"", Location=f"http://localhost:{port}/page")
                     case "/loop":
                         self.send(302, b"", Location="/loop")
+                    case "/bightml":
+                        self.send(
+                            200, b"<html><body>" + b"<p>para <a href='/x'>link</a></p>" * 100_000 + b"</body></html>"
+                        )
                     case "/missing":
                         self.send(404, b"<h1>Not here</h1>")
                     case "/image":
@@ -167,6 +172,15 @@ async def test_huge_body_is_cut_at_the_byte_cap(server: Server, ctx: ToolContext
     text = str(result.content)
     assert "body cut at 1 MB" in text and "[Truncated: the page text is 1048576 chars" in text
     assert len(text) < 2000
+
+
+async def test_big_html_page_is_converted_only_as_far_as_needed(server: Server, ctx: ToolContext) -> None:
+    tool = WebFetchTool(max_chars=5_000)
+    started = time.perf_counter()
+    text = await fetch(ctx, server.url("/bightml"), tool)
+    assert time.perf_counter() - started < 2.0  # 3.4 MB of HTML, parsed only until 5,000 chars of text exist
+    assert "over 5000 chars of text" in text and "[Truncated: the page text is over 5000 chars" in text
+    assert f"[link](http://127.0.0.1:{server.port}/x)" in text
 
 
 async def test_slow_body_times_out(server: Server, ctx: ToolContext) -> None:

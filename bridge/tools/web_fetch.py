@@ -9,6 +9,7 @@ to answer `prompt` over the page, so the page text is returned with the prompt a
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from html.parser import HTMLParser
@@ -108,6 +109,7 @@ class _Markdown(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.base_url = base_url
         self.out: list[str] = []
+        self.size = 0  # characters emitted (roughly the text's length)
         self.title = ""
         self._skip = 0
         self._in_title = False
@@ -129,10 +131,11 @@ class _Markdown(HTMLParser):
         text = "".join(self.out[-3:])
         have = len(text) - len(text.rstrip("\n"))
         if have < n:
-            self.out.append("\n" * (n - have))
+            self._emit("\n" * (n - have))
 
     def _emit(self, text: str) -> None:
         self.out.append(text)
+        self.size += len(text)
 
     # parser callbacks
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -254,11 +257,18 @@ class _Markdown(HTMLParser):
         return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def html_to_markdown(html: str, base_url: str = "") -> tuple[str, str]:
-    """(title, readable text) of an HTML document."""
+def html_to_markdown(html: str, base_url: str = "", *, enough: int | None = None) -> tuple[str, str]:
+    """(title, readable text) of an HTML document. With `enough`, parsing stops (the stdlib parser does
+    about 1 MB/s) once well over that many characters of text exist: the text is then longer than `enough`
+    but not the whole page."""
     parser = _Markdown(base_url)
-    parser.feed(html)
-    parser.close()
+    step = 64 * 1024
+    for start in range(0, len(html), step):
+        parser.feed(html[start : start + step])
+        if enough is not None and parser.size > enough + 4096:
+            break
+    else:
+        parser.close()
     return " ".join(parser.title.split()), parser.markdown()
 
 
@@ -359,7 +369,7 @@ class WebFetchTool(Tool[WebFetchInput]):
                         current = target
                         continue
                     body, cut = await self._read_capped(response)
-                    return self._result(current, response, body, cut, prompt)
+                    return await self._result(current, response, body, cut, prompt)
         raise ToolError(f"Too many redirects (more than {self.max_redirects}) fetching {url}.")
 
     async def _read_capped(self, response: httpx.Response) -> tuple[bytes, bool]:
@@ -380,7 +390,9 @@ class WebFetchTool(Tool[WebFetchInput]):
         )
         return ToolResult(text, raw_output={"url": str(original), "redirect": str(target), "status": status})
 
-    def _result(self, url: httpx.URL, response: httpx.Response, body: bytes, cut: bool, prompt: str) -> ToolResult:
+    async def _result(
+        self, url: httpx.URL, response: httpx.Response, body: bytes, cut: bool, prompt: str
+    ) -> ToolResult:
         status = response.status_code
         ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
         sniff = body[:512].lstrip().lower()
@@ -393,9 +405,13 @@ class WebFetchTool(Tool[WebFetchInput]):
                 "WebFetch reads web pages and text documents only."
             )
         text = _decode(body, response, is_html)
-        title = ""
+        title, partial = "", False
         if is_html:
-            title, text = html_to_markdown(text, str(url))
+            # A few MB of HTML is CPU work: keep it off the event loop.
+            title, text = await anyio.to_thread.run_sync(
+                functools.partial(html_to_markdown, text, str(url), enough=self.max_chars)
+            )
+            partial = len(text) > self.max_chars
         if status >= 400:
             excerpt = text[:500].strip()
             raise ToolError(
@@ -403,11 +419,12 @@ class WebFetchTool(Tool[WebFetchInput]):
                 + (f" The page says: {excerpt}" if excerpt else "")
             )
         total = len(text)
+        size = f"over {self.max_chars}" if partial else str(total)
         if total > self.max_chars:
             text = text[: self.max_chars] + (
-                f"\n\n[Truncated: the page text is {total} chars; this is the first {self.max_chars}.]"
+                f"\n\n[Truncated: the page text is {size} chars; this is the first {self.max_chars}.]"
             )
-        notes = [f"{status}", ctype or "unknown type", f"{total} chars of text"]
+        notes = [f"{status}", ctype or "unknown type", f"{size} chars of text"]
         if cut:
             notes.append(f"body cut at {_size(self.max_bytes)}")
         header = f"Fetched {url} ({', '.join(notes)})."
