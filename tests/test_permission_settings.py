@@ -48,7 +48,7 @@ def test_every_source_is_read_and_named(ws: Path, tmp_path: Path) -> None:
         "claudeProjectSettings": ws / ".claude/settings.json",
         "claudeUserSettings": tmp_path / "claude/settings.json",
     }
-    for i, (source, path) in enumerate(files.items()):
+    for i, path in enumerate(files.values()):
         write(path, {"permissions": {"allow": [f"Bash(tool{i} *)"]}})
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
     for i, (source, path) in enumerate(files.items()):
@@ -139,7 +139,7 @@ def test_save_rule_writes_once_and_applies_to_every_session_at_once(ws: Path) ->
     (ws / ".agent-bridge").mkdir()
     local = write(ws / ".agent-bridge/settings.local.json", {"model": "keep-me", "permissions": {"deny": ["Bash(x)"]}})
     store = SettingsStore.for_project(ws)
-    assert SettingsStore.for_project(ws / "." ) is store
+    assert SettingsStore.for_project(ws / ".") is store
     first = PermissionEngine(cwd=ws, settings=store)
     second = PermissionEngine(cwd=ws, settings=SettingsStore.for_project(ws))
     decision = first.decide("Bash", {"command": "npm run test -- -x"}, read_only=False, paths=[])
