@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from bridge.tools.background import BashOutputTool, KillShellTool
 from bridge.tools.base import AnyTool
+from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
 from bridge.tools.notebook_edit import NotebookEditTool
+from bridge.tools.read import ReadTool
 from bridge.tools.todo_write import TodoWriteTool
 from bridge.tools.web_fetch import WebFetchTool
 from bridge.tools.write import WriteTool
@@ -12,8 +15,12 @@ from bridge.tools.write import WriteTool
 
 def core_tools() -> list[AnyTool]:
     return [
+        ReadTool(),
         WriteTool(),
         EditTool(),
+        BashTool(),
+        BashOutputTool(),
+        KillShellTool(),
         NotebookEditTool(),
         TodoWriteTool(),
         WebFetchTool(),

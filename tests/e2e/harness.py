@@ -68,8 +68,10 @@ class Editor:
         )
         return result
 
-    def start_prompt(self, session_id: str, text: str) -> asyncio.Task[dict[str, Any]]:
-        return asyncio.ensure_future(self.prompt(session_id, text))
+    def start_prompt(self, session_id: str, text: str) -> asyncio.Future[Any]:
+        """Send the prompt now (so a cancel sent after it is ordered after it on the wire)."""
+        params = {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        return asyncio.wrap_future(self.client.protocol.send_request("session/prompt", params))
 
     def cancel(self, session_id: str, *, force: bool = False) -> None:
         params: dict[str, Any] = {"sessionId": session_id}

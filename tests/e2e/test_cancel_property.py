@@ -88,7 +88,10 @@ async def _example(editor: Editor, cancel_after: int, force: bool, twice: bool) 
     sid = await editor.new_session()
     turn = editor.start_prompt(sid, f"go pidfile={pidfile}")
     seen = len(editor.updates)
-    await poll(lambda: len(editor.updates) - seen >= cancel_after or turn.done(), timeout=20, what="updates")
+    def moment() -> bool:  # after `cancel_after` updates — or once the long command runs, whichever is first
+        return len(editor.updates) - seen >= cancel_after or turn.done() or len(pidfile.read_text().split()) >= 2
+
+    await poll(moment, timeout=20, what="the moment to cancel")
     editor.cancel(sid, force=force)
     if twice:
         editor.cancel(sid)
