@@ -360,8 +360,12 @@ class PermissionEngine:
     def _bash_rule_hits(facts: _Facts, rule: CompiledRule) -> bool:
         analysis = facts.analysis
         assert analysis is not None
-        if any(rule.matches_command(form) for part in analysis.commands for form in part.match_forms(for_deny=True)):
-            return True
+        for part in analysis.commands:
+            forms = part.match_forms(for_deny=True)
+            if rule.bash_head is not None and rule.bash_head not in part.leading_words(for_deny=True):
+                continue
+            if any(rule.matches_command(form) for form in forms):
+                return True
         if not analysis.ok:
             # what could not be parsed is still matched piece by piece, so a deny rule is hard to dodge
             for piece in re.split(r"[;&|\n`()]+|\$\(", analysis.source):
@@ -468,7 +472,10 @@ class PermissionEngine:
 
     def _bash_allow_rule(self, part: shell.SimpleCommand) -> CompiledRule | None:
         forms = part.match_forms(for_deny=False)
+        leading = part.leading_words(for_deny=False)
         for rule in self._index.rules_for("allow", "Bash"):
+            if rule.bash_head is not None and rule.bash_head not in leading:
+                continue
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
             if part.hazard is not None and (part.hazard_command is None or rule.bash_word != part.hazard_command):
                 continue

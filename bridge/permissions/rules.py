@@ -195,6 +195,7 @@ class CompiledRule:
     origin: RuleOrigin
     bash: re.Pattern[str] | None = None
     bash_word: str | None = None
+    bash_head: str | None = None  # bash_word as it starts a canonical command (shell-quoted)
     path: PathPattern | None = None
     domain: str | None = None
     name_glob: re.Pattern[str] | None = None
@@ -226,7 +227,9 @@ def compile_rule(rule: Rule, behavior: Behavior, origin: RuleOrigin, *, cwd: Pat
         return CompiledRule(rule, behavior, origin)
     if rule.tool == "Bash":
         bash = compile_bash_specifier(spec)
-        return CompiledRule(rule, behavior, origin, bash=bash, bash_word=bash_leading_word(spec))
+        word = bash_leading_word(spec)
+        head = shlex.quote(word) if word is not None else None
+        return CompiledRule(rule, behavior, origin, bash=bash, bash_word=word, bash_head=head)
     if rule.tool in PATH_RULE_TOOLS:
         root = origin.root or cwd
         return CompiledRule(rule, behavior, origin, path=compile_path_specifier(spec, cwd=cwd, root=root))

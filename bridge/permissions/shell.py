@@ -15,6 +15,7 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import bashlex
@@ -77,7 +78,30 @@ class SimpleCommand:
         """The real command behind harmless wrappers (`timeout 5 npm test` is `npm test`)."""
         return strip_wrappers(self.argv, aggressive=False)
 
+    def leading_words(self, *, for_deny: bool) -> frozenset[str]:
+        """The command names `match_forms` start with: a cheap filter before any regex runs."""
+        return self._deny_leading if for_deny else self._allow_leading
+
     def match_forms(self, *, for_deny: bool) -> list[str]:
+        return self._deny_forms if for_deny else self._allow_forms
+
+    @cached_property
+    def _deny_forms(self) -> list[str]:
+        return self._forms(for_deny=True)
+
+    @cached_property
+    def _allow_forms(self) -> list[str]:
+        return self._forms(for_deny=False)
+
+    @cached_property
+    def _deny_leading(self) -> frozenset[str]:
+        return frozenset(form.split(" ", 1)[0] for form in self._deny_forms)
+
+    @cached_property
+    def _allow_leading(self) -> frozenset[str]:
+        return frozenset(form.split(" ", 1)[0] for form in self._allow_forms)
+
+    def _forms(self, *, for_deny: bool) -> list[str]:
         """Canonical strings a rule is matched against. Deny and ask rules also see through `sudo`,
         `xargs`, `exec` and an absolute program path (`/bin/rm` is `rm`), so they are hard to dodge."""
         forms: list[tuple[str, ...]] = [self.argv, self.effective]
