@@ -6,6 +6,8 @@ from bridge.tools.background import BashOutputTool, KillShellTool
 from bridge.tools.base import AnyTool
 from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
+from bridge.tools.glob import GlobTool
+from bridge.tools.grep import GrepTool
 from bridge.tools.notebook_edit import NotebookEditTool
 from bridge.tools.read import ReadTool
 from bridge.tools.todo_write import TodoWriteTool
@@ -21,6 +23,8 @@ def core_tools() -> list[AnyTool]:
         BashTool(),
         BashOutputTool(),
         KillShellTool(),
+        GrepTool(),
+        GlobTool(),
         NotebookEditTool(),
         TodoWriteTool(),
         WebFetchTool(),

@@ -1,0 +1,130 @@
+"""Glob: files whose path matches a glob, newest first.
+
+ripgrep lists the files (`rg --files`: `.gitignore` respected, hidden files included except VCS
+directories) and the pattern is matched by wcmatch against the path relative to the search root with
+shell semantics: `*.py` is the root's own files, `**/*.py` any depth, `{a,b}` alternatives. (rg's own
+`--glob` would also list files that .gitignore lists, and matches `*.py` at any depth.) The literal
+leading directories of the pattern narrow the listing; an absolute pattern is split the same way.
+Paths are shown relative to the session's cwd when under it, else absolute — as Grep does.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from pydantic import Field
+from wcmatch import glob as wcglob
+
+from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.grep import VCS_EXCLUDES, display_path, rg_error, root_args, run_rg, search_root
+
+MAX_RESULTS = 100
+MAX_LISTED = 500_000
+_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.EXTGLOB
+_MAGIC = set("*?[]{}!()@+")
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(description='Glob, e.g. "**/*.py" or "src/**/*.{ts,tsx}"')
+    path: str | None = Field(default=None, description="Directory to search (default: cwd)")
+
+
+def split_pattern(pattern: str, root: Path) -> tuple[Path, str]:
+    """Move the pattern's literal leading directories into the root: (`src/**/*.ts`, /r) -> (/r/src, `**/*.ts`)."""
+    expanded = os.path.expanduser(pattern)
+    if os.path.isabs(expanded):
+        root, expanded = Path("/"), expanded.lstrip("/")
+    parts = expanded.removeprefix("./").split("/")
+    literal: list[str] = []
+    while len(parts) > 1 and not (_MAGIC & set(parts[0])):
+        literal.append(parts.pop(0))
+    base = Path(os.path.normpath(root.joinpath(*literal))) if literal else root
+    return base, "/".join(parts)
+
+
+class GlobTool(Tool[GlobInput]):
+    name = "Glob"
+    input_model = GlobInput
+    description = (
+        'Find files by name pattern: "**/*.py" (any depth), "*.md" (top level of path), "src/**/*.{ts,tsx}". '
+        f"Respects .gitignore; hidden files are included. Returns at most {MAX_RESULTS} paths, most recently "
+        "modified first, relative to the working directory; narrow the pattern or path when capped. Use Grep "
+        "to search file contents."
+    )
+    search_hint = "find files by name pattern wildcard list"
+    kind = "search"
+    interrupt_behavior = "cancel"
+    max_result_chars = 30_000
+
+    def is_read_only(self, data: GlobInput) -> bool:
+        return True
+
+    async def validate_input(self, data: GlobInput, ctx: ToolContext) -> str | None:
+        if not data.pattern.strip():
+            return "pattern is empty; give a glob such as **/*.py."
+        root = search_root(data.path, ctx.cwd)
+        if not await anyio.Path(root).is_dir():
+            return f"Directory does not exist: {root} (cwd is {ctx.cwd})."
+        return None
+
+    def permission_paths(self, data: GlobInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        return [(search_root(data.path, ctx.cwd), "read")]
+
+    def locations(self, data: GlobInput) -> list[Location]:
+        if data.path and os.path.isabs(os.path.expanduser(data.path)):
+            return [Location(os.path.normpath(os.path.expanduser(data.path)))]
+        return []
+
+    def user_facing_title(self, data: GlobInput) -> str:
+        return f"Glob {data.pattern}" + (f" in {data.path}" if data.path else "")
+
+    async def call(self, data: GlobInput, ctx: ToolContext) -> ToolResult:
+        base, pattern = split_pattern(data.pattern, search_root(data.path, ctx.cwd))
+        if not await anyio.Path(base).is_dir():
+            return ToolResult("No files found", raw_output={"count": 0})
+        args = ["--no-config", "--files", "--hidden"]
+        for exclude in VCS_EXCLUDES:
+            args += ["--glob", exclude]
+        run = await run_rg(args + root_args(base, ctx.cwd), ctx.cwd, max_lines=MAX_LISTED)
+        if run.returncode == 2 and not run.lines:
+            raise rg_error(run)
+        matched = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, ctx.cwd, pattern)
+        if not matched:
+            return ToolResult("No files found", raw_output={"count": 0})
+        shown = matched[:MAX_RESULTS]
+        text = "\n".join(shown)
+        if len(matched) > MAX_RESULTS or not run.complete:
+            total = f"{len(matched)}" if run.complete else f"more than {len(matched)}"
+            text += (
+                f"\n\n[Showing the {MAX_RESULTS} most recently modified of {total} matching files; "
+                "narrow the pattern or path to see the others.]"
+            )
+        return ToolResult(text, raw_output={"count": len(matched), "shown": len(shown)})
+
+
+def _match_and_sort(listed: list[str], base: Path, cwd: Path, pattern: str) -> list[str]:
+    """Paths (as displayed) of listed files matching `pattern` relative to `base`, newest first."""
+    try:
+        matcher = wcglob.compile([pattern], flags=_FLAGS)
+    except ValueError as error:
+        raise ToolError(f"Invalid glob pattern {pattern!r}: {error}") from None
+    found: list[tuple[float, str]] = []
+    for line in listed:
+        if not line:
+            continue
+        path = Path(os.path.normpath(cwd / line))
+        try:
+            relative = path.relative_to(base).as_posix()
+        except ValueError:
+            continue
+        if matcher.match(relative):
+            try:
+                mtime = path.stat().st_mtime
+            except OSError:
+                continue
+            found.append((mtime, display_path(path, cwd)))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    return [shown for _, shown in found]

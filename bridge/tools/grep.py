@@ -1,0 +1,313 @@
+"""Grep: ripgrep with Claude Code's fields.
+
+Choices (so the model and the tests know what to expect):
+- Paths in the output are relative to the session's cwd when under it (shorter prompts), else absolute.
+- `.gitignore` is respected (rg's default); hidden files are searched (`--hidden`, as Claude Code does)
+  except VCS directories. As in rg, an explicit `glob` also matches files that `.gitignore` lists (ignored
+  directories are still skipped).
+- `files_with_matches` lists newest first (mtime); `content` and `count` are sorted by path, so paging
+  with `offset` is stable. `head_limit` defaults to 250 entries (lines in content mode); 0 means no limit,
+  still bounded by `MAX_CONTENT_CHARS` and the scan caps. Every cut says what was cut and how to page.
+- rg runs as a subprocess killed on cancellation; reading stops (and rg is killed) once enough is read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+from anyio.abc import ByteReceiveStream
+from pydantic import Field
+
+from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+
+DEFAULT_HEAD_LIMIT = 250
+MAX_CONTENT_CHARS = 30_000
+MAX_SCAN_LINES = 200_000  # files / count entries read from rg before we stop it
+MAX_LINE_COLUMNS = 500
+MAX_STDERR = 8192
+VCS_EXCLUDES = ("!.git", "!.svn", "!.hg", "!.jj", "!.bzr")
+
+
+def rg_binary() -> str:
+    """ripgrep from PATH, else the `ripgrep` wheel's binary next to our interpreter."""
+    found = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
+    if not os.access(found, os.X_OK):
+        raise ToolError("ripgrep (rg) is not installed; use Bash with grep/find instead.")
+    return found
+
+
+@dataclass
+class RgRun:
+    lines: list[str]
+    complete: bool  # rg ran to its end; False when we stopped it after `max_lines`
+    returncode: int | None
+    stderr: str
+
+
+async def run_rg(args: list[str], cwd: Path, *, max_lines: int) -> RgRun:
+    """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too."""
+    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL)
+    lines: list[str] = []
+    err = bytearray()
+    complete = True
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        async with anyio.create_task_group() as group:
+            group.start_soon(_collect_stderr, process.stderr, err)
+            partial = b""
+            async for chunk in process.stdout:
+                parts = (partial + chunk).split(b"\n")
+                partial = parts.pop()
+                lines.extend(p.decode("utf-8", errors="replace") for p in parts)
+                if len(lines) > max_lines:
+                    complete = False
+                    del lines[max_lines:]
+                    break
+            if complete and partial:
+                lines.append(partial.decode("utf-8", errors="replace"))
+            if not complete:
+                _kill(process)
+                group.cancel_scope.cancel()
+        await process.wait()
+    except BaseException:
+        _kill(process)  # cancelled (or failed): rg only reads, no grace needed
+        raise
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await process.aclose()
+    return RgRun(lines, complete, process.returncode, err.decode("utf-8", errors="replace"))
+
+
+def _kill(process: anyio.abc.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
+async def _collect_stderr(stream: ByteReceiveStream, into: bytearray) -> None:
+    async for chunk in stream:
+        if len(into) < MAX_STDERR:
+            into += chunk[: MAX_STDERR - len(into)]
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        rel = path.relative_to(cwd)
+    except ValueError:
+        return str(path)
+    return str(rel) if str(rel) != "." else "."
+
+
+def search_root(raw: str | None, cwd: Path) -> Path:
+    if not raw:
+        return cwd
+    expanded = Path(os.path.expanduser(raw))
+    return Path(os.path.normpath(expanded if expanded.is_absolute() else cwd / expanded))
+
+
+def root_args(root: Path, cwd: Path) -> list[str]:
+    """What to pass rg so that it prints paths relative to cwd (it runs in cwd), else absolute."""
+    if root == cwd:
+        return []
+    shown = display_path(root, cwd)
+    return ["--", shown]
+
+
+def split_globs(raw: str) -> list[str]:
+    """`*.ts *.tsx`, `*.ts,*.tsx` or `*.{ts,tsx}`: split on blanks and on commas outside braces."""
+    parts: list[str] = []
+    current = ""
+    depth = 0
+    for ch in raw:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        if depth == 0 and (ch.isspace() or ch == ","):
+            if current:
+                parts.append(current)
+            current = ""
+            continue
+        current += ch
+    if current:
+        parts.append(current)
+    return parts
+
+
+def rg_error(run: RgRun) -> ToolError:
+    message = run.stderr.strip() or f"rg exited with status {run.returncode}"
+    message = "\n".join(line.removeprefix("rg: ") for line in message.splitlines()[:12])
+    hint = ""
+    if "regex parse error" in message:
+        hint = (
+            "\nThe pattern is a Rust regex: escape literal ( ) [ ] { } . * + ? | \\ with a backslash "
+            "(e.g. `interface\\{\\}` for `interface{}`)."
+        )
+    elif "unrecognized file type" in message:
+        hint = "\nUse a ripgrep type name such as py, js, ts, rust, go, java, cpp, or use glob instead."
+    return ToolError(f"Search failed: {message}{hint}")
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(description="Regex to search for (ripgrep/Rust syntax)")
+    path: str | None = Field(default=None, description="File or directory to search (default: cwd)")
+    glob: str | None = Field(default=None, description='Only files matching, e.g. "*.js" or "*.{ts,tsx}"')
+    type: str | None = Field(default=None, description="ripgrep file type, e.g. py, js, rust")
+    output_mode: Literal["content", "files_with_matches", "count"] | None = Field(
+        default=None, description="files_with_matches (default), content (matching lines), count"
+    )
+    after: int | None = Field(default=None, ge=0, alias="-A", description="Lines after each match (content)")
+    before: int | None = Field(default=None, ge=0, alias="-B", description="Lines before each match (content)")
+    around: int | None = Field(default=None, ge=0, alias="-C", description="Lines around each match (content)")
+    context: int | None = Field(default=None, ge=0, description="Same as -C")
+    line_numbers: bool | None = Field(default=None, alias="-n", description="Line numbers (content; default true)")
+    case_insensitive: bool | None = Field(default=None, alias="-i", description="Ignore case")
+    only_matching: bool | None = Field(default=None, alias="-o", description="Only the matched parts (content)")
+    head_limit: int | None = Field(default=None, ge=0, description="Max entries/lines (default 250; 0: no limit)")
+    offset: int | None = Field(default=None, ge=0, description="Skip this many entries/lines first")
+    multiline: bool | None = Field(default=None, description="Let . and patterns span lines")
+
+
+def build_args(data: GrepInput, root: Path, cwd: Path) -> list[str]:
+    mode = data.output_mode or "files_with_matches"
+    args = ["--no-config", "--color", "never", "--hidden", "--max-columns", str(MAX_LINE_COLUMNS)]
+    args += ["--max-columns-preview"]
+    for exclude in VCS_EXCLUDES:
+        args += ["--glob", exclude]
+    if data.case_insensitive:
+        args.append("--ignore-case")
+    if data.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if data.type:
+        args += ["--type", data.type]
+    for pattern in split_globs(data.glob or ""):
+        args += ["--glob", pattern]
+    if mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif mode == "count":
+        args += ["--count", "--with-filename", "--sort", "path"]
+    else:
+        args += ["--with-filename", "--no-heading", "--sort", "path"]
+        if data.line_numbers is not False:
+            args.append("--line-number")
+        if data.only_matching:
+            args.append("--only-matching")
+        around = data.context if data.context is not None else data.around
+        if around is not None:
+            args += ["--context", str(around)]
+        if data.after is not None:
+            args += ["--after-context", str(data.after)]
+        if data.before is not None:
+            args += ["--before-context", str(data.before)]
+    args += ["--regexp", data.pattern]
+    return args + root_args(root, cwd)
+
+
+class GrepTool(Tool[GrepInput]):
+    name = "Grep"
+    input_model = GrepInput
+    description = (
+        "Search file contents with ripgrep (Rust regex; escape literal braces: `interface\\{\\}`). Respects "
+        ".gitignore; hidden files are included. output_mode: files_with_matches (default; newest first), "
+        "content (matching lines as path:line:text, with -A/-B/-C context, -n, -o), or count. Filter with glob "
+        "or type. Results are capped at head_limit (default 250; page with offset). multiline lets a match "
+        "span lines. Paths are relative to the working directory. Use this instead of grep/rg in Bash."
+    )
+    search_hint = "search code regex find text in files ripgrep"
+    kind = "search"
+    interrupt_behavior = "cancel"
+    max_result_chars = 40_000
+
+    def is_read_only(self, data: GrepInput) -> bool:
+        return True
+
+    async def validate_input(self, data: GrepInput, ctx: ToolContext) -> str | None:
+        if not data.pattern:
+            return "pattern is empty; give a regex to search for."
+        root = search_root(data.path, ctx.cwd)
+        if not await anyio.Path(root).exists():
+            return f"Path does not exist: {root} (cwd is {ctx.cwd})."
+        return None
+
+    def permission_paths(self, data: GrepInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        return [(search_root(data.path, ctx.cwd), "read")]
+
+    def locations(self, data: GrepInput) -> list[Location]:
+        if data.path and os.path.isabs(os.path.expanduser(data.path)):
+            return [Location(os.path.normpath(os.path.expanduser(data.path)))]
+        return []
+
+    def user_facing_title(self, data: GrepInput) -> str:
+        where = f" in {data.path}" if data.path else ""
+        scope = "".join(f" ({x})" for x in (data.glob, data.type) if x)
+        return f'Grep "{data.pattern}"{where}{scope}'
+
+    async def call(self, data: GrepInput, ctx: ToolContext) -> ToolResult:
+        root = search_root(data.path, ctx.cwd)
+        mode = data.output_mode or "files_with_matches"
+        skip = data.offset or 0
+        limit = DEFAULT_HEAD_LIMIT if data.head_limit is None else data.head_limit
+        want = MAX_SCAN_LINES if mode != "content" or limit == 0 else skip + limit
+        run = await run_rg(build_args(data, root, ctx.cwd), ctx.cwd, max_lines=min(want, MAX_SCAN_LINES))
+        lines = [line for line in run.lines if line]
+        if run.returncode == 2 and not lines:
+            raise rg_error(run)
+        if not lines:
+            return ToolResult("No matches found", raw_output={"matches": 0})
+        if mode == "files_with_matches":
+            lines = await anyio.to_thread.run_sync(_newest_first, lines, ctx.cwd)
+        text, shown = _page(lines, mode, skip, limit, complete=run.complete)
+        if run.returncode == 2:
+            first = run.stderr.strip().splitlines()[:1]
+            text += f"\n[Some files could not be searched: {first[0].removeprefix('rg: ') if first else 'errors'}]"
+        return ToolResult(text, raw_output={"mode": mode, "entries": shown, "complete": run.complete})
+
+
+def _newest_first(paths: list[str], cwd: Path) -> list[str]:
+    def mtime(path: str) -> float:
+        try:
+            return os.stat(cwd / path).st_mtime
+        except OSError:
+            return 0.0
+
+    return sorted(paths, key=lambda p: (-mtime(p), p))
+
+
+def _page(lines: list[str], mode: str, skip: int, limit: int, *, complete: bool) -> tuple[str, int]:
+    """The requested page and notes that say what was left out and how to get it."""
+    total = len(lines)
+    page = lines[skip:] if limit == 0 else lines[skip : skip + limit]
+    chars = 0
+    kept: list[str] = []
+    for line in page:
+        if chars + len(line) + 1 > MAX_CONTENT_CHARS and kept:
+            break
+        kept.append(line)
+        chars += len(line) + 1
+    char_cut = len(kept) < len(page)
+    more = skip + len(kept) < total or not complete
+    body = "\n".join(kept)
+    unit = {"files_with_matches": "files", "count": "files", "content": "lines"}[mode]
+    notes: list[str] = []
+    if not kept:
+        return f"No results at offset {skip}: there are {total}{'' if complete else '+'} {unit}.", 0
+    span = f"{skip + 1}-{skip + len(kept)}"
+    of = f"{total}" if complete else f"more than {total}"
+    if mode == "files_with_matches":
+        head = f"Found {of} files" + (f" (showing {span}, newest first)" if more or skip else "")
+        body = head + "\n" + body
+    elif mode == "count":
+        matches = sum(int(line.rsplit(":", 1)[1]) for line in lines if line.rsplit(":", 1)[-1].isdigit())
+        body += f"\n\nFound {matches} matching lines in {of} files" + (f" (showing {span})" if more or skip else "")
+    if more:
+        reason = f"output capped at {MAX_CONTENT_CHARS} characters" if char_cut else f"showing {unit} {span} of {of}"
+        notes.append(f"[Results truncated: {reason}. Pass offset={skip + len(kept)} for more, or narrow the search.]")
+    return body + ("\n\n" + "\n".join(notes) if notes else ""), len(kept)
