@@ -28,7 +28,7 @@ class BridgeConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, le=20, alias="maxRetries")
     max_retry_wait: float = Field(default=20.0, ge=0, alias="maxRetryWait")
     data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
-    permission_mode: str = Field(default="default", alias="permissionMode")
+    permission_mode: str | None = Field(default=None, alias="permissionMode")  # None: settings' defaultMode
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
 

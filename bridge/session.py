@@ -21,11 +21,14 @@ from bridge.commands import available_commands
 from bridge.config import BridgeConfig
 from bridge.loop.events import LoopEvent, ModeChanged, TextDelta
 from bridge.loop.executor import ToolEnvironment
-from bridge.loop.permission import PermissionPolicy, Prompter, ReadOnlyGate
+from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
 from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import PermissionModeError, parse_mode
+from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.storage import bound_result
@@ -43,6 +46,7 @@ class Frontend:
     emit: Callable[[LoopEvent], None]
     prompter: Prompter
     documents: DocumentSource = field(default_factory=DocumentSource)
+    interactive: bool = True  # False: no one answers, every ask is a denial
 
 
 class Session:
@@ -66,8 +70,13 @@ class Session:
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
         self.frontend = frontend
-        self.policy: PermissionPolicy = policy or ReadOnlyGate()
-        self.mode = config.permission_mode if config.permission_mode in MODES else "default"
+        self.engine = PermissionEngine(
+            cwd=cwd,
+            settings=SettingsStore.for_project(cwd),
+            mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
+            interactive=frontend.interactive,
+        )
+        self.policy: PermissionPolicy = policy or self.engine
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
         if transcript is not None:
@@ -75,7 +84,7 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = services
+        self.services = {**services, "exit_plan_mode": self.exit_plan_mode}
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
@@ -177,16 +186,33 @@ class Session:
         elif name == "mode":
             if not arguments:
                 say(TextDelta(f"Mode: {self.mode} (one of {', '.join(MODES)})"))
-            elif arguments in MODES:
-                self.set_mode(arguments)
-                say(TextDelta(f"Mode set to {arguments}."))
             else:
-                say(TextDelta(f"Unknown mode {arguments!r}; one of {', '.join(MODES)}."))
+                try:
+                    self.set_mode(arguments)
+                    say(TextDelta(f"Mode set to {self.mode}."))
+                except PermissionModeError as error:
+                    say(TextDelta(f"{error} (modes: {', '.join(MODES)})"))
         return "end_turn"
 
-    def set_mode(self, mode: str) -> None:
-        self.mode = mode
-        self.frontend.emit(ModeChanged(mode))
+    @property
+    def mode(self) -> str:
+        return self.engine.mode
+
+    def set_mode(self, mode: str, *, announce: bool = True) -> None:
+        """Raises PermissionModeError for an unknown mode or a disabled bypassPermissions."""
+        self.engine.set_mode(mode)
+        if announce:
+            self.announce_mode()
+
+    def announce_mode(self) -> None:
+        self.frontend.emit(ModeChanged(self.engine.mode))
+
+    def exit_plan_mode(self) -> None:
+        self.engine.exit_plan_mode()
+        self.frontend.emit(ModeChanged(self.engine.mode))
+
+    def settings_problems(self) -> list[str]:
+        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
         settings = self._settings()

@@ -168,7 +168,9 @@ def run_prompt(
     async def main() -> int:
         agent = Agent(config)
         prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
-        session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter))
+        session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
+        for problem in session.settings_problems():
+            view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
         try:
             return await run_turn_in_terminal(session, text, view)
         finally:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.loop.events import (
     LoopEvent,
+    Notice,
     PlanUpdate,
     ToolCallFinished,
     ToolCallInProgress,
@@ -28,6 +29,7 @@ from bridge.loop.events import (
 )
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
+from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import PermissionRequest
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
 
@@ -168,18 +170,22 @@ class ToolExecutor:
             problem = await tool.validate_input(data, ctx)
             if problem:
                 return tool_result_block(use_id, problem, is_error=True)
-            denied = await self._permit(call, ctx)
+            denied, data = await self._permit(call, ctx)
             if denied is not None:
                 return tool_result_block(use_id, denied, is_error=True)
             self._env.emit(ToolCallInProgress(use_id))
             result = await self._call_tool(tool, data, ctx)
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
+        if result is not None:
+            result = await self._after(call, result)
         if result is None:  # cancelled by the signal
             return interrupted_result(use_id, call.output)
         call.display, call.raw_output = result.display, result.raw_output
         if tool.name == "TodoWrite" and result.raw_output and "entries" in result.raw_output:
             self._env.emit(PlanUpdate(list(result.raw_output["entries"])))
+        if tool.name == "ExitPlanMode" and not result.is_error and "exit_plan_mode" in ctx.services:
+            ctx.services["exit_plan_mode"]()
         content: str | list[Block] = result.content
         if isinstance(content, str):
             content = self._env.bound(content, tool.max_result_chars, use_id)
@@ -196,20 +202,48 @@ class ToolExecutor:
                 raise ToolError(f"{tool.name} failed unexpectedly: {type(error).__name__}: {error}") from error
         return None
 
-    async def _permit(self, call: _Call, ctx: ToolContext) -> str | None:
-        """None when the call may run; else the message for the model. The wait for an answer is cut by any
-        abort reason (a tool that has not started is not run, even a `block` one)."""
+    async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
+        outcome = await self._env.policy.run_hooks(event, payload, tool_name=tool_name)
+        for error in outcome.errors:
+            self._env.emit(Notice(f"{event} hook failed: {error}", level="warning"))
+        return outcome
+
+    async def _after(self, call: _Call, result: ToolResult) -> ToolResult:
+        """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran)."""
+        assert call.tool is not None
+        payload = {"tool_input": dict(call.block.get("input") or {}), "tool_use_id": call.block["id"],
+                   "tool_response": {"content": result.content if isinstance(result.content, str) else "",
+                                     "is_error": result.is_error}}
+        outcome = await self._hooks("PostToolUse", payload, call.tool.name)
+        notes = [*outcome.additional_context, *([outcome.reason] if outcome.blocked and outcome.reason else [])]
+        if notes and isinstance(result.content, str):
+            result.content += "\n\n" + "\n".join(f"[hook] {note}" for note in notes)
+        return result
+
+    async def _permit(self, call: _Call, ctx: ToolContext) -> tuple[str | None, Any]:
+        """(None, input to run with) when the call may run; else (the message for the model, _). The wait for
+        an answer is cut by any abort reason (a tool that has not started is not run, even a `block` one).
+        PreToolUse hooks run first: they may block, decide, or rewrite the input."""
         tool, data = call.tool, call.data
         assert tool is not None
         raw = dict(call.block.get("input") or {})
+        hook = await self._hooks("PreToolUse", {"tool_input": tool.backfill_observable_input(dict(raw)),
+                                                "tool_use_id": call.block["id"]}, tool.name)
+        if hook.blocked:
+            return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
         decision = self._env.policy.decide(
             tool.name, raw, read_only=_safe(lambda: tool.is_read_only(data), False),
-            paths=_safe(lambda: tool.permission_paths(data, ctx), []),
+            paths=_safe(lambda: tool.permission_paths(data, ctx), []), hook=hook,
         )
+        if decision.updated_input is not None:
+            try:
+                data = tool.input_model.model_validate(decision.updated_input)
+            except ValidationError as error:
+                return "A hook rewrote the input invalidly: " + _validation_message(tool.name, error), data
         if decision.behavior == "allow":
-            return None
+            return None, data
         if decision.behavior == "deny":
-            return f"Permission denied: {decision.reason or 'a deny rule matched'}."
+            return f"Permission denied: {decision.reason or 'a deny rule matched'}.", data
         started = self._started_event(call)
         request = PermissionRequest(
             tool_call_id=started.tool_call_id, tool_name=tool.name, title=started.title, kind=started.tool_kind,
@@ -220,19 +254,20 @@ class ToolExecutor:
         with cancel_on_abort(self._abort):
             answer = await self._env.prompter(request)
         if answer is None:  # the turn was cancelled while asking
-            return INTERRUPTED_RESULT
+            return INTERRUPTED_RESULT, data
         if answer.outcome == "cancelled":
-            return "The permission request was dismissed (or the editor went away); the tool was not run."
-        if answer.outcome == "allow_always" and answer.suggestion is not None:
-            self._env.policy.save_rule(answer.suggestion)
+            return "The permission request was dismissed (or the editor went away); the tool was not run.", data
+        if answer.outcome in ("allow_always", "reject_always") and answer.suggestion is not None:
+            try:
+                self._env.policy.save_rule(answer.suggestion)
+            except Exception as error:  # the answer still counts for this call
+                self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
-            return None
-        if answer.outcome == "reject_always" and answer.suggestion is not None:
-            self._env.policy.save_rule(answer.suggestion)
+            return None, data
         message = "Permission denied by user"
         if answer.feedback:
             message += f". The user said: {answer.feedback}"
-        return message
+        return message, data
 
     async def results(self) -> list[Block]:
         """Every call's result, in tool_use order (waits for the running ones)."""

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 
 Prompter = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
@@ -13,6 +14,8 @@ Prompter = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
 
 
 class PermissionPolicy(Protocol):
+    """What the loop needs of the permission engine (`bridge.permissions.engine.PermissionEngine`)."""
+
     def decide(
         self,
         tool_name: str,
@@ -20,9 +23,14 @@ class PermissionPolicy(Protocol):
         *,
         read_only: bool,
         paths: list[tuple[Path, Literal["read", "write"]]],
+        hook: HookOutcome | None = None,
     ) -> Decision: ...
 
     def save_rule(self, suggestion: RuleSuggestion) -> None: ...
+
+    async def run_hooks(
+        self, event: str, payload: dict[str, Any], *, tool_name: str | None = None
+    ) -> HookOutcome: ...
 
 
 class ReadOnlyGate:
@@ -35,6 +43,7 @@ class ReadOnlyGate:
         *,
         read_only: bool,
         paths: list[tuple[Path, Literal["read", "write"]]],
+        hook: HookOutcome | None = None,
     ) -> Decision:
         if read_only:
             return Decision("allow", reason="read-only")
@@ -42,6 +51,11 @@ class ReadOnlyGate:
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         return None
+
+    async def run_hooks(
+        self, event: str, payload: dict[str, Any], *, tool_name: str | None = None
+    ) -> HookOutcome:
+        return HookOutcome()
 
 
 async def deny_all(request: PermissionRequest) -> PermissionAnswer:

@@ -40,6 +40,7 @@ from bridge.model.types import (
     Retrying,
     Usage,
 )
+from bridge.permissions.hooks import HookOutcome
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,15 @@ async def run_turn(
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
         return "cancelled"
-    conversation.append(user_message(prompt))
+    text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
+    submitted = await tools.policy.run_hooks("UserPromptSubmit", {"prompt": text})
+    _report_hook_errors(submitted, "UserPromptSubmit", emit)
+    if submitted.blocked:  # the prompt never reaches the model (nor the history)
+        emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
+        return "end_turn"
+    extra = [text_block(f"[hook context] {note}") for note in submitted.additional_context]
+    conversation.append(user_message([*prompt, *extra]))
+    stop_hook_active = False
     system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
     for request_number in range(settings.max_turns):
         if abort.aborted:
@@ -192,8 +201,19 @@ async def run_turn(
                 return _cancelled(conversation, abort, tools_ran=False)
             return "cancelled"
         if not results:
+            outcome = await tools.policy.run_hooks("Stop", {"stop_hook_active": stop_hook_active})
+            _report_hook_errors(outcome, "Stop", emit)
+            if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
+                stop_hook_active = True  # the hook wants more work: once, with its reason as the next message
+                conversation.append(user_message([text_block(f"[Stop hook] {outcome.reason}")]))
+                continue
             return _stop_reason(response.stop_reason)
     return "max_turn_requests"
+
+
+def _report_hook_errors(outcome: HookOutcome, event: str, emit: Callable[[LoopEvent], None]) -> None:
+    for error in outcome.errors:
+        emit(Notice(f"{event} hook failed: {error}", level="warning"))
 
 
 async def _maybe_compact(
@@ -226,7 +246,7 @@ def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: 
         response.stop_reason = event.stop_reason
         response.usage = event.usage
     elif isinstance(event, Retrying):
-        emit(Notice(event.message, level="warning"))
+        emit(Notice(event.message))
 
 
 def _cancelled(conversation: Conversation, abort: Abort, *, tools_ran: bool) -> StopReason:

@@ -22,6 +22,7 @@ from bridge.config import BridgeConfig
 from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
 from bridge.model.anthropic_client import warm_up
 from bridge.model.types import ModelError
+from bridge.permissions.modes import PermissionModeError
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.server import wire
 from bridge.server.jsonrpc import BridgeProtocol, dict_converter, run_until_eof
@@ -88,7 +89,11 @@ class BridgeServer(LanguageServer):
             elif isinstance(event, ThinkingDelta):
                 stream.chunk("agent_thought_chunk", event.text)
             elif isinstance(event, Notice):
-                self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=event.message))
+                if event.level == "info":
+                    self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
+                else:
+                    level = types.MessageType.Error if event.level == "error" else types.MessageType.Warning
+                    self.show(event.message, level)
             else:
                 update = wire.update_for(event)
                 if update is not None:
@@ -173,6 +178,8 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
             )
         session_id = f"sess_{uuid.uuid4().hex[:20]}"
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
+        for problem in session.settings_problems():
+            ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
         return {"sessionId": session.id, "modes": modes_state(session.mode)}
 
@@ -230,7 +237,11 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
             raise JsonRpcInvalidParams(
                 f"Invalid params: modeId: unknown mode {parsed.mode_id!r}; one of {', '.join(MODES)}"
             )
-        asyncio.get_running_loop().call_soon(session.set_mode, parsed.mode_id)  # answered, then the update
+        try:
+            session.set_mode(parsed.mode_id, announce=False)
+        except PermissionModeError as error:
+            raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
+        asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
         return {}
 
     @server.feature(types.SHUTDOWN)

@@ -164,11 +164,11 @@ def permission_params(session_id: str, request: PermissionRequest) -> dict[str, 
     options: list[dict[str, Any]] = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}]
     for suggestion in request.suggestions:
         if suggestion.behavior == "allow":
-            options.append(_always_option("allow_always", f"Always allow {suggestion.rule}", suggestion))
+            options.append(_always_option("allow_always", f"Always allow {suggestion.label}", suggestion))
     options.append({"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
     for suggestion in request.suggestions:
         if suggestion.behavior == "deny":
-            options.append(_always_option("reject_always", f"Always reject {suggestion.rule}", suggestion))
+            options.append(_always_option("reject_always", f"Always reject {suggestion.label}", suggestion))
     content = [_display(item) for item in request.display]
     return {
         "sessionId": session_id,
@@ -192,7 +192,7 @@ def _always_option(kind: OptionKind, name: str, suggestion: RuleSuggestion) -> d
         "optionId": kind,
         "name": f"{name} (saved to {where})",
         "kind": kind,
-        "_meta": {"rule": suggestion.rule, "destination": suggestion.destination},
+        "_meta": {"rule": suggestion.rule, "rules": list(suggestion.rules), "destination": suggestion.destination},
     }
 
 

@@ -6,6 +6,7 @@ from bridge.tools.background import BashOutputTool, KillShellTool
 from bridge.tools.base import AnyTool
 from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
+from bridge.tools.exit_plan_mode import ExitPlanModeTool
 from bridge.tools.glob import GlobTool
 from bridge.tools.grep import GrepTool
 from bridge.tools.notebook_edit import NotebookEditTool
@@ -28,6 +29,7 @@ def core_tools() -> list[AnyTool]:
         NotebookEditTool(),
         TodoWriteTool(),
         WebFetchTool(),
+        ExitPlanModeTool(),
     ]
 
 
