@@ -12,6 +12,10 @@ export default tseslint.config(
       "@typescript-eslint/no-confusing-void-expression": "off",
       "@typescript-eslint/consistent-type-imports": "error",
       eqeqeq: ["error", "always"],
+      "@typescript-eslint/no-floating-promises": [
+        "error",
+        { allowForKnownSafeCalls: [{ from: "package", package: "node:test", name: ["describe", "it", "before", "after", "beforeEach", "afterEach"] }] },
+      ],
     },
   },
   {

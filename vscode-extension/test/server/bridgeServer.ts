@@ -1,0 +1,72 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { type CancellationToken, createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
+import type { AgentConnection } from "../../src/connection";
+import { clientCapabilities } from "../../src/protocol";
+
+/** The bridge command: $AGENT_BRIDGE, else $VENV/bin/agent-bridge, else the repo's .venv. */
+export function bridgeCommand(): string {
+  const repo = path.resolve(__dirname, "../../..");
+  const candidates = [process.env.AGENT_BRIDGE, process.env.VENV && path.join(process.env.VENV, "bin/agent-bridge"), path.join(repo, ".venv/bin/agent-bridge")];
+  const found = candidates.find((c): c is string => !!c && fs.existsSync(c));
+  if (!found) throw new Error(`agent-bridge not found (tried ${candidates.filter(Boolean).join(", ")}); set AGENT_BRIDGE or VENV`);
+  return found;
+}
+
+export interface RunningBridge {
+  connection: MessageConnection;
+  agent: AgentConnection;
+  stderr: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Spawns `agent-bridge serve --offline playground` and does the LSP handshake over vscode-jsonrpc. */
+export async function startBridge(cwd: string): Promise<RunningBridge> {
+  const child: ChildProcess = spawn(bridgeCommand(), ["serve", "--offline", "playground"], { cwd, stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  if (!child.stdout || !child.stdin) throw new Error("no stdio");
+  const connection = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  connection.onNotification("window/logMessage", () => undefined);
+  connection.listen();
+  await connection.sendRequest("initialize", {
+    processId: process.pid,
+    rootUri: null,
+    capabilities: {},
+    initializationOptions: { clientCapabilities },
+  });
+  await connection.sendNotification("initialized", {});
+  const agent: AgentConnection = {
+    sendRequest: (method, params) => connection.sendRequest(method, params),
+    sendNotification: (method, params) => connection.sendNotification(method, params),
+    onNotification: (method, handler) => connection.onNotification(method, handler),
+    onRequest: (method, handler) => connection.onRequest(method, (params: unknown, token: CancellationToken) => handler(params, token)),
+  };
+  const stop = async (): Promise<void> => {
+    const exited = new Promise<void>((resolve) => {
+      if (child.exitCode !== null) resolve();
+      else child.once("exit", () => resolve());
+    });
+    try {
+      await Promise.race([connection.sendRequest("shutdown"), new Promise((r) => setTimeout(r, 2000))]);
+      await connection.sendNotification("exit");
+    } catch {
+      // already gone
+    }
+    const killer = setTimeout(() => child.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(killer);
+    connection.dispose();
+  };
+  return { connection, agent, stderr: () => stderr, stop };
+}
+
+/** Resolves when `predicate` holds, polling; rejects with `what` after the deadline. */
+export async function until(what: string, predicate: () => boolean, timeoutMs = 15000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

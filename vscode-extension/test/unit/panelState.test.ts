@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { initialState, type PanelAction, type PanelState, reduce } from "../../src/panel/state";
+import type { SessionUpdate } from "../../src/protocol";
+
+const run = (actions: PanelAction[], from: PanelState = initialState()): PanelState => actions.reduce(reduce, from);
+const update = (u: SessionUpdate): PanelAction => ({ type: "update", update: u });
+const text = (kind: "agent_message_chunk" | "agent_thought_chunk", t: string): PanelAction =>
+  update({ sessionUpdate: kind, content: { type: "text", text: t } });
+const started: PanelAction[] = [
+  { type: "sessionStarted", sessionId: "s1", modes: { currentModeId: "default", availableModes: [{ id: "default", name: "Default" }] } },
+  { type: "turnStarted", turnId: 1, text: "hi", attachments: ["a.py:1-3"] },
+];
+
+describe("panel state reducer", () => {
+  it("coalesces streamed chunks into one message; thinking is its own item", () => {
+    const s = run([...started, text("agent_thought_chunk", "hmm "), text("agent_thought_chunk", "ok"), text("agent_message_chunk", "Hel"), text("agent_message_chunk", "lo")]);
+    assert.deepEqual(
+      s.items.map((i) => [i.kind, "text" in i ? i.text : ""]),
+      [["user", "hi"], ["thought", "hmm ok"], ["agent", "Hello"]],
+    );
+  });
+
+  it("keeps unchanged items identical (the webview re-renders only what changed)", () => {
+    const a = run([...started, text("agent_message_chunk", "x")]);
+    const b = reduce(a, text("agent_message_chunk", "y"));
+    assert.equal(a.items[0], b.items[0]);
+    assert.notEqual(a.items[1], b.items[1]);
+  });
+
+  it("tool card: title, status, streamed output replaced by each update, diffs", () => {
+    const s = run([
+      ...started,
+      update({ sessionUpdate: "tool_call", toolCallId: "t1", title: "sleep 1; echo hi", kind: "execute", status: "pending", rawInput: { command: "echo hi" } }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "in_progress", content: [{ type: "content", content: { type: "text", text: "line1" } }] }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "t1", content: [{ type: "content", content: { type: "text", text: "line1\nline2" } }] }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "completed", content: [{ type: "diff", path: "/a", oldText: "1", newText: "2" }] }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "unknown", status: "failed" }),
+    ]);
+    const tool = s.items[1];
+    assert.equal(tool?.kind, "tool");
+    assert.equal(tool.status, "completed");
+    assert.equal(tool.title, "sleep 1; echo hi");
+    assert.deepEqual(tool.diffs, [{ type: "diff", path: "/a", oldText: "1", newText: "2" }]);
+    assert.equal(s.items.length, 2);
+  });
+
+  it("a permission card appears, records the answer, or disappears when withdrawn", () => {
+    const card = { title: "Bash: ls", toolKind: "execute" as const, options: [{ optionId: "y", name: "Allow", kind: "allow_once" as const }], hasDiff: false };
+    const s = run([
+      ...started,
+      { type: "permissionRequested", permission: { id: "p1", ...card } },
+      { type: "permissionRequested", permission: { id: "p2", ...card } },
+      { type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow" },
+      { type: "permissionSettled", id: "p2", how: "withdrawn" },
+    ]);
+    const perms = s.items.filter((i) => i.kind === "permission");
+    assert.equal(perms.length, 1);
+    assert.equal(perms[0]?.kind === "permission" ? perms[0].answer : "", "Allow");
+  });
+
+  it("a turn ending drops its unanswered cards and records the stop reason", () => {
+    const card = { id: "p1", title: "Bash", toolKind: "execute" as const, options: [], hasDiff: false };
+    const s = run([...started, { type: "permissionRequested", permission: card }, { type: "turnEnded", turnId: 1, stopReason: "cancelled" }]);
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "turnEnd"]);
+    const end = s.items[1];
+    assert.equal(end?.kind === "turnEnd" ? end.stopReason : "", "cancelled");
+  });
+
+  it("usage per turn: tokens summed over responses, cost as the session total's increase", () => {
+    const usage = (amount: number, inputTokens: number): PanelAction =>
+      update({ sessionUpdate: "usage_update", used: 5000, size: 200000, cost: { amount, currency: "USD" }, _meta: { inputTokens, outputTokens: 10 } });
+    const s = run([
+      ...started,
+      usage(0.01, 100),
+      { type: "turnEnded", turnId: 1, stopReason: "end_turn" },
+      { type: "turnStarted", turnId: 2, text: "again", attachments: [] },
+      usage(0.015, 200),
+      usage(0.02, 300),
+      { type: "turnEnded", turnId: 2, stopReason: "end_turn" },
+    ]);
+    const ends = s.items.flatMap((i) => (i.kind === "turnEnd" ? [i.usage] : []));
+    assert.equal(ends[0]?.inputTokens, 100);
+    assert.equal(ends[1]?.inputTokens, 500);
+    assert.equal(ends[1].outputTokens, 20);
+    assert.ok(Math.abs((ends[1].cost ?? 0) - 0.01) < 1e-9);
+    assert.equal(ends[1].contextSize, 200000);
+  });
+
+  it("plan, mode and commands updates replace their lists", () => {
+    const s = run([
+      ...started,
+      update({ sessionUpdate: "plan", entries: [{ content: "write tests", status: "in_progress", priority: "high" }] }),
+      update({ sessionUpdate: "current_mode_update", currentModeId: "plan" }),
+      update({ sessionUpdate: "available_commands_update", availableCommands: [{ name: "compact" }] }),
+    ]);
+    assert.equal(s.plan[0]?.content, "write tests");
+    assert.equal(s.modes?.currentModeId, "plan");
+    assert.equal(s.commands[0]?.name, "compact");
+  });
+
+  it("a new session clears the conversation but keeps the connection state", () => {
+    const s = run([{ type: "connection", status: "ready" }, ...started, text("agent_message_chunk", "x"), { type: "sessionStarted", sessionId: "s2" }]);
+    assert.equal(s.items.length, 0);
+    assert.equal(s.sessionId, "s2");
+    assert.equal(s.connection.status, "ready");
+  });
+});
