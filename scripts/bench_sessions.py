@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.e2e.harness import running_editor  # noqa: E402
+from tests.e2e.harness import running_editor
 
 MESSAGES = 5_000
 

@@ -1,6 +1,6 @@
 """NotebookEdit: one cell replaced, inserted or deleted; the notebook stays valid and in Jupyter's style."""
 
-# ruff: noqa: ASYNC240  (tests inspect small temp files directly)
+
 
 from __future__ import annotations
 
