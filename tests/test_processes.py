@@ -1,0 +1,180 @@
+"""The process supervisor: no descendant survives, exit codes are not stolen, output keeps flowing.
+
+Survivors are checked independently of the supervisor: each test command exports a unique TEST_MARK and
+/proc is scanned for live processes carrying it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from bridge.tools.processes import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+
+def marked_pids(mark: str) -> list[int]:
+    """Live (non-zombie) processes whose environment carries TEST_MARK=mark."""
+    wanted = f"TEST_MARK={mark}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if wanted in env and state not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+def our_zombies() -> list[int]:
+    me = os.getpid()
+    zombies = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] == b"Z" and int(fields[1]) == me:
+                zombies.append(int(name))
+    return zombies
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+ESCAPING = (
+    "setsid sleep 300 & "  # a new session: leaves the process group
+    "(trap '' TERM INT; sleep 300; sleep 300) & "  # ignores the polite signals
+    "(nohup sleep 300 >/dev/null 2>&1 &) ; "  # double fork: reparented away from the shell
+    "echo started; sleep 300"
+)
+
+
+@pytest.fixture
+async def supervisor() -> AsyncIterator[ProcessSupervisor]:
+    sup = ProcessSupervisor()
+    yield sup
+    await sup.shutdown()
+
+
+async def spawn_marked(sup: ProcessSupervisor, command: str, mark: str) -> tuple[ManagedProcess, list[bytes]]:
+    proc = await sup.spawn(shell_argv(f"export TEST_MARK={mark}; {command}"), cwd="/", env=command_environment())
+    chunks: list[bytes] = []
+    proc.on_output = chunks.append
+    return proc, chunks
+
+
+async def test_output_is_merged_in_order_and_exit_code_kept(supervisor: ProcessSupervisor) -> None:
+    proc = await supervisor.spawn(shell_argv("echo one; echo two >&2; echo three; exit 4"), cwd="/", env={})
+    chunks: list[bytes] = []
+    proc.on_output = chunks.append
+    assert await proc.wait() == 4
+    await asyncio.wait_for(proc.wait_closed(), 5)
+    assert b"".join(chunks) == b"one\ntwo\nthree\n"
+
+
+async def test_stdin_is_devnull_and_own_session(supervisor: ProcessSupervisor) -> None:
+    proc = await supervisor.spawn(shell_argv("cat; ps -o sid= -p $$; echo $$"), cwd="/tmp", env=command_environment())
+    chunks: list[bytes] = []
+    proc.on_output = chunks.append
+    assert await proc.wait() == 0
+    await proc.wait_closed()
+    sid, pid = b"".join(chunks).split()
+    assert sid == pid  # start_new_session: the shell leads its session (and so its group)
+    assert os.getsid(0) != int(pid)
+
+
+async def test_escaping_descendants_all_die_on_terminate(supervisor: ProcessSupervisor) -> None:
+    mark = uuid.uuid4().hex
+    proc, chunks = await spawn_marked(supervisor, ESCAPING, mark)
+    assert await eventually(lambda: len(marked_pids(mark)) >= 4)
+    assert set(marked_pids(mark)) <= set(supervisor.live_pids())
+    supervisor.terminate(proc)
+    assert await eventually(lambda: not marked_pids(mark))
+    assert await supervisor.wait_all_gone(5)
+    assert await eventually(lambda: not our_zombies())
+    assert b"started" in b"".join(chunks)
+
+
+async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSupervisor) -> None:
+    proc, chunks = await spawn_marked(
+        supervisor, "trap 'echo cleaned up; exit 7' INT; echo ready; while true; do sleep 0.05; done", uuid.uuid4().hex
+    )
+    assert await eventually(lambda: b"ready" in b"".join(chunks))
+    supervisor.terminate(proc)
+    assert await proc.wait() == 7
+    await supervisor.wait_all_gone(5)
+    assert b"cleaned up" in b"".join(chunks)
+
+
+async def test_force_kills_a_term_ignoring_tree_at_once(supervisor: ProcessSupervisor) -> None:
+    mark = uuid.uuid4().hex
+    proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; setsid sleep 300 & echo go; sleep 300", mark)
+    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    supervisor.terminate(proc, force=True)
+    # well before the 1 s a graceful escalation would take to reach SIGKILL
+    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+
+
+async def test_force_cuts_a_running_escalation_short(supervisor: ProcessSupervisor) -> None:
+    mark = uuid.uuid4().hex
+    proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; sleep 300 & sleep 300", mark)
+    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    supervisor.terminate(proc)
+    supervisor.terminate(proc, force=True)
+    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+
+
+async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
+    marks = [uuid.uuid4().hex for _ in range(3)]
+    for mark in marks:
+        await spawn_marked(supervisor, ESCAPING, mark)
+    assert await eventually(lambda: all(len(marked_pids(m)) >= 4 for m in marks))
+    await supervisor.shutdown()
+    assert await eventually(lambda: not any(marked_pids(m) for m in marks), timeout=3)
+    assert supervisor.live_pids() == []
+
+
+async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor) -> None:
+    assert supervisor.subreaper
+    mark = uuid.uuid4().hex
+    # the subshell exits at once; its child reparents to us (the subreaper), then dies: a zombie of ours
+    proc, _ = await spawn_marked(supervisor, "(sleep 0.2 &); sleep 300", mark)
+    other = await asyncio.create_subprocess_exec("/bin/sh", "-c", "sleep 0.3; exit 5")
+    assert await eventually(lambda: bool(marked_pids(mark)))
+    for _ in range(30):
+        supervisor.live_pids()  # sweeps: reaps only zombies it knew as members
+        await asyncio.sleep(0.02)
+    assert await other.wait() == 5
+    supervisor.terminate(proc)
+    assert await supervisor.wait_all_gone(5)
+    assert await eventually(lambda: not our_zombies())
+
+
+async def test_wait_all_gone_and_live_pids_when_idle(supervisor: ProcessSupervisor) -> None:
+    assert supervisor.live_pids() == []
+    assert await supervisor.wait_all_gone(0.1)
+    proc = await supervisor.spawn(shell_argv("exit 0"), cwd="/", env={})
+    assert await proc.wait() == 0
+    assert await supervisor.wait_all_gone(5)
