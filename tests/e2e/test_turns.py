@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from bridge.messages import pairing_errors
@@ -104,3 +105,34 @@ async def test_several_sessions_in_one_process(workspace: Path, data_dir: Path) 
         await editor.prompt(second, "b")
         assert editor.text(first) == "one" and editor.text(second) == "two"
         assert len(editor.model.valid_requests[-1].body["messages"]) == 1, "sessions do not share history"
+
+
+async def test_observers_see_backfilled_input_but_the_model_gets_its_own_bytes(workspace: Path, data_dir: Path) -> None:
+    (workspace / "notes.txt").write_text("hello\n")
+    sent = f"{workspace}/sub/../notes.txt"
+    scenario = {"responses": [tool_response(("Read", {"file_path": sent})), text_response("done")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "read")
+        call = editor.of_kind("tool_call", sid)[0]
+        assert call["rawInput"]["file_path"] == str(workspace / "notes.txt"), "observers see the clean path"
+        raw = editor.model.valid_requests[1].raw.decode()
+        assert json.dumps(sent)[1:-1] in raw, "the request carries the model's own input, byte for byte"
+        use = editor.model.valid_requests[1].body["messages"][1]["content"][0]
+        assert use["input"] == {"file_path": sent}
+
+
+async def test_read_sees_the_editors_unsaved_text(workspace: Path, data_dir: Path) -> None:
+    from lsprotocol import types
+
+    target = workspace / "draft.py"
+    target.write_text("on disk\n")
+    scenario = {"responses": [tool_response(("Read", {"file_path": str(target)})), text_response("seen")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=target.as_uri(), language_id="python", version=1,
+                                                 text="unsaved in the editor\n")))
+        sid = await editor.new_session()
+        await editor.prompt(sid, "read the draft")
+        result = editor.last_request_messages()[-1]["content"][0]
+        assert "unsaved in the editor" in str(result["content"]) and "on disk" not in str(result["content"])
