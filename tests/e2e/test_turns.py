@@ -135,4 +135,4 @@ async def test_read_sees_the_editors_unsaved_text(workspace: Path, data_dir: Pat
         sid = await editor.new_session()
         await editor.prompt(sid, "read the draft")
         result = editor.last_request_messages()[-1]["content"][0]
-        assert "unsaved in the editor" in str(result["content"]) and "on disk" not in str(result["content"])
+        assert "1\tunsaved in the editor" in str(result["content"]) and "1\ton disk" not in str(result["content"])
