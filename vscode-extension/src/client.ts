@@ -8,7 +8,6 @@ import {
   RevealOutputChannelOn,
   type ServerOptions,
   State,
-  TransportKind,
 } from "vscode-languageclient/node";
 import type { AgentConnection } from "./connection";
 import { clientCapabilities } from "./protocol";
@@ -39,7 +38,7 @@ export class BridgeClient implements vscode.Disposable {
     const serverOptions: ServerOptions = {
       command: settings.command,
       args: settings.args,
-      transport: TransportKind.stdio,
+      // No `transport`: TransportKind.stdio would append `--stdio`, which `agent-bridge serve` rejects.
       options: cwd ? { cwd } : {},
     };
     const clientOptions: LanguageClientOptions = {

@@ -2,7 +2,7 @@
  * The conversation panel's script. It keeps a copy of the panel state (the same reducer as the host), and
  * renders at most once per animation frame, re-rendering only the items whose object changed.
  */
-import { escapeHtml, renderMarkdown } from "../src/panel/markdown";
+import { escapeHtml, renderInline, renderMarkdown } from "../src/panel/markdown";
 import type { FromWebview, ToWebview } from "../src/panel/messages";
 import { type ConversationItem, initialState, type PanelState, reduce, type TurnUsage } from "../src/panel/state";
 import type { DiffContent, PermissionOption } from "../src/protocol";
@@ -133,10 +133,10 @@ function itemHtml(item: ConversationItem): string {
       return `<details><summary>Thinking</summary><div class="md">${renderMarkdown(item.text)}</div></details>`;
     case "tool": {
       const output = item.output ? `<pre class="output">${escapeHtml(item.output)}</pre>` : "";
-      return `<div class="tool-head"><span class="tool-kind">${escapeHtml(item.toolKind)}</span><span class="tool-title">${escapeHtml(item.title)}</span><span class="badge ${item.status}">${statusLabel(item.status)}</span></div>${output}${item.diffs.map(diffHtml).join("")}`;
+      return `<div class="tool-head"><span class="tool-kind">${escapeHtml(item.toolKind)}</span><span class="tool-title">${renderInline(item.title)}</span><span class="badge ${item.status}">${statusLabel(item.status)}</span></div>${output}${item.diffs.map(diffHtml).join("")}`;
     }
     case "permission":
-      if (item.answer !== undefined) return `<span class="answered">${escapeHtml(item.title)} — ${escapeHtml(item.answer)}</span>`;
+      if (item.answer !== undefined) return `<span class="answered">${renderInline(item.title)} — ${escapeHtml(item.answer)}</span>`;
       return permissionHtml(item.title, item.options, item.hasDiff);
     case "turnEnd":
       return turnEndHtml(item.stopReason, item.error, item.usage);
@@ -154,7 +154,7 @@ function permissionHtml(title: string, options: PermissionOption[], hasDiff: boo
     })
     .join("");
   const diff = hasDiff ? `<button class="secondary" data-action="openDiff">Show diff</button>` : "";
-  return `<div class="perm-title">Allow <strong>${escapeHtml(title)}</strong>?</div><div class="options">${buttons}${diff}</div><input class="feedback" type="text" placeholder="Optional feedback for the agent (sent with a reject)">`;
+  return `<div class="perm-title">Allow <strong>${renderInline(title)}</strong>?</div><div class="options">${buttons}${diff}</div><input class="feedback" type="text" placeholder="Optional feedback for the agent (sent with a reject)">`;
 }
 
 function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined): string {
