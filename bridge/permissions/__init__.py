@@ -1,25 +1,34 @@
-"""The permission engine: modes, rules by source, settings files, bash checking, containment, hooks."""
+"""The permission engine: modes, rules by source, settings files, bash checking, containment, hooks.
 
-from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.hooks import HookOutcome
-from bridge.permissions.modes import MODES, Mode, PermissionModeError
-from bridge.permissions.rules import Rule, RuleSet
-from bridge.permissions.settings import SettingsStore, SettingsWriteError
-from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion, SettingsIssue
+Names are loaded on first use: importing `bridge.permissions.types` (as the wire layer does) must not
+pull in the shell parser — the editor's `initialize` waits for every import on its path."""
 
-__all__ = [
-    "MODES",
-    "Decision",
-    "HookOutcome",
-    "Mode",
-    "PermissionAnswer",
-    "PermissionEngine",
-    "PermissionModeError",
-    "PermissionRequest",
-    "Rule",
-    "RuleSet",
-    "RuleSuggestion",
-    "SettingsIssue",
-    "SettingsStore",
-    "SettingsWriteError",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "PermissionEngine": "engine",
+    "HookOutcome": "hooks",
+    "MODES": "modes",
+    "Mode": "modes",
+    "PermissionModeError": "modes",
+    "Rule": "rules",
+    "RuleSet": "rules",
+    "SettingsStore": "settings",
+    "SettingsWriteError": "settings",
+    "Decision": "types",
+    "PermissionAnswer": "types",
+    "PermissionRequest": "types",
+    "RuleSuggestion": "types",
+    "SettingsIssue": "types",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f"bridge.permissions.{_WHERE[name]}"), name)

@@ -9,7 +9,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
@@ -17,18 +17,17 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
-from bridge.agent import Agent, UnknownSession
-from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
-from bridge.model.anthropic_client import warm_up
-from bridge.model.types import ModelError
-from bridge.permissions.modes import PermissionModeError
-from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.server import wire
 from bridge.server.jsonrpc import BridgeProtocol, dict_converter, run_until_eof
 from bridge.server.updates import UpdateStream
-from bridge.session import MODES, Frontend, Session
 from bridge.tools.base import DocumentSource
+
+if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
+    from bridge.agent import Agent
+    from bridge.permissions.types import PermissionAnswer, PermissionRequest
+    from bridge.session import Frontend, Session
+
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +50,33 @@ class BridgeServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.overrides = overrides or {}
+        self.options: dict[str, Any] = {}
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
 
     @property
     def agent(self) -> Agent:
-        if self._agent is None:  # a client that skipped `initialize`
-            self.configure({})
-        assert self._agent is not None
+        if self._agent is None:
+            from bridge.agent import Agent
+            from bridge.config import BridgeConfig
+
+            options = self.options.get("settings", self.options)
+            config, problems = BridgeConfig.load({**(options if isinstance(options, dict) else {}), **self.overrides})
+            for problem in problems:
+                self.show(problem, types.MessageType.Warning)
+            self._agent = Agent(config)
         return self._agent
 
     def configure(self, options: dict[str, Any]) -> None:
-        settings = options.get("settings", options) if isinstance(options, dict) else {}
-        config, problems = BridgeConfig.load({**(settings if isinstance(settings, dict) else {}), **self.overrides})
-        for problem in problems:
-            self.show(problem, types.MessageType.Warning)
-        self._agent = Agent(config)
+        self.options = options
 
     def show(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
         log.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=level, message=message))
 
     def session(self, params: Any, model: type[wire.WireModel] = wire.SessionParams) -> tuple[Any, Session]:
+        from bridge.agent import UnknownSession
+
         parsed = _parse(model, params)
         try:
             return parsed, self.agent.get(parsed.session_id)
@@ -80,6 +84,9 @@ class BridgeServer(LanguageServer):
             raise JsonRpcInvalidParams(str(error)) from None
 
     def frontend(self, session_id: str) -> Frontend:
+        from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
+        from bridge.session import Frontend
+
         stream = UpdateStream(lambda update: self.send_update(session_id, update))
         self.streams[session_id] = stream
 
@@ -113,6 +120,8 @@ class BridgeServer(LanguageServer):
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
 
     async def ask_permission(self, session_id: str, request: PermissionRequest) -> PermissionAnswer:
+        from bridge.permissions.types import PermissionAnswer
+
         msg_id = f"perm_{uuid.uuid4().hex[:12]}"
         params = wire.permission_params(session_id, request)
         try:
@@ -143,6 +152,17 @@ class EditorDocuments(DocumentSource):
         return document.source if document is not None else None
 
 
+def _warm_up() -> None:
+    """After `initialize`: load the domain and the SDK (seconds, cold) before the first prompt needs them."""
+    try:
+        import anthropic  # noqa: F401
+
+        import bridge.agent
+        import bridge.tools.registry  # noqa: F401
+    except Exception:  # reported when a prompt needs it
+        log.exception("warm-up import failed")
+
+
 def _parse(model: type[wire.WireModel], params: Any) -> Any:
     try:
         return wire.parse(model, params)
@@ -166,7 +186,7 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.configure(options if isinstance(options, dict) else {})
-        warm_up()
+        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
     @server.feature("session/new")
     def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -185,6 +205,8 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
 
     @server.feature("session/load")
     def session_load(ls: BridgeServer, params: Any) -> None:
+        from bridge.agent import UnknownSession
+
         parsed = _parse(wire.LoadSessionParams, params)
         try:
             session, problems = ls.agent.load_session(parsed.session_id, ls.frontend(parsed.session_id))
@@ -204,6 +226,8 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
 
     @server.feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.model.types import ModelError
+
         parsed, session = ls.session(params, wire.PromptParams)
         try:
             blocks = wire.prompt_blocks(parsed.prompt)
@@ -232,6 +256,8 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
 
     @server.feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.permissions.modes import PermissionModeError
+
         parsed, session = ls.session(params, wire.SetModeParams)
         if parsed.mode_id not in MODES:
             raise JsonRpcInvalidParams(
