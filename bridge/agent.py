@@ -43,6 +43,7 @@ class Agent:
         )
         self.sessions: dict[str, Session] = {}
         self._supervisor: Any = None
+        self._shells: Any = None
 
     @property
     def supervisor(self) -> Any:
@@ -84,12 +85,19 @@ class Agent:
             model=self.model,
             tools=default_tools(),
             frontend=frontend,
-            services={"processes": self.supervisor},
+            services={"processes": self.supervisor, "background": self._background()},
             transcript=transcript,
             history=history,
         )
         self.sessions[sid] = session
         return session
+
+    def _background(self) -> Any:
+        if self._shells is None:
+            from bridge.tools.background import BackgroundShells
+
+            self._shells = BackgroundShells(self.supervisor)
+        return self._shells
 
     def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
         return list_sessions(self.config.data_dir, cwd)
@@ -106,6 +114,8 @@ class Agent:
             session.cancel(force=True)
             if session.transcript is not None:
                 session.transcript.close()
+        if self._shells is not None:
+            await self._shells.shutdown()
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)
