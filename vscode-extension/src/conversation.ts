@@ -11,6 +11,8 @@ import type { ContentBlock } from "./protocol";
 import { type AgentSession, errorMessage } from "./session";
 import type { StatusBar } from "./status";
 
+const duplicateCancelMs = 120;
+
 /**
  * The conversation: one bridge session at a time, its events reduced into the panel store. Submitting while a
  * turn runs sends the new prompt at once (the bridge interrupts the running turn to take it).
@@ -20,6 +22,7 @@ export class Conversation implements vscode.Disposable {
   private session: AgentSession | undefined;
   private sessionSubscriptions: Disposable[] = [];
   private readonly subscriptions: Disposable[];
+  private lastCancelAt = 0;
 
   constructor(
     private readonly store: PanelStore,
@@ -103,7 +106,11 @@ export class Conversation implements vscode.Disposable {
     });
   }
 
+  /** Escape in the panel can reach us twice (the webview and the keybinding); one key press is one cancel. */
   cancel(): void {
+    const now = Date.now();
+    if (now - this.lastCancelAt < duplicateCancelMs) return;
+    this.lastCancelAt = now;
     const kind = this.session?.cancel() ?? "idle";
     if (kind !== "idle") this.log.info(kind === "force" ? "Cancel (forced)" : "Cancel");
   }

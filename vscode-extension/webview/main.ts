@@ -238,6 +238,11 @@ input.addEventListener("keydown", (e) => {
     submit();
   }
 });
+// Escape anywhere in the panel cancels the running turn (twice: forces). VS Code may also see the key through
+// the `agentBridge.cancel` keybinding; the host ignores a duplicate that arrives within a few milliseconds.
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && !e.isComposing && state.phase !== "idle") vscode.postMessage({ type: "cancel" });
+});
 modeSelect.addEventListener("change", () => vscode.postMessage({ type: "setMode", modeId: modeSelect.value }));
 
 log.addEventListener("click", (e) => {

@@ -84,7 +84,8 @@ describe("the extension in a real VS Code (code-server)", () => {
   });
 
   after(async () => {
-    if (page && process.exitCode) await shot("zz-after-failure").catch(() => undefined);
+    // The last state, whatever happened (a failed step leaves the screen that explains it).
+    if ((page as Page | undefined) !== undefined) await shot("99-last").catch(() => undefined);
     await browser?.close();
     if (server?.pid) {
       try {
@@ -101,7 +102,7 @@ describe("the extension in a real VS Code (code-server)", () => {
 
   it("opens the panel from the activity bar and connects to the bridge", async () => {
     await page.locator('.activitybar [aria-label^="Agent Bridge"]').first().click();
-    panel = page.frameLocator("iframe.webview").first().frameLocator("iframe#active-frame");
+    panel = page.locator("iframe.webview").first().contentFrame().locator("iframe#active-frame").contentFrame();
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
     await panel.locator("#mode option").first().waitFor({ state: "attached" });
     await shot("01-panel-open");
@@ -119,6 +120,16 @@ describe("the extension in a real VS Code (code-server)", () => {
     await shot("02-streamed-reply");
   });
 
+  it("shows thinking collapsed above the answer", async () => {
+    await panel.locator("#input").fill("think: about the plan");
+    await panel.locator("#input").press("Enter");
+    await poll("the thinking turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 2, 30000);
+    const details = panel.locator(".item.thought details");
+    await details.waitFor();
+    assert.equal(await details.getAttribute("open"), null, "thinking is collapsed");
+    await shot("02b-thinking-collapsed");
+  });
+
   it("answers a permission card, and the command runs", async () => {
     await panel.locator("#input").fill("run: touch made-in-vscode && echo from-e2e");
     await panel.locator("#send").click();
@@ -127,7 +138,7 @@ describe("the extension in a real VS Code (code-server)", () => {
     assert.match(await panel.locator(".item.permission").innerText(), /Always allow Bash\(touch \*\)/);
     await shot("03-permission-card");
     await panel.locator(".item.permission button.allow_once").click();
-    await poll("the second turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 2, 30000);
+    await poll("the second turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 3, 30000);
     assert.match(await panel.locator(".item.agent").last().innerText(), /from-e2e/);
     assert.ok(fs.existsSync(path.join(workspace, "made-in-vscode")));
     await shot("04-permission-answered");
@@ -149,6 +160,17 @@ describe("the extension in a real VS Code (code-server)", () => {
     assert.ok(elapsed < 10000, `cancelled in ${elapsed} ms`);
     assert.equal(await panel.locator("#stop").isDisabled(), true, "Stop is disabled again");
     await shot("06-cancelled");
+  });
+
+  it("a new session clears the panel; Escape in the panel cancels a long answer", async () => {
+    await runCommand(page, "Agent Bridge: New Session");
+    await poll("the panel to clear", async () => (await panel.locator(".item").count()) === 0, 10000);
+    await panel.locator("#input").fill("long");
+    await panel.locator("#input").press("Enter");
+    await panel.locator(".item.agent").first().waitFor({ timeout: 15000 });
+    await panel.locator("#input").press("Escape");
+    await panel.locator(".item.turnEnd .reason.cancelled").waitFor({ timeout: 15000 });
+    await shot("07-escape-cancelled");
   });
 });
 
