@@ -138,3 +138,19 @@ async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
         editor.cancel(sid, force=True)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
         await poll(lambda: not pid_alive(shell), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")
+
+
+async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, data_dir: Path) -> None:
+    from lsprotocol import types
+
+    scenario = {"responses": [LONG_TEXT, text_response("after")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        params = {"sessionId": sid, "prompt": [{"type": "text", "text": "long please"}]}
+        turn = asyncio.wrap_future(editor.client.protocol.send_request("session/prompt", params, msg_id="p-1"))
+        await poll(lambda: editor.text(sid), what="streaming")
+        editor.notify(types.CANCEL_REQUEST, types.CancelParams(id="p-1"))
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}, "not an error: a ctrl-c"
+        assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert pairing_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
