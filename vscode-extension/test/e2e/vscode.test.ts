@@ -102,6 +102,7 @@ describe("the extension in a real VS Code (code-server)", () => {
 
   it("opens the panel from the activity bar and connects to the bridge", async () => {
     await page.locator('.activitybar [aria-label^="Agent Bridge"]').first().click();
+    await page.mouse.move(700, 450); // no hover tooltip in the screenshots
     panel = page.locator("iframe.webview").first().contentFrame().locator("iframe#active-frame").contentFrame();
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
     await panel.locator("#mode option").first().waitFor({ state: "attached" });
@@ -168,6 +169,21 @@ describe("the extension in a real VS Code (code-server)", () => {
     await panel.locator("#input").fill("long");
     await panel.locator("#input").press("Enter");
     await panel.locator(".item.agent").first().waitFor({ timeout: 15000 });
+    // Auto-scroll: scrolled up, the view stays put while text streams in; back at the bottom, it follows again.
+    const log = panel.locator("#log");
+    const metrics = (): Promise<{ top: number; height: number; client: number }> =>
+      log.evaluate((el) => ({ top: el.scrollTop, height: el.scrollHeight, client: el.clientHeight }));
+    await poll("the answer to overflow the panel", async () => ((m) => m.height > m.client + 200)(await metrics()), 15000);
+    await log.evaluate((el) => el.scrollTo({ top: 0 }));
+    const before = await metrics();
+    await poll("more streamed text", async () => (await metrics()).height > before.height + 100, 10000);
+    assert.ok((await metrics()).top < 5, "scrolled up: the view does not jump to the bottom");
+    assert.equal(await panel.locator("#jump").isVisible(), true, "a jump-to-latest button shows");
+    await shot("07a-scrolled-up-while-streaming");
+    await log.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
+    const atBottom = await metrics();
+    await poll("more streamed text", async () => (await metrics()).height > atBottom.height + 100, 10000);
+    await poll("the view to follow the stream", async () => ((m) => m.height - m.top - m.client < 40)(await metrics()), 2000);
     await panel.locator("#input").press("Escape");
     await panel.locator(".item.turnEnd .reason.cancelled").waitFor({ timeout: 15000 });
     await shot("07-escape-cancelled");
