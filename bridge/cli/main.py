@@ -19,6 +19,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model (e.g. playground)")
     serve.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
 
+    acp = commands.add_parser("acp", help="serve ACP editors (Zed, ...) over stdio: one JSON-RPC message per line")
+    acp.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
+    acp.add_argument("--model")
+
     run = commands.add_parser("run", help="run one prompt in this terminal")
     run.add_argument("prompt")
     run.add_argument("--cwd", type=Path, default=Path.cwd())
@@ -35,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if logging.getLogger().level > logging.DEBUG:  # pygls logs every message body at INFO
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
-    if args.command == "serve":
+    if args.command in ("serve", "acp"):
         from bridge.server.app import serve as serve_stdio
 
         overrides: dict[str, Any] = {}
@@ -43,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides["model"] = args.model
         if args.offline:
             overrides |= start_offline(args.offline)
-        serve_stdio(overrides)
+        serve_stdio(overrides, acp=args.command == "acp")
         return 0
     if args.command == "run":
         from bridge.cli.terminal import run_prompt

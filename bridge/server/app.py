@@ -18,7 +18,14 @@ from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
 from bridge.server import wire
-from bridge.server.jsonrpc import BridgeProtocol, dict_converter, run_until_eof
+from bridge.server.jsonrpc import (
+    AcpProtocol,
+    BridgeProtocol,
+    LineWriter,
+    dict_converter,
+    run_until_eof,
+    serve_lines,
+)
 from bridge.server.updates import UpdateStream
 from bridge.tools.base import DocumentSource
 
@@ -41,11 +48,11 @@ MODE_INFO = {
 
 
 class BridgeServer(LanguageServer):
-    def __init__(self, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, overrides: dict[str, Any] | None = None, *, acp: bool = False) -> None:
         super().__init__(
             "agent-bridge",
             __version__,
-            protocol_cls=BridgeProtocol,
+            protocol_cls=AcpProtocol if acp else BridgeProtocol,
             converter_factory=dict_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
@@ -179,8 +186,13 @@ def modes_state(current: str) -> dict[str, Any]:
     }
 
 
-def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
-    server = BridgeServer(overrides)
+def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
+    server = BridgeServer(overrides, acp=acp)
+
+    @server.feature("acp/initialize")
+    def acp_initialize(ls: BridgeServer, params: Any) -> None:
+        ls.configure({})
+        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
@@ -278,17 +290,24 @@ def build_server(overrides: dict[str, Any] | None = None) -> BridgeServer:
     return server
 
 
-def serve(overrides: dict[str, Any] | None = None) -> None:
-    """Serve on stdio until the client goes away; then kill everything we started."""
-    server = build_server(overrides)
+def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> None:
+    """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
+    framing (one message per line) instead of LSP's Content-Length headers."""
+    server = build_server(overrides, acp=acp)
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    if acp:
+        server.protocol.set_writer(LineWriter(sys.stdout.buffer), include_headers=False)
+    else:
+        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     stop = threading.Event()
     server._stop_event = stop
 
     async def main() -> None:
         try:
-            await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
+            if acp:
+                await serve_lines(reader, server.protocol, stop)  # type: ignore[arg-type]
+            else:
+                await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
         finally:
             if server._agent is not None:
                 await server._agent.shutdown()

@@ -150,3 +150,43 @@ def _forget_finished(protocol: LanguageServerProtocol, before: set[Any]) -> None
     futures = protocol._request_futures
     for key in [k for k in futures if k not in before and futures[k].done()]:
         futures.pop(key, None)
+
+
+class AcpProtocol(BridgeProtocol):
+    """ACP's own stdio transport: one JSON-RPC message per line, and ACP's `initialize`
+    (`{protocolVersion, clientCapabilities}` -> `{protocolVersion, agentCapabilities, authMethods}`)."""
+
+    def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        return None  # every params object stays a dict
+
+    def get_result_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
+        return None
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: Any) -> Generator[Any, Any, Any]:
+        if (handler := self.fm.features.get("acp/initialize")) is not None:
+            yield handler, (params,), None
+        return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": []}
+
+
+class LineWriter:
+    """pygls writes a bare JSON body when headers are off; ACP needs a newline after each message."""
+
+    def __init__(self, stdout: Any) -> None:
+        self._stdout = stdout
+
+    def write(self, data: bytes) -> None:
+        self._stdout.write(data + b"\n")
+        self._stdout.flush()
+
+    def close(self) -> None:
+        self._stdout.close()
+
+
+async def serve_lines(reader: AsyncReader, protocol: BridgeProtocol, stop: threading.Event) -> None:
+    while not stop.is_set():
+        line = await reader.readline()
+        if not line:
+            break
+        if line.strip():
+            _dispatch(line, protocol)
