@@ -22,14 +22,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.abort import Abort  # noqa: E402
-from bridge.prompt import system_prompt  # noqa: E402
-from bridge.tools.base import ToolContext  # noqa: E402
-from bridge.tools.edit import EditInput, EditTool  # noqa: E402
-from bridge.tools.glob import GlobInput, GlobTool  # noqa: E402
-from bridge.tools.grep import GrepInput, GrepTool, rg_binary  # noqa: E402
-from bridge.tools.read import ReadInput, ReadTool  # noqa: E402
-from bridge.tools.registry import core_tools  # noqa: E402
+from bridge.abort import Abort
+from bridge.prompt import system_prompt
+from bridge.tools.base import ToolContext
+from bridge.tools.edit import EditInput, EditTool
+from bridge.tools.glob import GlobInput, GlobTool
+from bridge.tools.grep import GrepInput, GrepTool, rg_binary
+from bridge.tools.read import ReadInput, ReadTool
+from bridge.tools.registry import core_tools
 
 RUNS = 5
 
