@@ -97,6 +97,8 @@ async def bench_turns(root: Path) -> dict[str, float]:
             a, b = editor.model.requests[n], editor.model.requests[n + 1]
             gaps.append(b.received_at - a.received_at)
         out["tool_round_trip_gap_ms"] = _median(gaps) * 1000
+        out["read_tool_alone_ms"] = await _read_alone(ws) * 1000
+        out["tool_overhead_ms"] = out["tool_round_trip_gap_ms"] - out["read_tool_alone_ms"]
         # Deltas to the client.
         before = len(editor.updates)
         start = time.perf_counter()
@@ -128,15 +130,30 @@ async def bench_turns(root: Path) -> dict[str, float]:
     with OfflineServer({"responses": [responses[-RUNS - 1]]}) as model:
         client = anthropic.AsyncAnthropic(base_url=model.base_url, api_key="x", max_retries=0)
         start = time.perf_counter()
-        async with client.messages.stream(model="m", max_tokens=10,
-                                          messages=[{"role": "user", "content": "x"}]) as stream:
-            async for _ in stream.text_stream:
-                pass
+        stream = await client.messages.create(model="m", max_tokens=10, stream=True,
+                                              messages=[{"role": "user", "content": "x"}])
+        async for _ in stream:  # raw events, as the bridge reads them
+            pass
         raw = time.perf_counter() - start
         await client.close()
     out["raw_sdk_deltas_per_s"] = deltas / raw
     out["deltas_ratio_vs_raw_sdk"] = out["deltas_per_s"] / out["raw_sdk_deltas_per_s"]
     return out
+
+
+async def _read_alone(ws: Path) -> float:
+    """The Read tool's own time on the same file, called directly (to subtract from the gap)."""
+    from bridge.abort import Abort
+    from bridge.tools.base import ToolContext
+    from bridge.tools.read import ReadInput, ReadTool
+
+    tool, samples = ReadTool(), []
+    for _ in range(RUNS):
+        ctx = ToolContext(cwd=ws, abort=Abort(), data_dir=ws)
+        start = time.perf_counter()
+        await tool.call(ReadInput(file_path=str(ws / "f")), ctx)
+        samples.append(time.perf_counter() - start)
+    return _median(samples)
 
 
 def main() -> None:
