@@ -19,7 +19,12 @@ export default tseslint.config(
     },
   },
   {
-    files: ["**/*.mjs"],
+    files: ["**/*.mjs", "**/*.cjs"],
     ...tseslint.configs.disableTypeChecked,
+  },
+  {
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", process: "readonly", __dirname: "readonly", setTimeout: "readonly" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
   },
 );

@@ -188,6 +188,48 @@ describe("the extension in a real VS Code (code-server)", () => {
     await panel.locator(".item.turnEnd .reason.cancelled").waitFor({ timeout: 15000 });
     await shot("07-escape-cancelled");
   });
+
+  // The offline playground has no edit and never withdraws a request: a stub bridge (test/e2e/stubBridge.cjs)
+  // covers those UI paths. Changing the setting also shows the extension restarting its server.
+  const answers = path.join(root, "stub-answers.jsonl");
+  const stubAnswers = (): unknown[] =>
+    fs.existsSync(answers) ? fs.readFileSync(answers, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as unknown) : [];
+
+  it("restarts on a settings change; an edit's permission opens the diff editor and is accepted there", async () => {
+    // Workspace settings: the workspace folder is watched (the user settings file on code-server's side is not).
+    fs.mkdirSync(path.join(workspace, ".vscode"), { recursive: true });
+    const settings = {
+      "agentBridge.serverCommand": [process.execPath, path.join(__dirname, "stubBridge.cjs"), answers],
+      "agentBridge.offlineScenario": "",
+    };
+    fs.writeFileSync(path.join(workspace, ".vscode/settings.json"), JSON.stringify(settings));
+    await poll("the panel to reset on the stub", async () => (await panel.locator(".item").count()) === 0 && !(await panel.locator("#send").isDisabled()), 30000);
+    await panel.locator("#input").fill("edit hello.py please");
+    await panel.locator("#input").press("Enter");
+    await panel.locator(".item.permission button", { hasText: "Show diff" }).waitFor({ timeout: 15000 });
+    const diffTab = page.locator(".tabs-container .tab", { hasText: "proposed edit" });
+    await diffTab.first().waitFor({ timeout: 15000 });
+    await page.locator(".editor-instance .monaco-diff-editor").first().waitFor({ timeout: 15000 });
+    await panel.locator("#plan li").first().waitFor();
+    await shot("08-edit-diff-editor");
+    await runCommand(page, "Agent Bridge: Accept Proposed Edit");
+    await poll("the edit turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 1, 15000);
+    assert.deepEqual(stubAnswers()[0], { outcome: { outcome: "selected", optionId: "allow_once" } });
+    await poll("the diff tab to close", async () => (await diffTab.count()) === 0, 10000);
+    assert.match(await panel.locator(".item.agent").last().innerText(), /accepted/);
+    await shot("09-edit-accepted");
+  });
+
+  it("a permission request withdrawn by the bridge disappears from the panel", async () => {
+    await panel.locator("#input").fill("withdraw");
+    await panel.locator("#input").press("Enter");
+    await panel.locator(".item.permission button.option").first().waitFor({ timeout: 15000 });
+    await shot("10a-before-withdraw");
+    await poll("the card to disappear", async () => (await panel.locator(".item.permission button.option").count()) === 0, 10000);
+    await poll("the turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 2, 10000);
+    assert.deepEqual(stubAnswers()[1], { outcome: { outcome: "cancelled" } });
+    await shot("10-withdrawn");
+  });
 });
 
 async function runCommand(page: Page, title: string): Promise<void> {
