@@ -172,7 +172,7 @@ function turnEndHtml(stopReason: string | undefined, error: string | undefined, 
 function diffHtml(diff: DiffContent): string {
   const lines = lineDiff(diff.oldText ?? "", diff.newText)
     .map((l) => `<span class="line ${l.op}">${l.op === "add" ? "+" : l.op === "del" ? "-" : " "} ${escapeHtml(l.text)}</span>`)
-    .join("\n");
+    .join(""); // block spans: a newline between them would double the spacing inside <pre>
   return `<div class="diff"><div class="diff-path">${escapeHtml(diff.path)}</div><pre>${lines}</pre></div>`;
 }
 
