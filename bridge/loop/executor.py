@@ -280,15 +280,11 @@ class ToolExecutor:
 
 
 def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]:
-    """An edit's diff for the permission dialog, when the tool can compute it without writing."""
-    preview = getattr(tool, "preview", None)
-    if preview is None:
-        return []
+    """An edit's diff for the permission dialog; a failing preview just shows nothing."""
     try:
-        result = preview(data, ctx)
+        return list(tool.preview(data, ctx))
     except Exception:
         return []
-    return list(result) if isinstance(result, list) else []
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

@@ -117,6 +117,10 @@ class Tool(Generic[In]):
         """The paths this call reads or writes, for the permission engine's containment check."""
         return []
 
+    def preview(self, data: In, ctx: ToolContext) -> list[dict[str, Any]]:
+        """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
+        return []
+
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Derived fields for observers' copy only (e.g. an absolute path). Never sent to the model."""
         return raw

@@ -113,3 +113,21 @@ async def test_an_invalid_settings_file_is_reported_and_skipped(workspace: Path,
         shown = " ".join(m.message for m in editor.client.messages)
         assert "settings.json" in shown and "settings.local.json" in shown
         assert await editor.prompt(sid, "still works") == {"stopReason": "end_turn"}
+
+
+async def test_an_edit_asks_with_its_diff(workspace: Path, data_dir: Path) -> None:
+    target = workspace / "app.py"
+    target.write_text("x = 1\ny = 2\n")
+    edit = ("Edit", {"file_path": str(target), "old_string": "y = 2", "new_string": "y = 3"})
+    scenario = {"responses": [tool_response(("Read", {"file_path": str(target)})), tool_response(edit),
+                              text_response("edited")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "change y")
+        [request] = editor.permission_requests
+        [diff] = [c for c in request["toolCall"]["content"] if c["type"] == "diff"]
+        assert diff["path"] == str(target)
+        assert "y = 2" in diff["oldText"] and "y = 3" in diff["newText"]
+        assert target.read_text() == "x = 1\ny = 3\n"
+        always = _option(request, "allow_always")
+        assert always["_meta"]["rule"].startswith("Edit(") and "settings.local.json" in always["name"]
