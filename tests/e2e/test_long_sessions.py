@@ -144,3 +144,17 @@ async def test_custom_command_with_arguments(workspace: Path, data_dir: Path) ->
         assert _last_text(editor.model.valid_requests[0]) == "Review src/app.py for bugs."
         await editor.prompt(sid, "/mode plan")
         assert editor.of_kind("current_mode_update", sid)[-1]["currentModeId"] == "plan"
+
+
+async def test_the_offline_builtin_scenarios_answer_compaction(workspace: Path, data_dir: Path) -> None:
+    from bridge.loop.compact import SUMMARY_REQUEST
+    from bridge.offline.builtins.common import COMPACTION_MARK
+
+    assert SUMMARY_REQUEST.startswith(COMPACTION_MARK), "the offline model recognizes the bridge's request"
+    async with running_editor("playground", workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "hello there")
+        await editor.prompt(sid, "/compact")
+        await editor.prompt(sid, "what now?")
+        first = editor.last_request_messages()[0]["content"][0]["text"]
+        assert first.startswith(CONTINUATION) and "user: hello there" in first

@@ -116,3 +116,27 @@ def words(text: str, per_delta: int = 2) -> list[str]:
 def text_response(text: str, *, delay_ms: int = 0, per_delta: int = 2) -> Json:
     return {"content": [{"type": "text", "deltas": words(text, per_delta)}], "stop_reason": "end_turn",
             "delay_ms": delay_ms}
+
+
+COMPACTION_MARK = "[compaction]"
+
+
+def compaction_summary(body: Json) -> Json | None:
+    """The answer to the bridge's summary request (its last text starts with `[compaction]`): a summary
+    built from the real history — the user's prompts and the tool calls made — or None for other requests."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    if not messages:
+        return None
+    texts = [b for b in _blocks(messages[-1]) if b.get("type") == "text"]
+    if not texts or not str(texts[-1].get("text", "")).startswith(COMPACTION_MARK):
+        return None
+    prompts, calls = [], []
+    for message in messages[:-1]:
+        for block in _blocks(message):
+            if message.get("role") == "user" and block.get("type") == "text":
+                prompts.append(str(block.get("text", "")).strip().splitlines()[0][:120])
+            elif block.get("type") == "tool_use":
+                calls.append(f"{block.get('name')} {str(block.get('input'))[:100]}")
+    lines = ["Task so far (offline summary):", *[f"- user: {p}" for p in prompts if p]]
+    lines += [f"- tool: {c}" for c in calls] or ["- no tools used"]
+    return text_response("\n".join(lines))

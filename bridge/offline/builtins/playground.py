@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.offline.builtins.common import current_turn, text_response, tool_names
+from bridge.offline.builtins.common import compaction_summary, current_turn, text_response, tool_names
 from bridge.offline.scenario import Json, RecordedRequest
 
 OUTPUT_LINES = 20
@@ -17,6 +17,8 @@ HELP = """Commands this offline model understands:
 
 
 def echo(request: RecordedRequest, *, delay_ms: int = 0) -> Json:
+    if (summary := compaction_summary(request.body)) is not None:
+        return summary
     return text_response(f"You said: {current_turn(request.body).prompt}", delay_ms=delay_ms)
 
 
@@ -53,6 +55,8 @@ def _echo_markdown(prompt: str) -> Json:
 
 
 def playground(request: RecordedRequest) -> Json:
+    if (summary := compaction_summary(request.body)) is not None:
+        return summary
     turn = current_turn(request.body)
     prompt = turn.prompt.strip()
     command, _, argument = prompt.partition(":")

@@ -11,7 +11,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bridge.offline.builtins.common import Turn, current_turn, text_response, tool_names, working_directory
+from bridge.offline.builtins.common import (
+    Turn,
+    compaction_summary,
+    current_turn,
+    text_response,
+    tool_names,
+    working_directory,
+)
 from bridge.offline.scenario import Json, RecordedRequest
 
 GREP_INPUT: Json = {"pattern": "TODO|FIXME", "output_mode": "content", "-n": True}
@@ -117,6 +124,8 @@ def _examples(report: GrepReport) -> list[Hit]:
 
 def respond(request: RecordedRequest, *, delay_ms: int = SUMMARY_DELAY_MS) -> Json:
     body = request.body
+    if (summary := compaction_summary(body)) is not None:
+        return summary
     turn: Turn = current_turn(body)
     tools = tool_names(body)
     greps = turn.of("Grep")
