@@ -29,6 +29,10 @@ class BridgeConfig(BaseModel):
     max_retry_wait: float = Field(default=20.0, ge=0, alias="maxRetryWait")
     data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
     permission_mode: str | None = Field(default=None, alias="permissionMode")  # None: settings' defaultMode
+    # Session-level rules (editor options / CLI flags): the highest-ranked permission source.
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
 

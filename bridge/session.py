@@ -28,6 +28,7 @@ from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import PermissionModeError, parse_mode
+from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
@@ -74,6 +75,7 @@ class Session:
             cwd=cwd,
             settings=SettingsStore.for_project(cwd),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
+            session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             interactive=frontend.interactive,
         )
         self.policy: PermissionPolicy = policy or self.engine

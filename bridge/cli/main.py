@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
     run.add_argument("--model")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
+    for flag in ("allow", "ask", "deny"):
+        run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
+                         help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
 
     demo = commands.add_parser("demo", help="the TODO/FIXME demo on DIR with the offline model (no key needed)")
     demo.add_argument("dir", nargs="?", type=Path)
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         from bridge.cli.terminal import run_prompt
 
         overrides = {"model": args.model} if args.model else {}
+        overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}
         if args.offline:
             overrides |= start_offline(args.offline)
         interactive = not args.non_interactive

@@ -131,3 +131,19 @@ async def test_an_edit_asks_with_its_diff(workspace: Path, data_dir: Path) -> No
         assert target.read_text() == "x = 1\ny = 3\n"
         always = _option(request, "allow_always")
         assert always["_meta"]["rule"].startswith("Edit(") and "settings.local.json" in always["name"]
+
+
+async def test_session_rules_from_the_editor_rank_first_and_deny_wins(workspace: Path, data_dir: Path) -> None:
+    settings = workspace / ".agent-bridge" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(touch *)"]}}))
+    made, listed = workspace / "made", workspace / "listed"
+    scenario = {"responses": [tool_response(("Bash", {"command": f"touch {made}"})), text_response("1"),
+                              tool_response(("Bash", {"command": f"mkdir {listed}"})), text_response("2")]}
+    options = {"deny": ["Bash(touch *)"], "allow": ["Bash(mkdir *)"]}
+    async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "touch")
+        assert not made.exists() and "denied by rule Bash(touch *)" in _result(editor)["content"]
+        await editor.prompt(sid, "mkdir")
+        assert listed.is_dir() and editor.permission_requests == [], "the editor's allow rule applies"
