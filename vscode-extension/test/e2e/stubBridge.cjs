@@ -48,7 +48,8 @@ conn.onRequest("session/prompt", async ({ sessionId, prompt }) => {
     chunk(sessionId, "I withdrew that request.");
     return { stopReason: "end_turn" };
   }
-  chunk(sessionId, "stub here");
+  const resources = prompt.filter((b) => b.type === "resource").map((b) => `${b.resource.uri} (${b.resource.text.length} chars)`);
+  chunk(sessionId, resources.length ? `stub got: ${resources.join(", ")}` : "stub here");
   return { stopReason: "end_turn" };
 });
 conn.onNotification("session/cancel", () => undefined);

@@ -230,6 +230,22 @@ describe("the extension in a real VS Code (code-server)", () => {
     assert.deepEqual(stubAnswers()[1], { outcome: { outcome: "cancelled" } });
     await shot("10-withdrawn");
   });
+
+  it("“Ask about selection” sends the editor's selection as a resource block", async () => {
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("hello.py");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "hello.py" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+A");
+    await runCommand(page, "Agent Bridge: Ask About Selection");
+    await page.locator(".quick-input-widget", { hasText: "Ask the agent about the selection" }).waitFor();
+    await page.locator(".quick-input-widget input").press("Enter"); // the default question
+    await panel.locator(".item.user .chip", { hasText: "hello.py:1-" }).waitFor({ timeout: 15000 });
+    await poll("the turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 3, 10000);
+    assert.match(await panel.locator(".item.agent").last().innerText(), /stub got: file:\/\/.*hello\.py#L1-3/);
+    await shot("11-ask-about-selection");
+  });
 });
 
 async function runCommand(page: Page, title: string): Promise<void> {
