@@ -38,7 +38,7 @@ export class EditorContext implements vscode.Disposable {
     const name = path.basename(editor.document.uri.fsPath || editor.document.uri.path);
     const sel = editor.selection;
     if (sel.isEmpty) return name;
-    return `${name}:${sel.start.line + 1}-${sel.end.line + 1}`;
+    return `${name}:${lineRange(sel)}`;
   }
 
   /** The selection (or whole file) as an embedded resource block, for the prompt. */
@@ -65,9 +65,15 @@ export function resourceOf(doc: vscode.TextDocument, selection: vscode.Range | u
   if (selection) {
     text = doc.getText(selection);
     // The line range rides in the fragment, as editors do for links to a selection.
-    uri = doc.uri.with({ fragment: `L${selection.start.line + 1}-${selection.end.line + 1}` }).toString();
+    uri = doc.uri.with({ fragment: `L${lineRange(selection)}` }).toString();
   }
   return { type: "resource", resource: { uri, text, mimeType: mimeOf(doc.languageId) } };
+}
+
+/** 1-based "first-last" lines; a selection ending at the start of a line does not include that line. */
+function lineRange(range: vscode.Range): string {
+  const last = range.end.character === 0 && range.end.line > range.start.line ? range.end.line : range.end.line + 1;
+  return `${range.start.line + 1}-${last}`;
 }
 
 function mimeOf(languageId: string): string {

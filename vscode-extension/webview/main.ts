@@ -124,7 +124,7 @@ function paint(el: HTMLElement, item: ConversationItem): void {
 function itemHtml(item: ConversationItem): string {
   switch (item.kind) {
     case "user": {
-      const chips = item.attachments.map((a) => `<span class="chip">📎 ${escapeHtml(a)}</span>`).join("");
+      const chips = item.attachments.map((a) => `<span class="chip" title="attached">${escapeHtml(a)}</span>`).join("");
       return `<div class="who">You</div><div class="text">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ""}`;
     }
     case "agent":
