@@ -154,3 +154,17 @@ async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, 
         assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
         assert pairing_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
+
+
+async def test_the_playground_takes_the_next_prompt_after_a_cancel(workspace: Path, data_dir: Path) -> None:
+    async with running_editor("playground", workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "run: sleep 30")
+        await poll(lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
+                   what="the command running")
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        assert await editor.prompt(sid, "run: echo second-command") == {"stopReason": "end_turn"}
+        calls = editor.of_kind("tool_call", sid)
+        assert calls[-1]["rawInput"]["command"] == "echo second-command"
+        assert "second-command" in editor.text(sid)

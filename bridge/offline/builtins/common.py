@@ -27,6 +27,11 @@ def result_text(block: Json) -> str:
     return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
 
 
+def _is_marker(block: Json) -> bool:
+    text = str(block.get("text", "")).strip()
+    return text.startswith("[Request interrupted by user") or text.startswith(("[hook", "[Stop hook]"))
+
+
 def user_text(message: Json) -> str:
     """The user's own words in a message: text blocks, without `<system-reminder>` additions."""
     texts = [_REMINDER.sub("", str(b.get("text", ""))) for b in _blocks(message) if b.get("type") == "text"]
@@ -59,8 +64,11 @@ def current_turn(body: Json) -> Turn:
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         blocks = _blocks(message)
-        if message.get("role") == "user" and not any(b.get("type") == "tool_result" for b in blocks):
-            text = user_text(message)
+        if message.get("role") == "user":
+            # The last thing typed: after a cancel the bridge merges the marker (and any synthesized
+            # tool_results) with the next prompt into one user message, so take its last own text block.
+            typed = [b for b in blocks if b.get("type") == "text" and not _is_marker(b)]
+            text = user_text({"content": typed[-1:]}) if typed else ""
             if text:
                 start, prompt = index, text
                 break
