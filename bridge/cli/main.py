@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="serve editors over stdio (JSON-RPC, LSP framing)")
     serve.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model (e.g. playground)")
     serve.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
-    serve.add_argument("--stdio", action="store_true", help="accepted for LSP clients that pass it; stdio is the default")
+    serve.add_argument("--stdio", action="store_true", help="accepted for LSP clients; stdio is the default")
 
     acp = commands.add_parser("acp", help="serve ACP editors (Zed, ...) over stdio: one JSON-RPC message per line")
     acp.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
