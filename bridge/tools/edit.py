@@ -25,10 +25,12 @@ from bridge.tools.fileio import (
     diff_display,
     line_number_at,
     numbered_snippet,
+    plan_problem,
     read_text_file,
     record_write,
     require_fresh_read,
     to_line_ending,
+    written_path,
 )
 from bridge.tools.paths import absolute_path
 
@@ -204,26 +206,14 @@ class EditTool(Tool[EditInput]):
     max_result_chars = 50_000
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(self._problem, data, ctx)
-
-    def _problem(self, data: EditInput, ctx: ToolContext) -> str | None:
-        try:
-            plan_edit(data, ctx)
-        except ToolError as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"Cannot access the file: {exc.strerror or exc}"
-        return None
+        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_edit(data, ctx))
 
     def preview(self, data: EditInput, ctx: ToolContext) -> list[dict[str, Any]]:
         """The permission dialog's diff (the loop looks for this method)."""
         return [preview_edit(data, ctx)]
 
     def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        try:
-            return [(absolute_path(data.file_path), "write")]
-        except ToolError:
-            return []
+        return written_path(data.file_path, field="file_path")
 
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         return backfill_path(raw, "file_path")

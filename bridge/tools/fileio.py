@@ -12,12 +12,13 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
-from bridge.tools.paths import looks_binary
+from bridge.tools.paths import absolute_path, looks_binary
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -313,3 +314,23 @@ def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
     if not os.path.isabs(expanded):
         return raw
     return {**raw, field: os.path.normpath(expanded)}
+
+
+def plan_problem(plan: Callable[[], object]) -> str | None:
+    """The message for the model when a planned file change cannot work (None when it can): shared by
+    the file tools' `validate_input`, so the model hears of it before anyone is asked to allow it."""
+    try:
+        plan()
+    except ToolError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"Cannot access the file: {exc.strerror or exc}"
+    return None
+
+
+def written_path(raw: str, *, field: str = "file_path") -> list[tuple[Path, Literal["read", "write"]]]:
+    """`permission_paths` of a tool that writes the one file named by `raw`."""
+    try:
+        return [(absolute_path(raw, field=field), "write")]
+    except ToolError:
+        return []

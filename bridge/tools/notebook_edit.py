@@ -25,10 +25,12 @@ from bridge.tools.fileio import (
     changed_spans,
     current_snapshot,
     diff_display,
+    plan_problem,
     read_text_file,
     record_write,
     require_fresh_read,
     to_line_ending,
+    written_path,
 )
 from bridge.tools.paths import absolute_path
 
@@ -220,16 +222,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return data.edit_mode == "delete"
 
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(self._problem, data, ctx)
-
-    def _problem(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
-        try:
-            plan_notebook_edit(data, ctx)
-        except ToolError as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"Cannot access the file: {exc.strerror or exc}"
-        return None
+        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_notebook_edit(data, ctx))
 
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[dict[str, Any]]:
         """The permission dialog's diff (the loop looks for this method)."""
@@ -238,10 +231,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     def permission_paths(
         self, data: NotebookEditInput, ctx: ToolContext
     ) -> list[tuple[Path, Literal["read", "write"]]]:
-        try:
-            return [(absolute_path(data.notebook_path, field="notebook_path"), "write")]
-        except ToolError:
-            return []
+        return written_path(data.notebook_path, field="notebook_path")
 
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         return backfill_path(raw, "notebook_path")

@@ -22,10 +22,12 @@ from bridge.tools.fileio import (
     decode,
     detect_line_ending,
     diff_display,
+    plan_problem,
     record_write,
     require_fresh_read,
     snapshot_of,
     to_line_ending,
+    written_path,
 )
 from bridge.tools.paths import absolute_path
 
@@ -113,26 +115,14 @@ class WriteTool(Tool[WriteInput]):
             return False
 
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(self._problem, data, ctx)
-
-    def _problem(self, data: WriteInput, ctx: ToolContext) -> str | None:
-        try:
-            plan_write(data, ctx)
-        except ToolError as exc:
-            return str(exc)
-        except OSError as exc:
-            return f"Cannot access the file: {exc.strerror or exc}"
-        return None
+        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_write(data, ctx))
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[dict[str, Any]]:
         """The permission dialog's diff (the loop looks for this method)."""
         return [preview_write(data, ctx)]
 
     def permission_paths(self, data: WriteInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        try:
-            return [(absolute_path(data.file_path), "write")]
-        except ToolError:
-            return []
+        return written_path(data.file_path, field="file_path")
 
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         return backfill_path(raw, "file_path")
