@@ -209,7 +209,7 @@ class EditTool(Tool[EditInput]):
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_edit(data, ctx))
 
     def preview(self, data: EditInput, ctx: ToolContext) -> list[dict[str, Any]]:
-        """The permission dialog's diff (the loop looks for this method)."""
+        """The permission dialog's diff."""
         return [preview_edit(data, ctx)]
 
     def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:

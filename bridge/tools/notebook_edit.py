@@ -225,7 +225,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_notebook_edit(data, ctx))
 
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[dict[str, Any]]:
-        """The permission dialog's diff (the loop looks for this method)."""
+        """The permission dialog's diff."""
         return [preview_notebook_edit(data, ctx)]
 
     def permission_paths(

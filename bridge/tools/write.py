@@ -118,7 +118,7 @@ class WriteTool(Tool[WriteInput]):
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_write(data, ctx))
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[dict[str, Any]]:
-        """The permission dialog's diff (the loop looks for this method)."""
+        """The permission dialog's diff."""
         return [preview_write(data, ctx)]
 
     def permission_paths(self, data: WriteInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
