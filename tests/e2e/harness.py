@@ -99,6 +99,13 @@ class Editor:
             if u["update"].get("toolCallId") == tool_call_id
         ]
 
+    async def wait_for_output(self, session_id: str, text: str) -> dict[str, Any]:
+        """The session's first tool call, once its streamed output (progress) contains `text`."""
+        call: dict[str, Any] = (await poll(lambda: self.of_kind("tool_call", session_id), what="the tool call"))[0]
+        await poll(lambda: any(text in str(u.get("content")) for u in self.tool_updates(call["toolCallId"])),
+                   what=f"{text!r} in the tool's streamed output")
+        return call
+
     def kill_server(self) -> None:
         """`kill -9` the bridge process."""
         assert self.client._server is not None

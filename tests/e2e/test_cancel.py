@@ -46,9 +46,7 @@ async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run the long thing")
-        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
-        await poll(lambda: any("started" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
-                   what="Bash output streamed as progress")
+        await editor.wait_for_output(sid, "started")
         started = [int(p) for p in pids.read_text().split()]
         assert all(pid_alive(p) for p in started)
         editor.cancel(sid)
@@ -104,9 +102,7 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         first = editor.start_prompt(sid, "start the job")
-        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
-        await poll(lambda: any("waiting" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
-                   what="the command running")
+        await editor.wait_for_output(sid, "waiting")
         second = editor.start_prompt(sid, "also do this")
         # A round trip after it: the bridge reads messages in order, so the new prompt has interrupted by now.
         await editor.request("session/set_mode", {"sessionId": sid, "modeId": "default"})
@@ -130,9 +126,7 @@ async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run it")
-        call = (await poll(lambda: editor.of_kind("tool_call", sid), what="the tool call"))[0]
-        await poll(lambda: any("started" in str(u.get("content")) for u in editor.tool_updates(call["toolCallId"])),
-                   what="the command running")
+        await editor.wait_for_output(sid, "started")
         shell = int(pids.read_text().split()[0])
         editor.cancel(sid)
         editor.cancel(sid, force=True)
