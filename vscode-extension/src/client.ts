@@ -26,14 +26,24 @@ const maxRestarts = 2;
 export class BridgeClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private restarts = 0;
+  /** Bumped by every start and stop: a start that is no longer the newest gives way (see `start`). */
+  private generation = 0;
 
   constructor(
     private readonly log: vscode.LogOutputChannel,
     private readonly onEvent: (e: ClientEvent) => void,
   ) {}
 
+  /**
+   * (Re)starts the bridge. Two settings changes in a row must not leave two bridges (and two sessions)
+   * behind: a start superseded by a newer one while it waits for the old process to stop gives up, and one
+   * superseded while its own process comes up stops that process instead of reporting it ready.
+   */
   async start(settings: BridgeSettings, cwd: string | undefined): Promise<void> {
-    await this.stop();
+    const generation = ++this.generation;
+    const current = (): boolean => generation === this.generation;
+    await this.stopCurrent();
+    if (!current()) return;
     this.restarts = 0;
     const serverOptions: ServerOptions = {
       command: settings.command,
@@ -46,13 +56,14 @@ export class BridgeClient implements vscode.Disposable {
       outputChannel: this.log,
       revealOutputChannelOn: RevealOutputChannelOn.Never, // our own message offers "Show Log"
       initializationOptions: { clientCapabilities },
-      errorHandler: this.errorHandler(settings),
+      errorHandler: this.errorHandler(settings, current),
     };
     const client = new LanguageClient("agentBridge", "Agent Bridge", serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => {
-      if (e.newState === State.Stopped && this.client === client) this.onEvent({ kind: "stopped" });
-      if (e.newState === State.Running && e.oldState !== State.Running && this.client === client && this.restarts > 0) {
+      if (!current()) return;
+      if (e.newState === State.Stopped) this.onEvent({ kind: "stopped" });
+      if (e.newState === State.Running && e.oldState !== State.Running && this.restarts > 0) {
         this.onEvent({ kind: "ready", connection: client });
       }
     });
@@ -60,7 +71,12 @@ export class BridgeClient implements vscode.Disposable {
     try {
       await client.start();
     } catch (err) {
-      if (this.client === client) this.fail(settings, errorMessage(err));
+      if (current()) this.fail(settings, errorMessage(err));
+      return;
+    }
+    if (!current()) {
+      this.log.info(`Stopping ${describeCommand(settings)}: a newer start replaced it`);
+      await this.stopClient(client);
       return;
     }
     this.log.info(`Started ${client.initializeResult?.serverInfo?.name ?? "bridge"} ${client.initializeResult?.serverInfo?.version ?? ""}`);
@@ -68,28 +84,38 @@ export class BridgeClient implements vscode.Disposable {
   }
 
   async stop(): Promise<void> {
-    const client = this.client;
-    this.client = undefined;
-    if (client?.isRunning()) {
-      try {
-        await client.stop(2000);
-      } catch (err) {
-        this.log.warn(`Stopping the bridge: ${errorMessage(err)}`);
-      }
-    }
+    this.generation++;
+    await this.stopCurrent();
   }
 
   dispose(): void {
     void this.stop();
   }
 
-  private errorHandler(settings: BridgeSettings): ErrorHandler {
+  /** Stops the running client. One still starting is left to its own `start`, which stops it once it is up. */
+  private async stopCurrent(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) await this.stopClient(client);
+  }
+
+  private async stopClient(client: LanguageClient): Promise<void> {
+    if (!client.isRunning()) return;
+    try {
+      await client.stop(2000);
+    } catch (err) {
+      this.log.warn(`Stopping the bridge: ${errorMessage(err)}`);
+    }
+  }
+
+  private errorHandler(settings: BridgeSettings, current: () => boolean): ErrorHandler {
     return {
       error: (error) => {
         this.log.error(`Connection error: ${error.message}`);
         return { action: ErrorAction.Continue, handled: true };
       },
       closed: () => {
+        if (!current()) return { action: CloseAction.DoNotRestart, handled: true };
         if (this.restarts < maxRestarts) {
           this.restarts++;
           this.log.warn(`The bridge exited; restarting (${this.restarts}/${maxRestarts}).`);

@@ -22,7 +22,11 @@ export function activate(context: vscode.ExtensionContext): void {
   const view = new ConversationView(context.extensionUri, store, editorContext);
   const prompter = new PermissionPrompter(permissions, edits, view);
   const conversation = new Conversation(store, permissions, editorContext, status, log);
+  // The server settings of the last start that did not fail: a configuration event that leaves them as they
+  // are (a settings file saved twice, an unrelated key) must not restart the bridge under a running turn.
+  let startedWith: string | undefined;
   const client = new BridgeClient(log, (event) => {
+    if (event.kind === "failed") startedWith = undefined;
     if (event.kind === "ready") void conversation.attach(event.connection);
     else conversation.detach({ status: event.kind, message: event.kind === "failed" ? event.message : undefined });
   });
@@ -57,15 +61,17 @@ export function activate(context: vscode.ExtensionContext): void {
       }
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (affectsServer(e)) void startBridge();
+      if (affectsServer(e) && JSON.stringify(readSettings()) !== startedWith) void startBridge();
     }),
   );
 
   const startBridge = async (): Promise<void> => {
+    const settings = readSettings();
+    startedWith = JSON.stringify(settings);
     conversation.detach({ status: "stopped" });
     store.dispatch({ type: "connection", status: "starting" });
     status.setConnection("starting");
-    await client.start(readSettings(), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
+    await client.start(settings, vscode.workspace.workspaceFolders?.[0]?.uri.fsPath);
   };
   void startBridge();
 }

@@ -212,7 +212,8 @@ describe("the extension in a real VS Code (code-server)", () => {
     await page.locator(".editor-instance .monaco-diff-editor").first().waitFor({ timeout: 15000 });
     await panel.locator("#plan li").first().waitFor();
     await shot("08-edit-diff-editor");
-    await runCommand(page, "Agent Bridge: Accept Proposed Edit");
+    // Accept where the diff is: the ✓ in the diff editor's title bar.
+    await page.locator('.editor-actions [aria-label*="Accept Proposed Edit"]').first().click({ timeout: 15000 });
     await poll("the edit turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 1, 15000);
     assert.deepEqual(stubAnswers()[0], { outcome: { outcome: "selected", optionId: "allow_once" } });
     await poll("the diff tab to close", async () => (await diffTab.count()) === 0, 10000);
@@ -249,13 +250,24 @@ describe("the extension in a real VS Code (code-server)", () => {
 });
 
 async function runCommand(page: Page, title: string): Promise<void> {
-  await page.locator(".part.statusbar").click({ position: { x: 700, y: 5 } }).catch(() => undefined);
-  await page.keyboard.press("F1");
-  const box = page.locator(".quick-input-widget input");
-  await box.waitFor();
-  await box.fill(`>${title}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first().waitFor();
-  await page.keyboard.press("Enter");
+  // The palette's list can miss a command whose context key changed a moment ago: reopen it once before failing.
+  for (let attempt = 1; ; attempt++) {
+    await page.locator(".part.statusbar").click({ position: { x: 700, y: 5 } }).catch(() => undefined);
+    await page.keyboard.press("F1");
+    const box = page.locator(".quick-input-widget input");
+    await box.waitFor();
+    await box.fill(`>${title}`);
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+    try {
+      await row.waitFor({ timeout: 10000 });
+      await page.keyboard.press("Enter");
+      return;
+    } catch (err) {
+      const shown = await page.locator(".quick-input-list .monaco-list-row").allInnerTexts();
+      await page.keyboard.press("Escape");
+      if (attempt === 2) throw new Error(`the command palette does not offer “${title}”; it shows: ${JSON.stringify(shown)}`, { cause: err });
+    }
+  }
 }
 
 async function poll(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
