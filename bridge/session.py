@@ -19,8 +19,8 @@ from bridge import commands
 from bridge.abort import Abort, AbortReason
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent, ModeChanged, TextDelta
-from bridge.loop.executor import ToolEnvironment
+from bridge.loop.events import LoopEvent, ModeChanged, TextDelta, ToolCallStarted
+from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
 from bridge.memory import memory_section
@@ -205,6 +205,10 @@ class Session:
         self.engine.set_mode(mode)
         if announce:
             self.announce_mode()
+
+    def describe_tool_use(self, block: Block) -> ToolCallStarted:
+        """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
+        return started_event(block, self.tools.get(block["name"]))
 
     def announce_mode(self) -> None:
         self.frontend.emit(ModeChanged(self.engine.mode))

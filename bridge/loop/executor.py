@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.loop.events import (
@@ -109,19 +109,8 @@ class ToolExecutor:
         return _Call(block, tool, data, None, safe)
 
     def _started_event(self, call: _Call) -> ToolCallStarted:
-        raw = dict(call.block.get("input") or {})
-        tool = call.tool
-        if tool is None or call.data is None:
-            return ToolCallStarted(call.block["id"], call.block["name"], call.block["name"], "other", raw)
-        observable = tool.backfill_observable_input(dict(raw))
-        return ToolCallStarted(
-            call.block["id"],
-            tool.name,
-            _safe(lambda: tool.user_facing_title(call.data), tool.name),
-            tool.kind,
-            observable,
-            [loc.wire() for loc in _safe(lambda: tool.locations(call.data), [])],
-        )
+        # An input that failed validation shows under the bare name (validating again would not help).
+        return started_event(call.block, call.tool if call.data is not None else None, call.data)
 
     async def _run(self, call: _Call, waits_for: list[anyio.Event]) -> None:
         try:
@@ -285,6 +274,28 @@ def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]
         return list(tool.preview(data, ctx))
     except Exception:
         return []
+
+
+def started_event(block: Block, tool: AnyTool | None, data: BaseModel | None = None) -> ToolCallStarted:
+    """How a tool_use shows to the editor: the tool's title, kind, locations and observable input.
+
+    `data` is the validated input when the caller has it; else it is validated here (a stored history's
+    replay), and a block that does not validate shows under its bare name.
+    """
+    raw = dict(block.get("input") or {})
+    if tool is not None and data is None:
+        data = _safe(lambda: tool.input_model.model_validate(raw), None)
+    if tool is None or data is None:
+        return ToolCallStarted(block["id"], block["name"], block["name"], "other", raw)
+    valid = data
+    return ToolCallStarted(
+        block["id"],
+        tool.name,
+        _safe(lambda: tool.user_facing_title(valid), tool.name),
+        tool.kind,
+        tool.backfill_observable_input(dict(raw)),
+        [loc.wire() for loc in _safe(lambda: tool.locations(valid), [])],
+    )
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

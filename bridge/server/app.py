@@ -226,9 +226,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(str(error)) from None
         for problem in problems:
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
-        for update in wire.replay_updates(session.conversation.messages):
+        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
             ls.send_update(session.id, update)
         ls.advertise_commands(session)
+        session.announce_mode()  # `session/load` answers null: the mode is told as an update
         return None
 
     @server.feature("session/list")

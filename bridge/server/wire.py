@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,7 +21,7 @@ from bridge.loop.events import (
     ToolCallStarted,
     UsageReport,
 )
-from bridge.messages import Block
+from bridge.messages import MARKER, MARKER_TOOL_USE, Block
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 
 
@@ -92,18 +93,22 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
     return blocks
 
 
+def _tool_call(event: ToolCallStarted) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "tool_call",
+        "toolCallId": event.tool_call_id,
+        "title": event.title,
+        "kind": event.tool_kind,
+        "status": "pending",
+        "rawInput": event.raw_input,
+        "locations": event.locations,
+    }
+
+
 def update_for(event: LoopEvent) -> dict[str, Any] | None:
     """The `session/update` payload for a loop event (text deltas are paced elsewhere)."""
     if isinstance(event, ToolCallStarted):
-        return {
-            "sessionUpdate": "tool_call",
-            "toolCallId": event.tool_call_id,
-            "title": event.title,
-            "kind": event.tool_kind,
-            "status": "pending",
-            "rawInput": event.raw_input,
-            "locations": event.locations,
-        }
+        return _tool_call(event)
     if isinstance(event, ToolCallInProgress):
         return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}
     if isinstance(event, ToolCallProgress):
@@ -227,13 +232,22 @@ class ListSessionsParams(WireModel):
     cwd: str | None = None
 
 
-def replay_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A stored history as the `session/update`s an editor would have seen."""
+def replay_updates(
+    messages: list[dict[str, Any]], describe: Callable[[Block], ToolCallStarted] | None = None
+) -> list[dict[str, Any]]:
+    """A stored history as the `session/update`s an editor would have seen.
+
+    `describe` gives a tool_use its live title, kind and locations (the session's tools); without it a call
+    shows under the tool's name. The interruption markers are for the model, not the reader: they are skipped
+    (the interrupted tool call already says `Interrupted by user`).
+    """
     updates: list[dict[str, Any]] = []
     for message in messages:
         for block in message["content"]:
             kind = block.get("type")
             if kind == "text":
+                if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
+                    continue
                 chunk = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
                 updates.append({"sessionUpdate": chunk, "content": {"type": "text", "text": block["text"]}})
             elif kind == "thinking":
@@ -241,16 +255,9 @@ def replay_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": block["thinking"]}}
                 )
             elif kind == "tool_use":
-                updates.append(
-                    {
-                        "sessionUpdate": "tool_call",
-                        "toolCallId": block["id"],
-                        "title": block["name"],
-                        "kind": "other",
-                        "status": "pending",
-                        "rawInput": block.get("input", {}),
-                    }
-                )
+                name, raw = block["name"], block.get("input", {})
+                started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
+                updates.append(_tool_call(started))
             elif kind == "tool_result":
                 content = block.get("content")
                 text = content if isinstance(content, str) else " ".join(

@@ -6,8 +6,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from bridge.messages import pairing_errors
-from tests.e2e.harness import poll, running_editor, text_response
+from bridge.messages import MARKER, MARKER_TOOL_USE, pairing_errors
+from tests.e2e.harness import poll, running_editor, text_response, tool_response
 
 LONG = {"content": [{"type": "text", "text": "slow " * 500, "chunks": 500}], "stop_reason": "end_turn",
         "delay_ms": 10}
@@ -32,6 +32,8 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
         assert editor.text(sid, "user_message_chunk").startswith("first prompt")
         assert "second prompt" in editor.text(sid, "user_message_chunk"), "nothing before the kill is lost"
         assert editor.text(sid) == "first answer"
+        [mode] = await poll(lambda: editor.of_kind("current_mode_update", sid), what="the loaded session's mode")
+        assert mode["currentModeId"] == "default"
         assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
         assert pairing_errors(messages) == []
@@ -67,3 +69,34 @@ async def test_loading_an_unknown_session_creates_nothing(workspace: Path, data_
         else:
             raise AssertionError("expected an error")
         assert (await editor.request("session/list", {}))["sessions"] == []
+
+
+async def test_a_loaded_session_replays_tool_calls_as_they_showed_live_and_hides_the_markers(
+    workspace: Path, data_dir: Path
+) -> None:
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    scenario = {"responses": [
+        tool_response(("Read", {"file_path": str(workspace / "notes.txt")})),
+        text_response("read it"),
+        tool_response(("Bash", {"command": "echo started; sleep 300"})),
+    ]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "read the notes")
+        turn = editor.start_prompt(sid, "now wait")
+        await poll(lambda: "started" in str(editor.of_kind("tool_call_update", sid)), what="the command's output")
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        live = {u["toolCallId"]: u for u in editor.of_kind("tool_call", sid)}
+    assert MARKER_TOOL_USE in (data_dir / "sessions" / f"{sid}.jsonl").read_text(), "the transcript keeps the marker"
+
+    async with running_editor({"responses": []}, workspace, data_dir) as editor:
+        await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        replayed = {u["toolCallId"]: u for u in editor.of_kind("tool_call", sid)}
+        assert replayed.keys() == live.keys()
+        for call_id, shown in live.items():
+            for key in ("title", "kind", "locations", "rawInput"):
+                assert replayed[call_id][key] == shown[key], (key, replayed[call_id], shown)
+        assert {u["kind"] for u in replayed.values()} == {"read", "execute"}
+        user_text = editor.text(sid, "user_message_chunk")
+        assert "now wait" in user_text and MARKER_TOOL_USE not in user_text and MARKER not in user_text

@@ -2,11 +2,15 @@ import type { AgentConnection } from "./connection";
 import type { Disposable } from "./events";
 import type { PermissionRequests } from "./permissionRequests";
 import {
+  type ListSessionsParams,
+  type ListSessionsResult,
+  type LoadSessionParams,
   Method,
   type NewSessionParams,
   type NewSessionResult,
   parseSessionNotification,
   type RequestPermissionParams,
+  type SessionModes,
 } from "./protocol";
 import { AgentSession } from "./session";
 
@@ -38,6 +42,32 @@ export class AgentClient implements Disposable {
     const result = await this.connection.sendRequest<NewSessionResult>(Method.sessionNew, params);
     const session = new AgentSession(this.connection, result.sessionId, result.modes ?? undefined);
     this.sessions.set(result.sessionId, session);
+    return session;
+  }
+
+  /** The stored sessions of `cwd`, newest first (as the bridge orders them). */
+  async listSessions(cwd: string): Promise<ListSessionsResult["sessions"]> {
+    const params: ListSessionsParams = { cwd };
+    const result = await this.connection.sendRequest<ListSessionsResult | null>(Method.sessionList, params);
+    return Array.isArray(result?.sessions) ? result.sessions : [];
+  }
+
+  /**
+   * Loads a stored session. The bridge replays its history as `session/update`s before it answers, so the
+   * session is registered (and `attach` called, to subscribe to it) before the request goes out. On an error
+   * the session is dropped again and the error thrown.
+   */
+  async loadSession(sessionId: string, cwd: string, modes: SessionModes | undefined, attach: (session: AgentSession) => void): Promise<AgentSession> {
+    const session = new AgentSession(this.connection, sessionId, modes);
+    this.sessions.set(sessionId, session);
+    attach(session);
+    const params: LoadSessionParams = { sessionId, cwd, mcpServers: [] };
+    try {
+      await this.connection.sendRequest<null>(Method.sessionLoad, params);
+    } catch (err) {
+      this.closeSession(session);
+      throw err;
+    }
     return session;
   }
 

@@ -13,6 +13,7 @@ export function registerCommands(
   return [
     vscode.commands.registerCommand("agentBridge.cancel", () => conversation.cancel()),
     vscode.commands.registerCommand("agentBridge.newSession", () => conversation.newSession()),
+    vscode.commands.registerCommand("agentBridge.resumeSession", () => conversation.resumeSession()),
     vscode.commands.registerCommand("agentBridge.setMode", (modeId?: unknown) => conversation.setMode(typeof modeId === "string" ? modeId : undefined)),
     vscode.commands.registerCommand("agentBridge.showLog", () => log.show()),
     vscode.commands.registerCommand("agentBridge.askAboutSelection", async () => {

@@ -7,7 +7,7 @@ import type { EditorContext } from "./editorContext";
 import type { Disposable } from "./events";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
-import type { ContentBlock } from "./protocol";
+import type { ContentBlock, SessionInfo, SessionModes } from "./protocol";
 import { type AgentSession, errorMessage } from "./session";
 import type { StatusBar } from "./status";
 
@@ -23,6 +23,8 @@ export class Conversation implements vscode.Disposable {
   private sessionSubscriptions: Disposable[] = [];
   private readonly subscriptions: Disposable[];
   private lastCancelAt = 0;
+  /** The bridge's modes, as the last new session listed them (`session/load` answers none). */
+  private lastModes: SessionModes | undefined;
 
   constructor(
     private readonly store: PanelStore,
@@ -73,24 +75,62 @@ export class Conversation implements vscode.Disposable {
     const client = this.client;
     if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
     this.closeSession();
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+    const cwd = workspaceCwd();
     try {
-      const session = await client.newSession(cwd);
-      this.session = session;
-      this.sessionSubscriptions = [
-        session.onUpdate((update) => this.store.dispatch({ type: "update", update })),
-        session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
-        session.onTurnEnded((t) => this.store.dispatch({ type: "turnEnded", ...t })),
-        session.onPhase((phase) => {
-          this.store.dispatch({ type: "phase", phase });
-          this.status.setPhase(phase);
-        }),
-      ];
-      this.store.dispatch({ type: "sessionStarted", sessionId: session.sessionId, modes: session.modes });
-      this.log.info(`Session ${session.sessionId} in ${cwd}`);
+      this.adopt(await client.newSession(cwd));
+      this.log.info(`Session ${this.session?.sessionId ?? "?"} in ${cwd}`);
     } catch (err) {
       this.notice(`Could not start a session: ${errorMessage(err)}`);
     }
+  }
+
+  /** Offers the workspace's stored sessions (newest first); the chosen one is replayed into the panel and continues. */
+  async resumeSession(): Promise<void> {
+    const client = this.client;
+    if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
+    const cwd = workspaceCwd();
+    let stored: SessionInfo[];
+    try {
+      stored = await client.listSessions(cwd);
+    } catch (err) {
+      return this.notice(`Could not list the stored sessions: ${errorMessage(err)}`);
+    }
+    const current = this.session?.sessionId;
+    const items = stored
+      .filter((s) => s.sessionId !== current)
+      .map((s) => ({ label: s.title?.trim() || "(no prompt yet)", description: describeTime(s.updatedAt), detail: s.sessionId, sessionId: s.sessionId }));
+    if (!items.length) {
+      void vscode.window.showInformationMessage(`Agent Bridge: no earlier sessions in ${cwd}.`);
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(items, { title: "Agent Bridge: resume a session", placeHolder: "Sessions of this folder, newest first", matchOnDetail: true });
+    if (!pick || client !== this.client) return;
+    const modes = this.session?.modes ?? this.lastModes;
+    this.closeSession();
+    try {
+      await client.loadSession(pick.sessionId, cwd, modes && { ...modes, currentModeId: "default" }, (session) => this.adopt(session));
+      this.log.info(`Resumed session ${pick.sessionId} in ${cwd}`);
+    } catch (err) {
+      this.closeSession();
+      this.notice(`Could not resume session ${pick.sessionId}: ${errorMessage(err)}`);
+      await this.newSession();
+    }
+  }
+
+  /** Makes `session` the panel's session: its events go to the store, and the panel starts from empty. */
+  private adopt(session: AgentSession): void {
+    this.session = session;
+    if (session.modes) this.lastModes = session.modes;
+    this.sessionSubscriptions = [
+      session.onUpdate((update) => this.store.dispatch({ type: "update", update })),
+      session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
+      session.onTurnEnded((t) => this.store.dispatch({ type: "turnEnded", ...t })),
+      session.onPhase((phase) => {
+        this.store.dispatch({ type: "phase", phase });
+        this.status.setPhase(phase);
+      }),
+    ];
+    this.store.dispatch({ type: "sessionStarted", sessionId: session.sessionId, modes: session.modes });
   }
 
   /** Sends a prompt; `attachContext` adds the active selection (or file) as a resource block. */
@@ -140,7 +180,9 @@ export class Conversation implements vscode.Disposable {
     for (const s of this.subscriptions) s.dispose();
   }
 
+  /** Leaves the current session; a turn still running in it is cancelled, not left to run unseen. */
   private closeSession(): void {
+    if (this.session && this.session.phase !== "idle") this.session.cancel();
     for (const s of this.sessionSubscriptions) s.dispose();
     this.sessionSubscriptions = [];
     if (this.session && this.client) this.client.closeSession(this.session);
@@ -163,4 +205,13 @@ function describePrompt(prompt: ContentBlock[]): { text: string; attachments: st
     return b.type === "resource_link" ? [b.name] : [];
   });
   return { text, attachments };
+}
+
+function workspaceCwd(): string {
+  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+}
+
+function describeTime(iso: string | null | undefined): string {
+  const time = iso ? Date.parse(iso) : Number.NaN;
+  return Number.isNaN(time) ? "" : new Date(time).toLocaleString();
 }

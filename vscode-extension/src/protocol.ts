@@ -57,6 +57,26 @@ export interface NewSessionResult {
   modes?: SessionModes | null;
 }
 
+export interface LoadSessionParams {
+  sessionId: string;
+  cwd: string;
+  mcpServers?: unknown[];
+}
+
+export interface ListSessionsParams {
+  cwd?: string;
+}
+/** A stored session (`session/list`): `updatedAt` is an ISO 8601 time. */
+export interface SessionInfo {
+  sessionId: string;
+  cwd: string;
+  title?: string | null;
+  updatedAt?: string | null;
+}
+export interface ListSessionsResult {
+  sessions: SessionInfo[];
+}
+
 export interface PromptParams {
   sessionId: string;
   prompt: ContentBlock[];

@@ -80,7 +80,8 @@ export class AgentSession {
     if (this.phaseValue === "idle") return "idle";
     const force = this.phaseValue === "cancelling";
     const params: CancelParams = force ? { sessionId: this.sessionId, _meta: { force: true } } : { sessionId: this.sessionId };
-    void this.connection.sendNotification(Method.sessionCancel, params);
+    // A connection that is already gone (the bridge exited) rejects: nothing is left to cancel then.
+    void Promise.resolve(this.connection.sendNotification(Method.sessionCancel, params)).catch(() => undefined);
     this.setPhase("cancelling");
     return force ? "force" : "cancel";
   }

@@ -189,6 +189,23 @@ describe("the extension in a real VS Code (code-server)", () => {
     await shot("07-escape-cancelled");
   });
 
+  it("resumes the first session from the stored list: its history replays into the panel and it goes on", async () => {
+    await runCommand(page, "Agent Bridge: Resume Session");
+    await page.locator(".quick-input-widget", { hasText: "resume a session" }).waitFor({ timeout: 15000 });
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "hello from" }).first();
+    await row.waitFor({ timeout: 15000 });
+    assert.equal(await page.locator(".quick-input-list .monaco-list-row", { hasText: /^long/ }).count(), 0, "the current session is not offered");
+    await row.click();
+    await panel.locator(".item.user", { hasText: "hello from" }).waitFor({ timeout: 15000 });
+    await poll("the replayed tool calls", async () => (await panel.locator(".item.tool").count()) >= 2, 15000);
+    assert.match(await panel.locator(".item.agent").first().innerText(), /hello from/);
+    await shot("07b-resumed-session");
+    await panel.locator("#input").fill("back again");
+    await panel.locator("#input").press("Enter");
+    await poll("the resumed session's turn to end", async () => (await panel.locator(".item.turnEnd").count()) === 1, 30000);
+    assert.match(await panel.locator(".item.turnEnd").first().innerText(), /Done/);
+  });
+
   // The offline playground has no edit and never withdraws a request: a stub bridge (test/e2e/stubBridge.cjs)
   // covers those UI paths. Changing the setting also shows the extension restarting its server.
   const answers = path.join(root, "stub-answers.jsonl");

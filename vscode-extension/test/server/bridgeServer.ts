@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { type CancellationToken, createMessageConnection, type MessageConnection, StreamMessageReader, StreamMessageWriter } from "vscode-jsonrpc/node";
 import type { AgentConnection } from "../../src/connection";
@@ -21,9 +22,14 @@ export interface RunningBridge {
   stop: () => Promise<void>;
 }
 
-/** Spawns `agent-bridge serve --offline playground` and does the LSP handshake over vscode-jsonrpc. */
-export async function startBridge(cwd: string): Promise<RunningBridge> {
-  const child: ChildProcess = spawn(bridgeCommand(), ["serve", "--offline", "playground"], { cwd, stdio: ["pipe", "pipe", "pipe"] });
+/**
+ * Spawns `agent-bridge serve --offline playground` and does the LSP handshake over vscode-jsonrpc. Transcripts
+ * go to `dataDir` (a fresh temp dir, removed on stop, when not given), never to the user's own data dir.
+ */
+export async function startBridge(cwd: string, dataDir?: string): Promise<RunningBridge> {
+  const ownDataDir = dataDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), "ab-data-"));
+  const env = { ...process.env, AGENT_BRIDGE_DATA_DIR: dataDir ?? ownDataDir };
+  const child: ChildProcess = spawn(bridgeCommand(), ["serve", "--offline", "playground"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   if (!child.stdout || !child.stdin) throw new Error("no stdio");
@@ -58,6 +64,7 @@ export async function startBridge(cwd: string): Promise<RunningBridge> {
     await exited;
     clearTimeout(killer);
     connection.dispose();
+    if (ownDataDir) fs.rmSync(ownDataDir, { recursive: true, force: true });
   };
   return { connection, agent, stderr: () => stderr, stop };
 }

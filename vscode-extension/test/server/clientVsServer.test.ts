@@ -140,4 +140,35 @@ describe("protocol client vs agent-bridge serve", () => {
     assert.match(seen, /unsaved editor text/);
     assert.doesNotMatch(seen, /DISK-CONTENT/);
   });
+
+  it("a session is listed and loaded by a new bridge process: the history replays, then the conversation goes on", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "ab-resume-"));
+    try {
+      const first = await startBridge(workdir, dataDir);
+      const firstClient = new AgentClient(first.agent, new PermissionRequests());
+      const old = await firstClient.newSession(workdir);
+      await old.prompt([{ type: "text", text: "remember the word pelican" }]);
+      firstClient.dispose();
+      await first.stop();
+
+      const second = await startBridge(workdir, dataDir);
+      const secondClient = new AgentClient(second.agent, new PermissionRequests());
+      try {
+        const listed = await secondClient.listSessions(workdir);
+        assert.deepEqual(listed.map((s) => [s.sessionId, s.title]), [[old.sessionId, "remember the word pelican"]]);
+        const replay: SessionUpdate[] = [];
+        const loaded = await secondClient.loadSession(old.sessionId, workdir, undefined, (s) => s.onUpdate((u) => replay.push(u)));
+        const said = (kind: "user_message_chunk" | "agent_message_chunk"): string =>
+          replay.flatMap((u) => (u.sessionUpdate === kind ? [contentText(u.content)] : [])).join("");
+        assert.match(said("user_message_chunk"), /pelican/, "the replay arrives before session/load answers");
+        assert.match(said("agent_message_chunk"), /pelican/);
+        assert.deepEqual(await loaded.prompt([{ type: "text", text: "and now?" }]), { turnId: 1, stopReason: "end_turn" });
+      } finally {
+        secondClient.dispose();
+        await second.stop();
+      }
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });

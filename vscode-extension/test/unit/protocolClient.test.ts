@@ -41,6 +41,38 @@ describe("protocol client", () => {
     assert.deepEqual(seen, [chunk]);
   });
 
+  it("lists the stored sessions of a folder", async () => {
+    const stored = [{ sessionId: "old-1", cwd: "/work", title: "fix the tests", updatedAt: "2026-12-01T10:00:00Z" }];
+    conn.autoAnswer.set(Method.sessionList, () => ({ sessions: stored }));
+    assert.deepEqual(await client.listSessions("/work"), stored);
+    conn.autoAnswer.set(Method.sessionList, () => null);
+    assert.deepEqual(await client.listSessions("/work"), [], "a null answer is no sessions, not a crash");
+  });
+
+  it("loads a session: the replay sent before the answer reaches the session's subscribers", async () => {
+    const seen: SessionUpdate[] = [];
+    const loading = client.loadSession("old-1", "/work", modes, (s) => s.onUpdate((u) => seen.push(u)));
+    const load = conn.requests.find((r) => r.method === Method.sessionLoad);
+    assert.ok(load, "session/load was sent");
+    assert.deepEqual(load.params, { sessionId: "old-1", cwd: "/work", mcpServers: [] });
+    const replayed = { sessionUpdate: "user_message_chunk", content: { type: "text", text: "fix the tests" } };
+    conn.notify(Method.sessionUpdate, { sessionId: "old-1", update: replayed });
+    conn.notify(Method.sessionUpdate, { sessionId: "old-1", update: { sessionUpdate: "current_mode_update", currentModeId: "plan" } });
+    load.resolve(null);
+    const loaded = await loading;
+    assert.deepEqual(seen[0], replayed);
+    assert.equal(loaded.modes?.currentModeId, "plan");
+  });
+
+  it("a failed load drops the session and throws", async () => {
+    const seen: SessionUpdate[] = [];
+    const loading = client.loadSession("gone", "/work", modes, (s) => s.onUpdate((u) => seen.push(u)));
+    conn.requests.find((r) => r.method === Method.sessionLoad)?.reject(new Error("Unknown session: gone"));
+    await assert.rejects(loading, /Unknown session/);
+    conn.notify(Method.sessionUpdate, { sessionId: "gone", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "late" } } });
+    assert.deepEqual(seen, []);
+  });
+
   it("runs a turn: prompt params, phases, and the stop reason", async () => {
     const phases: TurnPhase[] = [];
     session.onPhase((p) => phases.push(p));
