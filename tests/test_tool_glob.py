@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from bridge.abort import Abort
 from bridge.tools.base import ToolContext, ToolError, ToolResult
-from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, split_pattern
+from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, _literal_suffix, split_pattern
 from tests.test_tool_grep import make_repo
 
 GLOB = GlobTool()
@@ -107,3 +107,19 @@ def test_split_pattern() -> None:
     assert split_pattern("./a/b/*.py", Path("/r")) == (Path("/r/a/b"), "*.py")
     assert split_pattern("/abs/x/*.md", Path("/r")) == (Path("/abs/x"), "*.md")
     assert split_pattern("**/*.py", Path("/r")) == (Path("/r"), "**/*.py")
+
+
+def test_literal_suffix_prefilter_only_when_every_match_ends_with_it() -> None:
+    assert _literal_suffix("**/*.py") == ".py"
+    assert _literal_suffix("src/*_test.go") == "_test.go"
+    for no_suffix in ("*", "**", "foo*", "*.{ts,tsx}", "*.[ch]", "*(a|b).py", "a/b.py", "*.py/"):
+        assert _literal_suffix(no_suffix) == "", no_suffix
+
+
+async def test_extension_patterns_match_exactly_what_the_full_matcher_matches(tmp_path: Path) -> None:
+    for name in ("a.py", "b.pyc", "c.py.bak", "d/e.py", "d/.hidden.py", ".py", "f.PY", "g_test.go", "h/i_test.go"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    assert sorted((await glob(tmp_path, pattern="**/*.py")).splitlines()) == [".py", "a.py", "d/.hidden.py", "d/e.py"]
+    assert sorted((await glob(tmp_path, pattern="*.py")).splitlines()) == [".py", "a.py"]
+    assert sorted((await glob(tmp_path, pattern="**/*_test.go")).splitlines()) == ["g_test.go", "h/i_test.go"]
