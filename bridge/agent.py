@@ -43,7 +43,7 @@ class Agent:
         )
         self.sessions: dict[str, Session] = {}
         self._supervisor: Any = None
-        self._shells: Any = None
+        self._shells: list[Any] = []  # every session's BackgroundShells, for shutdown
 
     @property
     def supervisor(self) -> Any:
@@ -85,7 +85,7 @@ class Agent:
             model=self.model,
             tools=default_tools(),
             frontend=frontend,
-            services={"processes": self.supervisor, "background": self._background()},
+            services={"processes": self.supervisor, "background": self._background()},  # the session's own
             transcript=transcript,
             history=history,
         )
@@ -93,11 +93,12 @@ class Agent:
         return session
 
     def _background(self) -> Any:
-        if self._shells is None:
-            from bridge.tools.background import BackgroundShells
+        """A new set of background shells: a session sees (and kills) only the shells it started."""
+        from bridge.tools.background import BackgroundShells
 
-            self._shells = BackgroundShells(self.supervisor)
-        return self._shells
+        shells = BackgroundShells(self.supervisor)
+        self._shells.append(shells)
+        return shells
 
     def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
         return list_sessions(self.config.data_dir, cwd)
@@ -114,8 +115,8 @@ class Agent:
             session.cancel(force=True)
             if session.transcript is not None:
                 session.transcript.close()
-        if self._shells is not None:
-            await self._shells.shutdown()
+        for shells in self._shells:
+            await shells.shutdown()
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)

@@ -7,6 +7,7 @@ import asyncio
 import http.server
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,26 @@ async def test_a_new_prompt_stops_a_cancel_tool(workspace: Path, data_dir: Path,
         result = messages[2]["content"][0]
         assert result["is_error"] and result["content"].startswith(INTERRUPTED_RESULT)
         assert [b["text"] for b in messages[2]["content"] if b["type"] == "text"] == ["never mind, do this"]
+
+
+async def test_background_shells_belong_to_their_session(workspace: Path, data_dir: Path) -> None:
+    mark = uuid.uuid4().hex
+    scenario = {"responses": [
+        tool_response(("Bash", {"command": f"echo {mark}; sleep 300", "run_in_background": True})),
+        text_response("started it"),
+        tool_response(("BashOutput", {"bash_id": "bash_1"})),
+        text_response("looked"),
+        tool_response(("BashOutput", {"bash_id": "bash_1"})),
+        text_response("looked again"),
+    ]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        owner, other = await editor.new_session(), await editor.new_session()
+        await editor.prompt(owner, "start the server in the background")
+        await editor.prompt(other, "what does bash_1 print?")
+        [peek] = editor.of_kind("tool_call", other)
+        [denied] = [u for u in editor.tool_updates(peek["toolCallId"]) if u.get("status") == "failed"]
+        assert "No background shell with id 'bash_1'" in str(denied["content"]), denied
+        await editor.prompt(owner, "and now?")
+        read = editor.of_kind("tool_call", owner)[-1]
+        assert read["rawInput"] == {"bash_id": "bash_1"}
+        await poll(lambda: mark in str(editor.tool_updates(read["toolCallId"])), what="the owner reading its shell")
