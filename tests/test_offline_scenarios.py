@@ -204,7 +204,7 @@ async def test_playground_read_think_long_and_echo(
     assert "why is the sky blue" in thought.content[0].thinking and all_text(thought)
 
     long = await chat.say(text("long"))
-    assert chat.text_deltas == 200 and long.stop_reason == "end_turn"
+    assert chat.text_deltas == 500 and long.stop_reason == "end_turn"
 
     echoed = await chat.say(text("hello **there**"))
     reply = all_text(echoed)
@@ -217,7 +217,7 @@ async def test_playground_keeps_its_live_delays() -> None:
     assert scenario.responder is not None
     body = {"messages": [{"role": "user", "content": "long"}]}
     response = scenario.responder(RecordedRequest(body=body, raw=b"", headers={}))
-    assert response["delay_ms"] == 20 and len(response["content"][0]["deltas"]) == 200
+    assert response["delay_ms"] == 20 and len(response["content"][0]["deltas"]) == 500
 
 
 async def test_echo_repeats_the_last_user_text_without_reminders() -> None:

@@ -41,7 +41,7 @@ def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
 
 
 def _long_answer() -> Json:
-    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(200)]
+    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(500)]
     return {"content": [{"type": "text", "deltas": deltas}], "stop_reason": "end_turn", "delay_ms": 20}
 
 

@@ -183,7 +183,7 @@ describe("the extension in a real VS Code (code-server)", () => {
     await log.evaluate((el) => el.scrollTo({ top: el.scrollHeight }));
     const atBottom = await metrics();
     await poll("more streamed text", async () => (await metrics()).height > atBottom.height + 100, 10000);
-    await poll("the view to follow the stream", async () => ((m) => m.height - m.top - m.client < 40)(await metrics()), 2000);
+    await poll("the view to follow the stream", async () => ((m) => m.height - m.top - m.client < 40)(await metrics()), 5000);
     await panel.locator("#input").press("Escape");
     await panel.locator(".item.turnEnd .reason.cancelled").waitFor({ timeout: 15000 });
     await shot("07-escape-cancelled");
