@@ -3,6 +3,7 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ class Agent:
         self.sessions: dict[str, Session] = {}
         self._supervisor: Any = None
         self._shells: list[Any] = []  # every session's BackgroundShells, for shutdown
+        self._mcp: list[Any] = []  # every MCP server connection, for shutdown
 
     @property
     def supervisor(self) -> Any:
@@ -100,6 +102,28 @@ class Agent:
         self._shells.append(shells)
         return shells
 
+    async def connect_mcp(self, session: Session, servers: list[dict[str, Any]]) -> list[str]:
+        """Starts the session's MCP servers (concurrently) and adds their tools; the problems, for the user.
+
+        A server that cannot be used is named and skipped: the session works without it."""
+        if not servers:
+            return []
+        from bridge.tools.mcp import McpConnection, McpError, parse_servers, tools_of
+
+        specs, problems = parse_servers(servers)
+        connections = [McpConnection(spec, session.cwd) for spec in specs]
+        outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
+        for connection, outcome in zip(connections, outcomes, strict=True):
+            if isinstance(outcome, McpError):
+                problems.append(str(outcome))
+            elif isinstance(outcome, BaseException):
+                problems.append(f"MCP server {connection.spec.name!r} failed to start: {outcome!r}")
+            else:
+                self._mcp.append(connection)
+                added = session.add_tools(list(tools_of(connection, outcome, set(session.tools))))
+                log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
+        return problems
+
     def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
         return list_sessions(self.config.data_dir, cwd)
 
@@ -117,6 +141,7 @@ class Agent:
                 session.transcript.close()
         for shells in self._shells:
             await shells.shutdown()
+        await asyncio.gather(*(connection.close() for connection in self._mcp), return_exceptions=True)
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)

@@ -206,6 +206,12 @@ class Session:
         if announce:
             self.announce_mode()
 
+    def add_tools(self, tools: list[AnyTool]) -> list[str]:
+        """Adds tools (an MCP server's) before the first request; a name already taken is skipped. The names added."""
+        added = [tool.name for tool in tools if tool.name not in self.tools]
+        self.tools.update({tool.name: tool for tool in tools if tool.name in added})
+        return added
+
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
         """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
         return started_event(block, self.tools.get(block["name"]))

@@ -52,8 +52,9 @@ class Editor:
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     on_permission: PermissionHandler = allow_once
 
-    async def new_session(self, cwd: Path | None = None) -> str:
-        result = await self.request("session/new", {"cwd": str(cwd or self.workspace), "mcpServers": []})
+    async def new_session(self, cwd: Path | None = None, *, mcp_servers: list[dict[str, Any]] | None = None) -> str:
+        params = {"cwd": str(cwd or self.workspace), "mcpServers": mcp_servers or []}
+        result = await self.request("session/new", params)
         return str(result["sessionId"])
 
     async def request(self, method: str, params: Any) -> Any:
