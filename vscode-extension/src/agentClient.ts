@@ -5,6 +5,7 @@ import {
   type ListSessionsParams,
   type ListSessionsResult,
   type LoadSessionParams,
+  type McpServer,
   Method,
   type NewSessionParams,
   type NewSessionResult,
@@ -37,8 +38,8 @@ export class AgentClient implements Disposable {
     ];
   }
 
-  async newSession(cwd: string): Promise<AgentSession> {
-    const params: NewSessionParams = { cwd, mcpServers: [] };
+  async newSession(cwd: string, mcpServers: McpServer[] = []): Promise<AgentSession> {
+    const params: NewSessionParams = { cwd, mcpServers };
     const result = await this.connection.sendRequest<NewSessionResult>(Method.sessionNew, params);
     const session = new AgentSession(this.connection, result.sessionId, result.modes ?? undefined);
     this.sessions.set(result.sessionId, session);
@@ -57,11 +58,17 @@ export class AgentClient implements Disposable {
    * session is registered (and `attach` called, to subscribe to it) before the request goes out. On an error
    * the session is dropped again and the error thrown.
    */
-  async loadSession(sessionId: string, cwd: string, modes: SessionModes | undefined, attach: (session: AgentSession) => void): Promise<AgentSession> {
+  async loadSession(
+    sessionId: string,
+    cwd: string,
+    modes: SessionModes | undefined,
+    attach: (session: AgentSession) => void,
+    mcpServers: McpServer[] = [],
+  ): Promise<AgentSession> {
     const session = new AgentSession(this.connection, sessionId, modes);
     this.sessions.set(sessionId, session);
     attach(session);
-    const params: LoadSessionParams = { sessionId, cwd, mcpServers: [] };
+    const params: LoadSessionParams = { sessionId, cwd, mcpServers };
     try {
       await this.connection.sendRequest<null>(Method.sessionLoad, params);
     } catch (err) {

@@ -8,6 +8,7 @@ import type { Disposable } from "./events";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
 import type { ContentBlock, SessionInfo, SessionModes } from "./protocol";
+import { readMcpServers } from "./settings";
 import { type AgentSession, errorMessage } from "./session";
 import type { StatusBar } from "./status";
 
@@ -77,7 +78,7 @@ export class Conversation implements vscode.Disposable {
     this.closeSession();
     const cwd = workspaceCwd();
     try {
-      this.adopt(await client.newSession(cwd));
+      this.adopt(await client.newSession(cwd, readMcpServers()));
       this.log.info(`Session ${this.session?.sessionId ?? "?"} in ${cwd}`);
     } catch (err) {
       this.notice(`Could not start a session: ${errorMessage(err)}`);
@@ -108,7 +109,8 @@ export class Conversation implements vscode.Disposable {
     const modes = this.session?.modes ?? this.lastModes;
     this.closeSession();
     try {
-      await client.loadSession(pick.sessionId, cwd, modes && { ...modes, currentModeId: "default" }, (session) => this.adopt(session));
+      const shown = modes && { ...modes, currentModeId: "default" };
+      await client.loadSession(pick.sessionId, cwd, shown, (session) => this.adopt(session), readMcpServers());
       this.log.info(`Resumed session ${pick.sessionId} in ${cwd}`);
     } catch (err) {
       this.closeSession();

@@ -48,9 +48,30 @@ export interface SessionModes {
   availableModes: SessionMode[];
 }
 
+/** An MCP server the bridge starts for the session (ACP's stdio `McpServer`). */
+export interface McpServer {
+  name: string;
+  command: string;
+  args: string[];
+  env: { name: string; value: string }[];
+}
+
+/** The `agentBridge.mcpServers` setting as ACP servers; entries without a name or command are dropped. */
+export function mcpServersFromSettings(raw: unknown): McpServer[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.flatMap((item: unknown): McpServer[] => {
+    if (typeof item !== "object" || item === null) return [];
+    const { name, command, args, env } = item as Record<string, unknown>;
+    if (typeof name !== "string" || !name.trim() || typeof command !== "string" || !command) return [];
+    const argv = Array.isArray(args) ? args.filter((a): a is string => typeof a === "string") : [];
+    const vars = typeof env === "object" && env !== null && !Array.isArray(env) ? Object.entries(env as Record<string, unknown>) : [];
+    return [{ name: name.trim(), command, args: argv, env: vars.flatMap(([k, v]) => (typeof v === "string" ? [{ name: k, value: v }] : [])) }];
+  });
+}
+
 export interface NewSessionParams {
   cwd: string;
-  mcpServers?: unknown[];
+  mcpServers?: McpServer[];
 }
 export interface NewSessionResult {
   sessionId: string;
@@ -60,7 +81,7 @@ export interface NewSessionResult {
 export interface LoadSessionParams {
   sessionId: string;
   cwd: string;
-  mcpServers?: unknown[];
+  mcpServers?: McpServer[];
 }
 
 export interface ListSessionsParams {

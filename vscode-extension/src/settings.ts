@@ -1,4 +1,5 @@
 import * as vscode from "vscode";
+import { type McpServer, mcpServersFromSettings } from "./protocol";
 
 export interface BridgeSettings {
   command: string;
@@ -36,4 +37,9 @@ export function affectsServer(e: vscode.ConfigurationChangeEvent): boolean {
 
 export function describeCommand(s: BridgeSettings): string {
   return [s.command, ...s.args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");
+}
+
+/** The MCP servers new sessions get (`agentBridge.mcpServers`). */
+export function readMcpServers(): McpServer[] {
+  return mcpServersFromSettings(vscode.workspace.getConfiguration("agentBridge").get<unknown>("mcpServers"));
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { beforeEach, describe, it } from "node:test";
 import { AgentClient } from "../../src/agentClient";
 import { PermissionRequests } from "../../src/permissionRequests";
-import { Method, type RequestPermissionParams, type SessionUpdate } from "../../src/protocol";
+import { mcpServersFromSettings, Method, type RequestPermissionParams, type SessionUpdate } from "../../src/protocol";
 import type { AgentSession, TurnEnded, TurnPhase } from "../../src/session";
 import { FakeConnection } from "../fakeConnection";
 
@@ -27,6 +27,20 @@ describe("protocol client", () => {
   it("creates a session with cwd and no MCP servers", () => {
     assert.equal(session.sessionId, "s1");
     assert.deepEqual(session.modes, modes);
+  });
+
+  it("passes the configured MCP servers to session/new, as ACP's stdio servers", async () => {
+    const sent: unknown[] = [];
+    conn.autoAnswer.set(Method.sessionNew, (params) => (sent.push(params), { sessionId: "s9", modes }));
+    const servers = mcpServersFromSettings([
+      { name: " files ", command: "npx", args: ["-y", "server", 3], env: { ROOT: "/w", BAD: 1 } },
+      { name: "no-command" },
+      "nonsense",
+    ]);
+    assert.deepEqual(servers, [{ name: "files", command: "npx", args: ["-y", "server"], env: [{ name: "ROOT", value: "/w" }] }]);
+    await client.newSession("/work", servers);
+    assert.deepEqual(sent, [{ cwd: "/work", mcpServers: servers }]);
+    assert.deepEqual(mcpServersFromSettings(undefined), []);
   });
 
   it("routes session/update to the session it names and ignores unknown kinds", async () => {
