@@ -120,7 +120,7 @@ class Agent:
                 problems.append(f"MCP server {connection.spec.name!r} failed to start: {outcome!r}")
             else:
                 self._mcp.append(connection)
-                added = session.add_tools(list(tools_of(connection, outcome, set(session.tools))))
+                added = session.add_tools(list(tools_of(connection, outcome, set(session.tools))), deferrable=True)
                 log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
         return problems
 

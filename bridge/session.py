@@ -33,6 +33,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.storage import bound_result
+from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
 from bridge.transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ class Session:
         self.config = config
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
+        self.deferred = DeferredTools()
+        self._deferrable: list[str] = []
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
@@ -160,7 +163,7 @@ class Session:
             if before == 0:
                 say(TextDelta("Nothing to compact yet."))
                 return "end_turn"
-            schemas = [tool.schema() for tool in self.tools.values()]
+            schemas = [t.schema() for name, t in self.tools.items() if name not in self.deferred.held_back()]
             done = await compact_conversation(
                 conversation, model=self.model, settings=self._settings(), tools=schemas, abort=abort,
                 instructions=arguments,
@@ -206,10 +209,19 @@ class Session:
         if announce:
             self.announce_mode()
 
-    def add_tools(self, tools: list[AnyTool]) -> list[str]:
-        """Adds tools (an MCP server's) before the first request; a name already taken is skipped. The names added."""
+    def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
+        """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.
+
+        `deferrable` tools are held back behind ToolSearch once their schemas pass `DEFER_OVER` characters
+        in all (see bridge/tools/tool_search.py); until then they are sent like the core tools."""
         added = [tool.name for tool in tools if tool.name not in self.tools]
         self.tools.update({tool.name: tool for tool in tools if tool.name in added})
+        if deferrable and added:
+            self._deferrable += added
+            candidates = [self.tools[name] for name in self._deferrable]
+            if schema_chars(candidates) > DEFER_OVER:
+                self.deferred.tools.update({tool.name: tool for tool in candidates})
+                self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
         return added
 
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
@@ -235,6 +247,7 @@ class Session:
             emit=self.frontend.emit,
             context=lambda _use_id: self._tool_context(abort),
             bound=self._bound,
+            held_back=self.deferred.held_back,
         )
         return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
 

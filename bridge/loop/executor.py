@@ -48,6 +48,7 @@ class ToolEnvironment:
     emit: Callable[[LoopEvent], None]
     context: Callable[[str], ToolContext]  # a ToolContext for a tool_use id (abort filled in by the executor)
     bound: Callable[[str, float, str], str] = lambda text, _limit, _id: text  # large-result storage
+    held_back: Callable[[], set[str]] = set  # tools whose schemas are not sent (deferred, not loaded yet)
 
 
 @dataclass

@@ -128,6 +128,16 @@ class _Response:
         return {"role": "assistant", "content": kept} if kept else None
 
 
+def offered_schemas(tools: ToolEnvironment) -> list[dict[str, Any]]:
+    """The tool definitions sent: every tool but the held-back (deferred, not loaded) ones, with the cache
+    breakpoint on the last (tools, system and the latest message are the three breakpoints)."""
+    held_back = tools.held_back()
+    schemas = [tool.schema() for name, tool in tools.tools.items() if name not in held_back]
+    if schemas:
+        schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
+    return schemas
+
+
 async def run_turn(
     conversation: Conversation,
     prompt: list[Block],
@@ -139,9 +149,7 @@ async def run_turn(
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
     emit = tools.emit
-    schemas = [tool.schema() for tool in tools.tools.values()]
-    if schemas:  # breakpoints: tools, system, and the latest message (prompt caching)
-        schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
+    schemas = offered_schemas(tools)
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
         return "cancelled"
@@ -158,6 +166,8 @@ async def run_turn(
     for request_number in range(settings.max_turns):
         if abort.aborted:
             return _cancelled(conversation, abort, tools_ran=False)
+        if request_number:
+            schemas = offered_schemas(tools)  # ToolSearch may have loaded tools in the last step
         if request_number and not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
             return _cancelled(conversation, abort, tools_ran=False)
         request = ModelRequest(

@@ -306,14 +306,16 @@ def tools_of(connection: McpConnection, listed: list[dict[str, Any]], taken: set
         description = str(item.get("description") or item.get("title") or item["name"])
         if len(description) > MAX_DESCRIPTION:
             description = description[: MAX_DESCRIPTION - 1] + "…"
+        title = str(item.get("title") or (annotations or {}).get("title") or item["name"])
         cls = type(f"McpTool_{name}", (McpTool,), {
             "name": name,
             "description": description,
+            "search_hint": f"{connection.spec.name} {title}",
             "connection": connection,
             "remote_name": item["name"],
             "input_schema": schema,
             "annotations": annotations,
-            "display_title": str(item.get("title") or (annotations or {}).get("title") or item["name"]),
+            "display_title": title,
         })
         made.append(cls())
     return made

@@ -86,3 +86,25 @@ async def test_cancel_during_an_mcp_call_tells_the_server_and_keeps_the_history_
         [result] = results(editor.last_request_messages())
         assert result["is_error"] and result["content"].startswith(INTERRUPTED_RESULT)
         assert pairing_errors(editor.last_request_messages()) == []
+
+
+async def test_many_mcp_tools_wait_behind_tool_search_until_loaded(workspace: Path, data_dir: Path) -> None:
+    server = fixture(workspace.parent / "mcp.log")
+    server["args"].append("--many")
+    scenario = {"responses": [
+        tool_response(("ToolSearch", {"query": "select:mcp__fixture__echo"})),
+        tool_response(("mcp__fixture__echo", {"text": "loaded"})),
+        text_response("done"),
+    ]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session(mcp_servers=[server])
+        await editor.prompt(sid, "echo via a deferred tool")
+        bodies = [r.body for r in editor.model.valid_requests]
+        names = [[t["name"] for t in body["tools"]] for body in bodies]
+        assert "ToolSearch" in names[0] and not any(n.startswith("mcp__") for n in names[0])
+        [search] = [t for t in bodies[0]["tools"] if t["name"] == "ToolSearch"]
+        assert "mcp__fixture__echo" in search["description"] and "mcp__fixture__report_59" in search["description"]
+        assert "mcp__fixture__echo" in names[1] and "mcp__fixture__report_1" not in names[1], "only what was loaded"
+        assert next(t for t in bodies[1]["tools"] if t["name"] == "ToolSearch") == search, "a byte-stable catalog"
+        [_, echoed] = results(editor.last_request_messages())
+        assert echoed["content"] == "echo: loaded"
