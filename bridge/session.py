@@ -89,7 +89,7 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = {**services, "exit_plan_mode": self.exit_plan_mode}
+        self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env}
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
@@ -208,6 +208,11 @@ class Session:
         self.engine.set_mode(mode)
         if announce:
             self.announce_mode()
+
+    def _settings_env(self) -> dict[str, str]:
+        """The settings files' `env` (ours only: Claude Code's files give rules), reloaded when they change."""
+        self.engine.settings.refresh()
+        return self.engine.settings.env
 
     def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
         """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.

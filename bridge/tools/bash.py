@@ -458,13 +458,20 @@ class BashTool(Tool[BashInput]):
         if data.run_in_background:
             from bridge.tools.background import background_of
 
-            shell = await background_of(ctx.services).start(data.command, cwd=ctx.cwd, env=command_environment())
+            shell = await background_of(ctx.services).start(data.command, cwd=ctx.cwd, env=settings_environment(ctx))
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with BashOutput(bash_id={shell.id!r}); stop it with KillShell(shell_id={shell.id!r})."
             )
             return ToolResult(text, raw_output={"background_id": shell.id, "pid": shell.process.pid})
         return await run_command(data.command, ctx, timeout_s=(data.timeout or DEFAULT_TIMEOUT_MS) / 1000)
+
+
+def settings_environment(ctx: ToolContext) -> dict[str, str]:
+    """Our environment plus the settings files' `env` (`services["settings_env"]`, read at each call, so an
+    edited settings file applies to the next command), plus the supervisor's tracking token."""
+    extra = ctx.services.get("settings_env")
+    return command_environment({**os.environ, **(extra() if callable(extra) else {})})
 
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
@@ -474,7 +481,7 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
-    proc = await supervisor.spawn(shell_argv(command), cwd=ctx.cwd, env=command_environment())
+    proc = await supervisor.spawn(shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx))
 
     def on_output(chunk: bytes) -> None:
         output.append(decoder.decode(chunk))

@@ -147,3 +147,20 @@ async def test_session_rules_from_the_editor_rank_first_and_deny_wins(workspace:
         assert not made.exists() and "denied by rule Bash(touch *)" in _result(editor)["content"]
         await editor.prompt(sid, "mkdir")
         assert listed.is_dir() and editor.permission_requests == [], "the editor's allow rule applies"
+
+
+async def test_the_settings_env_reaches_commands_and_an_edit_applies_to_the_next_one(
+    workspace: Path, data_dir: Path
+) -> None:
+    settings = workspace / ".agent-bridge" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"env": {"AB_GREETING": "first-value"}}))
+    echo = ("Bash", {"command": "echo greeting=$AB_GREETING"})
+    scenario = {"responses": [tool_response(echo), text_response("1"), tool_response(echo), text_response("2")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "greet")
+        assert "greeting=first-value" in str(_result(editor)["content"])
+        settings.write_text(json.dumps({"env": {"AB_GREETING": "second-value!"}}))  # another size: a new stat key
+        await editor.prompt(sid, "greet again")
+        assert "greeting=second-value!" in str(_result(editor)["content"])
