@@ -222,13 +222,14 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         from bridge.agent import UnknownSession
 
         parsed = _parse(wire.LoadSessionParams, params)
+        live = parsed.session_id in ls.agent.sessions  # already running here: its MCP servers are too
         try:
             session, problems = ls.agent.load_session(parsed.session_id, ls.frontend(parsed.session_id))
         except UnknownSession as error:
             raise JsonRpcInvalidParams(str(error)) from None
         for problem in problems:
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
-        for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
+        for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
             ls.send_update(session.id, update)
