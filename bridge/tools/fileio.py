@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
-from bridge.tools.paths import absolute_path, looks_binary
+from bridge.tools.paths import absolute_path, looks_binary, read_error
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -118,14 +118,8 @@ def read_text_file(path: Path) -> TextFile:
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError
             data = fh.read()
-    except FileNotFoundError:
-        raise ToolError(f"File does not exist: {path}") from None
-    except IsADirectoryError:
-        raise ToolError(f"{path} is a directory, not a file") from None
-    except PermissionError:
-        raise ToolError(f"Permission denied reading {path}") from None
     except OSError as exc:
-        raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
     text, encoding = decode(data)
     return TextFile(
         path=path,

@@ -20,7 +20,8 @@ import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
-from bridge.tools.paths import absolute_path, looks_binary
+from bridge.tools.fileio import snapshot_of
+from bridge.tools.paths import absolute_path, looks_binary, read_error
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -298,7 +299,7 @@ class ReadTool(Tool[ReadInput]):
         window = text_window(text, offset, limit)
         try:
             st = os.stat(path)
-            ctx.read_files[path] = FileSnapshot(st.st_mtime_ns, st.st_size)
+            ctx.read_files[path] = snapshot_of(st)
         except OSError:
             pass
         note = "[This is the editor's unsaved version of the file; the file on disk may differ.]"
@@ -317,21 +318,17 @@ def _render(window: Window, path: Path, size: int, offset: int) -> str:
 def _load(path: Path, offset: int, limit: int, cwd: Path) -> _Loaded:
     try:
         fh = open(path, "rb")  # noqa: SIM115 - closed below; the fd's stat is the snapshot
-    except FileNotFoundError:
-        raise ToolError(missing_file_message(path, cwd)) from None
-    except IsADirectoryError:
-        raise ToolError(f"{path} is a directory, not a file. List it with Glob or Bash `ls`.") from None
-    except PermissionError:
-        raise ToolError(f"Permission denied reading {path}.") from None
+    except FileNotFoundError as error:
+        raise read_error(path, error, missing=missing_file_message(path, cwd)) from None
     except OSError as error:
-        raise ToolError(f"Cannot read {path}: {error.strerror or error}") from None
+        raise read_error(path, error) from None
     with fh:
         st = os.fstat(fh.fileno())
         if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"{path} is a directory, not a file. List it with Glob or Bash `ls`.")
+            raise read_error(path, IsADirectoryError())
         if not stat.S_ISREG(st.st_mode):
             raise ToolError(f"{path} is not a regular file (a device, FIFO or socket); Read only reads files.")
-        snapshot = FileSnapshot(st.st_mtime_ns, st.st_size)
+        snapshot = snapshot_of(st)
         head = fh.read(8192)
         raw: dict[str, Any] = {"path": str(path), "size": st.st_size}
         media = image_type(head)
