@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -202,6 +202,44 @@ class PermissionEngine:
         """Write the always-rule once (no duplicates); every engine of this project sees it at once."""
         self.settings.save_rule(suggestion)
         self._refresh()
+
+    # --- what file tools may show --------------------------------------------------------------------
+
+    def read_guard(self) -> Callable[[Path, Path | None], str | None]:
+        """For the file tools' results (Grep matches, Glob names), with the rules as they are now: why
+        `path` may not be shown, or None when it may. A Read deny or ask rule naming the path (as written or
+        resolved) hides it — a result cannot be asked about one by one; rules without a path were judged on
+        the call itself. So does a real path outside the workspace and outside `scope` (what the permission
+        step allowed for this call), unless a Read allow rule names it or the mode is bypassPermissions."""
+        self._refresh()
+        rules = [r for b in ("deny", "ask") for r in self._index.rules_for(b, "Read") if r.path is not None]
+        workspace, cwd = self._workspace, self.cwd
+        bypass = self.mode == "bypassPermissions" and not self.settings.bypass_disabled
+        dirs: dict[str, str] = {}  # results share a few directories: resolve each once
+
+        def real(written: Path) -> Path:
+            head, name = os.path.split(written)
+            resolved = dirs.get(head) or dirs.setdefault(head, os.path.realpath(head))
+            full = os.path.join(resolved, name)
+            return Path(os.path.realpath(full) if os.path.islink(full) else full)
+
+        def check(path: Path, scope: Path | None) -> str | None:
+            written = normalize(path, cwd)
+            access = _Access(written, real(written))
+            for rule in rules:
+                if self._path_hit(rule, access):
+                    return f"{access.written} is named by the {rule.behavior} rule {rule.text}"
+            if bypass or workspace.contains(access.real):
+                return None
+            if scope is not None:
+                allowed = real(normalize(scope, cwd))
+                if access.real == allowed or access.real.is_relative_to(allowed):
+                    return None
+            if self._allow_rule_for_path("Read", access, "read") is not None:
+                return None
+            return f"{access.real} is outside the workspace"
+
+        return check
 
     # --- hooks ---------------------------------------------------------------------------------------
 
