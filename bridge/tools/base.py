@@ -71,6 +71,11 @@ class DocumentSource:
         return None
 
 
+ReadGuard = Callable[[Path, Path | None], str | None]
+"""`guard(path, scope)`: why a file tool may not show `path` (its name or content, e.g. a Grep or Glob result),
+or None when it may: a Read deny/ask rule matches it, or its real path is outside the workspace and outside
+`scope` (the directory the permission step allowed for this call)."""
+
 ProgressSink = Callable[[str], None]
 """Receives a tool's output so far (e.g. Bash's streamed output); the loop forwards it to the editor."""
 
@@ -87,6 +92,8 @@ class ToolContext:
     read_files: dict[Path, FileSnapshot] = field(default_factory=dict)
     documents: DocumentSource = field(default_factory=DocumentSource)
     progress: ProgressSink = lambda _text: None
+    read_guard: ReadGuard | None = None
+    """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
     services: dict[str, Any] = field(default_factory=dict)
     """Session-scoped services by name (e.g. `processes`, `background`), so tools stay decoupled."""
 
