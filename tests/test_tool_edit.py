@@ -6,11 +6,12 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridge.abort import Abort
-from bridge.tools.base import FileSnapshot, ToolContext, ToolError
+from bridge.tools.base import AnyTool, FileSnapshot, ToolContext, ToolError
 from bridge.tools.edit import EditInput, EditTool, preview_edit
 
 
@@ -262,3 +263,25 @@ async def test_locations_point_at_the_line_of_old_string(ctx: ToolContext, tmp_p
     assert EditTool().permission_paths(EditInput(file_path=str(path), old_string="a", new_string="b"), ctx) == [
         (path, "write")
     ]
+
+
+async def test_the_change_tools_refuse_a_fifo_without_waiting_for_a_writer(ctx: ToolContext, tmp_path: Path) -> None:
+    """Read now reads FIFOs; the tools that change files refuse them, and never block on their open()."""
+    from bridge.tools.notebook_edit import NotebookEditInput, NotebookEditTool
+    from bridge.tools.write import WriteInput, WriteTool
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    notebook = tmp_path / "pipe.ipynb"
+    os.mkfifo(notebook)
+    mark_read(ctx, fifo)
+    mark_read(ctx, notebook)
+    checks: list[tuple[AnyTool, Any]] = [
+        (EditTool(), EditInput(file_path=str(fifo), old_string="a", new_string="b")),
+        (WriteTool(), WriteInput(file_path=str(fifo), content="x")),
+        (NotebookEditTool(), NotebookEditInput(notebook_path=str(notebook), new_source="x", cell_id="cell-0")),
+    ]
+    for tool, data in checks:
+        problem = await tool.validate_input(data, ctx)
+        assert problem is not None and "not a regular file" in problem, (tool.name, problem)
+    assert stat.S_ISFIFO(fifo.stat().st_mode), "left as it was"

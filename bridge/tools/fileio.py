@@ -9,6 +9,7 @@ region (including mixed endings) stay exactly as they were.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
-from bridge.tools.paths import absolute_path, looks_binary, read_error
+from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -110,14 +111,35 @@ def current_snapshot(path: Path) -> FileSnapshot | None:
         return None
 
 
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open `path` for reading without blocking (a FIFO's open would wait for a writer) and refuse anything
+    but a regular file: the file tools change files, not streams or devices."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is not a regular file (a FIFO, device or socket); it cannot be edited as text.")
+    return fd, st
+
+
+def read_bytes(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file `path` and the stat of what was read. OSError when it cannot be read."""
+    fd, st = open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(), st
+
+
 def read_text_file(path: Path) -> TextFile:
     """Read and decode `path`. Errors are `ToolError`s the model can act on."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError
-            data = fh.read()
+        data, st = read_bytes(path)
     except OSError as exc:
         raise read_error(path, exc) from None
     text, encoding = decode(data)
@@ -300,9 +322,9 @@ def changed_spans(old: str, new: str) -> tuple[tuple[int, int], tuple[int, int]]
 
 def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
     """Observers' copy gets the path with `~` expanded and `..` folded (idempotent; the model's input is
-    never changed)."""
+    never changed). An invalid path is left as sent."""
     value = raw.get(field)
-    if not isinstance(value, str):
+    if not isinstance(value, str) or path_problem(value) is not None:
         return raw
     expanded = os.path.expanduser(value)
     if not os.path.isabs(expanded):

@@ -23,6 +23,7 @@ from bridge.tools.fileio import (
     detect_line_ending,
     diff_display,
     plan_problem,
+    read_bytes,
     record_write,
     require_fresh_read,
     snapshot_of,
@@ -66,9 +67,7 @@ def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path} is a directory; give the path of a file.")
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            raw = fh.read()
+        raw, st = read_bytes(path)
     except OSError as exc:
         raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
     snapshot = snapshot_of(st)
