@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from bridge.abort import Abort
 from bridge.tools.base import DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
+from bridge.tools.fileio import text_digest
 from bridge.tools.read import MAX_IMAGE_BYTES, ReadInput, ReadTool
 from tests.test_processes import eventually
 
@@ -330,6 +331,25 @@ async def test_reads_the_editors_unsaved_text(tmp_path: Path) -> None:
     assert text.startswith("     1\tunsaved 1\n     2\tunsaved 2")
     assert "unsaved version" in text
     assert path in ctx.read_files
+
+
+async def test_reads_through_the_editors_async_source_and_records_the_texts_digest(tmp_path: Path) -> None:
+    path = tmp_path / "open.py"
+    path.write_text("on disk\n")
+    asked: list[Path] = []
+
+    class Client(DocumentSource):  # stands for an ACP client answering fs/read_text_file
+        async def read_text(self, p: Path) -> str | None:
+            asked.append(p)
+            return "from the client\n" if p == path else None
+
+    ctx = context(tmp_path, Client())
+    assert text_of(await read(ctx, path)).startswith("     1\tfrom the client")
+    assert ctx.read_files[path] == FileSnapshot(-1, len("from the client\n"), text_digest("from the client\n"))
+    other = tmp_path / "closed.py"
+    other.write_text("disk only\n")
+    assert text_of(await read(ctx, other)) == "     1\tdisk only"
+    assert asked == [path, other] and ctx.read_files[other].digest is None
 
 
 def test_title_locations_and_backfill(tmp_path: Path) -> None:

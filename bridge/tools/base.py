@@ -62,13 +62,29 @@ class FileSnapshot:
 
     mtime_ns: int
     size: int
+    digest: str | None = None
+    """The text's hash when it was read from the editor (which gives no mtime): then "changed since read"
+    compares texts, not stat data."""
 
 
 class DocumentSource:
-    """Where the editor's unsaved text comes from (LSP document sync). The default has none."""
+    """The editor's view of files: its unsaved text (LSP document sync), and for an editor that offers it
+    (ACP `fs/read_text_file` / `fs/write_text_file`) reading and writing files through it. The default has
+    nothing: every file tool uses the disk. Permission and containment checks come first, always."""
 
     def get_text(self, path: Path) -> str | None:
+        """The editor's text of `path` if it has it at hand without asking (synced documents)."""
         return None
+
+    async def read_text(self, path: Path) -> str | None:
+        """The editor's text of `path`, unsaved changes included; None: not open / not available (the tool
+        reads the disk)."""
+        return self.get_text(path)
+
+    async def write_text(self, path: Path, text: str) -> bool:
+        """Make `text` the content of `path` through the editor (its buffer: undo, no "changed on disk");
+        False: not handled (the tool writes the disk)."""
+        return False
 
 
 ReadGuard = Callable[[Path, Path | None], str | None]

@@ -30,7 +30,7 @@ import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
-from bridge.tools.fileio import backfill_path, snapshot_of
+from bridge.tools.fileio import backfill_path, snapshot_of, text_digest
 from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
 DEFAULT_LIMIT = 2000
@@ -304,7 +304,7 @@ class ReadTool(Tool[ReadInput]):
     async def call(self, data: ReadInput, ctx: ToolContext) -> ToolResult:
         path = absolute_path(data.file_path)
         offset, limit = max(1, data.offset or 1), data.limit or DEFAULT_LIMIT
-        unsaved = ctx.documents.get_text(path)
+        unsaved = await ctx.documents.read_text(path)
         if unsaved is not None:
             return self._from_editor(path, unsaved, offset, limit, ctx)
         with anyio.CancelScope(shield=True):  # a non-blocking open: quick, and its fd must not be lost
@@ -321,11 +321,8 @@ class ReadTool(Tool[ReadInput]):
 
     def _from_editor(self, path: Path, text: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
         window = text_window(text, offset, limit)
-        try:
-            st = os.stat(path)
-            ctx.read_files[path] = snapshot_of(st)
-        except OSError:
-            pass
+        # The editor's text has no mtime: "changed since read" compares the text itself (see fileio).
+        ctx.read_files[path] = FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text))
         note = "[This is the editor's unsaved version of the file; the file on disk may differ.]"
         raw = {"path": str(path), "lines": len(window.lines), "source": "editor"}
         return ToolResult(_render(window, path, len(text.encode()), offset) + "\n" + note, raw_output=raw)

@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
+
 from tests.e2e.harness import Editor, poll, running_editor, text_response, tool_response
 
 
@@ -102,3 +104,22 @@ async def test_grep_over_a_directory_keeps_a_read_deny_rule(workspace: Path, dat
         grep, glob = (str(r["content"]) for r in _tool_results(editor))
         assert "app.py:1:password" in grep and "hunter2" not in grep and "secret" not in grep
         assert "secret" not in glob and "1 file was left out" in glob
+
+
+async def test_an_edit_applies_to_the_unsaved_text_that_read_showed(workspace: Path, data_dir: Path) -> None:
+    """Over LSP document sync (the VS Code extension's), which cannot take writes: the edit is made on the
+    editor's text, as Read showed it, and written to disk."""
+    target = workspace / "draft.py"
+    target.write_text("on disk\n")
+    calls = [tool_response(("Read", {"file_path": str(target)})),
+             tool_response(("Edit", {"file_path": str(target), "old_string": "unsaved", "new_string": "edited"})),
+             text_response("done")]
+    async with running_editor({"responses": calls}, workspace, data_dir) as editor:
+        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=target.as_uri(), language_id="python", version=1,
+                                                 text="unsaved in the editor\n")))
+        sid = await editor.new_session()
+        await editor.prompt(sid, "fix the draft")
+        result = _tool_results(editor)[0]
+        assert not result.get("is_error"), result
+        assert target.read_text() == "edited in the editor\n"
