@@ -339,7 +339,7 @@ def _shown_lines(
             continue
         shown = verdicts.get(path)
         if shown is None:
-            shown = verdicts[path] = guard(Path(os.path.normpath(cwd / path)), root) is None
+            shown = verdicts[path] = guard(Path(os.path.normpath(os.path.join(cwd, path))), root) is None
             hidden += not shown
         if not shown:
             continue
