@@ -83,7 +83,8 @@ class DocumentSource:
 
     async def write_text(self, path: Path, text: str) -> bool:
         """Make `text` the content of `path` through the editor (its buffer: undo, no "changed on disk");
-        False: not handled (the tool writes the disk)."""
+        False: not handled (the tool writes the disk). Raise ToolError when the editor refused or failed:
+        the model is told why, and nothing is written to disk."""
         return False
 
 

@@ -495,11 +495,11 @@ async def _collect(fd: int, lines_wanted: int, *, fifo: bool) -> tuple[bytes, bo
             cap = MAX_IMAGE_BYTES + 1
         elif head[:2] in _UTF16_BOMS:
             if newlines >= lines_wanted:  # counts 0x0A bytes: at least the line breaks there are
-                return bytes(buf), _ended_now(fd)
+                return bytes(buf), fifo and _ended_now(fd)
         elif looks_binary(head):
             return bytes(buf), False
         elif newlines >= lines_wanted:
-            return bytes(buf), _ended_now(fd)
+            return bytes(buf), fifo and _ended_now(fd)
         await anyio.lowlevel.checkpoint()
     return bytes(buf), False
 
@@ -512,7 +512,8 @@ async def _readable(fd: int) -> None:
 
 
 def _ended_now(fd: int) -> bool:
-    """After the window is full: True when the stream has ended already (nothing would follow)."""
+    """After the window is full: True when the FIFO has ended already (nothing would follow). Not asked of
+    devices: a read on the event loop must never wait."""
     with contextlib.suppress(OSError):
         return os.read(fd, 1) == b""
     return False
