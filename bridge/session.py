@@ -264,6 +264,7 @@ class Session:
             read_files=self.read_files,
             documents=self.frontend.documents,
             services=self.services,
+            read_guard=self.engine.read_guard(),  # files: Grep/Glob results checked against the rules (lead: keep)
         )
 
     def _bound(self, text: str, limit: float, tool_use_id: str) -> str:
