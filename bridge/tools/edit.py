@@ -228,6 +228,10 @@ class EditTool(Tool[EditInput]):
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"
 
+    def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The user edited the whole proposed file: it is written as a Write of that text."""
+        return "Write", {"file_path": data.file_path, "content": text}
+
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
         # and the session's snapshot of the file is recorded either way.

@@ -136,6 +136,9 @@ class WriteTool(Tool[WriteInput]):
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
 
+
+    def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        return "Write", {"file_path": data.file_path, "content": text}
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
         # and the session's snapshot of the file is recorded either way.
