@@ -136,7 +136,7 @@ export async function ensureBridge(opts: {
     opts.report?.(`creating a Python ${found.version} environment`);
     await run(found.executable, ["-m", "venv", "--without-pip", tmp], { timeoutMs: 120000 });
     // pip runs from its bundled wheel (a venv without pip needs no ensurepip, which some distributions split off).
-    const pip = [path.join(wheels, manifest.pip, "pip"), "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet"];
+    const pip = [path.join(wheels, manifest.pip, "pip"), "install", "--disable-pip-version-check", "--no-warn-script-location", "--quiet", "--no-compile"];
     const requirement = `agent-bridge==${manifest.version}`;
     opts.report?.("installing the bridge and its dependencies (no network needed)");
     try {

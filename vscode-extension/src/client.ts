@@ -9,6 +9,7 @@ import {
   RevealOutputChannelOn,
 } from "vscode-languageclient/node";
 import type { AgentConnection } from "./connection";
+import { CrashCounter, maxCrashes } from "./restartPolicy";
 import { errorMessage } from "./session";
 import { type BridgeLaunch, describeCommand } from "./settings";
 
@@ -22,15 +23,6 @@ export type ClientEvent =
   | { kind: "crashed"; reason: string; restartInMs?: number }
   | { kind: "failed"; message: string }
   | { kind: "stopped" };
-
-/** After this long up, a crash counts as the first again. */
-export const healthyMs = 60_000;
-/** Crashes in a row (none healthy in between) before giving up. */
-export const maxCrashes = 4;
-
-export function restartDelay(crashes: number): number {
-  return Math.min(500 * 2 ** Math.max(0, crashes - 1), 8000);
-}
 
 /** vscode-languageclient shows its own notifications for start and connection errors; ours say more, once. */
 class QuietLanguageClient extends LanguageClient {
@@ -47,8 +39,8 @@ interface Exit {
 /**
  * Runs `agent-bridge serve` over stdio with vscode-languageclient (open documents are synced, so the
  * bridge's Read sees unsaved text). We spawn the process ourselves, to know how it ended: a crash is
- * reported with its exit code or signal and restarted with backoff (reset after `healthyMs` up); after
- * `maxCrashes` in a row it stays down until `restart()`. A start failure is reported once; nothing throws.
+ * reported with its exit code or signal and restarted with backoff (restartPolicy.ts); after too many in a
+ * row it stays down until the Restart command. A start failure is reported once; nothing throws.
  */
 export class BridgeClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -57,7 +49,7 @@ export class BridgeClient implements vscode.Disposable {
   private cwd: string | undefined;
   /** Bumped by every start and stop: a start that is no longer the newest gives way. */
   private generation = 0;
-  private crashes = 0;
+  private readonly crashes = new CrashCounter();
   private readyAt = 0;
   private restartTimer: NodeJS.Timeout | undefined;
 
@@ -78,7 +70,7 @@ export class BridgeClient implements vscode.Disposable {
   async start(launch: BridgeLaunch, cwd: string | undefined, opts: { resume: boolean; resetCrashes?: boolean }): Promise<void> {
     const generation = ++this.generation;
     this.clearRestartTimer();
-    if (opts.resetCrashes) this.crashes = 0;
+    if (opts.resetCrashes) this.crashes.reset();
     await this.stopCurrent();
     if (generation !== this.generation) return;
     this.launch = launch;
@@ -138,7 +130,7 @@ export class BridgeClient implements vscode.Disposable {
       this.client = undefined;
       const reason = startFailure(err, exit, stderrTail);
       // A restart after a crash that fails again is one more crash (it may pass); a first start is a failure.
-      if (resume && this.crashes > 0) this.crashed(generation, reason);
+      if (resume && this.crashes.count > 0) this.crashed(generation, reason);
       else this.fail(launch, reason);
       return;
     }
@@ -175,24 +167,22 @@ export class BridgeClient implements vscode.Disposable {
   }
 
   private crashed(generation: number, reason: string): void {
-    if (this.readyAt > 0 && Date.now() - this.readyAt >= healthyMs) this.crashes = 0;
+    const { count, delayMs: delay } = this.crashes.record(Date.now(), this.readyAt);
     this.readyAt = 0;
-    this.crashes++;
     this.client = undefined;
     this.process = undefined;
-    if (this.crashes > maxCrashes) {
-      this.log.error(`The bridge ${reason}. It stopped ${this.crashes} times in a row: not restarting it again.`);
+    if (delay === undefined) {
+      this.log.error(`The bridge ${reason}. It stopped ${count} times in a row: not restarting it again.`);
       this.onEvent({ kind: "crashed", reason });
       void vscode.window
-        .showErrorMessage(`Agent Bridge: the bridge ${reason}, ${this.crashes} times in a row; it is not restarted again.`, "Restart", "Show Log")
+        .showErrorMessage(`Agent Bridge: the bridge ${reason}, ${count} times in a row; it is not restarted again.`, "Restart", "Show Log")
         .then((choice) => {
           if (choice === "Restart") void vscode.commands.executeCommand("agentBridge.restart");
           if (choice === "Show Log") this.log.show();
         });
       return;
     }
-    const delay = restartDelay(this.crashes);
-    this.log.warn(`The bridge ${reason}; restarting in ${delay} ms (${this.crashes}/${maxCrashes}).`);
+    this.log.warn(`The bridge ${reason}; restarting in ${delay} ms (${count}/${maxCrashes}).`);
     this.onEvent({ kind: "crashed", reason, restartInMs: delay });
     this.clearRestartTimer();
     this.restartTimer = setTimeout(() => {

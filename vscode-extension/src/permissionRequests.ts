@@ -106,3 +106,12 @@ export class PermissionRequests {
     this.settled.fire({ id, how: "withdrawn" });
   }
 }
+
+/**
+ * The options in the order they are offered: allow once first, then reject, then the "always" ones. Nothing
+ * that saves a rule is ever first (the default), whatever the bridge's order.
+ */
+export function orderedOptions(options: PermissionOption[]): PermissionOption[] {
+  const rank = (o: PermissionOption): number => ["allow_once", "reject_once", "allow_always", "reject_always"].indexOf(o.kind);
+  return [...options].sort((a, b) => rank(a) - rank(b));
+}

@@ -1,22 +1,13 @@
 import * as vscode from "vscode";
 import type { ProposedEdits } from "./diffView";
 import type { Disposable } from "./events";
-import type { PendingPermission, PermissionRequests } from "./permissionRequests";
+import { orderedOptions, type PendingPermission, type PermissionRequests } from "./permissionRequests";
 import { isRejectKind, type PermissionOption } from "./protocol";
 
 /** What the permission UI needs from the panel. */
 export interface PanelPresence {
   readonly visible: boolean;
   reveal(): Promise<void>;
-}
-
-/**
- * The options in the order they are offered: allow once first, then reject, then the "always" ones. Nothing
- * that saves a rule is ever first (the default), whatever the bridge's order.
- */
-export function orderedOptions(options: PermissionOption[]): PermissionOption[] {
-  const rank = (o: PermissionOption): number => ["allow_once", "reject_once", "allow_always", "reject_always"].indexOf(o.kind);
-  return [...options].sort((a, b) => rank(a) - rank(b));
 }
 
 /**
