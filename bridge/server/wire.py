@@ -250,6 +250,7 @@ def replay_updates(
     (the interrupted tool call already says `Interrupted by user`).
     """
     updates: list[dict[str, Any]] = []
+    plan: list[dict[str, Any]] | None = None
     for message in messages:
         for block in message["content"]:
             kind = block.get("type")
@@ -264,6 +265,9 @@ def replay_updates(
                 )
             elif kind == "tool_use":
                 name, raw = block["name"], block.get("input", {})
+                if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
+                    plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
+                             "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
                 started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
                 updates.append(_tool_call(started))
             elif kind == "tool_result":
@@ -279,4 +283,6 @@ def replay_updates(
                         "content": [_text_content(text)] if text else [],
                     }
                 )
+    if plan is not None:
+        updates.append({"sessionUpdate": "plan", "entries": plan})
     return updates

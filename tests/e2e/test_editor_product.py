@@ -130,3 +130,19 @@ async def test_additional_directories_from_the_editor_are_workspace(
         await editor.prompt(sid, "write the note")
         assert editor.permission_requests == [], "acceptEdits covers the extra directory like the workspace"
         assert target.read_text() == "hi\n"
+
+
+async def test_a_loaded_session_replays_its_last_plan(workspace: Path, data_dir: Path) -> None:
+    first = [{"content": "Read the code", "status": "completed", "activeForm": "Reading"},
+             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing"}]
+    later = [{**first[0]}, {**first[1], "status": "completed"}]
+    scenario = {"responses": [tool_response(("TodoWrite", {"todos": first})),
+                              tool_response(("TodoWrite", {"todos": later})), text_response("planned")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "plan it")
+    async with running_editor({"responses": []}, workspace, data_dir) as editor:
+        await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        [plan] = editor.of_kind("plan", sid)
+        assert [(e["content"], e["status"]) for e in plan["entries"]] == [("Read the code", "completed"),
+                                                                          ("Fix the bug", "completed")]
