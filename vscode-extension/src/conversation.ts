@@ -4,8 +4,7 @@ import * as vscode from "vscode";
 import { AgentClient } from "./agentClient";
 import type { AgentConnection } from "./connection";
 import type { EditorContext } from "./editorContext";
-import type { Disposable } from "./events";
-import type { PanelSession } from "./panel/messages";
+import { type Disposable, Emitter } from "./events";
 import type { ConnectionStatus } from "./panel/state";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
@@ -16,9 +15,19 @@ import type { StatusBar } from "./status";
 
 const duplicateCancelMs = 120;
 
-/** Where the panel's session state goes (the conversation view). */
-export interface SessionSink {
-  setSession(session: PanelSession): void;
+/**
+ * The session as the host sees it, for the panel (Send waits for `ready`; the header shows `model`) and the
+ * welcome screen (`needsKey`). Before `ready` a prompt is queued here and sent once the session exists.
+ */
+export interface SessionState {
+  status: "starting" | "installing" | "ready" | "restarting" | "failed";
+  /** Why it is not ready, in a few words ("setting up the bridge (first start)…", "the bridge is restarting…"). */
+  detail?: string;
+  /** The model the session runs (its id); `agentBridge.selectModel` changes it. */
+  model?: string;
+  queued: number;
+  /** No API key is set (nor an offline scenario): the welcome offers "Set API key" and "Try it offline". */
+  needsKey: boolean;
 }
 
 interface Queued {
@@ -45,7 +54,10 @@ export class Conversation implements vscode.Disposable {
   private lastModes: SessionModes | undefined;
   private lastModels: SessionModels | undefined;
   private readonly queue: Queued[] = [];
-  private panelSession: PanelSession = { status: "starting", queued: 0, needsKey: false };
+  private panelSession: SessionState = { status: "starting", queued: 0, needsKey: false };
+  private readonly sessionChanged = new Emitter<SessionState>();
+  /** Every change of the session state (the view forwards it to the panel). */
+  readonly onSessionState = this.sessionChanged.event;
 
   constructor(
     private readonly store: PanelStore,
@@ -53,7 +65,6 @@ export class Conversation implements vscode.Disposable {
     private readonly editorContext: EditorContext,
     private readonly status: StatusBar,
     private readonly log: vscode.LogOutputChannel,
-    private readonly sink: SessionSink,
   ) {
     this.subscriptions = [
       permissions.onAdded((p) => {
@@ -276,6 +287,7 @@ export class Conversation implements vscode.Disposable {
   dispose(): void {
     this.detach();
     for (const s of this.subscriptions) s.dispose();
+    this.sessionChanged.dispose();
   }
 
   private async applyModel(session: AgentSession, modelId: string): Promise<void> {
@@ -365,10 +377,14 @@ export class Conversation implements vscode.Disposable {
     this.status.setConnection(status, message);
   }
 
-  private setSession(change: Partial<PanelSession>): void {
+  get sessionState(): SessionState {
+    return this.panelSession;
+  }
+
+  private setSession(change: Partial<SessionState>): void {
     const model = this.session?.models?.currentModelId ?? this.lastModels?.currentModelId;
     this.panelSession = { ...this.panelSession, ...change, queued: this.queue.length, model };
-    this.sink.setSession(this.panelSession);
+    this.sessionChanged.fire(this.panelSession);
     this.status.setModel(model);
   }
 

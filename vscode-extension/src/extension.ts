@@ -6,7 +6,6 @@ import { Conversation } from "./conversation";
 import { ProposedEdits } from "./diffView";
 import { EditorContext } from "./editorContext";
 import { LaunchError, resolveBridge } from "./launch";
-import { panelCommands } from "./panel/messages";
 import { ConversationView } from "./panel/provider";
 import { PanelStore } from "./panel/store";
 import { PermissionRequests } from "./permissionRequests";
@@ -25,7 +24,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const editorContext = new EditorContext();
   const view = new ConversationView(context.extensionUri, store, editorContext);
   const prompter = new PermissionPrompter(permissions, edits, view);
-  const conversation = new Conversation(store, permissions, editorContext, status, log, view);
+  const conversation = new Conversation(store, permissions, editorContext, status, log);
   // The server settings of the last start: a configuration event that leaves them as they are (a settings
   // file saved twice, an unrelated key) must not restart the bridge under a running turn.
   let startedWith: string | undefined;
@@ -118,9 +117,6 @@ export function activate(context: vscode.ExtensionContext): void {
           return void conversation.setMode(msg.modeId);
         case "newSession":
           return void conversation.newSession();
-        case "runCommand":
-          if ((panelCommands as readonly string[]).includes(msg.command)) void vscode.commands.executeCommand(msg.command);
-          return;
       }
     }),
     store.onAction((action) => {

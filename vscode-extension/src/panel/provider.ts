@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { EditorContext } from "../editorContext";
 import type { Disposable } from "../events";
-import type { FromWebview, PanelSession, ToWebview } from "./messages";
+import type { FromWebview, ToWebview } from "./messages";
 import type { PanelStore } from "./store";
 
 /**
@@ -13,7 +13,6 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   static readonly viewType = "agentBridge.conversation";
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  private session: PanelSession = { status: "starting", queued: 0, needsKey: false };
   private readonly received = new vscode.EventEmitter<FromWebview>();
   readonly onMessage = this.received.event;
   private readonly subscriptions: Disposable[] = [this.received];
@@ -46,7 +45,6 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
           this.ready = true;
           this.post({ type: "reset", state: this.store.state });
           this.post({ type: "context", label: this.editorContext.label() });
-          this.post({ type: "session", session: this.session });
           return;
         }
         this.received.fire(msg);
@@ -64,12 +62,6 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
 
   async reveal(): Promise<void> {
     await vscode.commands.executeCommand(`${ConversationView.viewType}.focus`);
-  }
-
-  /** The session's state for the panel (host side: conversation.ts); kept and replayed to a reloaded webview. */
-  setSession(session: PanelSession): void {
-    this.session = session;
-    this.post({ type: "session", session });
   }
 
   focusInput(): void {
