@@ -4,14 +4,15 @@ import * as vscode from "vscode";
 import { AgentClient } from "./agentClient";
 import type { AgentConnection } from "./connection";
 import type { EditorContext } from "./editorContext";
-import { type Disposable, Emitter } from "./events";
-import type { ConnectionStatus } from "./panel/state";
+import type { Disposable } from "./events";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
 import type { ContentBlock, SessionInfo, SessionModels, SessionModes } from "./protocol";
 import { readMcpServers, readSettings } from "./settings";
 import { type AgentSession, errorMessage } from "./session";
 import type { StatusBar } from "./status";
+import { Emitter } from "./events";
+import type { ConnectionStatus } from "./panel/state";
 
 const duplicateCancelMs = 120;
 
@@ -67,12 +68,7 @@ export class Conversation implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
   ) {
     this.subscriptions = [
-      permissions.onAdded((p) => {
-        // ACP: the request's tool call is an update of it — the pending card's tool call gets its diff.
-        const call = p.params.toolCall;
-        if (call.content?.length) {
-          store.dispatch({ type: "update", update: { sessionUpdate: "tool_call_update", toolCallId: call.toolCallId, content: call.content } });
-        }
+      permissions.onAdded((p) =>
         store.dispatch({
           type: "permissionRequested",
           permission: {
@@ -82,8 +78,8 @@ export class Conversation implements vscode.Disposable {
             options: p.params.options,
             hasDiff: p.diffs.length > 0,
           },
-        });
-      }),
+        }),
+      ),
       permissions.onSettled((s) => store.dispatch({ type: "permissionSettled", id: s.id, how: s.how, optionName: s.option?.name })),
     ];
   }
