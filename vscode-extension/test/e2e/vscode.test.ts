@@ -170,9 +170,9 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   it("“Set API Key” keeps the key in secret storage, hands it to the bridge and keeps it out of settings and logs", async () => {
     const before = bridgePid();
     await runCommand(page, "Agent Bridge: Set API Key");
+    await page.locator(".quick-input-widget", { hasText: "Anthropic API key" }).waitFor({ timeout: 10000 });
     const box = page.locator(".quick-input-widget input");
-    await box.waitFor();
-    assert.equal(await box.getAttribute("type"), "password");
+    await poll("a password box", async () => (await box.getAttribute("type")) === "password", 5000);
     await box.fill(apiKey);
     await shot("02a-set-api-key");
     await box.press("Enter");
