@@ -222,6 +222,17 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await shot("04-permission-answered");
   });
 
+  it("choosing Bypass permissions asks first; declining keeps the mode", async () => {
+    const mode = panel.locator("#mode");
+    assert.equal(await mode.inputValue(), "default");
+    await mode.selectOption("bypassPermissions");
+    const dialog = page.locator(".monaco-dialog-box", { hasText: "Run every tool call without asking?" });
+    await dialog.waitFor({ timeout: 10000 });
+    await shot("04a-bypass-confirmation");
+    await dialog.locator(".monaco-button", { hasText: "Cancel" }).click();
+    await poll("the picker to show Default again", async () => (await mode.inputValue()) === "default", 10000);
+  });
+
   it("a file link in a tool card opens the file at its line", async () => {
     await sendPrompt(`read: ${hello}`);
     await poll("the read turn to end", async () => (await turnEnds()) === 4, 30000);
