@@ -181,6 +181,8 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     const settings = fs.readFileSync(path.join(userData, "User/settings.json"), "utf8");
     assert.ok(!settings.includes(apiKey), "the key is not in settings.json");
     assert.ok(!findLogs(userData).includes(apiKey), "the key is not in the logs");
+    const pid = bridgePid();
+    assert.ok(pid !== undefined && !fs.readFileSync(`/proc/${pid}/environ`, "utf8").includes(apiKey), "nor in the environment the bridge's commands inherit");
   });
 
   it("sends a prompt and sees the streamed markdown reply; a code block's copy button fills the clipboard", async () => {
