@@ -79,6 +79,7 @@ class Session:
             settings=SettingsStore.for_project(cwd),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
+            additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
         self.policy: PermissionPolicy = policy or self.engine

@@ -8,6 +8,7 @@ waits for every call before it. Before a call starts it checks the signal (the s
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class _Call:
     output: str = ""  # progress so far, kept for the synthesized result
     display: list[dict[str, Any]] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
+    edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
 
 
 class ToolExecutor:
@@ -163,8 +165,12 @@ class ToolExecutor:
             denied, data = await self._permit(call, ctx)
             if denied is not None:
                 return tool_result_block(use_id, denied, is_error=True)
+            if call.edited is not None:
+                tool, data = self._edited_call(tool, data, call.edited[1])
             self._env.emit(ToolCallInProgress(use_id))
             result = await self._call_tool(tool, data, ctx)
+            if result is not None and call.edited is not None and not result.is_error:
+                result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
         if result is not None:
@@ -180,6 +186,17 @@ class ToolExecutor:
         if isinstance(content, str):
             content = self._env.bound(content, tool.max_result_chars, use_id)
         return tool_result_block(use_id, content, is_error=result.is_error)
+
+    def _edited_call(self, tool: AnyTool, data: Any, text: str) -> tuple[AnyTool, Any]:
+        """The call that writes the user's edit of the proposed change (the tool's `edited_input`)."""
+        swap = tool.edited_input(data, text)
+        other = self._env.tools.get(swap[0]) if swap else None
+        if swap is None or other is None:
+            raise ToolError(f"{tool.name}: the user's edit of the proposed change cannot be applied; nothing written.")
+        try:
+            return other, other.input_model.model_validate(swap[1])
+        except ValidationError as error:
+            raise ToolError(_validation_message(other.name, error)) from None
 
     async def _call_tool(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
         with cancel_on_abort(ctx.abort):
@@ -240,6 +257,7 @@ class ToolExecutor:
             raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
             reason=decision.reason, suggestions=decision.suggestions,
         )
+        call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
         with cancel_on_abort(self._abort):
             answer = await self._env.prompter(request)
@@ -253,6 +271,7 @@ class ToolExecutor:
             except Exception as error:  # the answer still counts for this call
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
+            call.edited = _user_edit(answer.edited_text, request.display)
             return None, data
         message = "Permission denied by user"
         if answer.feedback:
@@ -267,6 +286,26 @@ class ToolExecutor:
 
     def unfinished_outputs(self) -> dict[str, str]:
         return {c.block["id"]: c.output for c in self._calls if not c.done.is_set()}
+
+
+def _user_edit(edited: str | None, display: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(proposed, edited) when the user changed the whole-file text of the one diff they were shown."""
+    diffs = [d for d in display if d.get("type") == "diff"]
+    if edited is None or len(diffs) != 1 or (diffs[0].get("_meta") or {}).get("partial"):
+        return None  # a partial diff (a huge file) is not the whole text: writing it would cut the file
+    proposed = str(diffs[0].get("newText") or "")
+    return None if edited == proposed else (proposed, edited)
+
+
+def _with_user_edit(content: str | list[Block], proposed: str, edited: str) -> str | list[Block]:
+    """The tool result, told that the user changed the proposal and how (a diff from the proposal)."""
+    lines = difflib.unified_diff(proposed.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                 "your proposal", "what the user accepted", n=2)
+    note = ("The user edited the proposed change before accepting it; the user's version was written. "
+            "The difference from your proposal:\n" + "".join(lines).rstrip("\n"))
+    if isinstance(content, str):
+        return f"{content}\n\n{note}"
+    return [*content, {"type": "text", "text": note}]
 
 
 def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]:

@@ -186,6 +186,21 @@ def modes_state(current: str) -> dict[str, Any]:
     }
 
 
+# The models the editor's picker offers (ACP unstable `models`); session/set_model takes any model id.
+MODELS = (
+    ("claude-sonnet-4-5", "Claude Sonnet 4.5", "Fast and capable: the default"),
+    ("claude-opus-4-5", "Claude Opus 4.5", "The most capable"),
+    ("claude-haiku-4-5", "Claude Haiku 4.5", "The fastest and cheapest"),
+)
+
+
+def models_state(current: str) -> dict[str, Any]:
+    listed = [{"modelId": m, "name": name, "description": about} for m, name, about in MODELS]
+    if current not in {m for m, _, _ in MODELS}:
+        listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
+    return {"currentModelId": current, "availableModels": listed}
+
+
 def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
     server = BridgeServer(overrides, acp=acp)
 
@@ -215,7 +230,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
-        return {"sessionId": session.id, "modes": modes_state(session.mode)}
+        models = models_state(session.config.model)
+        return {"sessionId": session.id, "modes": modes_state(session.mode), "models": models}
 
     @server.feature("session/load")
     async def session_load(ls: BridgeServer, params: Any) -> None:
@@ -286,6 +302,12 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
         asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
+        return {}
+
+    @server.feature("session/set_model")
+    def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire.SetModelParams)
+        session.config = session.config.model_copy(update={"model": parsed.model_id})  # this session only
         return {}
 
     @server.feature(types.SHUTDOWN)

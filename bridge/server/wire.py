@@ -49,6 +49,11 @@ class SetModeParams(WireModel):
     mode_id: str = Field(alias="modeId")
 
 
+class SetModelParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId", min_length=1)
+
+
 def parse(model: type[WireModel], params: Any) -> Any:
     """Validated params, or ValueError with a message that names the field."""
     try:
@@ -211,12 +216,15 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
         return PermissionAnswer("cancelled", feedback=feedback)
     option = outcome.get("optionId")
+    edited = meta.get("editedText") if isinstance(meta, dict) else None
+    edited = edited if isinstance(edited, str) else None
     if option == "allow_once":
-        return PermissionAnswer("allow_once")
+        return PermissionAnswer("allow_once", edited_text=edited)
     if option in ("allow_always", "reject_always"):
         wanted = "allow" if option == "allow_always" else "deny"
         chosen = next((s for s in request.suggestions if s.behavior == wanted), None)
-        return PermissionAnswer(option, feedback=feedback, suggestion=chosen)
+        return PermissionAnswer(option, feedback=feedback, suggestion=chosen,
+                                edited_text=edited if option == "allow_always" else None)
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
@@ -242,6 +250,7 @@ def replay_updates(
     (the interrupted tool call already says `Interrupted by user`).
     """
     updates: list[dict[str, Any]] = []
+    plan: list[dict[str, Any]] | None = None
     for message in messages:
         for block in message["content"]:
             kind = block.get("type")
@@ -256,6 +265,9 @@ def replay_updates(
                 )
             elif kind == "tool_use":
                 name, raw = block["name"], block.get("input", {})
+                if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
+                    plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
+                             "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
                 started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
                 updates.append(_tool_call(started))
             elif kind == "tool_result":
@@ -271,4 +283,6 @@ def replay_updates(
                         "content": [_text_content(text)] if text else [],
                     }
                 )
+    if plan is not None:
+        updates.append({"sessionUpdate": "plan", "entries": plan})
     return updates

@@ -155,6 +155,11 @@ class Tool(Generic[In]):
     def user_facing_title(self, data: In) -> str:
         return self.name
 
+    def edited_input(self, data: In, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The call that writes `text`, the user's edit of this call's proposed file content (the permission
+        dialog's diff, edited before accepting): (tool name, raw input). None: this tool's change is not editable."""
+        return None
+
     async def call(self, data: In, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
 

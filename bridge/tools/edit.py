@@ -250,6 +250,10 @@ class EditTool(Tool[EditInput]):
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"
 
+    def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The user edited the whole proposed file: it is written as a Write of that text."""
+        return "Write", {"file_path": data.file_path, "content": text}
+
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot if plan.base is not None else None

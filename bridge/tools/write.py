@@ -179,6 +179,9 @@ class WriteTool(Tool[WriteInput]):
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
 
+
+    def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        return "Write", {"file_path": data.file_path, "content": text}
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
         written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot)
