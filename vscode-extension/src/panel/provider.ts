@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { EditorContext } from "../editorContext";
 import type { Disposable } from "../events";
+import { panelHtml } from "./html";
 import type { FromWebview, ToWebview } from "./messages";
 import type { PanelStore } from "./store";
 
@@ -77,47 +78,9 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   private html(webview: vscode.Webview): string {
-    const nonce = makeNonce();
     const script = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "out", "webview.js"));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, "media", "panel.css"));
-    const csp = [
-      "default-src 'none'",
-      `style-src ${webview.cspSource}`,
-      `script-src 'nonce-${nonce}'`,
-      `img-src ${webview.cspSource} data:`,
-      `font-src ${webview.cspSource}`,
-    ].join("; ");
-    return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link href="${style.toString()}" rel="stylesheet">
-<title>Agent Bridge</title>
-</head>
-<body>
-<header id="toolbar">
-  <label class="mode">Mode <select id="mode" title="Permission mode"></select></label>
-  <span id="connection" class="connection"></span>
-</header>
-<div id="banner" hidden></div>
-<main id="log" aria-live="polite"></main>
-<button id="jump" class="jump" hidden title="Scroll to the latest message">↓ Latest</button>
-<section id="plan" hidden></section>
-<footer id="composer">
-  <div class="context-row">
-    <label id="attach-label" hidden><input type="checkbox" id="attach"> Attach <span id="context-name"></span></label>
-  </div>
-  <textarea id="input" rows="3" placeholder="Ask the agent… (Enter to send, Shift+Enter for a new line)"></textarea>
-  <div class="buttons">
-    <button id="stop" class="secondary" disabled title="Cancel the turn (Escape); press twice to force">Stop</button>
-    <button id="send" title="Send (while a turn runs: interrupt it with this message)">Send</button>
-  </div>
-</footer>
-<script nonce="${nonce}" src="${script.toString()}"></script>
-</body>
-</html>`;
+    return panelHtml({ cspSource: webview.cspSource, nonce: makeNonce(), scriptUri: script.toString(), styleUri: style.toString() });
   }
 }
 
