@@ -80,7 +80,9 @@ export async function openPanel(browser: Browser, opts: { theme: Theme; width?: 
   return {
     page,
     violations,
-    send: (message) => page.evaluate((m) => window.dispatchEvent(new MessageEvent("message", { data: m })), message as unknown),
+    send: async (message) => {
+      await page.evaluate((m) => window.dispatchEvent(new MessageEvent("message", { data: m })), message as unknown);
+    },
     posted: () => page.evaluate(() => (window as unknown as { __posted: FromWebview[] }).__posted),
   };
 }

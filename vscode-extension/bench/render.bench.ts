@@ -7,7 +7,7 @@
  * Env: E2E_CHROMIUM (else `chromium` on PATH); BENCH_SIZES (default "2000,6000"); BENCH_CHUNK (chars, 80).
  */
 import { execFileSync } from "node:child_process";
-import { chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 import type { PanelAction } from "../src/panel/state";
 import { chunks, longAnswer } from "./longAnswer";
 import { openPanel, origin } from "./panelPage";
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(results));
 }
 
-async function run(browser: import("playwright-core").Browser, lines: number): Promise<Figures> {
+async function run(browser: Browser, lines: number): Promise<Figures> {
   const text = longAnswer(lines);
   const update = (t: string): PanelAction => ({ type: "update", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } } });
   const messages = chunks(text, chunkChars).map((t) => ({ type: "action", action: update(t) }));
@@ -104,7 +104,7 @@ async function run(browser: import("playwright-core").Browser, lines: number): P
         prev = t;
         if (m.lastAt && !m.renderedAt) {
           const md = log?.lastElementChild?.querySelector(".md");
-          if (md?.lastElementChild?.textContent?.trim() === "END-OF-STREAM") {
+          if (md?.lastElementChild?.textContent.trim() === "END-OF-STREAM") {
             m.renderedAt = abs(performance.now());
             m.done = true;
           }
@@ -123,6 +123,7 @@ async function run(browser: import("playwright-core").Browser, lines: number): P
     { messages, interval: intervalMs },
   );
 
+  const trace = process.env.BENCH_TRACE ? await browserTrace(page) : undefined;
   // Keystrokes while the answer streams (and until it has rendered).
   await page.locator("#input").focus();
   const started = Date.now();
@@ -131,6 +132,7 @@ async function run(browser: import("playwright-core").Browser, lines: number): P
     await new Promise((r) => setTimeout(r, 150));
     if (Date.now() - started > 300_000) throw new Error("the answer did not render in 5 minutes");
   }
+  if (trace) await trace();
   const m = await page.evaluate(() => (window as unknown as { __m: { frames: number[]; tasks: { start: number; duration: number }[]; keys: number[]; events: number[]; firstAt: number; lastAt: number; renderedAt: number } }).__m);
   const firstRel = await page.evaluate((a) => a - performance.timeOrigin, m.firstAt);
   const tasks = m.tasks.filter((t) => t.start >= firstRel);
@@ -154,7 +156,7 @@ async function run(browser: import("playwright-core").Browser, lines: number): P
     for (;;) {
       await new Promise((r) => requestAnimationFrame(r));
       const md = log?.lastElementChild?.querySelector(".md");
-      if (md?.lastElementChild?.textContent?.trim() === "END-OF-STREAM") return performance.now() - t0;
+      if (md?.lastElementChild?.textContent.trim() === "END-OF-STREAM") return performance.now() - t0;
     }
   }, text);
   if (panel.violations.length) console.error("CSP/page errors:", panel.violations.slice(0, 5));
@@ -173,6 +175,36 @@ async function run(browser: import("playwright-core").Browser, lines: number): P
     keyMax: keys[keys.length - 1] ?? 0,
     eventTimingMaxMs: Math.max(0, ...m.events),
     wholeAtOnceMs,
+  };
+}
+
+/** BENCH_TRACE=1: where the main thread's time went (trace event totals), to find what to make cheaper. */
+async function browserTrace(page: Page): Promise<() => Promise<void>> {
+  const cdp = await page.context().newCDPSession(page);
+  const events: { name: string; ph: string; dur?: number; tid: number }[] = [];
+  cdp.on("Tracing.dataCollected", (e) => {
+    events.push(...(e.value as unknown as typeof events));
+  });
+  await cdp.send("Tracing.start", { categories: "devtools.timeline,v8", transferMode: "ReportEvents" });
+  await cdp.send("Profiler.enable");
+  await cdp.send("Profiler.start");
+  return async () => {
+    const { profile } = (await cdp.send("Profiler.stop")) as { profile: { nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]; samples: number[]; timeDeltas: number[] } };
+    const self = new Map<number, number>();
+    profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000));
+    const byName = new Map<string, number>();
+    for (const n of profile.nodes) {
+      const key = `${n.callFrame.functionName || "(anon)"}@${n.callFrame.url.split("/").pop() ?? ""}:${n.callFrame.lineNumber}`;
+      byName.set(key, (byName.get(key) ?? 0) + (self.get(n.id) ?? 0));
+    }
+    console.log("self time (ms):", [...byName.entries()].sort((a, b) => b[1] - a[1]).slice(0, 20).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", "));
+    const done = new Promise((r) => cdp.once("Tracing.tracingComplete", r));
+    await cdp.send("Tracing.end");
+    await done;
+    const totals = new Map<string, number>();
+    for (const e of events) if (e.ph === "X" && e.dur) totals.set(e.name, (totals.get(e.name) ?? 0) + e.dur / 1000);
+    const top = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, 14);
+    console.log("trace totals (ms):", top.map(([n, ms]) => `${n} ${ms.toFixed(0)}`).join(", "));
   };
 }
 

@@ -47,7 +47,7 @@ export function activate(context: vscode.ExtensionContext): void {
     view.onMessage((msg) => {
       switch (msg.type) {
         case "submit":
-          return conversation.submit(msg.text, msg.attachContext);
+          return conversation.submit(msg.text, msg.attachContext, msg.extra);
         case "cancel":
           return conversation.cancel();
         case "permission":
