@@ -10,7 +10,7 @@ import { execFileSync } from "node:child_process";
 import { type Browser, chromium, type Page } from "playwright-core";
 import type { PanelAction } from "../src/panel/state";
 import { chunks, longAnswer } from "./longAnswer";
-import { openPanel, origin } from "./panelPage";
+import { openPanel, origin } from "../test/panelPage";
 
 const sizes = (process.env.BENCH_SIZES ?? "2000,6000").split(",").map(Number);
 const chunkChars = Number(process.env.BENCH_CHUNK ?? 80);

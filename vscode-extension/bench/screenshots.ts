@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { chromium } from "playwright-core";
 import type { PanelAction } from "../src/panel/state";
 import type { SessionUpdate } from "../src/protocol";
-import { openPanel, type PanelPage, themes } from "./panelPage";
+import { openPanel, type PanelPage, themes } from "../test/panelPage";
 
 const out = path.resolve(process.argv[2] ?? path.join(__dirname, "../../.artifacts/panel"));
 const ws = "/home/me/project";

@@ -32,7 +32,11 @@ export class PathLinks {
     for (const el of this.root.querySelectorAll<HTMLElement>(".file-cand")) {
       const s = el.dataset.path ? status[el.dataset.path] : undefined;
       if (s === "exists") el.replaceWith(fileLink(el));
-      else if (s === "missing") el.classList.remove("file-cand");
+      else if (s === "missing") {
+        el.removeAttribute("class");
+        el.removeAttribute("data-path");
+        el.removeAttribute("data-line");
+      }
     }
   }
 

@@ -14,7 +14,7 @@ const root = path.resolve(__dirname, "..");
 export type Theme = "dark" | "light" | "hc-dark" | "hc-light";
 export const themes: Theme[] = ["dark", "light", "hc-dark", "hc-light"];
 
-const themeVars = JSON.parse(fs.readFileSync(path.join(__dirname, "themes.json"), "utf8")) as Record<Theme, { bodyClass: string; style: string }>;
+const themeVars = JSON.parse(fs.readFileSync(path.join(root, "bench/themes.json"), "utf8")) as Record<Theme, { bodyClass: string; style: string }>;
 
 export interface PanelPage {
   page: Page;
