@@ -178,7 +178,7 @@ describe("the panel in chromium", () => {
     const { page } = panel;
     await act(...ready, { type: "turnStarted", turnId: 1, text: "first", attachments: [] }, say("partial"), { type: "turnStarted", turnId: 2, text: "second", attachments: [] }, { type: "turnEnded", turnId: 1, stopReason: "cancelled" });
     await page.locator(".item.turnEnd").waitFor();
-    const order = await page.locator("#log > .item").evaluateAll((els) => els.map((e) => e.className.replace("item ", "")));
+    const order = await page.locator("#log > .item").evaluateAll((els: Element[]) => els.map((e) => e.classList.item(1) ?? ""));
     assert.deepEqual(order, ["user", "agent", "turnEnd", "user"]);
   });
 });
