@@ -24,3 +24,10 @@ export function chunks(text: string, size: number): string[] {
   for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
   return out;
 }
+
+/** One code block of about `lines` lines (a whole file written out): its fence stays open while it streams. */
+export function longFence(lines: number): string {
+  const out = ["Here is the file:", "", "```ts"];
+  for (let i = 0; out.length < lines; i++) out.push(`export function f${i}(x: number): string { return "v" + (x * ${i}).toString(); } // line ${i}`);
+  return out.join("\n") + "\n```\n\nEND-OF-STREAM\n";
+}

@@ -4,12 +4,14 @@
  * does not slow the sender down), keystrokes typed into the input meanwhile. Prints, per size:
  *   last chunk → rendered (ms), the worst frame (rAF gap) and the longest task, input latency (keydown →
  *   next frame) p50/p95/max, and a baseline measured in the same run: rendering the whole answer at once.
- * Env: E2E_CHROMIUM (else `chromium` on PATH); BENCH_SIZES (default "2000,6000"); BENCH_CHUNK (chars, 80).
+ * Env: E2E_CHROMIUM (else `chromium` on PATH); BENCH_SIZES (default "2000,6000"); BENCH_CHUNK (chars, 80);
+ * BENCH_CONTENT=code: one long code block instead of mixed markdown. BENCH_TRACE=1 adds the main thread's CPU time per task (load-independent) and where the time went;
+ * BENCH_SCRIPT / BENCH_STYLE: another bundle and stylesheet to measure (e.g. an older build, for a before/after).
  */
 import { execFileSync } from "node:child_process";
 import { type Browser, chromium, type Page } from "playwright-core";
 import type { PanelAction } from "../src/panel/state";
-import { chunks, longAnswer } from "./longAnswer";
+import { chunks, longAnswer, longFence } from "./longAnswer";
 import { openPanel, origin } from "../test/panelPage";
 
 const sizes = (process.env.BENCH_SIZES ?? "2000,6000").split(",").map(Number);
@@ -64,10 +66,10 @@ async function main(): Promise<void> {
 }
 
 async function run(browser: Browser, lines: number): Promise<Figures> {
-  const text = longAnswer(lines);
+  const text = process.env.BENCH_CONTENT === "code" ? longFence(lines) : longAnswer(lines);
   const update = (t: string): PanelAction => ({ type: "update", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } } });
   const messages = chunks(text, chunkChars).map((t) => ({ type: "action", action: update(t) }));
-  const panel = await openPanel(browser, { theme: "dark", extraFiles: { "/bench/streamer.js": streamer }, extraCsp: [`worker-src ${origin}`] });
+  const panel = await openPanel(browser, { theme: "dark", extraFiles: { "/bench/streamer.js": streamer }, extraCsp: [`worker-src ${origin}`], script: process.env.BENCH_SCRIPT, style: process.env.BENCH_STYLE });
   const { page } = panel;
   const start: PanelAction[] = [
     { type: "connection", status: "ready" },
@@ -181,11 +183,11 @@ async function run(browser: Browser, lines: number): Promise<Figures> {
 /** BENCH_TRACE=1: where the main thread's time went (trace event totals), to find what to make cheaper. */
 async function browserTrace(page: Page): Promise<() => Promise<void>> {
   const cdp = await page.context().newCDPSession(page);
-  const events: { name: string; ph: string; dur?: number; tid: number }[] = [];
+  const events: { name: string; ph: string; ts: number; dur?: number; tdur?: number; tid: number; cat: string }[] = [];
   cdp.on("Tracing.dataCollected", (e) => {
     events.push(...(e.value as unknown as typeof events));
   });
-  await cdp.send("Tracing.start", { categories: "devtools.timeline,v8", transferMode: "ReportEvents" });
+  await cdp.send("Tracing.start", { categories: "devtools.timeline,v8,toplevel", transferMode: "ReportEvents" });
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.start");
   return async () => {
@@ -201,6 +203,19 @@ async function browserTrace(page: Page): Promise<() => Promise<void>> {
     const done = new Promise((r) => cdp.once("Tracing.tracingComplete", r));
     await cdp.send("Tracing.end");
     await done;
+    // CPU time (tdur) of the renderer main thread's tasks: what the panel costs, whatever the machine's load.
+    const main = events.find((e) => e.name === "FireAnimationFrame")?.tid;
+    if (process.env.BENCH_TRACE === "names") console.log([...new Set(events.filter((e) => e.tid === main && e.tdur).map((e) => e.name))].join(", "));
+    const cpu = events.filter((e) => e.ph === "X" && e.tid === main && e.name === "ThreadControllerImpl::RunTask" && e.tdur).map((e) => (e.tdur ?? 0) / 1000).sort((a, b) => a - b);
+    const q = (p: number): string => (cpu[Math.min(cpu.length - 1, Math.floor(p * cpu.length))] ?? 0).toFixed(1);
+    console.log(`main-thread task CPU ms: p50 ${q(0.5)} p95 ${q(0.95)} p99 ${q(0.99)} max ${q(1)} (${cpu.length} tasks, ${cpu.filter((c) => c > 50).length} over 50 ms)`);
+    if (process.env.BENCH_TRACE === "worst") {
+      const tasks = events.filter((e) => e.tid === main && e.name === "ThreadControllerImpl::RunTask" && e.tdur).sort((a, b) => (b.tdur ?? 0) - (a.tdur ?? 0)).slice(0, 3);
+      for (const t of tasks) {
+        const inner = events.filter((e) => e.tid === main && e.ph === "X" && e.ts >= t.ts && e.ts < t.ts + (t.dur ?? 0) && e !== t && (e.dur ?? 0) > 2000);
+        console.log(`task ${((t.tdur ?? 0) / 1000).toFixed(1)} ms cpu:`, inner.map((e) => `${e.name} ${((e.dur ?? 0) / 1000).toFixed(1)}`).join(", "));
+      }
+    }
     const totals = new Map<string, number>();
     for (const e of events) if (e.ph === "X" && e.dur) totals.set(e.name, (totals.get(e.name) ?? 0) + e.dur / 1000);
     const top = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, 14);

@@ -26,7 +26,18 @@ export interface PanelPage {
   violations: string[];
 }
 
-export async function openPanel(browser: Browser, opts: { theme: Theme; width?: number; height?: number; extraFiles?: Record<string, string>; extraCsp?: string[] }): Promise<PanelPage> {
+export interface PanelOptions {
+  theme: Theme;
+  width?: number;
+  height?: number;
+  extraFiles?: Record<string, string>;
+  extraCsp?: string[];
+  /** Another bundle and stylesheet (paths under the extension), e.g. an older build to compare with. */
+  script?: string;
+  style?: string;
+}
+
+export async function openPanel(browser: Browser, opts: PanelOptions): Promise<PanelPage> {
   const page = await browser.newPage({ viewport: { width: opts.width ?? 420, height: opts.height ?? 760 } });
   const violations: string[] = [];
   page.on("console", (m) => {
@@ -42,8 +53,8 @@ export async function openPanel(browser: Browser, opts: { theme: Theme; width?: 
       const html = panelHtml({
         cspSource: origin,
         nonce: "bench-nonce-0123456789",
-        scriptUri: `${origin}/out/webview.js`,
-        styleUri: `${origin}/media/panel.css`,
+        scriptUri: `${origin}/${opts.script ?? "out/webview.js"}`,
+        styleUri: `${origin}/${opts.style ?? "media/panel.css"}`,
         extraCsp: opts.extraCsp,
       });
       return route.fulfill({ contentType: "text/html", body: html });

@@ -277,14 +277,24 @@ function textToken(state: StateCore, content: string): Token {
 const maxHighlightChars = 200_000;
 
 function codeBlock(content: string, info: string): string {
-  const lang = info.toLowerCase().replace(/[^\w+#-]/g, "");
+  const lang = fenceLanguage(info);
+  return codeShell(lang, highlightCode(content, lang));
+}
+
+/** A fence's info string's language word, cleaned. */
+export function fenceLanguage(info: string): string {
+  return (info.trim().split(/\s+/)[0] ?? "").toLowerCase().replace(/[^\w+#-]/g, "");
+}
+
+/** The code highlighted when its language is known (and it is not huge), else escaped. */
+export function highlightCode(code: string, lang: string): string {
+  const known = lang && hljs.getLanguage(lang);
+  return known && code.length <= maxHighlightChars ? hljs.highlight(code, { language: lang, ignoreIllegals: true }).value : escapeHtml(code);
+}
+
+/** A code block's wrapper: the language, the copy button (`button.copy-code`), and `body` in `pre > code`. */
+export function codeShell(lang: string, body: string): string {
   const known = lang && hljs.getLanguage(lang) ? lang : undefined;
-  let body: string;
-  if (known && content.length <= maxHighlightChars) {
-    body = hljs.highlight(content, { language: known, ignoreIllegals: true }).value;
-  } else {
-    body = escapeHtml(content);
-  }
   const label = lang ? `<span class="code-lang">${escapeHtml(lang)}</span>` : "<span></span>";
   const cls = known ? ` class="hljs language-${known}"` : ' class="hljs"';
   return `<div class="code-block"><div class="code-head">${label}<button class="copy-code" type="button" title="Copy to the clipboard">Copy</button></div><pre><code${cls}>${body}</code></pre></div>\n`;
@@ -304,40 +314,123 @@ export function renderInline(text: string, paths?: PathLookup): string {
   return md.renderInline(text, { paths } satisfies Env);
 }
 
+/** A final block of a streamed text: its HTML and where it starts in the text. */
+export interface StableBlock {
+  start: number;
+  /** Rendered when read: a view that keeps a streamed code block never pays for highlighting it again. */
+  readonly html: string;
+  /** When the block is a code fence: its language and text (so a view that streamed it can keep it). */
+  fence?: { lang: string; code: string };
+}
+
+/** A code fence still open at the end of a streamed text: shown live, its lines appended as they come. */
+export interface OpenFence {
+  /** Where the fence starts in the text (the same fence keeps it while it grows). */
+  start: number;
+  lang: string;
+  code: string;
+}
+
 /**
  * A growing text (a streamed answer) rendered block by block. The text's prefix up to the start of its last
  * top-level block is final — no text appended later can change how a block that a later one has closed
- * parses (raw HTML is off) — so each `update` parses and renders only the text from there on:
- * `stable` is the HTML of the blocks that just became final (to append after the earlier ones), `tail`
- * the HTML of the rest, to replace the previous tail. A text that is not an extension of the last one
- * (`reset`) starts over.
+ * parses (raw HTML is off) — so each `update` parses and renders only the text from there on: `stable` are
+ * the blocks that just became final (to append after the earlier ones), `tail` the HTML of the rest, to
+ * replace the previous tail. A code fence still open at the end comes as `fence` instead (its text, not its
+ * HTML: a long one is appended to line by line, not rendered again each time). A text that is not an
+ * extension of the last one (`reset`) starts over.
  */
 export class StreamingMarkdown {
   private source = "";
   /** Characters of `source` in the final prefix. */
   private stableEnd = 0;
+  /** The open fence of the last update when it can be followed without parsing (see `stillOpen`). */
+  private open: { start: number; lang: string; contentStart: number; marker: string } | undefined;
 
   constructor(private readonly paths?: PathLookup) {}
 
-  update(source: string): { reset: boolean; stable: string; tail: string } {
+  update(source: string): { reset: boolean; stable: StableBlock[]; tail: string; fence?: OpenFence } {
     let reset = false;
     if (source.length < this.stableEnd || !source.startsWith(this.source.slice(0, this.stableEnd))) {
       this.stableEnd = 0;
+      this.open = undefined;
       reset = true;
     }
+    const fast = this.stillOpen(source);
+    if (fast) return fast;
+    this.open = undefined;
     this.source = source;
     const env: Env = { paths: this.paths };
     const tail = source.slice(this.stableEnd);
     const tokens = md.parse(tail, env);
     // \r would make markdown-it's lines disagree with ours: such a text is rendered whole each time.
     const starts = tail.includes("\r") ? [] : blockStarts(tokens);
-    const lastStart = starts[starts.length - 1];
-    if (starts.length < 2 || lastStart === undefined) return { reset, stable: "", tail: md.renderer.render(tokens, md.options, env) };
-    const line = tokens[lastStart]?.map?.[0] ?? 0;
-    const stable = md.renderer.render(tokens.slice(0, lastStart), md.options, env);
-    this.stableEnd += offsetOfLine(tail, line);
-    return { reset, stable, tail: md.renderer.render(tokens.slice(lastStart), md.options, env) };
+    const stable: StableBlock[] = [];
+    let first = 0;
+    if (starts.length >= 2) {
+      for (let n = 0; n < starts.length - 1; n++) {
+        const from = starts[n] ?? 0;
+        const to = starts[n + 1] ?? tokens.length;
+        const token = tokens[from];
+        const blockTokens = tokens.slice(from, to);
+        let html: string | undefined;
+        const block: StableBlock = {
+          start: this.stableEnd + offsetOfLine(tail, token?.map?.[0] ?? 0),
+          get html() {
+            return (html ??= md.renderer.render(blockTokens, md.options, env));
+          },
+        };
+        if (token?.type === "fence") block.fence = { lang: fenceLanguage(token.info), code: token.content };
+        stable.push(block);
+      }
+      first = starts[starts.length - 1] ?? 0;
+    }
+    const lastStart = this.stableEnd + offsetOfLine(tail, tokens[first]?.map?.[0] ?? 0);
+    if (starts.length >= 2) this.stableEnd = lastStart;
+    const rest = tokens.slice(first);
+    const only = rest[0];
+    if (rest.length === 1 && only?.type === "fence" && only.map && isOpen(only, tail)) {
+      // Unindented (the usual case): its text is the source after the opening line, until a closing line comes.
+      const opening = source.slice(lastStart, source.indexOf("\n", lastStart) < 0 ? source.length : source.indexOf("\n", lastStart));
+      const newline = source.indexOf("\n", lastStart);
+      if (/^(`{3,}|~{3,})/.test(opening) && newline >= 0 && only.content === source.slice(newline + 1)) {
+        this.open = { start: lastStart, lang: fenceLanguage(only.info), contentStart: newline + 1, marker: only.markup };
+      }
+      return { reset, stable, tail: "", fence: { start: lastStart, lang: fenceLanguage(only.info), code: only.content } };
+    }
+    return { reset, stable, tail: md.renderer.render(rest, md.options, env) };
   }
+
+  /**
+   * The fast path of a long code block: the last update ended in an open, unindented fence, and the text
+   * added since has no line that could close it — so it is still open and its text is the rest of the
+   * source, known without parsing the block again.
+   */
+  private stillOpen(source: string): { reset: false; stable: StableBlock[]; tail: string; fence: OpenFence } | undefined {
+    const open = this.open;
+    if (!open || source.length < this.source.length || source.includes("\r", this.source.length)) return undefined;
+    // From the start of the last line seen (it may have been partial) to the end.
+    const from = Math.max(open.contentStart, this.source.lastIndexOf("\n", this.source.length - 1) + 1);
+    const char = open.marker.startsWith("~") ? "~" : "`";
+    const closing = new RegExp(`^ {0,3}${char}{${open.marker.length},}[ \\t]*$`, "m");
+    if (closing.test(source.slice(from))) return undefined;
+    this.source = source;
+    // As markdown-it reads it: a last line of blanks alone (no newline yet) is not part of the block yet.
+    const lastLine = source.lastIndexOf("\n") + 1;
+    const end = lastLine > open.contentStart && /^[ \t]+$/.test(source.slice(lastLine)) ? lastLine : source.length;
+    return { reset: false, stable: [], tail: "", fence: { start: open.start, lang: open.lang, code: source.slice(open.contentStart, end) } };
+  }
+}
+
+/** Whether a fence token runs to the end of its text (`map` is in its lines) without a closing marker. */
+function isOpen(fence: Token, text: string): boolean {
+  const [from = 0, to = 0] = fence.map ?? [];
+  // Text after it: it was closed (an open fence takes the rest; markdown-it may leave trailing blank lines out).
+  if (text.slice(offsetOfLine(text, to)).trim() !== "") return false;
+  if (to - 1 <= from) return true;
+  const last = text.slice(offsetOfLine(text, to - 1)).replace(/\n$/, "");
+  const marker = fence.markup;
+  return !new RegExp(`^ {0,3}${marker.startsWith("~") ? "~" : "`"}{${marker.length},}\\s*$`).test(last);
 }
 
 /** Indexes of the tokens that start a top-level block. */

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chunks, longAnswer } from "../../bench/longAnswer";
-import { parseFileRef, type PathLookup, renderInline, renderMarkdown, StreamingMarkdown } from "../../src/panel/markdown";
+import { parseFileRef, type PathLookup, renderInline, renderMarkdown, type StableBlock, StreamingMarkdown } from "../../src/panel/markdown";
 import { diffHunks, headTail } from "../../webview/diff";
 
+const html = (blocks: StableBlock[]): string => blocks.map((b) => b.html).join("");
 const exists: PathLookup = (p) => (p.startsWith("src/") ? "exists" : p.startsWith("gone/") ? "missing" : undefined);
 
 describe("markdown: safe", () => {
@@ -110,7 +111,7 @@ describe("markdown: streaming", () => {
         acc += chunk;
         const u = stream.update(acc);
         assert.equal(u.reset, false);
-        stable += u.stable;
+        stable += html(u.stable);
         tail = u.tail;
       }
       assert.equal(stable + tail, renderMarkdown(text, exists), `chunks of ${size}`);
@@ -123,7 +124,8 @@ describe("markdown: streaming", () => {
     const tails: number[] = [];
     for (let i = 0; i < 200; i++) {
       acc += `Paragraph ${i} with some words.\n\n`;
-      tails.push(stream.update(acc).tail.length);
+      const u = stream.update(acc);
+      tails.push(u.tail.length);
     }
     assert.ok(Math.max(...tails) < 100, `a tail stays one block long (max ${Math.max(...tails)} chars)`);
   });
@@ -133,7 +135,7 @@ describe("markdown: streaming", () => {
     stream.update("# A\n\nb\n\nc");
     const u = stream.update("# X\n\ny");
     assert.equal(u.reset, true);
-    assert.equal(u.stable + u.tail, renderMarkdown("# X\n\ny"));
+    assert.equal(html(u.stable) + u.tail, renderMarkdown("# X\n\ny"));
   });
 
   it("a list continued after a blank line, a setext heading, a fence closed later: the same as whole", () => {
@@ -143,11 +145,45 @@ describe("markdown: streaming", () => {
       let last = "";
       for (let i = 1; i <= text.length; i++) {
         const u = stream.update(text.slice(0, i));
-        stable += u.stable;
-        last = u.tail;
+        stable += html(u.stable);
+        last = u.fence ? renderMarkdown(text.slice(u.fence.start, i)) : u.tail;
       }
       assert.equal(stable + last, renderMarkdown(text), JSON.stringify(text));
     }
+  });
+});
+
+describe("markdown: a streamed code block", () => {
+  it("an open fence comes as its text, from the same start, until it closes; then it is a final block", () => {
+    const stream = new StreamingMarkdown();
+    const a = stream.update("Intro.\n\n```py\nx = 1\n");
+    assert.deepEqual(a.fence, { start: 8, lang: "py", code: "x = 1\n" });
+    assert.equal(a.tail, "");
+    assert.equal(html(a.stable), "<p>Intro.</p>\n");
+    const b = stream.update("Intro.\n\n```py\nx = 1\ny = 2\n``");
+    assert.deepEqual(b.fence, { start: 8, lang: "py", code: "x = 1\ny = 2\n``" });
+    const c = stream.update("Intro.\n\n```py\nx = 1\ny = 2\n```\n");
+    assert.equal(c.fence, undefined, "a fence closed at the very end is closed");
+    const d = stream.update("Intro.\n\n```py\nx = 1\ny = 2\n```\n\nAfter.");
+    assert.equal(d.stable.length, 1);
+    assert.deepEqual(d.stable[0]?.fence, { lang: "py", code: "x = 1\ny = 2\n" });
+    assert.equal(d.stable[0]?.start, 8);
+    assert.equal(d.tail, "<p>After.</p>\n");
+  });
+
+  it("while it stays open its text is followed without parsing, the same as parsing it says, at every cut", () => {
+    const text = "Intro.\n\n```ts\nconst a = 1;\n`` not yet\n  ```still code```\nlet b = 2;\n```\n\nAfter ~~~\n\n~~~\nx\n~~~~\n";
+    const stream = new StreamingMarkdown();
+    for (let i = 1; i <= text.length; i++) {
+      const streamed = stream.update(text.slice(0, i));
+      const fresh = new StreamingMarkdown().update(text.slice(0, i));
+      assert.deepEqual(streamed.fence, fresh.fence, `at ${i}: ${JSON.stringify(text.slice(0, i))}`);
+    }
+  });
+
+  it("a closed fence followed by blank lines is not taken for an open one", () => {
+    assert.equal(new StreamingMarkdown().update("```\ncode\n```\n\n").fence, undefined);
+    assert.notEqual(new StreamingMarkdown().update("~~~~\ncode\n~~~\n").fence, undefined, "a shorter marker does not close it");
   });
 });
 
