@@ -167,7 +167,7 @@ describe("markdown: a streamed code block", () => {
     const d = stream.update("Intro.\n\n```py\nx = 1\ny = 2\n```\n\nAfter.");
     assert.equal(d.stable.length, 1);
     assert.deepEqual(d.stable[0]?.fence, { lang: "py", code: "x = 1\ny = 2\n" });
-    assert.equal(d.stable[0]?.start, 8);
+    assert.equal(d.stable[0].start, 8);
     assert.equal(d.tail, "<p>After.</p>\n");
   });
 
