@@ -16,7 +16,8 @@ import { bridgeCommand } from "../server/bridgeServer";
 
 const repo = path.resolve(__dirname, "../../..");
 const vsix = path.resolve(__dirname, "../../out/agent-bridge.vsix");
-const shots = process.env.E2E_ARTIFACTS ?? path.join(repo, ".artifacts/vscode-e2e");
+// A folder of its own: vscode.test.ts clears the PNGs of the main one when it starts.
+const shots = path.join(process.env.E2E_ARTIFACTS ?? path.join(repo, ".artifacts/vscode-e2e"), "panel");
 const env = (name: string): string => {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: run scripts/setup-vscode-e2e (scripts/test-extension does)`);
