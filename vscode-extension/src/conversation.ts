@@ -1,9 +1,10 @@
 import * as os from "node:os";
-import * as path from "node:path";
 import * as vscode from "vscode";
 import { AgentClient } from "./agentClient";
 import type { AgentConnection } from "./connection";
 import type { EditorContext } from "./editorContext";
+import { describePrompt } from "./panel/attachments";
+import { permissionCard } from "./panel/state";
 import type { Disposable } from "./events";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
@@ -68,18 +69,7 @@ export class Conversation implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
   ) {
     this.subscriptions = [
-      permissions.onAdded((p) =>
-        store.dispatch({
-          type: "permissionRequested",
-          permission: {
-            id: p.id,
-            title: p.params.toolCall.title,
-            toolKind: p.params.toolCall.kind ?? "other",
-            options: p.params.options,
-            hasDiff: p.diffs.length > 0,
-          },
-        }),
-      ),
+      permissions.onAdded((p) => store.dispatch({ type: "permissionRequested", permission: permissionCard(p.id, p.params) })),
       permissions.onSettled((s) => store.dispatch({ type: "permissionSettled", id: s.id, how: s.how, optionName: s.option?.name })),
     ];
   }
@@ -387,18 +377,6 @@ export class Conversation implements vscode.Disposable {
   private notice(text: string): void {
     this.store.dispatch({ type: "notice", text });
   }
-}
-
-function describePrompt(prompt: ContentBlock[]): { text: string; attachments: string[] } {
-  const text = prompt.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
-  const attachments = prompt.flatMap((b) => {
-    if (b.type === "resource") {
-      const uri = vscode.Uri.parse(b.resource.uri);
-      return [path.basename(uri.path) + (uri.fragment ? `:${uri.fragment.replace(/^L/, "")}` : "")];
-    }
-    return b.type === "resource_link" ? [b.name] : [];
-  });
-  return { text, attachments };
 }
 
 function workspaceCwd(): string {

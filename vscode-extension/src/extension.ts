@@ -103,10 +103,14 @@ export function activate(context: vscode.ExtensionContext): void {
       keys,
       restart: () => startBridge({ resume: true, notice: "The bridge restarted; the conversation goes on." }),
     }),
+    conversation.onSessionState((state) => {
+      view.setModel(state.model);
+      view.setSessionReady(state.status === "ready");
+    }),
     view.onMessage((msg) => {
       switch (msg.type) {
         case "submit":
-          return conversation.submit(msg.text, msg.attachContext);
+          return conversation.submit(msg.text, msg.attachContext, msg.extra);
         case "cancel":
           return conversation.cancel();
         case "permission":
