@@ -13,13 +13,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
 from bridge import commands
 from bridge.abort import Abort, AbortReason
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent, ModeChanged, TextDelta, ToolCallStarted
+from bridge.display import PlanEntry
+from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, TextDelta, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
@@ -31,8 +32,16 @@ from bridge.permissions.modes import PermissionModeError, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
-from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
-from bridge.tools.storage import bound_result
+from bridge.tools.base import (
+    AnyTool,
+    DocumentSource,
+    Effect,
+    FileSnapshot,
+    LeavePlanMode,
+    PlanChanged,
+    Services,
+    ToolContext,
+)
 from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
 from bridge.transcript import Transcript
 
@@ -61,7 +70,8 @@ class Session:
         model: ModelClient,
         tools: list[AnyTool],
         frontend: Frontend,
-        services: dict[str, Any],
+        services: Services,
+        settings: SettingsStore | None = None,
         policy: PermissionPolicy | None = None,
         transcript: Transcript | None = None,
         history: list[Message] | None = None,
@@ -76,7 +86,7 @@ class Session:
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
-            settings=SettingsStore.for_project(cwd),
+            settings=settings or SettingsStore.for_project(cwd),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             interactive=frontend.interactive,
@@ -89,7 +99,8 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env}
+        self.services = services
+        self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
@@ -209,11 +220,6 @@ class Session:
         if announce:
             self.announce_mode()
 
-    def _settings_env(self) -> dict[str, str]:
-        """The settings files' `env` (ours only: Claude Code's files give rules), reloaded when they change."""
-        self.engine.settings.refresh()
-        return self.engine.settings.env
-
     def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
         """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.
 
@@ -240,6 +246,18 @@ class Session:
         self.engine.exit_plan_mode()
         self.frontend.emit(ModeChanged(self.engine.mode))
 
+    def apply(self, effect: Effect) -> None:
+        """A finished tool call's effect on the session."""
+        match effect:
+            case PlanChanged(entries):
+                done = bool(entries) and all(entry.status == "completed" for entry in entries)
+                self.plan = [] if done else list(entries)  # as Claude Code: the next plan starts fresh
+                self.frontend.emit(PlanUpdate(list(entries)))
+            case LeavePlanMode():
+                self.exit_plan_mode()
+            case _:
+                assert_never(effect)
+
     def settings_problems(self) -> list[str]:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
 
@@ -251,7 +269,7 @@ class Session:
             prompter=self.frontend.prompter,
             emit=self.frontend.emit,
             context=lambda _use_id: self._tool_context(abort),
-            bound=self._bound,
+            apply=self.apply,
             held_back=self.deferred.held_back,
         )
         return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
@@ -265,9 +283,6 @@ class Session:
             documents=self.frontend.documents,
             services=self.services,
         )
-
-    def _bound(self, text: str, limit: float, tool_use_id: str) -> str:
-        return bound_result(text, limit=limit, data_dir=self.data_dir, tool_use_id=tool_use_id)
 
 
 def new_session_id() -> str:

@@ -66,8 +66,8 @@ class TerminalView:
             self.line(mark + ("\n    ".join(first) or "(no output)") + more)
         elif isinstance(event, PlanUpdate):
             for entry in event.entries:
-                box = {"completed": "☒", "in_progress": "◐"}.get(str(entry.get("status")), "☐")
-                self.line(f"  {box} {entry.get('content')}")
+                box = {"completed": "☒", "in_progress": "◐"}.get(entry.status, "☐")
+                self.line(f"  {box} {entry.content}")
         elif isinstance(event, UsageReport):
             self.usage.append(event)
         elif isinstance(event, Notice):

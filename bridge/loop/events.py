@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bridge.display import PlanEntry
 from bridge.tools.base import ToolKind
 
 
@@ -71,7 +72,7 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class PlanUpdate:
-    entries: list[dict[str, Any]]
+    entries: list[PlanEntry]
     kind: Literal["plan"] = "plan"
 
 

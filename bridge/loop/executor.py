@@ -21,7 +21,6 @@ from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.loop.events import (
     LoopEvent,
     Notice,
-    PlanUpdate,
     ToolCallFinished,
     ToolCallInProgress,
     ToolCallProgress,
@@ -31,7 +30,8 @@ from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
 from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import PermissionRequest
-from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
+from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
+from bridge.tools.storage import bound_result
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class ToolEnvironment:
     prompter: Prompter
     emit: Callable[[LoopEvent], None]
     context: Callable[[str], ToolContext]  # a ToolContext for a tool_use id (abort filled in by the executor)
-    bound: Callable[[str, float, str], str] = lambda text, _limit, _id: text  # large-result storage
+    apply: Callable[[Effect], None] = lambda _effect: None  # a finished call's effects (the session's)
     held_back: Callable[[], set[str]] = set  # tools whose schemas are not sent (deferred, not loaded yet)
 
 
@@ -172,13 +172,11 @@ class ToolExecutor:
         if result is None:  # cancelled by the signal
             return interrupted_result(use_id, call.output)
         call.display, call.raw_output = result.display, result.raw_output
-        if tool.name == "TodoWrite" and result.raw_output and "entries" in result.raw_output:
-            self._env.emit(PlanUpdate(list(result.raw_output["entries"])))
-        if tool.name == "ExitPlanMode" and not result.is_error and "exit_plan_mode" in ctx.services:
-            ctx.services["exit_plan_mode"]()
+        for effect in result.effects:
+            self._env.apply(effect)
         content: str | list[Block] = result.content
-        if isinstance(content, str):
-            content = self._env.bound(content, tool.max_result_chars, use_id)
+        if isinstance(content, str):  # beyond the tool's limit: stored, and the model gets a preview
+            content = bound_result(content, limit=tool.max_result_chars, data_dir=ctx.data_dir, tool_use_id=use_id)
         return tool_result_block(use_id, content, is_error=result.is_error)
 
     async def _call_tool(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:

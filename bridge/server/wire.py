@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bridge.display import PlanEntry
 from bridge.loop.events import (
     LoopEvent,
     ModeChanged,
@@ -146,10 +147,14 @@ def update_for(event: LoopEvent) -> dict[str, Any] | None:
     if isinstance(event, ModeChanged):
         return {"sessionUpdate": "current_mode_update", "currentModeId": event.mode}
     if isinstance(event, PlanUpdate):
-        return {"sessionUpdate": "plan", "entries": event.entries}
+        return {"sessionUpdate": "plan", "entries": [plan_entry(entry) for entry in event.entries]}
     if isinstance(event, (TextDelta, ThinkingDelta, Notice)):
         return None
     return None
+
+
+def plan_entry(entry: PlanEntry) -> dict[str, Any]:
+    return {"content": entry.content, "status": entry.status, "priority": "medium"}
 
 
 def _text_content(text: str) -> dict[str, Any]:
