@@ -16,7 +16,7 @@ from bridge.model.types import ModelClient
 from bridge.permissions.settings import SettingsStore
 from bridge.session import Frontend, Session, new_session_id
 from bridge.tools.base import AnyTool, Services
-from bridge.transcript import Transcript, list_sessions, transcript_path
+from bridge.transcript import StoredSession, Transcript, list_sessions, transcript_path
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class Agent:
                 log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
         return problems
 
-    def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
+    def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)
 
     def get(self, session_id: str) -> Session:

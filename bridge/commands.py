@@ -26,12 +26,6 @@ class Command:
     hint: str | None
     template: str | None = None  # custom commands: the markdown body
 
-    def wire(self) -> dict[str, object]:
-        entry: dict[str, object] = {"name": self.name, "description": self.description}
-        if self.hint:
-            entry["input"] = {"hint": self.hint}
-        return entry
-
     def expand(self, arguments: str) -> str:
         assert self.template is not None
         if "$ARGUMENTS" in self.template:

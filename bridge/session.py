@@ -28,7 +28,7 @@ from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.modes import PermissionModeError, parse_mode
+from bridge.permissions.modes import MODES, PermissionModeError, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
@@ -46,8 +46,6 @@ from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, 
 from bridge.transcript import Transcript
 
 log = logging.getLogger(__name__)
-
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 @dataclass

@@ -18,6 +18,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
+from bridge.display import Display
 from bridge.loop.events import (
     LoopEvent,
     Notice,
@@ -61,7 +62,7 @@ class _Call:
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Block | None = None
     output: str = ""  # progress so far, kept for the synthesized result
-    display: list[dict[str, Any]] = field(default_factory=list)
+    display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
 
 
@@ -267,7 +268,7 @@ class ToolExecutor:
         return {c.block["id"]: c.output for c in self._calls if not c.done.is_set()}
 
 
-def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]:
+def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[Display]:
     """An edit's diff for the permission dialog; a failing preview just shows nothing."""
     try:
         return list(tool.preview(data, ctx))
@@ -293,7 +294,7 @@ def started_event(block: Block, tool: AnyTool | None, data: BaseModel | None = N
         _safe(lambda: tool.user_facing_title(valid), tool.name),
         tool.kind,
         tool.backfill_observable_input(dict(raw)),
-        [loc.wire() for loc in _safe(lambda: tool.locations(valid), [])],
+        list(_safe(lambda: tool.locations(valid), [])),
     )
 
 

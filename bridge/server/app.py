@@ -31,20 +31,11 @@ from bridge.tools.base import DocumentSource
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
+    from bridge.loop.events import Notice
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.session import Frontend, Session
 
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
-
 log = logging.getLogger(__name__)
-
-MODE_INFO = {
-    "default": ("Default", "Ask before anything that is not read-only"),
-    "acceptEdits": ("Accept edits", "Edits inside the workspace run without asking"),
-    "plan": ("Plan", "Read-only: explore and propose a plan"),
-    "bypassPermissions": ("Bypass permissions", "Run everything without asking"),
-    "dontAsk": ("Don't ask", "Deny whatever would ask"),
-}
 
 
 class BridgeServer(LanguageServer):
@@ -91,36 +82,25 @@ class BridgeServer(LanguageServer):
             raise JsonRpcInvalidParams(str(error)) from None
 
     def frontend(self, session_id: str) -> Frontend:
-        from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
         from bridge.session import Frontend
 
-        stream = UpdateStream(lambda update: self.send_update(session_id, update))
+        stream = UpdateStream(lambda update: self.send_update(session_id, update), self.notice)
         self.streams[session_id] = stream
-
-        def emit(event: LoopEvent) -> None:
-            if isinstance(event, TextDelta):
-                stream.chunk("agent_message_chunk", event.text)
-            elif isinstance(event, ThinkingDelta):
-                stream.chunk("agent_thought_chunk", event.text)
-            elif isinstance(event, Notice):
-                if event.level == "info":
-                    self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
-                else:
-                    level = types.MessageType.Error if event.level == "error" else types.MessageType.Warning
-                    self.show(event.message, level)
-            else:
-                update = wire.update_for(event)
-                if update is not None:
-                    stream.update(update)
 
         async def prompter(request: PermissionRequest) -> PermissionAnswer:
             stream.flush()
             return await self.ask_permission(session_id, request)
 
-        return Frontend(emit=emit, prompter=prompter, documents=EditorDocuments(self))
+        return Frontend(emit=stream.emit, prompter=prompter, documents=EditorDocuments(self))
+
+    def notice(self, event: Notice) -> None:
+        if event.level == "info":
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
+        else:
+            self.show(event.message, types.MessageType.Error if event.level == "error" else types.MessageType.Warning)
 
     def advertise_commands(self, session: Session) -> None:
-        commands = [command.wire() for command in session.commands.values()]
+        commands = [wire.command(command) for command in session.commands.values()]
         self.send_update(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
@@ -177,15 +157,6 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
         raise JsonRpcInvalidParams(str(error)) from None
 
 
-def modes_state(current: str) -> dict[str, Any]:
-    return {
-        "currentModeId": current,
-        "availableModes": [
-            {"id": mode, "name": MODE_INFO[mode][0], "description": MODE_INFO[mode][1]} for mode in MODES
-        ],
-    }
-
-
 def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
     server = BridgeServer(overrides, acp=acp)
 
@@ -208,14 +179,16 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(
                 f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
             )
-        session_id = f"sess_{uuid.uuid4().hex[:20]}"
+        from bridge.session import new_session_id
+
+        session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         for problem in session.settings_problems():
             ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
         for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
-        return {"sessionId": session.id, "modes": modes_state(session.mode)}
+        return {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
 
     @server.feature("session/load")
     async def session_load(ls: BridgeServer, params: Any) -> None:
@@ -240,7 +213,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @server.feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.ListSessionsParams, params)
-        return {"sessions": ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)}
+        stored = ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)
+        return {"sessions": [wire.stored_session(item) for item in stored]}
 
     @server.feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -274,7 +248,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
 
     @server.feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        from bridge.permissions.modes import PermissionModeError
+        from bridge.permissions.modes import MODES, PermissionModeError
 
         parsed, session = ls.session(params, wire.SetModeParams)
         if parsed.mode_id not in MODES:

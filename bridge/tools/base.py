@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from bridge.abort import Abort
-from bridge.display import PlanEntry
+from bridge.display import Display, PlanEntry
+from bridge.display import Location as Location  # re-exported: the tools name their locations from here
 
 if TYPE_CHECKING:  # the services' own modules import this one
     from bridge.tools.background import BackgroundShells
@@ -41,15 +42,6 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
-class Location:
-    path: str
-    line: int | None = None
-
-    def wire(self) -> dict[str, Any]:
-        return {"path": self.path} | ({"line": self.line} if self.line is not None else {})
-
-
-@dataclass(frozen=True)
 class PlanChanged:
     """Effect: the agent's plan (its todo list) is now `entries`, the whole list."""
 
@@ -68,12 +60,12 @@ Effect = PlanChanged | LeavePlanMode
 @dataclass
 class ToolResult:
     """What a tool returns. `content` goes to the model (a string or content blocks, e.g. an image);
-    `display` is what the editor shows (ACP tool-call content, e.g. a diff); `raw_output` is structured
+    `display` is what a person is shown (e.g. a diff); `raw_output` is structured
     data for observers; `effects` are applied by the session once the call is done."""
 
     content: str | list[dict[str, Any]]
     is_error: bool = False
-    display: list[dict[str, Any]] = field(default_factory=list)
+    display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
     effects: list[Effect] = field(default_factory=list)
 
@@ -165,7 +157,7 @@ class Tool(Generic[In]):
         """The paths this call reads or writes, for the permission engine's containment check."""
         return []
 
-    def preview(self, data: In, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: In, ctx: ToolContext) -> list[Display]:
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
         return []
 

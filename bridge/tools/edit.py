@@ -15,6 +15,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
@@ -56,7 +57,7 @@ class EditPlan:
     new_span: tuple[int, int]
     snapshot: FileSnapshot | None  # the file as planned against; None for a new file
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         return diff_display(self.path, self.old_text, self.new_text, old_span=self.old_span, new_span=self.new_span)
 
 
@@ -119,8 +120,8 @@ def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     return EditPlan(path, text, new, file.encoding, payload, count, old_span, new_span, file.snapshot)
 
 
-def preview_edit(data: EditInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff the edit would make (for the permission dialog), without writing anything."""
+def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
+    """The diff the edit would make (for the permission dialog), without writing anything."""
     return plan_edit(data, ctx).diff()
 
 
@@ -208,7 +209,7 @@ class EditTool(Tool[EditInput]):
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_edit(data, ctx))
 
-    def preview(self, data: EditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: EditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_edit(data, ctx)]
 
@@ -243,7 +244,7 @@ class EditTool(Tool[EditInput]):
             )
         atomic_write(plan.path, plan.payload)
         record_write(plan.path, ctx)
-        display = [plan.diff()]
+        display: list[Display] = [plan.diff()]
         raw_output = {"path": str(plan.path), "replacements": plan.replacements}
         if plan.old_text is None:
             return ToolResult(f"File created successfully at: {plan.path}", display=display, raw_output=raw_output)

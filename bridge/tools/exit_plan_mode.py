@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from bridge.display import TextContent
 from bridge.tools.base import (
     InterruptBehavior,
     LeavePlanMode,
@@ -50,7 +51,7 @@ class ExitPlanModeTool(Tool[ExitPlanModeInput]):
     async def call(self, data: ExitPlanModeInput, ctx: ToolContext) -> ToolResult:
         return ToolResult(
             "The user approved the plan. You can now start coding; update your todo list if you keep one.",
-            display=[{"type": "content", "content": {"type": "text", "text": data.plan}}],
+            display=[TextContent(data.plan)],
             raw_output={"plan": data.plan},
             effects=[LeavePlanMode()],
         )

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
@@ -59,7 +60,7 @@ class NotebookPlan:
     summary: str  # for the model
     cell_id: str  # the cell changed, inserted or deleted
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         old_span, new_span = changed_spans(self.old_text, self.new_text)
         return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
 
@@ -116,8 +117,8 @@ def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPla
     return NotebookPlan(path, file.text, new_text, file.encoding, payload, file.snapshot, summary, cell_id)
 
 
-def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff (of the notebook's JSON) the edit would make, without writing anything."""
+def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> Diff:
+    """The diff (of the notebook's JSON) the edit would make, without writing anything."""
     return plan_notebook_edit(data, ctx).diff()
 
 
@@ -224,7 +225,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_notebook_edit(data, ctx))
 
-    def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_notebook_edit(data, ctx)]
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
@@ -46,7 +47,7 @@ class WritePlan:
     payload: bytes
     snapshot: FileSnapshot | None  # None: the file does not exist yet
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         if self.old_text is None:
             return diff_display(self.path, None, self.new_text)
         old_span, new_span = changed_spans(self.old_text, self.new_text)
@@ -81,8 +82,8 @@ def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     return WritePlan(path, old, new, encoding, encoding.encode(new), snapshot)
 
 
-def preview_write(data: WriteInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff the write would make (for the permission dialog), without writing anything."""
+def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
+    """The diff the write would make (for the permission dialog), without writing anything."""
     return plan_write(data, ctx).diff()
 
 
@@ -117,7 +118,7 @@ class WriteTool(Tool[WriteInput]):
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
         return await anyio.to_thread.run_sync(plan_problem, lambda: plan_write(data, ctx))
 
-    def preview(self, data: WriteInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_write(data, ctx)]
 
