@@ -20,15 +20,17 @@ from bridge.abort import Abort, AbortReason
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
-from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, TextDelta, ToolCallStarted
+from bridge.loop.compact import compact_conversation
+from bridge.loop.conversation import Conversation
+from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
-from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
+from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn
 from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.modes import MODES, PermissionModeError, parse_mode
+from bridge.permissions.modes import MODES, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
@@ -160,53 +162,22 @@ class Session:
             name, arguments = parsed
             command = self.commands[name]
             if command.template is None:
-                return await self._builtin(name, arguments, abort)
+                return await commands.run_builtin(self, name, arguments, abort)
             blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
         return await self._turn_for(blocks, abort)
 
-    async def _builtin(self, name: str, arguments: str, abort: Abort) -> StopReason:
-        say = self.frontend.emit
-        conversation = self.conversation
-        if name == "compact":
-            before = len(conversation.messages)
-            if before == 0:
-                say(TextDelta("Nothing to compact yet."))
-                return "end_turn"
-            schemas = [t.schema() for name, t in self.tools.items() if name not in self.deferred.held_back()]
-            done = await compact_conversation(
-                conversation, model=self.model, settings=self._settings(), tools=schemas, abort=abort,
-                instructions=arguments,
-            )
-            if not done:
-                return "cancelled"
-            size = len(conversation.messages[0]["content"][0]["text"])
-            say(TextDelta(f"Compacted {before} messages into a summary of {size:,} characters."))
-        elif name == "clear":
-            conversation.replace([])
-            self.read_files.clear()
-            say(TextDelta("Started a new, empty conversation."))
-        elif name == "cost":
-            u = conversation.usage_total
-            say(TextDelta(
-                f"Session cost: ${conversation.cost_usd:.4f} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
-                f"cache read {u.cache_read_tokens:,}, cache write {u.cache_write_tokens:,} tokens."
-            ))
-        elif name == "status":
-            say(TextDelta(
-                f"Model: {self.config.model}\nMode: {self.mode}\nWorking directory: {self.cwd}\n"
-                f"Context: {conversation.context_tokens:,} of {self.config.context_window:,} tokens\n"
-                f"Messages: {len(conversation.messages)}"
-            ))
-        elif name == "mode":
-            if not arguments:
-                say(TextDelta(f"Mode: {self.mode} (one of {', '.join(MODES)})"))
-            else:
-                try:
-                    self.set_mode(arguments)
-                    say(TextDelta(f"Mode set to {self.mode}."))
-                except PermissionModeError as error:
-                    say(TextDelta(f"{error} (modes: {', '.join(MODES)})"))
-        return "end_turn"
+    async def compact(self, abort: Abort, instructions: str = "") -> bool:
+        """Summarize the history and continue from the summary (`/compact`). False when aborted."""
+        settings = self._settings()
+        return await compact_conversation(
+            self.conversation, model=self.model, model_name=settings.model, system=settings.system,
+            tools=offered_schemas(self._environment(abort)), abort=abort, instructions=instructions,
+        )
+
+    def clear(self) -> None:
+        """Start over with an empty conversation (`/clear`); the transcript keeps what came before."""
+        self.conversation.replace([])
+        self.read_files.clear()
 
     @property
     def mode(self) -> str:
@@ -260,8 +231,12 @@ class Session:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
-        settings = self._settings()
-        env = ToolEnvironment(
+        env = self._environment(abort)
+        return await run_turn(self.conversation, blocks, model=self.model, settings=self._settings(), tools=env,
+                              abort=abort)
+
+    def _environment(self, abort: Abort) -> ToolEnvironment:
+        return ToolEnvironment(
             tools=self.tools,
             policy=self.policy,
             prompter=self.frontend.prompter,
@@ -270,7 +245,6 @@ class Session:
             apply=self.apply,
             held_back=self.deferred.held_back,
         )
-        return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
 
     def _tool_context(self, abort: Abort) -> ToolContext:
         return ToolContext(

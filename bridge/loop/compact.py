@@ -4,6 +4,7 @@ touched, open todos). The transcript keeps the full history; the conversation co
 from __future__ import annotations
 
 from bridge.abort import Abort, cancel_on_abort
+from bridge.loop.conversation import Conversation
 from bridge.messages import Block, Message, repair_pairing, text_block, user_message
 from bridge.model.types import BlockDelta, ModelClient, ModelError, ModelRequest
 
@@ -48,3 +49,24 @@ async def summarize(
 
 def continuation(summary: str) -> list[Message]:
     return [user_message([text_block(CONTINUATION + summary)])]
+
+
+async def compact_conversation(
+    conversation: Conversation,
+    *,
+    model: ModelClient,
+    model_name: str,
+    system: list[Block],
+    tools: list[dict[str, object]],
+    abort: Abort,
+    instructions: str = "",
+) -> bool:
+    """Summarize the history and continue from the summary. False when aborted."""
+    summary = await summarize(
+        conversation.messages, model=model, model_name=model_name, system=system, tools=tools, abort=abort,
+        instructions=instructions,
+    )
+    if not summary:
+        return False
+    conversation.replace(continuation(summary))
+    return True
