@@ -81,11 +81,18 @@ class BridgeServer(LanguageServer):
         except UnknownSession as error:
             raise JsonRpcInvalidParams(str(error)) from None
 
+    def stream(self, session_id: str) -> UpdateStream:
+        """The session's one update stream: every update of the session goes through it, in order."""
+        stream = self.streams.get(session_id)
+        if stream is None:
+            stream = UpdateStream(lambda update: self.send_update(session_id, update), self.notice)
+            self.streams[session_id] = stream
+        return stream
+
     def frontend(self, session_id: str) -> Frontend:
         from bridge.session import Frontend
 
-        stream = UpdateStream(lambda update: self.send_update(session_id, update), self.notice)
-        self.streams[session_id] = stream
+        stream = self.stream(session_id)
 
         async def prompter(request: PermissionRequest) -> PermissionAnswer:
             stream.flush()
@@ -100,8 +107,7 @@ class BridgeServer(LanguageServer):
             self.show(event.message, types.MessageType.Error if event.level == "error" else types.MessageType.Warning)
 
     def advertise_commands(self, session: Session) -> None:
-        commands = [wire.command(command) for command in session.commands.values()]
-        self.send_update(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+        self.stream(session.id).update(wire.available_commands(list(session.commands.values())))
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -204,8 +210,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
         for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
+        stream = ls.stream(session.id)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
-            ls.send_update(session.id, update)
+            stream.update(update)
         ls.advertise_commands(session)
         session.announce_mode()  # `session/load` answers null: the mode is told as an update
         return None
@@ -225,7 +232,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from None
-        stream = ls.streams.get(session.id)
+        stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks)
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
@@ -233,8 +240,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except ModelError as error:
             raise JsonRpcInternalError(str(error), data={"kind": error.kind, "status": error.status}) from None
         finally:
-            if stream is not None:
-                stream.flush()
+            stream.flush()  # what the turn streamed arrives before its answer
         return {"stopReason": stop}
 
     @server.feature("session/cancel")

@@ -194,6 +194,10 @@ def command(item: Command) -> dict[str, Any]:
     return entry
 
 
+def available_commands(commands: list[Command]) -> dict[str, Any]:
+    return {"sessionUpdate": "available_commands_update", "availableCommands": [command(c) for c in commands]}
+
+
 def stored_session(item: StoredSession) -> dict[str, Any]:
     updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(item.updated_at))
     return {"sessionId": item.session_id, "cwd": item.cwd, "title": item.title, "updatedAt": updated}
