@@ -25,7 +25,7 @@ from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
-from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn
+from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
 from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
@@ -82,6 +82,7 @@ class Session:
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
         self.deferred = DeferredTools()
+        self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
         self._deferrable: list[str] = []
         self.frontend = frontend
         self.engine = PermissionEngine(
@@ -171,7 +172,8 @@ class Session:
         settings = self._settings()
         return await compact_conversation(
             self.conversation, model=self.model, model_name=settings.model, system=settings.system,
-            tools=offered_schemas(self._environment(abort)), abort=abort, instructions=instructions,
+            tools=offered_schemas(self._environment(abort), self.conversation.messages), abort=abort,
+            instructions=instructions,
         )
 
     def clear(self) -> None:
@@ -203,6 +205,27 @@ class Session:
                 self.deferred.tools.update({tool.name: tool for tool in candidates})
                 self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
         return added
+
+    def missing_tools(self) -> list[str]:
+        """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a
+        tool that no longer exists): one warning per server or tool. The session goes on: requests keep
+        declaring them (so the history stays valid) and a call to one answers that it is not connected."""
+        warnings: list[str] = []
+        by_server: dict[str, list[str]] = {}
+        for name in used_tool_names(self.conversation.messages):
+            if name in self.tools or name in self.unavailable:
+                continue
+            parts = name.split("__")
+            if len(parts) >= 3 and parts[0] == "mcp":
+                by_server.setdefault(parts[1], []).append(name)
+                self.unavailable[name] = f"its MCP server {parts[1]!r} is not connected in this session"
+            else:
+                self.unavailable[name] = "this tool does not exist in this session"
+                warnings.append(f"Tool {name} of this session's history does not exist here; calls to it will fail.")
+        for server, names in by_server.items():
+            warnings.insert(0, f"MCP server {server!r} of this session's history is not connected: its tools "
+                               f"{', '.join(names)} will answer that they are not connected.")
+        return warnings
 
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
         """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
@@ -244,6 +267,7 @@ class Session:
             context=lambda _use_id: self._tool_context(abort),
             apply=self.apply,
             held_back=self.deferred.held_back,
+            unavailable=self.unavailable,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:

@@ -50,6 +50,7 @@ class ToolEnvironment:
     context: Callable[[str], ToolContext]  # a ToolContext for a tool_use id (abort filled in by the executor)
     apply: Callable[[Effect], None] = lambda _effect: None  # a finished call's effects (the session's)
     held_back: Callable[[], set[str]] = set  # tools whose schemas are not sent (deferred, not loaded yet)
+    unavailable: dict[str, str] = field(default_factory=dict)  # names the history uses that are gone, and why
 
 
 @dataclass
@@ -67,8 +68,10 @@ class _Call:
 
 
 class ToolExecutor:
-    def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup) -> None:
+    def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup, offered: set[str] | None = None) -> None:
+        """`offered`: the tools the request declared (the model may call only those); None: all of them."""
         self._env = env
+        self._offered = set(env.tools) if offered is None else offered
         self._abort = abort
         self._group = group
         self._calls: list[_Call] = []
@@ -93,10 +96,9 @@ class ToolExecutor:
         return []
 
     def _prepare(self, block: Block) -> _Call:
-        tool = self._env.tools.get(block["name"])
+        tool = self._env.tools.get(block["name"]) if block["name"] in self._offered else None
         if tool is None:
-            known = ", ".join(sorted(self._env.tools))
-            return _Call(block, None, None, f"No such tool: {block['name']}. Available tools: {known}.", True)
+            return _Call(block, None, None, self._not_callable(str(block["name"])), True)
         raw = block.get("input") or {}
         if "__invalid_json__" in raw:
             return _Call(block, tool, None, "The tool input was not valid JSON; send it again.", True)
@@ -109,6 +111,18 @@ class ToolExecutor:
         except Exception:
             safe = False
         return _Call(block, tool, data, None, safe)
+
+    def _not_callable(self, name: str) -> str:
+        """Why the model cannot call `name` from this request, and what to do instead."""
+        if name in self._env.tools:  # held back: deferred and not loaded
+            return (f"{name} is a deferred tool and is not loaded: call ToolSearch with query \"select:{name}\" "
+                    f"first, then call {name} again.")
+        if name in self._env.unavailable:
+            return f"{name} is not connected: {self._env.unavailable[name]}. It cannot be called in this session."
+        known = ", ".join(sorted(self._offered & self._env.tools.keys()))
+        deferred = len(self._env.tools.keys() - self._offered)
+        more = f" ({deferred} more are deferred: find them with ToolSearch.)" if deferred else ""
+        return f"No such tool: {name}. Available tools: {known}.{more}"
 
     def _started_event(self, call: _Call) -> ToolCallStarted:
         # An input that failed validation shows under the bare name (validating again would not help).

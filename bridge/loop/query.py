@@ -27,6 +27,7 @@ from bridge.messages import (
     Message,
     repair_pairing,
     text_block,
+    tool_uses,
     user_message,
     with_cache_breakpoints,
 )
@@ -87,14 +88,48 @@ class _Response:
         return {"role": "assistant", "content": kept} if kept else None
 
 
-def offered_schemas(tools: ToolEnvironment) -> list[dict[str, Any]]:
-    """The tool definitions sent: every tool but the held-back (deferred, not loaded) ones, with the cache
-    breakpoint on the last (tools, system and the latest message are the three breakpoints)."""
+def request_tools(tools: ToolEnvironment, history: list[Message]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The tool definitions a request sends, and the names the model may call from it.
+
+    Every tool but the held-back ones (deferred, not loaded), and besides them every other name a `tool_use` of
+    the history uses, so that no request names an undeclared tool (the API rejects that): a held-back tool
+    the model called anyway goes with its schema, a name no tool has (made up, or a stored history's tool that
+    is gone) with a stand-in that says it is not available. The cache breakpoint goes on the last (tools,
+    system and the latest message are the three breakpoints)."""
     held_back = tools.held_back()
-    schemas = [tool.schema() for name, tool in tools.tools.items() if name not in held_back]
+    offered = [name for name in tools.tools if name not in held_back]
+    schemas = [tools.tools[name].schema() for name in offered]
+    declared = set(offered)
+    for name in used_tool_names(history):
+        if name in declared:
+            continue
+        declared.add(name)
+        tool = tools.tools.get(name)
+        if tool is not None:
+            offered.append(name)
+            schemas.append(tool.schema())
+        else:
+            schemas.append(stand_in_schema(name, tools.unavailable.get(name)))
     if schemas:
         schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
-    return schemas
+    return schemas, set(offered)
+
+
+def offered_schemas(tools: ToolEnvironment, history: list[Message]) -> list[dict[str, Any]]:
+    return request_tools(tools, history)[0]
+
+
+def used_tool_names(history: list[Message]) -> list[str]:
+    """The tool names the history's `tool_use` blocks name, in order of first use."""
+    names = (block.get("name") for message in history for block in tool_uses(message))
+    return list(dict.fromkeys(name for name in names if isinstance(name, str)))
+
+
+def stand_in_schema(name: str, why: str | None) -> dict[str, Any]:
+    """The definition of a tool this session does not have, kept because the history calls it."""
+    reason = why or "no such tool"
+    return {"name": name, "description": f"Not available in this session ({reason}). Do not call it.",
+            "input_schema": {"type": "object"}}
 
 
 async def run_turn(
@@ -108,7 +143,7 @@ async def run_turn(
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
     emit = tools.emit
-    schemas = offered_schemas(tools)
+    schemas = offered_schemas(tools, conversation.messages)
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
         return "cancelled"  # the prompt never joined the history: nothing to mark
@@ -123,8 +158,8 @@ async def run_turn(
     stop_hook_active = False
     system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
     for request_number in range(settings.max_turns):
-        if request_number:
-            schemas = offered_schemas(tools)  # ToolSearch may have loaded tools in the last step
+        # Each step: ToolSearch may have loaded tools, and the history may name new ones.
+        schemas, offered = request_tools(tools, conversation.messages)
         if abort.aborted or (
             request_number and not await _maybe_compact(conversation, model, settings, schemas, abort, emit)
         ):
@@ -143,7 +178,7 @@ async def run_turn(
         # Tools follow the turn's signal, and are also stopped (as by `interrupt`) if the response is cut off.
         tool_abort = abort.child(lambda _reason: True)
         async with anyio.create_task_group() as group:
-            executor = ToolExecutor(tools, tool_abort, group)
+            executor = ToolExecutor(tools, tool_abort, group, offered)
             with cancel_on_abort(abort):
                 try:
                     async for event in model.stream(request):

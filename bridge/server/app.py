@@ -210,6 +210,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
         for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
+        for problem in [] if live else session.missing_tools():
+            ls.show(problem, types.MessageType.Warning)
         stream = ls.stream(session.id)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
             stream.update(update)
