@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, TextIO, assert_never
 from bridge.agent import Agent
 from bridge.config import BridgeConfig
 from bridge.display import Diff, Display, TextContent
+from bridge.errors import for_person, root_cause
 from bridge.loop.events import (
     LoopEvent,
     ModeChanged,
@@ -31,6 +33,8 @@ from bridge.loop.permission import deny_all
 from bridge.model.types import ModelError
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
+
+log = logging.getLogger(__name__)
 
 DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 SHOWN_LINES = 12  # of a diff or a text shown under a tool call
@@ -178,8 +182,11 @@ async def run_turn_in_terminal(session: Session, text: str, view: TerminalView) 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
         stop = await session.prompt([{"type": "text", "text": text}])
-    except ModelError as error:
-        view.line(view.paint(RED, f"Error: {error}"))
+    except Exception as error:  # one clear message: a model failure's own, else the cause's (the rest is logged)
+        if not isinstance(root_cause(error), ModelError):
+            log.error("the turn failed", exc_info=error)
+        shown = root_cause(error) if isinstance(root_cause(error), ModelError) else for_person(error)
+        view.line(view.paint(RED, f"Error: {shown}"))
         return 1
     finally:
         with contextlib.suppress(NotImplementedError):

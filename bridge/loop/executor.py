@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.display import Display
+from bridge.errors import cause_text, root_cause
 from bridge.loop.events import (
     LoopEvent,
     Notice,
@@ -143,7 +144,7 @@ class ToolExecutor:
                     call.result = await self._execute(call)
             except Exception as error:  # a failing policy, hook or prompter denies this call, not the turn
                 log.exception("tool call %s failed", call.block["id"])
-                message = f"The tool was not run: {type(error).__name__}: {error}"
+                message = f"The tool was not run: {_named(error)}"
                 call.result = tool_result_block(call.block["id"], message, is_error=True)
         finally:
             if call.result is None:
@@ -202,7 +203,7 @@ class ToolExecutor:
                 raise
             except Exception as error:  # a bug in a tool must not end the turn
                 log.exception("tool %s failed", tool.name)
-                raise ToolError(f"{tool.name} failed unexpectedly: {type(error).__name__}: {error}") from error
+                raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
         return None
 
     async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
@@ -310,6 +311,12 @@ def started_event(block: Block, tool: AnyTool | None, data: BaseModel | None = N
         tool.backfill_observable_input(dict(raw)),
         list(_safe(lambda: tool.locations(valid), [])),
     )
+
+
+def _named(error: BaseException) -> str:
+    """A failure for the model: the cause (out of any exception group) with its kind, which helps it."""
+    cause = root_cause(error)
+    return f"{type(cause).__name__}: {cause_text(cause)}"
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

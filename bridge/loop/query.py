@@ -15,6 +15,7 @@ from typing import Any, Literal
 import anyio
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort
+from bridge.errors import cause_text
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
@@ -185,6 +186,13 @@ async def run_turn(
                         _on_event(event, response, executor, emit)
                 except ModelError as error:
                     failure = error
+                except Exception as error:  # anything else that breaks the stream ends the response the same way
+                    log.error("the model stream failed", exc_info=error)
+                    failure = ModelError(
+                        f"The model's response broke off: {cause_text(error)}. The partial answer is kept; send "
+                        "your message again to continue.",
+                        kind="api",
+                    )
             message = response.message()
             if failure is not None:
                 # The response was cut off: started `block` calls keep their real result; nothing new starts.

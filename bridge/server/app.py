@@ -4,15 +4,17 @@ calls the domain, returns a wire shape."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
@@ -163,21 +165,72 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
         raise JsonRpcInvalidParams(str(error)) from None
 
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def _internal_error(error: Exception) -> JsonRpcInternalError:
+    """An unexpected failure as the editor sees it: one clear message (no group, class name or traceback,
+    which go to the log). A model failure keeps its kind and status as data."""
+    from bridge.errors import for_person, root_cause
+    from bridge.model.types import ModelError
+
+    cause = root_cause(error)
+    if isinstance(cause, ModelError):
+        return JsonRpcInternalError(str(cause), data={"kind": cause.kind, "status": cause.status})
+    log.error("request failed", exc_info=error)
+    return JsonRpcInternalError(for_person(error))
+
+
+def _answering_errors(handler: Handler) -> Handler:
+    """`handler`, with any exception that is not already a JSON-RPC error answered as `_internal_error`
+    (pygls would send its class name and traceback)."""
+    if asyncio.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(*args: Any) -> Any:
+            try:
+                return await handler(*args)
+            except JsonRpcException:
+                raise
+            except Exception as error:
+                raise _internal_error(error) from None
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(handler)
+    def run(*args: Any) -> Any:
+        try:
+            return handler(*args)
+        except JsonRpcException:
+            raise
+        except Exception as error:
+            raise _internal_error(error) from None
+
+    return run  # type: ignore[return-value]
+
+
 def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
     server = BridgeServer(overrides, acp=acp)
 
-    @server.feature("acp/initialize")
+    def feature(method: str) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            server.feature(method)(_answering_errors(handler))
+            return handler
+
+        return register
+
+    @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> None:
         ls.configure({})
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
-    @server.feature(types.INITIALIZE)
+    @feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.configure(options if isinstance(options, dict) else {})
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
-    @server.feature("session/new")
+    @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.NewSessionParams, params)
         cwd = Path(parsed.cwd)
@@ -196,7 +249,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
         return {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
 
-    @server.feature("session/load")
+    @feature("session/load")
     async def session_load(ls: BridgeServer, params: Any) -> None:
         from bridge.agent import UnknownSession
 
@@ -219,16 +272,14 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session.announce_mode()  # `session/load` answers null: the mode is told as an update
         return None
 
-    @server.feature("session/list")
+    @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.ListSessionsParams, params)
         stored = ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)
         return {"sessions": [wire.stored_session(item) for item in stored]}
 
-    @server.feature("session/prompt")
+    @feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        from bridge.model.types import ModelError
-
         parsed, session = ls.session(params, wire.PromptParams)
         try:
             blocks = wire.prompt_blocks(parsed.prompt)
@@ -239,13 +290,13 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             stop = await session.prompt(blocks)
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
-        except ModelError as error:
-            raise JsonRpcInternalError(str(error), data={"kind": error.kind, "status": error.status}) from None
+        except Exception as error:  # a model failure, or anything else: one clear message
+            raise _internal_error(error) from None
         finally:
             stream.flush()  # what the turn streamed arrives before its answer
         return {"stopReason": stop}
 
-    @server.feature("session/cancel")
+    @feature("session/cancel")
     def session_cancel(ls: BridgeServer, params: Any) -> None:
         try:
             parsed, session = ls.session(params)
@@ -254,7 +305,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             return
         session.cancel(force=bool((parsed.meta or {}).get("force")))
 
-    @server.feature("session/set_mode")
+    @feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.permissions.modes import MODES, PermissionModeError
 
