@@ -120,9 +120,10 @@ async def _example(root: Path, history: list[Message], plan: list[list[str]], mo
     seen = itertools.count(1)
     second: list[asyncio.Task[str]] = []
     session: Session | None = None
+    armed = False  # only the first turn is cancelled or interrupted
 
     def emit(event: LoopEvent) -> None:  # at the drawn moment: a cancel, or a new prompt (an interrupt)
-        if session is None or moment is None or next(seen) != moment:
+        if session is None or not armed or moment is None or next(seen) != moment:
             return
         if how == "cancel":
             session.cancel()
@@ -135,9 +136,11 @@ async def _example(root: Path, history: list[Message], plan: list[list[str]], mo
         warnings = session.missing_tools()
         if any(b.get("name") == "mcp__gone__lookup" for m in history for b in m["content"]):
             assert any("'gone'" in w for w in warnings), warnings
+        armed = True
         assert await session.prompt([{"type": "text", "text": "go"}]) in ("end_turn", "cancelled")
         for task in second:
             assert await task in ("end_turn", "cancelled")
+        armed = False
         assert await session.prompt([{"type": "text", "text": "and now?"}]) == "end_turn"
     finally:
         await agent.shutdown()

@@ -21,32 +21,6 @@ def summary_prompt(instructions: str = "") -> str:
     return SUMMARY_REQUEST + (f"\nAlso: {instructions}" if instructions.strip() else "")
 
 
-async def summarize(
-    messages: list[Message],
-    *,
-    model: ModelClient,
-    model_name: str,
-    system: list[Block],
-    tools: list[dict[str, object]],
-    abort: Abort,
-    instructions: str = "",
-) -> str:
-    """The summary text. Raises ModelError; returns "" when aborted."""
-    history = repair_pairing([*messages, user_message([text_block(summary_prompt(instructions))])])
-    request = ModelRequest(model=model_name, system=system, tools=list(tools), messages=history, max_tokens=8_000)
-    parts: list[str] = []
-    with cancel_on_abort(abort):
-        async for event in model.stream(request):
-            if isinstance(event, BlockDelta) and event.block_type == "text":
-                parts.append(event.text)
-    if abort.aborted:
-        return ""
-    summary = "".join(parts).strip()
-    if not summary:
-        raise ModelError("Compaction failed: the model returned an empty summary.", kind="api")
-    return summary
-
-
 def continuation(summary: str) -> list[Message]:
     return [user_message([text_block(CONTINUATION + summary)])]
 
@@ -61,12 +35,18 @@ async def compact_conversation(
     abort: Abort,
     instructions: str = "",
 ) -> bool:
-    """Summarize the history and continue from the summary. False when aborted."""
-    summary = await summarize(
-        conversation.messages, model=model, model_name=model_name, system=system, tools=tools, abort=abort,
-        instructions=instructions,
-    )
-    if not summary:
+    """Summarize the history and continue from the summary. False when aborted; raises ModelError."""
+    history = repair_pairing([*conversation.messages, user_message([text_block(summary_prompt(instructions))])])
+    request = ModelRequest(model=model_name, system=system, tools=list(tools), messages=history, max_tokens=8_000)
+    parts: list[str] = []
+    with cancel_on_abort(abort):
+        async for event in model.stream(request):
+            if isinstance(event, BlockDelta) and event.block_type == "text":
+                parts.append(event.text)
+    if abort.aborted:
         return False
+    summary = "".join(parts).strip()
+    if not summary:
+        raise ModelError("Compaction failed: the model returned an empty summary.", kind="api")
     conversation.replace(continuation(summary))
     return True
