@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bridge.display import Display, Location
+
 Behavior = Literal["allow", "ask", "deny"]
 SourceName = Literal[
     "session",
@@ -71,8 +73,8 @@ class PermissionRequest:
     title: str
     kind: str
     raw_input: dict[str, Any]
-    display: list[dict[str, Any]]
-    locations: list[dict[str, Any]]
+    display: list[Display]  # e.g. an edit's diff
+    locations: list[Location]
     reason: str
     suggestions: list[RuleSuggestion]
 
