@@ -49,6 +49,10 @@ class SetModeParams(WireModel):
     mode_id: str = Field(alias="modeId")
 
 
+class AuthenticateParams(WireModel):
+    method_id: str = Field(alias="methodId")
+
+
 def parse(model: type[WireModel], params: Any) -> Any:
     """Validated params, or ValueError with a message that names the field."""
     try:
@@ -150,6 +154,17 @@ def update_for(event: LoopEvent) -> dict[str, Any] | None:
     if isinstance(event, (TextDelta, ThinkingDelta, Notice)):
         return None
     return None
+
+
+NOTICE_LABELS = {"info": "", "warning": "**Warning:** ", "error": "**Error:** "}
+
+
+def notice_update(message: str, level: Literal["info", "warning", "error"]) -> dict[str, Any]:
+    """A notice for an ACP client: a paragraph of its own in the agent's message (ACP has no notification an
+    editor shows; Zed renders `agent_message_chunk`), marked `_meta.notice` so a client may render it apart."""
+    text = f"\n\n> {NOTICE_LABELS[level]}{message}\n\n"
+    content = {"type": "text", "text": text}
+    return {"sessionUpdate": "agent_message_chunk", "content": content, "_meta": {"notice": level}}
 
 
 def _text_content(text: str) -> dict[str, Any]:
