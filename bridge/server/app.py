@@ -18,7 +18,6 @@ from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
 from bridge.server import wire
-from bridge.server.documents import ClientFiles, ClientRequestFailed, SyncedDocuments
 from bridge.server.jsonrpc import (
     AGENT_CAPABILITIES,
     API_KEY_METHOD,
@@ -36,6 +35,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
     from bridge.agent import Agent
     from bridge.model.types import ModelError
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
+    from bridge.server.documents import SyncedDocuments
     from bridge.session import Frontend, Session
 
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
@@ -161,9 +161,11 @@ class BridgeServer(LanguageServer):
 
     def documents(self, session_id: str) -> SyncedDocuments:
         """Files through the client when it offers `fs/*` (ACP), else the synced documents (LSP)."""
+        from bridge.server.documents import ClientFiles, SyncedDocuments
+
         fs = self.editor_capabilities.get("fs")
-        read, write = (fs.get("readTextFile") is True, fs.get("writeTextFile") is True) if isinstance(fs, dict) else (
-            False, False)
+        fs = fs if isinstance(fs, dict) else {}
+        read, write = fs.get("readTextFile") is True, fs.get("writeTextFile") is True
         if not (read or write):
             return SyncedDocuments(self)
         return ClientFiles(self, self.ask_client, session_id, read=read, write=write)
@@ -178,6 +180,8 @@ class BridgeServer(LanguageServer):
     async def ask_client(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
         """A request to the editor. Cancelled or unanswered in `timeout` s: withdrawn (`$/cancel_request` in
         ACP, `$/cancelRequest` in LSP), so nothing waits for an answer forever."""
+        from bridge.server.documents import ClientRequestFailed
+
         msg_id = f"{method.split('/')[-1]}_{uuid.uuid4().hex[:12]}"
         try:
             async with asyncio.timeout(timeout):
