@@ -2,7 +2,7 @@
 `agent-bridge acp --offline playground`; medians of N runs. Baselines from the same run:
 
 - spawn -> `initialize` answered, against the same spawn of a bare Python that answers one ndjson line
-  (the interpreter's own start);
+  (the interpreter's own start), and of one that first imports pygls and lsprotocol (their share);
 - `session/prompt` -> first `agent_message_chunk`, and `session/cancel` mid-stream -> `{stopReason: cancelled}`,
   against one `session/list` round trip on the same connection (the protocol's floor).
 """
@@ -25,6 +25,7 @@ from tests.acp.editor import Editor, agent_env, running_agent
 
 SPAWNS = 5
 TURNS = 10
+PYGLS = "import pygls.lsp.server, lsprotocol.types; "
 BARE = "import sys, json; line = sys.stdin.readline(); print(json.dumps({'jsonrpc': '2.0', 'id': json.loads(line)['id'], 'result': {'protocolVersion': 1}}), flush=True); sys.stdin.read()"  # noqa: E501
 
 
@@ -32,11 +33,12 @@ def text(value: str) -> list[schema.TextContentBlock]:
     return [schema.TextContentBlock(type="text", text=value)]
 
 
-async def spawn_to_initialize(data: Path, *, bare: bool) -> float:
+async def spawn_to_initialize(data: Path, *, bare: str | None) -> float:
+    """`bare`: a Python that imports that much, then answers `initialize`; None: the bridge."""
     editor = Editor()
     started = time.perf_counter()
-    if bare:
-        async with spawn_agent_process(editor, sys.executable, "-c", BARE, env=agent_env(data)) as (conn, _):
+    if bare is not None:
+        async with spawn_agent_process(editor, sys.executable, "-c", bare + BARE, env=agent_env(data)) as (conn, _):
             await conn.initialize(protocol_version=1)
             return time.perf_counter() - started
     async with running_agent(editor, "playground", data) as (conn, _):
@@ -86,13 +88,15 @@ async def main() -> None:
         root = Path(tmp)
         workspace = root / "ws"
         workspace.mkdir()
-        bare = [await spawn_to_initialize(root, bare=True) for _ in range(SPAWNS)]
-        bridge = [await spawn_to_initialize(root, bare=False) for _ in range(SPAWNS)]
+        bare = [await spawn_to_initialize(root, bare="") for _ in range(SPAWNS)]
+        pygls = [await spawn_to_initialize(root, bare=PYGLS) for _ in range(SPAWNS)]
+        bridge = [await spawn_to_initialize(root, bare=None) for _ in range(SPAWNS)]
         first_chunk, cancelled, round_trip = await turns(root, workspace)
     print(f"spawn -> initialize answered (median of {SPAWNS})")
     ratio = statistics.median(bridge) / statistics.median(bare)
     print(f"  agent-bridge acp   {ms(bridge)}   {ratio:.1f}x the baseline")
-    print(f"  bare python        {ms(bare)}")
+    print(f"  bare python        {ms(bare)}   (baseline)")
+    print(f"  python + pygls     {ms(pygls)}   (importing pygls and lsprotocol, then answering)")
     print(f"session/prompt -> first chunk, session/cancel -> cancelled (median of {TURNS}, warm session)")
     print(f"  first chunk        {ms(first_chunk)}")
     print(f"  cancel->cancelled  {ms(cancelled)}")
