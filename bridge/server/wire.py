@@ -58,6 +58,10 @@ class SetModelParams(WireModel):
     model_id: str = Field(alias="modelId", min_length=1)
 
 
+class AuthenticateParams(WireModel):
+    method_id: str = Field(alias="methodId")
+
+
 def parse(model: type[WireModel], params: Any) -> Any:
     """Validated params, or ValueError with a message that names the field."""
     try:
@@ -152,6 +156,17 @@ def tool_in_progress(event: ToolCallInProgress) -> dict[str, Any]:
 def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id,
             "content": [_text_content(event.output)]}
+
+
+NOTICE_LABELS = {"info": "", "warning": "**Warning:** ", "error": "**Error:** "}
+
+
+def notice_update(message: str, level: Literal["info", "warning", "error"]) -> dict[str, Any]:
+    """A notice for an ACP client: a paragraph of its own in the agent's message (ACP has no notification an
+    editor shows; Zed renders `agent_message_chunk`), marked `_meta.notice` so a client may render it apart."""
+    text = f"\n\n> {NOTICE_LABELS[level]}{message}\n\n"
+    content = {"type": "text", "text": text}
+    return {"sessionUpdate": "agent_message_chunk", "content": content, "_meta": {"notice": level}}
 
 
 def tool_finished(event: ToolCallFinished) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from bridge.server.jsonrpc import MAX_DEPTH, MAX_MESSAGE_BYTES
 SEED = 20261203
 GENERATED = 600  # per framing
 MiB = 1024 * 1024
-STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800}
+# JSON-RPC's codes, and ACP's auth_required (-32000) and resource_not_found (-32002)
+STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002}
 METHODS = ["initialize", "session/new", "session/load", "session/list", "session/prompt", "session/cancel",
            "session/set_mode", "$/cancelRequest", "initialized", "no/such/method", "authenticate"]
 LSP_ONLY = ["textDocument/didOpen", "workspace/didChangeConfiguration", "$/setTrace"]

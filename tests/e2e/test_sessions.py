@@ -27,7 +27,8 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
         listed = await editor.request("session/list", {"cwd": str(workspace)})
         [entry] = listed["sessions"]
         assert entry["sessionId"] == sid and entry["title"] == "first prompt" and entry["cwd"] == str(workspace)
-        assert await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)}) is None
+        loaded = await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        assert loaded["modes"]["currentModeId"] == "default"  # ACP's LoadSessionResponse
         await poll(lambda: editor.text(sid), what="the replay")
         assert editor.text(sid, "user_message_chunk").startswith("first prompt")
         assert "second prompt" in editor.text(sid, "user_message_chunk"), "nothing before the kill is lost"
