@@ -32,6 +32,7 @@ from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
+from bridge.tools.sandbox import Sandbox, SandboxedPolicy
 from bridge.tools.storage import bound_result
 from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
 from bridge.transcript import Transcript
@@ -81,7 +82,8 @@ class Session:
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             interactive=frontend.interactive,
         )
-        self.policy: PermissionPolicy = policy or self.engine
+        self.sandbox = Sandbox.for_engine(self.engine)  # the OS sandbox under Bash, from the same rules
+        self.policy: PermissionPolicy = policy or SandboxedPolicy(self.engine, self.sandbox)
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
         if transcript is not None:
@@ -89,7 +91,8 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env}
+        self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env,
+                         "sandbox": self.sandbox}
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
@@ -241,7 +244,7 @@ class Session:
         self.frontend.emit(ModeChanged(self.engine.mode))
 
     def settings_problems(self) -> list[str]:
-        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
+        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
         settings = self._settings()
