@@ -75,17 +75,22 @@ def is_running(pid: int, start: int) -> bool:
     return stat is not None and stat[1] == start and stat[2] not in ("Z", "X")
 
 
-def environ_token(pid: int) -> str | None:
+def read_token(pid: int) -> tuple[bool, str | None]:
+    """(whether the environment could be read, the tracking token in it)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             raw = fh.read()
     except OSError:
-        return None
+        return False, None
     key = TOKEN_ENV.encode() + b"="
     for entry in raw.split(b"\0"):
         if entry.startswith(key):
-            return entry[len(key) :].decode(errors="replace")
-    return None
+            return True, entry[len(key) :].decode(errors="replace")
+    return True, None
+
+
+def environ_token(pid: int) -> str | None:
+    return read_token(pid)[1]
 
 
 def _owned(pid: int, uid: int) -> bool:
@@ -238,8 +243,8 @@ def reap_leftovers(data_dir: Path) -> list[int]:
             pid, start = int(owner[0]), int(owner[1])
         except (IndexError, ValueError):
             continue
-        if pid != os.getpid() and is_running(pid, start):
-            continue  # a live bridge on the same data dir
+        if is_running(pid, start):
+            continue  # a live bridge on the same data dir (or this one)
         found = act_on(file)
         if found:
             log.warning("killed %d processes a previous bridge (pid %d) left running: %s", len(found), pid, found)

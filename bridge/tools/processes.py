@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, environ_token
+from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, environ_token, read_token
 
 log = logging.getLogger(__name__)
 
@@ -248,6 +248,7 @@ class ProcessSupervisor:
         self._me = os.getpid()
         self._uid = os.getuid() if hasattr(os, "getuid") else -1
         self._managed: list[ManagedProcess] = []
+        self._env_tokens: dict[tuple[int, int], str | None] = {}
         self._terminations: dict[int, _Termination] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._monitor: asyncio.Task[None] | None = None
@@ -351,9 +352,7 @@ class ProcessSupervisor:
         for info in table.values():
             if info.pid in claimed or info.pid == self._me or info.pid in shells or not info.alive:
                 continue
-            if self._uid >= 0 and not self._owned(info.pid):
-                continue
-            token = _environ_token(info.pid)
+            token = self._token_of(info)
             if token is not None and token in by_token:
                 trees[by_token[token]].add(info.pid)
         for proc, members in trees.items():
@@ -372,6 +371,20 @@ class ProcessSupervisor:
                 proc.known[pid] = table[pid].start
         return trees
 
+    def _token_of(self, info: ProcInfo) -> str | None:
+        """The tracking token in a process's environment (None: none, or not ours), read once per
+        process: reading every process's environment on every sweep is most of a sweep's cost."""
+        key = (info.pid, info.start)
+        if key in self._env_tokens:
+            return self._env_tokens[key]
+        if self._uid >= 0 and not self._owned(info.pid):
+            self._env_tokens[key] = None
+            return None
+        readable, token = read_token(info.pid)
+        if readable:  # an unreadable one (mid-exec, exiting) is asked again next time
+            self._env_tokens[key] = token
+        return token
+
     def _owned(self, pid: int) -> bool:
         try:
             return os.stat(f"/proc/{pid}").st_uid == self._uid
@@ -381,6 +394,8 @@ class ProcessSupervisor:
     def _sweep(self) -> dict[ManagedProcess, set[int]]:
         """Scan /proc once: reap our orphans' zombies, return each tree's live members."""
         table = scan_processes()
+        if len(self._env_tokens) > 2 * len(table) + 64:  # forget processes that are gone
+            self._env_tokens = {k: v for k, v in self._env_tokens.items() if k[0] in table}
         trees = self._trees(table)
         shells = {proc.pid for proc in self._managed}
         ours = set().union(*trees.values()) if trees else set()
