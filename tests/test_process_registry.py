@@ -22,7 +22,7 @@ import pytest
 from bridge.tools.process_registry import TOKEN_ENV, reap_leftovers, start_ticks
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
 from bridge.tools.sandbox import probe
-from tests.test_processes import ESCAPING, eventually, marked_pids
+from tests.test_processes import ESCAPING, eventually, marked_pids, our_zombies, reap_zombies_among
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -39,6 +39,28 @@ def alive(pid: int) -> bool:
 
 def registry_files(data_dir: Path) -> list[Path]:
     return sorted((data_dir / "running").glob("*.json"))
+
+
+def watchdogs(data_dir: Path) -> list[int]:
+    """Live watchdogs of bridges on `data_dir` (their command line names its registry)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--watch" in argv and any(str(data_dir / "running").encode() in a for a in argv) and alive(int(name)):
+                found.append(int(name))
+    return found
+
+
+async def reap_what_a_dead_bridge_left(data_dir: Path) -> None:
+    """A killed bridge's children (its watchdog, its shells) are orphaned to this process when it is a
+    subreaper; once its watchdog is done, reap their zombies (no test leaves zombies for the next)."""
+    assert await eventually(lambda: not watchdogs(data_dir))
+    reap_zombies_among(set(our_zombies()))
 
 
 async def test_the_registry_names_what_runs_and_goes_when_it_is_done(tmp_path: Path) -> None:
@@ -80,6 +102,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
     # a live process whose pid the registry names with another start time: a reused pid
     unrelated = start(["sleep", "300"], start_new_session=True)
     assert await eventually(lambda: len(marked_pids(by_token)) >= 2 and marked_pids(by_pid))
+    seen = set(marked_pids(by_token))
     gone = start(["true"])  # a bridge that no longer runs
     gone.wait()
     running = tmp_path / "running"
@@ -97,12 +120,14 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
     assert not registry_files(tmp_path)
     unrelated.kill()
     unrelated.wait()
+    reap_zombies_among(seen)
 
 
 async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     mark, token = uuid.uuid4().hex, uuid.uuid4().hex
     spawn_escaped(mark, token)
     assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    seen = set(marked_pids(mark))
     me = os.getppid()  # a live process (the one that started pytest) standing for a live bridge
     running = tmp_path / "running"
     running.mkdir()
@@ -114,6 +139,7 @@ async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     file.rename(running / f"{me}-1.json")  # the same pid with another start time: that bridge is dead
     reap_leftovers(tmp_path)
     assert await eventually(lambda: not marked_pids(mark))
+    reap_zombies_among(seen)
 
 
 BRIDGE = textwrap.dedent("""
@@ -167,5 +193,6 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
     assert await eventually(lambda: not marked_pids(mark), timeout=2.0), marked_pids(mark)
     assert time.monotonic() - killed_at <= 2.0
     assert await eventually(lambda: not registry_files(tmp_path))
+    await reap_what_a_dead_bridge_left(tmp_path)
     if sandboxed:
         assert not any(p.exists() for p in placeholders)  # the sandbox's placeholders were removed too

@@ -7,6 +7,7 @@ Survivors are checked independently of the supervisor: each test command exports
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -52,6 +53,14 @@ def our_zombies() -> list[int]:
             if fields[0] == b"Z" and int(fields[1]) == me:
                 zombies.append(int(name))
     return zombies
+
+
+def reap_zombies_among(pids: set[int]) -> None:
+    """Reap our zombies among `pids` (processes a test saw, orphaned to this process as the subreaper and
+    killed by someone else): left alone, they would count as this process's leaked zombies later."""
+    for pid in set(our_zombies()) & pids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 async def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:

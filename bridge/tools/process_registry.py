@@ -264,6 +264,7 @@ class ProcessRegistry:
         self._cleanup: dict[str, dict[str, Any]] = {}
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._closed = False
+        self._write_failed = False
         self._lock = threading.RLock()  # the sandbox records placeholders from a worker thread
 
     # what is running
@@ -331,7 +332,10 @@ class ProcessRegistry:
             temporary.write_text(json.dumps(data), encoding="utf-8")
             os.replace(temporary, self.path)
         except OSError as error:
-            log.warning("cannot write the process registry %s: %s", self.path, error)
+            if not self._write_failed:
+                self._write_failed = True
+                log.warning("cannot write the process registry %s: %s (a killed bridge may leave processes "
+                            "behind)", self.path, error)
             return
         self._ensure_watchdog()
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import dataclasses
+import errno
 import fcntl
 import logging
 import os
@@ -144,8 +145,9 @@ _guards: dict[Path, _Guard] = {}
 _guards_lock = threading.Lock()
 
 
-def _hold(path: Path, kind: Kind, *, create: bool, registry: ProcessRegistry | None) -> _Guard:
-    """Hold `path` (creating an empty placeholder of `kind` when `create` and it is missing)."""
+def _hold(path: Path, kind: Kind, *, create: bool, registry: ProcessRegistry | None) -> _Guard | None:
+    """Hold `path` (creating an empty placeholder of `kind` when `create` and it is missing); None when
+    it is missing and cannot be created by us (so not by the command either)."""
     with _guards_lock:
         guard = _guards.get(path)
         if guard is not None:
@@ -169,6 +171,8 @@ def _hold(path: Path, kind: Kind, *, create: bool, registry: ProcessRegistry | N
                 except FileExistsError:
                     pass
                 except OSError as error:
+                    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                        return None  # we can't create it: nor can the command, with fewer rights than ours
                     raise SandboxError(f"The sandbox cannot protect {path}: {error}") from None
             is_dir = os.path.isdir(path) and not os.path.islink(path)
             flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECTORY if is_dir else 0)
@@ -251,13 +255,12 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, registry: ProcessRegistry | No
             for i, part in enumerate(parts):
                 current = current / part
                 last = i == len(parts) - 1
-                if not os.path.lexists(current):
-                    plan.guards.append(_hold(current, kind if last else "dir", create=True, registry=registry))
-                    protect[current] = "--ro-bind"
-                    break
-                if last or not os.path.isdir(current):
-                    plan.guards.append(_hold(current, kind, create=False, registry=registry))
-                    protect[current] = "--ro-bind"
+                if not os.path.lexists(current) or last or not os.path.isdir(current):
+                    missing = not os.path.lexists(current)
+                    guard = _hold(current, kind if last else "dir", create=missing, registry=registry)
+                    if guard is not None:
+                        plan.guards.append(guard)
+                        protect[current] = "--ro-bind"
                     break
                 protect.setdefault(current, "--bind")
         for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
@@ -362,9 +365,7 @@ class Sandbox:
 
     def _private_tmp(self, registry: ProcessRegistry | None) -> Path:
         if self._tmp is None or not self._tmp.is_dir():
-            base = Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}"
-            base.mkdir(mode=0o700, exist_ok=True)
-            self._tmp = Path(tempfile.mkdtemp(prefix="tmp-", dir=base))
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"agent-bridge-tmp-{os.getuid()}-"))  # 0700, ours
             if registry is not None:
                 registry.add_cleanup(self._tmp, "tree")
         return self._tmp

@@ -22,26 +22,12 @@ import pytest
 from bridge.tools.process_registry import start_ticks
 from bridge.tools.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
+from tests.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
 from tests.test_processes import ESCAPING, marked_pids
 
 
 def sleeper() -> subprocess.Popen[bytes]:
     return subprocess.Popen(["sleep", "300"], start_new_session=True)
-
-
-def watchdogs(data_dir: Path) -> list[int]:
-    """The bridge's watchdog: a process whose command line names this data dir's registry."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/cmdline", "rb") as fh:
-                    argv = fh.read().split(b"\0")
-            except OSError:
-                continue
-            if b"--watch" in argv and any(str(data_dir / "running").encode() in a for a in argv):
-                found.append(int(name))
-    return found
 
 
 async def kill_9(editor: Editor) -> None:
@@ -72,6 +58,7 @@ async def test_kill_9_of_the_bridge_kills_its_commands_within_2_s(
         await kill_9(editor)
         await poll(lambda: not marked_pids(mark), timeout=2.0, what="every process of the command to die")
         assert time.monotonic() - killed <= 2.0
+    await reap_what_a_dead_bridge_left(data_dir)
 
 
 async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not(
@@ -103,6 +90,7 @@ async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not
             await poll(lambda: not marked_pids(mark), timeout=5, what="the leftovers to be killed")
             assert unrelated.poll() is None, "a reused pid is never killed"
             assert not registry.exists()
+        await reap_what_a_dead_bridge_left(data_dir)
     finally:
         unrelated.kill()
         unrelated.wait()
