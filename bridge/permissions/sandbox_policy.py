@@ -268,24 +268,25 @@ def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
             if os.path.lexists(start) and (exact or pattern.matches(start)):
                 out.paths.append(start)
             continue
-        queue: deque[Path] = deque([start])
+        # strings, not Paths: this loop runs over every entry below `start`
+        prefix = len(str(pattern.base).rstrip("/")) + 1
+        match = pattern.regex.match
+        queue: deque[str] = deque([str(start)])
         while queue:
             if budget <= 0 or time.monotonic() > deadline:
                 out.truncated.append(f"{pattern.base}/{pattern.pattern}")
                 break
-            directory = queue.popleft()
             try:
-                with os.scandir(directory) as it:
+                with os.scandir(queue.popleft()) as it:
                     found = list(it)
             except OSError:
                 continue
             budget -= len(found)
             for entry in found:
-                path = Path(entry.path)
-                if pattern.matches(path):
-                    out.paths.append(path)
+                if match(entry.path[prefix:]) is not None:
+                    out.paths.append(Path(entry.path))
                 elif entry.is_dir(follow_symlinks=False):
-                    queue.append(path)
+                    queue.append(entry.path)
     out.paths = list(dict.fromkeys(out.paths))
     return out
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, environ_token, read_token
+from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, read_token
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +141,6 @@ def _pdeathsig_prefix() -> list[str]:
 
 _PDEATHSIG: list[str] | None = None
 
-
-_environ_token = environ_token
 
 
 class ManagedProcess:
