@@ -50,6 +50,9 @@ class Agent:
             stall_timeout=config.stall_timeout,
         )
         self.sessions: dict[str, Session] = {}
+        from bridge.tools.process_registry import reap_leftovers
+
+        reap_leftovers(config.data_dir)  # what a killed bridge on this data dir left running
         self._supervisor: ProcessSupervisor | None = None
         self._shells: list[BackgroundShells] = []  # every session's, for shutdown
         self._mcp: list[Any] = []  # every MCP server connection, for shutdown
@@ -59,7 +62,7 @@ class Agent:
         if self._supervisor is None:
             from bridge.tools.processes import ProcessSupervisor
 
-            self._supervisor = ProcessSupervisor()
+            self._supervisor = ProcessSupervisor(data_dir=self.config.data_dir)
         return self._supervisor
 
     def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None) -> Session:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from bridge.tools.base import (
     Services,
     ToolContext,
 )
+from bridge.tools.sandbox import Sandbox, SandboxedPolicy
 from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
 from bridge.transcript import Transcript
 
@@ -93,7 +95,8 @@ class Session:
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
-        self.policy: PermissionPolicy = policy or self.engine
+        self.sandbox = Sandbox.for_engine(self.engine)  # the OS sandbox under Bash, from the same rules
+        self.policy: PermissionPolicy = policy or SandboxedPolicy(self.engine, self.sandbox)
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
         if transcript is not None:
@@ -101,7 +104,7 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = services
+        self.services = dataclasses.replace(services, sandbox=self.sandbox)  # the sandbox follows this engine
         self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
@@ -260,7 +263,7 @@ class Session:
                 assert_never(effect)
 
     def settings_problems(self) -> list[str]:
-        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
+        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
         env = self._environment(abort)

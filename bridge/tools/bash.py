@@ -32,6 +32,7 @@ from pydantic import Field
 from bridge.abort import AbortReason
 from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.processes import command_environment, shell_argv
+from bridge.tools.sandbox import sandbox_of
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -457,7 +458,8 @@ class BashTool(Tool[BashInput]):
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
-            shell = await shells.start(data.command, cwd=ctx.cwd, env=settings_environment(ctx))
+            shell = await shells.start(data.command, cwd=ctx.cwd, env=settings_environment(ctx),
+                                       sandbox=sandbox_of(ctx.services))
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with BashOutput(bash_id={shell.id!r}); stop it with KillShell(shell_id={shell.id!r})."
@@ -479,7 +481,9 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
-    proc = await supervisor.spawn(shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx))
+    proc = await supervisor.spawn(
+        shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx), sandbox=sandbox_of(ctx.services)
+    )
 
     def on_output(chunk: bytes) -> None:
         output.append(decoder.decode(chunk))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
 from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE, pairing_errors
-from tests.e2e.harness import pid_alive, poll, running_editor, text_response, tool_response
+from tests.e2e.harness import poll, running_editor, text_response, tool_response
+from tests.test_processes import marked_pids
 
 LONG_TEXT = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
              "delay_ms": 10}
@@ -39,19 +41,18 @@ async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_d
 
 
 async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_dir: Path) -> None:
-    pids = workspace / "pids"
-    command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; echo started; wait"
+    mark = uuid.uuid4().hex  # the command's own pids are its sandbox's: find its processes by TEST_MARK
+    command = f"export TEST_MARK={mark}; exec bash -c 'sleep 300 & echo started; wait'"  # the shell marked too
     scenario = {"responses": [tool_response(("Bash", {"command": command}), text="Running it."),
                               text_response("ok, stopped")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run the long thing")
         await editor.wait_for_output(sid, "started")
-        started = [int(p) for p in pids.read_text().split()]
-        assert all(pid_alive(p) for p in started)
+        await poll(lambda: len(marked_pids(mark)) >= 2, what="the command's processes")
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
-        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="the process group to die")
+        await poll(lambda: not marked_pids(mark), timeout=5, what="the process group to die")
 
         assert await editor.prompt(sid, "what happened?") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
@@ -120,18 +121,19 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
 
 
 async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
-    pids = workspace / "pids"
-    command = f"trap '' INT TERM; echo $$ > {pids}; echo started; while true; do sleep 0.05; done"
+    mark = uuid.uuid4().hex
+    command = (f"export TEST_MARK={mark}; exec bash -c \"trap '' INT TERM; echo started; "
+               "while true; do sleep 0.05; done\"")
     scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run it")
         await editor.wait_for_output(sid, "started")
-        shell = int(pids.read_text().split()[0])
+        await poll(lambda: marked_pids(mark), what="the command's shell")  # it ignores SIGINT and SIGTERM
         editor.cancel(sid)
         editor.cancel(sid, force=True)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
-        await poll(lambda: not pid_alive(shell), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")
+        await poll(lambda: not marked_pids(mark), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")
 
 
 async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, data_dir: Path) -> None:
