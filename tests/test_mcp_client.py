@@ -369,6 +369,17 @@ async def test_servers_start_in_the_background_and_a_hung_one_is_reported_after_
         await handle.release()
 
 
+async def test_a_server_still_starting_is_stopped_at_once(tmp_path: Path) -> None:
+    manager = McpManager(tmp_path / "data", McpSettings(startupTimeout=600))
+    log = tmp_path / "log"
+    handle = manager.open(tmp_path, [server("stuck", log, "--hang")], Editor().host(), files=files_for(tmp_path))
+    pid = (await until(lambda: log.exists() and pids(log), "the process to start"))[0]
+    began = time.monotonic()
+    await handle.release()
+    assert time.monotonic() - began < 8 and handle.connections == {}
+    await until(lambda: not alive(pid), "the process to end", 15)
+
+
 async def test_sessions_share_one_process_per_config_and_cwd_until_the_last_lets_go(tmp_path: Path) -> None:
     manager = McpManager(tmp_path / "data")
     log = tmp_path / "log"

@@ -160,6 +160,8 @@ class Connection:
             return
         self._stop_state = state
         self._stop.set()
+        if self.state != "ready":  # still starting or signing in: nothing to finish, stop it now
+            runner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             try:
                 await asyncio.wait_for(asyncio.shield(runner), 10)

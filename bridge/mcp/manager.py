@@ -85,6 +85,7 @@ class McpManager:
         files = files or default_files(cwd)
         entries, problems = discover(files, editor_servers, environ=environ)
         handle = McpSession(self, files, roots or (files.cwd,), host, entries)
+        handle._commands = handle.commands()  # what the editor is first told; `changed` only when it differs
         for problem in problems:
             host.notice(f"MCP config skipped: {problem}", "warning")
         handle.start()
