@@ -3,7 +3,6 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,7 @@ class Agent:
         self.sessions: dict[str, Session] = {}
         self._supervisor: Any = None
         self._shells: list[Any] = []  # every session's BackgroundShells, for shutdown
-        self._mcp: list[Any] = []  # every MCP server connection, for shutdown
+        self._mcp: Any = None  # the McpManager, made when a session first needs it
 
     @property
     def supervisor(self) -> Any:
@@ -102,27 +101,32 @@ class Agent:
         self._shells.append(shells)
         return shells
 
-    async def connect_mcp(self, session: Session, servers: list[dict[str, Any]]) -> list[str]:
-        """Starts the session's MCP servers (concurrently) and adds their tools; the problems, for the user.
+    def connect_mcp(self, session: Session, servers: list[dict[str, Any]], host: Any) -> None:
+        """Gives the session its MCP servers (the editor's, `.mcp.json`'s, the settings'): they start in the
+        background, shared with other sessions of the same cwd; `host` (bridge/mcp/host.py) shows notices
+        and asks questions. Problems are told through `host`, never raised: the session works without them."""
+        if self._mcp is None:
+            from bridge.mcp.manager import McpManager
+            from bridge.mcp.settings import McpSettings
 
-        A server that cannot be used is named and skipped: the session works without it."""
-        if not servers:
-            return []
-        from bridge.tools.mcp import McpConnection, McpError, parse_servers, tools_of
+            settings, problems = McpSettings.load(self.config.mcp)
+            for problem in problems:
+                host.notice(problem, "warning")
+            self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window)
+        roots = (session.cwd, *session.engine.settings.additional_directories)
+        session.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
 
-        specs, problems = parse_servers(servers)
-        connections = [McpConnection(spec, session.cwd) for spec in specs]
-        outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
-        for connection, outcome in zip(connections, outcomes, strict=True):
-            if isinstance(outcome, McpError):
-                problems.append(str(outcome))
-            elif isinstance(outcome, BaseException):
-                problems.append(f"MCP server {connection.spec.name!r} failed to start: {outcome!r}")
-            else:
-                self._mcp.append(connection)
-                added = session.add_tools(list(tools_of(connection, outcome, set(session.tools))), deferrable=True)
-                log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
-        return problems
+    async def close_session(self, session_id: str) -> None:
+        """`session/close`: stop its turn, close its transcript, let go of its MCP servers."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            raise UnknownSession(session_id)
+        session.cancel(force=True)
+        await session.wait_idle()
+        if session.transcript is not None:
+            session.transcript.close()
+        if session.mcp is not None:
+            await session.mcp.release()
 
     def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
         return list_sessions(self.config.data_dir, cwd)
@@ -141,7 +145,8 @@ class Agent:
                 session.transcript.close()
         for shells in self._shells:
             await shells.shutdown()
-        await asyncio.gather(*(connection.close() for connection in self._mcp), return_exceptions=True)
+        if self._mcp is not None:
+            await self._mcp.close()
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)

@@ -13,13 +13,13 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge import commands
-from bridge.abort import Abort, AbortReason
+from bridge.abort import Abort, AbortReason, cancel_on_abort
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent, ModeChanged, TextDelta, ToolCallStarted
+from bridge.loop.events import LoopEvent, ModeChanged, Notice, TextDelta, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
@@ -33,8 +33,11 @@ from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.storage import bound_result
-from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
+from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 from bridge.transcript import Transcript
+
+if TYPE_CHECKING:
+    from bridge.mcp.manager import McpSession
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +75,8 @@ class Session:
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
         self.deferred = DeferredTools()
-        self._deferrable: list[str] = []
+        self.mcp: McpSession | None = None  # set by Agent.connect_mcp; released only when the session ends
+        self._mcp_tools: list[str] = []
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
@@ -91,7 +95,7 @@ class Session:
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env}
         self.data_dir = config.data_dir / "sessions" / session_id
-        self._system = system_prompt(cwd, memory=memory_section(cwd))
+        self._base_system = self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
@@ -147,7 +151,13 @@ class Session:
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
         first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
         parsed = commands.parse(str(first))
-        if parsed is not None and parsed[0] in self.commands:
+        if parsed is not None and self.mcp is not None and self.mcp.has_command(parsed[0]):
+            outcome = await self.mcp.run_command(*parsed)
+            if outcome.blocks is None:
+                self.frontend.emit(TextDelta(outcome.reply or ""))
+                return "end_turn"
+            blocks = [*outcome.blocks, *blocks[1:]]
+        elif parsed is not None and parsed[0] in self.commands:
             name, arguments = parsed
             command = self.commands[name]
             if command.template is None:
@@ -214,20 +224,36 @@ class Session:
         self.engine.settings.refresh()
         return self.engine.settings.env
 
-    def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
-        """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.
+    async def sync_mcp(self) -> None:
+        """At a turn's start: the MCP servers' tools and instructions as of now (bridge/mcp/manager.py). They
+        change only here, so every request of a turn has the same prefix; a change after the first request is
+        said once (a notice). Past the deferral threshold the servers' tools wait behind ToolSearch."""
+        if self.mcp is None:
+            return
+        await self.mcp.before_turn()
+        snapshot = self.mcp.snapshot()
+        if snapshot is None:
+            return
+        for name in self._mcp_tools:
+            self.tools.pop(name, None)
+            self.deferred.tools.pop(name, None)
+        offered = [t for t in [*snapshot.tools, *snapshot.deferrable] if t.name not in self.tools]
+        self.tools.update({tool.name: tool for tool in offered})
+        self._mcp_tools = [tool.name for tool in offered]
+        if snapshot.defer:
+            self.deferred.tools.update({t.name: t for t in snapshot.deferrable if t.name in self._mcp_tools})
+            self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
+        elif not self.deferred.tools:
+            self.tools.pop(ToolSearchTool.name, None)
+        extra = [{"type": "text", "text": snapshot.instructions}] if snapshot.instructions else []
+        self._system = [*self._base_system, *extra]
+        if snapshot.notice:
+            self.frontend.emit(Notice(snapshot.notice, "info"))
 
-        `deferrable` tools are held back behind ToolSearch once their schemas pass `DEFER_OVER` characters
-        in all (see bridge/tools/tool_search.py); until then they are sent like the core tools."""
-        added = [tool.name for tool in tools if tool.name not in self.tools]
-        self.tools.update({tool.name: tool for tool in tools if tool.name in added})
-        if deferrable and added:
-            self._deferrable += added
-            candidates = [self.tools[name] for name in self._deferrable]
-            if schema_chars(candidates) > DEFER_OVER:
-                self.deferred.tools.update({tool.name: tool for tool in candidates})
-                self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
-        return added
+    def refresh_commands(self) -> None:
+        """The slash commands again (an MCP server's prompts came or went)."""
+        provided = [commands.Command(c.name, c.description, c.hint) for c in self.mcp.commands()] if self.mcp else []
+        self.commands = available_commands(self.cwd, provided)
 
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
         """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
@@ -244,6 +270,8 @@ class Session:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
+        with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
+            await self.sync_mcp()
         settings = self._settings()
         env = ToolEnvironment(
             tools=self.tools,

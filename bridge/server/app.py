@@ -31,6 +31,7 @@ from bridge.tools.base import DocumentSource
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
+    from bridge.mcp.host import McpHost, Question, Reply
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.session import Frontend, Session
 
@@ -118,6 +119,33 @@ class BridgeServer(LanguageServer):
             return await self.ask_permission(session_id, request)
 
         return Frontend(emit=emit, prompter=prompter, documents=EditorDocuments(self))
+
+    def mcp_host(self, session: Session) -> McpHost:
+        """What a session's MCP servers may do with the editor: notices, questions, a new command list."""
+        from bridge.loop.events import Notice
+        from bridge.mcp.host import McpHost
+
+        def changed() -> None:
+            session.refresh_commands()
+            self.advertise_commands(session)
+
+        return McpHost(notice=lambda text, level: session.frontend.emit(Notice(text, level)),
+                       ask=lambda question: self.ask_question(session.id, question), changed=changed)
+
+    async def ask_question(self, session_id: str, question: Question) -> Reply:
+        stream = self.streams.get(session_id)
+        if stream is not None:
+            stream.flush()
+        msg_id = f"mcpq_{uuid.uuid4().hex[:12]}"
+        params = wire.question_params(session_id, question)
+        try:
+            result = await self.protocol.send_request_async("session/request_permission", params, msg_id=msg_id)
+        except asyncio.CancelledError:  # the server withdrew its question (or the bridge is stopping)
+            self.protocol._request_futures.pop(msg_id, None)
+            self.protocol._result_types.pop(msg_id, None)
+            self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
+        return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
         commands = [command.wire() for command in session.commands.values()]
@@ -212,8 +240,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         for problem in session.settings_problems():
             ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
-        for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
-            ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
+        ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
+        session.refresh_commands()
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
         return {"sessionId": session.id, "modes": modes_state(session.mode)}
 
@@ -229,8 +257,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(str(error)) from None
         for problem in problems:
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
-        for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
-            ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
+        if not live:
+            ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))
+            session.refresh_commands()
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
             ls.send_update(session.id, update)
         ls.advertise_commands(session)
@@ -286,6 +315,18 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
         asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
+        return {}
+
+    @server.feature("session/close")
+    async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.agent import UnknownSession
+
+        parsed = _parse(wire.SessionParams, params)
+        try:
+            await ls.agent.close_session(parsed.session_id)
+        except UnknownSession as error:
+            raise JsonRpcInvalidParams(str(error)) from None
+        ls.streams.pop(parsed.session_id, None)
         return {}
 
     @server.feature(types.SHUTDOWN)

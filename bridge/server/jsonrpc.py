@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": False, "sse": False},
+    "mcpCapabilities": {"http": True, "sse": True},
+    "sessionCapabilities": {"close": {}},
 }
 
 
