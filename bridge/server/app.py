@@ -35,6 +35,7 @@ from bridge.server.updates import UpdateStream
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
+    from bridge.mcp.host import McpHost, Question, Reply
     from bridge.model.types import ModelError
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.server.documents import SyncedDocuments
@@ -156,6 +157,25 @@ class BridgeServer(LanguageServer):
         if not (read or write):
             return SyncedDocuments(self)
         return ClientFiles(self, self.ask_client, session_id, read=read, write=write)
+
+    def mcp_host(self, session: Session) -> McpHost:
+        """What a session's MCP servers may do with the editor: notices, questions, a new command list."""
+        from bridge.loop.events import Notice
+        from bridge.mcp.host import McpHost
+
+        def changed() -> None:
+            session.refresh_commands()
+            self.advertise_commands(session)
+
+        return McpHost(notice=lambda text, level: session.frontend.emit(Notice(text, level)),
+                       ask=lambda question: self.ask_question(session.id, question), changed=changed)
+
+    async def ask_question(self, session_id: str, question: Question) -> Reply:
+        """An MCP server's question (approve a project's server, fill a form) as `session/request_permission`;
+        withdrawn when the server withdraws it (or the turn is cancelled)."""
+        self.stream(session_id).flush()
+        result = await self.ask_client("session/request_permission", wire.question_params(session_id, question))
+        return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
         self.stream(session.id).update(wire.available_commands(list(session.commands.values())))
@@ -316,7 +336,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         notices = [f"Invalid settings (skipped): {problem}" for problem in session.settings_problems()]
-        notices += [f"MCP server skipped: {p}" for p in await ls.agent.connect_mcp(session, parsed.mcp_servers)]
+        ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
+        session.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
         answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
         if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
@@ -334,9 +355,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except UnknownSession as error:
             raise unknown_session(error) from None
         notices = [f"Transcript problem (skipped): {problem}" for problem in problems]
-        skipped = [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers)
-        notices += [f"MCP server skipped: {problem}" for problem in skipped]
-        notices += [] if live else session.missing_tools()
+        if not live:  # already running here: its MCP servers are too
+            ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))
+            session.refresh_commands()
+            notices += session.missing_tools()
         stream = ls.stream(session.id)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
             stream.update(update)  # ACP: the history first, then the answer
@@ -390,6 +412,18 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
         ls.bridge_protocol.after_reply(session.announce_mode)  # answered, then the update
+        return {}
+
+    @feature("session/close")
+    async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.agent import UnknownSession
+
+        parsed = _parse(wire.SessionParams, params)
+        try:
+            await ls.agent.close_session(parsed.session_id)
+        except UnknownSession as error:
+            raise unknown_session(error) from None
+        ls.streams.pop(parsed.session_id, None)
         return {}
 
     @feature("session/set_model")

@@ -33,8 +33,8 @@ log = logging.getLogger(__name__)
 AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": False, "sse": False},
-    "sessionCapabilities": {"list": {}},
+    "mcpCapabilities": {"http": True, "sse": True},
+    "sessionCapabilities": {"list": {}, "close": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
 AUTH_METHODS: list[dict[str, Any]] = [

@@ -21,6 +21,7 @@ from bridge.loop.events import (
     ToolCallStarted,
     UsageReport,
 )
+from bridge.mcp.host import Question, Reply
 from bridge.messages import MARKER, MARKER_TOOL_USE, Block
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
@@ -306,6 +307,35 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
+
+
+def question_params(session_id: str, question: Question) -> dict[str, Any]:
+    """An MCP question (approve a project's server, a server's form) as `session/request_permission`: the
+    question's own choices as options, its data (e.g. `elicitation` with the schema) in `_meta` and `rawInput`."""
+    return {
+        "sessionId": session_id,
+        "toolCall": {
+            "toolCallId": question.id,
+            "title": question.title,
+            "kind": "other",
+            "status": "pending",
+            "rawInput": question.meta,
+            "content": [{"type": "content", "content": {"type": "text", "text": question.text}}],
+            "locations": [],
+        },
+        "options": [{"optionId": c.id, "name": c.name, "kind": c.kind} for c in question.choices],
+        "_meta": question.meta,
+    }
+
+
+def question_reply(result: Any, question: Question) -> Reply:
+    """The editor's answer: one of the question's options (and the answer's `_meta`, e.g. a form's `content`)."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    option = outcome.get("optionId") if isinstance(outcome, dict) and outcome.get("outcome") == "selected" else None
+    if option not in {c.id for c in question.choices}:
+        return Reply(None)
+    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    return Reply(str(option), dict(meta))
 
 
 class LoadSessionParams(WireModel):
