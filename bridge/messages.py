@@ -57,7 +57,21 @@ def repair_pairing(history: list[Message]) -> list[Message]:
     - every `tool_use` is answered by exactly one `tool_result` in the next user message (missing ones
       are synthesized as interrupted), tool_results come first in that message;
     - tool_results that answer nothing, duplicates and empty text blocks are dropped.
+
+    Dropping can make a new neighbour pair (a stray result between two assistant messages leaves them
+    adjacent; a leading assistant message dropped leaves its results answering nothing), so the pass repeats
+    until nothing changes: each pass only drops, merges or answers, so it settles within a few.
     """
+    repaired = _repair_once(history)
+    for _ in range(len(repaired) + 1):
+        again = _repair_once(repaired)
+        if again == repaired:
+            break
+        repaired = again
+    return repaired
+
+
+def _repair_once(history: list[Message]) -> list[Message]:
     merged: list[Message] = []
     for message in history:
         blocks = [b for b in message.get("content", []) if not _is_empty(b)]
