@@ -75,6 +75,9 @@ def parse(model: type[WireModel], params: Any) -> Any:
         raise ValueError("Invalid params: " + "; ".join(problems)) from None
 
 
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the Messages API takes
+
+
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
     """ACP content blocks -> Messages API blocks."""
     blocks: list[Block] = []
@@ -94,12 +97,13 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
             else:
                 blocks.append({"type": "text", "text": f"[@{uri}]({uri})"})
         elif kind == "image":
-            blocks.append(
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": item.get("mimeType"), "data": item.get("data")},
-                }
-            )
+            media, data = item.get("mimeType"), item.get("data")
+            if media not in IMAGE_TYPES:
+                raise ValueError(f"Invalid params: prompt.{index}.mimeType: an image must be one of "
+                                 f"{', '.join(IMAGE_TYPES)} (the model takes no other), got {media!r}")
+            if not isinstance(data, str) or not data:
+                raise ValueError(f"Invalid params: prompt.{index}.data: an image needs its base64 data")
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
         else:
             raise ValueError(f"Invalid params: prompt.{index}.type: unsupported content block {kind!r}")
     if not blocks:

@@ -7,7 +7,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE, pairing_errors
+from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 from tests.test_processes import marked_pids
 
@@ -32,7 +33,7 @@ async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_d
 
         assert await editor.prompt(sid, "and now?") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
         kept = messages[1]["content"][0]["text"]
         assert partial.startswith(kept) and kept.strip(), "the streamed text so far is kept in history"
@@ -56,7 +57,7 @@ async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_
 
         assert await editor.prompt(sid, "what happened?") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         results = messages[2]["content"]
         assert results[0]["type"] == "tool_result" and results[0]["is_error"] is True
         assert results[0]["content"].startswith(INTERRUPTED_RESULT)
@@ -89,7 +90,7 @@ async def test_cancel_during_a_pending_permission_request(workspace: Path, data_
 
         await editor.prompt(sid, "never mind")
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         result = messages[2]["content"][0]
         assert result["content"] == INTERRUPTED_RESULT and result["is_error"] is True
         assert _user_texts(messages[2]) == [MARKER_TOOL_USE, "never mind"]
@@ -112,7 +113,7 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
         assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
         assert await asyncio.wait_for(second, 10) == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         result = messages[2]["content"][0]
         assert "finished-for-real" in str(result["content"]) and not result.get("is_error")
         texts = _user_texts(messages[2])
@@ -149,7 +150,7 @@ async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, 
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}, "not an error: a ctrl-c"
         assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
+        assert history_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
 
 
 async def test_the_playground_takes_the_next_prompt_after_a_cancel(workspace: Path, data_dir: Path) -> None:

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bridge.messages import INTERRUPTED_RESULT, pairing_errors
+from bridge.messages import INTERRUPTED_RESULT
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "mcp_server.py")
@@ -50,7 +51,7 @@ async def test_an_mcp_tool_is_offered_asked_for_by_its_rule_and_called(workspace
         assert always and "mcp__fixture__echo" in always[0]["name"], asked["options"]
         [result] = results(editor.last_request_messages())
         assert result["content"] == "echo: hi there" and not result.get("is_error")
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []
         pid = int(log.read_text().split()[1])
         assert pid_alive(pid)
     await poll(lambda: not pid_alive(pid), timeout=15, what="the MCP server to stop with the bridge")
@@ -113,7 +114,7 @@ async def test_cancel_during_an_mcp_call_tells_the_server_and_keeps_the_history_
         await editor.prompt(sid, "go on")
         [result] = results(editor.last_request_messages())
         assert result["is_error"] and result["content"].startswith(INTERRUPTED_RESULT)
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []
 
 
 async def test_progress_arrives_as_tool_call_updates(workspace: Path, data_dir: Path) -> None:
