@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.bash import clean_output, exit_note
+from bridge.tools.output import clean_output, exit_note
 from bridge.tools.processes import ManagedProcess, ProcessSupervisor, shell_argv, supervisor_of
 
 UNREAD_CHARS = 30_000
