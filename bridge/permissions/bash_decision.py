@@ -61,6 +61,7 @@ class PartFacts:
     trees: list[Tree] = field(default_factory=list)
     writes: list[PathAccess] = field(default_factory=list)
     write_trees: list[PathAccess] = field(default_factory=list)  # rm -r, mv: everything below is written
+    maybe_reads: list[PathAccess] = field(default_factory=list)  # an unknown program's words, for Read deny
     unknown_reads: str | None = None
     unknown_writes: str | None = None
     problems: list[str] = field(default_factory=list)  # why it could not be checked: it asks
@@ -112,6 +113,12 @@ class BashFacts:
                 top = self._repository(part, base, out)
             for access in part.reads:
                 self._read(access, base, top, out)
+            for word in found.maybe_reads if found is not None else ():
+                for path in self._expand(word, base) or []:
+                    try:
+                        out.maybe_reads.append(PathAccess.of(path, base))
+                    except InvalidPath:
+                        continue
             for target in part.writes:
                 if target.word is None:
                     out.unknown_writes = out.unknown_writes or f"`{part.text}` writes a path computed at run time"
@@ -257,6 +264,16 @@ class BashFacts:
 
     # --- rule matching (deny and ask) ---------------------------------------------------------------
 
+    def fail_closed(self) -> str | None:
+        """Why the command may match rules it does not name (it can't be read in full), if it may."""
+        if not self.verdict.ok:
+            return f"the command {self.verdict.error}"
+        for facts in self.parts:
+            for why in (facts.part.unknown_program, facts.unknown_reads, facts.unknown_writes):
+                if why is not None:
+                    return why
+        return None
+
     def bash_rule_hits(self, rule: CompiledRule) -> bool:
         if not self.verdict.ok:
             return True
@@ -275,7 +292,7 @@ class BashFacts:
         for facts in self.parts:
             if facts.unknown_reads is not None:
                 return True
-            if any(_path_hit(rule, a) for a in facts.reads):
+            if any(_path_hit(rule, a) for a in facts.reads + facts.maybe_reads):
                 return True
             if any(self.tree_hit(tree, rule) for tree in facts.trees):
                 return True

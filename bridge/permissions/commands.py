@@ -20,7 +20,7 @@ from typing import Literal
 from bridge.permissions.shellparse import Word
 
 Role = Literal["inert", "read", "list", "write", "exec", "forbid", "pattern", "pattern_file", "recursive",
-               "follow", "check", "dir", "stdin_list"]
+               "follow", "check", "dir", "two_values"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ class Effects:
     why: str = ""  # why not read-only
     reads: list[Access] = field(default_factory=list)
     writes: list[Word] = field(default_factory=list)  # output files it names
+    write_trees: list[Word] = field(default_factory=list)  # directories it writes below (find -delete)
     unknown_reads: bool = False  # it may read paths that can't be known here (a computed operand…)
+    maybe_reads: list[Word] = field(default_factory=list)  # an unknown program's words: for Read deny rules only
     git_dir: Word | None = None  # git -C DIR: where the repository is looked for
     git: bool = False  # a git command: the repository it reads must be inside the workspace
 
@@ -232,10 +234,11 @@ _DATE = _opts("uRI", "d", "date= debug iso-8601=? resolution rfc-email rfc-3339=
               s=_write("sets the system clock"), set=_write("sets the system clock"))
 _JQ = _opts("nRsrjacCSeM0", "", "null-input raw-input slurp raw-output join-output raw-output0 ascii-output "
             "compact-output color-output monochrome-output sort-keys exit-status tab indent= stream "
-            "stream-errors seq unbuffered arg= argjson= jsonargs args help version",
+            "stream-errors seq unbuffered jsonargs args help version",
             f=Opt("required", "pattern_file"), from_file=Opt("required", "pattern_file"),
-            rawfile=Opt("required", "read"), slurpfile=Opt("required", "read"), L=Opt("required", "forbid",
-                                                                                      "loads jq modules"))
+            rawfile=Opt("required", "two_values"), slurpfile=Opt("required", "two_values"),
+            arg=Opt("required", "two_values"), argjson=Opt("required", "two_values"),
+            L=Opt("required", "forbid", "loads jq modules"))
 _SED = _opts("nEsuzr", "", "quiet silent regexp-extended separate unbuffered null-data posix debug sandbox "
              "help version", e=Opt("required", "pattern"), expression=Opt("required", "pattern"),
              i=_write("edits files in place", "optional"), in_place=_write("edits files in place", "optional"),
@@ -338,8 +341,27 @@ def effects(program: str, args: Sequence[Word]) -> Effects:
         return special(args)
     spec = _SPECS.get(program)
     if spec is None:
-        return Effects(program, False, f"`{program}` is not a known read-only command")
+        out = Effects(program, False, f"`{program}` is not a known read-only command")
+        out.maybe_reads = _maybe_paths(args)
+        return out
     return _generic(program, spec, args)
+
+
+def _maybe_paths(args: Sequence[Word]) -> list[Word]:
+    """Words of a program the checker does not know that could name a file it reads (`awk 1 secret.txt`,
+    `dd if=secret.txt`): Read deny rules match them, so a denied file is not read by another name."""
+    out: list[Word] = []
+    for word in args:
+        if not word.static:
+            continue
+        value = word.value
+        if value.startswith("-") or "=" in value:
+            value = value.split("=", 1)[1] if "=" in value else ""
+            if value:
+                out.append(Word(value, value))
+        elif value:
+            out.append(word)
+    return out
 
 
 # --- the generic option walk --------------------------------------------------------------------------
@@ -380,11 +402,12 @@ def _walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> _Parse
     while i < len(args):
         word = args[i]
         text = word.value
-        dynamic_here = first_dynamic is not None and i >= first_dynamic
+        dynamic_here = (first_dynamic is not None and i >= first_dynamic) or word.pipe
         if not word.static and not dynamic_here:
             raise _Unknown(f"`{word.text}` is computed at run time")
-        if word.pattern is not None and text.startswith("-") and not only_operands and not spec.no_options:
-            raise _Unknown(f"the option word `{word.text}` is a glob")
+        if word.pattern is not None and text.startswith("-") and not only_operands and not spec.no_options and (
+                not text.startswith("--") or "=" not in text or _has_glob_chars(word.pattern.split("=", 1)[0])):
+            raise _Unknown(f"the option word `{word.text}` is a glob")  # only a `--opt=*.txt` value may be one
         if spec.no_options or only_operands or not word.static or not text.startswith("-") or text == "-":
             parsed.add(word, dashdash)
             if not spec.permute and word.static:
@@ -402,10 +425,13 @@ def _walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> _Parse
             if not key:
                 raise _Unknown(f"the option {name} is not one the checker knows")
             opt = table[key]
+            if opt.role == "two_values":
+                raise _Unknown(f"the option {key} takes two values")
             if eq:
                 if opt.value == "none":
                     raise _Unknown(f"the option {key} takes no value")
-                parsed.options.append((key, value, Word(value, value)))
+                glob = word.pattern.split("=", 1)[1] if word.pattern is not None else None
+                parsed.options.append((key, value, Word(value, value, pattern=glob)))
             elif opt.value == "required":
                 if i + 1 >= len(args):
                     raise _Unknown(f"the option {key} needs a value")
@@ -446,6 +472,10 @@ def _walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> _Parse
             break
         i += 1
     return parsed
+
+
+def _has_glob_chars(text: str) -> bool:
+    return any(c in text for c in "*?[")
 
 
 def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
@@ -512,11 +542,11 @@ def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
             out.refuse(f"`{program}` writes its output operand {word.value}")
             out.writes.append(word)
             continue
+        if word.pipe or word.value == "-":
+            continue  # a pipe (`<(…)`, whose commands are parts of their own) or standard input
         if not word.static:
             out.refuse(f"`{program}` reads a path computed at run time (`{word.text}`)")
             out.unknown_reads = True
-            continue
-        if word.pipe or word.value == "-":
             continue
         if word.value.startswith("@") and program == "strings":
             out.refuse("`strings` reads options from an @file")
@@ -597,6 +627,7 @@ def _find(args: Sequence[Word]) -> Effects:
     out = Effects("find")
     i = 0
     follow = False
+    deletes = False
     while i < len(args) and args[i].static and (args[i].value in ("-H", "-L", "-P")
                                                  or args[i].value.startswith(("-D", "-O"))):
         if args[i].value == "-L":
@@ -616,6 +647,7 @@ def _find(args: Sequence[Word]) -> Effects:
         value = word.value
         if value in _FIND_ACTIONS:
             out.refuse(f"`find {value}` {_FIND_ACTIONS[value]}")
+            deletes = deletes or value == "-delete"
             if (value.startswith("-fprint") or value == "-fls") and i + 1 < len(args):
                 out.writes.append(args[i + 1])
             i += 1
@@ -653,6 +685,8 @@ def _find(args: Sequence[Word]) -> Effects:
         i += 1
     if follow:
         out.refuse("`find -L` follows symbolic links (they may lead out of the workspace)")
+    if deletes:
+        out.write_trees.extend(starts or [Word(".", ".")])
     for word in starts or [Word(".", ".")]:
         if not word.static:
             out.refuse(f"`find` starts from a path computed at run time (`{word.text}`)")

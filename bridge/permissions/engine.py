@@ -268,7 +268,7 @@ class PermissionEngine:
     def _decide(self, facts: _Facts, hook: HookOutcome | None) -> Decision:
         deny = self._match(facts, "deny")
         if deny is not None:
-            return by_rule("deny", deny, f"denied by rule {deny.text}")
+            return by_rule("deny", deny, f"denied by rule {deny.text}{_fail_closed(facts)}")
         if self.settings.lockdown:
             issue = self.settings.lockdown[0]
             return Decision("ask", f"{issue.file} can't be read in full, so every call asks until it is fixed")
@@ -280,7 +280,7 @@ class PermissionEngine:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
         ask = self._match(facts, "ask")
         if ask is not None:
-            return by_rule("ask", ask, f"rule {ask.text} asks for this")
+            return by_rule("ask", ask, f"rule {ask.text} asks for this{_fail_closed(facts)}")
         if self.mode == "plan" and not facts.read_only:
             return Decision("deny", "Plan mode: only read-only tools may run until the plan is accepted")
         protected = self._protected(facts)
@@ -407,6 +407,11 @@ class PermissionEngine:
         suggestions = self._suggester().tool(facts.tool, [a.real for a in facts.writes], outside, facts.host,
                                              facts.tool in NETWORK_TOOLS)
         return Decision("ask", reason, suggestions=suggestions)
+
+
+def _fail_closed(facts: _Facts) -> str:
+    why = facts.bash.fail_closed() if facts.bash is not None else None
+    return f" (it may: {why}, so every rule that could apply does)" if why else ""
 
 
 def _path_hit(rule: CompiledRule, access: PathAccess) -> bool:

@@ -63,6 +63,7 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u0085]")
 _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _SUBSCRIPT_EVALUATORS = _DECLARATIONS | {"read", "mapfile", "readarray", "unset", "getopts"}
 _SHELL_STATE = frozenset({"shopt", "set"})  # change how later words are expanded (globstar, dotglob, noglob…)
+_REDEFINERS = frozenset({"alias", "enable", "hash"})  # later command names may run something else
 SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
 _FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")
 _GIT_COMMAND_KEYS = re.compile(r"(^alias\.|pager|editor|sshcommand|fsmonitor|hookspath|askpass|external|textconv|"
@@ -297,6 +298,7 @@ class _Builder:
             part.reads.extend(found.reads)
             part.unknown_reads = part.unknown_reads or found.unknown_reads
             part.writes.extend(WriteTarget(w if w.static else None) for w in found.writes)
+            part.writes.extend(WriteTarget(w if w.static else None, recursive=True) for w in found.write_trees)
             if name == "cd" and found.read_only:
                 part.cd = found.reads[0].word
             _writer_targets(part, name, words[1:])
@@ -304,6 +306,8 @@ class _Builder:
                 reasons.append(found.why)
             if name in _SHELL_STATE:
                 self.globs_unreliable = True
+            if name in _REDEFINERS:
+                self.programs_unreliable = f"an earlier `{name}` changes what command names run"
             if name in _DECLARATIONS:
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
@@ -328,7 +332,6 @@ def _peel(argv: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> 
     rules must see, and the commands run by runners (as nested parts). Sets hazard / unknown_program."""
     forms: list[tuple[Word, ...]] = []
     effective = argv
-    safe = True
     words = argv
     for _ in range(16):
         if not words:
@@ -360,10 +363,11 @@ def _peel(argv: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> 
             part.unknown_program = part.unknown_program or result.why
             break
         inner, is_safe = result
-        safe = safe and is_safe
-        if safe:
-            effective = inner
-        words = inner
+        if not is_safe:
+            # what an unsafe runner runs (`sudo rm x`, `xargs cat`) is a part of its own, judged in full
+            builder.nested_argv(inner, part, depth)
+            break
+        effective = words = inner
     return _Peeled(effective, forms)
 
 
@@ -544,6 +548,8 @@ def _xargs(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -
 
 
 def _find_exec(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    if not all(w.static for w in words[1:]):
+        return _Unknown("`find` has words computed at run time (one could be -exec)")
     i = 1
     while i < len(words):
         if words[i].static and words[i].value in ("-exec", "-execdir", "-ok", "-okdir"):
