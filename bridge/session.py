@@ -253,6 +253,7 @@ class Session:
             context=lambda _use_id: self._tool_context(abort),
             bound=self._bound,
             held_back=self.deferred.held_back,
+            hooks=self.engine.hooks,
         )
         return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
 
