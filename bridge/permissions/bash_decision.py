@@ -83,6 +83,7 @@ class BashFacts:
     parts: list[PartFacts]
     workspace: Workspace
     budget: _Budget = field(default_factory=_Budget)
+    forms: tuple[dict[str, list[_Form]], list[_Form]] | None = None  # see `_forms`
 
     @classmethod
     def of(cls, verdict: ShellVerdict, cwd: Path, workspace: Workspace) -> BashFacts:
@@ -275,16 +276,27 @@ class BashFacts:
         return None
 
     def bash_rule_hits(self, rule: CompiledRule) -> bool:
-        if not self.verdict.ok:
+        if not self.verdict.ok or any(f.part.unknown_program is not None for f in self.parts):
             return True
-        for facts in self.parts:
-            part = facts.part
-            if part.unknown_program is not None:
-                return True
-            for form in part.forms(for_deny=True):
-                if _form_hits(rule, form):
-                    return True
-        return False
+        by_head, headless = self._forms()
+        candidates = headless + by_head.get(rule.bash_head, []) if rule.bash_head is not None else [
+            form for forms in by_head.values() for form in forms] + headless
+        return any(form.hits(rule) for form in candidates)
+
+    def _forms(self) -> tuple[dict[str, list[_Form]], list[_Form]]:
+        """Every part's forms, once per decision, by first word (a form whose first word is unknown: apart)."""
+        if self.forms is None:
+            by_head: dict[str, list[_Form]] = {}
+            headless: list[_Form] = []
+            for facts in self.parts:
+                for raw in facts.part.forms(for_deny=True):
+                    form = _Form.of(raw)
+                    if form.head is None:
+                        headless.append(form)
+                    else:
+                        by_head.setdefault(form.head, []).append(form)
+            self.forms = (by_head, headless)
+        return self.forms
 
     def read_rule_hits(self, rule: CompiledRule) -> bool:
         if not self.verdict.ok:
@@ -328,17 +340,33 @@ class BashFacts:
         return None
 
 
-def _form_hits(rule: CompiledRule, form: tuple[Word, ...]) -> bool:
-    known: list[str] = []
-    for word in form:
-        if not word.static:
-            return rule.could_match(known, None)
-        if word.pattern is not None:
-            return rule.could_match(known, word.pattern)
-        known.append(word.value)
-    if rule.bash_head is not None and form and shlex.quote(form[0].value) != rule.bash_head:
-        return False
-    return rule.matches_command(shlex.join(known))
+@dataclass(frozen=True)
+class _Form:
+    """A command form as rules read it: the words known before it runs, what stops them, the joined text."""
+
+    known: tuple[str, ...]
+    stop: Word | None  # the first word computed at run time (or a glob); None: every word is known
+    head: str | None  # the shell-quoted first word, when known
+    text: str | None  # `shlex.join` of the words, when all are known
+
+    @classmethod
+    def of(cls, form: tuple[Word, ...]) -> _Form:
+        known: list[str] = []
+        stop = None
+        for word in form:
+            if not word.static or word.pattern is not None:
+                stop = word
+                break
+            known.append(word.value)
+        head = shlex.quote(known[0]) if known else None
+        return cls(tuple(known), stop, head, shlex.join(known) if stop is None else None)
+
+    def hits(self, rule: CompiledRule) -> bool:
+        if self.stop is not None:
+            return rule.could_match(self.known, None if not self.stop.static else self.stop.pattern)
+        if rule.bash_head is not None and self.head != rule.bash_head:
+            return False
+        return self.text is not None and rule.matches_command(self.text)
 
 
 def _path_hit(rule: CompiledRule, access: PathAccess) -> bool:
@@ -477,7 +505,7 @@ class BashJudge:
         forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
         texts = [shlex.join(w.value for w in form) for form in forms]
         leading = {shlex.quote(form[0].value) for form in forms}
-        for rule in self.index.rules_for("allow", "Bash"):
+        for rule in self.index.bash_rules("allow", leading):
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
             if part.hazard is not None and (part.hazard_command is None or rule.bash_word != part.hazard_command):
                 continue

@@ -310,8 +310,29 @@ class RuleIndex:
         default_factory=lambda: {"allow": {}, "ask": {}, "deny": {}}
     )
     mcp_globs: dict[Behavior, list[CompiledRule]] = field(default_factory=lambda: {"allow": [], "ask": [], "deny": []})
+    _heads: dict[Behavior, tuple[dict[str, list[tuple[int, CompiledRule]]], list[tuple[int, CompiledRule]]]] = field(
+        default_factory=dict)
+
+    def bash_rules(self, behavior: Behavior, heads: Iterable[str]) -> list[CompiledRule]:
+        """The Bash rules of `behavior` that may match a command starting with one of `heads` (shell-quoted
+        first words), in rule order: a lookup by first word instead of a walk over every rule."""
+        if behavior not in self._heads:
+            by_head: dict[str, list[tuple[int, CompiledRule]]] = {}
+            headless: list[tuple[int, CompiledRule]] = []
+            for position, rule in enumerate(self.rules_for(behavior, "Bash")):
+                if rule.bash_head is None:
+                    headless.append((position, rule))
+                else:
+                    by_head.setdefault(rule.bash_head, []).append((position, rule))
+            self._heads[behavior] = (by_head, headless)
+        by_head, headless = self._heads[behavior]
+        found = list(headless)
+        for head in set(heads):
+            found += by_head.get(head, [])
+        return [rule for _, rule in sorted(found, key=lambda pair: pair[0])]
 
     def add(self, compiled: CompiledRule) -> None:
+        self._heads.clear()
         if compiled.name_glob is not None:
             self.mcp_globs[compiled.behavior].append(compiled)
         else:

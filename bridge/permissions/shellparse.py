@@ -27,7 +27,7 @@ _OPERATORS = ("&>>", ";;&", "<<-", "<<<", "&&", "||", "|&", ";;", ";&", ">>", ">
               ";", "&", "|", "(", ")", "<", ">")
 _BY_FIRST: dict[str, tuple[str, ...]] = {c: tuple(op for op in _OPERATORS if op[0] == c) for c in ";&|()<>"}
 _PLAIN_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+")
-MAX_WORDS = 20_000  # words of every command together: past this the text is too complex to check in time
+MAX_WORDS = 10_000  # words of every command together: past this the text is too complex to check in time
 _REDIRECTS = frozenset({"<", ">", ">>", ">|", "<>", "<<", "<<-", "<<<", "<&", ">&", "&>", "&>>"})
 _WRITES = frozenset({">", ">>", ">|", "<>", "&>", "&>>"})
 _UNSUPPORTED_WORDS = {
