@@ -391,7 +391,6 @@ GIT_DESCRIBE = git_table("all tags contains abbrev= candidates= exact-match debu
                            "always first-parent dirty=? broken=?")
 GIT_SHORTLOG = git_table("n numbered s summary e email c committer group= format=? w=? all since= until= "
                            "no-merges merges")
-GIT_SIMPLE = git_table("")
 GIT_CAT_FILE = git_table("t s e p textconv filters path= allow-unknown-type mailmap no-mailmap use-mailmap")
 GIT_LS_TREE = git_table("d r t l long z name-only name-status object-only full-name full-tree abbrev=? "
                           "format=")

@@ -11,6 +11,7 @@ Layout (under `tmp`):
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -148,7 +149,25 @@ async def run_bash(found: Workspace, command: str) -> str:
         result = await BashTool().call(BashInput(command=command, timeout=20_000), ctx)
     finally:
         await supervisor.shutdown()
+        reap_orphans()
     return str(result.content)
+
+
+def reap_orphans() -> None:
+    """An attack's escaped processes reparent to us (the supervisor made us a subreaper) and die as our
+    zombies once the supervisor is gone: reap them, so later tests see no zombies of ours."""
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == b"Z" and int(fields[1]) == me:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(name), os.WNOHANG)
 
 
 def secret_forms() -> list[str]:
