@@ -45,7 +45,7 @@ from bridge.tools.base import (
     Services,
     ToolContext,
 )
-from bridge.tools.sandbox import Sandbox, SandboxedPolicy
+from bridge.tools.sandbox import Sandbox
 from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 from bridge.transcript import Transcript
 
@@ -100,7 +100,8 @@ class Session:
             interactive=frontend.interactive,
         )
         self.sandbox = Sandbox.for_engine(self.engine)  # the OS sandbox under Bash, from the same rules
-        self.policy: PermissionPolicy = policy or SandboxedPolicy(self.engine, self.sandbox)
+        self.engine.unsandboxed = lambda: self.sandbox.unavailable
+        self.policy: PermissionPolicy = policy or self.engine
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
         if transcript is not None:
@@ -318,6 +319,7 @@ class Session:
             apply=self.apply,
             held_back=self.deferred.held_back,
             unavailable=self.unavailable,
+            hooks=self.engine.hooks,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:

@@ -23,7 +23,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
-from bridge.tools.sandbox import Sandbox, SandboxedPolicy
+from bridge.tools.sandbox import Sandbox
 
 
 @pytest.fixture
@@ -42,8 +42,10 @@ def engine_for(tmp_path: Path, settings: dict[str, Any] | None = None, **kw: Any
     return PermissionEngine(cwd=ws, settings=store, **kw)
 
 
-def decide(policy: SandboxedPolicy, command: str, *, read_only: bool) -> str:
-    return policy.decide("Bash", {"command": command}, read_only=read_only, paths=[]).behavior
+def decide(engine: PermissionEngine, sandbox: Sandbox, command: str) -> str:
+    """The engine's answer with this sandbox under it (as a session wires them)."""
+    engine.unsandboxed = lambda: sandbox.unavailable
+    return engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior
 
 
 @pytest.mark.usefixtures("no_bwrap")
@@ -53,14 +55,13 @@ def test_unavailable_sandbox_warns_and_asks_for_every_command_that_is_not_read_o
     assert sandbox.unavailable and not sandbox.enforced
     problems = sandbox.problems()
     assert len(problems) == 1 and "OS sandbox unavailable" in problems[0] and "will ask" in problems[0]
-    policy = SandboxedPolicy(engine, sandbox)
     assert engine.decide("Bash", {"command": "make build"}, read_only=False, paths=[]).behavior == "allow"
-    assert decide(policy, "make build", read_only=False) == "ask"
-    assert decide(policy, "ls", read_only=True) == "allow"
+    assert decide(engine, sandbox, "make build") == "ask"
+    assert decide(engine, sandbox, "ls") == "allow"  # read-only: nothing for a sandbox to hold
     engine.set_mode("bypassPermissions")
-    assert decide(policy, "make build", read_only=False) == "allow"  # the user's explicit choice
+    assert decide(engine, sandbox, "make build") == "allow"  # the user's explicit choice
     engine.set_mode("dontAsk")
-    assert decide(policy, "make build", read_only=False) == "deny"
+    assert decide(engine, sandbox, "make build") == "deny"
 
 
 @pytest.mark.usefixtures("no_bwrap")
@@ -68,7 +69,7 @@ def test_turned_off_means_no_warning_and_the_rules_as_written(tmp_path: Path) ->
     engine = engine_for(tmp_path, {"sandbox": {"enabled": False}, "permissions": {"allow": ["Bash(make *)"]}})
     sandbox = Sandbox.for_engine(engine)
     assert not sandbox.unavailable and sandbox.problems() == []
-    assert decide(SandboxedPolicy(engine, sandbox), "make build", read_only=False) == "allow"
+    assert decide(engine, sandbox, "make build") == "allow"
 
 
 @pytest.fixture

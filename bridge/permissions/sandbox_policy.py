@@ -3,8 +3,8 @@ rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bub
 
 - writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
   literal part of Edit allow rules (as Claude Code does); everything else is read-only;
-- protected: inside those, what stays read-only whether it exists yet or not — `PROTECTED_NAMES` at each
-  root and the settings files the engine protects;
+- protected: inside those, what stays read-only whether it exists yet or not — containment's
+  `HELD_READ_ONLY` at each root and the settings files the engine protects;
 - read-only: Edit deny rules and `sandbox.filesystem.denyWrite`;
 - masked (unreadable): Read deny rules and `sandbox.filesystem.denyRead`;
 - network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
@@ -23,10 +23,11 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bridge.permissions.containment import HELD_READ_ONLY, PathKind
 from bridge.permissions.rules import (
     EDIT_TOOLS,
     READ_TOOLS,
@@ -43,22 +44,8 @@ from bridge.permissions.settings import SettingsStore
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
 
-Kind = Literal["file", "dir"]
+Kind = PathKind
 SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
-
-# At every writable root: the bridge's and Claude Code's settings, agents, commands and `memory*` (whole
-# directories), project MCP servers, memory files, git's hooks and config (hooks run code on the host).
-# TODO(merge): swap for the engine's public protected-paths list once it exists (helper "sec").
-PROTECTED_NAMES: tuple[tuple[str, Kind], ...] = (
-    (".agent-bridge", "dir"),
-    (".claude", "dir"),
-    (".mcp.json", "file"),
-    ("CLAUDE.md", "file"),
-    ("CLAUDE.local.md", "file"),
-    ("AGENTS.md", "file"),
-    (".git/hooks", "dir"),
-    (".git/config", "file"),
-)
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
@@ -66,7 +53,7 @@ _GLOB = frozenset("*?[\\")
 
 
 def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
-    return [(root / name, kind) for name, kind in PROTECTED_NAMES]
+    return [(root / name, kind) for name, kind in HELD_READ_ONLY]
 
 
 # -- settings ----------------------------------------------------------------------------------------------

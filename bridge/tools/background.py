@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult, required
-from bridge.tools.bash import clean_output, exit_note
+from bridge.tools.output import clean_output, exit_note
 from bridge.tools.processes import CommandWrapper, ManagedProcess, ProcessSupervisor, shell_argv
 
 UNREAD_CHARS = 30_000

@@ -24,7 +24,8 @@ pull a mount out from under each other. Placeholders and the session tmp are wri
 registry, so the watchdog or the next bridge removes them after a crash.
 
 Where bwrap cannot start (not Linux, not installed, no namespaces), the session says so once and
-`SandboxedPolicy` asks for every Bash command that is not read-only; `sandbox.failIfUnavailable` makes
+the permission engine asks for every Bash command that is not read-only (`engine.unsandboxed`, step 10 of
+its order); `sandbox.failIfUnavailable` makes
 such commands fail instead. `sandbox.enabled: false` (or `AGENT_BRIDGE_SANDBOX=0`) turns it all off.
 """
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import dataclasses
 import errno
 import fcntl
 import logging
@@ -46,10 +46,8 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.sandbox_policy import (
     Kind,
     SandboxPolicy,
@@ -59,7 +57,6 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
     sandbox_wanted,
 )
-from bridge.permissions.types import Decision, RuleSuggestion
 from bridge.tools.base import Services, ToolError
 from bridge.tools.process_registry import ProcessRegistry, remove_placeholder
 from bridge.tools.processes import Launch
@@ -386,43 +383,4 @@ def _remove_tmps() -> None:
 def sandbox_of(services: Services) -> Sandbox | None:
     """The session's sandbox (`services.sandbox`); None where there is none (tools run on their own)."""
     return services.sandbox
-
-
-# -- the fallback where it can't start --------------------------------------------------------------------
-
-
-class SandboxedPolicy:
-    """The permission engine, plus what the sandbox's absence means: when the sandbox is wanted but cannot
-    start, a Bash command that is not read-only asks (denied where no one can answer), whatever the allow
-    rules say — they were written for sandboxed commands. bypassPermissions still allows."""
-
-    def __init__(self, engine: PermissionEngine, sandbox: Sandbox) -> None:
-        self.engine = engine
-        self.sandbox = sandbox
-
-    def decide(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: list[tuple[Path, Literal["read", "write"]]],
-        hook: HookOutcome | None = None,
-    ) -> Decision:
-        decision = self.engine.decide(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
-        if (tool_name != "Bash" or decision.behavior != "allow" or read_only
-                or self.engine.mode == "bypassPermissions" or not self.sandbox.unavailable):
-            return decision
-        reason = "The OS sandbox is unavailable, so commands that are not read-only ask first"
-        if self.engine.mode == "dontAsk" or not self.engine.interactive:
-            why = "dontAsk mode" if self.engine.mode == "dontAsk" else "no one can answer a prompt in this run"
-            return Decision("deny", f"{reason} (denied: {why})")
-        return dataclasses.replace(decision, behavior="ask", reason=reason, rule=None, source=None, source_file=None,
-                                   suggestions=[])
-
-    def save_rule(self, suggestion: RuleSuggestion) -> None:
-        self.engine.save_rule(suggestion)
-
-    async def run_hooks(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
-        return await self.engine.run_hooks(event, payload, tool_name=tool_name)
 
