@@ -26,7 +26,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
-from bridge.tools.base import ToolContext
+from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 
@@ -144,7 +144,7 @@ async def run_bash(found: Workspace, command: str) -> str:
     """The real Bash tool in the workspace; the output it returns."""
     supervisor = ProcessSupervisor()
     ctx = ToolContext(cwd=found.ws, abort=Abort(), data_dir=found.tmp / "data", tool_use_id="toolu_attack",
-                      services={"processes": supervisor})
+                      services=Services(processes=supervisor))
     try:
         result = await BashTool().call(BashInput(command=command, timeout=20_000), ctx)
     finally:
