@@ -4,14 +4,16 @@ calls the domain, returns a wire shape."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
+import os
 import sys
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
@@ -47,6 +49,24 @@ Level = Literal["info", "warning", "error"]
 AUTH_REQUIRED = -32000  # ACP's `auth_required`
 RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
 AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
+DEBUG_STATS_ENV = "AGENT_BRIDGE_DEBUG_STATS"  # set: `_bridge/stats` answers (the soak benchmark's view)
+
+
+class BridgeStats(TypedDict):
+    """`_bridge/stats`: what a soak watches for leaks, from inside the process."""
+
+    pid: int
+    tasks: int  # asyncio tasks of the server's loop, this request's included
+    taskNames: dict[str, int]  # tasks by their coroutine's qualified name
+    threads: int
+    sessions: int
+
+
+def debug_stats(agent: Agent | None) -> BridgeStats:
+    tasks = asyncio.all_tasks()
+    names = collections.Counter(getattr(task.get_coro(), "__qualname__", "?") for task in tasks)
+    return {"pid": os.getpid(), "tasks": len(tasks), "taskNames": dict(names), "threads": threading.active_count(),
+            "sessions": len(agent.sessions) if agent is not None else 0}
 
 
 class BridgeServer(LanguageServer):
@@ -431,6 +451,12 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         parsed, session = ls.session(params, wire.SetModelParams)
         session.set_model(parsed.model_id)
         return {}
+
+    if os.environ.get(DEBUG_STATS_ENV):
+
+        @feature("_bridge/stats")
+        async def bridge_stats(ls: BridgeServer, params: Any) -> BridgeStats:
+            return debug_stats(ls._agent)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: BridgeServer, params: Any) -> None:
