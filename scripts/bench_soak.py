@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -31,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -139,6 +141,9 @@ class Sample:
     tasks: int
     threads: int
     task_names: dict[str, int]
+    thread_names: dict[str, int]  # by name without its trailing number (ThreadPoolExecutor-0_3 -> ThreadPoolExecutor)
+    fd_kinds: dict[str, int]  # open fds by what they are (socket, pipe, a file's path, ...)
+    model_sockets: int  # of the fds: the HTTP client's pooled connections to the model (bounded, come and go)
     processes: int  # live processes carrying the bridge's SOAK_MARK (itself, watchdog, MCP servers, commands)
     settle_s: float  # how long the sample waited for background terminations to end
 
@@ -363,6 +368,22 @@ async def gone_within(mark: str, timeout: float) -> tuple[float | None, dict[int
 SETTLING = ("ProcessSupervisor._escalate",)  # background terminations of cancelled commands: they end
 
 
+def model_sockets(pid: int, port: int) -> int:
+    """How many of `pid`'s fds are TCP connections to `port` (the offline API): /proc/PID/net/tcp* by inode."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{table}") as fh:
+            for line in fh.readlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/{pid}/fd/{fd}") in inodes
+    return count
+
+
 async def sample(editor: Editor, label: str, turn: int, mark: str) -> Sample:
     """The bridge's figures while every session is idle, once the terminations cancels started have ended
     (a command that ignores SIGINT/SIGTERM is killed after its grace, seconds after the turn answered)."""
@@ -373,8 +394,23 @@ async def sample(editor: Editor, label: str, turn: int, mark: str) -> Sample:
             break
         await asyncio.sleep(0.05)
     pid = int(stats["pid"])
-    return Sample(label, turn, rss_kb(pid), len(os.listdir(f"/proc/{pid}/fd")), int(stats["tasks"]),
-                  int(stats["threads"]), dict(stats["taskNames"]), len(marked(mark)), time.monotonic() - began)
+    kinds = fd_kinds(pid)
+    port = urllib.parse.urlsplit(editor.model.base_url).port or 80
+    threads = Counter(re.sub(r"[-_\d]+$", "", name) for name in stats["threadNames"])
+    return Sample(label, turn, rss_kb(pid), sum(kinds.values()), int(stats["tasks"]), int(stats["threads"]),
+                  dict(stats["taskNames"]), dict(threads), kinds, model_sockets(pid, port), len(marked(mark)),
+                  time.monotonic() - began)
+
+
+def fd_kinds(pid: int) -> dict[str, int]:
+    kinds: Counter[str] = Counter()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        kinds[target.split(":")[0] if ":" in target and not target.startswith("/") else target] += 1
+    return dict(kinds)
 
 
 def registry_entries(data: Path) -> list[str]:
@@ -486,7 +522,8 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
         prompts = sum(1 for m in messages if m.get("role") == "user" for b in m.get("content", [])
                       if isinstance(b, dict) and b.get("type") == "text"
                       and (b["text"].startswith(PLAN) or b["text"].startswith("hello ") or "that is all" in b["text"]))
-        histories[s.index] = (len(messages), history_errors(messages), prompts, s.prompts_sent)
+        histories[s.index] = (len(messages), history_errors(messages), prompts, s.prompts_sent,
+                              len(json.dumps(messages)))
     report.update(tally=tally, samples=samples, histories=histories, bridges=[one, two])
     return report
 
@@ -524,14 +561,22 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
         base = next(x for x in mine if x.turn >= bridge.base)
         end = mine[-1]
         rss_pct = (end.rss_kb - base.rss_kb) / base.rss_kb * 100
-        rss_ok, fds_ok, tasks_ok = rss_pct <= GOALS["rss_growth_pct"], end.fds <= base.fds, end.tasks <= base.tasks
+        # fds: the HTTP client's keep-alive connections to the model come and go with the turns in flight (at
+        # most one per session); every other fd must not grow
+        own_base, own_end = base.fds - base.model_sockets, end.fds - end.model_sockets
+        pool_max = max(x.model_sockets for x in mine)
+        rss_ok, tasks_ok = rss_pct <= GOALS["rss_growth_pct"], end.tasks <= base.tasks
+        fds_ok = own_end <= own_base and pool_max <= size.sessions
         goals["rss_growth"] &= rss_ok
         goals["fds_flat"] &= fds_ok
         goals["tasks_flat"] &= tasks_ok
         print(f"{f'{bridge.label} (turn {base.turn} -> {end.turn})':34}")
         print(f"{'  RSS':34}{base.rss_kb / 1024:>9.1f} MB{end.rss_kb / 1024:>9.1f} MB{rss_pct:>+10.1f} %   "
               f"<= 10 %  {verdict(rss_ok)}")
-        print(f"{'  open fds':34}{base.fds:>12}{end.fds:>12}{end.fds - base.fds:>+12}   flat     {verdict(fds_ok)}")
+        print(f"{'  open fds':34}{base.fds:>12}{end.fds:>12}{end.fds - base.fds:>+12}")
+        print(f"{'    model connections (pool)':34}{base.model_sockets:>12}{end.model_sockets:>12}"
+              f"{end.model_sockets - base.model_sockets:>+12}   <= {size.sessions} (max seen {pool_max})")
+        print(f"{'    all others':34}{own_base:>12}{own_end:>12}{own_end - own_base:>+12}   flat     {verdict(fds_ok)}")
         print(f"{'  asyncio tasks':34}{base.tasks:>12}{end.tasks:>12}{end.tasks - base.tasks:>+12}   flat     "
               f"{verdict(tasks_ok)}")
         print(f"{'  threads':34}{base.threads:>12}{end.threads:>12}{end.threads - base.threads:>+12}")
@@ -539,13 +584,22 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
         trace = "  ".join(f"{x.turn}:{x.rss_kb / 1024:.0f}MB/{x.fds}fd/{x.tasks}t" for x in mine)
         print(f"  trace (turn:RSS/fds/tasks) {trace}")
         print(f"  longest wait for terminations to settle before a sample: {max(x.settle_s for x in mine):.2f} s")
-        if end.tasks > base.tasks:
-            print(f"  tasks that grew: {dict(Counter(end.task_names) - Counter(base.task_names))}")
+        if end.tasks != base.tasks:
+            print(f"  tasks that grew: {dict(Counter(end.task_names) - Counter(base.task_names))}, "
+                  f"shrank: {dict(Counter(base.task_names) - Counter(end.task_names))}")
+        if end.threads != base.threads:
+            print(f"  threads that grew: {dict(Counter(end.thread_names) - Counter(base.thread_names))}, "
+                  f"at the end: {end.thread_names}")
+        if own_end != own_base:
+            print(f"  fds that grew: {dict(Counter(end.fd_kinds) - Counter(base.fd_kinds))}, "
+                  f"shrank: {dict(Counter(base.fd_kinds) - Counter(end.fd_kinds))}")
         key = bridge.label.replace(" ", "")
-        summary[key] = {"turn_base": base.turn, "turn_end": end.turn, "rss_base_kb": base.rss_kb,
-                        "rss_end_kb": end.rss_kb, "rss_growth_pct": round(rss_pct, 2), "fds_base": base.fds,
-                        "fds_end": end.fds, "tasks_base": base.tasks, "tasks_end": end.tasks,
-                        "threads_base": base.threads, "threads_end": end.threads}
+        summary[key] = {
+            "turn_base": base.turn, "turn_end": end.turn, "rss_base_kb": base.rss_kb, "rss_end_kb": end.rss_kb,
+            "rss_growth_pct": round(rss_pct, 2), "fds_base": base.fds, "fds_end": end.fds,
+            "fds_other_base": own_base, "fds_other_end": own_end, "model_sockets_base": base.model_sockets,
+            "model_sockets_end": end.model_sockets, "model_sockets_max": pool_max, "tasks_base": base.tasks,
+            "tasks_end": end.tasks, "threads_base": base.threads, "threads_end": end.threads}
     before = report["before_kill"]
     gone = report["kill_gone_s"]
     print(f"kill -9 of bridge 1 with {len(before)} processes of it running (bridge, watchdog, shells, "
@@ -566,9 +620,9 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
           + (f" (first: {tally.rejected[0]})" if tally.rejected else "")
           + (f"; unanswered/failed: {len(tally.unanswered)} ({tally.unanswered[0]})" if tally.unanswered else ""))
     histories_ok = True
-    for index, (count, errors, prompts, sent) in report["histories"].items():
-        print(f"session {index}: final history {count} messages, history_errors: {errors or 'none'}; "
-              f"prompts kept {prompts} of {sent} sent")
+    for index, (count, errors, prompts, sent, size_bytes) in report["histories"].items():
+        print(f"session {index}: final history {count} messages ({size_bytes / 1024:.0f} KB as JSON), "
+              f"history_errors: {errors or 'none'}; prompts kept {prompts} of {sent} sent")
         histories_ok &= not errors and count > 0
     times = tally.turn_seconds
     window = SAMPLE_EVERY * size.sessions

@@ -59,6 +59,7 @@ class BridgeStats(TypedDict):
     tasks: int  # asyncio tasks of the server's loop, this request's included
     taskNames: dict[str, int]  # tasks by their coroutine's qualified name
     threads: int
+    threadNames: list[str]
     sessions: int
 
 
@@ -66,6 +67,7 @@ def debug_stats(agent: Agent | None) -> BridgeStats:
     tasks = asyncio.all_tasks()
     names = collections.Counter(getattr(task.get_coro(), "__qualname__", "?") for task in tasks)
     return {"pid": os.getpid(), "tasks": len(tasks), "taskNames": dict(names), "threads": threading.active_count(),
+            "threadNames": sorted(thread.name for thread in threading.enumerate()),
             "sessions": len(agent.sessions) if agent is not None else 0}
 
 
