@@ -11,7 +11,10 @@ Figures, each against a baseline of the same run (the first sample after warm-up
 RSS, open fds (/proc/PID/fd) and asyncio tasks (`_bridge/stats`, on with AGENT_BRIDGE_DEBUG_STATS=1) of each
 bridge, from after warm-up to its end; processes left after the kill -9 and after the end (everything the
 bridges start carries a SOAK_MARK in its environment, found in /proc independently of the bridge); requests
-the offline API rejected (its validator: must be 0) and `history_errors` of each session's final history.
+the offline API rejected (its validator: must be 0) and `history_errors` of each session's final history;
+the process registry's files and the sandbox's private /tmp dirs left (the bridges' TMPDIR is the run's own).
+Open fds are split into the HTTP client's keep-alive connections to the model (they come and go with the
+turns in flight, at most one per session) and all others (which must not grow).
 
     .venv/bin/python scripts/bench_soak.py [--sessions 3] [--turns 100] [--seed 11] [--kinds a,b,...]
 
@@ -445,13 +448,15 @@ async def rounds(editor: Editor, sessions: list[SoakSession], bridge: Bridge, ta
     return seen
 
 
-def bridge_env(mark: str) -> dict[str, str]:
-    return {"SOAK_MARK": mark, "AGENT_BRIDGE_DEBUG_STATS": "1", "AGENT_BRIDGE_LOG": "WARNING"}
+def bridge_env(mark: str, tmp: Path) -> dict[str, str]:
+    """`tmp`: the bridges' TMPDIR (the sandbox's private /tmp is made there), so that what is left is ours."""
+    return {"SOAK_MARK": mark, "AGENT_BRIDGE_DEBUG_STATS": "1", "AGENT_BRIDGE_LOG": "WARNING", "TMPDIR": str(tmp)}
 
 
 async def soak(root: Path, size: Size) -> dict[str, Any]:
-    data = root / "data"
+    data, tmp = root / "data", root / "tmp"
     data.mkdir()
+    tmp.mkdir()
     run = uuid.uuid4().hex[:12]
     one = Bridge("bridge 1", f"{run}-1", 0, size.kill_at, size.warm_up)
     two = Bridge("bridge 2", f"{run}-2", size.kill_at + 1, size.turns, min(size.turns, size.kill_at + 1 + size.warm_up))
@@ -465,7 +470,7 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
     options = {"mcp": {"turnWait": 120}}
 
     # bridge 1: turns 0 .. kill_at-1, then every session runs an escaping command tree and the bridge is killed
-    async with running_editor(scenario, root, data, env=bridge_env(one.mark),
+    async with running_editor(scenario, root, data, env=bridge_env(one.mark, tmp),
                               initialization_options=options) as editor:
         editor.on_permission = permission_handler(editor, by_id, tally)
         for s in sessions:
@@ -484,6 +489,7 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
                                         for u in session_updates(editor, s.id, start)
                                         if u["sessionUpdate"] == "tool_call_update"), never)
         report["before_kill"] = marked(one.mark)
+        report["tmp_before_kill"] = sorted(p.name for p in tmp.iterdir())
         assert editor.client._server is not None
         editor.kill_server()
         await asyncio.wait_for(editor.client._server.wait(), 10)
@@ -491,10 +497,11 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
         await asyncio.gather(*killed_turns, return_exceptions=True)  # they end with the connection
         collect(editor.model, seen, tally)
     report["registry_after_kill"] = registry_entries(data)
+    report["tmp_after_kill"] = sorted(p.name for p in tmp.iterdir())
 
     # bridge 2, on the same data dir: load the sessions, turns kill_at+1 .. turns-1, then one last prompt each
     # (its request carries the whole history to the validator)
-    async with running_editor(scenario, root, data, env=bridge_env(two.mark),
+    async with running_editor(scenario, root, data, env=bridge_env(two.mark, tmp),
                               initialization_options=options) as editor:
         editor.on_permission = permission_handler(editor, by_id, tally)
         report["left_of_1_after_2_started"] = marked(one.mark)
@@ -513,6 +520,7 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
     report["end_gone_s"], report["end_left"] = await gone_within(two.mark, 10.0)
     report["end_left_of_1"] = marked(one.mark)
     report["registry_at_end"] = registry_entries(data)
+    report["tmp_at_end"] = sorted(p.name for p in tmp.iterdir())
     report["loadavg"].append(os.getloadavg())
 
     histories = {}
@@ -606,13 +614,14 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
           f"escaping trees, MCP servers): "
           + (f"all gone in {gone:.2f} s" if gone is not None else f"LEFT after 10 s: {report['kill_left']}")
           + f"; left when bridge 2 started: {len(report['left_of_1_after_2_started'])}; "
-          f"registry files after the kill: {len(report['registry_after_kill'])}")
+          f"registry files after the kill: {len(report['registry_after_kill'])}; temp dirs before the kill "
+          f"{len(report['tmp_before_kill'])}, when bridge 2 started: {report['tmp_after_kill'] or 'none'}")
     end_gone = report["end_gone_s"]
     left = {**report["end_left"], **report["end_left_of_1"]}
     print("after the end: " + (f"every process of bridge 2 gone in {end_gone:.2f} s" if end_gone is not None
                                 else f"LEFT after 10 s: {report['end_left']}")
           + f"; of bridge 1: {len(report['end_left_of_1'])} left; registry files left: "
-          f"{report['registry_at_end'] or 'none'}")
+          f"{report['registry_at_end'] or 'none'}; temp dirs left: {report['tmp_at_end'] or 'none'}")
     goals["no_processes_left"] = not left and not report["left_of_1_after_2_started"] and not report["registry_at_end"]
     summary.update(processes_before_kill=len(before), kill_gone_s=None if gone is None else round(gone, 2),
                    processes_left=len(left), registry_left=len(report["registry_at_end"]))
@@ -635,7 +644,8 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
         for error in tally.errors[:10]:
             print(f"  {error}")
     checks = {"kill_gone_within_2s": gone is not None and gone <= 2.0, "no_request_rejected": not tally.rejected,
-              "histories_valid": histories_ok, "no_turn_failed": not tally.errors}
+              "histories_valid": histories_ok, "no_turn_failed": not tally.errors,
+              "no_temp_dir_left": not report["tmp_at_end"]}
     print("goals:  " + "  ".join(f"{name} {verdict(ok)}" for name, ok in goals.items()))
     print("checks: " + "  ".join(f"{name} {verdict(ok)}" for name, ok in checks.items()))
     summary["goals"] = {name: verdict(ok) for name, ok in goals.items()}
