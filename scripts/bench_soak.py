@@ -450,7 +450,8 @@ async def rounds(editor: Editor, sessions: list[SoakSession], bridge: Bridge, ta
 
 def bridge_env(mark: str, tmp: Path) -> dict[str, str]:
     """`tmp`: the bridges' TMPDIR (the sandbox's private /tmp is made there), so that what is left is ours."""
-    return {"SOAK_MARK": mark, "AGENT_BRIDGE_DEBUG_STATS": "1", "AGENT_BRIDGE_LOG": "WARNING", "TMPDIR": str(tmp)}
+    return {"SOAK_MARK": mark, "AGENT_BRIDGE_DEBUG_STATS": "1", "AGENT_BRIDGE_LOG": "WARNING", "TMPDIR": str(tmp),
+            "AGENT_BRIDGE_SANDBOX": "1"}  # soak with the sandbox on, whatever the caller's environment says
 
 
 async def soak(root: Path, size: Size) -> dict[str, Any]:
