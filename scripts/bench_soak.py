@@ -16,7 +16,7 @@ the process registry's files and the sandbox's private /tmp dirs left (the bridg
 Open fds are split into the HTTP client's keep-alive connections to the model (they come and go with the
 turns in flight, at most one per session) and all others (which must not grow).
 
-    .venv/bin/python scripts/bench_soak.py [--sessions 3] [--turns 100] [--seed 11] [--kinds a,b,...]
+    .venv/bin/python scripts/bench_soak.py [--sessions 3] [--turns 100] [--seed 11] [--kinds a,b,...] [--no-mcp]
 
 Each goal is marked PASS or FAIL in the table and in the last line (one JSON object); the exit status is 0
 either way (a benchmark reports, it does not gate).
@@ -123,6 +123,7 @@ class Size:
     turns: int = 100
     seed: int = 11
     kinds: tuple[str, ...] = ()  # when given, every session plays these kinds of turn in order (else: drawn)
+    mcp: bool = True  # an MCP server per session (the MCP kinds of turn need it)
 
     @property
     def kill_at(self) -> int:
@@ -253,9 +254,11 @@ async def until(predicate: Any, done: asyncio.Future[Any], timeout: float = 60.0
     return True
 
 
-async def run_turn(editor: Editor, s: SoakSession, turn: int, tally: Tally, kinds: tuple[str, ...]) -> None:
+async def run_turn(editor: Editor, s: SoakSession, turn: int, tally: Tally, size: Size) -> None:
     s.played += 1
-    kind = kinds[(s.played - 1) % len(kinds)] if kinds else s.rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
+    drawn = {kind: weight for kind, weight in KINDS.items() if size.mcp or "mcp" not in kind}
+    kind = (size.kinds[(s.played - 1) % len(size.kinds)] if size.kinds
+            else s.rng.choices(list(drawn), weights=list(drawn.values()))[0])
     plan = plan_for(kind, s, turn)
     chunks_wanted = s.rng.randint(1, 30)
     delay = s.rng.uniform(0.0, 0.5)
@@ -439,7 +442,7 @@ async def rounds(editor: Editor, sessions: list[SoakSession], bridge: Bridge, ta
     """Turns `first`..`last - 1` of every session (the sessions side by side, turn by turn); a sample every
     SAMPLE_EVERY turns from the baseline turn, and at the end, while every session is idle."""
     for turn in range(bridge.first, bridge.last):
-        await asyncio.gather(*(run_turn(editor, s, turn, tally, size.kinds) for s in sessions))
+        await asyncio.gather(*(run_turn(editor, s, turn, tally, size) for s in sessions))
         seen = collect(editor.model, seen, tally)
         editor.updates.clear()
         done = turn + 1
@@ -476,7 +479,7 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
         editor.on_permission = permission_handler(editor, by_id, tally)
         for s in sessions:
             s.mcp_log = root / f"mcp{s.index}-1.log"
-            s.id = await editor.new_session(s.workspace, mcp_servers=[mcp_server(s, one.mark)])
+            s.id = await editor.new_session(s.workspace, mcp_servers=[mcp_server(s, one.mark)] if size.mcp else [])
             by_id[s.id] = s
         samples.append(await sample(editor, "start", 0, one.mark))  # cold: sessions made, no turn yet
         seen = await rounds(editor, sessions, one, tally, samples, size, 0)
@@ -510,7 +513,7 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
         for s in sessions:
             s.mcp_log = root / f"mcp{s.index}-2.log"
             await editor.request("session/load", {"sessionId": s.id, "cwd": str(s.workspace),
-                                                  "mcpServers": [mcp_server(s, two.mark)]})
+                                                  "mcpServers": [mcp_server(s, two.mark)] if size.mcp else []})
         report["load_s"] = time.monotonic() - loaded
         report["after_load"] = await sample(editor, "after load", size.kill_at + 1, two.mark)
         seen = await rounds(editor, sessions, two, tally, samples, size, 0)
@@ -660,13 +663,16 @@ def parse_args(argv: list[str] | None = None) -> Size:
     parser.add_argument("--turns", type=int, default=100, help="per session, the killed one included (>= 3)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--kinds", default="", help=f"comma-separated, played in turn: {', '.join(KINDS)}")
+    parser.add_argument("--no-mcp", action="store_true", help="no MCP server (a cheaper run; no MCP kinds of turn)")
     args = parser.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
+    if args.no_mcp and (mcp_kinds := [k for k in kinds if "mcp" in k]):
+        parser.error(f"--no-mcp leaves no MCP server for {mcp_kinds}")
     if unknown := [k for k in kinds if k not in KINDS]:
         parser.error(f"unknown kinds: {unknown}")
     if args.turns < 3 or args.sessions < 1:
         parser.error("at least 1 session and 3 turns (one before the kill, the killed one, one after)")
-    return Size(args.sessions, args.turns, args.seed, kinds)
+    return Size(args.sessions, args.turns, args.seed, kinds, mcp=not args.no_mcp)
 
 
 async def run(size: Size) -> dict[str, Any]:

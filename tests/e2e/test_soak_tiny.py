@@ -1,5 +1,6 @@
 """scripts/bench_soak.py at its smallest (1 session x 3 turns: a cancelled command, the kill -9 + restart, an
-Edit), so that the soak keeps running between the times someone runs the real one (scripts/bench)."""
+Edit; no MCP server, to keep it cheap), so that the soak keeps working between runs of the real one
+(scripts/bench)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def load_soak() -> ModuleType:
 
 async def test_tiny_soak_meets_its_goals() -> None:
     soak = load_soak()
-    size = soak.parse_args(["--sessions", "1", "--turns", "3", "--kinds", "cancel-command,edit"])
+    size = soak.parse_args(["--sessions", "1", "--turns", "3", "--kinds", "cancel-command,edit", "--no-mcp"])
     summary = await soak.run(size)
     assert summary["cancels"] == 1 and summary["killed_turns"] == 1
     assert summary["goals"] == dict.fromkeys(summary["goals"], "PASS") and len(summary["goals"]) == 4
