@@ -33,7 +33,10 @@ async def test_bypass_permissions_still_cannot_write_settings_or_leave_the_works
             "echo inside > made-here.txt",
         ):
             assert await editor.prompt(sid, f"run: {command}") == {"stopReason": "end_turn"}
-        assert editor.permission_requests == []  # the session allowed everything
+        # The engine asks only for the two computed paths, and the editor (the harness) allows them: every
+        # command ran with the engine's permission, so what holds below is the sandbox alone.
+        asked = [r["toolCall"]["rawInput"]["command"] for r in editor.permission_requests]
+        assert all("$d" in c or "${c}" in c for c in asked), asked
     assert not (workspace / ".agent-bridge" / "settings.local.json").exists()
     assert not (workspace / ".claude" / "settings.json").exists()
     assert not (workspace / "CLAUDE.md").exists()
