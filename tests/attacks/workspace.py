@@ -147,6 +147,9 @@ async def run_bash(found: Workspace, command: str) -> str:
                       services=Services(processes=supervisor))
     try:
         result = await BashTool().call(BashInput(command=command, timeout=20_000), ctx)
+        # what the command left running (`setsid …`, `… &`) gets to finish, bounded, before it is killed:
+        # a control run proves its effect only once that is done
+        await supervisor.wait_all_gone(10)
     finally:
         await supervisor.shutdown()
         reap_orphans()
