@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.config import BridgeConfig
 from bridge.messages import Message
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
+from bridge.permissions.settings import SettingsStore
 from bridge.session import Frontend, Session, new_session_id
-from bridge.tools.base import AnyTool
-from bridge.transcript import Transcript, list_sessions, transcript_path
+from bridge.tools.base import AnyTool, Services
+from bridge.transcript import StoredSession, Transcript, list_sessions, transcript_path
 from bridge.transcript import load as load_transcript
+
+if TYPE_CHECKING:
+    from bridge.tools.background import BackgroundShells
+    from bridge.tools.processes import ProcessSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +50,12 @@ class Agent:
             stall_timeout=config.stall_timeout,
         )
         self.sessions: dict[str, Session] = {}
-        self._supervisor: Any = None
-        self._shells: list[Any] = []  # every session's BackgroundShells, for shutdown
+        self._supervisor: ProcessSupervisor | None = None
+        self._shells: list[BackgroundShells] = []  # every session's, for shutdown
         self._mcp: list[Any] = []  # every MCP server connection, for shutdown
 
     @property
-    def supervisor(self) -> Any:
+    def supervisor(self) -> ProcessSupervisor:
         if self._supervisor is None:
             from bridge.tools.processes import ProcessSupervisor
 
@@ -81,6 +87,12 @@ class Agent:
     def _open(
         self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message]
     ) -> Session:
+        settings = SettingsStore.for_project(cwd)
+        services = Services(  # the one place a session's services are built
+            processes=self.supervisor,
+            background=self._background(),
+            settings_env=_env_of(settings),
+        )
         session = Session(
             session_id=sid,
             cwd=cwd,
@@ -88,14 +100,15 @@ class Agent:
             model=self.model,
             tools=default_tools(),
             frontend=frontend,
-            services={"processes": self.supervisor, "background": self._background()},  # the session's own
+            services=services,
+            settings=settings,
             transcript=transcript,
             history=history,
         )
         self.sessions[sid] = session
         return session
 
-    def _background(self) -> Any:
+    def _background(self) -> BackgroundShells:
         """A new set of background shells: a session sees (and kills) only the shells it started."""
         from bridge.tools.background import BackgroundShells
 
@@ -125,7 +138,7 @@ class Agent:
                 log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
         return problems
 
-    def stored_sessions(self, cwd: Path | None = None) -> list[dict[str, Any]]:
+    def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)
 
     def get(self, session_id: str) -> Session:
@@ -148,3 +161,13 @@ class Agent:
         close = getattr(self.model, "aclose", None)
         if close is not None:
             await close()
+
+
+def _env_of(settings: SettingsStore) -> Callable[[], Mapping[str, str]]:
+    """The settings files' `env` (ours only: Claude Code's files give rules), reloaded when they change."""
+
+    def env() -> Mapping[str, str]:
+        settings.refresh()
+        return settings.env
+
+    return env

@@ -1,14 +1,24 @@
-"""Slash commands: built-ins handled by the session, and custom ones from markdown files
-(`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, and the user's) whose text — with
-`$ARGUMENTS` replaced — becomes the prompt."""
+"""Slash commands: built-ins, which answer without the model (but `/compact`), and custom ones from
+markdown files (`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, and the user's) whose text —
+with `$ARGUMENTS` replaced — becomes the prompt."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
+
+from bridge.abort import Abort
+from bridge.loop.events import TextDelta
+from bridge.permissions.modes import MODES, PermissionModeError
+
+if TYPE_CHECKING:
+    from bridge.loop.query import StopReason
+    from bridge.session import Session
 
 BUILTINS: dict[str, tuple[str, str | None]] = {
     "compact": ("Summarize the conversation to free context (optional: what to keep)", "instructions"),
@@ -25,12 +35,6 @@ class Command:
     description: str
     hint: str | None
     template: str | None = None  # custom commands: the markdown body
-
-    def wire(self) -> dict[str, object]:
-        entry: dict[str, object] = {"name": self.name, "description": self.description}
-        if self.hint:
-            entry["input"] = {"hint": self.hint}
-        return entry
 
     def expand(self, arguments: str) -> str:
         assert self.template is not None
@@ -90,3 +94,60 @@ def parse(text: str) -> tuple[str, str] | None:
     if not name or "/" in name:
         return None
     return name, arguments.strip()
+
+
+async def run_builtin(session: Session, name: str, arguments: str, abort: Abort) -> StopReason:
+    """A built-in command's turn: its answer is shown as the agent's text."""
+    said = await _RUNS[name](session, arguments, abort)
+    if said is None:
+        return "cancelled"
+    session.frontend.emit(TextDelta(said))
+    return "end_turn"
+
+
+async def _compact(session: Session, arguments: str, abort: Abort) -> str | None:
+    before = len(session.conversation.messages)
+    if before == 0:
+        return "Nothing to compact yet."
+    if not await session.compact(abort, instructions=arguments):
+        return None
+    size = len(session.conversation.messages[0]["content"][0]["text"])
+    return f"Compacted {before} messages into a summary of {size:,} characters."
+
+
+async def _clear(session: Session, arguments: str, abort: Abort) -> str | None:
+    session.clear()
+    return "Started a new, empty conversation."
+
+
+async def _cost(session: Session, arguments: str, abort: Abort) -> str | None:
+    conversation, u = session.conversation, session.conversation.usage_total
+    return (
+        f"Session cost: ${conversation.cost_usd:.4f} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
+        f"cache read {u.cache_read_tokens:,}, cache write {u.cache_write_tokens:,} tokens."
+    )
+
+
+async def _status(session: Session, arguments: str, abort: Abort) -> str | None:
+    conversation = session.conversation
+    return (
+        f"Model: {session.config.model}\nMode: {session.mode}\nWorking directory: {session.cwd}\n"
+        f"Context: {conversation.context_tokens:,} of {session.config.context_window:,} tokens\n"
+        f"Messages: {len(conversation.messages)}"
+    )
+
+
+async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
+    if not arguments:
+        return f"Mode: {session.mode} (one of {', '.join(MODES)})"
+    try:
+        session.set_mode(arguments)
+    except PermissionModeError as error:
+        return f"{error} (modes: {', '.join(MODES)})"
+    return f"Mode set to {session.mode}."
+
+
+_RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
+    "compact": _compact, "clear": _clear, "cost": _cost, "status": _status, "mode": _mode,
+}
+"""How each of `BUILTINS` runs: the text it answers, or None when it was cancelled."""

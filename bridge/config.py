@@ -35,6 +35,8 @@ class BridgeConfig(BaseModel):
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # Directories outside the cwd that count as the workspace (as the settings files' additionalDirectories).
+    additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
 

@@ -13,32 +13,41 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import assert_never
 
 from bridge import commands
 from bridge.abort import Abort, AbortReason
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.loop.events import LoopEvent, ModeChanged, TextDelta, ToolCallStarted
+from bridge.display import PlanEntry
+from bridge.loop.compact import compact_conversation
+from bridge.loop.conversation import Conversation
+from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
-from bridge.loop.query import Conversation, StopReason, TurnSettings, compact_conversation, run_turn
+from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
 from bridge.memory import memory_section
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.modes import PermissionModeError, parse_mode
+from bridge.permissions.modes import MODES, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
-from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
-from bridge.tools.storage import bound_result
+from bridge.tools.base import (
+    AnyTool,
+    DocumentSource,
+    Effect,
+    FileSnapshot,
+    LeavePlanMode,
+    PlanChanged,
+    Services,
+    ToolContext,
+)
 from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
 from bridge.transcript import Transcript
 
 log = logging.getLogger(__name__)
-
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
 
 
 @dataclass
@@ -61,7 +70,8 @@ class Session:
         model: ModelClient,
         tools: list[AnyTool],
         frontend: Frontend,
-        services: dict[str, Any],
+        services: Services,
+        settings: SettingsStore | None = None,
         policy: PermissionPolicy | None = None,
         transcript: Transcript | None = None,
         history: list[Message] | None = None,
@@ -72,13 +82,15 @@ class Session:
         self.model = model
         self.tools = {tool.name: tool for tool in tools}
         self.deferred = DeferredTools()
+        self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
         self._deferrable: list[str] = []
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
-            settings=SettingsStore.for_project(cwd),
+            settings=settings or SettingsStore.for_project(cwd),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
+            additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
         self.policy: PermissionPolicy = policy or self.engine
@@ -89,7 +101,8 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = {**services, "exit_plan_mode": self.exit_plan_mode, "settings_env": self._settings_env}
+        self.services = services
+        self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = system_prompt(cwd, memory=memory_section(cwd))
         self._turn: asyncio.Task[StopReason] | None = None
@@ -151,68 +164,41 @@ class Session:
             name, arguments = parsed
             command = self.commands[name]
             if command.template is None:
-                return await self._builtin(name, arguments, abort)
+                return await commands.run_builtin(self, name, arguments, abort)
             blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
         return await self._turn_for(blocks, abort)
 
-    async def _builtin(self, name: str, arguments: str, abort: Abort) -> StopReason:
-        say = self.frontend.emit
-        conversation = self.conversation
-        if name == "compact":
-            before = len(conversation.messages)
-            if before == 0:
-                say(TextDelta("Nothing to compact yet."))
-                return "end_turn"
-            schemas = [t.schema() for name, t in self.tools.items() if name not in self.deferred.held_back()]
-            done = await compact_conversation(
-                conversation, model=self.model, settings=self._settings(), tools=schemas, abort=abort,
-                instructions=arguments,
-            )
-            if not done:
-                return "cancelled"
-            size = len(conversation.messages[0]["content"][0]["text"])
-            say(TextDelta(f"Compacted {before} messages into a summary of {size:,} characters."))
-        elif name == "clear":
-            conversation.replace([])
-            self.read_files.clear()
-            say(TextDelta("Started a new, empty conversation."))
-        elif name == "cost":
-            u = conversation.usage_total
-            say(TextDelta(
-                f"Session cost: ${conversation.cost_usd:.4f} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
-                f"cache read {u.cache_read_tokens:,}, cache write {u.cache_write_tokens:,} tokens."
-            ))
-        elif name == "status":
-            say(TextDelta(
-                f"Model: {self.config.model}\nMode: {self.mode}\nWorking directory: {self.cwd}\n"
-                f"Context: {conversation.context_tokens:,} of {self.config.context_window:,} tokens\n"
-                f"Messages: {len(conversation.messages)}"
-            ))
-        elif name == "mode":
-            if not arguments:
-                say(TextDelta(f"Mode: {self.mode} (one of {', '.join(MODES)})"))
-            else:
-                try:
-                    self.set_mode(arguments)
-                    say(TextDelta(f"Mode set to {self.mode}."))
-                except PermissionModeError as error:
-                    say(TextDelta(f"{error} (modes: {', '.join(MODES)})"))
-        return "end_turn"
+    async def compact(self, abort: Abort, instructions: str = "") -> bool:
+        """Summarize the history and continue from the summary (`/compact`). False when aborted."""
+        settings = self._settings()
+        return await compact_conversation(
+            self.conversation, model=self.model, model_name=settings.model, system=settings.system,
+            tools=offered_schemas(self._environment(abort), self.conversation.messages), abort=abort,
+            instructions=instructions,
+        )
+
+    def clear(self) -> None:
+        """Start over with an empty conversation (`/clear`); the transcript keeps what came before."""
+        self.conversation.replace([])
+        self.read_files.clear()
 
     @property
     def mode(self) -> str:
         return self.engine.mode
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model
+
+    def set_model(self, model: str) -> None:
+        """The model of this session's next requests (other sessions keep theirs)."""
+        self.config = self.config.model_copy(update={"model": model})
 
     def set_mode(self, mode: str, *, announce: bool = True) -> None:
         """Raises PermissionModeError for an unknown mode or a disabled bypassPermissions."""
         self.engine.set_mode(mode)
         if announce:
             self.announce_mode()
-
-    def _settings_env(self) -> dict[str, str]:
-        """The settings files' `env` (ours only: Claude Code's files give rules), reloaded when they change."""
-        self.engine.settings.refresh()
-        return self.engine.settings.env
 
     def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
         """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.
@@ -229,6 +215,27 @@ class Session:
                 self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
         return added
 
+    def missing_tools(self) -> list[str]:
+        """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a
+        tool that no longer exists): one warning per server or tool. The session goes on: requests keep
+        declaring them (so the history stays valid) and a call to one answers that it is not connected."""
+        warnings: list[str] = []
+        by_server: dict[str, list[str]] = {}
+        for name in used_tool_names(self.conversation.messages):
+            if name in self.tools or name in self.unavailable:
+                continue
+            parts = name.split("__")
+            if len(parts) >= 3 and parts[0] == "mcp":
+                by_server.setdefault(parts[1], []).append(name)
+                self.unavailable[name] = f"its MCP server {parts[1]!r} is not connected in this session"
+            else:
+                self.unavailable[name] = "this tool does not exist in this session"
+                warnings.append(f"Tool {name} of this session's history does not exist here; calls to it will fail.")
+        for server, names in by_server.items():
+            warnings.insert(0, f"MCP server {server!r} of this session's history is not connected: its tools "
+                               f"{', '.join(names)} will answer that they are not connected.")
+        return warnings
+
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
         """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
         return started_event(block, self.tools.get(block["name"]))
@@ -240,21 +247,37 @@ class Session:
         self.engine.exit_plan_mode()
         self.frontend.emit(ModeChanged(self.engine.mode))
 
+    def apply(self, effect: Effect) -> None:
+        """A finished tool call's effect on the session."""
+        match effect:
+            case PlanChanged(entries):
+                done = bool(entries) and all(entry.status == "completed" for entry in entries)
+                self.plan = [] if done else list(entries)  # as Claude Code: the next plan starts fresh
+                self.frontend.emit(PlanUpdate(list(entries)))
+            case LeavePlanMode():
+                self.exit_plan_mode()
+            case _:
+                assert_never(effect)
+
     def settings_problems(self) -> list[str]:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
-        settings = self._settings()
-        env = ToolEnvironment(
+        env = self._environment(abort)
+        return await run_turn(self.conversation, blocks, model=self.model, settings=self._settings(), tools=env,
+                              abort=abort)
+
+    def _environment(self, abort: Abort) -> ToolEnvironment:
+        return ToolEnvironment(
             tools=self.tools,
             policy=self.policy,
             prompter=self.frontend.prompter,
             emit=self.frontend.emit,
             context=lambda _use_id: self._tool_context(abort),
-            bound=self._bound,
+            apply=self.apply,
             held_back=self.deferred.held_back,
+            unavailable=self.unavailable,
         )
-        return await run_turn(self.conversation, blocks, model=self.model, settings=settings, tools=env, abort=abort)
 
     def _tool_context(self, abort: Abort) -> ToolContext:
         return ToolContext(
@@ -266,9 +289,6 @@ class Session:
             services=self.services,
             read_guard=self.engine.read_guard(),  # files: Grep/Glob results checked against the rules (lead: keep)
         )
-
-    def _bound(self, text: str, limit: float, tool_use_id: str) -> str:
-        return bound_result(text, limit=limit, data_dir=self.data_dir, tool_use_id=tool_use_id)
 
 
 def new_session_id() -> str:

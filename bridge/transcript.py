@@ -108,7 +108,15 @@ def _is_message(value: Any) -> bool:
     )
 
 
-def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class StoredSession:
+    session_id: str
+    cwd: str
+    title: str
+    updated_at: float  # the transcript's mtime (seconds since the epoch)
+
+
+def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[StoredSession]:
     """Every stored session (newest first), optionally only those of `cwd`."""
     found = []
     root = sessions_dir(data_dir)
@@ -126,16 +134,8 @@ def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[dict[str, Any
             continue
         if cwd is not None and header.get("cwd") != str(cwd):
             continue
-        found.append(
-            {
-                "sessionId": header["sessionId"],
-                "cwd": header["cwd"],
-                "title": title,
-                "updatedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stat.st_mtime)),
-                "_mtime": stat.st_mtime,
-            }
-        )
-    found.sort(key=lambda s: s.pop("_mtime"), reverse=True)
+        found.append(StoredSession(header["sessionId"], header["cwd"], title, stat.st_mtime))
+    found.sort(key=lambda s: s.updated_at, reverse=True)
     return found
 
 

@@ -10,10 +10,11 @@ import anyio
 import pytest
 
 from bridge.abort import Abort, AbortReason
+from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, TextDelta, ToolCallInProgress, ToolCallStarted
 from bridge.loop.executor import ToolEnvironment
 from bridge.loop.permission import ReadOnlyGate
-from bridge.loop.query import Conversation, TurnSettings, run_turn
+from bridge.loop.query import TurnSettings, run_turn
 from bridge.messages import pairing_errors, repair_pairing
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.offline import OfflineServer

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.tools.background import BackgroundShells, BashOutputInput, BashOutputTool, KillShellInput, KillShellTool
-from bridge.tools.base import ToolContext, ToolError
+from bridge.tools.base import Services, ToolContext, ToolError
 from bridge.tools.bash import (
     BashInput,
     BashTool,
@@ -46,7 +46,7 @@ class Harness:
             data_dir=root / "data",
             tool_use_id="toolu_1",
             progress=self.progress.append,
-            services={"processes": supervisor, "background": self.background},
+            services=Services(processes=supervisor, background=self.background),
         )
 
     async def run(self, **raw: Any) -> Any:

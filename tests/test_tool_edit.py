@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bridge.abort import Abort
+from bridge.display import Diff, Location
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
 from bridge.tools.edit import EditInput, EditTool, preview_edit
 from bridge.tools.read import ReadInput, ReadTool
@@ -74,19 +75,17 @@ async def test_replaces_the_single_occurrence_and_shows_a_numbered_snippet(ctx: 
     assert_no_temp_files(tmp_path)
 
 
-async def test_result_carries_an_acp_diff_for_the_editor(ctx: ToolContext, tmp_path: Path) -> None:
+async def test_result_carries_a_diff_for_the_editor(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
     result = await EditTool().call(EditInput(file_path=str(path), old_string="beta", new_string="gamma"), ctx)
-    assert result.display == [
-        {"type": "diff", "path": str(path), "oldText": "alpha\nbeta\n", "newText": "alpha\ngamma\n"}
-    ]
+    assert result.display == [Diff(str(path), "alpha\nbeta\n", "alpha\ngamma\n")]
     assert result.raw_output == {"path": str(path), "replacements": 1}
 
 
 async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
     diff = preview_edit(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx)
-    assert diff["oldText"] == "alpha\nbeta\n" and diff["newText"] == "omega\nbeta\n"
+    assert diff.old_text == "alpha\nbeta\n" and diff.new_text == "omega\nbeta\n"
     assert EditTool().preview(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx) == [diff]
     assert path.read_bytes() == b"alpha\nbeta\n"
 
@@ -168,7 +167,7 @@ async def test_empty_old_string_creates_a_new_file(ctx: ToolContext, tmp_path: P
     path = tmp_path / "sub" / "new.txt"
     result = await EditTool().call(EditInput(file_path=str(path), old_string="", new_string="hi\n"), ctx)
     assert path.read_bytes() == b"hi\n"
-    assert result.display[0]["oldText"] is None
+    assert result.display == [Diff(str(path), None, "hi\n")]
     assert "created" in str(result.content)
     assert ctx.read_files[path].size == 3
 
@@ -251,16 +250,16 @@ async def test_ten_megabyte_file_edits_fast(ctx: ToolContext, tmp_path: Path) ->
     assert elapsed < 3.0, elapsed
     assert path.stat().st_size > 9 * 1024 * 1024
     assert b"UNIQUE" not in path.read_bytes() and b"ordinary" not in path.read_bytes()
-    diff = result.display[0]
-    assert diff["_meta"]["partial"] is True and "UNIQUE MARKER" in diff["oldText"] and len(diff["oldText"]) < 1000
-    assert "done" in diff["newText"]
+    [diff] = result.display
+    assert isinstance(diff, Diff) and diff.partial and diff.old_text is not None
+    assert "UNIQUE MARKER" in diff.old_text and len(diff.old_text) < 1000 and "done" in diff.new_text
     assert "\tdone" in str(result.content)
 
 
 async def test_locations_point_at_the_line_of_old_string(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"a\nb\nneedle\n")
     locations = EditTool().locations(EditInput(file_path=str(path), old_string="needle", new_string="x"))
-    assert [loc.wire() for loc in locations] == [{"path": str(path), "line": 3}]
+    assert locations == [Location(str(path), 3)]
     assert EditTool().permission_paths(EditInput(file_path=str(path), old_string="a", new_string="b"), ctx) == [
         (path, "write")
     ]

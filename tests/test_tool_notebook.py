@@ -186,7 +186,7 @@ async def test_result_shows_a_diff_and_preview_writes_nothing(ctx: ToolContext, 
     before = nb_path.read_text(encoding="utf-8")
     data = NotebookEditInput(notebook_path=str(nb_path), cell_id="bbbb2222", new_source="changed")
     diff = preview_notebook_edit(data, ctx)
-    assert diff["type"] == "diff" and diff["oldText"] == before and '"changed"' in diff["newText"]
+    assert diff.old_text == before and '"changed"' in diff.new_text
     assert nb_path.read_text(encoding="utf-8") == before
     result = await NotebookEditTool().call(data, ctx)
     assert result.display == [diff]

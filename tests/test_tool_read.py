@@ -16,6 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort
+from bridge.display import Location
 from bridge.tools.base import DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
 from bridge.tools.fileio import text_digest
 from bridge.tools.read import MAX_IMAGE_BYTES, ReadInput, ReadTool
@@ -356,7 +357,7 @@ def test_title_locations_and_backfill(tmp_path: Path) -> None:
     data = ReadInput(file_path="/repo/src/app.py", offset=10, limit=51)
     assert READ.user_facing_title(data) == "Read /repo/src/app.py (lines 10-60)"
     assert READ.user_facing_title(ReadInput(file_path="/repo/a.py")) == "Read /repo/a.py"
-    assert [loc.wire() for loc in READ.locations(data)] == [{"path": "/repo/src/app.py", "line": 10}]
+    assert READ.locations(data) == [Location("/repo/src/app.py", 10)]
     assert READ.backfill_observable_input({"file_path": "/repo/x/../a.py"}) == {"file_path": "/repo/a.py"}
     assert READ.is_concurrency_safe(data) and READ.is_read_only(data)
     assert READ.permission_paths(data, context(tmp_path)) == [(Path("/repo/src/app.py"), "read")]

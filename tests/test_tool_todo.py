@@ -1,4 +1,4 @@
-"""TodoWrite: the session's task list, reported as ACP plan entries."""
+"""TodoWrite: the session's task list; the call's effect is the new plan (the session shows and keeps it)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort
-from bridge.tools.base import ToolContext, ToolError
-from bridge.tools.todo_write import TodoList, TodoWriteInput, TodoWriteTool
+from bridge.display import PlanEntry
+from bridge.tools.base import PlanChanged, ToolContext, ToolError
+from bridge.tools.todo_write import TodoWriteInput, TodoWriteTool
 
 
 @pytest.fixture
@@ -24,36 +25,30 @@ def todos(*items: tuple[str, str]) -> TodoWriteInput:
     )
 
 
-async def test_list_is_kept_and_reported_as_plan_entries(ctx: ToolContext) -> None:
+async def test_the_effect_is_the_whole_new_plan(ctx: ToolContext) -> None:
     data = todos(("Write parser", "completed"), ("Test parser", "in_progress"), ("Ship", "pending"))
     result = await TodoWriteTool().call(data, ctx)
-    assert result.raw_output == {
-        "entries": [
-            {"content": "Write parser", "status": "completed", "priority": "medium"},
-            {"content": "Test parser", "status": "in_progress", "priority": "medium"},
-            {"content": "Ship", "status": "pending", "priority": "medium"},
-        ]
-    }
+    assert result.effects == [PlanChanged((
+        PlanEntry("Write parser", "completed"),
+        PlanEntry("Test parser", "in_progress"),
+        PlanEntry("Ship", "pending"),
+    ))]
+    assert result.raw_output is not None and [t["content"] for t in result.raw_output["todos"]] == [
+        "Write parser", "Test parser", "Ship"]
     assert "1/3 completed" in str(result.content) and len(str(result.content)) < 200
-    service = ctx.services["todos"]
-    assert isinstance(service, TodoList) and [i.content for i in service.items] == [
-        "Write parser",
-        "Test parser",
-        "Ship",
-    ]
     assert not result.is_error
 
 
 async def test_each_call_replaces_the_whole_list(ctx: ToolContext) -> None:
     await TodoWriteTool().call(todos(("A", "in_progress"), ("B", "pending")), ctx)
-    await TodoWriteTool().call(todos(("B", "in_progress")), ctx)
-    assert [i.content for i in ctx.services["todos"].items] == ["B"]
+    result = await TodoWriteTool().call(todos(("B", "in_progress")), ctx)
+    assert result.effects == [PlanChanged((PlanEntry("B", "in_progress"),))]
 
 
-async def test_all_completed_clears_the_stored_list_but_reports_it(ctx: ToolContext) -> None:
+async def test_all_completed_is_still_reported(ctx: ToolContext) -> None:
     result = await TodoWriteTool().call(todos(("A", "completed"), ("B", "completed")), ctx)
-    assert ctx.services["todos"].items == []
-    assert result.raw_output is not None and len(result.raw_output["entries"]) == 2
+    [plan] = result.effects
+    assert isinstance(plan, PlanChanged) and len(plan.entries) == 2
 
 
 async def test_two_in_progress_is_a_warning_not_an_error(ctx: ToolContext) -> None:
@@ -75,7 +70,6 @@ async def test_invalid_todos_are_tool_errors(ctx: ToolContext, todo: dict[str, A
     assert expected in (await TodoWriteTool().validate_input(data, ctx) or "")
     with pytest.raises(ToolError, match=expected):
         await TodoWriteTool().call(data, ctx)
-    assert "todos" not in ctx.services
 
 
 async def test_duplicate_todos_are_refused(ctx: ToolContext) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge.abort import Abort
+from bridge.display import Diff
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
 from bridge.tools.fileio import atomic_write
 from bridge.tools.write import WriteInput, WriteTool, preview_write
@@ -55,7 +56,7 @@ async def test_creates_a_file_and_its_parent_directories(ctx: ToolContext, tmp_p
     result = await WriteTool().call(WriteInput(file_path=str(path), content="print('hi')\n"), ctx)
     assert path.read_bytes() == b"print('hi')\n"
     assert "created successfully" in str(result.content)
-    assert result.display == [{"type": "diff", "path": str(path), "oldText": None, "newText": "print('hi')\n"}]
+    assert result.display == [Diff(str(path), None, "print('hi')\n")]
     assert ctx.read_files[path] == FileSnapshot(path.stat().st_mtime_ns, 12)
     assert temp_files(path.parent) == []
 
@@ -75,7 +76,7 @@ async def test_overwrites_a_file_that_was_read(ctx: ToolContext, tmp_path: Path)
     result = await WriteTool().call(WriteInput(file_path=str(path), content="new\ncontent\n"), ctx)
     assert path.read_bytes() == b"new\ncontent\n"
     assert "overwritten (2 lines)" in str(result.content)
-    assert result.display[0]["oldText"] == "old\n" and result.display[0]["newText"] == "new\ncontent\n"
+    assert result.display == [Diff(str(path), "old\n", "new\ncontent\n")]
     await write(ctx, path, "again\n")  # the write recorded the new snapshot
     assert path.read_bytes() == b"again\n"
 
@@ -85,11 +86,11 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     path.write_bytes(b"old\n")
     mark_read(ctx, path)
     diff = preview_write(WriteInput(file_path=str(path), content="new\n"), ctx)
-    assert (diff["oldText"], diff["newText"]) == ("old\n", "new\n")
+    assert (diff.old_text, diff.new_text) == ("old\n", "new\n")
     assert path.read_bytes() == b"old\n"
     fresh = tmp_path / "fresh.txt"
     assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [
-        {"type": "diff", "path": str(fresh), "oldText": None, "newText": "hi"}
+        Diff(str(fresh), None, "hi")
     ]
     assert not fresh.exists()
 
@@ -152,7 +153,7 @@ async def test_binary_file_can_be_replaced_by_text(ctx: ToolContext, tmp_path: P
     path.write_bytes(b"\x00\x01\x02")
     mark_read(ctx, path)
     result = await WriteTool().call(WriteInput(file_path=str(path), content="text\n"), ctx)
-    assert path.read_bytes() == b"text\n" and result.display[0]["oldText"] is None
+    assert path.read_bytes() == b"text\n" and result.display == [Diff(str(path), None, "text\n")]
 
 
 async def test_is_destructive_only_when_overwriting(tmp_path: Path) -> None:

@@ -5,20 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
+import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, assert_never
 
 from bridge.agent import Agent
 from bridge.config import BridgeConfig
+from bridge.display import Diff, Display, TextContent
+from bridge.errors import for_person, root_cause
 from bridge.loop.events import (
     LoopEvent,
+    ModeChanged,
     Notice,
     PlanUpdate,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
+    ToolCallInProgress,
+    ToolCallProgress,
     ToolCallStarted,
     UsageReport,
 )
@@ -27,7 +34,28 @@ from bridge.model.types import ModelError
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
 
+log = logging.getLogger(__name__)
+
 DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
+SHOWN_LINES = 12  # of a diff or a text shown under a tool call
+
+
+def render(item: Display) -> list[str]:
+    """What a tool shows, as terminal lines (bounded): a text's first lines, a diff's changed lines."""
+    match item:
+        case TextContent(text=text):
+            lines = text.strip().splitlines()
+        case Diff():
+            old = (item.old_text or "").splitlines()
+            changed = [line for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
+                       if not line.startswith(("---", "+++", "@@"))]
+            verb = "new file" if item.old_text is None else "edited"
+            added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
+            lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
+        case _:
+            assert_never(item)
+    more = [f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else []
+    return lines[:SHOWN_LINES] + more
 
 
 class TerminalView:
@@ -51,27 +79,38 @@ class TerminalView:
         self.write(text + "\n")
 
     def emit(self, event: LoopEvent) -> None:
-        if isinstance(event, TextDelta):
-            self._in_text = True
-            self.write(event.text)
-        elif isinstance(event, ThinkingDelta):
-            self._in_text = True
-            self.write(self.paint(DIM, event.text))
-        elif isinstance(event, ToolCallStarted):
-            self.line(self.paint(BOLD, f"● {event.title}"))
-        elif isinstance(event, ToolCallFinished):
-            first = event.text.strip().splitlines()[:3]
-            mark = self.paint(GREEN, "  ⎿ ") if event.status == "completed" else self.paint(RED, "  ⎿ ")
-            more = " …" if len(event.text.strip().splitlines()) > 3 else ""
-            self.line(mark + ("\n    ".join(first) or "(no output)") + more)
-        elif isinstance(event, PlanUpdate):
-            for entry in event.entries:
-                box = {"completed": "☒", "in_progress": "◐"}.get(str(entry.get("status")), "☐")
-                self.line(f"  {box} {entry.get('content')}")
-        elif isinstance(event, UsageReport):
-            self.usage.append(event)
-        elif isinstance(event, Notice):
-            self.line(self.paint(DIM, f"[{event.level}] {event.message}"))
+        match event:
+            case TextDelta(text=text):
+                self._in_text = True
+                self.write(text)
+            case ThinkingDelta(text=text):
+                self._in_text = True
+                self.write(self.paint(DIM, text))
+            case ToolCallStarted(title=title):
+                self.line(self.paint(BOLD, f"● {title}"))
+            case ToolCallFinished():
+                first = event.text.strip().splitlines()[:3]
+                mark = self.paint(GREEN, "  ⎿ ") if event.status == "completed" else self.paint(RED, "  ⎿ ")
+                more = " …" if len(event.text.strip().splitlines()) > 3 else ""
+                self.line(mark + ("\n    ".join(first) or "(no output)") + more)
+                self.show(event.display)
+            case PlanUpdate(entries=entries):
+                for entry in entries:
+                    box = {"completed": "☒", "in_progress": "◐"}.get(entry.status, "☐")
+                    self.line(f"  {box} {entry.content}")
+            case UsageReport():
+                self.usage.append(event)
+            case Notice(message=message, level=level):
+                self.line(self.paint(DIM, f"[{level}] {message}"))
+            case ToolCallInProgress() | ToolCallProgress() | ModeChanged():
+                pass  # a finished call shows its output; the terminal keeps no mode indicator
+            case _:
+                assert_never(event)
+
+    def show(self, display: list[Display]) -> None:
+        for item in display:
+            for line in render(item):
+                self.line(self.paint(DIM, f"    {line}"))
 
     def summary(self) -> str:
         if not self.usage:
@@ -96,6 +135,7 @@ class TerminalPrompter:
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         view = self.view
         view.line(view.paint(BOLD, f"? Allow {request.title}?") + (f" ({request.reason})" if request.reason else ""))
+        view.show(request.display)
         always = next((s for s in request.suggestions if s.behavior == "allow"), None)
         choices = "[y] yes  " + (f"[a] always allow {always.rule}  " if always else "") + "[n] no (or type feedback)"
         view.line("  " + choices)
@@ -142,8 +182,11 @@ async def run_turn_in_terminal(session: Session, text: str, view: TerminalView) 
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
         stop = await session.prompt([{"type": "text", "text": text}])
-    except ModelError as error:
-        view.line(view.paint(RED, f"Error: {error}"))
+    except Exception as error:  # one clear message: a model failure's own, else the cause's (the rest is logged)
+        if not isinstance(root_cause(error), ModelError):
+            log.error("the turn failed", exc_info=error)
+        shown = root_cause(error) if isinstance(root_cause(error), ModelError) else for_person(error)
+        view.line(view.paint(RED, f"Error: {shown}"))
         return 1
     finally:
         with contextlib.suppress(NotImplementedError):

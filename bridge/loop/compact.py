@@ -4,6 +4,7 @@ touched, open todos). The transcript keeps the full history; the conversation co
 from __future__ import annotations
 
 from bridge.abort import Abort, cancel_on_abort
+from bridge.loop.conversation import Conversation
 from bridge.messages import Block, Message, repair_pairing, text_block, user_message
 from bridge.model.types import BlockDelta, ModelClient, ModelError, ModelRequest
 
@@ -20,8 +21,12 @@ def summary_prompt(instructions: str = "") -> str:
     return SUMMARY_REQUEST + (f"\nAlso: {instructions}" if instructions.strip() else "")
 
 
-async def summarize(
-    messages: list[Message],
+def continuation(summary: str) -> list[Message]:
+    return [user_message([text_block(CONTINUATION + summary)])]
+
+
+async def compact_conversation(
+    conversation: Conversation,
     *,
     model: ModelClient,
     model_name: str,
@@ -29,9 +34,9 @@ async def summarize(
     tools: list[dict[str, object]],
     abort: Abort,
     instructions: str = "",
-) -> str:
-    """The summary text. Raises ModelError; returns "" when aborted."""
-    history = repair_pairing([*messages, user_message([text_block(summary_prompt(instructions))])])
+) -> bool:
+    """Summarize the history and continue from the summary. False when aborted; raises ModelError."""
+    history = repair_pairing([*conversation.messages, user_message([text_block(summary_prompt(instructions))])])
     request = ModelRequest(model=model_name, system=system, tools=list(tools), messages=history, max_tokens=8_000)
     parts: list[str] = []
     with cancel_on_abort(abort):
@@ -39,12 +44,9 @@ async def summarize(
             if isinstance(event, BlockDelta) and event.block_type == "text":
                 parts.append(event.text)
     if abort.aborted:
-        return ""
+        return False
     summary = "".join(parts).strip()
     if not summary:
         raise ModelError("Compaction failed: the model returned an empty summary.", kind="api")
-    return summary
-
-
-def continuation(summary: str) -> list[Message]:
-    return [user_message([text_block(CONTINUATION + summary)])]
+    conversation.replace(continuation(summary))
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from bridge.display import Display, Location, PlanEntry
 from bridge.tools.base import ToolKind
 
 
@@ -27,7 +28,7 @@ class ToolCallStarted:
     title: str
     tool_kind: ToolKind
     raw_input: dict[str, Any]
-    locations: list[dict[str, Any]] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
     kind: Literal["tool_call"] = "tool_call"
 
 
@@ -51,7 +52,7 @@ class ToolCallFinished:
     tool_call_id: str
     status: Literal["completed", "failed"]
     text: str
-    display: list[dict[str, Any]] = field(default_factory=list)
+    display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
     kind: Literal["tool_done"] = "tool_done"
 
@@ -71,7 +72,7 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class PlanUpdate:
-    entries: list[dict[str, Any]]
+    entries: list[PlanEntry]
     kind: Literal["plan"] = "plan"
 
 

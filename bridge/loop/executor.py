@@ -8,6 +8,7 @@ waits for every call before it. Before a call starts it checks the signal (the s
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +19,11 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
+from bridge.display import Diff, Display
+from bridge.errors import cause_text, root_cause
 from bridge.loop.events import (
     LoopEvent,
     Notice,
-    PlanUpdate,
     ToolCallFinished,
     ToolCallInProgress,
     ToolCallProgress,
@@ -31,7 +33,8 @@ from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
 from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import PermissionRequest
-from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
+from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
+from bridge.tools.storage import bound_result
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +50,9 @@ class ToolEnvironment:
     prompter: Prompter
     emit: Callable[[LoopEvent], None]
     context: Callable[[str], ToolContext]  # a ToolContext for a tool_use id (abort filled in by the executor)
-    bound: Callable[[str, float, str], str] = lambda text, _limit, _id: text  # large-result storage
+    apply: Callable[[Effect], None] = lambda _effect: None  # a finished call's effects (the session's)
     held_back: Callable[[], set[str]] = set  # tools whose schemas are not sent (deferred, not loaded yet)
+    unavailable: dict[str, str] = field(default_factory=dict)  # names the history uses that are gone, and why
 
 
 @dataclass
@@ -61,13 +65,16 @@ class _Call:
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Block | None = None
     output: str = ""  # progress so far, kept for the synthesized result
-    display: list[dict[str, Any]] = field(default_factory=list)
+    display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
+    edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
 
 
 class ToolExecutor:
-    def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup) -> None:
+    def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup, offered: set[str] | None = None) -> None:
+        """`offered`: the tools the request declared (the model may call only those); None: all of them."""
         self._env = env
+        self._offered = set(env.tools) if offered is None else offered
         self._abort = abort
         self._group = group
         self._calls: list[_Call] = []
@@ -92,10 +99,9 @@ class ToolExecutor:
         return []
 
     def _prepare(self, block: Block) -> _Call:
-        tool = self._env.tools.get(block["name"])
+        tool = self._env.tools.get(block["name"]) if block["name"] in self._offered else None
         if tool is None:
-            known = ", ".join(sorted(self._env.tools))
-            return _Call(block, None, None, f"No such tool: {block['name']}. Available tools: {known}.", True)
+            return _Call(block, None, None, self._not_callable(str(block["name"])), True)
         raw = block.get("input") or {}
         if "__invalid_json__" in raw:
             return _Call(block, tool, None, "The tool input was not valid JSON; send it again.", True)
@@ -108,6 +114,18 @@ class ToolExecutor:
         except Exception:
             safe = False
         return _Call(block, tool, data, None, safe)
+
+    def _not_callable(self, name: str) -> str:
+        """Why the model cannot call `name` from this request, and what to do instead."""
+        if name in self._env.tools:  # held back: deferred and not loaded
+            return (f"{name} is a deferred tool and is not loaded: call ToolSearch with query \"select:{name}\" "
+                    f"first, then call {name} again.")
+        if name in self._env.unavailable:
+            return f"{name} is not connected: {self._env.unavailable[name]}. It cannot be called in this session."
+        known = ", ".join(sorted(self._offered & self._env.tools.keys()))
+        deferred = len(self._env.tools.keys() - self._offered)
+        more = f" ({deferred} more are deferred: find them with ToolSearch.)" if deferred else ""
+        return f"No such tool: {name}. Available tools: {known}.{more}"
 
     def _started_event(self, call: _Call) -> ToolCallStarted:
         # An input that failed validation shows under the bare name (validating again would not help).
@@ -128,7 +146,7 @@ class ToolExecutor:
                     call.result = await self._execute(call)
             except Exception as error:  # a failing policy, hook or prompter denies this call, not the turn
                 log.exception("tool call %s failed", call.block["id"])
-                message = f"The tool was not run: {type(error).__name__}: {error}"
+                message = f"The tool was not run: {_named(error)}"
                 call.result = tool_result_block(call.block["id"], message, is_error=True)
         finally:
             if call.result is None:
@@ -163,8 +181,12 @@ class ToolExecutor:
             denied, data = await self._permit(call, ctx)
             if denied is not None:
                 return tool_result_block(use_id, denied, is_error=True)
+            if call.edited is not None:
+                tool, data = self._edited_call(tool, data, call.edited[1])
             self._env.emit(ToolCallInProgress(use_id))
             result = await self._call_tool(tool, data, ctx)
+            if result is not None and call.edited is not None and not result.is_error:
+                result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
         if result is not None:
@@ -172,14 +194,23 @@ class ToolExecutor:
         if result is None:  # cancelled by the signal
             return interrupted_result(use_id, call.output)
         call.display, call.raw_output = result.display, result.raw_output
-        if tool.name == "TodoWrite" and result.raw_output and "entries" in result.raw_output:
-            self._env.emit(PlanUpdate(list(result.raw_output["entries"])))
-        if tool.name == "ExitPlanMode" and not result.is_error and "exit_plan_mode" in ctx.services:
-            ctx.services["exit_plan_mode"]()
+        for effect in result.effects:
+            self._env.apply(effect)
         content: str | list[Block] = result.content
-        if isinstance(content, str):
-            content = self._env.bound(content, tool.max_result_chars, use_id)
+        if isinstance(content, str):  # beyond the tool's limit: stored, and the model gets a preview
+            content = bound_result(content, limit=tool.max_result_chars, data_dir=ctx.data_dir, tool_use_id=use_id)
         return tool_result_block(use_id, content, is_error=result.is_error)
+
+    def _edited_call(self, tool: AnyTool, data: Any, text: str) -> tuple[AnyTool, Any]:
+        """The call that writes the user's edit of the proposed change (the tool's `edited_input`)."""
+        swap = tool.edited_input(data, text)
+        other = self._env.tools.get(swap[0]) if swap else None
+        if swap is None or other is None:
+            raise ToolError(f"{tool.name}: the user's edit of the proposed change cannot be applied; nothing written.")
+        try:
+            return other, other.input_model.model_validate(swap[1])
+        except ValidationError as error:
+            raise ToolError(_validation_message(other.name, error)) from None
 
     async def _call_tool(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
         with cancel_on_abort(ctx.abort):
@@ -189,7 +220,7 @@ class ToolExecutor:
                 raise
             except Exception as error:  # a bug in a tool must not end the turn
                 log.exception("tool %s failed", tool.name)
-                raise ToolError(f"{tool.name} failed unexpectedly: {type(error).__name__}: {error}") from error
+                raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
         return None
 
     async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
@@ -240,6 +271,7 @@ class ToolExecutor:
             raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
             reason=decision.reason, suggestions=decision.suggestions,
         )
+        call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
         with cancel_on_abort(self._abort):
             answer = await self._env.prompter(request)
@@ -253,6 +285,7 @@ class ToolExecutor:
             except Exception as error:  # the answer still counts for this call
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
+            call.edited = _user_edit(answer.edited_text, request.display)
             return None, data
         message = "Permission denied by user"
         if answer.feedback:
@@ -269,7 +302,27 @@ class ToolExecutor:
         return {c.block["id"]: c.output for c in self._calls if not c.done.is_set()}
 
 
-def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[dict[str, Any]]:
+def _user_edit(edited: str | None, display: list[Display]) -> tuple[str, str] | None:
+    """(proposed, edited) when the user changed the whole-file text of the one diff they were shown."""
+    diffs = [d for d in display if isinstance(d, Diff)]
+    if edited is None or len(diffs) != 1 or diffs[0].partial:
+        return None  # a partial diff (a huge file) is not the whole text: writing it would cut the file
+    proposed = diffs[0].new_text
+    return None if edited == proposed else (proposed, edited)
+
+
+def _with_user_edit(content: str | list[Block], proposed: str, edited: str) -> str | list[Block]:
+    """The tool result, told that the user changed the proposal and how (a diff from the proposal)."""
+    lines = difflib.unified_diff(proposed.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                 "your proposal", "what the user accepted", n=2)
+    note = ("The user edited the proposed change before accepting it; the user's version was written. "
+            "The difference from your proposal:\n" + "".join(lines).rstrip("\n"))
+    if isinstance(content, str):
+        return f"{content}\n\n{note}"
+    return [*content, {"type": "text", "text": note}]
+
+
+def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[Display]:
     """An edit's diff for the permission dialog; a failing preview just shows nothing."""
     try:
         return list(tool.preview(data, ctx))
@@ -295,8 +348,14 @@ def started_event(block: Block, tool: AnyTool | None, data: BaseModel | None = N
         _safe(lambda: tool.user_facing_title(valid), tool.name),
         tool.kind,
         tool.backfill_observable_input(dict(raw)),
-        [loc.wire() for loc in _safe(lambda: tool.locations(valid), [])],
+        list(_safe(lambda: tool.locations(valid), [])),
     )
+
+
+def _named(error: BaseException) -> str:
+    """A failure for the model: the cause (out of any exception group) with its kind, which helps it."""
+    cause = root_cause(error)
+    return f"{type(cause).__name__}: {cause_text(cause)}"
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

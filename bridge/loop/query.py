@@ -15,7 +15,9 @@ from typing import Any, Literal
 import anyio
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort
-from bridge.loop.compact import continuation, summarize
+from bridge.errors import cause_text
+from bridge.loop.compact import compact_conversation
+from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
 from bridge.messages import (
@@ -26,6 +28,7 @@ from bridge.messages import (
     Message,
     repair_pairing,
     text_block,
+    tool_uses,
     user_message,
     with_cache_breakpoints,
 )
@@ -45,48 +48,6 @@ from bridge.permissions.hooks import HookOutcome
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
-
-
-@dataclass
-class Conversation:
-    """The history and running totals of one session."""
-
-    messages: list[Message] = field(default_factory=list)
-    cost_usd: float = 0.0
-    usage_total: Usage = field(default_factory=Usage)
-    context_tokens: int = 0  # of the latest response: what the next request will at least carry
-    on_message: Callable[[Message], None] = lambda _m: None  # transcript hook: each message when complete
-    on_compact: Callable[[list[Message]], None] = lambda _m: None
-
-    def append(self, message: Message) -> None:
-        self.messages.append(message)
-        self.on_message(message)
-
-    def replace(self, messages: list[Message]) -> None:
-        """After compaction: continue from `messages` (the transcript keeps what came before)."""
-        self.messages = list(messages)
-        self.context_tokens = 0
-        self.on_compact(self.messages)
-
-
-async def compact_conversation(
-    conversation: Conversation,
-    *,
-    model: ModelClient,
-    settings: TurnSettings,
-    tools: list[dict[str, Any]],
-    abort: Abort,
-    instructions: str = "",
-) -> bool:
-    """Summarize the history and continue from the summary. False when aborted."""
-    summary = await summarize(
-        conversation.messages, model=model, model_name=settings.model, system=settings.system, tools=tools,
-        abort=abort, instructions=instructions,
-    )
-    if not summary:
-        return False
-    conversation.replace(continuation(summary))
-    return True
 
 
 @dataclass
@@ -128,14 +89,48 @@ class _Response:
         return {"role": "assistant", "content": kept} if kept else None
 
 
-def offered_schemas(tools: ToolEnvironment) -> list[dict[str, Any]]:
-    """The tool definitions sent: every tool but the held-back (deferred, not loaded) ones, with the cache
-    breakpoint on the last (tools, system and the latest message are the three breakpoints)."""
+def request_tools(tools: ToolEnvironment, history: list[Message]) -> tuple[list[dict[str, Any]], set[str]]:
+    """The tool definitions a request sends, and the names the model may call from it.
+
+    Every tool but the held-back ones (deferred, not loaded), and besides them every other name a `tool_use` of
+    the history uses, so that no request names an undeclared tool (the API rejects that): a held-back tool
+    the model called anyway goes with its schema, a name no tool has (made up, or a stored history's tool that
+    is gone) with a stand-in that says it is not available. The cache breakpoint goes on the last (tools,
+    system and the latest message are the three breakpoints)."""
     held_back = tools.held_back()
-    schemas = [tool.schema() for name, tool in tools.tools.items() if name not in held_back]
+    offered = [name for name in tools.tools if name not in held_back]
+    schemas = [tools.tools[name].schema() for name in offered]
+    declared = set(offered)
+    for name in used_tool_names(history):
+        if name in declared:
+            continue
+        declared.add(name)
+        tool = tools.tools.get(name)
+        if tool is not None:
+            offered.append(name)
+            schemas.append(tool.schema())
+        else:
+            schemas.append(stand_in_schema(name, tools.unavailable.get(name)))
     if schemas:
         schemas[-1] = {**schemas[-1], "cache_control": EPHEMERAL}
-    return schemas
+    return schemas, set(offered)
+
+
+def offered_schemas(tools: ToolEnvironment, history: list[Message]) -> list[dict[str, Any]]:
+    return request_tools(tools, history)[0]
+
+
+def used_tool_names(history: list[Message]) -> list[str]:
+    """The tool names the history's `tool_use` blocks name, in order of first use."""
+    names = (block.get("name") for message in history for block in tool_uses(message))
+    return list(dict.fromkeys(name for name in names if isinstance(name, str)))
+
+
+def stand_in_schema(name: str, why: str | None) -> dict[str, Any]:
+    """The definition of a tool this session does not have, kept because the history calls it."""
+    reason = why or "no such tool"
+    return {"name": name, "description": f"Not available in this session ({reason}). Do not call it.",
+            "input_schema": {"type": "object"}}
 
 
 async def run_turn(
@@ -149,10 +144,10 @@ async def run_turn(
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
     emit = tools.emit
-    schemas = offered_schemas(tools)
+    schemas = offered_schemas(tools, conversation.messages)
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
-        return "cancelled"
+        return "cancelled"  # the prompt never joined the history: nothing to mark
     text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
     submitted = await tools.policy.run_hooks("UserPromptSubmit", {"prompt": text})
     _report_hook_errors(submitted, "UserPromptSubmit", emit)
@@ -164,12 +159,13 @@ async def run_turn(
     stop_hook_active = False
     system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
     for request_number in range(settings.max_turns):
-        if abort.aborted:
-            return _cancelled(conversation, abort, tools_ran=False)
-        if request_number:
-            schemas = offered_schemas(tools)  # ToolSearch may have loaded tools in the last step
-        if request_number and not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
-            return _cancelled(conversation, abort, tools_ran=False)
+        # Each step: ToolSearch may have loaded tools, and the history may name new ones.
+        schemas, offered = request_tools(tools, conversation.messages)
+        if abort.aborted or (
+            request_number and not await _maybe_compact(conversation, model, settings, schemas, abort, emit)
+        ):
+            _answer(conversation, [], abort)
+            return "cancelled"
         request = ModelRequest(
             model=settings.model,
             system=system,
@@ -183,13 +179,20 @@ async def run_turn(
         # Tools follow the turn's signal, and are also stopped (as by `interrupt`) if the response is cut off.
         tool_abort = abort.child(lambda _reason: True)
         async with anyio.create_task_group() as group:
-            executor = ToolExecutor(tools, tool_abort, group)
+            executor = ToolExecutor(tools, tool_abort, group, offered)
             with cancel_on_abort(abort):
                 try:
                     async for event in model.stream(request):
                         _on_event(event, response, executor, emit)
                 except ModelError as error:
                     failure = error
+                except Exception as error:  # anything else that breaks the stream ends the response the same way
+                    log.error("the model stream failed", exc_info=error)
+                    failure = ModelError(
+                        f"The model's response broke off: {cause_text(error)}. The partial answer is kept; send "
+                        "your message again to continue.",
+                        kind="api",
+                    )
             message = response.message()
             if failure is not None:
                 # The response was cut off: started `block` calls keep their real result; nothing new starts.
@@ -199,16 +202,10 @@ async def run_turn(
             if response.usage is not None:
                 _report_usage(conversation, settings, response.usage, emit)
             results = await executor.results() if executor.count else []
-        if results:
-            content: list[Block] = list(results)
-            if abort.aborted and abort.reason is not AbortReason.INTERRUPT:
-                content.append(text_block(MARKER_TOOL_USE))
-            conversation.append(user_message(content))
+        _answer(conversation, results, abort)
         if failure is not None:
             raise failure
         if abort.aborted:
-            if not results:
-                return _cancelled(conversation, abort, tools_ran=False)
             return "cancelled"
         if not results:
             outcome = await tools.policy.run_hooks("Stop", {"stop_hook_active": stop_hook_active})
@@ -239,7 +236,9 @@ async def _maybe_compact(
     if not settings.compact_threshold or conversation.context_tokens < limit or len(conversation.messages) < 2:
         return True
     emit(Notice(f"Context at {conversation.context_tokens:,} tokens: compacting the conversation"))
-    return await compact_conversation(conversation, model=model, settings=settings, tools=schemas, abort=abort)
+    return await compact_conversation(
+        conversation, model=model, model_name=settings.model, system=settings.system, tools=schemas, abort=abort
+    )
 
 
 def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: Callable[[LoopEvent], None]) -> None:
@@ -259,26 +258,23 @@ def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: 
         emit(Notice(event.message))
 
 
-def _cancelled(conversation: Conversation, abort: Abort, *, tools_ran: bool) -> StopReason:
-    """No tool results pending: the marker is a user message of its own (not for `interrupt`)."""
-    if abort.reason is not AbortReason.INTERRUPT:
-        conversation.append(user_message([text_block(MARKER_TOOL_USE if tools_ran else MARKER)]))
-    return "cancelled"
+def _answer(conversation: Conversation, results: list[Block], abort: Abort) -> None:
+    """What answers a step, and the marker rule, applied once. The step's tool results (in tool_use order)
+    form one user message. After a cancel (not an `interrupt`: the new prompt is the context) the marker
+    follows: in that same message as `[Request interrupted by user for tool use]` when tools were in
+    flight, else `[Request interrupted by user]` as a message of its own."""
+    content = list(results)
+    if abort.aborted and abort.reason is not AbortReason.INTERRUPT:
+        content.append(text_block(MARKER_TOOL_USE if results else MARKER))
+    if content:
+        conversation.append(user_message(content))
 
 
 def _report_usage(
     conversation: Conversation, settings: TurnSettings, usage: Usage, emit: Callable[[LoopEvent], None]
 ) -> None:
-    conversation.context_tokens = usage.context_tokens
     cost = cost_usd(settings.model, usage)
-    conversation.cost_usd += cost
-    total = conversation.usage_total
-    conversation.usage_total = Usage(
-        total.input_tokens + usage.input_tokens,
-        total.output_tokens + usage.output_tokens,
-        total.cache_read_tokens + usage.cache_read_tokens,
-        total.cache_write_tokens + usage.cache_write_tokens,
-    )
+    conversation.record(usage, cost)
     emit(
         UsageReport(
             input_tokens=usage.input_tokens,

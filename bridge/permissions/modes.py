@@ -7,6 +7,14 @@ from typing import Literal, get_args
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk"]
 MODES: tuple[Mode, ...] = get_args(Mode)
 
+MODE_NAMES: dict[Mode, str] = {
+    "default": "Default",
+    "acceptEdits": "Accept edits",
+    "plan": "Plan",
+    "bypassPermissions": "Bypass permissions",
+    "dontAsk": "Don't ask",
+}
+
 MODE_DESCRIPTIONS: dict[Mode, str] = {
     "default": "Ask before anything that is not read-only or allowed by a rule",
     "acceptEdits": "File edits inside the workspace run without asking",

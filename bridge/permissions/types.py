@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bridge.display import Display, Location
+
 Behavior = Literal["allow", "ask", "deny"]
 SourceName = Literal[
     "session",
@@ -71,8 +73,8 @@ class PermissionRequest:
     title: str
     kind: str
     raw_input: dict[str, Any]
-    display: list[dict[str, Any]]
-    locations: list[dict[str, Any]]
+    display: list[Display]  # e.g. an edit's diff
+    locations: list[Location]
     reason: str
     suggestions: list[RuleSuggestion]
 
@@ -82,6 +84,7 @@ class PermissionAnswer:
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
     feedback: str | None = None
     suggestion: RuleSuggestion | None = None  # the rule chosen with an always-option
+    edited_text: str | None = None  # an accepted edit's file content as the user changed it in the diff
 
     @property
     def allowed(self) -> bool:

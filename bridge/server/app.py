@@ -4,15 +4,17 @@ calls the domain, returns a wire shape."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
@@ -31,20 +33,11 @@ from bridge.tools.base import DocumentSource
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
+    from bridge.loop.events import Notice
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.session import Frontend, Session
 
-MODES = ("default", "acceptEdits", "plan", "bypassPermissions", "dontAsk")
-
 log = logging.getLogger(__name__)
-
-MODE_INFO = {
-    "default": ("Default", "Ask before anything that is not read-only"),
-    "acceptEdits": ("Accept edits", "Edits inside the workspace run without asking"),
-    "plan": ("Plan", "Read-only: explore and propose a plan"),
-    "bypassPermissions": ("Bypass permissions", "Run everything without asking"),
-    "dontAsk": ("Don't ask", "Deny whatever would ask"),
-}
 
 
 class BridgeServer(LanguageServer):
@@ -90,38 +83,33 @@ class BridgeServer(LanguageServer):
         except UnknownSession as error:
             raise JsonRpcInvalidParams(str(error)) from None
 
+    def stream(self, session_id: str) -> UpdateStream:
+        """The session's one update stream: every update of the session goes through it, in order."""
+        stream = self.streams.get(session_id)
+        if stream is None:
+            stream = UpdateStream(lambda update: self.send_update(session_id, update), self.notice)
+            self.streams[session_id] = stream
+        return stream
+
     def frontend(self, session_id: str) -> Frontend:
-        from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta
         from bridge.session import Frontend
 
-        stream = UpdateStream(lambda update: self.send_update(session_id, update))
-        self.streams[session_id] = stream
-
-        def emit(event: LoopEvent) -> None:
-            if isinstance(event, TextDelta):
-                stream.chunk("agent_message_chunk", event.text)
-            elif isinstance(event, ThinkingDelta):
-                stream.chunk("agent_thought_chunk", event.text)
-            elif isinstance(event, Notice):
-                if event.level == "info":
-                    self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
-                else:
-                    level = types.MessageType.Error if event.level == "error" else types.MessageType.Warning
-                    self.show(event.message, level)
-            else:
-                update = wire.update_for(event)
-                if update is not None:
-                    stream.update(update)
+        stream = self.stream(session_id)
 
         async def prompter(request: PermissionRequest) -> PermissionAnswer:
             stream.flush()
             return await self.ask_permission(session_id, request)
 
-        return Frontend(emit=emit, prompter=prompter, documents=EditorDocuments(self))
+        return Frontend(emit=stream.emit, prompter=prompter, documents=EditorDocuments(self))
+
+    def notice(self, event: Notice) -> None:
+        if event.level == "info":
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
+        else:
+            self.show(event.message, types.MessageType.Error if event.level == "error" else types.MessageType.Warning)
 
     def advertise_commands(self, session: Session) -> None:
-        commands = [command.wire() for command in session.commands.values()]
-        self.send_update(session.id, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+        self.stream(session.id).update(wire.available_commands(list(session.commands.values())))
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -177,30 +165,72 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
         raise JsonRpcInvalidParams(str(error)) from None
 
 
-def modes_state(current: str) -> dict[str, Any]:
-    return {
-        "currentModeId": current,
-        "availableModes": [
-            {"id": mode, "name": MODE_INFO[mode][0], "description": MODE_INFO[mode][1]} for mode in MODES
-        ],
-    }
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def _internal_error(error: Exception) -> JsonRpcInternalError:
+    """An unexpected failure as the editor sees it: one clear message (no group, class name or traceback,
+    which go to the log). A model failure keeps its kind and status as data."""
+    from bridge.errors import for_person, root_cause
+    from bridge.model.types import ModelError
+
+    cause = root_cause(error)
+    if isinstance(cause, ModelError):
+        return JsonRpcInternalError(str(cause), data={"kind": cause.kind, "status": cause.status})
+    log.error("request failed", exc_info=error)
+    return JsonRpcInternalError(for_person(error))
+
+
+def _answering_errors(handler: Handler) -> Handler:
+    """`handler`, with any exception that is not already a JSON-RPC error answered as `_internal_error`
+    (pygls would send its class name and traceback)."""
+    if asyncio.iscoroutinefunction(handler):
+
+        @functools.wraps(handler)
+        async def run_async(*args: Any) -> Any:
+            try:
+                return await handler(*args)
+            except JsonRpcException:
+                raise
+            except Exception as error:
+                raise _internal_error(error) from None
+
+        return run_async  # type: ignore[return-value]
+
+    @functools.wraps(handler)
+    def run(*args: Any) -> Any:
+        try:
+            return handler(*args)
+        except JsonRpcException:
+            raise
+        except Exception as error:
+            raise _internal_error(error) from None
+
+    return run  # type: ignore[return-value]
 
 
 def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
     server = BridgeServer(overrides, acp=acp)
 
-    @server.feature("acp/initialize")
+    def feature(method: str) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            server.feature(method)(_answering_errors(handler))
+            return handler
+
+        return register
+
+    @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> None:
         ls.configure({})
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
-    @server.feature(types.INITIALIZE)
+    @feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.configure(options if isinstance(options, dict) else {})
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
-    @server.feature("session/new")
+    @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.NewSessionParams, params)
         cwd = Path(parsed.cwd)
@@ -208,16 +238,19 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(
                 f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
             )
-        session_id = f"sess_{uuid.uuid4().hex[:20]}"
+        from bridge.session import new_session_id
+
+        session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         for problem in session.settings_problems():
             ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
         for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
-        return {"sessionId": session.id, "modes": modes_state(session.mode)}
+        return {"sessionId": session.id, "modes": wire.modes_state(session.mode),
+                "models": wire.models_state(session.model_name)}
 
-    @server.feature("session/load")
+    @feature("session/load")
     async def session_load(ls: BridgeServer, params: Any) -> None:
         from bridge.agent import UnknownSession
 
@@ -231,39 +264,40 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
         for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
+        for problem in [] if live else session.missing_tools():
+            ls.show(problem, types.MessageType.Warning)
+        stream = ls.stream(session.id)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
-            ls.send_update(session.id, update)
+            stream.update(update)
         ls.advertise_commands(session)
         session.announce_mode()  # `session/load` answers null: the mode is told as an update
         return None
 
-    @server.feature("session/list")
+    @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.ListSessionsParams, params)
-        return {"sessions": ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)}
+        stored = ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)
+        return {"sessions": [wire.stored_session(item) for item in stored]}
 
-    @server.feature("session/prompt")
+    @feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        from bridge.model.types import ModelError
-
         parsed, session = ls.session(params, wire.PromptParams)
         try:
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from None
-        stream = ls.streams.get(session.id)
+        stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks)
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
-        except ModelError as error:
-            raise JsonRpcInternalError(str(error), data={"kind": error.kind, "status": error.status}) from None
+        except Exception as error:  # a model failure, or anything else: one clear message
+            raise _internal_error(error) from None
         finally:
-            if stream is not None:
-                stream.flush()
+            stream.flush()  # what the turn streamed arrives before its answer
         return {"stopReason": stop}
 
-    @server.feature("session/cancel")
+    @feature("session/cancel")
     def session_cancel(ls: BridgeServer, params: Any) -> None:
         try:
             parsed, session = ls.session(params)
@@ -272,9 +306,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             return
         session.cancel(force=bool((parsed.meta or {}).get("force")))
 
-    @server.feature("session/set_mode")
+    @feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        from bridge.permissions.modes import PermissionModeError
+        from bridge.permissions.modes import MODES, PermissionModeError
 
         parsed, session = ls.session(params, wire.SetModeParams)
         if parsed.mode_id not in MODES:
@@ -286,6 +320,12 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
         asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
+        return {}
+
+    @feature("session/set_model")
+    def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire.SetModelParams)
+        session.set_model(parsed.model_id)
         return {}
 
     @server.feature(types.SHUTDOWN)

@@ -1,28 +1,75 @@
-"""`session/update` pacing: text and thinking deltas coalesced to one update per ~16 ms; the first
-delta of a burst goes out at once; anything else flushes what is pending first, so order holds."""
+"""A session's `session/update` stream: every loop event becomes its update here (one exhaustive match), and
+text and thinking deltas are coalesced to one update per ~16 ms; the first delta of a burst goes out at once;
+anything else flushes what is pending first, so order holds."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, assert_never
 
-ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk"]
+from bridge.loop.events import (
+    LoopEvent,
+    ModeChanged,
+    Notice,
+    PlanUpdate,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    ToolCallInProgress,
+    ToolCallProgress,
+    ToolCallStarted,
+    UsageReport,
+)
+from bridge.server import wire
+from bridge.server.wire import ChunkKind
 
 
 class UpdateStream:
-    def __init__(self, send: Callable[[dict[str, Any]], None], *, interval: float = 0.016) -> None:
+    def __init__(
+        self,
+        send: Callable[[dict[str, Any]], None],
+        notice: Callable[[Notice], None] = lambda _notice: None,
+        *,
+        interval: float = 0.016,
+    ) -> None:
         self._send = send
+        self._notice = notice  # not part of the conversation: shown apart (a log line, a message)
         self._interval = interval
         self._pending_kind: ChunkKind | None = None
         self._pending: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
 
+    def emit(self, event: LoopEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self.chunk("agent_message_chunk", text)
+            case ThinkingDelta(text=text):
+                self.chunk("agent_thought_chunk", text)
+            case Notice():
+                self._notice(event)
+            case ToolCallStarted():
+                self.update(wire.tool_call(event))
+            case ToolCallInProgress():
+                self.update(wire.tool_in_progress(event))
+            case ToolCallProgress():
+                self.update(wire.tool_progress(event))
+            case ToolCallFinished():
+                self.update(wire.tool_finished(event))
+            case UsageReport():
+                self.update(wire.usage(event))
+            case ModeChanged():
+                self.update(wire.mode(event))
+            case PlanUpdate():
+                self.update(wire.plan(event))
+            case _:
+                assert_never(event)
+
     def chunk(self, kind: ChunkKind, text: str) -> None:
         if self._pending_kind is not None and kind != self._pending_kind:
             self.flush()
         if self._timer is None:  # quiet until now: send at once, then hold a window open
-            self._send(_chunk(kind, text))
+            self._send(wire.chunk(kind, text))
             self._open_window()
             return
         self._pending_kind = kind
@@ -38,7 +85,7 @@ class UpdateStream:
             kind = self._pending_kind
             self._pending.clear()
             self._pending_kind = None
-            self._send(_chunk(kind, text))
+            self._send(wire.chunk(kind, text))
 
     def close(self) -> None:
         self.flush()
@@ -54,7 +101,3 @@ class UpdateStream:
         if self._pending:
             self.flush()
             self._open_window()
-
-
-def _chunk(kind: ChunkKind, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}

@@ -1,20 +1,20 @@
-"""ACP wire shapes <-> domain objects. Nothing here does work; it only translates."""
+"""ACP wire shapes <-> domain objects: the only place ACP shapes are built. Nothing here does work; it only
+translates (which event becomes which update is decided once, in `bridge/server/updates.py`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bridge.commands import Command
+from bridge.display import Diff, Display, Location, PlanEntry, TextContent
 from bridge.loop.events import (
-    LoopEvent,
     ModeChanged,
-    Notice,
     PlanUpdate,
-    TextDelta,
-    ThinkingDelta,
     ToolCallFinished,
     ToolCallInProgress,
     ToolCallProgress,
@@ -22,7 +22,11 @@ from bridge.loop.events import (
     UsageReport,
 )
 from bridge.messages import MARKER, MARKER_TOOL_USE, Block
+from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
+from bridge.transcript import StoredSession
+
+ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
 
 class WireModel(BaseModel):
@@ -47,6 +51,11 @@ class SessionParams(WireModel):
 class SetModeParams(WireModel):
     session_id: str = Field(alias="sessionId")
     mode_id: str = Field(alias="modeId")
+
+
+class SetModelParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId", min_length=1)
 
 
 def parse(model: type[WireModel], params: Any) -> Any:
@@ -93,7 +102,38 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
     return blocks
 
 
-def _tool_call(event: ToolCallStarted) -> dict[str, Any]:
+def location(item: Location) -> dict[str, Any]:
+    return {"path": item.path} | ({"line": item.line} if item.line is not None else {})
+
+
+def tool_content(item: Display) -> dict[str, Any]:
+    """ACP tool-call content for what a tool shows."""
+    match item:
+        case TextContent(text=text):
+            return _text_content(text)
+        case Diff():
+            diff: dict[str, Any] = {"type": "diff", "path": item.path, "oldText": item.old_text,
+                                    "newText": item.new_text}
+            if item.first_line is not None:
+                diff["_meta"] = {"partial": True, "line": item.first_line}
+            return diff
+        case _:
+            assert_never(item)
+
+
+def plan_entry(entry: PlanEntry) -> dict[str, Any]:
+    return {"content": entry.content, "status": entry.status, "priority": "medium"}
+
+
+def _text_content(text: str) -> dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": text}}
+
+
+def chunk(kind: ChunkKind, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def tool_call(event: ToolCallStarted) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": event.tool_call_id,
@@ -101,65 +141,93 @@ def _tool_call(event: ToolCallStarted) -> dict[str, Any]:
         "kind": event.tool_kind,
         "status": "pending",
         "rawInput": event.raw_input,
-        "locations": event.locations,
+        "locations": [location(item) for item in event.locations],
     }
 
 
-def update_for(event: LoopEvent) -> dict[str, Any] | None:
-    """The `session/update` payload for a loop event (text deltas are paced elsewhere)."""
-    if isinstance(event, ToolCallStarted):
-        return _tool_call(event)
-    if isinstance(event, ToolCallInProgress):
-        return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}
-    if isinstance(event, ToolCallProgress):
-        return {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": event.tool_call_id,
-            "content": [_text_content(event.output)],
-        }
-    if isinstance(event, ToolCallFinished):
-        content = [_text_content(event.text)] if event.text else []
-        content += [_display(item) for item in event.display]
-        update: dict[str, Any] = {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": event.tool_call_id,
-            "status": event.status,
-            "content": content,
-        }
-        if event.raw_output is not None:
-            update["rawOutput"] = event.raw_output
-        return update
-    if isinstance(event, UsageReport):
-        return {
-            "sessionUpdate": "usage_update",
-            "used": event.context_used,
-            "size": event.context_size,
-            "cost": {"amount": round(event.session_cost_usd, 6), "currency": "USD"},
-            "_meta": {
-                "inputTokens": event.input_tokens,
-                "outputTokens": event.output_tokens,
-                "cacheReadTokens": event.cache_read_tokens,
-                "cacheWriteTokens": event.cache_write_tokens,
-                "responseCost": round(event.cost_usd, 6),
-            },
-        }
-    if isinstance(event, ModeChanged):
-        return {"sessionUpdate": "current_mode_update", "currentModeId": event.mode}
-    if isinstance(event, PlanUpdate):
-        return {"sessionUpdate": "plan", "entries": event.entries}
-    if isinstance(event, (TextDelta, ThinkingDelta, Notice)):
-        return None
-    return None
+def tool_in_progress(event: ToolCallInProgress) -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}
 
 
-def _text_content(text: str) -> dict[str, Any]:
-    return {"type": "content", "content": {"type": "text", "text": text}}
+def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id,
+            "content": [_text_content(event.output)]}
 
 
-def _display(item: dict[str, Any]) -> dict[str, Any]:
-    if item.get("type") in ("diff", "content", "terminal"):
-        return item
-    return {"type": "content", "content": item}
+def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
+    content = [_text_content(event.text)] if event.text else []
+    content += [tool_content(item) for item in event.display]
+    update: dict[str, Any] = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": event.tool_call_id,
+        "status": event.status,
+        "content": content,
+    }
+    if event.raw_output is not None:
+        update["rawOutput"] = event.raw_output
+    return update
+
+
+def usage(event: UsageReport) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "usage_update",
+        "used": event.context_used,
+        "size": event.context_size,
+        "cost": {"amount": round(event.session_cost_usd, 6), "currency": "USD"},
+        "_meta": {
+            "inputTokens": event.input_tokens,
+            "outputTokens": event.output_tokens,
+            "cacheReadTokens": event.cache_read_tokens,
+            "cacheWriteTokens": event.cache_write_tokens,
+            "responseCost": round(event.cost_usd, 6),
+        },
+    }
+
+
+def mode(event: ModeChanged) -> dict[str, Any]:
+    return {"sessionUpdate": "current_mode_update", "currentModeId": event.mode}
+
+
+def plan(event: PlanUpdate) -> dict[str, Any]:
+    return {"sessionUpdate": "plan", "entries": [plan_entry(entry) for entry in event.entries]}
+
+
+def command(item: Command) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": item.name, "description": item.description}
+    if item.hint:
+        entry["input"] = {"hint": item.hint}
+    return entry
+
+
+def available_commands(commands: list[Command]) -> dict[str, Any]:
+    return {"sessionUpdate": "available_commands_update", "availableCommands": [command(c) for c in commands]}
+
+
+def stored_session(item: StoredSession) -> dict[str, Any]:
+    updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(item.updated_at))
+    return {"sessionId": item.session_id, "cwd": item.cwd, "title": item.title, "updatedAt": updated}
+
+
+def models_state(current: str) -> dict[str, Any]:
+    """ACP's (unstable) session model state: the picker's models, with the current one listed first when it is
+    not one of them (a model set by settings)."""
+    from bridge.model.pricing import MODELS
+
+    listed = [{"modelId": m, "name": name, "description": about} for m, name, about in MODELS]
+    if current not in {m for m, _, _ in MODELS}:
+        listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
+    return {"currentModelId": current, "availableModels": listed}
+
+
+def modes_state(current: str) -> dict[str, Any]:
+    """`session/new`'s `modes`: the current mode and every mode, named and described."""
+    return {
+        "currentModeId": current,
+        "availableModes": [
+            {"id": mode_id, "name": MODE_NAMES[mode_id], "description": MODE_DESCRIPTIONS[mode_id]}
+            for mode_id in MODES
+        ],
+    }
 
 
 OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
@@ -174,7 +242,7 @@ def permission_params(session_id: str, request: PermissionRequest) -> dict[str, 
     for suggestion in request.suggestions:
         if suggestion.behavior == "deny":
             options.append(_always_option("reject_always", f"Always reject {suggestion.label}", suggestion))
-    content = [_display(item) for item in request.display]
+    content = [tool_content(item) for item in request.display]
     return {
         "sessionId": session_id,
         "toolCall": {
@@ -184,7 +252,7 @@ def permission_params(session_id: str, request: PermissionRequest) -> dict[str, 
             "status": "pending",
             "rawInput": request.raw_input,
             "content": content,
-            "locations": request.locations,
+            "locations": [location(item) for item in request.locations],
         },
         "options": options,
         "_meta": {"reason": request.reason},
@@ -211,12 +279,15 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
         return PermissionAnswer("cancelled", feedback=feedback)
     option = outcome.get("optionId")
+    edited = meta.get("editedText") if isinstance(meta, dict) else None
+    edited = edited if isinstance(edited, str) else None
     if option == "allow_once":
-        return PermissionAnswer("allow_once")
+        return PermissionAnswer("allow_once", edited_text=edited)
     if option in ("allow_always", "reject_always"):
         wanted = "allow" if option == "allow_always" else "deny"
         chosen = next((s for s in request.suggestions if s.behavior == wanted), None)
-        return PermissionAnswer(option, feedback=feedback, suggestion=chosen)
+        return PermissionAnswer(option, feedback=feedback, suggestion=chosen,
+                                edited_text=edited if option == "allow_always" else None)
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
@@ -242,22 +313,24 @@ def replay_updates(
     (the interrupted tool call already says `Interrupted by user`).
     """
     updates: list[dict[str, Any]] = []
+    plan: list[dict[str, Any]] | None = None
     for message in messages:
         for block in message["content"]:
             kind = block.get("type")
             if kind == "text":
                 if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
                     continue
-                chunk = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
-                updates.append({"sessionUpdate": chunk, "content": {"type": "text", "text": block["text"]}})
+                said: ChunkKind = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
+                updates.append(chunk(said, block["text"]))
             elif kind == "thinking":
-                updates.append(
-                    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": block["thinking"]}}
-                )
+                updates.append(chunk("agent_thought_chunk", block["thinking"]))
             elif kind == "tool_use":
                 name, raw = block["name"], block.get("input", {})
+                if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
+                    plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
+                             "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
                 started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
-                updates.append(_tool_call(started))
+                updates.append(tool_call(started))
             elif kind == "tool_result":
                 content = block.get("content")
                 text = content if isinstance(content, str) else " ".join(
@@ -271,4 +344,7 @@ def replay_updates(
                         "content": [_text_content(text)] if text else [],
                     }
                 )
+    if plan is not None:
+        updates.append({"sessionUpdate": "plan", "entries": plan})
     return updates
+

@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult, required
 from bridge.tools.bash import clean_output, exit_note
-from bridge.tools.processes import ManagedProcess, ProcessSupervisor, shell_argv, supervisor_of
+from bridge.tools.processes import ManagedProcess, ProcessSupervisor, shell_argv
 
 UNREAD_CHARS = 30_000
 KILL_WAIT = 3.0
@@ -95,7 +95,7 @@ class BackgroundShell:
 
 
 class BackgroundShells:
-    """The session's background shells (`ctx.services["background"]`)."""
+    """The session's background shells (`ctx.services.background`)."""
 
     def __init__(self, supervisor: ProcessSupervisor) -> None:
         self.supervisor = supervisor
@@ -152,22 +152,6 @@ class BackgroundShells:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-_default: BackgroundShells | None = None
-
-
-def background_of(services: dict[str, Any]) -> BackgroundShells:
-    """The session's background shells (`services["background"]`), else a process-wide default."""
-    found = services.get("background")
-    if isinstance(found, BackgroundShells):
-        return found
-    global _default
-    supervisor = supervisor_of(services)
-    if _default is None or _default.supervisor is not supervisor:
-        _default = BackgroundShells(supervisor)
-    services["background"] = _default
-    return _default
-
-
 class BashOutputInput(ToolInput):
     bash_id: str = Field(description="Id of the background shell (from Bash with run_in_background)")
     filter: str | None = Field(default=None, description="Regex: return only matching lines (the others are discarded)")
@@ -200,7 +184,7 @@ class BashOutputTool(Tool[BashOutputInput]):
         return f"Output of {data.bash_id}"
 
     async def call(self, data: BashOutputInput, ctx: ToolContext) -> ToolResult:
-        shell = background_of(ctx.services).get(data.bash_id)
+        shell = required(ctx.services.background, "background shells").get(data.bash_id)
         text, dropped = shell.take()
         text = clean_output(text)
         if data.filter is not None:
@@ -230,7 +214,7 @@ class KillShellTool(Tool[KillShellInput]):
         return f"Kill {data.shell_id}"
 
     async def call(self, data: KillShellInput, ctx: ToolContext) -> ToolResult:
-        shells = background_of(ctx.services)
+        shells = required(ctx.services.background, "background shells")
         before = shells.get(data.shell_id).status
         shell = await shells.kill(data.shell_id)
         if before != "running":

@@ -9,14 +9,20 @@ see `backfill_observable_input(input)`; the model always gets back exactly what 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from bridge.abort import Abort
+from bridge.display import Display, PlanEntry
+from bridge.display import Location as Location  # re-exported: the tools name their locations from here
+
+if TYPE_CHECKING:  # the services' own modules import this one
+    from bridge.tools.background import BackgroundShells
+    from bridge.tools.processes import ProcessSupervisor
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 InterruptBehavior = Literal["block", "cancel"]
@@ -36,24 +42,32 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True)
-class Location:
-    path: str
-    line: int | None = None
+class PlanChanged:
+    """Effect: the agent's plan (its todo list) is now `entries`, the whole list."""
 
-    def wire(self) -> dict[str, Any]:
-        return {"path": self.path} | ({"line": self.line} if self.line is not None else {})
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True)
+class LeavePlanMode:
+    """Effect: the user approved the plan; the session leaves plan mode for the mode before it."""
+
+
+Effect = PlanChanged | LeavePlanMode
+"""What a call changes beyond its result, as data: the loop hands each to the session, which applies it."""
 
 
 @dataclass
 class ToolResult:
     """What a tool returns. `content` goes to the model (a string or content blocks, e.g. an image);
-    `display` is what the editor shows (ACP tool-call content, e.g. a diff); `raw_output` is structured
-    data for observers."""
+    `display` is what a person is shown (e.g. a diff); `raw_output` is structured
+    data for observers; `effects` are applied by the session once the call is done."""
 
     content: str | list[dict[str, Any]]
     is_error: bool = False
-    display: list[dict[str, Any]] = field(default_factory=list)
+    display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
+    effects: list[Effect] = field(default_factory=list)
 
 
 @dataclass
@@ -97,6 +111,33 @@ ProgressSink = Callable[[str], None]
 """Receives a tool's output so far (e.g. Bash's streamed output); the loop forwards it to the editor."""
 
 
+def _no_env() -> Mapping[str, str]:
+    return {}
+
+
+@dataclass
+class Services:
+    """The session's services a tool may use, built in one place (`bridge.agent.Agent._open`). A context
+    without one (a unit test of a tool that needs none) leaves it None; a tool that needs it asks
+    `required(...)`, which fails the call with a message instead of making one up."""
+
+    processes: ProcessSupervisor | None = None  # every command the agent runs (process-wide)
+    background: BackgroundShells | None = None  # this session's background shells
+    settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env`, read at each call
+    # Added by later parts, each an optional field like these: the sandbox policy provider (`sandbox`) and
+    # the MCP manager (`mcp`).
+
+
+S = TypeVar("S")
+
+
+def required(service: S | None, what: str) -> S:
+    """`service`, or a `ToolError` naming `what` when this context has none."""
+    if service is None:
+        raise ToolError(f"This tool needs {what}, which this session does not provide.")
+    return service
+
+
 @dataclass
 class ToolContext:
     """Everything a tool may use. Built per call by the loop; tools never reach anything above."""
@@ -111,8 +152,7 @@ class ToolContext:
     progress: ProgressSink = lambda _text: None
     read_guard: ReadGuard | None = None
     """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
-    services: dict[str, Any] = field(default_factory=dict)
-    """Session-scoped services by name (e.g. `processes`, `background`), so tools stay decoupled."""
+    services: Services = field(default_factory=Services)
 
 
 class Tool(Generic[In]):
@@ -141,7 +181,7 @@ class Tool(Generic[In]):
         """The paths this call reads or writes, for the permission engine's containment check."""
         return []
 
-    def preview(self, data: In, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: In, ctx: ToolContext) -> list[Display]:
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
         return []
 
@@ -154,6 +194,11 @@ class Tool(Generic[In]):
 
     def user_facing_title(self, data: In) -> str:
         return self.name
+
+    def edited_input(self, data: In, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The call that writes `text`, the user's edit of this call's proposed file content (the permission
+        dialog's diff, edited before accepting): (tool name, raw input). None: this tool's change is not editable."""
+        return None
 
     async def call(self, data: In, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError

@@ -30,8 +30,8 @@ import anyio
 from pydantic import Field
 
 from bridge.abort import AbortReason
-from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult
-from bridge.tools.processes import command_environment, shell_argv, supervisor_of
+from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult, required
+from bridge.tools.processes import command_environment, shell_argv
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -456,9 +456,8 @@ class BashTool(Tool[BashInput]):
 
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
-            from bridge.tools.background import background_of
-
-            shell = await background_of(ctx.services).start(data.command, cwd=ctx.cwd, env=settings_environment(ctx))
+            shells = required(ctx.services.background, "background shells")
+            shell = await shells.start(data.command, cwd=ctx.cwd, env=settings_environment(ctx))
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with BashOutput(bash_id={shell.id!r}); stop it with KillShell(shell_id={shell.id!r})."
@@ -468,14 +467,13 @@ class BashTool(Tool[BashInput]):
 
 
 def settings_environment(ctx: ToolContext) -> dict[str, str]:
-    """Our environment plus the settings files' `env` (`services["settings_env"]`, read at each call, so an
+    """Our environment plus the settings files' `env` (`services.settings_env`, read at each call, so an
     edited settings file applies to the next command), plus the supervisor's tracking token."""
-    extra = ctx.services.get("settings_env")
-    return command_environment({**os.environ, **(extra() if callable(extra) else {})})
+    return command_environment({**os.environ, **ctx.services.settings_env()})
 
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
-    supervisor = supervisor_of(ctx.services)
+    supervisor = required(ctx.services.processes, "a process supervisor")
     spill = ctx.data_dir / "bash-output" / f"{ctx.tool_use_id or uuid.uuid4().hex}.log"
     output = OutputBuffer(spill_path=spill)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
@@ -60,7 +61,7 @@ class EditPlan:
     new_span: tuple[int, int]
     base: TextFile | None  # the file as planned against (from the editor or the disk); None for a new file
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         return diff_display(self.path, self.old_text, self.new_text, old_span=self.old_span, new_span=self.new_span)
 
 
@@ -141,8 +142,8 @@ def _plan_from(data: EditInput, ctx: ToolContext, path: Path, file: TextFile | N
 _PLANS: PlanCache[EditPlan] = PlanCache()
 
 
-def preview_edit(data: EditInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff the edit would make (for the permission dialog), without writing anything."""
+def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
+    """The diff the edit would make (for the permission dialog), without writing anything."""
     return (_PLANS.get(ctx, data) or plan_edit_now(data, ctx)).diff()
 
 
@@ -230,7 +231,7 @@ class EditTool(Tool[EditInput]):
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
 
-    def preview(self, data: EditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: EditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_edit(data, ctx)]
 
@@ -250,11 +251,15 @@ class EditTool(Tool[EditInput]):
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"
 
+    def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The user edited the whole proposed file: it is written as a Write of that text."""
+        return "Write", {"file_path": data.file_path, "content": text}
+
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot if plan.base is not None else None
         written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
-        display = [plan.diff()]
+        display: list[Display] = [plan.diff()]
         raw_output = {"path": str(plan.path), "replacements": plan.replacements} | written_meta(written)
         if plan.old_text is None:
             return ToolResult(f"File created successfully at: {plan.path}", display=display, raw_output=raw_output)

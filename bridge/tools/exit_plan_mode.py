@@ -1,7 +1,7 @@
 """ExitPlanMode: the agent presents its plan and asks to leave plan mode.
 
-The permission engine always asks for this tool in plan mode; when the user accepts, the loop calls
-`PermissionEngine.exit_plan_mode()`, which restores the mode that was active before plan mode.
+The permission engine always asks for this tool in plan mode; when the user accepts, the call's effect
+(`LeavePlanMode`) makes the session restore the mode that was active before plan mode.
 """
 
 from __future__ import annotations
@@ -10,7 +10,16 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolKind, ToolResult
+from bridge.display import TextContent
+from bridge.tools.base import (
+    InterruptBehavior,
+    LeavePlanMode,
+    Tool,
+    ToolContext,
+    ToolInput,
+    ToolKind,
+    ToolResult,
+)
 
 
 class ExitPlanModeInput(ToolInput):
@@ -42,6 +51,7 @@ class ExitPlanModeTool(Tool[ExitPlanModeInput]):
     async def call(self, data: ExitPlanModeInput, ctx: ToolContext) -> ToolResult:
         return ToolResult(
             "The user approved the plan. You can now start coding; update your todo list if you keep one.",
-            display=[{"type": "content", "content": {"type": "text", "text": data.plan}}],
+            display=[TextContent(data.plan)],
             raw_output={"plan": data.plan},
+            effects=[LeavePlanMode()],
         )

@@ -27,6 +27,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 
+from bridge.display import Diff
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
 from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
@@ -418,10 +419,10 @@ def diff_display(
     *,
     old_span: tuple[int, int] | None = None,
     new_span: tuple[int, int] | None = None,
-) -> dict[str, Any]:
-    """ACP diff content. Whole texts normally; for huge files the lines around the change
-    (`old_span`/`new_span`: the changed character ranges), marked `_meta.partial` with its first line."""
-    full: dict[str, Any] = {"type": "diff", "path": str(path), "oldText": old, "newText": new}
+) -> Diff:
+    """The edit as a diff. Whole texts normally; for huge files the lines around the change
+    (`old_span`/`new_span`: the changed character ranges), with the line they start at."""
+    full = Diff(str(path), old, new)
     if old is None or old_span is None or new_span is None or len(old) + len(new) <= FULL_DIFF_CHARS:
         return full
     lo = _line_start(old, old_span[0], context=3)
@@ -431,13 +432,7 @@ def diff_display(
     new_hi = len(new) - (len(old) - old_hi)
     if new_hi < new_span[1]:
         new_hi = _line_end(new, new_span[1], context=3)
-    return {
-        "type": "diff",
-        "path": str(path),
-        "oldText": old[lo:old_hi],
-        "newText": new[lo:new_hi],
-        "_meta": {"partial": True, "line": line_number_at(old, lo)},
-    }
+    return Diff(str(path), old[lo:old_hi], new[lo:new_hi], first_line=line_number_at(old, lo))
 
 
 def _line_start(text: str, index: int, *, context: int) -> int:

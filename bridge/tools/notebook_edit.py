@@ -18,6 +18,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
@@ -62,7 +63,7 @@ class NotebookPlan:
     summary: str  # for the model
     cell_id: str  # the cell changed, inserted or deleted
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         old_span, new_span = changed_spans(self.old_text, self.new_text)
         return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
 
@@ -139,8 +140,8 @@ def _plan_from(data: NotebookEditInput, ctx: ToolContext, path: Path, file: Text
 _PLANS: PlanCache[NotebookPlan] = PlanCache()
 
 
-def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff (of the notebook's JSON) the edit would make, without writing anything."""
+def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> Diff:
+    """The diff (of the notebook's JSON) the edit would make, without writing anything."""
     return (_PLANS.get(ctx, data) or plan_notebook_edit_now(data, ctx)).diff()
 
 
@@ -247,7 +248,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
 
-    def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_notebook_edit(data, ctx)]
 

@@ -207,7 +207,7 @@ class _Termination:
 
 
 class ProcessSupervisor:
-    """Session/process-wide owner of every command the agent runs (`ctx.services["processes"]`)."""
+    """Session/process-wide owner of every command the agent runs (`ctx.services.processes`)."""
 
     def __init__(self) -> None:
         self.subreaper = set_child_subreaper()
@@ -480,8 +480,6 @@ def _kill_leftovers() -> None:
             supervisor.kill_all_now()
 
 
-_default: ProcessSupervisor | None = None
-
 # Non-interactive, plain output: no pagers waiting for a key, no credential prompts, no editors, no color
 # unless the command asks for it (`--color=always`, or FORCE_COLOR/CLICOLOR_FORCE in the user's env).
 COMMAND_ENV = {
@@ -502,15 +500,3 @@ def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]
 
 def shell_argv(command: str) -> list[str]:
     return ["/bin/bash", "-c", command] if os.path.exists("/bin/bash") else ["bash", "-c", command]
-
-
-def supervisor_of(services: dict[str, Any]) -> ProcessSupervisor:
-    """The session's supervisor (`services["processes"]`), else a process-wide default (stored there)."""
-    found = services.get("processes")
-    if isinstance(found, ProcessSupervisor):
-        return found
-    global _default
-    if _default is None or _default._closed:
-        _default = ProcessSupervisor()
-    services["processes"] = _default
-    return _default

@@ -1,16 +1,14 @@
-"""TodoWrite: the agent's task list for the session. The whole list is sent each time; the editor shows
-it as an ACP `plan` (the loop turns `raw_output["entries"]` into a `plan` session/update)."""
+"""TodoWrite: the agent's task list for the session. The whole list is sent each time; the call's effect
+is the new plan, which the session keeps and shows (the editor as an ACP `plan`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from pydantic import Field
 
-from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.display import PlanEntry, PlanStatus
+from bridge.tools.base import PlanChanged, Tool, ToolContext, ToolError, ToolInput, ToolResult
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
-SERVICE = "todos"
+TodoStatus = PlanStatus
 
 
 class TodoItem(ToolInput):
@@ -21,32 +19,6 @@ class TodoItem(ToolInput):
 
 class TodoWriteInput(ToolInput):
     todos: list[TodoItem] = Field(description="The whole updated todo list")
-
-
-class TodoList:
-    """The session's todo list (a service in `ToolContext.services["todos"]`)."""
-
-    def __init__(self) -> None:
-        self.items: list[TodoItem] = []
-
-    def replace(self, items: list[TodoItem]) -> list[TodoItem]:
-        """Set the list; returns the previous one. A list with everything done is cleared, as Claude Code
-        does, so the next plan starts fresh."""
-        previous = self.items
-        self.items = [] if items and all(i.status == "completed" for i in items) else list(items)
-        return previous
-
-    @staticmethod
-    def plan_entries(items: list[TodoItem]) -> list[dict[str, Any]]:
-        """ACP plan entries."""
-        return [{"content": i.content, "status": i.status, "priority": "medium"} for i in items]
-
-
-def todo_list(ctx: ToolContext) -> TodoList:
-    service = ctx.services.get(SERVICE)
-    if not isinstance(service, TodoList):
-        service = ctx.services[SERVICE] = TodoList()
-    return service
 
 
 def check_todos(items: list[TodoItem]) -> list[str]:
@@ -106,7 +78,6 @@ class TodoWriteTool(Tool[TodoWriteInput]):
 
     async def call(self, data: TodoWriteInput, ctx: ToolContext) -> ToolResult:
         warnings = check_todos(data.todos)
-        todo_list(ctx).replace(data.todos)
         done = sum(i.status == "completed" for i in data.todos)
         text = (
             f"Todo list updated ({done}/{len(data.todos)} completed). Keep it current as you work, "
@@ -114,4 +85,5 @@ class TodoWriteTool(Tool[TodoWriteInput]):
         )
         if warnings:
             text += " Note: " + " ".join(warnings)
-        return ToolResult(text, raw_output={"entries": TodoList.plan_entries(data.todos)})
+        plan = PlanChanged(tuple(PlanEntry(i.content, i.status) for i in data.todos))
+        return ToolResult(text, raw_output={"todos": [i.model_dump() for i in data.todos]}, effects=[plan])

@@ -23,7 +23,7 @@ MAX_LISTED_NAMES = 300
 
 @dataclass
 class DeferredTools:
-    """The session's held-back tools (`services["deferred_tools"]`) and which of them are loaded."""
+    """The session's held-back tools (`Session.deferred`, shared with ToolSearch) and which of them are loaded."""
 
     tools: dict[str, AnyTool] = field(default_factory=dict)
     loaded: set[str] = field(default_factory=set)

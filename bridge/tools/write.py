@@ -14,6 +14,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge.display import Diff, Display
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
@@ -53,7 +54,7 @@ class WritePlan:
     snapshot: FileSnapshot | None  # the disk file as planned against; None: it does not exist on disk yet
     exists: bool = False  # on disk or in the editor: replaced, not created
 
-    def diff(self) -> dict[str, Any]:
+    def diff(self) -> Diff:
         if self.old_text is None:
             return diff_display(self.path, None, self.new_text)
         old_span, new_span = changed_spans(self.old_text, self.new_text)
@@ -124,8 +125,8 @@ def _plan_from(data: WriteInput, ctx: ToolContext, path: Path, unsaved: str | No
 _PLANS: PlanCache[WritePlan] = PlanCache()
 
 
-def preview_write(data: WriteInput, ctx: ToolContext) -> dict[str, Any]:
-    """The ACP diff the write would make (for the permission dialog), without writing anything."""
+def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
+    """The diff the write would make (for the permission dialog), without writing anything."""
     return (_PLANS.get(ctx, data) or plan_write_now(data, ctx)).diff()
 
 
@@ -160,7 +161,7 @@ class WriteTool(Tool[WriteInput]):
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
 
-    def preview(self, data: WriteInput, ctx: ToolContext) -> list[dict[str, Any]]:
+    def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_write(data, ctx)]
 
@@ -179,6 +180,9 @@ class WriteTool(Tool[WriteInput]):
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
 
+
+    def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        return "Write", {"file_path": data.file_path, "content": text}
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
         written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot)

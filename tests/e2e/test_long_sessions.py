@@ -158,3 +158,23 @@ async def test_the_offline_builtin_scenarios_answer_compaction(workspace: Path, 
         await editor.prompt(sid, "what now?")
         first = editor.last_request_messages()[0]["content"][0]["text"]
         assert first.startswith(CONTINUATION) and "user: hello there" in first
+
+
+async def test_status_mode_and_clear_answer_without_the_model(workspace: Path, data_dir: Path) -> None:
+    async with running_editor({"responses": [text_response("one"), text_response("fresh")]}, workspace,
+                              data_dir) as editor:
+        sid = await editor.new_session()
+        await editor.prompt(sid, "first question")
+        shown = len(editor.text(sid))
+        assert await editor.prompt(sid, "/status") == {"stopReason": "end_turn"}
+        status = editor.text(sid)[shown:]
+        assert "Mode: default" in status and f"Working directory: {workspace}" in status and "Messages: 2" in status
+        await editor.prompt(sid, "/mode")
+        assert "(one of default, acceptEdits, plan, bypassPermissions, dontAsk)" in editor.text(sid)
+        await editor.prompt(sid, "/mode yolo")
+        assert "unknown permission mode 'yolo'" in editor.text(sid)
+        await editor.prompt(sid, "/clear")
+        assert editor.text(sid).endswith("Started a new, empty conversation.")
+        await editor.prompt(sid, "after clearing")
+        assert len(editor.model.valid_requests) == 2, "the commands never reached the model"
+        assert [m["content"][0]["text"] for m in editor.last_request_messages()] == ["after clearing"]

@@ -136,3 +136,19 @@ async def test_read_sees_the_editors_unsaved_text(workspace: Path, data_dir: Pat
         await editor.prompt(sid, "read the draft")
         result = editor.last_request_messages()[-1]["content"][0]
         assert "1\tunsaved in the editor" in str(result["content"]) and "1\ton disk" not in str(result["content"])
+
+
+async def test_a_todo_list_shows_as_the_plan(workspace: Path, data_dir: Path) -> None:
+    todos = [{"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}]
+    scenario = {"responses": [tool_response(("TodoWrite", {"todos": todos})), text_response("on it")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "plan it") == {"stopReason": "end_turn"}
+        [plan] = editor.of_kind("plan", sid)
+        assert plan["entries"] == [{"content": "Read the code", "status": "completed", "priority": "medium"},
+                                   {"content": "Fix the bug", "status": "in_progress", "priority": "medium"}]
+        kinds = editor.kinds(sid)
+        assert kinds.index("plan") < max(i for i, k in enumerate(kinds) if k == "tool_call_update"), (
+            "the plan is shown as the call finishes"
+        )

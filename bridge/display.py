@@ -1,0 +1,48 @@
+"""What a person is shown of the agent's work, as domain objects: a tool call's content (a text, a diff), the
+places it touches, the plan. The editor server turns them into ACP shapes (`bridge/server/wire.py`), the
+terminal into lines of text; nothing here knows a wire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True)
+class Location:
+    """A file a tool call reads or changes, at `line` (1-based) when known."""
+
+    path: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class TextContent:
+    text: str
+
+
+@dataclass(frozen=True)
+class Diff:
+    """An edit of `path`: the whole old text (None for a new file) and new text, or for a huge file only the
+    region around the change, which starts at line `first_line` of the old text."""
+
+    path: str
+    old_text: str | None
+    new_text: str
+    first_line: int | None = None  # set when the texts are only the changed region
+
+    @property
+    def partial(self) -> bool:
+        return self.first_line is not None
+
+
+Display = TextContent | Diff
+"""One item of what a tool call shows (its result, or the permission dialog's preview)."""
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    content: str
+    status: PlanStatus

@@ -1,0 +1,23 @@
+"""Errors as a person reads them: the one place an exception becomes a message. A task group wraps what
+failed inside it in an exception group; a person gets the cause's own words, never a group, a class name or
+a traceback (those go to the log)."""
+
+from __future__ import annotations
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The first leaf of nested exception groups; `error` itself when it is not a group."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return error
+
+
+def cause_text(error: BaseException) -> str:
+    """The cause's own message (without its class name), or a plain phrase when it has none."""
+    return str(root_cause(error)).strip() or "an unexpected internal error"
+
+
+def for_person(error: BaseException) -> str:
+    """What a front end shows for a turn that failed with `error` (other than a `ModelError`, which
+    already speaks to a person)."""
+    return f"The turn failed: {cause_text(error)}. The details are in the bridge's log; the session goes on."

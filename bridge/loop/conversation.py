@@ -1,0 +1,43 @@
+"""A session's conversation: the history (what the next request carries) and the running totals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bridge.messages import Message
+from bridge.model.types import Usage
+
+
+@dataclass
+class Conversation:
+    """The history and running totals of one session."""
+
+    messages: list[Message] = field(default_factory=list)
+    cost_usd: float = 0.0
+    usage_total: Usage = field(default_factory=Usage)
+    context_tokens: int = 0  # of the latest response: what the next request will at least carry
+    on_message: Callable[[Message], None] = lambda _m: None  # transcript hook: each message when complete
+    on_compact: Callable[[list[Message]], None] = lambda _m: None
+
+    def append(self, message: Message) -> None:
+        self.messages.append(message)
+        self.on_message(message)
+
+    def replace(self, messages: list[Message]) -> None:
+        """After compaction: continue from `messages` (the transcript keeps what came before)."""
+        self.messages = list(messages)
+        self.context_tokens = 0
+        self.on_compact(self.messages)
+
+    def record(self, usage: Usage, cost: float) -> None:
+        """One response's usage and cost."""
+        self.context_tokens = usage.context_tokens
+        self.cost_usd += cost
+        total = self.usage_total
+        self.usage_total = Usage(
+            total.input_tokens + usage.input_tokens,
+            total.output_tokens + usage.output_tokens,
+            total.cache_read_tokens + usage.cache_read_tokens,
+            total.cache_write_tokens + usage.cache_write_tokens,
+        )
