@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -54,19 +57,32 @@ def main(argv: list[str] | None = None) -> int:
         serve_stdio(overrides, acp=args.command == "acp")
         return 0
     if args.command == "run":
-        from bridge.cli.terminal import run_prompt
-
         overrides = {"model": args.model} if args.model else {}
         overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}
         if args.offline:
             overrides |= start_offline(args.offline)
         interactive = not args.non_interactive
-        return run_prompt(args.prompt, cwd=args.cwd.resolve(), overrides=overrides, interactive=interactive)
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
         return run_demo(args.dir, auto_approve=args.yes)
     return 2
+
+
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
+    """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
+    loads (in a thread: the event loop keeps reading the answer meanwhile), then the turn runs."""
+    from bridge.cli.first_request import send_ahead
+
+    early = send_ahead(text, cwd, overrides)
+    if early is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
+    terminal = await asyncio.to_thread(importlib.import_module, "bridge.cli.terminal")
+    code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
+                                                ahead=early[0] if early else None)
+    return code
 
 
 def start_offline(scenario: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO, assert_never
 
 from bridge.agent import Agent
+from bridge.cli.first_request import remember_tools
 from bridge.config import BridgeConfig
 from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
@@ -30,6 +31,7 @@ from bridge.loop.events import (
     UsageReport,
 )
 from bridge.loop.permission import deny_all
+from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
@@ -203,20 +205,37 @@ def run_prompt(
     interactive: bool = True,
     auto_approve: bool = False,
 ) -> int:
+    return asyncio.run(run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
+                                        auto_approve=auto_approve))
+
+
+async def run_prompt_async(
+    text: str,
+    *,
+    cwd: Path,
+    overrides: dict[str, Any],
+    interactive: bool = True,
+    auto_approve: bool = False,
+    ahead: AnthropicModel | None = None,
+) -> int:
+    """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
+    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same."""
     config, problems = BridgeConfig.load(overrides)
     view = TerminalView()
     for problem in problems:
         view.line(view.paint(RED, problem))
-
-    async def main() -> int:
-        agent = Agent(config)
-        prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
-        session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
-        for problem in session.settings_problems():
-            view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
-        try:
-            return await run_turn_in_terminal(session, text, view)
-        finally:
-            await agent.shutdown()
-
-    return asyncio.run(main())
+    agent = Agent(config)
+    if ahead is not None and isinstance(agent.model, AnthropicModel):
+        agent.model.adopt(ahead)
+    prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
+    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
+    for problem in session.settings_problems():
+        view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
+    try:
+        return await run_turn_in_terminal(session, text, view)
+    finally:
+        await agent.shutdown()
+        if ahead is not None:
+            await ahead.aclose()
+        if not session.deferred.tools:  # the tools every new session sends: cached for the next run
+            remember_tools(config.data_dir, [tool.schema() for tool in session.tools.values()])

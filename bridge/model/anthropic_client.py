@@ -7,6 +7,8 @@ AGENT_BRIDGE_MODEL_TRANSPORT=sdk, through the official SDK. Both give the same r
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -85,6 +87,7 @@ class AnthropicModel:
         self._client: Any = None
         self._wire: WireClient | None = None
         self._transport = transport
+        self._ahead: tuple[bytes, asyncio.Task[Any]] | None = None  # a request sent ahead (`send_ahead`)
 
     @property
     def transport(self) -> Literal["sdk", "wire"]:
@@ -119,11 +122,71 @@ class AnthropicModel:
             )
         return self._client
 
+    def send_ahead(self, request: ModelRequest) -> asyncio.Event | None:
+        """Start sending `request` now, before whoever will stream it is ready (the process is still loading):
+        the next `stream` of a request with exactly these bytes takes this response instead of sending again; any
+        other request discards it. Returns an event set once the request is written (or failed), or None when
+        it cannot be sent ahead (the SDK transport, a request the wire profile lacks). Needs a running loop."""
+        if self.transport != "wire" or self._ahead is not None:
+            return None
+        client = self._wire_client()
+        written = asyncio.Event()
+
+        async def trace(event: str, info: Any) -> None:
+            if event.endswith("send_request_body.complete"):
+                written.set()
+
+        try:
+            built = client.build(request.params(), trace=trace)
+        except Exception:
+            log.info("the request cannot be sent ahead", exc_info=True)
+            return None
+        task = asyncio.get_running_loop().create_task(client.send(built))
+        def finished(done: asyncio.Task[Any]) -> None:
+            written.set()
+            if not done.cancelled():
+                done.exception()  # retrieved: whoever streams it (if anyone) sees it raised again
+
+        task.add_done_callback(finished)
+        self._ahead = (built.content, task)
+        return written
+
+    def adopt(self, other: AnthropicModel) -> bool:
+        """Take over `other`'s request sent ahead (and its connection) if this client would have sent the same
+        bytes the same way; else `other`'s is discarded. True when taken over."""
+        ahead, client = other._ahead, other._wire
+        other._ahead, other._wire = None, None
+        if ahead is None or client is None:
+            return False
+        same = self.transport == "wire" and self._wire is None and self._ahead is None and (
+            client.settings() == self._wire_client().settings())
+        if not same:
+            log.warning("a model request sent ahead was discarded: the settings changed")
+            _discard(ahead[1], client)
+            return False
+        self._wire, self._ahead = client, ahead
+        return True
+
     async def aclose(self) -> None:
+        if self._ahead is not None:
+            _discard(self._ahead[1], None)
+            self._ahead = None
         if self._client is not None:
             await self._client.close()
         if self._wire is not None:
             await self._wire.aclose()
+
+    async def _open_wire(self, client: WireClient, params: dict[str, Any]) -> Any:
+        built = client.build(params)
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            body, task = ahead
+            if body == built.content:
+                log.info("the first request was sent ahead: its response is taken")
+                return await task
+            log.warning("a model request sent ahead was discarded: the turn's first request differs from it")
+            _discard(task, None)
+        return await client.send(built)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         wire_client: WireClient | None = None
@@ -141,7 +204,7 @@ class AnthropicModel:
         while True:
             try:
                 if wire_client is not None:
-                    opened: Any = await wire_client.send(wire_client.build(params))
+                    opened: Any = await self._open_wire(wire_client, params)
                 else:
                     opened = await self._sdk().messages.create(**params, stream=True)
                 break
@@ -193,6 +256,32 @@ class AnthropicModel:
 
     def _where(self) -> str:
         return self._base_url or "https://api.anthropic.com"
+
+
+def _discard(task: asyncio.Task[Any], client: WireClient | None) -> None:
+    """Forget a request sent ahead: cancel it, close its response if it came, and its client if given."""
+
+    async def close(done: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(BaseException):
+            response = done.result()
+            await response.aclose()
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    def closed(done: asyncio.Task[Any]) -> None:
+        loop = done.get_loop()
+        if loop.is_closed():
+            return
+        cleanup = loop.create_task(close(done))
+        _background.add(cleanup)
+        cleanup.add_done_callback(_background.discard)
+
+    task.cancel()
+    task.add_done_callback(closed)
+
+
+_background: set[asyncio.Task[None]] = set()  # closings under way (a task must be held until it is done)
 
 
 def _failure_kind(error: BaseException) -> Literal["status", "connection", "other"]:

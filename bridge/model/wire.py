@@ -251,12 +251,19 @@ class WireClient:
         ordered = {key: params[key] for key in self.profile.body_keys if key in params}
         return _ENCODER.encode(ordered).encode()
 
-    def build(self, params: Mapping[str, Any]) -> httpx2.Request:
+    def build(self, params: Mapping[str, Any], *, trace: Any = None) -> httpx2.Request:
+        """The request for `params`; `trace` (httpcore's trace hook: it sends nothing) sees the I/O happen."""
         content = self.body({**params, "stream": True})
         url = self.base_url.copy_with(raw_path=self.base_url.raw_path + b"v1/messages")
-        extensions = {"sni_hostname": url.host.replace("_", "-")} if "_" in url.host else None
+        extensions: dict[str, Any] = {"sni_hostname": url.host.replace("_", "-")} if "_" in url.host else {}
+        if trace is not None:
+            extensions["trace"] = trace
         return self._http().build_request(method="post", url=url, headers=self.headers(), content=content,
-                                          timeout=self.timeout, extensions=extensions)
+                                          timeout=self.timeout, extensions=extensions or None)
+
+    def settings(self) -> tuple[str, str, httpx2.Timeout, float]:
+        """What the bytes and the I/O depend on, besides the request itself."""
+        return self._api_key, str(self.base_url), self.timeout, self._stall_timeout
 
     async def send(self, request: httpx2.Request) -> httpx2.Response:
         """The response, its body not yet read; `StatusError` / `ConnectionFailure` as the SDK raises them."""

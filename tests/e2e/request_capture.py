@@ -83,21 +83,30 @@ def _values(tmp: Path) -> dict[str, str]:
             "<RELEASE>": f"{platform.system().lower()} {platform.release()}"}
 
 
+SENT_AHEAD = "the first request was sent ahead"
+
+
 async def _run(prompt: str, responses: list[dict[str, Any]], tmp: Path, env: dict[str, str],
-               args: tuple[str, ...] = ()) -> list[RecordedRequest]:
+               args: tuple[str, ...] = (), *, times: int = 1) -> list[RecordedRequest]:
+    """`run` `times` times in the same data dir (from the second on, the first request is sent ahead unless the
+    SDK sends requests); the last run's requests."""
     ws, data = tmp / "ws", tmp / "data"
     ws.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
     (ws / "notes.txt").write_text("hello\n")
     scenario = json.loads(json.dumps({"responses": responses}).replace("@WS@", str(ws)))
-    with OfflineServer(scenario) as model:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli.main", "run", prompt, "--non-interactive", "--cwd", str(ws), *args,
-            env=server_env(model, data, **env), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-        assert process.returncode == 0, (out.decode(), err.decode())
-        return model.requests
+    for n in range(times):
+        with OfflineServer(scenario) as model:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bridge.cli.main", "run", prompt, "--non-interactive", "--cwd", str(ws),
+                *args, env=server_env(model, data, **env), stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(process.communicate(), 120)
+            assert process.returncode == 0, (out.decode(), err.decode())
+            ahead = SENT_AHEAD in err.decode()
+            assert ahead == (n > 0 and env.get("AGENT_BRIDGE_MODEL_TRANSPORT") != "sdk"), err.decode()
+            assert "discarded" not in err.decode(), err.decode()
+    return model.requests
 
 
 async def _serve(tmp: Path, env: dict[str, str]) -> list[RecordedRequest]:
@@ -124,6 +133,10 @@ async def capture(tmp: Path, env: dict[str, str] | None = None) -> dict[str, lis
         ("run: model and token settings", lambda d: _run("hi", RETRY_THEN_ANSWER[1:], d, {
             **env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"})),
         ("serve: two prompts", lambda d: _serve(d, env)),
+        ("run: the first request sent ahead", lambda d: _run(PROMPT, THINK_READ_ANSWER, d, env, times=2)),
+        ("run: sent ahead with settings", lambda d: _run("hi", RETRY_THEN_ANSWER, d, {
+            **env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"}, ("--model", "m2"),
+            times=2)),
     ):
         where = tmp / f"flow{len(flows)}"
         records = await make(where)
