@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,5 +95,21 @@ def start_offline(scenario: str) -> dict[str, Any]:
     return {"base_url": url, "api_key": "offline"}
 
 
+def exit_now(code: int) -> NoReturn:
+    """End the process at once: flush what is buffered, then `os._exit` — no interpreter teardown, which would
+    spend most of a second unloading modules. By then everything that must outlive the process is done
+    (transcripts synced, children reaped: `Agent.shutdown`)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def entry() -> NoReturn:
+    """The `agent-bridge` command."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
