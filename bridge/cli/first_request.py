@@ -9,28 +9,24 @@ the model client answers it with the response already on its way; when not, the 
 prompt that may be a slash command, settings files with hooks (a `UserPromptSubmit` hook may change or block
 the prompt), settings it cannot read the way `BridgeConfig` does, tool schemas not yet cached for this code.
 
-The tools' schemas are cached in the data dir, keyed by the code (every file of the bridge and pydantic:
-size and mtime), written by a run that had no cache (`remember_tools`).
+The tools' schemas are cached in the data dir, keyed by the code (bridge/cache.py), written by a run that had
+no cache (`remember_tools`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import re
-import sys
-import tempfile
 from collections.abc import Mapping
-from functools import lru_cache
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
+from bridge.cache import cache_dir, code_key, write_atomically
 from bridge.memory import memory_section
 from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints
 from bridge.model.types import ModelRequest
@@ -49,11 +45,6 @@ DEFAULT_STALL_TIMEOUT = 90.0  # BridgeConfig.stall_timeout
 _NUMBER = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
-def data_dir(environ: Mapping[str, str]) -> Path:
-    """`bridge.config.default_data_dir()`."""
-    return Path(environ.get("AGENT_BRIDGE_DATA_DIR") or platformdirs.user_data_dir("agent-bridge"))
-
-
 def hook_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
     """The settings files hooks come from (SettingsStore's own files; Claude Code's never give hooks)."""
     user = Path(environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
@@ -61,40 +52,15 @@ def hook_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
             user / "settings.json"]
 
 
-@lru_cache(maxsize=1)
-def code_key() -> str:
-    """Changes whenever a file of the bridge or pydantic (which writes the schemas) changes."""
-    digest = hashlib.sha256(sys.version.encode())
-    roots = [Path(__file__).resolve().parent.parent]
-    spec = find_spec("pydantic")
-    if spec is not None and spec.origin:
-        roots.append(Path(spec.origin).parent)
-    for root in roots:
-        for directory, dirs, files in sorted(os.walk(root)):
-            dirs.sort()
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    stat = os.stat(os.path.join(directory, name))
-                    digest.update(f"{directory}/{name}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:24]
+def tools_cache(environ: Mapping[str, str]) -> Path:
+    return cache_dir(environ) / f"tool-schemas-{code_key(('pydantic',))}.json"
 
 
-def tools_cache(data: Path) -> Path:
-    return data / "cache" / f"tool-schemas-{code_key()}.json"
-
-
-def remember_tools(data: Path, schemas: list[dict[str, Any]]) -> None:
+def remember_tools(environ: Mapping[str, str], schemas: list[dict[str, Any]]) -> None:
     """Cache a new session's tool schemas (as `tool.schema()` gives them, in order) for the next runs."""
-    path = tools_cache(data)
-    if path.exists():
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as out:
-            json.dump(schemas, out, ensure_ascii=False)
-        os.replace(out.name, path)
-    except OSError:
-        log.info("the tool schemas could not be cached", exc_info=True)
+    path = tools_cache(environ)
+    if not path.exists():
+        write_atomically(path, json.dumps(schemas, ensure_ascii=False).encode())
 
 
 def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -138,7 +104,7 @@ def predict(text: str, cwd: Path, overrides: Mapping[str, Any],
     if settings is None:
         return None
     try:
-        schemas = json.loads(tools_cache(data_dir(env)).read_text(encoding="utf-8"))
+        schemas = json.loads(tools_cache(env).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(schemas, list) or not schemas or not all(isinstance(s, dict) for s in schemas):

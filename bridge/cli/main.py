@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import sys
@@ -47,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command in ("serve", "acp"):
+        from bridge.server.fast_initialize import read_first
+
+        # `initialize` is answered from here when its answer is known (before the server is even imported)
+        first = read_first(sys.stdin.buffer, sys.stdout.buffer, acp=args.command == "acp",
+                           argv=[args.command, args.model or "", args.offline or ""])
         from bridge.server.app import serve as serve_stdio
 
         overrides: dict[str, Any] = {}
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides["model"] = args.model
         if args.offline:
             overrides |= start_offline(args.offline)
-        serve_stdio(overrides, acp=args.command == "acp")
+        serve_stdio(overrides, acp=args.command == "acp", first=first)
         return 0
     if args.command == "run":
         overrides = {"model": args.model} if args.model else {}
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.offline:
             overrides |= start_offline(args.offline)
         interactive = not args.non_interactive
+        import asyncio
+
         return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
@@ -72,14 +77,19 @@ def main(argv: list[str] | None = None) -> int:
 
 async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
     """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
-    loads (in a thread: the event loop keeps reading the answer meanwhile), then the turn runs."""
+    loads, then the turn runs."""
+    import asyncio
+    import importlib
+
     from bridge.cli.first_request import send_ahead
 
     early = send_ahead(text, cwd, overrides)
     if early is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
-    terminal = await asyncio.to_thread(importlib.import_module, "bridge.cli.terminal")
+    # Loaded here, the event loop waiting: the request is written, its answer waits in the socket. (Not in a
+    # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
+    terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
                                                 ahead=early[0] if early else None)
     return code

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import difflib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -279,4 +280,5 @@ async def run_prompt_async(
         finally:
             signals.remove()
         if not session.deferred.tools:  # the tools every new session sends: cached for the next run
-            remember_tools(config.data_dir, [tool.schema() for tool in session.tools.values()])
+            environ = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(config.data_dir)}
+            remember_tools(environ, [tool.schema() for tool in session.tools.values()])

@@ -184,6 +184,28 @@ def _socket_options() -> list[tuple[int, int, int | bool]]:
     return options
 
 
+_LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+_PREPARED: list[httpx2.AsyncHTTPTransport] = []
+
+
+def _transport() -> httpx2.AsyncHTTPTransport:
+    """The SDK's default transport (its `DefaultAsyncHttpxClient` without proxies)."""
+    return httpx2.AsyncHTTPTransport(limits=_LIMITS, socket_options=_socket_options())
+
+
+def prepare() -> None:
+    """Do ahead what the first request would (`serve` calls this in its warm-up thread after `initialize`): load
+    the connection's modules and build a transport (its TLS context reads the CA certificates: a good part of
+    a second on a loaded machine). The next client takes it."""
+    import anyio._backends._asyncio
+    import anyio.streams.tls  # noqa: F401
+    import h11  # noqa: F401
+    import httpcore2._backends.anyio  # noqa: F401
+
+    if not _PREPARED:
+        _PREPARED.append(_transport())
+
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -209,10 +231,9 @@ class WireClient:
 
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:
-            limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
             self._client = httpx2.AsyncClient(
-                base_url=self.base_url, timeout=self.timeout, limits=limits, follow_redirects=True, mounts={},
-                transport=httpx2.AsyncHTTPTransport(limits=limits, socket_options=_socket_options()),
+                base_url=self.base_url, timeout=self.timeout, limits=_LIMITS, follow_redirects=True, mounts={},
+                transport=_PREPARED.pop() if _PREPARED else _transport(),
             )
         return self._client
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
     from bridge.agent import Agent
     from bridge.loop.events import Notice
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
+    from bridge.server.fast_initialize import FirstMessage
     from bridge.session import Frontend, Session
 
 log = logging.getLogger(__name__)
@@ -148,12 +149,20 @@ class EditorDocuments(DocumentSource):
 
 
 def _warm_up() -> None:
-    """After `initialize`: load the domain and the SDK (seconds, cold) before the first prompt needs them."""
+    """Right after `initialize` is answered, in the event loop: load the domain (and the SDK, if requests need
+    it) before the first session does. Not in a thread: two threads importing the same modules can deadlock
+    (Python's import locks), and nothing can be served without the domain anyway."""
     try:
-        import anthropic  # noqa: F401
+        import bridge.agent  # noqa: F401
+        from bridge.model import wire
+        from bridge.tools.registry import core_tools
 
-        import bridge.agent
-        import bridge.tools.registry  # noqa: F401
+        for tool in core_tools():  # loads what writing the schemas takes
+            tool.schema()
+        if wire.supported() is None:
+            wire.prepare()
+        else:
+            import anthropic  # noqa: F401
     except Exception:  # reported when a prompt needs it
         log.exception("warm-up import failed")
 
@@ -222,13 +231,13 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> None:
         ls.configure({})
-        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+        asyncio.get_running_loop().call_soon(_warm_up)
 
     @feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options
         ls.configure(options if isinstance(options, dict) else {})
-        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+        asyncio.get_running_loop().call_soon(_warm_up)
 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -336,15 +345,20 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     return server
 
 
-def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> None:
+def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> None:
     """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
-    framing (one message per line) instead of LSP's Content-Length headers."""
+    framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
+    answered) before the server was loaded (bridge/server/fast_initialize.py)."""
+    from bridge.server.fast_initialize import AnswerFilter, FirstMessage, Replay
+
+    first = first or FirstMessage(b"")
     server = build_server(overrides, acp=acp)
-    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
+    reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
+    stdout = AnswerFilter(sys.stdout.buffer, first)
     if acp:
-        server.protocol.set_writer(LineWriter(sys.stdout.buffer), include_headers=False)
+        server.protocol.set_writer(LineWriter(stdout), include_headers=False)
     else:
-        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
     stop = threading.Event()
     server._stop_event = stop
 
