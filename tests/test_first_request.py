@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bridge import cache
 from bridge.cli import first_request
 from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
 from bridge.model.anthropic_client import AnthropicModel
@@ -29,7 +30,7 @@ def test_the_defaults_are_bridge_configs() -> None:
     assert first_request.DEFAULT_MODEL == DEFAULT_MODEL == config.model
     assert config.max_tokens == first_request.DEFAULT_MAX_TOKENS
     assert config.stall_timeout == first_request.DEFAULT_STALL_TIMEOUT
-    assert first_request.data_dir(os.environ) == default_data_dir()
+    assert cache.data_dir(os.environ) == default_data_dir()
 
 
 def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:
@@ -72,7 +73,7 @@ def test_the_settings_read_ahead_are_bridge_configs(model: str, stall: str, key:
 
 def _cached(tmp_path: Path) -> dict[str, str]:
     env = {"AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config")}
-    first_request.remember_tools(tmp_path / "data", [{"name": "T", "description": "d", "input_schema": {}}])
+    first_request.remember_tools(env, [{"name": "T", "description": "d", "input_schema": {}}])
     return env
 
 
@@ -146,11 +147,11 @@ async def test_run_sends_the_loops_request_when_the_guess_is_stale(tmp_path: Pat
             return out.decode() + err.decode()
 
         await run()  # writes the cache
-        cache = first_request.tools_cache(data)
+        cached = first_request.tools_cache({"AGENT_BRIDGE_DATA_DIR": str(data)})
         if change == "schema":
-            schemas = json.loads(cache.read_text())
+            schemas = json.loads(cached.read_text())
             schemas[0]["description"] += " (stale)"
-            cache.write_text(json.dumps(schemas))
+            cached.write_text(json.dumps(schemas))
         else:
             (ws / "CLAUDE.md").write_text("remember this\n")  # read by the guess and by the session alike
         output = await run()

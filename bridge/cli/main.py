@@ -57,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides["model"] = args.model
         if args.offline:
             overrides |= start_offline(args.offline)
-        serve_stdio(overrides, acp=args.command == "acp", first=first)
-        return 0
+        return serve_stdio(overrides, acp=args.command == "acp", first=first)
     if args.command == "run":
         overrides = {"model": args.model} if args.model else {}
         overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}

@@ -4,8 +4,10 @@ calls the domain, returns a wire shape."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
+import signal
 import sys
 import threading
 import uuid
@@ -345,7 +347,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     return server
 
 
-def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> None:
+def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> int:
     """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
     framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
     answered) before the server was loaded (bridge/server/fast_initialize.py)."""
@@ -361,20 +363,42 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
         server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
     stop = threading.Event()
     server._stop_event = stop
+    signalled: list[int] = []
 
     async def main() -> None:
+        reading = asyncio.current_task()
+        assert reading is not None
+
+        def on_signal(signum: int) -> None:
+            """SIGINT/SIGTERM: every turn is cancelled (as Ctrl-C: commands get their escalation), then the
+            process ends; another signal meanwhile kills the commands at once."""
+            signalled.append(signum)
+            if len(signalled) == 1:
+                reading.cancel()
+            elif server._agent is not None:
+                server._agent.kill_processes_now()
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, on_signal, signum)
         try:
             if acp:
                 await serve_lines(reader, server.protocol, stop)  # type: ignore[arg-type]
             else:
                 await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
+        except asyncio.CancelledError:
+            if not signalled:
+                raise
         finally:
             if server._agent is not None:
-                await server._agent.shutdown()
+                await server._agent.shutdown(grace=bool(signalled))
 
     try:
         asyncio.run(main())
     except (KeyboardInterrupt, SystemExit, BrokenPipeError):
         pass
     finally:
-        server.shutdown()  # type: ignore[no-untyped-call]
+        if not signalled:  # (after a signal, stdin may still be open: its reader thread is never joined)
+            server.shutdown()  # type: ignore[no-untyped-call]
+    return 128 + signalled[0] if signalled else 0
