@@ -197,10 +197,12 @@ def bench_sigint(root: Path) -> dict[str, float]:
             child.reap()
             streaming.append(child.ended - sent)
     log, ready = ws / "signals.log", ws / "ready"
-    script = ws / "traps.sh"  # a script: the permission layer asks about `trap` in a command line
-    script.write_text(f"trap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\ntouch {ready}\n"
-                      "while true; do sleep 0.02; done\n")
-    tool = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": f"sh {script}"}}],
+    # an executable run by its path: the permission layer asks about `trap` in a command line and `sh FILE`
+    script = ws / "traps.sh"
+    script.write_text(f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
+                      f"touch {ready}\nwhile true; do sleep 0.02; done\n")
+    script.chmod(0o755)
+    tool = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": str(script)}}],
             "stop_reason": "tool_use"}
     with OfflineServer({"responses": [tool], "after_last": "repeat_last"}) as model:
         for i in range(max(3, RUNS // 2)):

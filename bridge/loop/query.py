@@ -149,7 +149,7 @@ async def run_turn(
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
         return "cancelled"  # the prompt never joined the history: nothing to mark
     text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
-    submitted = await tools.policy.run_hooks("UserPromptSubmit", {"prompt": text})
+    submitted = await tools.hooks.run("UserPromptSubmit", {"prompt": text})
     _report_hook_errors(submitted, "UserPromptSubmit", emit)
     if submitted.blocked:  # the prompt never reaches the model (nor the history)
         emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
@@ -208,7 +208,7 @@ async def run_turn(
         if abort.aborted:
             return "cancelled"
         if not results:
-            outcome = await tools.policy.run_hooks("Stop", {"stop_hook_active": stop_hook_active})
+            outcome = await tools.hooks.run("Stop", {"stop_hook_active": stop_hook_active})
             _report_hook_errors(outcome, "Stop", emit)
             if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
                 stop_hook_active = True  # the hook wants more work: once, with its reason as the next message

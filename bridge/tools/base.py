@@ -23,6 +23,7 @@ from bridge.display import Location as Location  # re-exported: the tools name t
 if TYPE_CHECKING:  # the services' own modules import this one
     from bridge.tools.background import BackgroundShells
     from bridge.tools.processes import ProcessSupervisor
+    from bridge.tools.sandbox import Sandbox
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 InterruptBehavior = Literal["block", "cancel"]
@@ -124,8 +125,7 @@ class Services:
     processes: ProcessSupervisor | None = None  # every command the agent runs (process-wide)
     background: BackgroundShells | None = None  # this session's background shells
     settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env`, read at each call
-    # Added by later parts, each an optional field like these: the sandbox policy provider (`sandbox`) and
-    # the MCP manager (`mcp`).
+    sandbox: Sandbox | None = None  # the OS sandbox Bash runs its commands in (None: unsandboxed)
 
 
 S = TypeVar("S")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -18,12 +19,16 @@ from tests.e2e.harness import pid_alive, poll, running_editor, server_env, text_
 
 
 def trapping_command(ws: Path) -> tuple[str, Path, Path]:
-    """A command that records SIGINT and SIGTERM and survives both (only SIGKILL ends it)."""
+    """A command that records SIGINT and SIGTERM and survives both (only SIGKILL ends it); it writes its pid
+    (the sandbox's: find it with `running`) when it has set its traps."""
     log, pid = ws / "signals.log", ws / "pid"
-    script = ws / "traps.sh"  # a script: `trap` on a command line makes the permission layer ask
-    script.write_text(f"trap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\necho $$ > {pid}\n"
-                      "while true; do sleep 0.02; done\n")
-    return f"sh {script}", log, pid
+    # An executable file run by its path: `trap` on a command line, or `sh FILE`, make the permission layer ask
+    # (it can't see what a script does), and `run --non-interactive` denies what asks.
+    script = ws / "traps.sh"
+    script.write_text(f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
+                      f"echo $$ > {pid}\nwhile true; do sleep 0.02; done\n")
+    script.chmod(0o755)
+    return str(script), log, pid
 
 
 async def start_run(model: OfflineServer, ws: Path, data: Path, *args: str) -> asyncio.subprocess.Process:
@@ -31,6 +36,19 @@ async def start_run(model: OfflineServer, ws: Path, data: Path, *args: str) -> a
         sys.executable, "-m", "bridge.cli.main", "run", "go", "--non-interactive", "--cwd", str(ws),
         "--allow", "Bash", *args, env=server_env(model, data), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+
+
+def running(command: str) -> list[int]:
+    """Live processes (not zombies) running `command` (a unique path), seen from here."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if command.encode() in cmdline and pid_alive(int(name)):
+            found.append(int(name))
+    return found
 
 
 def transcript_messages(data: Path) -> list[dict[str, Any]]:
@@ -71,12 +89,12 @@ async def test_a_signal_during_a_command_waits_for_its_escalation(workspace: Pat
     with OfflineServer({"responses": [tool_response(("Bash", {"command": command}))]}) as model:
         process = await start_run(model, workspace, data_dir)
         await poll(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the command")
-        pid = int(pid_file.read_text())
+        assert running(command)
         process.send_signal(signum)
         await asyncio.wait_for(process.wait(), 30)
     assert process.returncode == code
     assert log.read_text().split() == ["INT", "TERM"]  # the grace ran its course before SIGKILL
-    assert not pid_alive(pid)
+    assert not running(command)
 
 
 async def test_serve_on_sigterm_cancels_the_turn_and_leaves_nothing(workspace: Path, data_dir: Path) -> None:
@@ -86,7 +104,7 @@ async def test_serve_on_sigterm_cancels_the_turn_and_leaves_nothing(workspace: P
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "go")
         await poll(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the command")
-        pid = int(pid_file.read_text())
+        assert running(command)
         server = editor.client._server
         assert server is not None
         server.send_signal(signal.SIGTERM)
@@ -94,7 +112,7 @@ async def test_serve_on_sigterm_cancels_the_turn_and_leaves_nothing(workspace: P
         await asyncio.wait_for(server.wait(), 30)
         assert server.returncode == 143
     assert log.read_text().split() == ["INT", "TERM"]
-    assert not pid_alive(pid)
+    assert not running(command)
     messages = transcript_messages(data_dir)
     assert messages[1]["content"][-1]["type"] == "tool_use" and messages[2]["content"][0]["type"] == "tool_result"
 
