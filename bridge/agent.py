@@ -3,6 +3,7 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
