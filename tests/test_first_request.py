@@ -19,7 +19,7 @@ from bridge import cache
 from bridge.cli import first_request
 from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
 from bridge.model.anthropic_client import AnthropicModel
-from bridge.model.types import ModelRequest
+from bridge.model.types import BlockDelta, ModelRequest
 from bridge.offline import OfflineServer
 from bridge.permissions.settings import SettingsStore
 from tests.e2e.harness import server_env
@@ -108,7 +108,7 @@ async def test_a_request_sent_ahead_that_differs_is_discarded_and_never_used() -
         model = AnthropicModel(api_key="k", base_url=server.base_url)
         assert model.adopt(early)
         actual = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "actual"}])
-        texts = [e.text for e in [e async for e in model.stream(actual)] if type(e).__name__ == "BlockDelta"]
+        texts = [e.text for e in [e async for e in model.stream(actual)] if isinstance(e, BlockDelta)]
         await model.aclose()
         await early.aclose()
     assert "".join(texts) == "second"  # the guess's answer was not used

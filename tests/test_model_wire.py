@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +20,7 @@ from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError, ModelRequest
 from bridge.offline import OfflineServer
 
-TRANSPORTS = ("sdk", "wire")
+TRANSPORTS: tuple[Literal["sdk", "wire"], ...] = ("sdk", "wire")
 
 
 def request_of(**changes: Any) -> ModelRequest:
@@ -83,7 +83,7 @@ async def test_the_request_bytes_are_the_sdks(name: str, options: dict[str, Any]
     for transport in TRANSPORTS:
         with OfflineServer({"responses": [], "after_last": "end_turn_text"}) as server:
             kwargs: dict[str, Any] = {"api_key": "sk-test", "max_retries": 0, **options}
-            model = AnthropicModel(base_url=server.base_url, transport=transport, **kwargs)  # type: ignore[arg-type]
+            model = AnthropicModel(base_url=server.base_url, transport=transport, **kwargs)
             _, failure = await outcome(model, REQUESTS[name])
             assert failure is None, failure
             (record,) = server.requests
@@ -204,7 +204,8 @@ async def canned(bodies: list[tuple[int, bytes]]) -> AsyncIterator[str]:
 def sse(events: list[Any]) -> bytes:
     out = b""
     for event in events:
-        name = event.get("type") if isinstance(event, dict) and isinstance(event.get("type"), str) else "x"
+        kind = event.get("type") if isinstance(event, dict) else None
+        name = kind if isinstance(kind, str) else "x"
         out += b"event: " + name.encode() + b"\ndata: " + json.dumps(event).encode() + b"\n\n"
     return out
 
@@ -272,7 +273,7 @@ async def test_any_mutated_stream_gives_the_sdks_outcome(events: list[Any]) -> N
     results = []
     for transport in TRANSPORTS:
         async with canned([(200, sse(events))]) as url:
-            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)  # type: ignore[arg-type]
+            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)
             got, failure = await outcome(model, request_of())
             results.append((_comparable(got), failure))
     assert results[0] == results[1], events
@@ -286,7 +287,7 @@ async def test_any_error_body_gives_the_sdks_error(status: int, body: bytes) -> 
     results = []
     for transport in TRANSPORTS:
         async with canned([(status, body)]) as url:
-            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)  # type: ignore[arg-type]
+            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)
             results.append(await outcome(model, request_of()))
     assert results[0] == results[1]
 
@@ -313,7 +314,7 @@ async def test_a_block_only_the_sdk_can_dump_is_dumped_by_the_sdk() -> None:
     results = []
     for transport in TRANSPORTS:
         async with canned([(200, sse(stream))]) as url:
-            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)  # type: ignore[arg-type]
+            model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=0)
             events, failure = await outcome(model, request_of())
             assert failure is None, failure
             results.append([json.dumps(e.block) for e in events if type(e).__name__ == "BlockComplete"])
@@ -329,6 +330,7 @@ def test_the_installed_sdk_has_a_profile_that_matches_it() -> None:
     import inspect
 
     import anthropic
+    import pydantic
     from anthropic import types
     from anthropic._constants import ANTHROPIC_API_VERSION
     from anthropic.resources.messages.messages import AsyncMessages
@@ -341,8 +343,9 @@ def test_the_installed_sdk_has_a_profile_that_matches_it() -> None:
     body = source[source.index("body={"):]
     keys = re.findall(r'^\s+"(\w+)": \w+,$', body[: body.index("}")], re.MULTILINE)
     assert tuple(keys) == profile.body_keys
-    models = {"text": types.TextBlock, "tool_use": types.ToolUseBlock, "thinking": types.ThinkingBlock,
-              "redacted_thinking": types.RedactedThinkingBlock}
+    models: dict[str, type[pydantic.BaseModel]] = {
+        "text": types.TextBlock, "tool_use": types.ToolUseBlock, "thinking": types.ThinkingBlock,
+        "redacted_thinking": types.RedactedThinkingBlock}
     for name, model in models.items():
         fields = profile.block_fields[name]
         assert [f for f, _ in fields] == list(model.model_fields), name

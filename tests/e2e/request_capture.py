@@ -14,6 +14,7 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ async def capture(tmp: Path, env: dict[str, str] | None = None) -> dict[str, lis
     """Every flow's requests, normalized. `env` is added to each bridge process's environment."""
     env = env or {}
     flows: dict[str, list[dict[str, Any]]] = {}
-    for name, make in (
+    makers: tuple[tuple[str, Callable[[Path], Awaitable[list[RecordedRequest]]]], ...] = (
         ("run: thinking, text, a Read, the answer", lambda d: _run(PROMPT, THINK_READ_ANSWER, d, env)),
         ("run: 529 retried", lambda d: _run("retry me", RETRY_THEN_ANSWER, d, env)),
         ("run: model and token settings", lambda d: _run("hi", RETRY_THEN_ANSWER[1:], d, {
@@ -137,7 +138,8 @@ async def capture(tmp: Path, env: dict[str, str] | None = None) -> dict[str, lis
         ("run: sent ahead with settings", lambda d: _run("hi", RETRY_THEN_ANSWER, d, {
             **env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"}, ("--model", "m2"),
             times=2)),
-    ):
+    )
+    for name, make in makers:
         where = tmp / f"flow{len(flows)}"
         records = await make(where)
         flows[name] = [normalized(r, _values(where)) for r in records]

@@ -18,7 +18,7 @@ from bridge.offline import OfflineServer
 from bridge.server.fast_initialize import Replay
 from tests.e2e.harness import server_env
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+INITIALIZE: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"processId": 4242, "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
                          "initializationOptions": {}}}
 
