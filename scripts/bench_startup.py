@@ -11,6 +11,8 @@ loaded: compare ratios, not absolute times). Runs are interleaved (baseline, our
   model request with `session/new` and `session/prompt` sent as soon as possible; SIGTERM after a turn
   -> process gone
 - two `sleep 2; echo x` Bash calls in one response: the turn's wall time (parallel: ~2 s)
+- what holds `serve`'s RSS: the growth of each import step of what it has loaded after a turn
+- at the end, issue 12's done-when: each limit against its figure
 
 Every child gets its own data dir and HOME; the model is an OfflineServer in this process (a thread).
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -346,17 +347,79 @@ def bench_parallel(root: Path) -> dict[str, float]:
     return {"two_sleep_2_calls_s": median(turns)}
 
 
+# ---- what the memory after a turn is ------------------------------------------------------------------
+
+# What `serve` has loaded after one turn, in import order: each step's RSS growth is what it holds.
+RSS_STEPS = """\
+import importlib, sys
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+before = rss()
+print("interpreter", before)
+for step in sys.argv[1:]:
+    for name in step.split(","):
+        importlib.import_module(name)
+    now = rss()
+    print(step, now - before)
+    before = now
+"""
+STEPS = {
+    "asyncio + ssl (OpenSSL)": "asyncio,ssl",
+    "httpx2 (HTTP, h11, certifi)": "httpx2",
+    "pydantic (core)": "pydantic",
+    "lsprotocol + pygls": "lsprotocol.types,pygls.lsp.server",
+    "bridge server": "bridge.server.app",
+    "bridge domain (agent, loop, permissions)": "bridge.agent,bridge.permissions.engine",
+    "tools": "bridge.tools.registry",
+    "model wire": "bridge.model.wire",
+}
+
+
+def bench_rss(root: Path) -> dict[str, float]:
+    """Where `serve`'s RSS after a turn goes (the anthropic SDK is not among it: it is not imported)."""
+    out = subprocess.run([PY, "-c", RSS_STEPS, *STEPS.values()], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.splitlines()
+    names = {v: k for k, v in STEPS.items()}
+    figures = {}
+    for line in out:
+        step, mib = line.rsplit(" ", 1)
+        figures[f"MiB {names.get(step, step)}"] = float(mib)
+    sdk = subprocess.run([PY, "-c", RSS_STEPS, "anthropic"], capture_output=True, text=True, check=True).stdout
+    figures["MiB sum of the above"] = sum(figures.values())
+    figures["MiB anthropic SDK with its deps, alone (not loaded)"] = float(sdk.splitlines()[-1].rsplit(" ", 1)[1])
+    return figures
+
+
+# ---- the done-when of issue 12 --------------------------------------------------------------------------
+
+CHECKS = (  # (group, figure, limit, what)
+    ("start", "run_first_request_s", 0.6, "start -> first request <= 0.6 s"),
+    ("start", "run_first_request_vs_floor", 1.5, "start -> first request <= 1.5x bare httpx"),
+    ("stop", "sigint_streaming_to_exit_s", 0.1, "SIGINT while streaming -> exit <= 0.1 s"),
+    ("serve", "initialize_s", 0.15, "serve: initialize answered <= 0.15 s"),
+    ("serve", "rss_after_turn_mib", 90.0, "serve: RSS after one turn <= 90 MiB"),
+    ("parallel", "two_sleep_2_calls_s", 2.3, "two sleep 2; echo calls <= 2.3 s"),
+)
+
+
 def main() -> None:
-    groups = {"start": bench_start, "stop": bench_sigint, "serve": bench_serve, "parallel": bench_parallel}
+    groups = {"start": bench_start, "stop": bench_sigint, "serve": bench_serve, "parallel": bench_parallel,
+              "rss": bench_rss}
     only = sys.argv[1:] or list(groups)
-    usage0 = resource.getrusage(resource.RUSAGE_SELF)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {RUNS} runs, medians")
+    results: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in only:
-            figures = groups[name](Path(tmp) / name)
+            results[name] = figures = groups[name](Path(tmp) / name)
             for key, value in figures.items():
-                print(f"{name:>9}  {key:<32} {value:>10.3f}", flush=True)
-    del usage0
+                print(f"{name:>9}  {key:<48} {value:>10.3f}", flush=True)
+    print(f"done when (issue 12), load average now {os.getloadavg()[0]:.1f}:")
+    for group, key, limit, what in CHECKS:
+        if key in results.get(group, {}):
+            value = results[group][key]
+            print(f"  {'ok  ' if value <= limit else 'FAIL'} {what:<45} {value:.3f}")
 
 
 if __name__ == "__main__":
