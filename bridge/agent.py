@@ -3,6 +3,7 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from bridge.tools.processes import ProcessSupervisor
 
 log = logging.getLogger(__name__)
+
+SHUTDOWN_UNWIND = 5.0  # seconds a graceful shutdown lets cancelled turns unwind before forcing them
 
 
 class UnknownSession(LookupError):
@@ -156,18 +159,37 @@ class Agent:
             raise UnknownSession(session_id)
         return session
 
-    async def shutdown(self) -> None:
-        """Cancel every turn and kill every process we started."""
+    def processes_running(self) -> bool:
+        return self._supervisor is not None and bool(self._supervisor.live_pids())
+
+    def kill_processes_now(self) -> None:
+        """SIGKILL every command's tree at once (a graceful shutdown's wait then ends)."""
+        if self._supervisor is not None:
+            self._supervisor.kill_all_now()
+
+    async def shutdown(self, *, grace: bool = False) -> None:
+        """Cancel every turn and kill every process we started; transcripts are synced to disk. `grace`: the
+        commands still running get their SIGINT -> SIGTERM -> SIGKILL escalation first (bounded: about a second),
+        as on Ctrl-C; else they are killed at once."""
         for session in self.sessions.values():
-            session.cancel(force=True)
+            session.cancel(force=not grace)
+        if grace:
+            idle = asyncio.gather(*(session.wait_idle() for session in self.sessions.values()))
+            try:
+                await asyncio.wait_for(idle, SHUTDOWN_UNWIND)
+            except TimeoutError:
+                log.warning("turns still unwinding after %s s at shutdown: forced", SHUTDOWN_UNWIND)
+                for session in self.sessions.values():
+                    session.cancel(force=True)
+        for session in self.sessions.values():
             if session.transcript is not None:
                 session.transcript.close()
         for shells in self._shells:
-            await shells.shutdown()
+            await shells.shutdown(grace=grace)
         if self._mcp is not None:
             await self._mcp.close()
         if self._supervisor is not None:
-            await self._supervisor.shutdown()
+            await self._supervisor.shutdown(grace=grace)
         close = getattr(self.model, "aclose", None)
         if close is not None:
             await close()

@@ -73,9 +73,16 @@ class Transcript:
             log.error("cannot write transcript %s: %s", self.path, error)
 
     def close(self) -> None:
+        """Flushed and synced to disk, then closed (the process may end without more ado right after)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            try:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            except OSError as error:
+                log.error("cannot sync transcript %s: %s", self.path, error)
+            finally:
+                self._file.close()
+                self._file = None
 
 
 @dataclass

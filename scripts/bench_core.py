@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -60,6 +61,19 @@ def bench_initialize(data: Path) -> dict[str, float]:
             "ratio": _median(ours) / _median(baseline)}
 
 
+def sleeping(duration: str) -> list[int]:
+    """Live `sleep DURATION` processes, seen from here."""
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", duration.encode()] and pid_alive(int(name)):
+            found.append(int(name))
+    return found
+
+
 async def bench_turns(root: Path) -> dict[str, float]:
     ws, data = root / "ws", root / "data"
     ws.mkdir(exist_ok=True)
@@ -74,9 +88,11 @@ async def bench_turns(root: Path) -> dict[str, float]:
         responses.append({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"})
     deltas = 5000
     responses.append({"content": [{"type": "text", "deltas": [text] * deltas}], "stop_reason": "end_turn"})
-    for _ in range(RUNS):  # ctrl-c during a command
+    # ctrl-c during a command; each sleeps a time of its own: found by its command line (its $$ is the sandbox's)
+    sleeps = [f"60.{os.getpid()}{i}" for i in range(RUNS)]
+    for duration in sleeps:
         responses.append({"content": [{"type": "tool_use", "name": "Bash",
-                                       "input": {"command": f"echo $$ > {ws / 'pid'}; echo go; sleep 60"}}],
+                                       "input": {"command": f"echo $$ > {ws / 'pid'}; echo go; sleep {duration}"}}],
                           "stop_reason": "tool_use"})
     (ws / "f").write_text("hello\n")
     out: dict[str, float] = {}
@@ -111,11 +127,11 @@ async def bench_turns(root: Path) -> dict[str, float]:
         out["updates_sent"] = len([u for u in editor.updates[before:]
                                    if u["update"]["sessionUpdate"] == "agent_message_chunk"])
         cancel_answer, child_gone = [], []
-        for _ in range(RUNS):
+        for duration in sleeps:
             (ws / "pid").unlink(missing_ok=True)
             turn = editor.start_prompt(sid, "run")
-            await poll(lambda: (ws / "pid").exists() and (ws / "pid").read_text().strip(), timeout=10)
-            pid = int((ws / "pid").read_text())
+            await poll(lambda d=duration: bool(sleeping(d)), timeout=10)  # type: ignore[misc]
+            (pid,) = sleeping(duration)
             start = time.monotonic()
             editor.cancel(sid)
             await turn

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bridge.tools.process_registry import TOKEN_ENV, reap_leftovers, start_ticks
+from bridge.tools.process_registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
 from bridge.tools.sandbox import probe
 from tests.test_processes import ESCAPING, eventually, marked_pids, our_zombies, reap_zombies_among
@@ -79,6 +79,20 @@ async def test_the_registry_names_what_runs_and_goes_when_it_is_done(tmp_path: P
     assert await eventually(lambda: not registry_files(tmp_path))
     await supervisor.shutdown()
     assert await eventually(lambda: not alive(watchdog))
+
+
+async def test_a_clean_shutdown_lets_the_watchdog_go_at_once(tmp_path: Path) -> None:
+    """The bridge exits right after its shutdown: neither it nor the watchdog waits out EXIT_GRACE for the
+    other (the watchdog hears "released", not only the pipe closing)."""
+    supervisor = ProcessSupervisor(data_dir=tmp_path)
+    proc = await supervisor.spawn(shell_argv("true"), cwd="/", env=command_environment())
+    assert await supervisor.wait_gone(proc, 10)
+    watchdog = supervisor.registry.watchdog_pid if supervisor.registry else None
+    assert watchdog is not None and alive(watchdog)
+    started = time.monotonic()
+    await supervisor.shutdown()
+    assert time.monotonic() - started < EXIT_GRACE / 2
+    assert not alive(watchdog) and not registry_files(tmp_path)
 
 
 def start(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:

@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command in ("serve", "acp"):
+        from bridge.server.fast_initialize import read_first
+
+        # `initialize` is answered from here when its answer is known (before the server is even imported)
+        first = read_first(sys.stdin.buffer, sys.stdout.buffer, acp=args.command == "acp",
+                           argv=[args.command, args.model or "", args.offline or ""])
         from bridge.server.app import serve as serve_stdio
 
         overrides: dict[str, Any] = {}
@@ -52,17 +57,16 @@ def main(argv: list[str] | None = None) -> int:
             overrides["model"] = args.model
         if args.offline:
             overrides |= start_offline(args.offline)
-        serve_stdio(overrides, acp=args.command == "acp")
-        _exit_now()
+        return serve_stdio(overrides, acp=args.command == "acp", first=first)
     if args.command == "run":
-        from bridge.cli.terminal import run_prompt
-
         overrides = {"model": args.model} if args.model else {}
         overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}
         if args.offline:
             overrides |= start_offline(args.offline)
         interactive = not args.non_interactive
-        return run_prompt(args.prompt, cwd=args.cwd.resolve(), overrides=overrides, interactive=interactive)
+        import asyncio
+
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
@@ -70,14 +74,24 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _exit_now() -> NoReturn:
-    """Everything we started is cleaned up when `serve` returns; skip the interpreter's teardown of thousands
-    of modules' objects (seconds on a loaded machine), which an editor would otherwise wait for, then kill."""
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
+    """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
+    loads, then the turn runs."""
+    import asyncio
+    import importlib
+
+    from bridge.cli.first_request import send_ahead
+
+    early = send_ahead(text, cwd, overrides)
+    if early is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
+    # Loaded here, the event loop waiting: the request is written, its answer waits in the socket. (Not in a
+    # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
+    terminal = importlib.import_module("bridge.cli.terminal")
+    code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
+                                                ahead=early[0] if early else None)
+    return code
 
 
 def start_offline(scenario: str) -> dict[str, Any]:
@@ -90,5 +104,21 @@ def start_offline(scenario: str) -> dict[str, Any]:
     return {"base_url": url, "api_key": "offline"}
 
 
+def exit_now(code: int) -> NoReturn:
+    """End the process at once: flush what is buffered, then `os._exit` — no interpreter teardown, which would
+    spend most of a second unloading modules. By then everything that must outlive the process is done
+    (transcripts synced, children reaped: `Agent.shutdown`)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
+def entry() -> NoReturn:
+    """The `agent-bridge` command."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

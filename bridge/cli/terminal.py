@@ -7,12 +7,14 @@ import asyncio
 import contextlib
 import difflib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO, assert_never
 
 from bridge.agent import Agent
+from bridge.cli.first_request import remember_tools
 from bridge.config import BridgeConfig
 from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
@@ -30,6 +32,7 @@ from bridge.loop.events import (
     UsageReport,
 )
 from bridge.loop.permission import deny_all
+from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
@@ -168,18 +171,15 @@ async def _read_line() -> str:
         loop.remove_reader(fd)
 
 
-async def run_turn_in_terminal(session: Session, text: str, view: TerminalView) -> int:
-    loop = asyncio.get_running_loop()
-    cancels = 0
-
-    def on_sigint() -> None:
-        nonlocal cancels
-        cancels += 1
-        view.line(view.paint(DIM, "^C cancelling…" if cancels == 1 else "^C forcing…"))
-        session.cancel(force=cancels > 1)
-
-    with contextlib.suppress(NotImplementedError):
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
+                               stops: TerminalSignals | None = None) -> int:
+    """The turn, with SIGINT (Ctrl-C) and SIGTERM cancelling it (`stops`: the handlers, else installed here for
+    the turn). Exit code: 0, 1 (an error), 130 (cancelled by SIGINT), 143 (by SIGTERM)."""
+    own = stops is None
+    signals = stops or TerminalSignals(view)
+    signals.session = session
+    if own:
+        signals.install()
     try:
         stop = await session.prompt([{"type": "text", "text": text}])
     except Exception as error:  # one clear message: a model failure's own, else the cause's (the rest is logged)
@@ -189,10 +189,48 @@ async def run_turn_in_terminal(session: Session, text: str, view: TerminalView) 
         view.line(view.paint(RED, f"Error: {shown}"))
         return 1
     finally:
-        with contextlib.suppress(NotImplementedError):
-            loop.remove_signal_handler(signal.SIGINT)
+        signals.session = None
+        if own:
+            signals.remove()
     view.line(view.paint(DIM, f"[{stop}] {view.summary()}"))
-    return 130 if stop == "cancelled" else 0
+    if stop == "cancelled":
+        return 143 if signals.last == signal.SIGTERM else 130
+    return 0
+
+
+class TerminalSignals:
+    """SIGINT and SIGTERM while a turn runs cancel it (a second one forces); after the turn, while the bridge
+    shuts down (commands get their escalation, at most about a second), one more kills what is left at once."""
+
+    def __init__(self, view: TerminalView) -> None:
+        self.view = view
+        self.session: Session | None = None
+        self.agent: Agent | None = None
+        self.count = 0
+        self.last: int | None = None
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, self.on_signal, signum)
+
+    def remove(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signum)
+
+    def on_signal(self, signum: int) -> None:
+        self.count += 1
+        self.last = signum
+        name = "^C" if signum == signal.SIGINT else "SIGTERM:"
+        if self.session is not None and self.session.busy:
+            self.view.line(self.view.paint(DIM, f"{name} cancelling…" if self.count == 1 else f"{name} forcing…"))
+            self.session.cancel(force=self.count > 1)
+        elif self.agent is not None and self.agent.processes_running():
+            self.view.line(self.view.paint(DIM, f"{name} killing the commands still running…"))
+            self.agent.kill_processes_now()
 
 
 def run_prompt(
@@ -203,20 +241,44 @@ def run_prompt(
     interactive: bool = True,
     auto_approve: bool = False,
 ) -> int:
+    return asyncio.run(run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
+                                        auto_approve=auto_approve))
+
+
+async def run_prompt_async(
+    text: str,
+    *,
+    cwd: Path,
+    overrides: dict[str, Any],
+    interactive: bool = True,
+    auto_approve: bool = False,
+    ahead: AnthropicModel | None = None,
+) -> int:
+    """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
+    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same."""
     config, problems = BridgeConfig.load(overrides)
     view = TerminalView()
     for problem in problems:
         view.line(view.paint(RED, problem))
-
-    async def main() -> int:
-        agent = Agent(config)
-        prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
-        session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
-        for problem in session.settings_problems():
-            view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
+    agent = Agent(config)
+    if ahead is not None and isinstance(agent.model, AnthropicModel):
+        agent.model.adopt(ahead)
+    prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
+    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
+    for problem in session.settings_problems():
+        view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
+    signals = TerminalSignals(view)
+    signals.agent = agent
+    signals.install()
+    try:
+        return await run_turn_in_terminal(session, text, view, signals)
+    finally:
         try:
-            return await run_turn_in_terminal(session, text, view)
+            await agent.shutdown(grace=True)  # a cancelled command's SIGINT -> SIGTERM -> SIGKILL runs its course
+            if ahead is not None:
+                await ahead.aclose()
         finally:
-            await agent.shutdown()
-
-    return asyncio.run(main())
+            signals.remove()
+        if not session.deferred.tools:  # the tools every new session sends: cached for the next run
+            environ = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(config.data_dir)}
+            remember_tools(environ, [tool.schema() for tool in session.tools.values()])

@@ -1,17 +1,21 @@
-"""The Anthropic implementation of `ModelClient`: the official SDK, streaming, bounded retries.
+"""The Anthropic implementation of `ModelClient`: streaming, bounded retries, one clear error.
 
-The SDK is imported lazily (it costs seconds): `warm_up()` imports it in a background thread so the
-editor's `initialize` never waits for it.
+Requests go on the wire directly (bridge/model/wire.py: the SDK's own bytes, without importing the SDK, which
+costs seconds) where the installed SDK version has a wire profile; otherwise, or when
+AGENT_BRIDGE_MODEL_TRANSPORT=sdk, through the official SDK. Both give the same requests, events and errors.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import random
+import sys
 import threading
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -27,13 +31,22 @@ from bridge.model.types import (
     Usage,
 )
 
+if TYPE_CHECKING:
+    from bridge.model.wire import Profile, WireClient
+
 log = logging.getLogger(__name__)
+
+Transport = Literal["auto", "sdk", "wire"]
 
 RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 
 
 def warm_up() -> None:
-    """Import the SDK in the background so the first prompt doesn't pay for it."""
+    """Import the SDK in the background (when requests need it) so the first prompt doesn't pay for it."""
+    from bridge.model import wire
+
+    if wire.supported() is None:
+        return
 
     def load() -> None:
         try:
@@ -63,6 +76,7 @@ class AnthropicModel:
         max_retry_wait: float = 20.0,
         timeout: float = 600.0,
         stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+        transport: Transport = "auto",
     ) -> None:
         self._api_key = api_key
         self._base_url = base_url
@@ -71,6 +85,29 @@ class AnthropicModel:
         self._timeout = timeout
         self.stall_timeout = stall_timeout
         self._client: Any = None
+        self._wire: WireClient | None = None
+        self._transport = transport
+        self._ahead: tuple[bytes, asyncio.Task[Any]] | None = None  # a request sent ahead (`send_ahead`)
+
+    @property
+    def transport(self) -> Literal["sdk", "wire"]:
+        """How requests are sent: `wire` (directly, the SDK's bytes) or `sdk` (through the SDK)."""
+        if self._transport == "auto":
+            from bridge.model import wire
+
+            reason = wire.supported()
+            if reason is not None:
+                log.info("model requests go through the anthropic SDK: %s", reason)
+            self._transport = "wire" if reason is None else "sdk"
+        return self._transport
+
+    def _wire_client(self) -> WireClient:
+        if self._wire is None:
+            from bridge.model.wire import WireClient
+
+            self._wire = WireClient(api_key=self._api_key or "missing-key", base_url=self._base_url,
+                                    timeout=self._timeout, stall_timeout=self.stall_timeout)
+        return self._wire
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -85,49 +122,126 @@ class AnthropicModel:
             )
         return self._client
 
+    def send_ahead(self, request: ModelRequest) -> asyncio.Event | None:
+        """Start sending `request` now, before whoever will stream it is ready (the process is still loading):
+        the next `stream` of a request with exactly these bytes takes this response instead of sending again; any
+        other request discards it. Returns an event set once the request is written (or failed), or None when
+        it cannot be sent ahead (the SDK transport, a request the wire profile lacks). Needs a running loop."""
+        if self.transport != "wire" or self._ahead is not None:
+            return None
+        client = self._wire_client()
+        written = asyncio.Event()
+
+        async def trace(event: str, info: Any) -> None:
+            if event.endswith("send_request_body.complete"):
+                written.set()
+
+        try:
+            built = client.build(request.params(), trace=trace)
+        except Exception:
+            log.info("the request cannot be sent ahead", exc_info=True)
+            return None
+        task = asyncio.get_running_loop().create_task(client.send(built))
+        def finished(done: asyncio.Task[Any]) -> None:
+            written.set()
+            if not done.cancelled():
+                done.exception()  # retrieved: whoever streams it (if anyone) sees it raised again
+
+        task.add_done_callback(finished)
+        self._ahead = (built.content, task)
+        return written
+
+    def adopt(self, other: AnthropicModel) -> bool:
+        """Take over `other`'s request sent ahead (and its connection) if this client would have sent the same
+        bytes the same way; else `other`'s is discarded. True when taken over."""
+        ahead, client = other._ahead, other._wire
+        other._ahead, other._wire = None, None
+        if ahead is None or client is None:
+            return False
+        same = self.transport == "wire" and self._wire is None and self._ahead is None and (
+            client.settings() == self._wire_client().settings())
+        if not same:
+            log.warning("a model request sent ahead was discarded: the settings changed")
+            _discard(ahead[1], client)
+            return False
+        self._wire, self._ahead = client, ahead
+        return True
+
     async def aclose(self) -> None:
+        if self._ahead is not None:
+            _discard(self._ahead[1], None)
+            self._ahead = None
         if self._client is not None:
             await self._client.close()
+        if self._wire is not None:
+            await self._wire.aclose()
+
+    async def _open_wire(self, client: WireClient, params: dict[str, Any]) -> Any:
+        built = client.build(params)
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            body, task = ahead
+            if body == built.content:
+                log.info("the first request was sent ahead: its response is taken")
+                return await task
+            log.warning("a model request sent ahead was discarded: the turn's first request differs from it")
+            _discard(task, None)
+        return await client.send(built)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        import anthropic
+        wire_client: WireClient | None = None
+        params = request.params()
+        if self.transport == "wire":
+            from bridge.model.wire import Unsupported
 
-        client = self._sdk()
+            wire_client = self._wire_client()
+            try:
+                wire_client.body(params)
+            except Unsupported as why:
+                log.info("this request goes through the anthropic SDK: %s", why)
+                wire_client = None
         attempt = 0
         while True:
             try:
-                stream = await client.messages.create(**request.params(), stream=True)
+                if wire_client is not None:
+                    opened: Any = await self._open_wire(wire_client, params)
+                else:
+                    opened = await self._sdk().messages.create(**params, stream=True)
                 break
-            except anthropic.APIStatusError as error:
+            except Exception as error:
+                failure = _failure_kind(error)
                 attempt += 1
-                status = error.status_code
-                if status not in RETRYABLE or attempt > self.max_retries:
-                    raise _status_error(error, request.model, attempt) from error
-                delay = self._delay(attempt, error.response.headers)
-                yield Retrying(attempt, delay, f"{_reason(status)}; retrying in {delay:.1f} s")
-                await anyio.sleep(delay)
-            except anthropic.APIConnectionError as error:
-                attempt += 1
-                if attempt > self.max_retries:
+                if failure == "status":
+                    status = error.status_code  # type: ignore[attr-defined]
+                    if status not in RETRYABLE or attempt > self.max_retries:
+                        raise _status_error(error, request.model, attempt) from error
+                    delay = self._delay(attempt, error.response.headers)  # type: ignore[attr-defined]
+                    yield Retrying(attempt, delay, f"{_reason(status)}; retrying in {delay:.1f} s")
+                elif failure == "connection":
+                    if attempt > self.max_retries:
+                        raise ModelError(
+                            f"Cannot reach the model API at {self._where()}: {_detail(error, 'no answer')}. Check "
+                            "your network or ANTHROPIC_BASE_URL.",
+                            kind="connection",
+                        ) from error
+                    delay = self._delay(attempt, {})
+                    yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s")
+                else:  # whatever else is raised before the answer starts
+                    log.warning("the request to the model API failed", exc_info=True)
                     raise ModelError(
-                        f"Cannot reach the model API at {self._where()}: {_detail(error, 'no answer')}. Check your "
-                        "network or ANTHROPIC_BASE_URL.",
-                        kind="connection",
+                        f"The request to the model API at {self._where()} failed before any answer came "
+                        f"({_detail(error, 'an unexpected error')}). Send your message again to retry.",
+                        kind="api",
                     ) from error
-                delay = self._delay(attempt, {})
-                yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s")
                 await anyio.sleep(delay)
-            except Exception as error:  # whatever else the SDK raises before the answer starts
-                log.warning("the request to the model API failed", exc_info=True)
-                raise ModelError(
-                    f"The request to the model API at {self._where()} failed before any answer came "
-                    f"({_detail(error, 'an unexpected error')}). Send your message again to retry.",
-                    kind="api",
-                ) from error
         try:
-            async with stream:
-                async for event in _events(stream, self.stall_timeout):
+            if wire_client is not None:
+                async for event in _wire_events(opened, wire_client.profile, self.stall_timeout):
                     yield event
+            else:
+                async with opened:
+                    async for event in _events(opened, self.stall_timeout):
+                        yield event
         except ModelError:
             raise
         except Exception as error:  # the stream broke in a way nothing below names: still one clear message
@@ -142,6 +256,49 @@ class AnthropicModel:
 
     def _where(self) -> str:
         return self._base_url or "https://api.anthropic.com"
+
+
+def _discard(task: asyncio.Task[Any], client: WireClient | None) -> None:
+    """Forget a request sent ahead: cancel it, close its response if it came, and its client if given."""
+
+    async def close(done: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(BaseException):
+            response = done.result()
+            await response.aclose()
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    def closed(done: asyncio.Task[Any]) -> None:
+        loop = done.get_loop()
+        if loop.is_closed():
+            return
+        cleanup = loop.create_task(close(done))
+        _background.add(cleanup)
+        cleanup.add_done_callback(_background.discard)
+
+    task.cancel()
+    task.add_done_callback(closed)
+
+
+_background: set[asyncio.Task[None]] = set()  # closings under way (a task must be held until it is done)
+
+
+def _failure_kind(error: BaseException) -> Literal["status", "connection", "other"]:
+    """How a failure to open the stream counts, whichever transport raised it."""
+    from bridge.model import wire
+
+    if isinstance(error, wire.StatusError):
+        return "status"
+    if isinstance(error, wire.ConnectionFailure):
+        return "connection"
+    sdk = sys.modules.get("anthropic")
+    if sdk is not None:
+        if isinstance(error, sdk.APIStatusError):
+            return "status"
+        if isinstance(error, sdk.APIConnectionError):
+            return "connection"
+    return "other"
 
 
 async def _events(stream: Any, stall_timeout: float) -> AsyncIterator[ModelEvent]:
@@ -227,6 +384,112 @@ async def _events(stream: Any, stall_timeout: float) -> AsyncIterator[ModelEvent
             kind="stream_stalled",
         ) from error
     except (httpx2.HTTPError, anthropic.APIConnectionError) as error:
+        raise _dropped(_detail(error, "the connection closed")) from error
+    except json.JSONDecodeError as error:
+        raise _malformed("an event of it was not valid JSON") from error
+    if not finished or stop_reason is None:
+        raise ModelError(
+            "The model's response ended before it was complete (the stream stopped early). The partial answer "
+            "is kept; send your message again to continue.",
+            kind="stream_dropped",
+        )
+    if open_blocks:
+        kinds = ", ".join(sorted({str(blocks[i].get("type", "content")).replace("_", " ") for i in open_blocks}))
+        raise _malformed(f"it ended with a {kinds} block that never finished")
+    yield ResponseComplete(stop_reason, usage)
+
+
+async def _wire_events(response: Any, profile: Profile, stall_timeout: float) -> AsyncIterator[ModelEvent]:
+    """`_events` for the wire transport: the same state machine over the events' JSON, every field read as the
+    SDK's models answer it (a missing field is None), every failure the same `ModelError`."""
+    import httpx2
+
+    from bridge.model.wire import StatusError, dump_block, field, sdk_dump_block, stream_events
+
+    blocks: dict[int, Block] = {}
+    open_blocks: set[int] = set()
+    json_parts: dict[int, list[str]] = {}
+    usage = Usage()
+    stop_reason: str | None = None
+    finished = False
+    try:
+        async for event in stream_events(response):
+            kind = field(event, "type")
+            if kind == "message_start":
+                u = field(field(event, "message"), "usage")
+                usage = Usage(
+                    input_tokens=field(u, "input_tokens") or 0,
+                    output_tokens=field(u, "output_tokens") or 0,
+                    cache_read_tokens=field(u, "cache_read_input_tokens") or 0,
+                    cache_write_tokens=field(u, "cache_creation_input_tokens") or 0,
+                )
+            elif kind == "content_block_start":
+                index = field(event, "index")
+                block = dump_block(field(event, "content_block"), profile)
+                if block is None:  # a block type (or field) only the SDK's models know how to dump
+                    block = await anyio.to_thread.run_sync(sdk_dump_block, event)
+                if block["type"] == "tool_use":
+                    block["input"] = {}
+                    json_parts[index] = []
+                blocks[index] = block
+                open_blocks.add(index)
+            elif kind == "content_block_delta":
+                index = field(event, "index")
+                if index not in open_blocks:
+                    raise _malformed("a part of it arrived for a content block that was not open")
+                delta = field(event, "delta")
+                block = blocks[index]
+                delta_type = field(delta, "type")
+                if delta_type == "text_delta":
+                    block["text"] = block.get("text", "") + field(delta, "text")
+                    yield BlockDelta(index, field(delta, "text"), "text")
+                elif delta_type == "thinking_delta":
+                    block["thinking"] = block.get("thinking", "") + field(delta, "thinking")
+                    yield BlockDelta(index, field(delta, "thinking"), "thinking")
+                elif delta_type == "signature_delta":
+                    block["signature"] = block.get("signature", "") + field(delta, "signature")
+                elif delta_type == "input_json_delta":
+                    json_parts.setdefault(index, []).append(field(delta, "partial_json"))
+            elif kind == "content_block_stop":
+                index = field(event, "index")
+                if index not in open_blocks:
+                    raise _malformed("it closed a content block that was not open")
+                open_blocks.discard(index)
+                block = blocks[index]
+                if block["type"] == "tool_use":
+                    raw = "".join(json_parts.pop(index, []))
+                    try:
+                        block["input"] = json.loads(raw) if raw.strip() else {}
+                    except json.JSONDecodeError:
+                        block["input"] = {"__invalid_json__": raw}
+                yield BlockComplete(index, block)
+            elif kind == "message_delta":
+                stop_reason = field(field(event, "delta"), "stop_reason") or stop_reason
+                delta_usage = field(event, "usage")
+                if delta_usage is not None:
+                    usage = Usage(
+                        input_tokens=usage.input_tokens,
+                        output_tokens=field(delta_usage, "output_tokens") or usage.output_tokens,
+                        cache_read_tokens=usage.cache_read_tokens,
+                        cache_write_tokens=usage.cache_write_tokens,
+                    )
+            elif kind == "message_stop":
+                finished = True
+    except StatusError as error:  # an `event: error` mid-stream
+        raise ModelError(
+            f"The model API reported an error mid-response: {_message_of(error)}. The partial answer is kept; "
+            "send your message again to retry.",
+            kind="overloaded" if error.status_code == 529 or "overloaded" in str(error).lower() else "api",
+            status=error.status_code,
+        ) from error
+    except httpx2.TimeoutException as error:
+        raise ModelError(
+            f"The model API sent nothing for {stall_timeout:g} s in the middle of its response, so it was given "
+            "up. The partial answer is kept; send your message again to continue (to wait longer, raise "
+            "AGENT_BRIDGE_STALL_TIMEOUT).",
+            kind="stream_stalled",
+        ) from error
+    except httpx2.HTTPError as error:
         raise _dropped(_detail(error, "the connection closed")) from error
     except json.JSONDecodeError as error:
         raise _malformed("an event of it was not valid JSON") from error

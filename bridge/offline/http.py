@@ -24,6 +24,7 @@ class HttpRequest:
     version: str
     headers: dict[str, str]  # lower-case names
     body: bytes
+    head: bytes = b""  # the request line and headers exactly as received (names' case and order kept)
 
     @property
     def path(self) -> str:
@@ -60,7 +61,7 @@ async def read_request(reader: asyncio.StreamReader) -> HttpRequest | None:
             raise BadRequest(f"malformed header line: {line[:80]!r}")
         headers[name.strip().lower()] = value.strip()
     body = await _read_body(reader, headers)
-    return HttpRequest(parts[0].upper(), parts[1], parts[2], headers, body)
+    return HttpRequest(parts[0].upper(), parts[1], parts[2], headers, body, head)
 
 
 async def _read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:

@@ -39,6 +39,8 @@ class RecordedRequest:
     errors: list[str] = field(default_factory=list)
     received_at: float = field(default_factory=time.monotonic)
     response: Json | None = None  # the scenario response that was played, if any
+    method: str = "POST"
+    head: bytes = b""  # the request line and headers as received, byte for byte (tests of what clients send)
 
     @property
     def stream(self) -> bool:

@@ -208,7 +208,8 @@ class OfflineServer:
     async def _dispatch(self, request: http.HttpRequest, reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter) -> bool:
         """Answer one request; True if the connection stays open for the next one."""
-        record = RecordedRequest(body={}, raw=request.body, headers=dict(request.headers), path=request.path)
+        record = RecordedRequest(body={}, raw=request.body, headers=dict(request.headers), path=request.path,
+                                 method=request.method, head=request.head)
         keep_alive = request.keep_alive
         if request.method == "POST" and request.path == "/v1/messages":
             return await self._messages(request, record, reader, writer)

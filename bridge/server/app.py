@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import functools
 import logging
 import os
+import signal
 import sys
 import threading
 import uuid
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
     from bridge.model.types import ModelError
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.server.documents import SyncedDocuments
+    from bridge.server.fast_initialize import FirstMessage
     from bridge.session import Frontend, Session
 
 log = logging.getLogger(__name__)
@@ -235,12 +238,20 @@ class BridgeServer(LanguageServer):
 
 
 def _warm_up() -> None:
-    """After `initialize`: load the domain and the SDK (seconds, cold) before the first prompt needs them."""
+    """Right after `initialize` is answered, in the event loop: load the domain (and the SDK, if requests need
+    it) before the first session does. Not in a thread: two threads importing the same modules can deadlock
+    (Python's import locks), and nothing can be served without the domain anyway."""
     try:
-        import anthropic  # noqa: F401
+        import bridge.agent  # noqa: F401
+        from bridge.model import wire
+        from bridge.tools.registry import core_tools
 
-        import bridge.agent
-        import bridge.tools.registry  # noqa: F401
+        for tool in core_tools():  # loads what writing the schemas takes
+            tool.schema()
+        if wire.supported() is None:
+            wire.prepare()
+        else:
+            import anthropic  # noqa: F401
     except Exception:  # reported when a prompt needs it
         log.exception("warm-up import failed")
 
@@ -326,7 +337,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
-        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+        asyncio.get_running_loop().call_soon(_warm_up)
         return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
                 "agentInfo": AGENT_INFO}
 
@@ -343,7 +354,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.configure(options, options.get("clientCapabilities"))
-        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+        asyncio.get_running_loop().call_soon(_warm_up)
 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -468,31 +479,58 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     return server
 
 
-def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> None:
+def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> int:
     """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
-    framing (one message per line) instead of LSP's Content-Length headers."""
+    framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
+    answered) before the server was loaded (bridge/server/fast_initialize.py)."""
+    from bridge.server.fast_initialize import AnswerFilter, FirstMessage, Replay
+
+    first = first or FirstMessage(b"")
     server = build_server(overrides, acp=acp)
-    reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
+    reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
+    stdout = AnswerFilter(sys.stdout.buffer, first)
     if acp:
-        server.protocol.set_writer(LineWriter(sys.stdout.buffer), include_headers=False)
+        server.protocol.set_writer(LineWriter(stdout), include_headers=False)
     else:
-        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
     stop = threading.Event()
     server._stop_event = stop
+    signalled: list[int] = []
 
     async def main() -> None:
+        reading = asyncio.current_task()
+        assert reading is not None
+
+        def on_signal(signum: int) -> None:
+            """SIGINT/SIGTERM: every turn is cancelled (as Ctrl-C: commands get their escalation), then the
+            process ends; another signal meanwhile kills the commands at once."""
+            signalled.append(signum)
+            if len(signalled) == 1:
+                reading.cancel()
+            elif server._agent is not None:
+                server._agent.kill_processes_now()
+
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(signum, on_signal, signum)
         try:
             if acp:
                 await serve_lines(reader, server.protocol, stop)  # type: ignore[arg-type]
             else:
                 await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
+        except asyncio.CancelledError:
+            if not signalled:
+                raise
         finally:
             if server._agent is not None:
-                await server._agent.shutdown()
+                await server._agent.shutdown(grace=bool(signalled))
 
     try:
         asyncio.run(main())
     except (KeyboardInterrupt, SystemExit, BrokenPipeError):
         pass
     finally:
-        server.shutdown()  # type: ignore[no-untyped-call]
+        if not signalled:  # (after a signal, stdin may still be open: its reader thread is never joined)
+            server.shutdown()  # type: ignore[no-untyped-call]
+    return 128 + signalled[0] if signalled else 0

@@ -142,12 +142,13 @@ class BackgroundShells:
             await self.supervisor.wait_gone(shell.process, KILL_WAIT)
         return shell
 
-    async def shutdown(self) -> None:
-        """Kill every shell now (no grace) and wait for them, bounded."""
+    async def shutdown(self, *, grace: bool = False) -> None:
+        """Kill every shell (now, or with `grace` after its escalation: see ProcessSupervisor.shutdown) and wait
+        for them, bounded."""
         for shell in self._shells.values():
             if shell.status == "running":
                 shell.killed = True
-            self.supervisor.terminate(shell.process, force=True)
+            self.supervisor.terminate(shell.process, force=not grace)
         for shell in self._shells.values():
             await self.supervisor.wait_gone(shell.process, KILL_WAIT)
         for task in list(self._tasks):

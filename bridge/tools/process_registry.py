@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 TOKEN_ENV = "AGENT_BRIDGE_PROC"
 KILL_DEADLINE = 2.0
 EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to become a zombie
+RELEASED = b"released\n"  # the bridge to its watchdog, on a clean exit: go now
 
 
 # -- /proc ---------------------------------------------------------------------------------------------
@@ -368,6 +369,7 @@ class ProcessRegistry:
         if watchdog is not None:
             with contextlib.suppress(OSError):
                 if watchdog.stdin is not None:
+                    watchdog.stdin.write(RELEASED)  # else it waits EXIT_GRACE for us to die, and we for it
                     watchdog.stdin.close()
             try:
                 watchdog.wait(timeout=2)
@@ -400,8 +402,11 @@ def watch(path: Path, bridge_pid: int, bridge_start: int) -> int:
         ready, _, _ = select.select(watched, [], [])
         if pidfd is not None and pidfd in ready:
             break
-        if stdin in ready and not os.read(stdin, 4096):
-            # The pipe closed: the bridge is exiting, or it let us go after a clean exit.
+        data = os.read(stdin, 4096) if stdin in ready else None
+        if data is not None and RELEASED in data:
+            return 0  # a clean exit: everything is stopped and cleaned up, the file removed
+        if data == b"":
+            # The pipe closed: the bridge is exiting (or dying).
             if pidfd is not None:
                 select.select([pidfd], [], [], EXIT_GRACE)
             else:

@@ -54,6 +54,7 @@ log = logging.getLogger(__name__)
 
 SIGINT_GRACE = 0.3  # then SIGTERM
 SIGTERM_GRACE = 0.7  # then SIGKILL, 1 s after the start
+GRACE = SIGINT_GRACE + SIGTERM_GRACE + 0.5  # the longest a graceful shutdown waits for commands to end
 POLL = 0.02
 KILL_SWEEP_LIMIT = 10.0  # give up re-killing after this long (logged; should never happen)
 MONITOR_INTERVAL = 0.5
@@ -522,8 +523,15 @@ class ProcessSupervisor:
                 return False
             await asyncio.sleep(POLL)
 
-    async def shutdown(self) -> None:
-        """Kill everything now (no grace) and wait, bounded, until it is gone. For the bridge's exit."""
+    async def shutdown(self, *, grace: bool = False) -> None:
+        """Kill everything and wait, bounded, until it is gone. For the bridge's exit. `grace`: every command
+        still alive gets its escalation (SIGINT, SIGTERM, then SIGKILL: at most `GRACE` in all, one already under
+        way goes on) before what is left is killed; else it is killed now."""
+        if grace:
+            for proc in list(self._managed):
+                if not proc.closed or self._sweep().get(proc):
+                    self.terminate(proc)
+            await self.wait_all_gone(GRACE)
         self._closed = True
         for proc in list(self._managed):
             proc.terminating = True

@@ -1,0 +1,165 @@
+"""`run` sends its first model request ahead (bridge/cli/first_request.py): the prediction reads the settings as
+`BridgeConfig` does and the settings files SettingsStore reads; it is only sent when it can be sure; a request
+sent ahead that differs from the loop's is discarded, never used."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bridge import cache
+from bridge.cli import first_request
+from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
+from bridge.model.anthropic_client import AnthropicModel
+from bridge.model.types import BlockDelta, ModelRequest
+from bridge.offline import OfflineServer
+from bridge.permissions.settings import SettingsStore
+from tests.e2e.harness import server_env
+
+
+def test_the_defaults_are_bridge_configs() -> None:
+    config = BridgeConfig()
+    assert first_request.DEFAULT_MODEL == DEFAULT_MODEL == config.model
+    assert config.max_tokens == first_request.DEFAULT_MAX_TOKENS
+    assert config.stall_timeout == first_request.DEFAULT_STALL_TIMEOUT
+    assert cache.data_dir(os.environ) == default_data_dir()
+
+
+def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:
+    env = {"AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config")}
+    store = SettingsStore(tmp_path, user_config_dir=tmp_path / "config")
+    ours = [f.path for f in store.files if not f.claude]
+    assert first_request.hook_sources(tmp_path, env) == ours
+
+
+VALUES = st.one_of(st.just(""), st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
+                                         max_size=8), st.sampled_from(
+    ["1", "0", "42", "1.5", "-3", "1e3", " 7", "inf", "nan", "0.0", "90", "abc", "1_000", "٣"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(model=VALUES, stall=VALUES, key=VALUES, url=VALUES, override=st.sampled_from([None, "m", "", "x y"]))
+def test_the_settings_read_ahead_are_bridge_configs(model: str, stall: str, key: str, url: str,
+                                                    override: str | None) -> None:
+    env = {"AGENT_BRIDGE_MODEL": model, "AGENT_BRIDGE_STALL_TIMEOUT": stall, "ANTHROPIC_API_KEY": key,
+           "ANTHROPIC_BASE_URL": url}
+    overrides: dict[str, Any] = {"allow": ["Read"], "ask": [], "deny": []}
+    if override is not None:
+        overrides["model"] = override
+    ahead = first_request._settings(overrides, env)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        config, _ = BridgeConfig.load(overrides)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    if ahead is not None:  # unsure is always allowed; wrong never
+        real = {"model": config.model, "api_key": config.api_key, "base_url": config.base_url,
+                "max_tokens": config.max_tokens, "stall_timeout": config.stall_timeout}
+        assert ahead == real
+
+
+def _cached(tmp_path: Path) -> dict[str, str]:
+    env = {"AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config")}
+    first_request.remember_tools(env, [{"name": "T", "description": "d", "input_schema": {}}])
+    return env
+
+
+def test_a_prediction_needs_everything_sure(tmp_path: Path) -> None:
+    env = _cached(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    predicted = first_request.predict("hi", ws, {}, env)
+    assert predicted is not None
+    request, _ = predicted
+    assert request.tools == [{"name": "T", "description": "d", "input_schema": {}, "cache_control": {
+        "type": "ephemeral"}}]
+    assert first_request.predict("/compact", ws, {}, env) is None  # maybe a command
+    assert first_request.predict("hi", ws / "missing", {}, env) is None
+    assert first_request.predict("hi", ws, {"maxTokens": 300}, env) is None
+    assert first_request.predict("hi", ws, {}, {**env, "AGENT_BRIDGE_STALL_TIMEOUT": "1e3"}) is None
+    assert first_request.predict("hi", ws, {}, {**env, "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "empty")}) is None
+    (ws / ".agent-bridge").mkdir()
+    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": {}}))
+    assert first_request.predict("hi", ws, {}, env) is None  # a hook may change or block the prompt
+
+
+async def test_a_request_sent_ahead_that_differs_is_discarded_and_never_used() -> None:
+    with OfflineServer({"responses": [{"content": [{"type": "text", "text": "first"}], "stop_reason": "end_turn"},
+                                      {"content": [{"type": "text", "text": "second"}], "stop_reason": "end_turn"}]}
+                       ) as server:
+        early = AnthropicModel(api_key="k", base_url=server.base_url)
+        guess = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "guess"}])
+        written = early.send_ahead(guess)
+        assert written is not None
+        await asyncio.wait_for(written.wait(), 10)
+        model = AnthropicModel(api_key="k", base_url=server.base_url)
+        assert model.adopt(early)
+        actual = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "actual"}])
+        texts = [e.text for e in [e async for e in model.stream(actual)] if isinstance(e, BlockDelta)]
+        await model.aclose()
+        await early.aclose()
+    assert "".join(texts) == "second"  # the guess's answer was not used
+    assert [r.body["messages"][0]["content"] for r in server.requests] == ["guess", "actual"]
+
+
+async def test_other_settings_discard_a_request_sent_ahead() -> None:
+    with OfflineServer({"responses": []}) as server:
+        early = AnthropicModel(api_key="k", base_url=server.base_url)
+        written = early.send_ahead(ModelRequest(model="m", system=[], tools=[], messages=[
+            {"role": "user", "content": "x"}]))
+        assert written is not None
+        other = AnthropicModel(api_key="another", base_url=server.base_url)
+        assert not other.adopt(early)
+        await other.aclose()
+        await early.aclose()
+
+
+@pytest.mark.parametrize("change", ["schema", "memory"])
+async def test_run_sends_the_loops_request_when_the_guess_is_stale(tmp_path: Path, change: str) -> None:
+    """A stale schema cache: one wasted request, the turn's answer is the loop's own. A memory file added since
+    the last run: the guess reads it as the session does, and is right."""
+    ws, data = tmp_path / "ws", tmp_path / "data"
+    ws.mkdir()
+    data.mkdir()
+    answers = [{"content": [{"type": "text", "text": f"answer {n}"}], "stop_reason": "end_turn"} for n in range(3)]
+    with OfflineServer({"responses": answers}) as model:
+        env = server_env(model, data)
+
+        async def run() -> str:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "bridge.cli.main", "run", "hello", "--non-interactive", "--cwd", str(ws),
+                env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            out, err = await asyncio.wait_for(process.communicate(), 120)
+            assert process.returncode == 0, err.decode()
+            return out.decode() + err.decode()
+
+        await run()  # writes the cache
+        cached = first_request.tools_cache({"AGENT_BRIDGE_DATA_DIR": str(data)})
+        if change == "schema":
+            schemas = json.loads(cached.read_text())
+            schemas[0]["description"] += " (stale)"
+            cached.write_text(json.dumps(schemas))
+        else:
+            (ws / "CLAUDE.md").write_text("remember this\n")  # read by the guess and by the session alike
+        output = await run()
+        requests = model.requests
+    if change == "schema":
+        assert "discarded" in output and "answer 2" in output, output
+        assert len(requests) == 3 and requests[1].raw != requests[2].raw
+        assert "(stale)" in requests[1].raw.decode() and "(stale)" not in requests[2].raw.decode()
+    else:  # the guess saw the file too: it was right, and taken
+        assert "sent ahead" in output and "answer 1" in output, output
+        assert len(requests) == 2
