@@ -150,6 +150,8 @@ class Agent:
         """Cancel every turn and kill every process we started."""
         for session in self.sessions.values():
             session.cancel(force=True)
+        await asyncio.gather(*(session.close() for session in self.sessions.values()), return_exceptions=True)
+        for session in self.sessions.values():
             if session.transcript is not None:
                 session.transcript.close()
         for shells in self._shells:

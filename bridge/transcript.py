@@ -43,6 +43,18 @@ class Transcript:
         transcript._write({"type": "session", "sessionId": session_id, "cwd": str(cwd), "createdAt": time.time()})
         return transcript
 
+    @classmethod
+    def create_sidechain(cls, path: Path, header: dict[str, Any]) -> Transcript:
+        """A sub-agent's transcript beside its session's (`sessions/<id>/agents/<toolCallId>.jsonl`): the same
+        records, with a header of `type: agent` that says which call started it."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            log.error("cannot create %s: %s", path.parent, error)
+        transcript = cls(path)
+        transcript._write(header)
+        return transcript
+
     def append(self, message: Message) -> None:
         self._write({"type": "message", "message": message})
 
@@ -74,6 +86,24 @@ class LoadedTranscript:
 
 
 def load(path: Path) -> LoadedTranscript:
+    header, messages, problems = _records(path, "session")
+    return LoadedTranscript(str(header["sessionId"]), Path(header["cwd"]), repair_pairing(messages), problems)
+
+
+@dataclass
+class LoadedSidechain:
+    header: dict[str, Any]
+    messages: list[Message]
+    problems: list[str] = field(default_factory=list)
+
+
+def load_sidechain(path: Path) -> LoadedSidechain:
+    """A sub-agent's stored history, repaired (a crash may have cut it anywhere)."""
+    header, messages, problems = _records(path, "agent")
+    return LoadedSidechain(header, repair_pairing(messages), problems)
+
+
+def _records(path: Path, kind: str) -> tuple[dict[str, Any], list[Message], list[str]]:
     problems: list[str] = []
     header: dict[str, Any] | None = None
     messages: list[Message] = []
@@ -83,21 +113,21 @@ def load(path: Path) -> LoadedTranscript:
                 continue
             try:
                 record = json.loads(line)
-                kind = record["type"]
+                record_kind = record["type"]
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 problems.append(f"{path.name}:{number}: corrupt line skipped ({error})")
                 continue
-            if kind == "session":
+            if record_kind == kind:
                 header = record
-            elif kind == "message" and _is_message(record.get("message")):
+            elif record_kind == "message" and _is_message(record.get("message")):
                 messages.append(record["message"])
-            elif kind == "restart" and isinstance(record.get("messages"), list):
+            elif record_kind == "restart" and isinstance(record.get("messages"), list):
                 messages = [m for m in record["messages"] if _is_message(m)]
             else:
                 problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
-        raise ValueError(f"{path} is not a transcript (no session header)")
-    return LoadedTranscript(str(header["sessionId"]), Path(header["cwd"]), repair_pairing(messages), problems)
+        raise ValueError(f"{path} is not a transcript (no {kind} header)")
+    return header, messages, problems
 
 
 def _is_message(value: Any) -> bool:

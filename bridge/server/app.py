@@ -244,6 +244,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         for problem in session.settings_problems():
             ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
+        for problem in session.agent_problems():
+            ls.show(f"Invalid agent file (skipped): {problem}", types.MessageType.Warning)
         for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
@@ -265,8 +267,11 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         for problem in [] if live else session.missing_tools():
             ls.show(problem, types.MessageType.Warning)
+        for problem in [] if live else session.agent_problems():
+            ls.show(f"Invalid agent file (skipped): {problem}", types.MessageType.Warning)
         stream = ls.stream(session.id)
-        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
+        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use,
+                                          session.sidechain):
             stream.update(update)
         ls.advertise_commands(session)
         session.announce_mode()  # `session/load` answers null: the mode is told as an update
@@ -303,7 +308,24 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except JsonRpcInvalidParams as error:
             log.warning("session/cancel ignored: %s", error)
             return
-        session.cancel(force=bool((parsed.meta or {}).get("force")))
+        meta = parsed.meta or {}
+        call = meta.get("toolCallId")
+        if isinstance(call, str):  # one call alone (a sub-agent and all it runs): the turn goes on
+            if not session.cancel_tool_call(call):
+                log.info("session/cancel: tool call %s is not running", call)
+            return
+        session.cancel(force=bool(meta.get("force")))
+
+    @feature("_bridge/cancel_tool_call")
+    def cancel_tool_call(ls: BridgeServer, params: Any) -> None:
+        """Our extension: stop one running tool call alone — e.g. a sub-agent, from its card."""
+        try:
+            parsed, session = ls.session(params, wire.ToolCallParams)
+        except JsonRpcInvalidParams as error:
+            log.warning("_bridge/cancel_tool_call ignored: %s", error)
+            return
+        if not session.cancel_tool_call(parsed.tool_call_id):
+            log.info("_bridge/cancel_tool_call: tool call %s is not running", parsed.tool_call_id)
 
     @feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:
