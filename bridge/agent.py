@@ -47,6 +47,7 @@ class Agent:
             base_url=config.base_url,
             max_retries=config.max_retries,
             max_retry_wait=config.max_retry_wait,
+            stall_timeout=config.stall_timeout,
         )
         self.sessions: dict[str, Session] = {}
         self._supervisor: ProcessSupervisor | None = None

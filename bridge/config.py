@@ -27,12 +27,16 @@ class BridgeConfig(BaseModel):
     max_tokens: int = Field(default=16_000, ge=256, alias="maxTokens")
     max_retries: int = Field(default=4, ge=0, le=20, alias="maxRetries")
     max_retry_wait: float = Field(default=20.0, ge=0, alias="maxRetryWait")
+    # Seconds without a byte of the model's streamed answer before it is given up as stalled.
+    stall_timeout: float = Field(default=90.0, gt=0, alias="stallTimeout")
     data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
     permission_mode: str | None = Field(default=None, alias="permissionMode")  # None: settings' defaultMode
     # Session-level rules (editor options / CLI flags): the highest-ranked permission source.
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
+    # Directories outside the cwd that count as the workspace (as the settings files' additionalDirectories).
+    additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
 
@@ -47,6 +51,7 @@ class BridgeConfig(BaseModel):
             "max_turns": "AGENT_BRIDGE_MAX_TURNS",
             "max_retries": "AGENT_BRIDGE_MAX_RETRIES",
             "max_retry_wait": "AGENT_BRIDGE_MAX_RETRY_WAIT",
+            "stall_timeout": "AGENT_BRIDGE_STALL_TIMEOUT",
             "context_window": "AGENT_BRIDGE_CONTEXT_WINDOW",
             "compact_threshold": "AGENT_BRIDGE_COMPACT_THRESHOLD",
         }

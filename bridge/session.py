@@ -99,6 +99,7 @@ class Session:
             settings=settings,
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
+            additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
         self.policy: PermissionPolicy = policy or self.engine
@@ -208,6 +209,14 @@ class Session:
     @property
     def mode(self) -> str:
         return self.engine.mode
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model
+
+    def set_model(self, model: str) -> None:
+        """The model of this session's next requests (other sessions keep theirs)."""
+        self.config = self.config.model_copy(update={"model": model})
 
     def set_mode(self, mode: str, *, announce: bool = True) -> None:
         """Raises PermissionModeError for an unknown mode or a disabled bypassPermissions."""
@@ -332,6 +341,7 @@ class Session:
             read_files=self.read_files,
             documents=self.frontend.documents,
             services=self.services,
+            read_guard=self.engine.read_guard(),  # files: Grep/Glob results checked against the rules (lead: keep)
         )
 
 

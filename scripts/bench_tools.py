@@ -1,6 +1,7 @@
 """Tool benchmarks (issue 3), each against a baseline in the same run:
 
-- Grep and Glob over the Python standard library (found via sysconfig) vs raw `rg` on the same query
+- Grep and Glob over the Python standard library (found via sysconfig) vs raw `rg` on the same query, also
+  with the permission engine's result guard (a Read deny rule in force), as a session runs them
 - Read with offset/limit deep in a 1 GB sparse file (time and peak Python memory)
 - Edit on a 10 MB file vs a plain read + replace + write of the same bytes
 - the first request's system + tools size in characters
@@ -23,6 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.abort import Abort
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.settings import SettingsStore
 from bridge.prompt import system_prompt
 from bridge.tools.base import ToolContext
 from bridge.tools.edit import EditInput, EditTool
@@ -63,6 +67,12 @@ async def main() -> None:
         data = Path(tmp)
         ctx = _ctx(stdlib, data)
         grep, glob = GrepTool(), GlobTool()
+        store = SettingsStore(stdlib, user_config_dir=data / "cfg", claude_home=data / "home")
+        engine = PermissionEngine(cwd=stdlib, settings=store, session_rules=RuleSet.of(deny=["Read(**/secret*)"]))
+
+        def guarded() -> ToolContext:  # a session builds one per call, with the guard snapshot of the rules
+            return ToolContext(cwd=stdlib, abort=Abort(), data_dir=data, read_guard=engine.read_guard())
+
         queries = {
             "grep files_with_matches 'def __init__'": (
                 lambda: grep.call(GrepInput(pattern="def __init__"), ctx),
@@ -70,7 +80,15 @@ async def main() -> None:
             "grep content -n 'TODO'": (
                 lambda: grep.call(GrepInput.model_validate({"pattern": "TODO", "output_mode": "content"}), ctx),
                 [rg, "--hidden", "-n", "TODO", "."]),
+            "grep files_with_matches, engine guard": (
+                lambda: grep.call(GrepInput(pattern="def __init__"), guarded()),
+                [rg, "--hidden", "-l", "def __init__", "."]),
+            "grep content -n, engine guard": (
+                lambda: grep.call(GrepInput.model_validate({"pattern": "TODO", "output_mode": "content"}), guarded()),
+                [rg, "--hidden", "-n", "TODO", "."]),
             "glob **/*.py": (lambda: glob.call(GlobInput(pattern="**/*.py"), ctx), [rg, "--files", "-g", "*.py", "."]),
+            "glob **/*.py, engine guard": (lambda: glob.call(GlobInput(pattern="**/*.py"), guarded()),
+                                           [rg, "--files", "-g", "*.py", "."]),
         }
         print(f"stdlib: {stdlib}")
         for name, (ours, raw) in queries.items():

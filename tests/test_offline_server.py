@@ -180,6 +180,58 @@ async def test_sse_error_raises_api_status_error(make_server: ServerFactory) -> 
     assert message.stop_reason == "end_turn"
 
 
+async def _raw_event_types(client: anthropic.AsyncAnthropic) -> list[str]:
+    kinds: list[str] = []
+    stream = await client.messages.create(model="m", max_tokens=100, messages=USER, stream=True)
+    async for event in stream:
+        kinds.append(event.type)
+    return kinds
+
+
+async def test_garbage_json_in_a_data_line(make_server: ServerFactory) -> None:
+    server = make_server({**HELLO, "fault": {"type": "garbage", "after_events": 3}}, HELLO)
+    async with sdk(server) as client:
+        with pytest.raises(json.JSONDecodeError):  # the SDK's own error: not an anthropic.APIError
+            await _raw_event_types(client)
+        message, _ = await stream(client)
+    assert message.content[0].text == "Hello there, world"
+
+
+async def test_a_truncated_event_ends_the_stream_early(make_server: ServerFactory) -> None:
+    server = make_server({**HELLO, "fault": {"type": "truncated_event", "after_events": 3}})
+    async with sdk(server) as client:
+        kinds = await _raw_event_types(client)
+    assert kinds == ["message_start", "content_block_start", "content_block_delta"]  # no error, no message_stop
+
+
+async def test_an_unknown_event_is_passed_through(make_server: ServerFactory) -> None:
+    server = make_server({**HELLO, "fault": {"type": "unknown_event", "after_events": 2, "name": "brand_new"}})
+    async with sdk(server) as client:
+        kinds = await _raw_event_types(client)
+    assert kinds[2] == "brand_new" and kinds[-1] == "message_stop"
+
+
+async def test_an_unclosed_block(make_server: ServerFactory) -> None:
+    server = make_server({**HELLO, "fault": {"type": "unclosed_block"}})
+    async with sdk(server) as client:
+        kinds = await _raw_event_types(client)
+    assert "content_block_stop" not in kinds and kinds[-2:] == ["message_delta", "message_stop"]
+
+
+def test_garbage_without_streaming_is_a_cut_json_body(make_server: ServerFactory) -> None:
+    server = make_server({**HELLO, "fault": {"type": "garbage"}})
+    with httpx2.Client(base_url=server.base_url) as http:
+        response = http.post("/v1/messages", json={"model": "m", "max_tokens": 10, "messages": USER})
+    assert response.status_code == 200
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(response.content)
+
+
+def test_fault_after_events_is_checked() -> None:
+    with pytest.raises(ScenarioError, match="after_events"):
+        Scenario.from_responses([{"fault": {"type": "garbage", "after_events": -1}}])
+
+
 async def test_stall_ends_with_the_client_read_timeout(make_server: ServerFactory) -> None:
     server = make_server({"fault": {"type": "stall", "after_events": 4}}, HELLO)
     async with sdk(server, timeout=0.3) as client:

@@ -6,13 +6,15 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridge.abort import Abort
 from bridge.display import Diff, Location
-from bridge.tools.base import FileSnapshot, ToolContext, ToolError
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
 from bridge.tools.edit import EditInput, EditTool, preview_edit
+from bridge.tools.read import ReadInput, ReadTool
 
 
 @pytest.fixture
@@ -261,3 +263,147 @@ async def test_locations_point_at_the_line_of_old_string(ctx: ToolContext, tmp_p
     assert EditTool().permission_paths(EditInput(file_path=str(path), old_string="a", new_string="b"), ctx) == [
         (path, "write")
     ]
+
+
+async def test_the_change_tools_refuse_a_fifo_without_waiting_for_a_writer(ctx: ToolContext, tmp_path: Path) -> None:
+    """Read now reads FIFOs; the tools that change files refuse them, and never block on their open()."""
+    from bridge.tools.notebook_edit import NotebookEditInput, NotebookEditTool
+    from bridge.tools.write import WriteInput, WriteTool
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    notebook = tmp_path / "pipe.ipynb"
+    os.mkfifo(notebook)
+    mark_read(ctx, fifo)
+    mark_read(ctx, notebook)
+    checks: list[tuple[AnyTool, Any]] = [
+        (EditTool(), EditInput(file_path=str(fifo), old_string="a", new_string="b")),
+        (WriteTool(), WriteInput(file_path=str(fifo), content="x")),
+        (NotebookEditTool(), NotebookEditInput(notebook_path=str(notebook), new_source="x", cell_id="cell-0")),
+    ]
+    for tool, data in checks:
+        problem = await tool.validate_input(data, ctx)
+        assert problem is not None and "not a regular file" in problem, (tool.name, problem)
+    assert stat.S_ISFIFO(fifo.stat().st_mode), "left as it was"
+
+
+# --- editor buffers (issue 13): the unsaved text is what is edited, and the edit goes through the editor ---
+
+
+class Editor(DocumentSource):
+    """Stands for the editor (an ACP client with fs.readTextFile / fs.writeTextFile): it holds unsaved
+    text for the files it has open and takes writes into those buffers."""
+
+    def __init__(self, buffers: dict[Path, str], *, takes_writes: bool = True) -> None:
+        self.buffers = buffers
+        self.takes_writes = takes_writes
+        self.writes: list[tuple[Path, str]] = []
+
+    async def read_text(self, path: Path) -> str | None:
+        return self.buffers.get(path)
+
+    async def write_text(self, path: Path, text: str) -> bool:
+        if not self.takes_writes or path not in self.buffers:  # writes only what it has open
+            return False
+        self.buffers[path] = text
+        self.writes.append((path, text))
+        return True
+
+
+def editor_ctx(tmp_path: Path, editor: Editor) -> ToolContext:
+    return ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data", documents=editor)
+
+
+async def read_tool(ctx: ToolContext, path: Path) -> str:
+    result = await ReadTool().call(ReadInput(file_path=str(path)), ctx)
+    assert isinstance(result.content, str)
+    return result.content
+
+
+async def checked_edit(ctx: ToolContext, path: Path, old: str, new: str) -> ToolResult:
+    """validate_input then call, as the loop runs them; a problem raises."""
+    data = EditInput(file_path=str(path), old_string=old, new_string=new)
+    problem = await EditTool().validate_input(data, ctx)
+    if problem:
+        raise ToolError(problem)
+    return await EditTool().call(data, ctx)
+
+
+async def test_an_edit_acts_on_the_unsaved_text_and_goes_through_the_editor(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("alpha\n")
+    editor = Editor({path: "alpha\nunsaved beta\n"})
+    ctx = editor_ctx(tmp_path, editor)
+    assert "unsaved beta" in await read_tool(ctx, path)
+    result = await checked_edit(ctx, path, "unsaved beta", "gamma")
+    assert editor.buffers[path] == "alpha\ngamma\n" and editor.writes == [(path, "alpha\ngamma\n")]
+    assert path.read_text() == "alpha\n", "the disk is the editor's business now"
+    assert result.raw_output == {"path": str(path), "replacements": 1, "written": "editor"}
+    assert result.display == [{"type": "diff", "path": str(path), "oldText": "alpha\nunsaved beta\n",
+                               "newText": "alpha\ngamma\n"}]
+    await checked_edit(ctx, path, "gamma", "delta")  # our own write counts as read
+    assert editor.buffers[path] == "alpha\ndelta\n"
+
+
+async def test_the_permission_dialog_previews_the_unsaved_text(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("on disk\n")
+    ctx = editor_ctx(tmp_path, Editor({path: "in the editor\n"}))
+    await read_tool(ctx, path)
+    data = EditInput(file_path=str(path), old_string="editor", new_string="buffer")
+    assert await EditTool().validate_input(data, ctx) is None
+    assert EditTool().preview(data, ctx) == [{"type": "diff", "path": str(path), "oldText": "in the editor\n",
+                                              "newText": "in the buffer\n"}]
+
+
+async def test_unsaved_text_typed_after_the_read_stops_the_edit(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("alpha\n")
+    editor = Editor({path: "alpha\n"})
+    ctx = editor_ctx(tmp_path, editor)
+    await read_tool(ctx, path)
+    editor.buffers[path] = "alpha\ntyped by the user\n"
+    with pytest.raises(ToolError, match="modified since it was read"):
+        await checked_edit(ctx, path, "alpha", "omega")
+    assert editor.writes == []
+
+
+async def test_a_disk_read_does_not_cover_unsaved_changes_made_since(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("alpha\n")
+    editor = Editor({})
+    ctx = editor_ctx(tmp_path, editor)
+    await read_tool(ctx, path)  # not open in the editor: read from disk
+    editor.buffers[path] = "alpha\n"  # opened, unchanged: the disk read still holds
+    await checked_edit(ctx, path, "alpha", "beta")
+    assert editor.buffers[path] == "beta\n"
+    ctx2 = editor_ctx(tmp_path, editor := Editor({}))
+    await read_tool(ctx2, path)
+    editor.buffers[path] = "alpha\nunsaved\n"  # opened and changed: the model has not seen that
+    with pytest.raises(ToolError, match=r"unsaved changes .* that were not read"):
+        await checked_edit(ctx2, path, "alpha", "beta")
+
+
+async def test_an_editor_that_does_not_take_writes_gets_the_disk_written(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_bytes(b"alpha\r\n")
+    editor = Editor({path: "alpha\r\nunsaved\r\n"}, takes_writes=False)
+    ctx = editor_ctx(tmp_path, editor)
+    await read_tool(ctx, path)
+    result = await checked_edit(ctx, path, "unsaved", "saved")
+    assert path.read_bytes() == b"alpha\r\nsaved\r\n", "the unsaved text, edited, in the file's line endings"
+    assert result.raw_output == {"path": str(path), "replacements": 1}
+    st = path.stat()
+    assert ctx.read_files[path] == FileSnapshot(st.st_mtime_ns, st.st_size)
+
+
+async def test_after_the_editor_saves_and_closes_the_file_the_next_edit_reads_the_disk(tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    path.write_text("alpha\n")
+    editor = Editor({path: "alpha\n"})
+    ctx = editor_ctx(tmp_path, editor)
+    await read_tool(ctx, path)
+    await checked_edit(ctx, path, "alpha", "beta")
+    path.write_text(editor.buffers.pop(path))  # the user saves and closes it
+    await checked_edit(ctx, path, "beta", "gamma")  # the text is what was written: still counts as read
+    assert path.read_text() == "gamma\n"

@@ -10,9 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort
+from bridge.permissions.engine import PermissionEngine
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, _literal_suffix, split_pattern
-from tests.test_tool_grep import make_repo
+from tests.test_tool_grep import engine_for, make_repo
 
 GLOB = GlobTool()
 
@@ -123,3 +124,83 @@ async def test_extension_patterns_match_exactly_what_the_full_matcher_matches(tm
     assert sorted((await glob(tmp_path, pattern="**/*.py")).splitlines()) == [".py", "a.py", "d/.hidden.py", "d/e.py"]
     assert sorted((await glob(tmp_path, pattern="*.py")).splitlines()) == [".py", "a.py"]
     assert sorted((await glob(tmp_path, pattern="**/*_test.go")).splitlines()) == ["g_test.go", "h/i_test.go"]
+
+
+# --- every result path is checked; absolute and `..` patterns are resolved first (issue 9, layer 4) ------
+
+
+async def guarded_glob(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
+    data = GlobInput.model_validate(raw)
+    ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
+    problem = await GLOB.validate_input(data, ctx)
+    if problem:
+        raise ToolError(problem)
+    return await GLOB.call(data, ctx)
+
+
+async def test_read_deny_rules_hide_names(repo: Path) -> None:
+    engine = engine_for(repo, deny=["Read(src/pkg/**)", "Read(setup.py)"])
+    result = await guarded_glob(repo, engine, pattern="**/*.py")
+    assert isinstance(result.content, str)
+    assert result.content.splitlines()[0] == "src/app.py"
+    assert "mod.py" not in result.content and "setup.py" not in result.content
+    assert "2 files were left out" in result.content
+
+
+async def test_parent_and_absolute_patterns_are_judged_as_reads_of_their_directory(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "loot.txt").write_text("")
+    root = tmp_path / "ws"
+    make_repo(root, {"a.txt": ""})
+    engine = engine_for(root)
+    ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data")
+    for pattern, listed in (("../*", tmp_path), (f"{outside}/*", outside), ("../outside/*.txt", outside),
+                            ("sub/../../outside/*", outside), ("~/x/*", Path.home() / "x")):
+        data = GlobInput(pattern=pattern)
+        assert GLOB.permission_paths(data, ctx) == [(listed, "read")], pattern
+        decision = engine.decide("Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
+        assert decision.behavior == "ask" and "outside the workspace" in (decision.reason or ""), pattern
+    inside = GlobInput(pattern="src/../*.txt")
+    assert GLOB.permission_paths(inside, ctx) == [(root, "read")]
+    assert engine.decide("Glob", {"pattern": "src/../*.txt"}, read_only=True,
+                         paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
+
+
+async def test_an_allowed_outside_listing_still_keeps_deny_rules(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "notes.txt").write_text("")
+    (outside / "id_rsa").write_text("")
+    root = tmp_path / "ws"
+    make_repo(root, {"a.txt": ""})
+    engine = engine_for(root, deny=["Read(//" + str(outside).lstrip("/") + "/id_rsa)"])
+    out = (await guarded_glob(root, engine, pattern="../outside/*")).content
+    assert isinstance(out, str) and out.splitlines()[0] == str(outside / "notes.txt") and "id_rsa" not in out
+
+
+async def test_symlinks_are_not_listed_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "loot.py").write_text("")
+    root = tmp_path / "ws"
+    make_repo(root, {"a.py": ""})
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    (root / "link.py").symlink_to(outside / "loot.py")
+    assert await glob(root, pattern="**/*.py") == "a.py"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ({"pattern": "*.py\x00"}, "pattern contains a NUL byte"),
+    ({"pattern": "\ud800/*.py"}, "lone UTF-16 surrogate"),
+    ({"pattern": "~\x00/*"}, "pattern contains a NUL byte"),
+    ({"pattern": "n" * 300 + "/*.py"}, "at most 255 bytes"),
+    ({"pattern": "*.py", "path": "a\x00"}, "path contains a NUL byte"),
+])
+async def test_invalid_patterns_and_paths_are_a_clear_error(repo: Path, raw: dict[str, str], message: str) -> None:
+    data = GlobInput.model_validate(raw)
+    ctx = ToolContext(cwd=repo, abort=Abort(), data_dir=repo / ".data")
+    problem = await GLOB.validate_input(data, ctx)
+    assert problem is not None and message in problem, problem
+    assert GLOB.permission_paths(data, ctx) == []
+    GLOB.locations(data)

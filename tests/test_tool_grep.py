@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,13 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import Mode
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool, split_globs
+from bridge.tools.paths import read_guard_of
 from tests.test_processes import eventually
 
 GREP = GrepTool()
@@ -232,3 +238,131 @@ async def test_cancellation_kills_rg(tmp_path: Path) -> None:
         assert await eventually(lambda: bool(rg_pids("blocking-fifo")))
         group.cancel_scope.cancel()
     assert await eventually(lambda: not rg_pids("blocking-fifo"))
+
+
+# --- every result path is checked (issue 9, layer 4) ------------------------------------------------------
+
+
+def engine_for(root: Path, *, deny: tuple[str, ...] | list[str] = (), mode: Mode = "default") -> PermissionEngine:
+    store = SettingsStore(root, user_config_dir=root.parent / f"{root.name}-cfg", claude_home=root.parent / "no-home")
+    return PermissionEngine(cwd=root, settings=store, mode=mode, session_rules=RuleSet.of(deny=list(deny)))
+
+
+async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
+    data = GrepInput.model_validate(raw)
+    ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
+    problem = await GREP.validate_input(data, ctx)
+    if problem:
+        raise ToolError(problem)
+    decision = engine.decide("Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
+    assert decision.behavior == "allow", decision
+    return await GREP.call(data, ctx)
+
+
+@pytest.fixture
+def secrets(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    make_repo(root, {"app.py": "token = 1\n", "secret.txt": "token = hunter2\n",
+                     "private/keys.txt": "token = k3y\n", "docs/a:b.md": "token in a name with a colon\n"})
+    return root
+
+
+@pytest.mark.parametrize("mode", ["files_with_matches", "content", "count"])
+async def test_read_deny_rules_hide_results_in_every_mode(secrets: Path, mode: str) -> None:
+    engine = engine_for(secrets, deny=["Read(secret.txt)", "Read(private/**)"])
+    result = await guarded_grep(secrets, engine, pattern="token", output_mode=mode)
+    out = text(result)
+    assert "app.py" in out and "a:b.md" in out
+    assert "secret" not in out and "hunter2" not in out and "private" not in out and "k3y" not in out
+    assert "2 files were left out" in out
+    assert result.raw_output is not None and result.raw_output["hidden"] == 2
+
+
+async def test_without_rules_the_same_search_shows_everything(secrets: Path) -> None:
+    out = text(await guarded_grep(secrets, engine_for(secrets), pattern="token", output_mode="content"))
+    assert "secret.txt:1:token = hunter2" in out and "private/keys.txt:1:token = k3y" in out
+    assert "docs/a:b.md:1:token in a name" in out and "left out" not in out
+
+
+async def test_a_search_of_only_denied_files_says_so(secrets: Path) -> None:
+    engine = engine_for(secrets, deny=["Read(secret.txt)"])
+    out = text(await guarded_grep(secrets, engine, pattern="hunter2"))
+    assert out.startswith("No matches found") and "1 file was left out" in out and "secret" not in out
+
+
+async def test_context_groups_of_hidden_files_leave_no_separators(secrets: Path) -> None:
+    (secrets / "b.py").write_text("x\ntoken = 2\ny\n")
+    engine = engine_for(secrets, deny=["Read(secret.txt)", "Read(private/**)"])
+    out = text(await guarded_grep(secrets, engine, pattern="token", output_mode="content", **{"-C": 1}))
+    body = out.split("\n\n[")[0].splitlines()
+    assert body == ["app.py:1:token = 1", "--", "b.py-1-x", "b.py:2:token = 2", "b.py-3-y", "--",
+                    "docs/a:b.md:1:token in a name with a colon"]
+    unnumbered = text(await guarded_grep(secrets, engine, pattern="token", output_mode="content",
+                                         **{"-C": 1, "-n": False}))
+    assert "b.py-x" in unnumbered and "b.py:token = 2" in unnumbered
+
+
+async def test_symlinks_out_of_the_workspace_are_not_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "loot.txt").write_text("token = stolen\n")
+    root = tmp_path / "ws"
+    make_repo(root, {"app.py": "token = 1\n"})
+    (root / "link.txt").symlink_to(outside / "loot.txt")
+    (root / "dir").symlink_to(outside, target_is_directory=True)
+    config = tmp_path / "rgrc"
+    config.write_text("--follow\n")  # a ripgrep config that would turn following on is ignored
+    monkeypatch.setenv("RIPGREP_CONFIG_PATH", str(config))
+    for mode in ("files_with_matches", "content"):
+        out = text(await guarded_grep(root, engine_for(root), pattern="token", output_mode=mode))
+        assert "stolen" not in out and "loot" not in out and "link.txt" not in out and "app.py" in out
+
+
+def test_results_whose_real_path_leaves_the_workspace_and_the_root_are_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "link.txt").symlink_to(outside / "x.txt")
+    guard = engine_for(root).read_guard()
+    assert guard(root / "app.py", root) is None
+    assert guard(root / "link.txt", root) == f"{outside / 'x.txt'} is outside the workspace"
+    assert guard(outside / "x.txt", outside) is None, "a root the permission step allowed covers its files"
+    assert engine_for(root, mode="bypassPermissions").read_guard()(root / "link.txt", root) is None
+    denied = engine_for(root, deny=["Read(//" + str(outside).lstrip("/") + "/**)"]).read_guard()
+    assert denied(root / "link.txt", root) is not None, "a deny rule matches the resolved path too"
+    assert denied(outside / "x.txt", outside) is not None, "and applies inside an allowed root"
+
+
+async def test_the_default_guard_keeps_results_in_the_workspace_or_the_root(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "link.txt").symlink_to(outside / "x.txt")
+    guard = read_guard_of(ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data"))
+    assert guard(root / "a.py", None) is None and guard(outside / "x.txt", outside) is None
+    assert guard(root / "link.txt", root) is not None and guard(outside / "x.txt", None) is not None
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("pattern", "a\x00b", r"pattern contains a NUL byte.*\\x00"),
+    ("pattern", "a\ud800", "lone UTF-16 surrogate"),
+    ("glob", "*.py\x00", "glob contains a NUL byte"),
+    ("type", "py\x00", "type contains a NUL byte"),
+    ("path", "src\x00", "path contains a NUL byte"),
+    ("path", "~\x00/x", "path contains a NUL byte"),
+    ("path", "/tmp/\udcff\ud800", "lone UTF-16 surrogate"),
+    ("path", "/tmp/" + "n" * 300, "at most 255 bytes"),
+])
+async def test_invalid_fields_are_a_clear_error_not_an_exception(
+    repo: Path, field: str, value: str, message: str
+) -> None:
+    raw = {"pattern": "x", field: value}
+    data = GrepInput.model_validate(raw)
+    ctx = ctx_for(repo)
+    problem = await GREP.validate_input(data, ctx)
+    assert problem is not None and re.search(message, problem), problem
+    GREP.permission_paths(data, ctx)  # does not raise
+    GREP.locations(data)
+    GREP.user_facing_title(data)

@@ -13,6 +13,7 @@ import pytest
 from bridge.abort import Abort
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
 from bridge.tools.notebook_edit import NotebookEditInput, NotebookEditTool, preview_notebook_edit
+from tests.test_tool_edit import Editor, editor_ctx, read_tool
 
 
 def notebook(cells: list[dict[str, Any]], minor: int = 5) -> dict[str, Any]:
@@ -190,3 +191,18 @@ async def test_result_shows_a_diff_and_preview_writes_nothing(ctx: ToolContext, 
     result = await NotebookEditTool().call(data, ctx)
     assert result.display == [diff]
     assert [p.name for p in nb_path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_an_open_notebook_is_edited_in_the_editor(tmp_path: Path) -> None:
+    path = tmp_path / "open.ipynb"
+    path.write_text(jupyter_json(notebook([dict(CODE)])), encoding="utf-8")
+    unsaved = jupyter_json(notebook([dict(CODE), dict(MARKDOWN)]))
+    editor = Editor({path: unsaved})
+    ctx = editor_ctx(tmp_path, editor)
+    await read_tool(ctx, path)
+    data = NotebookEditInput(notebook_path=str(path), cell_id="bbbb2222", new_source="## From the buffer")
+    assert await NotebookEditTool().validate_input(data, ctx) is None, "cell bbbb2222 exists only unsaved"
+    result = await NotebookEditTool().call(data, ctx)
+    assert json.loads(editor.buffers[path])["cells"][1]["source"] == ["## From the buffer"]
+    assert len(load(path)["cells"]) == 1, "the disk is untouched"
+    assert result.raw_output is not None and result.raw_output["written"] == "editor"

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import os
+import socket
+import threading
 import tracemalloc
 from pathlib import Path
 
+import anyio
 import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort
-from bridge.tools.base import DocumentSource, FileSnapshot, Location, ToolContext, ToolError, ToolResult
+from bridge.display import Location
+from bridge.tools.base import DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
+from bridge.tools.fileio import text_digest
 from bridge.tools.read import MAX_IMAGE_BYTES, ReadInput, ReadTool
+from tests.test_processes import eventually
 
 READ = ReadTool()
 
@@ -136,15 +144,127 @@ async def test_binary_file_is_refused(tmp_path: Path) -> None:
         await read(context(tmp_path), path)
 
 
-async def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+def holders_of(path: Path) -> list[str]:
+    """This process's open file descriptors on `path` (from /proc/self/fd)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}") == str(path):
+                found.append(fd)
+    return found
+
+
+def write_when_opened(fifo: Path, text: str) -> threading.Thread:
+    """A writer whose open() waits until a reader has the FIFO open (no sleeps: the kernel orders it)."""
+
+    def run() -> None:
+        with open(fifo, "w") as fh:
+            fh.write(text)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+async def test_a_fifo_reads_what_its_writer_writes(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a writer exists, so open() for reading returns
+    writer = write_when_opened(fifo, "one\ntwo\nthree\n")
+    ctx = context(tmp_path)
+    result = await read(ctx, fifo)
+    writer.join(5)
+    assert text_of(result) == "     1\tone\n     2\ttwo\n     3\tthree"
+    assert result.raw_output is not None and result.raw_output["stream"] == "FIFO"
+    assert fifo in ctx.read_files and holders_of(fifo) == []
+
+
+async def test_a_fifo_without_a_writer_waits_and_the_abort_ends_the_wait(tmp_path: Path) -> None:
+    fifo = tmp_path / "silent"
+    os.mkfifo(fifo)
+    outcome: list[object] = []
+
+    async def reading() -> None:
+        try:
+            outcome.append(await read(context(tmp_path), fifo))
+        except anyio.get_cancelled_exc_class():
+            outcome.append("cancelled")
+            raise
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reading)
+        assert await eventually(lambda: bool(holders_of(fifo))), "Read opened the FIFO and waits"
+        assert outcome == [], "no writer yet: Read is still waiting, as cat does"
+        group.cancel_scope.cancel()
+    assert outcome == ["cancelled"]
+    assert holders_of(fifo) == [], "the FIFO is closed once the wait ends"
+    with pytest.raises(OSError) as no_reader:  # the kernel agrees: nobody holds the read end any more
+        os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    assert no_reader.value.errno == errno.ENXIO
+
+
+async def test_an_endless_fifo_stops_at_the_window(tmp_path: Path) -> None:
+    fifo = tmp_path / "yes"
+    os.mkfifo(fifo)
+    stopped = threading.Event()
+
+    def endless() -> None:
+        try:
+            with open(fifo, "w") as fh:
+                while True:
+                    fh.write("y\n" * 1000)
+                    fh.flush()
+        except BrokenPipeError:  # the reader went away
+            stopped.set()
+
+    threading.Thread(target=endless, daemon=True).start()
+    text = text_of(await read(context(tmp_path), fifo, limit=5))
+    assert text.splitlines()[:5] == [f"{n:>6}\ty" for n in range(1, 6)]
+    assert "The stream had more after line 5" in text and "use offset" not in text
+    assert await anyio.to_thread.run_sync(stopped.wait, 10), "the writer saw the read end close"
+
+
+async def test_an_offset_in_a_fifo_counts_its_lines(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = write_when_opened(fifo, "".join(f"line {i}\n" for i in range(1, 11)))
+    text = text_of(await read(context(tmp_path), fifo, offset=4, limit=2))
+    writer.join(5)
+    assert text.splitlines()[:2] == ["     4\tline 4", "     5\tline 5"]
+
+
+async def test_endless_binary_devices_are_refused_at_once(tmp_path: Path) -> None:
+    for device in ("/dev/zero", "/dev/urandom"):
+        with pytest.raises(ToolError, match="binary file"):
+            await read(context(tmp_path), device)
+
+
+async def test_dev_null_reads_as_empty(tmp_path: Path) -> None:
+    assert text_of(await read(context(tmp_path), "/dev/null")) == "[The file /dev/null exists but is empty.]"
+
+
+async def test_proc_and_sys_files_whose_size_says_zero_are_read_to_their_end(tmp_path: Path) -> None:
+    status = Path("/proc/self/status")
+    assert status.stat().st_size == 0
+    text = text_of(await read(context(tmp_path), status))
+    assert text.startswith("     1\tName:\t") and "Pid:\t" in text
+    first = text_of(await read(context(tmp_path), status, limit=1))
+    assert "more lines; use offset=2" in first and "0 bytes" not in first
+    sys_file = next((p for p in (Path("/sys/kernel/mm/transparent_hugepage/enabled"), Path("/sys/power/state"))
+                     if p.exists()), None)
+    if sys_file is not None:
+        assert sys_file.stat().st_size in (0, 4096)  # sysfs says 4096 (or 0) whatever the content
+        assert text_of(await read(context(tmp_path), sys_file)).startswith("     1\t")
+
+
+async def test_a_socket_is_refused_with_a_reason(tmp_path: Path) -> None:
+    path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX)
     try:
-        with pytest.raises(ToolError, match="not a regular file"):
-            await read(context(tmp_path), fifo)
+        server.bind(str(path))
+        with pytest.raises(ToolError, match="is a socket"):
+            await read(context(tmp_path), path)
     finally:
-        os.close(fd)
+        server.close()
 
 
 async def test_images_come_back_as_image_blocks(tmp_path: Path) -> None:
@@ -212,6 +332,25 @@ async def test_reads_the_editors_unsaved_text(tmp_path: Path) -> None:
     assert text.startswith("     1\tunsaved 1\n     2\tunsaved 2")
     assert "unsaved version" in text
     assert path in ctx.read_files
+
+
+async def test_reads_through_the_editors_async_source_and_records_the_texts_digest(tmp_path: Path) -> None:
+    path = tmp_path / "open.py"
+    path.write_text("on disk\n")
+    asked: list[Path] = []
+
+    class Client(DocumentSource):  # stands for an ACP client answering fs/read_text_file
+        async def read_text(self, p: Path) -> str | None:
+            asked.append(p)
+            return "from the client\n" if p == path else None
+
+    ctx = context(tmp_path, Client())
+    assert text_of(await read(ctx, path)).startswith("     1\tfrom the client")
+    assert ctx.read_files[path] == FileSnapshot(-1, len("from the client\n"), text_digest("from the client\n"))
+    other = tmp_path / "closed.py"
+    other.write_text("disk only\n")
+    assert text_of(await read(ctx, other)) == "     1\tdisk only"
+    assert asked == [path, other] and ctx.read_files[other].digest is None
 
 
 def test_title_locations_and_backfill(tmp_path: Path) -> None:

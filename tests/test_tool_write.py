@@ -13,6 +13,7 @@ from bridge.display import Diff
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
 from bridge.tools.fileio import atomic_write
 from bridge.tools.write import WriteInput, WriteTool, preview_write
+from tests.test_tool_edit import Editor, editor_ctx, read_tool
 
 
 @pytest.fixture
@@ -183,3 +184,21 @@ def test_failed_atomic_write_leaves_the_original_and_no_temp_file(tmp_path: Path
 def test_atomic_write_into_a_missing_directory_is_a_tool_error(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="Directory does not exist"):
         atomic_write(tmp_path / "missing" / "a.txt", b"x")
+
+
+async def test_overwriting_an_open_file_replaces_the_unsaved_text_through_the_editor(tmp_path: Path) -> None:
+    path = tmp_path / "open.txt"
+    path.write_text("on disk\n")
+    editor = Editor({path: "unsaved\r\ntext\r\n"})
+    ctx = editor_ctx(tmp_path, editor)
+    data = WriteInput(file_path=str(path), content="new\ncontent\n")
+    assert "has not been read" in (await WriteTool().validate_input(data, ctx) or "")
+    await read_tool(ctx, path)
+    assert await WriteTool().validate_input(data, ctx) is None
+    assert WriteTool().preview(data, ctx) == [{"type": "diff", "path": str(path), "oldText": "unsaved\r\ntext\r\n",
+                                               "newText": "new\r\ncontent\r\n"}]
+    result = await WriteTool().call(data, ctx)
+    assert editor.buffers[path] == "new\r\ncontent\r\n" and path.read_text() == "on disk\n"
+    assert result.raw_output == {"path": str(path), "created": False, "lines": 2, "written": "editor"}
+    editor.buffers[path] += "typed\r\n"
+    assert "modified since it was read" in (await WriteTool().validate_input(data, ctx) or "")

@@ -23,6 +23,10 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
+    files: ["scripts/**/*.mjs"],
+    languageOptions: { globals: { console: "readonly", process: "readonly" } },
+  },
+  {
     files: ["**/*.cjs"],
     languageOptions: { sourceType: "commonjs", globals: { require: "readonly", process: "readonly", __dirname: "readonly", setTimeout: "readonly" } },
     rules: { "@typescript-eslint/no-require-imports": "off" },

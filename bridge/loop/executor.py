@@ -8,6 +8,7 @@ waits for every call before it. Before a call starts it checks the signal (the s
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
-from bridge.display import Display
+from bridge.display import Diff, Display
 from bridge.errors import cause_text, root_cause
 from bridge.loop.events import (
     LoopEvent,
@@ -97,6 +98,7 @@ class _Call:
     output: str = ""  # progress so far, kept for the synthesized result
     display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
+    edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
 
 
 class ToolExecutor:
@@ -219,8 +221,12 @@ class ToolExecutor:
             denied, data = await self._permit(call, ctx)
             if denied is not None:
                 return tool_result_block(use_id, denied, is_error=True)
+            if call.edited is not None:
+                tool, data = self._edited_call(tool, data, call.edited[1])
             self._env.emit(ToolCallInProgress(use_id))
             result = await self._call_tool(call, tool, data, ctx)
+            if result is not None and call.edited is not None and not result.is_error:
+                result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
         if result is not None:
@@ -234,6 +240,17 @@ class ToolExecutor:
         if isinstance(content, str):  # beyond the tool's limit: stored, and the model gets a preview
             content = bound_result(content, limit=tool.max_result_chars, data_dir=ctx.data_dir, tool_use_id=use_id)
         return tool_result_block(use_id, content, is_error=result.is_error)
+
+    def _edited_call(self, tool: AnyTool, data: Any, text: str) -> tuple[AnyTool, Any]:
+        """The call that writes the user's edit of the proposed change (the tool's `edited_input`)."""
+        swap = tool.edited_input(data, text)
+        other = self._env.tools.get(swap[0]) if swap else None
+        if swap is None or other is None:
+            raise ToolError(f"{tool.name}: the user's edit of the proposed change cannot be applied; nothing written.")
+        try:
+            return other, other.input_model.model_validate(swap[1])
+        except ValidationError as error:
+            raise ToolError(_validation_message(other.name, error)) from None
 
     async def _call_tool(self, call: _Call, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
         """The tool's result, or None when the signal stopped it (`call.output` is what it had so far)."""
@@ -304,6 +321,7 @@ class ToolExecutor:
             raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
             reason=decision.reason, suggestions=decision.suggestions,
         )
+        call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
         with cancel_on_abort(self._abort), cancel_on_abort(ctx.abort):  # the step's signal, or this call's own
             answer = await self._env.prompter(request)
@@ -317,6 +335,7 @@ class ToolExecutor:
             except Exception as error:  # the answer still counts for this call
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
+            call.edited = _user_edit(answer.edited_text, request.display)
             return None, data
         message = "Permission denied by user"
         if answer.feedback:
@@ -335,6 +354,26 @@ class ToolExecutor:
 
 def _every(_reason: AbortReason) -> bool:
     return True
+
+
+def _user_edit(edited: str | None, display: list[Display]) -> tuple[str, str] | None:
+    """(proposed, edited) when the user changed the whole-file text of the one diff they were shown."""
+    diffs = [d for d in display if isinstance(d, Diff)]
+    if edited is None or len(diffs) != 1 or diffs[0].partial:
+        return None  # a partial diff (a huge file) is not the whole text: writing it would cut the file
+    proposed = diffs[0].new_text
+    return None if edited == proposed else (proposed, edited)
+
+
+def _with_user_edit(content: str | list[Block], proposed: str, edited: str) -> str | list[Block]:
+    """The tool result, told that the user changed the proposal and how (a diff from the proposal)."""
+    lines = difflib.unified_diff(proposed.splitlines(keepends=True), edited.splitlines(keepends=True),
+                                 "your proposal", "what the user accepted", n=2)
+    note = ("The user edited the proposed change before accepting it; the user's version was written. "
+            "The difference from your proposal:\n" + "".join(lines).rstrip("\n"))
+    if isinstance(content, str):
+        return f"{content}\n\n{note}"
+    return [*content, {"type": "text", "text": note}]
 
 
 def _preview(tool: AnyTool, data: Any, ctx: ToolContext) -> list[Display]:

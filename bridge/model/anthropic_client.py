@@ -44,7 +44,16 @@ def warm_up() -> None:
     threading.Thread(target=load, name="anthropic-import", daemon=True).start()
 
 
+DEFAULT_STALL_TIMEOUT = 90.0
+"""Seconds without a byte from the model API before a response is given up as stalled (the API sends `ping`
+events while the model works, so a live stream is never this quiet). Setting: AGENT_BRIDGE_STALL_TIMEOUT /
+`stallTimeout`."""
+
+
 class AnthropicModel:
+    """`stream` raises only `ModelError` (whose text is for a person), whatever the API or the network does;
+    the events yielded before the failure stand (the loop keeps the partial answer)."""
+
     def __init__(
         self,
         *,
@@ -53,12 +62,14 @@ class AnthropicModel:
         max_retries: int = 4,
         max_retry_wait: float = 20.0,
         timeout: float = 600.0,
+        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
     ) -> None:
         self._api_key = api_key
         self._base_url = base_url
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
         self._timeout = timeout
+        self.stall_timeout = stall_timeout
         self._client: Any = None
 
     def _sdk(self) -> Any:
@@ -69,7 +80,8 @@ class AnthropicModel:
                 api_key=self._api_key or "missing-key",
                 base_url=self._base_url,
                 max_retries=0,  # ours: bounded waits, abortable, reported
-                timeout=anthropic.Timeout(self._timeout, connect=5.0),
+                # `read` is the wait for each piece of the body: the stall timeout.
+                timeout=anthropic.Timeout(self._timeout, connect=5.0, read=self.stall_timeout),
             )
         return self._client
 
@@ -98,16 +110,29 @@ class AnthropicModel:
                 attempt += 1
                 if attempt > self.max_retries:
                     raise ModelError(
-                        f"Cannot reach the model API at {self._where()}: {error}. Check your network or "
-                        "ANTHROPIC_BASE_URL.",
+                        f"Cannot reach the model API at {self._where()}: {_detail(error, 'no answer')}. Check your "
+                        "network or ANTHROPIC_BASE_URL.",
                         kind="connection",
                     ) from error
                 delay = self._delay(attempt, {})
                 yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s")
                 await anyio.sleep(delay)
-        async with stream:
-            async for event in _events(stream):
-                yield event
+            except Exception as error:  # whatever else the SDK raises before the answer starts
+                log.warning("the request to the model API failed", exc_info=True)
+                raise ModelError(
+                    f"The request to the model API at {self._where()} failed before any answer came "
+                    f"({_detail(error, 'an unexpected error')}). Send your message again to retry.",
+                    kind="api",
+                ) from error
+        try:
+            async with stream:
+                async for event in _events(stream, self.stall_timeout):
+                    yield event
+        except ModelError:
+            raise
+        except Exception as error:  # the stream broke in a way nothing below names: still one clear message
+            log.warning("reading the model's response failed", exc_info=True)
+            raise _malformed("it could not be read") from error
 
     def _delay(self, attempt: int, headers: Any) -> float:
         hinted = _retry_after(headers)
@@ -119,11 +144,14 @@ class AnthropicModel:
         return self._base_url or "https://api.anthropic.com"
 
 
-async def _events(stream: Any) -> AsyncIterator[ModelEvent]:
+async def _events(stream: Any, stall_timeout: float) -> AsyncIterator[ModelEvent]:
+    """The SDK's stream events as ours. Unknown event and delta types are ignored (the API adds new ones);
+    anything that breaks the stream becomes a `ModelError` that says what happened."""
     import anthropic
     import httpx2
 
     blocks: dict[int, Block] = {}
+    open_blocks: set[int] = set()
     json_parts: dict[int, list[str]] = {}
     usage = Usage()
     stop_reason: str | None = None
@@ -145,7 +173,10 @@ async def _events(stream: Any) -> AsyncIterator[ModelEvent]:
                     block["input"] = {}
                     json_parts[event.index] = []
                 blocks[event.index] = block
+                open_blocks.add(event.index)
             elif kind == "content_block_delta":
+                if event.index not in open_blocks:
+                    raise _malformed("a part of it arrived for a content block that was not open")
                 delta = event.delta
                 block = blocks[event.index]
                 if delta.type == "text_delta":
@@ -157,8 +188,11 @@ async def _events(stream: Any) -> AsyncIterator[ModelEvent]:
                 elif delta.type == "signature_delta":
                     block["signature"] = block.get("signature", "") + delta.signature
                 elif delta.type == "input_json_delta":
-                    json_parts[event.index].append(delta.partial_json)
+                    json_parts.setdefault(event.index, []).append(delta.partial_json)
             elif kind == "content_block_stop":
+                if event.index not in open_blocks:
+                    raise _malformed("it closed a content block that was not open")
+                open_blocks.discard(event.index)
                 block = blocks[event.index]
                 if block["type"] == "tool_use":
                     raw = "".join(json_parts.pop(event.index, []))
@@ -182,13 +216,29 @@ async def _events(stream: Any) -> AsyncIterator[ModelEvent]:
         raise ModelError(
             f"The model API reported an error mid-response: {_message_of(error)}. The partial answer is kept; "
             "send your message again to retry.",
-            kind="overloaded" if error.status_code == 529 or "overloaded" in str(error) else "api",
+            kind="overloaded" if error.status_code == 529 or "overloaded" in str(error).lower() else "api",
             status=error.status_code,
         ) from error
+    except (httpx2.TimeoutException, anthropic.APITimeoutError) as error:
+        raise ModelError(
+            f"The model API sent nothing for {stall_timeout:g} s in the middle of its response, so it was given "
+            "up. The partial answer is kept; send your message again to continue (to wait longer, raise "
+            "AGENT_BRIDGE_STALL_TIMEOUT).",
+            kind="stream_stalled",
+        ) from error
     except (httpx2.HTTPError, anthropic.APIConnectionError) as error:
-        raise _dropped(str(error) or type(error).__name__) from error
+        raise _dropped(_detail(error, "the connection closed")) from error
+    except json.JSONDecodeError as error:
+        raise _malformed("an event of it was not valid JSON") from error
     if not finished or stop_reason is None:
-        raise _dropped("the stream ended before message_stop")
+        raise ModelError(
+            "The model's response ended before it was complete (the stream stopped early). The partial answer "
+            "is kept; send your message again to continue.",
+            kind="stream_dropped",
+        )
+    if open_blocks:
+        kinds = ", ".join(sorted({str(blocks[i].get("type", "content")).replace("_", " ") for i in open_blocks}))
+        raise _malformed(f"it ended with a {kinds} block that never finished")
     yield ResponseComplete(stop_reason, usage)
 
 
@@ -198,6 +248,20 @@ def _dropped(detail: str) -> ModelError:
         "message again to continue.",
         kind="stream_dropped",
     )
+
+
+def _malformed(what: str) -> ModelError:
+    return ModelError(
+        f"The model's response was corrupted mid-stream: {what}. The partial answer is kept; send your message "
+        "again to continue.",
+        kind="stream_invalid",
+    )
+
+
+def _detail(error: BaseException, fallback: str) -> str:
+    """An exception's own words, never its class name (empty text says `fallback`)."""
+    text = str(error).strip()
+    return text.rstrip(".") if text else fallback
 
 
 def _retry_after(headers: Any) -> float | None:

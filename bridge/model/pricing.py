@@ -27,6 +27,13 @@ DEFAULT_PRICE = PRICES["claude-sonnet-4"]
 
 CONTEXT_WINDOW = 200_000
 
+# The models an editor's picker offers (id, name, description); a session may run any other model id too.
+MODELS: tuple[tuple[str, str, str], ...] = (
+    ("claude-sonnet-4-5", "Claude Sonnet 4.5", "Fast and capable: the default"),
+    ("claude-opus-4-5", "Claude Opus 4.5", "The most capable"),
+    ("claude-haiku-4-5", "Claude Haiku 4.5", "The fastest and cheapest"),
+)
+
 
 def price_for(model: str) -> Price:
     matches = [key for key in PRICES if model.startswith(key)]

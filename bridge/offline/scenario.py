@@ -17,7 +17,8 @@ from typing import Any, Literal
 Json = dict[str, Any]
 AfterLast = Literal["repeat_last", "end_turn_text"]
 
-FAULT_TYPES = ("status", "drop", "sse_error", "stall")
+FAULT_TYPES = ("status", "drop", "sse_error", "stall", "garbage", "truncated_event", "unknown_event", "unclosed_block")
+STREAM_FAULTS = ("drop", "sse_error", "stall", "garbage", "truncated_event", "unknown_event", "unclosed_block")
 BLOCK_TYPES = ("text", "thinking", "redacted_thinking", "tool_use")
 AFTER_LAST: tuple[AfterLast, ...] = ("repeat_last", "end_turn_text")
 
@@ -57,8 +58,14 @@ def check_response(response: Mapping[str, Any], where: str = "response") -> Json
     `{"content": [block, ...], "stop_reason": "end_turn", "delay_ms": 5, "fault": {...}, "usage": {...}}`
     with blocks `text` (`text` + optional `chunks` or explicit `deltas`), `thinking` (`thinking` or `deltas`,
     `signature`), `redacted_thinking` (`data`), `tool_use` (`name`, `input`, optional `id`, `pieces`);
-    each block may carry its own `delay_ms`. Faults: `status` (`status`, `retry_after`, `error_type`,
-    `message`), `drop` / `sse_error` / `stall` (`after_events`), all with optional `times`.
+    each block may carry its own `delay_ms`. Faults, all with optional `times`:
+    - `status` (`status`, `retry_after`, `error_type`, `message`): the request is answered with that status;
+    - after `after_events` SSE events: `drop` (the connection is closed mid-body), `stall` (nothing more is
+      sent), `sse_error` (an `event: error`, then the body ends), `garbage` (an event whose `data:` line is not
+      JSON — `data` to choose it — then the rest of the events), `truncated_event` (the first half of the next
+      event, then the body ends cleanly), `unknown_event` (an event of type `name`, default `future_event`,
+      then the rest: clients must ignore it);
+    - `unclosed_block`: the last content block never gets its `content_block_stop` (message_stop still comes).
     """
     if not isinstance(response, Mapping):
         raise _fail(where, "must be an object")
@@ -84,6 +91,8 @@ def check_response(response: Mapping[str, Any], where: str = "response") -> Json
             raise _fail(where, f"fault type must be one of {', '.join(FAULT_TYPES)}")
         if fault["type"] == "status" and not isinstance(fault.get("status"), int):
             raise _fail(where, "a status fault needs an integer status")
+        if not isinstance(fault.get("after_events", 0), int) or fault.get("after_events", 0) < 0:
+            raise _fail(where, "fault after_events must be a non-negative integer")
         times = fault.get("times", 1)
         if not isinstance(times, int) or times < 1:
             raise _fail(where, "fault times must be a positive integer")

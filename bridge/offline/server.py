@@ -20,7 +20,15 @@ from typing import Any
 
 from bridge.offline import http
 from bridge.offline.render import error_json, fault_error, message_json, new_id, sse_events
-from bridge.offline.scenario import Json, RecordedRequest, Scenario, ScenarioPlayer, end_turn_text, load_scenario
+from bridge.offline.scenario import (
+    STREAM_FAULTS,
+    Json,
+    RecordedRequest,
+    Scenario,
+    ScenarioPlayer,
+    end_turn_text,
+    load_scenario,
+)
 from bridge.offline.usage import PromptCache, estimate_tokens
 from bridge.offline.validation import request_errors
 
@@ -269,7 +277,7 @@ class OfflineServer:
         kind = fault.get("type")
         if kind == "status":
             return await self._status_fault(writer, record, fault, keep_alive)
-        if kind in ("drop", "stall", "sse_error") and not response.get("content"):
+        if kind in STREAM_FAULTS and not response.get("content"):
             response = {**response, "content": [{"type": "text", "text": DEFAULT_FAULT_TEXT}]}
         usage = self._cache.usage_for(body)
         if not record.stream:
@@ -309,6 +317,14 @@ class OfflineServer:
             status, error = fault_error(fault, default_status=529)
             self._requests.append(record)
             return await self._send(writer, record, status, error, {}, keep_alive)
+        if kind in ("garbage", "truncated_event"):  # a 200 whose JSON body is cut in half
+            record.status = 200
+            self._requests.append(record)
+            whole = http.response_bytes(200, message_json(response, record.body, usage), {}, keep_alive=False)
+            head, _, body = whole.partition(b"\r\n\r\n")
+            writer.write(head + b"\r\n\r\n" + body[: len(body) // 2] + b" " * (len(body) - len(body) // 2))
+            await writer.drain()
+            return False
         delay = float(response.get("delay_ms", 0)) / 1000
         if delay:
             await asyncio.sleep(delay)
@@ -331,29 +347,54 @@ class OfflineServer:
                       events: list[Any], fault: Json) -> bool:
         """Write the SSE events (and the fault, if any); True if the response ended cleanly."""
         kind = fault.get("type")
+        if kind == "unclosed_block":
+            stops = [i for i, e in enumerate(events) if e.type == "content_block_stop"]
+            events = [e for i, e in enumerate(events) if not stops or i != stops[-1]]
         cut = len(events)
-        if kind in ("drop", "stall", "sse_error"):
+        if kind in ("drop", "stall", "sse_error", "garbage", "truncated_event", "unknown_event"):
             cut = max(0, min(int(fault.get("after_events", 0)), len(events) - 1))
         writer.write(http.stream_head({"request-id": new_id("req")}))
         await writer.drain()
-        for event in events[:cut]:
+        if not await self._write_events(writer, reader, events[:cut]):
+            return False
+        if kind == "drop":
+            return False  # the connection handler closes the socket in the middle of the chunked body
+        if kind == "stall":
+            await self._until_client_gone(reader, writer)
+            return False
+        rest: list[Any] = []
+        if kind == "sse_error":
+            _, error = fault_error(fault, default_status=529)
+            writer.write(http.chunk(f"event: error\ndata: {json.dumps(error)}\n\n".encode()))
+        elif kind == "garbage":
+            data = str(fault.get("data", '{"type": "content_block_delta", "index": 0, "delta": {"type": "text_'))
+            writer.write(http.chunk(f"event: {events[cut].type}\ndata: {data}\n\n".encode()))
+            rest = events[cut:]
+        elif kind == "truncated_event":
+            encoded = events[cut].encode()
+            writer.write(http.chunk(encoded[: max(1, len(encoded) // 2)]))
+        elif kind == "unknown_event":
+            name = str(fault.get("name", "future_event"))
+            payload = json.dumps({"type": name, "detail": "an event type this client does not know"})
+            writer.write(http.chunk(f"event: {name}\ndata: {payload}\n\n".encode()))
+            rest = events[cut:]
+        else:
+            rest = events[cut:]
+        if not await self._write_events(writer, reader, rest):
+            return False
+        writer.write(http.LAST_CHUNK)
+        await writer.drain()
+        return True
+
+    async def _write_events(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
+                            events: list[Any]) -> bool:
+        for event in events:
             if event.delay:
                 await asyncio.sleep(event.delay)
             if self._client_gone(reader, writer):
                 return False
             writer.write(http.chunk(event.encode()))
             await writer.drain()
-        if kind == "drop":
-            return False  # the connection handler closes the socket in the middle of the chunked body
-        if kind == "stall":
-            await self._until_client_gone(reader, writer)
-            return False
-        if kind == "sse_error":
-            _, error = fault_error(fault, default_status=529)
-            payload = f"event: error\ndata: {json.dumps(error)}\n\n".encode()
-            writer.write(http.chunk(payload))
-        writer.write(http.LAST_CHUNK)
-        await writer.drain()
         return True
 
 

@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -202,6 +202,51 @@ class PermissionEngine:
         """Write the always-rule once (no duplicates); every engine of this project sees it at once."""
         self.settings.save_rule(suggestion)
         self._refresh()
+
+    # --- what file tools may show --------------------------------------------------------------------
+
+    def read_guard(self) -> Callable[[Path, Path | None], str | None]:
+        """For the file tools' results (Grep matches, Glob names), with the rules as they are now: why
+        `path` may not be shown, or None when it may. A Read deny or ask rule naming the path (as written or
+        resolved) hides it — a result cannot be asked about one by one; rules without a path were judged on
+        the call itself. So does a real path outside the workspace and outside `scope` (what the permission
+        step allowed for this call), unless a Read allow rule names it or the mode is bypassPermissions.
+        Called per result (thousands): plain strings, no pathlib."""
+        self._refresh()
+        rules = [(r, r.path.regex, str(r.path.base).rstrip("/") + "/")
+                 for b in ("deny", "ask") for r in self._index.rules_for(b, "Read") if r.path is not None]
+        roots = [str(root) for root in self._workspace.roots]
+        cwd = str(self.cwd)
+        bypass = self.mode == "bypassPermissions" and not self.settings.bypass_disabled
+        dirs: dict[str, str] = {}  # results share a few directories: resolve each once
+
+        def real(written: str) -> str:
+            head, name = os.path.split(written)
+            resolved = dirs.get(head) or dirs.setdefault(head, os.path.realpath(head))
+            full = os.path.join(resolved, name)
+            return os.path.realpath(full) if os.path.islink(full) else full
+
+        def under(path: str, root: str) -> bool:
+            return path == root or path.startswith(root.rstrip("/") + "/")
+
+        def check(path: Path, scope: Path | None) -> str | None:
+            written = os.path.normpath(os.path.join(cwd, os.path.expanduser(os.fspath(path))))
+            resolved = real(written)
+            for rule, pattern, prefix in rules:
+                # PathPattern.matches on strings: the part below the rule's base, matched by its regex
+                if any(p.startswith(prefix) and pattern.match(p[len(prefix):]) for p in (written, resolved)):
+                    return f"{written} is named by the {rule.behavior} rule {rule.text}"
+            if bypass or any(under(resolved, root) for root in roots):
+                return None
+            if scope is not None:
+                allowed = real(os.path.normpath(os.path.join(cwd, os.fspath(scope))))
+                if under(resolved, allowed):
+                    return None
+            if self._allow_rule_for_path("Read", _Access(Path(written), Path(resolved)), "read") is not None:
+                return None
+            return f"{resolved} is outside the workspace"
+
+        return check
 
     # --- hooks ---------------------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class PermissionAnswer:
     outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
     feedback: str | None = None
     suggestion: RuleSuggestion | None = None  # the rule chosen with an always-option
+    edited_text: str | None = None  # an accepted edit's file content as the user changed it in the diff
 
     @property
     def allowed(self) -> bool:

@@ -249,7 +249,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
             ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
         asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
-        return {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
+        return {"sessionId": session.id, "modes": wire.modes_state(session.mode),
+                "models": wire.models_state(session.model_name)}
 
     @feature("session/load")
     async def session_load(ls: BridgeServer, params: Any) -> None:
@@ -341,6 +342,12 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
         asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
+        return {}
+
+    @feature("session/set_model")
+    def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire.SetModelParams)
+        session.set_model(parsed.model_id)
         return {}
 
     @server.feature(types.SHUTDOWN)

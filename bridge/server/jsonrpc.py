@@ -70,41 +70,211 @@ class BridgeProtocol(LanguageServerProtocol):
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error.to_response_error()})
 
 
-_CONTENT_LENGTH = re.compile(rb"^Content-Length: *(\d+)\r?\n$", re.IGNORECASE)
+# ---- reading hostile input --------------------------------------------------------------------------
+#
+# Whatever arrives on stdin, the read loop goes on: a message it cannot read is answered with a JSON-RPC error
+# when its `id` can be read (a log line when not), and no message is ever held in memory beyond the limit.
+
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+"""The largest message read (32 MiB, the Messages API's own request limit: a bigger prompt could never reach the
+model). A bigger one is skipped in pieces — never held — and answered with an error."""
+MAX_HEADER_LINE = 8 * 1024  # one LSP header line; a longer one is discarded in pieces
+MAX_DEPTH = 64  # nesting of a message's JSON (editor messages nest < 10 deep)
+_PIECE = 1024 * 1024
+_ID_SCAN_BYTES = 64 * 1024  # how much of a refused message is looked at for its `id`
+
+MsgId = int | str
+
+
+class BoundedReader:
+    """stdin read in bounded pieces on the thread pool: a line or a body is never read past what is asked."""
+
+    def __init__(self, stream: Any, executor: Any = None) -> None:
+        self._stream = stream
+        self._executor = executor
+
+    async def readline(self, limit: int) -> bytes:
+        """The next line, or its first `limit` bytes (no newline at the end then)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._stream.readline, limit)
+
+    async def read(self, n: int) -> bytes:
+        """`n` bytes (fewer only at EOF)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._stream.read, n)
+
+    async def discard_line(self) -> int:
+        """Skip to the end of the current line; the number of bytes skipped."""
+        skipped = 0
+        while True:
+            piece = await self.readline(_PIECE)
+            skipped += len(piece)
+            if not piece or piece.endswith(b"\n"):
+                return skipped
+
+    async def discard(self, n: int) -> int:
+        """Skip `n` bytes without holding them; the number actually skipped (less at EOF)."""
+        skipped = 0
+        while skipped < n:
+            piece = await self.read(min(_PIECE, n - skipped))
+            if not piece:
+                break
+            skipped += len(piece)
+        return skipped
+
+
+def bounded(reader: Any) -> BoundedReader:
+    """A `BoundedReader` over pygls's `StdinAsyncReader` (or over any binary stream)."""
+    if isinstance(reader, BoundedReader):
+        return reader
+    stream = getattr(reader, "stdin", reader)
+    return BoundedReader(stream, getattr(reader, "executor", None))
+
+
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\S*)[ \t]*$", re.IGNORECASE)
+_HEADER = re.compile(rb"^[!-9;-~]+[ \t]*:")  # a token, then a colon
 
 
 async def serve_messages(reader: AsyncReader, protocol: BridgeProtocol, stop: threading.Event) -> None:
-    """The read loop (pygls's, plus answers for bad input): a parse error gets -32700 with id null, a
-    message that is not a JSON-RPC request/notification/response gets -32600; the loop goes on."""
-    content_length = 0
+    """LSP framing (`Content-Length: N`, a blank line, N bytes of JSON). A parse error gets -32700 with id null,
+    a message that is not a JSON-RPC request/notification/response -32600; bad framing is logged and skipped
+    to the next header; a body over `MAX_MESSAGE_BYTES` is skipped in pieces and answered. The loop goes on."""
+    source = bounded(reader)
     while not stop.is_set():
-        header = await reader.readline()
-        if not header:
+        length = await _read_head(source)
+        if length is None:
+            return
+        if length < 0:
+            continue
+        if length > MAX_MESSAGE_BYTES:
+            head = await source.read(min(length, _ID_SCAN_BYTES))
+            skipped = len(head) + await source.discard(length - len(head))
+            _too_large(protocol, head, length)
+            if skipped < length:
+                log.info("client closed the connection mid-message")
+                return
+            continue
+        body = await source.read(length)
+        if len(body) < length:
+            log.info("client closed the connection mid-message")
+            return
+        _dispatch(body, protocol)
+
+
+async def _read_head(source: BoundedReader) -> int | None:
+    """The next message's Content-Length; -1 when its head is unusable (logged); None at EOF."""
+    length: int | None = None
+    problem: str | None = None
+    seen = False  # a header line of this message was read
+    garbage = 0  # bytes of input that are no header line, skipped
+    while True:
+        line = await source.readline(MAX_HEADER_LINE + 2)
+        if not line:
+            if seen or garbage:
+                log.info("client closed the connection mid-message")
+            return None
+        if not line.endswith(b"\n") and len(line) > MAX_HEADER_LINE:
+            skipped = len(line) + await source.discard_line()
+            problem = f"a header line of {skipped} bytes (the limit is {MAX_HEADER_LINE})"
+            seen = True
+            continue
+        stripped = line.rstrip(b"\r\n")
+        if not stripped.strip():
+            if not seen:
+                continue  # blank lines between messages
             break
-        if not content_length:
-            match = _CONTENT_LENGTH.fullmatch(header)
-            if match:
-                content_length = int(match.group(1))
-        if content_length and not header.strip():
-            body = await reader.readexactly(content_length)
-            content_length = 0
-            if not body:
-                break
-            _dispatch(body, protocol)
+        match = _CONTENT_LENGTH.search(stripped)
+        if match is None and not _HEADER.match(stripped):
+            garbage += len(line)  # not a header: noise between messages (e.g. the rest of a short body)
+            length, problem, seen = None, None, False
+            continue
+        if garbage:
+            log.warning("skipped %d bytes of input that are not a message header", garbage)
+            garbage = 0
+        seen = True
+        if match is None:
+            continue  # Content-Type and unknown headers are ignored
+        value = match.group(1)
+        if value.isdigit() and len(value) <= 18:
+            length = int(value)
+        else:
+            problem = f"a bad Content-Length {value[:40].decode('latin-1')!r} (not a non-negative integer)"
+    if problem is not None or length is None:
+        log.warning("message skipped: %s", problem or "a header without Content-Length")
+        return -1
+    if length == 0:
+        log.warning("message skipped: Content-Length 0 (a header without a body)")
+        return -1
+    return length
+
+
+async def serve_lines(reader: AsyncReader, protocol: BridgeProtocol, stop: threading.Event) -> None:
+    """ACP's ndjson framing: one message per line. A line over `MAX_MESSAGE_BYTES` is discarded up to its
+    newline without being held, and answered."""
+    source = bounded(reader)
+    while not stop.is_set():
+        line = await source.readline(MAX_MESSAGE_BYTES + 1)
+        if not line:
+            break
+        if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+            head = line[:_ID_SCAN_BYTES]
+            del line
+            size = MAX_MESSAGE_BYTES + 1 + await source.discard_line()
+            _too_large(protocol, head, size)
+            continue
+        if line.strip():
+            _dispatch(line, protocol)
+
+
+def _too_large(protocol: BridgeProtocol, head: bytes, size: int) -> None:
+    msg_id = top_level_id(head)
+    message = (f"Invalid request: the message is {size:,} bytes, over the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB "
+               "limit; it was skipped unread")
+    log.warning("%s (id %r)", message, msg_id)
+    if msg_id is not None:
+        protocol.reply_error(msg_id, JsonRpcInvalidRequest(message))
 
 
 def _dispatch(body: bytes, protocol: BridgeProtocol) -> None:
+    """Handle one framed message; nothing it holds ends the read loop."""
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        log.warning("unparseable message: %s", error)
-        protocol.reply_error(None, JsonRpcParseError(f"Parse error: {error}"))
+        _handle(body, protocol)
+    except Exception:
+        log.exception("handling a message failed")
+
+
+def _handle(body: bytes, protocol: BridgeProtocol) -> None:
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"byte {body[error.start]:#04x} at offset {error.start}"
+        _parse_error(protocol, f"the message is not valid UTF-8 ({where})", _id_of_text(
+            body.decode("utf-8", "replace")))
         return
-    msg_id = data.get("id") if isinstance(data, dict) else None
+    if not text.strip():
+        _parse_error(protocol, "the message is empty", None)
+        return
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        _parse_error(protocol, f"the message nests deeper than {MAX_DEPTH} levels", top_level_id(body[:_PIECE]))
+        return
+    except json.JSONDecodeError as error:  # not JSON: no id can be trusted (JSON-RPC: null)
+        _parse_error(protocol, str(error), None)
+        return
+    except ValueError as error:  # valid JSON Python refuses, e.g. an integer of more than 4300 digits
+        _parse_error(protocol, str(error), top_level_id(body[:_PIECE]))
+        return
+    if _too_deep(data, MAX_DEPTH):
+        _parse_error(protocol, f"the message nests deeper than {MAX_DEPTH} levels", _valid_id(data))
+        return
+    if isinstance(data, list):
+        _batch(data, protocol)
+        return
+    msg_id = _valid_id(data)
     problem = _shape_problem(data)
     if problem:
         log.warning("invalid message: %s", problem)
-        protocol.reply_error(msg_id, JsonRpcInvalidRequest(f"Invalid request: {problem}"))
+        if not _is_response(data):
+            protocol.reply_error(msg_id, JsonRpcInvalidRequest(f"Invalid request: {problem}"))
         return
     try:
         message = protocol.structure_message(data)
@@ -112,15 +282,119 @@ def _dispatch(body: bytes, protocol: BridgeProtocol) -> None:
         if "method" in data and msg_id is not None:
             protocol.reply_error(msg_id, error)
         return
+    owed = "method" in data and msg_id is not None  # a request is owed an answer, whatever happens
     try:
         protocol.handle_message(message)
     except Exception:
         log.exception("handling %s failed", data.get("method"))
+        if owed:
+            protocol.reply_error(msg_id, JsonRpcInvalidRequest(
+                f"Invalid request: {data['method']} could not be handled with these params"))
+        return
+    if owed and not hasattr(message, "id"):  # pygls structured it as a notification (`initialized`, ...)
+        protocol.reply_error(msg_id, JsonRpcInvalidRequest(
+            f"Invalid request: {data['method']} is a notification; send it without an id"))
+
+
+def _parse_error(protocol: BridgeProtocol, reason: str, msg_id: MsgId | None) -> None:
+    """-32700, with the message's id when it could be read in spite of the error (else null)."""
+    log.warning("unparseable message (id %r): %s", msg_id, reason)
+    protocol.reply_error(msg_id, JsonRpcParseError(f"Parse error: {reason}"))
+
+
+def _batch(data: list[Any], protocol: BridgeProtocol) -> None:
+    """Batches are not supported: each request in it with a readable id gets its own error, so nothing waits."""
+    reason = "Invalid request: batch messages are not supported; send each message on its own"
+    log.warning("batch of %d messages refused", len(data))
+    ids: list[MsgId | None] = [i for i in (_valid_id(m) for m in data[:1000] if isinstance(m, dict) and "method" in m)
+                               if i is not None]
+    for msg_id in ids or [None]:
+        protocol.reply_error(msg_id, JsonRpcInvalidRequest(reason))
+
+
+def _valid_id(data: Any) -> MsgId | None:
+    value = data.get("id") if isinstance(data, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    return value
+
+
+def _is_response(data: Any) -> bool:
+    return isinstance(data, dict) and "method" not in data and ("result" in data or "error" in data)
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NUMBER_ID = re.compile(rb"-?\d{1,18}(?=[\s,}])")
+_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+def top_level_id(data: bytes) -> MsgId | None:
+    """The `id` member of the JSON object `data` begins with, read from its first bytes alone (a message too
+    big or too deep to parse); None when it cannot be told for sure."""
+    pos = _SPACE.match(data).end()  # type: ignore[union-attr]
+    if data[pos:pos + 1] != b"{":
+        return None
+    pos, depth, expect_key = pos + 1, 1, True
+    while pos < len(data) and depth <= MAX_DEPTH:
+        char = data[pos:pos + 1]
+        if char == b'"':
+            string = _STRING.match(data, pos)
+            if string is None:
+                return None
+            pos = string.end()
+            if depth == 1 and expect_key:
+                pos = _SPACE.match(data, pos).end()  # type: ignore[union-attr]
+                if data[pos:pos + 1] != b":":
+                    return None
+                pos = _SPACE.match(data, pos + 1).end()  # type: ignore[union-attr]
+                if string.group() == b'"id"':
+                    return _id_at(data, pos)
+                expect_key = False
+            continue
+        if char in (b"{", b"["):
+            depth += 1
+        elif char in (b"}", b"]"):
+            depth -= 1
+        elif char == b"," and depth == 1:
+            expect_key = True
+        pos += 1
+    return None
+
+
+def _id_at(data: bytes, pos: int) -> MsgId | None:
+    number = _NUMBER_ID.match(data, pos)
+    if number is not None:
+        return int(number.group())
+    string = _STRING.match(data, pos)
+    if string is not None:
+        try:
+            value = json.loads(string.group())
+        except ValueError:
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _id_of_text(text: str) -> MsgId | None:
+    """The id of a message whose bytes are not UTF-8 but whose structure is JSON (the bad bytes replaced)."""
+    try:
+        return _valid_id(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _shape_problem(data: Any) -> str | None:
-    if isinstance(data, list):
-        return "batch messages are not supported"
     if not isinstance(data, dict):
         return "a message must be a JSON object"
     if data.get("jsonrpc") != "2.0":
@@ -128,8 +402,8 @@ def _shape_problem(data: Any) -> str | None:
     if "method" in data:
         if not isinstance(data["method"], str):
             return '"method" must be a string'
-        if "id" in data and not isinstance(data["id"], (str, int)) and data["id"] is not None:
-            return '"id" must be a string or a number'
+        if "id" in data and data["id"] is not None and _valid_id(data) is None:
+            return '"id" must be a string or an integer'
         if "params" in data and not isinstance(data["params"], (dict, list)):
             return '"params" must be an object or an array'
         return None
@@ -181,12 +455,3 @@ class LineWriter:
 
     def close(self) -> None:
         self._stdout.close()
-
-
-async def serve_lines(reader: AsyncReader, protocol: BridgeProtocol, stop: threading.Event) -> None:
-    while not stop.is_set():
-        line = await reader.readline()
-        if not line:
-            break
-        if line.strip():
-            _dispatch(line, protocol)

@@ -59,6 +59,11 @@ class SetModeParams(WireModel):
     mode_id: str = Field(alias="modeId")
 
 
+class SetModelParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId", min_length=1)
+
+
 def parse(model: type[WireModel], params: Any) -> Any:
     """Validated params, or ValueError with a message that names the field."""
     try:
@@ -237,6 +242,17 @@ def stored_session(item: StoredSession) -> dict[str, Any]:
     return {"sessionId": item.session_id, "cwd": item.cwd, "title": item.title, "updatedAt": updated}
 
 
+def models_state(current: str) -> dict[str, Any]:
+    """ACP's (unstable) session model state: the picker's models, with the current one listed first when it is
+    not one of them (a model set by settings)."""
+    from bridge.model.pricing import MODELS
+
+    listed = [{"modelId": m, "name": name, "description": about} for m, name, about in MODELS]
+    if current not in {m for m, _, _ in MODELS}:
+        listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
+    return {"currentModelId": current, "availableModels": listed}
+
+
 def modes_state(current: str) -> dict[str, Any]:
     """`session/new`'s `modes`: the current mode and every mode, named and described."""
     return {
@@ -297,12 +313,15 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
         return PermissionAnswer("cancelled", feedback=feedback)
     option = outcome.get("optionId")
+    edited = meta.get("editedText") if isinstance(meta, dict) else None
+    edited = edited if isinstance(edited, str) else None
     if option == "allow_once":
-        return PermissionAnswer("allow_once")
+        return PermissionAnswer("allow_once", edited_text=edited)
     if option in ("allow_always", "reject_always"):
         wanted = "allow" if option == "allow_always" else "deny"
         chosen = next((s for s in request.suggestions if s.behavior == wanted), None)
-        return PermissionAnswer(option, feedback=feedback, suggestion=chosen)
+        return PermissionAnswer(option, feedback=feedback, suggestion=chosen,
+                                edited_text=edited if option == "allow_always" else None)
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
@@ -333,6 +352,7 @@ def replay_updates(
     `Interrupted by user`).
     """
     updates: list[dict[str, Any]] = []
+    plan: list[dict[str, Any]] | None = None
     for message in messages:
         for block in message["content"]:
             kind = block.get("type")
@@ -345,6 +365,9 @@ def replay_updates(
                 updates.append(chunk("agent_thought_chunk", block["thinking"], parent))
             elif kind == "tool_use":
                 name, raw = block["name"], block.get("input", {})
+                if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
+                    plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
+                             "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
                 started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
                 updates.append(nested(tool_call(started), parent))
                 child = sidechain(str(block["id"]))
@@ -363,5 +386,7 @@ def replay_updates(
                         "content": [_text_content(text)] if text else [],
                     }, parent,
                 ))
+    if plan is not None and parent is None:  # a sub-agent's todo list is its own, not the session's plan
+        updates.append({"sessionUpdate": "plan", "entries": plan})
     return updates
 

@@ -77,14 +77,36 @@ class FileSnapshot:
 
     mtime_ns: int
     size: int
+    digest: str | None = None
+    """The text's hash when it was read from the editor (which gives no mtime): then "changed since read"
+    compares texts, not stat data."""
 
 
 class DocumentSource:
-    """Where the editor's unsaved text comes from (LSP document sync). The default has none."""
+    """The editor's view of files: its unsaved text (LSP document sync), and for an editor that offers it
+    (ACP `fs/read_text_file` / `fs/write_text_file`) reading and writing files through it. The default has
+    nothing: every file tool uses the disk. Permission and containment checks come first, always."""
 
     def get_text(self, path: Path) -> str | None:
+        """The editor's text of `path` if it has it at hand without asking (synced documents)."""
         return None
 
+    async def read_text(self, path: Path) -> str | None:
+        """The editor's text of `path`, unsaved changes included; None: not open / not available (the tool
+        reads the disk)."""
+        return self.get_text(path)
+
+    async def write_text(self, path: Path, text: str) -> bool:
+        """Make `text` the content of `path` through the editor (its buffer: undo, no "changed on disk");
+        False: not handled (the tool writes the disk). Raise ToolError when the editor refused or failed:
+        the model is told why, and nothing is written to disk."""
+        return False
+
+
+ReadGuard = Callable[[Path, Path | None], str | None]
+"""`guard(path, scope)`: why a file tool may not show `path` (its name or content, e.g. a Grep or Glob result),
+or None when it may: a Read deny/ask rule matches it, or its real path is outside the workspace and outside
+`scope` (the directory the permission step allowed for this call)."""
 
 ProgressSink = Callable[[str], None]
 """Receives a tool's output so far (e.g. Bash's streamed output); the loop forwards it to the editor."""
@@ -130,6 +152,8 @@ class ToolContext:
     read_files: dict[Path, FileSnapshot] = field(default_factory=dict)
     documents: DocumentSource = field(default_factory=DocumentSource)
     progress: ProgressSink = lambda _text: None
+    read_guard: ReadGuard | None = None
+    """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
     services: Services = field(default_factory=Services)
 
 
@@ -175,6 +199,11 @@ class Tool(Generic[In]):
 
     def user_facing_title(self, data: In) -> str:
         return self.name
+
+    def edited_input(self, data: In, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The call that writes `text`, the user's edit of this call's proposed file content (the permission
+        dialog's diff, edited before accepting): (tool name, raw input). None: this tool's change is not editable."""
+        return None
 
     async def call(self, data: In, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError

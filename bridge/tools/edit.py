@@ -1,8 +1,10 @@
 """Edit: replace an exact string in a file the session has read.
 
 All work is plain `str.find`/`count`/`replace` on the decoded text, so a 10 MB file costs a few linear
-passes. The plan (what the edit would write) is pure and shared by `validate_input`, the permission
-dialog's preview and `call`; `call` re-plans, because the file may change while the user decides.
+passes. The plan (what the edit would write) is made by `validate_input` (and kept for the permission
+dialog's preview) and again by `call`, because the file may change while the user decides. The text edited
+is the editor's when it has the file open (unsaved changes included), and the result is written through the
+editor when it takes it (see fileio).
 """
 
 from __future__ import annotations
@@ -16,21 +18,23 @@ import anyio
 from pydantic import Field
 
 from bridge.display import Diff, Display
-from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
     Encoding,
-    atomic_write,
+    PlanCache,
+    TextFile,
     backfill_path,
-    current_snapshot,
+    commit_text,
     diff_display,
     line_number_at,
+    load_text,
+    load_text_now,
     numbered_snippet,
-    plan_problem,
-    read_text_file,
-    record_write,
     require_fresh_read,
     to_line_ending,
+    validated_plan,
+    written_meta,
     written_path,
 )
 from bridge.tools.paths import absolute_path
@@ -55,20 +59,38 @@ class EditPlan:
     replacements: int
     old_span: tuple[int, int]  # changed range in old_text (first match start .. last match end)
     new_span: tuple[int, int]
-    snapshot: FileSnapshot | None  # the file as planned against; None for a new file
+    base: TextFile | None  # the file as planned against (from the editor or the disk); None for a new file
 
     def diff(self) -> Diff:
         return diff_display(self.path, self.old_text, self.new_text, old_span=self.old_span, new_span=self.new_span)
 
 
-def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
+async def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
+    path = _edited_path(data)
+    file = await load_text(path, ctx)
+    return await anyio.to_thread.run_sync(_plan_from, data, ctx, path, file)
+
+
+def plan_edit_now(data: EditInput, ctx: ToolContext) -> EditPlan:
+    """`plan_edit` with the editor's synced text only (no waiting): the preview's fallback."""
+    path = _edited_path(data)
+    return _plan_from(data, ctx, path, load_text_now(path, ctx))
+
+
+def _edited_path(data: EditInput) -> Path:
     path = absolute_path(data.file_path)
     if data.old_string == data.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
     if path.suffix == ".ipynb":
         raise ToolError("This is a Jupyter notebook; use the NotebookEdit tool to change its cells.")
-    if not path.exists():
+    if path.is_file() and path.stat().st_size > MAX_EDIT_BYTES:
+        raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
+    return path
+
+
+def _plan_from(data: EditInput, ctx: ToolContext, path: Path, file: TextFile | None) -> EditPlan:
+    if file is None:
         if data.old_string == "":
             new = data.new_string
             return EditPlan(path, None, new, UTF8, UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
@@ -76,10 +98,7 @@ def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
             f"File does not exist: {path} (cwd is {ctx.cwd}). "
             "To create a file, use Write, or Edit with an empty old_string."
         )
-    if path.is_file() and path.stat().st_size > MAX_EDIT_BYTES:
-        raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
-    file = read_text_file(path)
-    require_fresh_read(path, ctx, file.snapshot)
+    require_fresh_read(path, ctx, file)
     text = file.text
 
     if data.old_string == "":
@@ -90,7 +109,7 @@ def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
             )
         new = to_line_ending(data.new_string, file.line_ending)
         enc = file.encoding
-        return EditPlan(path, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file.snapshot)
+        return EditPlan(path, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file)
 
     needle, replacement, count = _match(text, data.old_string, data.new_string, file.line_ending)
     if count == 0:
@@ -117,12 +136,15 @@ def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     old_span = (first, last + len(needle))
     new_span = (first, last + (count - 1) * (len(replacement) - len(needle)) + len(replacement))
     payload = file.encoding.encode(new)
-    return EditPlan(path, text, new, file.encoding, payload, count, old_span, new_span, file.snapshot)
+    return EditPlan(path, text, new, file.encoding, payload, count, old_span, new_span, file)
+
+
+_PLANS: PlanCache[EditPlan] = PlanCache()
 
 
 def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
     """The diff the edit would make (for the permission dialog), without writing anything."""
-    return plan_edit(data, ctx).diff()
+    return (_PLANS.get(ctx, data) or plan_edit_now(data, ctx)).diff()
 
 
 def _match(text: str, old: str, new: str, ending: str) -> tuple[str, str, int]:
@@ -207,7 +229,7 @@ class EditTool(Tool[EditInput]):
     max_result_chars = 50_000
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_edit(data, ctx))
+        return await validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: EditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -229,23 +251,16 @@ class EditTool(Tool[EditInput]):
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"
 
-    async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
-        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
-        # and the session's snapshot of the file is recorded either way.
-        return await anyio.to_thread.run_sync(self._apply, data, ctx)
+    def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        """The user edited the whole proposed file: it is written as a Write of that text."""
+        return "Write", {"file_path": data.file_path, "content": text}
 
-    def _apply(self, data: EditInput, ctx: ToolContext) -> ToolResult:
-        plan = plan_edit(data, ctx)
-        if plan.snapshot is None:
-            plan.path.parent.mkdir(parents=True, exist_ok=True)
-        elif current_snapshot(plan.path) != plan.snapshot:
-            raise ToolError(
-                f"File changed on disk while the edit was prepared: {plan.path}. Read it again, then retry."
-            )
-        atomic_write(plan.path, plan.payload)
-        record_write(plan.path, ctx)
+    async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
+        plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
+        disk = plan.base.disk_snapshot if plan.base is not None else None
+        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
         display: list[Display] = [plan.diff()]
-        raw_output = {"path": str(plan.path), "replacements": plan.replacements}
+        raw_output = {"path": str(plan.path), "replacements": plan.replacements} | written_meta(written)
         if plan.old_text is None:
             return ToolResult(f"File created successfully at: {plan.path}", display=display, raw_output=raw_output)
         what = f"All {plan.replacements} occurrences were replaced. " if data.replace_all else ""

@@ -1,6 +1,11 @@
 """File IO shared by Write, Edit and NotebookEdit: decode with the file's own encoding and line endings,
 write back atomically, and enforce the read-before-write rule.
 
+The text a change applies to is the editor's when it has the file (`DocumentSource.read_text`: unsaved
+changes included), else the disk's; the change is written through the editor when it takes it
+(`DocumentSource.write_text`), else to disk. Text from the editor has no mtime, so "changed since read" then
+compares a hash of the text (`FileSnapshot.digest`); disk reads compare mtime and size as before.
+
 Text is handled as decoded `str` with the file's original line endings intact: edits translate the
 model's `\\n` to the file's ending instead of normalizing the whole file, so the bytes outside the edited
 region (including mixed endings) stay exactly as they were.
@@ -9,17 +14,22 @@ region (including mixed endings) stay exactly as they were.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
+
+import anyio
 
 from bridge.display import Diff
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
-from bridge.tools.paths import absolute_path, looks_binary, read_error
+from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -59,7 +69,8 @@ UTF8 = Encoding("utf-8")
 
 @dataclass(frozen=True)
 class TextFile:
-    """A decoded text file: `text` keeps the file's own line endings."""
+    """A decoded text file: `text` keeps the file's own line endings. From the editor (`source`), `snapshot`
+    is the text's digest and `on_disk` the file as the disk has it (None: not on disk, or not text)."""
 
     path: Path
     text: str
@@ -67,6 +78,15 @@ class TextFile:
     line_ending: LineEnding
     mode: int
     snapshot: FileSnapshot
+    source: Literal["disk", "editor"] = "disk"
+    on_disk: TextFile | None = None
+
+    @property
+    def disk_snapshot(self) -> FileSnapshot | None:
+        """The disk file this text was planned against (None: there was none): what a disk write checks."""
+        if self.source == "disk":
+            return self.snapshot
+        return self.on_disk.snapshot if self.on_disk is not None else current_snapshot(self.path)
 
 
 def decode(data: bytes) -> tuple[str, Encoding]:
@@ -99,6 +119,11 @@ def to_line_ending(text: str, ending: LineEnding) -> str:
     return text.replace("\n", "\r\n")
 
 
+def text_digest(text: str) -> str:
+    """What "changed since read" compares for text read from the editor (which has no mtime)."""
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
 def snapshot_of(st: os.stat_result) -> FileSnapshot:
     return FileSnapshot(mtime_ns=st.st_mtime_ns, size=st.st_size)
 
@@ -111,14 +136,35 @@ def current_snapshot(path: Path) -> FileSnapshot | None:
         return None
 
 
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """Open `path` for reading without blocking (a FIFO's open would wait for a writer) and refuse anything
+    but a regular file: the file tools change files, not streams or devices."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ToolError(f"{path} is not a regular file (a FIFO, device or socket); it cannot be edited as text.")
+    return fd, st
+
+
+def read_bytes(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file `path` and the stat of what was read. OSError when it cannot be read."""
+    fd, st = open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(), st
+
+
 def read_text_file(path: Path) -> TextFile:
     """Read and decode `path`. Errors are `ToolError`s the model can act on."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError
-            data = fh.read()
+        data, st = read_bytes(path)
     except OSError as exc:
         raise read_error(path, exc) from None
     text, encoding = decode(data)
@@ -132,15 +178,85 @@ def read_text_file(path: Path) -> TextFile:
     )
 
 
-def require_fresh_read(path: Path, ctx: ToolContext, current: FileSnapshot) -> None:
-    """An existing file may be changed only if this session read it and it has not changed since."""
+def editor_file(path: Path, text: str, on_disk: TextFile | None) -> TextFile:
+    """The editor's text of `path` as a TextFile; encoding and mode are the disk file's (for a disk write)."""
+    return TextFile(
+        path=path,
+        text=text,
+        encoding=on_disk.encoding if on_disk is not None else UTF8,
+        line_ending=detect_line_ending(text),
+        mode=on_disk.mode if on_disk is not None else 0o666 & ~_UMASK,
+        snapshot=FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text)),
+        source="editor",
+        on_disk=on_disk,
+    )
+
+
+def disk_file_or_none(path: Path) -> TextFile | None:
+    """`read_text_file`, None when there is no file (the tool may create it)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_text_file(path)
+    except ToolError:
+        if not os.path.exists(path):  # a dangling symlink: its target is created
+            return None
+        raise
+
+
+def _disk_beside_editor(path: Path) -> TextFile | None:
+    try:
+        return disk_file_or_none(path)
+    except ToolError:  # not text on disk (or unreadable): the editor's text is what counts
+        return None
+
+
+async def load_text(path: Path, ctx: ToolContext) -> TextFile | None:
+    """The text a change of `path` applies to: the editor's (unsaved changes included) when it has the file,
+    else the disk's. None: neither has it."""
+    unsaved = await ctx.documents.read_text(path)
+    if unsaved is not None:
+        return editor_file(path, unsaved, await anyio.to_thread.run_sync(_disk_beside_editor, path))
+    return await anyio.to_thread.run_sync(disk_file_or_none, path)
+
+
+def load_text_now(path: Path, ctx: ToolContext) -> TextFile | None:
+    """`load_text` without waiting for the editor (its synced text only): for the permission dialog's preview
+    when no plan was made for it."""
+    unsaved = ctx.documents.get_text(path)
+    if unsaved is not None:
+        return editor_file(path, unsaved, _disk_beside_editor(path))
+    return disk_file_or_none(path)
+
+
+def _seen(path: Path, ctx: ToolContext) -> FileSnapshot:
     seen = ctx.read_files.get(path)
     if seen is None:
         resolved = path.resolve()
         seen = next((snap for p, snap in ctx.read_files.items() if p.resolve() == resolved), None)
     if seen is None:
         raise ToolError(f"File has not been read yet: {path}. Read it with the Read tool first, then retry.")
-    if seen != current:
+    return seen
+
+
+def require_fresh_read(path: Path, ctx: ToolContext, current: FileSnapshot | TextFile) -> None:
+    """An existing file may be changed only if this session read it and it has not changed since: the same
+    text when it was read from the editor, else the same mtime and size on disk. A disk read does not cover
+    unsaved changes the editor holds."""
+    seen = _seen(path, ctx)
+    if isinstance(current, TextFile) and seen.digest is not None:
+        fresh = text_digest(current.text) == seen.digest
+    elif isinstance(current, TextFile) and current.source == "editor":
+        on_disk = current.on_disk
+        fresh = on_disk is not None and on_disk.snapshot == seen
+        if fresh and on_disk is not None and on_disk.text != current.text:
+            raise ToolError(
+                f"The editor has unsaved changes to {path} that were not read: Read it again (Read shows the "
+                "editor's text), then retry."
+            )
+    else:
+        fresh = (current.snapshot if isinstance(current, TextFile) else current) == seen
+    if not fresh:
         raise ToolError(
             f"File has been modified since it was read (by the user or another process): {path}. "
             "Read it again with the Read tool, then retry."
@@ -152,6 +268,75 @@ def record_write(path: Path, ctx: ToolContext) -> FileSnapshot:
     snap = snapshot_of(os.stat(path))
     ctx.read_files[path] = snap
     return snap
+
+
+EDITOR_WRITE_TIMEOUT_S = 30.0
+
+
+async def commit_text(
+    path: Path, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None
+) -> Literal["editor", "disk"]:
+    """Make `text` the file's content: through the editor when it takes it, else `payload` (the text encoded
+    as the file is) to disk, atomically, refusing when the disk changed since `disk_snapshot` (None: the
+    file must still not exist). Not cancelled half-way: a write is whole or not at all, and the session's
+    snapshot of the file is recorded either way."""
+    with anyio.CancelScope(shield=True):
+        if disk_snapshot is None:
+            await anyio.to_thread.run_sync(_make_parents, path)
+        with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
+            written = await ctx.documents.write_text(path, text)
+        if waited.cancelled_caught:
+            raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
+                            "Read the file again to see whether the change was made.")
+        if written:
+            ctx.read_files[path] = FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text))
+        else:
+            await anyio.to_thread.run_sync(_disk_commit, path, payload, ctx, disk_snapshot)
+    return "editor" if written else "disk"
+
+
+def written_meta(written: Literal["editor", "disk"]) -> dict[str, Any]:
+    """What a tool's raw output says of where its change went (nothing for the disk, the usual case)."""
+    return {"written": "editor"} if written == "editor" else {}
+
+
+def _make_parents(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"Cannot create {path.parent}: {exc.strerror or exc}") from None
+
+
+def _disk_commit(path: Path, payload: bytes, ctx: ToolContext, disk_snapshot: FileSnapshot | None) -> None:
+    if disk_snapshot is None:
+        if os.path.exists(path):
+            raise ToolError(f"{path} was created by someone else meanwhile. Read it, then retry.")
+    elif current_snapshot(path) != disk_snapshot:
+        raise ToolError(f"File changed on disk while the change was prepared: {path}. Read it again, then retry.")
+    atomic_write(path, payload)
+    record_write(path, ctx)
+
+
+Plan = TypeVar("Plan")
+
+
+class PlanCache(Generic[Plan]):
+    """The plan `validate_input` made, kept for the permission dialog's `preview` of the same call: `preview`
+    is synchronous, and the editor's text comes asynchronously. Held while the call's context lives."""
+
+    def __init__(self) -> None:
+        self._plans: dict[int, tuple[weakref.ref[ToolContext], object, Plan]] = {}
+
+    def put(self, ctx: ToolContext, data: object, plan: Plan) -> None:
+        key = id(ctx)
+        ref = weakref.ref(ctx, lambda _ref: self._plans.pop(key, None))
+        self._plans[key] = (ref, data, plan)
+
+    def get(self, ctx: ToolContext, data: object) -> Plan | None:
+        entry = self._plans.get(id(ctx))
+        if entry is None or entry[0]() is not ctx or entry[1] != data:
+            return None
+        return entry[2]
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
@@ -295,9 +480,9 @@ def changed_spans(old: str, new: str) -> tuple[tuple[int, int], tuple[int, int]]
 
 def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
     """Observers' copy gets the path with `~` expanded and `..` folded (idempotent; the model's input is
-    never changed)."""
+    never changed). An invalid path is left as sent."""
     value = raw.get(field)
-    if not isinstance(value, str):
+    if not isinstance(value, str) or path_problem(value) is not None:
         return raw
     expanded = os.path.expanduser(value)
     if not os.path.isabs(expanded):
@@ -305,15 +490,18 @@ def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
     return {**raw, field: os.path.normpath(expanded)}
 
 
-def plan_problem(plan: Callable[[], object]) -> str | None:
-    """The message for the model when a planned file change cannot work (None when it can): shared by
-    the file tools' `validate_input`, so the model hears of it before anyone is asked to allow it."""
+async def validated_plan(
+    plan: Callable[[], Awaitable[Plan]], cache: PlanCache[Plan], ctx: ToolContext, data: object
+) -> str | None:
+    """`validate_input` of a file change: the problem for the model, or None after keeping the plan for the
+    permission dialog. `plan()` is awaitable (it may ask the editor for its text)."""
     try:
-        plan()
+        made = await plan()
     except ToolError as exc:
         return str(exc)
     except OSError as exc:
         return f"Cannot access the file: {exc.strerror or exc}"
+    cache.put(ctx, data, made)
     return None
 
 

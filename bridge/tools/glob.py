@@ -6,6 +6,11 @@ shell semantics: `*.py` is the root's own files, `**/*.py` any depth, `{a,b}` al
 `--glob` would also list files that .gitignore lists, and matches `*.py` at any depth.) The literal
 leading directories of the pattern narrow the listing; an absolute pattern is split the same way.
 Paths are shown relative to the session's cwd when under it, else absolute — as Grep does.
+
+An absolute pattern (`/etc/*`) or one with `..` (`../*`) is resolved before anything is listed: its literal
+directory is what the permission step judges (outside the workspace, it asks). Every listed file is checked
+too, as Grep's results are: a name a Read deny or ask rule covers, or whose real path leaves the workspace and
+the searched directory, is left out and counted. rg does not follow symlinks.
 """
 
 from __future__ import annotations
@@ -18,8 +23,18 @@ import anyio
 from pydantic import Field
 from wcmatch import glob as wcglob
 
-from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.grep import VCS_EXCLUDES, display_path, rg_error, run_rg, search_root
+from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.grep import (
+    VCS_EXCLUDES,
+    argument_problem,
+    display_path,
+    hidden_note,
+    rg_error,
+    root_location,
+    run_rg,
+    search_root,
+)
+from bridge.tools.paths import path_problem, read_guard_of
 
 MAX_RESULTS = 100
 MAX_LISTED = 500_000
@@ -65,18 +80,32 @@ class GlobTool(Tool[GlobInput]):
     async def validate_input(self, data: GlobInput, ctx: ToolContext) -> str | None:
         if not data.pattern.strip():
             return "pattern is empty; give a glob such as **/*.py."
+        if (problem := self._input_problem(data)) is not None:
+            return problem
         root = search_root(data.path, ctx.cwd)
         if not await anyio.Path(root).is_dir():
             return f"Directory does not exist: {root} (cwd is {ctx.cwd})."
         return None
 
+    @staticmethod
+    def _input_problem(data: GlobInput) -> str | None:
+        if (problem := argument_problem(data.pattern, "pattern")) is not None:
+            return problem
+        if data.path is not None and (problem := path_problem(data.path, field="path")) is not None:
+            return problem
+        literal, _ = split_pattern(data.pattern, Path("/"))
+        return path_problem(str(literal), field="pattern")
+
     def permission_paths(self, data: GlobInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        return [(search_root(data.path, ctx.cwd), "read")]
+        """The directory actually listed: the search root with the pattern's literal directories (an absolute
+        pattern or `..` resolved), so `../*` and `/etc/*` are judged as reads of `..` and `/etc`."""
+        if self._input_problem(data) is not None:
+            return []  # validate_input has told the model
+        base, _ = split_pattern(data.pattern, search_root(data.path, ctx.cwd))
+        return [(base, "read")]
 
     def locations(self, data: GlobInput) -> list[Location]:
-        if data.path and os.path.isabs(os.path.expanduser(data.path)):
-            return [Location(os.path.normpath(os.path.expanduser(data.path)))]
-        return []
+        return root_location(data.path)
 
     def user_facing_title(self, data: GlobInput) -> str:
         return f"Glob {data.pattern}" + (f" in {data.path}" if data.path else "")
@@ -85,16 +114,18 @@ class GlobTool(Tool[GlobInput]):
         base, pattern = split_pattern(data.pattern, search_root(data.path, ctx.cwd))
         if not await anyio.Path(base).is_dir():
             return ToolResult("No files found", raw_output={"count": 0})
-        args = ["--no-config", "--files", "--hidden"]
+        args = ["--no-config", "--no-follow", "--null", "--files", "--hidden"]
         for exclude in VCS_EXCLUDES:
             args += ["--glob", exclude]
         # rg runs in `base`, so it prints paths relative to it: what the pattern is matched against.
-        run = await run_rg(args, base, max_lines=MAX_LISTED)
-        if run.returncode == 2 and not run.lines:
+        run = await run_rg(args, base, max_lines=MAX_LISTED, separator=b"\0")
+        if run.returncode == 2 and not any(run.lines):
             raise rg_error(run)
-        matched = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, pattern)
+        guard = read_guard_of(ctx)
+        matched, hidden = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, pattern, guard)
+        note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""
         if not matched:
-            return ToolResult("No files found", raw_output={"count": 0})
+            return ToolResult("No files found" + note, raw_output={"count": 0, "hidden": hidden})
         shown = [display_path(Path(path), ctx.cwd) for path in matched[:MAX_RESULTS]]
         text = "\n".join(shown)
         if len(matched) > MAX_RESULTS or not run.complete:
@@ -103,11 +134,12 @@ class GlobTool(Tool[GlobInput]):
                 f"\n\n[Showing the {MAX_RESULTS} most recently modified of {total} matching files; "
                 "narrow the pattern or path to see the others.]"
             )
-        return ToolResult(text, raw_output={"count": len(matched), "shown": len(shown)})
+        return ToolResult(text + note, raw_output={"count": len(matched), "shown": len(shown), "hidden": hidden})
 
 
-def _match_and_sort(listed: list[str], base: Path, pattern: str) -> list[str]:
-    """Absolute paths of the listed files (relative to `base`) that match `pattern`, newest first.
+def _match_and_sort(listed: list[str], base: Path, pattern: str, guard: ReadGuard) -> tuple[list[str], int]:
+    """Absolute paths of the listed files (relative to `base`) that match `pattern` and that the guard lets
+    through, newest first; and how many matches the guard hid.
 
     Plain strings and `os.stat` on the matches only: pathlib per listed line cost 5x the matching itself.
     """
@@ -118,18 +150,22 @@ def _match_and_sort(listed: list[str], base: Path, pattern: str) -> list[str]:
     prefix = str(base).rstrip("/") + "/"
     suffix = _literal_suffix(pattern)
     found: list[tuple[float, str]] = []
+    hidden = 0
     for line in listed:
         relative = line.removeprefix("./")
         if not relative or not relative.endswith(suffix) or not matcher.match(relative):
             continue
         path = prefix + relative
+        if guard(Path(path), base) is not None:
+            hidden += 1
+            continue
         try:
             mtime = os.stat(path).st_mtime
         except OSError:
             continue
         found.append((mtime, path))
     found.sort(key=lambda item: (-item[0], item[1]))
-    return [path for _, path in found]
+    return [path for _, path in found], hidden
 
 
 def _literal_suffix(pattern: str) -> str:

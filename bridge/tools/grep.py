@@ -9,6 +9,10 @@ Choices (so the model and the tests know what to expect):
   with `offset` is stable. `head_limit` defaults to 250 entries (lines in content mode); 0 means no limit,
   still bounded by `MAX_CONTENT_CHARS` and the scan caps. Every cut says what was cut and how to page.
 - rg runs as a subprocess killed on cancellation; reading stops (and rg is killed) once enough is read.
+- Every result path is checked, not only the search root: a file that a Read deny or ask rule names, or whose
+  real path leaves the workspace and the search root, is left out (and counted in a note). rg never follows
+  symlinks (`--no-follow`; `--no-config` keeps a config file from turning it on). rg prints each path
+  followed by a NUL (`--null`), so any file name is parsed exactly.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import anyio
 from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
-from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.paths import path_problem, read_guard_of
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_CONTENT_CHARS = 30_000
@@ -52,8 +57,9 @@ class RgRun:
     stderr: str
 
 
-async def run_rg(args: list[str], cwd: Path, *, max_lines: int) -> RgRun:
-    """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too."""
+async def run_rg(args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n") -> RgRun:
+    """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
+    `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`)."""
     process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL)
     lines: list[str] = []
     err = bytearray()
@@ -64,7 +70,7 @@ async def run_rg(args: list[str], cwd: Path, *, max_lines: int) -> RgRun:
             group.start_soon(_collect_stderr, process.stderr, err)
             partial = b""
             async for chunk in process.stdout:
-                parts = (partial + chunk).split(b"\n")
+                parts = (partial + chunk).split(separator)
                 partial = parts.pop()
                 lines.extend(p.decode("utf-8", errors="replace") for p in parts)
                 if len(lines) > max_lines:
@@ -107,6 +113,8 @@ def display_path(path: Path, cwd: Path) -> str:
 
 
 def search_root(raw: str | None, cwd: Path) -> Path:
+    """The directory or file to search (relative to cwd), `~` expanded and `..` folded, symlinks kept.
+    `raw` must have passed `path_problem`."""
     if not raw:
         return cwd
     expanded = Path(os.path.expanduser(raw))
@@ -119,6 +127,14 @@ def root_args(root: Path, cwd: Path) -> list[str]:
         return []
     shown = display_path(root, cwd)
     return ["--", shown]
+
+
+def root_location(raw: str | None) -> list[Location]:
+    """The editor's follow-along location of an absolute search root (none for an invalid one)."""
+    if not raw or path_problem(raw, field="path") is not None:
+        return []
+    expanded = os.path.expanduser(raw)
+    return [Location(os.path.normpath(expanded))] if os.path.isabs(expanded) else []
 
 
 def split_globs(raw: str) -> list[str]:
@@ -140,6 +156,27 @@ def split_globs(raw: str) -> list[str]:
     if current:
         parts.append(current)
     return parts
+
+
+def argument_problem(value: str | None, field: str) -> str | None:
+    """Why a text field cannot be passed to rg (an argument is a C string), or None."""
+    if value is None:
+        return None
+    if "\x00" in value:
+        escape = " (to match a NUL byte, write the regex escape \\x00)" if field == "pattern" else ""
+        return f"{field} contains a NUL byte, which cannot be passed to ripgrep{escape}."
+    try:
+        os.fsencode(value)
+    except UnicodeEncodeError as error:
+        return f"{field} contains {value[error.start:error.end]!r}, a lone UTF-16 surrogate; send plain text."
+    return None
+
+
+def hidden_note(count: int, tool: str) -> str:
+    """What the model is told of results left out by the guard (never their names)."""
+    files = "1 file was" if count == 1 else f"{count} files were"
+    return (f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
+            "names them, or they are outside the workspace).]")
 
 
 def rg_error(run: RgRun) -> ToolError:
@@ -178,8 +215,8 @@ class GrepInput(ToolInput):
 
 def build_args(data: GrepInput, root: Path, cwd: Path) -> list[str]:
     mode = data.output_mode or "files_with_matches"
-    args = ["--no-config", "--color", "never", "--hidden", "--max-columns", str(MAX_LINE_COLUMNS)]
-    args += ["--max-columns-preview"]
+    args = ["--no-config", "--no-follow", "--null", "--color", "never", "--hidden"]
+    args += ["--max-columns", str(MAX_LINE_COLUMNS), "--max-columns-preview"]
     for exclude in VCS_EXCLUDES:
         args += ["--glob", exclude]
     if data.case_insensitive:
@@ -195,9 +232,8 @@ def build_args(data: GrepInput, root: Path, cwd: Path) -> list[str]:
     elif mode == "count":
         args += ["--count", "--with-filename", "--sort", "path"]
     else:
-        args += ["--with-filename", "--no-heading", "--sort", "path"]
-        if data.line_numbers is not False:
-            args.append("--line-number")
+        # Always numbered: the number's separator (`:` match, `-` context) is how lines are told apart.
+        args += ["--with-filename", "--no-heading", "--sort", "path", "--line-number"]
         if data.only_matching:
             args.append("--only-matching")
         around = data.context if data.context is not None else data.around
@@ -232,18 +268,23 @@ class GrepTool(Tool[GrepInput]):
     async def validate_input(self, data: GrepInput, ctx: ToolContext) -> str | None:
         if not data.pattern:
             return "pattern is empty; give a regex to search for."
+        for field, value in (("pattern", data.pattern), ("glob", data.glob), ("type", data.type)):
+            if (problem := argument_problem(value, field)) is not None:
+                return problem
+        if data.path is not None and (problem := path_problem(data.path, field="path")) is not None:
+            return problem
         root = search_root(data.path, ctx.cwd)
         if not await anyio.Path(root).exists():
             return f"Path does not exist: {root} (cwd is {ctx.cwd})."
         return None
 
     def permission_paths(self, data: GrepInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
+        if data.path is not None and path_problem(data.path, field="path") is not None:
+            return []  # validate_input has told the model
         return [(search_root(data.path, ctx.cwd), "read")]
 
     def locations(self, data: GrepInput) -> list[Location]:
-        if data.path and os.path.isabs(os.path.expanduser(data.path)):
-            return [Location(os.path.normpath(os.path.expanduser(data.path)))]
-        return []
+        return root_location(data.path)
 
     def user_facing_title(self, data: GrepInput) -> str:
         where = f" in {data.path}" if data.path else ""
@@ -256,19 +297,70 @@ class GrepTool(Tool[GrepInput]):
         skip = data.offset or 0
         limit = DEFAULT_HEAD_LIMIT if data.head_limit is None else data.head_limit
         want = MAX_SCAN_LINES if mode != "content" or limit == 0 else skip + limit
-        run = await run_rg(build_args(data, root, ctx.cwd), ctx.cwd, max_lines=min(want, MAX_SCAN_LINES))
-        lines = [line for line in run.lines if line]
-        if run.returncode == 2 and not lines:
+        separator = b"\0" if mode == "files_with_matches" else b"\n"
+        args = build_args(data, root, ctx.cwd)
+        run = await run_rg(args, ctx.cwd, max_lines=min(want, MAX_SCAN_LINES), separator=separator)
+        if run.returncode == 2 and not any(run.lines):
             raise rg_error(run)
+        numbered = data.line_numbers is not False
+        guard = read_guard_of(ctx)
+        lines, hidden = await anyio.to_thread.run_sync(_shown_lines, run.lines, mode, numbered, ctx.cwd, root, guard)
+        note = "\n\n" + hidden_note(hidden, "Grep") if hidden else ""
         if not lines:
-            return ToolResult("No matches found", raw_output={"matches": 0})
+            return ToolResult("No matches found" + note, raw_output={"matches": 0, "hidden": hidden})
         if mode == "files_with_matches":
             lines = await anyio.to_thread.run_sync(_newest_first, lines, ctx.cwd)
         text, shown = _page(lines, mode, skip, limit, complete=run.complete)
         if run.returncode == 2:
             first = run.stderr.strip().splitlines()[:1]
             text += f"\n[Some files could not be searched: {first[0].removeprefix('rg: ') if first else 'errors'}]"
-        return ToolResult(text, raw_output={"mode": mode, "entries": shown, "complete": run.complete})
+        raw = {"mode": mode, "entries": shown, "complete": run.complete, "hidden": hidden}
+        return ToolResult(text + note, raw_output=raw)
+
+
+def _shown_lines(
+    lines: list[str], mode: str, numbered: bool, cwd: Path, root: Path, guard: ReadGuard
+) -> tuple[list[str], int]:
+    """rg's `--null` output as Grep shows it (`path:12:text`, `path-13-text` for context, `path:3` counts),
+    without the files the guard hides; and how many files were hidden."""
+    verdicts: dict[str, bool] = {}
+    hidden = 0
+    out: list[str] = []
+    for line in lines:
+        if not line:
+            continue
+        if mode == "files_with_matches":  # NUL-separated paths
+            path, nul, rest = line, "\0", ""
+        else:
+            path, nul, rest = line.partition("\0")
+        if not nul:  # `--` between context groups (or a path with no NUL: never shown unchecked)
+            if mode == "content" and line == "--" and out and out[-1] != "--":
+                out.append(line)
+            continue
+        shown = verdicts.get(path)
+        if shown is None:
+            shown = verdicts[path] = guard(Path(os.path.normpath(os.path.join(cwd, path))), root) is None
+            hidden += not shown
+        if not shown:
+            continue
+        if mode == "files_with_matches":
+            out.append(path)
+        elif mode == "count":
+            out.append(f"{path}:{rest}")
+        else:
+            out.append(_content_line(path, rest, numbered))
+    if out and out[-1] == "--":
+        out.pop()
+    return out, hidden
+
+
+def _content_line(path: str, rest: str, numbered: bool) -> str:
+    """`rest` is `12:text` (a match) or `12-text` (context), as rg prints it after the path's NUL."""
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    number, sep, text = rest[:digits], rest[digits : digits + 1], rest[digits + 1 :]
+    if not number or sep not in (":", "-"):
+        return f"{path}:{rest}"
+    return f"{path}{sep}{number}{sep}{text}" if numbered else f"{path}{sep}{text}"
 
 
 def _newest_first(paths: list[str], cwd: Path) -> list[str]:

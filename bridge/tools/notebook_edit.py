@@ -2,7 +2,8 @@
 
 The notebook is rewritten as Jupyter writes it, in the style found in the file: its indentation
 (1 space by default), key order (sorted when the file's keys were sorted), escaping of non-ASCII text,
-trailing newline and line endings. Same read-before-write rule as Edit.
+trailing newline and line endings. Same read-before-write rule as Edit, and the same editor buffers: the
+editor's text when it has the notebook, written through it when it takes it (see fileio).
 """
 
 from __future__ import annotations
@@ -18,19 +19,21 @@ import anyio
 from pydantic import Field
 
 from bridge.display import Diff, Display
-from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
-    atomic_write,
+    PlanCache,
+    TextFile,
     backfill_path,
     changed_spans,
-    current_snapshot,
+    commit_text,
     diff_display,
-    plan_problem,
-    read_text_file,
-    record_write,
+    load_text,
+    load_text_now,
     require_fresh_read,
     to_line_ending,
+    validated_plan,
+    written_meta,
     written_path,
 )
 from bridge.tools.paths import absolute_path
@@ -56,7 +59,7 @@ class NotebookPlan:
     new_text: str
     encoding: Encoding
     payload: bytes
-    snapshot: FileSnapshot
+    base: TextFile  # the notebook as planned against (from the editor or the disk)
     summary: str  # for the model
     cell_id: str  # the cell changed, inserted or deleted
 
@@ -65,13 +68,30 @@ class NotebookPlan:
         return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
 
 
-def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
+async def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
+    path = _notebook_path(data)
+    file = await load_text(path, ctx)
+    return await anyio.to_thread.run_sync(_plan_from, data, ctx, path, file)
+
+
+def plan_notebook_edit_now(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
+    """`plan_notebook_edit` with the editor's synced text only (no waiting): the preview's fallback."""
+    path = _notebook_path(data)
+    return _plan_from(data, ctx, path, load_text_now(path, ctx))
+
+
+def _notebook_path(data: NotebookEditInput) -> Path:
     path = absolute_path(data.notebook_path, field="notebook_path")
     if path.suffix != ".ipynb":
         raise ToolError(f"{path} is not a Jupyter notebook (.ipynb); use Edit for other files.")
-    file = read_text_file(path)
-    require_fresh_read(path, ctx, file.snapshot)
+    return path
+
+
+def _plan_from(data: NotebookEditInput, ctx: ToolContext, path: Path, file: TextFile | None) -> NotebookPlan:
+    if file is None:
+        raise ToolError(f"Notebook does not exist: {path}. Create it with Write first.")
+    require_fresh_read(path, ctx, file)
     try:
         notebook = json.loads(file.text)
     except json.JSONDecodeError as exc:
@@ -114,12 +134,15 @@ def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPla
 
     new_text = to_line_ending(_dump(notebook, file.text, sort_keys=sort_keys), file.line_ending)
     payload = file.encoding.encode(new_text)
-    return NotebookPlan(path, file.text, new_text, file.encoding, payload, file.snapshot, summary, cell_id)
+    return NotebookPlan(path, file.text, new_text, file.encoding, payload, file, summary, cell_id)
+
+
+_PLANS: PlanCache[NotebookPlan] = PlanCache()
 
 
 def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> Diff:
     """The diff (of the notebook's JSON) the edit would make, without writing anything."""
-    return plan_notebook_edit(data, ctx).diff()
+    return (_PLANS.get(ctx, data) or plan_notebook_edit_now(data, ctx)).diff()
 
 
 _INDEX_FORM = re.compile(r"cell-(\d+)")
@@ -223,7 +246,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return data.edit_mode == "delete"
 
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_notebook_edit(data, ctx))
+        return await validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -249,15 +272,9 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return f"{verb} notebook {data.notebook_path}{where}"
 
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
-        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
-        # and the session's snapshot of the file is recorded either way.
-        return await anyio.to_thread.run_sync(self._apply, data, ctx)
-
-    def _apply(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
-        plan = plan_notebook_edit(data, ctx)
-        if current_snapshot(plan.path) != plan.snapshot:
-            raise ToolError(f"Notebook changed on disk while the edit was prepared: {plan.path}. Read it again.")
-        atomic_write(plan.path, plan.payload)
-        record_write(plan.path, ctx)
+        plan = await plan_notebook_edit(data, ctx)  # again: the file may have changed while the user decided
+        disk = plan.base.disk_snapshot
+        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
         raw_output = {"path": str(plan.path), "cell_id": plan.cell_id, "edit_mode": data.edit_mode}
+        raw_output |= written_meta(written)
         return ToolResult(plan.summary, display=[plan.diff()], raw_output=raw_output)

@@ -1,16 +1,47 @@
-"""Path handling shared by the file tools."""
+"""Path handling shared by the file tools: what a valid path is, and who may see a path."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from bridge.tools.base import ToolError
+from bridge.tools.base import ReadGuard, ToolContext, ToolError
+
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+PATH_MAX = 4096  # bytes in a whole path, its terminating NUL included (Linux)
+
+
+def path_problem(raw: str, *, field: str = "file_path") -> str | None:
+    """Why `raw` cannot name a file (a message the model can act on), or None. Checked before anything
+    touches the path: the OS would raise on a NUL byte or an unencodable character, deep inside whatever
+    looked at it first."""
+    if "\x00" in raw:
+        at = raw.index("\x00")
+        return (f"{field} contains a NUL byte (at character {at}), which no file name can hold; "
+                "send the path without it.")
+    try:
+        encoded = os.fsencode(raw)
+    except UnicodeEncodeError as error:
+        bad = raw[error.start : error.end]
+        return (f"{field} contains {bad!r}, a lone UTF-16 surrogate that cannot be part of a file name; "
+                "send the path as plain text.")
+    if len(encoded) >= PATH_MAX:
+        return f"{field} is {len(encoded)} bytes long; a path can have at most {PATH_MAX - 1}."
+    for name in encoded.split(b"/"):
+        if len(name) > NAME_MAX:
+            shown = os.fsdecode(name[:40])
+            return (f"{field} has a name of {len(name)} bytes ({shown}…); a file name can have at most "
+                    f"{NAME_MAX} bytes.")
+    return None
 
 
 def absolute_path(raw: str, *, field: str = "file_path") -> Path:
     """The model must send absolute paths (as Claude Code's tools require); `~` is expanded.
     The result is normalized (`..` folded) but symlinks are not resolved: containment checks do that."""
+    problem = path_problem(raw, field=field)
+    if problem is not None:
+        raise ToolError(problem)
     expanded = os.path.expanduser(raw)
     if not os.path.isabs(expanded):
         raise ToolError(f"{field} must be an absolute path, got {raw!r}")
@@ -31,3 +62,48 @@ def read_error(path: Path, error: OSError, *, missing: str | None = None) -> Too
 def looks_binary(sample: bytes) -> bool:
     """A NUL byte in the first block, as git and ripgrep decide."""
     return b"\x00" in sample[:8192]
+
+
+def real_path_resolver() -> Callable[[str], str]:
+    """`os.path.realpath` for many paths of a few directories (search results): each directory is resolved
+    once; a file name costs one `lstat` (to follow it when it is a symlink). Paths must be absolute and
+    normalized."""
+    dirs: dict[str, str] = {}
+
+    def real(path: str) -> str:
+        head, name = os.path.split(path)
+        resolved = dirs.get(head)
+        if resolved is None:
+            resolved = dirs[head] = os.path.realpath(head)
+        full = os.path.join(resolved, name) if name else resolved
+        return os.path.realpath(full) if os.path.islink(full) else full
+
+    return real
+
+
+def within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def containment_guard(roots: list[Path]) -> ReadGuard:
+    """The guard without permission rules: a path may be shown when its real path is under one of `roots`
+    or under the call's allowed scope. (The session gives tools the permission engine's guard instead.)"""
+    real_roots = [os.path.realpath(root) for root in roots]
+    real = real_path_resolver()
+    scopes: dict[Path, str] = {}
+
+    def guard(path: Path, scope: Path | None) -> str | None:
+        resolved = real(os.fspath(path))
+        if scope is not None and within(resolved, scopes.get(scope) or scopes.setdefault(scope, real(str(scope)))):
+            return None
+        if any(within(resolved, root) for root in real_roots):
+            return None
+        return f"{resolved} is outside the workspace"
+
+    return guard
+
+
+def read_guard_of(ctx: ToolContext) -> ReadGuard:
+    """The guard for this call: the session's (rules + containment), else containment in cwd and the
+    additional directories."""
+    return ctx.read_guard or containment_guard([ctx.cwd, *ctx.additional_dirs])

@@ -4,14 +4,24 @@ The file is streamed in chunks: skipping to `offset` counts newlines, a long lin
 (its rest is skipped, never held), and the "N more lines" note counts ahead only within a byte budget.
 So reading lines 5,000,000-5,000,010 of a 1 GB file holds a few chunks, not the file. The output bounds
 itself (lines x width and a character budget), hence `max_result_chars = inf`.
+
+Read reads what `cat` reads. A FIFO or a device is a stream: opened without blocking, waited on (a FIFO with
+no writer waits for one, as `cat` does, and the wait ends on abort), read until it ends or the window is
+full, at most `MAX_STREAM_BYTES`. Binary streams (`/dev/zero`, `/dev/urandom`) are refused at their first
+block. `/proc` and `/sys` files, whose size says 0, are read to their end like any file.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import difflib
+import errno
+import io
 import os
 import stat
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -20,8 +30,8 @@ import anyio
 from pydantic import Field
 
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
-from bridge.tools.fileio import snapshot_of
-from bridge.tools.paths import absolute_path, looks_binary, read_error
+from bridge.tools.fileio import backfill_path, snapshot_of, text_digest
+from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -31,6 +41,8 @@ CHUNK = 64 * 1024
 MAX_IMAGE_BYTES = 3_750_000  # base64 of it stays under the API's 5 MB per image
 MAX_DECODE_WHOLE = 32 * 1024 * 1024  # UTF-16 files are decoded whole, up to this size
 LINE_CUT = " […line cut at 2000 characters]"
+MAX_STREAM_BYTES = 16 * 1024 * 1024  # read from a FIFO or device at most (it may never end)
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY  # a FIFO's open must not wait
 
 _IMAGE_MAGIC: list[tuple[bytes, str]] = [
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -58,6 +70,7 @@ class Window:
     remaining: int | None = None  # lines after the window; None when not counted (too far to count)
     capped: bool = False  # stopped by the character budget before `limit`
     cut_lines: int = 0
+    stream: bool = False  # read from a FIFO or device that had not ended
 
     def render(self, path: Path, size: int) -> str:
         body = "\n".join(f"{self.first + i:>6}\t{line}" for i, line in enumerate(self.lines))
@@ -65,10 +78,14 @@ class Window:
         notes: list[str] = []
         if self.capped:
             notes.append(f"[Output capped at {MAX_OUTPUT_CHARS} characters; continue with offset={after}.]")
+        elif self.stream:
+            notes.append(f"[The stream had more after line {after - 1}; Read stopped there. What a FIFO gave is "
+                         "gone once read: another Read gets what is written next.]")
         elif self.remaining:
             notes.append(f"[… {self.remaining} more lines; use offset={after} to read on.]")
         elif self.remaining is None:
-            notes.append(f"[… more lines follow (the file is {_size(size)}); use offset={after} to read on.]")
+            what = f"the file is {_size(size)}" if size else "the file's size is not known"
+            notes.append(f"[… more lines follow ({what}); use offset={after} to read on.]")
         if self.cut_lines:
             notes.append(f"[{self.cut_lines} lines longer than {MAX_LINE_CHARS} characters were cut.]")
         return body + ("\n\n" + "\n".join(notes) if notes else "")
@@ -252,6 +269,8 @@ class ReadTool(Tool[ReadInput]):
         return True
 
     async def validate_input(self, data: ReadInput, ctx: ToolContext) -> str | None:
+        if (problem := path_problem(data.file_path)) is not None:
+            return problem
         try:
             path = absolute_path(data.file_path)
         except ToolError as error:
@@ -267,10 +286,7 @@ class ReadTool(Tool[ReadInput]):
             return []
 
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
-        value = raw.get("file_path")
-        if isinstance(value, str) and os.path.isabs(os.path.expanduser(value)):
-            return {**raw, "file_path": os.path.normpath(os.path.expanduser(value))}
-        return raw
+        return backfill_path(raw, "file_path")
 
     def locations(self, data: ReadInput) -> list[Location]:
         try:
@@ -288,20 +304,25 @@ class ReadTool(Tool[ReadInput]):
     async def call(self, data: ReadInput, ctx: ToolContext) -> ToolResult:
         path = absolute_path(data.file_path)
         offset, limit = max(1, data.offset or 1), data.limit or DEFAULT_LIMIT
-        unsaved = ctx.documents.get_text(path)
+        unsaved = await ctx.documents.read_text(path)
         if unsaved is not None:
             return self._from_editor(path, unsaved, offset, limit, ctx)
-        loaded = await anyio.to_thread.run_sync(_load, path, offset, limit, ctx.cwd, abandon_on_cancel=True)
+        with anyio.CancelScope(shield=True):  # a non-blocking open: quick, and its fd must not be lost
+            fd, st = await anyio.to_thread.run_sync(_open, path, ctx.cwd)
+        if stat.S_ISREG(st.st_mode):
+            loaded = await _load_file(fd, st, path, offset, limit)
+        else:  # a FIFO or a device: read on the event loop, where waiting ends on abort
+            try:
+                loaded = await _load_stream(fd, st, path, offset, limit)
+            finally:
+                os.close(fd)
         ctx.read_files[path] = loaded.snapshot
         return ToolResult(loaded.content, raw_output=loaded.raw)
 
     def _from_editor(self, path: Path, text: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
         window = text_window(text, offset, limit)
-        try:
-            st = os.stat(path)
-            ctx.read_files[path] = snapshot_of(st)
-        except OSError:
-            pass
+        # The editor's text has no mtime: "changed since read" compares the text itself (see fileio).
+        ctx.read_files[path] = FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text))
         note = "[This is the editor's unsaved version of the file; the file on disk may differ.]"
         raw = {"path": str(path), "lines": len(window.lines), "source": "editor"}
         return ToolResult(_render(window, path, len(text.encode()), offset) + "\n" + note, raw_output=raw)
@@ -315,52 +336,188 @@ def _render(window: Window, path: Path, size: int, offset: int) -> str:
     return window.render(path, size)
 
 
-def _load(path: Path, offset: int, limit: int, cwd: Path) -> _Loaded:
+def _open(path: Path, cwd: Path) -> tuple[int, os.stat_result]:
+    """Open without blocking (a FIFO's plain open waits for a writer) and without becoming a controlling tty."""
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below; the fd's stat is the snapshot
+        fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError as error:
         raise read_error(path, error, missing=missing_file_message(path, cwd)) from None
     except OSError as error:
+        if error.errno == errno.ENXIO and _is_socket(path):
+            raise ToolError(f"{path} is a socket; it cannot be read as a file (connect to it with Bash).") from None
         raise read_error(path, error) from None
-    with fh:
-        st = os.fstat(fh.fileno())
-        if stat.S_ISDIR(st.st_mode):
-            raise read_error(path, IsADirectoryError())
-        if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"{path} is not a regular file (a device, FIFO or socket); Read only reads files.")
-        snapshot = snapshot_of(st)
+    try:
+        st = os.fstat(fd)
+    except OSError as error:
+        os.close(fd)
+        raise read_error(path, error) from None
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise read_error(path, IsADirectoryError())
+    return fd, st
+
+
+def _is_socket(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+async def _load_file(fd: int, st: os.stat_result, path: Path, offset: int, limit: int) -> _Loaded:
+    """A regular file, read in a worker thread that is abandoned on cancel (a huge file's counting need not
+    be waited for). Whoever comes first owns `fd`: the thread (which closes it) or, when the thread never
+    started, this coroutine."""
+    lock = threading.Lock()
+    owner: list[str] = []
+
+    def work() -> _Loaded | None:
+        with lock:
+            if owner:
+                return None
+            owner.append("thread")
+        return _load(fd, st, path, offset, limit)
+
+    try:
+        loaded = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+    finally:
+        with lock:
+            if not owner:
+                owner.append("coroutine")
+                os.close(fd)
+    assert loaded is not None
+    return loaded
+
+
+def _load(fd: int, st: os.stat_result, path: Path, offset: int, limit: int) -> _Loaded:
+    with os.fdopen(fd, "rb") as fh:
         head = fh.read(8192)
-        raw: dict[str, Any] = {"path": str(path), "size": st.st_size}
-        media = image_type(head)
-        if media is not None:
-            if st.st_size > MAX_IMAGE_BYTES:
-                raise ToolError(
-                    f"The image {path} is {_size(st.st_size)}, over the {_size(MAX_IMAGE_BYTES)} limit. "
-                    "Make a smaller copy first (e.g. Bash: `convert in.png -resize 50% /tmp/small.png`)."
-                )
-            data = head + fh.read()
-            block = {"type": "image", "source": {"type": "base64", "media_type": media, "data": _b64(data)}}
-            return _Loaded([block], snapshot, raw | {"media_type": media})
-        if head.startswith(b"%PDF") or path.suffix.lower() == ".pdf":
-            raise ToolError(
-                f"{path} is a PDF; Read does not extract PDF text here. Try Bash: `pdftotext {path} - | head -200`."
-            )
-        encoding = _UTF16_BOMS.get(head[:2])
-        if encoding is not None:
-            if st.st_size > MAX_DECODE_WHOLE:
-                raise ToolError(f"{path} is a UTF-16 file of {_size(st.st_size)}; too large to read as text.")
-            text = (head + fh.read())[2:].decode(encoding, errors="replace")
-            window = text_window(text, offset, limit)
-            return _Loaded(_render(window, path, st.st_size, offset), snapshot, raw | {"lines": len(window.lines)})
-        if looks_binary(head):
-            raise ToolError(
-                f"{path} is a binary file ({_size(st.st_size)}); Read shows text files and images (png, jpg, "
-                "gif, webp). Inspect it with Bash, e.g. `file` or `xxd | head`."
-            )
+        special = _special(path, st.st_size, head, lambda: head + fh.read(), sized=st.st_size > 0,
+                           offset=offset, limit=limit)
+        if special is not None:
+            return _Loaded(special[0], snapshot_of(st), {"path": str(path), "size": st.st_size} | special[1])
         fh.seek(3 if head.startswith(b"\xef\xbb\xbf") else 0)
         window = read_window(fh, offset, limit)
         text = _render(window, path, st.st_size, offset)
-        return _Loaded(text, snapshot, raw | {"lines": len(window.lines), "total_lines": window.total})
+        raw = {"path": str(path), "size": st.st_size, "lines": len(window.lines), "total_lines": window.total}
+        return _Loaded(text, snapshot_of(st), raw)
+
+
+def _special(
+    path: Path, size: int, head: bytes, whole: Callable[[], bytes], *, sized: bool, offset: int, limit: int
+) -> tuple[str | list[dict[str, Any]], dict[str, Any]] | None:
+    """An image block, a UTF-16 text window, or a refusal (PDF, binary) for content starting with `head`;
+    None for plain text (read as a window by the caller). `whole()` gives all of it (images, UTF-16);
+    `size` is 0 when not known in advance (a stream, a /proc file)."""
+    media = image_type(head)
+    if media is not None:
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"The image {path} is {_size(size)}, over the {_size(MAX_IMAGE_BYTES)} limit. "
+                "Make a smaller copy first (e.g. Bash: `convert in.png -resize 50% /tmp/small.png`)."
+            )
+        data = whole()
+        if len(data) > MAX_IMAGE_BYTES:
+            raise ToolError(f"The image {path} is over the {_size(MAX_IMAGE_BYTES)} limit.")
+        block = {"type": "image", "source": {"type": "base64", "media_type": media, "data": _b64(data)}}
+        return [block], {"media_type": media}
+    if head.startswith(b"%PDF") or path.suffix.lower() == ".pdf":
+        raise ToolError(
+            f"{path} is a PDF; Read does not extract PDF text here. Try Bash: `pdftotext {path} - | head -200`."
+        )
+    encoding = _UTF16_BOMS.get(head[:2])
+    if encoding is not None:
+        if size > MAX_DECODE_WHOLE:
+            raise ToolError(f"{path} is a UTF-16 file of {_size(size)}; too large to read as text.")
+        text = whole()[2:].decode(encoding, errors="replace")
+        window = text_window(text, offset, limit)
+        return _render(window, path, size, offset), {"lines": len(window.lines)}
+    if looks_binary(head):
+        what = f" ({_size(size)})" if sized else ""
+        raise ToolError(
+            f"{path} is a binary file{what}; Read shows text files and images (png, jpg, gif, webp). "
+            "Inspect it with Bash, e.g. `file` or `xxd | head`."
+        )
+    return None
+
+
+async def _load_stream(fd: int, st: os.stat_result, path: Path, offset: int, limit: int) -> _Loaded:
+    """A FIFO or a device, read as `cat` would: until it ends or the window is full, at most
+    `MAX_STREAM_BYTES`. A FIFO waits on the event loop (cancellable); other devices read in a thread, in
+    case a driver blocks despite O_NONBLOCK. The caller closes `fd`."""
+    kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "device"
+    data, ended = await _collect(fd, offset - 1 + limit, fifo=kind == "FIFO")
+    raw: dict[str, Any] = {"path": str(path), "size": len(data), "stream": kind}
+    head = data[:8192]
+    special = _special(path, 0, head, lambda: data, sized=False, offset=offset, limit=limit)
+    if special is not None:
+        if isinstance(special[0], list) and not ended:
+            raise ToolError(f"The image from {path} did not end within {_size(MAX_IMAGE_BYTES)}.")
+        return _Loaded(special[0], snapshot_of(st), raw | special[1])
+    buffer = io.BytesIO(data)
+    buffer.seek(3 if head.startswith(b"\xef\xbb\xbf") else 0)
+    window = read_window(buffer, offset, limit)
+    # What was read past the window is gone (a FIFO) or not known (a device): no "use offset" note.
+    window.stream = not ended or bool(window.remaining)
+    if window.lines or ended:
+        text = _render(window, path, 0, offset)
+    else:
+        text = (f"[The {kind} {path} gave {window.total} lines ({_size(len(data))}) before Read stopped; "
+                f"offset {offset} was not reached.]")
+    return _Loaded(text, snapshot_of(st), raw | {"lines": len(window.lines), "ended": ended})
+
+
+async def _collect(fd: int, lines_wanted: int, *, fifo: bool) -> tuple[bytes, bool]:
+    """Bytes from a stream until it ends (True) or enough is read (False): `lines_wanted` lines (plain text),
+    the whole of an image up to its limit, at most `MAX_STREAM_BYTES`. A binary stream stops at its first
+    block (it is refused)."""
+    buf = bytearray()
+    newlines = 0
+    wait = fifo  # a FIFO without a writer reads as ended: wait until one writes (or comes and goes)
+    cap = MAX_STREAM_BYTES
+    while len(buf) < cap:
+        if wait:
+            await _readable(fd)
+        try:
+            chunk = os.read(fd, CHUNK) if fifo else await anyio.to_thread.run_sync(os.read, fd, CHUNK)
+        except BlockingIOError:
+            wait = True
+            continue
+        except OSError as error:
+            raise ToolError(f"Reading failed: {error.strerror or error}") from None
+        wait = False
+        if not chunk:
+            return bytes(buf), True
+        buf += chunk
+        newlines += chunk.count(b"\n")
+        head = bytes(buf[:8192])
+        if image_type(head) is not None:
+            cap = MAX_IMAGE_BYTES + 1
+        elif head[:2] in _UTF16_BOMS:
+            if newlines >= lines_wanted:  # counts 0x0A bytes: at least the line breaks there are
+                return bytes(buf), fifo and _ended_now(fd)
+        elif looks_binary(head):
+            return bytes(buf), False
+        elif newlines >= lines_wanted:
+            return bytes(buf), fifo and _ended_now(fd)
+        await anyio.lowlevel.checkpoint()
+    return bytes(buf), False
+
+
+async def _readable(fd: int) -> None:
+    try:
+        await anyio.wait_readable(fd)
+    except OSError:  # a device that cannot be polled (epoll says EPERM) is always readable
+        await anyio.lowlevel.checkpoint()
+
+
+def _ended_now(fd: int) -> bool:
+    """After the window is full: True when the FIFO has ended already (nothing would follow). Not asked of
+    devices: a read on the event loop must never wait."""
+    with contextlib.suppress(OSError):
+        return os.read(fd, 1) == b""
+    return False
+
 
 
 def _under(cwd: Path, relative: str) -> str:

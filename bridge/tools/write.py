@@ -1,4 +1,7 @@
-"""Write: create a file, or replace one the session has read (keeping its encoding and line endings)."""
+"""Write: create a file, or replace one the session has read (keeping its encoding and line endings).
+
+When the editor has the file, the old text is the editor's (unsaved changes included) and the new one goes
+through the editor when it takes it (see fileio)."""
 
 from __future__ import annotations
 
@@ -16,18 +19,21 @@ from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolErr
 from bridge.tools.fileio import (
     UTF8,
     Encoding,
-    atomic_write,
+    PlanCache,
+    TextFile,
     backfill_path,
     changed_spans,
-    current_snapshot,
+    commit_text,
     decode,
     detect_line_ending,
     diff_display,
-    plan_problem,
-    record_write,
+    editor_file,
+    read_bytes,
     require_fresh_read,
     snapshot_of,
     to_line_ending,
+    validated_plan,
+    written_meta,
     written_path,
 )
 from bridge.tools.paths import absolute_path
@@ -45,7 +51,8 @@ class WritePlan:
     new_text: str
     encoding: Encoding
     payload: bytes
-    snapshot: FileSnapshot | None  # None: the file does not exist yet
+    snapshot: FileSnapshot | None  # the disk file as planned against; None: it does not exist on disk yet
+    exists: bool = False  # on disk or in the editor: replaced, not created
 
     def diff(self) -> Diff:
         if self.old_text is None:
@@ -54,37 +61,73 @@ class WritePlan:
         return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
 
 
-def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
-    """What Write would put on disk, or a `ToolError` saying why it cannot. Reads, never writes."""
-    path = absolute_path(data.file_path)
+@dataclass(frozen=True)
+class _OnDisk:
+    """What the disk has at the path: nothing (`snapshot` None), a text file, or bytes that are not text."""
+
+    snapshot: FileSnapshot | None
+    file: TextFile | None = None
+
+
+def _on_disk(path: Path) -> _OnDisk:
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         _check_parent(path)
-        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), None)
+        return _OnDisk(None)
     except OSError as exc:
         raise ToolError(f"Cannot access {path}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path} is a directory; give the path of a file.")
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            raw = fh.read()
+        raw, st = read_bytes(path)
     except OSError as exc:
         raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
     snapshot = snapshot_of(st)
-    require_fresh_read(path, ctx, snapshot)
     try:
-        old, encoding = decode(raw)
-    except ToolError:  # replacing a binary file with text: nothing to keep, nothing to show
-        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), snapshot)
+        text, encoding = decode(raw)
+    except ToolError:  # a binary file: nothing to keep, nothing to show
+        return _OnDisk(snapshot)
+    return _OnDisk(snapshot, TextFile(path, text, encoding, detect_line_ending(text), stat.S_IMODE(st.st_mode),
+                                      snapshot))
+
+
+async def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
+    """What Write would put in the file, or a `ToolError` saying why it cannot. Reads, never writes."""
+    path = absolute_path(data.file_path)
+    unsaved = await ctx.documents.read_text(path)
+    return _plan_from(data, ctx, path, unsaved, await anyio.to_thread.run_sync(_on_disk, path))
+
+
+def plan_write_now(data: WriteInput, ctx: ToolContext) -> WritePlan:
+    """`plan_write` with the editor's synced text only (no waiting): the preview's fallback."""
+    path = absolute_path(data.file_path)
+    return _plan_from(data, ctx, path, ctx.documents.get_text(path), _on_disk(path))
+
+
+def _plan_from(data: WriteInput, ctx: ToolContext, path: Path, unsaved: str | None, disk: _OnDisk) -> WritePlan:
+    if unsaved is not None:
+        file = editor_file(path, unsaved, disk.file)
+        require_fresh_read(path, ctx, file)
+        new = to_line_ending(data.content, file.line_ending) if unsaved else data.content
+        return WritePlan(path, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True)
+    if disk.snapshot is None:
+        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), None)
+    if disk.file is None:  # replacing a binary file with text
+        require_fresh_read(path, ctx, disk.snapshot)
+        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), disk.snapshot, exists=True)
+    require_fresh_read(path, ctx, disk.file)
+    old, encoding = disk.file.text, disk.file.encoding
     new = to_line_ending(data.content, detect_line_ending(old)) if old else data.content
-    return WritePlan(path, old, new, encoding, encoding.encode(new), snapshot)
+    return WritePlan(path, old, new, encoding, encoding.encode(new), disk.snapshot, exists=True)
+
+
+_PLANS: PlanCache[WritePlan] = PlanCache()
 
 
 def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
     """The diff the write would make (for the permission dialog), without writing anything."""
-    return plan_write(data, ctx).diff()
+    return (_PLANS.get(ctx, data) or plan_write_now(data, ctx)).diff()
 
 
 def _check_parent(path: Path) -> None:
@@ -116,7 +159,7 @@ class WriteTool(Tool[WriteInput]):
             return False
 
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
-        return await anyio.to_thread.run_sync(plan_problem, lambda: plan_write(data, ctx))
+        return await validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -137,27 +180,15 @@ class WriteTool(Tool[WriteInput]):
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
 
-    async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
-        # File IO runs off the event loop, and is not abandoned on cancel: a write is whole or not at all,
-        # and the session's snapshot of the file is recorded either way.
-        return await anyio.to_thread.run_sync(self._apply, data, ctx)
 
-    def _apply(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
-        plan = plan_write(data, ctx)
-        if plan.snapshot is None:
-            try:
-                plan.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ToolError(f"Cannot create {plan.path.parent}: {exc.strerror or exc}") from None
-            if plan.path.exists():
-                raise ToolError(f"{plan.path} was created by someone else meanwhile. Read it, then retry.")
-        elif current_snapshot(plan.path) != plan.snapshot:
-            raise ToolError(f"File changed on disk while the write was prepared: {plan.path}. Read it again.")
-        atomic_write(plan.path, plan.payload)
-        record_write(plan.path, ctx)
+    def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
+        return "Write", {"file_path": data.file_path, "content": text}
+    async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
+        plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
+        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot)
         lines = plan.new_text.count("\n") + (0 if plan.new_text.endswith("\n") or not plan.new_text else 1)
-        raw_output = {"path": str(plan.path), "created": plan.snapshot is None, "lines": lines}
-        if plan.snapshot is None:
+        raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | written_meta(written)
+        if not plan.exists:
             text = f"File created successfully at: {plan.path} ({lines} lines)"
         else:
             text = f"The file {plan.path} has been overwritten ({lines} lines)."

@@ -21,12 +21,12 @@ async def test_two_read_only_calls_in_one_message_overlap(workspace: Path, data_
     first, second = workspace / "p1", workspace / "p2"
     os.mkfifo(first)
     os.mkfifo(second)
-    calls = (("Bash", {"command": f"cat {first}"}), ("Bash", {"command": f"cat {second}"}))
+    calls = (("Read", {"file_path": str(first)}), ("Read", {"file_path": str(second)}))
     scenario = {"responses": [tool_response(*calls), text_response("both read")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "read both pipes")
-        # Each command blocks until its pipe is written: both can only be running at once if they overlap.
+        # Each Read waits until its pipe is written: both can only be running at once if they overlap.
         await poll(lambda: len([u for u in editor.of_kind("tool_call_update", sid)
                                 if u.get("status") == "in_progress"]) == 2, what="both calls running at once")
         for pipe, text in ((second, "two"), (first, "one")):

@@ -11,6 +11,7 @@ import {
   type NewSessionResult,
   parseSessionNotification,
   type RequestPermissionParams,
+  type SessionModels,
   type SessionModes,
 } from "./protocol";
 import { AgentSession } from "./session";
@@ -41,7 +42,7 @@ export class AgentClient implements Disposable {
   async newSession(cwd: string, mcpServers: McpServer[] = []): Promise<AgentSession> {
     const params: NewSessionParams = { cwd, mcpServers };
     const result = await this.connection.sendRequest<NewSessionResult>(Method.sessionNew, params);
-    const session = new AgentSession(this.connection, result.sessionId, result.modes ?? undefined);
+    const session = new AgentSession(this.connection, result.sessionId, result.modes ?? undefined, result.models ?? undefined);
     this.sessions.set(result.sessionId, session);
     return session;
   }
@@ -64,8 +65,9 @@ export class AgentClient implements Disposable {
     modes: SessionModes | undefined,
     attach: (session: AgentSession) => void,
     mcpServers: McpServer[] = [],
+    opts: { models?: SessionModels; firstTurnId?: number } = {},
   ): Promise<AgentSession> {
-    const session = new AgentSession(this.connection, sessionId, modes);
+    const session = new AgentSession(this.connection, sessionId, modes, opts.models, opts.firstTurnId);
     this.sessions.set(sessionId, session);
     attach(session);
     const params: LoadSessionParams = { sessionId, cwd, mcpServers };

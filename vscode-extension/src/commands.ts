@@ -1,21 +1,49 @@
 import * as vscode from "vscode";
+import type { ApiKeyStore } from "./apiKey";
 import type { Conversation } from "./conversation";
 import { resourceOf } from "./editorContext";
 import type { ConversationView } from "./panel/provider";
 import type { PermissionPrompter } from "./permissions";
 
-export function registerCommands(
-  conversation: Conversation,
-  view: ConversationView,
-  prompter: PermissionPrompter,
-  log: vscode.OutputChannel,
-): vscode.Disposable[] {
+export interface CommandDeps {
+  conversation: Conversation;
+  view: ConversationView;
+  prompter: PermissionPrompter;
+  log: vscode.OutputChannel;
+  keys: ApiKeyStore;
+  /** A fresh bridge process (settings and key read again), the session reloaded. */
+  restart: () => Promise<void>;
+}
+
+export function registerCommands({ conversation, view, prompter, log, keys, restart }: CommandDeps): vscode.Disposable[] {
+  const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration("agentBridge");
   return [
     vscode.commands.registerCommand("agentBridge.cancel", () => conversation.cancel()),
     vscode.commands.registerCommand("agentBridge.newSession", () => conversation.newSession()),
     vscode.commands.registerCommand("agentBridge.resumeSession", () => conversation.resumeSession()),
     vscode.commands.registerCommand("agentBridge.setMode", (modeId?: unknown) => conversation.setMode(typeof modeId === "string" ? modeId : undefined)),
+    vscode.commands.registerCommand("agentBridge.selectModel", () => conversation.selectModel()),
     vscode.commands.registerCommand("agentBridge.showLog", () => log.show()),
+    vscode.commands.registerCommand("agentBridge.restart", () => restart()),
+    // The key change itself restarts the bridge (extension.ts listens to the secret store).
+    vscode.commands.registerCommand("agentBridge.setApiKey", async () => {
+      if (!(await keys.prompt())) return;
+      if (config().get<string>("offlineScenario")) {
+        const off = "Use the key";
+        const choice = await vscode.window.showInformationMessage("The offline playground is on (agentBridge.offlineScenario). Switch it off to use your key?", off, "Keep offline");
+        if (choice === off) await config().update("offlineScenario", undefined, vscode.ConfigurationTarget.Global);
+      }
+      void vscode.window.showInformationMessage("Agent Bridge: API key saved in the secret storage.");
+    }),
+    vscode.commands.registerCommand("agentBridge.clearApiKey", async () => {
+      await keys.clear();
+      void vscode.window.showInformationMessage("Agent Bridge: API key removed.");
+    }),
+    vscode.commands.registerCommand("agentBridge.tryOffline", async () => {
+      await config().update("offlineScenario", "playground", vscode.ConfigurationTarget.Global);
+      await view.reveal();
+      void vscode.window.showInformationMessage("Agent Bridge runs offline with the playground model: type `help` in the panel to see what it can do.");
+    }),
     vscode.commands.registerCommand("agentBridge.askAboutSelection", async () => {
       const editor = vscode.window.activeTextEditor;
       if (!editor || editor.selection.isEmpty) {

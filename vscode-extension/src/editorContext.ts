@@ -4,8 +4,9 @@ import type { Disposable } from "./events";
 import type { ResourceContent } from "./protocol";
 
 /**
- * The editor context a prompt can carry: the selection of the last active text editor, or its whole file.
- * Focusing the panel clears `activeTextEditor`, so the last one is remembered.
+ * The editor context a prompt can carry: the selection of the last active text editor, or its whole file,
+ * and that file's diagnostics (the Problems of it). Focusing the panel clears `activeTextEditor`, so the
+ * last one is remembered.
  */
 export class EditorContext implements vscode.Disposable {
   private lastEditor: vscode.TextEditor | undefined = vscode.window.activeTextEditor;
@@ -27,6 +28,10 @@ export class EditorContext implements vscode.Disposable {
         if (this.lastEditor?.document === doc) this.lastEditor = undefined;
         this.changed.fire(this.label());
       }),
+      vscode.languages.onDidChangeDiagnostics((e) => {
+        const uri = this.editor()?.document.uri.toString();
+        if (uri && e.uris.some((u) => u.toString() === uri)) this.changed.fire(this.label());
+      }),
       this.changed,
     ];
   }
@@ -45,6 +50,22 @@ export class EditorContext implements vscode.Disposable {
   resource(): ResourceContent | undefined {
     const editor = this.editor();
     return editor ? resourceOf(editor.document, editor.selection.isEmpty ? undefined : editor.selection) : undefined;
+  }
+
+  /** How many diagnostics the context's file has (the panel's "Problems (n)"). */
+  problemCount(): number {
+    const editor = this.editor();
+    return editor ? vscode.languages.getDiagnostics(editor.document.uri).length : 0;
+  }
+
+  /** The context file's diagnostics as an embedded text resource, for the prompt; none: undefined. */
+  problems(): ResourceContent | undefined {
+    const editor = this.editor();
+    if (!editor) return undefined;
+    const diagnostics = vscode.languages.getDiagnostics(editor.document.uri);
+    if (!diagnostics.length) return undefined;
+    const name = vscode.workspace.asRelativePath(editor.document.uri, false);
+    return problemsResource(editor.document.uri.with({ fragment: "problems" }).toString(), name, diagnostics);
   }
 
   dispose(): void {
@@ -68,6 +89,22 @@ export function resourceOf(doc: vscode.TextDocument, selection: vscode.Range | u
     uri = doc.uri.with({ fragment: `L${lineRange(selection)}` }).toString();
   }
   return { type: "resource", resource: { uri, text, mimeType: mimeOf(doc.languageId) } };
+}
+
+const severityNames = ["error", "warning", "info", "hint"];
+
+/** `path:line:col severity: message [source code]`, one per line, errors first. */
+export function problemsResource(uri: string, name: string, diagnostics: readonly vscode.Diagnostic[]): ResourceContent {
+  const lines = [...diagnostics]
+    .sort((a, b) => a.severity - b.severity || a.range.start.line - b.range.start.line)
+    .map((d) => {
+      const code = typeof d.code === "object" ? d.code.value : d.code;
+      const source = [d.source, code].filter((x) => x !== undefined && x !== "").join(" ");
+      const where = `${name}:${d.range.start.line + 1}:${d.range.start.character + 1}`;
+      return `${where} ${severityNames[d.severity] ?? "problem"}: ${d.message.replace(/\s*\n\s*/g, " ")}${source ? ` [${source}]` : ""}`;
+    });
+  const text = `Problems in ${name} (VS Code diagnostics, ${diagnostics.length}):\n${lines.join("\n")}\n`;
+  return { type: "resource", resource: { uri, text, mimeType: "text/plain" } };
 }
 
 /** 1-based "first-last" lines; a selection ending at the start of a line does not include that line. */

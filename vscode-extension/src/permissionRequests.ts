@@ -3,6 +3,7 @@ import { Emitter } from "./events";
 import {
   cancelledOutcome,
   type DiffContent,
+  isRejectKind,
   type PermissionOption,
   type RequestPermissionParams,
   type RequestPermissionResult,
@@ -34,6 +35,9 @@ export class PermissionRequests {
   readonly onAdded = this.added.event;
   readonly onSettled = this.settled.event;
 
+  /** The text of a request's edit as the user changed it (the diff editor's right side), if they did. */
+  editedText: (id: string) => string | undefined = () => undefined;
+
   private nextId = 1;
   private readonly pending = new Map<string, { request: PendingPermission; resolve: (r: RequestPermissionResult) => void }>();
 
@@ -53,20 +57,22 @@ export class PermissionRequests {
     });
   }
 
+  /** An allow answer carries the user's edit of the proposed change, wherever it was given. */
   answer(id: string, optionId: string, feedback?: string): boolean {
     const entry = this.pending.get(id);
     const option = entry?.request.params.options.find((o) => o.optionId === optionId);
     if (!entry || !option) return false;
+    const edited = isRejectKind(option.kind) ? undefined : this.editedText(id);
     this.pending.delete(id);
-    entry.resolve(selected(optionId, feedback));
+    entry.resolve(selected(optionId, feedback, edited));
     this.settled.fire({ id, how: "answered", option });
     return true;
   }
 
   /** Answers with the first option of one of `kinds` (the diff editor's accept/reject). */
-  answerWithKind(id: string, kinds: readonly PermissionOption["kind"][]): boolean {
+  answerWithKind(id: string, kinds: readonly PermissionOption["kind"][], feedback?: string): boolean {
     const option = this.get(id)?.params.options.find((o) => kinds.includes(o.kind));
-    return option ? this.answer(id, option.optionId) : false;
+    return option ? this.answer(id, option.optionId, feedback) : false;
   }
 
   get(id: string): PendingPermission | undefined {
@@ -99,4 +105,13 @@ export class PermissionRequests {
     entry.resolve(cancelledOutcome);
     this.settled.fire({ id, how: "withdrawn" });
   }
+}
+
+/**
+ * The options in the order they are offered: allow once first, then reject, then the "always" ones. Nothing
+ * that saves a rule is ever first (the default), whatever the bridge's order.
+ */
+export function orderedOptions(options: PermissionOption[]): PermissionOption[] {
+  const rank = (o: PermissionOption): number => ["allow_once", "reject_once", "allow_always", "reject_always"].indexOf(o.kind);
+  return [...options].sort((a, b) => rank(a) - rank(b));
 }

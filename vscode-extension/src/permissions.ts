@@ -1,18 +1,19 @@
 import * as vscode from "vscode";
 import type { ProposedEdits } from "./diffView";
 import type { Disposable } from "./events";
-import type { PendingPermission, PermissionRequests } from "./permissionRequests";
-import type { PermissionOption } from "./protocol";
+import { orderedOptions, type PendingPermission, type PermissionRequests } from "./permissionRequests";
+import { isRejectKind, type PermissionOption } from "./protocol";
 
 /** What the permission UI needs from the panel. */
 export interface PanelPresence {
   readonly visible: boolean;
+  reveal(): Promise<void>;
 }
 
 /**
- * The VS Code side of permission requests: an edit's proposed change opens in the diff editor (with
- * accept/reject in its title bar); when the panel is hidden, a notification offers the same options.
- * The panel's card is driven by the panel state; whichever answers first wins.
+ * The VS Code side of permission requests: an edit's proposed change opens in the diff editor (accept/reject
+ * in its title bar; its right side is editable and the edited text is what gets written); when the panel is
+ * hidden, a notification asks. The panel's card is driven by the panel state; whichever answers first wins.
  */
 export class PermissionPrompter implements vscode.Disposable {
   private readonly subscriptions: Disposable[];
@@ -22,6 +23,7 @@ export class PermissionPrompter implements vscode.Disposable {
     private readonly edits: ProposedEdits,
     private readonly panel: PanelPresence,
   ) {
+    requests.editedText = (id) => edits.editedText(id);
     this.subscriptions = [
       requests.onAdded((p) => void this.present(p)),
       requests.onSettled((s) => {
@@ -39,11 +41,21 @@ export class PermissionPrompter implements vscode.Disposable {
     this.updateContext();
   }
 
-  /** The diff editor's accept/reject: answers the request whose diff is in the active editor. */
-  answerActiveDiff(accept: boolean): boolean {
+  /**
+   * The diff editor's ✓ and ✗: answers the request whose diff is in the active editor. Rejecting asks what to
+   * do instead (optional; Escape keeps the request open).
+   */
+  async answerActiveDiff(accept: boolean): Promise<boolean> {
     const id = this.edits.permissionIdOf(vscode.window.activeTextEditor?.document.uri) ?? this.requests.all().find((r) => r.diffs.length)?.id;
     if (!id) return false;
-    return this.requests.answerWithKind(id, accept ? ["allow_once", "allow_always"] : ["reject_once", "reject_always"]);
+    if (accept) return this.requests.answerWithKind(id, ["allow_once", "allow_always"]);
+    const feedback = await vscode.window.showInputBox({
+      title: "Reject the proposed edit",
+      prompt: "What should the agent do instead? (optional — Enter rejects, Escape keeps the edit pending)",
+      placeHolder: "e.g. keep the old name, only fix the typo",
+    });
+    if (feedback === undefined) return false;
+    return this.requests.answerWithKind(id, ["reject_once", "reject_always"], feedback.trim() || undefined);
   }
 
   dispose(): void {
@@ -55,19 +67,43 @@ export class PermissionPrompter implements vscode.Disposable {
     if (!this.panel.visible) await this.notify(p);
   }
 
+  /**
+   * A notification with three short buttons (long ones are cut to "All…"): Allow once, Reject, and "More…",
+   * which lists every option in full in a quick pick (Allow once first and preselected).
+   */
   private async notify(p: PendingPermission): Promise<void> {
-    const options = p.params.options;
-    const choice = await vscode.window.showInformationMessage(
-      `Agent Bridge wants to run: ${p.params.toolCall.title}`,
-      ...options.map((o) => o.name),
-    );
-    const option: PermissionOption | undefined = options.find((o) => o.name === choice);
+    const options = orderedOptions(p.params.options);
+    const once = options.find((o) => o.kind === "allow_once");
+    const reject = options.find((o) => o.kind === "reject_once");
+    const buttons = [once && "Allow once", reject && "Reject", "More…"].filter((b): b is string => !!b);
+    const choice = await vscode.window.showWarningMessage(`Agent Bridge asks to run: ${clip(p.params.toolCall.title, 120)}`, ...buttons);
     // A request already answered in the panel (or withdrawn by the bridge) ignores a late click.
-    if (option) this.requests.answer(p.id, option.optionId);
+    if (!this.requests.get(p.id)) return;
+    if (choice === "Allow once" && once) this.requests.answer(p.id, once.optionId);
+    else if (choice === "Reject" && reject) this.requests.answer(p.id, reject.optionId);
+    else if (choice === "More…") await this.pick(p, options);
+  }
+
+  private async pick(p: PendingPermission, options: PermissionOption[]): Promise<void> {
+    const items: (vscode.QuickPickItem & { option?: PermissionOption })[] = options.map((o) => ({
+      label: o.name,
+      description: o.kind === "allow_once" ? "this call only" : isRejectKind(o.kind) ? "" : "saves a rule",
+      option: o,
+    }));
+    items.push({ label: "Show in the panel" });
+    const picked = await vscode.window.showQuickPick(items, { title: `Agent Bridge: ${clip(p.params.toolCall.title, 80)}`, placeHolder: "Choose an answer", ignoreFocusOut: true });
+    if (!picked) return;
+    if (!picked.option) return void this.panel.reveal();
+    this.requests.answer(p.id, picked.option.optionId);
   }
 
   private updateContext(): void {
     const pending = this.requests.all().some((r) => r.diffs.length > 0);
     void vscode.commands.executeCommand("setContext", "agentBridge.editPending", pending);
   }
+}
+
+function clip(text: string, max: number): string {
+  const one = text.replace(/\s+/g, " ").trim();
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }

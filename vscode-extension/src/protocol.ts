@@ -10,6 +10,8 @@ export const Method = {
   sessionPrompt: "session/prompt",
   sessionCancel: "session/cancel",
   sessionSetMode: "session/set_mode",
+  /** ACP unstable: the session's model (the models are listed in the session/new answer). */
+  sessionSetModel: "session/set_model",
   sessionUpdate: "session/update",
   requestPermission: "session/request_permission",
 } as const;
@@ -73,9 +75,21 @@ export interface NewSessionParams {
   cwd: string;
   mcpServers?: McpServer[];
 }
+/** ACP unstable `SessionModelState`. */
+export interface ModelInfo {
+  modelId: string;
+  name: string;
+  description?: string | null;
+}
+export interface SessionModels {
+  currentModelId: string;
+  availableModels: ModelInfo[];
+}
+
 export interface NewSessionResult {
   sessionId: string;
   modes?: SessionModes | null;
+  models?: SessionModels | null;
 }
 
 export interface LoadSessionParams {
@@ -116,6 +130,11 @@ export interface CancelParams {
 export interface SetModeParams {
   sessionId: string;
   modeId: string;
+}
+
+export interface SetModelParams {
+  sessionId: string;
+  modelId: string;
 }
 
 // --- session/update ------------------------------------------------------------------------------
@@ -233,16 +252,21 @@ export interface RequestPermissionParams {
 export type PermissionOutcome = { outcome: "selected"; optionId: string } | { outcome: "cancelled" };
 export interface RequestPermissionResult {
   outcome: PermissionOutcome;
-  _meta?: { feedback?: string };
+  /** feedback: the user's words for the model; editedText: an accepted edit's text as the user changed it. */
+  _meta?: { feedback?: string; editedText?: string };
 }
 
 export function isRejectKind(kind: PermissionOptionKind): boolean {
   return kind === "reject_once" || kind === "reject_always";
 }
 
-export function selected(optionId: string, feedback?: string): RequestPermissionResult {
+export function selected(optionId: string, feedback?: string, editedText?: string): RequestPermissionResult {
   const result: RequestPermissionResult = { outcome: { outcome: "selected", optionId } };
-  if (feedback) result._meta = { feedback };
+  if (feedback || editedText !== undefined) {
+    result._meta = {};
+    if (feedback) result._meta.feedback = feedback;
+    if (editedText !== undefined) result._meta.editedText = editedText;
+  }
   return result;
 }
 export const cancelledOutcome: RequestPermissionResult = { outcome: { outcome: "cancelled" } };

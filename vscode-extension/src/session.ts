@@ -6,8 +6,10 @@ import {
   Method,
   type PromptParams,
   type PromptResult,
+  type SessionModels,
   type SessionModes,
   type SessionUpdate,
+  type SetModelParams,
   type SetModeParams,
   type StopReason,
 } from "./protocol";
@@ -38,15 +40,22 @@ export class AgentSession {
   readonly onTurnEnded = this.ended.event;
   readonly onPhase = this.phases.event;
 
-  private lastTurnId = 0;
+  private lastTurnId: number;
   private currentTurnId = 0;
+  /** A turn given up for lost (the bridge died under it): its late answer is not reported again. */
+  private abandonedTurnId = 0;
   private phaseValue: TurnPhase = "idle";
 
+  /** `firstTurnId`: the turns before this one (a session reloaded into a panel that shows them). */
   constructor(
     private readonly connection: AgentConnection,
     readonly sessionId: string,
     private modesValue: SessionModes | undefined,
-  ) {}
+    private modelsValue?: SessionModels,
+    firstTurnId = 0,
+  ) {
+    this.lastTurnId = firstTurnId;
+  }
 
   get phase(): TurnPhase {
     return this.phaseValue;
@@ -54,6 +63,10 @@ export class AgentSession {
 
   get modes(): SessionModes | undefined {
     return this.modesValue;
+  }
+
+  get models(): SessionModels | undefined {
+    return this.modelsValue;
   }
 
   /** Runs one turn; resolves when the bridge answers (never rejects: an error is a TurnEnded with `error`). */
@@ -70,6 +83,7 @@ export class AgentSession {
     } catch (err) {
       outcome = { turnId, error: errorMessage(err) };
     }
+    if (turnId === this.abandonedTurnId) return outcome;
     this.ended.fire(outcome);
     if (turnId === this.currentTurnId) this.setPhase("idle");
     return outcome;
@@ -84,6 +98,22 @@ export class AgentSession {
     void Promise.resolve(this.connection.sendNotification(Method.sessionCancel, params)).catch(() => undefined);
     this.setPhase("cancelling");
     return force ? "force" : "cancel";
+  }
+
+  /** The connection is gone: the running turn ends now, with `reason`, and its late answer is dropped. */
+  abandon(reason: string): void {
+    if (this.phaseValue === "idle") return;
+    this.abandonedTurnId = this.currentTurnId;
+    this.ended.fire({ turnId: this.currentTurnId, error: reason });
+    this.setPhase("idle");
+  }
+
+  async setModel(modelId: string): Promise<void> {
+    const params: SetModelParams = { sessionId: this.sessionId, modelId };
+    await this.connection.sendRequest<unknown>(Method.sessionSetModel, params);
+    const known = this.modelsValue?.availableModels ?? [];
+    const availableModels = known.some((m) => m.modelId === modelId) ? known : [...known, { modelId, name: modelId }];
+    this.modelsValue = { currentModelId: modelId, availableModels };
   }
 
   async setMode(modeId: string): Promise<void> {

@@ -8,6 +8,7 @@ export class StatusBar implements vscode.Disposable {
   private connection: ConnectionStatus = "starting";
   private phase: TurnPhase = "idle";
   private detail = "";
+  private model: string | undefined;
 
   constructor() {
     this.item.name = "Agent Bridge";
@@ -18,6 +19,13 @@ export class StatusBar implements vscode.Disposable {
   setConnection(status: ConnectionStatus, detail = ""): void {
     this.connection = status;
     this.detail = detail;
+    this.render();
+  }
+
+  /** The session's model, shown beside the name (click: the model picker). */
+  setModel(model: string | undefined): void {
+    if (model === this.model) return;
+    this.model = model;
     this.render();
   }
 
@@ -36,12 +44,12 @@ export class StatusBar implements vscode.Disposable {
     item.backgroundColor = undefined;
     if (this.connection === "failed") {
       item.text = "$(error) Agent Bridge";
-      item.tooltip = `The bridge could not start: ${this.detail}\nClick to show the log.`;
+      item.tooltip = `The bridge is not running: ${this.detail}\nClick to show the log; “Agent Bridge: Restart” tries again.`;
       item.command = "agentBridge.showLog";
       item.backgroundColor = new vscode.ThemeColor("statusBarItem.errorBackground");
     } else if (this.connection === "starting") {
       item.text = "$(loading~spin) Agent Bridge";
-      item.tooltip = "Starting the bridge…";
+      item.tooltip = this.detail ? `Agent Bridge: ${this.detail}` : "Starting the bridge…";
       item.command = "agentBridge.showLog";
     } else if (this.connection === "stopped") {
       item.text = "$(circle-slash) Agent Bridge";
@@ -53,9 +61,9 @@ export class StatusBar implements vscode.Disposable {
       item.command = "agentBridge.cancel";
       item.backgroundColor = new vscode.ThemeColor("statusBarItem.warningBackground");
     } else {
-      item.text = "$(hubot) Agent Bridge";
-      item.tooltip = "Agent Bridge is ready. Click to show the log.";
-      item.command = "agentBridge.showLog";
+      item.text = this.model ? `$(hubot) Agent Bridge · ${this.model}` : "$(hubot) Agent Bridge";
+      item.tooltip = `Agent Bridge is ready${this.model ? ` (model ${this.model})` : ""}. Click to choose the model.`;
+      item.command = "agentBridge.selectModel";
     }
   }
 }

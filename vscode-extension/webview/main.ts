@@ -1,15 +1,19 @@
 /**
- * The conversation panel's script. It keeps a copy of the panel state (the same reducer as the host), and
- * renders at most once per animation frame, re-rendering only the items whose object changed.
+ * The conversation panel's script. It keeps a copy of the panel state (the same reducer as the host) and
+ * renders at most once per animation frame, re-rendering only the items whose object changed; a streamed
+ * message re-renders only its last markdown block (markdownView.ts).
  */
-import { escapeHtml, renderInline, renderMarkdown } from "../src/panel/markdown";
+import { escapeHtml } from "../src/panel/markdown";
 import type { FromWebview, ToWebview } from "../src/panel/messages";
-import { type ConversationItem, initialState, type PanelState, reduce, type TurnUsage } from "../src/panel/state";
-import type { DiffContent, PermissionOption } from "../src/protocol";
-import { lineDiff } from "./diff";
+import { type ConversationItem, initialState, type PanelState, reduce } from "../src/panel/state";
+import { Composer } from "./composer";
+import { PathLinks } from "./files";
+import { cardOptions, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
+import { MarkdownView } from "./markdownView";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 const vscode = acquireVsCodeApi();
+const post = (message: FromWebview): void => vscode.postMessage(message);
 
 function $(id: string): HTMLElement {
   const el = document.getElementById(id);
@@ -19,21 +23,25 @@ function $(id: string): HTMLElement {
 const log = $("log");
 const planEl = $("plan");
 const modeSelect = $("mode") as HTMLSelectElement;
+const modelButton = $("model") as HTMLButtonElement;
 const connectionEl = $("connection");
 const banner = $("banner");
-const input = $("input") as HTMLTextAreaElement;
-const sendButton = $("send") as HTMLButtonElement;
-const stopButton = $("stop") as HTMLButtonElement;
-const attach = $("attach") as HTMLInputElement;
-const attachLabel = $("attach-label");
-const contextName = $("context-name");
+const welcome = $("welcome");
 const jump = $("jump") as HTMLButtonElement;
+const toast = $("toast");
 
 let state: PanelState = initialState();
+/** From the host's `sessionState`; until it says, a session exists once `sessionStarted` was seen. */
+let sessionReadyFromHost: boolean | undefined;
 let scheduled = false;
-const rendered = new Map<string, { item: ConversationItem; el: HTMLElement }>();
+const rendered = new Map<string, { item: ConversationItem; el: HTMLElement; md?: MarkdownView }>();
 let renderedPlan: PanelState["plan"] | undefined;
 let renderedModes: PanelState["modes"] | undefined;
+const links = new PathLinks((paths) => post({ type: "checkPaths", paths }), log);
+const ctx: ViewContext = { folders: [], paths: links.lookup };
+
+const sessionReady = (): boolean => state.connection.status === "ready" && (sessionReadyFromHost ?? state.sessionId !== undefined);
+const composer = new Composer(post, () => sessionReady(), () => (stickToBottom = true));
 
 // --- auto-scroll: follow the stream until the user scrolls up; resume once back at the bottom ---------
 let stickToBottom = true;
@@ -61,10 +69,29 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       state = reduce(state, msg.action);
       break;
     case "context":
-      showContext(msg.label);
+      composer.showContext(msg.label, msg.problems);
       return;
     case "focusInput":
-      input.focus();
+      composer.focus();
+      return;
+    case "model":
+      modelButton.hidden = !msg.model;
+      modelButton.textContent = msg.model ?? "";
+      return;
+    case "sessionState":
+      sessionReadyFromHost = msg.ready;
+      break;
+    case "workspace":
+      ctx.folders = msg.folders;
+      return;
+    case "files":
+      composer.showFiles(msg.requestId, msg.files);
+      return;
+    case "paths":
+      links.answer(msg.status);
+      return;
+    case "fileNotFound":
+      showToast(`Not found: ${msg.path}`);
       return;
   }
   schedule();
@@ -87,16 +114,18 @@ function render(): void {
 
 function renderItems(): void {
   const live = new Set<string>();
+  let newCard: HTMLElement | undefined;
   state.items.forEach((item, index) => {
     live.add(item.id);
     let entry = rendered.get(item.id);
     if (!entry) {
       entry = { item, el: document.createElement("div") };
       rendered.set(item.id, entry);
-      paint(entry.el, item);
+      paint(entry, item);
+      if (item.kind === "permission" && item.answer === undefined) newCard = entry.el;
     } else if (entry.item !== item) {
       entry.item = item;
-      paint(entry.el, item);
+      paint(entry, item);
     }
     if (log.children[index] !== entry.el) log.insertBefore(entry.el, log.children[index] ?? null);
   });
@@ -106,38 +135,52 @@ function renderItems(): void {
       rendered.delete(id);
     }
   }
+  // A new card takes the keyboard unless the user is typing somewhere.
+  const active = document.activeElement;
+  if (newCard && (!active || active === document.body || active instanceof HTMLButtonElement)) newCard.focus({ preventScroll: true });
 }
 
-function paint(el: HTMLElement, item: ConversationItem): void {
-  const wasOpen = el.querySelector("details")?.open ?? false;
+function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownView }, item: ConversationItem): void {
+  const el = entry.el;
+  if (item.kind === "agent" || item.kind === "thought") {
+    if (!entry.md) {
+      el.className = `item ${item.kind}`;
+      el.dataset.id = item.id;
+      el.innerHTML = item.kind === "thought" ? `<details><summary>Thinking</summary><div class="md"></div></details>` : `<div class="md"></div>`;
+      const mdEl = el.querySelector<HTMLElement>(".md");
+      if (mdEl) entry.md = new MarkdownView(mdEl, links.lookup, (f) => links.scan(f));
+    }
+    entry.md?.set(item.text);
+    return;
+  }
   const output = el.querySelector("pre.output");
   const outputAtEnd = !output || output.scrollHeight - output.scrollTop - output.clientHeight < 20;
-  el.className = `item ${item.kind}`;
+  const feedback = el.querySelector<HTMLInputElement>("input.feedback");
+  const hadFocus = el.contains(document.activeElement);
+  el.className = `item ${item.kind}${item.kind === "permission" && item.answer === undefined ? " pending" : ""}${item.kind === "permission" && item.destructive ? " destructive" : ""}`;
   el.dataset.id = item.id;
+  if (item.kind === "permission" && item.answer === undefined) el.tabIndex = 0;
+  else el.removeAttribute("tabindex");
   el.innerHTML = itemHtml(item);
-  const details = el.querySelector("details");
-  if (details && wasOpen) details.open = true;
+  links.scan(el);
   const newOutput = el.querySelector("pre.output");
   if (newOutput && outputAtEnd) newOutput.scrollTop = newOutput.scrollHeight;
+  const newFeedback = el.querySelector<HTMLInputElement>("input.feedback");
+  if (feedback && newFeedback) newFeedback.value = feedback.value;
+  if (hadFocus && !el.contains(document.activeElement)) el.focus({ preventScroll: true });
 }
 
 function itemHtml(item: ConversationItem): string {
   switch (item.kind) {
-    case "user": {
-      const chips = item.attachments.map((a) => `<span class="chip" title="attached">${escapeHtml(a)}</span>`).join("");
-      return `<div class="who">You</div><div class="text">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ""}`;
-    }
+    case "user":
+      return userHtml(item);
     case "agent":
-      return `<div class="md">${renderMarkdown(item.text)}</div>`;
     case "thought":
-      return `<details><summary>Thinking</summary><div class="md">${renderMarkdown(item.text)}</div></details>`;
-    case "tool": {
-      const output = item.output ? `<pre class="output">${escapeHtml(item.output)}</pre>` : "";
-      return `<div class="tool-head"><span class="tool-kind">${escapeHtml(item.toolKind)}</span><span class="tool-title">${renderInline(item.title)}</span><span class="badge ${item.status}">${statusLabel(item.status)}</span></div>${output}${item.diffs.map(diffHtml).join("")}`;
-    }
+      return "";
+    case "tool":
+      return toolHtml(item, ctx);
     case "permission":
-      if (item.answer !== undefined) return `<span class="answered">${renderInline(item.title)} — ${escapeHtml(item.answer)}</span>`;
-      return permissionHtml(item.title, item.options, item.hasDiff);
+      return permissionHtml(item, ctx);
     case "turnEnd":
       return turnEndHtml(item.stopReason, item.error, item.usage);
     case "notice":
@@ -145,46 +188,24 @@ function itemHtml(item: ConversationItem): string {
   }
 }
 
-function permissionHtml(title: string, options: PermissionOption[], hasDiff: boolean): string {
-  const buttons = options
-    .map((o) => {
-      const kind = o.kind.startsWith("allow") ? "allow" : "reject";
-      const rule = o._meta?.rule ? `<span class="rule">${escapeHtml(o._meta.rule)}${o._meta.destination ? ` → ${escapeHtml(o._meta.destination)}` : ""}</span>` : "";
-      return `<button class="option ${kind} ${o.kind}" data-action="permission" data-option="${escapeHtml(o.optionId)}">${escapeHtml(o.name)}${rule}</button>`;
-    })
-    .join("");
-  const diff = hasDiff ? `<button class="secondary" data-action="openDiff">Show diff</button>` : "";
-  return `<div class="perm-title">Allow <strong>${renderInline(title)}</strong>?</div><div class="options">${buttons}${diff}</div><input class="feedback" type="text" placeholder="Optional feedback for the agent (sent with a reject)">`;
-}
-
-function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined): string {
-  const parts: string[] = [];
-  if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
-  else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${stopReason === "end_turn" ? "Done" : `Turn ended: ${escapeHtml(stopReason ?? "?")}`}</span>`);
-  if (usage && (usage.inputTokens || usage.outputTokens)) {
-    parts.push(`${formatTokens(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens)} in · ${formatTokens(usage.outputTokens)} out`);
-  }
-  if (usage?.cost !== undefined) parts.push(formatCost(usage.cost, usage.currency));
-  if (usage?.contextUsed !== undefined && usage.contextSize) parts.push(`context ${Math.round((100 * usage.contextUsed) / usage.contextSize)}%`);
-  return parts.join(" · ");
-}
-
-function diffHtml(diff: DiffContent): string {
-  const lines = lineDiff(diff.oldText ?? "", diff.newText)
-    .map((l) => `<span class="line ${l.op}">${l.op === "add" ? "+" : l.op === "del" ? "-" : " "} ${escapeHtml(l.text)}</span>`)
-    .join(""); // block spans: a newline between them would double the spacing inside <pre>
-  return `<div class="diff"><div class="diff-path">${escapeHtml(diff.path)}</div><pre>${lines}</pre></div>`;
-}
+let ticking: ReturnType<typeof setInterval> | undefined;
 
 function renderChrome(): void {
   const { connection, phase, modes } = state;
-  connectionEl.textContent = connection.status === "ready" ? (phase === "idle" ? "" : phase === "cancelling" ? "stopping…" : "working…") : connection.status;
-  connectionEl.className = `connection ${connection.status} ${phase}`;
+  const ready = sessionReady();
+  connectionEl.textContent = statusText(state, ready, Date.now());
+  connectionEl.title = connectionEl.textContent;
+  connectionEl.className = `connection ${connection.status} ${phase}${state.progress ? " progress" : ""}`;
+  // A retry's countdown ticks while it lasts.
+  if (state.progress && !ticking) ticking = setInterval(schedule, 1000);
+  if (!state.progress && ticking) {
+    clearInterval(ticking);
+    ticking = undefined;
+  }
   banner.hidden = connection.status !== "failed";
   banner.textContent = connection.status === "failed" ? `The bridge could not start: ${connection.message ?? ""}. Run “Agent Bridge: Show Log”.` : "";
-  stopButton.disabled = phase === "idle";
-  stopButton.textContent = phase === "cancelling" ? "Force stop" : "Stop";
-  sendButton.disabled = connection.status !== "ready";
+  welcome.hidden = state.items.length > 0;
+  composer.setState(phase, ready);
   if (modes !== renderedModes) {
     renderedModes = modes;
     modeSelect.innerHTML = (modes?.availableModes ?? [])
@@ -196,67 +217,123 @@ function renderChrome(): void {
     renderedPlan = state.plan;
     planEl.hidden = state.plan.length === 0;
     const icon = { pending: "○", in_progress: "◐", completed: "●" } as const;
-    planEl.innerHTML = `<div class="plan-title">Plan</div><ul>${state.plan
+    const done = state.plan.filter((e) => e.status === "completed").length;
+    planEl.innerHTML = `<div class="plan-title">Plan <span class="plan-count">${done}/${state.plan.length}</span></div><ul>${state.plan
       .map((e) => `<li class="${e.status}"><span class="plan-icon">${icon[e.status]}</span>${escapeHtml(e.content)}</li>`)
       .join("")}</ul>`;
   }
 }
 
-function showContext(label: string | undefined): void {
-  attachLabel.hidden = !label;
-  const isSelection = !!label && /:\d+-\d+$/.test(label);
-  if (label !== contextName.textContent) attach.checked = isSelection;
-  contextName.textContent = label ?? "";
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+function showToast(text: string): void {
+  toast.textContent = text;
+  toast.hidden = false;
+  if (toastTimer) clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => (toast.hidden = true), 4000);
 }
 
-function statusLabel(status: string): string {
-  return { pending: "pending", in_progress: "running", completed: "done", failed: "failed" }[status] ?? status;
+// --- permission cards: digits answer the newest pending card, Escape rejects it ------------------------
+function newestPendingCard(): HTMLElement | undefined {
+  const cards = log.querySelectorAll<HTMLElement>(".item.permission.pending");
+  return cards[cards.length - 1];
 }
 
-function formatTokens(n: number): string {
-  return n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n);
+function answerCard(card: HTMLElement, optionId: string): void {
+  const id = card.dataset.id;
+  if (!id) return;
+  const feedback = card.querySelector<HTMLInputElement>("input.feedback")?.value.trim();
+  for (const b of card.querySelectorAll("button")) b.disabled = true;
+  post({ type: "permission", id, optionId, ...(feedback ? { feedback } : {}) });
 }
 
-function formatCost(amount: number, currency = "USD"): string {
-  return currency === "USD" ? `$${amount.toFixed(4)}` : `${amount.toFixed(4)} ${escapeHtml(currency)}`;
+function rejectOption(card: HTMLElement): string | undefined {
+  const item = rendered.get(card.dataset.id ?? "")?.item;
+  if (item?.kind !== "permission") return undefined;
+  return cardOptions(item).find((o) => o.option.kind === "reject_once")?.option.optionId;
 }
 
-// --- input --------------------------------------------------------------------------------------------
-function submit(): void {
-  const text = input.value.trim();
-  if (!text || sendButton.disabled) return;
-  vscode.postMessage({ type: "submit", text, attachContext: attach.checked && !attachLabel.hidden });
-  input.value = "";
-  stickToBottom = true;
-}
-
-sendButton.addEventListener("click", submit);
-stopButton.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
-input.addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
-    e.preventDefault();
-    submit();
-  }
-});
-// Escape anywhere in the panel cancels the running turn (twice: forces). VS Code may also see the key through
-// the `agentBridge.cancel` keybinding; the host ignores a duplicate that arrives within a few milliseconds.
 document.addEventListener("keydown", (e) => {
-  if (e.key === "Escape" && !e.isComposing && state.phase !== "idle") vscode.postMessage({ type: "cancel" });
+  if (e.isComposing || e.defaultPrevented) return;
+  const card = newestPendingCard();
+  if (card) {
+    const active = document.activeElement;
+    const inFeedback = active instanceof HTMLInputElement && active.classList.contains("feedback");
+    const typing = active instanceof HTMLTextAreaElement || active instanceof HTMLSelectElement || (active instanceof HTMLInputElement && active.type === "text");
+    // Escape rejects the waiting card (not the turn: VS Code's own Escape binding must not see it either).
+    if (e.key === "Escape") {
+      const target = inFeedback ? (active.closest<HTMLElement>(".item.permission.pending") ?? card) : card;
+      const reject = rejectOption(target);
+      if (reject) {
+        e.preventDefault();
+        e.stopPropagation();
+        answerCard(target, reject);
+        return;
+      }
+    }
+    if (inFeedback && e.key === "Enter") {
+      const target = active.closest<HTMLElement>(".item.permission.pending");
+      const reject = target && rejectOption(target);
+      if (target && reject) {
+        e.preventDefault();
+        answerCard(target, reject);
+      }
+      return;
+    }
+    const focusedCard = active instanceof HTMLElement ? active.closest<HTMLElement>(".item.permission.pending") : null;
+    if (/^[1-9]$/.test(e.key) && !e.ctrlKey && !e.metaKey && !e.altKey && !typing) {
+      const target = focusedCard ?? card;
+      const button = target.querySelector<HTMLButtonElement>(`button[data-key="${e.key}"]`);
+      if (button && !button.disabled) {
+        e.preventDefault();
+        e.stopPropagation();
+        answerCard(target, button.dataset.option ?? "");
+      }
+      return;
+    }
+  }
+  // Escape anywhere in the panel cancels the running turn (twice: forces). VS Code may also see the key through
+  // the `agentBridge.cancel` keybinding; the host ignores a duplicate that arrives within a few milliseconds.
+  if (e.key === "Escape" && state.phase !== "idle") post({ type: "cancel" });
 });
-modeSelect.addEventListener("change", () => vscode.postMessage({ type: "setMode", modeId: modeSelect.value }));
+
+modeSelect.addEventListener("change", () => post({ type: "setMode", modeId: modeSelect.value }));
+modelButton.addEventListener("click", () => post({ type: "command", command: "agentBridge.selectModel" }));
+welcome.addEventListener("click", (e) => {
+  const button = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-command]");
+  if (button?.dataset.command) post({ type: "command", command: button.dataset.command });
+});
 
 log.addEventListener("click", (e) => {
-  const button = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-action]");
+  const target = e.target as HTMLElement;
+  const link = target.closest<HTMLAnchorElement>("a.file-link");
+  if (link?.dataset.path) {
+    e.preventDefault();
+    const line = Number(link.dataset.line);
+    post({ type: "openFile", path: link.dataset.path, ...(line > 0 ? { line } : {}) });
+    return;
+  }
+  const copy = target.closest<HTMLButtonElement>("button.copy-code");
+  if (copy) {
+    const code = copy.closest(".code-block")?.querySelector("pre code");
+    post({ type: "copy", text: code?.textContent ?? "" });
+    copy.textContent = "Copied";
+    copy.classList.add("copied");
+    setTimeout(() => {
+      copy.textContent = "Copy";
+      copy.classList.remove("copied");
+    }, 1500);
+    return;
+  }
+  const button = target.closest<HTMLButtonElement>("button[data-action]");
   const card = button?.closest<HTMLElement>(".item");
   const id = card?.dataset.id;
-  if (!button || !id) return;
+  if (!button || !card || !id) return;
   if (button.dataset.action === "openDiff") {
-    vscode.postMessage({ type: "openDiff", id });
+    post({ type: "openDiff", id });
   } else if (button.dataset.action === "permission" && button.dataset.option) {
-    const feedback = card.querySelector<HTMLInputElement>("input.feedback")?.value.trim();
-    for (const b of card.querySelectorAll("button")) b.disabled = true;
-    vscode.postMessage({ type: "permission", id, optionId: button.dataset.option, ...(feedback ? { feedback } : {}) });
+    answerCard(card, button.dataset.option);
   }
 });
 
-vscode.postMessage({ type: "ready" });
+schedule();
+post({ type: "ready" });

@@ -1,18 +1,57 @@
+import type { ContentBlock } from "../protocol";
 import type { PanelAction, PanelState } from "./state";
+
+/** A workspace file offered for an @-mention: its path relative to its workspace folder (or absolute). */
+export interface FileChoice {
+  path: string;
+}
 
 /** Extension host → webview. */
 export type ToWebview =
   | { type: "reset"; state: PanelState }
   | { type: "action"; action: PanelAction }
-  | { type: "context"; label?: string }
-  | { type: "focusInput" };
+  /** The active editor's attachable context; `problems`: its diagnostics count. */
+  | { type: "context"; label?: string; problems?: number }
+  | { type: "focusInput" }
+  /** The model the session runs (the header shows it; clicking it runs agentBridge.selectModel). */
+  | { type: "model"; model?: string }
+  /** Whether a session exists to send to: Send waits for it. */
+  | { type: "sessionState"; ready: boolean }
+  /** The workspace folders' paths (to show paths relative to them). */
+  | { type: "workspace"; folders: string[] }
+  /** The answer to `findFiles`. */
+  | { type: "files"; requestId: number; files: FileChoice[] }
+  /** The answer to `checkPaths`: which of the asked paths name a file. */
+  | { type: "paths"; status: Record<string, "exists" | "missing"> }
+  /** An `openFile` whose file is not there. */
+  | { type: "fileNotFound"; path: string };
 
 /** Webview → extension host. */
 export type FromWebview =
   | { type: "ready" }
-  | { type: "submit"; text: string; attachContext: boolean }
+  | {
+      type: "submit";
+      text: string;
+      attachContext: boolean;
+      /** @-mentioned files (as `FileChoice.path`). */
+      mentions?: string[];
+      /** Attach the active file's diagnostics. */
+      attachProblems?: boolean;
+      /** Filled by the host (ConversationView) from the mentions and problems, for `Conversation.submit`. */
+      extra?: ContentBlock[];
+    }
   | { type: "cancel" }
   | { type: "permission"; id: string; optionId: string; feedback?: string }
   | { type: "openDiff"; id: string }
   | { type: "setMode"; modeId: string }
-  | { type: "newSession" };
+  | { type: "newSession" }
+  /** A file link: open `path` (absolute or workspace-relative) at `line` (1-based). */
+  | { type: "openFile"; path: string; line?: number }
+  /** @-mention completion: workspace files matching `query`. */
+  | { type: "findFiles"; requestId: number; query: string }
+  /** Which of these paths (from the markdown) name files, so they can become links. */
+  | { type: "checkPaths"; paths: string[] }
+  /** A code block's copy button. */
+  | { type: "copy"; text: string }
+  /** A command button (the welcome's "Set API key", the model name): one of the extension's own commands. */
+  | { type: "command"; command: string };

@@ -7,11 +7,14 @@ import {
   contentText,
   type DiffContent,
   type PermissionOption,
+  type PermissionOptionKind,
   type PlanEntry,
+  type RequestPermissionParams,
   type SessionModes,
   type SessionUpdate,
   type StopReason,
   type ToolCallContent,
+  type ToolCallLocation,
   type ToolCallStatus,
   type ToolKind,
 } from "../protocol";
@@ -29,8 +32,18 @@ export interface TurnUsage {
   contextSize?: number;
 }
 
+/** A chip under a user message: what was attached, and the file it opens when it is one. */
+export interface Attachment {
+  label: string;
+  path?: string;
+  line?: number;
+}
+
+/** How an edit's review went: its diff shows on the tool card with this word. */
+export type Review = "proposed" | "accepted" | "rejected";
+
 export type ConversationItem =
-  | { kind: "user"; id: string; turnId: number; text: string; attachments: string[] }
+  | { kind: "user"; id: string; turnId: number; text: string; attachments: Attachment[] }
   | { kind: "agent"; id: string; turnId: number; text: string }
   | { kind: "thought"; id: string; turnId: number; text: string }
   | {
@@ -42,7 +55,12 @@ export type ConversationItem =
       toolKind: ToolKind;
       status: ToolCallStatus;
       output: string;
+      /** The diffs the tool reported (what was written). */
       diffs: DiffContent[];
+      locations: ToolCallLocation[];
+      /** The diff its permission request proposed, and what became of it (kept when the tool reports none). */
+      proposed?: DiffContent[];
+      review?: Review;
     }
   | {
       kind: "permission";
@@ -52,8 +70,13 @@ export type ConversationItem =
       toolKind: ToolKind;
       options: PermissionOption[];
       hasDiff: boolean;
+      toolCallId?: string;
+      diffs: DiffContent[];
+      /** A command that deletes or overwrites (see `isDestructive`): no "always" is offered up front. */
+      destructive: boolean;
       /** pending until answered; then the chosen option's name stays as a one-line record. */
       answer?: string;
+      answerKind?: PermissionOptionKind;
     }
   | { kind: "turnEnd"; id: string; turnId: number; stopReason?: StopReason; error?: string; usage?: TurnUsage }
   | { kind: "notice"; id: string; text: string };
@@ -73,6 +96,8 @@ export interface PanelState {
   turns: Record<number, { usage: TurnUsage; startCost?: number }>;
   sessionCost?: number;
   nextNotice: number;
+  /** What the turn waits for beyond the stream (a retry's "retrying in 4 s"); cleared by the next update. */
+  progress?: { text: string; at: number };
 }
 
 export interface PermissionCardData {
@@ -81,18 +106,52 @@ export interface PermissionCardData {
   toolKind: ToolKind;
   options: PermissionOption[];
   hasDiff: boolean;
+  toolCallId?: string;
+  diffs?: DiffContent[];
+  /** The shell command, when the request is for one (decides `destructive`). */
+  command?: string;
 }
 
 export type PanelAction =
   | { type: "connection"; status: ConnectionStatus; message?: string }
-  | { type: "sessionStarted"; sessionId: string; modes?: SessionModes }
-  | { type: "turnStarted"; turnId: number; text: string; attachments: string[] }
+  /** `keep`: the same conversation goes on in this session (a reload after a crash): the items stay. */
+  | { type: "sessionStarted"; sessionId: string; modes?: SessionModes; keep?: boolean }
+  | { type: "turnStarted"; turnId: number; text: string; attachments: (string | Attachment)[] }
   | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string }
   | { type: "phase"; phase: TurnPhase }
   | { type: "update"; update: SessionUpdate }
   | { type: "permissionRequested"; permission: PermissionCardData }
   | { type: "permissionSettled"; id: string; how: "answered" | "withdrawn"; optionName?: string }
-  | { type: "notice"; text: string };
+  | { type: "notice"; text: string }
+  /** A note on what the turn waits for (the bridge's "retrying in 4.0 s"); no text clears it. */
+  | { type: "progress"; text?: string; at?: number };
+
+/** The card for a `session/request_permission` (the host builds it from the request's params). */
+export function permissionCard(id: string, params: RequestPermissionParams): PermissionCardData {
+  const call = params.toolCall;
+  const diffs = (call.content ?? []).filter((c): c is DiffContent => c.type === "diff");
+  const raw = call.rawInput;
+  const command = typeof raw === "object" && raw !== null && typeof (raw as { command?: unknown }).command === "string" ? (raw as { command: string }).command : undefined;
+  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(command !== undefined ? { command } : {}) };
+}
+
+/**
+ * Whether a request deletes or overwrites beyond an edit's diff: a `delete` tool, or a shell command that
+ * removes files (rm, rmdir, unlink, shred, find -delete), wipes (dd, mkfs, truncate), kills processes, or
+ * throws git history or work away (reset --hard, clean, push --force, branch -D, checkout/restore of files).
+ * A simple rule on the command's words, not a parser: it errs towards "destructive".
+ */
+export function isDestructive(toolKind: ToolKind, command: string | undefined, title = ""): boolean {
+  if (toolKind === "delete") return true;
+  const text = command ?? (toolKind === "execute" ? title : "");
+  if (!text) return false;
+  const start = String.raw`(?:^|[;&|(\n]|\$\(|\b(?:sudo|xargs|exec|env|nohup|time)\s+)\s*`;
+  const words = String.raw`(?:rm|rmdir|unlink|shred|dd|mkfs(?:\.\w+)?|truncate|kill|pkill|killall|wipefs|fdisk)`;
+  if (new RegExp(`${start}${words}(?:\\s|$)`).test(text)) return true;
+  if (/\bfind\b[^;&|]*\s-delete\b/.test(text)) return true;
+  if (/\bgit\s+(?:reset\s+--hard|clean\b|push\b[^;&|]*(?:\s-f\b|--force)|branch\s+-D\b|checkout\s+(?:--\s|\.(?:\s|$))|restore\b|stash\s+(?:drop|clear)\b)/.test(text)) return true;
+  return false;
+}
 
 export function initialState(): PanelState {
   return { connection: { status: "starting" }, phase: "idle", currentTurn: 0, items: [], plan: [], commands: [], turns: {}, nextNotice: 1 };
@@ -101,11 +160,18 @@ export function initialState(): PanelState {
 export function reduce(state: PanelState, action: PanelAction): PanelState {
   switch (action.type) {
     case "connection":
-      return { ...state, connection: { status: action.status, message: action.message } };
+      // A session does not outlive the bridge that served it.
+      return {
+        ...state,
+        connection: { status: action.status, message: action.message },
+        ...(action.status === "ready" ? {} : { sessionId: undefined, progress: undefined }),
+      };
     case "sessionStarted":
+      if (action.keep) return { ...state, sessionId: action.sessionId, modes: action.modes ?? state.modes, progress: undefined };
       return { ...initialState(), connection: state.connection, sessionId: action.sessionId, modes: action.modes };
     case "turnStarted": {
-      const item: ConversationItem = { kind: "user", id: `user-${action.turnId}`, turnId: action.turnId, text: action.text, attachments: action.attachments };
+      const attachments = action.attachments.map((a) => (typeof a === "string" ? { label: a } : a));
+      const item: ConversationItem = { kind: "user", id: `user-${action.turnId}`, turnId: action.turnId, text: action.text, attachments };
       const usage: TurnUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
       return {
         ...state,
@@ -126,29 +192,52 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       };
       // A turn that ends leaves no open permission card behind.
       const items = state.items.filter((i) => !(i.kind === "permission" && i.turnId === action.turnId && i.answer === undefined));
-      return { ...state, items: [...items, item], turns: rest };
+      // An older turn that ends after a newer one started (a message that interrupted it): its line goes
+      // before the interrupting message, not under it.
+      const at = items.findIndex((i) => "turnId" in i && i.turnId > action.turnId);
+      const placed = at < 0 ? [...items, item] : [...items.slice(0, at), item, ...items.slice(at)];
+      const progress = action.turnId === state.currentTurn ? undefined : state.progress;
+      return { ...state, items: placed, turns: rest, progress };
     }
     case "phase":
       return { ...state, phase: action.phase };
     case "update":
       return applyUpdate(state, action.update);
     case "permissionRequested": {
-      const p = action.permission;
-      const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p };
-      return { ...state, items: [...state.items, item] };
+      const { command, diffs, ...p } = action.permission;
+      const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
+      let next: PanelState = { ...state, items: [...state.items, item] };
+      if (p.toolCallId && diffs?.length) {
+        next = mapItem(next, `tool-${p.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: diffs, review: "proposed" } : i));
+      }
+      return next;
     }
-    case "permissionSettled":
+    case "permissionSettled": {
+      const card = state.items.find((i) => i.id === action.id);
       if (action.how === "withdrawn") return { ...state, items: state.items.filter((i) => i.id !== action.id) };
-      return mapItem(state, action.id, (i) => (i.kind === "permission" ? { ...i, answer: action.optionName ?? "answered" } : i));
+      if (card?.kind !== "permission") return state;
+      const kind = card.options.find((o) => o.name === action.optionName)?.kind;
+      let next = mapItem(state, action.id, (i) => (i.kind === "permission" ? { ...i, answer: action.optionName ?? "answered", answerKind: kind } : i));
+      if (card.toolCallId && card.diffs.length && kind) {
+        const review: Review = kind.startsWith("allow") ? "accepted" : "rejected";
+        next = mapItem(next, `tool-${card.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: card.diffs, review } : i));
+      }
+      return next;
+    }
     case "notice": {
       const item: ConversationItem = { kind: "notice", id: `notice-${state.nextNotice}`, text: action.text };
       return { ...state, items: [...state.items, item], nextNotice: state.nextNotice + 1 };
     }
+    case "progress":
+      return { ...state, progress: action.text ? { text: action.text, at: action.at ?? Date.now() } : undefined };
   }
 }
 
-function applyUpdate(state: PanelState, update: SessionUpdate): PanelState {
-  const turnId = state.currentTurn;
+function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
+  const turnId = before.currentTurn;
+  // The stream moving on answers the question a retry note raised.
+  const moving = update.sessionUpdate !== "usage_update" && update.sessionUpdate !== "available_commands_update";
+  const state = moving && before.progress ? { ...before, progress: undefined } : before;
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
       return appendText(state, "agent", contentText(update.content));
@@ -173,7 +262,9 @@ function applyUpdate(state: PanelState, update: SessionUpdate): PanelState {
         toolKind: update.kind ?? "other",
         status: update.status ?? "pending",
         ...contentParts(update.content ?? [], update.rawOutput),
+        locations: update.locations ?? [],
       };
+      if (existing?.kind === "tool" && existing.proposed) Object.assign(fresh, { proposed: existing.proposed, review: existing.review });
       if (existing) return mapItem(state, id, () => fresh);
       return { ...state, items: [...state.items, fresh] };
     }
@@ -184,6 +275,7 @@ function applyUpdate(state: PanelState, update: SessionUpdate): PanelState {
         if (update.title) next.title = update.title;
         if (update.kind) next.toolKind = update.kind;
         if (update.status) next.status = update.status;
+        if (update.locations) next.locations = update.locations;
         // ACP: `content` replaces the tool call's content (Bash progress is the output so far).
         if (update.content) Object.assign(next, contentParts(update.content, update.rawOutput));
         else if (typeof update.rawOutput === "string" && !next.output) next.output = update.rawOutput;

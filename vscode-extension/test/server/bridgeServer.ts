@@ -20,6 +20,8 @@ export interface RunningBridge {
   agent: AgentConnection;
   stderr: () => string;
   stop: () => Promise<void>;
+  /** `kill -9`, then the connection is disposed (its pending requests reject). */
+  kill: () => Promise<void>;
 }
 
 /**
@@ -66,14 +68,12 @@ export async function startBridge(cwd: string, dataDir?: string): Promise<Runnin
     connection.dispose();
     if (ownDataDir) fs.rmSync(ownDataDir, { recursive: true, force: true });
   };
-  return { connection, agent, stderr: () => stderr, stop };
-}
-
-/** Resolves when `predicate` holds, polling; rejects with `what` after the deadline. */
-export async function until(what: string, predicate: () => boolean, timeoutMs = 15000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const kill = async (): Promise<void> => {
+    const exited = new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())));
+    child.kill("SIGKILL");
+    await exited;
+    connection.dispose();
+    if (ownDataDir) fs.rmSync(ownDataDir, { recursive: true, force: true });
+  };
+  return { connection, agent, stderr: () => stderr, stop, kill };
 }

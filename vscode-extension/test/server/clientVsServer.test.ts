@@ -7,7 +7,8 @@ import { AgentClient } from "../../src/agentClient";
 import { PermissionRequests, type PermissionSettled } from "../../src/permissionRequests";
 import { contentText, type SessionUpdate } from "../../src/protocol";
 import type { AgentSession } from "../../src/session";
-import { type RunningBridge, startBridge, until } from "./bridgeServer";
+import { poll } from "../poll";
+import { type RunningBridge, startBridge } from "./bridgeServer";
 
 /** The TypeScript protocol client against the real Python bridge (`serve --offline playground`). */
 describe("protocol client vs agent-bridge serve", () => {
@@ -58,7 +59,7 @@ describe("protocol client vs agent-bridge serve", () => {
   it("a permission request is answered; the command runs and its output comes back", async () => {
     updates = [];
     const turn = session.prompt([{ type: "text", text: "run: touch made-by-test && echo bridge-says-hi" }]);
-    await until("the permission request", () => permissions.all().length === 1);
+    await poll("the permission request", () => permissions.all().length === 1);
     const pending = permissions.all()[0];
     assert.ok(pending);
     assert.equal(pending.params.sessionId, session.sessionId);
@@ -80,7 +81,7 @@ describe("protocol client vs agent-bridge serve", () => {
   it("cancel during a long streamed answer ends the turn as cancelled", async () => {
     await freshSession();
     const turn = session.prompt([{ type: "text", text: "long" }]);
-    await until("the stream to start", () => updates.some((u) => u.sessionUpdate === "agent_message_chunk"));
+    await poll("the stream to start", () => updates.some((u) => u.sessionUpdate === "agent_message_chunk"));
     assert.equal(session.cancel(), "cancel");
     const t0 = Date.now();
     assert.deepEqual(await turn, { turnId: 1, stopReason: "cancelled" });
@@ -90,13 +91,11 @@ describe("protocol client vs agent-bridge serve", () => {
   it("cancel while a long command runs ends the turn as cancelled, fast", async () => {
     await freshSession();
     const turn = session.prompt([{ type: "text", text: "run: sleep 30" }]);
-    await until("the permission request", () => permissions.all().length === 1);
+    await poll("the permission request", () => permissions.all().length === 1);
     const pending = permissions.all()[0];
     assert.ok(pending);
     permissions.answerWithKind(pending.id, ["allow_once"]);
-    await until("the command to run", () => updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress"), 10000).catch(
-      () => new Promise((r) => setTimeout(r, 500)), // a bridge that sends no in_progress: give the command a moment
-    );
+    await poll("the command to run", () => updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "in_progress"), 10000);
     const t0 = Date.now();
     assert.equal(session.cancel(), "cancel");
     assert.equal(session.cancel(), "force", "a second cancel while unwinding forces");
@@ -109,11 +108,11 @@ describe("protocol client vs agent-bridge serve", () => {
     const sub = permissions.onSettled((s) => settled.push(s));
     await freshSession();
     const turn = session.prompt([{ type: "text", text: "run: mkdir never-made" }]);
-    await until("the permission request", () => permissions.all().length === 1);
+    await poll("the permission request", () => permissions.all().length === 1);
     session.cancel();
     assert.deepEqual(await turn, { turnId: 1, stopReason: "cancelled" });
     assert.ok(!fs.existsSync(path.join(workdir, "never-made")));
-    await until("the request to be withdrawn", () => settled.length === 1, 5000);
+    await poll("the request to be withdrawn", () => settled.length === 1, 5000);
     assert.equal(settled[0]?.how, "withdrawn");
     assert.equal(permissions.all().length, 0);
     sub.dispose();
@@ -133,7 +132,7 @@ describe("protocol client vs agent-bridge serve", () => {
       textDocument: { uri: `file://${file}`, languageId: "plaintext", version: 1, text: "unsaved editor text\n" },
     });
     const turn = session.prompt([{ type: "text", text: `read: ${file}` }]);
-    await until("a permission request or the end", () => permissions.all().length > 0 || updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed"));
+    await poll("a permission request or the end", () => permissions.all().length > 0 || updates.some((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed"));
     for (const p of permissions.all()) permissions.answerWithKind(p.id, ["allow_once"]);
     assert.equal((await turn as { stopReason?: string }).stopReason, "end_turn");
     const seen = JSON.stringify(updates);
@@ -163,6 +162,38 @@ describe("protocol client vs agent-bridge serve", () => {
         assert.match(said("user_message_chunk"), /pelican/, "the replay arrives before session/load answers");
         assert.match(said("agent_message_chunk"), /pelican/);
         assert.deepEqual(await loaded.prompt([{ type: "text", text: "and now?" }]), { turnId: 1, stopReason: "end_turn" });
+      } finally {
+        secondClient.dispose();
+        await second.stop();
+      }
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("after kill -9 in the middle of a turn, a new bridge loads the session and the conversation goes on", async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "ab-crash-"));
+    try {
+      const first = await startBridge(workdir, dataDir);
+      const firstClient = new AgentClient(first.agent, new PermissionRequests());
+      const seen: SessionUpdate[] = [];
+      const old = await firstClient.newSession(workdir);
+      old.onUpdate((u) => seen.push(u));
+      await old.prompt([{ type: "text", text: "remember the word heron" }]);
+      const turn = old.prompt([{ type: "text", text: "long" }]);
+      await poll("the long answer to stream", () => seen.filter((u) => u.sessionUpdate === "agent_message_chunk").length > 5);
+      await first.kill();
+      const ended = await turn;
+      assert.ok("error" in ended, `the cut turn ends with an error, not ${JSON.stringify(ended)}`);
+      firstClient.dispose();
+
+      const second = await startBridge(workdir, dataDir);
+      const secondClient = new AgentClient(second.agent, new PermissionRequests());
+      try {
+        const replay: SessionUpdate[] = [];
+        const loaded = await secondClient.loadSession(old.sessionId, workdir, undefined, (s) => s.onUpdate((u) => replay.push(u)), [], { firstTurnId: 2 });
+        assert.match(JSON.stringify(replay), /heron/, "the turns before the crash are in the loaded session");
+        assert.deepEqual(await loaded.prompt([{ type: "text", text: "still there?" }]), { turnId: 3, stopReason: "end_turn" });
       } finally {
         secondClient.dispose();
         await second.stop();

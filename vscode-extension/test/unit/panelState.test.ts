@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initialState, type PanelAction, type PanelState, reduce } from "../../src/panel/state";
+import { initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
 import type { SessionUpdate } from "../../src/protocol";
 
 const run = (actions: PanelAction[], from: PanelState = initialState()): PanelState => actions.reduce(reduce, from);
@@ -104,5 +104,98 @@ describe("panel state reducer", () => {
     assert.equal(s.items.length, 0);
     assert.equal(s.sessionId, "s2");
     assert.equal(s.connection.status, "ready");
+  });
+});
+
+describe("panel state: reviews, destructive requests, interruptions", () => {
+  const editCard = (id: string, extra: Partial<PermissionCardData> = {}): PanelAction => ({
+    type: "permissionRequested",
+    permission: {
+      id,
+      title: "Edit a.py",
+      toolKind: "edit",
+      toolCallId: "e1",
+      hasDiff: true,
+      diffs: [{ type: "diff", path: "/w/a.py", oldText: "1", newText: "2" }],
+      options: [
+        { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
+        { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+      ],
+      ...extra,
+    },
+  });
+  const editCall = update({ sessionUpdate: "tool_call", toolCallId: "e1", title: "Edit a.py", kind: "edit", status: "pending", locations: [{ path: "/w/a.py", line: 3 }] });
+
+  it("a pending edit's tool card carries the proposed diff; a rejected one keeps it, marked rejected", () => {
+    const s = run([
+      ...started,
+      editCall,
+      editCard("p1"),
+      { type: "permissionSettled", id: "p1", how: "answered", optionName: "Reject" },
+      update({ sessionUpdate: "tool_call_update", toolCallId: "e1", status: "failed", content: [{ type: "content", content: { type: "text", text: "Permission denied by user" } }] }),
+    ]);
+    const tool = s.items.find((i) => i.kind === "tool");
+    assert.equal(tool?.kind, "tool");
+    assert.equal(tool.review, "rejected");
+    assert.equal(tool.proposed?.[0]?.newText, "2");
+    assert.deepEqual(tool.locations, [{ path: "/w/a.py", line: 3 }]);
+    const card = s.items.find((i) => i.kind === "permission");
+    assert.equal(card?.kind === "permission" ? card.answerKind : "", "reject_once");
+  });
+
+  it("an accepted edit is marked accepted until the tool reports what it wrote", () => {
+    const s = run([...started, editCall, editCard("p1"), { type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow once" }]);
+    const tool = s.items.find((i) => i.kind === "tool");
+    assert.equal(tool?.kind === "tool" ? tool.review : "", "accepted");
+  });
+
+  it("permissionCard takes the request's diffs and command; rm -rf is destructive, npm test is not", () => {
+    const card = permissionCard("p9", {
+      sessionId: "s",
+      toolCall: { toolCallId: "t", title: "rm -rf build", kind: "execute", rawInput: { command: "rm -rf build" } },
+      options: [],
+    });
+    assert.equal(card.command, "rm -rf build");
+    assert.equal(card.toolCallId, "t");
+    const s = run([...started, { type: "permissionRequested", permission: card }]);
+    assert.equal(s.items[1]?.kind === "permission" && s.items[1].destructive, true);
+  });
+
+  it("isDestructive: deleting, wiping, killing and throwing git work away", () => {
+    for (const yes of ["rm -f a", "cd x && rm -rf build", "sudo rm x", "find . -name '*.o' -delete", "git reset --hard HEAD~1", "git clean -fdx", "git push --force origin main", "git push -f", "git checkout -- src", "git branch -D old", "dd if=/dev/zero of=x", "kill -9 123", "xargs rm", "truncate -s 0 log"]) {
+      assert.equal(isDestructive("execute", yes), true, yes);
+    }
+    for (const no of ["npm test", "ls -la", "git status", "git push origin main", "echo rm", "grep -r 'rm -rf' .", "python format.py", "npm run build -- --form"]) {
+      assert.equal(isDestructive("execute", no), false, no);
+    }
+    assert.equal(isDestructive("delete", undefined), true);
+    assert.equal(isDestructive("edit", undefined, "Edit a.py"), false);
+  });
+
+  it("an interrupted turn's end goes above the message that interrupted it", () => {
+    const s = run([...started, text("agent_message_chunk", "part"), { type: "turnStarted", turnId: 2, text: "stop, do this", attachments: [] }, { type: "turnEnded", turnId: 1, stopReason: "cancelled" }]);
+    assert.deepEqual(s.items.map((i) => i.id), ["user-1", "agent-1-1", "end-1", "user-2"]);
+  });
+
+  it("a crash reload keeps the conversation (sessionStarted keep); a lost connection forgets the session", () => {
+    const s1 = run([{ type: "connection", status: "ready" }, ...started, text("agent_message_chunk", "x"), { type: "connection", status: "starting" }]);
+    assert.equal(s1.sessionId, undefined);
+    const s2 = run([{ type: "connection", status: "ready" }, { type: "sessionStarted", sessionId: "s1", keep: true }], s1);
+    assert.equal(s2.sessionId, "s1");
+    assert.equal(s2.items.length, 2);
+  });
+
+  it("a retry note lasts until the stream moves on or the turn ends", () => {
+    const noted = run([...started, { type: "progress", text: "overloaded; retrying in 4.0 s", at: 1000 }]);
+    assert.equal(noted.progress?.text, "overloaded; retrying in 4.0 s");
+    assert.equal(reduce(noted, text("agent_message_chunk", "ok")).progress, undefined);
+    assert.equal(reduce(noted, { type: "turnEnded", turnId: 1, stopReason: "end_turn" }).progress, undefined);
+    assert.notEqual(reduce(noted, update({ sessionUpdate: "usage_update", used: 1 })).progress, undefined);
+  });
+
+  it("attachments given as labels or with their file", () => {
+    const s = run([{ type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "t", attachments: ["x.py", { label: "a.py:3-4", path: "/w/a.py", line: 3 }] }]);
+    const user = s.items[0];
+    assert.deepEqual(user?.kind === "user" ? user.attachments : [], [{ label: "x.py" }, { label: "a.py:3-4", path: "/w/a.py", line: 3 }]);
   });
 });

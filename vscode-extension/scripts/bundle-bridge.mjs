@@ -1,0 +1,105 @@
+// Puts the bridge into the extension: bridge/wheels/ gets agent-bridge's wheel (built from the repository's
+// pyproject), every dependency wheel for CPython 3.11–3.14 on the target platform, and pip's own wheel; then
+// bridge/manifest.json names the bridge wheel and its sha256. On first activation the extension makes a
+// private venv from these files with no network (src/bridgeInstall.ts).
+//
+// Why bundle the dependencies: an install that needs no index works behind proxies and offline. The price is a
+// platform-specific .vsix (pydantic-core, jiter and ripgrep are native): `vsce package --target <target>`.
+// Env: VSCE_TARGET (default linux-x64), BRIDGE_PYTHON (the Python that runs pip; default: $VENV or the
+// repository's .venv, else python3). Dependency downloads are cached by the hash of pyproject.toml.
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import process from "node:process";
+
+const ext = path.resolve(import.meta.dirname, "..");
+const repo = path.resolve(ext, "..");
+const out = path.join(ext, "bridge");
+const wheels = path.join(out, "wheels");
+const pythons = ["3.11", "3.12", "3.13", "3.14"];
+const platformTags = {
+  "linux-x64": ["manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64", "linux_x86_64"],
+  "linux-arm64": ["manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64", "linux_aarch64"],
+  "darwin-arm64": ["macosx_11_0_arm64", "macosx_12_0_arm64", "macosx_14_0_arm64"],
+  "darwin-x64": ["macosx_10_12_x86_64", "macosx_10_15_x86_64", "macosx_11_0_x86_64"],
+  "win32-x64": ["win_amd64"],
+};
+const target = process.env.VSCE_TARGET || "linux-x64";
+const tags = platformTags[target];
+if (!tags) throw new Error(`bundle-bridge: no platform tags for target ${target} (known: ${Object.keys(platformTags).join(", ")})`);
+
+const python =
+  process.env.BRIDGE_PYTHON ||
+  [process.env.VENV && path.join(process.env.VENV, "bin/python"), path.join(repo, ".venv/bin/python")].find((p) => p && fs.existsSync(p)) ||
+  "python3";
+const log = (msg) => console.log(`[bundle-bridge] ${msg}`);
+
+/** Runs pip quietly; its "Location ... is ignored" chatter from the machine's mirror config is dropped. */
+function pip(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(python, ["-m", "pip", "--disable-pip-version-check", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      if (code === 0) resolve(output);
+      else reject(new Error(`pip ${args.join(" ")} failed (${code}):\n${output.split("\n").filter((l) => !/is ignored/.test(l)).join("\n")}`));
+    });
+  });
+}
+
+const sha256 = (file) => createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+
+fs.rmSync(out, { recursive: true, force: true });
+fs.mkdirSync(wheels, { recursive: true });
+
+log(`building agent-bridge's wheel from ${repo} with ${python}`);
+const build = fs.mkdtempSync(path.join(os.tmpdir(), "ab-wheel-"));
+await pip(["wheel", "--quiet", "--no-deps", "-w", build, repo]);
+const built = fs.readdirSync(build).find((f) => /^agent_bridge-.*\.whl$/.test(f));
+if (!built) throw new Error("bundle-bridge: pip wheel made no agent_bridge wheel");
+fs.copyFileSync(path.join(build, built), path.join(wheels, built));
+fs.rmSync(build, { recursive: true, force: true });
+const version = built.split("-")[1];
+
+// The dependency closure changes only with pyproject.toml: cache it (per target) outside node_modules.
+const pyproject = fs.readFileSync(path.join(repo, "pyproject.toml"));
+const key = createHash("sha256").update(pyproject).update(target).update(pythons.join()).digest("hex").slice(0, 16);
+const cacheRoot = path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "agent-bridge-vsix");
+const cache = path.join(cacheRoot, key);
+if (!fs.existsSync(path.join(cache, ".complete"))) {
+  log(`downloading the dependency wheels for ${target}, CPython ${pythons.join(", ")} (cached in ${cache})`);
+  const partial = `${cache}.partial-${process.pid}`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true });
+  const platformArgs = tags.flatMap((t) => ["--platform", t]);
+  const results = await Promise.allSettled(
+    pythons.map((v) =>
+      pip(["download", "--quiet", "--only-binary=:all:", ...platformArgs, "--python-version", v, "--implementation", "cp", "-d", partial, path.join(wheels, built), "pip"]),
+    ),
+  );
+  results.forEach((r, i) => {
+    if (r.status === "rejected") {
+      if (i === 0) throw r.reason; // the oldest supported Python must be covered
+      log(`warning: no complete wheel set for CPython ${pythons[i]} (that Python installs from the index): ${String(r.reason).split("\n")[0]}`);
+    }
+  });
+  for (const f of fs.readdirSync(partial)) if (/^agent_bridge-/.test(f)) fs.rmSync(path.join(partial, f));
+  fs.writeFileSync(path.join(partial, ".complete"), "");
+  fs.rmSync(cache, { recursive: true, force: true });
+  fs.mkdirSync(cacheRoot, { recursive: true });
+  fs.renameSync(partial, cache);
+} else {
+  log(`dependency wheels from the cache (${cache})`);
+}
+for (const f of fs.readdirSync(cache)) if (f.endsWith(".whl")) fs.copyFileSync(path.join(cache, f), path.join(wheels, f));
+
+const pipWheel = fs.readdirSync(wheels).find((f) => /^pip-.*\.whl$/.test(f));
+if (!pipWheel) throw new Error("bundle-bridge: no pip wheel");
+const manifest = { version, wheel: built, sha256: sha256(path.join(wheels, built)), pip: pipWheel, target, pythons };
+fs.writeFileSync(path.join(out, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
+const size = fs.readdirSync(wheels).reduce((n, f) => n + fs.statSync(path.join(wheels, f)).size, 0);
+log(`bridge ${version} (${manifest.sha256.slice(0, 12)}), ${fs.readdirSync(wheels).length} wheels, ${(size / 1e6).toFixed(1)} MB`);

@@ -1,0 +1,173 @@
+/**
+ * The panel's host side in a real VS Code (code-server + headless chromium, the packaged .vsix, the offline
+ * playground model): file links open the file at the line, a code block's Copy reaches the clipboard,
+ * @-mention completion lists the workspace's files, the active file's problems go with a prompt.
+ * Needs E2E_NODE_BIN, E2E_CODE_SERVER, E2E_CHROMIUM (printed by scripts/setup-vscode-e2e).
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { type Browser, chromium, type FrameLocator, type Page } from "playwright-core";
+import { bridgeCommand } from "../server/bridgeServer";
+
+const repo = path.resolve(__dirname, "../../..");
+const vsix = path.resolve(__dirname, "../../out/agent-bridge.vsix");
+// A folder of its own: vscode.test.ts clears the PNGs of the main one when it starts.
+const shots = path.join(process.env.E2E_ARTIFACTS ?? path.join(repo, ".artifacts/vscode-e2e"), "panel");
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run scripts/setup-vscode-e2e (scripts/test-extension does)`);
+  return value;
+};
+
+describe("the panel's file links, copy, mentions and problems in a real VS Code", () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ab-panel-e2e-"));
+  const workspace = path.join(root, "workspace");
+  const userData = path.join(root, "user-data");
+  let server: ChildProcess | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let panel: FrameLocator;
+
+  const shot = async (name: string): Promise<void> => {
+    await page.screenshot({ path: path.join(shots, `panel-${name}.png`) });
+  };
+  const turns = async (): Promise<number> => panel.locator(".item.turnEnd").count();
+  const send = async (text: string): Promise<void> => {
+    const before = await turns();
+    await panel.locator("#input").fill(text);
+    await panel.locator("#input").press("Enter");
+    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turns()) > before, 30000);
+  };
+
+  before(async () => {
+    fs.mkdirSync(shots, { recursive: true });
+    fs.mkdirSync(path.join(userData, "User"), { recursive: true });
+    fs.mkdirSync(path.join(workspace, "src"), { recursive: true });
+    fs.writeFileSync(path.join(workspace, "hello.py"), 'def greet(name):\n    return f"hello {name}"\n\n\nprint(greet("x"))\n');
+    fs.writeFileSync(path.join(workspace, "src/helpers.py"), "X = 1\n");
+    fs.writeFileSync(path.join(workspace, "broken.json"), '{ "a": 1,, }\n');
+    fs.writeFileSync(
+      path.join(userData, "User/settings.json"),
+      JSON.stringify({
+        "chat.disableAIFeatures": true,
+        "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": false,
+        "workbench.tips.enabled": false,
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "agentBridge.serverCommand": [bridgeCommand(), "serve"],
+        "agentBridge.offlineScenario": "playground",
+      }),
+    );
+    const csEnv = { ...process.env, PATH: `${env("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
+    const cs = env("E2E_CODE_SERVER");
+    const common = ["--user-data-dir", userData, "--extensions-dir", path.join(root, "extensions"), "--config", path.join(root, "config.yaml")];
+    fs.writeFileSync(path.join(root, "config.yaml"), "auth: none\n");
+    execFileSync(cs, [...common, "--install-extension", vsix], { env: csEnv, stdio: "pipe" });
+    const port = await freePort();
+    server = spawn("setsid", [cs, ...common, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", workspace], { env: csEnv, stdio: "ignore" });
+    await poll("code-server /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, 30000);
+    browser = await chromium.launch({ executablePath: env("E2E_CHROMIUM"), args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: `http://127.0.0.1:${port}` });
+    page = await context.newPage();
+    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    await page.locator('.activitybar [aria-label^="Agent Bridge"]').first().click();
+    await page.mouse.move(700, 450);
+    panel = page.locator("iframe.webview").first().contentFrame().locator("iframe#active-frame").contentFrame();
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
+  });
+
+  after(async () => {
+    if ((page as Page | undefined) !== undefined) await shot("99-last").catch(() => undefined);
+    await browser?.close();
+    if (server?.pid) {
+      try {
+        process.kill(-server.pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it("a path in an answer becomes a link once the host found the file; clicking opens it at the line", async () => {
+    await send("please look at hello.py:5 and src/nothere.py:1");
+    const link = panel.locator('.item.agent a.file-link[data-path="hello.py"][data-line="5"]').first();
+    await link.waitFor({ timeout: 15000 });
+    assert.equal(await panel.locator('.item.agent a.file-link[data-path="src/nothere.py"]').count(), 0, "a path that is not there stays text");
+    await link.click();
+    await page.locator(".tabs-container .tab", { hasText: "hello.py" }).waitFor({ timeout: 15000 });
+    // The cursor is on line 5 (the status bar says so).
+    await page.locator(".statusbar", { hasText: /Ln 5, Col 1/ }).waitFor({ timeout: 10000 });
+    await shot("01-file-link-opened");
+  });
+
+  it("a tool card's location opens the file it read", async () => {
+    await send(`read: ${path.join(workspace, "src/helpers.py")}`);
+    const location = panel.locator(".item.tool a.file-link.location", { hasText: "src/helpers.py" }).first();
+    await location.click();
+    await page.locator(".tabs-container .tab", { hasText: "helpers.py" }).waitFor({ timeout: 15000 });
+  });
+
+  it("a code block's Copy puts its text on the clipboard", async () => {
+    await send("copy me please");
+    const block = panel.locator(".item.agent").last().locator(".code-block").last();
+    await block.locator("button.copy-code").click();
+    await block.locator("button.copy-code", { hasText: "Copied" }).waitFor();
+    await poll("the clipboard to hold the code", async () => (await page.evaluate(() => navigator.clipboard.readText()).catch(() => "")) === "copy me please\n", 10000);
+    await shot("02-copied");
+  });
+
+  it("@ lists the workspace's files; the chosen one goes with the prompt as a chip that opens it", async () => {
+    await panel.locator("#input").click();
+    await panel.locator("#input").pressSequentially("what is in @help");
+    await panel.locator("#mentions li", { hasText: "helpers.py" }).waitFor({ timeout: 15000 });
+    await shot("03-mention-list");
+    await panel.locator("#input").press("Enter");
+    assert.equal(await panel.locator("#input").inputValue(), "what is in @src/helpers.py ");
+    const before = await turns();
+    await panel.locator("#input").press("Enter");
+    await poll("the mention turn to end", async () => (await turns()) > before, 30000);
+    const chip = panel.locator(".item.user").last().locator("a.file-link.chip", { hasText: "helpers.py" });
+    await chip.waitFor();
+    assert.match((await chip.getAttribute("data-path")) ?? "", /src\/helpers\.py$/);
+  });
+
+  it("the active file's problems can go with a prompt", async () => {
+    await page.keyboard.press("Control+P");
+    await page.locator(".quick-input-widget input").fill("broken.json");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "broken.json" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    await panel.locator("#problems-label:not([hidden])").waitFor({ timeout: 30000 });
+    await panel.locator("#problems").check();
+    await send("fix the problems");
+    await panel.locator(".item.user").last().locator(".chip", { hasText: "broken.json problems" }).waitFor();
+    await shot("04-problems-attached");
+  });
+});
+
+async function poll(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}

@@ -1,0 +1,129 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { attachmentOf, describePrompt } from "../../src/panel/attachments";
+import { rankFiles } from "../../src/panel/fileSearch";
+import { type ConversationItem, initialState, type PanelAction, type PanelState, reduce } from "../../src/panel/state";
+import type { PermissionOption } from "../../src/protocol";
+import { mentionAt, mentionsIn } from "../../webview/composer";
+import { cardOptions, permissionHtml, progressText, statusText, toolHtml, userHtml, type ViewContext } from "../../webview/items";
+
+const ctx: ViewContext = { folders: ["/w"], paths: () => undefined };
+type Card = Extract<ConversationItem, { kind: "permission" }>;
+const options: PermissionOption[] = [
+  { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+  { optionId: "allow_always", name: "Always allow Bash(rm -rf *) (saved to settings.local.json)", kind: "allow_always", _meta: { rule: "Bash(rm -rf *)", destination: "/w/.claude/settings.local.json" } },
+  { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
+];
+const card = (extra: Partial<Card> = {}): Card => ({ kind: "permission", id: "p1", turnId: 1, title: "`rm -rf build`", toolKind: "execute", options, hasDiff: false, diffs: [], destructive: false, ...extra });
+
+describe("permission card", () => {
+  it("Allow once is first and primary; the always rule is secondary, its key after Reject", () => {
+    const shown = cardOptions(card());
+    assert.deepEqual(shown.map((o) => [o.option.kind, o.key, o.primary]), [["allow_once", 1, true], ["reject_once", 2, false], ["allow_always", 3, false]]);
+    const html = permissionHtml(card(), ctx);
+    assert.match(html, /<button type="button" class="option allow allow_once primary" data-action="permission" data-option="allow_once" data-key="1">/);
+    assert.match(html, /class="option allow allow_always secondary"[^>]*data-key="3" title="Saved to \/w\/.claude\/settings.local.json">/);
+    assert.match(html, /Always allow Bash\(rm -rf \*\) \(saved to settings.local.json\)/);
+  });
+
+  it("a destructive request keeps its always option behind More…, without a key, and warns", () => {
+    const html = permissionHtml(card({ destructive: true }), ctx);
+    assert.deepEqual(cardOptions(card({ destructive: true })).map((o) => o.key), [1, 2, undefined]);
+    assert.match(html, /<details class="more"><summary>More…<\/summary><div class="options"><button[^>]*allow_always/);
+    assert.match(html, /⚠ This deletes or overwrites/);
+    assert.match(html, /<kbd>1<\/kbd>–<kbd>2<\/kbd> answer/);
+  });
+
+  it("a pending edit shows its diff; an answered card is one line with the choice", () => {
+    const edit = card({ title: "Edit a.py", toolKind: "edit", hasDiff: true, diffs: [{ type: "diff", path: "/w/a.py", oldText: "x = 1", newText: "x = 2" }] });
+    const html = permissionHtml(edit, ctx);
+    assert.match(html, /data-path="\/w\/a.py"[^>]*>a.py<\/a>.*<span class="review proposed">proposed<\/span>/);
+    assert.match(html, /<span class="line del">- x = 1<\/span><span class="line add">\+ x = 2<\/span>/);
+    assert.match(html, /data-action="openDiff"/);
+    assert.match(permissionHtml({ ...edit, answer: "Reject", answerKind: "reject_once" }, ctx), /^<span class="answered rejected">✗ Edit a.py — Reject<\/span>$/);
+  });
+});
+
+describe("tool card", () => {
+  type Tool = Extract<ConversationItem, { kind: "tool" }>;
+  const tool = (extra: Partial<Tool>): Tool => ({ kind: "tool", id: "t", turnId: 1, toolCallId: "t", title: "Edit `a.py`", toolKind: "edit", status: "completed", output: "     1\tx = 2", diffs: [], locations: [], ...extra });
+  const diff = { type: "diff" as const, path: "/w/a.py", oldText: "x = 1", newText: "x = 2" };
+
+  it("a written edit shows its diff, not the model's cat -n text", () => {
+    const html = toolHtml(tool({ diffs: [diff] }), ctx);
+    assert.ok(!html.includes("pre class=\"output\""), html);
+    assert.match(html, /<span class="review applied">written<\/span>/);
+    assert.match(html, /<span class="badge completed">✓ done<\/span>/);
+  });
+
+  it("a rejected edit keeps the proposed diff, marked; its failure text shows", () => {
+    const html = toolHtml(tool({ status: "failed", output: "Permission denied by user", proposed: [diff], review: "rejected" }), ctx);
+    assert.match(html, /<pre class="output">Permission denied by user<\/pre>/);
+    assert.match(html, /<span class="review rejected">rejected — not written<\/span>/);
+  });
+
+  it("locations are file links at their line, shown relative to the workspace", () => {
+    const html = toolHtml(tool({ title: "Read", toolKind: "read", output: "", locations: [{ path: "/w/src/b.ts", line: 12 }, { path: "/else/c.ts" }] }), ctx);
+    assert.match(html, /<a class="file-link location" href="#" data-path="\/w\/src\/b.ts" data-line="12" [^>]*>src\/b.ts:12<\/a>/);
+    assert.match(html, /data-path="\/else\/c.ts" [^>]*>\/else\/c.ts<\/a>/);
+  });
+});
+
+describe("chips and attachments", () => {
+  it("a chip with a file is a file link; the prompt's resources become chips at their line", () => {
+    const { text, attachments } = describePrompt([
+      { type: "text", text: "look" },
+      { type: "resource", resource: { uri: "file:///w/a%20b.py#L3-5", text: "x" } },
+      { type: "resource_link", uri: "file:///w/src/c.ts", name: "src/c.ts" },
+      { type: "resource", resource: { uri: "file:///w/d.py#problems", text: "…" } },
+    ]);
+    assert.equal(text, "look");
+    assert.deepEqual(attachments, [
+      { label: "a b.py:3-5", path: "/w/a b.py", line: 3 },
+      { label: "src/c.ts", path: "/w/src/c.ts" },
+      { label: "d.py problems", path: "/w/d.py" },
+    ]);
+    assert.deepEqual(attachmentOf("untitled:Untitled-1"), { label: "Untitled-1" });
+    const html = userHtml({ kind: "user", id: "u", turnId: 1, text: "<b>", attachments });
+    assert.match(html, /<div class="text">&lt;b&gt;<\/div>/);
+    assert.match(html, /<a class="file-link chip" href="#" data-path="\/w\/a b.py" data-line="3"/);
+  });
+});
+
+describe("@-mentions", () => {
+  it("finds the @query before the caret, not an e-mail address", () => {
+    assert.deepEqual(mentionAt("look at @src/pa", 15), { start: 8, query: "src/pa" });
+    assert.deepEqual(mentionAt("@", 1), { start: 0, query: "" });
+    assert.equal(mentionAt("mail me@host", 12), undefined);
+    assert.equal(mentionAt("@a done", 7), undefined);
+  });
+
+  it("sends only the mentions still in the text", () => {
+    assert.deepEqual(mentionsIn("see @src/a.ts and @b.py.", ["src/a.ts", "b.py", "c.ts"]), ["src/a.ts"]);
+    assert.deepEqual(mentionsIn("@b.py", ["b.py"]), ["b.py"]);
+  });
+
+  it("ranks names starting with the query first, then names, paths, letters in order", () => {
+    const files = ["src/parser.ts", "test/parser.test.ts", "docs/deep/sparse.md", "src/p/a/r.ts", "src/other.ts"];
+    assert.deepEqual(rankFiles(files, "par", 10), ["src/parser.ts", "test/parser.test.ts", "docs/deep/sparse.md", "src/p/a/r.ts"]);
+    assert.deepEqual(rankFiles(files, "", 2), ["src/other.ts", "src/p/a/r.ts"]); // the shortest paths
+    assert.deepEqual(rankFiles(files, "zzz", 10), []);
+  });
+});
+
+describe("status line", () => {
+  const run = (actions: PanelAction[]): PanelState => actions.reduce(reduce, initialState());
+  const base: PanelAction[] = [{ type: "connection", status: "ready" }, { type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }];
+
+  it("says what the turn does: the running tool, waiting for an answer, a retry's countdown", () => {
+    assert.equal(statusText(run([{ type: "connection", status: "ready" }]), false, 0), "starting a session…");
+    assert.equal(statusText(run(base), true, 0), "working…");
+    const tool = run([...base, { type: "update", update: { sessionUpdate: "tool_call", toolCallId: "b", title: "`npm test`", kind: "execute", status: "in_progress" } }]);
+    assert.equal(statusText(tool, true, 0), "running npm test");
+    const waiting = reduce(tool, { type: "permissionRequested", permission: { id: "p", title: "x", toolKind: "execute", options: [], hasDiff: false } });
+    assert.equal(statusText(waiting, true, 0), "waiting for your answer");
+    const retry = reduce(tool, { type: "progress", text: "the API is overloaded (529); retrying in 8.0 s", at: 10_000 });
+    assert.equal(statusText(retry, true, 13_500), "retrying in 5 s (the API is overloaded (529))");
+    assert.equal(progressText("connection failed; retrying in 1.5 s", 0, 5000), "retrying in 0 s (connection failed)");
+  });
+});
