@@ -199,3 +199,52 @@ describe("panel state: reviews, destructive requests, interruptions", () => {
     assert.deepEqual(user?.kind === "user" ? user.attachments : [], [{ label: "x.py" }, { label: "a.py:3-4", path: "/w/a.py", line: 3 }]);
   });
 });
+
+describe("sub-agents in the panel", () => {
+  const nested = (parent: string, u: Record<string, unknown>): PanelAction =>
+    update({ ...u, _meta: { parentToolCallId: parent } } as unknown as SessionUpdate);
+  const agentCard = update({ sessionUpdate: "tool_call", toolCallId: "a1", title: "Find TODOs", kind: "think", status: "pending", rawInput: { prompt: "p" } });
+
+  it("a sub-agent's calls and text go under its Agent card, in order, not into the log", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Look" } }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "ing." } }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "g1", title: "Grep TODO", kind: "search", status: "pending" }),
+      text("agent_message_chunk", "The parent's own words."),
+      nested("a1", { sessionUpdate: "tool_call_update", toolCallId: "g1", status: "completed", content: [{ type: "content", content: { type: "text", text: "3 hits" } }] }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "a1", content: [{ type: "content", content: { type: "text", text: "Running: Grep TODO" } }], _meta: { agent: { type: "Explore", description: "Find TODOs", status: "running", toolCalls: 1, tokens: 1200, elapsedMs: 3000 } } }),
+    ]);
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "tool", "agent"]);
+    const card = s.items[1];
+    assert.ok(card?.kind === "tool");
+    assert.equal(card.agent?.type, "Explore");
+    assert.equal(card.output, "Running: Grep TODO");
+    assert.deepEqual(card.children?.map((c) => [c.kind, c.kind === "tool" ? `${c.title}: ${c.status} ${c.output}` : "text" in c ? c.text : ""]), [
+      ["agent", "Looking."],
+      ["tool", "Grep TODO: completed 3 hits"],
+    ]);
+    assert.equal(s.items[2]?.kind === "agent" ? s.items[2].text : "", "The parent's own words.");
+  });
+
+  it("a deeper sub-agent nests under its own card, and its parent's card changes identity so it re-renders", () => {
+    const before = run([...started, agentCard, nested("a1", { sessionUpdate: "tool_call", toolCallId: "b1", title: "Helper", kind: "think", status: "pending" })]);
+    const after = reduce(before, nested("b1", { sessionUpdate: "tool_call", toolCallId: "c1", title: "Glob *", kind: "search", status: "pending" }));
+    const top = after.items[1];
+    assert.ok(top?.kind === "tool" && before.items[1] !== top && before.items[0] === after.items[0]);
+    const helper = top.children?.[0];
+    assert.ok(helper?.kind === "tool" && helper.toolCallId === "b1");
+    assert.deepEqual(helper.children?.map((c) => c.kind === "tool" && c.toolCallId), ["c1"]);
+  });
+
+  it("an update whose parent card is not there is shown, not lost", () => {
+    const s = run([...started, nested("zz", { sessionUpdate: "tool_call", toolCallId: "x1", title: "Read a", kind: "read", status: "pending" })]);
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "tool"]);
+  });
+
+  it("a sub-agent's permission card names it", () => {
+    const card = permissionCard("p1", { sessionId: "s1", toolCall: { toolCallId: "g1", title: "`make`", kind: "execute", rawInput: { command: "make" } }, options: [], _meta: { agent: { type: "general-purpose", description: "Build it", parentToolCallId: "a1" } } });
+    assert.equal(card.agent, "Build it");
+  });
+});

@@ -127,3 +127,27 @@ describe("status line", () => {
     assert.equal(progressText("connection failed; retrying in 1.5 s", 0, 5000), "retrying in 0 s (connection failed)");
   });
 });
+
+describe("sub-agent card", () => {
+  type Tool = Extract<ConversationItem, { kind: "tool" }>;
+  const child: Tool = { kind: "tool", id: "tool-g1", turnId: 1, toolCallId: "g1", title: "Grep `TODO`", toolKind: "search", status: "in_progress", output: Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n"), diffs: [], locations: [] };
+  const agentCard = (extra: Partial<Tool>): Tool => ({ kind: "tool", id: "tool-a1", turnId: 1, toolCallId: "a1", title: "Find TODOs", toolKind: "think", status: "in_progress", output: "Running: Grep TODO", diffs: [], locations: [], ...extra });
+
+  it("shows its type and figures, a Stop while it runs, and its work collapsed with the last step named", () => {
+    const html = toolHtml(agentCard({ agent: { type: "Explore", description: "Find TODOs", status: "running", toolCalls: 1, tokens: 1200, elapsedMs: 3400 }, children: [{ kind: "agent", id: "x", turnId: 1, text: "Looking <now>" }, child] }), ctx);
+    assert.match(html, /<div class="agent-meta"><span>Explore<\/span> · <span>1 tool calls<\/span> · <span>1.2k tokens<\/span> · <span>3 s<\/span><button [^>]*data-action="cancelToolCall" data-tool-call="a1"/);
+    assert.match(html, /<details class="subagent" data-open-key="sub-a1"><summary>1 step · Grep TODO<\/summary>/);
+    assert.ok(!/<details[^>]* open/.test(html), "collapsed until opened");
+    assert.match(html, /<div class="child agent-text">Looking &lt;now&gt;<\/div>/);
+    assert.ok(html.includes("line 29") && !html.includes("line 10\n"), "a child's output is its tail");
+  });
+
+  it("has no Stop once its sub-agent ended", () => {
+    const html = toolHtml(agentCard({ status: "completed", agent: { type: "general-purpose", description: "d", status: "completed" }, children: [child] }), ctx);
+    assert.ok(!html.includes("cancelToolCall"));
+  });
+
+  it("a permission card says which sub-agent asks", () => {
+    assert.match(permissionHtml(card({ agent: "Build it" }), ctx), /<div class="perm-agent">Sub-agent “Build it” asks<\/div>/);
+  });
+});
