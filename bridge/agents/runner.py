@@ -95,6 +95,12 @@ class SubAgentTask:
     _started: float = field(default_factory=time.monotonic)
     _ended_at: float | None = None
     _ended: asyncio.Event = field(default_factory=asyncio.Event)
+    _final: str | None = None  # once it ended: its final message (its history is in its transcript)
+
+    def release(self) -> None:
+        """It ended: keep its final message, not its history (a long session starts many)."""
+        self._final = self.output()
+        self.conversation.messages = []
 
     @property
     def status(self) -> TaskStatus:
@@ -118,6 +124,8 @@ class SubAgentTask:
 
     def output(self) -> str:
         """Its final message: the text of its last assistant message that has text (so far, while it runs)."""
+        if self._final is not None:
+            return self._final
         for message in reversed(self.conversation.messages):
             if message.get("role") != "assistant":
                 continue
@@ -339,6 +347,7 @@ class SubAgents:
             if transcript is not None:
                 transcript.close()
             level.emit(task.progress())
+            task.release()
             if task.background and not task.read:
                 level.tell(text_block(notification(task)))
 
