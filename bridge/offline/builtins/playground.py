@@ -80,8 +80,7 @@ def playground(request: RecordedRequest) -> Json:
     if turn.calls:
         agents = [c for c in turn.calls if c.name == "Agent"]
         if len(agents) > 1 and agents[-1] is turn.calls[-1]:  # parallel agents: one report for all of them
-            reports = [f"- `{c.input.get('description')}`: {_first_lines(c.result or '').splitlines()[0]}"
-                       for c in agents]
+            reports = [f"- `{c.input.get('description')}`: {_gist(c.result or '')}" for c in agents]
             return text_response("The agents reported:\n\n" + "\n".join(reports), delay_ms=10)
         call = turn.calls[-1]
         subject = str(call.input.get("command") or call.input.get("file_path") or call.input.get("description")
@@ -134,6 +133,12 @@ def _agents(command: str, argument: str) -> Json:
     said = f"Handing this to {len(calls)} sub-agents in parallel." if len(calls) > 1 else \
         f"Handing this to {kind} agent."
     return {"content": [{"type": "text", "text": said}, *calls], "stop_reason": "tool_use"}
+
+
+def _gist(text: str) -> str:
+    """A report's first lines, without code fences, on one line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("```")]
+    return " — ".join(lines[:2]) or "(nothing)"
 
 
 def _describe(prompt: str) -> str:
