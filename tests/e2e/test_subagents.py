@@ -225,6 +225,30 @@ async def test_a_sub_agent_stopped_alone_the_parent_goes_on_and_mcp_still_answer
         assert editor.model.rejected == []
 
 
+async def test_any_running_call_can_be_stopped_alone_and_the_turn_goes_on(workspace: Path, data_dir: Path) -> None:
+    pids = workspace / "pids"
+    scenario = {"responses": [tool_response(("Bash", {"command": long_command(pids, "x")}),
+                                            ("Bash", {"command": "echo quick"})),
+                              text_response("went on")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "run them")
+        await poll(lambda: printed(editor, "started-x"), what="the long command running")
+        started = [int(p) for p in pids.read_text().split()]
+        long_call = editor.of_kind("tool_call", sid)[0]["toolCallId"]
+        editor.notify("_bridge/cancel_tool_call", {"sessionId": sid, "toolCallId": long_call})
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "end_turn"}
+        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="its processes to die")
+        stopped, quick = results_of(editor.last_request_messages()[-1])
+        assert stopped["is_error"] and stopped["content"].startswith(INTERRUPTED_RESULT)
+        assert "started-x" in stopped["content"], "its output so far is kept"
+        assert quick["content"] == "quick" and not quick.get("is_error")
+        assert texts_of(editor.last_request_messages()[-1]) == [], "no marker: the turn was not cancelled"
+        editor.notify("_bridge/cancel_tool_call", {"sessionId": sid, "toolCallId": "toolu_gone"})  # ignored
+        editor.notify("_bridge/cancel_tool_call", {"sessionId": "sess_nope", "toolCallId": long_call})
+        assert await editor.prompt(sid, "still there?") == {"stopReason": "end_turn"}
+
+
 async def test_a_background_agent_reaches_the_parents_next_request(workspace: Path, data_dir: Path) -> None:
     scenario = {
         "responses": [tool_response(agent_call("count slowly", "Count slowly", run_in_background=True)),
