@@ -150,7 +150,9 @@ class TerminalPrompter:
 
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         view = self.view
-        view.line(view.paint(BOLD, f"? Allow {request.title}?") + (f" ({request.reason})" if request.reason else ""))
+        who = f"[sub-agent {request.agent.description}] " if request.agent else ""
+        why = f" ({request.reason})" if request.reason else ""
+        view.line(view.paint(BOLD, f"? {who}Allow {request.title}?") + why)
         view.show(request.display)
         always = next((s for s in request.suggestions if s.behavior == "allow"), None)
         choices = "[y] yes  " + (f"[a] always allow {always.rule}  " if always else "") + "[n] no (or type feedback)"
