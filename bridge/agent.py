@@ -20,6 +20,7 @@ from bridge.transcript import StoredSession, Transcript, list_sessions, transcri
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
+    from bridge.mcp.manager import McpManager
     from bridge.tools.background import BackgroundShells
     from bridge.tools.processes import ProcessSupervisor
 
@@ -50,16 +51,19 @@ class Agent:
             stall_timeout=config.stall_timeout,
         )
         self.sessions: dict[str, Session] = {}
+        from bridge.tools.process_registry import reap_leftovers
+
+        reap_leftovers(config.data_dir)  # what a killed bridge on this data dir left running
         self._supervisor: ProcessSupervisor | None = None
         self._shells: list[BackgroundShells] = []  # every session's, for shutdown
-        self._mcp: list[Any] = []  # every MCP server connection, for shutdown
+        self._mcp: McpManager | None = None  # made when a session first needs it
 
     @property
     def supervisor(self) -> ProcessSupervisor:
         if self._supervisor is None:
             from bridge.tools.processes import ProcessSupervisor
 
-            self._supervisor = ProcessSupervisor()
+            self._supervisor = ProcessSupervisor(data_dir=self.config.data_dir)
         return self._supervisor
 
     def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None) -> Session:
@@ -116,27 +120,34 @@ class Agent:
         self._shells.append(shells)
         return shells
 
-    async def connect_mcp(self, session: Session, servers: list[dict[str, Any]]) -> list[str]:
-        """Starts the session's MCP servers (concurrently) and adds their tools; the problems, for the user.
+    def connect_mcp(self, session: Session, servers: list[dict[str, Any]], host: Any) -> None:
+        """Gives the session its MCP servers (the editor's, `.mcp.json`'s, the settings'): they start in the
+        background, shared with other sessions of the same cwd; `host` (bridge/mcp/host.py) shows notices
+        and asks questions. Problems are told through `host`, never raised: the session works without them."""
+        if self._mcp is None:
+            from bridge.mcp.manager import McpManager
+            from bridge.mcp.settings import McpSettings
 
-        A server that cannot be used is named and skipped: the session works without it."""
-        if not servers:
-            return []
-        from bridge.tools.mcp import McpConnection, McpError, parse_servers, tools_of
+            settings, problems = McpSettings.load(self.config.mcp)
+            for problem in problems:
+                host.notice(problem, "warning")
+            self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window)
+        roots = (session.cwd, *session.engine.settings.additional_directories)
+        session.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
 
-        specs, problems = parse_servers(servers)
-        connections = [McpConnection(spec, session.cwd) for spec in specs]
-        outcomes = await asyncio.gather(*(c.start() for c in connections), return_exceptions=True)
-        for connection, outcome in zip(connections, outcomes, strict=True):
-            if isinstance(outcome, McpError):
-                problems.append(str(outcome))
-            elif isinstance(outcome, BaseException):
-                problems.append(f"MCP server {connection.spec.name!r} failed to start: {outcome!r}")
-            else:
-                self._mcp.append(connection)
-                added = session.add_tools(list(tools_of(connection, outcome, set(session.tools))), deferrable=True)
-                log.info("MCP server %s: %d tools (%s)", connection.spec.name, len(added), ", ".join(added))
-        return problems
+    async def close_session(self, session_id: str) -> None:
+        """`session/close`: stop its turn and its background agents, close its transcript, let go of its MCP
+        servers (after the agents: they share them)."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            raise UnknownSession(session_id)
+        session.cancel(force=True)
+        await session.wait_idle()
+        await session.close()
+        if session.transcript is not None:
+            session.transcript.close()
+        if session.mcp is not None:
+            await session.mcp.release()
 
     def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)
@@ -157,7 +168,8 @@ class Agent:
                 session.transcript.close()
         for shells in self._shells:
             await shells.shutdown()
-        await asyncio.gather(*(connection.close() for connection in self._mcp), return_exceptions=True)
+        if self._mcp is not None:
+            await self._mcp.close()
         if self._supervisor is not None:
             await self._supervisor.shutdown()
         close = getattr(self.model, "aclose", None)

@@ -5,7 +5,7 @@ with `$ARGUMENTS` replaced — becomes the prompt."""
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,8 +53,10 @@ def command_dirs(cwd: Path) -> list[Path]:
     ]
 
 
-def available_commands(cwd: Path) -> dict[str, Command]:
+def available_commands(cwd: Path, provided: Iterable[Command] = ()) -> dict[str, Command]:
+    """Built-ins, then `provided` ones (MCP: `/mcp` and servers' prompts), then custom files (names not taken)."""
     commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
+    commands.update({c.name: c for c in provided if c.name not in commands})
     for directory in command_dirs(cwd):
         if not directory.is_dir():
             continue
@@ -65,7 +67,7 @@ def available_commands(cwd: Path) -> dict[str, Command]:
                 continue
             description, template = _front_matter(body)
             name = path.stem
-            if name in BUILTINS:
+            if name in BUILTINS or (name in commands and commands[name].template is None):
                 continue
             commands[name] = Command(name, description or f"Custom command ({path.name})", "arguments", template)
     return commands

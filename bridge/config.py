@@ -39,6 +39,7 @@ class BridgeConfig(BaseModel):
     additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
+    mcp: dict[str, Any] = Field(default_factory=dict)  # MCP settings (bridge/mcp/settings.py), checked there
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None) -> tuple[BridgeConfig, list[str]]:

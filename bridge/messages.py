@@ -57,7 +57,21 @@ def repair_pairing(history: list[Message]) -> list[Message]:
     - every `tool_use` is answered by exactly one `tool_result` in the next user message (missing ones
       are synthesized as interrupted), tool_results come first in that message;
     - tool_results that answer nothing, duplicates and empty text blocks are dropped.
+
+    Dropping can make a new neighbour pair (a stray result between two assistant messages leaves them
+    adjacent; a leading assistant message dropped leaves its results answering nothing), so the pass repeats
+    until nothing changes: each pass only drops, merges or answers, so it settles within a few.
     """
+    repaired = _repair_once(history)
+    for _ in range(len(repaired) + 1):
+        again = _repair_once(repaired)
+        if again == repaired:
+            break
+        repaired = again
+    return repaired
+
+
+def _repair_once(history: list[Message]) -> list[Message]:
     merged: list[Message] = []
     for message in history:
         blocks = [b for b in message.get("content", []) if not _is_empty(b)]
@@ -96,74 +110,6 @@ def repair_pairing(history: list[Message]) -> list[Message]:
     if expected:
         repaired.append(user_message([interrupted_result(i) for i in expected]))
     return repaired
-
-
-def pairing_errors(history: list[Message]) -> list[str]:
-    """What the Messages API would reject in `history` (empty list = valid). Shared by the offline
-    server (to answer 400 as the real API does) and by tests."""
-    errors: list[str] = []
-    if not history:
-        return ["messages: at least one message is required"]
-    if history[0].get("role") != "user":
-        errors.append("messages: first message must use the user role")
-    pending: list[str] = []
-    seen_uses: set[str] = set()
-    for index, message in enumerate(history):
-        role = message.get("role")
-        content = message.get("content")
-        if role not in ("user", "assistant"):
-            errors.append(f"messages.{index}.role: must be user or assistant")
-            continue
-        if index and history[index - 1].get("role") == role:
-            errors.append(f"messages.{index}: roles must alternate between user and assistant")
-        if isinstance(content, str):
-            blocks: list[Block] = [text_block(content)] if content else []
-        else:
-            blocks = list(content or [])
-        if not blocks:
-            errors.append(f"messages.{index}: all messages must have non-empty content")
-        results = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
-        if role == "user":
-            if pending:
-                missing = [i for i in pending if i not in results]
-                if missing:
-                    errors.append(
-                        f"messages.{index}: tool_use ids were found without tool_result blocks "
-                        f"immediately after: {', '.join(missing)}"
-                    )
-            extra = [i for i in results if i not in pending]
-            if extra:
-                errors.append(
-                    f"messages.{index}: unexpected tool_use_id found in tool_result blocks: {', '.join(extra)}"
-                )
-            if len(results) != len(set(results)):
-                errors.append(f"messages.{index}: each tool_use must have a single result")
-            if pending and results:
-                first_other = next((i for i, b in enumerate(blocks) if b.get("type") != "tool_result"), len(blocks))
-                if any(b.get("type") == "tool_result" for b in blocks[first_other:]):
-                    errors.append(
-                        f"messages.{index}: tool_result blocks must come first in the content, before any other block"
-                    )
-            pending = []
-        else:
-            if pending:
-                missing_list = ", ".join(pending)
-                errors.append(f"messages.{index}: tool_use ids without tool_result: {missing_list}")
-            pending = [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
-            if len(pending) != len(set(pending)) or seen_uses.intersection(pending):
-                errors.append(f"messages.{index}: tool_use ids must be unique")
-            seen_uses.update(pending)
-            last_text = str(blocks[-1].get("text", "")) if blocks and blocks[-1].get("type") == "text" else ""
-            if index == len(history) - 1 and last_text != last_text.rstrip():
-                errors.append(f"messages.{index}: final assistant content cannot end with trailing whitespace")
-            if results:
-                errors.append(f"messages.{index}: tool_result blocks are only allowed in user messages")
-        for block in blocks:
-            if block.get("type") == "text" and not str(block.get("text", "")).strip():
-                errors.append(f"messages.{index}: text content blocks must contain non-whitespace text")
-    if pending:
-        errors.append(f"messages.{len(history) - 1}: tool_use ids without tool_result: {', '.join(pending)}")
-    return errors
 
 
 EPHEMERAL = {"type": "ephemeral"}

@@ -14,10 +14,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import assert_never
+from typing import TYPE_CHECKING, assert_never
 
 from bridge import commands
-from bridge.abort import Abort, AbortReason
+from bridge.abort import Abort, AbortReason, cancel_on_abort
 from bridge.agents.loader import load_catalog
 from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
 from bridge.commands import available_commands
@@ -25,7 +25,7 @@ from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
-from bridge.loop.events import LoopEvent, ModeChanged, PlanUpdate, ToolCallStarted, UsageReport
+from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, ToolCallStarted, UsageReport
 from bridge.loop.executor import RunningCalls, ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
@@ -48,8 +48,12 @@ from bridge.tools.base import (
     Services,
     ToolContext,
 )
-from bridge.tools.tool_search import DEFER_OVER, DeferredTools, ToolSearchTool, schema_chars
+from bridge.tools.sandbox import Sandbox
+from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 from bridge.transcript import Transcript
+
+if TYPE_CHECKING:
+    from bridge.mcp.manager import McpSession
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,8 @@ class Session:
         self.tools = {tool.name: tool for tool in [*tools, agent_tool]}
         self.deferred = DeferredTools()
         self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
-        self._deferrable: list[str] = []
+        self.mcp: McpSession | None = None  # set by Agent.connect_mcp; released only when the session ends
+        self._mcp_tools: list[str] = []
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
@@ -102,6 +107,8 @@ class Session:
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
+        self.sandbox = Sandbox.for_engine(self.engine)  # the OS sandbox under Bash, from the same rules
+        self.engine.unsandboxed = lambda: self.sandbox.unavailable
         self.policy: PermissionPolicy = policy or self.engine
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
@@ -110,11 +117,11 @@ class Session:
             self.conversation.on_compact = transcript.restart
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
-        self.services = services
+        self.services = dataclasses.replace(services, sandbox=self.sandbox)  # the sandbox follows this engine
         self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
         memory = memory_section(cwd)
-        self._system = system_prompt(cwd, memory=memory)
+        self._base_system = self._system = system_prompt(cwd, memory=memory)
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
         self.subagents = SubAgents(self._agent_host(environment_section(cwd) + (f"\n\n{memory}" if memory else "")),
                                    self.agent_types)
@@ -184,7 +191,13 @@ class Session:
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
         first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
         parsed = commands.parse(str(first))
-        if parsed is not None and parsed[0] in self.commands:
+        if parsed is not None and self.mcp is not None and self.mcp.has_command(parsed[0]):
+            outcome = await self.mcp.run_command(*parsed)
+            if outcome.blocks is None:
+                self.frontend.emit(TextDelta(outcome.reply or ""))
+                return "end_turn"
+            blocks = [*outcome.blocks, *blocks[1:]]
+        elif parsed is not None and parsed[0] in self.commands:
             name, arguments = parsed
             command = self.commands[name]
             if command.template is None:
@@ -224,20 +237,43 @@ class Session:
         if announce:
             self.announce_mode()
 
-    def add_tools(self, tools: list[AnyTool], *, deferrable: bool = False) -> list[str]:
-        """Adds tools (an MCP server's); a name already taken is skipped. Returns the names added.
+    async def sync_mcp(self) -> None:
+        """At a turn's start: the MCP servers' tools and instructions as of now (bridge/mcp/manager.py). They
+        change only here, so every request of a turn has the same prefix; a change after the first request is
+        said once (a notice). Past the deferral threshold the servers' tools wait behind ToolSearch."""
+        if self.mcp is None:
+            return
+        await self.mcp.before_turn()
+        snapshot = self.mcp.snapshot()
+        if snapshot is None:
+            return
+        for name in self._mcp_tools:
+            self.tools.pop(name, None)
+            self.deferred.tools.pop(name, None)
+        offered = [t for t in [*snapshot.tools, *snapshot.deferrable] if t.name not in self.tools]
+        self.tools.update({tool.name: tool for tool in offered})
+        self._mcp_tools = [tool.name for tool in offered]
+        for name in self._mcp_tools:
+            self.unavailable.pop(name, None)  # its server came back
+        if snapshot.defer:
+            self.hold_back([t for t in snapshot.deferrable if t.name in self._mcp_tools])
+        elif not self.deferred.tools:
+            self.tools.pop(ToolSearchTool.name, None)
+        extra = [{"type": "text", "text": snapshot.instructions}] if snapshot.instructions else []
+        self._system = [*self._base_system, *extra]
+        if snapshot.notice:
+            self.frontend.emit(Notice(snapshot.notice, "info"))
 
-        `deferrable` tools are held back behind ToolSearch once their schemas pass `DEFER_OVER` characters
-        in all (see bridge/tools/tool_search.py); until then they are sent like the core tools."""
-        added = [tool.name for tool in tools if tool.name not in self.tools]
-        self.tools.update({tool.name: tool for tool in tools if tool.name in added})
-        if deferrable and added:
-            self._deferrable += added
-            candidates = [self.tools[name] for name in self._deferrable]
-            if schema_chars(candidates) > DEFER_OVER:
-                self.deferred.tools.update({tool.name: tool for tool in candidates})
-                self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
-        return added
+    def hold_back(self, tools: list[AnyTool]) -> None:
+        """Tools the session has but does not send until the model loads them with ToolSearch (deferred)."""
+        self.tools.update({tool.name: tool for tool in tools})
+        self.deferred.tools.update({tool.name: tool for tool in tools})
+        self.tools.setdefault(ToolSearchTool.name, ToolSearchTool(self.deferred))
+
+    def refresh_commands(self) -> None:
+        """The slash commands again (an MCP server's prompts came or went)."""
+        provided = [commands.Command(c.name, c.description, c.hint) for c in self.mcp.commands()] if self.mcp else []
+        self.commands = available_commands(self.cwd, provided)
 
     def missing_tools(self) -> list[str]:
         """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a
@@ -245,10 +281,13 @@ class Session:
         declaring them (so the history stays valid) and a call to one answers that it is not connected."""
         warnings: list[str] = []
         by_server: dict[str, list[str]] = {}
+        configured = {entry.name for entry in self.mcp.entries} if self.mcp is not None else set()
         for name in used_tool_names(self.conversation.messages):
             if name in self.tools or name in self.unavailable:
                 continue
             parts = name.split("__")
+            if len(parts) >= 3 and parts[0] == "mcp" and parts[1] in configured:
+                continue  # its server is configured, and joins when it has started
             if len(parts) >= 3 and parts[0] == "mcp":
                 by_server.setdefault(parts[1], []).append(name)
                 self.unavailable[name] = f"its MCP server {parts[1]!r} is not connected in this session"
@@ -284,7 +323,7 @@ class Session:
                 assert_never(effect)
 
     def settings_problems(self) -> list[str]:
-        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors]
+        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
 
     def agent_problems(self) -> list[str]:
         """Agent files that could not be used (reported like invalid settings; the others work)."""
@@ -302,7 +341,8 @@ class Session:
         return AgentHost(
             model=self.model, settings=self._settings, environment=environment, tools=lambda: self.tools,
             deferred=lambda: self.deferred, unavailable=self.unavailable, policy=self.policy,
-            prompter=self.frontend.prompter, emit=self.frontend.emit, context=lambda: self._tool_context(Abort()),
+            hooks=self.engine.hooks, prompter=self.frontend.prompter, emit=self.frontend.emit,
+            context=lambda: self._tool_context(Abort()),
             running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(),
         )
 
@@ -315,6 +355,8 @@ class Session:
                                    session_cost_usd=self.conversation.cost_usd)
 
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
+        with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
+            await self.sync_mcp()
         env = self._environment(abort)
         return await run_turn(self.conversation, blocks, model=self.model, settings=self._settings(), tools=env,
                               abort=abort)
@@ -331,6 +373,7 @@ class Session:
             unavailable=self.unavailable,
             running=self.running,
             notifications=self.subagents.main.drain,
+            hooks=self.engine.hooks,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:

@@ -1,4 +1,6 @@
-"""Decision time per call with 1,000 rules spread over the settings sources (not part of the test suite).
+"""Decision time per call with 1,000 rules spread over the settings sources, and the time to answer commands
+of growing size (up to 10 MB, issue 9's denial of service) against a one-word command in the same run
+(not part of the test suite).
 
     .venv/bin/python scripts/bench_permissions.py [--calls N]
 """
@@ -60,12 +62,34 @@ def calls(ws: Path) -> list[Call]:
     ]
 
 
+SIZES = [("ls", "ls"), ("1 kB", "ls; " * 256), ("10 kB", "ls; " * 2_560), ("50 kB of words", "echo " + "ab " * 16_000),
+         ("100 kB heredoc", "cat > f <<'EOF'\n" + "line of text\n" * 7_600 + "EOF"),
+         ("1 MB", "true; " * 170_000), ("3 MB", "true; " * 500_000), ("10 MB", "true; " * 1_750_000)]
+
+
+def sizes(engine: PermissionEngine) -> None:
+    """Each command is new to the engine (a distinct text), so nothing comes from the verdict cache."""
+    print("command size                  decision  median ms  max ms   vs `ls`")
+    base = 0.0
+    for n, (name, command) in enumerate(SIZES):
+        times = []
+        for i in range(5 if len(command) < 200_000 else 3):
+            text = f"{command} #{n}-{i}"
+            started = time.perf_counter()
+            decision = engine.decide("Bash", {"command": text}, read_only=False, paths=[])
+            times.append((time.perf_counter() - started) * 1000)
+        median = statistics.median(times)
+        base = base or median
+        print(f"{name:<28}  {decision.behavior:<8}  {median:9.2f}  {max(times):6.1f}  {median / base:7.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=4000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         engine = build(Path(tmp))
+        sizes(engine)
         samples = calls(engine.cwd)
         per_kind: dict[str, list[float]] = {}
         every: list[float] = []

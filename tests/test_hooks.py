@@ -152,3 +152,15 @@ async def test_exit_2_on_tool_events(tmp_path: Path, event: str) -> None:
     outcome = await engine.run_hooks(event, {}, tool_name="Bash")
     assert outcome.blocked and outcome.reason == "stop that"
     assert outcome.decision == ("deny" if event == "PreToolUse" else None)
+
+
+async def test_hooks_run_through_their_own_runner_not_the_permission_policy(tmp_path: Path) -> None:
+    from bridge.loop.permission import PermissionPolicy
+    from bridge.permissions.hooks import NoHooks
+
+    code = "import json; print(json.dumps({'decision': 'block', 'reason': 'not yet'}))"
+    engine = engine_with_hooks(tmp_path, {"Stop": [{"hooks": [{"type": "command", "command": py(code)}]}]})
+    outcome = await engine.hooks.run("Stop", {"stop_hook_active": False})
+    assert outcome.blocked and outcome.reason == "not yet"
+    assert (await NoHooks().run("Stop", {})).runs == []
+    assert not hasattr(PermissionPolicy, "run_hooks")

@@ -15,9 +15,10 @@ from bridge.loop.events import LoopEvent, TextDelta, ToolCallInProgress, ToolCal
 from bridge.loop.executor import ToolEnvironment
 from bridge.loop.permission import ReadOnlyGate
 from bridge.loop.query import TurnSettings, run_turn
-from bridge.messages import pairing_errors, repair_pairing
+from bridge.messages import repair_pairing
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.offline import OfflineServer
+from bridge.offline.validation import history_errors
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolResult
 
@@ -149,5 +150,5 @@ async def test_interrupt_lets_block_tools_finish_and_stops_cancel_tools(tmp_path
         assert "job working" in result["content"], "output so far is kept"
     texts = [b for b in conversation.messages[-1]["content"] if b.get("type") == "text"]
     assert texts == [], "no marker for interrupt"
-    assert pairing_errors(repair_pairing(conversation.messages)) == []
+    assert history_errors(repair_pairing(conversation.messages)) == []
     assert any(isinstance(e, ToolCallStarted) for e in events)

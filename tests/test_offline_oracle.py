@@ -258,14 +258,9 @@ def _random_history(rng: random.Random) -> list[Json]:
     return history
 
 
-REPAIR_BUG = ("bridge/messages.py repair_pairing drops a user message made only of tool_results that answer "
-              "nothing *after* it has made the history start with a user message and merged same-role turns: the "
-              "repaired history can start with an assistant message (the API answers 400 on every request of the "
-              "session) or have two assistant messages in a row. Reported to the lead (issue 10 item 6).")
 STRAY: Json = {"type": "tool_result", "tool_use_id": "toolu_gone", "content": "out"}
 
 
-@pytest.mark.xfail(strict=True, reason=REPAIR_BUG)
 def test_repair_of_a_transcript_whose_first_prompt_line_was_lost() -> None:
     """A transcript whose first user line is corrupt (skipped on load): assistant(tool_use), user(result), ...
     The leading assistant message is dropped, its result then answers nothing and is dropped too."""
@@ -273,13 +268,11 @@ def test_repair_of_a_transcript_whose_first_prompt_line_was_lost() -> None:
     assert history_errors(repair_pairing(loaded), tools=TOOLS) == []
 
 
-@pytest.mark.xfail(strict=True, reason=REPAIR_BUG)
 def test_repair_of_a_stray_result_between_two_answers() -> None:
     history = [GO, assistant(text("a")), user(STRAY), assistant(text("b")), user(text("c"))]
     assert history_errors(repair_pairing(history), tools=TOOLS) == []
 
 
-@pytest.mark.xfail(strict=True, reason=REPAIR_BUG)
 def test_repaired_histories_pass_the_oracle() -> None:
     rng = random.Random(20261203)
     failures: list[tuple[list[Json], list[str]]] = []

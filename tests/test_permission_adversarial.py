@@ -26,6 +26,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "src").mkdir(parents=True)
     (root / ".git" / "hooks").mkdir(parents=True)
     (tmp_path / "outside").mkdir()
+    (tmp_path / "secret").write_text("outside the workspace")  # what `cat .*/secret` would reach through `..`
+    (tmp_path / "x").write_text("outside the workspace")
     (root / "escape").symlink_to(tmp_path / "outside", target_is_directory=True)
     (root / "src" / "passwd").symlink_to("/etc/passwd")
     (root / "cfg").mkdir()

@@ -173,7 +173,7 @@ BACKGROUND = ({
     "responses": [step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
                   say("started"),
                   step(use("TaskStop", task_id="agent_1")), say("stopped it")],
-    "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="sleep 300"))]}],
+    "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="touch started; sleep 300"))]}],
 }, nothing)
 
 
@@ -195,7 +195,7 @@ async def test_task_stop_stops_a_background_agent_and_everything_it_runs(run: Ru
 
 SHUTDOWN = ({"responses": [step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
                            say("started")],
-             "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="sleep 300"))]}]}, nothing)
+             "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="touch started; sleep 300"))]}]}, nothing)
 
 
 @pytest.mark.parametrize("run", [SHUTDOWN], indirect=True)

@@ -15,13 +15,8 @@ from pydantic import ValidationError
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.tools.background import BackgroundShells, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool
 from bridge.tools.base import Services, ToolContext, ToolError
-from bridge.tools.bash import (
-    BashInput,
-    BashTool,
-    OutputBuffer,
-    is_destructive_command,
-    is_read_only_command,
-)
+from bridge.tools.bash import BashInput, BashTool
+from bridge.tools.output import OutputBuffer
 from bridge.tools.processes import ProcessSupervisor
 from tests.test_processes import ESCAPING, eventually, marked_pids
 
@@ -112,10 +107,13 @@ def test_title_and_classification() -> None:
         "sed -n 10,20p file.txt",
         "git branch",
         "echo 'a > b'",
+        "sleep 2; echo x",
+        "date +%s && true",
+        "printf '%s\\n' a b",
     ],
 )
 def test_read_only_commands(command: str) -> None:
-    assert is_read_only_command(command), command
+    assert BASH.is_read_only(BashInput(command=command)), command
 
 
 @pytest.mark.parametrize(
@@ -141,10 +139,13 @@ def test_read_only_commands(command: str) -> None:
         "git diff --output=x",
         "rg --pre ./sh x",
         "cat 'unterminated",
+        "sort --outp=x in",
+        "uniq in out",
+        "sleep 1 && touch x",
     ],
 )
 def test_not_read_only_commands(command: str) -> None:
-    assert not is_read_only_command(command), command
+    assert not BASH.is_read_only(BashInput(command=command)), command
 
 
 @pytest.mark.parametrize(
@@ -167,7 +168,7 @@ def test_not_read_only_commands(command: str) -> None:
     ],
 )
 def test_destructive_commands(command: str, destructive: bool) -> None:
-    assert is_destructive_command(command) is destructive
+    assert BASH.is_destructive(BashInput(command=command)) is destructive
 
 
 # -- running ----------------------------------------------------------------------------------------------

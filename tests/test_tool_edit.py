@@ -339,8 +339,7 @@ async def test_an_edit_acts_on_the_unsaved_text_and_goes_through_the_editor(tmp_
     assert editor.buffers[path] == "alpha\ngamma\n" and editor.writes == [(path, "alpha\ngamma\n")]
     assert path.read_text() == "alpha\n", "the disk is the editor's business now"
     assert result.raw_output == {"path": str(path), "replacements": 1, "written": "editor"}
-    assert result.display == [{"type": "diff", "path": str(path), "oldText": "alpha\nunsaved beta\n",
-                               "newText": "alpha\ngamma\n"}]
+    assert result.display == [Diff(str(path), "alpha\nunsaved beta\n", "alpha\ngamma\n")]
     await checked_edit(ctx, path, "gamma", "delta")  # our own write counts as read
     assert editor.buffers[path] == "alpha\ndelta\n"
 
@@ -352,8 +351,7 @@ async def test_the_permission_dialog_previews_the_unsaved_text(tmp_path: Path) -
     await read_tool(ctx, path)
     data = EditInput(file_path=str(path), old_string="editor", new_string="buffer")
     assert await EditTool().validate_input(data, ctx) is None
-    assert EditTool().preview(data, ctx) == [{"type": "diff", "path": str(path), "oldText": "in the editor\n",
-                                              "newText": "in the buffer\n"}]
+    assert EditTool().preview(data, ctx) == [Diff(str(path), "in the editor\n", "in the buffer\n")]
 
 
 async def test_unsaved_text_typed_after_the_read_stops_the_edit(tmp_path: Path) -> None:

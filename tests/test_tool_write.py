@@ -195,8 +195,7 @@ async def test_overwriting_an_open_file_replaces_the_unsaved_text_through_the_ed
     assert "has not been read" in (await WriteTool().validate_input(data, ctx) or "")
     await read_tool(ctx, path)
     assert await WriteTool().validate_input(data, ctx) is None
-    assert WriteTool().preview(data, ctx) == [{"type": "diff", "path": str(path), "oldText": "unsaved\r\ntext\r\n",
-                                               "newText": "new\r\ncontent\r\n"}]
+    assert WriteTool().preview(data, ctx) == [Diff(str(path), "unsaved\r\ntext\r\n", "new\r\ncontent\r\n")]
     result = await WriteTool().call(data, ctx)
     assert editor.buffers[path] == "new\r\ncontent\r\n" and path.read_text() == "on disk\n"
     assert result.raw_output == {"path": str(path), "created": False, "lines": 2, "written": "editor"}

@@ -132,7 +132,7 @@ async def _example(root: Path, history: list[Message], plan: list[list[str]], mo
 
     try:
         session, _problems = agent.load_session(sid, Frontend(emit=emit, prompter=_allow))
-        session.add_tools(archives(), deferrable=True)
+        session.hold_back(archives())
         warnings = session.missing_tools()
         if any(b.get("name") == "mcp__gone__lookup" for m in history for b in m["content"]):
             assert any("'gone'" in w for w in warnings), warnings

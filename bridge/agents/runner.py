@@ -39,7 +39,7 @@ from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import TurnSettings, run_turn
 from bridge.messages import Block, Message, text_block
 from bridge.model.types import ModelClient, ModelError
-from bridge.permissions.hooks import HookOutcome
+from bridge.permissions.hooks import HookOutcome, HookRunner
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.tools.agent import AgentInput, TaskStatus
 from bridge.tools.base import AnyTool, Effect, LeavePlanMode, PlanChanged, ToolContext, ToolError, ToolResult
@@ -63,6 +63,7 @@ class AgentHost:
     deferred: Callable[[], DeferredTools]
     unavailable: dict[str, str]
     policy: PermissionPolicy
+    hooks: HookRunner  # the session's hooks (PreToolUse … SubagentStop): the same rules at every level
     prompter: Prompter
     emit: Callable[[LoopEvent], None]
     context: Callable[[], ToolContext]  # a tool context of the session's (abort and id are the executor's)
@@ -171,18 +172,16 @@ class ReadOnlyPolicy:
         self._inner = inner
         self._agent_type = agent_type
 
-    def decide(self, tool_name: str, raw_input: dict[str, Any], *, read_only: bool,
-               paths: list[tuple[Path, Literal["read", "write"]]], hook: HookOutcome | None = None) -> Decision:
+    async def decide_async(self, tool_name: str, raw_input: dict[str, Any], *, read_only: bool,
+                           paths: list[tuple[Path, Literal["read", "write"]]],
+                           hook: HookOutcome | None = None) -> Decision:
         if not read_only:
             return Decision("deny", f"the {self._agent_type} agent is read-only: this {tool_name} call may change "
                                     "something")
-        return self._inner.decide(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
+        return await self._inner.decide_async(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         self._inner.save_rule(suggestion)
-
-    async def run_hooks(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
-        return await self._inner.run_hooks(event, payload, tool_name=tool_name)
 
 
 class Level:
@@ -327,7 +326,7 @@ class SubAgents:
         env = ToolEnvironment(
             tools=tools, policy=policy, prompter=child.prompter, emit=child.emit, context=context, apply=task.apply,
             held_back=held_back, unavailable=self.host.unavailable, running=self.host.running,
-            notifications=child.drain,
+            notifications=child.drain, hooks=self.host.hooks,
         )
         settings = dataclasses.replace(
             self.host.settings(), model=task.model, prompt_hook=None, stop_hook="SubagentStop",

@@ -31,7 +31,7 @@ from bridge.loop.events import (
 )
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
-from bridge.permissions.hooks import HookOutcome
+from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
 from bridge.permissions.types import PermissionRequest
 from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
 from bridge.tools.storage import bound_result
@@ -84,6 +84,7 @@ class ToolEnvironment:
     running: RunningCalls = field(default_factory=RunningCalls)  # the session's: every level's running calls
     notifications: Callable[[], list[Block]] = list  # drained before each request: news for the model (a
     # background agent that ended), added to the history as user text
+    hooks: HookRunner = field(default_factory=NoHooks)  # every hook event (PreToolUse … Stop)
 
 
 @dataclass
@@ -274,7 +275,7 @@ class ToolExecutor:
             raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
 
     async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
-        outcome = await self._env.policy.run_hooks(event, payload, tool_name=tool_name)
+        outcome = await self._env.hooks.run(event, payload, tool_name=tool_name)
         for error in outcome.errors:
             self._env.emit(Notice(f"{event} hook failed: {error}", level="warning"))
         return outcome
@@ -302,7 +303,7 @@ class ToolExecutor:
                                                 "tool_use_id": call.block["id"]}, tool.name)
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
-        decision = self._env.policy.decide(
+        decision = await self._env.policy.decide_async(
             tool.name, raw, read_only=_safe(lambda: tool.is_read_only(data), False),
             paths=_safe(lambda: tool.permission_paths(data, ctx), []), hook=hook,
         )

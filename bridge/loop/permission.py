@@ -1,4 +1,5 @@
-"""How the loop asks for permission: a policy decides, a prompter asks a person."""
+"""How the loop asks for permission: a policy decides, a prompter asks a person. Hooks (every event, the
+permission-free ones like UserPromptSubmit and Stop included) run through a `HookRunner` of their own."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ Prompter = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
 
 
 class PermissionPolicy(Protocol):
-    """What the loop needs of the permission engine (`bridge.permissions.engine.PermissionEngine`)."""
+    """What the loop needs of the permission engine (`bridge.permissions.engine.PermissionEngine`).
+    `decide_async` keeps the analysis off the event loop, with a deadline."""
 
-    def decide(
+    async def decide_async(
         self,
         tool_name: str,
         raw_input: dict[str, Any],
@@ -27,10 +29,6 @@ class PermissionPolicy(Protocol):
     ) -> Decision: ...
 
     def save_rule(self, suggestion: RuleSuggestion) -> None: ...
-
-    async def run_hooks(
-        self, event: str, payload: dict[str, Any], *, tool_name: str | None = None
-    ) -> HookOutcome: ...
 
 
 class ReadOnlyGate:
@@ -49,13 +47,19 @@ class ReadOnlyGate:
             return Decision("allow", reason="read-only")
         return Decision("ask", reason=f"{tool_name} may change things")
 
+    async def decide_async(
+        self,
+        tool_name: str,
+        raw_input: dict[str, Any],
+        *,
+        read_only: bool,
+        paths: list[tuple[Path, Literal["read", "write"]]],
+        hook: HookOutcome | None = None,
+    ) -> Decision:
+        return self.decide(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
+
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         return None
-
-    async def run_hooks(
-        self, event: str, payload: dict[str, Any], *, tool_name: str | None = None
-    ) -> HookOutcome:
-        return HookOutcome()
 
 
 async def deny_all(request: PermissionRequest) -> PermissionAnswer:

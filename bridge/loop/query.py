@@ -155,7 +155,7 @@ async def run_turn(
     extra: list[Block] = []
     if settings.prompt_hook is not None:
         text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
-        submitted = await tools.policy.run_hooks(settings.prompt_hook, {"prompt": text})
+        submitted = await tools.hooks.run(settings.prompt_hook, {"prompt": text})
         _report_hook_errors(submitted, settings.prompt_hook, emit)
         if submitted.blocked:  # the prompt never reaches the model (nor the history)
             emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
@@ -217,7 +217,7 @@ async def run_turn(
         if abort.aborted:
             return "cancelled"
         if not results:
-            outcome = await tools.policy.run_hooks(settings.stop_hook, {"stop_hook_active": stop_hook_active})
+            outcome = await tools.hooks.run(settings.stop_hook, {"stop_hook_active": stop_hook_active})
             _report_hook_errors(outcome, settings.stop_hook, emit)
             if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
                 stop_hook_active = True  # the hook wants more work: once, with its reason as the next message

@@ -22,10 +22,10 @@ import logging
 import os
 import re
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,45 @@ class HookOutcome:
 
 
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+
+class HookRunner(Protocol):
+    """What the loop needs to run hooks (every event: PreToolUse, PostToolUse, UserPromptSubmit, Stop)."""
+
+    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome: ...
+
+
+class NoHooks:
+    """The runner with no hooks configured."""
+
+    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
+        return HookOutcome()
+
+
+class HookSource(Protocol):
+    """Where hooks are configured (`SettingsStore`), re-read when its files change."""
+
+    def refresh(self, *, force: bool = False) -> bool: ...
+
+    def hooks(self, event: str) -> list[HookMatcher]: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+
+class SettingsHooks:
+    """Runs the hooks the settings files configure, with Claude Code's payload fields."""
+
+    def __init__(self, source: HookSource, cwd: Path, mode: Callable[[], str]) -> None:
+        self.source, self.cwd, self.mode = source, cwd, mode
+
+    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
+        self.source.refresh()
+        hooks = matching_hooks(self.source.hooks(event), event, tool_name)
+        full = {"cwd": str(self.cwd), "hook_event_name": event, "permission_mode": self.mode(), **payload}
+        if tool_name is not None:
+            full.setdefault("tool_name", tool_name)
+        return await run_hooks(hooks, event, full, cwd=self.cwd, env=self.source.env)
 
 
 def matching_hooks(matchers: Sequence[HookMatcher], event: str, tool_name: str | None) -> list[HookCommand]:

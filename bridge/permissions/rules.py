@@ -15,12 +15,14 @@ Specifier kinds follow Claude Code:
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
@@ -94,18 +96,26 @@ def _quote_piece(piece: str) -> str:
     return re.escape(shlex.quote(piece)) if piece else ""
 
 
-def compile_bash_specifier(spec: str) -> re.Pattern[str]:
-    """A regex over `shlex.join(argv)` of one simple command."""
+BashTail = Literal["", "words", "chars"]
+
+
+def bash_tokens(spec: str) -> tuple[tuple[str, ...], BashTail]:
+    """A Bash specifier as words: `npm run test *` is (npm, run, test) + any further words."""
     spec = spec.strip()
-    tail = ""
+    tail: BashTail = ""
     if spec.endswith(":*") or spec.endswith(" *"):  # `:*` is the legacy prefix form
-        spec, tail = spec[:-2].rstrip(), r"(?: .*)?"
+        spec, tail = spec[:-2].rstrip(), "words"
     elif spec.endswith("*") and len(spec) > 1:  # `ls*`: no word boundary (matches `lsof` and `ls -la`)
-        spec, tail = spec[:-1], r".*"
+        spec, tail = spec[:-1], "chars"
     try:
-        tokens = shlex.split(spec)
+        return tuple(shlex.split(spec)), tail
     except ValueError as exc:
         raise RuleSyntaxError(f"Bash specifier {spec!r}: {exc}") from exc
+
+
+def compile_bash_specifier(spec: str) -> re.Pattern[str]:
+    """A regex over `shlex.join(argv)` of one simple command."""
+    tokens, tail = bash_tokens(spec)
     parts: list[str] = []
     for token in tokens:
         if token == "*":
@@ -115,7 +125,39 @@ def compile_bash_specifier(spec: str) -> re.Pattern[str]:
             parts.append(r"\S*?".join(_word_piece(piece) for piece in token.split("*")))
         else:
             parts.append(re.escape(shlex.quote(token)))
-    return re.compile(" ".join(parts) + tail + r"\Z", re.DOTALL)
+    end = {"": "", "words": r"(?: .*)?", "chars": r".*"}[tail]
+    return re.compile(" ".join(parts) + end + r"\Z", re.DOTALL)
+
+
+def could_match_words(tokens: Sequence[str], tail: BashTail, known: Sequence[str], next_glob: str | None) -> bool:
+    """Whether a command whose first words are `known` — the rest computed at run time, the next one a glob
+    when `next_glob` is set — could be a command the rule matches. Deny and ask rules use this: a command
+    that can't be read in full matches every rule it could match."""
+    for index, word in enumerate(known):
+        if index >= len(tokens):
+            return tail != ""
+        token = tokens[index]
+        if token == "*":
+            return True
+        last_chars = tail == "chars" and index == len(tokens) - 1
+        if not _token_matches(token, word, prefix=last_chars):
+            return False
+        if last_chars:
+            return True
+    index = len(known)
+    if index >= len(tokens):
+        return True  # a computed word may be empty; extra words need a tail, but may not exist
+    token = tokens[index]
+    if next_glob is None or token == "*" or "*" in token:
+        return True
+    return fnmatch.fnmatchcase(token, next_glob) or (tail == "chars" and index == len(tokens) - 1)
+
+
+def _token_matches(token: str, word: str, *, prefix: bool) -> bool:
+    if "*" not in token:
+        return word.startswith(token) if prefix else word == token
+    regex = ".*?".join(re.escape(piece) for piece in token.split("*")) + (".*" if prefix else "")
+    return re.fullmatch(regex, word, re.DOTALL) is not None
 
 
 def _word_piece(piece: str) -> str:
@@ -196,6 +238,8 @@ class CompiledRule:
     bash: re.Pattern[str] | None = None
     bash_word: str | None = None
     bash_head: str | None = None  # bash_word as it starts a canonical command (shell-quoted)
+    bash_tokens: tuple[str, ...] = ()
+    bash_tail: BashTail = ""
     path: PathPattern | None = None
     domain: str | None = None
     name_glob: re.Pattern[str] | None = None
@@ -206,6 +250,12 @@ class CompiledRule:
 
     def matches_command(self, canonical: str) -> bool:
         return self.bash is not None and self.bash.match(canonical) is not None
+
+    def could_match(self, known: Sequence[str], next_glob: str | None) -> bool:
+        """For a command read only in part (see `could_match_words`); a bare `Bash` rule matches any."""
+        if self.bash is None:
+            return True
+        return could_match_words(self.bash_tokens, self.bash_tail, known, next_glob)
 
     def matches_path(self, path: Path) -> bool:
         return self.path is not None and self.path.matches(path)
@@ -229,7 +279,9 @@ def compile_rule(rule: Rule, behavior: Behavior, origin: RuleOrigin, *, cwd: Pat
         bash = compile_bash_specifier(spec)
         word = bash_leading_word(spec)
         head = shlex.quote(word) if word is not None else None
-        return CompiledRule(rule, behavior, origin, bash=bash, bash_word=word, bash_head=head)
+        tokens, tail = bash_tokens(spec)
+        return CompiledRule(rule, behavior, origin, bash=bash, bash_word=word, bash_head=head, bash_tokens=tokens,
+                            bash_tail=tail)
     if rule.tool in PATH_RULE_TOOLS:
         root = origin.root or cwd
         return CompiledRule(rule, behavior, origin, path=compile_path_specifier(spec, cwd=cwd, root=root))
@@ -258,8 +310,29 @@ class RuleIndex:
         default_factory=lambda: {"allow": {}, "ask": {}, "deny": {}}
     )
     mcp_globs: dict[Behavior, list[CompiledRule]] = field(default_factory=lambda: {"allow": [], "ask": [], "deny": []})
+    _heads: dict[Behavior, tuple[dict[str, list[tuple[int, CompiledRule]]], list[tuple[int, CompiledRule]]]] = field(
+        default_factory=dict)
+
+    def bash_rules(self, behavior: Behavior, heads: Iterable[str]) -> list[CompiledRule]:
+        """The Bash rules of `behavior` that may match a command starting with one of `heads` (shell-quoted
+        first words), in rule order: a lookup by first word instead of a walk over every rule."""
+        if behavior not in self._heads:
+            by_head: dict[str, list[tuple[int, CompiledRule]]] = {}
+            headless: list[tuple[int, CompiledRule]] = []
+            for position, rule in enumerate(self.rules_for(behavior, "Bash")):
+                if rule.bash_head is None:
+                    headless.append((position, rule))
+                else:
+                    by_head.setdefault(rule.bash_head, []).append((position, rule))
+            self._heads[behavior] = (by_head, headless)
+        by_head, headless = self._heads[behavior]
+        found = list(headless)
+        for head in set(heads):
+            found += by_head.get(head, [])
+        return [rule for _, rule in sorted(found, key=lambda pair: pair[0])]
 
     def add(self, compiled: CompiledRule) -> None:
+        self._heads.clear()
         if compiled.name_glob is not None:
             self.mcp_globs[compiled.behavior].append(compiled)
         else:

@@ -8,7 +8,10 @@ Claude Code's files contribute permission rules, `additionalDirectories` and
 `disableBypassPermissionsMode` only; their hooks and modes stay Claude Code's.
 
 Every file is validated field by field with pydantic: a bad field is reported (`SettingsIssue`) and
-skipped, the rest of the file still applies, so one typo never drops a file's deny rules. A file whose
+skipped, the rest of the file still applies, so one typo never drops a file's deny rules. What can't be
+read may have held restrictions: a file that exists but can't be read or parsed, an invalid `deny`/`ask`
+list or rule, invalid `PreToolUse` hooks or `disableBypassPermissionsMode` put the store in lockdown
+(`lockdown`): every call asks until it is fixed — never fewer denies than the user wrote. A file whose
 mtime/size/inode changes is reloaded on the next `refresh()` (one `stat` per file).
 """
 
@@ -64,6 +67,8 @@ _FIELDS: dict[str, TypeAdapter[Any]] = {
     "disableBypassPermissionsMode": TypeAdapter(Literal["disable"]),
 }
 _HOOKS = TypeAdapter(list[_HookMatcherModel])
+_RESTRICTIONS = frozenset({"deny", "ask", "disableBypassPermissionsMode"})
+LOCKDOWN_NOTE = "; until it is fixed every tool call asks (it may hold deny rules)"
 _ENV = TypeAdapter(dict[str, str])
 
 
@@ -96,7 +101,10 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
     except FileNotFoundError:
         return loaded
     except OSError as exc:
-        loaded.issues.append(SettingsIssue(file.path, f"cannot be read: {exc}"))
+        loaded.issues.append(SettingsIssue(file.path, f"cannot be read: {exc}{LOCKDOWN_NOTE}", lockdown=True))
+        return loaded
+    except ValueError as exc:  # not UTF-8
+        loaded.issues.append(SettingsIssue(file.path, f"cannot be decoded: {exc}{LOCKDOWN_NOTE}", lockdown=True))
         return loaded
     loaded.exists = True
     if not text.strip():
@@ -105,10 +113,11 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         loaded.issues.append(SettingsIssue(file.path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}): "
-                                                      f"{exc.msg}; the file is skipped"))
+                                                      f"{exc.msg}; the file is skipped{LOCKDOWN_NOTE}", lockdown=True))
         return loaded
     if not isinstance(data, dict):
-        loaded.issues.append(SettingsIssue(file.path, "must hold a JSON object; the file is skipped"))
+        loaded.issues.append(SettingsIssue(file.path, f"must hold a JSON object; the file is skipped{LOCKDOWN_NOTE}",
+                                           lockdown=True))
         return loaded
     _load_permissions(loaded, data.get("permissions"))
     if not file.claude:
@@ -120,14 +129,17 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
     return loaded
 
 
-def _validated(loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], value: Any) -> Any:
+def _validated(loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], value: Any, *,
+               restricts: bool = False) -> Any:
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:3]
         )
-        loaded.issues.append(SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped"))
+        note = LOCKDOWN_NOTE if restricts else ""
+        loaded.issues.append(SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped{note}",
+                                           lockdown=restricts))
         return None
 
 
@@ -135,12 +147,13 @@ def _load_permissions(loaded: LoadedSettings, value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        loaded.issues.append(SettingsIssue(loaded.file.path, "permissions must be an object; it is skipped"))
+        loaded.issues.append(SettingsIssue(loaded.file.path, f"permissions must be an object; it is skipped"
+                                                             f"{LOCKDOWN_NOTE}", lockdown=True))
         return
     for name, adapter in _FIELDS.items():
         if name not in value:
             continue
-        checked = _validated(loaded, f"permissions.{name}", adapter, value[name])
+        checked = _validated(loaded, f"permissions.{name}", adapter, value[name], restricts=name in _RESTRICTIONS)
         if checked is None:
             continue
         if name in ("allow", "ask", "deny"):
@@ -148,7 +161,10 @@ def _load_permissions(loaded: LoadedSettings, value: Any) -> None:
                 try:
                     loaded.rules.append((name, Rule.parse(text)))  # type: ignore[arg-type]
                 except RuleSyntaxError as exc:
-                    loaded.issues.append(SettingsIssue(loaded.file.path, f"permissions.{name}: {exc}; rule skipped"))
+                    restricts = name in _RESTRICTIONS
+                    note = LOCKDOWN_NOTE if restricts else ""
+                    loaded.issues.append(SettingsIssue(loaded.file.path, f"permissions.{name}: {exc}; rule skipped"
+                                                                         f"{note}", lockdown=restricts))
         elif name == "defaultMode" and not loaded.file.claude:
             loaded.default_mode = checked
         elif name == "additionalDirectories":
@@ -162,10 +178,11 @@ def _load_hooks(loaded: LoadedSettings, value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        loaded.issues.append(SettingsIssue(loaded.file.path, "hooks must be an object of events; skipped"))
+        loaded.issues.append(SettingsIssue(loaded.file.path, f"hooks must be an object of events; skipped"
+                                                             f"{LOCKDOWN_NOTE}", lockdown=True))
         return
     for event, matchers in value.items():
-        checked = _validated(loaded, f"hooks.{event}", _HOOKS, matchers)
+        checked = _validated(loaded, f"hooks.{event}", _HOOKS, matchers, restricts=event == "PreToolUse")
         if checked is None:
             continue
         loaded.hooks[str(event)] = [
@@ -267,7 +284,9 @@ class SettingsStore:
                 try:
                     compiled.append(compile_rule(rule, behavior, origin, cwd=self.cwd))
                 except RuleSyntaxError as exc:
-                    issues.append(SettingsIssue(file.path, f"permissions.{behavior}: {exc}; rule skipped"))
+                    restricts = behavior != "allow"
+                    issues.append(SettingsIssue(file.path, f"permissions.{behavior}: {exc}; rule skipped"
+                                                           f"{LOCKDOWN_NOTE if restricts else ''}", lockdown=restricts))
         self._compiled, self._compile_issues = compiled, issues
 
     def loaded(self) -> list[LoadedSettings]:
@@ -281,6 +300,11 @@ class SettingsStore:
     @property
     def rules(self) -> list[CompiledRule]:
         return self._compiled
+
+    @property
+    def lockdown(self) -> list[SettingsIssue]:
+        """Problems that may have dropped deny or ask rules: while any is present, every call asks."""
+        return [issue for issue in self.issues if issue.lockdown]
 
     @property
     def default_mode(self) -> Mode | None:

@@ -1,12 +1,17 @@
-"""Bash commands split into the simple commands that will run, with what each reads and writes.
+"""The one verdict on a Bash command: what it runs, reads and writes, and whether it is read-only.
 
-Parsing is bashlex's (a port of bash's own grammar). Anything it cannot parse, and every construct this
-module does not model (functions, `$'…'` quoting, parameter expansions with operators, here-documents
-that expand), is an `error`: the engine then asks. The walk is closed-world: a node kind it does not know
-is an error too, never ignored.
+`verdict(command)` parses once (cached) and judges every simple command of it — those in substitutions,
+groups and loop bodies too — as a `Part`. The permission engine matches rules against parts, plan mode
+and the auto-allow ask `ShellVerdict.read_only`, and the Bash tool runs read-only commands in parallel:
+all three read the same verdict, so "read-only" means one thing.
 
-Each `SimpleCommand` is judged on its own by the engine: rules match its quote-removed words; a small
-set of read-only commands runs without asking when every path it names lies in the workspace.
+Read-only is flag-exact (see `commands.py`): a part is read-only only when every word is understood and
+nothing it does writes or runs anything. Wrappers are seen through: `timeout 5 cat x` is `cat x` for every
+question; `sudo`, `xargs`, `find -exec`, `env -S`, `sh -c`, `eval`, `watch`, `trap` run commands that
+become parts of their own (`nested`), matched by deny and ask rules. A part whose program can't be known
+before it runs (`$(echo rm) x`, `{rm,x}`, `rm${IFS}x`, a shell reading a script) has `unknown_program`
+set: deny and ask rules count it as matching. A command too large or too odd to read has `error` set:
+it asks, and every deny and ask rule that could apply matches it.
 """
 
 from __future__ import annotations
@@ -14,11 +19,16 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal
+from functools import lru_cache
 
-import bashlex
+from bridge.permissions.commands import Access, Effects, effects
+from bridge.permissions.shellparse import Command, Script, ShellSyntaxError, Word, parse_into
+
+MAX_COMMAND_CHARS = 100_000
+MAX_NESTING = 16  # `bash -c "bash -c '…'"` levels read for deny rules
+_CACHE_SIZE = 512
 
 # Commands that run other code or change who runs it: always ask unless a rule names them explicitly.
 _HAZARD_COMMANDS = {
@@ -35,501 +45,726 @@ _HAZARD_COMMANDS = {
     "trap": "trap runs a string on a signal",
     "enable": "enable changes the shell's builtins",
     "builtin": "builtin bypasses functions",
+    "hash": "hash changes which program a name runs",
+    "let": "let evaluates arithmetic (it can run commands through variables)",
 }
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"})
-# Environment variables that change what a command does or which binary runs.
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "rbash", "yash"})
+# Environment variables that change which program runs or make one run code.
 _DANGEROUS_ENV = re.compile(
     r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
     r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
-    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*)$"
+    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL)$"
 )
-_OVERRIDABLE = frozenset(_HAZARD_COMMANDS) | _SHELLS
-_LOOKALIKE_OPERATORS = frozenset(";|&<>$`()\n")
+# The only variables a read-only command may be given (`LANG=C sort x`): they change how output looks.
+_INERT_ENV = re.compile(r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
+                        r"TERM|POSIXLY_CORRECT)$")
+_LOOKALIKE_OPERATORS = frozenset(";|&<>$`()\n{}[]*?~'\"\\")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u0085]")
 _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
-_SIMPLE_PARAMETER = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]|#[A-Za-z_][A-Za-z0-9_]*)$")
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
-_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_SUBSCRIPT_EVALUATORS = _DECLARATIONS | {"read", "mapfile", "readarray", "unset", "getopts"}
+_SHELL_STATE = frozenset({"shopt", "set"})  # change how later words are expanded (globstar, dotglob, noglob…)
+_REDEFINERS = frozenset({"alias", "enable", "hash"})  # later command names may run something else
+SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
+_FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")
+_GIT_COMMAND_KEYS = re.compile(r"(^alias\.|pager|editor|sshcommand|fsmonitor|hookspath|askpass|external|textconv|"
+                               r"command|program|\.cmd$|helper|smudge|clean|process|exec|pack|proxy|include)",
+                               re.IGNORECASE)
+_DESTRUCTIVE = frozenset({"rm", "rmdir", "shred", "dd", "truncate", "mv", "kill", "pkill", "killall", "wipefs",
+                          "fdisk"})
+_WRITERS = frozenset({"tee", "cp", "mv", "ln", "install", "touch", "truncate", "rm", "rmdir", "mkdir", "shred",
+                      "chmod", "chown", "chgrp", "dd", "sed", "rsync", "unlink", "link", "mkfifo", "mknod"})
+_LAST_IS_TARGET = frozenset({"cp", "ln", "install", "rsync", "link"})
+_RECURSIVE_WRITERS = frozenset({"rm", "mv", "chmod", "chown", "chgrp", "rsync"})
+UNKNOWN = Word("…", "…", why="computed at run time")
 
 
 @dataclass(frozen=True)
-class Redirect:
-    kind: Literal["read", "write"]
-    target: str | None  # None: computed at run time (`> $f`), so unknowable
+class WriteTarget:
+    word: Word | None  # None: a path computed at run time
+    recursive: bool = False  # the whole tree below (rm -r, mv): a protected path inside counts
 
 
-@dataclass(frozen=True)
-class SimpleCommand:
-    argv: tuple[str, ...]  # quote-removed words, without the `NAME=value` prefixes
-    assignments: tuple[str, ...] = ()
-    text: str = ""
-    redirects: tuple[Redirect, ...] = ()
-    dynamic: frozenset[int] = frozenset()  # indexes of argv words that contain expansions
-    pipes: frozenset[int] = frozenset()  # indexes of words that are just `<(…)`: a pipe, not a file
-    hazard: str | None = None  # why this part must ask
+@dataclass
+class Part:
+    """One simple command as the permission layer sees it."""
+
+    command: Command
+    argv: tuple[Word, ...]  # the words after `NAME=value` prefixes
+    effective: tuple[Word, ...]  # behind wrappers that run it unchanged (`timeout 5 npm test` is `npm test`)
+    deny_forms: list[tuple[Word, ...]] = field(default_factory=list)  # what deny and ask rules are matched on
+    nested: bool = False  # parsed out of `bash -c '…'`, `xargs`, `find -exec`…: for deny and ask rules only
+    hazard: str | None = None  # why it must ask even under a broad allow rule
     hazard_command: str | None = None  # a rule naming this command lets the hazard run (`Bash(sudo apt update)`)
-    nested: bool = False  # parsed out of `bash -c '…'` / `eval`: matched by deny and ask rules only
+    unknown_program: str | None = None  # why its program can't be known before it runs
+    effects: Effects | None = None  # what its program does, flag by flag (None: no program)
+    read_only: bool = False
+    why: str = ""  # why it is not read-only
+    reads_only: bool = False  # read-only but for its output redirections (`ls > out.txt`)
+    reads: list[Access] = field(default_factory=list)
+    writes: list[WriteTarget] = field(default_factory=list)
+    unknown_reads: bool = False  # may read paths that can't be known here
+    cd: Word | None = None  # `cd DIR`: where later parts run
+    env_set: list[str] = field(default_factory=list)  # variables a wrapper sets for it (`env CI=1 …`)
+
+    @property
+    def text(self) -> str:
+        return self.command.text
+
+    @property
+    def static(self) -> bool:
+        return all(w.static for w in self.effective)
 
     @property
     def canonical(self) -> str:
-        return shlex.join(self.argv)
+        return shlex.join(w.value for w in self.argv)
 
-    @property
-    def effective(self) -> tuple[str, ...]:
-        """The real command behind harmless wrappers (`timeout 5 npm test` is `npm test`)."""
-        return strip_wrappers(self.argv, aggressive=False)
-
-    def leading_words(self, *, for_deny: bool) -> frozenset[str]:
-        """The command names `match_forms` start with: a cheap filter before any regex runs."""
-        return self._deny_leading if for_deny else self._allow_leading
-
-    def match_forms(self, *, for_deny: bool) -> list[str]:
-        return self._deny_forms if for_deny else self._allow_forms
-
-    @cached_property
-    def _deny_forms(self) -> list[str]:
-        return self._forms(for_deny=True)
-
-    @cached_property
-    def _allow_forms(self) -> list[str]:
-        return self._forms(for_deny=False)
-
-    @cached_property
-    def _deny_leading(self) -> frozenset[str]:
-        return frozenset(form.split(" ", 1)[0] for form in self._deny_forms)
-
-    @cached_property
-    def _allow_leading(self) -> frozenset[str]:
-        return frozenset(form.split(" ", 1)[0] for form in self._allow_forms)
-
-    def _forms(self, *, for_deny: bool) -> list[str]:
-        """Canonical strings a rule is matched against. Deny and ask rules also see through `sudo`,
-        `xargs`, `exec` and an absolute program path (`/bin/rm` is `rm`), so they are hard to dodge."""
-        forms: list[tuple[str, ...]] = [self.argv, self.effective]
-        if for_deny:
-            forms.append(strip_wrappers(self.argv, aggressive=True))
-        out: list[str] = []
-        for argv in forms:
-            if not argv:
-                continue
-            variants = [argv]
-            if for_deny and "/" in argv[0]:
-                variants.append((argv[0].rsplit("/", 1)[-1], *argv[1:]))
-            for variant in variants:
-                text = shlex.join(variant)
-                if text not in out:
-                    out.append(text)
-        return out
-
-    @property
-    def writes(self) -> list[str | None]:
-        return [r.target for r in self.redirects if r.kind == "write"]
-
-    @property
-    def reads(self) -> list[str | None]:
-        return [r.target for r in self.redirects if r.kind == "read"]
+    def forms(self, *, for_deny: bool) -> list[tuple[Word, ...]]:
+        return self.deny_forms if for_deny else [f for f in (self.argv, self.effective) if f]
 
 
 @dataclass(frozen=True)
-class ShellAnalysis:
+class ShellVerdict:
     source: str
-    commands: tuple[SimpleCommand, ...] = ()
-    error: str | None = None  # the command could not be understood: ask
-    cd_targets: tuple[str, ...] = ()  # directories the command moves into, in order
+    parts: tuple[Part, ...] = ()
+    error: str | None = None  # could not be read: it asks, and deny/ask rules that could apply match
+    background: bool = False
+    globs_unreliable: bool = False  # `shopt`/`set` may change how globs expand: glob operands are unknown
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def read_only(self) -> bool:
+        """Nothing written, nothing run beyond read-only commands, every word understood. Paths are not
+        judged here (the engine checks them against the workspace and Read rules)."""
+        return self.why_not_read_only is None
 
-class _Unsupported(Exception):
-    pass
-
-
-@dataclass
-class _Walker:
-    source: str
-    nested: bool = False
-    commands: list[SimpleCommand] = field(default_factory=list)
-    cd_targets: list[str] = field(default_factory=list)
-
-    def visit(self, node: Any) -> None:
-        kind = node.kind
-        if kind in ("list", "pipeline"):
-            for part in node.parts:
-                if part.kind not in ("operator", "pipe", "reservedword"):
-                    self.visit(part)
-        elif kind == "compound":
-            for part in node.list:
-                if part.kind != "reservedword":
-                    self.visit(part)
-            for redirect in getattr(node, "redirects", None) or []:
-                # a redirect on a group applies to every command inside; record it as a command of its own
-                judged = self._redirect(redirect)
-                if judged is not None:
-                    self.commands.append(SimpleCommand((), text=self._text(redirect), redirects=(judged,),
-                                                       nested=self.nested))
-        elif kind in ("for", "while", "until", "if"):
-            for part in node.parts:
-                if part.kind == "reservedword":
-                    continue
-                if part.kind == "word":
-                    self._word(part)
-                else:
-                    self.visit(part)
-        elif kind == "command":
-            self._command(node)
-        elif kind == "function":
-            raise _Unsupported("defines a shell function (it could shadow any command)")
-        else:
-            raise _Unsupported(f"uses a shell construct the checker does not model ({kind})")
-
-    def _text(self, node: Any) -> str:
-        start, end = node.pos
-        return str(self.source[start:end])
-
-    def _word(self, node: Any) -> bool:
-        """Visit the commands a word substitutes; True when the word's value is computed at run time."""
-        dynamic = False
-        for part in getattr(node, "parts", None) or []:
-            if part.kind in ("commandsubstitution", "processsubstitution"):
-                self.visit(part.command)
-                dynamic = True
-            elif part.kind == "parameter":
-                value = getattr(part, "value", None)
-                if not isinstance(value, str) or not _SIMPLE_PARAMETER.match(value):
-                    raise _Unsupported("uses a parameter expansion with operators (it can run or hide commands)")
-                dynamic = True
-            elif part.kind == "tilde":
-                continue
-            else:
-                raise _Unsupported(f"uses a word part the checker does not model ({part.kind})")
-        return dynamic
-
-    def _redirect(self, node: Any) -> Redirect | None:
-        """What a redirection reads or writes; None for here-documents and here-strings (no file)."""
-        rtype = node.type
-        output = node.output
-        if rtype in ("<<", "<<-"):
-            body = getattr(node.heredoc, "value", "") if node.heredoc is not None else ""
-            if "$" in body or "`" in body:
-                raise _Unsupported("has a here-document that expands `$` or backticks")
-            return None
-        if isinstance(output, int) or output == "-":
-            return Redirect("write", "/dev/null")  # fd duplication or closing: no file
-        dynamic = self._word(output)
-        target = None if dynamic else str(output.word)
-        if rtype == "<<<":
-            return None
-        if rtype == ">&" and target is not None and target.isdigit():
-            return Redirect("write", "/dev/null")
-        if rtype in _WRITE_REDIRECTS:
-            return Redirect("write", target)
-        if rtype == "<":
-            return Redirect("read", target)
-        raise _Unsupported(f"uses a redirection the checker does not model ({rtype})")
-
-    def _command(self, node: Any) -> None:
-        assignments: list[str] = []
-        argv: list[str] = []
-        dynamic: set[int] = set()
-        pipes: set[int] = set()
-        redirects: list[Redirect] = []
-        for part in node.parts:
-            if part.kind == "assignment" and not argv:
-                self._word(part)
-                assignments.append(str(part.word))
-            elif part.kind in ("word", "assignment"):
-                if self._word(part):
-                    subparts = getattr(part, "parts", None) or []
-                    if (len(subparts) == 1 and subparts[0].kind == "processsubstitution"
-                            and str(part.word).startswith("<(")):
-                        pipes.add(len(argv))
-                    else:
-                        dynamic.add(len(argv))
-                argv.append(str(part.word))
-            elif part.kind == "redirect":
-                judged = self._redirect(part)
-                if judged is not None:
-                    redirects.append(judged)
-            else:
-                raise _Unsupported(f"uses a command part the checker does not model ({part.kind})")
-        hazard = self._hazard(tuple(argv), assignments, dynamic)
-        real = strip_wrappers(tuple(argv), aggressive=False)
-        hazard_command = real[0] if hazard is not None and real and real[0] in _OVERRIDABLE else None
-        command = SimpleCommand(tuple(argv), tuple(assignments), self._text(node), tuple(redirects),
-                                frozenset(dynamic), frozenset(pipes), hazard, hazard_command, self.nested)
-        self.commands.append(command)
-        self._nested_strings(command)
-
-    def _hazard(self, argv: tuple[str, ...], assignments: list[str], dynamic: set[int]) -> str | None:
-        for assignment in assignments:
-            name = assignment.split("=", 1)[0]
-            if _DANGEROUS_ENV.match(name):
-                return f"sets {name}, which changes what commands run"
-        if not argv:
-            return None
-        if 0 in dynamic:
-            return "the command name is computed at run time"
-        real = strip_wrappers(argv, aggressive=False)
-        if not real:
-            return None
-        name = real[0]
-        if name in _HAZARD_COMMANDS:
-            return _HAZARD_COMMANDS[name]
-        if name.rsplit("/", 1)[-1] in _SHELLS and (len(real) == 1 or real[1].startswith("-")):
-            return f"{name} runs a command string or standard input as a script"
-        if name in _DECLARATIONS:
-            for arg in real[1:]:
-                var = arg.split("=", 1)[0]
-                if _DANGEROUS_ENV.match(var):
-                    return f"{name} {var} changes what commands run"
-        if name in ("cd", "pushd"):
-            args = [a for a in real[1:] if not a.startswith("-") or a == "-"]
-            if not args or args[0] == "-" or any(i in dynamic for i in range(1, len(argv))):
-                return f"{name} without a fixed target leaves the workspace"
-            self.cd_targets.append(args[0])
+    @property
+    def why_not_read_only(self) -> str | None:
+        if self.error is not None:
+            return f"The command {self.error}"
+        if self.background:
+            return "The command starts a background job"
+        for part in self.parts:
+            if not part.nested and not part.read_only:
+                return part.why or f"`{part.text}` is not read-only"
         return None
 
-    def _nested_strings(self, command: SimpleCommand) -> None:
-        """Parse the string given to `bash -c` / `eval`, so deny rules see the commands inside it."""
-        real = strip_wrappers(command.argv, aggressive=True)
-        if not real:
-            return
-        name = real[0].rsplit("/", 1)[-1]
-        inner: str | None = None
-        if name == "eval":
-            inner = " ".join(real[1:])
-        elif name in _SHELLS and "-c" in real[1:]:
-            at = real.index("-c")
-            inner = real[at + 1] if at + 1 < len(real) else None
-        if not inner:
-            return
-        nested = analyze(inner, _nested=True)
-        self.commands.extend(nested.commands)
+    @property
+    def destructive(self) -> bool:
+        """Deletes or overwrites irreversibly (rm, mv, dd, `> file`, git reset --hard, …)."""
+        if self.error is not None:
+            return bool(re.search(r"\b(rm|mv|dd|shred|truncate)\b", self.source))
+        return any(_destructive(part) for part in self.parts)
 
 
-def analyze(command: str, *, _nested: bool = False) -> ShellAnalysis:
+def verdict(command: str) -> ShellVerdict:
+    """The verdict on `command`, parsed once however often it is asked (cached by text)."""
+    if len(command) > MAX_COMMAND_CHARS:
+        return ShellVerdict(command[:200], error=f"is {len(command):,} characters long: the permission check reads at "
+                                                 f"most {MAX_COMMAND_CHARS:,} (MAX_COMMAND_CHARS)")
+    return _cached_verdict(command)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _cached_verdict(command: str) -> ShellVerdict:
+    try:
+        return _analyze(command)
+    except ShellSyntaxError as exc:
+        return ShellVerdict(command, error=str(exc))
+    except RecursionError:
+        return ShellVerdict(command, error="nests too deeply to be checked")
+
+
+def _analyze(command: str) -> ShellVerdict:
     if not command.strip():
-        return ShellAnalysis(command, error="empty command")
+        return ShellVerdict(command, error="is empty")
     if _CONTROL_CHARS.search(command):
-        return ShellAnalysis(command, error="contains control characters")
+        return ShellVerdict(command, error="contains control characters")
     if not command.isascii():
         folded = unicodedata.normalize("NFKC", command)
         if any(c in _LOOKALIKE_OPERATORS for c in set(folded) - set(command)):
-            return ShellAnalysis(command, error="contains look-alikes of shell operators")
-    if "$'" in command or '$"' in command:
-        return ShellAnalysis(command, error="uses $'…' or $\"…\" quoting")
-    try:
-        trees = bashlex.parse(command)
-    except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, and more
-        return ShellAnalysis(command, error=f"could not be parsed ({type(exc).__name__}: {exc})")
-    walker = _Walker(command, nested=_nested)
-    try:
-        for tree in trees:
-            walker.visit(tree)
-    except _Unsupported as exc:
-        return ShellAnalysis(command, tuple(walker.commands), error=str(exc))
-    except Exception as exc:  # an unexpected tree shape is a reason to ask, never a crash
-        return ShellAnalysis(command, tuple(walker.commands), error=f"could not be analyzed ({exc})")
-    return ShellAnalysis(command, tuple(walker.commands), cd_targets=tuple(walker.cd_targets))
+            return ShellVerdict(command, error="contains look-alikes of shell operators")
+    script = Script()
+    parse_into(command, script)
+    builder = _Builder(script)
+    for cmd in script.commands:
+        builder.add(cmd, nested=False, depth=0)
+    builder.finish()
+    return ShellVerdict(command, tuple(builder.parts), background=script.background,
+                        globs_unreliable=builder.globs_unreliable)
 
 
-# --- wrappers ----------------------------------------------------------------------------------------
-
-# wrapper -> options that take a value
-_SAFE_WRAPPERS: dict[str, frozenset[str]] = {
-    "nohup": frozenset(),
-    "time": frozenset(),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "command": frozenset(),
-}
-_AGGRESSIVE_WRAPPERS: dict[str, frozenset[str]] = {
-    **_SAFE_WRAPPERS,
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
-    "doas": frozenset({"-u", "-C"}),
-    "exec": frozenset({"-a"}),
-    "xargs": frozenset({"-n", "-I", "-L", "-P", "-d", "-s", "-E", "-a", "--max-args", "--delimiter"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
-    "watch": frozenset({"-n", "-d", "--interval"}),
-    "builtin": frozenset(),
-}
+# --- building parts -----------------------------------------------------------------------------------
 
 
-def strip_wrappers(argv: tuple[str, ...], *, aggressive: bool) -> tuple[str, ...]:
-    """Drop leading wrapper commands and their options. Safe mode only strips wrappers that run the rest
-    unchanged; `env` only when it just sets variables; `command -v` (a lookup) is kept."""
-    table = _AGGRESSIVE_WRAPPERS if aggressive else _SAFE_WRAPPERS
-    out = argv
-    for _ in range(8):
-        if not out:
-            return out
-        name = out[0]
-        if name == "env":
-            rest = list(out[1:])
-            while rest and ("=" in rest[0] and not rest[0].startswith("-")):
-                rest.pop(0)
-            if rest and rest[0].startswith("-") and not aggressive:
-                return out
-            if aggressive:
-                rest = _skip_options(rest, table["env"])
-            if not rest:
-                return out
-            out = tuple(rest)
-            continue
-        if name not in table:
-            return out
-        if name == "command" and len(out) > 1 and out[1] in ("-v", "-V"):
-            return out
-        rest = _skip_options(list(out[1:]), table[name])
-        if name == "timeout" and rest:
-            rest = rest[1:]  # the duration
-        if not rest:
-            return out
-        out = tuple(rest)
-    return out
+class _Builder:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.parts: list[Part] = []
+        self.globs_unreliable = False
+        self.programs_unreliable: str | None = None  # `PATH=…` / `export GIT_…` earlier: later programs unknown
+
+    def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
+        argv = cmd.words
+        part = Part(cmd, argv, argv, nested=nested)
+        self.parts.append(part)
+        for word in cmd.assignments:
+            name = re.split(r"\+?=", word.text, maxsplit=1)[0]
+            if _DANGEROUS_ENV.match(name):
+                if argv:
+                    part.unknown_program = f"sets {name}, which changes what the command runs"
+                else:
+                    self.programs_unreliable = f"an earlier `{name}=…` changes what commands run"
+                    if name == "GLOBIGNORE":
+                        self.globs_unreliable = True
+        inner = _peel(argv, part, self, depth)
+        part.effective = inner.effective
+        part.deny_forms = inner.deny_forms
+        self._judge(part, cmd)
+
+    def finish(self) -> None:
+        if self.programs_unreliable is not None:
+            for part in self.parts:
+                if part.argv and part.unknown_program is None:
+                    part.unknown_program = self.programs_unreliable
+                    part.read_only = part.reads_only = False
+                    part.why = part.why or f"`{part.text}`: {self.programs_unreliable}"
+        if self.globs_unreliable:
+            for part in self.parts:
+                if any(a.word.pattern is not None for a in part.reads):
+                    part.unknown_reads = True
+                    part.read_only = part.reads_only = False
+                    part.why = part.why or f"`{part.text}`: an earlier `shopt`/`set` changes how globs expand"
+
+    def nested_string(self, text: str | None, part: Part, depth: int, what: str) -> None:
+        """Commands inside a string another command runs (`bash -c STR`): parts of their own."""
+        if text is None:
+            part.unknown_program = part.unknown_program or f"{what} is computed at run time"
+            return
+        if depth >= MAX_NESTING:
+            part.unknown_program = f"{what} nests more than {MAX_NESTING} levels"
+            return
+        inner = Script()
+        try:
+            parse_into(text, inner)
+        except ShellSyntaxError as exc:
+            part.unknown_program = f"{what} can't be read ({exc})"
+            return
+        for cmd in inner.commands:
+            self.add(cmd, nested=True, depth=depth + 1)
+        if inner.background:
+            self.script.background = True
+
+    def nested_argv(self, words: Sequence[Word], part: Part, depth: int) -> None:
+        """A command another command runs with these words (`xargs rm`, `find -exec rm {} ;`)."""
+        if not words:
+            return
+        self.add(Command(tuple(words), text=part.text), nested=True, depth=depth + 1)
+
+    def _judge(self, part: Part, cmd: Command) -> None:
+        for redirect in cmd.redirects:
+            if redirect.kind == "write":
+                target = redirect.target
+                if target is None or target.pipe:
+                    continue
+                if target.static and _safe_device(target.value):
+                    continue
+                part.writes.append(WriteTarget(target if target.static else None))
+            elif redirect.kind == "read" and redirect.target is not None and not redirect.target.pipe:
+                if redirect.target.static:
+                    part.reads.append(Access(redirect.target))
+                else:
+                    part.unknown_reads = True
+        reasons: list[str] = []
+        redirected = bool(part.writes)
+        if part.unknown_reads:
+            reasons.append(f"`{part.text}` reads a path computed at run time")
+        names = [re.split(r"\+?=", word.text, maxsplit=1)[0] for word in cmd.assignments] + part.env_set
+        for name in names:
+            if part.argv and not _INERT_ENV.match(name):
+                reasons.append(f"`{part.text}` sets {name} for the command")
+        if part.hazard is not None:
+            reasons.append(f"`{part.text}`: {part.hazard}")
+        if part.unknown_program is not None:
+            reasons.append(f"`{part.text}`: {part.unknown_program}")
+        words = part.effective
+        if words and part.unknown_program is None:
+            program = words[0]
+            name = program.value
+            found = effects(name, words[1:])
+            part.effects = found
+            part.reads.extend(found.reads)
+            part.unknown_reads = part.unknown_reads or found.unknown_reads
+            part.writes.extend(WriteTarget(w if w.static else None) for w in found.writes)
+            part.writes.extend(WriteTarget(w if w.static else None, recursive=True) for w in found.write_trees)
+            if name == "cd" and found.read_only:
+                part.cd = found.reads[0].word
+            _writer_targets(part, name, words[1:])
+            if not found.read_only:
+                reasons.append(found.why)
+            if name in _SHELL_STATE:
+                self.globs_unreliable = True
+            if name in _REDEFINERS:
+                self.programs_unreliable = f"an earlier `{name}` changes what command names run"
+            if name in _DECLARATIONS:
+                for arg in words[1:]:
+                    var = arg.value.split("=", 1)[0]
+                    if _DANGEROUS_ENV.match(var):
+                        self.programs_unreliable = f"an earlier `{name} {var}` changes what commands run"
+        part.reads_only = not reasons
+        if redirected and not reasons:
+            shown = part.writes[0].word
+            reasons.append(f"`{part.text}` writes {shown.value if shown else 'a path computed at run time'}")
+        part.read_only = not reasons
+        part.why = reasons[0] if reasons else ""
 
 
-def _skip_options(args: list[str], with_value: frozenset[str]) -> list[str]:
-    i = 0
-    while i < len(args) and args[i].startswith("-") and args[i] != "-":
-        if args[i] == "--":
-            return args[i + 1 :]
-        if args[i] in with_value:
+@dataclass
+class _Peeled:
+    effective: tuple[Word, ...]
+    deny_forms: list[tuple[Word, ...]]
+
+
+def _peel(argv: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Peeled:
+    """See through wrappers: what the command really runs (`effective`, safe wrappers only), every form deny
+    rules must see, and the commands run by runners (as nested parts). Sets hazard / unknown_program."""
+    forms: list[tuple[Word, ...]] = []
+    effective = argv
+    words = argv
+    for _ in range(16):
+        if not words:
+            break
+        forms.append(words)
+        head = words[0]
+        if not head.static or head.pattern is not None:
+            part.unknown_program = part.unknown_program or (
+                f"the program name `{head.text}` is computed at run time ({head.why or 'a glob'})")
+            break
+        name = head.value
+        if "/" in name:
+            base = name.rsplit("/", 1)[-1]
+            if base:
+                forms.append((Word(base, base), *words[1:]))
+                name = base
+        if name in _HAZARD_COMMANDS and part.hazard is None:
+            part.hazard = _HAZARD_COMMANDS[name]
+            part.hazard_command = name
+        if _evaluates_subscript(name, words[1:]):
+            part.unknown_program = part.unknown_program or f"`{name}` evaluates an array subscript (it can run code)"
+        step = _RUNNERS.get(name)
+        if step is None:
+            break
+        result = step(words, part, builder, depth)
+        if result is None:
+            break
+        if isinstance(result, _Unknown):
+            part.unknown_program = part.unknown_program or result.why
+            break
+        inner, is_safe = result
+        if not is_safe:
+            # what an unsafe runner runs (`sudo rm x`, `xargs cat`) is a part of its own, judged in full
+            builder.nested_argv(inner, part, depth)
+            break
+        effective = words = inner
+    return _Peeled(effective, forms)
+
+
+@dataclass(frozen=True)
+class _Unknown:
+    why: str
+
+
+_Step = tuple[tuple[Word, ...], bool] | _Unknown | None
+Step = Callable[[tuple[Word, ...], Part, "_Builder", int], _Step]
+
+
+def _options(words: tuple[Word, ...], start: int, *, flags: str = "", values: str = "", long_flags: str = "",
+             long_values: str = "", stop_at_operand: bool = True) -> int | _Unknown:
+    """Index of the first operand after getopt-style options; _Unknown when an option is not understood."""
+    longs = {"--" + n: False for n in long_flags.split()} | {"--" + n: True for n in long_values.split()}
+    i = start
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return _Unknown(f"an option of `{words[0].value}` is computed at run time")
+        text = word.value
+        if text == "--":
+            return i + 1
+        if not text.startswith("-") or text == "-":
+            return i
+        if text.startswith("--"):
+            name, eq, _ = text.partition("=")
+            found = [k for k in longs if k == name] or [k for k in longs if k.startswith(name)]
+            if len(found) != 1:
+                return _Unknown(f"`{words[0].value} {name}` is not an option the checker knows")
+            if longs[found[0]] and not eq:
+                i += 1
             i += 1
-        elif args[i][:2] in with_value and len(args[i]) > 2:
-            pass  # -n5 form
-        i += 1
-    return args[i:]
-
-
-# --- read-only commands ------------------------------------------------------------------------------
-
-_PLAIN_READERS = frozenset({
-    "ls", "cat", "head", "tail", "wc", "file", "stat", "du", "tree", "diff", "cmp", "nl", "cut",
-    "realpath", "readlink", "sort", "uniq", "tac", "md5sum", "sha1sum", "sha256sum", "strings", "od",
-    "hexdump", "xxd", "column", "comm",
-})
-_NO_PATH_COMMANDS = frozenset({
-    "pwd", "echo", "printf", "true", "false", "whoami", "uname", "basename", "dirname", "which", "id",
-    "tr", "seq", "cd", "pushd", "popd", "type",
-})
-_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg"})
-_GIT_READ_SUBCOMMANDS = frozenset({
-    "status", "diff", "log", "show", "rev-parse", "ls-files", "blame", "shortlog", "describe", "grep",
-})
-# options that make an otherwise read-only command write, or run a program
-_FORBIDDEN_OPTIONS: dict[str, tuple[str, ...]] = {
-    "sort": ("-o", "--output", "--compress-program"),
-    "tree": ("-o",),
-    "file": ("-C", "--compile"),
-    "rg": ("--pre", "--hostname-bin"),
-    "xxd": ("-r",),
-    "uniq": (),
-    "git": ("--output", "--ext-diff", "-O", "--open-files-in-pager", "--exec", "--no-index"),
-    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-}
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-def read_only_paths(command: SimpleCommand) -> list[str] | None:
-    """The paths a read-only command reads, or None when the command is not one of the known read-only
-    commands used in a read-only way (the engine then needs a rule or a person). Redirections are
-    judged by the engine, not here."""
-    if command.hazard is not None:
-        return None
-    argv = command.effective
-    if not argv:
-        return []  # only assignments or redirections
-    offset = len(command.argv) - len(argv)
-    dynamic = {i - offset for i in command.dynamic if i >= offset}
-    pipes = {i - offset for i in command.pipes if i >= offset}
-    name, args = argv[0], [a for i, a in enumerate(argv) if i > 0 and i not in pipes]
-    if name in _NO_PATH_COMMANDS:
-        if name in ("cd", "pushd"):
-            return None if dynamic else []
-        return []
-    if dynamic:
-        return None  # a computed argument could name any path
-    forbidden = _FORBIDDEN_OPTIONS.get(name, ())
-    if any(arg == bad or arg.startswith(bad + "=") or (len(bad) == 2 and arg.startswith(bad)) for arg in args
-           for bad in forbidden):
-        return None
-    if name == "uniq" and len([a for a in args if not a.startswith("-")]) > 1:
-        return None  # `uniq in out` writes out
-    if name in _PLAIN_READERS:
-        return _path_words(args)
-    if name in _SEARCHERS:
-        words = _path_words(args)
-        if words is None:
-            return None
-        # the first positional is the pattern, unless one came with -e / -f
-        explicit_pattern = any(a.startswith(("-e", "-f", "--regexp", "--file")) for a in args)
-        first = next((a for a in args if not a.startswith("-")), None)
-        if not explicit_pattern and first is not None and first in words:
-            words.remove(first)
-        return words
-    if name == "find":
-        paths: list[str] = []
-        for arg in args:
-            if arg.startswith(("-", "(", "!", ")", ",")) and arg not in ("-H", "-L", "-P"):
+            continue
+        j = 1
+        while j < len(text):
+            letter = text[j]
+            if letter in flags:
+                j += 1
+                continue
+            if letter in values:
+                if j + 1 == len(text):
+                    i += 1
                 break
-            if arg not in ("-H", "-L", "-P"):
-                paths.append(arg)
-        checked = _path_words(paths)
-        return None if checked is None else checked or ["."]
-    if name == "git":
-        if not args:
-            return None
-        if args[0] == "--no-pager":
-            args = args[1:]
-        if not args or args[0] not in _GIT_READ_SUBCOMMANDS:
-            return None  # global options (`-c`, `-C`, `--git-dir`) and other subcommands
-        return _path_words(args[1:])
+            return _Unknown(f"`{words[0].value} -{letter}` is not an option the checker knows")
+        i += 1
+    return i
+
+
+def _after(words: tuple[Word, ...], at: int | _Unknown, *, safe: bool) -> _Step:
+    if isinstance(at, _Unknown):
+        return at
+    if at >= len(words):
+        return None  # the wrapper alone (`nohup`, `env`): nothing more to see
+    return words[at:], safe
+
+
+def _simple_runner(flags: str = "", values: str = "", long_flags: str = "", long_values: str = "", *,
+                   safe: bool = False, skip: int = 0) -> Step:
+    def step(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+        at = _options(words, 1, flags=flags, values=values, long_flags=long_flags, long_values=long_values)
+        if not isinstance(at, _Unknown):
+            at += skip
+        return _after(words, at, safe=safe)
+    return step
+
+
+def _command(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    if len(words) > 1 and words[1].static and words[1].value in ("-v", "-V"):
+        return None  # a lookup, nothing runs
+    return _after(words, _options(words, 1, flags="p"), safe=True)
+
+
+def _timeout(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="v", values="sk", long_flags="preserve-status foreground verbose help version",
+                  long_values="signal kill-after")
+    if isinstance(at, _Unknown):
+        return at
+    return _after(words, at + 1, safe=True)  # the duration
+
+
+def _time(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="pavq", values="fo", long_flags="portability append verbose quiet help version",
+                  long_values="format output")
+    writes = any(w.static and (w.value.startswith(("-o", "--o")) or w.value == "-a") for w in words[1:3])
+    return _after(words, at, safe=not writes)
+
+
+def _env(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    i = 1
+    safe = True
+    split: list[Word] = []
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return _Unknown("an argument of `env` is computed at run time")
+        text = word.value
+        if text in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug"):
+            i += 1
+        elif text in ("-u", "--unset"):
+            i += 2
+        elif text.startswith(("--unset=", "-u")):
+            i += 1
+        elif text in ("-S", "--split-string") or text.startswith(("--split-string=", "-S")):
+            value = text.split("=", 1)[1] if text.startswith("--split-string=") else text[2:]
+            if text in ("-S", "--split-string"):
+                if i + 1 >= len(words) or not words[i + 1].static:
+                    return _Unknown("the string given to `env -S` is computed at run time")
+                value = words[i + 1].value
+                i += 1
+            if "$" in value or "\\" in value:
+                return _Unknown("the string given to `env -S` expands variables or escapes")
+            try:
+                split.extend(Word(w, w) for w in shlex.split(value))
+            except ValueError:
+                return _Unknown("the string given to `env -S` can't be split")
+            safe = False
+            i += 1
+        elif text in ("-C", "--chdir") or text.startswith(("--chdir=", "-C")):
+            safe = False  # another directory: relative paths change meaning
+            i += 2 if text in ("-C", "--chdir") else 1
+        elif text == "--":
+            i += 1
+            break
+        elif text.startswith("-"):
+            return _Unknown(f"`env {text}` is not an option the checker knows")
+        elif "=" in text:
+            name = text.split("=", 1)[0]
+            if _DANGEROUS_ENV.match(name):
+                part.unknown_program = part.unknown_program or f"`env {name}=…` changes what the command runs"
+                safe = False
+            part.env_set.append(name)
+            i += 1
+        else:
+            break
+    inner = (*split, *words[i:])
+    if not inner:
+        return None
+    return tuple(inner), safe
+
+
+def _sudo(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="AbEHKklnPSVv", values="CDghpRrtTUu",
+                  long_flags="askpass background preserve-env set-home login non-interactive preserve-groups stdin "
+                             "shell version validate remove-timestamp reset-timestamp list",
+                  long_values="close-from chdir group host prompt chroot role type command-timeout other-user user")
+    if isinstance(at, _Unknown):
+        return at
+    if any(w.static and w.value in ("-s", "--shell", "-i", "--login", "-e", "--edit") for w in words[1:at]):
+        return _Unknown("`sudo -s/-i/-e` runs a shell or an editor")
+    while at < len(words) and words[at].static and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", words[at].value):
+        if _DANGEROUS_ENV.match(words[at].value.split("=", 1)[0]):
+            part.unknown_program = part.unknown_program or "sudo sets a variable that changes what runs"
+        at += 1
+    return _after(words, at, safe=False)
+
+
+def _xargs(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="0prtxoiel", values="adEILnPs",
+                  long_flags="null interactive no-run-if-empty verbose exit open-tty show-limits help version "
+                             "eof replace max-lines",
+                  long_values="arg-file delimiter max-args max-procs max-chars process-slot-var")
+    if isinstance(at, _Unknown):
+        return at
+    replace = None
+    for w in words[1:at]:
+        if w.value.startswith("-I") and len(w.value) > 2:
+            replace = w.value[2:]
+        elif w.value.startswith(("-i", "--replace")):
+            replace = "{}"
+    for i, w in enumerate(words[1:at], 1):
+        if w.value == "-I" and i + 1 < at:
+            replace = words[i + 1].value
+    inner = list(words[at:]) or [Word("echo", "echo")]
+    inner = [UNKNOWN if replace and replace in w.value else w for w in inner]
+    return (*inner, UNKNOWN), False  # xargs adds the words it reads
+
+
+def _find_exec(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    if not all(w.static for w in words[1:]):
+        return _Unknown("`find` has words computed at run time (one could be -exec)")
+    i = 1
+    while i < len(words):
+        if words[i].static and words[i].value in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            inner: list[Word] = []
+            while j < len(words) and not (words[j].static and words[j].value in (";", "+")):
+                inner.append(UNKNOWN if "{}" in words[j].value else words[j])
+                j += 1
+            builder.nested_argv(inner, part, depth)
+            i = j
+        i += 1
     return None
 
 
-def _path_words(args: list[str]) -> list[str] | None:
-    """Non-option words as paths to check; None when one cannot be checked statically."""
-    out: list[str] = []
-    after_dashdash = False
-    for arg in args:
-        if arg == "--" and not after_dashdash:
-            after_dashdash = True
-            continue
-        if arg.startswith("-") and not after_dashdash and arg != "-":
-            if ("/" in arg or "~" in arg) and "=" not in arg:
-                return None  # a short option with an attached path (`-f/etc/x`): not worth guessing
-            if "=" in arg:
-                value = arg.split("=", 1)[1]
-                if "/" in value or value.startswith(("~", ".")):
-                    out.append(value)
-            continue
-        if arg == "-":
-            continue  # standard input
-        checked = _static_path(arg)
-        if checked is None:
-            return None
-        out.append(checked)
-    return out
-
-
-def _static_path(word: str) -> str | None:
-    """The directory a glob can expand within, or the word itself; None for braces and globs that could
-    match `..` (a leading `.` or bracket), which could step out of a directory."""
-    if "{" in word and ("," in word or ".." in word):
+def _shell(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    name = words[0].value.rsplit("/", 1)[-1]
+    if len(words) == 2 and words[1].static and words[1].value in ("--version", "--help"):
         return None
-    if not _GLOB_CHARS.search(word):
-        return word
-    kept: list[str] = []
-    for component in word.split("/"):
-        if _GLOB_CHARS.search(component):
-            if component.startswith((".", "[", "?")):
-                return None
+    if part.hazard is None:
+        part.hazard, part.hazard_command = f"{name} runs a command string or standard input as a script", name
+    i = 1
+    command_string = False
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return _Unknown(f"an argument of `{name}` is computed at run time")
+        text = word.value
+        if text == "--":
+            i += 1
             break
-        kept.append(component)
-    prefix = "/".join(kept)
-    if word.startswith("/") and not prefix:
-        return "/"
-    return prefix or "."
+        if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if text.startswith("--"):
+            i += 1
+            continue
+        if text.startswith(("-", "+")) and len(text) > 1:
+            command_string = command_string or "c" in text[1:]
+            i += 1
+            continue
+        break
+    if command_string:
+        if i >= len(words):
+            return _Unknown(f"`{name} -c` without a command string")
+        builder.nested_string(words[i].value if words[i].static else None, part, depth, f"the string `{name} -c` runs")
+        return None
+    return _Unknown(f"`{name}` runs a script or its standard input, which the checker can't see")
+
+
+def _eval(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    static = all(w.static for w in words[1:])
+    builder.nested_string(" ".join(w.value for w in words[1:]) if static else None, part, depth, "the string eval runs")
+    return None
+
+
+def _trap(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    args = [w for w in words[1:] if not (w.static and w.value in ("-p", "-l", "--"))]
+    if len(args) >= 2:
+        builder.nested_string(args[0].value if args[0].static else None, part, depth, "the string trap runs")
+    return None
+
+
+def _watch(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="tbegcxpwdhv", values="nq",
+                  long_flags="no-title beep errexit chgexit color no-color exec precise no-wrap differences help "
+                             "version", long_values="interval equexit")
+    if isinstance(at, _Unknown):
+        return at
+    rest = words[at:]
+    if not rest:
+        return None
+    if any(w.static and w.value in ("-x", "--exec") for w in words[1:at]):
+        return rest, False
+    static = all(w.static for w in rest)
+    builder.nested_string(" ".join(w.value for w in rest) if static else None, part, depth, "the command watch runs")
+    return None
+
+
+def _flock(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    at = _options(words, 1, flags="sxunoFhV", values="wEc",
+                  long_flags="shared exclusive unlock nonblock close no-fork verbose help version",
+                  long_values="timeout conflict-exit-code command")
+    if isinstance(at, _Unknown):
+        return at
+    for i, w in enumerate(words[1:], 1):
+        if w.static and w.value in ("-c", "--command") and i + 1 < len(words):
+            builder.nested_string(words[i + 1].value if words[i + 1].static else None, part, depth,
+                                  "the command flock runs")
+            return None
+    return _after(words, at + 1, safe=False)  # the lock file
+
+
+def _git(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    for i, word in enumerate(words[1:], 1):
+        if not word.static:
+            return None
+        value = word.value
+        if value == "-c":
+            pair = words[i + 1] if i + 1 < len(words) else None
+            if pair is None or not pair.static or _GIT_COMMAND_KEYS.search(pair.value.split("=", 1)[0]):
+                return _Unknown("`git -c` sets a configuration that runs programs")
+        elif value.startswith(("--config-env", "--exec-path")):
+            return _Unknown(f"`git {value}` changes which programs git runs")
+        elif not value.startswith("-") and words[i - 1].value not in ("-c", "-C"):
+            return None
+    return None
+
+
+def _unknown_runner(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    return _Unknown(f"`{words[0].value}` runs another command the checker can't pick out")
+
+
+_RUNNERS: dict[str, Step] = {
+    "command": _command,
+    "builtin": _simple_runner(safe=False),
+    "exec": _simple_runner("cl", "a", safe=False),
+    "nice": _simple_runner("", "n", long_values="adjustment", safe=True),
+    "nohup": _simple_runner(long_flags="help version", safe=True),
+    "timeout": _timeout,
+    "time": _time,
+    "stdbuf": _simple_runner("", "ioe", long_values="input output error", safe=True),
+    "setsid": _simple_runner("cfw", long_flags="ctty fork wait help version"),
+    "ionice": _simple_runner("tP", "cnp", long_values="class classdata pid pgid uid", long_flags="ignore"),
+    "env": _env,
+    "sudo": _sudo,
+    "doas": _simple_runner("nsL", "uC"),
+    "xargs": _xargs,
+    "find": _find_exec,
+    "eval": _eval,
+    "trap": _trap,
+    "watch": _watch,
+    "flock": _flock,
+    "git": _git,
+    **{name: _shell for name in _SHELLS},
+    **{name: _unknown_runner for name in (
+        "chrt", "taskset", "unshare", "nsenter", "strace", "ltrace", "parallel", "su", "runuser", "script",
+        "pkexec", "busybox", "chroot", "firejail", "bwrap", "systemd-run", "dbus-launch", "xvfb-run", "gdb",
+        "valgrind", "perf", "numactl", "cgexec", "sg", "newgrp", "caffeinate", "fakeroot", "proot", "tsp",
+        "nq", "batch", "at", "source", ".")},
+}
+
+
+def _evaluates_subscript(name: str, args: Sequence[Word]) -> bool:
+    """`declare 'a[$(id)]'`, `printf -v 'a[$(id)]'`, `test -v …`: bash evaluates the subscript, running code."""
+    if name in _SUBSCRIPT_EVALUATORS:
+        return any("[" in w.value for w in args)
+    if name in ("printf", "test", "["):
+        return any(w.value == "-v" or (w.value.startswith("-v") and name == "printf") for w in args)
+    return False
+
+
+def _writer_targets(part: Part, name: str, args: Sequence[Word]) -> None:
+    """Files a writing command names (for protected paths, Edit deny rules and containment)."""
+    if name not in _WRITERS:
+        return
+    operands: list[Word] = []
+    only = False
+    for word in args:
+        if not only and word.static and word.value == "--":
+            only = True
+        elif only or not (word.static and word.value.startswith("-") and word.value != "-"):
+            operands.append(word)
+    if name == "dd":
+        operands = [Word(w.value[3:], w.value[3:]) for w in args if w.static and w.value.startswith("of=")]
+    elif name == "sed":
+        if not any(w.static and (w.value.startswith("-i") or w.value.startswith("--in-place")) for w in args):
+            return
+        operands = operands[1:] if not any(w.static and w.value in ("-e", "--expression") for w in args) else operands
+    elif name in _LAST_IS_TARGET:
+        target_dir = next((args[i + 1] for i, w in enumerate(args[:-1]) if w.static and w.value in
+                           ("-t", "--target-directory")), None)
+        operands = [target_dir] if target_dir is not None else operands[-1:]
+    recursive = name in _RECURSIVE_WRITERS
+    for word in operands:
+        part.writes.append(WriteTarget(word if word.static else None, recursive))
+
+
+def _safe_device(target: str) -> bool:
+    return target in SAFE_DEVICES or _FD_DEVICE.fullmatch(target) is not None
+
+
+def safe_device(target: str) -> bool:
+    return _safe_device(target)
+
+
+def _destructive(part: Part) -> bool:
+    if any(r.op in (">", ">|") and r.target is not None and not (r.target.static and _safe_device(r.target.value))
+           and not r.target.pipe for r in part.command.redirects):
+        return True
+    for form in part.deny_forms:
+        if not form or not form[0].static:
+            continue
+        name = form[0].value.rsplit("/", 1)[-1]
+        args = [w.value for w in form[1:] if w.static]
+        if name in _DESTRUCTIVE or name.startswith("mkfs"):
+            return True
+        if name == "find" and "-delete" in args:
+            return True
+        if name == "git" and _git_destructive(args):
+            return True
+    return False
+
+
+def _git_destructive(args: list[str]) -> bool:
+    sub = next((a for a in args if not a.startswith("-")), "")
+    rest = args[args.index(sub) + 1:] if sub else []
+    if sub == "reset" and "--hard" in rest:
+        return True
+    if sub in ("clean", "restore"):
+        return True
+    if sub == "checkout" and ("--" in rest or "-f" in rest or "." in rest):
+        return True
+    if sub == "push" and any(a in ("-f", "--force", "--delete", "-d") or a.startswith("--force") for a in rest):
+        return True
+    if sub == "branch" and any(a in ("-D", "-d", "--delete") for a in rest):
+        return True
+    return sub == "stash" and bool(rest) and rest[0] in ("drop", "clear")
+

@@ -55,10 +55,12 @@ class Decision:
 
 @dataclass(frozen=True)
 class SettingsIssue:
-    """An invalid settings file or entry: reported to the editor and the log, then skipped."""
+    """An invalid settings file or entry: reported to the editor and the log, then skipped. `lockdown`: what
+    was skipped may have held deny or ask rules, so until it is fixed every call asks (fail closed)."""
 
     file: Path
     message: str
+    lockdown: bool = False
 
     def __str__(self) -> str:
         return f"{self.file}: {self.message}"

@@ -11,16 +11,19 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
 from bridge.server import wire
 from bridge.server.jsonrpc import (
+    AGENT_CAPABILITIES,
+    API_KEY_METHOD,
+    AUTH_METHODS,
     AcpProtocol,
     BridgeProtocol,
     LineWriter,
@@ -29,15 +32,21 @@ from bridge.server.jsonrpc import (
     serve_lines,
 )
 from bridge.server.updates import UpdateStream
-from bridge.tools.base import DocumentSource
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
-    from bridge.loop.events import Notice
+    from bridge.mcp.host import McpHost, Question, Reply
+    from bridge.model.types import ModelError
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
+    from bridge.server.documents import SyncedDocuments
     from bridge.session import Frontend, Session
 
 log = logging.getLogger(__name__)
+
+Level = Literal["info", "warning", "error"]
+AUTH_REQUIRED = -32000  # ACP's `auth_required`
+RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
+AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
 
 
 class BridgeServer(LanguageServer):
@@ -49,10 +58,18 @@ class BridgeServer(LanguageServer):
             converter_factory=dict_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
+        self.acp = acp
         self.overrides = overrides or {}
         self.options: dict[str, Any] = {}
+        self.editor_capabilities: dict[str, Any] = {}  # ACP `clientCapabilities`
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
+        self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
+
+    @property
+    def bridge_protocol(self) -> BridgeProtocol:
+        assert isinstance(self.protocol, BridgeProtocol)
+        return self.protocol
 
     @property
     def agent(self) -> Agent:
@@ -63,16 +80,43 @@ class BridgeServer(LanguageServer):
             options = self.options.get("settings", self.options)
             config, problems = BridgeConfig.load({**(options if isinstance(options, dict) else {}), **self.overrides})
             for problem in problems:
-                self.show(problem, types.MessageType.Warning)
+                self.notice(None, problem, "warning")
             self._agent = Agent(config)
         return self._agent
 
-    def configure(self, options: dict[str, Any]) -> None:
+    def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
+        self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
 
-    def show(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
-        log.warning("%s", message)
-        self.window_show_message(types.ShowMessageParams(type=level, message=message))
+    def notice(self, session_id: str | None, message: str, level: Level = "info") -> None:
+        """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP has no such
+        message, so a notice is an `agent_message_chunk` of the session (what Zed shows), marked in `_meta`;
+        one from before any session exists waits for the first session's answer."""
+        log.log(logging.INFO if level == "info" else logging.WARNING, "%s", message)
+        if not self.acp and level == "info":
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
+        elif not self.acp:
+            kind = types.MessageType.Error if level == "error" else types.MessageType.Warning
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        elif session_id is None or session_id not in self.streams:
+            self._unshown.append((message, level))
+        else:
+            self.stream(session_id).update(wire.notice_update(message, level))
+
+    def session_started(self, session: Session, notices: list[str], *, loaded: bool = False) -> None:
+        """After the answer to `session/new` / `session/load`: now the editor knows the session id."""
+        self.advertise_commands(session)
+        if loaded:  # also in the answer (`modes`); the VS Code extension listens for the update
+            session.announce_mode()
+        unshown, self._unshown = self._unshown, []
+        for message, level in [*unshown, *((notice, "warning") for notice in notices)]:
+            self.notice(session.id, message, level)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        if self.acp:  # pygls would send `window/showMessage`, which is not ACP
+            log.error("server error: %s", error)
+        else:
+            super().report_server_error(error, source)
 
     def session(self, params: Any, model: type[wire.WireModel] = wire.SessionParams) -> tuple[Any, Session]:
         from bridge.agent import UnknownSession
@@ -81,13 +125,14 @@ class BridgeServer(LanguageServer):
         try:
             return parsed, self.agent.get(parsed.session_id)
         except UnknownSession as error:
-            raise JsonRpcInvalidParams(str(error)) from None
+            raise unknown_session(error) from None
 
     def stream(self, session_id: str) -> UpdateStream:
         """The session's one update stream: every update of the session goes through it, in order."""
         stream = self.streams.get(session_id)
         if stream is None:
-            stream = UpdateStream(lambda update: self.send_update(session_id, update), self.notice)
+            stream = UpdateStream(lambda update: self.send_update(session_id, update),
+                                  lambda event: self.notice(session_id, event.message, event.level))
             self.streams[session_id] = stream
         return stream
 
@@ -100,13 +145,37 @@ class BridgeServer(LanguageServer):
             stream.flush()
             return await self.ask_permission(session_id, request)
 
-        return Frontend(emit=stream.emit, prompter=prompter, documents=EditorDocuments(self))
+        return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id))
 
-    def notice(self, event: Notice) -> None:
-        if event.level == "info":
-            self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=event.message))
-        else:
-            self.show(event.message, types.MessageType.Error if event.level == "error" else types.MessageType.Warning)
+    def documents(self, session_id: str) -> SyncedDocuments:
+        """Files through the client when it offers `fs/*` (ACP), else the synced documents (LSP)."""
+        from bridge.server.documents import ClientFiles, SyncedDocuments
+
+        fs = self.editor_capabilities.get("fs")
+        fs = fs if isinstance(fs, dict) else {}
+        read, write = fs.get("readTextFile") is True, fs.get("writeTextFile") is True
+        if not (read or write):
+            return SyncedDocuments(self)
+        return ClientFiles(self, self.ask_client, session_id, read=read, write=write)
+
+    def mcp_host(self, session: Session) -> McpHost:
+        """What a session's MCP servers may do with the editor: notices, questions, a new command list."""
+        from bridge.loop.events import Notice
+        from bridge.mcp.host import McpHost
+
+        def changed() -> None:
+            session.refresh_commands()
+            self.advertise_commands(session)
+
+        return McpHost(notice=lambda text, level: session.frontend.emit(Notice(text, level)),
+                       ask=lambda question: self.ask_question(session.id, question), changed=changed)
+
+    async def ask_question(self, session_id: str, question: Question) -> Reply:
+        """An MCP server's question (approve a project's server, fill a form) as `session/request_permission`;
+        withdrawn when the server withdraws it (or the turn is cancelled)."""
+        self.stream(session_id).flush()
+        result = await self.ask_client("session/request_permission", wire.question_params(session_id, question))
+        return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
         self.stream(session.id).update(wire.available_commands(list(session.commands.values())))
@@ -114,37 +183,33 @@ class BridgeServer(LanguageServer):
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
 
+    async def ask_client(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        """A request to the editor. Cancelled or unanswered in `timeout` s: withdrawn (`$/cancel_request` in
+        ACP, `$/cancelRequest` in LSP), so nothing waits for an answer forever."""
+        from bridge.server.documents import ClientRequestFailed
+
+        msg_id = f"{method.split('/')[-1]}_{uuid.uuid4().hex[:12]}"
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.protocol.send_request_async(method, params, msg_id=msg_id)
+        except (asyncio.CancelledError, TimeoutError) as error:
+            self.bridge_protocol.withdraw(msg_id)
+            if isinstance(error, TimeoutError):
+                raise ClientRequestFailed(f"no answer to {method} within {timeout:g} s") from None
+            raise
+        except JsonRpcException as error:
+            raise ClientRequestFailed(error.message or f"error {error.code}") from None
+
     async def ask_permission(self, session_id: str, request: PermissionRequest) -> PermissionAnswer:
         from bridge.permissions.types import PermissionAnswer
 
-        msg_id = f"perm_{uuid.uuid4().hex[:12]}"
         params = wire.permission_params(session_id, request)
-        try:
-            result = await self.protocol.send_request_async("session/request_permission", params, msg_id=msg_id)
-        except asyncio.CancelledError:  # the turn was cancelled: withdraw the question
-            self.protocol._request_futures.pop(msg_id, None)
-            self.protocol._result_types.pop(msg_id, None)
-            self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
-            raise
+        try:  # a cancelled turn withdraws the question (CancelledError goes on)
+            result = await self.ask_client("session/request_permission", params)
         except Exception as error:  # the editor answered with an error: the tool is denied
             log.warning("permission request failed: %s", error)
             return PermissionAnswer("cancelled")
         return wire.permission_answer(result, request)
-
-
-class EditorDocuments(DocumentSource):
-    """The editor's unsaved text of open documents (LSP text document sync)."""
-
-    def __init__(self, server: LanguageServer) -> None:
-        self._server = server
-
-    def get_text(self, path: Path) -> str | None:
-        try:
-            documents = self._server.workspace.text_documents
-        except RuntimeError:
-            return None
-        document = documents.get(path.as_uri())
-        return document.source if document is not None else None
 
 
 def _warm_up() -> None:
@@ -158,6 +223,23 @@ def _warm_up() -> None:
         log.exception("warm-up import failed")
 
 
+def unknown_session(error: Exception) -> JsonRpcServerError:
+    return JsonRpcServerError(str(error), RESOURCE_NOT_FOUND)  # type: ignore[no-untyped-call]
+
+
+def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcServerError:
+    """ACP's `auth_required`, with the method the editor can offer (how to set the key is in its `_meta`)."""
+    data = {**(data or {}), "authMethods": AUTH_METHODS}
+    return JsonRpcServerError(message, AUTH_REQUIRED, data)  # type: ignore[no-untyped-call]
+
+
+def model_failure(error: ModelError) -> JsonRpcException:
+    data = {"kind": error.kind, "status": error.status}
+    if error.kind == "authentication" and error.status != 403:  # a bad or missing key; 403: a key without access
+        return auth_required(str(error), data)
+    return JsonRpcInternalError(str(error), data=data)
+
+
 def _parse(model: type[wire.WireModel], params: Any) -> Any:
     try:
         return wire.parse(model, params)
@@ -168,7 +250,7 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
-def _internal_error(error: Exception) -> JsonRpcInternalError:
+def _internal_error(error: Exception) -> JsonRpcException:
     """An unexpected failure as the editor sees it: one clear message (no group, class name or traceback,
     which go to the log). A model failure keeps its kind and status as data."""
     from bridge.errors import for_person, root_cause
@@ -176,7 +258,7 @@ def _internal_error(error: Exception) -> JsonRpcInternalError:
 
     cause = root_cause(error)
     if isinstance(cause, ModelError):
-        return JsonRpcInternalError(str(cause), data={"kind": cause.kind, "status": cause.status})
+        return model_failure(cause)
     log.error("request failed", exc_info=error)
     return JsonRpcInternalError(for_person(error))
 
@@ -220,14 +302,25 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         return register
 
     @feature("acp/initialize")
-    def acp_initialize(ls: BridgeServer, params: Any) -> None:
-        ls.configure({})
+    def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
+        return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
+                "agentInfo": AGENT_INFO}
+
+    @feature("authenticate")
+    def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed = _parse(wire.AuthenticateParams, params)
+        if parsed.method_id != API_KEY_METHOD:
+            raise JsonRpcInvalidParams(f"Invalid params: methodId: unknown method {parsed.method_id!r}")
+        if not ls.agent.config.api_key:
+            raise auth_required("No Anthropic API key: set ANTHROPIC_API_KEY for agent-bridge, then restart it.")
+        return {}
 
     @feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options
-        ls.configure(options if isinstance(options, dict) else {})
+        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        ls.configure(options, options.get("clientCapabilities"))
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
 
     @feature("session/new")
@@ -242,18 +335,18 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
 
         session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
-        for problem in session.settings_problems():
-            ls.show(f"Invalid settings (skipped): {problem}", types.MessageType.Warning)
-        for problem in session.agent_problems():
-            ls.show(f"Invalid agent file (skipped): {problem}", types.MessageType.Warning)
-        for problem in await ls.agent.connect_mcp(session, parsed.mcp_servers):
-            ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
-        asyncio.get_running_loop().call_soon(ls.advertise_commands, session)
-        return {"sessionId": session.id, "modes": wire.modes_state(session.mode),
-                "models": wire.models_state(session.model_name)}
+        notices = [f"Invalid settings (skipped): {problem}" for problem in session.settings_problems()]
+        notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
+        ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
+        session.refresh_commands()
+        ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
+        answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
+        if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
+            answer["models"] = wire.models_state(session.model_name)
+        return answer
 
     @feature("session/load")
-    async def session_load(ls: BridgeServer, params: Any) -> None:
+    async def session_load(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.agent import UnknownSession
 
         parsed = _parse(wire.LoadSessionParams, params)
@@ -261,22 +354,19 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         try:
             session, problems = ls.agent.load_session(parsed.session_id, ls.frontend(parsed.session_id))
         except UnknownSession as error:
-            raise JsonRpcInvalidParams(str(error)) from None
-        for problem in problems:
-            ls.show(f"Transcript problem (skipped): {problem}", types.MessageType.Warning)
-        for problem in [] if live else await ls.agent.connect_mcp(session, parsed.mcp_servers):
-            ls.show(f"MCP server skipped: {problem}", types.MessageType.Warning)
-        for problem in [] if live else session.missing_tools():
-            ls.show(problem, types.MessageType.Warning)
-        for problem in [] if live else session.agent_problems():
-            ls.show(f"Invalid agent file (skipped): {problem}", types.MessageType.Warning)
+            raise unknown_session(error) from None
+        notices = [f"Transcript problem (skipped): {problem}" for problem in problems]
+        if not live:  # already running here: its MCP servers are too
+            ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))
+            session.refresh_commands()
+            notices += session.missing_tools()
+            notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
         stream = ls.stream(session.id)
         for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use,
                                           session.sidechain):
-            stream.update(update)
-        ls.advertise_commands(session)
-        session.announce_mode()  # `session/load` answers null: the mode is told as an update
-        return None
+            stream.update(update)  # ACP: the history first, then the answer
+        ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices, loaded=True))
+        return {"modes": wire.modes_state(session.mode)}
 
     @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -306,7 +396,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def session_cancel(ls: BridgeServer, params: Any) -> None:
         try:
             parsed, session = ls.session(params)
-        except JsonRpcInvalidParams as error:
+        except JsonRpcException as error:
             log.warning("session/cancel ignored: %s", error)
             return
         meta = parsed.meta or {}
@@ -322,7 +412,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         """Our extension: stop one running tool call alone — e.g. a sub-agent, from its card."""
         try:
             parsed, session = ls.session(params, wire.ToolCallParams)
-        except JsonRpcInvalidParams as error:
+        except JsonRpcException as error:
             log.warning("_bridge/cancel_tool_call ignored: %s", error)
             return
         if not session.cancel_tool_call(parsed.tool_call_id):
@@ -341,7 +431,19 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             session.set_mode(parsed.mode_id, announce=False)
         except PermissionModeError as error:
             raise JsonRpcInvalidParams(f"Invalid params: modeId: {error}") from None
-        asyncio.get_running_loop().call_soon(session.announce_mode)  # answered, then the update
+        ls.bridge_protocol.after_reply(session.announce_mode)  # answered, then the update
+        return {}
+
+    @feature("session/close")
+    async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.agent import UnknownSession
+
+        parsed = _parse(wire.SessionParams, params)
+        try:
+            await ls.agent.close_session(parsed.session_id)
+        except UnknownSession as error:
+            raise unknown_session(error) from None
+        ls.streams.pop(parsed.session_id, None)
         return {}
 
     @feature("session/set_model")

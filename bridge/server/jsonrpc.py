@@ -1,6 +1,7 @@
 """JSON-RPC plumbing on top of pygls: params kept as plain dicts (validated by pydantic in the
-handlers), real errors for malformed messages (pygls only logs them), and the bridge's capabilities
-advertised under `capabilities.experimental.agent`."""
+handlers), real errors for malformed messages (pygls only logs them), the bridge's capabilities
+advertised under `capabilities.experimental.agent`, and what differs between the two framings (the
+handshake, how a request is withdrawn): `BridgeProtocol` for `serve` (LSP), `AcpProtocol` for `acp`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 import cattrs
@@ -32,8 +33,20 @@ log = logging.getLogger(__name__)
 AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": False, "sse": False},
+    "mcpCapabilities": {"http": True, "sse": True},
+    "sessionCapabilities": {"list": {}, "close": {}},
 }
+API_KEY_METHOD = "anthropic-api-key"
+AUTH_METHODS: list[dict[str, Any]] = [
+    {
+        "id": API_KEY_METHOD,
+        "name": "Anthropic API key",
+        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
+        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
+        "_meta": {"env": "ANTHROPIC_API_KEY", "setting": "apiKey", "link": "https://console.anthropic.com/settings/keys"},
+    }
+]
+CANCEL_REQUEST_ACP = "$/cancel_request"
 
 
 def dict_converter() -> cattrs.Converter:
@@ -55,6 +68,38 @@ def dict_converter() -> cattrs.Converter:
 
 
 class BridgeProtocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._after_reply: dict[Any, list[Callable[[], None]]] = {}
+
+    def after_reply(self, action: Callable[[], None]) -> None:
+        """Run `action` right after the answer to the request being handled is written (only if it succeeded):
+        e.g. `available_commands_update` after `session/new`'s answer, so the editor knows the session id.
+        Outside a request it runs at once."""
+        msg_id = self.msg_id
+        if msg_id is None:
+            action()
+        else:
+            self._after_reply.setdefault(msg_id, []).append(action)
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        super()._send_handler_result(future, msg_id=msg_id)
+        actions = self._after_reply.pop(msg_id, [])
+        if future.cancelled() or future.exception() is not None:
+            return
+        for action in actions:
+            try:
+                action()
+            except Exception:
+                log.exception("after the answer to %r", msg_id)
+
+    def withdraw(self, msg_id: Any) -> None:
+        """Forget a request we sent that is no longer wanted (its answer, if any, is ignored) and tell the
+        client so (LSP: `$/cancelRequest`)."""
+        self._request_futures.pop(msg_id, None)
+        self._result_types.pop(msg_id, None)
+        self.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
@@ -427,8 +472,9 @@ def _forget_finished(protocol: LanguageServerProtocol, before: set[Any]) -> None
 
 
 class AcpProtocol(BridgeProtocol):
-    """ACP's own stdio transport: one JSON-RPC message per line, and ACP's `initialize`
-    (`{protocolVersion, clientCapabilities}` -> `{protocolVersion, agentCapabilities, authMethods}`)."""
+    """ACP's own stdio transport: one JSON-RPC message per line, ACP's `initialize` (answered by the
+    `acp/initialize` feature), and ACP's `$/cancel_request {requestId}` both ways instead of LSP's
+    `$/cancelRequest {id}`. Nothing LSP-only is sent."""
 
     def get_message_type(self, method: str) -> type[Any] | None:  # type: ignore[override]
         return None  # every params object stays a dict
@@ -438,9 +484,28 @@ class AcpProtocol(BridgeProtocol):
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: Any) -> Generator[Any, Any, Any]:
-        if (handler := self.fm.features.get("acp/initialize")) is not None:
-            yield handler, (params,), None
-        return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": []}
+        result = yield self.fm.features["acp/initialize"], (params,), None
+        return result
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        if method_name in (CANCEL_REQUEST_ACP, types.CANCEL_REQUEST):  # LSP's too, leniently
+            self._cancel_incoming(params)
+            return
+        super()._handle_notification(method_name, params)
+
+    def _cancel_incoming(self, params: Any) -> None:
+        """The client cancels one of its requests: its handler is cancelled (a `session/prompt` then answers
+        `cancelled`, anything else -32800). An id of a request we sent is not the client's to cancel."""
+        msg_id = params.get("requestId", params.get("id")) if isinstance(params, dict) else None
+        if msg_id is None or msg_id in self._result_types:
+            log.warning("%s ignored: %r names no request of the client's", CANCEL_REQUEST_ACP, params)
+            return
+        self._handle_cancel_notification(msg_id)
+
+    def withdraw(self, msg_id: Any) -> None:
+        self._request_futures.pop(msg_id, None)
+        self._result_types.pop(msg_id, None)
+        self.notify(CANCEL_REQUEST_ACP, {"requestId": msg_id})
 
 
 class LineWriter:

@@ -22,6 +22,7 @@ from bridge.loop.events import (
     ToolCallStarted,
     UsageReport,
 )
+from bridge.mcp.host import Question, Reply
 from bridge.messages import MARKER, MARKER_TOOL_USE, Block
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
@@ -64,6 +65,10 @@ class SetModelParams(WireModel):
     model_id: str = Field(alias="modelId", min_length=1)
 
 
+class AuthenticateParams(WireModel):
+    method_id: str = Field(alias="methodId")
+
+
 def parse(model: type[WireModel], params: Any) -> Any:
     """Validated params, or ValueError with a message that names the field."""
     try:
@@ -74,6 +79,9 @@ def parse(model: type[WireModel], params: Any) -> Any:
             where = ".".join(str(p) for p in item["loc"]) or "params"
             problems.append(f"{where}: {item['msg']}")
         raise ValueError("Invalid params: " + "; ".join(problems)) from None
+
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the Messages API takes
 
 
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
@@ -95,12 +103,13 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
             else:
                 blocks.append({"type": "text", "text": f"[@{uri}]({uri})"})
         elif kind == "image":
-            blocks.append(
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": item.get("mimeType"), "data": item.get("data")},
-                }
-            )
+            media, data = item.get("mimeType"), item.get("data")
+            if media not in IMAGE_TYPES:
+                raise ValueError(f"Invalid params: prompt.{index}.mimeType: an image must be one of "
+                                 f"{', '.join(IMAGE_TYPES)} (the model takes no other), got {media!r}")
+            if not isinstance(data, str) or not data:
+                raise ValueError(f"Invalid params: prompt.{index}.data: an image needs its base64 data")
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
         else:
             raise ValueError(f"Invalid params: prompt.{index}.type: unsupported content block {kind!r}")
     if not blocks:
@@ -186,6 +195,17 @@ def tool_in_progress(event: ToolCallInProgress) -> dict[str, Any]:
 def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id,
             "content": [_text_content(event.output)]}
+
+
+NOTICE_LABELS = {"info": "", "warning": "**Warning:** ", "error": "**Error:** "}
+
+
+def notice_update(message: str, level: Literal["info", "warning", "error"]) -> dict[str, Any]:
+    """A notice for an ACP client: a paragraph of its own in the agent's message (ACP has no notification an
+    editor shows; Zed renders `agent_message_chunk`), marked `_meta.notice` so a client may render it apart."""
+    text = f"\n\n> {NOTICE_LABELS[level]}{message}\n\n"
+    content = {"type": "text", "text": text}
+    return {"sessionUpdate": "agent_message_chunk", "content": content, "_meta": {"notice": level}}
 
 
 def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
@@ -325,6 +345,35 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
+
+
+def question_params(session_id: str, question: Question) -> dict[str, Any]:
+    """An MCP question (approve a project's server, a server's form) as `session/request_permission`: the
+    question's own choices as options, its data (e.g. `elicitation` with the schema) in `_meta` and `rawInput`."""
+    return {
+        "sessionId": session_id,
+        "toolCall": {
+            "toolCallId": question.id,
+            "title": question.title,
+            "kind": "other",
+            "status": "pending",
+            "rawInput": question.meta,
+            "content": [{"type": "content", "content": {"type": "text", "text": question.text}}],
+            "locations": [],
+        },
+        "options": [{"optionId": c.id, "name": c.name, "kind": c.kind} for c in question.choices],
+        "_meta": question.meta,
+    }
+
+
+def question_reply(result: Any, question: Question) -> Reply:
+    """The editor's answer: one of the question's options (and the answer's `_meta`, e.g. a form's `content`)."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    option = outcome.get("optionId") if isinstance(outcome, dict) and outcome.get("outcome") == "selected" else None
+    if option not in {c.id for c in question.choices}:
+        return Reply(None)
+    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    return Reply(str(option), dict(meta))
 
 
 class LoadSessionParams(WireModel):

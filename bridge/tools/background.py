@@ -22,8 +22,8 @@ import anyio
 from pydantic import Field
 
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.bash import clean_output, exit_note
-from bridge.tools.processes import ManagedProcess, ProcessSupervisor, shell_argv
+from bridge.tools.output import clean_output, exit_note
+from bridge.tools.processes import CommandWrapper, ManagedProcess, ProcessSupervisor, shell_argv
 
 UNREAD_CHARS = 30_000
 KILL_WAIT = 3.0
@@ -104,8 +104,11 @@ class BackgroundShells:
         self._next = 1
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def start(self, command: str, *, cwd: Path, env: Mapping[str, str]) -> BackgroundShell:
-        proc = await self.supervisor.spawn(shell_argv(command), cwd=cwd, env=env)
+    async def start(
+        self, command: str, *, cwd: Path, env: Mapping[str, str], sandbox: CommandWrapper | None = None
+    ) -> BackgroundShell:
+        """Start `command` (under `sandbox`, the session's, when given)."""
+        proc = await self.supervisor.spawn(shell_argv(command), cwd=cwd, env=env, sandbox=sandbox)
         shell = BackgroundShell(f"bash_{self._next}", command, proc)
         self._next += 1
         proc.on_output = shell.feed

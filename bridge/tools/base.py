@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the services' own modules import this one
     from bridge.tools.agent import AgentRunner
     from bridge.tools.background import BackgroundShells
     from bridge.tools.processes import ProcessSupervisor
+    from bridge.tools.sandbox import Sandbox
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 InterruptBehavior = Literal["block", "cancel"]
@@ -126,8 +127,7 @@ class Services:
     background: BackgroundShells | None = None  # this session's background shells
     settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env`, read at each call
     agents: AgentRunner | None = None  # sub-agents at this level (filled by the session: they need the session)
-    # Added by later parts, each an optional field like these: the sandbox policy provider (`sandbox`) and
-    # the MCP manager (`mcp`).
+    sandbox: Sandbox | None = None  # the OS sandbox Bash runs its commands in (None: unsandboxed)
 
 
 S = TypeVar("S")

@@ -17,6 +17,15 @@ pid is never mistaken for ours):
 all), each signal sent to the group and to every member; `force` goes straight to SIGKILL, and also cuts
 a running escalation short. The SIGKILL phase repeats sweeps until nothing is left, so a process forked
 during the kill is caught on the next pass.
+
+A sandboxed command (`spawn(..., sandbox=...)`, see bridge/tools/sandbox.py) is `bwrap` around the shell:
+bwrap, its pid-namespace init, then the command. The polite signals go to the command's processes only
+(bwrap would die of them and take the namespace down before the command could clean up); SIGKILL goes to
+all, and killing bwrap kills everything in its namespace.
+
+When the bridge itself dies: bwrap has `--die-with-parent`; an unsandboxed shell is started through
+`setpriv --pdeathsig KILL`; and everything is written down in a registry in the data dir that a watchdog
+process and the next bridge act on (bridge/tools/process_registry.py).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import contextlib
 import ctypes
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,11 +46,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, read_token
 
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "AGENT_BRIDGE_PROC"
 SIGINT_GRACE = 0.3  # then SIGTERM
 SIGTERM_GRACE = 0.7  # then SIGKILL, 1 s after the start
 POLL = 0.02
@@ -104,17 +115,32 @@ def scan_processes() -> dict[int, ProcInfo]:
     return table
 
 
-def _environ_token(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    key = TOKEN_ENV.encode() + b"="
-    for entry in raw.split(b"\0"):
-        if entry.startswith(key):
-            return entry[len(key) :].decode(errors="replace")
-    return None
+@dataclass
+class Launch:
+    """What to start for a command: its argv and environment as a wrapper (the sandbox) made them."""
+
+    argv: list[str]
+    env: dict[str, str]
+    wrapped: bool = False  # argv[0] is bwrap: its own processes get no polite signals
+    release: Callable[[], None] | None = None  # called once the command's whole tree is gone
+
+
+class CommandWrapper(Protocol):
+    """The sandbox as the supervisor sees it (bridge.tools.sandbox.Sandbox)."""
+
+    async def prepare(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
+    ) -> Launch: ...
+
+
+def _pdeathsig_prefix() -> list[str]:
+    """`setpriv --pdeathsig KILL --`: the shell dies with the bridge (util-linux; [] where missing)."""
+    found = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [found, "--pdeathsig", "KILL", "--"] if found else []
+
+
+_PDEATHSIG: list[str] | None = None
+
 
 
 class ManagedProcess:
@@ -132,6 +158,8 @@ class ManagedProcess:
         self.started = time.monotonic()
         self.known: dict[int, int] = {}  # pid -> start ticks of every member ever seen
         self.terminating = False
+        self.wrapped = False
+        self.release: Callable[[], None] | None = None
         self._transport: asyncio.SubprocessTransport | None = None
         self._start_ticks: int | None = None
         self._exited = asyncio.Event()
@@ -207,13 +235,18 @@ class _Termination:
 
 
 class ProcessSupervisor:
-    """Session/process-wide owner of every command the agent runs (`ctx.services.processes`)."""
+    """Session/process-wide owner of every command the agent runs (`ctx.services.processes`).
 
-    def __init__(self) -> None:
+    `data_dir`: where the registry of what runs is kept (so that nothing outlives a killed bridge);
+    None keeps no registry (tests, tools run on their own)."""
+
+    def __init__(self, *, data_dir: Path | None = None) -> None:
         self.subreaper = set_child_subreaper()
+        self.registry = ProcessRegistry(data_dir) if data_dir is not None else None
         self._me = os.getpid()
         self._uid = os.getuid() if hasattr(os, "getuid") else -1
         self._managed: list[ManagedProcess] = []
+        self._env_tokens: dict[tuple[int, int], str | None] = {}
         self._terminations: dict[int, _Termination] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._monitor: asyncio.Task[None] | None = None
@@ -223,27 +256,68 @@ class ProcessSupervisor:
 
     # -- spawning --------------------------------------------------------------------------------------
 
-    async def spawn(self, argv: Sequence[str], *, cwd: Path | str, env: Mapping[str, str]) -> ManagedProcess:
-        """Start `argv` in its own session, stdin /dev/null, stderr merged into stdout."""
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | str,
+        env: Mapping[str, str],
+        sandbox: CommandWrapper | None = None,
+    ) -> ManagedProcess:
+        """Start `argv` in its own session, stdin /dev/null, stderr merged into stdout; under `sandbox`
+        when given (its `prepare` may refuse with a ToolError)."""
+        global _PDEATHSIG
         if self._closed:
             raise RuntimeError("the process supervisor has shut down")
         token = uuid.uuid4().hex
+        full_env = {**env, TOKEN_ENV: token}
+        if sandbox is not None:
+            launch = await sandbox.prepare(list(argv), cwd=Path(cwd), env=full_env, registry=self.registry)
+        else:
+            launch = Launch(list(argv), full_env)
+        if not launch.wrapped:  # bwrap has --die-with-parent; a bare shell gets the same from setpriv
+            if _PDEATHSIG is None:
+                _PDEATHSIG = _pdeathsig_prefix()
+            launch.argv = [*_PDEATHSIG, *launch.argv]
         managed = ManagedProcess(argv, token)
-        transport, _ = await asyncio.get_running_loop().subprocess_exec(
-            lambda: _Protocol(managed),
-            *argv,
-            cwd=str(cwd),
-            env={**env, TOKEN_ENV: token},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        managed.wrapped, managed.release = launch.wrapped, launch.release
+        try:
+            # Forked from the loop's thread: a parent-death signal follows the thread that forked.
+            transport, _ = await asyncio.get_running_loop().subprocess_exec(
+                lambda: _Protocol(managed),
+                *launch.argv,
+                cwd=str(cwd),
+                env=launch.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._release(managed)
+            raise
         managed._attach(transport)
         managed.on_closed = self._closed_one
         self._managed.append(managed)
+        if self.registry is not None:
+            self.registry.track(token, token=token, pid=managed.pid)
         self._ensure_monitor()
         return managed
+
+    def track_external(self, name: str) -> ExternalProcess:
+        """For a process a library starts (an MCP server): put `handle.env` into its environment (its
+        descendants inherit it) and/or `handle.attach(pid)`; `handle.close()` once it is stopped. Until
+        then, if the bridge dies, it and its descendants are killed (watchdog / next start)."""
+        return ExternalProcess(self, name)
+
+    @staticmethod
+    def _release(proc: ManagedProcess) -> None:
+        release, proc.release = proc.release, None
+        if release is not None:
+            try:
+                release()
+            except Exception:
+                log.exception("releasing the sandbox of %s failed", proc.argv)
 
     def _closed_one(self, proc: ManagedProcess) -> None:
         self._sweep()  # reap orphans, forget the finished
@@ -276,9 +350,7 @@ class ProcessSupervisor:
         for info in table.values():
             if info.pid in claimed or info.pid == self._me or info.pid in shells or not info.alive:
                 continue
-            if self._uid >= 0 and not self._owned(info.pid):
-                continue
-            token = _environ_token(info.pid)
+            token = self._token_of(info)
             if token is not None and token in by_token:
                 trees[by_token[token]].add(info.pid)
         for proc, members in trees.items():
@@ -297,6 +369,20 @@ class ProcessSupervisor:
                 proc.known[pid] = table[pid].start
         return trees
 
+    def _token_of(self, info: ProcInfo) -> str | None:
+        """The tracking token in a process's environment (None: none, or not ours), read once per
+        process: reading every process's environment on every sweep is most of a sweep's cost."""
+        key = (info.pid, info.start)
+        if key in self._env_tokens:
+            return self._env_tokens[key]
+        if self._uid >= 0 and not self._owned(info.pid):
+            self._env_tokens[key] = None
+            return None
+        readable, token = read_token(info.pid)
+        if readable:  # an unreadable one (mid-exec, exiting) is asked again next time
+            self._env_tokens[key] = token
+        return token
+
     def _owned(self, pid: int) -> bool:
         try:
             return os.stat(f"/proc/{pid}").st_uid == self._uid
@@ -306,6 +392,8 @@ class ProcessSupervisor:
     def _sweep(self) -> dict[ManagedProcess, set[int]]:
         """Scan /proc once: reap our orphans' zombies, return each tree's live members."""
         table = scan_processes()
+        if len(self._env_tokens) > 2 * len(table) + 64:  # forget processes that are gone
+            self._env_tokens = {k: v for k, v in self._env_tokens.items() if k[0] in table}
         trees = self._trees(table)
         shells = {proc.pid for proc in self._managed}
         ours = set().union(*trees.values()) if trees else set()
@@ -323,6 +411,11 @@ class ProcessSupervisor:
             if proc.closed and not members and proc.pid not in self._terminations:
                 with contextlib.suppress(ValueError):
                     self._managed.remove(proc)
+                self._release(proc)
+                if self.registry is not None:
+                    self.registry.untrack(proc.token)
+            elif self.registry is not None:
+                self.registry.members(proc.token, proc.known)
         if not self._managed:
             self._wake.set()
 
@@ -337,8 +430,13 @@ class ProcessSupervisor:
     # -- termination -----------------------------------------------------------------------------------
 
     def _signal(self, proc: ManagedProcess, sig: int, members: set[int]) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-            os.killpg(proc.pgid, sig)
+        if proc.wrapped and sig != signal.SIGKILL:
+            # bwrap and its namespace's init share the group: spare them, or the command never hears it
+            spared = {proc.pid} | {pid for pid in members if (info := _read_stat(pid)) and info.ppid == proc.pid}
+            members = members - spared
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+                os.killpg(proc.pgid, sig)
         for pid in members:
             with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
                 os.kill(pid, sig)
@@ -439,7 +537,14 @@ class ProcessSupervisor:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, *([self._monitor] if self._monitor else []), return_exceptions=True)
+        self._close_registry()
         _ALL.discard(self)
+
+    def _close_registry(self) -> None:
+        for proc in list(self._managed):
+            self._release(proc)
+        if self.registry is not None:
+            self.registry.close()
 
     def kill_all_now(self) -> None:
         """Synchronous last resort (atexit, signal handlers): SIGKILL every tree, no waiting."""
@@ -470,6 +575,28 @@ class ProcessSupervisor:
             self._sweep()
 
 
+class ExternalProcess:
+    """A process started outside the supervisor (by a library), written down so it dies with the bridge."""
+
+    def __init__(self, supervisor: ProcessSupervisor, name: str) -> None:
+        self.name = name
+        self.token = uuid.uuid4().hex
+        self.env = {TOKEN_ENV: self.token}
+        self._registry = supervisor.registry
+        self._pid: int | None = None
+        if self._registry is not None:
+            self._registry.track(f"external:{self.token}", token=self.token)
+
+    def attach(self, pid: int) -> None:
+        self._pid = pid
+        if self._registry is not None:
+            self._registry.track(f"external:{self.token}", token=self.token, pid=pid)
+
+    def close(self) -> None:
+        if self._registry is not None:
+            self._registry.untrack(f"external:{self.token}")
+
+
 _ALL: weakref.WeakSet[ProcessSupervisor] = weakref.WeakSet()
 
 
@@ -478,6 +605,7 @@ def _kill_leftovers() -> None:
     for supervisor in list(_ALL):
         with contextlib.suppress(Exception):
             supervisor.kill_all_now()
+            supervisor._close_registry()
 
 
 # Non-interactive, plain output: no pagers waiting for a key, no credential prompts, no editors, no color

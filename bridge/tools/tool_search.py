@@ -1,6 +1,7 @@
 """ToolSearch: deferred tools, whose schemas are sent only once the model asks for them.
 
-A session whose MCP servers bring more schema text than `DEFER_OVER` characters holds those tools back: the
+A session whose MCP servers bring more schema text than a fraction of the context window (the `mcp.deferFraction`
+setting, bridge/mcp/settings.py; Claude Code's ~10 %) holds those tools back: the
 request carries ToolSearch instead, whose description lists the held-back names (a fixed list, so the request
 prefix stays byte-stable for caching). The model loads tools by exact name (`select:a,b`) or by keywords
 matched against each tool's name, `search_hint` and description; from the next request on, the loaded tools'
@@ -17,7 +18,6 @@ from pydantic import Field
 
 from bridge.tools.base import AnyTool, Tool, ToolContext, ToolError, ToolInput, ToolResult
 
-DEFER_OVER = 8_000  # characters of deferrable tool schemas past which they are held back
 MAX_LISTED_NAMES = 300
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from pathlib import Path
 from typing import Any
 
-from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE, pairing_errors
-from tests.e2e.harness import pid_alive, poll, running_editor, text_response, tool_response
+from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE
+from bridge.offline.validation import history_errors
+from tests.e2e.harness import poll, running_editor, text_response, tool_response
+from tests.test_processes import marked_pids
 
 LONG_TEXT = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
              "delay_ms": 10}
@@ -30,7 +33,7 @@ async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_d
 
         assert await editor.prompt(sid, "and now?") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
         kept = messages[1]["content"][0]["text"]
         assert partial.startswith(kept) and kept.strip(), "the streamed text so far is kept in history"
@@ -39,23 +42,22 @@ async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_d
 
 
 async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_dir: Path) -> None:
-    pids = workspace / "pids"
-    command = f"echo $$ > {pids}; sleep 300 & echo $! >> {pids}; echo started; wait"
+    mark = uuid.uuid4().hex  # the command's own pids are its sandbox's: find its processes by TEST_MARK
+    command = f"export TEST_MARK={mark}; exec bash -c 'sleep 300 & echo started; wait'"  # the shell marked too
     scenario = {"responses": [tool_response(("Bash", {"command": command}), text="Running it."),
                               text_response("ok, stopped")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run the long thing")
         await editor.wait_for_output(sid, "started")
-        started = [int(p) for p in pids.read_text().split()]
-        assert all(pid_alive(p) for p in started)
+        await poll(lambda: len(marked_pids(mark)) >= 2, what="the command's processes")
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
-        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="the process group to die")
+        await poll(lambda: not marked_pids(mark), timeout=5, what="the process group to die")
 
         assert await editor.prompt(sid, "what happened?") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         results = messages[2]["content"]
         assert results[0]["type"] == "tool_result" and results[0]["is_error"] is True
         assert results[0]["content"].startswith(INTERRUPTED_RESULT)
@@ -88,7 +90,7 @@ async def test_cancel_during_a_pending_permission_request(workspace: Path, data_
 
         await editor.prompt(sid, "never mind")
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         result = messages[2]["content"][0]
         assert result["content"] == INTERRUPTED_RESULT and result["is_error"] is True
         assert _user_texts(messages[2]) == [MARKER_TOOL_USE, "never mind"]
@@ -111,7 +113,7 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
         assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
         assert await asyncio.wait_for(second, 10) == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         result = messages[2]["content"][0]
         assert "finished-for-real" in str(result["content"]) and not result.get("is_error")
         texts = _user_texts(messages[2])
@@ -120,18 +122,19 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
 
 
 async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
-    pids = workspace / "pids"
-    command = f"trap '' INT TERM; echo $$ > {pids}; echo started; while true; do sleep 0.05; done"
+    mark = uuid.uuid4().hex
+    command = (f"export TEST_MARK={mark}; exec bash -c \"trap '' INT TERM; echo started; "
+               "while true; do sleep 0.05; done\"")
     scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run it")
         await editor.wait_for_output(sid, "started")
-        shell = int(pids.read_text().split()[0])
+        await poll(lambda: marked_pids(mark), what="the command's shell")  # it ignores SIGINT and SIGTERM
         editor.cancel(sid)
         editor.cancel(sid, force=True)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
-        await poll(lambda: not pid_alive(shell), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")
+        await poll(lambda: not marked_pids(mark), timeout=3, what="a process that ignores SIGINT/SIGTERM to die")
 
 
 async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, data_dir: Path) -> None:
@@ -147,7 +150,7 @@ async def test_cancel_request_for_the_prompt_answers_cancelled(workspace: Path, 
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}, "not an error: a ctrl-c"
         assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
+        assert history_errors(messages) == [] and _user_texts(messages[2]) == [MARKER, "next"]
 
 
 async def test_the_playground_takes_the_next_prompt_after_a_cancel(workspace: Path, data_dir: Path) -> None:

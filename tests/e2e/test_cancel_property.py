@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from bridge.messages import repair_pairing
 from bridge.offline import RecordedRequest, Scenario
 from bridge.offline.validation import history_errors
-from tests.e2e.harness import Editor, pid_alive, poll, running_editor
+from tests.e2e.harness import Editor, poll, running_editor
+from tests.test_processes import marked_pids
 
 T = TypeVar("T")
 
@@ -33,7 +34,9 @@ def responder(request: RecordedRequest) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": "done " * 30, "chunks": 30}], "stop_reason": "end_turn",
                 "delay_ms": 2}
     pidfile = texts[-1].split("pidfile=")[1].split()[0]
-    command = f"echo $$ >> {pidfile}; sleep 30 & echo $! >> {pidfile}; echo go; wait"
+    # Pids as the command sees them are its sandbox's (a pid namespace): processes are found by TEST_MARK.
+    command = (f"export TEST_MARK={Path(pidfile).name}; echo $$ >> {pidfile}; sleep 30 & echo $! >> {pidfile}; "
+               "echo go; wait")
     return {
         "content": [
             {"type": "text", "text": "Let me look. " * 10, "chunks": 10},
@@ -106,7 +109,7 @@ def background(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Background]
 counter = iter(range(10**6))
 
 
-async def _example(editor: Editor, cancel_after: int, force: bool, twice: bool) -> list[int]:
+async def _example(editor: Editor, cancel_after: int, force: bool, twice: bool) -> str:
     pidfile = editor.workspace / f"pids-{next(counter)}"
     pidfile.touch()
     sid = await editor.new_session()
@@ -124,7 +127,7 @@ async def _example(editor: Editor, cancel_after: int, force: bool, twice: bool) 
     # The next prompt's request must be valid history.
     await asyncio.wait_for(editor.prompt(sid, f"again pidfile={pidfile}"), 30)
     await poll(lambda: not editor.model.active_streams, timeout=10, what="streams to finish")
-    return [int(p) for p in pidfile.read_text().split()]
+    return pidfile.name
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -133,10 +136,10 @@ def test_cancel_at_any_moment_keeps_history_valid_and_kills_processes(
     background: Background, cancel_after: int, force: bool, twice: bool
 ) -> None:
     editor = background.editor
-    pids = background.run(_example(editor, cancel_after, force, twice))
+    mark = background.run(_example(editor, cancel_after, force, twice))
     assert editor.model.rejected == [], [r.errors for r in editor.model.rejected]
     # Every process the turn started is gone.
-    background.run(poll(lambda: not any(pid_alive(p) for p in pids), timeout=5, what="every process to die"))
+    background.run(poll(lambda: not marked_pids(mark), timeout=5, what="every process to die"))
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +154,7 @@ def nested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Background]:
         env.close()
 
 
-async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[str, list[int]]:
+async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[str, str]:
     pidfile = editor.workspace / f"pids-{next(counter)}"
     pidfile.touch()
     sid = await editor.new_session()
@@ -175,7 +178,7 @@ async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[
         assert (await asyncio.wait_for(turn, 20))["stopReason"] in ("cancelled", "end_turn")
     await asyncio.wait_for(editor.prompt(sid, f"again pidfile={pidfile}"), 30)
     await poll(lambda: not editor.model.active_streams, timeout=10, what="streams to finish")
-    return sid, [int(p) for p in pidfile.read_text().split()]
+    return sid, pidfile.name
 
 
 # ~45 updates go by until both sub-agents' commands run: the moments cover every stage up to there.
@@ -186,10 +189,10 @@ def test_cancel_nested_loops_at_any_moment_keeps_every_level_valid(
     nested: Background, cancel_after: int, how: str
 ) -> None:
     editor = nested.editor
-    sid, pids = nested.run(_nested_example(editor, cancel_after, how), timeout=120)
+    sid, mark = nested.run(_nested_example(editor, cancel_after, how), timeout=120)
     # Every request of every level (the session's and each sub-agent's) passed the API's validation.
     assert editor.model.rejected == [], [r.errors for r in editor.model.rejected]
-    nested.run(poll(lambda: not any(pid_alive(p) for p in pids), timeout=5, what="every process to die"))
+    nested.run(poll(lambda: not marked_pids(mark), timeout=5, what="every process to die"))
     for path in sorted((nested.data_dir / "sessions" / sid / "agents").glob("*.jsonl")):
         stored = [json.loads(line)["message"] for line in path.read_text().splitlines()[1:]]
         # Each sub-agent's history is one its loop could go on from, as the session's is: the request built

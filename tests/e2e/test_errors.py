@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bridge.messages import pairing_errors
 from bridge.offline import OfflineServer
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import running_editor, server_command, server_env, text_response
 
 
@@ -37,7 +37,7 @@ async def test_overloaded_529_exhausted_is_a_clear_error(workspace: Path, data_d
         assert editor.text(sid) == "back again"
         assert editor.model.rejected == []
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         assert "hello" in json.dumps(messages), "the failed prompt stays in history"
 
 
@@ -57,7 +57,7 @@ async def test_dropped_stream_keeps_partial_text_and_history_valid(workspace: Pa
         assert streamed, "some text was streamed before the drop"
         assert await editor.prompt(sid, "continue") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         assert messages[1]["role"] == "assistant" and messages[1]["content"][0]["text"] == streamed
         assert editor.model.rejected == []
 

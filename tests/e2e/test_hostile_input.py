@@ -26,7 +26,8 @@ from bridge.server.jsonrpc import MAX_DEPTH, MAX_MESSAGE_BYTES
 SEED = 20261203
 GENERATED = 600  # per framing
 MiB = 1024 * 1024
-STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800}
+# JSON-RPC's codes, and ACP's auth_required (-32000) and resource_not_found (-32002)
+STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002}
 METHODS = ["initialize", "session/new", "session/load", "session/list", "session/prompt", "session/cancel",
            "session/set_mode", "$/cancelRequest", "initialized", "no/such/method", "authenticate"]
 LSP_ONLY = ["textDocument/didOpen", "workspace/didChangeConfiguration", "$/setTrace"]
@@ -347,13 +348,6 @@ async def case_params_of_every_wrong_type_for_every_method(bridge: RawBridge) ->
     assert not internal, internal  # a wrong param is the caller's error (-32602), never an internal one
 
 
-BAD_IMAGE_BUG = ("bridge/server/wire.py prompt_blocks passes an ACP image's mimeType/data to the model unchecked: "
-                 "a prompt image without them (or of type image/svg+xml, image/bmp...) is sent, the API answers 400, "
-                 "and, the image being in the history, so does every later request of the session. Reported to the "
-                 "lead (found by the offline API's oracle).")
-
-
-@pytest.mark.xfail(strict=True, reason=BAD_IMAGE_BUG)
 @pytest.mark.parametrize("bridge", ["acp"], indirect=True)
 async def test_an_invalid_prompt_image_is_refused_and_poisons_nothing(bridge: RawBridge) -> None:
     for image in ({"type": "image"}, {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="}):

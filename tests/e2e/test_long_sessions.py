@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bridge.loop.compact import CONTINUATION
-from bridge.messages import pairing_errors
 from bridge.model.pricing import cost_usd
 from bridge.model.types import Usage
 from bridge.offline import RecordedRequest, Scenario
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response
 
 
@@ -47,7 +47,7 @@ async def test_compact_command_then_the_conversation_goes_on(workspace: Path, da
         assert "Compacted 4 messages" in editor.text(sid)
         await editor.prompt(sid, "and now?")
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         first = messages[0]["content"][0]["text"]
         assert first.startswith(CONTINUATION) and "green ones" in first
         assert "tell me about apples" not in json.dumps(messages)

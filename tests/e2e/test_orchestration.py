@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.messages import INTERRUPTED_RESULT, pairing_errors
+from bridge.messages import INTERRUPTED_RESULT
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 
 
@@ -103,7 +104,7 @@ async def test_a_new_prompt_stops_a_cancel_tool(workspace: Path, data_dir: Path,
         assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
         assert await asyncio.wait_for(second, 10) == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         result = messages[2]["content"][0]
         assert result["is_error"] and result["content"].startswith(INTERRUPTED_RESULT)
         assert [b["text"] for b in messages[2]["content"] if b["type"] == "text"] == ["never mind, do this"]

@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from bridge.messages import MARKER, MARKER_TOOL_USE, pairing_errors
+from bridge.messages import MARKER, MARKER_TOOL_USE
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 
 LONG = {"content": [{"type": "text", "text": "slow " * 500, "chunks": 500}], "stop_reason": "end_turn",
@@ -27,7 +28,8 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
         listed = await editor.request("session/list", {"cwd": str(workspace)})
         [entry] = listed["sessions"]
         assert entry["sessionId"] == sid and entry["title"] == "first prompt" and entry["cwd"] == str(workspace)
-        assert await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)}) is None
+        loaded = await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        assert loaded["modes"]["currentModeId"] == "default"  # ACP's LoadSessionResponse
         await poll(lambda: editor.text(sid), what="the replay")
         assert editor.text(sid, "user_message_chunk").startswith("first prompt")
         assert "second prompt" in editor.text(sid, "user_message_chunk"), "nothing before the kill is lost"
@@ -36,7 +38,7 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
         assert mode["currentModeId"] == "default"
         assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
         messages = editor.last_request_messages()
-        assert pairing_errors(messages) == []
+        assert history_errors(messages) == []
         texts = [b.get("text") for m in messages for b in m["content"]]
         assert texts[:2] == ["first prompt", "first answer"] and texts[-2:] == ["second prompt", "go on"]
         assert editor.model.rejected == []
@@ -56,7 +58,7 @@ async def test_a_corrupt_transcript_line_is_reported_and_skipped(workspace: Path
         assert "corrupt line skipped" in editor.client.messages[-1].message
         assert editor.text(sid) == "stored"
         await editor.prompt(sid, "still works")
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []
         assert editor.model.rejected == []
 
 

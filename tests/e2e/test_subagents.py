@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from bridge.messages import INTERRUPTED_RESULT, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
+from tests.test_processes import marked_pids
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "mcp_server.py")
 
@@ -60,8 +62,10 @@ def results_of(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in message["content"] if b.get("type") == "tool_result"]
 
 
-def long_command(pids: Path, name: str) -> str:
-    return f"echo $$ >> {pids}; sleep 300 & echo $! >> {pids}; echo started-{name}; wait"
+def long_command(mark: str, name: str) -> str:
+    """A shell and its child that would run 5 min, both started with TEST_MARK in their environment: their pids are
+    their sandbox's (a pid namespace), so they are found by the mark."""
+    return f"export TEST_MARK={mark}; sh -c 'sleep 300 & echo started-{name}; wait'"
 
 
 async def test_a_sub_agent_runs_its_own_loop_and_returns_its_final_message(workspace: Path, data_dir: Path) -> None:
@@ -115,27 +119,26 @@ async def test_a_sub_agent_runs_its_own_loop_and_returns_its_final_message(works
 async def test_two_parallel_sub_agents_cancelled_every_process_gone_every_history_valid(
     workspace: Path, data_dir: Path
 ) -> None:
-    pids = workspace / "pids"
+    mark = uuid.uuid4().hex
     scenario = {
         "responses": [tool_response(agent_call("run job A", "Job A"), agent_call("run job B", "Job B")),
                       text_response("what now?")],
-        "agents": [script("run job A", tool_response(("Bash", {"command": long_command(pids, "a")}), text="A runs.")),
-                   script("run job B", tool_response(("Bash", {"command": long_command(pids, "b")}), text="B runs."))],
+        "agents": [script("run job A", tool_response(("Bash", {"command": long_command(mark, "a")}), text="A runs.")),
+                   script("run job B", tool_response(("Bash", {"command": long_command(mark, "b")}), text="B runs."))],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run both jobs")
         await poll(lambda: all(printed(editor, f"started-{n}") for n in "ab"), timeout=20,
                    what="both sub-agents' commands running")
-        started = [int(p) for p in pids.read_text().split()]
-        assert len(started) == 4 and all(pid_alive(p) for p in started)
+        await poll(lambda: len(marked_pids(mark)) >= 4, what="both commands and their children")
         asked = [p["_meta"]["agent"] for p in editor.permission_requests]
         assert sorted(a["description"] for a in asked) == ["Job A", "Job B"], "each sub-agent named in its ask"
         began = time.monotonic()
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}  # the bound of a single command
         print(f"\ncancel with 2 sub-agents answered in {1000 * (time.monotonic() - began):.0f} ms")
-        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="every process to die")
+        await poll(lambda: not marked_pids(mark), timeout=5, what="every process to die")
 
         cards = agent_cards(editor, sid)
         assert len(cards) == 2
@@ -203,7 +206,8 @@ async def test_a_sub_agent_stopped_alone_the_parent_goes_on_and_mcp_still_answer
                       text_response("carried on")],
         "agents": [script("wait on the server", tool_response(("mcp__fixture__wait", {}), text="Waiting."))],
     }
-    async with running_editor(scenario, workspace, data_dir) as editor:
+    wait = {"mcp": {"turnWait": 120}}  # the prompt waits for the server (it takes seconds to start on a busy box)
+    async with running_editor(scenario, workspace, data_dir, initialization_options=wait) as editor:
         sid = await editor.new_session(mcp_servers=[mcp_fixture(log)])
         turn = editor.start_prompt(sid, "wait, then echo")
         await poll(lambda: log.exists() and "wait" in log.read_text(), timeout=20, what="the sub-agent's MCP call")
@@ -226,19 +230,19 @@ async def test_a_sub_agent_stopped_alone_the_parent_goes_on_and_mcp_still_answer
 
 
 async def test_any_running_call_can_be_stopped_alone_and_the_turn_goes_on(workspace: Path, data_dir: Path) -> None:
-    pids = workspace / "pids"
-    scenario = {"responses": [tool_response(("Bash", {"command": long_command(pids, "x")}),
+    mark = uuid.uuid4().hex
+    scenario = {"responses": [tool_response(("Bash", {"command": long_command(mark, "x")}),
                                             ("Bash", {"command": "echo quick"})),
                               text_response("went on")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run them")
         await poll(lambda: printed(editor, "started-x"), what="the long command running")
-        started = [int(p) for p in pids.read_text().split()]
+        await poll(lambda: len(marked_pids(mark)) >= 2, what="the command and its child")
         long_call = editor.of_kind("tool_call", sid)[0]["toolCallId"]
         editor.notify("_bridge/cancel_tool_call", {"sessionId": sid, "toolCallId": long_call})
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "end_turn"}
-        await poll(lambda: not any(pid_alive(p) for p in started), timeout=5, what="its processes to die")
+        await poll(lambda: not marked_pids(mark), timeout=5, what="its processes to die")
         stopped, quick = results_of(editor.last_request_messages()[-1])
         assert stopped["is_error"] and stopped["content"].startswith(INTERRUPTED_RESULT)
         assert "started-x" in stopped["content"], "its output so far is kept"

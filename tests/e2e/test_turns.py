@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bridge.messages import pairing_errors
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import reject_once, running_editor, text_response, tool_response
 
 
@@ -93,7 +93,7 @@ async def test_max_turns_stops_the_loop(workspace: Path, data_dir: Path) -> None
         # The history is still valid: the next prompt's request is accepted.
         await editor.prompt(sid, "stop now")
         assert editor.model.rejected == []
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []
 
 
 async def test_several_sessions_in_one_process(workspace: Path, data_dir: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.messages import pairing_errors
+from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 from tests.e2e.test_mcp import fixture, results
 
@@ -25,7 +25,8 @@ async def test_a_deferred_tool_called_before_it_is_loaded_says_how_to_load_it(wo
         tool_response(("mcp__fixture__echo", {"text": "loaded"})),
         text_response("done"),
     ]}
-    async with running_editor(scenario, workspace, data_dir) as editor:
+    options = {"mcp": {"turnWait": 120, "deferFraction": 0.01}}  # 1 % of 200k tokens: 8,000 characters
+    async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
         sid = await editor.new_session(mcp_servers=[server])
         assert await editor.prompt(sid, "echo via a deferred tool") == {"stopReason": "end_turn"}
         assert editor.model.rejected == [], [r.errors for r in editor.model.rejected]
@@ -36,7 +37,7 @@ async def test_a_deferred_tool_called_before_it_is_loaded_says_how_to_load_it(wo
         assert "ToolSearch" in early["content"] and "select:mcp__fixture__echo" in early["content"], early
         assert "echo: too early" not in early["content"], "the deferred tool was not run"
         assert echoed["content"] == "echo: loaded" and not echoed.get("is_error")
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []
 
 
 async def test_a_made_up_tool_name_answers_no_such_tool_and_the_session_goes_on(
@@ -67,7 +68,7 @@ async def test_a_stored_session_whose_mcp_server_is_gone_loads_warns_and_goes_on
     later = {"responses": [text_response("without it"), tool_response(("mcp__fixture__echo", {"text": "again"})),
                            text_response("it is gone")]}
     async with running_editor(later, workspace, data_dir) as editor:
-        assert await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)}) is None
+        assert "modes" in await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
         warnings = await poll(
             lambda: [m.message for m in editor.client.messages if "mcp__fixture__echo" in m.message],
             what="a warning naming the missing tool",
@@ -78,4 +79,4 @@ async def test_a_stored_session_whose_mcp_server_is_gone_loads_warns_and_goes_on
         assert editor.model.rejected == [], [r.errors for r in editor.model.rejected]
         last = results(editor.last_request_messages())[-1]
         assert last["is_error"] and "not connected" in last["content"], last
-        assert pairing_errors(editor.last_request_messages()) == []
+        assert history_errors(editor.last_request_messages()) == []

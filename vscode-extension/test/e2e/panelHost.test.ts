@@ -1,7 +1,8 @@
 /**
- * The panel's host side in a real VS Code (code-server + headless chromium, the packaged .vsix, the offline
- * playground model): file links open the file at the line, a code block's Copy reaches the clipboard,
- * @-mention completion lists the workspace's files, the active file's problems go with a prompt.
+ * The panel's host side in a real VS Code (code-server + headless chromium; the packaged .vsix and the bridge
+ * it installs for itself, nothing else; the offline playground model): file links open the file at the line, a
+ * code block's Copy reaches the clipboard, @-mention completion lists the workspace's files, the active file's
+ * problems go with a prompt.
  * Needs E2E_NODE_BIN, E2E_CODE_SERVER, E2E_CHROMIUM (printed by scripts/setup-vscode-e2e).
  */
 import assert from "node:assert/strict";
@@ -12,7 +13,6 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium, type FrameLocator, type Page } from "playwright-core";
-import { bridgeCommand } from "../server/bridgeServer";
 
 const repo = path.resolve(__dirname, "../../..");
 const vsix = path.resolve(__dirname, "../../out/agent-bridge.vsix");
@@ -61,11 +61,12 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
         "workbench.secondarySideBar.defaultVisibility": "hidden",
         "extensions.autoCheckUpdates": false,
         "extensions.autoUpdate": false,
-        "agentBridge.serverCommand": [bridgeCommand(), "serve"],
         "agentBridge.offlineScenario": "playground",
       }),
     );
-    const csEnv = { ...process.env, PATH: `${env("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
+    // Nothing of the repository's own bridge may leak in: the extension finds Python on PATH, as a user's would.
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANTHROPIC_|AGENT_BRIDGE|VIRTUAL_ENV$)/.test(k)));
+    const csEnv = { ...clean, PATH: `${env("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
     const cs = env("E2E_CODE_SERVER");
     const common = ["--user-data-dir", userData, "--extensions-dir", path.join(root, "extensions"), "--config", path.join(root, "config.yaml")];
     fs.writeFileSync(path.join(root, "config.yaml"), "auth: none\n");
@@ -82,7 +83,8 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     await page.locator('.activitybar [aria-label^="Agent Bridge"]').first().click();
     await page.mouse.move(700, 450);
     panel = page.locator("iframe.webview").first().contentFrame().locator("iframe#active-frame").contentFrame();
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
+    // The first start sets up the bundled bridge in the extension's storage (a private venv) before Send is ready.
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 180000 });
   });
 
   after(async () => {

@@ -1,0 +1,284 @@
+"""What the OS sandbox under every Bash command allows, derived from the permission engine (one place, so the
+rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bubblewrap mounts.
+
+- writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
+  literal part of Edit allow rules (as Claude Code does); everything else is read-only;
+- protected: inside those, what stays read-only whether it exists yet or not — containment's
+  `HELD_READ_ONLY` at each root and the settings files the engine protects;
+- read-only: Edit deny rules and `sandbox.filesystem.denyWrite`;
+- masked (unreadable): Read deny rules and `sandbox.filesystem.denyRead`;
+- network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
+
+The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
+`network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), read from the bridge's own settings
+files only (Claude Code's default is off, ours on). Scalars: the highest-precedence file that sets one wins;
+lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests, one-off runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bridge.permissions.containment import HELD_READ_ONLY, PathKind
+from bridge.permissions.rules import (
+    EDIT_TOOLS,
+    READ_TOOLS,
+    CompiledRule,
+    PathPattern,
+    Rule,
+    RuleOrigin,
+    RuleSyntaxError,
+    compile_path_specifier,
+    compile_rule,
+)
+from bridge.permissions.settings import SettingsStore
+
+if TYPE_CHECKING:
+    from bridge.permissions.engine import PermissionEngine
+
+Kind = PathKind
+SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
+
+EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
+EXPAND_SECONDS = 0.1  # ... and on the time it may take
+_GLOB = frozenset("*?[\\")
+
+
+def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
+    return [(root / name, kind) for name, kind in HELD_READ_ONLY]
+
+
+# -- settings ----------------------------------------------------------------------------------------------
+
+
+class _Network(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    allowedDomains: list[str] | None = None
+    allowLocalBinding: bool | None = None
+
+
+class _Filesystem(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    allowWrite: list[str] | None = None
+    denyWrite: list[str] | None = None
+    denyRead: list[str] | None = None
+
+
+class _SandboxModel(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    enabled: bool | None = None
+    failIfUnavailable: bool | None = None
+    allowUnsandboxedCommands: bool | None = None
+    network: _Network | None = None
+    filesystem: _Filesystem | None = None
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    enabled: bool = True
+    fail_if_unavailable: bool = False
+    network: bool = False
+    allow_write: tuple[PathPattern, ...] = ()
+    deny_write: tuple[PathPattern, ...] = ()
+    deny_read: tuple[PathPattern, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+_settings_cache: dict[int, tuple[int, SandboxSettings]] = {}
+
+
+def sandbox_settings(store: SettingsStore) -> SandboxSettings:
+    """The `sandbox` objects of the bridge's settings files, merged; invalid parts are problems, skipped."""
+    store.refresh()
+    cached = _settings_cache.get(id(store))
+    if cached is not None and cached[0] == store.generation:
+        return cached[1]
+    scalars: dict[str, bool] = {}
+    lists: dict[str, list[PathPattern]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
+    problems: list[str] = []
+    for loaded in store.loaded():  # highest precedence first
+        if loaded.file.claude or not loaded.exists:
+            continue
+        try:
+            data = json.loads(loaded.file.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the settings loader reports it
+        raw = data.get("sandbox") if isinstance(data, dict) else None
+        if raw is None:
+            continue
+        try:
+            model = _SandboxModel.model_validate(raw)
+        except ValidationError as error:
+            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                              for e in error.errors()[:3])
+            problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
+            continue
+        for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
+            if value is not None:
+                scalars.setdefault(key, value)
+        if model.network is not None and model.network.allowedDomains is not None:
+            scalars.setdefault("network", "*" in model.network.allowedDomains)
+            if "*" not in model.network.allowedDomains and model.network.allowedDomains:
+                problems.append(f"{loaded.file.path}: sandbox.network.allowedDomains: the sandbox cannot filter "
+                                'by domain; the network stays off (list "*" to allow all of it)')
+        root = loaded.file.root or store.cwd
+        for key in lists:
+            for spec in getattr(model.filesystem, key, None) or []:
+                try:
+                    lists[key].append(compile_path_specifier(spec, cwd=store.cwd, root=root))
+                except RuleSyntaxError as error:
+                    problems.append(f"{loaded.file.path}: sandbox.filesystem.{key}: {error}; skipped")
+    settings = SandboxSettings(
+        enabled=scalars.get("enabled", True),
+        fail_if_unavailable=scalars.get("failIfUnavailable", False),
+        network=scalars.get("network", False),
+        allow_write=tuple(lists["allowWrite"]),
+        deny_write=tuple(lists["denyWrite"]),
+        deny_read=tuple(lists["denyRead"]),
+        problems=tuple(problems),
+    )
+    _settings_cache[id(store)] = (store.generation, settings)
+    return settings
+
+
+def sandbox_wanted(settings: SandboxSettings) -> bool:
+    """On unless the settings or `AGENT_BRIDGE_SANDBOX` (0/off/false/no) turn it off."""
+    override = os.environ.get(SANDBOX_ENV, "").strip().lower()
+    if override in ("0", "off", "false", "no"):
+        return False
+    if override in ("1", "on", "true", "yes"):
+        return True
+    return settings.enabled
+
+
+# -- the policy --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    cwd: Path
+    writable: tuple[Path, ...]
+    protected: tuple[tuple[Path, Kind], ...]
+    read_only: tuple[PathPattern, ...]  # expanded against the filesystem at each command
+    masked: tuple[PathPattern, ...]
+    network: bool
+
+
+def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
+    """The directory a pattern's matches all lie under, and whether the pattern is exactly that path (or
+    everything under it: `dir/**`)."""
+    text = pattern.pattern
+    if "/" not in text.rstrip("/") and not text.startswith("**"):
+        # slash-free: gitignore matches it at any depth below the base (a literal name too)
+        return pattern.base, False
+    parts = text.split("/")
+    literal: list[str] = []
+    for part in parts:
+        if any(c in _GLOB for c in part):
+            break
+        literal.append(part)
+    rest = parts[len(literal):]
+    path = pattern.base.joinpath(*[p for p in literal if p])
+    return path, not rest or rest == ["**"]
+
+
+def _session_rules(engine: PermissionEngine) -> list[CompiledRule]:
+    compiled = []
+    for behavior, texts in engine.rules_by_source().get("session", {}).items():
+        for text in texts:
+            try:
+                compiled.append(compile_rule(Rule.parse(text), behavior, RuleOrigin("session", None, engine.cwd),
+                                             cwd=engine.cwd))
+            except RuleSyntaxError:
+                continue
+    return compiled
+
+
+def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> SandboxPolicy:
+    workspace = engine.workspace
+    rules = [*_session_rules(engine), *engine.settings.rules]
+    writable = list(workspace.roots)
+    for pattern in settings.allow_write:
+        writable.append(_literal_root(pattern)[0])
+    for rule in rules:
+        if rule.behavior == "allow" and rule.path is not None and rule.rule.tool in EDIT_TOOLS:
+            writable.append(_literal_root(rule.path)[0])
+    roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
+    protected: list[tuple[Path, Kind]] = [pair for root in workspace.roots for pair in protected_paths(root)]
+    protected += [(Path(p), "file") for p in workspace.protected_files]
+    protected += [(engine.settings.user_config_dir / "settings.json", "file")]
+    read_only = list(settings.deny_write)
+    masked = list(settings.deny_read)
+    for rule in rules:
+        if rule.behavior == "deny" and rule.path is not None:
+            if rule.rule.tool in READ_TOOLS:
+                masked.append(rule.path)
+            elif rule.rule.tool in EDIT_TOOLS:
+                read_only.append(rule.path)
+    return SandboxPolicy(
+        cwd=engine.cwd,
+        writable=tuple(dict.fromkeys(roots)),
+        protected=tuple(dict.fromkeys(protected)),
+        read_only=tuple(read_only),
+        masked=tuple(masked),
+        network=settings.network,
+    )
+
+
+# -- expanding deny patterns -------------------------------------------------------------------------------
+
+
+@dataclass
+class Expansion:
+    paths: list[Path] = field(default_factory=list)
+    truncated: list[str] = field(default_factory=list)  # patterns the bound cut short
+
+
+def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
+           seconds: float = EXPAND_SECONDS) -> Expansion:
+    """The existing paths `patterns` match, breadth-first (the shallow ones first), a matching directory
+    standing for everything below it; bounded in entries visited and time, shared by all patterns."""
+    out = Expansion()
+    budget = entries
+    deadline = time.monotonic() + seconds
+    for pattern in patterns:
+        start, exact = _literal_root(pattern)
+        if exact or not os.path.isdir(start):
+            if os.path.lexists(start) and (exact or pattern.matches(start)):
+                out.paths.append(start)
+            continue
+        # strings, not Paths: this loop runs over every entry below `start`
+        prefix = len(str(pattern.base).rstrip("/")) + 1
+        match = pattern.regex.match
+        queue: deque[str] = deque([str(start)])
+        while queue:
+            if budget <= 0 or time.monotonic() > deadline:
+                out.truncated.append(f"{pattern.base}/{pattern.pattern}")
+                break
+            try:
+                with os.scandir(queue.popleft()) as it:
+                    found = list(it)
+            except OSError:
+                continue
+            budget -= len(found)
+            for entry in found:
+                if match(entry.path[prefix:]) is not None:
+                    out.paths.append(Path(entry.path))
+                elif entry.is_dir(follow_symlinks=False):
+                    queue.append(entry.path)
+    out.paths = list(dict.fromkeys(out.paths))
+    return out
+
+
+def describe(policy: SandboxPolicy) -> dict[str, Any]:
+    """For logs and tests."""
+    return {"writable": [str(p) for p in policy.writable], "network": policy.network,
+            "protected": [str(p) for p, _ in policy.protected]}

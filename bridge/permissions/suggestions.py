@@ -1,0 +1,89 @@
+"""The always-rules a permission question offers: narrow enough to be safe, broad enough to be useful.
+
+A Bash command gets a prefix rule for each part not yet allowed (`Bash(npm run test *)`, `Bash(make *)`),
+or an exact rule for risky ones (`rm`, `sudo …`); a file tool gets the file's directory (`Edit(src/**)`).
+One question offers one allow option (all its rules together) and, for a single rule, a deny option.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from bridge.permissions.containment import Workspace
+from bridge.permissions.rules import EDIT_TOOLS
+from bridge.permissions.shell import Part
+from bridge.permissions.types import RuleSuggestion
+
+_SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
+_RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
+# commands whose second word is a subcommand or target worth keeping in a suggested prefix
+_SUBCOMMAND_TOOLS = _RUNNERS | frozenset({
+    "git", "cargo", "go", "make", "docker", "kubectl", "pip", "pip3", "gh", "dotnet", "mvn", "gradle", "just",
+    "terraform", "helm", "brew", "apt", "conda", "rustup", "deno", "swift", "python", "python3", "pytest", "tox",
+    "nox", "ruff", "mypy",
+})
+_EXACT_SUGGESTION = frozenset({
+    "rm", "rmdir", "dd", "shred", "truncate", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "mkfs",
+})
+
+
+class Suggester:
+    """Suggestions for one engine: rules go to its local settings file."""
+
+    def __init__(self, destination: Path, workspace: Workspace) -> None:
+        self.destination = str(destination)
+        self.workspace = workspace
+
+    def rules(self, rules: Iterable[str], *, deny_too: bool = True) -> list[RuleSuggestion]:
+        unique = list(dict.fromkeys(rules))
+        if not unique:
+            return []
+        out = [RuleSuggestion(unique[0], "allow", self.destination, tuple(unique[1:]))]
+        if deny_too and len(unique) == 1:
+            out.append(RuleSuggestion(unique[0], "deny", self.destination))
+        return out
+
+    def bash(self, parts: Sequence[Part], *, exact: bool = False) -> list[RuleSuggestion]:
+        return self.rules(bash_suggestion(p, exact=exact) for p in parts)
+
+    def tool(self, tool: str, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None,
+             network: bool) -> list[RuleSuggestion]:
+        if network:
+            return self.rules([f"WebFetch(domain:{host})"] if host else [])
+        rules = [f"{'Edit' if tool in EDIT_TOOLS else 'Write'}({self.path_spec(p)})" for p in writes]
+        rules += [f"Read({self.path_spec(p)})" for p in outside_reads]
+        return self.rules(rules or [tool])
+
+    def path_spec(self, path: Path) -> str:
+        """The narrow place to allow: the file's directory (`src/**`), or the file itself at the root."""
+        directory = path.parent
+        cwd = self.workspace.cwd
+        if self.workspace.contains(path):
+            root = next(r for r in self.workspace.roots if path == r or path.is_relative_to(r))
+            if root == cwd:
+                if directory == cwd:
+                    return escape_glob(path.name)
+                return escape_glob(directory.relative_to(cwd).as_posix()) + "/**"
+        return "/" + escape_glob(directory.as_posix()) + "/**"
+
+
+def escape_glob(text: str) -> str:
+    return re.sub(r"([*?\[\]!#\\])", r"\\\1", text)
+
+
+def bash_suggestion(part: Part, *, exact: bool) -> str:
+    words = [w.value for w in part.effective]
+    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None:
+        return f"Bash({part.canonical})"
+    depth = 1
+    if words[0] in _SUBCOMMAND_TOOLS:
+        depth = 3 if words[0] in _RUNNERS and len(words) > 1 and words[1] in ("run", "exec", "x") else 2
+    prefix = [words[0]]
+    for word in words[1:depth]:
+        if not _SUBCOMMAND_WORD.match(word):
+            break
+        prefix.append(word)
+    return f"Bash({shlex.join(prefix)} *)"

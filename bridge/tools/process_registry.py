@@ -1,0 +1,430 @@
+"""What the bridge has running, written down, so that nothing it started outlives it — SIGKILL included.
+
+The kernel does most of it: a sandboxed command's `bwrap` dies with the bridge (`--die-with-parent`) and
+takes its whole pid namespace along; an unsandboxed shell gets a parent-death signal. What escapes that —
+an unsandboxed command's double-forked or setsid'd descendants, MCP servers a library spawned — is
+written down here, one JSON file per bridge process in `<data dir>/running/<pid>-<start>.json`:
+
+- `tokens`: each command's tracking token (`AGENT_BRIDGE_PROC=<token>` in its environment, inherited by
+  everything it forks, whatever session or parent it moves to);
+- `processes`: `[pid, start]` pairs — the shells, every member a sweep has seen, registered externals;
+- `cleanup`: the sandbox's placeholders and temp dirs, each with the device and inode it was made with.
+
+Two readers act on a file whose bridge is dead:
+- the watchdog: this module run as a script (stdlib only, started with the first entry), in its own
+  session; it waits for the bridge to exit (a pidfd, and its stdin pipe from the bridge closing) and then
+  kills and cleans up within a few milliseconds;
+- the next bridge on the same data dir, at start (`reap_leftovers`), for when the watchdog died too.
+
+A process is killed only when its (pid, start time) pair was written down, or its environment carries a
+written-down token (and it is ours by uid), or it descends — by parent pid, in the same /proc scan — from
+one of those. A reused pid has another start time: it is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "AGENT_BRIDGE_PROC"
+KILL_DEADLINE = 2.0
+EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to become a zombie
+
+
+# -- /proc ---------------------------------------------------------------------------------------------
+
+
+def proc_stat(pid: int) -> tuple[int, int, str] | None:
+    """(ppid, start ticks, state) of `pid`, or None when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    rest = raw[raw.rfind(b")") + 2 :].split()  # comm may hold spaces and parentheses
+    try:
+        return int(rest[1]), int(rest[19]), rest[0].decode()
+    except (IndexError, ValueError):
+        return None
+
+
+def start_ticks(pid: int) -> int | None:
+    stat = proc_stat(pid)
+    return stat[1] if stat is not None else None
+
+
+def is_running(pid: int, start: int) -> bool:
+    """The process `pid` started at `start` exists and is not a zombie."""
+    stat = proc_stat(pid)
+    return stat is not None and stat[1] == start and stat[2] not in ("Z", "X")
+
+
+def read_token(pid: int) -> tuple[bool, str | None]:
+    """(whether the environment could be read, the tracking token in it)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return False, None
+    key = TOKEN_ENV.encode() + b"="
+    for entry in raw.split(b"\0"):
+        if entry.startswith(key):
+            return True, entry[len(key) :].decode(errors="replace")
+    return True, None
+
+
+def environ_token(pid: int) -> str | None:
+    return read_token(pid)[1]
+
+
+def _owned(pid: int, uid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == uid
+    except OSError:
+        return False
+
+
+def kill_registered(
+    tokens: Iterable[str], processes: Iterable[tuple[int, int]], *, timeout: float = KILL_DEADLINE
+) -> list[int]:
+    """SIGKILL every process the registry names (see the module docstring for what that means), again and
+    again until none is left or `timeout` passes. Returns the pids killed."""
+    wanted_tokens = set(tokens)
+    exact = set(processes)
+    me, uid = os.getpid(), os.getuid()
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        table: dict[int, tuple[int, int, str]] = {}
+        for name in os.listdir("/proc"):
+            if name.isdigit() and (stat := proc_stat(int(name))) is not None:
+                table[int(name)] = stat
+        targets = {pid for pid, (_, start, _) in table.items() if (pid, start) in exact}
+        if wanted_tokens:
+            for pid, (_, _, state) in table.items():
+                alive = pid not in targets and state not in ("Z", "X")
+                if alive and _owned(pid, uid) and environ_token(pid) in wanted_tokens:
+                    targets.add(pid)
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        frontier = list(targets)
+        while frontier:
+            for child in children.get(frontier.pop(), ()):
+                if child not in targets:
+                    targets.add(child)
+                    frontier.append(child)
+        targets = {pid for pid in targets if pid != me and table[pid][2] not in ("Z", "X")}
+        if not targets:
+            return killed
+        for pid in targets:
+            exact.add((pid, table[pid][1]))  # its children stay findable after it is gone
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+        if time.monotonic() > deadline:
+            log.error("processes survive SIGKILL: %s", sorted(targets))
+            return killed
+        time.sleep(0.01)
+
+
+# -- cleanup of sandbox placeholders and temp dirs -----------------------------------------------------
+
+
+def remove_placeholder(path: Path, dev: int, ino: int, kind: str) -> bool:
+    """Remove the empty file or directory made at `path` (same device and inode), unless something uses
+    it: every sandbox that binds a protected path holds a shared `flock` on it while it runs. A placeholder
+    someone wrote into is no longer empty and stays."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECTORY if kind == "dir" else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another sandbox holds it
+        current = os.lstat(path)
+        if (current.st_dev, current.st_ino) != (dev, ino):
+            return False
+        if kind == "dir":
+            os.rmdir(path)  # fails when not empty
+        elif current.st_size == 0:
+            os.unlink(path)
+        else:
+            return False
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def cleanup(entries: Iterable[dict[str, Any]]) -> None:
+    for entry in entries:
+        path, dev, ino, kind = Path(entry["path"]), int(entry["dev"]), int(entry["ino"]), str(entry["kind"])
+        if kind == "tree":
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (dev, ino):
+                shutil.rmtree(path, ignore_errors=True)
+        else:
+            remove_placeholder(path, dev, ino, kind)
+
+
+# -- the registry file ---------------------------------------------------------------------------------
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        log.warning("process registry %s is unreadable (%s); removing it", path, error)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def act_on(path: Path) -> list[int]:
+    """Kill what a dead bridge's registry file names, clean up after its sandbox, remove the file."""
+    data = _load(path)
+    if data is None:
+        return []
+    try:
+        tokens = [str(t) for t in data.get("tokens", [])]
+        processes = [(int(p), int(s)) for p, s in data.get("processes", [])]
+        entries = list(data.get("cleanup", []))
+    except (TypeError, ValueError):
+        log.warning("process registry %s is malformed; removing it", path)
+        tokens, processes, entries = [], [], []
+    killed = kill_registered(tokens, processes)
+    cleanup(entries)
+    with contextlib.suppress(OSError):
+        path.unlink()
+    return killed
+
+
+def reap_leftovers(data_dir: Path) -> list[int]:
+    """At a bridge's start: act on every registry file in `data_dir` whose bridge is dead."""
+    directory = data_dir / "running"
+    try:
+        files = sorted(directory.glob("*.json"))
+    except OSError:
+        return []
+    killed: list[int] = []
+    for file in files:
+        owner = file.stem.split("-")
+        try:
+            pid, start = int(owner[0]), int(owner[1])
+        except (IndexError, ValueError):
+            continue
+        if is_running(pid, start):
+            continue  # a live bridge on the same data dir (or this one)
+        found = act_on(file)
+        if found:
+            log.warning("killed %d processes a previous bridge (pid %d) left running: %s", len(found), pid, found)
+        killed += found
+    return killed
+
+
+class ProcessRegistry:
+    """This bridge's registry file, rewritten (atomically) whenever what it names changes."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.directory = data_dir / "running"
+        me = os.getpid()
+        self._me = (me, start_ticks(me) or 0)
+        self.path = self.directory / f"{self._me[0]}-{self._me[1]}.json"
+        self._tracked: dict[str, tuple[str | None, set[tuple[int, int]]]] = {}
+        self._cleanup: dict[str, dict[str, Any]] = {}
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._closed = False
+        self._write_failed = False
+        self._lock = threading.RLock()  # the sandbox records placeholders from a worker thread
+
+    # what is running
+
+    def track(self, key: str, *, token: str | None = None, pid: int | None = None) -> None:
+        processes: set[tuple[int, int]] = set()
+        if pid is not None and (start := start_ticks(pid)) is not None:
+            processes.add((pid, start))
+        with self._lock:
+            self._tracked[key] = (token, processes)
+            self._write()
+
+    def members(self, key: str, known: dict[int, int]) -> None:
+        """Add the (pid, start) pairs a sweep saw in `key`'s tree; writes only when something is new."""
+        with self._lock:
+            entry = self._tracked.get(key)
+            if entry is None:
+                return
+            new = set(known.items()) - entry[1]
+            if new:
+                entry[1].update(new)
+                self._write()
+
+    def untrack(self, key: str) -> None:
+        with self._lock:
+            if self._tracked.pop(key, None) is not None:
+                self._write()
+
+    # what to clean up
+
+    def add_cleanup(self, path: Path, kind: str) -> None:
+        """`kind`: "file" or "dir" (an empty placeholder), "tree" (a temp dir, removed with its content)."""
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        with self._lock:
+            self._cleanup[str(path)] = {"path": str(path), "dev": st.st_dev, "ino": st.st_ino, "kind": kind}
+            self._write()
+
+    def drop_cleanup(self, path: Path) -> None:
+        with self._lock:
+            if self._cleanup.pop(str(path), None) is not None:
+                self._write()
+
+    def cleanup_entries(self) -> list[dict[str, Any]]:
+        return list(self._cleanup.values())
+
+    # the file and the watchdog
+
+    def _write(self) -> None:
+        if self._closed:
+            return
+        tokens = sorted({t for t, _ in self._tracked.values() if t is not None})
+        processes = sorted({p for _, ps in self._tracked.values() for p in ps})
+        if not tokens and not processes and not self._cleanup:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            return
+        data = {"bridge": list(self._me), "tokens": tokens, "processes": [list(p) for p in processes],
+                "cleanup": list(self._cleanup.values())}
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
+            temporary.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as error:
+            if not self._write_failed:
+                self._write_failed = True
+                log.warning("cannot write the process registry %s: %s (a killed bridge may leave processes "
+                            "behind)", self.path, error)
+            return
+        self._ensure_watchdog()
+
+    def _ensure_watchdog(self) -> None:
+        if self._watchdog is not None and self._watchdog.poll() is None:
+            return
+        argv = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", str(self.path), *map(str, self._me)]
+        try:
+            self._watchdog = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True
+            )
+        except OSError as error:
+            log.warning("cannot start the process watchdog: %s", error)
+            self._watchdog = None
+
+    @property
+    def watchdog_pid(self) -> int | None:
+        return self._watchdog.pid if self._watchdog is not None else None
+
+    def close(self) -> None:
+        """A clean exit: the caller has stopped everything. Clean up what is left (temp dirs, placeholders),
+        remove the file, then let the watchdog go."""
+        with self._lock:
+            self._closed = True
+            cleanup(list(self._cleanup.values()))
+            self._cleanup.clear()
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            with contextlib.suppress(OSError):
+                if watchdog.stdin is not None:
+                    watchdog.stdin.close()
+            try:
+                watchdog.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                watchdog.kill()
+                watchdog.wait()
+
+
+# -- the watchdog --------------------------------------------------------------------------------------
+
+
+def _dead(pid: int, start: int) -> bool:
+    return not is_running(pid, start)
+
+
+def watch(path: Path, bridge_pid: int, bridge_start: int) -> int:
+    """Wait for the bridge to exit; then act on its registry file, if it left one."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ctrl-c reaches the bridge, not us
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    pidfd: int | None = None
+    with contextlib.suppress(OSError, AttributeError):
+        pidfd = os.pidfd_open(bridge_pid)
+    if pidfd is not None and start_ticks(bridge_pid) != bridge_start:
+        os.close(pidfd)  # the pid already belongs to someone else: the bridge is gone
+        pidfd = None
+        return _after_exit(path, bridge_pid, bridge_start)
+    stdin = sys.stdin.fileno()
+    watched = [stdin] + ([pidfd] if pidfd is not None else [])
+    while True:
+        ready, _, _ = select.select(watched, [], [])
+        if pidfd is not None and pidfd in ready:
+            break
+        if stdin in ready and not os.read(stdin, 4096):
+            # The pipe closed: the bridge is exiting, or it let us go after a clean exit.
+            if pidfd is not None:
+                select.select([pidfd], [], [], EXIT_GRACE)
+            else:
+                deadline = time.monotonic() + EXIT_GRACE
+                while not _dead(bridge_pid, bridge_start) and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            break
+    return _after_exit(path, bridge_pid, bridge_start)
+
+
+def _after_exit(path: Path, bridge_pid: int, bridge_start: int) -> int:
+    if not _dead(bridge_pid, bridge_start):
+        return 0  # alive: a clean exit let us go (its file, if any, is the next bridge's to judge)
+    act_on(path)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 4 and argv[0] == "--watch":
+        return watch(Path(argv[1]), int(argv[2]), int(argv[3]))
+    print("usage: process_registry.py --watch REGISTRY_FILE BRIDGE_PID BRIDGE_START", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,171 @@
+"""Where MCP servers come from (bridge/mcp/config.py), which may start, and the MCP settings: real files in
+temp dirs, no server processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bridge.mcp.config import ConfigFiles, ServerSpec, discover, parse_acp, read_approvals, save_approval
+from bridge.mcp.settings import McpSettings
+
+
+@pytest.fixture
+def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ConfigFiles:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    return ConfigFiles(cwd, tmp_path / "config", home / ".claude")
+
+
+def write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def by_name(files: ConfigFiles, editor: list[object] | None = None, env: dict[str, str] | None = None) -> dict:
+    entries, problems = discover(files, editor or [], environ=env or {})
+    assert problems == []
+    return {e.name: e for e in entries}
+
+
+def test_a_project_server_waits_for_approval_and_the_approval_comes_from_files_the_repo_does_not_control(
+    files: ConfigFiles,
+) -> None:
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server", "args": ["--ro"]}}})
+    write(files.cwd / ".agent-bridge" / "settings.json", {"enableAllProjectMcpServers": True,
+                                                           "enabledMcpjsonServers": ["db"]})
+    write(files.cwd / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
+    entry = by_name(files)["db"]
+    assert (entry.scope, entry.approval) == ("project", "pending"), "a repository cannot approve itself"
+    assert entry.spec == ServerSpec("db", "stdio", "project", str(files.cwd / ".mcp.json"), command="db-server",
+                                    args=("--ro",))
+    write(files.local_settings, {"enabledMcpjsonServers": ["db"]})
+    assert by_name(files)["db"].approval == "approved"
+    write(files.claude_home / "settings.json", {"disabledMcpjsonServers": ["db"]})
+    assert by_name(files)["db"].approval == "rejected", "disabled wins"
+
+
+def test_approvals_are_read_from_every_trusted_place(files: ConfigFiles) -> None:
+    write(files.cwd / ".mcp.json", {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}})
+    assert read_approvals(files).state("a") == "pending"
+    write(files.user_config_dir / "settings.json", {"enableAllProjectMcpServers": True})
+    assert read_approvals(files).state("b") == "approved"
+    (files.user_config_dir / "settings.json").unlink()
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["a"]}}})
+    assert [read_approvals(files).state(n) for n in ("a", "b")] == ["approved", "pending"]
+    write(files.cwd / ".claude" / "settings.local.json", {"disabledMcpjsonServers": ["a"]})
+    assert read_approvals(files).state("a") == "rejected"
+
+
+def test_saving_an_approval_keeps_the_rest_of_the_file(files: ConfigFiles) -> None:
+    write(files.local_settings, {"permissions": {"allow": ["Read"]}, "disabledMcpjsonServers": ["db"]})
+    save_approval(files, "db", True)
+    data = json.loads(files.local_settings.read_text())
+    assert data == {"permissions": {"allow": ["Read"]}, "disabledMcpjsonServers": [], "enabledMcpjsonServers": ["db"]}
+    save_approval(files, "db", True)
+    save_approval(files, "other", False)
+    save_approval(files, None, True)
+    data = json.loads(files.local_settings.read_text())
+    assert data["enabledMcpjsonServers"] == ["db"] and data["disabledMcpjsonServers"] == ["other"]
+    assert data["enableAllProjectMcpServers"] is True
+    files.local_settings.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        save_approval(files, "db", True)
+    assert files.local_settings.read_text() == "{not json", "an unreadable file is never overwritten"
+
+
+def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> None:
+    write(files.claude_json, {"mcpServers": {"s": {"command": "user-claude"}, "u": {"command": "u"}},
+                              "projects": {str(files.cwd): {"mcpServers": {"s": {"command": "local-claude"}}}}})
+    write(files.user_config_dir / "settings.json", {"mcpServers": {"s": {"command": "user-ours"}}})
+    write(files.cwd / ".mcp.json", {"mcpServers": {"s": {"command": "project"}, "p": {"command": "p"}}})
+    found = by_name(files)
+    assert found["s"].spec is not None and found["s"].spec.command == "local-claude"
+    assert (found["u"].scope, found["p"].scope) == ("user", "project")
+    write(files.local_settings, {"mcpServers": {"s": {"command": "local-ours"}}})
+    assert by_name(files)["s"].spec.command == "local-ours"  # type: ignore[union-attr]
+    editor = [{"name": "s", "command": "from-editor", "args": [], "env": []}]
+    first = by_name(files, editor)["s"]
+    assert first.scope == "editor" and first.spec is not None and first.spec.command == "from-editor"
+
+
+def test_variables_expand_with_defaults_and_a_project_cannot_take_the_bridges_secrets(files: ConfigFiles) -> None:
+    env = {"TOKEN": "t0k", "ANTHROPIC_API_KEY": "sk-secret", "HOST": "example.com"}
+    server = {"type": "http", "url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}",
+                                                                       "X-Env": "${STAGE:-prod}"}}
+    write(files.cwd / ".mcp.json", {"mcpServers": {
+        "remote": server,
+        "thief": {"command": "x", "env": {"KEY": "${ANTHROPIC_API_KEY}"}},
+        "broken": {"command": "${NO_SUCH_VAR}/bin/x"},
+    }})
+    write(files.user_config_dir / "settings.json", {"mcpServers": {"mine": {"command": "x", "env": {
+        "KEY": "${ANTHROPIC_API_KEY}"}}}})
+    found = by_name(files, env=env)
+    remote = found["remote"].spec
+    assert remote is not None and remote.transport == "http" and remote.url == "https://example.com/mcp"
+    assert dict(remote.headers) == {"Authorization": "Bearer t0k", "X-Env": "prod"}
+    assert found["thief"].spec is None
+    assert found["thief"].problem == "a project's server may not use the bridge's secret ANTHROPIC_API_KEY"
+    assert found["broken"].problem == "environment variable(s) not set: NO_SUCH_VAR"
+    assert found["mine"].spec is not None and dict(found["mine"].spec.env) == {"KEY": "sk-secret"}, \
+        "the user's own config may pass what the user chooses"
+
+
+def test_editor_servers_in_acps_shapes_and_every_problem_named() -> None:
+    entries = parse_acp([
+        {"name": "a", "command": "run-a", "args": ["--x"], "env": [{"name": "K", "value": "v"}]},
+        {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X", "value": "1"}]},
+        {"type": "sse", "name": "events", "url": "https://h/sse", "headers": []},
+        {"name": "", "command": "x"},
+        {"name": "b"},
+        {"name": "c", "command": "c", "args": [1]},
+        {"name": "d", "command": "d", "env": [{"name": "K"}]},
+        {"type": "ws", "name": "e", "url": "ws://x"},
+        {"type": "http", "name": "f", "url": "ftp://x"},
+    ], {})
+    specs = {e.name: e.spec for e in entries if e.spec is not None}
+    assert specs["a"] == ServerSpec("a", "stdio", "editor", "the editor", command="run-a", args=("--x",),
+                                    env=(("K", "v"),))
+    assert specs["web"] == ServerSpec("web", "http", "editor", "the editor", url="http://127.0.0.1:9/mcp",
+                                      headers=(("X", "1"),))
+    assert specs["events"].transport == "sse"  # type: ignore[union-attr]
+    assert {e.name: e.problem for e in entries if e.spec is None} == {
+        "mcpServers.3": "needs a non-empty name",
+        "b": "needs a command",
+        "c": "args must be a list of strings",
+        "d": "env must be a list of {name, value} strings",
+        "e": "type 'ws' is not one of stdio, http, sse",
+        "f": "url 'ftp://x' is not an http(s) URL",
+    }
+
+
+def test_bad_files_are_reported_and_the_rest_still_read(files: ConfigFiles) -> None:
+    (files.cwd / ".mcp.json").write_text("{oops")
+    write(files.user_config_dir / "settings.json", {"mcpServers": ["not", "an", "object"]})
+    write(files.claude_json, {"mcpServers": {"ok": {"command": "ok"}}})
+    entries, problems = discover(files, [], environ={})
+    assert [e.name for e in entries] == ["ok"]
+    assert len(problems) == 2 and "not valid JSON" in problems[0] and "mcpServers must be an object" in problems[1]
+
+
+def test_identity_is_what_decides_sharing() -> None:
+    one = ServerSpec("a", "stdio", "editor", "the editor", command="x", env=(("A", "1"), ("B", "2")))
+    same = ServerSpec("other-name", "stdio", "user", "file", command="x", env=(("B", "2"), ("A", "1")))
+    other = ServerSpec("a", "stdio", "editor", "the editor", command="x", env=(("A", "2"),))
+    assert one.identity == same.identity != other.identity
+
+
+def test_settings_take_claude_codes_env_names_and_the_editors_options() -> None:
+    settings, problems = McpSettings.load({}, {"MCP_TIMEOUT": "2500", "MCP_TOOL_TIMEOUT": "60000"})
+    assert (settings.startup_timeout, settings.tool_timeout, problems) == (2.5, 60.0, [])
+    settings, problems = McpSettings.load({"toolTimeout": 5, "deferFraction": 2, "turnWait": "soon"},
+                                          {"MCP_TIMEOUT": "fast"})
+    assert settings.tool_timeout == 5 and settings.defer_fraction == 0.10 and settings.turn_wait == 5.0
+    assert len(problems) == 3 and "MCP_TIMEOUT='fast'" in problems[0]
+    assert McpSettings(deferFraction=0.1).defer_chars(200_000) == 80_000

@@ -1,0 +1,31 @@
+"""What the permission layer tells an OS sandbox: writable roots, protected paths, Read-deny patterns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.settings import SettingsStore
+
+
+def test_the_sandbox_view_follows_the_settings(tmp_path: Path) -> None:
+    ws, extra = tmp_path / "ws", tmp_path / "lib"
+    (ws / ".agent-bridge").mkdir(parents=True)
+    extra.mkdir()
+    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {
+        "additionalDirectories": [str(extra)], "deny": ["Read(.env)", "Read(~/.ssh/**)", "Bash(rm *)"]}}))
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, session_rules=RuleSet.of(deny=["Read(secrets/**)"]))
+    view = engine.sandbox_view()
+    assert view.writable_roots == [ws.resolve(), extra.resolve()]
+    root = ws.resolve()
+    for name in (".agent-bridge", ".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"):
+        assert root / name in view.protected_paths
+    assert root / ".git" / "hooks" in view.protected_paths and root / ".git" / "config" in view.protected_paths
+    assert tmp_path / "cfg" / "settings.json" in view.protected_paths
+    assert tmp_path / "claude" / "CLAUDE.md" in view.protected_paths
+    assert sorted(p.pattern for p in view.read_deny) == [".env", ".ssh/**", "secrets/**"]
+    assert all(p.matches(root / ".env") or p.pattern != ".env" for p in view.read_deny)
+    assert engine.workspace.protected_paths() == view.protected_paths

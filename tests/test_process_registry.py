@@ -1,0 +1,198 @@
+"""Nothing outlives the bridge: the registry of what runs, its watchdog, and the next start's clean-up.
+
+A "bridge" here is a real child Python process using the real supervisor; it is killed with SIGKILL.
+Survivors are found independently, through the TEST_MARK each test command exports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.tools.process_registry import TOKEN_ENV, reap_leftovers, start_ticks
+from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+from bridge.tools.sandbox import probe
+from tests.test_processes import ESCAPING, eventually, marked_pids, our_zombies, reap_zombies_among
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def registry_files(data_dir: Path) -> list[Path]:
+    return sorted((data_dir / "running").glob("*.json"))
+
+
+def watchdogs(data_dir: Path) -> list[int]:
+    """Live watchdogs of bridges on `data_dir` (their command line names its registry)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    argv = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if b"--watch" in argv and any(str(data_dir / "running").encode() in a for a in argv) and alive(int(name)):
+                found.append(int(name))
+    return found
+
+
+async def reap_what_a_dead_bridge_left(data_dir: Path) -> None:
+    """A killed bridge's children (its watchdog, its shells) are orphaned to this process when it is a
+    subreaper; once its watchdog is done, reap their zombies (no test leaves zombies for the next)."""
+    assert await eventually(lambda: not watchdogs(data_dir))
+    reap_zombies_among(set(our_zombies()))
+
+
+async def test_the_registry_names_what_runs_and_goes_when_it_is_done(tmp_path: Path) -> None:
+    supervisor = ProcessSupervisor(data_dir=tmp_path)
+    mark = uuid.uuid4().hex
+    proc = await supervisor.spawn(shell_argv(f"export TEST_MARK={mark}; sleep 300"), cwd="/", env=command_environment())
+    (file,) = registry_files(tmp_path)
+    data = json.loads(file.read_text())
+    assert data["tokens"] == [proc.token]
+    assert [proc.pid, start_ticks(proc.pid)] in data["processes"]
+    assert file.name == f"{os.getpid()}-{start_ticks(os.getpid())}.json"
+    watchdog = supervisor.registry.watchdog_pid if supervisor.registry else None
+    assert watchdog is not None and alive(watchdog)
+    supervisor.terminate(proc)
+    assert await supervisor.wait_gone(proc, 5)
+    assert await eventually(lambda: not registry_files(tmp_path))
+    await supervisor.shutdown()
+    assert await eventually(lambda: not alive(watchdog))
+
+
+def start(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, **kwargs)
+
+
+def spawn_escaped(mark: str, token: str | None) -> None:
+    """A double-forked, setsid'd process that is nobody's child: what escapes a killed bridge."""
+    env = {**os.environ, "TEST_MARK": mark}
+    if token is not None:
+        env[TOKEN_ENV] = token
+    subprocess.run(["/bin/sh", "-c", "(setsid sleep 300 &) ; (trap '' TERM; sleep 301 &)"], env=env, check=True)
+
+
+async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path: Path) -> None:
+    by_token, by_pid = uuid.uuid4().hex, uuid.uuid4().hex
+    token = uuid.uuid4().hex
+    spawn_escaped(by_token, token)
+    # one with no token at all (its environment was cleared), known by pid and start time only
+    lone = start(["/usr/bin/env", "-i", f"TEST_MARK={by_pid}", "sleep", "300"], start_new_session=True)
+    # a live process whose pid the registry names with another start time: a reused pid
+    unrelated = start(["sleep", "300"], start_new_session=True)
+    assert await eventually(lambda: len(marked_pids(by_token)) >= 2 and marked_pids(by_pid))
+    seen = set(marked_pids(by_token))
+    gone = start(["true"])  # a bridge that no longer runs
+    gone.wait()
+    running = tmp_path / "running"
+    running.mkdir()
+    lone_start, unrelated_start = start_ticks(lone.pid), start_ticks(unrelated.pid)
+    assert lone_start is not None and unrelated_start is not None
+    (running / f"{gone.pid}-1.json").write_text(json.dumps({
+        "bridge": [gone.pid, 1], "tokens": [token],
+        "processes": [[lone.pid, lone_start], [unrelated.pid, unrelated_start + 12345]], "cleanup": [],
+    }))
+    killed = reap_leftovers(tmp_path)
+    assert await eventually(lambda: not marked_pids(by_token) and not marked_pids(by_pid))
+    assert lone.wait(5) == -signal.SIGKILL
+    assert alive(unrelated.pid) and unrelated.pid not in killed
+    assert not registry_files(tmp_path)
+    unrelated.kill()
+    unrelated.wait()
+    reap_zombies_among(seen)
+
+
+async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
+    mark, token = uuid.uuid4().hex, uuid.uuid4().hex
+    spawn_escaped(mark, token)
+    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    seen = set(marked_pids(mark))
+    me = os.getppid()  # a live process (the one that started pytest) standing for a live bridge
+    running = tmp_path / "running"
+    running.mkdir()
+    file = running / f"{me}-{start_ticks(me)}.json"
+    file.write_text(json.dumps({"bridge": [me, start_ticks(me)], "tokens": [token], "processes": [], "cleanup": []}))
+    assert reap_leftovers(tmp_path) == []
+    assert len(marked_pids(mark)) >= 2 and file.exists()
+    file.write_text(file.read_text().replace(f"-{start_ticks(me)}", "-1"))
+    file.rename(running / f"{me}-1.json")  # the same pid with another start time: that bridge is dead
+    reap_leftovers(tmp_path)
+    assert await eventually(lambda: not marked_pids(mark))
+    reap_zombies_among(seen)
+
+
+BRIDGE = textwrap.dedent("""
+    import asyncio, os, subprocess, sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+
+    async def main():
+        data, mark, sandboxed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
+        supervisor = ProcessSupervisor(data_dir=data)
+        sandbox = None
+        if sandboxed:
+            from bridge.permissions.engine import PermissionEngine
+            from bridge.permissions.settings import SettingsStore
+            from bridge.tools.sandbox import Sandbox
+            ws = data / "ws"
+            ws.mkdir()
+            store = SettingsStore(ws, user_config_dir=data / "config", claude_home=data / "claude")
+            sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store))
+        command = f"export TEST_MARK={{mark}}; " + {escaping!r}
+        await supervisor.spawn(shell_argv(command), cwd=data, env=command_environment(), sandbox=sandbox)
+        server = supervisor.track_external("mcp")  # an MCP server a library started
+        subprocess.Popen(["sh", "-c", "sleep 302 & sleep 303"], env={{**os.environ, "TEST_MARK": mark, **server.env}},
+                         start_new_session=True)
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+""")
+
+
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["bare", "sandboxed"])
+async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed: bool) -> None:
+    if sandboxed and not probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    mark = uuid.uuid4().hex
+    script = BRIDGE.format(root=str(ROOT), escaping=ESCAPING)
+    bridge = start([sys.executable, "-c", script, str(tmp_path), mark, "1" if sandboxed else "0"],
+                              stdout=subprocess.PIPE, start_new_session=True)
+    assert bridge.stdout is not None
+    assert bridge.stdout.readline() == b"ready\n"
+    assert await eventually(lambda: len(marked_pids(mark)) >= 6, timeout=10)
+    placeholders = [tmp_path / "ws" / ".mcp.json", tmp_path / "ws" / ".agent-bridge"]
+    if sandboxed:
+        assert all(p.exists() for p in placeholders)
+    bridge.kill()
+    killed_at = time.monotonic()
+    bridge.wait()
+    bridge.stdout.close()
+    assert await eventually(lambda: not marked_pids(mark), timeout=2.0), marked_pids(mark)
+    assert time.monotonic() - killed_at <= 2.0
+    assert await eventually(lambda: not registry_files(tmp_path))
+    await reap_what_a_dead_bridge_left(tmp_path)
+    if sandboxed:
+        assert not any(p.exists() for p in placeholders)  # the sandbox's placeholders were removed too
