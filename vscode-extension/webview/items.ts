@@ -60,7 +60,7 @@ export function toolHtml(item: Of<"tool">, ctx: ViewContext): string {
 export function subAgentHtml(item: Of<"tool">, ctx: ViewContext): string {
   const a = item.agent;
   const running = a ? a.status === "running" : item.status === "in_progress" || item.status === "pending";
-  const facts = a ? [a.type, a.background ? "background" : "", `${a.toolCalls ?? 0} tool calls`, `${formatTokens(a.tokens ?? 0)} tokens`, `${Math.round((a.elapsedMs ?? 0) / 1000)} s`].filter(Boolean) : [];
+  const facts = a ? [a.type, a.background ? "background" : "", `${a.toolCalls ?? 0} tool call${a.toolCalls === 1 ? "" : "s"}`, `${formatTokens(a.tokens ?? 0)} tokens`, `${Math.round((a.elapsedMs ?? 0) / 1000)} s`].filter(Boolean) : [];
   const stop = running ? `<button type="button" class="secondary stop-agent" data-action="cancelToolCall" data-tool-call="${escapeHtml(item.toolCallId)}" title="Stop this sub-agent alone; the turn goes on">Stop</button>` : "";
   const children = item.children ?? [];
   const steps = children.filter((c) => c.kind === "tool").length;

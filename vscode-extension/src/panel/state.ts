@@ -216,7 +216,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
       let next: PanelState = { ...state, items: [...state.items, item] };
       if (p.toolCallId && diffs?.length) {
-        next = mapItem(next, `tool-${p.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: diffs, review: "proposed" } : i));
+        next = mapToolCard(next, p.toolCallId, (i) => ({ ...i, proposed: diffs, review: "proposed" }));
       }
       return next;
     }
@@ -228,7 +228,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       let next = mapItem(state, action.id, (i) => (i.kind === "permission" ? { ...i, answer: action.optionName ?? "answered", answerKind: kind } : i));
       if (card.toolCallId && card.diffs.length && kind) {
         const review: Review = kind.startsWith("allow") ? "accepted" : "rejected";
-        next = mapItem(next, `tool-${card.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: card.diffs, review } : i));
+        next = mapToolCard(next, card.toolCallId, (i) => ({ ...i, proposed: card.diffs, review }));
       }
       return next;
     }
@@ -265,6 +265,13 @@ function mapTool(items: ConversationItem[], toolCallId: string, f: (card: Extrac
     return next;
   }
   return undefined;
+}
+
+/** The state with the tool card `toolCallId` replaced by `f(card)`, at any depth (a sub-agent's call is under its
+ * `Agent` card); the same state when there is no such card. */
+function mapToolCard(state: PanelState, toolCallId: string, f: (card: Extract<ConversationItem, { kind: "tool" }>) => ConversationItem): PanelState {
+  const items = mapTool(state.items, toolCallId, f);
+  return items ? { ...state, items } : state;
 }
 
 function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {

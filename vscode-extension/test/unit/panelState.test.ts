@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
+import { type ConversationItem, initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
 import type { SessionUpdate } from "../../src/protocol";
 
 const run = (actions: PanelAction[], from: PanelState = initialState()): PanelState => actions.reduce(reduce, from);
@@ -246,5 +246,80 @@ describe("sub-agents in the panel", () => {
   it("a sub-agent's permission card names it", () => {
     const card = permissionCard("p1", { sessionId: "s1", toolCall: { toolCallId: "g1", title: "`make`", kind: "execute", rawInput: { command: "make" } }, options: [], _meta: { agent: { type: "general-purpose", description: "Build it", parentToolCallId: "a1" } } });
     assert.equal(card.agent, "Build it");
+  });
+
+  it("two sub-agents running at once each keep their own work; their text never joins the parent's", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      update({ sessionUpdate: "tool_call", toolCallId: "a2", title: "Job B", kind: "think", status: "pending" }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "A " } }),
+      nested("a2", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "B " } }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "runs" } }),
+      nested("a2", { sessionUpdate: "tool_call", toolCallId: "x", title: "sleep", kind: "execute", status: "in_progress" }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "y", title: "sleep", kind: "execute", status: "in_progress" }),
+      nested("a2", { sessionUpdate: "tool_call_update", toolCallId: "x", status: "failed" }),
+      text("agent_message_chunk", "Both stopped."),
+    ]);
+    const [a, b] = [s.items[1], s.items[2]];
+    assert.ok(a?.kind === "tool" && b?.kind === "tool");
+    const summary = (c: ConversationItem) => (c.kind === "tool" ? `${c.toolCallId}:${c.status}` : "text" in c ? c.text : c.kind);
+    assert.deepEqual(a.children?.map(summary), ["A runs", "y:in_progress"]);
+    assert.deepEqual(b.children?.map(summary), ["B ", "x:failed"]);
+    assert.deepEqual(s.items.slice(3).map(summary), ["Both stopped."]);
+  });
+
+  it("a loaded session's replay nests each sub-agent's task and work; a re-sent Agent card keeps them", () => {
+    const replay = run([
+      { type: "sessionStarted", sessionId: "s1" },
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "find the TODOs" } }),
+      agentCard,
+      nested("a1", { sessionUpdate: "user_message_chunk", content: { type: "text", text: "Look for TODO" } }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "g1", title: "Grep TODO", kind: "search", status: "completed" }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "3 found" } }),
+      update({ sessionUpdate: "tool_call", toolCallId: "a1", title: "Find TODOs", kind: "think", status: "completed", content: [{ type: "content", content: { type: "text", text: "3 found" } }], _meta: { agent: { type: "Explore", description: "Find TODOs", status: "completed" } } }),
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "thanks" } }),
+    ]);
+    assert.deepEqual(replay.items.map((i) => i.kind), ["user", "tool", "user"]);
+    const card = replay.items[1];
+    assert.ok(card?.kind === "tool");
+    assert.equal(card.status, "completed");
+    const children = card.children ?? [];
+    assert.deepEqual(children.map((c) => c.kind), ["user", "tool", "agent"]);
+    const task = children[0];
+    assert.equal(task?.kind === "user" ? task.text : "", "Look for TODO");
+  });
+
+  it("a sub-agent's edit: its proposed diff and the answer reach its nested card", () => {
+    const diff = { type: "diff" as const, path: "/w/a.py", oldText: "1", newText: "2" };
+    const asked = run([
+      ...started,
+      agentCard,
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "e1", title: "Edit a.py", kind: "edit", status: "pending" }),
+      { type: "permissionRequested", permission: { id: "p1", title: "Edit a.py", toolKind: "edit", options: [{ optionId: "y", name: "Allow", kind: "allow_once" }], hasDiff: true, toolCallId: "e1", diffs: [diff], agent: "Find TODOs" } },
+    ]);
+    const edit = (s: PanelState) => {
+      const card = s.items[1];
+      const child = card?.kind === "tool" ? card.children?.[0] : undefined;
+      return child?.kind === "tool" ? [child.review, child.proposed?.length] : [];
+    };
+    assert.deepEqual(edit(asked), ["proposed", 1]);
+    const perm = asked.items[2];
+    assert.ok(perm?.kind === "permission" && perm.agent === "Find TODOs", "the card in the log names the sub-agent");
+    assert.deepEqual(edit(reduce(asked, { type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow" })), ["accepted", 1]);
+  });
+
+  it("a sub-agent's usage counts in its turn's figures; its unanswered question goes when the turn ends", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      { type: "permissionRequested", permission: { id: "p1", title: "`make`", toolKind: "execute", options: [], hasDiff: false, agent: "Find TODOs" } },
+      update({ sessionUpdate: "usage_update", used: 10, size: 100, _meta: { parentToolCallId: "a1", inputTokens: 7, outputTokens: 3 } } as unknown as SessionUpdate),
+      { type: "turnEnded", turnId: 1, stopReason: "cancelled" },
+    ]);
+    assert.ok(!s.items.some((i) => i.kind === "permission"));
+    const end = s.items[s.items.length - 1];
+    assert.ok(end?.kind === "turnEnd");
+    assert.deepEqual([end.usage?.inputTokens, end.usage?.outputTokens], [7, 3]);
   });
 });
