@@ -1,6 +1,7 @@
 """Sub-agent benchmarks (issue 15), over the protocol: how long a cancel takes to answer `cancelled` — and for
 every process to be gone — when two parallel sub-agents each run a long command, against a turn that runs one
-long command itself (the baseline, in the same run); and what a sub-agent adds to a turn that runs nothing."""
+long command itself (the baseline, in the same run); and what a sub-agent adds to a turn that runs nothing.
+Every command runs in the OS sandbox (bubblewrap) unless AGENT_BRIDGE_SANDBOX=0."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
+from tests.e2e.harness import Editor, poll, running_editor, text_response, tool_response
+from tests.test_processes import marked_pids
 
 ROUNDS = 7
 
 
-def command(pids: Path, name: str) -> str:
-    return f"echo $$ >> {pids}; sleep 300 & echo $! >> {pids}; echo started-{name}; wait"
+def command(mark: str, name: str) -> str:
+    """A shell and a child that would run 5 min, found by TEST_MARK (their pids are their sandbox's)."""
+    return f"export TEST_MARK={mark}; sh -c 'sleep 300 & echo started-{name}; wait'"
 
 
 def printed(editor: Editor, text: str) -> bool:
@@ -32,28 +36,28 @@ async def cancel_once(root: Path, agents: bool) -> tuple[float, float]:
     ws, data = root / "ws", root / "data"
     ws.mkdir()
     data.mkdir()
-    pids = ws / "pids"
+    mark = uuid.uuid4().hex
     if agents:
         calls = [("Agent", {"description": f"job {n}", "prompt": f"job {n}"}) for n in "ab"]
         scenario: dict[str, Any] = {
             "responses": [tool_response(*calls), text_response("ok")],
-            "agents": [{"prompt": f"job {n}", "responses": [tool_response(("Bash", {"command": command(pids, n)}))]}
+            "agents": [{"prompt": f"job {n}", "responses": [tool_response(("Bash", {"command": command(mark, n)}))]}
                        for n in "ab"],
         }
         names = "ab"
     else:
-        scenario = {"responses": [tool_response(("Bash", {"command": command(pids, "a")})), text_response("ok")]}
+        scenario = {"responses": [tool_response(("Bash", {"command": command(mark, "a")})), text_response("ok")]}
         names = "a"
     async with running_editor(scenario, ws, data, initialization_options={"allow": ["Bash"]}) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "go")
         await poll(lambda: all(printed(editor, f"started-{n}") for n in names), timeout=30, what="the commands")
-        started = [int(p) for p in pids.read_text().split()]
+        await poll(lambda: len(marked_pids(mark)) >= 2 * len(names), timeout=30, what="every process started")
         begin = time.perf_counter()
         editor.cancel(sid)
         await asyncio.wait_for(turn, 10)
         answered = time.perf_counter() - begin
-        await poll(lambda: not any(pid_alive(p) for p in started), timeout=10, what="every process to die")
+        await poll(lambda: not marked_pids(mark), timeout=10, what="every process to die")
         gone = time.perf_counter() - begin
     return answered, gone
 
