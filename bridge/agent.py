@@ -86,6 +86,7 @@ class Agent:
         for problem in loaded.problems:
             log.warning("%s", problem)
         session = self._open(session_id, loaded.cwd, frontend, Transcript(path), loaded.messages)
+        session.conversation.cost_usd, session.conversation.usage_total = loaded.cost_usd, loaded.usage_total
         return session, loaded.problems
 
     def _open(

@@ -115,6 +115,7 @@ class Session:
         if transcript is not None:
             self.conversation.on_message = transcript.append
             self.conversation.on_compact = transcript.restart
+            self.conversation.on_usage = transcript.usage
         self.commands = available_commands(cwd)
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = dataclasses.replace(services, sandbox=self.sandbox)  # the sandbox follows this engine

@@ -2,7 +2,9 @@
 
 Line 1 is a header (`{"type": "session", ...}`); every later line is one complete message
 (`{"type": "message", "message": {...}}`), written and flushed when it is complete — a `kill -9` loses at
-most the message in flight. A corrupt line is reported and skipped on load, never fatal.
+most the message in flight. After each response a `{"type": "usage", ...}` line keeps its tokens and cost,
+so a loaded session's totals go on from where they were. A corrupt line is reported and skipped on load,
+never fatal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bridge.messages import Message, repair_pairing
+from bridge.model.types import Usage
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,16 @@ class Transcript:
     def append(self, message: Message) -> None:
         self._write({"type": "message", "message": message})
 
+    def usage(self, usage: Usage, cost_usd: float) -> None:
+        self._write({
+            "type": "usage",
+            "costUsd": cost_usd,
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "cacheReadTokens": usage.cache_read_tokens,
+            "cacheWriteTokens": usage.cache_write_tokens,
+        })
+
     def restart(self, messages: list[Message]) -> None:
         """The conversation continues from `messages` (after /compact or /clear); what came before stays."""
         self._write({"type": "restart", "messages": messages})
@@ -83,11 +96,16 @@ class LoadedTranscript:
     cwd: Path
     messages: list[Message]
     problems: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0  # the session's totals over every response, compactions included
+    usage_total: Usage = field(default_factory=Usage)
 
 
 def load(path: Path) -> LoadedTranscript:
-    header, messages, problems = _records(path, "session")
-    return LoadedTranscript(str(header["sessionId"]), Path(header["cwd"]), repair_pairing(messages), problems)
+    found = _records(path, "session")
+    return LoadedTranscript(
+        str(found.header["sessionId"]), Path(found.header["cwd"]), repair_pairing(found.messages), found.problems,
+        found.cost_usd, found.usage,
+    )
 
 
 @dataclass
@@ -99,14 +117,26 @@ class LoadedSidechain:
 
 def load_sidechain(path: Path) -> LoadedSidechain:
     """A sub-agent's stored history, repaired (a crash may have cut it anywhere)."""
-    header, messages, problems = _records(path, "agent")
-    return LoadedSidechain(header, repair_pairing(messages), problems)
+    found = _records(path, "agent")
+    return LoadedSidechain(found.header, repair_pairing(found.messages), found.problems)
 
 
-def _records(path: Path, kind: str) -> tuple[dict[str, Any], list[Message], list[str]]:
+@dataclass
+class _Records:
+    header: dict[str, Any]
+    messages: list[Message]
+    problems: list[str]
+    cost_usd: float
+    usage: Usage
+
+
+def _records(path: Path, kind: str) -> _Records:
+    """A transcript's records; `kind` is its header's type (`session`, or `agent` for a sidechain)."""
     problems: list[str] = []
     header: dict[str, Any] | None = None
     messages: list[Message] = []
+    cost = 0.0
+    usage = Usage()
     with open(path, encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -123,11 +153,25 @@ def _records(path: Path, kind: str) -> tuple[dict[str, Any], list[Message], list
                 messages.append(record["message"])
             elif record_kind == "restart" and isinstance(record.get("messages"), list):
                 messages = [m for m in record["messages"] if _is_message(m)]
+            elif record_kind == "usage" and _is_usage(record):
+                cost += record["costUsd"]
+                usage += Usage(
+                    record["inputTokens"], record["outputTokens"], record["cacheReadTokens"], record["cacheWriteTokens"]
+                )
             else:
                 problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
-    return header, messages, problems
+    return _Records(header, messages, problems, cost, usage)
+
+
+def _is_usage(record: dict[str, Any]) -> bool:
+    counts = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+    return (
+        isinstance(record.get("costUsd"), int | float)
+        and not isinstance(record.get("costUsd"), bool)
+        and all(type(record.get(key)) is int and record[key] >= 0 for key in counts)
+    )
 
 
 def _is_message(value: Any) -> bool:

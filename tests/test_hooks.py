@@ -44,7 +44,7 @@ ALLOW = py("import json; print(json.dumps({'hookSpecificOutput': {'hookEventName
 
 async def test_blocking_hook_reaches_the_reason(tmp_path: Path) -> None:
     engine = engine_with_hooks(tmp_path, {"PreToolUse": [hook("Edit|Write", BLOCK)]}, mode="bypassPermissions")
-    payload = {"tool_name": "Edit", "tool_input": {"file_path": "/x/a.py"}}
+    payload: dict[str, Any] = {"tool_name": "Edit", "tool_input": {"file_path": "/x/a.py"}}
     outcome = await engine.run_hooks("PreToolUse", payload, tool_name="Edit")
     assert outcome.blocked and outcome.decision == "deny"
     assert outcome.reason == "no edits to /x/a.py"

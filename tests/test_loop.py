@@ -119,7 +119,7 @@ async def test_a_tool_starts_while_the_model_is_still_streaming(tmp_path: Path) 
     tool = Rendezvous()
     tool.expected = 1
     tail = {"type": "text", "text": "x" * 40, "chunks": 40}
-    responses = [{"content": [_use("early"), tail], "stop_reason": "tool_use", "delay_ms": 15},
+    responses: list[dict[str, Any]] = [{"content": [_use("early"), tail], "stop_reason": "tool_use", "delay_ms": 15},
                  {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
     _stop, _conversation, events, _server = await _turn(responses, [tool], tmp_path)
     started = next(i for i, e in enumerate(events) if isinstance(e, ToolCallInProgress))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bridge.mcp.config import ConfigFiles, ServerSpec, discover, parse_acp, read_approvals, save_approval
+from bridge.mcp.config import ConfigFiles, ServerEntry, ServerSpec, discover, parse_acp, read_approvals, save_approval
 from bridge.mcp.settings import McpSettings
 
 
@@ -28,7 +29,9 @@ def write(path: Path, data: object) -> None:
     path.write_text(json.dumps(data))
 
 
-def by_name(files: ConfigFiles, editor: list[object] | None = None, env: dict[str, str] | None = None) -> dict:
+def by_name(
+    files: ConfigFiles, editor: list[Any] | None = None, env: dict[str, str] | None = None
+) -> dict[str, ServerEntry]:
     entries, problems = discover(files, editor or [], environ=env or {})
     assert problems == []
     return {e.name: e for e in entries}
@@ -134,7 +137,7 @@ def test_editor_servers_in_acps_shapes_and_every_problem_named() -> None:
                                     env=(("K", "v"),))
     assert specs["web"] == ServerSpec("web", "http", "editor", "the editor", url="http://127.0.0.1:9/mcp",
                                       headers=(("X", "1"),))
-    assert specs["events"].transport == "sse"  # type: ignore[union-attr]
+    assert specs["events"].transport == "sse"
     assert {e.name: e.problem for e in entries if e.spec is None} == {
         "mcpServers.3": "needs a non-empty name",
         "b": "needs a command",

@@ -6,6 +6,7 @@ The engine holds allow rules a real project might have, so the attacks have some
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -273,7 +274,7 @@ def _file_attacks(ws: Path) -> list[tuple[str, Path]]:
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan"])
 def test_file_attack_is_not_allowed(ws: Path, index: int, mode: Mode) -> None:
     tool, path = _file_attacks(ws)[index]
-    kind = "read" if tool in ("Read", "Grep", "Glob") else "write"
+    kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
     decision = make(ws, mode).decide(tool, {}, read_only=kind == "read", paths=[(path, kind)])
     assert decision.behavior in ("ask", "deny"), (tool, path, decision.reason)
 

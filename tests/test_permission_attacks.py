@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pytest
 
@@ -29,8 +29,18 @@ from tests.attacks.workspace import MEMORY, Workspace, build, effect_seen, engin
 
 RM = ("Bash(rm:*)",)
 READ_DENY = ("Read(secret.txt)", "Read(.env)", "Read(~/.ssh/**)")
-Config = tuple[Mode, dict[str, tuple[str, ...]]]
-NO_RULES: dict[str, tuple[str, ...]] = {}
+
+
+class Rules(TypedDict, total=False):
+    """The session rules `engine()` takes by keyword."""
+
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    ask: tuple[str, ...]
+
+
+Config = tuple[Mode, Rules]
+NO_RULES: Rules = {}
 CONFIGS: dict[str, list[Config]] = {
     "write-as-read": [("default", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
     "protected-write": [("bypassPermissions", NO_RULES), ("acceptEdits", NO_RULES), ("default", {"allow": ("Bash",)}),
@@ -163,7 +173,7 @@ async def test_a_10_mb_command_is_answered_by_its_size_alone(make: Any) -> None:
 def test_a_nul_byte_in_a_path_is_a_clear_denial(tool: str, make: Any) -> None:
     found: Workspace = make()
     path = Path(str(found.ws / "a.txt") + "\x00/etc/passwd")
-    kind = "read" if tool in ("Read", "Grep", "Glob") else "write"
+    kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
     decision = engine(found).decide(tool, {"file_path": str(path)}, read_only=kind == "read", paths=[(path, kind)])
     assert decision.behavior == "deny" and "NUL" in decision.reason
     raw_only = engine(found).decide(tool, {"file_path": "a\x00b"}, read_only=True, paths=[])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -208,8 +208,8 @@ def _rule(text: str, env: dict[str, Path]) -> str:
 
 
 def _file_call(e: PermissionEngine, tool: str, path: Path) -> str:
-    kind = "read" if tool in ("Read", "Grep", "Glob") else "write"
-    return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior  # type: ignore[arg-type]
+    kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
+    return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior
 
 
 @pytest.mark.parametrize(("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS,
@@ -342,14 +342,14 @@ MODE_ROWS = [(mode, call, expected) for mode, row in MODE_TABLE.items() for call
 
 def _call(e: PermissionEngine, env: dict[str, Path], call: str) -> str:
     ws, out = env["ws"], env["outside"]
-    file_calls = {
+    file_calls: dict[str, tuple[str, Path, Literal["read", "write"]]] = {
         "read_in": ("Read", ws / "src" / "a.py", "read"), "read_out": ("Read", out / "f", "read"),
         "edit_in": ("Edit", ws / "src" / "a.py", "write"), "edit_out": ("Edit", out / "f", "write"),
         "edit_git": ("Edit", ws / ".git" / "config", "write"),
     }
     if call in file_calls:
         tool, path, kind = file_calls[call]
-        return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior  # type: ignore[arg-type]
+        return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior
     commands = {"bash_ro": "ls -la src && git status", "bash_rw": "make build", "bash_redirect_in": "echo hi > out.txt"}
     if call in commands:
         return bash(e, commands[call])

@@ -219,7 +219,8 @@ def test_plan_mode_remembers_the_previous_mode(ws: Path) -> None:
     assert engine.pre_plan_mode == "acceptEdits"
     assert engine.decide("ExitPlanMode", {"plan": "p"}, read_only=True, paths=[]).behavior == "ask"
     assert engine.exit_plan_mode() == "acceptEdits"
-    assert engine.mode == "acceptEdits"
+    # mypy keeps `engine.mode` narrowed to "plan" by the assignment above, though exit_plan_mode() changed it
+    assert engine.mode == "acceptEdits"  # type: ignore[comparison-overlap]
     engine.set_mode("plan")
     engine.set_mode("plan")  # re-entering keeps what to go back to
     assert engine.exit_plan_mode() == "acceptEdits"

@@ -63,7 +63,7 @@ def reap_zombies_among(pids: set[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-async def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+async def eventually(predicate: Callable[[], object], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

@@ -141,10 +141,11 @@ async def test_protected_paths_stay_read_only(project: Project, relative: str, e
         f"mkdir -p {path.parent}; printf '%s' '{{\"permissions\": {{\"allow\": [\"Bash\"]}}}}' > {relative}; "
         f"echo more >> {relative}; rm -f {relative}; exit 0"
     )
-    assert (path.read_bytes() if path.exists() else None) == before, output(result)
     assert "Read-only file system" in output(result) or "busy" in output(result)
-    # placeholders made for the command are gone once it is
-    await project.supervisor.wait_all_gone(5)
+    # a placeholder made for the command goes once the command's last process is gone (the sweep after
+    # the exit, which may come just after the tool's answer)
+    assert await project.supervisor.wait_all_gone(5)
+    assert (path.read_bytes() if path.exists() else None) == before, output(result)
     assert project.listing() == listing
 
 

@@ -43,7 +43,7 @@ TOOLS: list[tuple[AnyTool, str, dict[str, Any]]] = [
 async def test_every_file_tool_answers_an_invalid_path_with_a_message(
     tmp_path: Path, tool: AnyTool, field: str, rest: dict[str, Any], raw: str, message: str
 ) -> None:
-    block = {"id": "toolu_1", "name": tool.name, "input": {field: raw, **rest}}
+    block: dict[str, Any] = {"id": "toolu_1", "name": tool.name, "input": {field: raw, **rest}}
     data = tool.input_model.model_validate(block["input"])
     ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
     problem = await tool.validate_input(data, ctx)

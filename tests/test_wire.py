@@ -69,10 +69,13 @@ async def test_a_sub_agents_events_carry_their_parent_call_and_its_text_is_never
     label = SubAgentLabel("Explore", "Find things", "call_1")
     started = ToolCallStarted("t2", "Grep", "Grep x", "search", {"pattern": "x"})
     progress = AgentProgress("call_1", label, "running", 1000.0, 2.5, 1, 1500, "Grep x")
-    for event in [TextDelta("parent "), TextDelta("says"), SubAgentEvent("call_1", TextDelta("child says")),
-                  TextDelta("more"), SubAgentEvent("call_1", started), progress,
-                  SubAgentEvent("call_1", PlanUpdate([PlanEntry("its own", "pending")])),
-                  SubAgentEvent("call_1", SubAgentEvent("t9", TextDelta("deeper")))]:
+    events: list[LoopEvent] = [
+        TextDelta("parent "), TextDelta("says"), SubAgentEvent("call_1", TextDelta("child says")),
+        TextDelta("more"), SubAgentEvent("call_1", started), progress,
+        SubAgentEvent("call_1", PlanUpdate([PlanEntry("its own", "pending")])),
+        SubAgentEvent("call_1", SubAgentEvent("t9", TextDelta("deeper"))),
+    ]
+    for event in events:
         stream.emit(event)
     stream.close()
     said = [(u["content"]["text"], (u.get("_meta") or {}).get("parentToolCallId")) for u in sent

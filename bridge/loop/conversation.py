@@ -19,6 +19,7 @@ class Conversation:
     context_tokens: int = 0  # of the latest response: what the next request will at least carry
     on_message: Callable[[Message], None] = lambda _m: None  # transcript hook: each message when complete
     on_compact: Callable[[list[Message]], None] = lambda _m: None
+    on_usage: Callable[[Usage, float], None] = lambda _u, _c: None  # transcript hook: each response's usage
 
     def append(self, message: Message) -> None:
         self.messages.append(message)
@@ -38,10 +39,5 @@ class Conversation:
     def add(self, usage: Usage, cost: float) -> None:
         """Usage and cost that count in the totals without being this history's context (a sub-agent's)."""
         self.cost_usd += cost
-        total = self.usage_total
-        self.usage_total = Usage(
-            total.input_tokens + usage.input_tokens,
-            total.output_tokens + usage.output_tokens,
-            total.cache_read_tokens + usage.cache_read_tokens,
-            total.cache_write_tokens + usage.cache_write_tokens,
-        )
+        self.usage_total = self.usage_total + usage
+        self.on_usage(usage, cost)

@@ -38,6 +38,14 @@ class Usage:
     def context_tokens(self) -> int:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
 
 @dataclass(frozen=True)
 class BlockDelta:

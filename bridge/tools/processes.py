@@ -515,7 +515,8 @@ class ProcessSupervisor:
         """Wait until no supervised process or descendant is alive; False on timeout."""
         deadline = time.monotonic() + timeout
         while True:
-            if not self.live_pids() and all(p.closed for p in self._managed):
+            # closed first: the sweep in live_pids() then forgets (and releases the sandbox of) them all
+            if all(p.closed for p in self._managed) and not self.live_pids():
                 return True
             if time.monotonic() >= deadline:
                 return False

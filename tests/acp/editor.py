@@ -12,11 +12,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import RequestError, schema
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
+from acp.interfaces import Client
 from acp.stdio import spawn_agent_process
 
 from tests.acp.strict import StrictValidator
@@ -97,7 +98,7 @@ class Editor:
     def _changed(self) -> None:
         self.changed.set()
 
-    async def until(self, predicate: Callable[[], Any], *, timeout: float = 20.0, what: str = "a condition") -> Any:
+    async def until(self, predicate: Callable[..., Any], *, timeout: float = 20.0, what: str = "a condition") -> Any:
         """Wait (deadline, no fixed sleep) until `predicate()` is truthy; re-checked whenever a message arrives."""
         deadline = time.monotonic() + timeout
         while not (value := predicate()):
@@ -168,8 +169,10 @@ async def running_agent(
     """`agent-bridge acp --offline SCENARIO`, driven by the SDK's client; its stderr goes to data_dir/stderr.log."""
     command = agent_command(scenario)
     with open(data_dir / "stderr.log", "ab") as stderr:
+        # The SDK routes each request to the method of that name (absent: "method not found"), so an editor that
+        # offers no terminals or elicitation is a client, though not every member of the `Client` protocol.
         async with spawn_agent_process(
-            editor, command[0], *command[1:], env=agent_env(data_dir, **(env or {})),
+            cast(Client, editor), command[0], *command[1:], env=agent_env(data_dir, **(env or {})),
             transport_kwargs={"stderr": stderr}, observers=[editor.observe],
         ) as (conn, process):
             editor.conn = conn

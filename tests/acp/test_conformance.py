@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, schema
+from acp.helpers import ContentBlock
 
 from tests.acp.editor import Editor, running_agent
 
@@ -22,7 +23,7 @@ RESOURCE_NOT_FOUND = -32002
 AUTH_REQUIRED = -32000
 
 
-def text(value: str) -> list[schema.TextContentBlock]:
+def text(value: str) -> list[ContentBlock]:
     return [schema.TextContentBlock(type="text", text=value)]
 
 

@@ -35,7 +35,7 @@ SSH_KEY = "SSH-KEY-SECRET"
 OUTSIDE = "OUTSIDE-CONTENT"
 OUTSIDE_NAME = "hidden-outside-name.txt"
 MEMORY = "original memory"
-SETTINGS = {"permissions": {"allow": []}}
+SETTINGS: dict[str, Any] = {"permissions": {"allow": []}}
 VENV_BIN = str(Path(sys.executable).parent)  # rg lives there (the ripgrep wheel)
 
 

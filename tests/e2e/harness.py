@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
@@ -21,6 +21,13 @@ from bridge.offline import OfflineServer, Scenario, load_scenario
 from bridge.server.jsonrpc import dict_converter
 
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def feature(client: LanguageClient, method: str) -> Callable[[Handler], Handler]:
+    """`@client.feature(method)`, typed: pygls leaves the type of its decorator unannotated."""
+    register: Callable[[Handler], Handler] = client.feature(method)
+    return register
 
 
 async def allow_once(params: dict[str, Any]) -> dict[str, Any]:
@@ -151,11 +158,11 @@ async def running_editor(
     register_lsp_features(client)
     editor = Editor(client=client, model=model, workspace=workspace)
 
-    @client.feature("session/update")
+    @feature(client, "session/update")
     def on_update(ls: LanguageClient, params: dict[str, Any]) -> None:
         editor.updates.append(params)
 
-    @client.feature("session/request_permission")
+    @feature(client, "session/request_permission")
     async def on_permission(ls: LanguageClient, params: dict[str, Any]) -> dict[str, Any]:
         editor.permission_requests.append(params)
         return await editor.on_permission(params)

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
+
 from bridge.messages import INTERRUPTED_RESULT
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
@@ -29,7 +31,9 @@ def results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def logged(editor: Editor, text: str) -> bool:
-    return any(text in m.message for m in [*editor.client.log_messages, *editor.client.messages])
+    shown: list[types.LogMessageParams | types.ShowMessageParams] = [*editor.client.log_messages,
+                                                                     *editor.client.messages]
+    return any(text in m.message for m in shown)
 
 
 async def connected(editor: Editor, name: str = "fixture") -> None:

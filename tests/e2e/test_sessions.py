@@ -18,6 +18,8 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
     async with running_editor({"responses": [text_response("first answer"), LONG]}, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "first prompt")
+        total_before = editor.of_kind("usage_update", sid)[-1]["cost"]["amount"]
+        assert total_before > 0
         turn = editor.start_prompt(sid, "second prompt")
         await poll(lambda: "slow" in editor.text(sid), what="the second answer streaming")
         editor.kill_server()
@@ -37,6 +39,9 @@ async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> Non
         [mode] = await poll(lambda: editor.of_kind("current_mode_update", sid), what="the loaded session's mode")
         assert mode["currentModeId"] == "default"
         assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
+        usage = editor.of_kind("usage_update", sid)[-1]
+        # the session's cost goes on from the stored total (a panel shows a turn's cost as the difference)
+        assert usage["cost"]["amount"] == round(total_before + usage["_meta"]["responseCost"], 6)
         messages = editor.last_request_messages()
         assert history_errors(messages) == []
         texts = [b.get("text") for m in messages for b in m["content"]]

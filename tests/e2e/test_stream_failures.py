@@ -26,7 +26,7 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
 
 def _opening() -> bytes:
     usage = {"input_tokens": 10, "output_tokens": 1}
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
+    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
                "stop_reason": None, "stop_sequence": None, "usage": usage}
     return _event("message_start", {"message": message}) + _event(
         "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})

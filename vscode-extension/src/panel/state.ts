@@ -337,7 +337,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
         outputTokens: u.outputTokens + (m.outputTokens ?? 0),
         cacheReadTokens: u.cacheReadTokens + (m.cacheReadTokens ?? 0),
         cacheWriteTokens: u.cacheWriteTokens + (m.cacheWriteTokens ?? 0),
-        cost: update.cost ? update.cost.amount - (turn.startCost ?? 0) : u.cost,
+        cost: update.cost ? turnCost(update.cost.amount, turn.startCost) : u.cost,
         currency: update.cost?.currency ?? u.currency,
         contextUsed: update.used ?? u.contextUsed,
         contextSize: update.size ?? u.contextSize,
@@ -349,6 +349,13 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
     case "available_commands_update":
       return { ...state, commands: update.availableCommands };
   }
+}
+
+/** A turn's cost from the session totals; a total below the turn's start means the bridge's total began
+ * again (a bridge that kept no totals for a resumed session): the turn's cost is then at most that total. */
+export function turnCost(sessionTotal: number, atStart: number | undefined): number {
+  const start = atStart ?? 0;
+  return sessionTotal >= start ? sessionTotal - start : sessionTotal;
 }
 
 function contentParts(content: ToolCallContent[], rawOutput: unknown): { output: string; diffs: DiffContent[] } {

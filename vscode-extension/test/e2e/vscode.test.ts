@@ -248,7 +248,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   });
 
   it("starts a long command and cancels it with the agentBridge.cancel command; the turn ends cancelled", async () => {
-    await sendPrompt("run: sleep 30");
+    await sendPrompt("run: touch long-started && sleep 30"); // touch asks; sleep alone is read-only
     await panel.locator(".item.permission button.allow_once").waitFor({ timeout: 30000 });
     await panel.locator(".item.permission button.allow_once").click();
     await panel.locator(".item.tool .badge.in_progress").waitFor({ timeout: 30000 });

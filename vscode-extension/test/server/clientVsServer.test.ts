@@ -90,7 +90,7 @@ describe("protocol client vs agent-bridge serve", () => {
 
   it("cancel while a long command runs ends the turn as cancelled, fast", async () => {
     await freshSession();
-    const turn = session.prompt([{ type: "text", text: "run: sleep 30" }]);
+    const turn = session.prompt([{ type: "text", text: "run: touch long-started && sleep 30" }]);
     await poll("the permission request", () => permissions.all().length === 1);
     const pending = permissions.all()[0];
     assert.ok(pending);

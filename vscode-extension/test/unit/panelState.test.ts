@@ -87,6 +87,21 @@ describe("panel state reducer", () => {
     assert.equal(ends[1].contextSize, 200000);
   });
 
+  it("a session total that begins again (a restarted bridge) never makes a turn's cost negative", () => {
+    const usage = (amount: number): PanelAction =>
+      update({ sessionUpdate: "usage_update", cost: { amount, currency: "USD" }, _meta: { inputTokens: 1, outputTokens: 1 } });
+    const s = run([
+      ...started,
+      usage(0.03),
+      { type: "turnEnded", turnId: 1, stopReason: "end_turn" },
+      { type: "turnStarted", turnId: 2, text: "after the crash", attachments: [] },
+      usage(0.002),
+      { type: "turnEnded", turnId: 2, stopReason: "end_turn" },
+    ]);
+    const ends = s.items.flatMap((i) => (i.kind === "turnEnd" ? [i.usage] : []));
+    assert.ok(Math.abs((ends[1]?.cost ?? -1) - 0.002) < 1e-9, String(ends[1]?.cost));
+  });
+
   it("plan, mode and commands updates replace their lists", () => {
     const s = run([
       ...started,
