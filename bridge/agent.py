@@ -139,12 +139,14 @@ class Agent:
         session.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
 
     async def close_session(self, session_id: str) -> None:
-        """`session/close`: stop its turn, close its transcript, let go of its MCP servers."""
+        """`session/close`: stop its turn and its background agents, close its transcript, let go of its MCP
+        servers (after the agents: they share them)."""
         session = self.sessions.pop(session_id, None)
         if session is None:
             raise UnknownSession(session_id)
         session.cancel(force=True)
         await session.wait_idle()
+        await session.close()
         if session.transcript is not None:
             session.transcript.close()
         if session.mcp is not None:
@@ -181,6 +183,7 @@ class Agent:
                 log.warning("turns still unwinding after %s s at shutdown: forced", SHUTDOWN_UNWIND)
                 for session in self.sessions.values():
                     session.cancel(force=True)
+        await asyncio.gather(*(session.close() for session in self.sessions.values()), return_exceptions=True)
         for session in self.sessions.values():
             if session.transcript is not None:
                 session.transcript.close()

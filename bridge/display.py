@@ -46,3 +46,13 @@ Display = TextContent | Diff
 class PlanEntry:
     content: str
     status: PlanStatus
+
+
+@dataclass(frozen=True)
+class SubAgentLabel:
+    """Which sub-agent a tool call, a question or a line of text comes from: its type, the `description` its
+    `Agent` call gave, and that call's id."""
+
+    agent_type: str
+    description: str
+    parent_tool_call_id: str

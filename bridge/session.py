@@ -18,23 +18,26 @@ from typing import TYPE_CHECKING, assert_never
 
 from bridge import commands
 from bridge.abort import Abort, AbortReason, cancel_on_abort
+from bridge.agents.loader import load_catalog
+from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
-from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, ToolCallStarted
-from bridge.loop.executor import ToolEnvironment, started_event
+from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, ToolCallStarted, UsageReport
+from bridge.loop.executor import RunningCalls, ToolEnvironment, started_event
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
 from bridge.memory import memory_section
 from bridge.messages import Block, Message
-from bridge.model.types import ModelClient
+from bridge.model.types import ModelClient, Usage
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import MODES, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
-from bridge.prompt import system_prompt
+from bridge.prompt import environment_section, system_prompt
+from bridge.tools.agent import AgentTool
 from bridge.tools.base import (
     AnyTool,
     DocumentSource,
@@ -85,7 +88,12 @@ class Session:
         self.cwd = cwd
         self.config = config
         self.model = model
-        self.tools = {tool.name: tool for tool in tools}
+        settings = settings or SettingsStore.for_project(cwd)
+        self.agent_types = load_catalog(cwd, user_config_dir=settings.user_config_dir,
+                                        claude_home=settings.claude_home)
+        # The Agent tool lists the agent types as they were when the session started: its bytes never change.
+        agent_tool = AgentTool([(a.name, a.description, a.tools_text()) for a in self.agent_types.types.values()])
+        self.tools = {tool.name: tool for tool in [*tools, agent_tool]}
         self.deferred = DeferredTools()
         self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
         self.mcp: McpSession | None = None  # set by Agent.connect_mcp; released only when the session ends
@@ -93,7 +101,7 @@ class Session:
         self.frontend = frontend
         self.engine = PermissionEngine(
             cwd=cwd,
-            settings=settings or SettingsStore.for_project(cwd),
+            settings=settings,
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
@@ -113,7 +121,12 @@ class Session:
         self.services = dataclasses.replace(services, sandbox=self.sandbox)  # the sandbox follows this engine
         self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
-        self._base_system = self._system = system_prompt(cwd, memory=memory_section(cwd))
+        memory = memory_section(cwd)
+        self._base_system = self._system = system_prompt(cwd, memory=memory)
+        self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
+        self.subagents = SubAgents(self._agent_host(environment_section(cwd) + (f"\n\n{memory}" if memory else "")),
+                                   self.agent_types)
+        self.services.agents = self.subagents.main
         self._turn: asyncio.Task[StopReason] | None = None
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
@@ -142,6 +155,16 @@ class Session:
             with contextlib.suppress(Exception):
                 await asyncio.shield(turn)
             raise
+
+    def cancel_tool_call(self, tool_call_id: str) -> bool:
+        """Stop one tool call alone — a sub-agent with everything it runs, or any other running call — without
+        touching the turn it belongs to (which goes on with an interrupted result for it). A second cancel of
+        the same call forces. False: no such call is running."""
+        return self.running.stop(tool_call_id) or self.subagents.stop_call(tool_call_id)
+
+    async def close(self) -> None:
+        """The session ends: its background agents stop (its turn is cancelled by whoever ends it)."""
+        await self.subagents.shutdown()
 
     def cancel(self, *, force: bool = False) -> bool:
         """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""
@@ -303,6 +326,35 @@ class Session:
     def settings_problems(self) -> list[str]:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
 
+    def agent_problems(self) -> list[str]:
+        """Agent files that could not be used (reported like invalid settings; the others work)."""
+        return list(self.agent_types.problems)
+
+    def sidechain(self, tool_call_id: str) -> list[Message] | None:
+        """The stored history of the sub-agent the call `tool_call_id` started, if any (for a replay)."""
+        directory = self._sidechains()
+        return sidechain_messages(directory, tool_call_id) if directory is not None else None
+
+    def _sidechains(self) -> Path | None:
+        return self.data_dir / "agents" if self.transcript is not None else None
+
+    def _agent_host(self, environment: str) -> AgentHost:
+        return AgentHost(
+            model=self.model, settings=self._settings, environment=environment, tools=lambda: self.tools,
+            deferred=lambda: self.deferred, unavailable=self.unavailable, policy=self.policy,
+            hooks=self.engine.hooks, prompter=self.frontend.prompter, emit=self.frontend.emit,
+            context=lambda: self._tool_context(Abort()),
+            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(),
+        )
+
+    def _roll_up(self, report: UsageReport) -> UsageReport:
+        """A sub-agent's response, counted in the session's totals: the report the editor gets for it."""
+        usage = Usage(report.input_tokens, report.output_tokens, report.cache_read_tokens, report.cache_write_tokens)
+        self.conversation.add(usage, report.cost_usd)
+        return dataclasses.replace(report, context_used=self.conversation.context_tokens,
+                                   context_size=self.config.context_window,
+                                   session_cost_usd=self.conversation.cost_usd)
+
     async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
         with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
             await self.sync_mcp()
@@ -320,6 +372,8 @@ class Session:
             apply=self.apply,
             held_back=self.deferred.held_back,
             unavailable=self.unavailable,
+            running=self.running,
+            notifications=self.subagents.main.drain,
             hooks=self.engine.hooks,
         )
 

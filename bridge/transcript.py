@@ -46,6 +46,18 @@ class Transcript:
         transcript._write({"type": "session", "sessionId": session_id, "cwd": str(cwd), "createdAt": time.time()})
         return transcript
 
+    @classmethod
+    def create_sidechain(cls, path: Path, header: dict[str, Any]) -> Transcript:
+        """A sub-agent's transcript beside its session's (`sessions/<id>/agents/<toolCallId>.jsonl`): the same
+        records, with a header of `type: agent` that says which call started it."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            log.error("cannot create %s: %s", path.parent, error)
+        transcript = cls(path)
+        transcript._write(header)
+        return transcript
+
     def append(self, message: Message) -> None:
         self._write({"type": "message", "message": message})
 
@@ -96,6 +108,37 @@ class LoadedTranscript:
 
 
 def load(path: Path) -> LoadedTranscript:
+    found = _records(path, "session")
+    return LoadedTranscript(
+        str(found.header["sessionId"]), Path(found.header["cwd"]), repair_pairing(found.messages), found.problems,
+        found.cost_usd, found.usage,
+    )
+
+
+@dataclass
+class LoadedSidechain:
+    header: dict[str, Any]
+    messages: list[Message]
+    problems: list[str] = field(default_factory=list)
+
+
+def load_sidechain(path: Path) -> LoadedSidechain:
+    """A sub-agent's stored history, repaired (a crash may have cut it anywhere)."""
+    found = _records(path, "agent")
+    return LoadedSidechain(found.header, repair_pairing(found.messages), found.problems)
+
+
+@dataclass
+class _Records:
+    header: dict[str, Any]
+    messages: list[Message]
+    problems: list[str]
+    cost_usd: float
+    usage: Usage
+
+
+def _records(path: Path, kind: str) -> _Records:
+    """A transcript's records; `kind` is its header's type (`session`, or `agent` for a sidechain)."""
     problems: list[str] = []
     header: dict[str, Any] | None = None
     messages: list[Message] = []
@@ -107,17 +150,17 @@ def load(path: Path) -> LoadedTranscript:
                 continue
             try:
                 record = json.loads(line)
-                kind = record["type"]
+                record_kind = record["type"]
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 problems.append(f"{path.name}:{number}: corrupt line skipped ({error})")
                 continue
-            if kind == "session":
+            if record_kind == kind:
                 header = record
-            elif kind == "message" and _is_message(record.get("message")):
+            elif record_kind == "message" and _is_message(record.get("message")):
                 messages.append(record["message"])
-            elif kind == "restart" and isinstance(record.get("messages"), list):
+            elif record_kind == "restart" and isinstance(record.get("messages"), list):
                 messages = [m for m in record["messages"] if _is_message(m)]
-            elif kind == "usage" and _is_usage(record):
+            elif record_kind == "usage" and _is_usage(record):
                 cost += record["costUsd"]
                 usage += Usage(
                     record["inputTokens"], record["outputTokens"], record["cacheReadTokens"], record["cacheWriteTokens"]
@@ -125,10 +168,8 @@ def load(path: Path) -> LoadedTranscript:
             else:
                 problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
-        raise ValueError(f"{path} is not a transcript (no session header)")
-    return LoadedTranscript(
-        str(header["sessionId"]), Path(header["cwd"]), repair_pairing(messages), problems, cost, usage
-    )
+        raise ValueError(f"{path} is not a transcript (no {kind} header)")
+    return _Records(header, messages, problems, cost, usage)
 
 
 def _is_usage(record: dict[str, Any]) -> bool:

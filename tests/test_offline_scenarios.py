@@ -226,3 +226,47 @@ async def test_echo_repeats_the_last_user_text_without_reminders() -> None:
             chat = Conversation(client)
             message = await chat.say(text("<system-reminder>be nice</system-reminder>"), text("hello world"))
     assert all_text(message) == "You said: hello world"
+
+
+def _playground(messages: list[dict[str, Any]], tools: list[str]) -> dict[str, Any]:
+    scenario = builtin_scenario("playground", delay_ms=0)
+    assert scenario.responder is not None
+    body = {"messages": messages, "tools": [{"name": n} for n in tools]}
+    return dict(scenario.responder(RecordedRequest(body=body, raw=b"", headers={})))
+
+
+def test_playground_hands_prompts_to_sub_agents_and_reports_what_they_said() -> None:
+    asked = _playground([{"role": "user", "content": "agents: run: echo a ;; read: /x"}], ["Agent", "Bash"])
+    calls = [b for b in asked["content"] if b["type"] == "tool_use"]
+    assert [(c["name"], c["input"]["prompt"], c["input"]["subagent_type"]) for c in calls] == [
+        ("Agent", "run: echo a", "general-purpose"), ("Agent", "read: /x", "general-purpose")]
+    background = _playground([{"role": "user", "content": "background: run: sleep 1"}], ["Agent"])
+    assert background["content"][1]["input"]["run_in_background"] is True
+    explore = _playground([{"role": "user", "content": "explore: run: ls"}], ["Agent"])
+    assert explore["content"][1]["input"]["subagent_type"] == "Explore"
+    # A sub-agent has no Agent tool: the same command there says so.
+    refused = _playground([{"role": "user", "content": "agent: x"}], ["Bash"])
+    assert "".join(refused["content"][0]["deltas"]) == "I can't do that here: the Agent tool is not available."
+    uses = [{"type": "tool_use", "id": f"u{i}", "name": "Agent", "input": c["input"]} for i, c in enumerate(calls)]
+    results = [{"type": "tool_result", "tool_use_id": "u0", "content": "Output of `echo a`:\n\n```\na\n```"},
+               {"type": "tool_result", "tool_use_id": "u1", "content": "The first lines"}]
+    report = _playground([{"role": "user", "content": "agents: ..."}, {"role": "assistant", "content": uses},
+                          {"role": "user", "content": results}], ["Agent"])
+    said = "".join(report["content"][0]["deltas"])
+    assert "Output of `echo a`: — a" in said and "The first lines" in said
+
+
+def test_a_json_scenario_scripts_each_sub_agents_own_turns() -> None:
+    scenario = {"responses": [{"content": [{"type": "text", "text": "main 1"}]}],
+                "agents": [{"prompt": "job a", "responses": [{"content": [{"type": "text", "text": "a 1"}]},
+                                                             {"content": [{"type": "text", "text": "a 2"}]}]}]}
+    with OfflineServer(scenario) as server:
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="t", max_retries=0)
+        def ask(first: str) -> str:
+            message = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": first}])
+            return "".join(b.text for b in message.content if b.type == "text")
+        assert [ask("job a"), ask("the user"), ask("job a"), ask("job a")] == [
+            "a 1", "main 1", "a 2", "(offline scenario 'scenario/agent' has no more responses)"]
+        client.close()
+    with pytest.raises(ValueError, match=r"agents.0: needs a prompt"):
+        OfflineServer({"responses": [], "agents": [{"responses": []}]})

@@ -21,7 +21,7 @@ import pytest
 from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
-from bridge.tools.background import BackgroundShells, KillShellInput, KillShellTool
+from bridge.tools.background import BackgroundShells, TaskStopInput, TaskStopTool
 from bridge.tools.base import Services, ToolContext, ToolResult
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
@@ -312,5 +312,5 @@ async def test_background_shells_are_sandboxed_and_killed(project: Project) -> N
     shell_id = started.raw_output["background_id"] if started.raw_output else ""
     assert await eventually(lambda: len(marked_pids(mark)) >= 2)
     assert not (project.outside / "bg").exists()
-    await KillShellTool().call(KillShellInput(shell_id=shell_id), project.ctx)
+    await TaskStopTool().call(TaskStopInput(task_id=shell_id), project.ctx)
     assert await eventually(lambda: not marked_pids(mark), timeout=5)

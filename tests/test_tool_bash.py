@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
-from bridge.tools.background import BackgroundShells, BashOutputInput, BashOutputTool, KillShellInput, KillShellTool
+from bridge.tools.background import BackgroundShells, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool
 from bridge.tools.base import Services, ToolContext, ToolError
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.output import OutputBuffer
@@ -304,31 +304,34 @@ async def test_background_shell_output_status_and_kill(bash: Harness) -> None:
         command=marked(mark, "echo one; sleep 0.05; echo two; setsid sleep 300 & wait"), run_in_background=True
     )
     shell_id = started.raw_output["background_id"]
-    assert shell_id in started.content
-    read = BashOutputTool()
+    assert shell_id in started.content and "TaskOutput" in started.content
+    read = TaskOutputTool()
     shell = bash.background.get(shell_id)
     assert await eventually(lambda: "two" in "".join(shell._unread))
-    first = await read.call(BashOutputInput(bash_id=shell_id), bash.ctx)
+    first = await read.call(TaskOutputInput(task_id=shell_id, block=False), bash.ctx)
     assert "running" in first.content and "one\ntwo" in first.content
-    again = await read.call(BashOutputInput(bash_id=shell_id), bash.ctx)
+    again = await read.call(TaskOutputInput(task_id=shell_id, block=False), bash.ctx)
     assert "(no new output)" in again.content
-    killed = await KillShellTool().call(KillShellInput(shell_id=shell_id), bash.ctx)
+    killed = await TaskStopTool().call(TaskStopInput(task_id=shell_id), bash.ctx)
     assert "Killed" in killed.content
     assert await eventually(lambda: not marked_pids(mark))
-    status = await read.call(BashOutputInput(bash_id=shell_id), bash.ctx)
+    status = await read.call(TaskOutputInput(task_id=shell_id), bash.ctx)
     assert "killed" in status.content
 
 
-async def test_background_filter_and_completion(bash: Harness) -> None:
-    started = await bash.run(command="printf 'ok 1\\nbad 2\\nok 3\\n'; exit 2", run_in_background=True)
+async def test_task_output_blocks_until_the_shell_ends_or_the_timeout(bash: Harness) -> None:
+    started = await bash.run(command="sleep 0.3; echo late; exit 2", run_in_background=True)
     shell_id = started.raw_output["background_id"]
-    shell = bash.background.get(shell_id)
-    assert await eventually(lambda: shell.process.closed)
-    result = await BashOutputTool().call(BashOutputInput(bash_id=shell_id, filter="^ok"), bash.ctx)
-    assert "failed (Exit code 2)" in result.content
-    assert str(result.content).split("\n", 1)[1] == "ok 1\nok 3"
-    done = await KillShellTool().call(KillShellInput(shell_id=shell_id), bash.ctx)
+    waited = await TaskOutputTool().call(TaskOutputInput(task_id=shell_id, timeout=20_000), bash.ctx)
+    assert "failed (Exit code 2)" in waited.content and "late" in waited.content
+    assert waited.raw_output == {"task_id": shell_id, "status": "failed", "exit_code": 2}
+    slow = await bash.run(command="sleep 300", run_in_background=True)
+    short = await TaskOutputTool().call(TaskOutputInput(task_id=slow.raw_output["background_id"], timeout=50),
+                                        bash.ctx)
+    assert "running" in short.content, "the timeout answers with the status so far"
+    done = await TaskStopTool().call(TaskStopInput(task_id=shell_id), bash.ctx)
     assert "already finished" in done.content
+    await TaskStopTool().call(TaskStopInput(task_id=slow.raw_output["background_id"]), bash.ctx)
 
 
 async def test_background_shell_survives_the_turns_cancel_but_not_shutdown(bash: Harness) -> None:
@@ -343,10 +346,10 @@ async def test_background_shell_survives_the_turns_cancel_but_not_shutdown(bash:
     assert await eventually(lambda: not marked_pids(mark), timeout=2)
 
 
-async def test_unknown_shell_and_bad_filter(bash: Harness) -> None:
-    with pytest.raises(ToolError, match="No background shell"):
-        await BashOutputTool().call(BashOutputInput(bash_id="bash_99"), bash.ctx)
-    with pytest.raises(ToolError, match="No background shell"):
-        await KillShellTool().call(KillShellInput(shell_id="nope"), bash.ctx)
-    problem = await BashOutputTool().validate_input(BashOutputInput(bash_id="x", filter="("), bash.ctx)
-    assert problem and "regular expression" in problem
+async def test_unknown_task_ids_name_the_known_ones(bash: Harness) -> None:
+    started = await bash.run(command="true", run_in_background=True)
+    with pytest.raises(ToolError, match=r"No background task with id 'bash_99' \(known: bash_1\)"):
+        await TaskOutputTool().call(TaskOutputInput(task_id="bash_99"), bash.ctx)
+    with pytest.raises(ToolError, match="No background task with id 'nope'"):
+        await TaskStopTool().call(TaskStopInput(task_id="nope"), bash.ctx)
+    assert started.raw_output["background_id"] == "bash_1"

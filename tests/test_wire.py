@@ -5,9 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.commands import Command
-from bridge.display import Diff, Location, PlanEntry, TextContent
-from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, ToolCallFinished, ToolCallStarted
+from bridge.display import Diff, Location, PlanEntry, SubAgentLabel, TextContent
+from bridge.loop.events import (
+    AgentProgress,
+    LoopEvent,
+    ModeChanged,
+    Notice,
+    PlanUpdate,
+    SubAgentEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from bridge.permissions.modes import MODES
+from bridge.permissions.types import PermissionRequest
 from bridge.server import wire
 from bridge.server.updates import UpdateStream
 
@@ -50,3 +61,62 @@ async def test_every_loop_event_has_its_place() -> None:  # async: the pacing ti
     assert sent[1]["locations"] == [{"path": "/a", "line": 2}]
     assert sent[2]["content"][1]["type"] == "diff"
     assert notices == [Notice("careful", level="warning")]
+
+
+async def test_a_sub_agents_events_carry_their_parent_call_and_its_text_is_never_merged() -> None:
+    sent: list[dict[str, Any]] = []
+    stream = UpdateStream(sent.append, interval=10)  # one long window: every later delta waits in it
+    label = SubAgentLabel("Explore", "Find things", "call_1")
+    started = ToolCallStarted("t2", "Grep", "Grep x", "search", {"pattern": "x"})
+    progress = AgentProgress("call_1", label, "running", 1000.0, 2.5, 1, 1500, "Grep x")
+    events: list[LoopEvent] = [
+        TextDelta("parent "), TextDelta("says"), SubAgentEvent("call_1", TextDelta("child says")),
+        TextDelta("more"), SubAgentEvent("call_1", started), progress,
+        SubAgentEvent("call_1", PlanUpdate([PlanEntry("its own", "pending")])),
+        SubAgentEvent("call_1", SubAgentEvent("t9", TextDelta("deeper"))),
+    ]
+    for event in events:
+        stream.emit(event)
+    stream.close()
+    said = [(u["content"]["text"], (u.get("_meta") or {}).get("parentToolCallId")) for u in sent
+            if u["sessionUpdate"] == "agent_message_chunk"]
+    assert said == [("parent ", None), ("says", None), ("child says", "call_1"), ("more", None), ("deeper", "t9")]
+    [call] = [u for u in sent if u["sessionUpdate"] == "tool_call"]
+    assert call["toolCallId"] == "t2" and call["_meta"] == {"parentToolCallId": "call_1"}
+    [card] = [u for u in sent if u.get("toolCallId") == "call_1"]
+    assert card["sessionUpdate"] == "tool_call_update" and "_meta" in card and "parentToolCallId" not in card["_meta"]
+    assert card["_meta"]["agent"] == {"type": "Explore", "description": "Find things", "status": "running",
+                                      "background": False, "startedAt": 1_000_000, "elapsedMs": 2500,
+                                      "toolCalls": 1, "tokens": 1500, "lastTool": "Grep x"}
+    assert card["content"][0]["content"]["text"] == "Running: Grep x · 1 tool call · 1.5k tokens · 2 s"
+    assert not [u for u in sent if u["sessionUpdate"] == "plan"], "a sub-agent's todo list is not the session's plan"
+
+
+def test_a_sub_agents_permission_request_names_it() -> None:
+    request = PermissionRequest("t2", "Bash", "`ls`", "execute", {"command": "ls"}, [], [], "needs permission", [],
+                                agent=SubAgentLabel("general-purpose", "List it", "call_1"))
+    params = wire.permission_params("s1", request)
+    assert params["_meta"] == {"reason": "needs permission", "agent": {
+        "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}}
+    plain = wire.permission_params("s1", PermissionRequest("t3", "Bash", "`ls`", "execute", {}, [], [], "r", []))
+    assert plain["_meta"] == {"reason": "r"}
+
+
+def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
+    use = {"type": "tool_use", "id": "call_1", "name": "Agent", "input": {"description": "d", "prompt": "p"}}
+    parent = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
+              {"role": "assistant", "content": [use]},
+              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "found"}]}]
+    todo = {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": [
+        {"content": "x", "status": "pending", "activeForm": "x"}]}}
+    child = [{"role": "user", "content": [{"type": "text", "text": "p"}]},
+             {"role": "assistant", "content": [todo]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+             {"role": "assistant", "content": [{"type": "text", "text": "found"}]}]
+    updates = wire.replay_updates(parent, sidechain=lambda call: child if call == "call_1" else None)
+    shape = [(u["sessionUpdate"], u.get("toolCallId"), (u.get("_meta") or {}).get("parentToolCallId"))
+             for u in updates]
+    assert shape == [("user_message_chunk", None, None), ("tool_call", "call_1", None),
+                     ("user_message_chunk", None, "call_1"), ("tool_call", "t1", "call_1"),
+                     ("tool_call_update", "t1", "call_1"), ("agent_message_chunk", None, "call_1"),
+                     ("tool_call_update", "call_1", None)], "and no plan: the sub-agent's todo list is its own"

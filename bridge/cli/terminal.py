@@ -19,10 +19,12 @@ from bridge.config import BridgeConfig
 from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
 from bridge.loop.events import (
+    AgentProgress,
     LoopEvent,
     ModeChanged,
     Notice,
     PlanUpdate,
+    SubAgentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -105,10 +107,24 @@ class TerminalView:
                 self.usage.append(event)
             case Notice(message=message, level=level):
                 self.line(self.paint(DIM, f"[{level}] {message}"))
-            case ToolCallInProgress() | ToolCallProgress() | ModeChanged():
+            case SubAgentEvent(event=inner):
+                self._nested(inner)
+            case ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress():
                 pass  # a finished call shows its output; the terminal keeps no mode indicator
             case _:
                 assert_never(event)
+
+    def _nested(self, event: LoopEvent) -> None:
+        """A sub-agent's work: its tool calls, indented (its text is its own: its parent reports on it)."""
+        match event:
+            case ToolCallStarted(title=title):
+                self.line(self.paint(DIM, f"  ↳ {title}"))
+            case UsageReport():
+                self.usage.append(event)
+            case Notice():
+                self.emit(event)
+            case _:
+                pass
 
     def show(self, display: list[Display]) -> None:
         for item in display:
@@ -137,7 +153,9 @@ class TerminalPrompter:
 
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         view = self.view
-        view.line(view.paint(BOLD, f"? Allow {request.title}?") + (f" ({request.reason})" if request.reason else ""))
+        who = f"[sub-agent {request.agent.description}] " if request.agent else ""
+        why = f" ({request.reason})" if request.reason else ""
+        view.line(view.paint(BOLD, f"? {who}Allow {request.title}?") + why)
         view.show(request.display)
         always = next((s for s in request.suggestions if s.behavior == "allow"), None)
         choices = "[y] yes  " + (f"[a] always allow {always.rule}  " if always else "") + "[n] no (or type feedback)"

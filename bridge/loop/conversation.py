@@ -34,6 +34,10 @@ class Conversation:
     def record(self, usage: Usage, cost: float) -> None:
         """One response's usage and cost."""
         self.context_tokens = usage.context_tokens
+        self.add(usage, cost)
+
+    def add(self, usage: Usage, cost: float) -> None:
+        """Usage and cost that count in the totals without being this history's context (a sub-agent's)."""
         self.cost_usd += cost
         self.usage_total = self.usage_total + usage
         self.on_usage(usage, cost)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bridge.display import Display, Location, PlanEntry
+from bridge.display import Display, Location, PlanEntry, SubAgentLabel
 from bridge.tools.base import ToolKind
 
 
@@ -91,6 +91,42 @@ class ModeChanged:
     kind: Literal["mode"] = "mode"
 
 
+@dataclass(frozen=True)
+class AgentProgress:
+    """How a sub-agent started by the `Agent` call `tool_call_id` is doing (its card in the editor)."""
+
+    tool_call_id: str
+    agent: SubAgentLabel
+    status: Literal["running", "completed", "failed", "stopped"]
+    started_at: float  # seconds since the epoch
+    elapsed_s: float
+    tool_calls: int
+    tokens: int  # input + output of every response so far
+    last_tool: str | None = None  # the title of its latest tool call
+    background: bool = False
+    kind: Literal["agent_progress"] = "agent_progress"
+
+    def summary(self) -> str:
+        """One line for a person: what it is doing, how much it has used, for how long."""
+        doing = {"running": f"Running: {self.last_tool}" if self.last_tool else "Thinking",
+                 "completed": "Done", "failed": "Failed", "stopped": "Stopped"}[self.status]
+        calls = f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}"
+        return f"{doing} · {calls} · {_tokens(self.tokens)} tokens · {self.elapsed_s:.0f} s"
+
+
+@dataclass(frozen=True)
+class SubAgentEvent:
+    """An event of a sub-agent's loop, going up to the session tagged with the `Agent` call that started it."""
+
+    parent_tool_call_id: str
+    event: LoopEvent
+    kind: Literal["sub_agent"] = "sub_agent"
+
+
+def _tokens(count: int) -> str:
+    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
 LoopEvent = (
     TextDelta
     | ThinkingDelta
@@ -102,4 +138,6 @@ LoopEvent = (
     | PlanUpdate
     | Notice
     | ModeChanged
+    | AgentProgress
+    | SubAgentEvent
 )

@@ -41,6 +41,34 @@ log = logging.getLogger(__name__)
 MAX_PARALLEL = 10
 
 
+class RunningCalls:
+    """The calls running now, at every level (a sub-agent's calls too), by tool_use id, so that one of them can be
+    stopped alone (the editor's per-call cancel): its own abort fires, the turn it belongs to goes on."""
+
+    def __init__(self) -> None:
+        self._aborts: dict[str, Abort] = {}
+
+    def track(self, use_id: str, abort: Abort) -> Callable[[], None]:
+        self._aborts[use_id] = abort
+
+        def untrack() -> None:
+            if self._aborts.get(use_id) is abort:
+                del self._aborts[use_id]
+
+        return untrack
+
+    def stop(self, use_id: str) -> bool:
+        """`ctrl-c` for that call alone (`force` when it is already stopping). False: no such call runs."""
+        abort = self._aborts.get(use_id)
+        if abort is None:
+            return False
+        abort.abort(AbortReason.FORCE if abort.aborted else AbortReason.CTRL_C)
+        return True
+
+    def __contains__(self, use_id: object) -> bool:
+        return use_id in self._aborts
+
+
 @dataclass
 class ToolEnvironment:
     """What the executor needs from the session, built once per turn."""
@@ -53,6 +81,9 @@ class ToolEnvironment:
     apply: Callable[[Effect], None] = lambda _effect: None  # a finished call's effects (the session's)
     held_back: Callable[[], set[str]] = set  # tools whose schemas are not sent (deferred, not loaded yet)
     unavailable: dict[str, str] = field(default_factory=dict)  # names the history uses that are gone, and why
+    running: RunningCalls = field(default_factory=RunningCalls)  # the session's: every level's running calls
+    notifications: Callable[[], list[Block]] = list  # drained before each request: news for the model (a
+    # background agent that ended), added to the history as user text
     hooks: HookRunner = field(default_factory=NoHooks)  # every hook event (PreToolUse … Stop)
 
 
@@ -168,7 +199,16 @@ class ToolExecutor:
         tool, data = call.tool, call.data
         ctx = self._env.context(use_id)
         ctx.tool_use_id = use_id
-        ctx.abort = self._abort if tool.interrupt_behavior == "cancel" else self._abort.child(not_interrupt)
+        # A view of the step's signal of its own, so that this call can also be stopped alone.
+        ctx.abort = self._abort.child(_every if tool.interrupt_behavior == "cancel" else not_interrupt)
+        untrack = self._env.running.track(use_id, ctx.abort)
+        try:
+            return await self._execute_tracked(call, tool, data, ctx)
+        finally:
+            untrack()
+
+    async def _execute_tracked(self, call: _Call, tool: AnyTool, data: Any, ctx: ToolContext) -> Block:
+        use_id = call.block["id"]
 
         def progress(text: str) -> None:
             call.output = text
@@ -185,7 +225,7 @@ class ToolExecutor:
             if call.edited is not None:
                 tool, data = self._edited_call(tool, data, call.edited[1])
             self._env.emit(ToolCallInProgress(use_id))
-            result = await self._call_tool(tool, data, ctx)
+            result = await self._call_tool(call, tool, data, ctx)
             if result is not None and call.edited is not None and not result.is_error:
                 result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
@@ -213,16 +253,26 @@ class ToolExecutor:
         except ValidationError as error:
             raise ToolError(_validation_message(other.name, error)) from None
 
-    async def _call_tool(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
+    async def _call_tool(self, call: _Call, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
+        """The tool's result, or None when the signal stopped it (`call.output` is what it had so far)."""
+        if tool.answers_abort:  # it stops itself, leaving its own state valid
+            result = await self._guarded(tool, data, ctx)
+            if ctx.abort.aborted:
+                call.output = _text_of(result.content) or call.output
+                return None
+            return result
         with cancel_on_abort(ctx.abort):
-            try:
-                return await tool.call(data, ctx)
-            except ToolError:
-                raise
-            except Exception as error:  # a bug in a tool must not end the turn
-                log.exception("tool %s failed", tool.name)
-                raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
+            return await self._guarded(tool, data, ctx)
         return None
+
+    async def _guarded(self, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult:
+        try:
+            return await tool.call(data, ctx)
+        except ToolError:
+            raise
+        except Exception as error:  # a bug in a tool must not end the turn
+            log.exception("tool %s failed", tool.name)
+            raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
 
     async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
         outcome = await self._env.hooks.run(event, payload, tool_name=tool_name)
@@ -274,7 +324,7 @@ class ToolExecutor:
         )
         call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
-        with cancel_on_abort(self._abort):
+        with cancel_on_abort(self._abort), cancel_on_abort(ctx.abort):  # the step's signal, or this call's own
             answer = await self._env.prompter(request)
         if answer is None:  # the turn was cancelled while asking
             return INTERRUPTED_RESULT, data
@@ -301,6 +351,10 @@ class ToolExecutor:
 
     def unfinished_outputs(self) -> dict[str, str]:
         return {c.block["id"]: c.output for c in self._calls if not c.done.is_set()}
+
+
+def _every(_reason: AbortReason) -> bool:
+    return True
 
 
 def _user_edit(edited: str | None, display: list[Display]) -> tuple[str, str] | None:
@@ -382,4 +436,4 @@ def _validation_message(tool_name: str, error: ValidationError) -> str:
     return f"Invalid input for {tool_name}: " + "; ".join(problems)
 
 
-__all__ = ["AbortReason", "ToolEnvironment", "ToolExecutor"]
+__all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]

@@ -59,6 +59,10 @@ class TurnSettings:
     context_window: int = CONTEXT_WINDOW
     compact_threshold: float = 0.8  # of the context window; 0 disables automatic compaction
     extra: dict[str, object] = field(default_factory=dict)
+    # The hooks a turn runs: a sub-agent's prompt comes from its parent (no UserPromptSubmit) and its end is a
+    # `SubagentStop`, as in Claude Code.
+    prompt_hook: str | None = "UserPromptSubmit"
+    stop_hook: str = "Stop"
 
 
 @dataclass
@@ -148,17 +152,22 @@ async def run_turn(
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
     if not await _maybe_compact(conversation, model, settings, schemas, abort, emit):
         return "cancelled"  # the prompt never joined the history: nothing to mark
-    text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
-    submitted = await tools.hooks.run("UserPromptSubmit", {"prompt": text})
-    _report_hook_errors(submitted, "UserPromptSubmit", emit)
-    if submitted.blocked:  # the prompt never reaches the model (nor the history)
-        emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
-        return "end_turn"
-    extra = [text_block(f"[hook context] {note}") for note in submitted.additional_context]
-    conversation.append(user_message([*prompt, *extra]))
+    extra: list[Block] = []
+    if settings.prompt_hook is not None:
+        text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
+        submitted = await tools.hooks.run(settings.prompt_hook, {"prompt": text})
+        _report_hook_errors(submitted, settings.prompt_hook, emit)
+        if submitted.blocked:  # the prompt never reaches the model (nor the history)
+            emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
+            return "end_turn"
+        extra = [text_block(f"[hook context] {note}") for note in submitted.additional_context]
+    # News that came while no request was made (a background agent ended) goes before the prompt it preceded.
+    conversation.append(user_message([*tools.notifications(), *prompt, *extra]))
     stop_hook_active = False
     system = [*settings.system[:-1], {**settings.system[-1], "cache_control": EPHEMERAL}] if settings.system else []
     for request_number in range(settings.max_turns):
+        if request_number and (news := tools.notifications()):  # e.g. a background agent ended meanwhile
+            conversation.append(user_message(news))
         # Each step: ToolSearch may have loaded tools, and the history may name new ones.
         schemas, offered = request_tools(tools, conversation.messages)
         if abort.aborted or (
@@ -208,8 +217,8 @@ async def run_turn(
         if abort.aborted:
             return "cancelled"
         if not results:
-            outcome = await tools.hooks.run("Stop", {"stop_hook_active": stop_hook_active})
-            _report_hook_errors(outcome, "Stop", emit)
+            outcome = await tools.hooks.run(settings.stop_hook, {"stop_hook_active": stop_hook_active})
+            _report_hook_errors(outcome, settings.stop_hook, emit)
             if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
                 stop_hook_active = True  # the hook wants more work: once, with its reason as the next message
                 conversation.append(user_message([text_block(f"[Stop hook] {outcome.reason}")]))

@@ -102,25 +102,41 @@ def check_response(response: Mapping[str, Any], where: str = "response") -> Json
 
 
 @dataclass(frozen=True)
+class AgentScript:
+    """The responses of a sub-agent's own requests: those whose first user message is exactly `prompt` (the
+    prompt its `Agent` call gave). Sub-agents with the same prompt share the script."""
+
+    prompt: str
+    responses: tuple[Json, ...] = ()
+    after_last: AfterLast = "end_turn_text"
+
+
+@dataclass(frozen=True)
 class Scenario:
-    """A named script of responses, or a responder callable."""
+    """A named script of responses (and the scripts of its sub-agents), or a responder callable."""
 
     name: str
     responses: tuple[Json, ...] = ()
     after_last: AfterLast = "end_turn_text"
     responder: Responder | None = None
+    agents: tuple[AgentScript, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
+        """`{"name", "responses": [...], "after_last", "agents": [{"prompt", "responses", "after_last"}]}`"""
         name = str(data.get("name", "scenario"))
-        responses = data.get("responses", [])
-        if not isinstance(responses, list):
-            raise ScenarioError(f"scenario {name}: responses must be a list")
-        after_last = data.get("after_last", "end_turn_text")
-        if after_last not in AFTER_LAST:
-            raise ScenarioError(f"scenario {name}: after_last must be one of {', '.join(AFTER_LAST)}")
-        checked = tuple(check_response(r, f"scenario {name}: responses.{i}") for i, r in enumerate(responses))
-        return cls(name=name, responses=checked, after_last=after_last)
+        responses, after_last = _script(data, f"scenario {name}")
+        agents = data.get("agents", [])
+        if not isinstance(agents, list):
+            raise ScenarioError(f"scenario {name}: agents must be a list of {{prompt, responses}}")
+        scripts = []
+        for index, agent in enumerate(agents):
+            where = f"scenario {name}: agents.{index}"
+            if not isinstance(agent, Mapping) or not isinstance(agent.get("prompt"), str) or not agent["prompt"]:
+                raise ScenarioError(f"{where}: needs a prompt (the sub-agent's first user message)")
+            agent_responses, agent_after = _script(agent, where)
+            scripts.append(AgentScript(agent["prompt"].strip(), agent_responses, agent_after))
+        return cls(name=name, responses=responses, after_last=after_last, agents=tuple(scripts))
 
     @classmethod
     def from_responses(cls, responses: list[Json], *, name: str = "scenario",
@@ -130,6 +146,28 @@ class Scenario:
     @classmethod
     def from_responder(cls, responder: Responder, *, name: str = "responder") -> Scenario:
         return cls(name=name, responder=responder)
+
+
+def _script(data: Mapping[str, Any], where: str) -> tuple[tuple[Json, ...], AfterLast]:
+    responses = data.get("responses", [])
+    if not isinstance(responses, list):
+        raise ScenarioError(f"{where}: responses must be a list")
+    after_last = data.get("after_last", "end_turn_text")
+    if after_last not in AFTER_LAST:
+        raise ScenarioError(f"{where}: after_last must be one of {', '.join(AFTER_LAST)}")
+    return tuple(check_response(r, f"{where}.responses.{i}") for i, r in enumerate(responses)), after_last
+
+
+def first_user_text(body: Mapping[str, Any]) -> str:
+    """The text of the first user message of a request (a sub-agent's is the prompt its parent gave it)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], Mapping):
+        return ""
+    content = messages[0].get("content")
+    if isinstance(content, str):
+        return content.strip()
+    texts = [b.get("text") for b in content or [] if isinstance(b, Mapping) and b.get("type") == "text"]
+    return "\n".join(t for t in texts if isinstance(t, str)).strip()
 
 
 def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario:
@@ -158,26 +196,20 @@ def end_turn_text(scenario: str) -> Json:
             "stop_reason": "end_turn"}
 
 
-class ScenarioPlayer:
-    """Walks a scenario: each valid request takes the next response; a fault with `times: N` answers N requests.
+class _Position:
+    """Where one script is: each valid request takes the next response; a fault with `times: N` answers N."""
 
-    Used only from the server's event-loop thread, so it needs no lock.
-    """
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
+    def __init__(self, responses: tuple[Json, ...], after_last: AfterLast, name: str) -> None:
+        self.responses, self.after_last, self.name = responses, after_last, name
         self._index = 0
         self._served = 0  # how many requests the current response has answered
 
-    def next_response(self, request: RecordedRequest) -> Json:
-        scenario = self.scenario
-        if scenario.responder is not None:
-            return check_response(scenario.responder(request), f"scenario {scenario.name}: responder answer")
-        if self._index >= len(scenario.responses):
-            if scenario.after_last == "repeat_last" and scenario.responses:
-                return scenario.responses[-1]
-            return end_turn_text(scenario.name)
-        response = scenario.responses[self._index]
+    def next(self) -> Json:
+        if self._index >= len(self.responses):
+            if self.after_last == "repeat_last" and self.responses:
+                return self.responses[-1]
+            return end_turn_text(self.name)
+        response = self.responses[self._index]
         fault = response.get("fault")
         times = int(fault.get("times", 1)) if isinstance(fault, Mapping) else 1
         self._served += 1
@@ -185,3 +217,24 @@ class ScenarioPlayer:
             self._index += 1
             self._served = 0
         return response
+
+
+class ScenarioPlayer:
+    """Walks a scenario: the main script, and each sub-agent's script for the requests that are that agent's
+    (told apart by their first user message).
+
+    Used only from the server's event-loop thread, so it needs no lock.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self._main = _Position(scenario.responses, scenario.after_last, scenario.name)
+        self._agents = {a.prompt: _Position(a.responses, a.after_last, f"{scenario.name}/agent") for a in
+                        reversed(scenario.agents)}  # the first script listed for a prompt wins
+
+    def next_response(self, request: RecordedRequest) -> Json:
+        scenario = self.scenario
+        if scenario.responder is not None:
+            return check_response(scenario.responder(request), f"scenario {scenario.name}: responder answer")
+        position = self._agents.get(first_user_text(request.body)) if self._agents else None
+        return (position or self._main).next()

@@ -29,8 +29,8 @@ from typing import Any, Literal, Protocol
 
 log = logging.getLogger(__name__)
 
-HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop"]
-HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"]
+HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop")
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 DEFAULT_TIMEOUT_S = 60.0
 _MAX_OUTPUT = 64 * 1024

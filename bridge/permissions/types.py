@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bridge.display import Display, Location
+from bridge.display import Display, Location, SubAgentLabel
 
 Behavior = Literal["allow", "ask", "deny"]
 SourceName = Literal[
@@ -79,6 +79,7 @@ class PermissionRequest:
     locations: list[Location]
     reason: str
     suggestions: list[RuleSuggestion]
+    agent: SubAgentLabel | None = None  # the sub-agent asking (None: the session's own loop)
 
 
 @dataclass(frozen=True)

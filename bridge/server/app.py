@@ -369,6 +369,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
         notices = [f"Invalid settings (skipped): {problem}" for problem in session.settings_problems()]
+        notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
         session.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
@@ -392,8 +393,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))
             session.refresh_commands()
             notices += session.missing_tools()
+            notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
         stream = ls.stream(session.id)
-        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use):
+        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use,
+                                          session.sidechain):
             stream.update(update)  # ACP: the history first, then the answer
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices, loaded=True))
         return {"modes": wire.modes_state(session.mode)}
@@ -429,7 +432,24 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except JsonRpcException as error:
             log.warning("session/cancel ignored: %s", error)
             return
-        session.cancel(force=bool((parsed.meta or {}).get("force")))
+        meta = parsed.meta or {}
+        call = meta.get("toolCallId")
+        if isinstance(call, str):  # one call alone (a sub-agent and all it runs): the turn goes on
+            if not session.cancel_tool_call(call):
+                log.info("session/cancel: tool call %s is not running", call)
+            return
+        session.cancel(force=bool(meta.get("force")))
+
+    @feature("_bridge/cancel_tool_call")
+    def cancel_tool_call(ls: BridgeServer, params: Any) -> None:
+        """Our extension: stop one running tool call alone — e.g. a sub-agent, from its card."""
+        try:
+            parsed, session = ls.session(params, wire.ToolCallParams)
+        except JsonRpcException as error:
+            log.warning("_bridge/cancel_tool_call ignored: %s", error)
+            return
+        if not session.cancel_tool_call(parsed.tool_call_id):
+            log.info("_bridge/cancel_tool_call: tool call %s is not running", parsed.tool_call_id)
 
     @feature("session/set_mode")
     def session_set_mode(ls: BridgeServer, params: Any) -> dict[str, Any]:

@@ -9,10 +9,12 @@ from collections.abc import Callable
 from typing import Any, assert_never
 
 from bridge.loop.events import (
+    AgentProgress,
     LoopEvent,
     ModeChanged,
     Notice,
     PlanUpdate,
+    SubAgentEvent,
     TextDelta,
     ThinkingDelta,
     ToolCallFinished,
@@ -37,55 +39,66 @@ class UpdateStream:
         self._notice = notice  # not part of the conversation: shown apart (a log line, a message)
         self._interval = interval
         self._pending_kind: ChunkKind | None = None
+        self._pending_parent: str | None = None
         self._pending: list[str] = []
         self._timer: asyncio.TimerHandle | None = None
 
-    def emit(self, event: LoopEvent) -> None:
+    def emit(self, event: LoopEvent, parent: str | None = None) -> None:
+        """`parent`: the `Agent` call whose sub-agent `event` comes from (its updates carry
+        `_meta.parentToolCallId`)."""
         match event:
             case TextDelta(text=text):
-                self.chunk("agent_message_chunk", text)
+                self.chunk("agent_message_chunk", text, parent)
             case ThinkingDelta(text=text):
-                self.chunk("agent_thought_chunk", text)
+                self.chunk("agent_thought_chunk", text, parent)
             case Notice():
                 self._notice(event)
+            case SubAgentEvent(parent_tool_call_id=call, event=inner):
+                self.emit(inner, call)
             case ToolCallStarted():
-                self.update(wire.tool_call(event))
+                self.update(wire.tool_call(event), parent)
             case ToolCallInProgress():
-                self.update(wire.tool_in_progress(event))
+                self.update(wire.tool_in_progress(event), parent)
             case ToolCallProgress():
-                self.update(wire.tool_progress(event))
+                self.update(wire.tool_progress(event), parent)
             case ToolCallFinished():
-                self.update(wire.tool_finished(event))
+                self.update(wire.tool_finished(event), parent)
             case UsageReport():
-                self.update(wire.usage(event))
+                self.update(wire.usage(event), parent)
+            case AgentProgress():
+                self.update(wire.agent_progress(event), parent)
             case ModeChanged():
-                self.update(wire.mode(event))
+                if parent is None:  # a sub-agent cannot change the session's mode
+                    self.update(wire.mode(event))
             case PlanUpdate():
-                self.update(wire.plan(event))
+                if parent is None:  # a sub-agent's todo list is its own, not the session's plan
+                    self.update(wire.plan(event))
             case _:
                 assert_never(event)
 
-    def chunk(self, kind: ChunkKind, text: str) -> None:
-        if self._pending_kind is not None and kind != self._pending_kind:
+    def chunk(self, kind: ChunkKind, text: str, parent: str | None = None) -> None:
+        """`parent`: the sub-agent's call when the text is a sub-agent's (never coalesced with another's)."""
+        if self._pending_kind is not None and (kind, parent) != (self._pending_kind, self._pending_parent):
             self.flush()
         if self._timer is None:  # quiet until now: send at once, then hold a window open
-            self._send(wire.chunk(kind, text))
+            self._send(wire.chunk(kind, text, parent))
             self._open_window()
             return
         self._pending_kind = kind
+        self._pending_parent = parent
         self._pending.append(text)
 
-    def update(self, update: dict[str, Any]) -> None:
+    def update(self, update: dict[str, Any], parent: str | None = None) -> None:
         self.flush()
-        self._send(update)
+        self._send(wire.nested(update, parent) if parent is not None else update)
 
     def flush(self) -> None:
         if self._pending and self._pending_kind is not None:
             text = "".join(self._pending)
-            kind = self._pending_kind
+            kind, parent = self._pending_kind, self._pending_parent
             self._pending.clear()
-            self._pending_kind = None
-            self._send(wire.chunk(kind, text))
+            self._pending_kind = self._pending_parent = None
+            self._send(wire.chunk(kind, text, parent))
 
     def close(self) -> None:
         self.flush()

@@ -11,8 +11,9 @@ from typing import Any, Literal, assert_never
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.commands import Command
-from bridge.display import Diff, Display, Location, PlanEntry, TextContent
+from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
 from bridge.loop.events import (
+    AgentProgress,
     ModeChanged,
     PlanUpdate,
     ToolCallFinished,
@@ -47,6 +48,11 @@ class PromptParams(WireModel):
 class SessionParams(WireModel):
     session_id: str = Field(alias="sessionId")
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+
+class ToolCallParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    tool_call_id: str = Field(alias="toolCallId")
 
 
 class SetModeParams(WireModel):
@@ -138,8 +144,36 @@ def _text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-def chunk(kind: ChunkKind, text: str) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def chunk(kind: ChunkKind, text: str, parent: str | None = None) -> dict[str, Any]:
+    update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    return nested(update, parent) if parent is not None else update
+
+
+def nested(update: dict[str, Any], parent: str | None) -> dict[str, Any]:
+    """A sub-agent's update: `_meta.parentToolCallId` names the `Agent` call that started the sub-agent (our
+    extension of ACP: a client that does not know it shows the update as the session's own)."""
+    if parent is None:
+        return update
+    return {**update, "_meta": {**(update.get("_meta") or {}), "parentToolCallId": parent}}
+
+
+def agent_label(label: SubAgentLabel) -> dict[str, Any]:
+    return {"type": label.agent_type, "description": label.description, "parentToolCallId": label.parent_tool_call_id}
+
+
+def agent_progress(event: AgentProgress) -> dict[str, Any]:
+    """The `Agent` call's card while its sub-agent works: a line for people, the figures in `_meta.agent`."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": event.tool_call_id,
+        "content": [_text_content(event.summary())],
+        "_meta": {"agent": {
+            "type": event.agent.agent_type, "description": event.agent.description, "status": event.status,
+            "background": event.background, "startedAt": round(event.started_at * 1000),
+            "elapsedMs": round(event.elapsed_s * 1000), "toolCalls": event.tool_calls, "tokens": event.tokens,
+            "lastTool": event.last_tool,
+        }},
+    }
 
 
 def tool_call(event: ToolCallStarted) -> dict[str, Any]:
@@ -275,7 +309,7 @@ def permission_params(session_id: str, request: PermissionRequest) -> dict[str, 
             "locations": [location(item) for item in request.locations],
         },
         "options": options,
-        "_meta": {"reason": request.reason},
+        "_meta": {"reason": request.reason} | ({"agent": agent_label(request.agent)} if request.agent else {}),
     }
 
 
@@ -353,13 +387,18 @@ class ListSessionsParams(WireModel):
 
 
 def replay_updates(
-    messages: list[dict[str, Any]], describe: Callable[[Block], ToolCallStarted] | None = None
+    messages: list[dict[str, Any]],
+    describe: Callable[[Block], ToolCallStarted] | None = None,
+    sidechain: Callable[[str], list[dict[str, Any]] | None] = lambda _id: None,
+    parent: str | None = None,
 ) -> list[dict[str, Any]]:
     """A stored history as the `session/update`s an editor would have seen.
 
     `describe` gives a tool_use its live title, kind and locations (the session's tools); without it a call
-    shows under the tool's name. The interruption markers are for the model, not the reader: they are skipped
-    (the interrupted tool call already says `Interrupted by user`).
+    shows under the tool's name. `sidechain` gives the stored history of the sub-agent a call started: it is
+    replayed right after that call, each update tagged with it (`parent`, as live). The interruption markers
+    are for the model, not the reader: they are skipped (the interrupted tool call already says
+    `Interrupted by user`).
     """
     updates: list[dict[str, Any]] = []
     plan: list[dict[str, Any]] | None = None
@@ -370,30 +409,33 @@ def replay_updates(
                 if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
                     continue
                 said: ChunkKind = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
-                updates.append(chunk(said, block["text"]))
+                updates.append(chunk(said, block["text"], parent))
             elif kind == "thinking":
-                updates.append(chunk("agent_thought_chunk", block["thinking"]))
+                updates.append(chunk("agent_thought_chunk", block["thinking"], parent))
             elif kind == "tool_use":
                 name, raw = block["name"], block.get("input", {})
                 if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
                     plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
                              "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
                 started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
-                updates.append(tool_call(started))
+                updates.append(nested(tool_call(started), parent))
+                child = sidechain(str(block["id"]))
+                if child is not None:
+                    updates += replay_updates(child, describe, sidechain, str(block["id"]))
             elif kind == "tool_result":
                 content = block.get("content")
                 text = content if isinstance(content, str) else " ".join(
                     str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
                 )
-                updates.append(
+                updates.append(nested(
                     {
                         "sessionUpdate": "tool_call_update",
                         "toolCallId": block["tool_use_id"],
                         "status": "failed" if block.get("is_error") else "completed",
                         "content": [_text_content(text)] if text else [],
-                    }
-                )
-    if plan is not None:
+                    }, parent,
+                ))
+    if plan is not None and parent is None:  # a sub-agent's todo list is its own, not the session's plan
         updates.append({"sessionUpdate": "plan", "entries": plan})
     return updates
 

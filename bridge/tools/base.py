@@ -21,6 +21,7 @@ from bridge.display import Display, PlanEntry
 from bridge.display import Location as Location  # re-exported: the tools name their locations from here
 
 if TYPE_CHECKING:  # the services' own modules import this one
+    from bridge.tools.agent import AgentRunner
     from bridge.tools.background import BackgroundShells
     from bridge.tools.processes import ProcessSupervisor
     from bridge.tools.sandbox import Sandbox
@@ -125,6 +126,7 @@ class Services:
     processes: ProcessSupervisor | None = None  # every command the agent runs (process-wide)
     background: BackgroundShells | None = None  # this session's background shells
     settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env`, read at each call
+    agents: AgentRunner | None = None  # sub-agents at this level (filled by the session: they need the session)
     sandbox: Sandbox | None = None  # the OS sandbox Bash runs its commands in (None: unsandboxed)
 
 
@@ -162,6 +164,9 @@ class Tool(Generic[In]):
     search_hint: ClassVar[str] = ""
     kind: ClassVar[ToolKind] = "other"
     interrupt_behavior: ClassVar[InterruptBehavior] = "block"
+    # True: the call answers the abort itself (a sub-agent repairs its own history, then returns): the loop does
+    # not cancel it, and a result returned after the abort counts as interrupted, its text as the output so far.
+    answers_abort: ClassVar[bool] = False
     max_result_chars: ClassVar[float] = 30_000
 
     def is_read_only(self, data: In) -> bool:

@@ -41,7 +41,7 @@ class BashInput(ToolInput):
     )
     description: str | None = Field(default=None, description="What the command does, in 5-10 words")
     run_in_background: bool | None = Field(
-        default=None, description="Run without waiting; read output with BashOutput, stop with KillShell"
+        default=None, description="Run without waiting; read output with TaskOutput, stop with TaskStop"
     )
 
 
@@ -57,7 +57,7 @@ class BashTool(Tool[BashInput]):
         "output and `Exit code N` when non-zero. Timeout: 120000 ms by default, max 600000. Long output keeps "
         "its start and end; the full text is saved to a file named in the result. Processes still running "
         "when the command ends are stopped: for servers and watchers set run_in_background and use "
-        "BashOutput/KillShell. Prefer Read, Grep and Glob over cat, grep and find. Quote paths with spaces."
+        "TaskOutput/TaskStop. Prefer Read, Grep and Glob over cat, grep and find. Quote paths with spaces."
     )
     search_hint = "shell terminal run command execute script"
     kind = "execute"
@@ -92,7 +92,7 @@ class BashTool(Tool[BashInput]):
                                        sandbox=sandbox_of(ctx.services))
             text = (
                 f"Command running in background with ID: {shell.id}. "
-                f"Read its output with BashOutput(bash_id={shell.id!r}); stop it with KillShell(shell_id={shell.id!r})."
+                f"Read its output with TaskOutput(task_id={shell.id!r}); stop it with TaskStop(task_id={shell.id!r})."
             )
             return ToolResult(text, raw_output={"background_id": shell.id, "pid": shell.process.pid})
         return await run_command(data.command, ctx, timeout_s=(data.timeout or DEFAULT_TIMEOUT_MS) / 1000)

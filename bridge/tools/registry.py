@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.tools.background import BashOutputTool, KillShellTool
+from bridge.tools.background import TaskOutputTool, TaskStopTool
 from bridge.tools.base import AnyTool
 from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
@@ -22,8 +22,8 @@ def core_tools() -> list[AnyTool]:
         WriteTool(),
         EditTool(),
         BashTool(),
-        BashOutputTool(),
-        KillShellTool(),
+        TaskOutputTool(),
+        TaskStopTool(),
         GrepTool(),
         GlobTool(),
         NotebookEditTool(),

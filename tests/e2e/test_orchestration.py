@@ -115,9 +115,9 @@ async def test_background_shells_belong_to_their_session(workspace: Path, data_d
     scenario = {"responses": [
         tool_response(("Bash", {"command": f"echo {mark}; sleep 300", "run_in_background": True})),
         text_response("started it"),
-        tool_response(("BashOutput", {"bash_id": "bash_1"})),
+        tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
         text_response("looked"),
-        tool_response(("BashOutput", {"bash_id": "bash_1"})),
+        tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
         text_response("looked again"),
     ]}
     async with running_editor(scenario, workspace, data_dir) as editor:
@@ -126,8 +126,8 @@ async def test_background_shells_belong_to_their_session(workspace: Path, data_d
         await editor.prompt(other, "what does bash_1 print?")
         [peek] = editor.of_kind("tool_call", other)
         [denied] = [u for u in editor.tool_updates(peek["toolCallId"]) if u.get("status") == "failed"]
-        assert "No background shell with id 'bash_1'" in str(denied["content"]), denied
+        assert "No background task with id 'bash_1'" in str(denied["content"]), denied
         await editor.prompt(owner, "and now?")
         read = editor.of_kind("tool_call", owner)[-1]
-        assert read["rawInput"] == {"bash_id": "bash_1"}
+        assert read["rawInput"] == {"task_id": "bash_1", "block": False}
         await poll(lambda: mark in str(editor.tool_updates(read["toolCallId"])), what="the owner reading its shell")

@@ -216,6 +216,12 @@ export class Conversation implements vscode.Disposable {
     if (kind !== "idle") this.log.info(kind === "force" ? "Cancel (forced)" : "Cancel");
   }
 
+  /** The panel's Stop on a sub-agent's card: that call alone stops (and everything it runs). */
+  cancelToolCall(toolCallId: string): void {
+    this.session?.cancelToolCall(toolCallId);
+    this.log.info(`Cancel tool call ${toolCallId}`);
+  }
+
   /** Picks a permission mode; bypassPermissions needs a confirmation (a modal), else the panel's picker is put back. */
   async setMode(modeId?: string): Promise<void> {
     const session = this.session;

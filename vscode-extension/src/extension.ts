@@ -113,6 +113,8 @@ export function activate(context: vscode.ExtensionContext): void {
           return conversation.submit(msg.text, msg.attachContext, msg.extra);
         case "cancel":
           return conversation.cancel();
+        case "cancelToolCall":
+          return conversation.cancelToolCall(msg.toolCallId);
         case "permission":
           return void permissions.answer(msg.id, msg.optionId, msg.feedback);
         case "openDiff":

@@ -14,6 +14,8 @@ export const Method = {
   sessionSetModel: "session/set_model",
   sessionUpdate: "session/update",
   requestPermission: "session/request_permission",
+  /** Our extension: stop one running tool call alone (a sub-agent and all it runs); the turn goes on. */
+  cancelToolCall: "_bridge/cancel_tool_call",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -127,6 +129,11 @@ export interface CancelParams {
   _meta?: { force?: boolean };
 }
 
+export interface CancelToolCallParams {
+  sessionId: string;
+  toolCallId: string;
+}
+
 export interface SetModeParams {
   sessionId: string;
   modeId: string;
@@ -162,6 +169,25 @@ export interface TerminalContent {
 }
 export type ToolCallContent = WrappedContent | DiffContent | TerminalContent;
 
+/** How a sub-agent started by an `Agent` call is doing (`_meta.agent` of that call's updates). */
+export interface AgentMeta {
+  type: string;
+  description: string;
+  status: "running" | "completed" | "failed" | "stopped";
+  background?: boolean;
+  startedAt?: number;
+  elapsedMs?: number;
+  toolCalls?: number;
+  tokens?: number;
+  lastTool?: string | null;
+}
+
+/** Our `_meta` on updates: `parentToolCallId` names the `Agent` call whose sub-agent sent the update. */
+export interface NestingMeta {
+  parentToolCallId?: string;
+  agent?: AgentMeta;
+}
+
 export interface ToolCall {
   toolCallId: string;
   title: string;
@@ -171,6 +197,7 @@ export interface ToolCall {
   rawOutput?: unknown;
   content?: ToolCallContent[] | null;
   locations?: ToolCallLocation[] | null;
+  _meta?: NestingMeta;
 }
 
 export interface PlanEntry {
@@ -185,6 +212,7 @@ export interface AvailableCommand {
 }
 
 export interface UsageMeta {
+  parentToolCallId?: string;
   inputTokens?: number;
   outputTokens?: number;
   cacheReadTokens?: number;
@@ -192,9 +220,9 @@ export interface UsageMeta {
 }
 
 export type SessionUpdate =
-  | { sessionUpdate: "agent_message_chunk"; content: ContentBlock }
-  | { sessionUpdate: "agent_thought_chunk"; content: ContentBlock }
-  | { sessionUpdate: "user_message_chunk"; content: ContentBlock }
+  | { sessionUpdate: "agent_message_chunk"; content: ContentBlock; _meta?: NestingMeta }
+  | { sessionUpdate: "agent_thought_chunk"; content: ContentBlock; _meta?: NestingMeta }
+  | { sessionUpdate: "user_message_chunk"; content: ContentBlock; _meta?: NestingMeta }
   | ({ sessionUpdate: "tool_call" } & ToolCall)
   | ({ sessionUpdate: "tool_call_update" } & Partial<ToolCall> & { toolCallId: string })
   | { sessionUpdate: "plan"; entries: PlanEntry[] }
@@ -248,6 +276,8 @@ export interface RequestPermissionParams {
   sessionId: string;
   toolCall: ToolCall;
   options: PermissionOption[];
+  /** `agent`: the sub-agent asking (our extension). */
+  _meta?: { reason?: string; agent?: { type: string; description: string; parentToolCallId: string } };
 }
 export type PermissionOutcome = { outcome: "selected"; optionId: string } | { outcome: "cancelled" };
 export interface RequestPermissionResult {

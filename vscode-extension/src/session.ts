@@ -2,6 +2,7 @@ import type { AgentConnection } from "./connection";
 import { Emitter } from "./events";
 import {
   type CancelParams,
+  type CancelToolCallParams,
   type ContentBlock,
   Method,
   type PromptParams,
@@ -98,6 +99,12 @@ export class AgentSession {
     void Promise.resolve(this.connection.sendNotification(Method.sessionCancel, params)).catch(() => undefined);
     this.setPhase("cancelling");
     return force ? "force" : "cancel";
+  }
+
+  /** Stops one running tool call alone (a sub-agent and everything it runs); the turn goes on. */
+  cancelToolCall(toolCallId: string): void {
+    const params: CancelToolCallParams = { sessionId: this.sessionId, toolCallId };
+    void Promise.resolve(this.connection.sendNotification(Method.cancelToolCall, params)).catch(() => undefined);
   }
 
   /** The connection is gone: the running turn ends now, with `reason`, and its late answer is dropped. */

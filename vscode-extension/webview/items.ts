@@ -49,9 +49,49 @@ export function toolHtml(item: Of<"tool">, ctx: ViewContext): string {
   return (
     `<div class="tool-head"><span class="tool-kind">${escapeHtml(item.toolKind)}</span><span class="tool-title">${renderInline(item.title, ctx.paths)}</span>${badgeHtml(item.status)}</div>` +
     (locations.length ? `<div class="locations">${locations.map((l) => locationHtml(l, ctx)).join("")}</div>` : "") +
+    (item.agent || item.children ? subAgentHtml(item, ctx) : "") +
     output +
     diffs.map((d) => diffHtml(d, ctx, review, item.status)).join("")
   );
+}
+
+/** A sub-agent under its `Agent` card: what it is and how it does, then its own work, collapsed (the panel keeps a
+ * `details` open across re-renders by its `data-open-key`). */
+export function subAgentHtml(item: Of<"tool">, ctx: ViewContext): string {
+  const a = item.agent;
+  const running = a ? a.status === "running" : item.status === "in_progress" || item.status === "pending";
+  const facts = a ? [a.type, a.background ? "background" : "", `${a.toolCalls ?? 0} tool call${a.toolCalls === 1 ? "" : "s"}`, `${formatTokens(a.tokens ?? 0)} tokens`, `${Math.round((a.elapsedMs ?? 0) / 1000)} s`].filter(Boolean) : [];
+  const stop = running ? `<button type="button" class="secondary stop-agent" data-action="cancelToolCall" data-tool-call="${escapeHtml(item.toolCallId)}" title="Stop this sub-agent alone; the turn goes on">Stop</button>` : "";
+  const children = item.children ?? [];
+  const steps = children.filter((c) => c.kind === "tool").length;
+  const last = [...children].reverse().find((c) => c.kind === "tool");
+  const summary = `${steps} step${steps === 1 ? "" : "s"}${running && last?.kind === "tool" ? ` · ${escapeHtml(plainTitle(last.title))}` : ""}`;
+  const body = children.map((c) => childHtml(c, ctx)).join("");
+  return (
+    `<div class="agent-meta">${facts.map((f) => `<span>${escapeHtml(f)}</span>`).join(" · ")}${stop}</div>` +
+    (children.length ? `<details class="subagent" data-open-key="sub-${escapeHtml(item.toolCallId)}"><summary>${summary}</summary><div class="children">${body}</div></details>` : "")
+  );
+}
+
+const childOutputLines = 12;
+
+function childHtml(child: ConversationItem, ctx: ViewContext): string {
+  switch (child.kind) {
+    case "tool": {
+      // A child's output is its tail: the card stays small while the sub-agent runs.
+      const lines = child.output.split("\n");
+      const output = lines.length > childOutputLines ? `…\n${lines.slice(-childOutputLines).join("\n")}` : child.output;
+      return `<div class="child tool ${escapeHtml(child.status)}" data-id="${escapeHtml(child.id)}">${toolHtml({ ...child, output }, ctx)}</div>`;
+    }
+    case "agent":
+      return `<div class="child agent-text">${escapeHtml(child.text)}</div>`;
+    case "thought":
+      return `<div class="child thought-text">${escapeHtml(child.text)}</div>`;
+    case "user":
+      return `<div class="child task"><span class="who">Task</span> ${escapeHtml(child.text)}</div>`;
+    default:
+      return "";
+  }
 }
 
 function locationHtml(l: ToolCallLocation, ctx: ViewContext): string {
@@ -133,6 +173,7 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   const diffs = item.diffs.map((d) => diffHtml(d, ctx, "proposed")).join("");
   const keys = options.filter((o) => o.key !== undefined).length;
   return (
+    (item.agent ? `<div class="perm-agent">Sub-agent “${escapeHtml(item.agent)}” asks</div>` : "") +
     `<div class="perm-title">Allow <strong>${renderInline(item.title, ctx.paths)}</strong>?</div>${warning}${diffs}` +
     `<div class="options">${shown}${openDiff}</div>${more}` +
     `<input class="feedback" type="text" placeholder="Feedback for the agent (sent with Reject; Enter rejects)">` +

@@ -161,7 +161,10 @@ function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownVi
   el.dataset.id = item.id;
   if (item.kind === "permission" && item.answer === undefined) el.tabIndex = 0;
   else el.removeAttribute("tabindex");
+  // A sub-agent's work the user opened stays open while it streams in.
+  const open = new Set([...el.querySelectorAll<HTMLDetailsElement>("details[data-open-key]")].filter((d) => d.open).map((d) => d.dataset.openKey));
   el.innerHTML = itemHtml(item);
+  for (const d of el.querySelectorAll<HTMLDetailsElement>("details[data-open-key]")) if (open.has(d.dataset.openKey)) d.open = true;
   links.scan(el);
   const newOutput = el.querySelector("pre.output");
   if (newOutput && outputAtEnd) newOutput.scrollTop = newOutput.scrollHeight;
@@ -322,6 +325,12 @@ log.addEventListener("click", (e) => {
       copy.textContent = "Copy";
       copy.classList.remove("copied");
     }, 1500);
+    return;
+  }
+  const stop = target.closest<HTMLButtonElement>("button[data-action='cancelToolCall']");
+  if (stop?.dataset.toolCall) {
+    stop.disabled = true;
+    post({ type: "cancelToolCall", toolCallId: stop.dataset.toolCall });
     return;
   }
   const button = target.closest<HTMLButtonElement>("button[data-action]");

@@ -27,9 +27,28 @@ def result_text(block: Json) -> str:
     return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
 
 
+NOTIFICATION = "<task-notification>"
+
+
 def _is_marker(block: Json) -> bool:
+    """Text the bridge adds to a user message (markers, hook notes, a background agent's news): not typed."""
     text = str(block.get("text", "")).strip()
-    return text.startswith("[Request interrupted by user") or text.startswith(("[hook", "[Stop hook]"))
+    return text.startswith("[Request interrupted by user") or text.startswith(("[hook", "[Stop hook]", NOTIFICATION))
+
+
+def notifications(body: Json) -> list[str]:
+    """The `<task-notification>` texts of the latest user message (background agents that ended)."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    if not messages or messages[-1].get("role") != "user":
+        return []
+    return [str(b["text"]) for b in _blocks(messages[-1])
+            if b.get("type") == "text" and str(b.get("text", "")).startswith(NOTIFICATION)]
+
+
+def tag(text: str, name: str) -> str:
+    """The text inside `<name>...</name>` of a notification ("" when absent)."""
+    match = re.search(rf"<{name}>(.*?)</{name}>", text, re.DOTALL)
+    return match.group(1).strip() if match else ""
 
 
 def user_text(message: Json) -> str:

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bridge.offline.builtins.common import compaction_summary, current_turn, text_response, tool_names
+from bridge.offline.builtins.common import (
+    compaction_summary,
+    current_turn,
+    notifications,
+    tag,
+    text_response,
+    tool_names,
+)
 from bridge.offline.scenario import Json, RecordedRequest
 
 OUTPUT_LINES = 20
@@ -13,7 +20,12 @@ HELP = """Commands this offline model understands:
 - `read: <absolute path>` reads a file
 - `think: <text>` thinks first, then answers
 - `long` streams a long answer (for cancel tests)
+- `agent: <prompt>` hands `<prompt>` (any of these commands) to a general-purpose sub-agent
+- `agents: <prompt> ;; <prompt> ...` starts several sub-agents in parallel
+- `explore: <prompt>` hands it to a read-only Explore agent; `background: <prompt>` to a background agent
 - anything else is echoed back"""
+AGENT_COMMANDS = {"agent": ("general-purpose", False), "agents": ("general-purpose", False),
+                  "explore": ("Explore", False), "background": ("general-purpose", True)}
 
 
 def echo(request: RecordedRequest, *, delay_ms: int = 0) -> Json:
@@ -31,6 +43,10 @@ def _first_lines(text: str) -> str:
 
 
 def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
+    if name == "Agent":
+        head = "The agent was stopped or failed" if is_error else "The agent reported"
+        return text_response(f"{head} (`{subject}`):\n\n> " + _first_lines(result).replace("\n", "\n> "),
+                             delay_ms=10)
     if is_error:
         text = f"`{name}` failed for `{subject}`:\n\n```\n{_first_lines(result)}\n```"
     elif name == "Bash":
@@ -62,12 +78,19 @@ def playground(request: RecordedRequest) -> Json:
     command, _, argument = prompt.partition(":")
     command, argument = command.strip().lower(), argument.strip()
     if turn.calls:
+        agents = [c for c in turn.calls if c.name == "Agent"]
+        if len(agents) > 1 and agents[-1] is turn.calls[-1]:  # parallel agents: one report for all of them
+            reports = [f"- `{c.input.get('description')}`: {_gist(c.result or '')}" for c in agents]
+            return text_response("The agents reported:\n\n" + "\n".join(reports), delay_ms=10)
         call = turn.calls[-1]
-        subject = str(call.input.get("command") or call.input.get("file_path") or call.name)
+        subject = str(call.input.get("command") or call.input.get("file_path") or call.input.get("description")
+                      or call.name)
         return _after_tool(call.name, subject, call.result or "", call.is_error)
-    for wanted, tool in (("run", "Bash"), ("read", "Read")):
-        if command == wanted and argument and tool not in tool_names(request.body):
-            return text_response(f"I can't do that here: the {tool} tool is not available.")
+    wanted_tools = {"run": "Bash", "read": "Read", **{name: "Agent" for name in AGENT_COMMANDS}}
+    if command in wanted_tools and argument and wanted_tools[command] not in tool_names(request.body):
+        return text_response(f"I can't do that here: the {wanted_tools[command]} tool is not available.")
+    if command in AGENT_COMMANDS and argument:
+        return _agents(command, argument)
     if command == "run" and argument:
         return {"content": [{"type": "text", "text": f"Running `{argument}`."},
                             {"type": "tool_use", "name": "Bash",
@@ -86,4 +109,39 @@ def playground(request: RecordedRequest) -> Json:
         return _long_answer()
     if prompt.lower() in ("help", "?", ""):
         return text_response(HELP, delay_ms=10)
+    news = notifications(request.body)
+    if news:  # a background agent ended since the last request
+        lines = [f"- `{tag(n, 'task-id')}` {tag(n, 'status')}: {_first_lines(tag(n, 'result')).splitlines()[0]}"
+                 for n in news]
+        return text_response("News from the background:\n\n" + "\n".join(lines) + f"\n\nYou said: {prompt}",
+                             delay_ms=10)
     return _echo_markdown(prompt)
+
+
+def _agents(command: str, argument: str) -> Json:
+    """One Agent call per prompt (`agents:` splits at ` ;; `): each prompt is the sub-agent's first message,
+    which this same playground then plays as the sub-agent's own turn."""
+    agent_type, background = AGENT_COMMANDS[command]
+    prompts = [p.strip() for p in argument.split(";;")] if command == "agents" else [argument]
+    calls: list[Json] = []
+    for prompt in (p for p in prompts if p):
+        data: Json = {"description": _describe(prompt), "prompt": prompt, "subagent_type": agent_type}
+        if background:
+            data["run_in_background"] = True
+        calls.append({"type": "tool_use", "name": "Agent", "input": data})
+    kind = "a background" if background else ("an " if agent_type[0] in "AEIOU" else "a ") + agent_type
+    said = f"Handing this to {len(calls)} sub-agents in parallel." if len(calls) > 1 else \
+        f"Handing this to {kind} agent."
+    return {"content": [{"type": "text", "text": said}, *calls], "stop_reason": "tool_use"}
+
+
+def _gist(text: str) -> str:
+    """A report's first lines, without code fences, on one line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("```")]
+    return " — ".join(lines[:2]) or "(nothing)"
+
+
+def _describe(prompt: str) -> str:
+    """3-5 words for the card."""
+    words = prompt.replace(":", "").split()
+    return " ".join(words[:4]) or "sub-task"

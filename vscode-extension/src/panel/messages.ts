@@ -41,6 +41,8 @@ export type FromWebview =
       extra?: ContentBlock[];
     }
   | { type: "cancel" }
+  /** A sub-agent card's Stop: that tool call alone. */
+  | { type: "cancelToolCall"; toolCallId: string }
   | { type: "permission"; id: string; optionId: string; feedback?: string }
   | { type: "openDiff"; id: string }
   | { type: "setMode"; modeId: string }

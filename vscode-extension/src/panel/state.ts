@@ -3,6 +3,7 @@
  * replayed to a webview that reloads) and the webview (which applies the same actions as they arrive).
  */
 import {
+  type AgentMeta,
   type AvailableCommand,
   contentText,
   type DiffContent,
@@ -61,6 +62,9 @@ export type ConversationItem =
       /** The diff its permission request proposed, and what became of it (kept when the tool reports none). */
       proposed?: DiffContent[];
       review?: Review;
+      /** An `Agent` call: how its sub-agent is doing, and the sub-agent's own work (nested, in order). */
+      agent?: AgentMeta;
+      children?: ConversationItem[];
     }
   | {
       kind: "permission";
@@ -74,6 +78,8 @@ export type ConversationItem =
       diffs: DiffContent[];
       /** A command that deletes or overwrites (see `isDestructive`): no "always" is offered up front. */
       destructive: boolean;
+      /** The sub-agent asking, when it is not the session's own loop (its `Agent` call's description). */
+      agent?: string;
       /** pending until answered; then the chosen option's name stays as a one-line record. */
       answer?: string;
       answerKind?: PermissionOptionKind;
@@ -110,6 +116,7 @@ export interface PermissionCardData {
   diffs?: DiffContent[];
   /** The shell command, when the request is for one (decides `destructive`). */
   command?: string;
+  agent?: string;
 }
 
 export type PanelAction =
@@ -132,7 +139,8 @@ export function permissionCard(id: string, params: RequestPermissionParams): Per
   const diffs = (call.content ?? []).filter((c): c is DiffContent => c.type === "diff");
   const raw = call.rawInput;
   const command = typeof raw === "object" && raw !== null && typeof (raw as { command?: unknown }).command === "string" ? (raw as { command: string }).command : undefined;
-  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(command !== undefined ? { command } : {}) };
+  const agent = params._meta?.agent?.description;
+  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(command !== undefined ? { command } : {}), ...(agent ? { agent } : {}) };
 }
 
 /**
@@ -208,7 +216,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
       let next: PanelState = { ...state, items: [...state.items, item] };
       if (p.toolCallId && diffs?.length) {
-        next = mapItem(next, `tool-${p.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: diffs, review: "proposed" } : i));
+        next = mapToolCard(next, p.toolCallId, (i) => ({ ...i, proposed: diffs, review: "proposed" }));
       }
       return next;
     }
@@ -220,7 +228,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       let next = mapItem(state, action.id, (i) => (i.kind === "permission" ? { ...i, answer: action.optionName ?? "answered", answerKind: kind } : i));
       if (card.toolCallId && card.diffs.length && kind) {
         const review: Review = kind.startsWith("allow") ? "accepted" : "rejected";
-        next = mapItem(next, `tool-${card.toolCallId}`, (i) => (i.kind === "tool" ? { ...i, proposed: card.diffs, review } : i));
+        next = mapToolCard(next, card.toolCallId, (i) => ({ ...i, proposed: card.diffs, review }));
       }
       return next;
     }
@@ -233,7 +241,40 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
   }
 }
 
+/** Updates a sub-agent sends: they go under its `Agent` card (`_meta.parentToolCallId`), not in the log. */
+const nestable = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update"]);
+
 function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
+  const parent = "_meta" in update && update.sessionUpdate !== "usage_update" ? update._meta?.parentToolCallId : undefined;
+  if (parent && nestable.has(update.sessionUpdate)) {
+    // The same reducer, on the card's children (a deeper sub-agent's card is itself a child).
+    const items = mapTool(before.items, parent, (card) => ({ ...card, children: applyUpdate({ ...before, items: card.children ?? [], progress: undefined }, { ...update, _meta: undefined } as SessionUpdate).items }));
+    if (items) return { ...before, items, progress: undefined };
+  }
+  return applyOwnUpdate(before, update);
+}
+
+/** `items` with the tool card `toolCallId` (at any depth) replaced by `f(card)`; undefined when it is not there. */
+function mapTool(items: ConversationItem[], toolCallId: string, f: (card: Extract<ConversationItem, { kind: "tool" }>) => ConversationItem): ConversationItem[] | undefined {
+  for (const [index, item] of items.entries()) {
+    if (item.kind !== "tool") continue;
+    const replaced = item.toolCallId === toolCallId ? f(item) : item.children && mapTool(item.children, toolCallId, f);
+    if (!replaced) continue;
+    const next = [...items];
+    next[index] = Array.isArray(replaced) ? { ...item, children: replaced } : replaced;
+    return next;
+  }
+  return undefined;
+}
+
+/** The state with the tool card `toolCallId` replaced by `f(card)`, at any depth (a sub-agent's call is under its
+ * `Agent` card); the same state when there is no such card. */
+function mapToolCard(state: PanelState, toolCallId: string, f: (card: Extract<ConversationItem, { kind: "tool" }>) => ConversationItem): PanelState {
+  const items = mapTool(state.items, toolCallId, f);
+  return items ? { ...state, items } : state;
+}
+
+function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
   const turnId = before.currentTurn;
   // The stream moving on answers the question a retry note raised.
   const moving = update.sessionUpdate !== "usage_update" && update.sessionUpdate !== "available_commands_update";
@@ -265,6 +306,7 @@ function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
         locations: update.locations ?? [],
       };
       if (existing?.kind === "tool" && existing.proposed) Object.assign(fresh, { proposed: existing.proposed, review: existing.review });
+      if (existing?.kind === "tool" && existing.children) Object.assign(fresh, { children: existing.children, agent: existing.agent });
       if (existing) return mapItem(state, id, () => fresh);
       return { ...state, items: [...state.items, fresh] };
     }
@@ -276,6 +318,7 @@ function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
         if (update.kind) next.toolKind = update.kind;
         if (update.status) next.status = update.status;
         if (update.locations) next.locations = update.locations;
+        if (update._meta?.agent) next.agent = update._meta.agent;
         // ACP: `content` replaces the tool call's content (Bash progress is the output so far).
         if (update.content) Object.assign(next, contentParts(update.content, update.rawOutput));
         else if (typeof update.rawOutput === "string" && !next.output) next.output = update.rawOutput;

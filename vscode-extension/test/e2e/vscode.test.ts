@@ -378,6 +378,43 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     assert.match(await panel.locator(".item.agent").last().innerText(), /left the signature/);
     await shot("11-rejected");
   });
+
+  it("sub-agents: each Agent card shows its sub-agent's work nested and collapsed, expandable, live while it runs", async () => {
+    const scenario = path.join(root, "subagents.json");
+    fs.writeFileSync(scenario, fs.readFileSync(path.join(__dirname, "fixtures/subagents.json"), "utf8").replaceAll("$WORKSPACE", workspace));
+    const url = await startModel(scenario);
+    const notices = await panel.locator(".item.notice", { hasText: /Settings changed/ }).count();
+    fs.writeFileSync(path.join(workspace, ".vscode/settings.json"), JSON.stringify({ "agentBridge.baseUrl": url }));
+    await poll("the bridge to restart on the new model", async () => (await panel.locator(".item.notice", { hasText: /Settings changed/ }).count()) > notices, 30000);
+    const ended = await turnEnds();
+    const toolsBefore = await panel.locator("#log > .item.tool").count();
+    await sendPrompt("explore hello.py with two sub-agents");
+    const cards = panel.locator("#log > .item.tool", { has: panel.locator(".agent-meta") });
+    await poll("two Agent cards", async () => (await cards.count()) === 2, 30000);
+    // The counting sub-agent's command asks: the card says which sub-agent asks.
+    const ask = panel.locator(".item.permission.pending", { hasText: "Count the lines" });
+    await ask.waitFor({ timeout: 30000 });
+    assert.match(await ask.locator(".perm-agent").innerText(), /Sub-agent “Count the lines” asks/);
+    await shot("12a-sub-agent-asks");
+    await ask.locator("button.allow_once").click();
+    const counting = cards.filter({ hasText: "Count the lines" });
+    const details = counting.locator("details.subagent");
+    await details.waitFor({ timeout: 30000 });
+    assert.equal(await details.getAttribute("open"), null, "collapsed until opened");
+    await details.locator("summary").click();
+    await counting.locator(".children .child.tool", { hasText: "wc -l" }).waitFor({ timeout: 15000 });
+    await shot("12b-sub-agents-running");
+    await poll("the sub-agents' turn to end", async () => (await turnEnds()) === ended + 1, 60000);
+    assert.notEqual(await details.getAttribute("open"), null, "an opened sub-agent stays open while it streams in");
+    const finding = cards.filter({ hasText: "Find the greeting" });
+    await finding.locator("details.subagent summary").click();
+    await finding.locator(".children .child.tool").nth(1).waitFor({ timeout: 15000 });
+    assert.match(await finding.locator(".agent-meta").innerText(), /Explore/);
+    assert.equal(await finding.locator(".children .child.tool").count(), 2, "its Grep and Read, under its card");
+    assert.equal(await panel.locator("#log > .item.tool").count(), toolsBefore + 2, "no sub-agent call is a card of its own");
+    assert.match(await panel.locator(".item.agent").last().innerText(), /line 2/);
+    await shot("12-sub-agents-nested");
+  });
 });
 
 async function runCommand(page: Page, title: string): Promise<void> {

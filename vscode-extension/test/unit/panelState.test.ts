@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
+import { type ConversationItem, initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
 import type { SessionUpdate } from "../../src/protocol";
 
 const run = (actions: PanelAction[], from: PanelState = initialState()): PanelState => actions.reduce(reduce, from);
@@ -212,5 +212,129 @@ describe("panel state: reviews, destructive requests, interruptions", () => {
     const s = run([{ type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "t", attachments: ["x.py", { label: "a.py:3-4", path: "/w/a.py", line: 3 }] }]);
     const user = s.items[0];
     assert.deepEqual(user?.kind === "user" ? user.attachments : [], [{ label: "x.py" }, { label: "a.py:3-4", path: "/w/a.py", line: 3 }]);
+  });
+});
+
+describe("sub-agents in the panel", () => {
+  const nested = (parent: string, u: Record<string, unknown>): PanelAction =>
+    update({ ...u, _meta: { parentToolCallId: parent } } as unknown as SessionUpdate);
+  const agentCard = update({ sessionUpdate: "tool_call", toolCallId: "a1", title: "Find TODOs", kind: "think", status: "pending", rawInput: { prompt: "p" } });
+
+  it("a sub-agent's calls and text go under its Agent card, in order, not into the log", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "Look" } }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "ing." } }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "g1", title: "Grep TODO", kind: "search", status: "pending" }),
+      text("agent_message_chunk", "The parent's own words."),
+      nested("a1", { sessionUpdate: "tool_call_update", toolCallId: "g1", status: "completed", content: [{ type: "content", content: { type: "text", text: "3 hits" } }] }),
+      update({ sessionUpdate: "tool_call_update", toolCallId: "a1", content: [{ type: "content", content: { type: "text", text: "Running: Grep TODO" } }], _meta: { agent: { type: "Explore", description: "Find TODOs", status: "running", toolCalls: 1, tokens: 1200, elapsedMs: 3000 } } }),
+    ]);
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "tool", "agent"]);
+    const card = s.items[1];
+    assert.ok(card?.kind === "tool");
+    assert.equal(card.agent?.type, "Explore");
+    assert.equal(card.output, "Running: Grep TODO");
+    assert.deepEqual(card.children?.map((c) => [c.kind, c.kind === "tool" ? `${c.title}: ${c.status} ${c.output}` : "text" in c ? c.text : ""]), [
+      ["agent", "Looking."],
+      ["tool", "Grep TODO: completed 3 hits"],
+    ]);
+    assert.equal(s.items[2]?.kind === "agent" ? s.items[2].text : "", "The parent's own words.");
+  });
+
+  it("a deeper sub-agent nests under its own card, and its parent's card changes identity so it re-renders", () => {
+    const before = run([...started, agentCard, nested("a1", { sessionUpdate: "tool_call", toolCallId: "b1", title: "Helper", kind: "think", status: "pending" })]);
+    const after = reduce(before, nested("b1", { sessionUpdate: "tool_call", toolCallId: "c1", title: "Glob *", kind: "search", status: "pending" }));
+    const top = after.items[1];
+    assert.ok(top?.kind === "tool" && before.items[1] !== top && before.items[0] === after.items[0]);
+    const helper = top.children?.[0];
+    assert.ok(helper?.kind === "tool" && helper.toolCallId === "b1");
+    assert.deepEqual(helper.children?.map((c) => c.kind === "tool" && c.toolCallId), ["c1"]);
+  });
+
+  it("an update whose parent card is not there is shown, not lost", () => {
+    const s = run([...started, nested("zz", { sessionUpdate: "tool_call", toolCallId: "x1", title: "Read a", kind: "read", status: "pending" })]);
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "tool"]);
+  });
+
+  it("a sub-agent's permission card names it", () => {
+    const card = permissionCard("p1", { sessionId: "s1", toolCall: { toolCallId: "g1", title: "`make`", kind: "execute", rawInput: { command: "make" } }, options: [], _meta: { agent: { type: "general-purpose", description: "Build it", parentToolCallId: "a1" } } });
+    assert.equal(card.agent, "Build it");
+  });
+
+  it("two sub-agents running at once each keep their own work; their text never joins the parent's", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      update({ sessionUpdate: "tool_call", toolCallId: "a2", title: "Job B", kind: "think", status: "pending" }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "A " } }),
+      nested("a2", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "B " } }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "runs" } }),
+      nested("a2", { sessionUpdate: "tool_call", toolCallId: "x", title: "sleep", kind: "execute", status: "in_progress" }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "y", title: "sleep", kind: "execute", status: "in_progress" }),
+      nested("a2", { sessionUpdate: "tool_call_update", toolCallId: "x", status: "failed" }),
+      text("agent_message_chunk", "Both stopped."),
+    ]);
+    const [a, b] = [s.items[1], s.items[2]];
+    assert.ok(a?.kind === "tool" && b?.kind === "tool");
+    const summary = (c: ConversationItem) => (c.kind === "tool" ? `${c.toolCallId}:${c.status}` : "text" in c ? c.text : c.kind);
+    assert.deepEqual(a.children?.map(summary), ["A runs", "y:in_progress"]);
+    assert.deepEqual(b.children?.map(summary), ["B ", "x:failed"]);
+    assert.deepEqual(s.items.slice(3).map(summary), ["Both stopped."]);
+  });
+
+  it("a loaded session's replay nests each sub-agent's task and work; a re-sent Agent card keeps them", () => {
+    const replay = run([
+      { type: "sessionStarted", sessionId: "s1" },
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "find the TODOs" } }),
+      agentCard,
+      nested("a1", { sessionUpdate: "user_message_chunk", content: { type: "text", text: "Look for TODO" } }),
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "g1", title: "Grep TODO", kind: "search", status: "completed" }),
+      nested("a1", { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "3 found" } }),
+      update({ sessionUpdate: "tool_call", toolCallId: "a1", title: "Find TODOs", kind: "think", status: "completed", content: [{ type: "content", content: { type: "text", text: "3 found" } }], _meta: { agent: { type: "Explore", description: "Find TODOs", status: "completed" } } }),
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "thanks" } }),
+    ]);
+    assert.deepEqual(replay.items.map((i) => i.kind), ["user", "tool", "user"]);
+    const card = replay.items[1];
+    assert.ok(card?.kind === "tool");
+    assert.equal(card.status, "completed");
+    const children = card.children ?? [];
+    assert.deepEqual(children.map((c) => c.kind), ["user", "tool", "agent"]);
+    const task = children[0];
+    assert.equal(task?.kind === "user" ? task.text : "", "Look for TODO");
+  });
+
+  it("a sub-agent's edit: its proposed diff and the answer reach its nested card", () => {
+    const diff = { type: "diff" as const, path: "/w/a.py", oldText: "1", newText: "2" };
+    const asked = run([
+      ...started,
+      agentCard,
+      nested("a1", { sessionUpdate: "tool_call", toolCallId: "e1", title: "Edit a.py", kind: "edit", status: "pending" }),
+      { type: "permissionRequested", permission: { id: "p1", title: "Edit a.py", toolKind: "edit", options: [{ optionId: "y", name: "Allow", kind: "allow_once" }], hasDiff: true, toolCallId: "e1", diffs: [diff], agent: "Find TODOs" } },
+    ]);
+    const edit = (s: PanelState) => {
+      const card = s.items[1];
+      const child = card?.kind === "tool" ? card.children?.[0] : undefined;
+      return child?.kind === "tool" ? [child.review, child.proposed?.length] : [];
+    };
+    assert.deepEqual(edit(asked), ["proposed", 1]);
+    const perm = asked.items[2];
+    assert.ok(perm?.kind === "permission" && perm.agent === "Find TODOs", "the card in the log names the sub-agent");
+    assert.deepEqual(edit(reduce(asked, { type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow" })), ["accepted", 1]);
+  });
+
+  it("a sub-agent's usage counts in its turn's figures; its unanswered question goes when the turn ends", () => {
+    const s = run([
+      ...started,
+      agentCard,
+      { type: "permissionRequested", permission: { id: "p1", title: "`make`", toolKind: "execute", options: [], hasDiff: false, agent: "Find TODOs" } },
+      update({ sessionUpdate: "usage_update", used: 10, size: 100, _meta: { parentToolCallId: "a1", inputTokens: 7, outputTokens: 3 } } as unknown as SessionUpdate),
+      { type: "turnEnded", turnId: 1, stopReason: "cancelled" },
+    ]);
+    assert.ok(!s.items.some((i) => i.kind === "permission"));
+    const end = s.items[s.items.length - 1];
+    assert.ok(end?.kind === "turnEnd");
+    assert.deepEqual([end.usage?.inputTokens, end.usage?.outputTokens], [7, 3]);
   });
 });

@@ -127,3 +127,58 @@ describe("status line", () => {
     assert.equal(progressText("connection failed; retrying in 1.5 s", 0, 5000), "retrying in 0 s (connection failed)");
   });
 });
+
+describe("sub-agent card", () => {
+  type Tool = Extract<ConversationItem, { kind: "tool" }>;
+  const child: Tool = { kind: "tool", id: "tool-g1", turnId: 1, toolCallId: "g1", title: "Grep `TODO`", toolKind: "search", status: "in_progress", output: Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n"), diffs: [], locations: [] };
+  const agentCard = (extra: Partial<Tool>): Tool => ({ kind: "tool", id: "tool-a1", turnId: 1, toolCallId: "a1", title: "Find TODOs", toolKind: "think", status: "in_progress", output: "Running: Grep TODO", diffs: [], locations: [], ...extra });
+
+  it("shows its type and figures, a Stop while it runs, and its work collapsed with the last step named", () => {
+    const html = toolHtml(agentCard({ agent: { type: "Explore", description: "Find TODOs", status: "running", toolCalls: 1, tokens: 1200, elapsedMs: 3400 }, children: [{ kind: "agent", id: "x", turnId: 1, text: "Looking <now>" }, child] }), ctx);
+    assert.match(html, /<div class="agent-meta"><span>Explore<\/span> · <span>1 tool call<\/span> · <span>1.2k tokens<\/span> · <span>3 s<\/span><button [^>]*data-action="cancelToolCall" data-tool-call="a1"/);
+    assert.match(html, /<details class="subagent" data-open-key="sub-a1"><summary>1 step · Grep TODO<\/summary>/);
+    assert.ok(!/<details[^>]* open/.test(html), "collapsed until opened");
+    assert.match(html, /<div class="child agent-text">Looking &lt;now&gt;<\/div>/);
+    assert.ok(html.includes("line 29") && !html.includes("line 10\n"), "a child's output is its tail");
+  });
+
+  it("has no Stop once its sub-agent ended", () => {
+    const html = toolHtml(agentCard({ status: "completed", agent: { type: "general-purpose", description: "d", status: "completed" }, children: [child] }), ctx);
+    assert.ok(!html.includes("cancelToolCall"));
+  });
+
+  it("a permission card says which sub-agent asks", () => {
+    assert.match(permissionHtml(card({ agent: "Build it" }), ctx), /<div class="perm-agent">Sub-agent “Build it” asks<\/div>/);
+  });
+
+  it("a sub-agent's own Agent card nests its work one level deeper, with its own open key", () => {
+    const grandchild: Tool = { ...child, id: "tool-c1", toolCallId: "c1", title: "Glob `*`", status: "completed", output: "a.py" };
+    const helper: Tool = agentCard({ id: "tool-b1", toolCallId: "b1", title: "Helper", agent: { type: "general-purpose", description: "Helper", status: "running", toolCalls: 1 }, children: [grandchild] });
+    const html = toolHtml(agentCard({ agent: { type: "lead", description: "Lead", status: "running" }, children: [helper] }), ctx);
+    assert.match(html, /data-open-key="sub-a1"><summary>1 step · Helper<\/summary><div class="children"><div class="child tool in_progress" data-id="tool-b1">/);
+    assert.match(html, /<details class="subagent" data-open-key="sub-b1"><summary>1 step · Glob \*<\/summary>.*<div class="child tool completed" data-id="tool-c1">/s);
+    assert.equal(html.match(/data-action="cancelToolCall"/g)?.length, 2, "each running sub-agent can be stopped alone");
+  });
+
+  it("names a background agent, and a stopped or failed one has no Stop and no last step", () => {
+    const background = toolHtml(agentCard({ status: "completed", agent: { type: "Explore", description: "d", status: "running", background: true, toolCalls: 2 } }), ctx);
+    assert.match(background, /<span>Explore<\/span> · <span>background<\/span> · <span>2 tool calls<\/span>/);
+    assert.ok(background.includes("cancelToolCall"), "a background agent runs on after its call returned");
+    for (const status of ["stopped", "failed"] as const) {
+      const html = toolHtml(agentCard({ status: "failed", agent: { type: "Explore", description: "d", status }, children: [child] }), ctx);
+      assert.ok(!html.includes("cancelToolCall"));
+      assert.match(html, /<summary>1 step<\/summary>/);
+    }
+  });
+
+  it("shows its task, thinking and text escaped, and nothing for an item kind that cannot nest", () => {
+    const html = toolHtml(agentCard({ agent: { type: "Explore", description: "d", status: "completed" }, children: [
+      { kind: "user", id: "u", turnId: 1, text: "Find <b>TODO</b>", attachments: [] },
+      { kind: "thought", id: "t", turnId: 1, text: "hmm & so" },
+      { kind: "notice", id: "n", text: "not a child" },
+    ] }), ctx);
+    assert.match(html, /<div class="child task"><span class="who">Task<\/span> Find &lt;b&gt;TODO&lt;\/b&gt;<\/div><div class="child thought-text">hmm &amp; so<\/div><\/div>/);
+    assert.ok(!html.includes("not a child"));
+    assert.match(html, /<summary>0 steps<\/summary>/);
+  });
+});

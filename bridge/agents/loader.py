@@ -1,0 +1,153 @@
+"""The user's agent types: Markdown files with YAML front matter, as Claude Code reads them.
+
+```
+---
+name: code-reviewer
+description: Reviews a change for bugs and style. Use after writing code.
+tools: Read, Grep, Glob        # optional: a comma-separated list or a YAML list; absent = every tool
+model: haiku                   # optional: sonnet, opus, haiku, inherit or a model id
+---
+You are a code reviewer... (the system prompt)
+```
+
+Read from (a later one wins a name): `~/.claude/agents/`, the user config dir's `agents/`, the project's
+`.claude/agents/`, the project's `.agent-bridge/agents/`. A file that cannot be used is reported and skipped,
+never fatal; built-in types may be overridden by name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bridge.agents.definitions import AGENT_TOOL, BUILTIN_AGENTS, AgentDefinition
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+MAX_FILE_BYTES = 256 * 1024
+
+
+@dataclass
+class AgentCatalog:
+    """The agent types of one session, by name (built-ins first, then the files, in the order read)."""
+
+    types: dict[str, AgentDefinition] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> AgentDefinition | None:
+        return self.types.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.types)
+
+
+def agent_dirs(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> list[Path]:
+    """Where agent files are read from, lowest precedence first."""
+    return [claude_home / "agents", user_config_dir / "agents", cwd / ".claude" / "agents",
+            cwd / ".agent-bridge" / "agents"]
+
+
+def load_catalog(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> AgentCatalog:
+    catalog = AgentCatalog({agent.name: agent for agent in BUILTIN_AGENTS})
+    for directory in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home):
+        try:
+            files = sorted(directory.glob("*.md")) if directory.is_dir() else []
+        except OSError as error:
+            catalog.problems.append(f"{directory}: cannot list agent files ({error.strerror or error})")
+            continue
+        for path in files:
+            agent = parse_agent_file(path, catalog.problems)
+            if agent is not None:
+                catalog.types.pop(agent.name, None)  # re-inserted: listed where it was last defined
+                catalog.types[agent.name] = agent
+    return catalog
+
+
+def parse_agent_file(path: Path, problems: list[str]) -> AgentDefinition | None:
+    """The agent a file defines, or None (with the reason appended to `problems`)."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            problems.append(f"{path}: agent file larger than {MAX_FILE_BYTES // 1024} KiB; skipped")
+            return None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        problems.append(f"{path}: cannot read the agent file ({error}); skipped")
+        return None
+    parsed = _front_matter(text)
+    if parsed is None:
+        problems.append(f"{path}: no YAML front matter (a `---` block with name and description); skipped")
+        return None
+    head, body = parsed
+    try:
+        meta = yaml.safe_load(head)
+    except yaml.YAMLError as error:
+        problems.append(f"{path}: invalid YAML front matter ({_first_line(error)}); skipped")
+        return None
+    if not isinstance(meta, dict):
+        problems.append(f"{path}: the front matter must be a mapping of name, description, tools, model; skipped")
+        return None
+    name, description = meta.get("name"), meta.get("description")
+    if not isinstance(name, str) or not _NAME.match(name.strip()):
+        problems.append(f"{path}: `name` is required: letters, digits, `-`, `_`, `.` or `:` (got {name!r}); skipped")
+        return None
+    if not isinstance(description, str) or not description.strip():
+        problems.append(f"{path}: `description` is required (when to use this agent); skipped")
+        return None
+    if not body.strip():
+        problems.append(f"{path}: the system prompt (the text after the front matter) is empty; skipped")
+        return None
+    tools = _tools(meta.get("tools"), path, problems)
+    model = meta.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        problems.append(f"{path}: `model` must be sonnet, opus, haiku, inherit or a model id; inheriting instead")
+        model = None
+    return AgentDefinition(
+        name=name.strip(), description=" ".join(description.split()), prompt=body.strip(), tools=tools,
+        model=model.strip() if isinstance(model, str) else None, source=path,
+    )
+
+
+def _tools(value: Any, path: Path, problems: list[str]) -> tuple[str, ...] | None:
+    if value is None or value == "*" or value == ["*"]:
+        return None
+    if isinstance(value, str):
+        items: list[Any] = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list):
+        items = [part.strip() if isinstance(part, str) else part for part in value]
+    else:
+        problems.append(f"{path}: `tools` must be a comma-separated list of tool names; the agent gets no tools")
+        return ()
+    names: list[str] = []
+    for item in items:
+        if item == "":
+            continue
+        if not isinstance(item, str) or not _TOOL_NAME.match(item):
+            # `Bash(git *)` and the like: a narrowing we cannot honour here; leaving it out is the safe side.
+            problems.append(f"{path}: tool {item!r} left out (only tool names; narrow them with permission rules)")
+            continue
+        if item == "*":
+            return None
+        names.append(item)
+    return tuple(dict.fromkeys(names))
+
+
+def _front_matter(text: str) -> tuple[str, str] | None:
+    text = text.lstrip("\ufeff")
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None
+    for index in range(1, len(lines)):
+        if lines[index].strip() == "---":
+            return "".join(lines[1:index]), "".join(lines[index + 1:])
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+__all__ = ["AGENT_TOOL", "AgentCatalog", "agent_dirs", "load_catalog", "parse_agent_file"]
