@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import RuleSet
+from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 
 
@@ -29,3 +30,23 @@ def test_the_sandbox_view_follows_the_settings(tmp_path: Path) -> None:
     assert sorted(p.pattern for p in view.read_deny) == [".env", ".ssh/**", "secrets/**"]
     assert all(p.matches(root / ".env") or p.pattern != ".env" for p in view.read_deny)
     assert engine.workspace.protected_paths() == view.protected_paths
+
+
+def test_each_store_gets_its_own_sandbox_settings_even_when_python_reuses_an_id(tmp_path: Path) -> None:
+    # the cache was keyed by id(store): a store made after another was freed often gets its id, and got
+    # the freed one's allowWrite (a flaky write failure in the sandbox tests, seen in CI)
+    seen: set[int] = set()
+    reused = False
+    for n in range(40):
+        ws = tmp_path / f"ws{n}"
+        (ws / ".agent-bridge").mkdir(parents=True)
+        (ws / ".agent-bridge" / "settings.json").write_text(
+            json.dumps({"sandbox": {"filesystem": {"allowWrite": [f"//tmp/only-{n}"]}}})
+        )
+        store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+        reused = reused or id(store) in seen
+        seen.add(id(store))
+        allowed = [str(p) for p in sandbox_settings(store).allow_write]
+        assert len(allowed) == 1 and f"only-{n}" in allowed[0], (n, allowed)
+        del store
+    assert reused, "no id was reused: the test did not exercise what it is for"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,13 +93,15 @@ class SandboxSettings:
     problems: tuple[str, ...] = ()
 
 
-_settings_cache: dict[int, tuple[int, SandboxSettings]] = {}
+# Per store, weakly: an id() key would be reused by a later store (another project, a test) and hand it
+# the sandbox settings of one that is gone.
+_settings_cache: weakref.WeakKeyDictionary[SettingsStore, tuple[int, SandboxSettings]] = weakref.WeakKeyDictionary()
 
 
 def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     """The `sandbox` objects of the bridge's settings files, merged; invalid parts are problems, skipped."""
     store.refresh()
-    cached = _settings_cache.get(id(store))
+    cached = _settings_cache.get(store)
     if cached is not None and cached[0] == store.generation:
         return cached[1]
     scalars: dict[str, bool] = {}
@@ -145,7 +148,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         deny_read=tuple(lists["denyRead"]),
         problems=tuple(problems),
     )
-    _settings_cache[id(store)] = (store.generation, settings)
+    _settings_cache[store] = (store.generation, settings)
     return settings
 
 
