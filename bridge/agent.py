@@ -134,7 +134,8 @@ class Agent:
             settings, problems = McpSettings.load(self.config.mcp)
             for problem in problems:
                 host.notice(problem, "warning")
-            self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window)
+            self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window,
+                                   track=self.supervisor.track_external)
         roots = (session.cwd, *session.engine.settings.additional_directories)
         session.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
 

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import time
 from collections import deque
 from collections.abc import Callable
@@ -33,17 +34,20 @@ import anyio
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.settings import McpSettings
+from bridge.tools.processes import pdeathsig_prefix
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
     from mcp.client.session import ClientRequestContext, ClientSession
 
     from bridge.mcp.host import NoticeLevel
+    from bridge.tools.processes import ExternalProcess
 
 log = logging.getLogger(__name__)
 
 State = Literal["starting", "signing-in", "ready", "failed", "idle", "stopped"]
 ProgressFn = Callable[[float, float | None, str | None], None]
+Tracker = Callable[[str], "ExternalProcess"]  # ProcessSupervisor.track_external: dies with the bridge, kill -9 too
 _SDK_MODULES = ("mcp.client.session", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse",
                 "mcp.client.auth", "mcp.shared._httpx_utils")
 import_seconds: float | None = None  # how long the SDK took to import (None: not imported by us yet)
@@ -101,6 +105,7 @@ class Connection:
     roots: tuple[Path, ...]
     settings: McpSettings
     data_dir: Path
+    track: Tracker | None = None
     state: State = "stopped"
     error: str | None = None
     auth_url: str | None = None
@@ -236,8 +241,15 @@ class Connection:
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=dict(spec.env),
-                                           cwd=str(self.cwd))
+            command, args, env = spec.command, list(spec.args), dict(spec.env)
+            if self.track is not None:  # the server and all it forks die with the bridge, whatever kills it
+                tracked = self.track(spec.name)
+                stack.callback(tracked.close)  # runs after the stdio client below has stopped the server
+                env.update(tracked.env)
+                path = env.get("PATH", os.environ.get("PATH"))
+                if (prefix := pdeathsig_prefix()) and shutil.which(command, path=path):
+                    command, args = prefix[0], [*prefix[1:], command, *args]
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=str(self.cwd))
             read_fd, write_fd = os.pipe()
             errlog = os.fdopen(write_fd, "w")
             self._stderr_done = asyncio.Event()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.mcp.config import ConfigFiles, ServerEntry, ServerSpec, default_files, discover, save_approval
-from bridge.mcp.connection import CallFailed, Connection, Unavailable
+from bridge.mcp.connection import CallFailed, Connection, Tracker, Unavailable
 from bridge.mcp.content import blocks_of, resource_blocks, tool_result
 from bridge.mcp.elicit import question_for, result_of
 from bridge.mcp.host import Choice, McpHost, NoticeLevel, Question
@@ -65,8 +65,16 @@ class CommandOutcome:
 
 
 class McpManager:
-    def __init__(self, data_dir: Path, settings: McpSettings | None = None, *, context_window: int = 200_000) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        settings: McpSettings | None = None,
+        *,
+        context_window: int = 200_000,
+        track: Tracker | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        self.track = track
         self.settings = settings or McpSettings()
         self.context_window = context_window
         self._pool: dict[tuple[str, Path, tuple[Path, ...]], Connection] = {}
@@ -95,7 +103,7 @@ class McpManager:
         key = (spec.identity, cwd, roots)
         found = self._pool.get(key)
         if found is None or (found.state == "stopped" and not found.users):
-            found = self._pool[key] = Connection(spec, cwd, roots, self.settings, self.data_dir)
+            found = self._pool[key] = Connection(spec, cwd, roots, self.settings, self.data_dir, self.track)
         return found
 
     async def release(self, connection: Connection, user: McpSession) -> None:

@@ -134,13 +134,17 @@ class CommandWrapper(Protocol):
     ) -> Launch: ...
 
 
-def _pdeathsig_prefix() -> list[str]:
-    """`setpriv --pdeathsig KILL --`: the shell dies with the bridge (util-linux; [] where missing)."""
-    found = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-    return [found, "--pdeathsig", "KILL", "--"] if found else []
-
-
 _PDEATHSIG: list[str] | None = None
+
+
+def pdeathsig_prefix() -> list[str]:
+    """`setpriv --pdeathsig KILL --`: what it starts dies with the bridge (util-linux; [] where missing).
+    The signal follows the thread that forked: start the process from the event loop's thread."""
+    global _PDEATHSIG
+    if _PDEATHSIG is None:
+        found = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+        _PDEATHSIG = [found, "--pdeathsig", "KILL", "--"] if found else []
+    return _PDEATHSIG
 
 
 
@@ -267,7 +271,6 @@ class ProcessSupervisor:
     ) -> ManagedProcess:
         """Start `argv` in its own session, stdin /dev/null, stderr merged into stdout; under `sandbox`
         when given (its `prepare` may refuse with a ToolError)."""
-        global _PDEATHSIG
         if self._closed:
             raise RuntimeError("the process supervisor has shut down")
         token = uuid.uuid4().hex
@@ -277,9 +280,7 @@ class ProcessSupervisor:
         else:
             launch = Launch(list(argv), full_env)
         if not launch.wrapped:  # bwrap has --die-with-parent; a bare shell gets the same from setpriv
-            if _PDEATHSIG is None:
-                _PDEATHSIG = _pdeathsig_prefix()
-            launch.argv = [*_PDEATHSIG, *launch.argv]
+            launch.argv = [*pdeathsig_prefix(), *launch.argv]
         managed = ManagedProcess(argv, token)
         managed.wrapped, managed.release = launch.wrapped, launch.release
         try:

@@ -11,17 +11,21 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridge.tools.process_registry import start_ticks
 from bridge.tools.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
+from tests.e2e.test_mcp import FIXTURE as MCP_FIXTURE
 from tests.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
 from tests.test_processes import ESCAPING, marked_pids
 
@@ -96,4 +100,45 @@ async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not
         unrelated.wait()
         with contextlib.suppress(ProcessLookupError):
             for pid in marked_pids(mark):
+                os.kill(pid, signal.SIGKILL)
+
+
+def escaping_mcp_server(mark: str, log: Path) -> dict[str, Any]:
+    """A real MCP server (the SDK fixture) that ignores SIGTERM and SIGHUP and leaves a setsid'd child and a
+    TERM-ignoring one behind: the SDK's own shutdown would never get to run."""
+    script = (f"export TEST_MARK={mark}; setsid sleep 300 & (trap '' TERM INT; sleep 300) & "
+              f"trap '' TERM HUP; exec {shlex.quote(sys.executable)} {shlex.quote(MCP_FIXTURE)}")
+    return {"name": "stubborn", "command": "sh", "args": ["-c", script],
+            "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}]}
+
+
+@pytest.mark.parametrize("watchdog", ["alive", "killed"])
+async def test_kill_9_of_the_bridge_kills_its_mcp_servers(workspace: Path, data_dir: Path, watchdog: str) -> None:
+    """Within 2 s by the kernel and the watchdog; with the watchdog killed too, the server itself still dies
+    (parent-death signal) and what it forked is killed by the next bridge on the same data dir."""
+    mark = uuid.uuid4().hex
+    try:
+        async with running_editor("playground", workspace, data_dir,
+                                  initialization_options={"mcp": {"turnWait": 120}}) as editor:
+            await editor.new_session(mcp_servers=[escaping_mcp_server(mark, workspace.parent / "mcp.log")])
+            await poll(lambda: (workspace.parent / "mcp.log").exists(), timeout=120, what="the server to start")
+            await poll(lambda: len(marked_pids(mark)) >= 3, what="the server and its children")
+            if watchdog == "killed":
+                [dog] = await poll(lambda: watchdogs(data_dir), what="the watchdog")
+                os.kill(dog, signal.SIGKILL)
+            killed = time.monotonic()
+            await kill_9(editor)
+            if watchdog == "alive":
+                await poll(lambda: not marked_pids(mark), timeout=2.0, what="the MCP server and its children to die")
+                assert time.monotonic() - killed <= 2.0
+            else:
+                await poll(lambda: len(marked_pids(mark)) == 2, timeout=2.0, what="the server itself to die")
+        if watchdog == "killed":
+            async with running_editor("playground", workspace, data_dir) as editor:
+                await editor.new_session()  # the next bridge on this data dir
+                await poll(lambda: not marked_pids(mark), timeout=5, what="the server's children to be killed")
+        await reap_what_a_dead_bridge_left(data_dir)
+    finally:
+        for pid in marked_pids(mark):
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
