@@ -10,6 +10,7 @@ loaded: compare ratios, not absolute times). Runs are interleaved (baseline, our
 - `serve`: spawn -> `initialize` answered; RSS after initialize and after one turn; spawn -> first
   model request with `session/new` and `session/prompt` sent as soon as possible; SIGTERM after a turn
   -> process gone
+- `serve` and `acp`: SIGINT/SIGTERM while text streams -> process gone; the cancelled turn's answer -> gone
 - two `sleep 2; echo x` Bash calls in one response: the turn's wall time (parallel: ~2 s)
 - what holds `serve`'s RSS: the growth of each import step of what it has loaded after a turn
 - at the end, issue 12's done-when: each limit against its figure
@@ -328,6 +329,65 @@ def bench_serve(root: Path) -> dict[str, float]:
     return figures
 
 
+# ---- signals in serve and acp ----------------------------------------------------------------------------
+
+
+class Ndjson(Lsp):
+    """The same client over ACP's framing: one JSON message per line."""
+
+    def _read(self) -> None:
+        assert self.proc.stdout
+        for line in iter(self.proc.stdout.readline, b""):
+            if line.strip():
+                self.messages.append((time.monotonic(), json.loads(line)))
+
+    def send(self, obj: dict[str, Any]) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+        self.proc.stdin.flush()
+
+
+def bench_signals(root: Path) -> dict[str, float]:
+    """`serve` and `acp`: SIGINT or SIGTERM (alternating) while the answer streams -> process gone, and the
+    cancelled turn's answer -> process gone (the issue's "within 50 ms of the turn's end")."""
+    ws = root / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    slow = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400, "delay_ms": 10}],
+            "stop_reason": "end_turn"}
+    out: dict[str, list[float]] = {}
+    with OfflineServer({"responses": [slow], "after_last": "repeat_last"}) as model:
+        for mode in ("serve", "acp"):
+            for i in range(RUNS):
+                env = env_for(model, root / f"{mode}{i}")
+                client = (Lsp if mode == "serve" else Ndjson)([BRIDGE, mode], env)
+                init = {"capabilities": {}} if mode == "serve" else {"protocolVersion": 1, "clientCapabilities": {}}
+                client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+                client.answer(1)
+                if mode == "serve":
+                    client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                             "params": {"cwd": str(ws), "mcpServers": []}})
+                sid = client.answer(2)[1]["result"]["sessionId"]
+                client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                             "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "talk"}]}})
+                deadline = time.monotonic() + 60
+                while not any(m.get("method") == "session/update" and m["params"]["update"].get("sessionUpdate")
+                              == "agent_message_chunk" for _, m in list(client.messages)):
+                    if time.monotonic() > deadline:
+                        raise TimeoutError("no text streamed")
+                    time.sleep(0.001)
+                sig = (signal.SIGINT, signal.SIGTERM)[i % 2]
+                sent = time.monotonic()
+                client.proc.send_signal(sig)
+                client.proc.wait(30)
+                gone = time.monotonic()
+                out.setdefault(f"{mode}_signal_streaming_to_exit_s", []).append(gone - sent)
+                answered = [at for at, m in client.messages if m.get("id") == 3 and "method" not in m]
+                if answered:
+                    out.setdefault(f"{mode}_turn_end_to_exit_s", []).append(gone - answered[0])
+    return {key: median(values) for key, values in out.items()}
+
+
 # ---- parallel commands ----------------------------------------------------------------------------------
 
 
@@ -398,6 +458,10 @@ CHECKS = (  # (group, figure, limit, what)
     ("start", "run_first_request_s", 0.6, "start -> first request <= 0.6 s"),
     ("start", "run_first_request_vs_floor", 1.5, "start -> first request <= 1.5x bare httpx"),
     ("stop", "sigint_streaming_to_exit_s", 0.1, "SIGINT while streaming -> exit <= 0.1 s"),
+    ("signals", "serve_signal_streaming_to_exit_s", 0.1, "serve: SIGINT/TERM while streaming -> exit <= 0.1 s"),
+    ("signals", "acp_signal_streaming_to_exit_s", 0.1, "acp: SIGINT/TERM while streaming -> exit <= 0.1 s"),
+    ("signals", "serve_turn_end_to_exit_s", 0.05, "serve: turn's end -> exit <= 50 ms"),
+    ("signals", "acp_turn_end_to_exit_s", 0.05, "acp: turn's end -> exit <= 50 ms"),
     ("serve", "initialize_s", 0.15, "serve: initialize answered <= 0.15 s"),
     ("serve", "rss_after_turn_mib", 90.0, "serve: RSS after one turn <= 90 MiB"),
     ("parallel", "two_sleep_2_calls_s", 2.3, "two sleep 2; echo calls <= 2.3 s"),
@@ -405,7 +469,8 @@ CHECKS = (  # (group, figure, limit, what)
 
 
 def main() -> None:
-    groups = {"start": bench_start, "stop": bench_sigint, "serve": bench_serve, "parallel": bench_parallel,
+    groups = {"start": bench_start, "stop": bench_sigint, "signals": bench_signals, "serve": bench_serve,
+              "parallel": bench_parallel,
               "rss": bench_rss}
     only = sys.argv[1:] or list(groups)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {RUNS} runs, medians")
