@@ -172,6 +172,16 @@ async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[
         assert (await asyncio.wait_for(turn, 60))["stopReason"] in ("cancelled", "end_turn")
         assert (await asyncio.wait_for(again, 60))["stopReason"] in ("cancelled", "end_turn")
     else:
+        if how == "stop-one":  # one sub-agent stopped alone (when one has started); then the rest by ctrl-c
+            cards = [u for u in editor.of_kind("tool_call", sid) if not (u.get("_meta") or {}).get("parentToolCallId")
+                     and "job a" in json.dumps(u.get("rawInput", {}))]
+            if cards:
+                card = cards[0]["toolCallId"]
+                editor.notify("_bridge/cancel_tool_call", {"sessionId": sid, "toolCallId": card})
+                await poll(lambda: turn.done() or any(u.get("status") in ("completed", "failed")
+                                                      for u in editor.tool_updates(card)),
+                           timeout=20, what="the stopped sub-agent's call to end")
+                assert not turn.done() or turn.result()["stopReason"] == "end_turn", "stopping one stopped the turn"
         editor.cancel(sid, force=how == "force")
         if how == "twice":
             editor.cancel(sid)
@@ -182,9 +192,9 @@ async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[
 
 
 # ~45 updates go by until both sub-agents' commands run: the moments cover every stage up to there.
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cancel_after=st.integers(min_value=0, max_value=55), how=st.sampled_from(["ctrl-c", "force", "twice",
-                                                                                 "interrupt"]))
+                                                                                 "interrupt", "stop-one"]))
 def test_cancel_nested_loops_at_any_moment_keeps_every_level_valid(
     nested: Background, cancel_after: int, how: str
 ) -> None:
