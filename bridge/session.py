@@ -245,6 +245,7 @@ class Session:
         if self.mcp is None:
             return
         await self.mcp.before_turn()
+        self._mark_failed_servers()
         snapshot = self.mcp.snapshot()
         if snapshot is None:
             return
@@ -264,6 +265,19 @@ class Session:
         self._system = [*self._base_system, *extra]
         if snapshot.notice:
             self.frontend.emit(Notice(snapshot.notice, "info"))
+
+    def _mark_failed_servers(self) -> None:
+        """A history's MCP tools whose configured server never came up answer with the server's failure (not
+        "no such tool"): the model hears why, and that it is the server, not the name."""
+        from bridge.mcp.tools import name_part
+
+        assert self.mcp is not None
+        failed = {name_part(name): c.error for name, c in self.mcp.connections.items()
+                  if c.state == "failed" and not c.ever_ready}
+        for name in used_tool_names(self.conversation.messages):
+            parts = name.split("__")
+            if name not in self.tools and len(parts) >= 3 and parts[0] == "mcp" and parts[1] in failed:
+                self.unavailable[name] = f"its MCP server could not start ({failed[parts[1]]})"
 
     def hold_back(self, tools: list[AnyTool]) -> None:
         """Tools the session has but does not send until the model loads them with ToolSearch (deferred)."""

@@ -4,8 +4,11 @@ offline API answers 400 when a `tool_use` in the history names a tool the reques
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
@@ -56,8 +59,9 @@ async def test_a_made_up_tool_name_answers_no_such_tool_and_the_session_goes_on(
         assert editor.text(sid).endswith("still here")
 
 
+@pytest.mark.parametrize("how", ["removed", "renamed", "failing"])
 async def test_a_stored_session_whose_mcp_server_is_gone_loads_warns_and_goes_on(
-    workspace: Path, data_dir: Path
+    workspace: Path, data_dir: Path, how: str
 ) -> None:
     log = workspace.parent / "mcp.log"
     first = {"responses": [tool_response(("mcp__fixture__echo", {"text": "hi"})), text_response("echoed")]}
@@ -65,18 +69,25 @@ async def test_a_stored_session_whose_mcp_server_is_gone_loads_warns_and_goes_on
         sid = await editor.new_session(mcp_servers=[fixture(log)])
         assert await editor.prompt(sid, "echo") == {"stopReason": "end_turn"}
 
+    servers = {"removed": [], "renamed": [fixture(log, "other")],
+               "failing": [{"name": "fixture", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"],
+                            "env": []}]}[how]
     later = {"responses": [text_response("without it"), tool_response(("mcp__fixture__echo", {"text": "again"})),
                            text_response("it is gone")]}
     async with running_editor(later, workspace, data_dir) as editor:
-        assert "modes" in await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": servers}
+        assert "modes" in await editor.request("session/load", params)
         warnings = await poll(
-            lambda: [m.message for m in editor.client.messages if "mcp__fixture__echo" in m.message],
-            what="a warning naming the missing tool",
+            lambda: [m.message for m in editor.client.messages if "mcp__fixture__echo" in m.message
+                     or "'fixture'" in m.message],
+            what="a warning naming the missing tool or its server",
         )
         assert "'fixture'" in warnings[0], warnings
         assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
         assert await editor.prompt(sid, "echo again") == {"stopReason": "end_turn"}
         assert editor.model.rejected == [], [r.errors for r in editor.model.rejected]
         last = results(editor.last_request_messages())[-1]
-        assert last["is_error"] and "not connected" in last["content"], last
+        assert last["is_error"] and "echo: again" not in last["content"], last
+        why = "could not start" if how == "failing" else "not connected"
+        assert why in last["content"] and "'fixture'" in last["content"], last
         assert history_errors(editor.last_request_messages()) == []
