@@ -14,7 +14,8 @@ import logging
 import random
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -236,11 +237,14 @@ class AnthropicModel:
                 await anyio.sleep(delay)
         try:
             if wire_client is not None:
-                async for event in _wire_events(opened, wire_client.profile, self.stall_timeout):
+                from bridge.model.wire import stream_events
+
+                reading = _wire_reading(wire_client.profile)
+                async for event in _events(stream_events(opened), reading, self.stall_timeout):
                     yield event
             else:
                 async with opened:
-                    async for event in _events(opened, self.stall_timeout):
+                    async for event in _events(opened, _sdk_reading(), self.stall_timeout):
                         yield event
         except ModelError:
             raise
@@ -301,12 +305,49 @@ def _failure_kind(error: BaseException) -> Literal["status", "connection", "othe
     return "other"
 
 
-async def _events(stream: Any, stall_timeout: float) -> AsyncIterator[ModelEvent]:
-    """The SDK's stream events as ours. Unknown event and delta types are ignored (the API adds new ones);
-    anything that breaks the stream becomes a `ModelError` that says what happened."""
+@dataclass(frozen=True)
+class _Reading:
+    """How one transport's stream events read: a field of an event (`get`), a started block as the API's JSON
+    (`dump`, given its `content_block_start` event), and the transport's own error classes."""
+
+    get: Callable[[Any, str], Any]
+    dump: Callable[[Any], Awaitable[Block]]
+    status_errors: tuple[type[BaseException], ...]  # an `event: error` mid-stream (with `status_code`)
+    timeout_errors: tuple[type[BaseException], ...]
+    connection_errors: tuple[type[BaseException], ...]
+
+
+def _sdk_reading() -> _Reading:
     import anthropic
     import httpx2
 
+    async def dump(event: Any) -> Block:
+        block: Block = event.content_block.model_dump(mode="json", exclude_none=True)
+        return block
+
+    return _Reading(getattr, dump, (anthropic.APIStatusError,), (httpx2.TimeoutException, anthropic.APITimeoutError),
+                    (httpx2.HTTPError, anthropic.APIConnectionError))
+
+
+def _wire_reading(profile: Profile) -> _Reading:
+    """Every field read as the SDK's models answer it (a missing field is None), every failure the same."""
+    import httpx2
+
+    from bridge.model.wire import StatusError, dump_block, field, sdk_dump_block
+
+    async def dump(event: Any) -> Block:
+        block = dump_block(field(event, "content_block"), profile)
+        if block is None:  # a block type (or field) only the SDK's models know how to dump
+            block = await anyio.to_thread.run_sync(sdk_dump_block, event)
+        return block
+
+    return _Reading(field, dump, (StatusError,), (httpx2.TimeoutException,), (httpx2.HTTPError,))
+
+
+async def _events(stream: AsyncIterator[Any], how: _Reading, stall_timeout: float) -> AsyncIterator[ModelEvent]:
+    """A transport's stream events as ours. Unknown event and delta types are ignored (the API adds new ones);
+    anything that breaks the stream becomes a `ModelError` that says what happened."""
+    get = how.get
     blocks: dict[int, Block] = {}
     open_blocks: set[int] = set()
     json_parts: dict[int, list[str]] = {}
@@ -315,143 +356,42 @@ async def _events(stream: Any, stall_timeout: float) -> AsyncIterator[ModelEvent
     finished = False
     try:
         async for event in stream:
-            kind = event.type
+            kind = get(event, "type")
             if kind == "message_start":
-                u = event.message.usage
+                u = get(get(event, "message"), "usage")
                 usage = Usage(
-                    input_tokens=u.input_tokens or 0,
-                    output_tokens=u.output_tokens or 0,
-                    cache_read_tokens=getattr(u, "cache_read_input_tokens", 0) or 0,
-                    cache_write_tokens=getattr(u, "cache_creation_input_tokens", 0) or 0,
+                    input_tokens=get(u, "input_tokens") or 0,
+                    output_tokens=get(u, "output_tokens") or 0,
+                    cache_read_tokens=get(u, "cache_read_input_tokens") or 0,
+                    cache_write_tokens=get(u, "cache_creation_input_tokens") or 0,
                 )
             elif kind == "content_block_start":
-                block = event.content_block.model_dump(mode="json", exclude_none=True)
-                if block["type"] == "tool_use":
-                    block["input"] = {}
-                    json_parts[event.index] = []
-                blocks[event.index] = block
-                open_blocks.add(event.index)
-            elif kind == "content_block_delta":
-                if event.index not in open_blocks:
-                    raise _malformed("a part of it arrived for a content block that was not open")
-                delta = event.delta
-                block = blocks[event.index]
-                if delta.type == "text_delta":
-                    block["text"] = block.get("text", "") + delta.text
-                    yield BlockDelta(event.index, delta.text, "text")
-                elif delta.type == "thinking_delta":
-                    block["thinking"] = block.get("thinking", "") + delta.thinking
-                    yield BlockDelta(event.index, delta.thinking, "thinking")
-                elif delta.type == "signature_delta":
-                    block["signature"] = block.get("signature", "") + delta.signature
-                elif delta.type == "input_json_delta":
-                    json_parts.setdefault(event.index, []).append(delta.partial_json)
-            elif kind == "content_block_stop":
-                if event.index not in open_blocks:
-                    raise _malformed("it closed a content block that was not open")
-                open_blocks.discard(event.index)
-                block = blocks[event.index]
-                if block["type"] == "tool_use":
-                    raw = "".join(json_parts.pop(event.index, []))
-                    try:
-                        block["input"] = json.loads(raw) if raw.strip() else {}
-                    except json.JSONDecodeError:
-                        block["input"] = {"__invalid_json__": raw}
-                yield BlockComplete(event.index, block)
-            elif kind == "message_delta":
-                stop_reason = event.delta.stop_reason or stop_reason
-                if event.usage is not None:
-                    usage = Usage(
-                        input_tokens=usage.input_tokens,
-                        output_tokens=event.usage.output_tokens or usage.output_tokens,
-                        cache_read_tokens=usage.cache_read_tokens,
-                        cache_write_tokens=usage.cache_write_tokens,
-                    )
-            elif kind == "message_stop":
-                finished = True
-    except anthropic.APIStatusError as error:  # an `event: error` mid-stream
-        raise ModelError(
-            f"The model API reported an error mid-response: {_message_of(error)}. The partial answer is kept; "
-            "send your message again to retry.",
-            kind="overloaded" if error.status_code == 529 or "overloaded" in str(error).lower() else "api",
-            status=error.status_code,
-        ) from error
-    except (httpx2.TimeoutException, anthropic.APITimeoutError) as error:
-        raise ModelError(
-            f"The model API sent nothing for {stall_timeout:g} s in the middle of its response, so it was given "
-            "up. The partial answer is kept; send your message again to continue (to wait longer, raise "
-            "AGENT_BRIDGE_STALL_TIMEOUT).",
-            kind="stream_stalled",
-        ) from error
-    except (httpx2.HTTPError, anthropic.APIConnectionError) as error:
-        raise _dropped(_detail(error, "the connection closed")) from error
-    except json.JSONDecodeError as error:
-        raise _malformed("an event of it was not valid JSON") from error
-    if not finished or stop_reason is None:
-        raise ModelError(
-            "The model's response ended before it was complete (the stream stopped early). The partial answer "
-            "is kept; send your message again to continue.",
-            kind="stream_dropped",
-        )
-    if open_blocks:
-        kinds = ", ".join(sorted({str(blocks[i].get("type", "content")).replace("_", " ") for i in open_blocks}))
-        raise _malformed(f"it ended with a {kinds} block that never finished")
-    yield ResponseComplete(stop_reason, usage)
-
-
-async def _wire_events(response: Any, profile: Profile, stall_timeout: float) -> AsyncIterator[ModelEvent]:
-    """`_events` for the wire transport: the same state machine over the events' JSON, every field read as the
-    SDK's models answer it (a missing field is None), every failure the same `ModelError`."""
-    import httpx2
-
-    from bridge.model.wire import StatusError, dump_block, field, sdk_dump_block, stream_events
-
-    blocks: dict[int, Block] = {}
-    open_blocks: set[int] = set()
-    json_parts: dict[int, list[str]] = {}
-    usage = Usage()
-    stop_reason: str | None = None
-    finished = False
-    try:
-        async for event in stream_events(response):
-            kind = field(event, "type")
-            if kind == "message_start":
-                u = field(field(event, "message"), "usage")
-                usage = Usage(
-                    input_tokens=field(u, "input_tokens") or 0,
-                    output_tokens=field(u, "output_tokens") or 0,
-                    cache_read_tokens=field(u, "cache_read_input_tokens") or 0,
-                    cache_write_tokens=field(u, "cache_creation_input_tokens") or 0,
-                )
-            elif kind == "content_block_start":
-                index = field(event, "index")
-                block = dump_block(field(event, "content_block"), profile)
-                if block is None:  # a block type (or field) only the SDK's models know how to dump
-                    block = await anyio.to_thread.run_sync(sdk_dump_block, event)
+                index = get(event, "index")
+                block = await how.dump(event)
                 if block["type"] == "tool_use":
                     block["input"] = {}
                     json_parts[index] = []
                 blocks[index] = block
                 open_blocks.add(index)
             elif kind == "content_block_delta":
-                index = field(event, "index")
+                index = get(event, "index")
                 if index not in open_blocks:
                     raise _malformed("a part of it arrived for a content block that was not open")
-                delta = field(event, "delta")
+                delta = get(event, "delta")
                 block = blocks[index]
-                delta_type = field(delta, "type")
+                delta_type = get(delta, "type")
                 if delta_type == "text_delta":
-                    block["text"] = block.get("text", "") + field(delta, "text")
-                    yield BlockDelta(index, field(delta, "text"), "text")
+                    block["text"] = block.get("text", "") + get(delta, "text")
+                    yield BlockDelta(index, get(delta, "text"), "text")
                 elif delta_type == "thinking_delta":
-                    block["thinking"] = block.get("thinking", "") + field(delta, "thinking")
-                    yield BlockDelta(index, field(delta, "thinking"), "thinking")
+                    block["thinking"] = block.get("thinking", "") + get(delta, "thinking")
+                    yield BlockDelta(index, get(delta, "thinking"), "thinking")
                 elif delta_type == "signature_delta":
-                    block["signature"] = block.get("signature", "") + field(delta, "signature")
+                    block["signature"] = block.get("signature", "") + get(delta, "signature")
                 elif delta_type == "input_json_delta":
-                    json_parts.setdefault(index, []).append(field(delta, "partial_json"))
+                    json_parts.setdefault(index, []).append(get(delta, "partial_json"))
             elif kind == "content_block_stop":
-                index = field(event, "index")
+                index = get(event, "index")
                 if index not in open_blocks:
                     raise _malformed("it closed a content block that was not open")
                 open_blocks.discard(index)
@@ -464,32 +404,33 @@ async def _wire_events(response: Any, profile: Profile, stall_timeout: float) ->
                         block["input"] = {"__invalid_json__": raw}
                 yield BlockComplete(index, block)
             elif kind == "message_delta":
-                stop_reason = field(field(event, "delta"), "stop_reason") or stop_reason
-                delta_usage = field(event, "usage")
+                stop_reason = get(get(event, "delta"), "stop_reason") or stop_reason
+                delta_usage = get(event, "usage")
                 if delta_usage is not None:
                     usage = Usage(
                         input_tokens=usage.input_tokens,
-                        output_tokens=field(delta_usage, "output_tokens") or usage.output_tokens,
+                        output_tokens=get(delta_usage, "output_tokens") or usage.output_tokens,
                         cache_read_tokens=usage.cache_read_tokens,
                         cache_write_tokens=usage.cache_write_tokens,
                     )
             elif kind == "message_stop":
                 finished = True
-    except StatusError as error:  # an `event: error` mid-stream
+    except how.status_errors as error:  # an `event: error` mid-stream
+        status = int(getattr(error, "status_code", 0))
         raise ModelError(
             f"The model API reported an error mid-response: {_message_of(error)}. The partial answer is kept; "
             "send your message again to retry.",
-            kind="overloaded" if error.status_code == 529 or "overloaded" in str(error).lower() else "api",
-            status=error.status_code,
+            kind="overloaded" if status == 529 or "overloaded" in str(error).lower() else "api",
+            status=status,
         ) from error
-    except httpx2.TimeoutException as error:
+    except how.timeout_errors as error:
         raise ModelError(
             f"The model API sent nothing for {stall_timeout:g} s in the middle of its response, so it was given "
             "up. The partial answer is kept; send your message again to continue (to wait longer, raise "
             "AGENT_BRIDGE_STALL_TIMEOUT).",
             kind="stream_stalled",
         ) from error
-    except httpx2.HTTPError as error:
+    except how.connection_errors as error:
         raise _dropped(_detail(error, "the connection closed")) from error
     except json.JSONDecodeError as error:
         raise _malformed("an event of it was not valid JSON") from error
