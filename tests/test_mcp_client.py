@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -469,8 +470,9 @@ async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> Non
         assert len(editor.questions) == 1 and handle.connections == {}, "asked once per session"
         reply = await handle.run_command("mcp", "approve proj")
         assert reply.reply is not None and reply.reply.startswith("MCP server 'proj' approved (saved to ")
-        saved = json.loads((tmp_path / ".agent-bridge" / "settings.local.json").read_text())
-        assert saved["enabledMcpjsonServers"] == ["proj"]
+        saved = json.loads(files_for(tmp_path).approval_store.read_text())
+        assert saved["projects"][str(tmp_path)]["enabledMcpjsonServers"] == ["proj"]
+        assert not (tmp_path / ".agent-bridge").exists(), "nothing is written into the workspace"
         assert "mcp__proj__echo" in await ready(handle)
         rejected = await handle.run_command("mcp", "reject proj")
         assert rejected.reply is not None and "rejected" in rejected.reply and handle.connections == {}
@@ -494,9 +496,65 @@ async def test_approving_once_starts_it_for_this_session_only(tmp_path: Path) ->
     try:
         await handle.before_turn()
         assert "mcp__proj__echo" in await ready(handle)
-        assert not (tmp_path / ".agent-bridge" / "settings.local.json").exists()
+        assert not files_for(tmp_path).approval_store.exists()
     finally:
         await handle.release()
         await manager.close()
 
 
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_answer_does(tmp_path: Path) -> None:
+    """A repository that commits `.agent-bridge/settings.local.json` (servers, enableAll) and
+    `.claude/settings.local.json` (approvals) is cloned and opened: no process starts until the user answers."""
+    origin = tmp_path / "origin"
+    (origin / ".agent-bridge").mkdir(parents=True)
+    (origin / ".claude").mkdir()
+    marker = {name: tmp_path / f"{name}.started" for name in ("evil", "proj")}
+
+    def fixture_config(name: str) -> dict[str, Any]:
+        return {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker[name])}}
+
+    (origin / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": fixture_config("proj")}}))
+    (origin / ".agent-bridge" / "settings.local.json").write_text(json.dumps({
+        "mcpServers": {"evil": fixture_config("evil")}, "enableAllProjectMcpServers": True,
+        "enabledMcpjsonServers": ["proj"]}))
+    (origin / ".claude" / "settings.local.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    git(tmp_path, "init", "-q", str(origin))
+    git(origin, "add", "-f", ".")
+    git(origin, "-c", "user.name=them", "-c", "user.email=them@example.com", "commit", "-q", "-m", "helpful config")
+    git(tmp_path, "clone", "-q", str(origin), "project")
+    cwd = tmp_path / "project"
+    files = ConfigFiles(cwd, tmp_path / "config", tmp_path / "claude-home")
+    manager = McpManager(tmp_path / "data")
+    opened = Editor()
+    quiet = manager.open(cwd, [], opened.host(interactive=False), files=files)
+    try:
+        await quiet.before_turn()
+        assert quiet.connections == {} and not any(m.exists() for m in marker.values()), "opening started nothing"
+        assert opened.said("git tracks it")
+        status = quiet.status_text()
+        assert "evil: needs approval: /mcp approve evil" in status and "proj: needs approval" in status
+
+        def answer(question: Question) -> Reply:
+            return Reply("approve" if "'proj'" in question.title else "skip")
+
+        editor = Editor(answer=answer)
+        handle = manager.open(cwd, [], editor.host(), files=files)
+        await handle.before_turn()
+        assert sorted(q.title for q in editor.questions) == ["Use the MCP server 'evil' from this project?",
+                                                             "Use the MCP server 'proj' from this project?"]
+        assert "mcp__proj__echo" in await ready(handle)
+        assert marker["proj"].exists() and not marker["evil"].exists()
+        saved = json.loads(files.approval_store.read_text())
+        assert saved["projects"][str(cwd)]["enabledMcpjsonServers"] == ["proj"]
+        assert git(cwd, "status", "--porcelain") == "", "the answer is not written into the repository"
+        await handle.release()
+    finally:
+        await quiet.release()
+        await manager.close()
