@@ -173,6 +173,14 @@ async def test_the_server_sees_the_workspace_and_added_directories_as_roots(shar
 
 
 @module
+async def test_the_bridge_declares_roots_and_elicitation_and_not_sampling(shared: Shared) -> None:
+    declared = json.loads(str((await call(shared.tools, "mcp__fx__capabilities", {}, context(shared.root))).content))
+    assert set(declared) == {"roots", "elicitation"}, "no sampling: the bridge does not lend its model"
+    assert declared["roots"] == {}, "no listChanged: a connection's roots never change (they key the pool)"
+    assert set(declared["elicitation"]) == {"form", "url"}
+
+
+@module
 async def test_an_elicitation_is_asked_and_answered_with_the_form(shared: Shared) -> None:
     ctx = context(shared.root)
     shared.editor.answer = lambda q: Reply("accept", {"content": {"colour": "red", "sure": "true"}})
@@ -245,14 +253,14 @@ async def test_server_instructions_are_a_stable_system_prompt_section(shared: Sh
     assert last.instructions == ("# MCP server instructions\nThe following MCP servers gave instructions for "
                                  "their tools and resources:\n\n## fx\nUse echo to echo.")
     assert shared.handle.snapshot() is None, "nothing changed: the same snapshot (and bytes) stay in use"
-    assert not last.defer, "15 tools are far below a tenth of the context window"
+    assert not last.defer, "16 tools are far below a tenth of the context window"
 
 
 @module
 async def test_the_mcp_command_lists_servers_state_and_tools(shared: Shared) -> None:
     text = (await shared.handle.run_command("mcp", "")).reply or ""
     assert text.startswith("MCP servers (1):\n- fx: ready — from the editor — ")
-    assert "tools (15): echo, big, fail," in text and "prompts: /mcp__fx__review" in text
+    assert "tools (16): echo, big, fail," in text and "prompts: /mcp__fx__review" in text
     assert (await shared.handle.run_command("mcp", "frobnicate")).reply.startswith("Unknown /mcp subcommand")  # type: ignore[union-attr]
 
 
@@ -340,7 +348,7 @@ async def test_list_changed_refreshes_the_tools(tmp_path: Path) -> None:
         assert "mcp__fx__extra" in {t.name for t in snapshot.deferrable}
         assert snapshot.notice == ("MCP tools changed (1 added): the request prefix changes once, so the prompt "
                                    "cache is written again from here")
-        await until(lambda: editor.said("changed its tools: 15 → 16"), "the notice")
+        await until(lambda: editor.said("changed its tools: 16 → 17"), "the notice")
     finally:
         await handle.release()
 
@@ -446,7 +454,7 @@ async def test_many_tools_are_deferred_past_the_fraction_of_the_context_window(t
                           files=files_for(tmp_path))
     try:
         await ready(handle)
-        assert handle._last is not None and handle._last.defer and len(handle._last.deferrable) == 75
+        assert handle._last is not None and handle._last.defer and len(handle._last.deferrable) == 76
     finally:
         await handle.release()
 

@@ -196,7 +196,7 @@ async def test_prompts_are_slash_commands_and_mcp_lists_the_servers(workspace: P
         assert request.body["messages"][-1]["content"][0]["text"] == "Review src/app.py in a short way."
         status = await status_of(editor, sid)
         assert status.startswith("MCP servers (1):\n- fixture: ready — from the editor")
-        assert "tools (15): echo, big" in status and "prompts: /mcp__fixture__review" in status
+        assert "tools (16): echo, big" in status and "prompts: /mcp__fixture__review" in status
 
 
 async def test_server_instructions_are_in_the_system_prompt_and_the_prefix_stays_put(
@@ -228,7 +228,7 @@ async def test_tools_that_join_later_change_the_prefix_once_and_say_so(workspace
         first, second = (r.body for r in editor.model.valid_requests)
         assert not any(t["name"].startswith("mcp__late__") for t in first["tools"])
         assert any(t["name"] == "mcp__late__echo" for t in second["tools"])
-        assert logged(editor, "MCP tools changed (17 added): the request prefix changes once")
+        assert logged(editor, "MCP tools changed (18 added): the request prefix changes once")
 
 
 async def test_a_project_server_is_started_only_after_the_user_approves_it(workspace: Path, data_dir: Path) -> None:
