@@ -1,6 +1,7 @@
 """MCP benchmarks (issue 14): the SDK's import cost against the bridge's own, session/new with servers against
 without, and 5 sessions x 3 servers — processes and memory when the sessions share servers (one cwd) against
-when each has its own copies (a per-session env makes every config distinct: the old behaviour's count)."""
+when each has its own copies (a per-session env makes every config distinct: the old behaviour's count).
+Checks (an `ok`/`FAIL` line; exit status 1 on FAIL): the five sessions on one cwd share 3 processes."""
 
 from __future__ import annotations
 
@@ -34,6 +35,19 @@ def descendants(pid: int) -> list[int]:
             continue
         for child in map(int, children):
             found += [child, *descendants(child)]
+    return found
+
+
+def servers_of(bridge: int) -> list[int]:
+    """The bridge's MCP server processes: its descendants running the fixture (not its process watchdog)."""
+    found: list[int] = []
+    for pid in descendants(bridge):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if FIXTURE.encode() in command:
+            found.append(pid)
     return found
 
 
@@ -71,11 +85,11 @@ async def five_by_three(shared: bool) -> tuple[int, int, float]:
                                                           for n in ("one", "two", "three")]) for i in range(5)]
             await connected(editor, 15)
             ready = time.monotonic() - began
-            children = descendants(bridge)
+            children = servers_of(bridge)
             memory = sum(rss_kb(pid) for pid in children)
             for sid in sids:
                 await editor.request("session/close", {"sessionId": sid})
-            await poll(lambda: not descendants(bridge), timeout=60, what="every server to stop")
+            await poll(lambda: not servers_of(bridge), timeout=60, what="every server to stop")
             return len(children), memory, ready
 
 
@@ -111,6 +125,10 @@ async def main() -> None:
     print(f"5 sessions x 3 servers: own copies {copies} processes, {copies_kb / 1024:.0f} MiB RSS "
           f"({copies_s:.1f} s to connect); shared {shared} processes, {shared_kb / 1024:.0f} MiB RSS "
           f"({shared_s:.1f} s); after session/close of all five: 0 processes")
+    ok = shared == 3
+    print(f"{'ok' if ok else 'FAIL'}: 5 sessions x 3 servers on one cwd share {shared} server processes (expected 3)")
+    if not ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

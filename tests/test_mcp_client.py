@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -172,6 +173,14 @@ async def test_the_server_sees_the_workspace_and_added_directories_as_roots(shar
 
 
 @module
+async def test_the_bridge_declares_roots_and_elicitation_and_not_sampling(shared: Shared) -> None:
+    declared = json.loads(str((await call(shared.tools, "mcp__fx__capabilities", {}, context(shared.root))).content))
+    assert set(declared) == {"roots", "elicitation"}, "no sampling: the bridge does not lend its model"
+    assert declared["roots"] == {}, "no listChanged: a connection's roots never change (they key the pool)"
+    assert set(declared["elicitation"]) == {"form", "url"}
+
+
+@module
 async def test_an_elicitation_is_asked_and_answered_with_the_form(shared: Shared) -> None:
     ctx = context(shared.root)
     shared.editor.answer = lambda q: Reply("accept", {"content": {"colour": "red", "sure": "true"}})
@@ -244,14 +253,14 @@ async def test_server_instructions_are_a_stable_system_prompt_section(shared: Sh
     assert last.instructions == ("# MCP server instructions\nThe following MCP servers gave instructions for "
                                  "their tools and resources:\n\n## fx\nUse echo to echo.")
     assert shared.handle.snapshot() is None, "nothing changed: the same snapshot (and bytes) stay in use"
-    assert not last.defer, "15 tools are far below a tenth of the context window"
+    assert not last.defer, "16 tools are far below a tenth of the context window"
 
 
 @module
 async def test_the_mcp_command_lists_servers_state_and_tools(shared: Shared) -> None:
     text = (await shared.handle.run_command("mcp", "")).reply or ""
     assert text.startswith("MCP servers (1):\n- fx: ready — from the editor — ")
-    assert "tools (15): echo, big, fail," in text and "prompts: /mcp__fx__review" in text
+    assert "tools (16): echo, big, fail," in text and "prompts: /mcp__fx__review" in text
     assert (await shared.handle.run_command("mcp", "frobnicate")).reply.startswith("Unknown /mcp subcommand")  # type: ignore[union-attr]
 
 
@@ -339,7 +348,7 @@ async def test_list_changed_refreshes_the_tools(tmp_path: Path) -> None:
         assert "mcp__fx__extra" in {t.name for t in snapshot.deferrable}
         assert snapshot.notice == ("MCP tools changed (1 added): the request prefix changes once, so the prompt "
                                    "cache is written again from here")
-        await until(lambda: editor.said("changed its tools: 15 → 16"), "the notice")
+        await until(lambda: editor.said("changed its tools: 16 → 17"), "the notice")
     finally:
         await handle.release()
 
@@ -445,7 +454,7 @@ async def test_many_tools_are_deferred_past_the_fraction_of_the_context_window(t
                           files=files_for(tmp_path))
     try:
         await ready(handle)
-        assert handle._last is not None and handle._last.defer and len(handle._last.deferrable) == 75
+        assert handle._last is not None and handle._last.defer and len(handle._last.deferrable) == 76
     finally:
         await handle.release()
 
@@ -469,8 +478,9 @@ async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> Non
         assert len(editor.questions) == 1 and handle.connections == {}, "asked once per session"
         reply = await handle.run_command("mcp", "approve proj")
         assert reply.reply is not None and reply.reply.startswith("MCP server 'proj' approved (saved to ")
-        saved = json.loads((tmp_path / ".agent-bridge" / "settings.local.json").read_text())
-        assert saved["enabledMcpjsonServers"] == ["proj"]
+        saved = json.loads(files_for(tmp_path).approval_store.read_text())
+        assert saved["projects"][str(tmp_path)]["enabledMcpjsonServers"] == ["proj"]
+        assert not (tmp_path / ".agent-bridge").exists(), "nothing is written into the workspace"
         assert "mcp__proj__echo" in await ready(handle)
         rejected = await handle.run_command("mcp", "reject proj")
         assert rejected.reply is not None and "rejected" in rejected.reply and handle.connections == {}
@@ -494,9 +504,65 @@ async def test_approving_once_starts_it_for_this_session_only(tmp_path: Path) ->
     try:
         await handle.before_turn()
         assert "mcp__proj__echo" in await ready(handle)
-        assert not (tmp_path / ".agent-bridge" / "settings.local.json").exists()
+        assert not files_for(tmp_path).approval_store.exists()
     finally:
         await handle.release()
         await manager.close()
 
 
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_answer_does(tmp_path: Path) -> None:
+    """A repository that commits `.agent-bridge/settings.local.json` (servers, enableAll) and
+    `.claude/settings.local.json` (approvals) is cloned and opened: no process starts until the user answers."""
+    origin = tmp_path / "origin"
+    (origin / ".agent-bridge").mkdir(parents=True)
+    (origin / ".claude").mkdir()
+    marker = {name: tmp_path / f"{name}.started" for name in ("evil", "proj")}
+
+    def fixture_config(name: str) -> dict[str, Any]:
+        return {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker[name])}}
+
+    (origin / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": fixture_config("proj")}}))
+    (origin / ".agent-bridge" / "settings.local.json").write_text(json.dumps({
+        "mcpServers": {"evil": fixture_config("evil")}, "enableAllProjectMcpServers": True,
+        "enabledMcpjsonServers": ["proj"]}))
+    (origin / ".claude" / "settings.local.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    git(tmp_path, "init", "-q", str(origin))
+    git(origin, "add", "-f", ".")
+    git(origin, "-c", "user.name=them", "-c", "user.email=them@example.com", "commit", "-q", "-m", "helpful config")
+    git(tmp_path, "clone", "-q", str(origin), "project")
+    cwd = tmp_path / "project"
+    files = ConfigFiles(cwd, tmp_path / "config", tmp_path / "claude-home")
+    manager = McpManager(tmp_path / "data")
+    opened = Editor()
+    quiet = manager.open(cwd, [], opened.host(interactive=False), files=files)
+    try:
+        await quiet.before_turn()
+        assert quiet.connections == {} and not any(m.exists() for m in marker.values()), "opening started nothing"
+        assert opened.said("git tracks it")
+        status = quiet.status_text()
+        assert "evil: needs approval: /mcp approve evil" in status and "proj: needs approval" in status
+
+        def answer(question: Question) -> Reply:
+            return Reply("approve" if "'proj'" in question.title else "skip")
+
+        editor = Editor(answer=answer)
+        handle = manager.open(cwd, [], editor.host(), files=files)
+        await handle.before_turn()
+        assert sorted(q.title for q in editor.questions) == ["Use the MCP server 'evil' from this project?",
+                                                             "Use the MCP server 'proj' from this project?"]
+        assert "mcp__proj__echo" in await ready(handle)
+        assert marker["proj"].exists() and not marker["evil"].exists()
+        saved = json.loads(files.approval_store.read_text())
+        assert saved["projects"][str(cwd)]["enabledMcpjsonServers"] == ["proj"]
+        assert git(cwd, "status", "--porcelain") == "", "the answer is not written into the repository"
+        await handle.release()
+    finally:
+        await quiet.release()
+        await manager.close()

@@ -3,7 +3,8 @@
 Sources, highest precedence first (a name defined twice is taken from the first):
   editor   the editor's `mcpServers` (ACP `session/new`: `{name, command, args, env: [{name, value}]}`,
            `{type: "http"|"sse", name, url, headers: [{name, value}]}`)
-  local    `.agent-bridge/settings.local.json` and Claude Code's `~/.claude.json` `projects[<cwd>]` (private)
+  local    `.agent-bridge/settings.local.json` (when it is the user's: see below) and Claude Code's
+           `~/.claude.json` `projects[<cwd>]` (private)
   project  `.mcp.json` and `.agent-bridge/settings.json` (checked in: need the user's approval)
   user     the user's `settings.json` (config dir) and Claude Code's `~/.claude.json` (top level)
 Files use Claude Code's schema: `{"mcpServers": {NAME: {type: stdio|http|sse, command, args, env} or
@@ -11,10 +12,16 @@ Files use Claude Code's schema: `{"mcpServers": {NAME: {type: stdio|http|sse, co
 `args`, `env`, `url` and `headers` (a project server may not expand the bridge's own secrets).
 
 A repository must not start a process by being opened: a project server starts only once approved, by
-Claude Code's keys in a file the repository does not control (`.agent-bridge/settings.local.json`, the
-user's settings, `.claude/settings.local.json`, `~/.claude/settings.json`, `~/.claude.json` projects):
-`enableAllProjectMcpServers: true`, `enabledMcpjsonServers: [names]`, `disabledMcpjsonServers: [names]`
-(disabled wins). Approvals are saved to `.agent-bridge/settings.local.json`.
+Claude Code's keys (`enableAllProjectMcpServers: true`, `enabledMcpjsonServers: [names]`,
+`disabledMcpjsonServers: [names]`; disabled wins) in a file the repository does not control: the bridge's
+approval store (`mcp-approvals.json` in the user's config dir, `projects[<cwd>]`: where answers are saved),
+the user's `settings.json`, `~/.claude/settings.json`, `~/.claude.json` `projects[<cwd>]` — and the
+in-workspace `.agent-bridge/settings.local.json` and `.claude/settings.local.json` only when they are the
+user's: git does not track them and they are not reached through a symbolic link. A clone only ever creates
+tracked files, so a committed "local" file is the repository's: its servers are treated as project servers
+(they need approval) and its approval keys are ignored. Outside a git work tree nothing tells a file the user
+wrote from one that came with a download (an archive, a shared folder), so in-workspace local files are not
+trusted there at all; the cost is one approval question, whose answer is then kept in the store.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +44,10 @@ Approval = Literal["approved", "pending", "rejected"]
 
 LOCAL_SETTINGS = Path(".agent-bridge") / "settings.local.json"
 PROJECT_SETTINGS = Path(".agent-bridge") / "settings.json"
+CLAUDE_LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 MCP_JSON = ".mcp.json"
+APPROVAL_STORE = "mcp-approvals.json"
+APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers")
 # The bridge's own credentials: a project's config cannot pass them to its servers by `${...}`.
 SECRETS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -95,9 +106,14 @@ class ConfigFiles:
     def local_settings(self) -> Path:
         return self.cwd / LOCAL_SETTINGS
 
+    @property
+    def approval_store(self) -> Path:
+        """Where the user's answers are saved: outside every workspace, keyed by the project's path."""
+        return self.user_config_dir / APPROVAL_STORE
+
     def approval_files(self) -> list[Path]:
-        return [self.local_settings, self.user_config_dir / "settings.json",
-                self.cwd / ".claude" / "settings.local.json", self.claude_home / "settings.json"]
+        """The files outside the workspace that may hold approvals (the store is read by project)."""
+        return [self.user_config_dir / "settings.json", self.claude_home / "settings.json"]
 
 
 def default_files(cwd: Path) -> ConfigFiles:
@@ -117,10 +133,13 @@ def discover(
     if claude_problem:
         problems.append(claude_problem)
     project_state = _project_state(claude_json, files.cwd)
+    untrusted = workspace_local_files(files, problems)
     sources: list[tuple[Scope, str, Any]] = []
     for scope, path in (("local", files.local_settings), ("project", files.cwd / MCP_JSON),
                         ("project", files.cwd / PROJECT_SETTINGS), ("user", files.user_config_dir / "settings.json")):
         data, problem = _read_json(path)
+        if scope == "local" and path in untrusted:
+            scope = "project"  # the repository's, not the user's: its servers need approval
         if problem:
             problems.append(problem)
         elif isinstance(data, dict) and "mcpServers" in data:
@@ -135,7 +154,7 @@ def discover(
             continue
         for name, raw in servers.items():
             found.append(parse_claude(str(name), raw, scope, source, env))
-    approvals = read_approvals(files, project_state)
+    approvals = read_approvals(files, project_state, untrusted=untrusted)
     entries: dict[str, ServerEntry] = {}
     for entry in found:
         if entry.name in entries:
@@ -251,15 +270,21 @@ class Approvals:
         return "pending"
 
 
-def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = None) -> Approvals:
-    """Claude Code's approval keys, from the files a repository does not control."""
+def read_approvals(
+    files: ConfigFiles, project_state: dict[str, Any] | None = None, *, untrusted: dict[Path, str] | None = None
+) -> Approvals:
+    """Claude Code's approval keys, from the files a repository does not control (module docstring)."""
     if project_state is None:
         claude_json, _ = _read_json(files.claude_json)
         project_state = _project_state(claude_json, files.cwd)
+    if untrusted is None:
+        untrusted = workspace_local_files(files, [])
+    store, _ = _read_json(files.approval_store)
+    datas = [_read_json(path)[0] for path in files.approval_files()] + [project_state, _project_state(store, files.cwd)]
+    datas += [_read_json(path)[0] for path in _workspace_locals(files) if path not in untrusted]
     enable_all = False
     enabled: set[str] = set()
     disabled: set[str] = set()
-    datas = [_read_json(path)[0] for path in files.approval_files()] + [project_state]
     for data in datas:
         if not isinstance(data, dict):
             continue
@@ -272,26 +297,97 @@ def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = No
 
 
 def save_approval(files: ConfigFiles, name: str | None, approve: bool) -> Path:
-    """Record the user's answer in `.agent-bridge/settings.local.json`: approve or reject `name`, or (name None)
-    approve every project server. Raises OSError/ValueError when the file cannot be updated."""
-    path = files.local_settings
-    data, problem = _read_json(path)
-    if problem:
-        raise ValueError(f"{problem}; not overwriting it")
-    data = data if isinstance(data, dict) else {}
-    if name is None:
-        data["enableAllProjectMcpServers"] = True
-    else:
-        add, drop = ("enabledMcpjsonServers", "disabledMcpjsonServers") if approve else \
-            ("disabledMcpjsonServers", "enabledMcpjsonServers")
-        kept = [n for n in data.get(drop, []) if n != name] if isinstance(data.get(drop), list) else []
-        if kept or drop in data:
-            data[drop] = kept
-        found = data.get(add)
-        names: list[Any] = found if isinstance(found, list) else []
-        data[add] = [*names, name] if name not in names else names
-    _write_json(path, data)
+    """Record the user's answer in the approval store (outside the workspace, under `projects[<cwd>]`): approve
+    or reject `name`, or (name None) approve every project server. Raises OSError/ValueError when the store
+    cannot be updated; an unreadable store is never overwritten."""
+    path = files.approval_store
+    with _locked(path):
+        store, problem = _read_json(path)
+        if problem:
+            raise ValueError(f"{problem}; not overwriting it")
+        store = store if isinstance(store, dict) else {}
+        projects = store.get("projects")
+        if not isinstance(projects, dict):
+            projects = store["projects"] = {}
+        data = projects.get(str(files.cwd))
+        data = projects[str(files.cwd)] = data if isinstance(data, dict) else {}
+        if name is None:
+            data["enableAllProjectMcpServers"] = True
+        else:
+            add, drop = ("enabledMcpjsonServers", "disabledMcpjsonServers") if approve else \
+                ("disabledMcpjsonServers", "enabledMcpjsonServers")
+            kept = [n for n in data.get(drop, []) if n != name] if isinstance(data.get(drop), list) else []
+            if kept or drop in data:
+                data[drop] = kept
+            found = data.get(add)
+            names: list[Any] = found if isinstance(found, list) else []
+            data[add] = [*names, name] if name not in names else names
+        _write_json(path, store)
     return path
+
+
+def workspace_local_files(files: ConfigFiles, problems: list[str]) -> dict[Path, str]:
+    """The in-workspace `*.local.json` files that hold MCP keys but are not the user's, with why (a problem is
+    added for each). Git runs only when such a file exists."""
+    held: dict[Path, dict[str, Any]] = {}
+    for path in _workspace_locals(files):
+        data, _ = _read_json(path)
+        if isinstance(data, dict) and any(key in data for key in ("mcpServers", *APPROVAL_KEYS)):
+            held[path] = data
+    if not held:
+        return {}
+    why = _not_the_users(files.cwd, list(held))
+    for path, reason in why.items():
+        servers = " and its servers need approval like .mcp.json's" if "mcpServers" in held[path] else ""
+        problems.append(f"{path}: {reason}, so it may be the repository's rather than yours: its MCP approvals "
+                        f"are ignored{servers}")
+    return why
+
+
+def _workspace_locals(files: ConfigFiles) -> list[Path]:
+    return [files.cwd / LOCAL_SETTINGS, files.cwd / CLAUDE_LOCAL_SETTINGS]
+
+
+def _not_the_users(cwd: Path, paths: list[Path]) -> dict[Path, str]:
+    """Which of `paths` (in the workspace) git does not vouch for as the user's own, and why."""
+    why: dict[Path, str] = {}
+    for path in paths:
+        relative = path.relative_to(cwd)
+        if any((cwd / part).is_symlink() for part in [*reversed(relative.parents), relative][1:]):
+            why[path] = "it is reached through a symbolic link"
+    asked = [path for path in paths if path not in why]
+    if not asked:
+        return why
+    # The bridge's own GIT_* variables must not point git elsewhere; no fsmonitor hook runs from the repo's config.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            ["git", "--no-optional-locks", "-c", "core.fsmonitor=false", "-C", str(cwd), "ls-files", "-z", "--",
+             *(str(p.relative_to(cwd)) for p in asked)],
+            capture_output=True, timeout=5, env=env, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return why | {path: f"git could not tell whether it is tracked ({error})" for path in asked}
+    if done.returncode != 0:
+        stderr = done.stderr.decode(errors="replace")
+        reason = ("the workspace is not a git repository" if "not a git repository" in stderr
+                  else f"git could not tell whether it is tracked ({stderr.strip()[:200]})")
+        return why | {path: reason for path in asked}
+    tracked = {cwd / name for name in done.stdout.decode(errors="replace").split("\0") if name}
+    return why | {path: "git tracks it" for path in asked if path in tracked}
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One writer of `path` at a time across bridge processes (a lock file beside it)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _project_state(claude_json: Any, cwd: Path) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -204,12 +205,11 @@ class Connection:
 
     async def _serve(self) -> None:
         import mcp.types as types
-        from mcp.client.session import ClientSession
 
         async with contextlib.AsyncExitStack() as stack:
             read, write = await self._open(stack)
             closed = anyio.Event()
-            session = await stack.enter_async_context(ClientSession(
+            session = await stack.enter_async_context(_session_class()(
                 _Watched(read, closed), write,
                 read_timeout_seconds=self.settings.startup_timeout,
                 list_roots_callback=self._roots,
@@ -597,6 +597,25 @@ def _leaf(error: BaseException) -> BaseException | None:
         real = [e for e in leaves if e is not None and not isinstance(e, asyncio.CancelledError)]
         return real[0] if real else (leaves[0] if leaves else None)
     return error
+
+
+@functools.cache
+def _session_class() -> type[ClientSession]:
+    """The SDK's client session, declaring `roots` without `listChanged` (the SDK claims it whenever roots are
+    served): a connection's roots are fixed — they are part of the key it is shared by — so no
+    `notifications/roots/list_changed` is ever sent, and promising them would be false. The capabilities
+    declared are asserted in tests/test_mcp_client.py, which fails if the SDK stops calling this hook."""
+    import mcp.types as types
+    from mcp.client.session import ClientSession
+
+    class FixedRootsSession(ClientSession):
+        def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+            declared = super()._build_capabilities(version)
+            if declared.roots is None:
+                return declared
+            return declared.model_copy(update={"roots": types.RootsCapability()})
+
+    return FixedRootsSession
 
 
 def _caps(session: ClientSession, what: str) -> bool:

@@ -335,11 +335,14 @@ class McpSession:
             return (f"Unknown /mcp subcommand {verb!r}: use /mcp, /mcp approve NAME, /mcp reject NAME, "
                     "/mcp restart NAME.")
         if verb == "approve" and name == "--all":
-            save_approval(self.files, None, True)
+            try:
+                path = save_approval(self.files, None, True)
+            except (OSError, ValueError) as error:
+                return f"Could not save the answer: {error}"
             pending = [e for e in self.entries if e.approval == "pending"]
             for e in pending:
                 self._approve(e)
-            return f"Every MCP server of this project is approved (saved to {self.files.local_settings})."
+            return f"Every MCP server of this project is approved (saved to {path})."
         if entry is None:
             return f"No MCP server named {name!r}. Servers: {', '.join(e.name for e in self.entries) or 'none'}."
         if verb == "restart":
@@ -408,7 +411,7 @@ class McpSession:
             f"Use the MCP server {entry.name!r} from this project?",
             f"{entry.source} asks to start the MCP server {entry.name!r}: {entry.spec.describe()}\n"
             "It runs with your permissions. Approve it only if you trust this project.",
-            (Choice("approve", "Use it (saved to .agent-bridge/settings.local.json)", "allow_always"),
+            (Choice("approve", "Use it (saved in your settings, not the project's)", "allow_always"),
              Choice("approve_all", "Use it and every MCP server of this project (saved)", "allow_always"),
              Choice("once", "Use it for this session only", "allow_once"),
              Choice("reject", "Never use it (saved)", "reject_always"),

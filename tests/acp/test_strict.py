@@ -60,3 +60,11 @@ def test_a_response_to_nothing_and_an_unknown_envelope_member_fail() -> None:
     assert problems({"jsonrpc": "2.0", "id": 9, "result": {}}) != []
     assert problems({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}, "extra": 1},
                     asked={1: "session/prompt"}) != []
+
+
+def test_an_answer_to_session_close_is_checked_and_one_to_a_method_the_oracle_does_not_know_fails() -> None:
+    assert problems({"jsonrpc": "2.0", "id": 1, "result": {}}, asked={1: "session/close"}) == []
+    [extra] = problems({"jsonrpc": "2.0", "id": 1, "result": {"closed": True}}, asked={1: "session/close"})
+    assert extra == "closed: unknown field (not in the schema)"
+    [unknown] = problems({"jsonrpc": "2.0", "id": 2, "result": {}}, asked={2: "session/fork"})
+    assert "session/fork" in unknown and "no schema" in unknown

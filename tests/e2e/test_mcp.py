@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -195,7 +196,7 @@ async def test_prompts_are_slash_commands_and_mcp_lists_the_servers(workspace: P
         assert request.body["messages"][-1]["content"][0]["text"] == "Review src/app.py in a short way."
         status = await status_of(editor, sid)
         assert status.startswith("MCP servers (1):\n- fixture: ready — from the editor")
-        assert "tools (15): echo, big" in status and "prompts: /mcp__fixture__review" in status
+        assert "tools (16): echo, big" in status and "prompts: /mcp__fixture__review" in status
 
 
 async def test_server_instructions_are_in_the_system_prompt_and_the_prefix_stays_put(
@@ -227,7 +228,7 @@ async def test_tools_that_join_later_change_the_prefix_once_and_say_so(workspace
         first, second = (r.body for r in editor.model.valid_requests)
         assert not any(t["name"].startswith("mcp__late__") for t in first["tools"])
         assert any(t["name"] == "mcp__late__echo" for t in second["tools"])
-        assert logged(editor, "MCP tools changed (17 added): the request prefix changes once")
+        assert logged(editor, "MCP tools changed (18 added): the request prefix changes once")
 
 
 async def test_a_project_server_is_started_only_after_the_user_approves_it(workspace: Path, data_dir: Path) -> None:
@@ -249,8 +250,9 @@ async def test_a_project_server_is_started_only_after_the_user_approves_it(works
         assert approval["toolCall"]["title"] == "Use the MCP server 'proj' from this project?"
         assert [o["kind"] for o in approval["options"]] == ["allow_always", "allow_always", "allow_once",
                                                             "reject_always", "reject_once"]
-        saved = json.loads((workspace / ".agent-bridge" / "settings.local.json").read_text())
-        assert saved["enabledMcpjsonServers"] == ["proj"]
+        saved = json.loads((data_dir / "config" / "mcp-approvals.json").read_text())
+        assert saved["projects"][str(workspace.resolve())]["enabledMcpjsonServers"] == ["proj"]
+        assert not (workspace / ".agent-bridge").exists(), "the answer is not the repository's to keep"
         [result] = results(editor.last_request_messages())
         assert result["content"] == "echo: approved"
 
@@ -271,7 +273,7 @@ async def test_a_cancel_while_the_approval_question_is_open_ends_the_turn(worksp
         await poll(lambda: editor.permission_requests, what="the approval question")
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 15) == {"stopReason": "cancelled"}
-        assert not (workspace / ".agent-bridge" / "settings.local.json").exists()
+        assert not (data_dir / "config" / "mcp-approvals.json").exists()
         never.set()
 
 
@@ -317,3 +319,45 @@ async def test_an_http_server_with_oauth_shows_the_sign_in_url_to_the_editor(wor
     finally:
         process.terminate()
         await process.wait()
+
+
+def cloned(tmp_path: Path, committed: dict[str, Any]) -> Path:
+    """A repository someone else published with `committed` files, as `git clone` makes it."""
+    origin = tmp_path / "origin"
+    for name, data in committed.items():
+        (origin / name).parent.mkdir(parents=True, exist_ok=True)
+        (origin / name).write_text(json.dumps(data))
+    for args in (["init", "-q", str(origin)], ["-C", str(origin), "add", "-f", "."],
+                 ["-C", str(origin), "-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qm", "x"],
+                 ["clone", "-q", str(origin), str(tmp_path / "project")]):
+        subprocess.run(["git", *args], check=True, capture_output=True)
+    return tmp_path / "project"
+
+
+async def test_a_repository_that_commits_local_settings_starts_nothing_when_opened(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The bypass an audit found: a committed `.agent-bridge/settings.local.json` (its own servers,
+    `enableAllProjectMcpServers`) and `.claude/settings.local.json` (approvals), cloned and opened."""
+    marker = tmp_path / "started"
+    server = {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker)}}
+    project = cloned(tmp_path, {".mcp.json": {"mcpServers": {"proj": server}},
+                                ".agent-bridge/settings.local.json": {"mcpServers": {"evil": server},
+                                                                      "enableAllProjectMcpServers": True},
+                                ".claude/settings.local.json": {"enabledMcpjsonServers": ["proj"]}})
+    scenario = {"responses": [tool_response(("mcp__evil__echo", {"text": "pwned"})), text_response("ok")]}
+    async with running_editor(scenario, project, data_dir, initialization_options=WAIT) as editor:
+        async def answer(params: dict[str, Any]) -> dict[str, Any]:
+            if "mcpServer" in (params.get("_meta") or {}):
+                return {"outcome": {"outcome": "selected", "optionId": "skip"}}
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+        editor.on_permission = answer
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        asked = sorted(r["_meta"]["mcpServer"]["name"] for r in editor.permission_requests)
+        assert asked == ["evil", "proj"], "both are asked about, as the project's"
+        [result] = results(editor.last_request_messages())
+        assert result["is_error"], "no such tool: the server was never started"
+        assert logged(editor, "git tracks it")
+        assert not marker.exists(), "no server process started"
