@@ -537,6 +537,9 @@ class BashJudge:
     def _read_only_reason(self, facts: PartFacts) -> str | None:
         """None when the part may run without asking; else why it needs permission."""
         part = facts.part
+        whole = self.facts.verdict.why_not_read_only_as_a_whole  # a background job: no part of it is read-only
+        if whole is not None:
+            return whole
         if not part.reads_only:
             return part.why or f"`{part.text}` needs permission"
         if facts.problems:

@@ -369,9 +369,10 @@ class PermissionEngine:
                 facts.host = normalize_host(host) if host else None
         if tool == "Bash":
             command = raw.get("command")
-            verdict = shell.verdict(command if isinstance(command, str) else "")
+            verdict = shell.call_verdict(command if isinstance(command, str) else "",
+                                         background=bool(raw.get("run_in_background")))
             facts.bash = BashFacts.of(verdict, self.cwd, self._workspace)
-            facts.read_only = verdict.read_only and not raw.get("run_in_background")
+            facts.read_only = verdict.read_only
         return facts
 
     def _protected(self, facts: _Facts) -> str | None:

@@ -16,6 +16,7 @@ it asks, and every deny and ask rule that could apply matches it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import unicodedata
@@ -142,14 +143,27 @@ class ShellVerdict:
 
     @property
     def why_not_read_only(self) -> str | None:
-        if self.error is not None:
-            return f"The command {self.error}"
-        if self.background:
-            return "The command starts a background job"
+        whole = self.why_not_read_only_as_a_whole
+        if whole is not None:
+            return whole
         for part in self.parts:
             if not part.nested and not part.read_only:
                 return part.why or f"`{part.text}` is not read-only"
         return None
+
+    @property
+    def why_not_read_only_as_a_whole(self) -> str | None:
+        """What makes the command not read-only whatever its parts are: it can't be read, or it starts a
+        background job (which outlives the call and runs beside whatever comes next). The allow decision asks
+        this for every part it would let run as read-only."""
+        if self.error is not None:
+            return f"The command {self.error}"
+        if self.background:
+            return "The command starts a background job"
+        return None
+
+    def in_background(self) -> ShellVerdict:
+        return self if self.background else dataclasses.replace(self, background=True)
 
     @property
     def destructive(self) -> bool:
@@ -165,6 +179,13 @@ def verdict(command: str) -> ShellVerdict:
         return ShellVerdict(command[:200], error=f"is {len(command):,} characters long: the permission check reads at "
                                                  f"most {MAX_COMMAND_CHARS:,} (MAX_COMMAND_CHARS)")
     return _cached_verdict(command)
+
+
+def call_verdict(command: str, *, background: bool = False) -> ShellVerdict:
+    """The verdict on a Bash call: its command, run in the background when the call says so
+    (`run_in_background`). Plan mode, the allow decision and the Bash tool's concurrency all ask this."""
+    found = verdict(command)
+    return found.in_background() if background else found
 
 
 @lru_cache(maxsize=_CACHE_SIZE)

@@ -22,7 +22,7 @@ import anyio
 from pydantic import Field
 
 from bridge.abort import AbortReason
-from bridge.permissions.shell import verdict
+from bridge.permissions.shell import call_verdict, verdict
 from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
 from bridge.tools.processes import command_environment, shell_argv
@@ -67,7 +67,7 @@ class BashTool(Tool[BashInput]):
     def is_read_only(self, data: BashInput) -> bool:
         """The permission layer's one verdict (`bridge.permissions.shell`): read-only and side-effect free,
         so it also runs in parallel with other such calls. Parsed once per command text (cached)."""
-        return not data.run_in_background and verdict(data.command).read_only
+        return call_verdict(data.command, background=bool(data.run_in_background)).read_only
 
     def is_destructive(self, data: BashInput) -> bool:
         return verdict(data.command).destructive

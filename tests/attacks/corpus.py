@@ -270,6 +270,12 @@ MEMORY_FILES = [("Write", "CLAUDE.md"), ("Edit", "CLAUDE.md"), ("Write", "AGENTS
 ATTACKS: list[Attack] = [*WRITES, *PROTECTED, *EXEC_OPTIONS, *EXEC_ENV, *DENY_DODGES, *ASK_DODGES, *READ_DENY,
                          *OUTSIDE_READS, *MEMORY_WRITES]
 
+# --- background jobs: read-only but for `&`, so not read-only (issue 10): default asks, plan and dontAsk deny,
+# and they don't run in parallel with other calls --------------------------------------------------------------
+
+BACKGROUND = ["ls &", "(ls) &", "ls 2>&1 &", "{ ls; } &", "ls & ls", "cat a.txt &", "echo $(ls &)", "sleep 0 &",
+              "ls -la & echo x", "git status &", "grep alpha a.txt &>/dev/null &", "ls\ncat a.txt &"]
+
 # --- commands that must keep running without a question (default mode, no rules) -------------------------
 
 ALLOWED: list[tuple[str, str]] = [  # (command, a piece of its output)
@@ -302,6 +308,9 @@ ALLOWED: list[tuple[str, str]] = [  # (command, a piece of its output)
     ("for f in a b; do echo $f; done", "b"), ("if true; then echo yes; fi", "yes"), ("echo {a,b}", "a b"),
     ("cat <<'EOF'\nhello here\nEOF", "hello here"), ("cat <<< 'a string'", "a string"),
     ("diff <(cat a.txt) b.txt || true", "gamma"),
+    # `&` that starts no background job
+    ("ls 2>&1", "a.txt"), ("cat a.txt 2>&1 | head -1", "alpha"), ("ls &>/dev/null && echo hushed", "hushed"),
+    ("ls |& cat", "a.txt"), ("true && echo one && echo two", "two"),
 ]
 ALLOWED_GIT: list[tuple[str, str]] = [
     ("git status", "a.txt"), ("git status --short", "a.txt"), ("git log --oneline", "init"),
