@@ -25,7 +25,7 @@ from bridge.tools.edit import EditInput, EditTool
 from bridge.tools.fileio import snapshot_of
 from bridge.tools.write import WriteInput, WriteTool
 from tests.attacks import corpus
-from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, MEMORY_FILES, Attack
+from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, KEEP_RUNNING, MEMORY_FILES, Attack
 from tests.attacks.workspace import MEMORY, Workspace, build, effect_seen, engine, run_bash, setup_env, tools_present
 
 RM = ("Bash(rm:*)",)
@@ -190,6 +190,17 @@ async def test_read_only_commands_run_without_a_question(command: str, shown: st
     decision = engine(found).decide("Bash", {"command": command}, read_only=False, paths=[])
     assert decision.behavior == "allow", decision.reason
     assert BashTool().is_concurrency_safe(BashInput(command=command))
+    output = await run_bash(found, command)
+    assert shown in output and "Exit code" not in output, output[:500]
+
+
+@pytest.mark.parametrize(("command", "shown"), KEEP_RUNNING, ids=[c[:60] for c, _ in KEEP_RUNNING])
+async def test_programs_that_run_no_command_keep_running_under_rm_rules(command: str, shown: str, make: Any) -> None:
+    """The other side of failing closed: a program given no code or command to run is judged by what it is."""
+    found: Workspace = make()
+    for mode, rules in CONFIGS["deny-dodge"] + CONFIGS["ask-dodge"]:
+        decision = engine(found, mode, **rules).decide("Bash", {"command": command}, read_only=False, paths=[])
+        assert decision.behavior == "allow", f"{mode} {rules}: {decision.reason}"
     output = await run_bash(found, command)
     assert shown in output and "Exit code" not in output, output[:500]
 
