@@ -61,7 +61,8 @@ log = logging.getLogger(__name__)
 
 EXIT_PLAN_MODE = "ExitPlanMode"
 NETWORK_TOOLS = frozenset({"WebFetch"})  # read-only, but a fetch can leak: asks unless a domain rule allows
-DECIDE_DEADLINE_S = 5.0  # `decide_async`: past this the call is denied (the checks are bounded well below it)
+DECIDE_DEADLINE_S = shell.ANALYSIS_DEADLINE_S  # `decide_async`: past this the call is denied (the checks are
+# bounded well below it)
 _GENERIC_SPEC_KEYS = ("subagent_type", "skill", "name")
 Paths = list[tuple[Path, Literal["read", "write"]]]
 

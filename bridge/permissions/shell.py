@@ -29,6 +29,7 @@ from bridge.permissions.commands import Access, Effects, effects, known
 from bridge.permissions.shellparse import Command, Script, ShellSyntaxError, Word, parse_into
 
 MAX_COMMAND_CHARS = 100_000
+ANALYSIS_DEADLINE_S = 5.0  # the bound on reading one command off the event loop (it takes well under 1 s)
 MAX_NESTING = 16  # `bash -c "bash -c '…'"` levels read for deny rules
 MAX_PROBES = 100  # arguments of an unknown program read as the start of a command it may run
 _CACHE_SIZE = 512
