@@ -124,6 +124,7 @@ def _backticks(command: str, levels: int) -> str:
     return command
 
 
+ANSWER_WITHIN_S = 1.0  # issue 9: "a 10 MB command gets its answer in ≤ 1 s"
 DOS = [
     ("1 MB of commands", "touch pwned; " + "true; " * 170_000),
     ("3 MB of commands", "touch pwned; " + "true; " * 500_000),
@@ -155,7 +156,8 @@ async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command:
     elapsed = time.monotonic() - started
     assert decision.behavior in ("ask", "deny") or (mode == "bypassPermissions" and shell.verdict(command).ok), \
         decision.reason
-    assert elapsed < 20, f"{elapsed:.1f} s"  # generous under load; scripts/bench_permissions.py measures it
+    # issue 9: an answer within 1 s (the largest under the size limit takes ~0.1 s alone; over it, microseconds)
+    assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     if len(command) > shell.MAX_COMMAND_CHARS:
         assert "MAX_COMMAND_CHARS" in decision.reason
     assert not (found.ws / "pwned").exists()
@@ -164,8 +166,11 @@ async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command:
 async def test_a_10_mb_command_is_answered_by_its_size_alone(make: Any) -> None:
     found: Workspace = make()
     command = "touch pwned; " + "true; " * 1_750_000
-    decision = await engine(found, "bypassPermissions", deny=RM).decide_async("Bash", {"command": command},
-                                                                             read_only=False, paths=[])
+    judge = engine(found, "bypassPermissions", deny=RM)
+    started = time.monotonic()
+    decision = await judge.decide_async("Bash", {"command": command}, read_only=False, paths=[])
+    elapsed = time.monotonic() - started
+    assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     # a deny rule could apply to what can't be read: it does, and the reason names the limit
     assert decision.behavior == "deny" and "MAX_COMMAND_CHARS" in decision.reason, decision.reason
 
