@@ -15,10 +15,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from acp import schema
+from acp.helpers import ContentBlock
+from acp.interfaces import Client
 from acp.stdio import spawn_agent_process
 
 from tests.acp.editor import Editor, agent_env, running_agent
@@ -29,7 +32,7 @@ PYGLS = "import pygls.lsp.server, lsprotocol.types; "
 BARE = "import sys, json; line = sys.stdin.readline(); print(json.dumps({'jsonrpc': '2.0', 'id': json.loads(line)['id'], 'result': {'protocolVersion': 1}}), flush=True); sys.stdin.read()"  # noqa: E501
 
 
-def text(value: str) -> list[schema.TextContentBlock]:
+def text(value: str) -> list[ContentBlock]:
     return [schema.TextContentBlock(type="text", text=value)]
 
 
@@ -38,7 +41,8 @@ async def spawn_to_initialize(data: Path, *, bare: str | None) -> float:
     editor = Editor()
     started = time.perf_counter()
     if bare is not None:
-        async with spawn_agent_process(editor, sys.executable, "-c", bare + BARE, env=agent_env(data)) as (conn, _):
+        client = cast(Client, editor)  # the test editor answers what these turns ask, not all of `Client`
+        async with spawn_agent_process(client, sys.executable, "-c", bare + BARE, env=agent_env(data)) as (conn, _):
             await conn.initialize(protocol_version=1)
             return time.perf_counter() - started
     async with running_agent(editor, "playground", data) as (conn, _):

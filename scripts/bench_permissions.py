@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -111,4 +110,4 @@ def _p95(values: list[float]) -> float:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
-from bridge.tools.base import ToolContext
+from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox, probe
@@ -58,9 +58,9 @@ async def main() -> None:
         engine = PermissionEngine(cwd=ws, settings=store, mode="bypassPermissions")
         supervisor = ProcessSupervisor(data_dir=root / "data")
         sandbox = Sandbox.for_engine(engine)
-        plain = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data", services={"processes": supervisor})
+        plain = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data", services=Services(processes=supervisor))
         boxed = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data",
-                            services={"processes": supervisor, "sandbox": sandbox})
+                            services=Services(processes=supervisor, sandbox=sandbox))
         results: dict[str, list[float]] = {}
         for command in ("true", "echo x"):
             for _ in range(3):  # warm up both

@@ -103,7 +103,7 @@ class Child:
                 return self.ended
             if time.monotonic() > deadline:
                 self.proc.kill()
-                raise TimeoutError(f"{self.proc.args} did not exit")
+                raise TimeoutError(f"{self.proc.args!r} did not exit")
             time.sleep(0.0005)
 
 

@@ -121,14 +121,14 @@ async def main() -> None:
         await read.call(ReadInput(file_path=str(ten), limit=1), ectx)
         start = time.perf_counter()
         done = await edit.call(EditInput(file_path=str(ten), old_string="row 250000 value", new_string="ROW"), ectx)
-        ours = time.perf_counter() - start
+        edit_s = time.perf_counter() - start
         assert not done.is_error
         start = time.perf_counter()
         text = ten.read_text()
         ten.write_text(text.replace("ROW", "row 250000 value", 1))
         plain = time.perf_counter() - start
-        print(f"Edit on a {size / 1e6:.1f} MB file: {ours * 1000:.1f} ms vs plain read+replace+write "
-              f"{plain * 1000:.1f} ms (ratio {ours / plain:.2f})")
+        print(f"Edit on a {size / 1e6:.1f} MB file: {edit_s * 1000:.1f} ms vs plain read+replace+write "
+              f"{plain * 1000:.1f} ms (ratio {edit_s / plain:.2f})")
 
     tools = [tool.schema() for tool in core_tools()]
     system = system_prompt(Path.cwd())

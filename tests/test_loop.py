@@ -3,6 +3,8 @@ fixture tools whose behaviour the tests control (rendezvous, gates)."""
 
 from __future__ import annotations
 
+import itertools
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,8 +21,12 @@ from bridge.messages import repair_pairing
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.offline import OfflineServer
 from bridge.offline.validation import history_errors
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.settings import SettingsStore
+from bridge.permissions.shell import MAX_COMMAND_CHARS, verdict
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolResult
+from bridge.tools.bash import BashTool
 
 
 class Probe(ToolInput):
@@ -152,3 +158,64 @@ async def test_interrupt_lets_block_tools_finish_and_stops_cancel_tools(tmp_path
     assert texts == [], "no marker for interrupt"
     assert history_errors(repair_pairing(conversation.messages)) == []
     assert any(isinstance(e, ToolCallStarted) for e in events)
+
+
+# --- the shell analysis stays off the event loop (issue 9 item 5) ----------------------------------------
+
+
+def _slow_command(filler: str) -> str:
+    """Under MAX_COMMAND_CHARS, and slow to read: an unknown program's words are read as commands it may run."""
+    return "frobnicate " + f"{filler} " * 99 + " -x" * 9_800
+
+
+async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> None:
+    """While the Bash call is judged, other coroutines keep running: the longest stall of the loop between the
+    call's start and its permission question is a small part of what reading the command takes on its own."""
+    started = time.perf_counter()
+    verdict(_slow_command("b"))  # the same work on another text (the verdict cache is by text)
+    alone = time.perf_counter() - started
+    command = _slow_command("a")
+    assert len(command) < MAX_COMMAND_CHARS and alone > 0.1, f"{alone:.3f} s: too quick to tell"
+
+    ticks: list[float] = []
+    asked = anyio.Event()
+    moments: dict[str, float] = {}
+
+    async def ticker() -> None:
+        while not asked.is_set():
+            ticks.append(time.perf_counter())
+            await anyio.lowlevel.checkpoint()
+
+    def emit(event: LoopEvent) -> None:
+        if isinstance(event, ToolCallStarted):
+            moments.setdefault("started", time.perf_counter())
+
+    async def prompter(request: PermissionRequest) -> PermissionAnswer:
+        moments["asked"] = time.perf_counter()
+        asked.set()
+        return PermissionAnswer("reject_once")
+
+    server = OfflineServer({"responses": [
+        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}], "stop_reason": "tool_use"},
+        {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]})
+    server.start()
+    client = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0)
+    store = SettingsStore(tmp_path, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home")
+    env = ToolEnvironment(
+        tools={"Bash": BashTool()}, policy=PermissionEngine(cwd=tmp_path, settings=store), prompter=prompter,
+        emit=emit, context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
+    )
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(ticker)
+            stop = await run_turn(Conversation(), [{"type": "text", "text": "go"}], model=client,
+                                  settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
+                                  tools=env, abort=Abort())
+            asked.set()
+    finally:
+        await client.aclose()
+        server.stop()
+    assert stop == "end_turn" and "asked" in moments
+    window = [(a, b) for a, b in itertools.pairwise(ticks) if b >= moments["started"] and a <= moments["asked"]]
+    longest = max(b - a for a, b in window)
+    assert longest < alone / 3, f"the loop stood still {longest:.3f} s; reading the command takes {alone:.3f} s"

@@ -17,6 +17,7 @@ import pytest
 
 from bridge.abort import Abort
 from bridge.permissions import shell
+from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.tools.base import ToolContext
 from bridge.tools.bash import BashInput, BashTool
@@ -24,7 +25,7 @@ from bridge.tools.edit import EditInput, EditTool
 from bridge.tools.fileio import snapshot_of
 from bridge.tools.write import WriteInput, WriteTool
 from tests.attacks import corpus
-from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, MEMORY_FILES, Attack
+from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, KEEP_RUNNING, MEMORY_FILES, Attack
 from tests.attacks.workspace import MEMORY, Workspace, build, effect_seen, engine, run_bash, setup_env, tools_present
 
 RM = ("Bash(rm:*)",)
@@ -123,6 +124,7 @@ def _backticks(command: str, levels: int) -> str:
     return command
 
 
+ANSWER_WITHIN_S = 1.0  # issue 9: "a 10 MB command gets its answer in ≤ 1 s"
 DOS = [
     ("1 MB of commands", "touch pwned; " + "true; " * 170_000),
     ("3 MB of commands", "touch pwned; " + "true; " * 500_000),
@@ -154,7 +156,8 @@ async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command:
     elapsed = time.monotonic() - started
     assert decision.behavior in ("ask", "deny") or (mode == "bypassPermissions" and shell.verdict(command).ok), \
         decision.reason
-    assert elapsed < 20, f"{elapsed:.1f} s"  # generous under load; scripts/bench_permissions.py measures it
+    # issue 9: an answer within 1 s (the largest under the size limit takes ~0.1 s alone; over it, microseconds)
+    assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     if len(command) > shell.MAX_COMMAND_CHARS:
         assert "MAX_COMMAND_CHARS" in decision.reason
     assert not (found.ws / "pwned").exists()
@@ -163,8 +166,11 @@ async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command:
 async def test_a_10_mb_command_is_answered_by_its_size_alone(make: Any) -> None:
     found: Workspace = make()
     command = "touch pwned; " + "true; " * 1_750_000
-    decision = await engine(found, "bypassPermissions", deny=RM).decide_async("Bash", {"command": command},
-                                                                             read_only=False, paths=[])
+    judge = engine(found, "bypassPermissions", deny=RM)
+    started = time.monotonic()
+    decision = await judge.decide_async("Bash", {"command": command}, read_only=False, paths=[])
+    elapsed = time.monotonic() - started
+    assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     # a deny rule could apply to what can't be read: it does, and the reason names the limit
     assert decision.behavior == "deny" and "MAX_COMMAND_CHARS" in decision.reason, decision.reason
 
@@ -193,6 +199,17 @@ async def test_read_only_commands_run_without_a_question(command: str, shown: st
     assert shown in output and "Exit code" not in output, output[:500]
 
 
+@pytest.mark.parametrize(("command", "shown"), KEEP_RUNNING, ids=[c[:60] for c, _ in KEEP_RUNNING])
+async def test_programs_that_run_no_command_keep_running_under_rm_rules(command: str, shown: str, make: Any) -> None:
+    """The other side of failing closed: a program given no code or command to run is judged by what it is."""
+    found: Workspace = make()
+    for mode, rules in CONFIGS["deny-dodge"] + CONFIGS["ask-dodge"]:
+        decision = engine(found, mode, **rules).decide("Bash", {"command": command}, read_only=False, paths=[])
+        assert decision.behavior == "allow", f"{mode} {rules}: {decision.reason}"
+    output = await run_bash(found, command)
+    assert shown in output and "Exit code" not in output, output[:500]
+
+
 # --- one verdict: plan mode, the allow decision and concurrency agree (issue 10) ----------------------------
 
 
@@ -201,23 +218,57 @@ def _corpus_commands() -> list[str]:
     from tests.test_permission_rules_table import BASH_ROWS
 
     commands = [a.command for a in ATTACKS] + [c for c, _ in ALLOWED + ALLOWED_GIT] + list(SHELL_ATTACKS)
-    commands += [c for _, c, _, _ in BASH_ROWS] + list(corpus.DODGES)
+    commands += [c for _, c, _, _ in BASH_ROWS] + list(corpus.DODGES) + list(BACKGROUND)
     return list(dict.fromkeys(commands))
 
 
+def _three_uses(plan: PermissionEngine, default: PermissionEngine, raw: dict[str, Any]) -> tuple[bool, bool, bool]:
+    """What each use makes of the call, observed from outside: plan mode's decision (denied or not), default
+    mode's (allowed without a question or not), and whether the Bash tool lets it run beside other calls.
+    The engine is told nothing (`read_only=False`): what it decides comes from its own reading."""
+    in_plan = plan.decide("Bash", raw, read_only=False, paths=[])
+    in_default = default.decide("Bash", raw, read_only=False, paths=[])
+    parallel = BashTool().is_concurrency_safe(BashInput.model_validate(raw))
+    return in_plan.behavior != "deny", in_default.behavior == "allow", parallel
+
+
 def test_read_only_means_one_thing_in_plan_mode_the_allow_decision_and_parallel_runs(make: Any) -> None:
+    """Plan mode lets a call through exactly when it may run in parallel; default mode allows without asking
+    only what plan mode lets through (it may still ask about paths: outside the workspace, Read rules)."""
     found: Workspace = make(git=True)
     plan, default = engine(found, "plan"), engine(found, "default")
-    bash = BashTool()
+    raws: list[dict[str, Any]] = [{"command": found.fill(text)} for text in _corpus_commands()]
+    raws += [{"command": command, "run_in_background": True} for command, _ in ALLOWED[:20]]
     disagreements = []
-    for text in _corpus_commands():
-        command = found.fill(text)
-        verdict = shell.verdict(command).read_only
-        tool = bash.is_read_only(BashInput(command=command))
-        parallel = bash.is_concurrency_safe(BashInput(command=command))
-        in_plan = plan.decide("Bash", {"command": command}, read_only=tool, paths=[])
-        plan_says = not (in_plan.behavior == "deny" and in_plan.reason.startswith("Plan mode"))
-        allowed = default.decide("Bash", {"command": command}, read_only=tool, paths=[]).behavior == "allow"
-        if not (verdict == tool == parallel == plan_says) or (allowed and not verdict):
-            disagreements.append((command, verdict, tool, parallel, plan_says, allowed))
+    for raw in raws:
+        plan_lets_run, default_allows, parallel = _three_uses(plan, default, raw)
+        if plan_lets_run != parallel or (default_allows and not plan_lets_run):
+            disagreements.append((raw, {"plan": plan_lets_run, "default allows": default_allows,
+                                        "parallel": parallel}))
     assert disagreements == []
+
+
+@pytest.mark.parametrize("command", BACKGROUND)
+def test_a_background_job_is_not_read_only_anywhere(command: str, make: Any) -> None:
+    found: Workspace = make(git=True)
+    expectations: list[tuple[Mode, str]] = [("default", "ask"), ("dontAsk", "deny"), ("plan", "deny"),
+                                            ("acceptEdits", "ask")]
+    for mode, expected in expectations:
+        decision = engine(found, mode).decide("Bash", {"command": command}, read_only=False, paths=[])
+        assert decision.behavior == expected, f"{mode}: {decision.behavior} ({decision.reason})"
+    assert not BashTool().is_concurrency_safe(BashInput(command=command))
+    if "$(" in command:
+        return  # `echo $(…)`: no rule can name a computed word; the echo runs as read-only, so it asks
+    # a rule that names the command still lets it run in the background
+    allowed = engine(found, "default", allow=("Bash(ls:*)", "Bash(cat:*)", "Bash(git status:*)", "Bash(grep:*)",
+                                              "Bash(sleep:*)", "Bash(echo:*)"))
+    assert allowed.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior == "allow"
+
+
+def test_run_in_background_asks_like_a_background_job(make: Any) -> None:
+    found: Workspace = make()
+    raw = {"command": "ls", "run_in_background": True}
+    assert engine(found, "default").decide("Bash", raw, read_only=False, paths=[]).behavior == "ask"
+    assert engine(found, "plan").decide("Bash", raw, read_only=False, paths=[]).behavior == "deny"
+    assert engine(found, "default", allow=("Bash(ls:*)",)).decide("Bash", raw, read_only=False,
+                                                                  paths=[]).behavior == "allow"

@@ -79,22 +79,23 @@ def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:
 
 
 def test_invalid_json_is_reported_and_every_call_asks(ws: Path) -> None:
-    bad = write(ws / ".agent-bridge/settings.json", '{"permissions": {"allow": ["Bash(make *)"],}')
+    bad = write(ws / ".agent-bridge/settings.json", '{"permissions": {"allow": ["Bash(cargo build *)"],}')
     write(ws / ".agent-bridge/settings.local.json", {"permissions": {"allow": ["Bash(npm test *)"],
                                                                    "deny": ["Bash(rm *)"]}})
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
     [issue] = engine.errors
     assert issue.file == bad and "not valid JSON" in issue.message and "line 1" in issue.message
     assert "every tool call asks" in issue.message
-    assert bash(engine, "make all") == "ask"  # the bad file is skipped
+    assert bash(engine, "cargo build --release") == "ask"  # the bad file is skipped
     # it may have held deny rules: nothing is allowed without a question (fail closed), the others' denies hold
     assert bash(engine, "npm test") == "ask"
     assert bash(engine, "ls") == "ask"
     assert engine.decide("Read", {}, read_only=True, paths=[(ws / "a.txt", "read")]).behavior == "ask"
     assert bash(engine, "rm -rf x") == "deny"
-    bad.write_text('{"permissions": {"allow": ["Bash(make *)"]}}')
+    bad.write_text('{"permissions": {"allow": ["Bash(cargo build *)"]}}')
     bump(bad)
-    assert bash(engine, "npm test") == "allow" and bash(engine, "make all") == "allow"
+    assert bash(engine, "npm test") == "allow" and bash(engine, "cargo build --release") == "allow"
+    assert bash(engine, "make all") == "deny"  # its recipes may run `rm`: a program that can't be known
 
 
 def test_invalid_fields_are_skipped_one_by_one(ws: Path) -> None:

@@ -3,7 +3,9 @@ still streaming), consecutive concurrency-safe calls in parallel (bounded), anyt
 order. Results come back in the order of the tool_use blocks.
 
 Ordering is a dependency chain: a safe call waits for the last unsafe call before it; an unsafe call
-waits for every call before it. Before a call starts it checks the signal (the seed's third checkpoint).
+waits for every call before it. Whether a call is safe (and read-only) is asked off the event loop (a Bash
+command is parsed in a worker thread), so each call first learns its own answer and its predecessors'.
+Before a call starts it checks the signal (the seed's third checkpoint).
 """
 
 from __future__ import annotations
@@ -93,7 +95,9 @@ class _Call:
     tool: AnyTool | None
     data: Any
     error: str | None
-    safe: bool
+    safe: bool = True  # concurrency-safe; known once `classified` is set
+    read_only: bool = False
+    classified: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Block | None = None
     output: str = ""  # progress so far, kept for the synthesized result
@@ -119,15 +123,32 @@ class ToolExecutor:
     def add(self, block: Block) -> None:
         """Schedule a complete tool_use block."""
         call = self._prepare(block)
-        waits_for = [c.done for c in self._calls] if not call.safe else self._since_last_unsafe()
+        earlier = list(self._calls)
         self._calls.append(call)
         self._env.emit(self._started_event(call))
-        self._group.start_soon(self._run, call, waits_for)
+        self._group.start_soon(self._run, call, earlier)
 
-    def _since_last_unsafe(self) -> list[anyio.Event]:
-        for earlier in reversed(self._calls):
-            if not earlier.safe:
-                return [earlier.done]
+    async def _classify(self, call: _Call) -> None:
+        """Is the call read-only, may it run beside others (asked off the event loop; see the tool's
+        `traits_async`). A call that can't run (bad input, unknown tool) is safe: it only reports an error."""
+        try:
+            if call.tool is not None and call.error is None:
+                traits = await call.tool.traits_async(call.data)
+                call.safe, call.read_only = traits.concurrency_safe, traits.read_only
+        except Exception:
+            log.exception("tool %s: is_read_only / is_concurrency_safe failed", call.block["name"])
+            call.safe, call.read_only = False, False
+        finally:
+            call.classified.set()
+
+    async def _waits_for(self, call: _Call, earlier: list[_Call]) -> list[anyio.Event]:
+        for other in earlier:
+            await other.classified.wait()
+        if not call.safe:
+            return [c.done for c in earlier]
+        for other in reversed(earlier):
+            if not other.safe:
+                return [other.done]
         return []
 
     def _prepare(self, block: Block) -> _Call:
@@ -141,11 +162,7 @@ class ToolExecutor:
             data = tool.input_model.model_validate(raw)
         except ValidationError as error:
             return _Call(block, tool, None, _validation_message(tool.name, error), True)
-        try:
-            safe = tool.is_concurrency_safe(data)
-        except Exception:
-            safe = False
-        return _Call(block, tool, data, None, safe)
+        return _Call(block, tool, data, None)
 
     def _not_callable(self, name: str) -> str:
         """Why the model cannot call `name` from this request, and what to do instead."""
@@ -163,9 +180,10 @@ class ToolExecutor:
         # An input that failed validation shows under the bare name (validating again would not help).
         return started_event(call.block, call.tool if call.data is not None else None, call.data)
 
-    async def _run(self, call: _Call, waits_for: list[anyio.Event]) -> None:
+    async def _run(self, call: _Call, earlier: list[_Call]) -> None:
         try:
-            for event in waits_for:
+            await self._classify(call)
+            for event in await self._waits_for(call, earlier):
                 await event.wait()
             if self._abort.aborted:  # checkpoint: no new work after a cancel
                 call.result = interrupted_result(call.block["id"])
@@ -181,6 +199,7 @@ class ToolExecutor:
                 message = f"The tool was not run: {_named(error)}"
                 call.result = tool_result_block(call.block["id"], message, is_error=True)
         finally:
+            call.classified.set()  # cancelled while classifying: the calls after it must not wait for it
             if call.result is None:
                 call.result = interrupted_result(call.block["id"], call.output)
             self._finish_event(call)
@@ -304,7 +323,7 @@ class ToolExecutor:
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
         decision = await self._env.policy.decide_async(
-            tool.name, raw, read_only=_safe(lambda: tool.is_read_only(data), False),
+            tool.name, raw, read_only=call.read_only,
             paths=_safe(lambda: tool.permission_paths(data, ctx), []), hook=hook,
         )
         if decision.updated_input is not None:

@@ -270,13 +270,13 @@ class BashFacts:
         if not self.verdict.ok:
             return f"the command {self.verdict.error}"
         for facts in self.parts:
-            for why in (facts.part.unknown_program, facts.unknown_reads, facts.unknown_writes):
+            for why in (facts.part.unknown_program, facts.part.opaque, facts.unknown_reads, facts.unknown_writes):
                 if why is not None:
                     return why
         return None
 
     def bash_rule_hits(self, rule: CompiledRule) -> bool:
-        if not self.verdict.ok or any(f.part.unknown_program is not None for f in self.parts):
+        if not self.verdict.ok or any(f.part.unknown_program or f.part.opaque for f in self.parts):
             return True
         by_head, headless = self._forms()
         candidates = headless + by_head.get(rule.bash_head, []) if rule.bash_head is not None else [
@@ -537,6 +537,9 @@ class BashJudge:
     def _read_only_reason(self, facts: PartFacts) -> str | None:
         """None when the part may run without asking; else why it needs permission."""
         part = facts.part
+        whole = self.facts.verdict.why_not_read_only_as_a_whole  # a background job: no part of it is read-only
+        if whole is not None:
+            return whole
         if not part.reads_only:
             return part.why or f"`{part.text}` needs permission"
         if facts.problems:

@@ -61,7 +61,8 @@ log = logging.getLogger(__name__)
 
 EXIT_PLAN_MODE = "ExitPlanMode"
 NETWORK_TOOLS = frozenset({"WebFetch"})  # read-only, but a fetch can leak: asks unless a domain rule allows
-DECIDE_DEADLINE_S = 5.0  # `decide_async`: past this the call is denied (the checks are bounded well below it)
+DECIDE_DEADLINE_S = shell.ANALYSIS_DEADLINE_S  # `decide_async`: past this the call is denied (the checks are
+# bounded well below it)
 _GENERIC_SPEC_KEYS = ("subagent_type", "skill", "name")
 Paths = list[tuple[Path, Literal["read", "write"]]]
 
@@ -369,9 +370,10 @@ class PermissionEngine:
                 facts.host = normalize_host(host) if host else None
         if tool == "Bash":
             command = raw.get("command")
-            verdict = shell.verdict(command if isinstance(command, str) else "")
+            verdict = shell.call_verdict(command if isinstance(command, str) else "",
+                                         background=bool(raw.get("run_in_background")))
             facts.bash = BashFacts.of(verdict, self.cwd, self._workspace)
-            facts.read_only = verdict.read_only and not raw.get("run_in_background")
+            facts.read_only = verdict.read_only
         return facts
 
     def _protected(self, facts: _Facts) -> str | None:

@@ -16,6 +16,7 @@ it asks, and every deny and ask rule that could apply matches it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 import unicodedata
@@ -23,11 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from bridge.permissions.commands import Access, Effects, effects
+from bridge.permissions.code_runners import runs_code
+from bridge.permissions.commands import Access, Effects, effects, known
 from bridge.permissions.shellparse import Command, Script, ShellSyntaxError, Word, parse_into
 
 MAX_COMMAND_CHARS = 100_000
+ANALYSIS_DEADLINE_S = 5.0  # the bound on reading one command off the event loop (it takes well under 1 s)
 MAX_NESTING = 16  # `bash -c "bash -c '…'"` levels read for deny rules
+MAX_PROBES = 100  # arguments of an unknown program read as the start of a command it may run
 _CACHE_SIZE = 512
 
 # Commands that run other code or change who runs it: always ask unless a rule names them explicitly.
@@ -58,6 +62,7 @@ _DANGEROUS_ENV = re.compile(
 # The only variables a read-only command may be given (`LANG=C sort x`): they change how output looks.
 _INERT_ENV = re.compile(r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
                         r"TERM|POSIXLY_CORRECT)$")
+_COMMAND_LINE = re.compile(r"[\s;&|<>()`$]")  # a word that may hold a command line (`ssh host 'rm x'`)
 _LOOKALIKE_OPERATORS = frozenset(";|&<>$`()\n{}[]*?~'\"\\")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u0085]")
 _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
@@ -96,6 +101,9 @@ class Part:
     hazard: str | None = None  # why it must ask even under a broad allow rule
     hazard_command: str | None = None  # a rule naming this command lets the hazard run (`Bash(sudo apt update)`)
     unknown_program: str | None = None  # why its program can't be known before it runs
+    opaque: str | None = None  # why what it finally runs can't be known (code given as text, recipes): deny
+    # and ask rules count it as matching, nothing else changes (`python3 -c …` is judged as python3 otherwise)
+    probe_forms: list[tuple[Word, ...]] = field(default_factory=list)  # its arguments read as commands
     effects: Effects | None = None  # what its program does, flag by flag (None: no program)
     read_only: bool = False
     why: str = ""  # why it is not read-only
@@ -119,7 +127,7 @@ class Part:
         return shlex.join(w.value for w in self.argv)
 
     def forms(self, *, for_deny: bool) -> list[tuple[Word, ...]]:
-        return self.deny_forms if for_deny else [f for f in (self.argv, self.effective) if f]
+        return self.deny_forms + self.probe_forms if for_deny else [f for f in (self.argv, self.effective) if f]
 
 
 @dataclass(frozen=True)
@@ -142,14 +150,27 @@ class ShellVerdict:
 
     @property
     def why_not_read_only(self) -> str | None:
-        if self.error is not None:
-            return f"The command {self.error}"
-        if self.background:
-            return "The command starts a background job"
+        whole = self.why_not_read_only_as_a_whole
+        if whole is not None:
+            return whole
         for part in self.parts:
             if not part.nested and not part.read_only:
                 return part.why or f"`{part.text}` is not read-only"
         return None
+
+    @property
+    def why_not_read_only_as_a_whole(self) -> str | None:
+        """What makes the command not read-only whatever its parts are: it can't be read, or it starts a
+        background job (which outlives the call and runs beside whatever comes next). The allow decision asks
+        this for every part it would let run as read-only."""
+        if self.error is not None:
+            return f"The command {self.error}"
+        if self.background:
+            return "The command starts a background job"
+        return None
+
+    def in_background(self) -> ShellVerdict:
+        return self if self.background else dataclasses.replace(self, background=True)
 
     @property
     def destructive(self) -> bool:
@@ -165,6 +186,13 @@ def verdict(command: str) -> ShellVerdict:
         return ShellVerdict(command[:200], error=f"is {len(command):,} characters long: the permission check reads at "
                                                  f"most {MAX_COMMAND_CHARS:,} (MAX_COMMAND_CHARS)")
     return _cached_verdict(command)
+
+
+def call_verdict(command: str, *, background: bool = False) -> ShellVerdict:
+    """The verdict on a Bash call: its command, run in the background when the call says so
+    (`run_in_background`). Plan mode, the allow decision and the Bash tool's concurrency all ask this."""
+    found = verdict(command)
+    return found.in_background() if background else found
 
 
 @lru_cache(maxsize=_CACHE_SIZE)
@@ -200,8 +228,9 @@ def _analyze(command: str) -> ShellVerdict:
 
 
 class _Builder:
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, *, probing: bool = False) -> None:
         self.script = script
+        self.probing = probing  # reading another program's arguments as commands (see `probe_arguments`)
         self.parts: list[Part] = []
         self.globs_unreliable = False
         self.programs_unreliable: str | None = None  # `PATH=…` / `export GIT_…` earlier: later programs unknown
@@ -256,6 +285,44 @@ class _Builder:
             self.add(cmd, nested=True, depth=depth + 1)
         if inner.background:
             self.script.background = True
+
+    def probe_arguments(self, words: tuple[Word, ...], part: Part, depth: int) -> None:
+        """A program the checker doesn't know may run its arguments as a command (`unbuffer rm x`, `ssh host
+        'rm x'`, `tar --checkpoint-action=exec='rm x'`): every tail of its words that starts at an operand,
+        and every operand or option value read as a command line, adds forms deny and ask rules match. What
+        such a command can't name (`./runner sh` reading its input) makes the part opaque. Probes are only
+        forms: their reads, writes and shell state count for nothing else. A tail starting at a word computed
+        at run time is not probed (else every `python3 x.py "$f"` would match every deny rule)."""
+        if self.probing:
+            return  # the tails of a probe are tails of the words probed already
+        heads = [i for i in range(1, len(words)) if words[i].static and not words[i].value.startswith("-")]
+        if len(heads) > MAX_PROBES:
+            part.opaque = part.opaque or (f"`{words[0].value}` has more than {MAX_PROBES} arguments that could be "
+                                          "a command it runs")
+            return
+        probe = _Builder(Script(), probing=True)
+        for i in heads:
+            probe.add(Command(words[i:], text=part.text), nested=True, depth=depth + 1)
+        for word in words[1:]:
+            texts = word.value.split("=")[1:] if word.value.startswith("-") else [word.value]
+            for text in texts if word.static else ():
+                if _COMMAND_LINE.search(text):
+                    probe.probe_string(text, depth)
+        for found in probe.parts:
+            part.probe_forms.extend(found.deny_forms)
+            why = found.unknown_program or found.opaque
+            if why is not None and part.opaque is None:
+                part.opaque = f"`{words[0].value}` may run `{found.text}`, which {why}"
+
+    def probe_string(self, text: str, depth: int) -> None:
+        """A word read as a command line; one that isn't shell syntax can't be run by a shell: it is skipped."""
+        inner = Script()
+        try:
+            parse_into(text, inner)
+        except ShellSyntaxError:
+            return
+        for cmd in inner.commands:
+            self.add(cmd, nested=True, depth=depth + 1)
 
     def nested_argv(self, words: Sequence[Word], part: Part, depth: int) -> None:
         """A command another command runs with these words (`xargs rm`, `find -exec rm {} ;`)."""
@@ -355,6 +422,11 @@ def _peel(argv: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> 
             part.unknown_program = part.unknown_program or f"`{name}` evaluates an array subscript (it can run code)"
         step = _RUNNERS.get(name)
         if step is None:
+            why = runs_code(name, words[1:])
+            if why is not None:
+                part.opaque = part.opaque or why
+            elif not known(name):
+                builder.probe_arguments(words, part, depth)
             break
         result = step(words, part, builder, depth)
         if result is None:

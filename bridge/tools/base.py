@@ -140,6 +140,15 @@ def required(service: S | None, what: str) -> S:
     return service
 
 
+@dataclass(frozen=True)
+class CallTraits:
+    """What the executor asks of a call before it runs: `is_read_only` (for the permission decision) and
+    `is_concurrency_safe` (may it run beside other calls)."""
+
+    read_only: bool = False
+    concurrency_safe: bool = False
+
+
 @dataclass
 class ToolContext:
     """Everything a tool may use. Built per call by the loop; tools never reach anything above."""
@@ -177,6 +186,18 @@ class Tool(Generic[In]):
 
     def is_destructive(self, data: In) -> bool:
         return False
+
+    def traits(self, data: In) -> CallTraits:
+        """`is_read_only` and `is_concurrency_safe` at once; a question that fails is answered no."""
+        try:
+            return CallTraits(self.is_read_only(data), self.is_concurrency_safe(data))
+        except Exception:
+            return CallTraits()
+
+    async def traits_async(self, data: In) -> CallTraits:
+        """`traits`, as the executor asks them on the event loop: a tool whose answers take real work (Bash
+        reads its command) does it in a worker thread."""
+        return self.traits(data)
 
     async def validate_input(self, data: In, ctx: ToolContext) -> str | None:
         """A message for the model when the input cannot work (checked before any permission)."""

@@ -22,8 +22,8 @@ import anyio
 from pydantic import Field
 
 from bridge.abort import AbortReason
-from bridge.permissions.shell import verdict
-from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult, required
+from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
+from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
 from bridge.tools.processes import command_environment, shell_argv
 from bridge.tools.sandbox import sandbox_of
@@ -67,10 +67,18 @@ class BashTool(Tool[BashInput]):
     def is_read_only(self, data: BashInput) -> bool:
         """The permission layer's one verdict (`bridge.permissions.shell`): read-only and side-effect free,
         so it also runs in parallel with other such calls. Parsed once per command text (cached)."""
-        return not data.run_in_background and verdict(data.command).read_only
+        return call_verdict(data.command, background=bool(data.run_in_background)).read_only
 
     def is_destructive(self, data: BashInput) -> bool:
         return verdict(data.command).destructive
+
+    async def traits_async(self, data: BashInput) -> CallTraits:
+        """Reading a command near MAX_COMMAND_CHARS takes a few hundred ms: in a worker thread, within the
+        analysis deadline (past it the call is neither read-only nor safe to run beside others). The verdict
+        cache then answers the permission check's questions about the same command without a second parse."""
+        with anyio.move_on_after(ANALYSIS_DEADLINE_S):
+            return await anyio.to_thread.run_sync(self.traits, data, abandon_on_cancel=True)
+        return CallTraits()
 
     async def validate_input(self, data: BashInput, ctx: ToolContext) -> str | None:
         if not data.command.strip():

@@ -179,8 +179,41 @@ DODGES = [
     "env -C . rm canary", "env --chdir=. rm canary", "env -u X rm canary", "unshare rm canary",
     "watch -n 0.1 -g 'rm canary'", "echo canary | xargs -t rm", "{ rm canary & }; wait",
 ]
+# Programs that run code or commands given to them as strings or arguments: interpreters' inline code (and their
+# standard input), awk's system()/pipes, sed's `e`, editors' command flags, make's recipes, database shells'
+# dot-commands, and runners the checker has never heard of (`./runner`, `./runstr` in the workspace: `exec "$@"`
+# and `sh -c "$*"`). Their program can't be determined statically, so they match every Bash deny and ask rule.
+CODE_STRINGS = [
+    "awk 'BEGIN{system(\"rm canary\")}'", "awk 'BEGIN{print \"rm canary\" | \"sh\"}'",
+    "awk 'BEGIN{\"rm canary\" | getline}'", "awk -f prog.awk", "awk -- 'BEGIN { system(\"rm canary\") }'",
+    "perl -e 'unlink \"canary\"'", "perl -e 'system \"rm canary\"'", "perl -le 'unlink q(canary)'",
+    "perl -E 'unlink \"canary\"'", "perl <<< 'unlink \"canary\"'", "perl -w -e 'unlink \"canary\"'",
+    "python3 -c 'import os; os.remove(\"canary\")'", "python3 -Sc 'import os; os.remove(\"canary\")'",
+    "python3 <<< 'import os; os.remove(\"canary\")'", "echo 'import os; os.remove(\"canary\")' | python3 -",
+    "python3 -u -c '__import__(\"os\").system(\"rm canary\")'", "env python3 -c 'import os; os.remove(\"canary\")'",
+    "timeout 5 perl -e 'unlink \"canary\"'", "find . -name canary -exec perl -e 'unlink @ARGV' {} +",
+    "node -e 'require(\"fs\").unlinkSync(\"canary\")'", "node --eval 'require(\"fs\").unlinkSync(\"canary\")'",
+    "node -p 'require(\"fs\").unlinkSync(\"canary\")'",
+    "sed 's/.*/rm canary/e' a.txt", "sed -n '1e rm canary' a.txt", "sed -e 's/alpha/rm canary/e' a.txt",
+    "make", "make -s all", "make -f Makefile",
+    "vim -es -c '!rm canary' -c q", "vim -c '!rm canary' -c q", "vi -es '+!rm canary' '+q'",
+    "ex -s -c '!rm canary' -c q", "ed -s a.txt <<< '!rm canary'",
+    "sqlite3 :memory: '.shell rm canary'", "sqlite3 :memory: '.system rm canary'", "tclsh <<< 'file delete canary'",
+    "tar -cf /dev/null a.txt --checkpoint=1 --checkpoint-action=exec='rm canary'",
+    "./runner rm canary", "./runner -x rm -f canary", "./runner sh -c 'rm canary'", "./runner env rm canary",
+    "./runstr 'rm canary'", "./runstr 'true; rm canary'", "./runstr echo x '&&' rm canary",
+    "./runner ./runner rm canary", "watch -n 0.1 -g rm canary", "script -q -c 'rm canary' /dev/null",
+]
+DODGES += CODE_STRINGS
 DENY_DODGES = _many("deny-dodge", "canary", DODGES)
-ASK_DODGES = _many("ask-dodge", "canary", DODGES[:60])
+DENY_DODGES += _many("deny-dodge", "canary", ["ruby -e 'File.delete(\"canary\")'"], needs=("ruby",))
+DENY_DODGES += _many("deny-dodge", "canary", ["unbuffer rm canary"], needs=("unbuffer",))
+DENY_DODGES += _many("deny-dodge", "canary", ["flatpak-spawn --host rm canary"], control=False,
+                     note="flatpak-spawn runs only inside a flatpak sandbox")
+DENY_DODGES += _many("deny-dodge", "canary", ["ssh localhost rm canary", "ssh -o BatchMode=yes localhost 'rm canary'"],
+                     control=False, note="no ssh server to log in to here")
+DENY_DODGES += _many("deny-dodge", "canary", ["su -c 'rm canary'"], control=False, note="su asks for a password")
+ASK_DODGES = _many("ask-dodge", "canary", DODGES[:60] + CODE_STRINGS)
 
 # --- Read deny rules bypassed (Read(secret.txt), Read(.env), Read(~/.ssh/**) denied) -----------------------
 
@@ -270,6 +303,25 @@ MEMORY_FILES = [("Write", "CLAUDE.md"), ("Edit", "CLAUDE.md"), ("Write", "AGENTS
 ATTACKS: list[Attack] = [*WRITES, *PROTECTED, *EXEC_OPTIONS, *EXEC_ENV, *DENY_DODGES, *ASK_DODGES, *READ_DENY,
                          *OUTSIDE_READS, *MEMORY_WRITES]
 
+# --- programs that run no command: still allowed under `Bash(rm:*)` deny or ask (Bash allowed, or bypass) ------
+
+KEEP_RUNNING: list[tuple[str, str]] = [  # (command, a piece of its output)
+    ("awk '{print $1}' a.txt", "alpha"), ("awk -F, '{print NF}' a.txt", "1"), ("awk '/alp|bet/' a.txt", "beta"),
+    ("awk 'BEGIN{print \"rm canary\"}'", "rm canary"), ("awk -v x=rm 'BEGIN{print x}'", "rm"),
+    ("sed 's/alpha/omega/' a.txt", "omega"), ("sed -e 's/beta/rm/' a.txt", "rm"), ("sed -n '/alpha/p' a.txt", "alpha"),
+    ("sed 's/e/E/g' a.txt", "bEta"), ("python3 src/x.py", "x"), ("python3 --version", "Python"),
+    ("perl -v", "perl"), ("node --version", "v"), ("echo rm canary", "rm canary"), ("grep -c rm a.txt || true", "0"),
+    ("printf '%s\\n' rm", "rm"), ("./runner ls", "a.txt"), ("./runstr 'ls a.txt'", "a.txt"),
+    ("./runner cat a.txt", "alpha"), ("tar -cf /dev/null a.txt && echo tarred", "tarred"),
+    ("git --version", "git version"), ("date +%Y", "20"),
+]
+
+# --- background jobs: read-only but for `&`, so not read-only (issue 10): default asks, plan and dontAsk deny,
+# and they don't run in parallel with other calls --------------------------------------------------------------
+
+BACKGROUND = ["ls &", "(ls) &", "ls 2>&1 &", "{ ls; } &", "ls & ls", "cat a.txt &", "echo $(ls &)", "sleep 0 &",
+              "ls -la & echo x", "git status &", "grep alpha a.txt &>/dev/null &", "ls\ncat a.txt &"]
+
 # --- commands that must keep running without a question (default mode, no rules) -------------------------
 
 ALLOWED: list[tuple[str, str]] = [  # (command, a piece of its output)
@@ -302,6 +354,9 @@ ALLOWED: list[tuple[str, str]] = [  # (command, a piece of its output)
     ("for f in a b; do echo $f; done", "b"), ("if true; then echo yes; fi", "yes"), ("echo {a,b}", "a b"),
     ("cat <<'EOF'\nhello here\nEOF", "hello here"), ("cat <<< 'a string'", "a string"),
     ("diff <(cat a.txt) b.txt || true", "gamma"),
+    # `&` that starts no background job
+    ("ls 2>&1", "a.txt"), ("cat a.txt 2>&1 | head -1", "alpha"), ("ls &>/dev/null && echo hushed", "hushed"),
+    ("ls |& cat", "a.txt"), ("true && echo one && echo two", "two"),
 ]
 ALLOWED_GIT: list[tuple[str, str]] = [
     ("git status", "a.txt"), ("git status --short", "a.txt"), ("git log --oneline", "init"),

@@ -5,7 +5,8 @@ Layout (under `tmp`):
   home/            HOME; .ssh/id_rsa holds SSH_KEY
   outside/         outside the workspace; hidden-outside-name.txt holds OUTSIDE
   ws/              the workspace: a.txt, b.txt, secret.txt + .env + src/.env (SECRET), canary, CLAUDE.md,
-                   evil.sh (touches ws/pwned), escape -> outside/, link.txt -> outside file, lists naming files
+                   evil.sh (touches ws/pwned), escape -> outside/, link.txt -> outside file, lists naming files,
+                   runners of their arguments (runner, runstr), a Makefile and an awk program that remove the canary
 """
 
 from __future__ import annotations
@@ -97,6 +98,11 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
         (ws / "bin" / name).write_text(f"#!/bin/sh\n: > {ws / 'pwned'}\n")  # no PATH needed
         (ws / "bin" / name).chmod(0o755)
     (ws / "script.sh").write_text("rm canary\n")
+    (ws / "prog.awk").write_text('BEGIN { system("rm canary") }\n')
+    (ws / "Makefile").write_text("all:\n\trm canary\n")
+    for name, body in (("runner", 'exec "$@"'), ("runstr", 'exec sh -c "$*"')):  # runners the checker doesn't know
+        (ws / name).write_text(f"#!/bin/sh\n[ \"$1\" = -x ] && shift\n{body}\n")
+        (ws / name).chmod(0o755)
     (ws / "list").write_text("canary\n")
     (ws / "secretlist").write_text("secret.txt\n")
     (ws / "list0").write_bytes(b"secret.txt\0")
