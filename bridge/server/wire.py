@@ -16,6 +16,7 @@ from bridge.loop.events import (
     AgentProgress,
     ModeChanged,
     PlanUpdate,
+    RetryWait,
     ToolCallFinished,
     ToolCallInProgress,
     ToolCallProgress,
@@ -206,6 +207,15 @@ def notice_update(message: str, level: Literal["info", "warning", "error"]) -> d
     text = f"\n\n> {NOTICE_LABELS[level]}{message}\n\n"
     content = {"type": "text", "text": text}
     return {"sessionUpdate": "agent_message_chunk", "content": content, "_meta": {"notice": level}}
+
+
+def retry(event: RetryWait) -> dict[str, Any]:
+    """A retry the turn waits for: a notice (what an ACP client shows) whose `_meta.retry` lets a client that
+    knows it show a countdown in its status instead (the VS Code panel does)."""
+    update = notice_update(event.summary(), "info")
+    update["_meta"]["retry"] = {"reason": event.reason, "attempt": event.attempt, "attempts": event.attempts,
+                                "delayMs": round(event.delay * 1000)}
+    return update
 
 
 def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
