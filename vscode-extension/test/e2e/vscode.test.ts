@@ -328,8 +328,9 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await poll("the replayed tool calls", async () => (await panel.locator(".item.tool").count()) >= 2, 15000);
     // Each replayed prompt is its own message with its turn's end line: the turns before the crash ended
     // (Done, with what they cost), the one the kill cut short says so, the one after it ended again.
-    await panel.locator(".item.user", { hasText: /^\s*still there after the crash\?\s*$/ }).waitFor({ timeout: 15000 });
-    assert.equal(await panel.locator(".item.user", { hasText: /^\s*long\s*$/ }).count(), 1, "the cut prompt is a message of its own");
+    // (`.text`: a message's own words, without its "You" label)
+    await panel.locator(".item.user .text", { hasText: /^\s*still there after the crash\?\s*$/ }).waitFor({ timeout: 15000 });
+    assert.equal(await panel.locator(".item.user .text", { hasText: /^\s*long\s*$/ }).count(), 1, "the cut prompt is a message of its own");
     assert.equal(await panel.locator(".item.user", { hasText: "longstill there" }).count(), 0);
     const replayedEnds = await turnEnds();
     assert.ok(replayedEnds >= 4, `the earlier turns' end lines (${replayedEnds})`);
