@@ -22,11 +22,11 @@ from bridge.agents.loader import load_catalog
 from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
 from bridge.commands import available_commands
 from bridge.config import BridgeConfig
-from bridge.display import PlanEntry
+from bridge.display import Display, PlanEntry
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, ToolCallStarted, UsageReport
-from bridge.loop.executor import RunningCalls, ToolEnvironment, started_event
+from bridge.loop.executor import RunningCalls, ToolEnvironment, started_event, stored_display
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
 from bridge.memory import memory_section
@@ -50,7 +50,8 @@ from bridge.tools.base import (
 )
 from bridge.tools.sandbox import Sandbox
 from bridge.tools.tool_search import DeferredTools, ToolSearchTool
-from bridge.transcript import Transcript
+from bridge.transcript import StoredTurn, Transcript, turns_of
+from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
     from bridge.mcp.manager import McpSession
@@ -190,6 +191,22 @@ class Session:
         )
 
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
+        """One turn, framed in the transcript by its start and end lines (a replay shows how each turn ended)."""
+        if self.transcript is None:
+            return await self._run_prompt(blocks, abort)
+        self.transcript.turn_started()
+        try:
+            stop = await self._run_prompt(blocks, abort)
+        except asyncio.CancelledError:
+            self.transcript.turn_ended("cancelled")
+            raise
+        except Exception as error:
+            self.transcript.turn_ended(None, str(error) or type(error).__name__)
+            raise
+        self.transcript.turn_ended(stop)
+        return stop
+
+    async def _run_prompt(self, blocks: list[Block], abort: Abort) -> StopReason:
         first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
         parsed = commands.parse(str(first))
         if parsed is not None and self.mcp is not None and self.mcp.has_command(parsed[0]):
@@ -317,6 +334,20 @@ class Session:
     def describe_tool_use(self, block: Block) -> ToolCallStarted:
         """A stored tool_use as the editor saw it live (title, kind, locations): for a loaded session's replay."""
         return started_event(block, self.tools.get(block["name"]))
+
+    def stored_display(self, block: Block) -> list[Display]:
+        """What a stored tool_use's call showed, as far as its input tells (a replayed Edit's diff)."""
+        return stored_display(block, self.tools.get(block["name"]))
+
+    def stored_turns(self) -> list[StoredTurn]:
+        """The history since the last compaction as turns, with how each ended and what it cost (for a replay):
+        read back from the transcript; without one, the prompts in the history are the only boundaries."""
+        if self.transcript is not None:
+            try:
+                return load_transcript(self.transcript.path).turns
+            except (OSError, ValueError) as error:
+                log.warning("cannot read %s for the replay: %s", self.transcript.path, error)
+        return turns_of(self.conversation.messages)
 
     def announce_mode(self) -> None:
         self.frontend.emit(ModeChanged(self.engine.mode))

@@ -3,8 +3,10 @@
 Line 1 is a header (`{"type": "session", ...}`); every later line is one complete message
 (`{"type": "message", "message": {...}}`), written and flushed when it is complete — a `kill -9` loses at
 most the message in flight. After each response a `{"type": "usage", ...}` line keeps its tokens and cost,
-so a loaded session's totals go on from where they were. A corrupt line is reported and skipped on load,
-never fatal.
+so a loaded session's totals go on from where they were. A turn is framed by `{"type": "turn", "event":
+"start"}` and `{"type": "turn", "event": "end", "stopReason": ...}` (or `"error": ...`), so a replay shows each
+prompt as its own turn with how it ended and what it cost; a turn with no end line was cut off (a crash). A
+corrupt line is reported and skipped on load, never fatal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bridge.messages import Message, repair_pairing
+from bridge.messages import MARKER, MARKER_TOOL_USE, Message, repair_pairing
 from bridge.model.types import Usage
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,16 @@ class Transcript:
             "cacheWriteTokens": usage.cache_write_tokens,
         })
 
+    def turn_started(self) -> None:
+        self._write({"type": "turn", "event": "start"})
+
+    def turn_ended(self, stop_reason: str | None, error: str | None = None) -> None:
+        """`stop_reason` as the prompt was answered; None with `error` when the turn failed."""
+        record: dict[str, Any] = {"type": "turn", "event": "end", "stopReason": stop_reason}
+        if error is not None:
+            record["error"] = error
+        self._write(record)
+
     def restart(self, messages: list[Message]) -> None:
         """The conversation continues from `messages` (after /compact or /clear); what came before stays."""
         self._write({"type": "restart", "messages": messages})
@@ -98,6 +110,26 @@ class Transcript:
 
 
 @dataclass
+class StoredTurn:
+    """One prompt and what followed it, as stored (for a replay; the model gets the repaired history).
+
+    `ended`: the turn has its end line (`stop_reason`, or `error` when it failed); a turn without one was cut
+    off. `usage`/`cost_usd` sum its responses; `session_cost_usd` is the session's total after it, and
+    `context_tokens` its last response's context."""
+
+    messages: list[Message] = field(default_factory=list)
+    ended: bool = False
+    stop_reason: str | None = None
+    error: str | None = None
+    responses: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    session_cost_usd: float = 0.0
+    context_tokens: int = 0
+    framed: bool = True  # opened by a start line; False: found by its prompt (an older transcript)
+
+
+@dataclass
 class LoadedTranscript:
     session_id: str
     cwd: Path
@@ -105,13 +137,37 @@ class LoadedTranscript:
     problems: list[str] = field(default_factory=list)
     cost_usd: float = 0.0  # the session's totals over every response, compactions included
     usage_total: Usage = field(default_factory=Usage)
+    turns: list[StoredTurn] = field(default_factory=list)  # since the last compaction or /clear
 
 
 def load(path: Path) -> LoadedTranscript:
     found = _records(path, "session")
     return LoadedTranscript(
         str(found.header["sessionId"]), Path(found.header["cwd"]), repair_pairing(found.messages), found.problems,
-        found.cost_usd, found.usage,
+        found.cost_usd, found.usage, found.turns,
+    )
+
+
+def turns_of(messages: list[Message]) -> list[StoredTurn]:
+    """A history without turn lines (no transcript) as turns: each prompt opens one."""
+    turns = _Turns()
+    for message in messages:
+        turns.message(message)
+    return turns.finish()
+
+
+def is_prompt(message: Message) -> bool:
+    """Whether a stored user message starts a turn (for transcripts without turn lines, or a turn cut off by a
+    crash that the next prompt followed): the user's words, not tool results, markers or hook notes."""
+    if message.get("role") != "user":
+        return False
+    blocks = message.get("content", [])
+    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+        return False
+    return any(
+        isinstance(b, dict) and (b.get("type") == "image" or (b.get("type") == "text"
+                                 and not str(b.get("text", "")).startswith("[")))
+        for b in blocks
     )
 
 
@@ -135,6 +191,73 @@ class _Records:
     problems: list[str]
     cost_usd: float
     usage: Usage
+    turns: list[StoredTurn]
+
+
+class _Turns:
+    """Groups the records since the last restart into turns. A start line opens a turn and an end line closes
+    it; a message with no turn open (an older transcript) opens one, and there a prompt after a prompt opens
+    the next (`inferred`: no start line framed it, so the user's words are the only boundary)."""
+
+    def __init__(self) -> None:
+        self.turns: list[StoredTurn] = []
+        self._open: StoredTurn | None = None
+        self._inferred = False
+
+    def restart(self, messages: list[Message]) -> None:
+        """The history starts again from `messages` (a compaction in a turn, `/clear`): the turn goes on."""
+        framed = self._open is not None and not self._inferred
+        self.turns, self._open = [], None
+        if framed:
+            self.start()
+        for message in messages:
+            self.message(message)
+
+    def start(self, *, framed: bool = True) -> None:
+        self._open, self._inferred = StoredTurn(framed=framed), not framed
+        self.turns.append(self._open)
+
+    def message(self, message: Message) -> None:
+        if self._open is None or (self._inferred and is_prompt(message)
+                                  and any(is_prompt(m) for m in self._open.messages)):
+            self.start(framed=False)
+        assert self._open is not None
+        self._open.messages.append(message)
+
+    def finish(self) -> list[StoredTurn]:
+        """The turns; one found by its prompt ended as its last message says (an answer: `end_turn`; the
+        cancel marker: `cancelled`); otherwise it is left as cut off."""
+        for turn in self.turns:
+            if turn.framed or turn.ended or not turn.messages:
+                continue
+            last = turn.messages[-1]
+            texts = [b.get("text") for b in last.get("content", []) if isinstance(b, dict)]
+            if last.get("role") == "user" and (MARKER in texts or MARKER_TOOL_USE in texts):
+                turn.ended, turn.stop_reason = True, "cancelled"
+            elif last.get("role") == "assistant" and not any(
+                    isinstance(b, dict) and b.get("type") == "tool_use" for b in last.get("content", [])):
+                turn.ended, turn.stop_reason = True, "end_turn"
+        return self.turns
+
+    def usage(self, usage: Usage, cost: float, session_cost: float) -> None:
+        if self._open is None:
+            return
+        self._open.responses += 1
+        self._open.usage += usage
+        self._open.cost_usd += cost
+        self._open.session_cost_usd = session_cost
+        self._open.context_tokens = usage.context_tokens
+
+    def end(self, record: dict[str, Any], session_cost: float) -> None:
+        if self._open is None:
+            return
+        stop, error = record.get("stopReason"), record.get("error")
+        self._open.ended = True
+        self._open.stop_reason = stop if isinstance(stop, str) else None
+        self._open.error = error if isinstance(error, str) else None
+        if not self._open.responses:
+            self._open.session_cost_usd = session_cost
+        self._open = None
 
 
 def _records(path: Path, kind: str) -> _Records:
@@ -144,6 +267,7 @@ def _records(path: Path, kind: str) -> _Records:
     messages: list[Message] = []
     cost = 0.0
     usage = Usage()
+    turns = _Turns()
     with open(path, encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -158,18 +282,26 @@ def _records(path: Path, kind: str) -> _Records:
                 header = record
             elif record_kind == "message" and _is_message(record.get("message")):
                 messages.append(record["message"])
+                turns.message(record["message"])
             elif record_kind == "restart" and isinstance(record.get("messages"), list):
                 messages = [m for m in record["messages"] if _is_message(m)]
+                turns.restart(messages)
             elif record_kind == "usage" and _is_usage(record):
                 cost += record["costUsd"]
-                usage += Usage(
+                response = Usage(
                     record["inputTokens"], record["outputTokens"], record["cacheReadTokens"], record["cacheWriteTokens"]
                 )
+                usage += response
+                turns.usage(response, record["costUsd"], cost)
+            elif record_kind == "turn" and record.get("event") == "start":
+                turns.start()
+            elif record_kind == "turn" and record.get("event") == "end":
+                turns.end(record, cost)
             else:
                 problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
-    return _Records(header, messages, problems, cost, usage)
+    return _Records(header, messages, problems, cost, usage, turns.finish())
 
 
 def _is_usage(record: dict[str, Any]) -> bool:

@@ -120,3 +120,21 @@ def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
                      ("user_message_chunk", None, "call_1"), ("tool_call", "t1", "call_1"),
                      ("tool_call_update", "t1", "call_1"), ("agent_message_chunk", None, "call_1"),
                      ("tool_call_update", "call_1", None)], "and no plan: the sub-agent's todo list is its own"
+
+
+def test_an_older_history_without_turn_lines_replays_one_turn_per_prompt() -> None:
+    """Prompts are the boundaries: an answered turn ended, a cancelled one says so, an unanswered one was cut off."""
+    from bridge.messages import MARKER
+    from bridge.transcript import turns_of
+
+    def said(role: str, text: str) -> dict[str, Any]:
+        return {"role": role, "content": [{"type": "text", "text": text}]}
+
+    history = [said("user", "one"), said("assistant", "answer"), said("user", "two"), said("user", MARKER),
+               said("user", "three")]
+    updates = wire.replay_turns(turns_of(history))
+    shape = [(u["sessionUpdate"], u["content"]["text"], (u.get("_meta") or {}).get("turnEnd")) for u in updates]
+    assert shape == [("user_message_chunk", "one", None), ("agent_message_chunk", "answer", {"stopReason": "end_turn"}),
+                     ("user_message_chunk", "two", {"stopReason": "cancelled"}),
+                     ("user_message_chunk", "three", {"stopReason": None, "cutOff": True})]
+    assert "turnEnd" not in wire.replay_turns(turns_of(history), last_running=True)[-1].get("_meta", {})

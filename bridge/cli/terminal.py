@@ -24,6 +24,7 @@ from bridge.loop.events import (
     ModeChanged,
     Notice,
     PlanUpdate,
+    RetryWait,
     SubAgentEvent,
     TextDelta,
     ThinkingDelta,
@@ -107,6 +108,8 @@ class TerminalView:
                 self.usage.append(event)
             case Notice(message=message, level=level):
                 self.line(self.paint(DIM, f"[{level}] {message}"))
+            case RetryWait():
+                self.line(self.paint(DIM, f"[info] {event.summary()}"))
             case SubAgentEvent(event=inner):
                 self._nested(inner)
             case ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress():
@@ -121,7 +124,7 @@ class TerminalView:
                 self.line(self.paint(DIM, f"  ↳ {title}"))
             case UsageReport():
                 self.usage.append(event)
-            case Notice():
+            case Notice() | RetryWait():
                 self.emit(event)
             case _:
                 pass

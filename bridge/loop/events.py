@@ -86,6 +86,23 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class RetryWait:
+    """The model API failed in a way worth retrying: the turn waits `delay` seconds, then makes attempt
+    `attempt` of at most `attempts` (0: not said)."""
+
+    reason: str
+    attempt: int
+    attempts: int
+    delay: float
+    kind: Literal["retry_wait"] = "retry_wait"
+
+    def summary(self) -> str:
+        """'API overloaded — retrying in 3 s (attempt 2/4)'."""
+        of = f"/{self.attempts}" if self.attempts else ""
+        return f"{self.reason} — retrying in {round(self.delay, 1):g} s (attempt {self.attempt}{of})"
+
+
+@dataclass(frozen=True)
 class ModeChanged:
     mode: str
     kind: Literal["mode"] = "mode"
@@ -137,6 +154,7 @@ LoopEvent = (
     | UsageReport
     | PlanUpdate
     | Notice
+    | RetryWait
     | ModeChanged
     | AgentProgress
     | SubAgentEvent

@@ -456,3 +456,15 @@ def _validation_message(tool_name: str, error: ValidationError) -> str:
 
 
 __all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]
+
+
+def stored_display(block: Block, tool: AnyTool | None) -> list[Display]:
+    """What a stored tool_use's call showed, as far as its input tells (a replay's Edit diff); [] when the tool
+    or a valid input is missing."""
+    if tool is None:
+        return []
+    data = _safe(lambda: tool.input_model.model_validate(dict(block.get("input") or {})), None)
+    if data is None:
+        return []
+    valid = data
+    return list(_safe(lambda: tool.stored_display(valid), []))

@@ -18,7 +18,7 @@ from bridge.abort import Abort, AbortReason, cancel_on_abort
 from bridge.errors import cause_text
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
-from bridge.loop.events import LoopEvent, Notice, TextDelta, ThinkingDelta, UsageReport
+from bridge.loop.events import LoopEvent, Notice, RetryWait, TextDelta, ThinkingDelta, UsageReport
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
 from bridge.messages import (
     EPHEMERAL,
@@ -264,7 +264,7 @@ def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: 
         response.stop_reason = event.stop_reason
         response.usage = event.usage
     elif isinstance(event, Retrying):
-        emit(Notice(event.message))
+        emit(RetryWait(event.reason or event.message, event.attempt + 1, event.attempts, event.delay))
 
 
 def _answer(conversation: Conversation, results: list[Block], abort: Abort) -> None:

@@ -217,7 +217,8 @@ class AnthropicModel:
                     if status not in RETRYABLE or attempt > self.max_retries:
                         raise _status_error(error, request.model, attempt) from error
                     delay = self._delay(attempt, error.response.headers)  # type: ignore[attr-defined]
-                    yield Retrying(attempt, delay, f"{_reason(status)}; retrying in {delay:.1f} s")
+                    yield Retrying(attempt, delay, f"{_reason(status)}; retrying in {delay:.1f} s",
+                                   _short_reason(status), self.max_retries + 1)
                 elif failure == "connection":
                     if attempt > self.max_retries:
                         raise ModelError(
@@ -226,7 +227,8 @@ class AnthropicModel:
                             kind="connection",
                         ) from error
                     delay = self._delay(attempt, {})
-                    yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s")
+                    yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s",
+                                   "connection failed", self.max_retries + 1)
                 else:  # whatever else is raised before the answer starts
                     log.warning("the request to the model API failed", exc_info=True)
                     raise ModelError(
@@ -481,6 +483,10 @@ def _retry_after(headers: Any) -> float | None:
 
 def _reason(status: int) -> str:
     return {429: "rate limited (429)", 529: "the API is overloaded (529)"}.get(status, f"the API answered {status}")
+
+
+def _short_reason(status: int) -> str:
+    return {429: "rate limited", 529: "API overloaded"}.get(status, f"API error {status}")
 
 
 def _message_of(error: Any) -> str:

@@ -77,9 +77,11 @@ class ResponseComplete:
 class Retrying:
     """The request failed in a way worth retrying; the client waits `delay` seconds first."""
 
-    attempt: int
+    attempt: int  # the attempts that failed so far
     delay: float
     message: str
+    reason: str = ""  # a few words for a person: "API overloaded", "rate limited", "connection failed"
+    attempts: int = 0  # the most attempts there will be (0: not said)
     kind: Literal["retry"] = "retry"
 
 

@@ -395,8 +395,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             notices += session.missing_tools()
             notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
         stream = ls.stream(session.id)
-        for update in wire.replay_updates(session.conversation.messages, session.describe_tool_use,
-                                          session.sidechain):
+        replay = wire.replay_turns(session.stored_turns(), session.describe_tool_use, session.stored_display,
+                                   session.sidechain, context_size=session.config.context_window,
+                                   last_running=live and session.busy)
+        for update in replay:
             stream.update(update)  # ACP: the history first, then the answer
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices, loaded=True))
         return {"modes": wire.modes_state(session.mode)}

@@ -5,6 +5,7 @@ anything else flushes what is pending first, so order holds."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, assert_never
 
@@ -14,6 +15,7 @@ from bridge.loop.events import (
     ModeChanged,
     Notice,
     PlanUpdate,
+    RetryWait,
     SubAgentEvent,
     TextDelta,
     ThinkingDelta,
@@ -25,6 +27,8 @@ from bridge.loop.events import (
 )
 from bridge.server import wire
 from bridge.server.wire import ChunkKind
+
+log = logging.getLogger(__name__)
 
 
 class UpdateStream:
@@ -53,6 +57,9 @@ class UpdateStream:
                 self.chunk("agent_thought_chunk", text, parent)
             case Notice():
                 self._notice(event)
+            case RetryWait():
+                log.info("%s", event.summary())
+                self.update(wire.retry(event), parent)
             case SubAgentEvent(parent_tool_call_id=call, event=inner):
                 self.emit(inner, call)
             case ToolCallStarted():

@@ -211,6 +211,10 @@ class Tool(Generic[In]):
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
         return []
 
+    def stored_display(self, data: In) -> list[Display]:
+        """What a finished call showed, as far as its input alone tells (a stored session's replay)."""
+        return []
+
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Derived fields for observers' copy only (e.g. an absolute path). Never sent to the model."""
         return raw

@@ -235,6 +235,16 @@ class EditTool(Tool[EditInput]):
         """The permission dialog's diff."""
         return [preview_edit(data, ctx)]
 
+    def stored_display(self, data: EditInput) -> list[Display]:
+        """The replaced text and its replacement (at the line the replacement is found now, if it is)."""
+        try:
+            path = absolute_path(data.file_path)
+        except ToolError:
+            return []
+        if not data.old_string:
+            return [Diff(str(path), None, data.new_string)]
+        return [Diff(str(path), data.old_string, data.new_string, first_line=_first_line_of(path, data.new_string))]
+
     def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
         return written_path(data.file_path, field="file_path")
 

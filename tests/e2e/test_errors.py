@@ -34,11 +34,24 @@ async def test_overloaded_529_exhausted_is_a_clear_error(workspace: Path, data_d
         message = await _prompt_error(editor, sid, "hello")
         assert "overloaded (529)" in message and "3 attempts" in message
         assert await editor.prompt(sid, "again") == {"stopReason": "end_turn"}
-        assert editor.text(sid) == "back again"
+        assert editor.text(sid).endswith("\n\nback again"), "after the retries' notices, the answer"
         assert editor.model.rejected == []
         messages = editor.last_request_messages()
         assert history_errors(messages) == []
         assert "hello" in json.dumps(messages), "the failed prompt stays in history"
+
+
+async def test_a_retry_is_a_session_update_the_editor_can_show_while_it_waits(workspace: Path, data_dir: Path) -> None:
+    scenario = {"responses": [{"fault": {"type": "status", "status": 529, "retry_after": 0.3}}, text_response("ok")]}
+    async with running_editor(scenario, workspace, data_dir, env={"AGENT_BRIDGE_MAX_RETRIES": "3",
+                                                                "AGENT_BRIDGE_MAX_RETRY_WAIT": "5"}) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        [notice] = [u for u in editor.of_kind("agent_message_chunk", sid) if "retry" in u.get("_meta", {})]
+        assert notice["_meta"] == {"notice": "info", "retry": {"reason": "API overloaded", "attempt": 2,
+                                                               "attempts": 4, "delayMs": 300}}
+        assert "API overloaded — retrying in 0.3 s (attempt 2/4)" in notice["content"]["text"]
+        assert editor.text(sid).endswith("ok")
 
 
 async def test_dropped_stream_keeps_partial_text_and_history_valid(workspace: Path, data_dir: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from bridge.messages import MARKER, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
@@ -107,3 +108,56 @@ async def test_a_loaded_session_replays_tool_calls_as_they_showed_live_and_hides
         assert {u["kind"] for u in replayed.values()} == {"read", "execute"}
         user_text = editor.text(sid, "user_message_chunk")
         assert "now wait" in user_text and MARKER_TOOL_USE not in user_text and MARKER not in user_text
+
+
+def _turn_ends(updates: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [u["_meta"]["turnEnd"] for u in updates if "turnEnd" in (u.get("_meta") or {})]
+
+
+async def test_a_loaded_session_replays_each_turn_with_how_it_ended_and_its_usage(
+    workspace: Path, data_dir: Path
+) -> None:
+    """Two prompts in a row (the first cut off by a kill -9) stay two turns; each ends as it did, with usage."""
+    (workspace / "a.txt").write_text("one\ntwo\n")
+    scenario = {"responses": [
+        tool_response(("Read", {"file_path": str(workspace / "a.txt")})),
+        tool_response(("Edit", {"file_path": str(workspace / "a.txt"), "old_string": "two", "new_string": "TWO"})),
+        text_response("edited"),
+        LONG,
+    ]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "edit it") == {"stopReason": "end_turn"}
+        live_usage = editor.of_kind("usage_update", sid)
+        turn = editor.start_prompt(sid, "long")
+        await poll(lambda: "slow" in editor.text(sid), what="the long answer streaming")
+        editor.kill_server()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(turn, 10)
+
+    async with running_editor({"responses": [text_response("still here")]}, workspace, data_dir) as editor:
+        await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        assert await editor.prompt(sid, "still there after the crash?") == {"stopReason": "end_turn"}
+        replayed = [u["update"] for u in editor.updates if u["sessionId"] == sid]
+        after = ("available_commands_update", "current_mode_update")  # sent once the load is answered
+        replay = replayed[: next(i for i, u in enumerate(replayed) if u["sessionUpdate"] in after)]
+        assert _turn_ends(replay) == [{"stopReason": "end_turn"}, {"stopReason": None, "cutOff": True}]
+        first_end = next(i for i, u in enumerate(replay) if "turnEnd" in (u.get("_meta") or {}))
+        # turn 1: its prompt, the calls, the answer, then one usage_update with the turn's tokens (which ends it)
+        usage = replay[first_end]
+        assert usage["sessionUpdate"] == "usage_update"
+        assert usage["_meta"]["outputTokens"] == sum(u["_meta"]["outputTokens"] for u in live_usage)
+        assert usage["cost"] == live_usage[-1]["cost"] and usage["size"] == live_usage[-1]["size"]
+        # turn 2: only its prompt was stored before the kill; it is a bubble of its own, marked cut off
+        cut = replay[first_end + 1:]
+        assert [u["sessionUpdate"] for u in cut] == ["user_message_chunk"]
+        assert cut[0]["content"]["text"] == "long"
+        # the replayed Edit shows its diff, as it did live
+        edit = next(u for u in replay if u["sessionUpdate"] == "tool_call" and u["title"].startswith("Edit"))
+        result = next(u for u in replay if u.get("toolCallId") == edit["toolCallId"]
+                      and u["sessionUpdate"] == "tool_call_update")
+        [diff] = [c for c in result["content"] if c["type"] == "diff"]
+        assert diff["oldText"] == "two" and diff["newText"] == "TWO" and diff["path"] == str(workspace / "a.txt")
+        assert diff["_meta"] == {"partial": True, "line": 2}
+        # the new turn is live and ends as usual (the answer to its prompt, nothing replayed after it)
+        assert replayed[-1]["sessionUpdate"] == "usage_update" and "turnEnd" not in replayed[-1].get("_meta", {})

@@ -2,8 +2,16 @@
  * Render benchmark (not a CI test; scripts/bench-render runs it): a long answer streamed into the real panel
  * in headless chromium, chunks posted from a worker every 16 ms as the bridge paces them (so a busy panel
  * does not slow the sender down), keystrokes typed into the input meanwhile. Prints, per size:
- *   last chunk → rendered (ms), the worst frame (rAF gap) and the longest task, input latency (keydown →
- *   next frame) p50/p95/max, and a baseline measured in the same run: rendering the whole answer at once.
+ *   last chunk → rendered (ms), the worst frame (rAF gap) and the longest task, input latency p50/p95/max,
+ *   keystroke → next frame p50/p95/max, and a baseline measured in the same run: rendering the whole answer at
+ *   once; then ok/FAIL against issue 16's goals (6,000 streamed lines: last chunk → rendered ≤ 100 ms, no frame
+ *   > 50 ms, input latency ≤ 16 ms while streaming).
+ * Input latency is what the issue means by it: from the keystroke's event time (`KeyboardEvent.timeStamp`, when
+ * the input happened) to the moment the typed character has been processed — the `input` event's handlers all
+ * ran (a listener on window, bubbling, runs last). It includes the time the key waited behind a render task and
+ * the panel's own handlers, not the wait for the next frame (up to one frame interval, which "keystroke → next
+ * frame" adds). The Event Timing API's `processingEnd - startTime` of keydown/input entries is printed as a
+ * cross-check (it reports only events whose duration, presentation included, reaches 16 ms).
  * Env: E2E_CHROMIUM (else `chromium` on PATH); BENCH_SIZES (default "2000,6000"); BENCH_CHUNK (chars, 80);
  * BENCH_CONTENT=code: one long code block instead of mixed markdown. BENCH_TRACE=1 adds the main thread's CPU time per task (load-independent) and where the time went;
  * BENCH_SCRIPT / BENCH_STYLE: another bundle and stylesheet to measure (e.g. an older build, for a before/after).
@@ -42,6 +50,9 @@ interface Figures {
   keyP50: number;
   keyP95: number;
   keyMax: number;
+  inputP50: number;
+  inputP95: number;
+  inputMax: number;
   eventTimingMaxMs: number;
   wholeAtOnceMs: number;
 }
@@ -56,13 +67,32 @@ async function main(): Promise<void> {
     await browser.close();
   }
   console.log("\nrender bench (chunks of %d chars every %d ms):", chunkChars, intervalMs);
-  console.log("lines  chunks  stream_s  last→rendered_ms  worst_frame_ms  longest_task_ms  long_tasks  key_p50/p95/max_ms  event_timing_max_ms  baseline_whole_ms");
+  console.log("lines  chunks  stream_s  last→rendered_ms  worst_frame_ms  longest_task_ms  long_tasks  input_p50/p95/max_ms  key→frame_p50/p95/max_ms  event_timing_processed_max_ms  baseline_whole_ms");
   for (const r of results) {
     console.log(
-      `${String(r.lines).padEnd(6)} ${String(r.chunks).padEnd(7)} ${(r.streamMs / 1000).toFixed(1).padEnd(9)} ${r.lastChunkToRenderedMs.toFixed(0).padEnd(17)} ${r.worstFrameMs.toFixed(0).padEnd(15)} ${r.longestTaskMs.toFixed(0).padEnd(16)} ${String(r.longTasks).padEnd(11)} ${`${r.keyP50.toFixed(0)}/${r.keyP95.toFixed(0)}/${r.keyMax.toFixed(0)}`.padEnd(19)} ${r.eventTimingMaxMs.toFixed(0).padEnd(20)} ${r.wholeAtOnceMs.toFixed(0)}`,
+      `${String(r.lines).padEnd(6)} ${String(r.chunks).padEnd(7)} ${(r.streamMs / 1000).toFixed(1).padEnd(9)} ${r.lastChunkToRenderedMs.toFixed(0).padEnd(17)} ${r.worstFrameMs.toFixed(0).padEnd(15)} ${r.longestTaskMs.toFixed(0).padEnd(16)} ${String(r.longTasks).padEnd(11)} ${`${r.inputP50.toFixed(1)}/${r.inputP95.toFixed(1)}/${r.inputMax.toFixed(1)}`.padEnd(21)} ${`${r.keyP50.toFixed(0)}/${r.keyP95.toFixed(0)}/${r.keyMax.toFixed(0)}`.padEnd(25)} ${r.eventTimingMaxMs.toFixed(0).padEnd(30)} ${r.wholeAtOnceMs.toFixed(0)}`,
     );
   }
+  let failed = 0;
+  for (const r of results) {
+    console.log(`\ngoals for ${r.lines} streamed lines (issue 16 sets them for 6,000):`);
+    for (const goal of goals(r)) {
+      console.log(`  ${goal.ok ? "ok  " : "FAIL"} ${goal.what}`);
+      if (!goal.ok) failed++;
+    }
+  }
   console.log(JSON.stringify(results));
+  // Not a CI gate (a loaded machine moves the figures); BENCH_STRICT=1 makes a missed goal fail the run.
+  if (failed && process.env.BENCH_STRICT === "1") process.exitCode = 1;
+}
+
+/** Issue 16's goals, each with the figure it was judged on. Input latency: every keystroke, not a percentile. */
+function goals(r: Figures): { ok: boolean; what: string }[] {
+  return [
+    { ok: r.lastChunkToRenderedMs <= 100, what: `last chunk → rendered ${r.lastChunkToRenderedMs.toFixed(0)} ms (goal ≤ 100 ms)` },
+    { ok: r.worstFrameMs <= 50, what: `worst frame ${r.worstFrameMs.toFixed(0)} ms, longest task ${r.longestTaskMs.toFixed(0)} ms (goal: no frame > 50 ms)` },
+    { ok: r.inputMax <= 16, what: `input latency (keydown → input handled) max ${r.inputMax.toFixed(1)} ms, p95 ${r.inputP95.toFixed(1)} ms over ${r.keys} keys (goal ≤ 16 ms)` },
+  ];
 }
 
 async function run(browser: Browser, lines: number): Promise<Figures> {
@@ -82,23 +112,30 @@ async function run(browser: Browser, lines: number): Promise<Figures> {
   await page.evaluate(
     ({ messages, interval }) => {
       const w = window as unknown as Record<string, unknown>;
-      const m = { frames: [] as number[], tasks: [] as { start: number; duration: number }[], keys: [] as number[], events: [] as number[], firstAt: 0, lastAt: 0, renderedAt: 0, done: false };
+      const m = { frames: [] as number[], tasks: [] as { start: number; duration: number }[], keys: [] as number[], inputs: [] as number[], events: [] as number[], firstAt: 0, lastAt: 0, renderedAt: 0, done: false };
       w.__m = m;
       new PerformanceObserver((list) => {
         for (const e of list.getEntries()) m.tasks.push({ start: e.startTime, duration: e.duration });
       }).observe({ type: "longtask", buffered: true });
       new PerformanceObserver((list) => {
-        for (const e of list.getEntries()) if (e.name === "keydown" || e.name === "keypress" || e.name === "input") m.events.push(e.duration);
+        for (const e of list.getEntries() as PerformanceEventTiming[]) if (e.name === "keydown" || e.name === "keypress" || e.name === "input") m.events.push(e.processingEnd - e.startTime);
       }).observe({ type: "event", durationThreshold: 16, buffered: true } as PerformanceObserverInit);
       const abs = (t: number): number => performance.timeOrigin + t;
+      let keyAt = 0;
       document.addEventListener(
         "keydown",
         (e) => {
           const at = e.timeStamp;
+          keyAt = at;
           requestAnimationFrame(() => m.keys.push(performance.now() - at));
         },
         true,
       );
+      // On window, bubbling: after every handler of the input (the composer's own) has run.
+      window.addEventListener("input", () => {
+        if (keyAt) m.inputs.push(performance.now() - keyAt);
+        keyAt = 0;
+      });
       const log = document.getElementById("log");
       let prev = 0;
       const frame = (t: number): void => {
@@ -135,11 +172,12 @@ async function run(browser: Browser, lines: number): Promise<Figures> {
     if (Date.now() - started > 300_000) throw new Error("the answer did not render in 5 minutes");
   }
   if (trace) await trace();
-  const m = await page.evaluate(() => (window as unknown as { __m: { frames: number[]; tasks: { start: number; duration: number }[]; keys: number[]; events: number[]; firstAt: number; lastAt: number; renderedAt: number } }).__m);
+  const m = await page.evaluate(() => (window as unknown as { __m: { frames: number[]; tasks: { start: number; duration: number }[]; keys: number[]; inputs: number[]; events: number[]; firstAt: number; lastAt: number; renderedAt: number } }).__m);
   const firstRel = await page.evaluate((a) => a - performance.timeOrigin, m.firstAt);
   const tasks = m.tasks.filter((t) => t.start >= firstRel);
   const keys = [...m.keys].sort((a, b) => a - b);
-  const pct = (p: number): number => keys[Math.min(keys.length - 1, Math.floor(p * keys.length))] ?? 0;
+  const inputs = [...m.inputs].sort((a, b) => a - b);
+  const pct = (p: number, of = keys): number => of[Math.min(of.length - 1, Math.floor(p * of.length))] ?? 0;
 
   // Baseline, same page: the whole answer rendered in one go (a reset with the final text).
   const wholeAtOnceMs = await page.evaluate(async (finalText) => {
@@ -175,6 +213,9 @@ async function run(browser: Browser, lines: number): Promise<Figures> {
     keyP50: pct(0.5),
     keyP95: pct(0.95),
     keyMax: keys[keys.length - 1] ?? 0,
+    inputP50: pct(0.5, inputs),
+    inputP95: pct(0.95, inputs),
+    inputMax: inputs[inputs.length - 1] ?? 0,
     eventTimingMaxMs: Math.max(0, ...m.events),
     wholeAtOnceMs,
   };

@@ -103,3 +103,5 @@ const manifest = { version, wheel: built, sha256: sha256(path.join(wheels, built
 fs.writeFileSync(path.join(out, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
 const size = fs.readdirSync(wheels).reduce((n, f) => n + fs.statSync(path.join(wheels, f)).size, 0);
 log(`bridge ${version} (${manifest.sha256.slice(0, 12)}), ${fs.readdirSync(wheels).length} wheels, ${(size / 1e6).toFixed(1)} MB`);
+// `npx vsce package` runs this too, and vsce alone cannot know the wheels are one platform's.
+if (!process.env.VSCE_TARGET) log(`these wheels are ${target}'s: package with \`vsce package --target ${target}\` (npm run package does), or the .vsix claims every platform`);

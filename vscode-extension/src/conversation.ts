@@ -106,7 +106,8 @@ export class Conversation implements vscode.Disposable {
 
   /** The bridge died under us: the running turn is marked interrupted, the panel keeps the rest. */
   crashed(reason: string, restartInMs: number | undefined): void {
-    this.session?.abandon(`Interrupted: the bridge ${reason}.`);
+    const next = restartInMs !== undefined ? "it is being restarted and the conversation goes on" : "it is not restarted (run “Agent Bridge: Restart”)";
+    this.session?.abandon(`the bridge ${reason}; ${next}.`);
     this.detach();
     if (restartInMs !== undefined) {
       this.notice(`The bridge ${reason}. It is restarting; the conversation goes on where it was.`);
@@ -179,7 +180,8 @@ export class Conversation implements vscode.Disposable {
     this.closeSession();
     try {
       const shown = modes && { ...modes, currentModeId: "default" };
-      await client.loadSession(pick.sessionId, cwd, shown, (session) => this.adopt(session, { fresh: true }), readMcpServers(), { models: this.lastModels });
+      const session = await client.loadSession(pick.sessionId, cwd, shown, (s) => this.adopt(s, { fresh: true }), readMcpServers(), { models: this.lastModels });
+      session.continueAfter(this.store.state.currentTurn);
       this.log.info(`Resumed session ${pick.sessionId} in ${cwd}`);
       this.sessionReady();
     } catch (err) {
@@ -203,6 +205,7 @@ export class Conversation implements vscode.Disposable {
     if (resource) blocks.push(resource);
     void session.prompt(blocks).then((ended) => {
       if ("error" in ended) this.log.error(`Turn ${ended.turnId} failed: ${ended.error}`);
+      else if ("interrupted" in ended) this.log.warn(`Turn ${ended.turnId} interrupted: ${ended.interrupted}`);
       else this.log.info(`Turn ${ended.turnId} ended: ${ended.stopReason}`);
     });
   }
@@ -333,10 +336,7 @@ export class Conversation implements vscode.Disposable {
         if (!opts.muted?.()) this.store.dispatch({ type: "update", update });
       }),
       session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
-      session.onTurnEnded((t) => {
-        const lost = "error" in t && /connection got disposed|not running|connection.*closed/i.test(t.error);
-        this.store.dispatch({ type: "turnEnded", ...(lost ? { turnId: t.turnId, error: "Interrupted: the connection to the bridge was lost." } : t) });
-      }),
+      session.onTurnEnded((t) => this.store.dispatch({ type: "turnEnded", ...t })),
       session.onPhase((phase) => {
         this.store.dispatch({ type: "phase", phase });
         this.status.setPhase(phase);

@@ -10,7 +10,8 @@ import { ConversationView } from "./panel/provider";
 import { PanelStore } from "./panel/store";
 import { PermissionRequests } from "./permissionRequests";
 import { PermissionPrompter } from "./permissions";
-import { affectsServer, launchFor, readSettings, serverKey } from "./settings";
+import { serverKey } from "./serverKey";
+import { affectsServer, launchFor, readSettings } from "./settings";
 import { StatusBar } from "./status";
 
 /** Wires the pieces together; every disposable goes into `context.subscriptions`. */
@@ -48,7 +49,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const startBridge = async (opts: { resume: boolean; notice?: string }): Promise<void> => {
     const settings = readSettings();
     const key = await keys.get();
-    startedWith = serverKey(settings, key !== undefined);
+    startedWith = serverKey(settings, key);
     conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
     conversation.starting("starting");
     resumeNotice = opts.notice;
@@ -78,7 +79,7 @@ export function activate(context: vscode.ExtensionContext): void {
     void startBridge({ resume: true, notice: "Settings changed: the bridge restarted with them; the conversation goes on." });
   };
   const settingsChanged = async (): Promise<void> => {
-    const current = serverKey(readSettings(), (await keys.get()) !== undefined);
+    const current = serverKey(readSettings(), await keys.get());
     if (current !== startedWith) restartForSettings();
   };
 

@@ -182,10 +182,35 @@ export interface AgentMeta {
   lastTool?: string | null;
 }
 
+/**
+ * How a replayed turn ended (`_meta.turnEnd` on a stored turn's last update in a `session/load` replay):
+ * its stop reason; or null with the error it failed with, or `cutOff` (the bridge stopped under it).
+ */
+export interface TurnEndMeta {
+  stopReason: StopReason | null;
+  error?: string;
+  cutOff?: boolean;
+}
+
+/** A retry the turn waits for (`_meta.retry` of a notice chunk): attempt `attempt` of `attempts` in `delayMs`. */
+export interface RetryMeta {
+  reason: string;
+  attempt: number;
+  attempts: number;
+  delayMs: number;
+}
+
 /** Our `_meta` on updates: `parentToolCallId` names the `Agent` call whose sub-agent sent the update. */
 export interface NestingMeta {
   parentToolCallId?: string;
   agent?: AgentMeta;
+  turnEnd?: TurnEndMeta;
+}
+
+/** A notice chunk (`notice`: its level), and a retry's figures when it is one. */
+export interface ChunkMeta extends NestingMeta {
+  notice?: "info" | "warning" | "error";
+  retry?: RetryMeta;
 }
 
 export interface ToolCall {
@@ -213,6 +238,7 @@ export interface AvailableCommand {
 
 export interface UsageMeta {
   parentToolCallId?: string;
+  turnEnd?: TurnEndMeta;
   inputTokens?: number;
   outputTokens?: number;
   cacheReadTokens?: number;
@@ -220,7 +246,7 @@ export interface UsageMeta {
 }
 
 export type SessionUpdate =
-  | { sessionUpdate: "agent_message_chunk"; content: ContentBlock; _meta?: NestingMeta }
+  | { sessionUpdate: "agent_message_chunk"; content: ContentBlock; _meta?: ChunkMeta }
   | { sessionUpdate: "agent_thought_chunk"; content: ContentBlock; _meta?: NestingMeta }
   | { sessionUpdate: "user_message_chunk"; content: ContentBlock; _meta?: NestingMeta }
   | ({ sessionUpdate: "tool_call" } & ToolCall)

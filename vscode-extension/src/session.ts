@@ -22,7 +22,12 @@ export interface TurnStarted {
   turnId: number;
   prompt: ContentBlock[];
 }
-export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string };
+/** `interrupted`: the turn got no answer because the bridge went away (what happened, for people). */
+export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string } | { turnId: number; interrupted: string };
+
+/** How long a turn whose connection closed waits to hear how the bridge ended (`abandon`), which the client
+ * learns up to 1.5 s after the pipe closes. */
+export const lostConnectionGraceMs = 3000;
 
 /** What `cancel()` did: nothing to cancel, a plain cancel, or a forced one (second press while unwinding). */
 export type CancelKind = "idle" | "cancel" | "force";
@@ -46,6 +51,8 @@ export class AgentSession {
   /** A turn given up for lost (the bridge died under it): its late answer is not reported again. */
   private abandonedTurnId = 0;
   private phaseValue: TurnPhase = "idle";
+  /** Resolves a turn that lost its connection and waits for `abandon` to say why. */
+  private abandonWaiter: (() => void) | undefined;
 
   /** `firstTurnId`: the turns before this one (a session reloaded into a panel that shows them). */
   constructor(
@@ -56,6 +63,11 @@ export class AgentSession {
     firstTurnId = 0,
   ) {
     this.lastTurnId = firstTurnId;
+  }
+
+  /** The replay of a loaded session showed `turnId` turns: the next prompt is the one after them. */
+  continueAfter(turnId: number): void {
+    this.lastTurnId = Math.max(this.lastTurnId, turnId);
   }
 
   get phase(): TurnPhase {
@@ -82,7 +94,13 @@ export class AgentSession {
       const result = await this.connection.sendRequest<PromptResult>(Method.sessionPrompt, params);
       outcome = { turnId, stopReason: result.stopReason };
     } catch (err) {
-      outcome = { turnId, error: errorMessage(err) };
+      const message = errorMessage(err);
+      if (!isConnectionLost(message)) outcome = { turnId, error: message };
+      else {
+        // The bridge went away: how (killed, exit code) comes a moment later, through `abandon`.
+        await this.waitForAbandon(lostConnectionGraceMs);
+        outcome = { turnId, interrupted: "the connection to the bridge closed" };
+      }
     }
     if (turnId === this.abandonedTurnId) return outcome;
     this.ended.fire(outcome);
@@ -107,12 +125,24 @@ export class AgentSession {
     void Promise.resolve(this.connection.sendNotification(Method.cancelToolCall, params)).catch(() => undefined);
   }
 
-  /** The connection is gone: the running turn ends now, with `reason`, and its late answer is dropped. */
+  /** The connection is gone: the running turn ends now, interrupted for `reason`, and its late answer is dropped. */
   abandon(reason: string): void {
     if (this.phaseValue === "idle") return;
     this.abandonedTurnId = this.currentTurnId;
-    this.ended.fire({ turnId: this.currentTurnId, error: reason });
+    this.ended.fire({ turnId: this.currentTurnId, interrupted: reason });
     this.setPhase("idle");
+    this.abandonWaiter?.();
+  }
+
+  private waitForAbandon(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.abandonWaiter = done;
+    }).finally(() => (this.abandonWaiter = undefined));
   }
 
   async setModel(modelId: string): Promise<void> {
@@ -145,6 +175,11 @@ export class AgentSession {
     this.phaseValue = phase;
     this.phases.fire(phase);
   }
+}
+
+/** vscode-jsonrpc's words for a request whose connection closed under it. */
+export function isConnectionLost(message: string): boolean {
+  return /connection got disposed|not running|connection.*closed/i.test(message);
 }
 
 export function errorMessage(err: unknown): string {

@@ -36,11 +36,6 @@ export function readSettings(): ExtensionSettings {
   };
 }
 
-/** The settings a running bridge depends on: when these change, it is restarted (`model` applies live). */
-export function serverKey(s: ExtensionSettings, hasKey: boolean): string {
-  return JSON.stringify({ ...s, model: undefined, hasKey });
-}
-
 const serverKeys = ["serverCommand", "pythonPath", "offlineScenario", "permissionMode", "maxTurns", "additionalDirectories", "baseUrl"];
 
 export function affectsServer(e: vscode.ConfigurationChangeEvent): boolean {

@@ -3,7 +3,7 @@
  * line. Pure string functions of the state, so the unit tests can read them.
  */
 import { escapeHtml, type PathLookup, renderInline } from "../src/panel/markdown";
-import type { Attachment, ConversationItem, PanelState, Review, TurnUsage } from "../src/panel/state";
+import { type Attachment, type ConversationItem, type PanelState, type Review, retryText, type TurnUsage } from "../src/panel/state";
 import type { DiffContent, PermissionOption, PermissionOptionKind, ToolCallLocation } from "../src/protocol";
 import { diffHunks, type Hunk } from "./diff";
 
@@ -181,9 +181,10 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   );
 }
 
-export function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined): string {
+export function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined, interrupted?: string): string {
   const parts: string[] = [];
-  if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
+  if (interrupted) parts.push(`<span class="reason interrupted">Interrupted: ${escapeHtml(interrupted)}</span>`);
+  else if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
   else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${stopReason === "end_turn" ? "Done" : `Turn ended: ${escapeHtml(stopReason ?? "?")}`}</span>`);
   if (usage && (usage.inputTokens || usage.outputTokens)) {
     parts.push(`${formatTokens(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens)} in · ${formatTokens(usage.outputTokens)} out`);
@@ -212,6 +213,7 @@ export function statusText(state: PanelState, sessionReady: boolean, now: number
   if (!sessionReady) return "starting a session…";
   if (phase === "idle") return "";
   if (phase === "cancelling") return "stopping…";
+  if (state.progress?.retry) return retryText(state.progress.retry, now - state.progress.at);
   if (state.progress) return progressText(state.progress.text, state.progress.at, now);
   const turn = state.items.filter((i) => "turnId" in i && i.turnId === state.currentTurn);
   if (turn.some((i) => i.kind === "permission" && i.answer === undefined)) return "waiting for your answer";

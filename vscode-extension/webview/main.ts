@@ -185,7 +185,7 @@ function itemHtml(item: ConversationItem): string {
     case "permission":
       return permissionHtml(item, ctx);
     case "turnEnd":
-      return turnEndHtml(item.stopReason, item.error, item.usage);
+      return turnEndHtml(item.stopReason, item.error, item.usage, item.interrupted);
     case "notice":
       return escapeHtml(item.text);
   }

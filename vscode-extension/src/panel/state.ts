@@ -11,6 +11,7 @@ import {
   type PermissionOptionKind,
   type PlanEntry,
   type RequestPermissionParams,
+  type RetryMeta,
   type SessionModes,
   type SessionUpdate,
   type StopReason,
@@ -18,6 +19,7 @@ import {
   type ToolCallLocation,
   type ToolCallStatus,
   type ToolKind,
+  type TurnEndMeta,
 } from "../protocol";
 import type { TurnPhase } from "../session";
 
@@ -84,7 +86,8 @@ export type ConversationItem =
       answer?: string;
       answerKind?: PermissionOptionKind;
     }
-  | { kind: "turnEnd"; id: string; turnId: number; stopReason?: StopReason; error?: string; usage?: TurnUsage }
+  /** `interrupted`: the turn never got its answer (the bridge stopped under it): what happened, said calmly. */
+  | { kind: "turnEnd"; id: string; turnId: number; stopReason?: StopReason; error?: string; interrupted?: string; usage?: TurnUsage }
   | { kind: "notice"; id: string; text: string };
 
 export type ConnectionStatus = "starting" | "ready" | "failed" | "stopped";
@@ -102,8 +105,8 @@ export interface PanelState {
   turns: Record<number, { usage: TurnUsage; startCost?: number }>;
   sessionCost?: number;
   nextNotice: number;
-  /** What the turn waits for beyond the stream (a retry's "retrying in 4 s"); cleared by the next update. */
-  progress?: { text: string; at: number };
+  /** What the turn waits for beyond the stream (a retry's countdown); cleared by the next update. */
+  progress?: { text: string; at: number; retry?: RetryMeta };
 }
 
 export interface PermissionCardData {
@@ -124,7 +127,7 @@ export type PanelAction =
   /** `keep`: the same conversation goes on in this session (a reload after a crash): the items stay. */
   | { type: "sessionStarted"; sessionId: string; modes?: SessionModes; keep?: boolean }
   | { type: "turnStarted"; turnId: number; text: string; attachments: (string | Attachment)[] }
-  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string }
+  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; interrupted?: string }
   | { type: "phase"; phase: TurnPhase }
   | { type: "update"; update: SessionUpdate }
   | { type: "permissionRequested"; permission: PermissionCardData }
@@ -180,7 +183,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
     case "turnStarted": {
       const attachments = action.attachments.map((a) => (typeof a === "string" ? { label: a } : a));
       const item: ConversationItem = { kind: "user", id: `user-${action.turnId}`, turnId: action.turnId, text: action.text, attachments };
-      const usage: TurnUsage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+      const usage = emptyUsage();
       return {
         ...state,
         currentTurn: action.turnId,
@@ -196,6 +199,7 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
         turnId: action.turnId,
         stopReason: action.stopReason,
         error: action.error,
+        ...(action.interrupted ? { interrupted: action.interrupted } : {}),
         usage: turn?.usage,
       };
       // A turn that ends leaves no open permission card behind.
@@ -209,8 +213,11 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
     }
     case "phase":
       return { ...state, phase: action.phase };
-    case "update":
-      return applyUpdate(state, action.update);
+    case "update": {
+      const next = applyUpdate(state, action.update);
+      const end = turnEndOf(action.update);
+      return end ? reduce(next, { type: "turnEnded", turnId: next.currentTurn, ...replayedEnd(end) }) : next;
+    }
     case "permissionRequested": {
       const { command, diffs, ...p } = action.permission;
       const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
@@ -241,10 +248,27 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
   }
 }
 
+/** A replayed turn's end (`_meta.turnEnd` on its last update), if this update carries one. */
+function turnEndOf(update: SessionUpdate): TurnEndMeta | undefined {
+  const meta: unknown = "_meta" in update ? update._meta : undefined;
+  return typeof meta === "object" && meta !== null && "turnEnd" in meta ? (meta as { turnEnd?: TurnEndMeta }).turnEnd : undefined;
+}
+
+/** How a replayed turn ended, as the turn-end line says it. */
+export function replayedEnd(end: TurnEndMeta): { stopReason?: StopReason; error?: string; interrupted?: string } {
+  if (end.stopReason) return { stopReason: end.stopReason };
+  if (end.error) return { error: end.error };
+  return { interrupted: "the bridge stopped before this turn ended" };
+}
+
 /** Updates a sub-agent sends: they go under its `Agent` card (`_meta.parentToolCallId`), not in the log. */
 const nestable = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update"]);
 
 function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
+  // A retry the turn waits for (a sub-agent's too): the status counts it down; it is not the answer's text.
+  if (update.sessionUpdate === "agent_message_chunk" && update._meta?.retry) {
+    return { ...before, progress: { text: retryText(update._meta.retry), at: Date.now(), retry: update._meta.retry } };
+  }
   const parent = "_meta" in update && update.sessionUpdate !== "usage_update" ? update._meta?.parentToolCallId : undefined;
   if (parent && nestable.has(update.sessionUpdate)) {
     // The same reducer, on the card's children (a deeper sub-agent's card is itself a child).
@@ -281,15 +305,20 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
   const state = moving && before.progress ? { ...before, progress: undefined } : before;
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
+      if (update._meta?.notice) return reduce(state, { type: "notice", text: contentText(update.content).trim().replace(/^>\s*/, "") });
       return appendText(state, "agent", contentText(update.content));
     case "agent_thought_chunk":
       return appendText(state, "thought", contentText(update.content));
     case "user_message_chunk": {
-      // Replay of a loaded session: each user message becomes its own bubble.
+      // Replay of a loaded session: a prompt after a turn that ended opens the next turn (its usage and end
+      // line come with it); within a turn each user message is its own bubble, its blocks joined.
       const last = state.items[state.items.length - 1];
-      if (last?.kind === "user") return replaceLast(state, { ...last, text: last.text + contentText(update.content) });
+      const open = state.turns[turnId] !== undefined;
+      if (open && last?.kind === "user") return replaceLast(state, { ...last, text: last.text + contentText(update.content) });
+      const next = open ? state : { ...state, currentTurn: turnId + 1, turns: { ...state.turns, [turnId + 1]: { usage: emptyUsage(), startCost: state.sessionCost } } };
       const n = state.items.length;
-      return { ...state, items: [...state.items, { kind: "user", id: `replay-${n}`, turnId, text: contentText(update.content), attachments: [] }] };
+      const item: ConversationItem = { kind: "user", id: `replay-${n}`, turnId: next.currentTurn, text: contentText(update.content), attachments: [] };
+      return { ...next, items: [...next.items, item] };
     }
     case "tool_call": {
       const id = `tool-${update.toolCallId}`;
@@ -349,6 +378,17 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
     case "available_commands_update":
       return { ...state, commands: update.availableCommands };
   }
+}
+
+function emptyUsage(): TurnUsage {
+  return { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+}
+
+/** "API overloaded — retrying in 3 s (attempt 2/4)", `elapsedMs` after the retry was announced. */
+export function retryText(retry: RetryMeta, elapsedMs = 0): string {
+  const left = Math.max(0, Math.ceil((retry.delayMs - elapsedMs) / 1000));
+  const of = retry.attempts ? `/${retry.attempts}` : "";
+  return `${retry.reason} — retrying in ${left} s (attempt ${retry.attempt}${of})`;
 }
 
 /** A turn's cost from the session totals; a total below the turn's start means the bridge's total began

@@ -13,6 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { type Browser, chromium, type FrameLocator, type Page } from "playwright-core";
+import { poll } from "../poll";
 
 const repo = path.resolve(__dirname, "../../..");
 const vsix = path.resolve(__dirname, "../../out/agent-bridge.vsix");
@@ -41,7 +42,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     const before = await turns();
     await panel.locator("#input").fill(text);
     await panel.locator("#input").press("Enter");
-    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turns()) > before, 30000);
+    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turns()) > before, 30000, 100);
   };
 
   before(async () => {
@@ -73,7 +74,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     execFileSync(cs, [...common, "--install-extension", vsix], { env: csEnv, stdio: "pipe" });
     const port = await freePort();
     server = spawn("setsid", [cs, ...common, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", workspace], { env: csEnv, stdio: "ignore" });
-    await poll("code-server /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, 30000);
+    await poll("code-server /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, 30000, 100);
     browser = await chromium.launch({ executablePath: env("E2E_CHROMIUM"), args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
     const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: `http://127.0.0.1:${port}` });
@@ -124,7 +125,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     const block = panel.locator(".item.agent").last().locator(".code-block").last();
     await block.locator("button.copy-code").click();
     await block.locator("button.copy-code", { hasText: "Copied" }).waitFor();
-    await poll("the clipboard to hold the code", async () => (await page.evaluate(() => navigator.clipboard.readText()).catch(() => "")) === "copy me please\n", 10000);
+    await poll("the clipboard to hold the code", async () => (await page.evaluate(() => navigator.clipboard.readText()).catch(() => "")) === "copy me please\n", 10000, 100);
     await shot("02-copied");
   });
 
@@ -137,7 +138,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     assert.equal(await panel.locator("#input").inputValue(), "what is in @src/helpers.py ");
     const before = await turns();
     await panel.locator("#input").press("Enter");
-    await poll("the mention turn to end", async () => (await turns()) > before, 30000);
+    await poll("the mention turn to end", async () => (await turns()) > before, 30000, 100);
     const chip = panel.locator(".item.user").last().locator("a.file-link.chip", { hasText: "helpers.py" });
     await chip.waitFor();
     assert.match((await chip.getAttribute("data-path")) ?? "", /src\/helpers\.py$/);
@@ -155,14 +156,6 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     await shot("04-problems-attached");
   });
 });
-
-async function poll(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -300,7 +300,10 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     assert.ok(pid, "the bridge's pid");
     process.kill(pid, "SIGKILL");
     await panel.locator(".item.notice", { hasText: /killed \(SIGKILL\)/ }).first().waitFor({ timeout: 15000 });
-    await panel.locator(".item.turnEnd", { hasText: /Interrupted/ }).last().waitFor({ timeout: 15000 });
+    // The cut turn says how the bridge ended and that it comes back, in the warning tone (not as an error).
+    const cut = panel.locator(".item.turnEnd", { hasText: /Interrupted: the bridge was killed \(SIGKILL\); it is being restarted/ }).last();
+    await cut.waitFor({ timeout: 15000 });
+    assert.equal(await cut.locator(".reason.error").count(), 0, "an interrupted turn is not shown as an error");
     await shot("08a-bridge-killed");
     await poll("a new bridge", () => bridgePid() !== undefined && bridgePid() !== pid, 30000, 100);
     await panel.locator(".item.notice", { hasText: /back; the conversation goes on/ }).first().waitFor({ timeout: 30000 });
@@ -323,10 +326,21 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await row.click();
     await panel.locator(".item.user", { hasText: "hello from" }).waitFor({ timeout: 15000 });
     await poll("the replayed tool calls", async () => (await panel.locator(".item.tool").count()) >= 2, 15000);
+    // Each replayed prompt is its own message with its turn's end line: the turns before the crash ended
+    // (Done, with what they cost), the one the kill cut short says so, the one after it ended again.
+    // (`.text`: a message's own words, without its "You" label)
+    await panel.locator(".item.user .text", { hasText: /^\s*still there after the crash\?\s*$/ }).waitFor({ timeout: 15000 });
+    assert.equal(await panel.locator(".item.user .text", { hasText: /^\s*long\s*$/ }).count(), 1, "the cut prompt is a message of its own");
+    assert.equal(await panel.locator(".item.user", { hasText: "longstill there" }).count(), 0);
+    const replayedEnds = await turnEnds();
+    assert.ok(replayedEnds >= 4, `the earlier turns' end lines (${replayedEnds})`);
+    assert.match(await panel.locator(".item.turnEnd").first().innerText(), /Done.*\$\d/, "an ended turn with its usage");
+    assert.equal(await panel.locator(".item.turnEnd", { hasText: /Interrupted: the bridge stopped before this turn ended/ }).count(), 1);
+    assert.match(await panel.locator(".item.turnEnd").last().innerText(), /Done/, "the turn after the crash ended");
     await shot("09-resumed-session");
     await sendPrompt("back again");
-    await poll("the resumed session's turn to end", async () => (await turnEnds()) === 1, 30000);
-    assert.match(await panel.locator(".item.turnEnd").first().innerText(), /Done/);
+    await poll("the resumed session's turn to end", async () => (await turnEnds()) === replayedEnds + 1, 30000);
+    assert.match(await panel.locator(".item.turnEnd").last().innerText(), /Done/);
   });
 
   it("a settings change restarts the bridge and keeps the conversation; an edited proposal is what gets written", async () => {

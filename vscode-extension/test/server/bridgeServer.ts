@@ -25,13 +25,14 @@ export interface RunningBridge {
 }
 
 /**
- * Spawns `agent-bridge serve --offline playground` and does the LSP handshake over vscode-jsonrpc. Transcripts
- * go to `dataDir` (a fresh temp dir, removed on stop, when not given), never to the user's own data dir.
+ * Spawns `agent-bridge serve --offline <scenario>` (the playground unless a scenario file is given) and does the
+ * LSP handshake over vscode-jsonrpc. Transcripts go to `dataDir` (a fresh temp dir, removed on stop, when not
+ * given), never to the user's own data dir.
  */
-export async function startBridge(cwd: string, dataDir?: string): Promise<RunningBridge> {
+export async function startBridge(cwd: string, dataDir?: string, opts: { scenario?: string; env?: Record<string, string> } = {}): Promise<RunningBridge> {
   const ownDataDir = dataDir ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), "ab-data-"));
-  const env = { ...process.env, AGENT_BRIDGE_DATA_DIR: dataDir ?? ownDataDir };
-  const child: ChildProcess = spawn(bridgeCommand(), ["serve", "--offline", "playground"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+  const env = { ...process.env, ...opts.env, AGENT_BRIDGE_DATA_DIR: dataDir ?? ownDataDir };
+  const child: ChildProcess = spawn(bridgeCommand(), ["serve", "--offline", opts.scenario ?? "playground"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   if (!child.stdout || !child.stdin) throw new Error("no stdio");

@@ -5,8 +5,10 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { AgentClient } from "../../src/agentClient";
 import { PermissionRequests, type PermissionSettled } from "../../src/permissionRequests";
+import { initialState, reduce } from "../../src/panel/state";
 import { contentText, type SessionUpdate } from "../../src/protocol";
 import type { AgentSession } from "../../src/session";
+import { statusText } from "../../webview/items";
 import { poll } from "../poll";
 import { type RunningBridge, startBridge } from "./bridgeServer";
 
@@ -180,11 +182,12 @@ describe("protocol client vs agent-bridge serve", () => {
       const old = await firstClient.newSession(workdir);
       old.onUpdate((u) => seen.push(u));
       await old.prompt([{ type: "text", text: "remember the word heron" }]);
+      seen.length = 0; // the long answer's own chunks, not the first answer's
       const turn = old.prompt([{ type: "text", text: "long" }]);
       await poll("the long answer to stream", () => seen.filter((u) => u.sessionUpdate === "agent_message_chunk").length > 5);
       await first.kill();
       const ended = await turn;
-      assert.ok("error" in ended, `the cut turn ends with an error, not ${JSON.stringify(ended)}`);
+      assert.ok("interrupted" in ended, `the cut turn ends interrupted, not ${JSON.stringify(ended)}`);
       firstClient.dispose();
 
       const second = await startBridge(workdir, dataDir);
@@ -193,6 +196,13 @@ describe("protocol client vs agent-bridge serve", () => {
         const replay: SessionUpdate[] = [];
         const loaded = await secondClient.loadSession(old.sessionId, workdir, undefined, (s) => s.onUpdate((u) => replay.push(u)), [], { firstTurnId: 2 });
         assert.match(JSON.stringify(replay), /heron/, "the turns before the crash are in the loaded session");
+        // The panel shows each replayed prompt as its own turn, ended as it was, with what it cost.
+        const shown = replay.reduce((s, u) => reduce(s, { type: "update", update: u }), reduce(initialState(), { type: "sessionStarted", sessionId: old.sessionId }));
+        const outline = shown.items.map((i) => (i.kind === "user" ? `user: ${i.text}` : i.kind === "turnEnd" ? `end: ${i.stopReason ?? i.interrupted ?? i.error ?? "?"}` : i.kind));
+        assert.deepEqual(outline, ["user: remember the word heron", "agent", "end: end_turn", "user: long", "end: the bridge stopped before this turn ended"]);
+        const firstEnd = shown.items.find((i) => i.kind === "turnEnd");
+        assert.ok(firstEnd?.kind === "turnEnd" && (firstEnd.usage?.outputTokens ?? 0) > 0 && (firstEnd.usage?.cost ?? 0) > 0, JSON.stringify(firstEnd));
+        assert.equal(shown.currentTurn, 2);
         assert.deepEqual(await loaded.prompt([{ type: "text", text: "still there?" }]), { turnId: 3, stopReason: "end_turn" });
       } finally {
         secondClient.dispose();
@@ -200,6 +210,32 @@ describe("protocol client vs agent-bridge serve", () => {
       }
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("a 529 with retry-after shows in the panel's status while the turn waits, then the answer comes", async () => {
+    const scenario = path.join(workdir, "overloaded.json");
+    const answer = { content: [{ type: "text", text: "answered after the retry" }], stop_reason: "end_turn" };
+    fs.writeFileSync(scenario, JSON.stringify({ responses: [{ fault: { type: "status", status: 529, retry_after: 2 } }, answer] }));
+    const overloaded = await startBridge(workdir, undefined, { scenario, env: { AGENT_BRIDGE_MAX_RETRIES: "3" } });
+    const overloadedClient = new AgentClient(overloaded.agent, new PermissionRequests());
+    try {
+      const s = await overloadedClient.newSession(workdir);
+      let state = reduce(reduce(initialState(), { type: "connection", status: "ready" }), { type: "sessionStarted", sessionId: s.sessionId });
+      s.onUpdate((u) => (state = reduce(state, { type: "update", update: u })));
+      s.onTurnStarted((t) => (state = reduce(state, { type: "turnStarted", turnId: t.turnId, text: "hi", attachments: [] })));
+      s.onPhase((phase) => (state = reduce(state, { type: "phase", phase })));
+      const turn = s.prompt([{ type: "text", text: "hello" }]);
+      await poll("the retry in the panel's status", () => state.progress?.retry !== undefined, 10000);
+      assert.equal(statusText(state, true, state.progress?.at ?? 0), "API overloaded — retrying in 2 s (attempt 2/4)");
+      assert.equal(state.phase, "running", "shown while the turn waits");
+      assert.deepEqual(await turn, { turnId: 1, stopReason: "end_turn" });
+      assert.equal(state.progress, undefined, "the answer ends the wait");
+      const agent = state.items.filter((i) => i.kind === "agent").map((i) => ("text" in i ? i.text : ""));
+      assert.deepEqual(agent, ["answered after the retry"], "the retry notice is not part of the answer");
+    } finally {
+      overloadedClient.dispose();
+      await overloaded.stop();
     }
   });
 });

@@ -208,6 +208,51 @@ describe("panel state: reviews, destructive requests, interruptions", () => {
     assert.notEqual(reduce(noted, update({ sessionUpdate: "usage_update", used: 1 })).progress, undefined);
   });
 
+  it("a retry notice is the status's countdown while the turn waits, not text of the answer", () => {
+    const retry = { reason: "API overloaded", attempt: 2, attempts: 4, delayMs: 3000 };
+    const notice = update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "\n\n> API overloaded — retrying in 3 s (attempt 2/4)\n\n" }, _meta: { notice: "info", retry } });
+    const waiting = run([...started, notice]);
+    assert.deepEqual(waiting.progress?.retry, retry);
+    assert.equal(waiting.progress.text, "API overloaded — retrying in 3 s (attempt 2/4)");
+    assert.deepEqual(waiting.items.map((i) => i.kind), ["user"], "nothing is added to the conversation");
+    const answered = reduce(waiting, text("agent_message_chunk", "ok"));
+    assert.equal(answered.progress, undefined);
+    assert.deepEqual(answered.items.map((i) => [i.kind, "text" in i ? i.text : ""]), [["user", "hi"], ["agent", "ok"]]);
+  });
+
+  it("a replay: each prompt is its own bubble and turn, ended as the bridge says, with its usage", () => {
+    const end = (stopReason: "end_turn" | null, extra: Record<string, unknown> = {}): { turnEnd: { stopReason: "end_turn" | null; cutOff?: boolean } } => ({ turnEnd: { stopReason, ...extra } });
+    const s = run([
+      { type: "sessionStarted", sessionId: "s1" },
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "hello" } }),
+      update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi there" } }),
+      update({ sessionUpdate: "usage_update", used: 500, size: 1000, cost: { amount: 0.25, currency: "USD" }, _meta: { inputTokens: 400, outputTokens: 100, ...end("end_turn") } }),
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "long" }, _meta: end(null, { cutOff: true }) }),
+      update({ sessionUpdate: "user_message_chunk", content: { type: "text", text: "still there after the crash?" } }),
+      update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text: "yes" } }),
+      update({ sessionUpdate: "usage_update", used: 600, size: 1000, cost: { amount: 0.5, currency: "USD" }, _meta: { inputTokens: 500, outputTokens: 100, ...end("end_turn") } }),
+    ]);
+    assert.deepEqual(
+      s.items.map((i) => [i.kind, "text" in i ? i.text : i.kind === "turnEnd" ? (i.stopReason ?? i.interrupted) : "", "turnId" in i ? i.turnId : 0]),
+      [
+        ["user", "hello", 1],
+        ["agent", "hi there", 1],
+        ["turnEnd", "end_turn", 1],
+        ["user", "long", 2],
+        ["turnEnd", "the bridge stopped before this turn ended", 2],
+        ["user", "still there after the crash?", 3],
+        ["agent", "yes", 3],
+        ["turnEnd", "end_turn", 3],
+      ],
+    );
+    const ends = s.items.filter((i) => i.kind === "turnEnd");
+    assert.deepEqual(ends.map((i) => i.usage?.cost), [0.25, undefined, 0.25], "each turn's cost from the session totals");
+    assert.equal(ends[2]?.usage?.outputTokens, 100);
+    assert.equal(ends[1]?.error, undefined, "an interrupted turn is not an error");
+    assert.equal(s.currentTurn, 3, "the next live turn comes after the replayed ones");
+    assert.deepEqual(s.turns, {}, "no turn is left open");
+  });
+
   it("attachments given as labels or with their file", () => {
     const s = run([{ type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "t", attachments: ["x.py", { label: "a.py:3-4", path: "/w/a.py", line: 3 }] }]);
     const user = s.items[0];

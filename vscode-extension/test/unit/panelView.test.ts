@@ -5,7 +5,7 @@ import { rankFiles } from "../../src/panel/fileSearch";
 import { type ConversationItem, initialState, type PanelAction, type PanelState, reduce } from "../../src/panel/state";
 import type { PermissionOption } from "../../src/protocol";
 import { mentionAt, mentionsIn } from "../../webview/composer";
-import { cardOptions, permissionHtml, progressText, statusText, toolHtml, userHtml, type ViewContext } from "../../webview/items";
+import { cardOptions, permissionHtml, progressText, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "../../webview/items";
 
 const ctx: ViewContext = { folders: ["/w"], paths: () => undefined };
 type Card = Extract<ConversationItem, { kind: "permission" }>;
@@ -125,6 +125,17 @@ describe("status line", () => {
     const retry = reduce(tool, { type: "progress", text: "the API is overloaded (529); retrying in 8.0 s", at: 10_000 });
     assert.equal(statusText(retry, true, 13_500), "retrying in 5 s (the API is overloaded (529))");
     assert.equal(progressText("connection failed; retrying in 1.5 s", 0, 5000), "retrying in 0 s (connection failed)");
+    const notice = { sessionUpdate: "agent_message_chunk" as const, content: { type: "text" as const, text: "> …" }, _meta: { notice: "info" as const, retry: { reason: "API overloaded", attempt: 2, attempts: 4, delayMs: 3000 } } };
+    const overloaded = reduce(tool, { type: "update", update: notice });
+    const at = overloaded.progress?.at ?? 0;
+    assert.equal(statusText(overloaded, true, at), "API overloaded — retrying in 3 s (attempt 2/4)");
+    assert.equal(statusText(overloaded, true, at + 1500), "API overloaded — retrying in 2 s (attempt 2/4)");
+  });
+
+  it("a turn the bridge's crash cut short says so calmly, not as an error", () => {
+    const html = turnEndHtml(undefined, undefined, undefined, "the bridge was killed (SIGKILL); it is being restarted and the conversation goes on.");
+    assert.match(html, /class="reason interrupted">Interrupted: the bridge was killed \(SIGKILL\); it is being restarted/);
+    assert.doesNotMatch(html, /error/);
   });
 });
 

@@ -140,6 +140,20 @@ describe("protocol client", () => {
     assert.equal(session.phase, "idle");
   });
 
+  it("a turn whose connection closes ends interrupted, saying how the bridge ended (not as an error)", async () => {
+    const ended: TurnEnded[] = [];
+    session.onTurnEnded((t) => ended.push(t));
+    const turn = session.prompt([{ type: "text", text: "long" }]);
+    conn.requests.at(-1)?.reject(new Error("Connection got disposed."));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(ended, [], "it waits to hear how the bridge ended");
+    session.abandon("the bridge was killed (SIGKILL); it is being restarted and the conversation goes on.");
+    assert.deepEqual(ended, [{ turnId: 1, interrupted: "the bridge was killed (SIGKILL); it is being restarted and the conversation goes on." }]);
+    await turn;
+    assert.equal(ended.length, 1, "the late rejection is not reported again");
+    assert.equal(session.phase, "idle");
+  });
+
   it("set_mode sends the mode; current_mode_update updates the session's modes", async () => {
     await session.setMode("plan");
     conn.notify(Method.sessionUpdate, { sessionId: "s1", update: { sessionUpdate: "current_mode_update", currentModeId: "plan" } });
