@@ -26,7 +26,17 @@ from bridge.tools.fileio import snapshot_of
 from bridge.tools.write import WriteInput, WriteTool
 from tests.attacks import corpus
 from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, KEEP_RUNNING, MEMORY_FILES, Attack
-from tests.attacks.workspace import MEMORY, Workspace, build, effect_seen, engine, run_bash, setup_env, tools_present
+from tests.attacks.workspace import (
+    MEMORY,
+    Workspace,
+    build,
+    effect_seen,
+    engine,
+    run_bash,
+    run_control,
+    setup_env,
+    tools_present,
+)
 
 RM = ("Bash(rm:*)",)
 READ_DENY = ("Read(secret.txt)", "Read(.env)", "Read(~/.ssh/**)")
@@ -86,7 +96,7 @@ async def test_attack_is_stopped(attack: Attack, make: Any) -> None:
             assert decision.behavior == "deny", f"{mode}: {decision.behavior} ({decision.reason})"
     if attack.control and tools_present(attack.needs):
         before = found.snapshot()
-        output = await run_bash(found, command)
+        output = await run_control(found, command)
         assert effect_seen(found, attack.effect, before, output), f"the attack did nothing when run: {output[:300]}"
 
 

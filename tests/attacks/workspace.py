@@ -11,13 +11,16 @@ Layout (under `tmp`):
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,8 @@ from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
+from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+from tests.test_processes import eventually, marked_pids
 
 SECRET = "SECRET-TOKEN"
 SSH_KEY = "SSH-KEY-SECRET"
@@ -160,6 +164,25 @@ async def run_bash(found: Workspace, command: str) -> str:
         await supervisor.shutdown()
         reap_orphans()
     return str(result.content)
+
+
+async def run_control(found: Workspace, command: str) -> str:
+    """The command as a terminal would run it (`bash -c`, the commands' environment, no Bash tool, which stops
+    what a command leaves behind once its shell exits): its output, once everything it started — `setsid`,
+    `&`, `nohup` included — has ended (bounded). A control proves the attack's effect is real."""
+    mark = uuid.uuid4().hex
+    proc = await asyncio.create_subprocess_exec(
+        *shell_argv(command), cwd=found.ws, env={**command_environment(), "TEST_MARK": mark},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        output, _ = await asyncio.wait_for(proc.communicate(), 20)
+        await eventually(lambda: not marked_pids(mark), timeout=10)
+    finally:
+        for pid in marked_pids(mark):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        reap_orphans()
+    return output.decode(errors="replace")
 
 
 def reap_orphans() -> None:
