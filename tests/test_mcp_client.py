@@ -26,6 +26,7 @@ from bridge.mcp.host import McpHost, Question, Reply
 from bridge.mcp.manager import McpManager, McpSession
 from bridge.mcp.settings import McpSettings
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
+from tests.poll import poll
 
 FIXTURE = str(Path(__file__).parent / "fixtures" / "mcp_server.py")
 module = pytest.mark.asyncio(loop_scope="module")
@@ -62,14 +63,6 @@ def server(name: str, log: Path, *flags: str, env: dict[str, str] | None = None)
 
 def files_for(root: Path) -> ConfigFiles:
     return ConfigFiles(root, root / "config", root / "claude-home")
-
-
-async def until(predicate: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
-    return value
 
 
 async def ready(handle: McpSession, timeout: float = 90) -> dict[str, AnyTool]:
@@ -274,9 +267,9 @@ async def test_a_call_that_takes_too_long_is_cancelled_at_the_server(shared: Sha
         with pytest.raises(ToolError, match=r"'slowpoke' did not answer tools/call within 0.5 s; the request was "
                                              "cancelled"):
             await call(tools, "mcp__slowpoke__wait", {}, context(shared.root))
-        request_id = await until(lambda: "wait " in log.read_text() and log.read_text().split("wait ")[1].split()[0],
-                                 "the call at the server")
-        await until(lambda: f"cancelled {request_id}" in log.read_text(), "notifications/cancelled")
+        request_id = await poll(lambda: "wait " in log.read_text() and log.read_text().split("wait ")[1].split()[0],
+                                 what="the call at the server")
+        await poll(lambda: f"cancelled {request_id}" in log.read_text(), what="notifications/cancelled")
     finally:
         await handle.release()
 
@@ -284,12 +277,12 @@ async def test_a_call_that_takes_too_long_is_cancelled_at_the_server(shared: Sha
 @module
 async def test_a_cancelled_call_tells_the_server_and_it_goes_on_serving(shared: Shared) -> None:
     task = asyncio.ensure_future(call(shared.tools, "mcp__fx__wait", {}, context(shared.root)))
-    request_id = await until(lambda: "wait " in shared.log.read_text()
-                             and shared.log.read_text().split("wait ")[-1].split()[0], "the call at the server")
+    request_id = await poll(lambda: "wait " in shared.log.read_text()
+                             and shared.log.read_text().split("wait ")[-1].split()[0], what="the call at the server")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await until(lambda: f"cancelled {request_id}" in shared.log.read_text(), "notifications/cancelled")
+    await poll(lambda: f"cancelled {request_id}" in shared.log.read_text(), what="notifications/cancelled")
     assert (await call(shared.tools, "mcp__fx__echo", {"text": "still"}, context(shared.root))).content == "echo: still"
 
 
@@ -344,11 +337,11 @@ async def test_list_changed_refreshes_the_tools(tmp_path: Path) -> None:
         tools = await ready(handle)
         assert "mcp__fx__extra" not in tools
         await call(tools, "mcp__fx__grow", {}, context(tmp_path))
-        snapshot = await until(handle.snapshot, "the new tool list")
+        snapshot = await poll(handle.snapshot, what="the new tool list")
         assert "mcp__fx__extra" in {t.name for t in snapshot.deferrable}
         assert snapshot.notice == ("MCP tools changed (1 added): the request prefix changes once, so the prompt "
                                    "cache is written again from here")
-        await until(lambda: editor.said("changed its tools: 16 → 17"), "the notice")
+        await poll(lambda: editor.said("changed its tools: 16 → 17"), what="the notice")
     finally:
         await handle.release()
 
@@ -367,7 +360,8 @@ async def test_servers_start_in_the_background_and_a_hung_one_is_reported_after_
     assert editor.said("still starting: their tools join at a later prompt") or \
         handle.connections["stuck"].state != "starting"
     try:
-        await until(lambda: all(c.state == "failed" for c in handle.connections.values()), "both to fail", 90)
+        await poll(lambda: all(c.state == "failed" for c in handle.connections.values()), what="both to fail",
+                   timeout=90)
         assert handle.connections["stuck"].error == ("MCP server 'stuck' did not answer within 1 s (MCP_TIMEOUT / "
                                                      "mcp.startupTimeout); its stderr ends: fixture server stderr line")
         assert handle.connections["gone"].error is not None
@@ -382,11 +376,11 @@ async def test_a_server_still_starting_is_stopped_at_once(tmp_path: Path) -> Non
     manager = McpManager(tmp_path / "data", McpSettings(startupTimeout=600))
     log = tmp_path / "log"
     handle = manager.open(tmp_path, [server("stuck", log, "--hang")], Editor().host(), files=files_for(tmp_path))
-    pid = (await until(lambda: log.exists() and pids(log), "the process to start"))[0]
+    pid = (await poll(lambda: log.exists() and pids(log), what="the process to start"))[0]
     began = time.monotonic()
     await handle.release()
     assert time.monotonic() - began < 8 and handle.connections == {}
-    await until(lambda: not alive(pid), "the process to end", 15)
+    await poll(lambda: not alive(pid), what="the process to end", timeout=15)
 
 
 async def test_sessions_share_one_process_per_config_and_cwd_until_the_last_lets_go(tmp_path: Path) -> None:
@@ -412,7 +406,7 @@ async def test_sessions_share_one_process_per_config_and_cwd_until_the_last_lets
         with pytest.raises(ToolError, match="No MCP server named 'fx'"):
             await first.call_tool("fx", "echo", {"text": "x"}, ctx)
         await second.release()
-        await until(lambda: not alive(shared_pid), "the last user's release to stop the process", 30)
+        await poll(lambda: not alive(shared_pid), what="the last user's release to stop the process", timeout=30)
         assert len(manager.connections()) == 1
     finally:
         await third.release()
@@ -440,8 +434,8 @@ async def test_an_idle_server_is_stopped_and_started_again_when_used(tmp_path: P
     try:
         tools = await ready(handle)
         connection = handle.connections["fx"]
-        await until(lambda: connection.state == "idle", "the idle stop", 30)
-        await until(lambda: not alive(pids(log)[0]), "the idle process to end", 30)
+        await poll(lambda: connection.state == "idle", what="the idle stop", timeout=30)
+        await poll(lambda: not alive(pids(log)[0]), what="the idle process to end", timeout=30)
         assert (await call(tools, "mcp__fx__echo", {"text": "awake"}, context(tmp_path))).content == "echo: awake"
         assert len(pids(log)) == 2 and connection.restarts == 0, "an idle stop is not a crash"
     finally:

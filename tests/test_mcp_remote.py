@@ -17,7 +17,8 @@ import httpx
 from bridge.mcp.manager import McpManager
 from bridge.mcp.oauth import token_file
 from bridge.mcp.settings import McpSettings
-from tests.test_mcp_client import FIXTURE, Editor, call, context, files_for, ready, until
+from tests.poll import poll
+from tests.test_mcp_client import FIXTURE, Editor, call, context, files_for, ready
 
 
 @contextlib.asynccontextmanager
@@ -75,8 +76,8 @@ async def test_oauth_shows_the_url_signs_in_through_the_browser_and_keeps_the_to
         manager = McpManager(tmp_path / "data", McpSettings(authTimeout=60))
         handle = manager.open(tmp_path, [http_server(url)], editor.host(), files=files_for(tmp_path))
         try:
-            shown = await until(lambda: next((t for _, t in editor.notices if "needs you to sign in" in t), None),
-                                "the sign-in URL", 90)
+            shown = await poll(lambda: next((t for _, t in editor.notices if "needs you to sign in" in t), None),
+                                what="the sign-in URL", timeout=90)
             assert handle.connections["remote"].state == "signing-in"
             assert "needs you to sign in: open" in handle.status_text()
             authorize = shown.split("open ", 1)[1]
@@ -85,7 +86,7 @@ async def test_oauth_shows_the_url_signs_in_through_the_browser_and_keeps_the_to
                 page = await browser.get(authorize)
             assert page.status_code == 200 and "Signed in" in page.text
             assert str(page.url).startswith("http://127.0.0.1:") and "/callback?code=" in str(page.url)
-            await until(lambda: handle.connections["remote"].state != "signing-in", "the sign-in to be taken")
+            await poll(lambda: handle.connections["remote"].state != "signing-in", what="the sign-in to be taken")
             tools = await ready(handle)
             assert (await call(tools, "mcp__remote__echo", {"text": "signed"}, context(tmp_path))).content == \
                 "echo: signed"
@@ -111,7 +112,7 @@ async def test_a_sign_in_nobody_finishes_ends_with_a_clear_error(tmp_path: Path)
         handle = manager.open(tmp_path, [http_server(url)], editor.host(), files=files_for(tmp_path))
         try:
             connection = handle.connections["remote"]
-            await until(lambda: connection.state == "failed", "the sign-in to time out", 90)
+            await poll(lambda: connection.state == "failed", what="the sign-in to time out", timeout=90)
             assert connection.error is not None
             assert connection.error == ("MCP server 'remote' sign-in failed: no sign-in within 0.5 s (the "
                                         "mcp.authTimeout setting)")
@@ -126,7 +127,7 @@ async def test_an_unreachable_url_is_reported(tmp_path: Path) -> None:
                           files=files_for(tmp_path))
     try:
         connection = handle.connections["remote"]
-        await until(lambda: connection.state == "failed", "the failure", 60)
+        await poll(lambda: connection.state == "failed", what="the failure", timeout=60)
         assert connection.error is not None
         assert connection.error.startswith("MCP server 'remote' cannot be reached at http://127.0.0.1:9/mcp: ")
     finally:

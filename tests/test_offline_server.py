@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ import httpx2
 import pytest
 
 from bridge.offline import OfflineServer, RecordedRequest, Scenario, ScenarioError, load_scenario
+from tests.poll import poll
 
 HELLO: dict[str, Any] = {"content": [{"type": "text", "text": "Hello there, world", "chunks": 4}],
                          "stop_reason": "end_turn", "delay_ms": 5}
@@ -53,13 +53,6 @@ async def stream(client: anthropic.AsyncAnthropic, messages: Any = None,
         async for event in s:
             events.append(event)
         return await s.get_final_message(), events
-
-
-async def poll(condition: Callable[[], bool], seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.005)
 
 
 async def test_streams_text_in_the_requested_chunks(make_server: ServerFactory) -> None:

@@ -22,7 +22,8 @@ import pytest
 from bridge.tools.process_registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
 from bridge.tools.sandbox import probe
-from tests.test_processes import ESCAPING, eventually, marked_pids, our_zombies, reap_zombies_among
+from tests.poll import poll
+from tests.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -59,7 +60,7 @@ def watchdogs(data_dir: Path) -> list[int]:
 async def reap_what_a_dead_bridge_left(data_dir: Path) -> None:
     """A killed bridge's children (its watchdog, its shells) are orphaned to this process when it is a
     subreaper; once its watchdog is done, reap their zombies (no test leaves zombies for the next)."""
-    assert await eventually(lambda: not watchdogs(data_dir))
+    await poll(lambda: not watchdogs(data_dir))
     reap_zombies_among(set(our_zombies()))
 
 
@@ -76,9 +77,9 @@ async def test_the_registry_names_what_runs_and_goes_when_it_is_done(tmp_path: P
     assert watchdog is not None and alive(watchdog)
     supervisor.terminate(proc)
     assert await supervisor.wait_gone(proc, 5)
-    assert await eventually(lambda: not registry_files(tmp_path))
+    await poll(lambda: not registry_files(tmp_path))
     await supervisor.shutdown()
-    assert await eventually(lambda: not alive(watchdog))
+    await poll(lambda: not alive(watchdog))
 
 
 async def test_a_clean_shutdown_lets_the_watchdog_go_at_once(tmp_path: Path) -> None:
@@ -115,7 +116,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
     lone = start(["/usr/bin/env", "-i", f"TEST_MARK={by_pid}", "sleep", "300"], start_new_session=True)
     # a live process whose pid the registry names with another start time: a reused pid
     unrelated = start(["sleep", "300"], start_new_session=True)
-    assert await eventually(lambda: len(marked_pids(by_token)) >= 2 and marked_pids(by_pid))
+    await poll(lambda: len(marked_pids(by_token)) >= 2 and marked_pids(by_pid))
     seen = set(marked_pids(by_token))
     gone = start(["true"])  # a bridge that no longer runs
     gone.wait()
@@ -128,7 +129,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
         "processes": [[lone.pid, lone_start], [unrelated.pid, unrelated_start + 12345]], "cleanup": [],
     }))
     killed = reap_leftovers(tmp_path)
-    assert await eventually(lambda: not marked_pids(by_token) and not marked_pids(by_pid))
+    await poll(lambda: not marked_pids(by_token) and not marked_pids(by_pid))
     assert lone.wait(5) == -signal.SIGKILL
     assert alive(unrelated.pid) and unrelated.pid not in killed
     assert not registry_files(tmp_path)
@@ -140,7 +141,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
 async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     mark, token = uuid.uuid4().hex, uuid.uuid4().hex
     spawn_escaped(mark, token)
-    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    await poll(lambda: len(marked_pids(mark)) >= 2)
     seen = set(marked_pids(mark))
     me = os.getppid()  # a live process (the one that started pytest) standing for a live bridge
     running = tmp_path / "running"
@@ -152,7 +153,7 @@ async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     file.write_text(file.read_text().replace(f"-{start_ticks(me)}", "-1"))
     file.rename(running / f"{me}-1.json")  # the same pid with another start time: that bridge is dead
     reap_leftovers(tmp_path)
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
     reap_zombies_among(seen)
 
 
@@ -196,7 +197,7 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
                               stdout=subprocess.PIPE, start_new_session=True)
     assert bridge.stdout is not None
     assert bridge.stdout.readline() == b"ready\n"
-    assert await eventually(lambda: len(marked_pids(mark)) >= 6, timeout=10)
+    await poll(lambda: len(marked_pids(mark)) >= 6, timeout=10)
     placeholders = [tmp_path / "ws" / ".mcp.json", tmp_path / "ws" / ".agent-bridge"]
     if sandboxed:
         assert all(p.exists() for p in placeholders)
@@ -204,9 +205,9 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
     killed_at = time.monotonic()
     bridge.wait()
     bridge.stdout.close()
-    assert await eventually(lambda: not marked_pids(mark), timeout=2.0), marked_pids(mark)
+    await poll(lambda: not marked_pids(mark), timeout=2.0), marked_pids(mark)
     assert time.monotonic() - killed_at <= 2.0
-    assert await eventually(lambda: not registry_files(tmp_path))
+    await poll(lambda: not registry_files(tmp_path))
     await reap_what_a_dead_bridge_left(tmp_path)
     if sandboxed:
         assert not any(p.exists() for p in placeholders)  # the sandbox's placeholders were removed too

@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
 from bridge.tools.processes import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+from tests.poll import poll
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -61,23 +61,6 @@ def reap_zombies_among(pids: set[int]) -> None:
     for pid in set(our_zombies()) & pids:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-
-
-async def eventually(predicate: Callable[[], object], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
-async def eventually_value(produce: Callable[[], list[int]], timeout: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while not (value := produce()):
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-    return value
 
 
 def cmdline(pid: int) -> str:
@@ -133,12 +116,12 @@ async def test_stdin_is_devnull_and_own_session(supervisor: ProcessSupervisor) -
 async def test_escaping_descendants_all_die_on_terminate(supervisor: ProcessSupervisor) -> None:
     mark = uuid.uuid4().hex
     proc, chunks = await spawn_marked(supervisor, ESCAPING, mark)
-    assert await eventually(lambda: len(marked_pids(mark)) >= 4)
+    await poll(lambda: len(marked_pids(mark)) >= 4)
     assert set(marked_pids(mark)) <= set(supervisor.live_pids())
     supervisor.terminate(proc)
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
     assert await supervisor.wait_all_gone(5)
-    assert await eventually(lambda: not our_zombies())
+    await poll(lambda: not our_zombies())
     assert b"started" in b"".join(chunks)
 
 
@@ -146,7 +129,7 @@ async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSuperviso
     proc, chunks = await spawn_marked(
         supervisor, "trap 'echo cleaned up; exit 7' INT; echo ready; while true; do sleep 0.05; done", uuid.uuid4().hex
     )
-    assert await eventually(lambda: b"ready" in b"".join(chunks))
+    await poll(lambda: b"ready" in b"".join(chunks))
     supervisor.terminate(proc)
     assert await proc.wait() == 7
     await supervisor.wait_all_gone(5)
@@ -156,28 +139,28 @@ async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSuperviso
 async def test_force_kills_a_term_ignoring_tree_at_once(supervisor: ProcessSupervisor) -> None:
     mark = uuid.uuid4().hex
     proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; setsid sleep 300 & echo go; sleep 300", mark)
-    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    await poll(lambda: len(marked_pids(mark)) >= 2)
     supervisor.terminate(proc, force=True)
     # well before the 1 s a graceful escalation would take to reach SIGKILL
-    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=0.8)
 
 
 async def test_force_cuts_a_running_escalation_short(supervisor: ProcessSupervisor) -> None:
     mark = uuid.uuid4().hex
     proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; sleep 300 & sleep 300", mark)
-    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    await poll(lambda: len(marked_pids(mark)) >= 2)
     supervisor.terminate(proc)
     supervisor.terminate(proc, force=True)
-    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=0.8)
 
 
 async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
     marks = [uuid.uuid4().hex for _ in range(3)]
     for mark in marks:
         await spawn_marked(supervisor, ESCAPING, mark)
-    assert await eventually(lambda: all(len(marked_pids(m)) >= 4 for m in marks))
+    await poll(lambda: all(len(marked_pids(m)) >= 4 for m in marks))
     await supervisor.shutdown()
-    assert await eventually(lambda: not any(marked_pids(m) for m in marks), timeout=3)
+    await poll(lambda: not any(marked_pids(m) for m in marks), timeout=3)
     assert supervisor.live_pids() == []
 
 
@@ -187,17 +170,17 @@ async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supe
     # the subshell exits at once; its child reparents to us (the subreaper), then dies: a zombie of ours
     proc, _ = await spawn_marked(supervisor, "(sleep 0.2 &); sleep 300", mark)
     other = await asyncio.create_subprocess_exec("/bin/sh", "-c", "sleep 0.3; exit 5")
-    [orphan] = await eventually_value(lambda: [p for p in marked_pids(mark) if cmdline(p) == "sleep 0.2"])
+    [orphan] = await poll(lambda: [p for p in marked_pids(mark) if cmdline(p) == "sleep 0.2"])
 
     def swept_until_both_ended() -> bool:
         supervisor.live_pids()  # a sweep: reaps only zombies it knew as members
         return not os.path.exists(f"/proc/{orphan}") and other.returncode is not None
 
-    assert await eventually(swept_until_both_ended)  # the orphan's zombie reaped by a sweep, `other` by asyncio
+    await poll(swept_until_both_ended)  # the orphan's zombie reaped by a sweep, `other` by asyncio
     assert await other.wait() == 5
     supervisor.terminate(proc)
     assert await supervisor.wait_all_gone(5)
-    assert await eventually(lambda: not our_zombies())
+    await poll(lambda: not our_zombies())
 
 
 async def test_wait_all_gone_and_live_pids_when_idle(supervisor: ProcessSupervisor) -> None:

@@ -26,7 +26,8 @@ from bridge.tools.base import Services, ToolContext, ToolResult
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox, probe
-from tests.test_processes import ESCAPING, eventually, marked_pids
+from tests.poll import poll
+from tests.test_processes import ESCAPING, marked_pids
 
 AVAILABLE = probe()
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
@@ -264,9 +265,9 @@ async def test_cancel_kills_everything_inside(project: Project) -> None:
     mark = uuid.uuid4().hex
     async with anyio.create_task_group() as group:
         group.start_soon(project.run, marked(mark, ESCAPING))
-        assert await eventually(lambda: len(marked_pids(mark)) >= 4)
+        await poll(lambda: len(marked_pids(mark)) >= 4)
         group.cancel_scope.cancel()  # the turn is cancelled: ctrl-c
-    assert await eventually(lambda: not marked_pids(mark), timeout=5)
+    await poll(lambda: not marked_pids(mark), timeout=5)
     assert await project.supervisor.wait_all_gone(5)
 
 
@@ -280,7 +281,7 @@ async def test_sigint_reaches_the_command_inside(project: Project) -> None:
     chunks: list[bytes] = []
     proc.on_output = chunks.append
     assert proc.wrapped
-    assert await eventually(lambda: b"ready" in b"".join(chunks))
+    await poll(lambda: b"ready" in b"".join(chunks))
     project.supervisor.terminate(proc)
     assert await proc.wait() == 7
     assert b"cleaned up" in b"".join(chunks)
@@ -293,9 +294,9 @@ async def test_force_kills_a_term_ignoring_tree_inside_at_once(project: Project)
         ["/bin/bash", "-c", marked(mark, "trap '' TERM INT; setsid sleep 300 & (nohup sleep 300 &); sleep 300")],
         cwd=project.ws, env=dict(os.environ), sandbox=project.sandbox,
     )
-    assert await eventually(lambda: len(marked_pids(mark)) >= 3)
+    await poll(lambda: len(marked_pids(mark)) >= 3)
     project.supervisor.terminate(proc, force=True)
-    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=0.8)
 
 
 async def test_a_timeout_kills_the_tree_inside(project: Project) -> None:
@@ -310,7 +311,7 @@ async def test_background_shells_are_sandboxed_and_killed(project: Project) -> N
     started = await project.run(marked(mark, f"echo x > {project.outside}/bg; setsid sleep 300 & sleep 300"),
                                 run_in_background=True)
     shell_id = started.raw_output["background_id"] if started.raw_output else ""
-    assert await eventually(lambda: len(marked_pids(mark)) >= 2)
+    await poll(lambda: len(marked_pids(mark)) >= 2)
     assert not (project.outside / "bg").exists()
     await TaskStopTool().call(TaskStopInput(task_id=shell_id), project.ctx)
-    assert await eventually(lambda: not marked_pids(mark), timeout=5)
+    await poll(lambda: not marked_pids(mark), timeout=5)

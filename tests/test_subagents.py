@@ -3,7 +3,6 @@ processes; the session's events as the front end receives them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import sys
@@ -22,6 +21,7 @@ from bridge.offline import OfflineServer
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
 from bridge.tools.agent import TaskStatus
+from tests.poll import poll
 
 
 @dataclass
@@ -184,9 +184,9 @@ async def test_task_stop_stops_a_background_agent_and_everything_it_runs(run: Ru
     assert await run.session.prompt([{"type": "text", "text": "start"}]) == "end_turn"
     task = run.session.subagents.find("agent_1")
     assert task is not None and task.status == "running" and task.background
-    await _until(lambda: run.session.running and any(
+    await poll(lambda: run.session.running and any(
         isinstance(e, SubAgentEvent) and isinstance(e.event, ToolCallStarted) for e in run.events))
-    await _until(lambda: run.asked)  # the sub-agent's Bash asked (and was allowed): it runs now
+    await poll(lambda: run.asked)  # the sub-agent's Bash asked (and was allowed): it runs now
     assert run.asked[0].agent is not None and run.asked[0].agent.description == "Forever"
     assert await run.session.prompt([{"type": "text", "text": "stop it"}]) == "end_turn"
     assert status_of(task) == "stopped"
@@ -204,7 +204,7 @@ SHUTDOWN = ({"responses": [step(use("Agent", description="Forever", prompt="run 
 @pytest.mark.parametrize("run", [SHUTDOWN], indirect=True)
 async def test_background_agents_stop_with_their_session(run: Run) -> None:
     assert await run.session.prompt([{"type": "text", "text": "start"}]) == "end_turn"
-    await _until(lambda: run.asked)
+    await poll(lambda: run.asked)
     task = run.session.subagents.find("agent_1")
     assert task is not None and task.status == "running"
     await run.session.close()
@@ -216,8 +216,3 @@ def status_of(task: SubAgentTask) -> TaskStatus:
     return task.status
 
 
-async def _until(predicate: Any, timeout: float = 10) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)

@@ -18,7 +18,8 @@ from bridge.tools.base import Services, ToolContext, ToolError
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.output import OutputBuffer
 from bridge.tools.processes import ProcessSupervisor
-from tests.test_processes import ESCAPING, eventually, marked_pids
+from tests.poll import poll
+from tests.test_processes import ESCAPING, marked_pids
 
 BASH = BashTool()
 
@@ -228,14 +229,14 @@ async def test_timeout_kills_the_tree_and_keeps_output(bash: Harness) -> None:
     assert result.is_error and result.raw_output["timed_out"]
     assert result.content.startswith("Command timed out after 0.5 s")
     assert "started" in result.content
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
 
 
 async def test_processes_left_behind_are_stopped(bash: Harness) -> None:
     mark = uuid.uuid4().hex
     result = await bash.run(command=marked(mark, "sleep 300 & (setsid sleep 300 &); echo done"))
     assert result.content == "done" and not result.is_error
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
 
 
 async def test_progress_streams_and_ends_with_the_full_output(bash: Harness) -> None:
@@ -254,7 +255,7 @@ async def cancel_when(harness: Harness, seen: str, reason: AbortReason, command:
     harness.ctx.abort = tool_abort
 
     async def watcher() -> None:
-        assert await eventually(lambda: any(seen in p for p in harness.progress))
+        await poll(lambda: any(seen in p for p in harness.progress))
         harness.abort.abort(reason)
 
     async with anyio.create_task_group() as group:
@@ -270,7 +271,7 @@ async def test_ctrl_c_returns_at_once_keeps_output_and_kills_everything(bash: Ha
     # the call returned while the TERM-ignoring child is still in its grace period: cleanup is not awaited
     assert marked_pids(mark)
     assert "started" in bash.progress[-1]
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
 
 
 async def test_interrupt_does_not_stop_a_block_tool(bash: Harness) -> None:
@@ -285,14 +286,14 @@ async def test_interrupt_does_not_stop_a_block_tool(bash: Harness) -> None:
 async def test_force_kills_at_once(bash: Harness) -> None:
     mark = uuid.uuid4().hex
     await cancel_when(bash, "go", AbortReason.FORCE, marked(mark, "trap '' TERM INT; setsid sleep 300 & echo go; wait"))
-    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=0.8)
 
 
 async def test_force_after_ctrl_c_skips_the_grace(bash: Harness) -> None:
     mark = uuid.uuid4().hex
     await cancel_when(bash, "go", AbortReason.CTRL_C, marked(mark, "trap '' TERM INT; sleep 300 & echo go; wait"))
     bash.abort.abort(AbortReason.FORCE)  # a second cancel while the first unwinds
-    assert await eventually(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=0.8)
 
 
 # -- background shells ------------------------------------------------------------------------------------
@@ -307,14 +308,14 @@ async def test_background_shell_output_status_and_kill(bash: Harness) -> None:
     assert shell_id in started.content and "TaskOutput" in started.content
     read = TaskOutputTool()
     shell = bash.background.get(shell_id)
-    assert await eventually(lambda: "two" in "".join(shell._unread))
+    await poll(lambda: "two" in "".join(shell._unread))
     first = await read.call(TaskOutputInput(task_id=shell_id, block=False), bash.ctx)
     assert "running" in first.content and "one\ntwo" in first.content
     again = await read.call(TaskOutputInput(task_id=shell_id, block=False), bash.ctx)
     assert "(no new output)" in again.content
     killed = await TaskStopTool().call(TaskStopInput(task_id=shell_id), bash.ctx)
     assert "Killed" in killed.content
-    assert await eventually(lambda: not marked_pids(mark))
+    await poll(lambda: not marked_pids(mark))
     status = await read.call(TaskOutputInput(task_id=shell_id), bash.ctx)
     assert "killed" in status.content
 
@@ -340,10 +341,10 @@ async def test_background_shell_survives_the_turns_cancel_but_not_shutdown(bash:
         started = await bash.run(command=marked(mark, "sleep 300"), run_in_background=True)
         scope.cancel()
         await anyio.lowlevel.checkpoint()
-    assert await eventually(lambda: bool(marked_pids(mark)))  # running, though the turn was cancelled
+    await poll(lambda: bool(marked_pids(mark)))  # running, though the turn was cancelled
     assert bash.background.get(started.raw_output["background_id"]).status == "running"
     await bash.background.shutdown()
-    assert await eventually(lambda: not marked_pids(mark), timeout=2)
+    await poll(lambda: not marked_pids(mark), timeout=2)
 
 
 async def test_unknown_task_ids_name_the_known_ones(bash: Harness) -> None:

@@ -20,7 +20,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool, split_globs
 from bridge.tools.paths import read_guard_of
-from tests.test_processes import eventually
+from tests.poll import poll
 
 GREP = GrepTool()
 
@@ -235,9 +235,9 @@ async def test_cancellation_kills_rg(tmp_path: Path) -> None:
             await GREP.call(data, ctx)
 
         group.start_soon(search)
-        assert await eventually(lambda: bool(rg_pids("blocking-fifo")))
+        await poll(lambda: bool(rg_pids("blocking-fifo")))
         group.cancel_scope.cancel()
-    assert await eventually(lambda: not rg_pids("blocking-fifo"))
+    await poll(lambda: not rg_pids("blocking-fifo"))
 
 
 # --- every result path is checked (issue 9, layer 4) ------------------------------------------------------

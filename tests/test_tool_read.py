@@ -20,7 +20,7 @@ from bridge.display import Location
 from bridge.tools.base import DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
 from bridge.tools.fileio import text_digest
 from bridge.tools.read import MAX_IMAGE_BYTES, ReadInput, ReadTool
-from tests.test_processes import eventually
+from tests.poll import poll
 
 READ = ReadTool()
 
@@ -192,7 +192,7 @@ async def test_a_fifo_without_a_writer_waits_and_the_abort_ends_the_wait(tmp_pat
 
     async with anyio.create_task_group() as group:
         group.start_soon(reading)
-        assert await eventually(lambda: bool(holders_of(fifo))), "Read opened the FIFO and waits"
+        await poll(lambda: bool(holders_of(fifo)), what="Read to open the FIFO and wait")
         assert outcome == [], "no writer yet: Read is still waiting, as cat does"
         group.cancel_scope.cancel()
     assert outcome == ["cancelled"]

@@ -21,6 +21,7 @@ from acp.interfaces import Client
 from acp.stdio import spawn_agent_process
 
 from tests.acp.strict import StrictValidator
+from tests.poll import poll
 
 PermissionAnswer = Callable[[schema.RequestPermissionRequest], Awaitable[dict[str, Any]]]
 
@@ -99,16 +100,8 @@ class Editor:
         self.changed.set()
 
     async def until(self, predicate: Callable[..., Any], *, timeout: float = 20.0, what: str = "a condition") -> Any:
-        """Wait (deadline, no fixed sleep) until `predicate()` is truthy; re-checked whenever a message arrives."""
-        deadline = time.monotonic() + timeout
-        while not (value := predicate()):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-            self.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), min(left, 0.25))
-        return value
+        """`poll`, re-checked whenever a message arrives."""
+        return await poll(predicate, timeout=timeout, what=what, changed=self.changed)
 
     def of_kind(self, kind: str, session_id: str | None = None) -> list[Any]:
         return [u for sid, u in self.updates if u.session_update == kind and session_id in (None, sid)]

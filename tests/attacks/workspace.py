@@ -33,7 +33,8 @@ from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
-from tests.test_processes import eventually, marked_pids
+from tests.poll import poll
+from tests.test_processes import marked_pids
 
 SECRET = "SECRET-TOKEN"
 SSH_KEY = "SSH-KEY-SECRET"
@@ -176,7 +177,7 @@ async def run_control(found: Workspace, command: str) -> str:
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         output, _ = await asyncio.wait_for(proc.communicate(), 20)
-        await eventually(lambda: not marked_pids(mark), timeout=10)
+        await poll(lambda: not marked_pids(mark), timeout=10)
     finally:
         for pid in marked_pids(mark):
             with contextlib.suppress(ProcessLookupError):

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from pytest_lsp.client import register_lsp_features
 
 from bridge.offline import OfflineServer, Scenario, load_scenario
 from bridge.server.jsonrpc import dict_converter
+from tests.poll import poll as poll
 
 PermissionHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -36,18 +36,6 @@ async def allow_once(params: dict[str, Any]) -> dict[str, Any]:
 
 async def reject_once(params: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
-
-
-async def poll(predicate: Callable[[], Any], *, timeout: float = 10.0, what: str = "condition") -> Any:
-    """Wait until `predicate()` is truthy (no fixed sleeps: a deadline and a short poll)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 @dataclass

@@ -26,7 +26,7 @@ async def test_a_turn_over_ndjson_with_a_permission(workspace: Path, data_dir: P
         def send(message: dict[str, Any]) -> None:
             stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
 
-        async def until(predicate: Any) -> dict[str, Any]:
+        async def next_message(predicate: Any) -> dict[str, Any]:
             while True:
                 line = await asyncio.wait_for(stdout.readline(), 15)
                 assert line, "the bridge closed stdout"
@@ -38,15 +38,15 @@ async def test_a_turn_over_ndjson_with_a_permission(workspace: Path, data_dir: P
         seen: list[dict[str, Any]] = []
         try:
             send({"id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}})
-            init = await until(lambda m: m.get("id") == 0)
+            init = await next_message(lambda m: m.get("id") == 0)
             assert init["result"]["protocolVersion"] == 1 and "agentCapabilities" in init["result"]
             send({"id": 1, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
-            sid = (await until(lambda m: m.get("id") == 1))["result"]["sessionId"]
+            sid = (await next_message(lambda m: m.get("id") == 1))["result"]["sessionId"]
             send({"id": 2, "method": "session/prompt",
                   "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "make it"}]}})
-            ask = await until(lambda m: m.get("method") == "session/request_permission")
+            ask = await next_message(lambda m: m.get("method") == "session/request_permission")
             send({"id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
-            answer = await until(lambda m: m.get("id") == 2)
+            answer = await next_message(lambda m: m.get("id") == 2)
             assert answer["result"] == {"stopReason": "end_turn"}
             assert marker.exists()
             texts = [m["params"]["update"]["content"]["text"] for m in seen
@@ -55,7 +55,7 @@ async def test_a_turn_over_ndjson_with_a_permission(workspace: Path, data_dir: P
             assert "".join(texts) == "done"
             send({"id": 3, "method": "no/such/method"})  # errors are answered; the process goes on
             stdin.write(b"{not json\n")
-            error = await until(lambda m: "error" in m and m.get("id") is None)
+            error = await next_message(lambda m: "error" in m and m.get("id") is None)
             assert error["error"]["code"] == -32700
         finally:
             stdin.close()

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bridge.server.jsonrpc import MAX_DEPTH, MAX_MESSAGE_BYTES
+from tests.poll import poll
 
 SEED = 20261203
 GENERATED = 600  # per framing
@@ -124,14 +125,16 @@ class RawBridge:
         return [m for m in self.received if "method" not in m and m.get("id") == msg_id]
 
     async def wait(self, predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-        deadline = time.monotonic() + timeout
-        while not (value := predicate()):
-            assert self.alive, f"the bridge exited ({self.process.returncode if self.process else '?'}) " \
-                               f"waiting for {what}:\n{self.stderr_tail()}"
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout} s waiting for {what}\n{self.stderr_tail()}")
-            await asyncio.sleep(0.01)
-        return value
+        def ready() -> Any:
+            value = predicate()
+            assert value or self.alive, f"the bridge exited ({self.process.returncode if self.process else '?'}) " \
+                                        f"waiting for {what}:\n{self.stderr_tail()}"
+            return value
+
+        try:
+            return await poll(ready, timeout=timeout, what=what, interval=0.01)
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}\n{self.stderr_tail()}") from None
 
     async def response(self, msg_id: Any, *, timeout: float = 30.0) -> dict[str, Any]:
         found: list[dict[str, Any]] = await self.wait(lambda: self.responses(msg_id), f"the answer to {msg_id!r}",
