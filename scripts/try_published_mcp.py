@@ -125,7 +125,8 @@ async def main() -> int:
         scenario = root / "scenario.json"
         scenario.write_text(json.dumps({"name": "published-mcp", "responses": SCRIPT}))
         editor = Editor()
-        servers = [schema.McpServerStdio(name="everything", command=EVERYTHING, args=[], env=[]),
+        servers: list[schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio] = [
+                   schema.McpServerStdio(name="everything", command=EVERYTHING, args=[], env=[]),
                    schema.McpServerStdio(name="time", command=TIME, args=[], env=[])]
         async with running_agent(editor, str(scenario), root / "data") as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=schema.ClientCapabilities())
@@ -161,7 +162,7 @@ async def main() -> int:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     content = block.get("content")
                     parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
-                    kinds = ", ".join(p.get("type", "?") for p in parts)
+                    kinds = ", ".join(str(p.get("type", "?")) for p in parts)
                     first = next((p.get("text", "") for p in parts if p.get("type") == "text"), "")
                     error = " ERROR" if block.get("is_error") else ""
                     print(f"  [{kinds}]{error} {short(str(first), 200)}")
