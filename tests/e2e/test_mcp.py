@@ -16,7 +16,16 @@ from lsprotocol import types
 
 from bridge.messages import INTERRUPTED_RESULT
 from bridge.offline.validation import history_errors
-from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
+from tests.e2e.harness import (
+    Editor,
+    PermissionHandler,
+    allow_once,
+    pid_alive,
+    poll,
+    running_editor,
+    text_response,
+    tool_response,
+)
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "mcp_server.py")
 WAIT = {"mcp": {"turnWait": 120}}  # a prompt waits for servers still starting (they take seconds on a busy box)
@@ -35,6 +44,16 @@ def logged(editor: Editor, text: str) -> bool:
     shown: list[types.LogMessageParams | types.ShowMessageParams] = [*editor.client.log_messages,
                                                                      *editor.client.messages]
     return any(text in m.message for m in shown)
+
+
+def server_approval(option: str) -> PermissionHandler:
+    """Answers a project server's approval question with `option` (approve, skip, ...); tool calls: allow once."""
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        if "mcpServer" in (params.get("_meta") or {}):
+            return {"outcome": {"outcome": "selected", "optionId": option}}
+        return await allow_once(params)
+
+    return answer
 
 
 async def connected(editor: Editor, name: str = "fixture") -> None:
@@ -237,12 +256,7 @@ async def test_a_project_server_is_started_only_after_the_user_approves_it(works
         "command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(log)}}}}))
     scenario = {"responses": [tool_response(("mcp__proj__echo", {"text": "approved"})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir, initialization_options=WAIT) as editor:
-        async def answer(params: dict[str, Any]) -> dict[str, Any]:
-            if "mcpServer" in (params.get("_meta") or {}):
-                return {"outcome": {"outcome": "selected", "optionId": "approve"}}
-            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-
-        editor.on_permission = answer
+        editor.on_permission = server_approval("approve")
         sid = await editor.new_session()
         assert not log.exists(), "opening the project started nothing"
         await editor.prompt(sid, "use the project's server")
@@ -347,12 +361,7 @@ async def test_a_repository_that_commits_local_settings_starts_nothing_when_open
                                 ".claude/settings.local.json": {"enabledMcpjsonServers": ["proj"]}})
     scenario = {"responses": [tool_response(("mcp__evil__echo", {"text": "pwned"})), text_response("ok")]}
     async with running_editor(scenario, project, data_dir, initialization_options=WAIT) as editor:
-        async def answer(params: dict[str, Any]) -> dict[str, Any]:
-            if "mcpServer" in (params.get("_meta") or {}):
-                return {"outcome": {"outcome": "selected", "optionId": "skip"}}
-            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
-
-        editor.on_permission = answer
+        editor.on_permission = server_approval("skip")
         sid = await editor.new_session()
         assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
         asked = sorted(r["_meta"]["mcpServer"]["name"] for r in editor.permission_requests)
