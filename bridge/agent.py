@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.config import BridgeConfig
+from bridge.environment import register_secret
 from bridge.messages import Message
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
@@ -45,6 +46,7 @@ def default_tools() -> list[AnyTool]:
 class Agent:
     def __init__(self, config: BridgeConfig, *, model: ModelClient | None = None) -> None:
         self.config = config
+        register_secret(config.api_key)  # however the key came, it is never handed to a command
         self.model: ModelClient = model or AnthropicModel(
             api_key=config.api_key,
             base_url=config.base_url,
@@ -95,10 +97,13 @@ class Agent:
         self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message]
     ) -> Session:
         settings = SettingsStore.for_project(cwd)
+        if self.config.folder_trust is not None:
+            settings.trust.set_policy(self.config.folder_trust)
         services = Services(  # the one place a session's services are built
             processes=self.supervisor,
             background=self._background(),
             settings_env=_env_of(settings),
+            pass_env=lambda: settings.pass_env,
         )
         session = Session(
             session_id=sid,
@@ -200,7 +205,8 @@ class Agent:
 
 
 def _env_of(settings: SettingsStore) -> Callable[[], Mapping[str, str]]:
-    """The settings files' `env` (ours only: Claude Code's files give rules), reloaded when they change."""
+    """The settings files' `env` in effect (ours only: Claude Code's files give rules; a folder's own only once
+    trusted), reloaded when they change."""
 
     def env() -> Mapping[str, str]:
         settings.refresh()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,6 +40,10 @@ class BridgeConfig(BaseModel):
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
     mcp: dict[str, Any] = Field(default_factory=dict)  # MCP settings (bridge/mcp/settings.py), checked there
+    # Whether a folder's own settings may take effect (bridge/permissions/trust.py): "ask" the user (default),
+    # "restricted" (never; VS Code's Restricted Mode), "trusted" (CI: --trust-folder). The environment's
+    # AGENT_BRIDGE_TRUST_FOLDER wins over it.
+    folder_trust: Literal["ask", "restricted", "trusted"] | None = Field(default=None, alias="folderTrust")
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None) -> tuple[BridgeConfig, list[str]]:

@@ -1,15 +1,36 @@
 """Memory files: `AGENTS.md` and `CLAUDE.md` (+ `CLAUDE.local.md`) from the project root down to the
-cwd, and the user's own. They go into the system prompt, read once per session (stable for caching)."""
+cwd, and the user's own. They go into the system prompt, read once per session (stable for caching).
+
+A folder's memory files are what a cloned repository says: each must be a regular file inside the project,
+opened without following a link out of it (a committed `CLAUDE.md -> /proc/self/environ` would put every
+environment variable into the first request), and no larger than `MAX_BYTES`. A file that isn't is skipped,
+with the reason (`Memory.skipped`, told to the user). The user's own memory files may be links (dotfile
+managers make them), but must still be regular files within the size cap: never a FIFO, a device or `/proc`.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
 
 NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")
-MAX_CHARS = 40_000
+MAX_CHARS = 40_000  # of all memory together, in the prompt
+MAX_BYTES = 256 * 1024  # one file; larger ones are skipped whole (a cut instruction file is a wrong one)
+
+
+class MemoryRefused(Exception):
+    """Why a memory file was not read."""
+
+
+@dataclass
+class Memory:
+    section: str = ""
+    skipped: list[str] = field(default_factory=list)  # "path: why", for the user
 
 
 def project_root(cwd: Path) -> Path:
@@ -24,29 +45,107 @@ def user_memory_files() -> list[Path]:
     return [config / "AGENTS.md", Path.home() / ".claude" / "CLAUDE.md"]
 
 
-def memory_files(cwd: Path) -> list[Path]:
+def _project_directories(cwd: Path) -> tuple[Path, list[Path]]:
     root = project_root(cwd)
     chain = [cwd, *cwd.parents]
-    directories = list(reversed(chain[: chain.index(root) + 1])) if root in chain else [cwd]
-    found = [path for path in user_memory_files() if path.is_file()]
+    return root, (list(reversed(chain[: chain.index(root) + 1])) if root in chain else [cwd])
+
+
+def memory_files(cwd: Path) -> list[Path]:
+    """The memory files that exist by name (links included: reading them is where they are checked)."""
+    _, directories = _project_directories(cwd)
+    found = [path for path in user_memory_files() if os.path.lexists(path)]
     for directory in directories:
-        found += [directory / name for name in NAMES if (directory / name).is_file()]
+        found += [directory / name for name in NAMES if os.path.lexists(directory / name)]
     return found
 
 
-def memory_section(cwd: Path) -> str:
+def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> bytes:
+    """`path` (inside `root`) as a regular file reached without leaving `root`: every component is opened
+    relative to the one before it without following a link; a link whose target stays inside `root` is
+    followed by opening that target the same way. Raises MemoryRefused with the reason."""
+    real_root = Path(os.path.realpath(root))
+    try:
+        relative = Path(os.path.realpath(path)).relative_to(real_root)
+    except ValueError:
+        raise MemoryRefused("it is a link to a file outside the project") from None
+    parts = relative.parts
+    if not parts:
+        raise MemoryRefused("it is not a file")
+    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as error:
+                raise MemoryRefused(_why(error)) from None
+            os.close(fd)
+            fd = next_fd
+        try:
+            file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        except OSError as error:
+            raise MemoryRefused(_why(error)) from None
+    finally:
+        os.close(fd)
+    return _read_regular(file_fd, max_bytes)
+
+
+def read_user_file(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
+    """The user's own memory file (links followed), if it is a regular file within the size cap."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise MemoryRefused(_why(error)) from None
+    return _read_regular(fd, max_bytes)
+
+
+def _read_regular(fd: int, max_bytes: int) -> bytes:
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise MemoryRefused("it is not a regular file")
+        if st.st_size > max_bytes:
+            raise MemoryRefused(f"it is larger than {max_bytes // 1024} KiB ({st.st_size:,} bytes)")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise MemoryRefused(f"it is larger than {max_bytes // 1024} KiB")
+        return data
+    finally:
+        os.close(fd)
+
+
+def _why(error: OSError) -> str:
+    if error.errno == errno.ELOOP:
+        return "it is reached through a link (a memory file of a folder is read only as a file of its own)"
+    if error.errno == errno.ENOTDIR:
+        return "a directory on its way is a link or not a directory"
+    return f"it cannot be opened ({error.strerror})"
+
+
+def load_memory(cwd: Path) -> Memory:
+    memory = Memory()
     parts: list[str] = []
     budget = MAX_CHARS
-    for path in memory_files(cwd):
+    root, directories = _project_directories(cwd)
+    user = [path for path in user_memory_files() if os.path.lexists(path)]
+    project = [d / name for d in directories for name in NAMES if os.path.lexists(d / name)]
+    for path in [*user, *project]:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+            data = read_user_file(path) if path in user else read_project_file(root, path)
+        except MemoryRefused as refused:
+            memory.skipped.append(f"{path}: {refused}")
             continue
+        text = data.decode("utf-8", errors="replace").strip()
         if not text or budget <= 0:
             continue
         text = text[:budget]
         budget -= len(text)
         parts.append(f"## {path}\n{text}")
-    if not parts:
-        return ""
-    return "# Memory (instructions from the user's files; follow them)\n\n" + "\n\n".join(parts)
+    if parts:
+        memory.section = "# Memory (instructions from the user's files; follow them)\n\n" + "\n\n".join(parts)
+    return memory
+
+
+def memory_section(cwd: Path) -> str:
+    return load_memory(cwd).section

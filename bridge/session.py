@@ -29,13 +29,15 @@ from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextD
 from bridge.loop.executor import RunningCalls, ToolEnvironment, started_event, stored_display
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn, used_tool_names
-from bridge.memory import memory_section
+from bridge.memory import load_memory
 from bridge.messages import Block, Message
 from bridge.model.types import ModelClient, Usage
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import MODES, parse_mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.trust import Ask as AskTrust
+from bridge.permissions.trust import TrustPrompt
 from bridge.prompt import environment_section, system_prompt
 from bridge.tools.agent import AgentTool
 from bridge.tools.base import (
@@ -67,6 +69,7 @@ class Frontend:
     prompter: Prompter
     documents: DocumentSource = field(default_factory=DocumentSource)
     interactive: bool = True  # False: no one answers, every ask is a denial
+    ask_trust: AskTrust | None = None  # None: no one to ask whether the folder's own settings may take effect
 
 
 class Session:
@@ -108,6 +111,7 @@ class Session:
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=frontend.interactive,
         )
+        self.trust = TrustPrompt(settings, cwd)  # the folder's own settings wait for the user's trust
         self.sandbox = Sandbox.for_engine(self.engine)  # the OS sandbox under Bash, from the same rules
         self.engine.unsandboxed = lambda: self.sandbox.unavailable
         self.policy: PermissionPolicy = policy or self.engine
@@ -122,7 +126,9 @@ class Session:
         self.services = dataclasses.replace(services, sandbox=self.sandbox)  # the sandbox follows this engine
         self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
-        memory = memory_section(cwd)
+        loaded_memory = load_memory(cwd)
+        memory = loaded_memory.section
+        self.memory_skipped = loaded_memory.skipped  # told to the user with the settings problems
         self._base_system = self._system = system_prompt(cwd, memory=memory)
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
         self.subagents = SubAgents(self._agent_host(environment_section(cwd) + (f"\n\n{memory}" if memory else "")),
@@ -207,6 +213,7 @@ class Session:
         return stop
 
     async def _run_prompt(self, blocks: list[Block], abort: Abort) -> StopReason:
+        await self._settle_trust()
         first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
         parsed = commands.parse(str(first))
         if parsed is not None and self.mcp is not None and self.mcp.has_command(parsed[0]):
@@ -222,6 +229,17 @@ class Session:
                 return await commands.run_builtin(self, name, arguments, abort)
             blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
         return await self._turn_for(blocks, abort)
+
+    async def _settle_trust(self) -> None:
+        """Before anything of the turn runs (its hooks included): ask about the folder's own settings nobody has
+        answered yet; a permissive `defaultMode` just admitted applies if the session is still in its start mode."""
+        ask = self.frontend.ask_trust if self.frontend.interactive else None
+        admitted = await self.trust.before_turn(ask, lambda text: self.frontend.emit(Notice(text, "warning")))
+        mode = self.engine.settings.default_mode
+        if any(i.kind == "defaultMode" for i in admitted) and mode and self.config.permission_mode is None \
+                and self.engine.mode == "default":
+            with contextlib.suppress(Exception):  # bypass disabled: the mode stays
+                self.set_mode(mode)
 
     async def compact(self, abort: Abort, instructions: str = "") -> bool:
         """Summarize the history and continue from the summary (`/compact`). False when aborted."""
@@ -370,6 +388,13 @@ class Session:
 
     def settings_problems(self) -> list[str]:
         return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
+
+    def startup_notices(self) -> list[str]:
+        """What the user should hear when the session opens: invalid settings, agent files and memory files
+        skipped."""
+        return ([f"Invalid settings (skipped): {problem}" for problem in self.settings_problems()]
+                + [f"Invalid agent file (skipped): {problem}" for problem in self.agent_problems()]
+                + [f"Memory file skipped: {problem}" for problem in self.memory_skipped])
 
     def agent_problems(self) -> list[str]:
         """Agent files that could not be used (reported like invalid settings; the others work)."""

@@ -473,7 +473,7 @@ async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> Non
         reply = await handle.run_command("mcp", "approve proj")
         assert reply.reply is not None and reply.reply.startswith("MCP server 'proj' approved (saved to ")
         saved = json.loads(files_for(tmp_path).approval_store.read_text())
-        assert saved["projects"][str(tmp_path)]["enabledMcpjsonServers"] == ["proj"]
+        assert list(saved["projects"][str(tmp_path)]["approvedConfigs"]) == ["proj"]
         assert not (tmp_path / ".agent-bridge").exists(), "nothing is written into the workspace"
         assert "mcp__proj__echo" in await ready(handle)
         rejected = await handle.run_command("mcp", "reject proj")
@@ -539,7 +539,6 @@ async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_
     try:
         await quiet.before_turn()
         assert quiet.connections == {} and not any(m.exists() for m in marker.values()), "opening started nothing"
-        assert opened.said("git tracks it")
         status = quiet.status_text()
         assert "evil: needs approval: /mcp approve evil" in status and "proj: needs approval" in status
 
@@ -554,7 +553,7 @@ async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_
         assert "mcp__proj__echo" in await ready(handle)
         assert marker["proj"].exists() and not marker["evil"].exists()
         saved = json.loads(files.approval_store.read_text())
-        assert saved["projects"][str(cwd)]["enabledMcpjsonServers"] == ["proj"]
+        assert list(saved["projects"][str(cwd)]["approvedConfigs"]) == ["proj"]
         assert git(cwd, "status", "--porcelain") == "", "the answer is not written into the repository"
         await handle.release()
     finally:

@@ -46,17 +46,19 @@ def test_a_project_server_waits_for_approval_and_the_approval_comes_from_files_t
     write(files.cwd / ".agent-bridge" / "settings.json", {"enableAllProjectMcpServers": True,
                                                            "enabledMcpjsonServers": ["db"]})
     write(files.cwd / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
+    write(files.local_settings, {"enabledMcpjsonServers": ["db"], "enableAllProjectMcpServers": True})
+    write(files.cwd / ".claude" / "settings.local.json", {"enabledMcpjsonServers": ["db"]})
     entry = by_name(files)["db"]
-    assert (entry.scope, entry.approval) == ("project", "pending"), "a repository cannot approve itself"
+    assert (entry.scope, entry.approval) == ("project", "pending"), "nothing in the workspace approves anything"
     assert entry.spec == ServerSpec("db", "stdio", "project", str(files.cwd / ".mcp.json"), command="db-server",
                                     args=("--ro",))
-    write(files.local_settings, {"enabledMcpjsonServers": ["db"]})
-    assert by_name(files)["db"].approval == "approved"
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
+    assert by_name(files)["db"].approval == "approved", "Claude Code's answer, where Claude Code keeps it"
     write(files.claude_home / "settings.json", {"disabledMcpjsonServers": ["db"]})
     assert by_name(files)["db"].approval == "rejected", "disabled wins"
 
 
-def test_approvals_are_read_from_every_trusted_place(files: ConfigFiles) -> None:
+def test_approvals_are_read_from_every_place_the_user_controls(files: ConfigFiles) -> None:
     write(files.cwd / ".mcp.json", {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}})
     assert read_approvals(files).state("a") == "pending"
     write(files.user_config_dir / "settings.json", {"enableAllProjectMcpServers": True})
@@ -64,27 +66,45 @@ def test_approvals_are_read_from_every_trusted_place(files: ConfigFiles) -> None
     (files.user_config_dir / "settings.json").unlink()
     write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["a"]}}})
     assert [read_approvals(files).state(n) for n in ("a", "b")] == ["approved", "pending"]
-    write(files.cwd / ".claude" / "settings.local.json", {"disabledMcpjsonServers": ["a"]})
+    write(files.claude_home / "settings.json", {"disabledMcpjsonServers": ["a"]})
     assert read_approvals(files).state("a") == "rejected"
 
 
-def test_saving_an_approval_keeps_the_rest_of_the_store(files: ConfigFiles) -> None:
+def spec_of(files: ConfigFiles, name: str) -> ServerSpec:
+    spec = by_name(files)[name].spec
+    assert spec is not None
+    return spec
+
+
+def test_saving_an_approval_keeps_the_rest_of_the_store_and_binds_it_to_the_configuration(
+    files: ConfigFiles,
+) -> None:
     key = str(files.cwd)
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}, "other": {"command": "o"}}})
+    db, other = spec_of(files, "db"), spec_of(files, "other")
     write(files.approval_store, {"projects": {key: {"disabledMcpjsonServers": ["db"], "note": 1}, "/else": {}}})
-    save_approval(files, "db", True)
+    save_approval(files, [db], True)
     data = json.loads(files.approval_store.read_text())
-    assert data == {"projects": {key: {"note": 1, "disabledMcpjsonServers": [], "enabledMcpjsonServers": ["db"]},
-                                 "/else": {}}}
-    save_approval(files, "db", True)
-    save_approval(files, "other", False)
-    save_approval(files, None, True)
+    assert data == {"projects": {key: {"note": 1, "disabledMcpjsonServers": [],
+                                       "approvedConfigs": {"db": db.approval_key}}, "/else": {}}}
+    save_approval(files, [db], True)
+    save_approval(files, [other], False)
     data = json.loads(files.approval_store.read_text())["projects"][key]
-    assert data["enabledMcpjsonServers"] == ["db"] and data["disabledMcpjsonServers"] == ["other"]
-    assert data["enableAllProjectMcpServers"] is True
+    assert data["approvedConfigs"] == {"db": db.approval_key} and data["disabledMcpjsonServers"] == ["other"]
+    assert by_name(files)["db"].approval == "approved"
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server", "args": ["--pwn"]}}})
+    assert by_name(files)["db"].approval == "pending", "a pull that changes the command asks again"
     files.approval_store.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
-        save_approval(files, "db", True)
+        save_approval(files, [db], True)
     assert files.approval_store.read_text() == "{not json", "an unreadable store is never overwritten"
+
+
+def test_an_approval_from_before_binding_by_name_alone_asks_again(files: ConfigFiles) -> None:
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
+    write(files.approval_store, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"],
+                                                              "enableAllProjectMcpServers": True}}})
+    assert by_name(files)["db"].approval == "pending"
 
 
 def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> None:
@@ -96,7 +116,7 @@ def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> N
     assert found["s"].spec is not None and found["s"].spec.command == "local-claude"
     assert (found["u"].scope, found["p"].scope) == ("user", "project")
     write(files.local_settings, {"mcpServers": {"s": {"command": "local-ours"}}})
-    assert by_name(files)["s"].spec.command == "local-ours"  # type: ignore[union-attr]
+    assert spec_of(files, "s").command == "local-claude", "a workspace file never shadows the user's own server"
     editor = [{"name": "s", "command": "from-editor", "args": [], "env": []}]
     first = by_name(files, editor)["s"]
     assert first.scope == "editor" and first.spec is not None and first.spec.command == "from-editor"
@@ -118,10 +138,13 @@ def test_variables_expand_with_defaults_and_a_project_cannot_take_the_bridges_se
     assert remote is not None and remote.transport == "http" and remote.url == "https://example.com/mcp"
     assert dict(remote.headers) == {"Authorization": "Bearer t0k", "X-Env": "prod"}
     assert found["thief"].spec is None
-    assert found["thief"].problem == "a project's server may not use the bridge's secret ANTHROPIC_API_KEY"
+    assert found["thief"].problem == ("it may not be given the bridge's own credentials (ANTHROPIC_API_KEY): they "
+                                      "never leave the bridge")
     assert found["broken"].problem == "environment variable(s) not set: NO_SUCH_VAR"
-    assert found["mine"].spec is not None and dict(found["mine"].spec.env) == {"KEY": "sk-secret"}, \
-        "the user's own config may pass what the user chooses"
+    assert found["mine"].spec is None and found["mine"].problem == found["thief"].problem, \
+        "the bridge's credentials never reach a server, whoever configured it"
+    assert remote.shown == ("https://${HOST}/mcp\nheaders: Authorization: Bearer ${TOKEN}, X-Env: ${STAGE:-prod}\n"
+                            "reads from your environment: ${HOST}, ${STAGE}, ${TOKEN}")
 
 
 def test_editor_servers_in_acps_shapes_and_every_problem_named() -> None:
@@ -213,51 +236,37 @@ def test_a_cloned_repositorys_local_files_neither_define_local_servers_nor_appro
     found = {e.name: e for e in entries}
     assert (found["evil"].scope, found["evil"].approval) == ("project", "pending"), "its servers are the project's"
     assert found["db"].approval == "pending", "its approvals are ignored"
-    assert read_approvals(files).state("db") == "pending"
-    assert len(problems) == 2 and all("git tracks it" in p for p in problems), problems
+    assert read_approvals(files).state("db") == "pending" and problems == []
 
 
-def test_the_users_own_untracked_local_files_still_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_archive_with_a_git_of_its_own_and_untracked_local_files_approves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    committed_repo(tmp_path / "origin", {".mcp.json": HOSTILE[".mcp.json"]})
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin"), "project")
-    files = ConfigFiles(tmp_path / "project", tmp_path / "config", tmp_path / "home" / ".claude")
-    write(files.local_settings, {"mcpServers": {"mine": {"command": "mine"}}})
-    assert by_name(files)["mine"].scope == "local"
-    assert by_name(files)["db"].approval == "pending"
-    write(files.cwd / ".claude" / "settings.local.json", {"enabledMcpjsonServers": ["db"]})
-    assert by_name(files)["db"].approval == "approved", "Claude Code's approval, where Claude Code keeps it"
+    cwd = tmp_path / "unpacked"
+    cwd.mkdir()
+    git(cwd, "init", "-q")  # the archive's own .git: its "local" files are untracked, as the user's would be
+    for name, data in HOSTILE.items():
+        write(cwd / name, data)
+    files = ConfigFiles(cwd, tmp_path / "config", tmp_path / "home" / ".claude")
+    found = {e.name: e for e in discover(files, [], environ={})[0]}
+    assert (found["evil"].scope, found["evil"].approval, found["db"].approval) == ("project", "pending", "pending")
 
 
-def test_outside_a_git_repository_nothing_tells_the_users_files_from_a_downloads(
+def test_outside_a_git_repository_nothing_in_the_folder_approves_anything(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     files = ConfigFiles(tmp_path / "download", tmp_path / "config", tmp_path / "home" / ".claude")
     for name, data in HOSTILE.items():
         write(files.cwd / name, data)
-    entries, problems = discover(files, [], environ={})
-    found = {e.name: e for e in entries}
+    found = {e.name: e for e in discover(files, [], environ={})[0]}
     assert (found["evil"].scope, found["evil"].approval, found["db"].approval) == ("project", "pending", "pending")
-    assert len(problems) == 2 and all("not a git repository" in p for p in problems), problems
-
-
-def test_a_local_file_reached_through_a_symbolic_link_is_not_trusted(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    committed_repo(tmp_path / "origin", {"shipped/settings.local.json": {"enabledMcpjsonServers": ["db"]},
-                                         ".mcp.json": HOSTILE[".mcp.json"]})
-    git(tmp_path, "clone", "-q", str(tmp_path / "origin"), "project")
-    cwd = tmp_path / "project"
-    (cwd / ".agent-bridge").symlink_to(cwd / "shipped")  # as a repository could commit it
-    files = ConfigFiles(cwd, tmp_path / "config", tmp_path / "home" / ".claude")
-    assert read_approvals(files).state("db") == "pending"
 
 
 def test_approvals_are_saved_outside_the_workspace_keyed_by_its_path(files: ConfigFiles) -> None:
     write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
-    path = save_approval(files, "db", True)
+    path = save_approval(files, [spec_of(files, "db")], True)
     assert not path.is_relative_to(files.cwd) and path.is_relative_to(files.user_config_dir)
     assert not (files.cwd / ".agent-bridge").exists()
     assert by_name(files)["db"].approval == "approved"

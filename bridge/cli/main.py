@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
+              "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__)
@@ -20,10 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model (e.g. playground)")
     serve.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     serve.add_argument("--stdio", action="store_true", help="accepted for LSP clients; stdio is the default")
+    serve.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
     acp = commands.add_parser("acp", help="serve ACP editors (Zed, ...) over stdio: one JSON-RPC message per line")
     acp.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
     acp.add_argument("--model")
+    acp.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
     run = commands.add_parser("run", help="run one prompt in this terminal")
     run.add_argument("prompt")
@@ -31,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
     run.add_argument("--model")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
+    run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
                          help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
@@ -57,10 +63,14 @@ def main(argv: list[str] | None = None) -> int:
             overrides["model"] = args.model
         if args.offline:
             overrides |= start_offline(args.offline)
+        if args.trust_folder:
+            overrides["folderTrust"] = "trusted"
         return serve_stdio(overrides, acp=args.command == "acp", first=first)
     if args.command == "run":
         overrides = {"model": args.model} if args.model else {}
         overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}
+        if args.trust_folder:
+            overrides["folderTrust"] = "trusted"
         if args.offline:
             overrides |= start_offline(args.offline)
         interactive = not args.non_interactive

@@ -37,6 +37,8 @@ from bridge.loop.events import (
 from bridge.loop.permission import deny_all
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
+from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
+from bridge.permissions.trust import Ask as AskTrust
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.session import Frontend, Session
 
@@ -176,6 +178,21 @@ class TerminalPrompter:
         return PermissionAnswer("reject_once", feedback=feedback)
 
 
+def terminal_trust(view: TerminalView) -> AskTrust:
+    """The folder-trust question at the terminal (bridge/permissions/trust.py): the items verbatim, one letter."""
+
+    async def ask(question: TrustQuestion) -> TrustAnswer | None:
+        view.line(view.paint(BOLD, f"? {question.title}"))
+        view.line(question.text)
+        keys: dict[str, TrustAnswer] = {"t": "trust", "s": "session", "n": "not_now", "k": "keep_off"}
+        view.line("  " + "  ".join(f"[{key}] {dict(TRUST_CHOICES)[answer]}" for key, answer in keys.items()))
+        view.write("  > ")
+        answer = (await _read_line()).strip().lower()
+        return keys.get(answer[:1], "not_now") if answer else "not_now"
+
+    return ask
+
+
 async def _read_line() -> str:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str] = loop.create_future()
@@ -285,9 +302,11 @@ async def run_prompt_async(
     if ahead is not None and isinstance(agent.model, AnthropicModel):
         agent.model.adopt(ahead)
     prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
-    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive))
-    for problem in session.settings_problems():
-        view.line(view.paint(RED, f"Invalid settings (skipped): {problem}"))
+    ask_trust = terminal_trust(view) if interactive and sys.stdin.isatty() else None  # no one to ask: stays off
+    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive,
+                                              ask_trust=ask_trust))
+    for notice in session.startup_notices():
+        view.line(view.paint(RED, notice))
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()

@@ -3,40 +3,39 @@
 Sources, highest precedence first (a name defined twice is taken from the first):
   editor   the editor's `mcpServers` (ACP `session/new`: `{name, command, args, env: [{name, value}]}`,
            `{type: "http"|"sse", name, url, headers: [{name, value}]}`)
-  local    `.agent-bridge/settings.local.json` (when it is the user's: see below) and Claude Code's
-           `~/.claude.json` `projects[<cwd>]` (private)
-  project  `.mcp.json` and `.agent-bridge/settings.json` (checked in: need the user's approval)
+  local    Claude Code's `~/.claude.json` `projects[<cwd>]` (the user's, outside the workspace)
+  project  every file in the workspace: `.agent-bridge/settings.local.json`, `.mcp.json`,
+           `.agent-bridge/settings.json` (a cloned repository's, tracked or not: they need the user's approval)
   user     the user's `settings.json` (config dir) and Claude Code's `~/.claude.json` (top level)
 Files use Claude Code's schema: `{"mcpServers": {NAME: {type: stdio|http|sse, command, args, env} or
 {type, url, headers}}}`; `${VAR}` and `${VAR:-default}` expand from the bridge's environment in `command`,
-`args`, `env`, `url` and `headers` (a project server may not expand the bridge's own secrets).
+`args`, `env`, `url` and `headers` — never to the bridge's own credentials (bridge/environment.py), from any
+source.
 
-A repository must not start a process by being opened: a project server starts only once approved, by
-Claude Code's keys (`enableAllProjectMcpServers: true`, `enabledMcpjsonServers: [names]`,
-`disabledMcpjsonServers: [names]`; disabled wins) in a file the repository does not control: the bridge's
-approval store (`mcp-approvals.json` in the user's config dir, `projects[<cwd>]`: where answers are saved),
-the user's `settings.json`, `~/.claude/settings.json`, `~/.claude.json` `projects[<cwd>]` — and the
-in-workspace `.agent-bridge/settings.local.json` and `.claude/settings.local.json` only when they are the
-user's: git does not track them and they are not reached through a symbolic link. A clone only ever creates
-tracked files, so a committed "local" file is the repository's: its servers are treated as project servers
-(they need approval) and its approval keys are ignored. Outside a git work tree nothing tells a file the user
-wrote from one that came with a download (an archive, a shared folder), so in-workspace local files are not
-trusted there at all; the cost is one approval question, whose answer is then kept in the store.
+A repository must not start a process by being opened: a project server starts only once the user approved it,
+and approvals are read only from files outside the workspace: the bridge's approval store
+(`mcp-approvals.json` in the user's config dir, `projects[<cwd>]`, where answers are saved), and Claude Code's
+keys (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, `disabledMcpjsonServers`; disabled wins) in the
+user's `settings.json`, `~/.claude/settings.json` and `~/.claude.json` `projects[<cwd>]`. Nothing in the
+workspace approves anything: no in-workspace "local" file, tracked or not (an archive can ship a `.git` of its
+own that leaves any file untracked). An answer in the store is bound to the server's configuration as written
+(`ServerSpec.approval_key`): when a pull changes the command, its arguments, env or headers, it asks again.
+The question shows the configuration as written, every `${VAR}` it reads from the user's environment named.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import subprocess
-import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from bridge.environment import is_bridge_credential
+from bridge.jsonfile import locked, read_json, write_json_atomic
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -47,9 +46,7 @@ PROJECT_SETTINGS = Path(".agent-bridge") / "settings.json"
 CLAUDE_LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 MCP_JSON = ".mcp.json"
 APPROVAL_STORE = "mcp-approvals.json"
-APPROVAL_KEYS = ("enableAllProjectMcpServers", "enabledMcpjsonServers", "disabledMcpjsonServers")
-# The bridge's own credentials: a project's config cannot pass them to its servers by `${...}`.
-SECRETS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"})
+APPROVED_CONFIGS = "approvedConfigs"  # in the store: {name: approval_key} of what the user approved
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -66,6 +63,8 @@ class ServerSpec:
     env: tuple[tuple[str, str], ...] = ()
     url: str = ""
     headers: tuple[tuple[str, str], ...] = ()
+    approval_key: str = field(default="", compare=False)  # the configuration as written (what an approval binds)
+    shown: str = field(default="", compare=False)  # the configuration as written, for a question
 
     @property
     def identity(self) -> str:
@@ -129,23 +128,20 @@ def discover(
     env = os.environ if environ is None else environ
     problems: list[str] = []
     found: list[ServerEntry] = list(parse_acp(editor, env))
-    claude_json, claude_problem = _read_json(files.claude_json)
+    claude_json, claude_problem = read_json(files.claude_json)
     if claude_problem:
         problems.append(claude_problem)
     project_state = _project_state(claude_json, files.cwd)
-    untrusted = workspace_local_files(files, problems)
     sources: list[tuple[Scope, str, Any]] = []
-    for scope, path in (("local", files.local_settings), ("project", files.cwd / MCP_JSON),
+    if "mcpServers" in project_state:
+        sources.append(("local", f"{files.claude_json} (projects[{files.cwd}])", project_state["mcpServers"]))
+    for scope, path in (("project", files.local_settings), ("project", files.cwd / MCP_JSON),
                         ("project", files.cwd / PROJECT_SETTINGS), ("user", files.user_config_dir / "settings.json")):
-        data, problem = _read_json(path)
-        if scope == "local" and path in untrusted:
-            scope = "project"  # the repository's, not the user's: its servers need approval
+        data, problem = read_json(path)
         if problem:
             problems.append(problem)
         elif isinstance(data, dict) and "mcpServers" in data:
             sources.append((scope, str(path), data["mcpServers"]))  # type: ignore[arg-type]
-        if scope == "local" and "mcpServers" in project_state:
-            sources.append(("local", f"{files.claude_json} (projects[{files.cwd}])", project_state["mcpServers"]))
     if isinstance(claude_json, dict) and "mcpServers" in claude_json:
         sources.append(("user", str(files.claude_json), claude_json["mcpServers"]))
     for scope, source, servers in sources:
@@ -154,14 +150,14 @@ def discover(
             continue
         for name, raw in servers.items():
             found.append(parse_claude(str(name), raw, scope, source, env))
-    approvals = read_approvals(files, project_state, untrusted=untrusted)
+    approvals = read_approvals(files, project_state)
     entries: dict[str, ServerEntry] = {}
     for entry in found:
         if entry.name in entries:
             continue  # a higher-precedence source defined it
         if entry.scope == "project" and entry.spec is not None:
             entry = ServerEntry(entry.name, entry.scope, entry.source, entry.spec, entry.problem,
-                                approvals.state(entry.name))
+                                approvals.state(entry.name, entry.spec.approval_key))
         entries[entry.name] = entry
     return list(entries.values()), problems
 
@@ -208,7 +204,7 @@ def parse_claude(
     refused: list[str] = []
 
     def text(value: str) -> str:
-        return _expand(value, environ, missing, refused, project=scope == "project") if expand else value
+        return _expand(value, environ, missing, refused) if expand else value
 
     try:
         if kind == "stdio":
@@ -220,7 +216,9 @@ def parse_claude(
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 return bad("env must be an object of strings")
             spec = ServerSpec(name, "stdio", scope, source, command=text(command), args=tuple(text(a) for a in args),
-                              env=tuple((str(k), text(v)) for k, v in env.items()))
+                              env=tuple((str(k), text(v)) for k, v in env.items()),
+                              approval_key=_key(["stdio", command, args, env]),
+                              shown=_shown(" ".join([command, *args]), env, "env", "="))
         else:
             url, headers = raw.get("url"), raw.get("headers", {})
             if not isinstance(url, str) or not url.strip():
@@ -228,22 +226,24 @@ def parse_claude(
             if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
                 return bad("headers must be an object of strings")
             spec = ServerSpec(name, "sse" if kind == "sse" else "http", scope, source, url=text(url),
-                              headers=tuple((str(k), text(v)) for k, v in headers.items()))
+                              headers=tuple((str(k), text(v)) for k, v in headers.items()),
+                              approval_key=_key([kind, url, headers]), shown=_shown(url, headers, "headers", ": "))
             if not spec.url.startswith(("http://", "https://")):
                 return bad(f"url {spec.url!r} is not an http(s) URL")
     except ValueError as error:
         return bad(str(error))
     if refused:
-        return bad(f"a project's server may not use the bridge's secret {', '.join(sorted(set(refused)))}")
+        return bad(f"it may not be given the bridge's own credentials ({', '.join(sorted(set(refused)))}): they "
+                   "never leave the bridge")
     if missing:
         return bad(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     return ServerEntry(name, scope, source, spec)
 
 
-def _expand(value: str, environ: Mapping[str, str], missing: list[str], refused: list[str], *, project: bool) -> str:
+def _expand(value: str, environ: Mapping[str, str], missing: list[str], refused: list[str]) -> str:
     def one(match: re.Match[str]) -> str:
         var, default = match.group(1), match.group(2)
-        if project and var in SECRETS:
+        if var in environ and is_bridge_credential(var, environ[var]):
             refused.append(var)
             return ""
         if var in environ:
@@ -256,53 +256,72 @@ def _expand(value: str, environ: Mapping[str, str], missing: list[str], refused:
     return _VAR.sub(one, value)
 
 
+def _key(raw: list[Any]) -> str:
+    return hashlib.sha256(json.dumps(raw, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _shown(head: str, pairs: Mapping[str, str], label: str, sep: str) -> str:
+    """The configuration as written (nothing expanded), one line each, and the user's variables it reads."""
+    lines = [head] + ([f"{label}: " + ", ".join(f"{k}{sep}{v}" for k, v in pairs.items())] if pairs else [])
+    names = sorted({m.group(1) for text in [head, *pairs.values()] for m in _VAR.finditer(text)})
+    if names:
+        lines.append("reads from your environment: " + ", ".join(f"${{{n}}}" for n in names))
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Approvals:
+    """The user's answers: by name from Claude Code's files (the user's own), bound to the configuration as
+    written from the bridge's store (`configs`: name -> approval_key)."""
+
     enable_all: bool
     enabled: frozenset[str]
     disabled: frozenset[str]
+    configs: Mapping[str, str] = field(default_factory=dict)
 
-    def state(self, name: str) -> Approval:
+    def state(self, name: str, key: str | None = None) -> Approval:
         if name in self.disabled:
             return "rejected"
         if self.enable_all or name in self.enabled:
             return "approved"
+        if name in self.configs and (key is None or self.configs[name] == key):
+            return "approved"
         return "pending"
 
 
-def read_approvals(
-    files: ConfigFiles, project_state: dict[str, Any] | None = None, *, untrusted: dict[Path, str] | None = None
-) -> Approvals:
-    """Claude Code's approval keys, from the files a repository does not control (module docstring)."""
+def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = None) -> Approvals:
+    """The user's answers, from files outside the workspace only (module docstring)."""
     if project_state is None:
-        claude_json, _ = _read_json(files.claude_json)
+        claude_json, _ = read_json(files.claude_json)
         project_state = _project_state(claude_json, files.cwd)
-    if untrusted is None:
-        untrusted = workspace_local_files(files, [])
-    store, _ = _read_json(files.approval_store)
-    datas = [_read_json(path)[0] for path in files.approval_files()] + [project_state, _project_state(store, files.cwd)]
-    datas += [_read_json(path)[0] for path in _workspace_locals(files) if path not in untrusted]
+    store, _ = read_json(files.approval_store)
+    ours = _project_state(store, files.cwd)
     enable_all = False
     enabled: set[str] = set()
     disabled: set[str] = set()
-    for data in datas:
+    for data in [read_json(path)[0] for path in files.approval_files()] + [project_state, ours]:
         if not isinstance(data, dict):
             continue
-        enable_all = enable_all or data.get("enableAllProjectMcpServers") is True
-        for key, into in (("enabledMcpjsonServers", enabled), ("disabledMcpjsonServers", disabled)):
-            names = data.get(key)
+        if data is not ours:  # Claude Code's keys in the user's own files
+            enable_all = enable_all or data.get("enableAllProjectMcpServers") is True
+            names = data.get("enabledMcpjsonServers")
             if isinstance(names, list):
-                into.update(n for n in names if isinstance(n, str))
-    return Approvals(enable_all, frozenset(enabled), frozenset(disabled))
+                enabled.update(n for n in names if isinstance(n, str))
+        names = data.get("disabledMcpjsonServers")
+        if isinstance(names, list):
+            disabled.update(n for n in names if isinstance(n, str))
+    configs = ours.get(APPROVED_CONFIGS)
+    configs = {k: v for k, v in configs.items() if isinstance(v, str)} if isinstance(configs, dict) else {}
+    return Approvals(enable_all, frozenset(enabled), frozenset(disabled), configs)
 
 
-def save_approval(files: ConfigFiles, name: str | None, approve: bool) -> Path:
+def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) -> Path:
     """Record the user's answer in the approval store (outside the workspace, under `projects[<cwd>]`): approve
-    or reject `name`, or (name None) approve every project server. Raises OSError/ValueError when the store
-    cannot be updated; an unreadable store is never overwritten."""
+    `specs` as configured now (bound to each one's `approval_key`), or reject them (by name). Raises
+    OSError/ValueError when the store cannot be updated; an unreadable store is never overwritten."""
     path = files.approval_store
-    with _locked(path):
-        store, problem = _read_json(path)
+    with locked(path):
+        store, problem = read_json(path)
         if problem:
             raise ValueError(f"{problem}; not overwriting it")
         store = store if isinstance(store, dict) else {}
@@ -311,115 +330,25 @@ def save_approval(files: ConfigFiles, name: str | None, approve: bool) -> Path:
             projects = store["projects"] = {}
         data = projects.get(str(files.cwd))
         data = projects[str(files.cwd)] = data if isinstance(data, dict) else {}
-        if name is None:
-            data["enableAllProjectMcpServers"] = True
+        configs = data.get(APPROVED_CONFIGS)
+        configs = data[APPROVED_CONFIGS] = configs if isinstance(configs, dict) else {}
+        found = data.get("disabledMcpjsonServers")
+        disabled: list[Any] = found if isinstance(found, list) else []
+        names = {spec.name for spec in specs}
+        if approve:
+            configs.update({spec.name: spec.approval_key for spec in specs})
+            disabled = [n for n in disabled if n not in names]
         else:
-            add, drop = ("enabledMcpjsonServers", "disabledMcpjsonServers") if approve else \
-                ("disabledMcpjsonServers", "enabledMcpjsonServers")
-            kept = [n for n in data.get(drop, []) if n != name] if isinstance(data.get(drop), list) else []
-            if kept or drop in data:
-                data[drop] = kept
-            found = data.get(add)
-            names: list[Any] = found if isinstance(found, list) else []
-            data[add] = [*names, name] if name not in names else names
-        _write_json(path, store)
+            for name in names:
+                configs.pop(name, None)
+            disabled += [n for n in sorted(names) if n not in disabled]
+        if disabled or "disabledMcpjsonServers" in data:
+            data["disabledMcpjsonServers"] = disabled
+        write_json_atomic(path, store)
     return path
-
-
-def workspace_local_files(files: ConfigFiles, problems: list[str]) -> dict[Path, str]:
-    """The in-workspace `*.local.json` files that hold MCP keys but are not the user's, with why (a problem is
-    added for each). Git runs only when such a file exists."""
-    held: dict[Path, dict[str, Any]] = {}
-    for path in _workspace_locals(files):
-        data, _ = _read_json(path)
-        if isinstance(data, dict) and any(key in data for key in ("mcpServers", *APPROVAL_KEYS)):
-            held[path] = data
-    if not held:
-        return {}
-    why = _not_the_users(files.cwd, list(held))
-    for path, reason in why.items():
-        servers = " and its servers need approval like .mcp.json's" if "mcpServers" in held[path] else ""
-        problems.append(f"{path}: {reason}, so it may be the repository's rather than yours: its MCP approvals "
-                        f"are ignored{servers}")
-    return why
-
-
-def _workspace_locals(files: ConfigFiles) -> list[Path]:
-    return [files.cwd / LOCAL_SETTINGS, files.cwd / CLAUDE_LOCAL_SETTINGS]
-
-
-def _not_the_users(cwd: Path, paths: list[Path]) -> dict[Path, str]:
-    """Which of `paths` (in the workspace) git does not vouch for as the user's own, and why."""
-    why: dict[Path, str] = {}
-    for path in paths:
-        relative = path.relative_to(cwd)
-        if any((cwd / part).is_symlink() for part in [*reversed(relative.parents), relative][1:]):
-            why[path] = "it is reached through a symbolic link"
-    asked = [path for path in paths if path not in why]
-    if not asked:
-        return why
-    # The bridge's own GIT_* variables must not point git elsewhere; no fsmonitor hook runs from the repo's config.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        done = subprocess.run(
-            ["git", "--no-optional-locks", "-c", "core.fsmonitor=false", "-C", str(cwd), "ls-files", "-z", "--",
-             *(str(p.relative_to(cwd)) for p in asked)],
-            capture_output=True, timeout=5, env=env, stdin=subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return why | {path: f"git could not tell whether it is tracked ({error})" for path in asked}
-    if done.returncode != 0:
-        stderr = done.stderr.decode(errors="replace")
-        reason = ("the workspace is not a git repository" if "not a git repository" in stderr
-                  else f"git could not tell whether it is tracked ({stderr.strip()[:200]})")
-        return why | {path: reason for path in asked}
-    tracked = {cwd / name for name in done.stdout.decode(errors="replace").split("\0") if name}
-    return why | {path: "git tracks it" for path in asked if path in tracked}
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """One writer of `path` at a time across bridge processes (a lock file beside it)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _project_state(claude_json: Any, cwd: Path) -> dict[str, Any]:
     projects = claude_json.get("projects") if isinstance(claude_json, dict) else None
     state = projects.get(str(cwd)) if isinstance(projects, dict) else None
     return state if isinstance(state, dict) else {}
-
-
-def _read_json(path: Path) -> tuple[Any, str | None]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, None
-    except OSError as error:
-        return None, f"{path}: cannot be read ({error}); skipped"
-    if not text.strip():
-        return None, None
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as error:
-        return None, f"{path}: not valid JSON (line {error.lineno}: {error.msg}); skipped"
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

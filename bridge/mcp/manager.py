@@ -335,11 +335,11 @@ class McpSession:
             return (f"Unknown /mcp subcommand {verb!r}: use /mcp, /mcp approve NAME, /mcp reject NAME, "
                     "/mcp restart NAME.")
         if verb == "approve" and name == "--all":
+            pending = [e for e in self.entries if e.approval == "pending"]
             try:
-                path = save_approval(self.files, None, True)
+                path = save_approval(self.files, [e.spec for e in pending if e.spec is not None], True)
             except (OSError, ValueError) as error:
                 return f"Could not save the answer: {error}"
-            pending = [e for e in self.entries if e.approval == "pending"]
             for e in pending:
                 self._approve(e)
             return f"Every MCP server of this project is approved (saved to {path})."
@@ -354,8 +354,10 @@ class McpSession:
             return f"MCP server {name!r}: {self._state_of(entry)}."
         if entry.scope != "project":
             return f"MCP server {name!r} comes from {entry.source}, not from the project: it needs no approval."
+        if entry.spec is None:
+            return f"MCP server {name!r} cannot be used: {entry.problem}."
         try:
-            path = save_approval(self.files, name, verb == "approve")
+            path = save_approval(self.files, [entry.spec], verb == "approve")
         except (OSError, ValueError) as error:
             return f"Could not save the answer: {error}"
         if verb == "approve":
@@ -406,25 +408,29 @@ class McpSession:
 
     async def _ask_approval(self, entry: ServerEntry) -> None:
         assert entry.spec is not None
+        config = entry.spec.shown or entry.spec.describe()
         question = Question(
             f"mcp_approve_{uuid.uuid4().hex[:12]}",
             f"Use the MCP server {entry.name!r} from this project?",
-            f"{entry.source} asks to start the MCP server {entry.name!r}: {entry.spec.describe()}\n"
-            "It runs with your permissions. Approve it only if you trust this project.",
+            f"{entry.source} asks to start the MCP server {entry.name!r}:\n"
+            + "\n".join(f"  {line}" for line in config.splitlines())
+            + "\nIt runs with your permissions. Approve it only if you trust this project.",
             (Choice("approve", "Use it (saved in your settings, not the project's)", "allow_always"),
              Choice("approve_all", "Use it and every MCP server of this project (saved)", "allow_always"),
              Choice("once", "Use it for this session only", "allow_once"),
              Choice("reject", "Never use it (saved)", "reject_always"),
              Choice("skip", "Not now", "reject_once")),
             {"mcpServer": {"name": entry.name, "source": entry.source, "transport": entry.spec.transport,
-                           "command": entry.spec.describe()}},
+                           "command": entry.spec.describe(), "config": config}},
         )
         reply = await self.host.question(question)
         try:
             if reply.choice in ("approve", "approve_all"):
-                save_approval(self.files, None if reply.choice == "approve_all" else entry.name, True)
+                chosen = [e for e in self.entries if e.approval == "pending"] if reply.choice == "approve_all" \
+                    else [entry]
+                save_approval(self.files, [e.spec for e in chosen if e.spec is not None], True)
             elif reply.choice == "reject":
-                save_approval(self.files, entry.name, False)
+                save_approval(self.files, [entry.spec], False)
         except (OSError, ValueError) as error:
             self.notice(f"Could not save the MCP approval: {error}", "warning")
         if reply.choice in ("approve", "approve_all", "once"):

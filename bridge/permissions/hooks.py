@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from bridge.environment import handed_out
+
 log = logging.getLogger(__name__)
 
 HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"]
@@ -118,6 +120,9 @@ class HookSource(Protocol):
     @property
     def env(self) -> dict[str, str]: ...
 
+    @property
+    def pass_env(self) -> list[str]: ...
+
 
 class SettingsHooks:
     """Runs the hooks the settings files configure, with Claude Code's payload fields."""
@@ -131,7 +136,7 @@ class SettingsHooks:
         full = {"cwd": str(self.cwd), "hook_event_name": event, "permission_mode": self.mode(), **payload}
         if tool_name is not None:
             full.setdefault("tool_name", tool_name)
-        return await run_hooks(hooks, event, full, cwd=self.cwd, env=self.source.env)
+        return await run_hooks(hooks, event, full, cwd=self.cwd, env=self.source.env, pass_env=self.source.pass_env)
 
 
 def matching_hooks(matchers: Sequence[HookMatcher], event: str, tool_name: str | None) -> list[HookCommand]:
@@ -154,12 +159,16 @@ async def run_hooks(
     *,
     cwd: Path,
     env: Mapping[str, str] | None = None,
+    pass_env: Sequence[str] = (),
 ) -> HookOutcome:
+    """Run `hooks` for `event`. Their environment is ours as commands see it (bridge/environment.py: never the
+    bridge's credentials) plus the settings' `env` in effect."""
     outcome = HookOutcome()
     if not hooks:
         return outcome
     data = json.dumps(dict(payload)).encode()
-    hook_env = {**os.environ, **(env or {}), "CLAUDE_PROJECT_DIR": str(cwd), "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
+    hook_env = {**handed_out(os.environ, pass_env=pass_env), **(env or {}), "CLAUDE_PROJECT_DIR": str(cwd),
+                "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
     runs = await asyncio.gather(*(_run_one(hook, data, cwd=cwd, env=hook_env) for hook in hooks))
     for run in runs:
         _merge(outcome, run, event)

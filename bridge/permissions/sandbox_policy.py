@@ -40,7 +40,13 @@ from bridge.permissions.rules import (
     compile_path_specifier,
     compile_rule,
 )
-from bridge.permissions.settings import SettingsStore
+from bridge.permissions.settings import (
+    SANDBOX_NETWORK,
+    SANDBOX_OFF,
+    SettingsFile,
+    SettingsStore,
+    sandbox_allow_write,
+)
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
@@ -124,17 +130,24 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
                               for e in error.errors()[:3])
             problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
             continue
+        def admitted(text: str, file: SettingsFile = loaded.file) -> bool:
+            return store.admits_sandbox(file, text)
+
         for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
-            if value is not None:
+            if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
                 scalars.setdefault(key, value)
         if model.network is not None and model.network.allowedDomains is not None:
-            scalars.setdefault("network", "*" in model.network.allowedDomains)
+            network = "*" in model.network.allowedDomains
+            if not network or admitted(SANDBOX_NETWORK):
+                scalars.setdefault("network", network)
             if "*" not in model.network.allowedDomains and model.network.allowedDomains:
                 problems.append(f"{loaded.file.path}: sandbox.network.allowedDomains: the sandbox cannot filter "
                                 'by domain; the network stays off (list "*" to allow all of it)')
         root = loaded.file.root or store.cwd
         for key in lists:
             for spec in getattr(model.filesystem, key, None) or []:
+                if key == "allowWrite" and not admitted(sandbox_allow_write(spec)):
+                    continue
                 try:
                     lists[key].append(compile_path_specifier(spec, cwd=store.cwd, root=root))
                 except RuleSyntaxError as error:

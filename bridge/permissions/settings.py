@@ -7,6 +7,12 @@ from every source are pooled, and deny beats ask beats allow whatever their sour
 Claude Code's files contribute permission rules, `additionalDirectories` and
 `disableBypassPermissionsMode` only; their hooks and modes stay Claude Code's.
 
+The folder's own files (the four in the workspace) are a stranger's until the user trusts them
+(bridge/permissions/trust.py): what in them widens what runs or what is allowed — allow rules, hooks, `env`,
+`passEnv`, a permissive `defaultMode`, `additionalDirectories` — is a `TrustItem`, inert until admitted; their
+deny and ask rules apply at once. The user's own files (config dir, `~/.claude`) are taken as they are.
+Settings `env` never sets variables that change how programs load or start (bridge/environment.py).
+
 Every file is validated field by field with pydantic: a bad field is reported (`SettingsIssue`) and
 skipped, the rest of the file still applies, so one typo never drops a file's deny rules. What can't be
 read may have held restrictions: a file that exists but can't be read or parsed, an invalid `deny`/`ask`
@@ -17,11 +23,9 @@ mtime/size/inode changes is reloaded on the next `refresh()` (one `stat` per fil
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +34,12 @@ from typing import Any, ClassVar, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from bridge.environment import refused_reason
+from bridge.jsonfile import write_json_atomic
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import CompiledRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
+from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
 
 log = logging.getLogger(__name__)
@@ -70,6 +77,9 @@ _HOOKS = TypeAdapter(list[_HookMatcherModel])
 _RESTRICTIONS = frozenset({"deny", "ask", "disableBypassPermissionsMode"})
 LOCKDOWN_NOTE = "; until it is fixed every tool call asks (it may hold deny rules)"
 _ENV = TypeAdapter(dict[str, str])
+_PASS_ENV = TypeAdapter(list[str])
+# Modes that allow more than `default` does: from a folder's own file, they wait for trust.
+WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
 
 
 @dataclass(frozen=True)
@@ -79,6 +89,7 @@ class SettingsFile:
     root: Path | None  # project root for `/path` rules; None: the session's cwd
     claude: bool = False  # a Claude Code file: rules only
     writable: bool = True
+    project: bool = False  # the folder's own file: what widens waits for the user's trust
 
 
 @dataclass
@@ -86,10 +97,12 @@ class LoadedSettings:
     file: SettingsFile
     rules: list[tuple[Behavior, Rule]] = field(default_factory=list)
     default_mode: Mode | None = None
-    additional_directories: list[Path] = field(default_factory=list)
+    additional_directories: list[tuple[str, Path]] = field(default_factory=list)  # as written, resolved
     disable_bypass: bool = False
     hooks: dict[str, list[HookMatcher]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    pass_env: list[str] = field(default_factory=list)  # secret-looking variables commands may see
+    sandbox_widening: list[str] = field(default_factory=list)  # `sandbox` settings that loosen it (as texts)
     issues: list[SettingsIssue] = field(default_factory=list)
     exists: bool = False
 
@@ -124,8 +137,15 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
         _load_hooks(loaded, data.get("hooks"))
         if "env" in data:
             env = _validated(loaded, "env", _ENV, data["env"])
-            if env is not None:
-                loaded.env = env
+            for name, value in (env or {}).items():
+                why = refused_reason(name, project=file.project)
+                if why is None:
+                    loaded.env[name] = value
+                else:
+                    loaded.issues.append(SettingsIssue(file.path, f"env.{name} is refused: {why}"))
+        if "passEnv" in data:
+            loaded.pass_env = _validated(loaded, "passEnv", _PASS_ENV, data["passEnv"]) or []
+        loaded.sandbox_widening = sandbox_widening(data.get("sandbox"))
     return loaded
 
 
@@ -169,7 +189,7 @@ def _load_permissions(loaded: LoadedSettings, value: Any) -> None:
             loaded.default_mode = checked
         elif name == "additionalDirectories":
             base = loaded.file.root or Path.home()
-            loaded.additional_directories = [base / os.path.expanduser(d) for d in checked]
+            loaded.additional_directories = [(d, base / os.path.expanduser(d)) for d in checked]
         elif name == "disableBypassPermissionsMode":
             loaded.disable_bypass = True
 
@@ -218,24 +238,35 @@ class SettingsStore:
     _cache: ClassVar[dict[tuple[Path, Path, Path], SettingsStore]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, cwd: Path, *, user_config_dir: Path | None = None, claude_home: Path | None = None) -> None:
+    def __init__(self, cwd: Path, *, user_config_dir: Path | None = None, claude_home: Path | None = None,
+                 trust: TrustPolicy | None = None) -> None:
         self.cwd = Path(os.path.realpath(cwd))
         self.user_config_dir = user_config_dir or default_user_config_dir()
         self.claude_home = claude_home or default_claude_home()
         root = self.cwd
+        user_files = {self.user_config_dir / "settings.json", self.claude_home / "settings.json"}
+
+        def project(path: Path) -> bool:  # the user's own file stays the user's, even opened as a folder
+            return path not in user_files
+
         self.files: tuple[SettingsFile, ...] = (
-            SettingsFile("localSettings", root / LOCAL_SETTINGS, root),
-            SettingsFile("projectSettings", root / PROJECT_SETTINGS, root),
+            SettingsFile("localSettings", root / LOCAL_SETTINGS, root, project=project(root / LOCAL_SETTINGS)),
+            SettingsFile("projectSettings", root / PROJECT_SETTINGS, root, project=project(root / PROJECT_SETTINGS)),
             SettingsFile("userSettings", self.user_config_dir / "settings.json", None),
-            SettingsFile("claudeLocalSettings", root / ".claude" / "settings.local.json", root, True, False),
-            SettingsFile("claudeProjectSettings", root / ".claude" / "settings.json", root, True, False),
+            SettingsFile("claudeLocalSettings", root / ".claude" / "settings.local.json", root, True, False,
+                         project=project(root / ".claude" / "settings.local.json")),
+            SettingsFile("claudeProjectSettings", root / ".claude" / "settings.json", root, True, False,
+                         project=project(root / ".claude" / "settings.json")),
             SettingsFile("claudeUserSettings", self.claude_home / "settings.json", None, True, False),
         )
+        self.trust = FolderTrust(self.cwd, self.user_config_dir, trust)
+        self._trust_version = -1
         self._lock = threading.RLock()
         self._stats: dict[Path, tuple[int, int, int] | None] = {}
         self._loaded: dict[Path, LoadedSettings] = {}
         self._compiled: list[CompiledRule] = []
         self._compile_issues: list[SettingsIssue] = []
+        self._items: list[TrustItem] = []
         self._logged: set[SettingsIssue] = set()
         self.generation = 0
         self.refresh()
@@ -257,7 +288,9 @@ class SettingsStore:
     def refresh(self, *, force: bool = False) -> bool:
         """Reload the files that changed since the last look; True when anything did."""
         with self._lock:
-            changed = False
+            self.trust.refresh()
+            changed = self.trust.version != self._trust_version
+            self._trust_version = self.trust.version
             for file in self.files:
                 key = _stat_key(file.path)
                 if not force and file.path in self._loaded and self._stats.get(file.path) == key:
@@ -277,10 +310,13 @@ class SettingsStore:
     def _recompile(self) -> None:
         compiled: list[CompiledRule] = []
         issues: list[SettingsIssue] = []
+        self._items = [item for loaded in self._loaded.values() for item in _widening_items(loaded, self.cwd)]
         for file in self.files:
             loaded = self._loaded[file.path]
             origin = RuleOrigin(file.source, file.path, file.root)
             for behavior, rule in loaded.rules:
+                if behavior == "allow" and not self._admits(loaded, "allow", rule.text):
+                    continue
                 try:
                     compiled.append(compile_rule(rule, behavior, origin, cwd=self.cwd))
                 except RuleSyntaxError as exc:
@@ -299,6 +335,8 @@ class SettingsStore:
 
     @property
     def rules(self) -> list[CompiledRule]:
+        if self.trust.version != self._trust_version:  # an answer just now: the allow rules it admitted
+            self.refresh()
         return self._compiled
 
     @property
@@ -306,9 +344,39 @@ class SettingsStore:
         """Problems that may have dropped deny or ask rules: while any is present, every call asks."""
         return [issue for issue in self.issues if issue.lockdown]
 
+    # --- trust ---------------------------------------------------------------------------------------
+
+    def _admits(self, loaded: LoadedSettings, kind: TrustKind, text: str) -> bool:
+        return not loaded.file.project or self.trust.admits(_item(loaded, self.cwd, kind, text))
+
+    @property
+    def trust_items(self) -> list[TrustItem]:
+        """Everything the folder's own files say that widens what runs or is allowed (admitted or not)."""
+        self.refresh()
+        return list(self._items)
+
+    def pending_trust(self) -> list[TrustItem]:
+        """The folder's widening items the user has not answered: inert until they are admitted."""
+        self.refresh()
+        return [i for i in self._items if not self.trust.admits(i) and not self.trust.declined(i)]
+
+    def inert_trust(self) -> list[TrustItem]:
+        """The folder's widening items not in effect now (pending, declined, or the policy is restricted)."""
+        self.refresh()
+        return [i for i in self._items if not self.trust.admits(i)]
+
+    # --- effective settings --------------------------------------------------------------------------
+
     @property
     def default_mode(self) -> Mode | None:
-        return next((s.default_mode for s in self.loaded() if s.default_mode is not None), None)
+        for loaded in self.loaded():
+            mode = loaded.default_mode
+            if mode is None:
+                continue
+            if mode in WIDENING_MODES and not self._admits(loaded, "defaultMode", mode):
+                continue
+            return mode
+        return None
 
     @property
     def bypass_disabled(self) -> bool:
@@ -316,17 +384,35 @@ class SettingsStore:
 
     @property
     def additional_directories(self) -> list[Path]:
-        return [d for s in self.loaded() for d in s.additional_directories]
+        return [path for s in self.loaded() for text, path in s.additional_directories
+                if self._admits(s, "additionalDirectories", text)]
 
     @property
     def env(self) -> dict[str, str]:
+        """The settings' `env` in effect: applied to commands (inside the sandbox) and trusted hooks only."""
         merged: dict[str, str] = {}
         for loaded in reversed(self.loaded()):  # higher precedence overwrites
-            merged.update(loaded.env)
+            merged.update({k: v for k, v in loaded.env.items() if self._admits(loaded, "env", f"{k}={v}")})
         return merged
 
+    @property
+    def pass_env(self) -> list[str]:
+        """Names (or `NAME_*` patterns) of secret-looking variables of ours that commands may see."""
+        return [n for s in self.loaded() for n in s.pass_env if self._admits(s, "passEnv", n)]
+
     def hooks(self, event: str) -> list[HookMatcher]:
-        return [m for s in self.loaded() for m in s.hooks.get(event, [])]
+        out: list[HookMatcher] = []
+        for loaded in self.loaded():
+            for matcher in loaded.hooks.get(event, []):
+                hooks = tuple(h for h in matcher.hooks
+                              if self._admits(loaded, "hook", _hook_text(event, matcher.matcher, h.command)))
+                if hooks:
+                    out.append(HookMatcher(matcher.matcher, hooks))
+        return out
+
+    def admits_sandbox(self, file: SettingsFile, text: str) -> bool:
+        """Whether a widening `sandbox` setting of `file` is in effect (the folder's own: once trusted)."""
+        return not file.project or self.trust.admits(TrustItem(_relative(file.path, self.cwd), "sandbox", text))
 
     @property
     def local_settings_path(self) -> Path:
@@ -366,7 +452,10 @@ class SettingsStore:
             if not added:
                 return False
             existing.extend(rule.text for rule in added)
-            _write_json_atomic(dest, data)
+            if target.project and suggestion.behavior == "allow":
+                # the user chose these rules: they are the user's, not the folder's, wherever they are kept
+                self.trust.approve(TrustItem(_relative(dest, self.cwd), "allow", r.text) for r in added)
+            write_json_atomic(dest, data)
             self.refresh(force=True)
             return True
 
@@ -387,15 +476,58 @@ class SettingsStore:
         return data
 
 
-def _write_json_atomic(dest: Path, data: dict[str, Any]) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=dest.name, suffix=".tmp", dir=dest.parent)
+SANDBOX_OFF = "enabled: false (commands run without the OS sandbox)"
+SANDBOX_NETWORK = 'network.allowedDomains: ["*"] (commands get the network)'
+
+
+def sandbox_allow_write(spec: str) -> str:
+    return f"filesystem.allowWrite: {spec} (commands may write there)"
+
+
+def sandbox_widening(raw: Any) -> list[str]:
+    """The parts of a `sandbox` settings object that loosen it, as the texts a trust question shows (the sandbox
+    policy asks `SettingsStore.admits_sandbox` with the same texts). Invalid parts are the policy's to report."""
+    if not isinstance(raw, dict):
+        return []
+    out: list[str] = []
+    if raw.get("enabled") is False:
+        out.append(SANDBOX_OFF)
+    network = raw.get("network")
+    if isinstance(network, dict) and isinstance(network.get("allowedDomains"), list) \
+            and "*" in network["allowedDomains"]:
+        out.append(SANDBOX_NETWORK)
+    filesystem = raw.get("filesystem")
+    if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
+        out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]
+    return out
+
+
+def _relative(path: Path, cwd: Path) -> str:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _hook_text(event: str, matcher: str, command: str) -> str:
+    return f"{event}{f' ({matcher})' if matcher not in ('', '*') else ''}: {command}"
+
+
+def _item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str) -> TrustItem:
+    return TrustItem(_relative(loaded.file.path, cwd), kind, text)
+
+
+def _widening_items(loaded: LoadedSettings, cwd: Path) -> list[TrustItem]:
+    """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy)."""
+    if not loaded.file.project:
+        return []
+    texts: list[tuple[TrustKind, str]] = [("allow", r.text) for behavior, r in loaded.rules if behavior == "allow"]
+    if loaded.default_mode in WIDENING_MODES:
+        texts.append(("defaultMode", loaded.default_mode))
+    texts += [("additionalDirectories", text) for text, _ in loaded.additional_directories]
+    texts += [("hook", _hook_text(event, m.matcher, h.command))
+              for event, matchers in loaded.hooks.items() for m in matchers for h in m.hooks]
+    texts += [("env", f"{k}={v}") for k, v in loaded.env.items()]
+    texts += [("passEnv", name) for name in loaded.pass_env]
+    texts += [("sandbox", text) for text in loaded.sandbox_widening]
+    return list(dict.fromkeys(_item(loaded, cwd, kind, text) for kind, text in texts))

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
     from bridge.agent import Agent
     from bridge.mcp.host import McpHost, Question, Reply
     from bridge.model.types import ModelError
+    from bridge.permissions.trust import TrustAnswer, TrustQuestion
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.server.documents import SyncedDocuments
     from bridge.server.fast_initialize import FirstMessage
@@ -170,7 +171,17 @@ class BridgeServer(LanguageServer):
             stream.flush()
             return await self.ask_permission(session_id, request)
 
-        return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id))
+        async def ask_trust(question: TrustQuestion) -> TrustAnswer | None:
+            stream.flush()
+            try:
+                result = await self.ask_client("session/request_permission", wire.trust_params(session_id, question))
+            except Exception as error:  # the editor failed to answer: nothing is trusted
+                log.warning("folder trust question failed: %s", error)
+                return None
+            return wire.trust_answer(result)
+
+        return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id),
+                        ask_trust=ask_trust)
 
     def documents(self, session_id: str) -> SyncedDocuments:
         """Files through the client when it offers `fs/*` (ACP), else the synced documents (LSP)."""
@@ -368,8 +379,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
 
         session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
-        notices = [f"Invalid settings (skipped): {problem}" for problem in session.settings_problems()]
-        notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
+        notices = session.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
         session.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))

@@ -4,6 +4,7 @@ translates (which event becomes which update is decided once, in `bridge/server/
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, assert_never
@@ -26,6 +27,7 @@ from bridge.loop.events import (
 from bridge.mcp.host import Question, Reply
 from bridge.messages import MARKER, MARKER_TOOL_USE, Block, repair_pairing
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
+from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.transcript import StoredSession, StoredTurn
 
@@ -384,6 +386,39 @@ def question_reply(result: Any, question: Question) -> Reply:
         return Reply(None)
     meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
     return Reply(str(option), dict(meta))
+
+
+_TRUST_KINDS: dict[TrustAnswer, OptionKind] = {
+    "trust": "allow_always", "session": "allow_once", "not_now": "reject_once", "keep_off": "reject_always",
+}
+
+
+def trust_params(session_id: str, question: TrustQuestion) -> dict[str, Any]:
+    """The folder-trust question as `session/request_permission`: every item verbatim in the content (a client
+    that shows only text shows them all) and as data in `_meta.trust` (an editor that renders a list)."""
+    items = [item.as_json() for item in question.items]
+    trust = {"folder": str(question.folder), "items": items}
+    return {
+        "sessionId": session_id,
+        "toolCall": {
+            "toolCallId": f"trust_{uuid.uuid4().hex[:12]}",
+            "title": question.title,
+            "kind": "other",
+            "status": "pending",
+            "rawInput": trust,
+            "content": [{"type": "content", "content": {"type": "text", "text": question.text}}],
+            "locations": [],
+        },
+        "options": [{"optionId": answer, "name": name, "kind": _TRUST_KINDS[answer]} for answer, name in TRUST_CHOICES],
+        "_meta": {"trust": trust},
+    }
+
+
+def trust_answer(result: Any) -> TrustAnswer | None:
+    """The editor's answer to the trust question; anything unrecognized trusts nothing."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    option = outcome.get("optionId") if isinstance(outcome, dict) and outcome.get("outcome") == "selected" else None
+    return next((answer for answer in _TRUST_KINDS if answer == option), None)
 
 
 class LoadSessionParams(WireModel):

@@ -105,10 +105,11 @@ class BackgroundShells:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(
-        self, command: str, *, cwd: Path, env: Mapping[str, str], sandbox: CommandWrapper | None = None
+        self, command: str, *, cwd: Path, env: Mapping[str, str], sandbox: CommandWrapper | None = None,
+        argv: list[str] | None = None,
     ) -> BackgroundShell:
         """Start `command` (under `sandbox`, the session's, when given)."""
-        proc = await self.supervisor.spawn(shell_argv(command), cwd=cwd, env=env, sandbox=sandbox)
+        proc = await self.supervisor.spawn(argv or shell_argv(command), cwd=cwd, env=env, sandbox=sandbox)
         shell = BackgroundShell(f"bash_{self._next}", command, proc)
         self._next += 1
         proc.on_output = shell.feed

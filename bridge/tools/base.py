@@ -9,7 +9,7 @@ see `backfill_observable_input(input)`; the model always gets back exactly what 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
@@ -117,6 +117,10 @@ def _no_env() -> Mapping[str, str]:
     return {}
 
 
+def _no_names() -> Sequence[str]:
+    return ()
+
+
 @dataclass
 class Services:
     """The session's services a tool may use, built in one place (`bridge.agent.Agent._open`). A context
@@ -125,7 +129,8 @@ class Services:
 
     processes: ProcessSupervisor | None = None  # every command the agent runs (process-wide)
     background: BackgroundShells | None = None  # this session's background shells
-    settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env`, read at each call
+    settings_env: Callable[[], Mapping[str, str]] = _no_env  # the settings files' `env` in effect, at each call
+    pass_env: Callable[[], Sequence[str]] = _no_names  # secret-looking variables of ours commands may see
     agents: AgentRunner | None = None  # sub-agents at this level (filled by the session: they need the session)
     sandbox: Sandbox | None = None  # the OS sandbox Bash runs its commands in (None: unsandboxed)
 

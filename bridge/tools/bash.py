@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import shutil
 import time
 import uuid
 from typing import Any
@@ -22,6 +23,7 @@ import anyio
 from pydantic import Field
 
 from bridge.abort import AbortReason
+from bridge.environment import handed_out
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
@@ -96,8 +98,9 @@ class BashTool(Tool[BashInput]):
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
-            shell = await shells.start(data.command, cwd=ctx.cwd, env=settings_environment(ctx),
-                                       sandbox=sandbox_of(ctx.services))
+            argv, env = command_launch(data.command, ctx)
+            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services),
+                                       argv=argv)
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with TaskOutput(task_id={shell.id!r}); stop it with TaskStop(task_id={shell.id!r})."
@@ -106,10 +109,17 @@ class BashTool(Tool[BashInput]):
         return await run_command(data.command, ctx, timeout_s=(data.timeout or DEFAULT_TIMEOUT_MS) / 1000)
 
 
-def settings_environment(ctx: ToolContext) -> dict[str, str]:
-    """Our environment plus the settings files' `env` (`services.settings_env`, read at each call, so an
-    edited settings file applies to the next command), plus the supervisor's tracking token."""
-    return command_environment({**os.environ, **ctx.services.settings_env()})
+def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str, str]]:
+    """The argv and environment a command starts with. The environment is ours as commands may see it
+    (bridge/environment.py: no credentials of the bridge's, no secret-looking variable `passEnv` doesn't name);
+    the settings files' `env` (read at each call, so an edited file applies to the next command) is set by
+    `env` as the first program inside the sandbox — never on the sandbox program itself."""
+    env = command_environment(handed_out(os.environ, pass_env=ctx.services.pass_env()))
+    inner = ctx.services.settings_env()
+    argv = shell_argv(command)
+    if inner:
+        argv = [shutil.which("env") or "/usr/bin/env", "--", *(f"{k}={v}" for k, v in inner.items()), *argv]
+    return argv, env
 
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
@@ -119,9 +129,8 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
-    proc = await supervisor.spawn(
-        shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx), sandbox=sandbox_of(ctx.services)
-    )
+    argv, env = command_launch(command, ctx)
+    proc = await supervisor.spawn(argv, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services))
 
     def on_output(chunk: bytes) -> None:
         output.append(decoder.decode(chunk))

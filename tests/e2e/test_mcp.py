@@ -265,7 +265,7 @@ async def test_a_project_server_is_started_only_after_the_user_approves_it(works
         assert [o["kind"] for o in approval["options"]] == ["allow_always", "allow_always", "allow_once",
                                                             "reject_always", "reject_once"]
         saved = json.loads((data_dir / "config" / "mcp-approvals.json").read_text())
-        assert saved["projects"][str(workspace.resolve())]["enabledMcpjsonServers"] == ["proj"]
+        assert list(saved["projects"][str(workspace.resolve())]["approvedConfigs"]) == ["proj"]
         assert not (workspace / ".agent-bridge").exists(), "the answer is not the repository's to keep"
         [result] = results(editor.last_request_messages())
         assert result["content"] == "echo: approved"
@@ -368,5 +368,4 @@ async def test_a_repository_that_commits_local_settings_starts_nothing_when_open
         assert asked == ["evil", "proj"], "both are asked about, as the project's"
         [result] = results(editor.last_request_messages())
         assert result["is_error"], "no such tool: the server was never started"
-        assert logged(editor, "git tracks it")
         assert not marker.exists(), "no server process started"

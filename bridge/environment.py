@@ -1,0 +1,112 @@
+"""The environment the bridge hands out — to commands (Bash, background shells), hooks and MCP servers — and
+what settings `env` may set.
+
+- **The bridge's own credentials never leave it.** `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`,
+  `CLAUDE_CODE_OAUTH_TOKEN` and any value registered with `register_secret` (the key an editor handed over)
+  are removed from every environment handed out, under any name that holds them — `passEnv` can't bring
+  them back.
+- **Variables that look like secrets** (bridge/secrets.py: names; and URLs with a password in them) are not
+  handed to commands unless a setting's `passEnv` names them (`GH_TOKEN`, or a pattern `NPM_*`).
+- **Settings `env` never sets a variable that changes how programs load or start**: the dynamic loader's
+  (`LD_*`, `DYLD_*`, `GCONV_PATH`...), the shells' start-up (`BASH_ENV`, `ENV`, `PROMPT_COMMAND`, `BASH_FUNC_*`,
+  `SHELLOPTS`...), language runtimes' preload and search paths (`PYTHONPATH`, `PYTHONSTARTUP`, `NODE_OPTIONS`,
+  `PERL5OPT`, `RUBYOPT`, `JAVA_TOOL_OPTIONS`...), where programs read their configuration (`HOME`,
+  `XDG_CONFIG_HOME`, git's `GIT_*` other than identity), and programs other programs start (`PAGER`,
+  `EDITOR`, `LESSOPEN`, `GIT_SSH_COMMAND`...). A folder's own file may not set `PATH` either: it would turn
+  every auto-allowed `ls` into the repository's own program.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import threading
+from collections.abc import Iterable, Mapping
+
+from bridge.secrets import looks_secret
+
+BRIDGE_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+
+_REFUSED_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_", "PYTHON", "PERL", "RUBY", "NODE_", "NPM_CONFIG_",
+                     "JAVA_", "_JAVA_", "JDK_JAVA_", "LESS", "XDG_CONFIG", "GCONV", "MALLOC_", "GLIBC_")
+_REFUSED = frozenset({
+    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4", "IFS", "ZDOTDIR",
+    "HOME", "CLASSPATH", "NLSPATH", "LOCPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "TERMINFO", "TERMINFO_DIRS",
+    "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "INPUTRC", "CURL_HOME",
+    "WGETRC", "GNUPGHOME", "DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER", "OPENSSL_CONF", "OPENSSL_ENGINES",
+    "GETCONF_DIR", "TZDIR", "DOCKER_CONFIG", "KUBECONFIG", "PIP_CONFIG_FILE", "CARGO_HOME", "RUSTC_WRAPPER",
+    "CC", "CXX", "LDSHARED", "MAKEFLAGS", "MFLAGS", "CMAKE_TOOLCHAIN_FILE", "R_PROFILE_USER", "R_ENVIRON_USER",
+})
+# git identity and harmless switches: the rest of GIT_* can point git at configuration, hooks or programs
+_GIT_HARMLESS = frozenset({
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS", "GIT_FLUSH", "GIT_TRACE",
+})
+_HARMLESS = _GIT_HARMLESS | {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING",
+                             "PYTHONUTF8", "PYTHONWARNINGS", "NODE_ENV", "NODE_NO_WARNINGS", "LESS"}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PASSWORD_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
+
+_secrets: set[str] = set()
+_secrets_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """A credential of the bridge's (the key the editor gave): never handed out under any variable name."""
+    if value and len(value) >= 8:
+        with _secrets_lock:
+            _secrets.add(value)
+
+
+def refused_reason(name: str, *, project: bool) -> str | None:
+    """Why settings `env` may not set `name` (None: it may). `project`: the setting is a folder's own file."""
+    if not _NAME.fullmatch(name):
+        return "it is not a variable name (letters, digits and _, not starting with a digit)"
+    upper = name.upper()
+    if upper in _HARMLESS:
+        return None
+    if upper in _REFUSED or upper.startswith(_REFUSED_PREFIXES):
+        return ("it changes how programs load or start, or where they read their configuration; set it in a "
+                "command itself if it is needed")
+    if upper == "PATH" and project:
+        return "a folder's own settings may not change which programs commands run"
+    if upper in BRIDGE_CREDENTIALS:
+        return "the bridge's own credentials are never handed to commands"
+    return None
+
+
+def is_bridge_credential(name: str, value: str) -> bool:
+    """Whether `name=value` is (or holds) one of the bridge's own credentials."""
+    return _holds_bridge_secret(name, value)
+
+
+def _holds_bridge_secret(name: str, value: str) -> bool:
+    if name.upper() in BRIDGE_CREDENTIALS:
+        return True
+    with _secrets_lock:
+        return any(secret in value for secret in _secrets)
+
+
+def _passed(name: str, pass_env: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in pass_env)
+
+
+def handed_out(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """`base` (the bridge's environment) as a command, hook or server may see it: without the bridge's
+    credentials, and without secret-looking variables that `pass_env` does not name."""
+    names = tuple(pass_env)
+    own = [base[n] for n in BRIDGE_CREDENTIALS if len(base.get(n, "")) >= 8]  # copied under another name too
+    out: dict[str, str] = {}
+    for name, value in base.items():
+        if _holds_bridge_secret(name, value) or any(secret in value for secret in own):
+            continue
+        if (looks_secret(name) or _PASSWORD_URL.search(value)) and not _passed(name, names):
+            continue
+        out[name] = value
+    return out
+
+
+def withheld(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> list[str]:
+    """The names `handed_out` leaves out (for a notice)."""
+    kept = handed_out(base, pass_env=pass_env)
+    return sorted(name for name in base if name not in kept)

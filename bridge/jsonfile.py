@@ -1,0 +1,61 @@
+"""JSON state files the bridge keeps for the user (approvals, trusted folders, settings it writes): read
+leniently, written all-or-nothing (a temp file beside it, then `os.replace`), one writer at a time across
+bridge processes (an flock on a lock file beside it)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def read_json(path: Path) -> tuple[Any, str | None]:
+    """The file's JSON value (None when missing or empty), or None and what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as error:
+        return None, f"{path}: cannot be read ({error}); skipped"
+    if not text.strip():
+        return None, None
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as error:
+        return None, f"{path}: not valid JSON (line {error.lineno}: {error.msg}); skipped"
+
+
+def write_json_atomic(path: Path, data: Any, *, mode: int | None = None) -> None:
+    """Replace `path` with `data` as indented JSON; readers see the old file or the new one, never a part.
+    `mode`: the new file's permission bits (default: the temp file's 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """One writer of `path` at a time across processes (an exclusive flock on `<path>.lock`)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1,0 +1,307 @@
+"""Folder trust: what a folder's own files say that widens what runs or what is allowed waits for the user.
+
+A cloned repository is a stranger. Its `.agent-bridge/` and `.claude/` settings files (tracked or not) may
+hold hooks, `env`, allow rules, a permissive `defaultMode`, `additionalDirectories`, sandbox switches: each of
+these is a `TrustItem`, inert until the user has approved exactly that item for this folder. Deny and ask
+rules (they only tighten) apply at once. Items are remembered one by one, verbatim, in the user's store
+(`trusted-folders.json` in the user's config dir, outside every repository): when a pull brings a new hook,
+only the new hook is pending and the user is asked about it — the folder is never trusted forever.
+
+How a front end asks is its own business (the terminal asks on its screen, ACP editors get a permission
+request, VS Code honours its Workspace Trust); the policy says whether it may:
+- `ask` (default): pending items are inert until answered; the answer is remembered;
+- `restricted`: never ask, everything of the folder's stays inert (VS Code's Restricted Mode);
+- `trusted`: every item is admitted without asking (CI: `--trust-folder` or `AGENT_BRIDGE_TRUST_FOLDER=1`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from bridge.jsonfile import locked, read_json, write_json_atomic
+
+log = logging.getLogger(__name__)
+
+TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additionalDirectories", "sandbox"]
+TrustPolicy = Literal["ask", "restricted", "trusted"]
+TRUST_POLICIES: tuple[TrustPolicy, ...] = ("ask", "restricted", "trusted")
+TRUST_ENV = "AGENT_BRIDGE_TRUST_FOLDER"  # "1"/"yes"/"true": trust every folder's configuration (CI)
+STORE_NAME = "trusted-folders.json"
+
+_LABELS: dict[TrustKind, str] = {
+    "hook": "runs the hook command",
+    "env": "sets the environment variable",
+    "passEnv": "passes your secret variable to commands",
+    "allow": "allows without asking",
+    "defaultMode": "starts in the permission mode",
+    "additionalDirectories": "adds to the workspace the directory",
+    "sandbox": "changes the sandbox",
+}
+
+
+@dataclass(frozen=True)
+class TrustItem:
+    """One thing a folder's file says that widens what runs or what is allowed, verbatim."""
+
+    file: str  # the settings file, relative to the folder (posix)
+    kind: TrustKind
+    text: str  # exactly what would take effect: a hook command, `NAME=value`, a rule...
+
+    def describe(self) -> str:
+        return f"{self.file}: {_LABELS[self.kind]} {self.text}"
+
+    def as_json(self) -> dict[str, str]:
+        return {"file": self.file, "kind": self.kind, "text": self.text}
+
+    @staticmethod
+    def from_json(value: Any) -> TrustItem | None:
+        if not isinstance(value, dict):
+            return None
+        file, kind, text = value.get("file"), value.get("kind"), value.get("text")
+        if isinstance(file, str) and kind in _LABELS and isinstance(text, str):
+            return TrustItem(file, kind, text)
+        return None
+
+
+def policy_from_environment() -> TrustPolicy | None:
+    """`AGENT_BRIDGE_TRUST_FOLDER`: 1/yes/true trusts, 0/no/false/restricted keeps folders restricted."""
+    value = os.environ.get(TRUST_ENV, "").strip().lower()
+    if value in ("1", "yes", "true", "on", "trusted"):
+        return "trusted"
+    if value in ("0", "no", "false", "off", "restricted"):
+        return "restricted"
+    return None
+
+
+class FolderTrust:
+    """The user's answers about one folder's own configuration, and the policy of whoever serves it.
+
+    Shared by every session on the folder (through its `SettingsStore`); `version` changes whenever what is
+    admitted may have changed (an answer here, the store file changed by another bridge, a new policy)."""
+
+    def __init__(self, folder: Path, user_config_dir: Path, policy: TrustPolicy | None = None) -> None:
+        self.folder = Path(os.path.realpath(folder))
+        self.path = user_config_dir / STORE_NAME
+        self._policy: TrustPolicy = policy or policy_from_environment() or "ask"
+        self._lock = threading.Lock()
+        self._stat: tuple[int, int, int] | None = None
+        self._approved: frozenset[TrustItem] = frozenset()
+        self._declined: frozenset[TrustItem] = frozenset()
+        self._session_approved: set[TrustItem] = set()  # "just this time": this process only
+        self.version = 0
+        self._load()
+
+    @property
+    def policy(self) -> TrustPolicy:
+        return self._policy
+
+    def set_policy(self, policy: TrustPolicy) -> None:
+        """The front end's policy (VS Code's Workspace Trust, a flag); the environment's CI switch wins."""
+        policy = policy_from_environment() or policy
+        with self._lock:
+            if policy != self._policy:
+                self._policy = policy
+                self.version += 1
+
+    def refresh(self) -> bool:
+        """Re-read the store when another process changed it; True when anything may now be admitted differently."""
+        with self._lock:
+            if _stat_of(self.path) == self._stat:
+                return False
+            before = (self._approved, self._declined)
+            self._load_locked()
+            if before == (self._approved, self._declined):
+                return False
+            self.version += 1
+            return True
+
+    def admits(self, item: TrustItem) -> bool:
+        if self._policy == "trusted":
+            return True
+        if self._policy == "restricted":
+            return False
+        return item in self._approved or item in self._session_approved
+
+    def declined(self, item: TrustItem) -> bool:
+        return item in self._declined
+
+    def approve(self, items: Iterable[TrustItem], *, remember: bool = True) -> str | None:
+        """Admit `items` (remembered in the user's store, or for this process only); the problem when the
+        answer could not be saved (the items are admitted for this process all the same)."""
+        return self._decide(list(items), approve=True, remember=remember)
+
+    def decline(self, items: Iterable[TrustItem]) -> str | None:
+        """Remember that the user keeps `items` off (they are not asked about again until they change)."""
+        return self._decide(list(items), approve=False, remember=True)
+
+    def _decide(self, items: list[TrustItem], *, approve: bool, remember: bool) -> str | None:
+        if not items:
+            return None
+        if approve:
+            with self._lock:
+                self._session_approved.update(items)
+                self.version += 1
+        if not remember:
+            return None
+        try:
+            with locked(self.path):
+                data, problem = read_json(self.path)
+                if problem:
+                    raise ValueError(f"{problem}; not overwriting it")
+                data = data if isinstance(data, dict) else {}
+                folders = data.get("folders")
+                if not isinstance(folders, dict):
+                    folders = data["folders"] = {}
+                entry = folders.get(str(self.folder))
+                entry = folders[str(self.folder)] = entry if isinstance(entry, dict) else {}
+                add, drop = ("approved", "declined") if approve else ("declined", "approved")
+                chosen = set(items)
+                kept = [v for v in entry.get(drop, []) if TrustItem.from_json(v) not in chosen] \
+                    if isinstance(entry.get(drop), list) else []
+                entry[drop] = kept
+                found = entry.get(add)
+                present: list[Any] = found if isinstance(found, list) else []
+                known = {TrustItem.from_json(v) for v in present}
+                entry[add] = [*present, *(i.as_json() for i in items if i not in known)]
+                data["version"] = 1
+                write_json_atomic(self.path, data)
+        except (OSError, ValueError) as error:  # not remembered: still honoured for this process
+            log.warning("could not save the folder trust answer: %s", error)
+            return f"the answer could not be saved ({error}); it holds until the bridge exits"
+        with self._lock:
+            self._load_locked()
+            self.version += 1
+        return None
+
+    def _load(self) -> None:
+        with self._lock:
+            self._load_locked()
+
+    def _load_locked(self) -> None:
+        self._stat = _stat_of(self.path)
+        data, problem = read_json(self.path)
+        if problem:
+            log.warning("folder trust store: %s (nothing in it is trusted until it is fixed)", problem)
+        folders = data.get("folders") if isinstance(data, dict) else None
+        entry = folders.get(str(self.folder)) if isinstance(folders, dict) else None
+        entry = entry if isinstance(entry, dict) else {}
+        self._approved = _items(entry.get("approved"))
+        self._declined = _items(entry.get("declined"))
+
+
+def _items(value: Any) -> frozenset[TrustItem]:
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(item for item in map(TrustItem.from_json, value) if item is not None)
+
+
+def _stat_of(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+# -- asking ------------------------------------------------------------------------------------------------
+
+TrustAnswer = Literal["trust", "session", "keep_off", "not_now"]
+TRUST_CHOICES: tuple[tuple[TrustAnswer, str], ...] = (
+    ("trust", "Trust and enable them (remembered for this folder)"),
+    ("session", "Enable them until the bridge exits"),
+    ("not_now", "Not now (they stay off; asked again next time)"),
+    ("keep_off", "Keep them off (remembered; asked again only when they change)"),
+)
+
+
+@dataclass(frozen=True)
+class TrustQuestion:
+    """What a front end asks: may these items of the folder's own files take effect?"""
+
+    folder: Path
+    items: tuple[TrustItem, ...]
+
+    @property
+    def title(self) -> str:
+        return f"Trust this folder's own settings? ({self.folder})"
+
+    @property
+    def text(self) -> str:
+        lines = [f"{self.folder} has settings of its own that would widen what runs or what is allowed. Until "
+                 "you trust them they stay off (their deny and ask rules apply already):", ""]
+        lines += [f"  • {visible(item.describe())}" for item in self.items]
+        lines += ["", "Trust them only if you trust where this folder came from."]
+        return "\n".join(lines)
+
+
+class TrustSource(Protocol):
+    """What asking needs of the settings (a `SettingsStore`)."""
+
+    trust: FolderTrust
+
+    def pending_trust(self) -> list[TrustItem]: ...
+
+    def inert_trust(self) -> list[TrustItem]: ...
+
+
+Ask = Callable[[TrustQuestion], Awaitable[TrustAnswer | None]]
+Tell = Callable[[str], None]
+
+
+class TrustPrompt:
+    """One session's side of folder trust: before each turn, ask once about items nobody answered yet (a pull
+    may bring new ones mid-session), and say once what stays off and why."""
+
+    def __init__(self, source: TrustSource, folder: Path) -> None:
+        self.source, self.folder = source, folder
+        self._asked: set[TrustItem] = set()
+        self._told: set[TrustItem] = set()
+
+    async def before_turn(self, ask: Ask | None, tell: Tell) -> list[TrustItem]:
+        """Ask (or tell); returns the items admitted by this answer."""
+        policy = self.source.trust.policy
+        pending = [i for i in self.source.pending_trust() if i not in self._asked]
+        admitted: list[TrustItem] = []
+        if pending and policy == "ask" and ask is not None:
+            self._asked.update(pending)
+            self._told.update(pending)  # the question said they stay off until trusted
+            answer = await ask(TrustQuestion(self.folder, tuple(pending)))
+            problem = None
+            if answer in ("trust", "session"):
+                problem = self.source.trust.approve(pending, remember=answer == "trust")
+                admitted = pending
+            elif answer == "keep_off":
+                problem = self.source.trust.decline(pending)
+            if problem:
+                tell(f"Folder trust: {problem}")
+        inert = [i for i in self.source.inert_trust() if i not in self._told]
+        if inert:
+            self._told.update(inert)
+            tell(self._why_off(inert, policy, can_ask=ask is not None))
+        return admitted
+
+    def _why_off(self, items: list[TrustItem], policy: TrustPolicy, *, can_ask: bool) -> str:
+        listed = "\n".join(f"  • {visible(item.describe())}" for item in items)
+        if policy == "restricted":
+            return (f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
+                    "Trust the folder (in VS Code: Manage Workspace Trust) to be asked about them.")
+        if not can_ask:
+            return (f"This folder's own settings stay off until you trust them:\n{listed}\n"
+                    "To trust them, run in a terminal and answer the question, or pass --trust-folder "
+                    f"(CI: {TRUST_ENV}=1).")
+        return f"These settings of this folder stay off (as you answered):\n{listed}"
+
+
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with control, bidi and zero-width characters shown as escapes (a name can't redraw the question)."""
+    return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):04x}}}", text.replace("\n", "⏎ "))

@@ -1,0 +1,76 @@
+"""Memory files (bridge/memory.py): a folder's are regular files inside the project, read without following a
+link out, size-capped; the user's own may be links but are still regular files. Real files, links, a FIFO."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge.memory import MAX_BYTES, load_memory
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- SECRET")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AGENT_BRIDGE_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("LEAKED_ON_PURPOSE", "ENVIRONMENT-SECRET")
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def test_a_link_out_of_the_project_is_skipped_with_the_reason(project: Path, tmp_path: Path) -> None:
+    (project / "CLAUDE.md").symlink_to("/proc/self/environ")
+    (project / "AGENTS.md").symlink_to(tmp_path / "home" / ".ssh" / "id_rsa")
+    memory = load_memory(project)
+    assert memory.section == ""
+    assert [s.split(": ", 1)[1] for s in memory.skipped] == ["it is a link to a file outside the project"] * 2
+    assert "ENVIRONMENT-SECRET" not in memory.section and "PRIVATE KEY" not in memory.section
+
+
+def test_a_link_inside_the_project_and_plain_files_are_read(project: Path) -> None:
+    (project / "docs").mkdir()
+    (project / "docs" / "agents.md").write_text("Run the tests with make test.")
+    (project / "AGENTS.md").symlink_to("docs/agents.md")
+    (project / "CLAUDE.md").write_text("Be brief.")
+    memory = load_memory(project)
+    assert "Run the tests with make test." in memory.section and "Be brief." in memory.section
+    assert memory.skipped == []
+
+
+def test_a_fifo_a_directory_and_a_huge_file_are_skipped_without_waiting(project: Path) -> None:
+    os.mkfifo(project / "CLAUDE.md")  # nothing writes to it: a blocking open would hang the session's start
+    (project / "AGENTS.md").mkdir()
+    (project / "CLAUDE.local.md").write_bytes(b"x" * (MAX_BYTES + 1))
+    memory = load_memory(project)
+    reasons = sorted(s.split(": ", 1)[1] for s in memory.skipped)
+    assert memory.section == "" and len(reasons) == 3, memory.skipped
+    assert reasons[0] == "it is larger than 256 KiB (262,145 bytes)"
+    assert reasons[1:] == ["it is not a regular file"] * 2
+
+
+def test_a_directory_link_on_the_way_down_is_not_followed(project: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "CLAUDE.md").write_text("FROM OUTSIDE")
+    (project / "sub").symlink_to(outside)
+    memory = load_memory(project / "sub")
+    assert "FROM OUTSIDE" not in memory.section
+
+
+def test_the_users_own_memory_may_be_a_link_but_not_a_device(project: Path, tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "CLAUDE.md").write_text("My own rules.")
+    (tmp_path / "home" / ".claude").mkdir()
+    (tmp_path / "home" / ".claude" / "CLAUDE.md").symlink_to(dotfiles / "CLAUDE.md")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "AGENTS.md").symlink_to("/dev/zero")
+    memory = load_memory(project)
+    assert "My own rules." in memory.section
+    assert [s.split(": ", 1)[1] for s in memory.skipped] == ["it is not a regular file"]
