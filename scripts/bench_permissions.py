@@ -39,7 +39,7 @@ def build(root: Path) -> PermissionEngine:
     for path, perms in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"permissions": perms}))
-    store = SettingsStore(ws, user_config_dir=root / "cfg", claude_home=root / "claude")
+    store = SettingsStore(ws, user_config_dir=root / "cfg", claude_home=root / "claude", trust="trusted")
     engine = PermissionEngine(cwd=ws, settings=store, session_rules=RuleSet())
     assert not engine.errors, engine.errors
     return engine
