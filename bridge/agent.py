@@ -6,18 +6,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.config import BridgeConfig
 from bridge.environment import register_secret
+from bridge.loop.events import LoopEvent
 from bridge.messages import Message
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
 from bridge.permissions.settings import SettingsStore
+from bridge.replay import replay_turns
 from bridge.session import Frontend, Session, new_session_id
+from bridge.session_setup import SessionSetup
 from bridge.tools.base import AnyTool, Services
-from bridge.transcript import StoredSession, Transcript, list_sessions, transcript_path
+from bridge.transcript import StoredSession, Transcript, list_sessions, transcript_path, turns_of
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
@@ -41,6 +45,16 @@ def default_tools() -> list[AnyTool]:
     from bridge.tools.registry import core_tools
 
     return core_tools()
+
+
+@dataclass
+class Reopened:
+    """A stored session opened again (`session/load`): the session, what the user should hear about it, and its
+    history as the events a live session emitted (bridge/replay.py)."""
+
+    session: Session
+    notices: list[str]
+    replay: list[LoopEvent]
 
 
 class Agent:
@@ -93,12 +107,35 @@ class Agent:
         session.conversation.cost_usd, session.conversation.usage_total = loaded.cost_usd, loaded.usage_total
         return session, loaded.problems
 
+    def reopen(self, session_id: str, frontend: Frontend, servers: list[dict[str, Any]],
+               host: Callable[[Session], Any]) -> Reopened:
+        """`session/load`: the stored session (already running here, or opened from its transcript with its MCP
+        servers — `host(session)` shows their notices and questions), and its replay. Raises UnknownSession."""
+        live = session_id in self.sessions  # already running here: its MCP servers are too
+        session, problems = self.load_session(session_id, frontend)
+        notices = [f"Transcript problem (skipped): {problem}" for problem in problems]
+        if not live:
+            self.connect_mcp(session, servers, host(session))
+            session.toolset.refresh_commands()
+            notices += session.toolset.missing_tools(session.conversation.messages)
+            notices += [f"Invalid agent file (skipped): {problem}" for problem in session.setup.agent_types.problems]
+        turns = turns_of(session.conversation.messages)
+        if session.transcript is not None:
+            try:
+                turns = load_transcript(session.transcript.path).turns
+            except (OSError, ValueError) as error:
+                log.warning("cannot read %s for the replay: %s", session.transcript.path, error)
+        events = replay_turns(turns, session.toolset.get, session.sidechain, context_size=self.config.context_window,
+                              last_running=live and session.busy)
+        return Reopened(session, notices, events)
+
     def _open(
         self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message]
     ) -> Session:
         settings = SettingsStore.for_project(cwd)
         if self.config.folder_trust is not None:
             settings.trust.set_policy(self.config.folder_trust)
+        setup = SessionSetup.compose(cwd, self.config, settings, interactive=frontend.interactive)
         services = Services(  # the one place a session's services are built
             processes=self.supervisor,
             background=self._background(),
@@ -113,7 +150,7 @@ class Agent:
             tools=default_tools(),
             frontend=frontend,
             services=services,
-            settings=settings,
+            setup=setup,
             transcript=transcript,
             history=history,
         )
@@ -142,7 +179,7 @@ class Agent:
             self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window,
                                    track=self.supervisor.track_external)
         roots = (session.cwd, *session.engine.settings.additional_directories)
-        session.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
+        session.toolset.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
 
     async def close_session(self, session_id: str) -> None:
         """`session/close`: stop its turn and its background agents, close its transcript, let go of its MCP
@@ -155,8 +192,8 @@ class Agent:
         await session.close()
         if session.transcript is not None:
             session.transcript.close()
-        if session.mcp is not None:
-            await session.mcp.release()
+        if session.toolset.mcp is not None:
+            await session.toolset.mcp.release()
 
     def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)

@@ -132,8 +132,8 @@ async def _example(root: Path, history: list[Message], plan: list[list[str]], mo
 
     try:
         session, _problems = agent.load_session(sid, Frontend(emit=emit, prompter=_allow))
-        session.hold_back(archives())
-        warnings = session.missing_tools()
+        session.toolset.hold_back(archives())
+        warnings = session.toolset.missing_tools(session.conversation.messages)
         if any(b.get("name") == "mcp__gone__lookup" for m in history for b in m["content"]):
             assert any("'gone'" in w for w in warnings), warnings
         armed = True

@@ -19,8 +19,10 @@ from bridge.loop.events import (
 )
 from bridge.permissions.modes import MODES
 from bridge.permissions.types import PermissionRequest
+from bridge.replay import replay_history, replay_turns
 from bridge.server import wire
-from bridge.server.updates import UpdateStream
+from bridge.server.updates import UpdateStream, replayed
+from bridge.tools.base import AnyTool
 
 
 def test_content_locations_and_plan_entries() -> None:
@@ -102,6 +104,10 @@ def test_a_sub_agents_permission_request_names_it() -> None:
     assert plain["_meta"] == {"reason": "r"}
 
 
+def no_tools(_name: str) -> AnyTool | None:
+    return None
+
+
 def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
     use = {"type": "tool_use", "id": "call_1", "name": "Agent", "input": {"description": "d", "prompt": "p"}}
     parent = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
@@ -113,7 +119,7 @@ def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
              {"role": "assistant", "content": [todo]},
              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
              {"role": "assistant", "content": [{"type": "text", "text": "found"}]}]
-    updates = wire.replay_updates(parent, sidechain=lambda call: child if call == "call_1" else None)
+    updates = replayed(replay_history(parent, no_tools, lambda call: child if call == "call_1" else None))
     shape = [(u["sessionUpdate"], u.get("toolCallId"), (u.get("_meta") or {}).get("parentToolCallId"))
              for u in updates]
     assert shape == [("user_message_chunk", None, None), ("tool_call", "call_1", None),
@@ -132,9 +138,9 @@ def test_an_older_history_without_turn_lines_replays_one_turn_per_prompt() -> No
 
     history = [said("user", "one"), said("assistant", "answer"), said("user", "two"), said("user", MARKER),
                said("user", "three")]
-    updates = wire.replay_turns(turns_of(history))
+    updates = replayed(replay_turns(turns_of(history), no_tools))
     shape = [(u["sessionUpdate"], u["content"]["text"], (u.get("_meta") or {}).get("turnEnd")) for u in updates]
     assert shape == [("user_message_chunk", "one", None), ("agent_message_chunk", "answer", {"stopReason": "end_turn"}),
                      ("user_message_chunk", "two", {"stopReason": "cancelled"}),
                      ("user_message_chunk", "three", {"stopReason": None, "cutOff": True})]
-    assert "turnEnd" not in wire.replay_turns(turns_of(history), last_running=True)[-1].get("_meta", {})
+    assert "turnEnd" not in replayed(replay_turns(turns_of(history), no_tools, last_running=True))[-1].get("_meta", {})

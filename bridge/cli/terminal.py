@@ -32,7 +32,9 @@ from bridge.loop.events import (
     ToolCallInProgress,
     ToolCallProgress,
     ToolCallStarted,
+    TurnEnded,
     UsageReport,
+    UserText,
 )
 from bridge.loop.permission import deny_all
 from bridge.model.anthropic_client import AnthropicModel
@@ -114,7 +116,8 @@ class TerminalView:
                 self.line(self.paint(DIM, f"[info] {event.summary()}"))
             case SubAgentEvent(event=inner):
                 self._nested(inner)
-            case ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress():
+            case (ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress() | UserText()
+                  | TurnEnded()):
                 pass  # a finished call shows its output; the terminal keeps no mode indicator
             case _:
                 assert_never(event)
@@ -305,7 +308,7 @@ async def run_prompt_async(
     ask_trust = terminal_trust(view) if interactive and sys.stdin.isatty() else None  # no one to ask: stays off
     session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive,
                                               ask_trust=ask_trust))
-    for notice in session.startup_notices():
+    for notice in session.setup.startup_notices():
         view.line(view.paint(RED, notice))
     signals = TerminalSignals(view)
     signals.agent = agent
@@ -319,6 +322,6 @@ async def run_prompt_async(
                 await ahead.aclose()
         finally:
             signals.remove()
-        if not session.deferred.tools:  # the tools every new session sends: cached for the next run
+        if not session.toolset.deferred.tools:  # the tools every new session sends: cached for the next run
             environ = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(config.data_dir)}
-            remember_tools(environ, [tool.schema() for tool in session.tools.values()])
+            remember_tools(environ, [tool.schema() for tool in session.toolset.tools.values()])

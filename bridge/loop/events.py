@@ -140,6 +140,26 @@ class SubAgentEvent:
     kind: Literal["sub_agent"] = "sub_agent"
 
 
+@dataclass(frozen=True)
+class UserText:
+    """What the user said. A live front end has the prompt already; a replay (bridge/replay.py) shows it, and a
+    sub-agent's prompt comes up as its call's."""
+
+    text: str
+    kind: Literal["user_text"] = "user_text"
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """How a turn ended: its stop reason, or the error it failed with, or `cut_off` (the bridge stopped under it).
+    A replay frames each stored turn with it; live, the prompt's answer says it."""
+
+    stop_reason: str | None
+    error: str | None = None
+    cut_off: bool = False
+    kind: Literal["turn_end"] = "turn_end"
+
+
 def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
@@ -158,4 +178,6 @@ LoopEvent = (
     | ModeChanged
     | AgentProgress
     | SubAgentEvent
+    | UserText
+    | TurnEnded
 )

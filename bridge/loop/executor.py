@@ -14,7 +14,7 @@ import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
@@ -458,13 +458,25 @@ def _validation_message(tool_name: str, error: ValidationError) -> str:
 __all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]
 
 
+def replayed_effects(block: Block, tool: AnyTool | None) -> list[Effect]:
+    """The effects a stored tool_use's call had, as far as its input tells (a replay's plan); [] when the tool or
+    a valid input is missing."""
+    return _from_stored(block, tool, lambda t, data: t.replayed_effects(data))
+
+
 def stored_display(block: Block, tool: AnyTool | None) -> list[Display]:
     """What a stored tool_use's call showed, as far as its input tells (a replay's Edit diff); [] when the tool
     or a valid input is missing."""
+    return _from_stored(block, tool, lambda t, data: t.stored_display(data))
+
+
+T = TypeVar("T")
+
+
+def _from_stored(block: Block, tool: AnyTool | None, ask: Callable[[AnyTool, Any], list[T]]) -> list[T]:
     if tool is None:
         return []
     data = _safe(lambda: tool.input_model.model_validate(dict(block.get("input") or {})), None)
     if data is None:
         return []
-    valid = data
-    return list(_safe(lambda: tool.stored_display(valid), []))
+    return list(_safe(lambda: ask(tool, data), []))

@@ -200,7 +200,7 @@ class BridgeServer(LanguageServer):
         from bridge.mcp.host import McpHost
 
         def changed() -> None:
-            session.refresh_commands()
+            session.toolset.refresh_commands()
             self.advertise_commands(session)
 
         return McpHost(notice=lambda text, level: session.frontend.emit(Notice(text, level)),
@@ -214,7 +214,7 @@ class BridgeServer(LanguageServer):
         return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
-        self.stream(session.id).update(wire.available_commands(list(session.commands.values())))
+        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())))
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -379,9 +379,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
 
         session_id = new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
-        notices = session.startup_notices()
+        notices = session.setup.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
-        session.refresh_commands()
+        session.toolset.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
         answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
         if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
@@ -393,24 +393,18 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         from bridge.agent import UnknownSession
 
         parsed = _parse(wire.LoadSessionParams, params)
-        live = parsed.session_id in ls.agent.sessions  # already running here: its MCP servers are too
+        from bridge.server.updates import replayed
+
         try:
-            session, problems = ls.agent.load_session(parsed.session_id, ls.frontend(parsed.session_id))
+            reopened = ls.agent.reopen(parsed.session_id, ls.frontend(parsed.session_id), parsed.mcp_servers,
+                                       ls.mcp_host)
         except UnknownSession as error:
             raise unknown_session(error) from None
-        notices = [f"Transcript problem (skipped): {problem}" for problem in problems]
-        if not live:  # already running here: its MCP servers are too
-            ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))
-            session.refresh_commands()
-            notices += session.missing_tools()
-            notices += [f"Invalid agent file (skipped): {problem}" for problem in session.agent_problems()]
+        session = reopened.session
         stream = ls.stream(session.id)
-        replay = wire.replay_turns(session.stored_turns(), session.describe_tool_use, session.stored_display,
-                                   session.sidechain, context_size=session.config.context_window,
-                                   last_running=live and session.busy)
-        for update in replay:
+        for update in replayed(reopened.replay):
             stream.update(update)  # ACP: the history first, then the answer
-        ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices, loaded=True))
+        ls.bridge_protocol.after_reply(lambda: ls.session_started(session, reopened.notices, loaded=True))
         return {"modes": wire.modes_state(session.mode)}
 
     @feature("session/list")

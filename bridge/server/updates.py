@@ -1,6 +1,8 @@
-"""A session's `session/update` stream: every loop event becomes its update here (one exhaustive match), and
-text and thinking deltas are coalesced to one update per ~16 ms; the first delta of a burst goes out at once;
-anything else flushes what is pending first, so order holds."""
+"""A session's `session/update` stream: every loop event becomes its update here (one exhaustive match), live
+and replayed alike (bridge/replay.py gives a stored session as the same events). Live, text and thinking deltas
+are coalesced to one update per ~16 ms; the first delta of a burst goes out at once; anything else flushes what
+is pending first, so order holds. A replay (`replayed`) sends each stored block as its own update, and a turn's
+end marks its last update (`_meta.turnEnd`)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ from bridge.loop.events import (
     ToolCallInProgress,
     ToolCallProgress,
     ToolCallStarted,
+    TurnEnded,
     UsageReport,
+    UserText,
 )
 from bridge.server import wire
 from bridge.server.wire import ChunkKind
@@ -38,10 +42,12 @@ class UpdateStream:
         notice: Callable[[Notice], None] = lambda _notice: None,
         *,
         interval: float = 0.016,
+        end_turn: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._send = send
         self._notice = notice  # not part of the conversation: shown apart (a log line, a message)
-        self._interval = interval
+        self._interval = interval  # 0: no coalescing (a replay: each stored block is its own update)
+        self._end_turn = end_turn
         self._pending_kind: ChunkKind | None = None
         self._pending_parent: str | None = None
         self._pending: list[str] = []
@@ -55,6 +61,12 @@ class UpdateStream:
                 self.chunk("agent_message_chunk", text, parent)
             case ThinkingDelta(text=text):
                 self.chunk("agent_thought_chunk", text, parent)
+            case UserText(text=text):
+                self.chunk("user_message_chunk", text, parent)
+            case TurnEnded():
+                self.flush()
+                if self._end_turn is not None:
+                    self._end_turn(wire.turn_end(event))
             case Notice():
                 self._notice(event)
             case RetryWait():
@@ -87,6 +99,9 @@ class UpdateStream:
         """`parent`: the sub-agent's call when the text is a sub-agent's (never coalesced with another's)."""
         if self._pending_kind is not None and (kind, parent) != (self._pending_kind, self._pending_parent):
             self.flush()
+        if self._interval <= 0:
+            self._send(wire.chunk(kind, text, parent))
+            return
         if self._timer is None:  # quiet until now: send at once, then hold a window open
             self._send(wire.chunk(kind, text, parent))
             self._open_window()
@@ -121,3 +136,20 @@ class UpdateStream:
         if self._pending:
             self.flush()
             self._open_window()
+
+
+def replayed(events: list[LoopEvent]) -> list[dict[str, Any]]:
+    """A stored session's updates (bridge/replay.py's events through the same mapping as live): each block its own
+    update, each turn's last update marked with how the turn ended (`_meta.turnEnd`, our extension: an ACP
+    client that ignores it still sees plain updates; one that knows it shows each prompt as its own turn)."""
+    out: list[dict[str, Any]] = []
+
+    def end_turn(turn_end: dict[str, Any]) -> None:
+        if out:
+            last = out[-1]
+            out[-1] = {**last, "_meta": {**(last.get("_meta") or {}), "turnEnd": turn_end}}
+
+    stream = UpdateStream(out.append, interval=0, end_turn=end_turn)
+    for event in events:
+        stream.emit(event)
+    return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, assert_never
 
@@ -22,14 +21,15 @@ from bridge.loop.events import (
     ToolCallInProgress,
     ToolCallProgress,
     ToolCallStarted,
+    TurnEnded,
     UsageReport,
 )
 from bridge.mcp.host import Question, Reply
-from bridge.messages import MARKER, MARKER_TOOL_USE, Block, repair_pairing
+from bridge.messages import Block
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
-from bridge.transcript import StoredSession, StoredTurn
+from bridge.transcript import StoredSession
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
@@ -431,133 +431,10 @@ class ListSessionsParams(WireModel):
     cwd: str | None = None
 
 
-def replay_turns(
-    turns: list[StoredTurn],
-    describe: Callable[[Block], ToolCallStarted] | None = None,
-    shown: Callable[[Block], list[Display]] = lambda _block: [],
-    sidechain: Callable[[str], list[dict[str, Any]] | None] = lambda _id: None,
-    *,
-    context_size: int = 0,
-    last_running: bool = False,
-) -> list[dict[str, Any]]:
-    """A stored session as the `session/update`s an editor would have seen, turn by turn.
-
-    Each turn's messages (repaired on their own, so a call a crash cut off shows as interrupted), then a
-    `usage_update` with the turn's tokens when it made requests; the turn's last update carries
-    `_meta.turnEnd` = `{stopReason}` / `{stopReason: null, error}` / `{stopReason: null, cutOff: true}` (the
-    bridge stopped under it): our extension, so an ACP client that ignores it still sees plain updates, and a
-    client that knows it shows each prompt as its own turn. `last_running`: the last turn is still running
-    (a live session loaded again), so it has no end yet. The plan as it was last set comes last.
-    """
-    updates: list[dict[str, Any]] = []
-    plan: list[dict[str, Any]] | None = None
-    for index, turn in enumerate(turns):
-        part, turn_plan = _replay(repair_pairing(turn.messages), describe, shown, sidechain, None)
-        plan = turn_plan if turn_plan is not None else plan
-        if turn.responses:
-            part.append(_stored_usage(turn, context_size))
-        if part and not (last_running and index == len(turns) - 1):
-            last = part[-1]
-            part[-1] = {**last, "_meta": {**(last.get("_meta") or {}), "turnEnd": _turn_end(turn)}}
-        updates += part
-    if plan is not None:
-        updates.append({"sessionUpdate": "plan", "entries": plan})
-    return updates
-
-
-def _turn_end(turn: StoredTurn) -> dict[str, Any]:
-    if turn.error is not None:
-        return {"stopReason": None, "error": turn.error}
-    if not turn.ended:
+def turn_end(event: TurnEnded) -> dict[str, Any]:
+    """How a replayed turn ended, for its last update's `_meta.turnEnd`."""
+    if event.error is not None:
+        return {"stopReason": None, "error": event.error}
+    if event.cut_off:
         return {"stopReason": None, "cutOff": True}
-    return {"stopReason": turn.stop_reason}
-
-
-def _stored_usage(turn: StoredTurn, context_size: int) -> dict[str, Any]:
-    """A turn's stored usage as one `usage_update` (live there is one per response; the totals are the same)."""
-    return {
-        "sessionUpdate": "usage_update",
-        "used": turn.context_tokens,
-        "size": context_size,
-        "cost": {"amount": round(turn.session_cost_usd, 6), "currency": "USD"},
-        "_meta": {
-            "inputTokens": turn.usage.input_tokens,
-            "outputTokens": turn.usage.output_tokens,
-            "cacheReadTokens": turn.usage.cache_read_tokens,
-            "cacheWriteTokens": turn.usage.cache_write_tokens,
-            "responseCost": round(turn.cost_usd, 6),
-        },
-    }
-
-
-def replay_updates(
-    messages: list[dict[str, Any]],
-    describe: Callable[[Block], ToolCallStarted] | None = None,
-    sidechain: Callable[[str], list[dict[str, Any]] | None] = lambda _id: None,
-    parent: str | None = None,
-    shown: Callable[[Block], list[Display]] = lambda _block: [],
-) -> list[dict[str, Any]]:
-    """A stored history (no turns: a sub-agent's) as the `session/update`s an editor would have seen; the
-    session's plan as it was last set comes last (a sub-agent's todo list is its own, not the session's)."""
-    updates, plan = _replay(messages, describe, shown, sidechain, parent)
-    if plan is not None and parent is None:
-        updates.append({"sessionUpdate": "plan", "entries": plan})
-    return updates
-
-
-def _replay(
-    messages: list[dict[str, Any]],
-    describe: Callable[[Block], ToolCallStarted] | None,
-    shown: Callable[[Block], list[Display]],
-    sidechain: Callable[[str], list[dict[str, Any]] | None],
-    parent: str | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """The updates of `messages`, and the plan the last TodoWrite among them set (None: none did).
-
-    `describe` gives a tool_use its live title, kind and locations (the session's tools); without it a call
-    shows under the tool's name. `shown` gives what a finished call showed as far as its input tells (an Edit's
-    diff). `sidechain` gives the stored history of the sub-agent a call started: it is replayed right after
-    that call, each update tagged with it (`parent`, as live). The interruption markers are for the model, not
-    the reader: they are skipped (the interrupted tool call already says `Interrupted by user`).
-    """
-    updates: list[dict[str, Any]] = []
-    plan: list[dict[str, Any]] | None = None
-    uses: dict[str, Block] = {}
-    for message in messages:
-        for block in message["content"]:
-            kind = block.get("type")
-            if kind == "text":
-                if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
-                    continue
-                said: ChunkKind = "user_message_chunk" if message["role"] == "user" else "agent_message_chunk"
-                updates.append(chunk(said, block["text"], parent))
-            elif kind == "thinking":
-                updates.append(chunk("agent_thought_chunk", block["thinking"], parent))
-            elif kind == "tool_use":
-                name, raw = block["name"], block.get("input", {})
-                uses[str(block["id"])] = block
-                if name == "TodoWrite" and isinstance(raw.get("todos"), list):  # the plan as it was last set
-                    plan = [{"content": str(t.get("content", "")), "status": t.get("status", "pending"),
-                             "priority": "medium"} for t in raw["todos"] if isinstance(t, dict)]
-                started = describe(block) if describe else ToolCallStarted(block["id"], name, name, "other", raw)
-                updates.append(nested(tool_call(started), parent))
-                child = sidechain(str(block["id"]))
-                if child is not None:
-                    updates += replay_updates(child, describe, sidechain, str(block["id"]), shown)
-            elif kind == "tool_result":
-                content = block.get("content")
-                text = content if isinstance(content, str) else " ".join(
-                    str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
-                )
-                failed = bool(block.get("is_error"))
-                use = uses.get(str(block.get("tool_use_id")))
-                diffs = [tool_content(item) for item in shown(use)] if use is not None and not failed else []
-                updates.append(nested(
-                    {
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": block["tool_use_id"],
-                        "status": "failed" if failed else "completed",
-                        "content": ([_text_content(text)] if text else []) + diffs,
-                    }, parent,
-                ))
-    return updates, plan
+    return {"stopReason": event.stop_reason}

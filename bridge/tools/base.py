@@ -220,6 +220,10 @@ class Tool(Generic[In]):
         """What a finished call showed, as far as its input alone tells (a stored session's replay)."""
         return []
 
+    def replayed_effects(self, data: In) -> list[Effect]:
+        """The effects a finished call had on its session, as far as its input alone tells (a replay's plan)."""
+        return []
+
     def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
         """Derived fields for observers' copy only (e.g. an absolute path). Never sent to the model."""
         return raw

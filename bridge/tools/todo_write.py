@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from bridge.display import PlanEntry, PlanStatus
-from bridge.tools.base import PlanChanged, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import Effect, PlanChanged, Tool, ToolContext, ToolError, ToolInput, ToolResult
 
 TodoStatus = PlanStatus
 
@@ -76,6 +76,9 @@ class TodoWriteTool(Tool[TodoWriteInput]):
         current = next((i.activeForm for i in data.todos if i.status == "in_progress"), None)
         return f"Update todos: {current}" if current else "Update todos"
 
+    def replayed_effects(self, data: TodoWriteInput) -> list[Effect]:
+        return [_plan(data)]
+
     async def call(self, data: TodoWriteInput, ctx: ToolContext) -> ToolResult:
         warnings = check_todos(data.todos)
         done = sum(i.status == "completed" for i in data.todos)
@@ -85,5 +88,8 @@ class TodoWriteTool(Tool[TodoWriteInput]):
         )
         if warnings:
             text += " Note: " + " ".join(warnings)
-        plan = PlanChanged(tuple(PlanEntry(i.content, i.status) for i in data.todos))
-        return ToolResult(text, raw_output={"todos": [i.model_dump() for i in data.todos]}, effects=[plan])
+        return ToolResult(text, raw_output={"todos": [i.model_dump() for i in data.todos]}, effects=[_plan(data)])
+
+
+def _plan(data: TodoWriteInput) -> PlanChanged:
+    return PlanChanged(tuple(PlanEntry(i.content, i.status) for i in data.todos))

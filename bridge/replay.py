@@ -1,0 +1,123 @@
+"""A stored session as the events a live one emitted (`session/load`): the same `LoopEvent`s — with the two a
+live turn has no need of, the user's own words (`UserText`) and where each turn ended (`TurnEnded`) — so one
+event → wire mapping (bridge/server/updates.py) serves live and replayed sessions alike.
+
+Each stored turn's messages are repaired on their own (a call a crash cut off shows as interrupted); a turn
+that made requests is followed by its stored usage; its end closes it, unless it is the one still running (a
+live session loaded again). The interruption markers are for the model, not the reader: they are skipped (the
+interrupted call already says `Interrupted by user`). A sub-agent's stored history is replayed right after the
+call that started it, tagged with that call (`SubAgentEvent`), as live. The plan is what the tools say their
+calls did (`Tool.replayed_effects`): the last one the session's own calls set comes last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bridge.display import Display, PlanEntry
+from bridge.loop.events import (
+    LoopEvent,
+    PlanUpdate,
+    SubAgentEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallFinished,
+    TurnEnded,
+    UsageReport,
+    UserText,
+)
+from bridge.loop.executor import replayed_effects, started_event, stored_display
+from bridge.messages import MARKER, MARKER_TOOL_USE, Block, Message, repair_pairing
+from bridge.tools.base import AnyTool, PlanChanged
+from bridge.transcript import StoredTurn
+
+Tools = Callable[[str], AnyTool | None]
+Sidechain = Callable[[str], list[Message] | None]
+
+
+def _no_sidechain(_call: str) -> list[Message] | None:
+    return None
+
+
+def replay_turns(turns: list[StoredTurn], tools: Tools, sidechain: Sidechain = _no_sidechain, *,
+                 context_size: int = 0, last_running: bool = False) -> list[LoopEvent]:
+    """The events of a stored session, turn by turn (module docstring)."""
+    events: list[LoopEvent] = []
+    plan: list[PlanEntry] | None = None
+    for index, turn in enumerate(turns):
+        part, turn_plan = _replay(repair_pairing(turn.messages), tools, sidechain)
+        plan = turn_plan if turn_plan is not None else plan
+        if turn.responses:
+            part.append(_stored_usage(turn, context_size))
+        if part and not (last_running and index == len(turns) - 1):
+            part.append(_turn_end(turn))
+        events += part
+    if plan is not None:
+        events.append(PlanUpdate(plan))
+    return events
+
+
+def replay_history(messages: list[Message], tools: Tools, sidechain: Sidechain = _no_sidechain) -> list[LoopEvent]:
+    """A stored history without turns (a sub-agent's) as events; the session's plan as last set comes last."""
+    events, plan = _replay(messages, tools, sidechain)
+    if plan is not None:
+        events.append(PlanUpdate(plan))
+    return events
+
+
+def _turn_end(turn: StoredTurn) -> TurnEnded:
+    if turn.error is not None:
+        return TurnEnded(None, error=turn.error)
+    if not turn.ended:
+        return TurnEnded(None, cut_off=True)
+    return TurnEnded(turn.stop_reason)
+
+
+def _stored_usage(turn: StoredTurn, context_size: int) -> UsageReport:
+    """A turn's stored usage as one report (live there is one per response; the totals are the same)."""
+    usage = turn.usage
+    return UsageReport(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                       context_used=turn.context_tokens, context_size=context_size, cost_usd=turn.cost_usd,
+                       session_cost_usd=turn.session_cost_usd)
+
+
+def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain) -> tuple[list[LoopEvent],
+                                                                                 list[PlanEntry] | None]:
+    """The events of `messages`, and the plan the last of their calls set (None: none did)."""
+    events: list[LoopEvent] = []
+    plan: list[PlanEntry] | None = None
+    uses: dict[str, Block] = {}
+    for message in messages:
+        for block in message["content"]:
+            kind = block.get("type")
+            if kind == "text":
+                if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
+                    continue
+                events.append(UserText(block["text"]) if message["role"] == "user" else TextDelta(block["text"]))
+            elif kind == "thinking":
+                events.append(ThinkingDelta(block["thinking"]))
+            elif kind == "tool_use":
+                call = str(block["id"])
+                tool = tools(block["name"])
+                uses[call] = block
+                for effect in replayed_effects(block, tool):
+                    if isinstance(effect, PlanChanged):
+                        plan = list(effect.entries)
+                events.append(started_event(block, tool))
+                child = sidechain(call)
+                if child is not None:  # a sub-agent's plan is its own, not the session's
+                    events += [SubAgentEvent(call, e) for e in _replay(child, tools, sidechain)[0]]
+            elif kind == "tool_result":
+                events.append(_finished(block, uses, tools))
+    return events, plan
+
+
+def _finished(block: Block, uses: dict[str, Block], tools: Tools) -> ToolCallFinished:
+    content = block.get("content")
+    text = content if isinstance(content, str) else " ".join(
+        str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
+    )
+    failed = bool(block.get("is_error"))
+    use = uses.get(str(block.get("tool_use_id")))
+    shown: list[Display] = stored_display(use, tools(use["name"])) if use is not None and not failed else []
+    return ToolCallFinished(str(block["tool_use_id"]), "failed" if failed else "completed", text, shown)

@@ -1,0 +1,75 @@
+"""What a session takes from its folder and the user's settings, composed once when it opens: the permission
+engine and the OS sandbox over the same rules, the folder-trust question, the agent types, the memory files and
+the system prompt — and what the user should hear about them (invalid settings, agent files, memory skipped).
+The session itself only runs turns (bridge/session.py)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.agents.loader import AgentCatalog, load_catalog
+from bridge.config import BridgeConfig
+from bridge.memory import Memory, load_memory
+from bridge.messages import Block
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import MODES, parse_mode
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.settings import SettingsStore
+from bridge.permissions.trust import Ask, Tell, TrustPrompt
+from bridge.prompt import environment_section, system_prompt
+from bridge.tools.sandbox import Sandbox
+
+
+@dataclass
+class SessionSetup:
+    settings: SettingsStore
+    engine: PermissionEngine
+    sandbox: Sandbox  # the OS sandbox under Bash, from the engine's rules
+    trust: TrustPrompt  # the folder's own settings wait for the user's trust
+    agent_types: AgentCatalog
+    memory: Memory
+    system: list[Block]  # the system prompt before any MCP server's instructions
+    environment: str  # what a sub-agent's prompt says of the environment (memory included)
+
+    @classmethod
+    def compose(cls, cwd: Path, config: BridgeConfig, settings: SettingsStore, *, interactive: bool) -> SessionSetup:
+        engine = PermissionEngine(
+            cwd=cwd,
+            settings=settings,
+            mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
+            session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
+            additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
+            interactive=interactive,
+        )
+        sandbox = Sandbox.for_engine(engine)
+        engine.unsandboxed = lambda: sandbox.unavailable
+        memory = load_memory(cwd)
+        environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")
+        return cls(
+            settings=settings, engine=engine, sandbox=sandbox, trust=TrustPrompt(settings, cwd),
+            agent_types=load_catalog(cwd, user_config_dir=settings.user_config_dir, claude_home=settings.claude_home),
+            memory=memory, system=system_prompt(cwd, memory=memory.section), environment=environment,
+        )
+
+    def settings_problems(self) -> list[str]:
+        return [f"{issue.file}: {issue.message}" for issue in self.engine.errors] + self.sandbox.problems()
+
+    def startup_notices(self) -> list[str]:
+        """What the user should hear when the session opens: invalid settings, agent files and memory files
+        skipped."""
+        return ([f"Invalid settings (skipped): {problem}" for problem in self.settings_problems()]
+                + [f"Invalid agent file (skipped): {problem}" for problem in self.agent_types.problems]
+                + [f"Memory file skipped: {problem}" for problem in self.memory.skipped])
+
+    async def settle_trust(self, ask: Ask | None, tell: Tell, *, mode_chosen: bool) -> None:
+        """Before anything of a turn runs (its hooks included): ask about the folder's own settings nobody has
+        answered yet; a permissive `defaultMode` just admitted applies if the session is still in its start mode
+        and no one chose one (`mode_chosen`)."""
+        admitted = await self.trust.before_turn(ask, tell)
+        mode = self.settings.default_mode
+        starting = not mode_chosen and self.engine.mode == "default"
+        if any(i.kind == "defaultMode" for i in admitted) and mode and starting:
+            with contextlib.suppress(Exception):  # bypass disabled: the mode stays
+                self.engine.set_mode(mode)
