@@ -179,7 +179,11 @@ class Agent:
             self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window,
                                    track=self.supervisor.track_external)
         roots = (session.cwd, *session.engine.settings.additional_directories)
-        session.toolset.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)))
+        from bridge.plugins import plugin_servers
+
+        plugins = [(p.name, plugin_servers(p)) for p in session.setup.plugins.plugins]
+        session.toolset.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)),
+                                             plugins=[(name, found) for name, found in plugins if found])
 
     async def close_session(self, session_id: str) -> None:
         """`session/close`: stop its turn and its background agents, close its transcript, let go of its MCP

@@ -12,7 +12,10 @@ from bridge import commands
 from bridge.commands import available_commands
 from bridge.loop.query import used_tool_names
 from bridge.messages import Message
+from bridge.plugins import PluginSet
+from bridge.skills import SkillCatalog
 from bridge.tools.base import AnyTool
+from bridge.tools.skill import SkillTool
 from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 
 if TYPE_CHECKING:
@@ -20,14 +23,19 @@ if TYPE_CHECKING:
 
 
 class SessionTools:
-    def __init__(self, cwd: Path, tools: list[AnyTool]) -> None:
+    def __init__(self, cwd: Path, tools: list[AnyTool], *, skills: SkillCatalog | None = None,
+                 plugins: PluginSet | None = None) -> None:
         self.cwd = cwd
+        self.skills = skills or SkillCatalog()
+        self.plugins = plugins or PluginSet()
+        if self.skills.for_model():  # no skills: no Skill tool (the request stays what it was)
+            tools = [*tools, SkillTool(self.skills)]
         self.tools = {tool.name: tool for tool in tools}
         self.deferred = DeferredTools()
         self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
         self.mcp: McpSession | None = None  # set by Agent.connect_mcp; released only when the session ends
         self._mcp_tools: list[str] = []
-        self.commands = available_commands(cwd)
+        self.refresh_commands()
 
     def get(self, name: str) -> AnyTool | None:
         return self.tools.get(name)
@@ -82,7 +90,8 @@ class SessionTools:
     def refresh_commands(self) -> None:
         """The slash commands again (an MCP server's prompts came or went)."""
         provided = [commands.Command(c.name, c.description, c.hint) for c in self.mcp.commands()] if self.mcp else []
-        self.commands = available_commands(self.cwd, provided)
+        self.commands = available_commands(self.cwd, provided, plugins=self.plugins.command_folders(),
+                                           skills=self.skills.skills.values())
 
     def missing_tools(self, messages: list[Message]) -> list[str]:
         """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a

@@ -42,7 +42,16 @@ from bridge.model.types import ModelClient, ModelError
 from bridge.permissions.hooks import HookOutcome, HookRunner
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.tools.agent import AgentInput, TaskStatus
-from bridge.tools.base import AnyTool, Effect, LeavePlanMode, PlanChanged, ToolContext, ToolError, ToolResult
+from bridge.tools.base import (
+    AllowForTurn,
+    AnyTool,
+    Effect,
+    LeavePlanMode,
+    PlanChanged,
+    ToolContext,
+    ToolError,
+    ToolResult,
+)
 from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 from bridge.transcript import Transcript
 
@@ -160,6 +169,8 @@ class SubAgentTask:
                 self.plan = list(entries)
             case LeavePlanMode():  # it has no ExitPlanMode: the session's mode is the session's to leave
                 log.warning("sub-agent %s tried to leave plan mode; ignored", self.id)
+            case AllowForTurn():  # a skill's tools are allowed for the session's turn, not a sub-agent's own
+                log.warning("sub-agent %s used a skill with allowed-tools; its own calls still ask", self.id)
             case _:
                 assert_never(effect)
 

@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -122,7 +122,8 @@ def default_files(cwd: Path) -> ConfigFiles:
 
 
 def discover(
-    files: ConfigFiles, editor: list[Any], *, environ: Mapping[str, str] | None = None
+    files: ConfigFiles, editor: list[Any], *, environ: Mapping[str, str] | None = None,
+    plugins: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> tuple[list[ServerEntry], list[str]]:
     """Every configured server (editor's first), one entry per name, and the problems with the files."""
     env = os.environ if environ is None else environ
@@ -144,6 +145,7 @@ def discover(
             sources.append((scope, str(path), data["mcpServers"]))  # type: ignore[arg-type]
     if isinstance(claude_json, dict) and "mcpServers" in claude_json:
         sources.append(("user", str(files.claude_json), claude_json["mcpServers"]))
+    sources += [("user", f"the plugin {name}", servers) for name, servers in plugins]  # the user enabled them
     for scope, source, servers in sources:
         if not isinstance(servers, dict):
             problems.append(f"{source}: mcpServers must be an object of servers by name; it is skipped")

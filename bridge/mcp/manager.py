@@ -88,10 +88,12 @@ class McpManager:
         roots: tuple[Path, ...] = (),
         files: ConfigFiles | None = None,
         environ: Mapping[str, str] | None = None,
+        plugins: list[tuple[str, dict[str, Any]]] | None = None,
     ) -> McpSession:
-        """A session's handle: reads the config, starts the approved servers in the background, returns at once."""
+        """A session's handle: reads the config, starts the approved servers in the background, returns at once.
+        `plugins`: (plugin name, its `mcpServers`) of the plugins the session loaded."""
         files = files or default_files(cwd)
-        entries, problems = discover(files, editor_servers, environ=environ)
+        entries, problems = discover(files, editor_servers, environ=environ, plugins=plugins or [])
         handle = McpSession(self, files, roots or (files.cwd,), host, entries)
         handle._commands = handle.commands()  # what the editor is first told; `changed` only when it differs
         for problem in problems:

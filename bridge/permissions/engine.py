@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -170,6 +170,21 @@ class PermissionEngine:
             return
         self._session_rules.append(compiled)
         self._generation = -1
+
+    def allow_for_now(self, texts: Iterable[str]) -> Callable[[], None]:
+        """Allow rules until the returned function is called (a skill's `allowed-tools`, for its turn). Like every
+        allow rule they yield to deny and ask rules and to the mode's own limits."""
+        before = len(self._session_rules)
+        for text in texts:
+            self._add_session_rule("allow", text)
+        added = self._session_rules[before:]
+
+        def undo() -> None:
+            self._session_rules = [r for r in self._session_rules if not any(r is a for a in added)]
+            self._generation = -1
+
+        self._refresh()
+        return undo
 
     def add_session_rule(self, behavior: Behavior, text: str) -> None:
         """A rule for this session only (e.g. a CLI flag given later); not saved anywhere."""

@@ -267,6 +267,7 @@ class SettingsStore:
         self._compiled: list[CompiledRule] = []
         self._compile_issues: list[SettingsIssue] = []
         self._items: list[TrustItem] = []
+        self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
         self.generation = 0
         self.refresh()
@@ -400,8 +401,22 @@ class SettingsStore:
         """Names (or `NAME_*` patterns) of secret-looking variables of ours that commands may see."""
         return [n for s in self.loaded() for n in s.pass_env if self._admits(s, "passEnv", n)]
 
+    def set_plugin_hooks(self, hooks: dict[str, Any]) -> list[SettingsIssue]:
+        """The hooks of the plugins a session loaded (`{plugin name: hooks object}`): the user enabled them, so
+        they run like the user's own hooks (a folder's plugin only once trusted: bridge/plugins.py)."""
+        loaded = []
+        for name, raw in hooks.items():
+            plugin = LoadedSettings(SettingsFile("userSettings", Path(f"plugin {name}") / "hooks" / "hooks.json", None))
+            _load_hooks(plugin, raw)
+            loaded.append(plugin)
+        with self._lock:
+            self._plugin_hooks = loaded
+        return [issue for plugin in loaded for issue in plugin.issues]
+
     def hooks(self, event: str) -> list[HookMatcher]:
         out: list[HookMatcher] = []
+        for plugin in self._plugin_hooks:
+            out += plugin.hooks.get(event, [])
         for loaded in self.loaded():
             for matcher in loaded.hooks.get(event, []):
                 hooks = tuple(h for h in matcher.hooks

@@ -29,7 +29,7 @@ from bridge.jsonfile import locked, read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
 
-TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additionalDirectories", "sandbox"]
+TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additionalDirectories", "sandbox", "plugin"]
 TrustPolicy = Literal["ask", "restricted", "trusted"]
 TRUST_POLICIES: tuple[TrustPolicy, ...] = ("ask", "restricted", "trusted")
 TRUST_ENV = "AGENT_BRIDGE_TRUST_FOLDER"  # "1"/"yes"/"true": trust every folder's configuration (CI)
@@ -43,6 +43,7 @@ _LABELS: dict[TrustKind, str] = {
     "defaultMode": "starts in the permission mode",
     "additionalDirectories": "adds to the workspace the directory",
     "sandbox": "changes the sandbox",
+    "plugin": "turns on your installed plugin",
 }
 
 
@@ -259,15 +260,27 @@ class TrustPrompt:
     """One session's side of folder trust: before each turn, ask once about items nobody answered yet (a pull
     may bring new ones mid-session), and say once what stays off and why."""
 
-    def __init__(self, source: TrustSource, folder: Path) -> None:
-        self.source, self.folder = source, folder
+    def __init__(self, source: TrustSource, folder: Path, extra: Callable[[], list[TrustItem]] = list) -> None:
+        """`extra`: the folder's widening items that are not in its settings files (a project skill's
+        `allowed-tools`): asked and told with them."""
+        self.source, self.folder, self.extra = source, folder, extra
         self._asked: set[TrustItem] = set()
         self._told: set[TrustItem] = set()
+
+    def admits(self, item: TrustItem) -> bool:
+        return self.source.trust.admits(item)
+
+    def _pending(self) -> list[TrustItem]:
+        trust = self.source.trust
+        return self.source.pending_trust() + [i for i in self.extra() if not trust.admits(i) and not trust.declined(i)]
+
+    def _inert(self) -> list[TrustItem]:
+        return self.source.inert_trust() + [i for i in self.extra() if not self.source.trust.admits(i)]
 
     async def before_turn(self, ask: Ask | None, tell: Tell) -> list[TrustItem]:
         """Ask (or tell); returns the items admitted by this answer."""
         policy = self.source.trust.policy
-        pending = [i for i in self.source.pending_trust() if i not in self._asked]
+        pending = [i for i in self._pending() if i not in self._asked]
         admitted: list[TrustItem] = []
         if pending and policy == "ask" and ask is not None:
             self._asked.update(pending)
@@ -281,7 +294,7 @@ class TrustPrompt:
                 problem = self.source.trust.decline(pending)
             if problem:
                 tell(f"Folder trust: {problem}")
-        inert = [i for i in self.source.inert_trust() if i not in self._told]
+        inert = [i for i in self._inert() if i not in self._told]
         if inert:
             self._told.update(inert)
             tell(self._why_off(inert, policy, can_ask=ask is not None))

@@ -55,7 +55,17 @@ class LeavePlanMode:
     """Effect: the user approved the plan; the session leaves plan mode for the mode before it."""
 
 
-Effect = PlanChanged | LeavePlanMode
+@dataclass(frozen=True)
+class AllowForTurn:
+    """Effect: these allow rules hold until the turn ends (a skill's `allowed-tools`). `source` is the file that
+    says so; `project`: it is the folder's own, so the rules wait for the user's trust. Deny and ask rules win."""
+
+    rules: tuple[str, ...]
+    source: Path
+    project: bool
+
+
+Effect = PlanChanged | LeavePlanMode | AllowForTurn
 """What a call changes beyond its result, as data: the loop hands each to the session, which applies it."""
 
 
