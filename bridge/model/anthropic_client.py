@@ -96,7 +96,7 @@ class AnthropicModel:
         if self._transport == "auto":
             from bridge.model import wire
 
-            reason = wire.supported()
+            reason = wire.supported(base_url=self._base_url)
             if reason is not None:
                 log.info("model requests go through the anthropic SDK: %s", reason)
             self._transport = "wire" if reason is None else "sdk"
