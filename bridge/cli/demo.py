@@ -3,6 +3,7 @@ on DIR (or a small sample project it creates), with the embedded offline model: 
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -32,7 +33,13 @@ def sample_project() -> Path:
 
 
 def run_demo(directory: Path | None, *, auto_approve: bool = False) -> int:
-    root = (directory or sample_project()).resolve()
+    """The demo on `directory`, or on a sample project made for it and removed after it."""
+    sample = None if directory is not None else sample_project()
+    root = (directory or sample or Path()).resolve()
     print(f"agent-bridge demo — offline model, project: {root}")
     print(f"> {PROMPT}\n")
-    return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"), auto_approve=auto_approve)
+    try:
+        return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"), auto_approve=auto_approve)
+    finally:
+        if sample is not None:
+            shutil.rmtree(sample, ignore_errors=True)
