@@ -7,14 +7,12 @@ import asyncio
 import contextlib
 import difflib
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO, assert_never
 
 from bridge.agent import Agent
-from bridge.cli.first_request import remember_tools
 from bridge.config import BridgeConfig
 from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
@@ -322,6 +320,3 @@ async def run_prompt_async(
                 await ahead.aclose()
         finally:
             signals.remove()
-        if not session.toolset.deferred.tools:  # the tools every new session sends: cached for the next run
-            environ = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(config.data_dir)}
-            remember_tools(environ, [tool.schema() for tool in session.toolset.tools.values()])
