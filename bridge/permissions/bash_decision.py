@@ -14,6 +14,7 @@ import fnmatch
 import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from bridge.permissions.shell import Part, ShellVerdict, safe_device
 from bridge.permissions.shellparse import Word
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.types import Behavior, Decision
+from bridge.secrets import environment_file, holds_environment_files
 
 MAX_GLOB_MATCHES = 1_000
 MAX_SCAN_ENTRIES = 20_000  # directory entries one decision may look at (globs and recursive checks together)
@@ -65,6 +67,7 @@ class PartFacts:
     unknown_reads: str | None = None
     unknown_writes: str | None = None
     problems: list[str] = field(default_factory=list)  # why it could not be checked: it asks
+    lists: list[PathAccess] = field(default_factory=list)  # files naming files it reads (`md5sum -c L`)
 
 
 class _Budget:
@@ -97,7 +100,18 @@ class BashFacts:
                             facts.bases.append(resolved)
         for part in verdict.parts:
             facts.parts.append(facts._part(part))
+        facts._lists_written()
         return facts
+
+    def _lists_written(self) -> None:
+        """A file list the command itself writes (`echo … > l; md5sum -c l`) names what the check never saw."""
+        written = [a.real for f in self.parts for a in f.writes + f.write_trees]
+        unknown = next((f.unknown_writes for f in self.parts if f.unknown_writes is not None), None)
+        for facts in self.parts:
+            for listed in facts.lists:
+                if unknown is not None or any(listed.real == w or listed.real.is_relative_to(w) for w in written):
+                    facts.problems.append(f"`{facts.part.text}`: its file list {listed.written} may be written by "
+                                          "the command itself, so what it names can't be known")
 
     # --- resolving one part ------------------------------------------------------------------------
 
@@ -144,6 +158,9 @@ class BashFacts:
         where = top if access.repo_path and top is not None else base
         for path in paths:
             if safe_device(path):
+                if access.list_file:  # `sha256sum -c /dev/stdin`: the names come from a pipe
+                    out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads the names of the files " \
+                                                             f"it reads from {path}"
                 continue
             resolved = PathAccess.of(path, where)
             if access.recursive and not access.names_only:
@@ -173,27 +190,53 @@ class BashFacts:
         return matches or [value]
 
     def _list(self, listed: PathAccess, base: Path, out: PartFacts) -> None:
-        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too."""
-        try:
-            with open(listed.real, "rb") as handle:
-                data = handle.read(MAX_LIST_BYTES + 1)
-        except FileNotFoundError:
+        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too. A checksum list is
+        a content oracle (`OK` says a guess of the file's content was right), so its names count as reads of
+        those files; a line that can't be read for certain makes the command ask. Only a regular file is read
+        (opened without blocking: a FIFO or a terminal can't stall the check or take the bridge's input)."""
+        text = self._list_text(listed, out)
+        if text is None:
+            out.lists.append(listed)
             return
-        except OSError as exc:
-            out.problems.append(f"`{out.part.text}`: its file list {listed.written} can't be read ({exc.strerror})")
-            return
-        if len(data) > MAX_LIST_BYTES:
-            out.problems.append(f"`{out.part.text}`: its file list is over {MAX_LIST_BYTES:,} bytes")
-            return
-        text = data.decode("utf-8", errors="surrogateescape")
+        out.lists.append(listed)
+        checksums = out.part.effects is not None and out.part.effects.program.endswith("sum")
         names = text.split("\0") if "\0" in text else text.splitlines()
         for line in names:
-            name = _checksum_name(line) if out.part.effects and out.part.effects.program.endswith("sum") else line
-            if name:
+            found = _checksum_names(line) if checksums else [line]
+            if found is None:
+                out.problems.append(f"`{out.part.text}`: a line of its checklist {listed.written} can't be read "
+                                    f"for certain ({line[:80]!r})")
+                return
+            for name in found:
                 try:
                     out.reads.append(PathAccess.of(name, base))
                 except InvalidPath:
                     out.problems.append(f"`{out.part.text}`: its file list names an invalid path")
+
+    def _list_text(self, listed: PathAccess, out: PartFacts) -> str | None:
+        where = f"`{out.part.text}`: its file list {listed.written}"
+        try:
+            fd = os.open(listed.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            out.problems.append(f"{where} does not exist yet (what it will name can't be known)")
+            return None
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                out.problems.append(f"{where} is not a regular file (what it names can't be known)")
+                return None
+            data = os.read(fd, MAX_LIST_BYTES + 1)
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_LIST_BYTES:
+            out.problems.append(f"{where} is over {MAX_LIST_BYTES:,} bytes")
+            return None
+        return data.decode("utf-8", errors="surrogateescape")
 
     def _repository(self, part: Part, base: Path, out: PartFacts) -> Path | None:
         """The top directory of the repository git will read, found as git finds it. A repository outside the
@@ -391,9 +434,29 @@ def _may_hold(rule: CompiledRule, root: PathAccess) -> bool:
     return False
 
 
-def _checksum_name(line: str) -> str:
-    match = re.match(r"^[0-9a-fA-F]+ [ *](.*)$", line) or re.match(r"^\w+ \((.*)\) = [0-9a-fA-F]+$", line)
-    return match.group(1) if match else line.strip()
+_TAGGED = re.compile(r"[A-Za-z0-9_-]+ ?\((.*)\) ?= ?[0-9a-fA-F]+")
+_UNTAGGED = re.compile(r"[0-9a-fA-F]+[ \t](.*)")
+
+
+def _checksum_names(line: str) -> list[str] | None:
+    """The file a checksum line names, in every way a `*sum -c` may read it (GNU is lenient: leading blanks,
+    one or two separators, `*`, a `\\` marking escapes, a CR at the end, the BSD `ALGO (name) = hash` form).
+    [] for a blank or comment line; None for a line this can't read (the command asks)."""
+    text = line.lstrip(" \t").removesuffix("\r")
+    if not text or text.startswith("#"):
+        return []
+    escaped = text.startswith("\\")
+    if escaped:
+        text = text[1:]
+    match = _TAGGED.fullmatch(text) or _UNTAGGED.fullmatch(text)
+    if match is None:
+        return None
+    rest = match.group(1)
+    names = [rest, rest.lstrip(" \t*"), rest[1:] if rest[:1] in (" ", "*", "\t") else rest]
+    if escaped:
+        names += [n.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
+                  for n in names]
+    return [n for n in dict.fromkeys(names) if n]
 
 
 def _glob(pattern: str, base: Path, budget: _Budget) -> list[str] | None:
@@ -546,6 +609,13 @@ class BashJudge:
             return facts.problems[0]
         if facts.unknown_reads is not None:
             return facts.unknown_reads
+        for access in facts.reads:
+            if environment_file(str(access.real)):
+                return f"`{part.text}` reads the environment of a process ({access.real}), which may hold secrets"
+        for tree in facts.trees:
+            if holds_environment_files(str(tree.root.real)):
+                return f"`{part.text}` reads below {tree.root.real}, where processes' environments are (they " \
+                       "may hold secrets)"
         for access in facts.reads + [t.root for t in facts.trees]:
             if not self.workspace.contains(access.real) and allow_rule_for_path(
                     self.index, "Read", access.real, "read") is None:

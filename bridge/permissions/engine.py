@@ -56,6 +56,7 @@ from bridge.permissions.rules import (
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, SourceName
+from bridge.secrets import environment_file
 
 log = logging.getLogger(__name__)
 
@@ -442,6 +443,9 @@ class PermissionEngine:
                 assert first is not None
                 return by_rule("allow", first, f"allowed by rule {first.text}")
         outside = [a.real for a, _ in accesses if not self._workspace.contains(a.real)]
+        environ = next((a.real for a in facts.reads if environment_file(str(a.real))), None)
+        if environ is not None:  # the bridge's own environment holds its API key
+            return Decision("ask", f"{environ} is the environment of a process, which may hold secrets")
         if facts.tool in NETWORK_TOOLS:
             return self._ask(facts, f"Fetch from {facts.host or 'this address'}")
         if facts.read_only and not facts.writes and not outside:

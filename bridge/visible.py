@@ -1,0 +1,73 @@
+"""Text shown to a person, with every character that could hide or redraw something made visible.
+
+A permission question must show what runs. A command (or a path, a rule, a reason quoting the command) can
+carry characters that a terminal or an editor renders as something else: a carriage return or an escape
+sequence redraws the line, bidi controls reorder it (`Trojan Source`), zero-width and other format characters
+vanish, look-alike spaces join two words into one. `visible` replaces each with an escape anyone can read —
+`\\x1b`, `\\u{202e}` — and is the one function every front end uses for titles, reasons, rules and commands.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+MAX_TITLE_CHARS = 4_000  # a title longer than this says how much more there is (it is never cut silently)
+LINE_BREAK = " ⏎ "  # a line break in a one-line title
+
+# Characters that render as nothing (or as a space) without being a format character (category Cf).
+_INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180e\u3164\uffa0\u2800")
+
+
+def _hidden(char: str) -> bool:
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code <= 0x9F:
+        return True  # C0 and C1 controls, DEL (ESC, CR, BS, NEL...)
+    if char == " " or code < 0x7F:
+        return False
+    category = unicodedata.category(char)
+    # Cf: bidi controls, zero-width characters, BOM, tags; Zl/Zp: line/paragraph separators; Zs but the space:
+    # look-alike spaces bash does not split on; Co/Cn/Cs: private, unassigned, lone surrogates
+    return category in ("Cf", "Zl", "Zp", "Zs", "Co", "Cn", "Cs") or char in _INVISIBLE
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{{{code:x}}}"
+
+
+def visible(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with every hiding character escaped (`keep_newlines`: line breaks stay real, for a multi-line
+    block; else they are escaped too)."""
+    if text.isascii() and text.isprintable():
+        return text  # the common case: nothing to do
+    return "".join(_escape(c) if _hidden(c) and not (keep_newlines and c == "\n") else c for c in text)
+
+
+def has_hidden(text: str) -> bool:
+    """Whether `visible` would change anything (line breaks aside)."""
+    return any(_hidden(c) for c in text if c != "\n")
+
+
+def visible_spans(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """`visible(text, keep_newlines=True)` and `spans` of `text` moved to where they fall in it (code points)."""
+    shown: list[str] = []
+    at = [0] * (len(text) + 1)  # where each character of `text` starts in the shown text
+    length = 0
+    for index, char in enumerate(text):
+        at[index] = length
+        piece = _escape(char) if _hidden(char) and char != "\n" else char
+        shown.append(piece)
+        length += len(piece)
+    at[len(text)] = length
+    moved = [(at[max(0, min(s, len(text)))], at[max(0, min(e, len(text)))]) for s, e in spans]
+    return "".join(shown), moved
+
+
+def one_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
+    """A title: `text` made visible, its line breaks shown as ` ⏎ `, whole up to `limit` characters; past it,
+    the cut says how many characters it leaves out."""
+    shown = visible(text, keep_newlines=True).replace("\n", LINE_BREAK)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit]}… (+{len(shown) - limit:,} more characters)"
