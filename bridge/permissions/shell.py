@@ -61,7 +61,13 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", 
 _DANGEROUS_ENV = re.compile(
     r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
     r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
-    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL)$"
+    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL|"
+    # files whose content says what runs: configuration homes, loader and plugin paths, debugger hooks
+    r"XDG_CONFIG_HOME|XDG_CONFIG_DIRS|GCONV_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|JAVA_TOOL_OPTIONS|"
+    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LESSKEY\w*|LESSEDIT|MANOPT|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|"
+    r"SSH_ASKPASS|SUDO_ASKPASS|ZDOTDIR|PERL5DB|PERLDB_OPTS|PYTHONBREAKPOINT|PYTHONWARNINGS|NODE_PATH|"
+    r"NPM_CONFIG_\w+|npm_config_\w+|FZF_DEFAULT_\w+|SYSTEMD_PAGER|GH_PAGER|AWS_PAGER|PSQL_PAGER|BROWSER|"
+    r"KUBECONFIG|DOCKER_CONFIG|AWS_CONFIG_FILE|CARGO_HOME|RUSTC_WRAPPER|GOFLAGS|MAKEFLAGS|INPUTRC)$"
 )
 # The only variables a read-only command may be given (`LANG=C sort x`): they change how output looks.
 _INERT_ENV = re.compile(r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
@@ -263,6 +269,8 @@ class _Builder:
         self.parts.append(part)
         for word in cmd.assignments:
             name = re.split(r"\+?=", word.text, maxsplit=1)[0]
+            if argv:
+                self.probe_setting(word, part, depth)
             if _DANGEROUS_ENV.match(name):
                 if argv:
                     part.unknown_program = f"sets {name}, which changes what the command runs"
@@ -343,6 +351,20 @@ class _Builder:
         if _COMMAND_LINE.search(value.value):
             probe.probe_string(value.value, depth)
         self._take_probes(probe, part, program)
+
+    def probe_setting(self, word: Word, part: Part, depth: int) -> None:
+        """`NAME=value cmd`: a program may run what a variable names (`RSYNC_RSH=./x`, `FZF_DEFAULT_COMMAND='rm
+        x'`, `TAR_OPTIONS=--use-compress-program=./x`): the value is probed like an option's."""
+        if self.probing or not word.static:
+            return
+        value = word.value.split("=", 1)[1] if "=" in word.value else ""
+        if not value:
+            return
+        probe = _Builder(Script(), probing=True)
+        probe.probe_word(value, depth, whole=True)
+        if "/" in value and not _COMMAND_LINE.search(value):
+            probe.add(Command((Word(value, value), UNKNOWN), text=value), nested=True, depth=depth + 1)
+        self._take_probes(probe, part, word.value.split("=", 1)[0])
 
     def _take_probes(self, probe: _Builder, part: Part, program: str) -> None:
         for found in probe.parts:
@@ -668,6 +690,7 @@ def _env(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> 
                 part.unknown_program = part.unknown_program or f"`env {name}=…` changes what the command runs"
                 safe = False
             part.env_set.append(name)
+            builder.probe_setting(word, part, depth)
             i += 1
         else:
             break

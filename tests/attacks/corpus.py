@@ -360,7 +360,11 @@ EXEC_DENY += _many("exec-deny", "pwned", [
     "tar -cf x.tar --use-compress-program=./mark.sh a.txt", "tar -cf x.tar --use-compress-program ./mark.sh a.txt",
     "tar --checkpoint=1 --checkpoint-action=exec=./mark.sh -cf /dev/null a.txt",
     "tar -I ./mark.sh -cf x.tar a.txt", "env -S './mark.sh x'", "xargs -a list ./mark.sh",
+    "TAR_OPTIONS=--use-compress-program=./mark.sh tar -cf x.tar a.txt",
+    "env TAR_OPTIONS='--use-compress-program ./mark.sh' tar -cf x.tar a.txt",
 ])
+EXEC_DENY += _many("exec-deny", "pwned", ["XDG_CONFIG_HOME=xdg git status", "env XDG_CONFIG_HOME=xdg git status"],
+                   git=True)
 
 # --- reading the environment (issue 20): the bridge's API key and any token a command inherits -------------
 
