@@ -36,12 +36,13 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{{{code:x}}}"
 
 
-def visible(text: str, *, keep_newlines: bool = False) -> str:
+def visible(text: str, *, keep_newlines: bool = False, keep_tabs: bool = False) -> str:
     """`text` with every hiding character escaped (`keep_newlines`: line breaks stay real, for a multi-line
-    block; else they are escaped too)."""
+    block; `keep_tabs`: tabs too, for prose and code shown as such; else they are escaped)."""
     if text.isascii() and text.isprintable():
         return text  # the common case: nothing to do
-    return "".join(_escape(c) if _hidden(c) and not (keep_newlines and c == "\n") else c for c in text)
+    kept = ("\n" if keep_newlines else "") + ("\t" if keep_tabs else "")
+    return "".join(_escape(c) if _hidden(c) and c not in kept else c for c in text)
 
 
 def has_hidden(text: str) -> bool:

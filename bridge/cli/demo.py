@@ -31,8 +31,12 @@ def sample_project() -> Path:
     return root
 
 
-def run_demo(directory: Path | None, *, auto_approve: bool = False) -> int:
+def run_demo(directory: Path | None, *, approve: bool = False) -> int:
+    """`approve` (`demo --yes`): answer the demo's question yes without asking — only in the sample project the
+    demo makes for itself; on a folder of the user's the question is asked (or denied with no terminal)."""
     root = (directory or sample_project()).resolve()
     print(f"agent-bridge demo — offline model, project: {root}")
     print(f"> {PROMPT}\n")
-    return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"), auto_approve=auto_approve)
+    if approve and directory is not None:
+        print("(--yes approves only in the demo's own sample project; here every question is asked)\n")
+    return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"), approve_all=approve and not directory)

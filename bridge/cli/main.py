@@ -31,13 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
     run.add_argument("--model")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
+    run.add_argument("--dangerously-approve-all", action="store_true",
+                     help="answer yes to every permission question without asking (otherwise questions are asked "
+                          "at the terminal, and denied when standard input is not one)")
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
                          help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
 
     demo = commands.add_parser("demo", help="the TODO/FIXME demo on DIR with the offline model (no key needed)")
     demo.add_argument("dir", nargs="?", type=Path)
-    demo.add_argument("--yes", action="store_true", help="approve the permission prompt without asking")
+    demo.add_argument("--yes", action="store_true",
+                      help="approve the permission prompt without asking (only in the demo's own sample project)")
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -66,15 +70,17 @@ def main(argv: list[str] | None = None) -> int:
         interactive = not args.non_interactive
         import asyncio
 
-        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
+                                       approve_all=args.dangerously_approve_all))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
-        return run_demo(args.dir, auto_approve=args.yes)
+        return run_demo(args.dir, approve=args.yes)
     return 2
 
 
-async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
+                      approve_all: bool = False) -> int:
     """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
     loads, then the turn runs."""
     import asyncio
@@ -90,7 +96,7 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                ahead=early[0] if early else None)
+                                                approve_all=approve_all, ahead=early[0] if early else None)
     return code
 
 

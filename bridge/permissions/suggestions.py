@@ -16,6 +16,7 @@ from bridge.permissions.containment import Workspace
 from bridge.permissions.rules import EDIT_TOOLS
 from bridge.permissions.shell import Part
 from bridge.permissions.types import RuleSuggestion
+from bridge.visible import has_hidden
 
 _SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
 _RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
@@ -39,8 +40,8 @@ class Suggester:
 
     def rules(self, rules: Iterable[str], *, deny_too: bool = True) -> list[RuleSuggestion]:
         unique = list(dict.fromkeys(rules))
-        if not unique:
-            return []
+        if not unique or any(has_hidden(rule) for rule in unique):
+            return []  # a rule no one can read as written is not offered: what is saved must be what is shown
         out = [RuleSuggestion(unique[0], "allow", self.destination, tuple(unique[1:]))]
         if deny_too and len(unique) == 1:
             out.append(RuleSuggestion(unique[0], "deny", self.destination))
