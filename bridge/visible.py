@@ -72,3 +72,12 @@ def one_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
     if len(shown) <= limit:
         return shown
     return f"{shown[:limit]}… (+{len(shown) - limit:,} more characters)"
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span that no backtick inside it can end (a client may render a title as
+    Markdown, where `*x*` outside a code span would lose its asterisks)."""
+    longest = max((len(run) for run in "".join(c if c == "`" else " " for c in text).split()), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

@@ -17,7 +17,7 @@ from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import Decision, NamedPath, PermissionRequest
 from bridge.server import wire
 from bridge.tools.write import WriteInput, WriteTool
-from bridge.visible import MAX_TITLE_CHARS, has_hidden, one_line, visible, visible_spans
+from bridge.visible import MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
 from tests.attacks.workspace import Workspace, build, engine, setup_env
 
 HARMLESS = "echo '" + "all tests passed, nothing to see here, carry on with the next step please thanks" + "'"
@@ -214,3 +214,9 @@ def test_a_title_is_never_cut_silently() -> None:
     assert one_line("a\nb") == "a ⏎ b"
     long = "x" * (MAX_TITLE_CHARS + 10)
     assert one_line(long) == "x" * MAX_TITLE_CHARS + "… (+10 more characters)"
+
+
+@pytest.mark.parametrize(("text", "span"), [("ls", "`ls`"), ("echo `id`", "`` echo `id` ``"),
+                                            ("a ``b`` *c*", "```a ``b`` *c*```")])
+def test_a_title_is_a_code_span_no_backtick_inside_can_end(text: str, span: str) -> None:
+    assert code_span(text) == span

@@ -28,7 +28,7 @@ from bridge.messages import MARKER, MARKER_TOOL_USE, Block, repair_pairing
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.transcript import StoredSession, StoredTurn
-from bridge.visible import has_hidden, one_line, visible, visible_spans
+from bridge.visible import code_span, has_hidden, one_line, visible, visible_spans
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
@@ -329,20 +329,11 @@ def _question_title(request: PermissionRequest) -> str:
     shown = request.shown
     if shown.command is not None:
         background = " (background)" if request.raw_input.get("run_in_background") else ""
-        return _code_span(one_line(shown.command)) + background
+        return code_span(one_line(shown.command)) + background
     title = one_line(request.title)
     if shown.paths:
         title += " → " + ", ".join(one_line(p.resolved) for p in shown.paths)
     return title
-
-
-def _code_span(text: str) -> str:
-    """`text` as a Markdown code span that no backtick inside it can end (a client may render the title as
-    Markdown, where `*x*` outside a code span would lose its asterisks)."""
-    longest = max((len(run) for run in "".join(c if c == "`" else " " for c in text).split()), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _question_text(request: PermissionRequest) -> str:
@@ -428,14 +419,15 @@ def question_params(session_id: str, question: Question) -> dict[str, Any]:
         "sessionId": session_id,
         "toolCall": {
             "toolCallId": question.id,
-            "title": question.title,
+            "title": one_line(question.title),
             "kind": "other",
             "status": "pending",
             "rawInput": question.meta,
-            "content": [{"type": "content", "content": {"type": "text", "text": question.text}}],
+            "content": [{"type": "content", "content": {"type": "text",
+                                                        "text": visible(question.text, keep_newlines=True)}}],
             "locations": [],
         },
-        "options": [{"optionId": c.id, "name": c.name, "kind": c.kind} for c in question.choices],
+        "options": [{"optionId": c.id, "name": one_line(c.name), "kind": c.kind} for c in question.choices],
         "_meta": question.meta,
     }
 

@@ -27,7 +27,7 @@ from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResu
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
 from bridge.tools.processes import command_environment, shell_argv
 from bridge.tools.sandbox import sandbox_of
-from bridge.visible import one_line
+from bridge.visible import code_span, one_line
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -91,7 +91,7 @@ class BashTool(Tool[BashInput]):
     def user_facing_title(self, data: BashInput) -> str:
         """The whole command, every line, its hidden characters made visible (issue 21: a title cut at 80
         characters or at the first line showed a harmless start and hid what ran)."""
-        return f"`{one_line(data.command.strip())}`" + (" (background)" if data.run_in_background else "")
+        return code_span(one_line(data.command.strip())) + (" (background)" if data.run_in_background else "")
 
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
