@@ -9,11 +9,14 @@ vanish, look-alike spaces join two words into one. `visible` replaces each with 
 
 from __future__ import annotations
 
+import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 
 MAX_TITLE_CHARS = 4_000  # a title longer than this says how much more there is (it is never cut silently)
 LINE_BREAK = " ⏎ "  # a line break in a one-line title
+_SPACES = re.compile(r" {16,}")
 
 # Characters that render as nothing (or as a space) without being a format character (category Cf).
 _INVISIBLE = frozenset("\u034f\u115f\u1160\u17b4\u17b5\u180e\u3164\uffa0\u2800")
@@ -66,12 +69,19 @@ def visible_spans(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, lis
 
 
 def one_line(text: str, limit: int = MAX_TITLE_CHARS) -> str:
-    """A title: `text` made visible, its line breaks shown as ` ⏎ `, whole up to `limit` characters; past it,
-    the cut says how many characters it leaves out."""
-    shown = visible(text, keep_newlines=True).replace("\n", LINE_BREAK)
+    """A title: `text` made visible, its line breaks shown as ` ⏎ `, a long run of spaces counted (`⟨300
+    spaces⟩`: a title shown on one line can't push what follows out of sight with blanks), whole up to `limit`
+    characters; past it, the cut says how many characters it leaves out."""
+    shown = _SPACES.sub(lambda run: f" ⟨{len(run.group())} spaces⟩ ",
+                        visible(text, keep_newlines=True).replace("\n", LINE_BREAK))
     if len(shown) <= limit:
         return shown
     return f"{shown[:limit]}… (+{len(shown) - limit:,} more characters)"
+
+
+def fits(text: str, limit: int = MAX_TITLE_CHARS) -> bool:
+    """Whether `one_line(text)` shows all of it."""
+    return len(one_line(text, sys.maxsize)) <= limit
 
 
 def code_span(text: str) -> str:

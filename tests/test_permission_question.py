@@ -220,3 +220,15 @@ def test_a_title_is_never_cut_silently() -> None:
                                             ("a ``b`` *c*", "```a ``b`` *c*```")])
 def test_a_title_is_a_code_span_no_backtick_inside_can_end(text: str, span: str) -> None:
     assert code_span(text) == span
+
+
+def test_a_long_run_of_blanks_cannot_push_the_rest_of_a_title_out_of_sight(found: Workspace) -> None:
+    command = "echo hi" + " " * 3000 + "; rm -f victim.txt"
+    title = wire.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
+    assert title == "`echo hi ⟨3000 spaces⟩ ; rm -f victim.txt`"
+
+
+def test_a_command_past_the_title_limit_names_what_asks(found: Workspace) -> None:
+    command = "echo '" + "x" * (MAX_TITLE_CHARS + 500) + "' && rm -f victim.txt"
+    title = wire.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
+    assert "more characters)" in title and title.endswith(" — it asks about `rm -f victim.txt`")

@@ -208,6 +208,21 @@ async def test_always_saves_exactly_the_rules_the_choice_shows(places: Places) -
     assert saved["permissions"]["allow"] == ["Bash(npm test *)", "Bash(python3 x.py *)"]
 
 
+async def test_the_end_of_the_terminals_input_is_no_answer_not_a_yes(places: Places) -> None:
+    """Enter alone answers yes; Ctrl-D (or a connection that closes) ends the input: that is denied."""
+    async with terminal(places, "run: rm -f victim.txt") as term:
+        await term.asked()
+        term.type("\x04")
+        assert await finished(term) == 0
+        assert any("✗ Denied: Bash `rm -f victim.txt`. The terminal's input ended." in line for line in term.lines())
+    assert (places.ws / "victim.txt").exists()
+    async with terminal(places, "run: rm -f victim.txt") as term:  # the control: Enter is a yes
+        await term.asked()
+        term.type("\n")
+        assert await finished(term) == 0
+    assert not (places.ws / "victim.txt").exists()
+
+
 # --- no person, no yes ----------------------------------------------------------------------------------------
 
 # (what the model asks for, the effect if it happens). The playground runs `run: CMD` with Bash and reads

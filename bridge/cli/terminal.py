@@ -201,14 +201,19 @@ class TerminalPrompter:
 
     async def choose(self, lines: list[str], choices: list[Choice]) -> str | None:
         """Show `lines` and the choices, read one answer: the key typed (lower case) or the text typed when it
-        is no key; None when there is no terminal to ask. The caller decides what no answer means."""
+        is no key; None when no one answers — there is no terminal to ask, or its input ended (Ctrl-D, a closed
+        connection: an end of input is never an empty line's default). The caller decides what that means."""
         for line in lines:
             self.view.line(line)
         self.view.line("  " + "  ".join(choice.shown for choice in choices))
         if not self.can_ask:
             return None
         self.view.write("  > ")
-        answer = (await _read_line(self.stdin)).strip()
+        typed = await _read_line(self.stdin)
+        if not typed:
+            self.view.line("")
+            return None
+        answer = typed.strip()
         for choice in choices:
             if answer.lower() in choice.keys:
                 return choice.keys[0]
@@ -232,8 +237,10 @@ class TerminalPrompter:
             return PermissionAnswer("allow_once")
         answer = await self.choose(lines, choices)
         if answer is None:
-            view.line(view.paint(RED, f"  ✗ Denied: {denied_what(request)}. There is no terminal to ask (standard "
-                                      f"input is not one). To allow it: {how_to_allow(request)}"))
+            why = "The terminal's input ended" if self.can_ask else \
+                "There is no terminal to ask (standard input is not one)"
+            view.line(view.paint(RED, f"  ✗ Denied: {denied_what(request)}. {why}. To allow it: "
+                                      f"{how_to_allow(request)}"))
             return PermissionAnswer("reject_once", feedback=NO_TERMINAL)
         if answer == "y":
             return PermissionAnswer("allow_once")
@@ -244,7 +251,7 @@ class TerminalPrompter:
         return PermissionAnswer("reject_once", feedback=None if answer == "n" else answer)
 
 
-NO_TERMINAL = "No one is at a terminal to approve this (standard input is not a terminal), so it was denied."
+NO_TERMINAL = "No one at a terminal answered this (there is no terminal, or its input ended), so it was denied."
 
 
 def _rules(suggestion: RuleSuggestion) -> str:

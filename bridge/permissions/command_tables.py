@@ -136,10 +136,14 @@ CAT = opts("AbeEnstTuv", "", "show-all number-nonblank show-ends number squeeze-
 WC = opts("clmwL", "", "bytes chars lines words max-line-length total= help version", files0_from=list_opt())
 SUMS = opts("btzw", "", "binary text tag zero ignore-missing quiet status strict warn help version",
               c=Opt(role="check"), check=Opt(role="check"))
-FILE = opts("bcdEhiIkLlnNprsSvzZ0", "eFP",
+FILE = opts("bcdEhiIkLlnNprsSv0", "eFP",
               "brief checking-printout debug exclude= exclude-quiet= extension dereference no-dereference mime "
               "mime-type mime-encoding keep-going list no-buffer no-pad print0 preserve-date raw special-files "
-              "no-sandbox uncompress uncompress-noreport separator= parameter= help version",
+              "no-sandbox separator= parameter= help version",
+              z=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              Z=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              uncompress=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              uncompress_noreport=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
               f=list_opt(), files_from=list_opt(), m=read_opt(), magic_file=read_opt(),
               C=write_opt("compiles a magic file (writes it)", "none"),
               compile=write_opt("compiles a magic file", "none"))
@@ -382,8 +386,8 @@ GIT_REV_PARSE = git_table("abbrev-ref=? short=? verify q quiet sq not symbolic s
                             "is-inside-git-dir is-inside-work-tree is-bare-repository is-shallow-repository "
                             "show-superproject-working-tree shared-index-path all branches=? tags=? remotes=? "
                             "glob= exclude= default= prefix= local-env-vars since= after= until= before= "
-                            "flags no-flags revs-only no-revs disambiguate= path-format= resolve-git-dir= "
-                            "show-object-format=? show-ref-format")
+                            "flags no-flags revs-only no-revs disambiguate= path-format= "
+                            "show-object-format=? show-ref-format", resolve_git_dir=read_opt())
 GIT_BLAME = git_table("b root show-stats s show-name n show-number e show-email l t c p porcelain "
                         "line-porcelain incremental w M=? C=? f score-debug L= date= abbrev=? reverse= "
                         "first-parent progress no-progress color-lines color-by-age ignore-rev= since= "

@@ -365,6 +365,9 @@ def _printenv(out: Effects, operands: list[Word]) -> None:
 _JQ_ENVIRONMENT = re.compile(r"\$ENV\b|(?<![.\w$])env\b|\$__loc__|\binput_filename\b|\bget_search_list\b")
 
 
+_JQ_MODULES = re.compile(r"\b(import|include|modulemeta)\b")
+
+
 def _jq(out: Effects, parsed: _Parsed) -> None:
     """jq's `env` and `$ENV` are the environment (API keys, tokens); a program read from a file may use them."""
     if any(key in ("f", "--from-file") for key, _, _ in parsed.options):
@@ -374,6 +377,8 @@ def _jq(out: Effects, parsed: _Parsed) -> None:
     filters += [w.value for w in parsed.operands[:1]]
     if any(_JQ_ENVIRONMENT.search(text) for text in filters):
         out.refuse("`jq` reads the environment (`env`, `$ENV`), which may hold secrets")
+    elif any(_JQ_MODULES.search(text) for text in filters):
+        out.refuse("`jq` loads modules or data files its program names (`import`, `include`)")
 
 
 def _shell_variables(program: str) -> Callable[[Sequence[Word]], Effects]:

@@ -28,7 +28,7 @@ from bridge.messages import MARKER, MARKER_TOOL_USE, Block, repair_pairing
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.transcript import StoredSession, StoredTurn
-from bridge.visible import code_span, has_hidden, one_line, visible, visible_spans
+from bridge.visible import code_span, fits, has_hidden, one_line, visible, visible_spans
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
@@ -329,7 +329,11 @@ def _question_title(request: PermissionRequest) -> str:
     shown = request.shown
     if shown.command is not None:
         background = " (background)" if request.raw_input.get("run_in_background") else ""
-        return code_span(one_line(shown.command)) + background
+        title = code_span(one_line(shown.command)) + background
+        if not fits(shown.command) and shown.marks:  # what asks may be past the cut: name it
+            asked = ", ".join(code_span(one_line(shown.command[m.start:m.end], 300)) for m in shown.marks[:5])
+            title += f" — it asks about {asked}"
+        return title
     title = one_line(request.title)
     if shown.paths:
         title += " → " + ", ".join(one_line(p.resolved) for p in shown.paths)
