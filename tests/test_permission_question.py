@@ -6,6 +6,7 @@ always-choice that lists every rule it saves. Here: the engine's data (`Decision
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import Decision, NamedPath, PermissionRequest
 from bridge.server import wire
 from bridge.tools.write import WriteInput, WriteTool
-from bridge.visible import MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
+from bridge.visible import MAX_SHOWN_CHARS, MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
 from tests.attacks.workspace import Workspace, build, engine, setup_env
 
 HARMLESS = "echo '" + "all tests passed, nothing to see here, carry on with the next step please thanks" + "'"
@@ -232,3 +233,15 @@ def test_a_command_past_the_title_limit_names_what_asks(found: Workspace) -> Non
     command = "echo '" + "x" * (MAX_TITLE_CHARS + 500) + "' && rm -f victim.txt"
     title = wire.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
     assert "more characters)" in title and title.endswith(" — it asks about `rm -f victim.txt`")
+
+
+def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Workspace) -> None:
+    command = "echo " + "é\u200b" * 500_000 + " && rm -f victim.txt"
+    decision = ask(engine(found), command)
+    started = time.perf_counter()
+    params = wire.permission_params("s1", request_of(decision))
+    assert time.perf_counter() - started < 2.0
+    question = params["_meta"]["question"]
+    assert question["command"].endswith(f"… (+{len(command) - MAX_SHOWN_CHARS:,} more characters not shown)")
+    assert len(params["toolCall"]["title"]) < MAX_TITLE_CHARS + 100
+    assert all(m["end"] <= len(question["command"]) for m in question["marks"])

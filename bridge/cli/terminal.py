@@ -48,7 +48,7 @@ from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.types import Mark, PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.session import Frontend, Session
-from bridge.visible import one_line, visible, visible_spans
+from bridge.visible import capped, one_line, visible, visible_spans
 
 log = logging.getLogger(__name__)
 
@@ -284,7 +284,10 @@ def question_lines(request: PermissionRequest, paint: Callable[[str, str], str])
 def _command_lines(command: str, marks: tuple[Mark, ...], paint: Callable[[str, str], str]) -> list[str]:
     """Each line of the command after a bar, the marked spans underlined with `^` on the line below and
     explained after the command."""
-    text, spans = visible_spans(command, [(m.start, m.end) for m in marks])
+    body, more = capped(command)
+    text, spans = visible_spans(body, [(m.start, m.end) for m in marks])
+    marked = [(span, mark) for span, mark in zip(spans, marks, strict=True) if span[1] > span[0]]
+    spans = [span for span, _ in marked]
     out: list[str] = []
     offset = 0
     for line in text.split("\n"):
@@ -297,8 +300,10 @@ def _command_lines(command: str, marks: tuple[Mark, ...], paint: Callable[[str, 
         if "^" in under:
             out.append("  │ " + paint(RED, "".join(under).rstrip()))
         offset = end + 1
+    if more:
+        out.append(f"  │ {more.strip()}")
     whole = len(spans) == 1 and spans[0] == (0, len(text))
-    for (start, stop), mark in zip(spans, marks, strict=True):
+    for (start, stop), mark in marked:
         if not whole:  # (the whole command marked: the reason below says why)
             out.append(f"  ^ {one_line(text[start:stop], 120)}: {visible(mark.why)}")
     return out

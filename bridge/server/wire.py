@@ -28,7 +28,7 @@ from bridge.messages import MARKER, MARKER_TOOL_USE, Block, repair_pairing
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.transcript import StoredSession, StoredTurn
-from bridge.visible import code_span, fits, has_hidden, one_line, visible, visible_spans
+from bridge.visible import capped, code_span, fits, has_hidden, one_line, visible, visible_spans
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
@@ -343,7 +343,8 @@ def _question_title(request: PermissionRequest) -> str:
 def _question_text(request: PermissionRequest) -> str:
     shown = request.shown
     if shown.command is not None:
-        head = visible(shown.command, keep_newlines=True)
+        body, more = capped(shown.command)
+        head = visible(body, keep_newlines=True) + more
     elif shown.paths:
         head = "\n".join(f"{visible(p.named)} → {visible(p.resolved)}" for p in shown.paths)
     else:
@@ -353,15 +354,21 @@ def _question_text(request: PermissionRequest) -> str:
 
 def _question(request: PermissionRequest) -> dict[str, Any]:
     shown = request.shown
-    command, spans = (None, []) if shown.command is None else visible_spans(
-        shown.command, [(m.start, m.end) for m in shown.marks])
+    command: str | None = None
+    marks: list[dict[str, Any]] = []
+    body = ""
+    if shown.command is not None:
+        body, more = capped(shown.command)
+        command, spans = visible_spans(body, [(m.start, m.end) for m in shown.marks])
+        command += more
+        marks = [{"start": start, "end": end, "why": visible(mark.why)}
+                 for (start, end), mark in zip(spans, shown.marks, strict=True) if end > start]
     return {
         "command": command,
-        "marks": [{"start": start, "end": end, "why": visible(mark.why)}
-                  for (start, end), mark in zip(spans, shown.marks, strict=True)],
+        "marks": marks,
         "reason": visible(request.reason),
         "paths": [{"named": visible(p.named), "resolved": visible(p.resolved)} for p in shown.paths],
-        "escaped": any(has_hidden(text) for text in (shown.command or "", request.reason, request.title,
+        "escaped": any(has_hidden(text) for text in (body, request.reason, request.title,
                                                      *(p.named for p in shown.paths))),
     }
 
