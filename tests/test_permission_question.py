@@ -245,3 +245,17 @@ def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Wor
     assert question["command"].endswith(f"… (+{len(command) - MAX_SHOWN_CHARS:,} more characters not shown)")
     assert len(params["toolCall"]["title"]) < MAX_TITLE_CHARS + 100
     assert all(m["end"] <= len(question["command"]) for m in question["marks"])
+
+
+@pytest.mark.parametrize(("command", "rules"), [
+    ("cat ../outside/x.txt", [("Bash(cat ../outside/x.txt)",), ("Bash(cat ../outside/x.txt)",)]),
+    ("cat /proc/self/environ", [("Bash(cat /proc/self/environ)",), ("Bash(cat /proc/self/environ)",)]),
+    ("printenv", [("Bash(printenv)",), ("Bash(printenv)",)]),
+    ("echo $ANTHROPIC_API_KEY", []),  # no rule can allow a word computed at run time: no always-option
+    ("npm test && python3 x.py", [("Bash(npm test *)", "Bash(python3 x.py *)")]),
+])
+def test_an_always_rule_allows_no_more_than_the_question_was_about(found: Workspace, command: str,
+                                                                   rules: list[tuple[str, ...]]) -> None:
+    """A read that asks only for what it reads (outside, the environment) gets the exact command: `Bash(cat *)`
+    would let `cat` read anything from then on."""
+    assert [s.rules for s in ask(engine(found), command).suggestions] == rules

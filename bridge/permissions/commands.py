@@ -66,6 +66,7 @@ class Effects:
     runs: list[Word] = field(default_factory=list)  # values of options that name a program it runs (`--pre P`)
     run_programs: list[str] = field(default_factory=list)  # fixed programs an option runs (`diff -l`: pr)
     runs_configured: str | None = None  # why it runs a program named by configuration (`git log --ext-diff`)
+    environment: bool = False  # it prints environment variables (printenv, env, export -p, jq's env)
 
     def refuse(self, why: str) -> None:
         if self.read_only:
@@ -356,10 +357,12 @@ def _printenv(out: Effects, operands: list[Word]) -> None:
     """`printenv` prints every variable (API keys, tokens) unless given names; a secret-looking name asks."""
     if not operands:
         out.refuse("`printenv` prints every environment variable (some may hold secrets)")
+        out.environment = True
         return
     secret = next((w.value for w in operands if looks_secret(w.value)), None)
     if secret is not None:
         out.refuse(f"`printenv {secret}` prints an environment variable that may hold a secret")
+        out.environment = True
 
 
 _JQ_ENVIRONMENT = re.compile(r"\$ENV\b|(?<![.\w$])env\b|\$__loc__|\binput_filename\b|\bget_search_list\b")
@@ -377,6 +380,7 @@ def _jq(out: Effects, parsed: _Parsed) -> None:
     filters += [w.value for w in parsed.operands[:1]]
     if any(_JQ_ENVIRONMENT.search(text) for text in filters):
         out.refuse("`jq` reads the environment (`env`, `$ENV`), which may hold secrets")
+        out.environment = True
     elif any(_JQ_MODULES.search(text) for text in filters):
         out.refuse("`jq` loads modules or data files its program names (`import`, `include`)")
 
@@ -391,6 +395,7 @@ def _shell_variables(program: str) -> Callable[[Sequence[Word]], Effects]:
             w.static and w.value.startswith("-") and "p" in w.value for w in args))
         if printing:
             out.refuse(f"`{program}` prints shell variables, the environment too (some may hold secrets)")
+            out.environment = True
         else:
             out.refuse(f"`{program}` changes shell variables or options")
         return out
@@ -617,7 +622,7 @@ def _git_operands(out: Effects, sub: str, rest: list[Word], parsed: _Parsed, con
 
 def _env(args: Sequence[Word]) -> Effects:
     """`env` with no command to run (the runner peels `env … CMD`): it prints the environment."""
-    out = Effects("env")
+    out = Effects("env", environment=True)
     out.refuse("`env` prints every environment variable (some may hold secrets)")
     return out
 

@@ -137,6 +137,7 @@ class Part:
     cd: Word | None = None  # `cd DIR`: where later parts run
     env_set: list[str] = field(default_factory=list)  # variables a wrapper sets for it (`env CI=1 …`)
     span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
+    environment: bool = False  # it reads environment variables that may hold secrets
 
     @property
     def text(self) -> str:
@@ -454,12 +455,14 @@ class _Builder:
         secrets = [name for name in dict.fromkeys(cmd.expands) if looks_secret(name)]
         if secrets:
             reasons.append(f"`{part.text}` reads the environment variable {secrets[0]}, which may hold a secret")
+            part.environment = True
         words = part.effective
         if words and part.unknown_program is None:
             program = words[0]
             name = program.value
             found = effects(name, words[1:])
             part.effects = found
+            part.environment = part.environment or found.environment
             part.reads.extend(found.reads)
             part.unknown_reads = part.unknown_reads or found.unknown_reads
             part.writes.extend(WriteTarget(w if w.static else None) for w in found.writes)

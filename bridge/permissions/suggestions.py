@@ -48,6 +48,10 @@ class Suggester:
         return out
 
     def bash(self, parts: Sequence[Part], *, exact: bool = False) -> list[RuleSuggestion]:
+        """One rule per part; none when a part has a word computed at run time (`echo $X`): no rule can allow
+        what can't be read, so an always-option would not do what it says."""
+        if not all(p.static for p in parts):
+            return []
         return self.rules(bash_suggestion(p, exact=exact) for p in parts)
 
     def tool(self, tool: str, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None,
@@ -76,8 +80,12 @@ def escape_glob(text: str) -> str:
 
 
 def bash_suggestion(part: Part, *, exact: bool) -> str:
+    """A prefix rule for a part, or the exact command where a prefix would allow far more than was asked: a
+    risky command, one that reads the environment, one that asks only for what it reads (outside the
+    workspace, a process's environment): `Bash(cat *)` would let `cat` read anything."""
     words = [w.value for w in part.effective]
-    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None:
+    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None or part.environment or \
+            part.reads_only:
         return f"Bash({part.canonical})"
     depth = 1
     if words[0] in _SUBCOMMAND_TOOLS:
