@@ -27,6 +27,7 @@ from bridge.tools.write import WriteInput, WriteTool
 from tests.attacks import corpus
 from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, KEEP_RUNNING, MEMORY_FILES, Attack
 from tests.attacks.workspace import (
+    ENV_SECRETS,
     MEMORY,
     Workspace,
     build,
@@ -39,6 +40,7 @@ from tests.attacks.workspace import (
 )
 
 RM = ("Bash(rm:*)",)
+EXEC_RULES = ("Bash(rm:*)", "Bash(./mark.sh:*)")
 READ_DENY = ("Read(secret.txt)", "Read(.env)", "Read(~/.ssh/**)")
 
 
@@ -64,6 +66,10 @@ CONFIGS: dict[str, list[Config]] = {
     "outside-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES)],
     "memory": [("acceptEdits", NO_RULES), ("default", {"allow": ("Bash", "Edit", "Write")}), ("plan", NO_RULES),
                ("dontAsk", NO_RULES)],
+    "oracle": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES), ("plan", NO_RULES)],
+    "exec-deny": [("bypassPermissions", {"deny": EXEC_RULES}), ("default", {"allow": ("Bash",), "deny": EXEC_RULES}),
+                  ("bypassPermissions", {"ask": EXEC_RULES}), ("default", {"allow": ("Bash",), "ask": EXEC_RULES})],
+    "env-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
 }
 
 
@@ -92,11 +98,11 @@ async def test_attack_is_stopped(attack: Attack, make: Any) -> None:
             effect = effect_seen(found, attack.effect, before, output)
             assert effect is None, f"{mode} {rules}: allowed ({decision.reason}) and {effect}"
             pytest.fail(f"{mode} {rules}: allowed ({decision.reason}), though it did nothing here")
-        if attack.cls in ("deny-dodge", "read-deny") and mode == "bypassPermissions":
+        if attack.cls in ("deny-dodge", "read-deny", "exec-deny") and mode == "bypassPermissions" and "deny" in rules:
             assert decision.behavior == "deny", f"{mode}: {decision.behavior} ({decision.reason})"
     if attack.control and tools_present(attack.needs):
         before = found.snapshot()
-        output = await run_control(found, command)
+        output = await run_control(found, command, env=ENV_SECRETS)
         assert effect_seen(found, attack.effect, before, output), f"the attack did nothing when run: {output[:300]}"
 
 

@@ -168,4 +168,4 @@ async def test_the_prompt_asks_once_per_new_item_and_tells_what_stays_off(store:
 def test_a_question_makes_control_and_bidi_characters_visible(tmp_path: Path) -> None:
     item = TrustItem(".agent-bridge/settings.json", "hook", "Stop: echo ok\x1b[2K\r\u202etouch pwned")
     text = TrustQuestion(tmp_path, (item,)).text
-    assert "\x1b" not in text and "\u202e" not in text and "\\u{001b}" in text and "\\u{202e}" in text
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b" in text and "\\u{202e}" in text

@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
+    run.add_argument("--dangerously-approve-all", action="store_true",
+                     help="answer yes to every permission question without asking (otherwise questions are asked "
+                          "at the terminal, and denied when standard input is not one)")
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
                          help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                                description="Find the TODO and FIXME comments of DIR (or of a sample project made "
                                            "for the demo and removed after it) with the offline model.")
     demo.add_argument("dir", nargs="?", type=Path, help="a project folder (default: a sample project)")
-    demo.add_argument("--yes", action="store_true", help="approve the permission prompt without asking")
+    demo.add_argument("--yes", action="store_true",
+                      help="approve the permission prompt without asking (only in the demo's own sample project)")
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -103,15 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         interactive = not args.non_interactive
         import asyncio
 
-        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
+                                       approve_all=args.dangerously_approve_all))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
-        return run_demo(args.dir, auto_approve=args.yes)
+        return run_demo(args.dir, approve=args.yes)
     return 2
 
 
-async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
+                      approve_all: bool = False) -> int:
     """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
     loads, then the turn runs."""
     import asyncio
@@ -127,7 +133,7 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                ahead=early[0] if early else None)
+                                                approve_all=approve_all, ahead=early[0] if early else None)
     return code
 
 

@@ -339,7 +339,7 @@ class ToolExecutor:
         request = PermissionRequest(
             tool_call_id=started.tool_call_id, tool_name=tool.name, title=started.title, kind=started.tool_kind,
             raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
-            reason=decision.reason, suggestions=decision.suggestions,
+            reason=decision.reason, suggestions=decision.suggestions, shown=decision.shown,
         )
         call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None

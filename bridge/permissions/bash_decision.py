@@ -14,6 +14,7 @@ import fnmatch
 import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +25,8 @@ from bridge.permissions.rules import EDIT_TOOLS, READ_TOOLS, CompiledRule, RuleI
 from bridge.permissions.shell import Part, ShellVerdict, safe_device
 from bridge.permissions.shellparse import Word
 from bridge.permissions.suggestions import Suggester
-from bridge.permissions.types import Behavior, Decision
+from bridge.permissions.types import Behavior, Decision, Mark, NamedPath, RuleSuggestion, Shown
+from bridge.secrets import environment_file, holds_environment_files
 
 MAX_GLOB_MATCHES = 1_000
 MAX_SCAN_ENTRIES = 20_000  # directory entries one decision may look at (globs and recursive checks together)
@@ -37,10 +39,21 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 class PathAccess:
     written: Path  # normalized, symlinks not followed
     real: Path  # resolved
+    named: str = ""  # as the call names it
+    base: Path | None = None  # what `named` is relative to
 
     @classmethod
     def of(cls, path: str | Path, base: Path) -> PathAccess:
-        return cls(normalize(path, base), resolve(path, base))
+        return cls(normalize(path, base), resolve(path, base), str(path), base)
+
+    def differs(self) -> bool:
+        """Whether the path leads somewhere its name doesn't say: through a symlink, `..` or `~` (a relative
+        name, `./` and doubled slashes say where they lead)."""
+        if not self.named or self.base is None:
+            return False
+        plain = os.path.join(str(self.base), self.named)
+        plain = re.sub(r"/(\./)+", "/", re.sub(r"/+", "/", plain + "/")).rstrip("/") or "/"
+        return plain != str(self.real)
 
 
 @dataclass
@@ -65,6 +78,7 @@ class PartFacts:
     unknown_reads: str | None = None
     unknown_writes: str | None = None
     problems: list[str] = field(default_factory=list)  # why it could not be checked: it asks
+    lists: list[PathAccess] = field(default_factory=list)  # files naming files it reads (`md5sum -c L`)
 
 
 class _Budget:
@@ -97,7 +111,18 @@ class BashFacts:
                             facts.bases.append(resolved)
         for part in verdict.parts:
             facts.parts.append(facts._part(part))
+        facts._lists_written()
         return facts
+
+    def _lists_written(self) -> None:
+        """A file list the command itself writes (`echo … > l; md5sum -c l`) names what the check never saw."""
+        written = [a.real for f in self.parts for a in f.writes + f.write_trees]
+        unknown = next((f.unknown_writes for f in self.parts if f.unknown_writes is not None), None)
+        for facts in self.parts:
+            for listed in facts.lists:
+                if unknown is not None or any(listed.real == w or listed.real.is_relative_to(w) for w in written):
+                    facts.problems.append(f"`{facts.part.text}`: its file list {listed.written} may be written by "
+                                          "the command itself, so what it names can't be known")
 
     # --- resolving one part ------------------------------------------------------------------------
 
@@ -144,6 +169,9 @@ class BashFacts:
         where = top if access.repo_path and top is not None else base
         for path in paths:
             if safe_device(path):
+                if access.list_file:  # `sha256sum -c /dev/stdin`: the names come from a pipe
+                    out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads the names of the files " \
+                                                             f"it reads from {path}"
                 continue
             resolved = PathAccess.of(path, where)
             if access.recursive and not access.names_only:
@@ -173,27 +201,53 @@ class BashFacts:
         return matches or [value]
 
     def _list(self, listed: PathAccess, base: Path, out: PartFacts) -> None:
-        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too."""
-        try:
-            with open(listed.real, "rb") as handle:
-                data = handle.read(MAX_LIST_BYTES + 1)
-        except FileNotFoundError:
+        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too. A checksum list is
+        a content oracle (`OK` says a guess of the file's content was right), so its names count as reads of
+        those files; a line that can't be read for certain makes the command ask. Only a regular file is read
+        (opened without blocking: a FIFO or a terminal can't stall the check or take the bridge's input)."""
+        text = self._list_text(listed, out)
+        if text is None:
+            out.lists.append(listed)
             return
-        except OSError as exc:
-            out.problems.append(f"`{out.part.text}`: its file list {listed.written} can't be read ({exc.strerror})")
-            return
-        if len(data) > MAX_LIST_BYTES:
-            out.problems.append(f"`{out.part.text}`: its file list is over {MAX_LIST_BYTES:,} bytes")
-            return
-        text = data.decode("utf-8", errors="surrogateescape")
+        out.lists.append(listed)
+        checksums = out.part.effects is not None and out.part.effects.program.endswith("sum")
         names = text.split("\0") if "\0" in text else text.splitlines()
         for line in names:
-            name = _checksum_name(line) if out.part.effects and out.part.effects.program.endswith("sum") else line
-            if name:
+            found = _checksum_names(line) if checksums else [line]
+            if found is None:
+                out.problems.append(f"`{out.part.text}`: a line of its checklist {listed.written} can't be read "
+                                    f"for certain ({line[:80]!r})")
+                return
+            for name in found:
                 try:
                     out.reads.append(PathAccess.of(name, base))
                 except InvalidPath:
                     out.problems.append(f"`{out.part.text}`: its file list names an invalid path")
+
+    def _list_text(self, listed: PathAccess, out: PartFacts) -> str | None:
+        where = f"`{out.part.text}`: its file list {listed.written}"
+        try:
+            fd = os.open(listed.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            out.problems.append(f"{where} does not exist yet (what it will name can't be known)")
+            return None
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                out.problems.append(f"{where} is not a regular file (what it names can't be known)")
+                return None
+            data = os.read(fd, MAX_LIST_BYTES + 1)
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_LIST_BYTES:
+            out.problems.append(f"{where} is over {MAX_LIST_BYTES:,} bytes")
+            return None
+        return data.decode("utf-8", errors="surrogateescape")
 
     def _repository(self, part: Part, base: Path, out: PartFacts) -> Path | None:
         """The top directory of the repository git will read, found as git finds it. A repository outside the
@@ -324,20 +378,64 @@ class BashFacts:
 
     def protected(self, *, memory_too: bool) -> str | None:
         """Why the command must ask because it may write a protected path; None when it can't."""
+        found = self.protected_part(memory_too=memory_too)
+        return found[0] if found is not None else None
+
+    def protected_part(self, *, memory_too: bool) -> tuple[str, Part | None] | None:
+        """`protected`, with the part that writes (None: the command can't be read)."""
         if not self.verdict.ok:
-            return f"The command {self.verdict.error}: it can't be checked for writes to protected files"
+            return f"The command {self.verdict.error}: it can't be checked for writes to protected files", None
         for facts in self.parts:
             if facts.unknown_writes is not None:
-                return f"{facts.unknown_writes}: it can't be checked for writes to protected files"
+                return f"{facts.unknown_writes}: it can't be checked for writes to protected files", facts.part
             for access in facts.writes:
                 found = self.workspace.protected_reason(access.written)
                 if found is not None and (found[1] == "settings" or memory_too):
-                    return f"Writing {found[0]}"
+                    return f"Writing {found[0]}", facts.part
             for access in facts.write_trees:
                 found = self.workspace.protected_below(access.written)
                 if found is not None and (found[1] == "settings" or memory_too):
-                    return f"Writing {found[0]}"
+                    return f"Writing {found[0]}", facts.part
         return None
+
+    # --- what the question shows ------------------------------------------------------------------------
+
+    def parts_matching(self, rule: CompiledRule) -> list[tuple[Part, str]]:
+        """The parts a deny or ask rule speaks about (the question marks them): by their forms for a Bash rule,
+        their reads for a Read rule, their writes for a Write/Edit rule; a part that can't be read in full
+        matches (it failed closed)."""
+        why = f"the rule {rule.text} speaks about it"
+        out: list[tuple[Part, str]] = []
+        for facts in self.parts:
+            part = facts.part
+            if rule.rule.specifier is None:
+                hit = True
+            elif rule.bash is not None:
+                hit = bool(part.unknown_program or part.opaque) or any(
+                    _Form.of(form).hits(rule) for form in part.forms(for_deny=True))
+            elif rule.path is not None and rule.rule.tool in READ_TOOLS:
+                hit = facts.unknown_reads is not None or any(
+                    _path_hit(rule, a) for a in facts.reads + facts.maybe_reads) or any(
+                    self.tree_hit(tree, rule) for tree in facts.trees)
+            elif rule.path is not None:
+                hit = facts.unknown_writes is not None or any(_path_hit(rule, a) for a in facts.writes) or any(
+                    _path_hit(rule, a) or _may_hold(rule, a) for a in facts.write_trees)
+            else:
+                hit = False
+            if hit:
+                out.append((part, why))
+        return out
+
+    def named_paths(self, limit: int = 20) -> tuple[NamedPath, ...]:
+        """Paths the command names that lead somewhere else (a symlink, `..`, `~`): named and resolved."""
+        out: dict[str, NamedPath] = {}
+        for facts in self.parts:
+            for access in [*facts.reads, *facts.writes, *facts.write_trees, *(t.root for t in facts.trees)]:
+                if access.named and access.differs() and access.named not in out:
+                    out[access.named] = NamedPath(access.named, str(access.real))
+                if len(out) >= limit:
+                    return tuple(out.values())
+        return tuple(out.values())
 
 
 @dataclass(frozen=True)
@@ -391,9 +489,29 @@ def _may_hold(rule: CompiledRule, root: PathAccess) -> bool:
     return False
 
 
-def _checksum_name(line: str) -> str:
-    match = re.match(r"^[0-9a-fA-F]+ [ *](.*)$", line) or re.match(r"^\w+ \((.*)\) = [0-9a-fA-F]+$", line)
-    return match.group(1) if match else line.strip()
+_TAGGED = re.compile(r"[A-Za-z0-9_-]+ ?\((.*)\) ?= ?[0-9a-fA-F]+")
+_UNTAGGED = re.compile(r"[0-9a-fA-F]+[ \t](.*)")
+
+
+def _checksum_names(line: str) -> list[str] | None:
+    """The file a checksum line names, in every way a `*sum -c` may read it (GNU is lenient: leading blanks,
+    one or two separators, `*`, a `\\` marking escapes, a CR at the end, the BSD `ALGO (name) = hash` form).
+    [] for a blank or comment line; None for a line this can't read (the command asks)."""
+    text = line.lstrip(" \t").removesuffix("\r")
+    if not text or text.startswith("#"):
+        return []
+    escaped = text.startswith("\\")
+    if escaped:
+        text = text[1:]
+    match = _TAGGED.fullmatch(text) or _UNTAGGED.fullmatch(text)
+    if match is None:
+        return None
+    rest = match.group(1)
+    names = [rest, rest.lstrip(" \t*"), rest[1:] if rest[:1] in (" ", "*", "\t") else rest]
+    if escaped:
+        names += [n.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
+                  for n in names]
+    return [n for n in dict.fromkeys(names) if n]
 
 
 def _glob(pattern: str, base: Path, budget: _Budget) -> list[str] | None:
@@ -457,49 +575,52 @@ class BashJudge:
         self.workspace = facts.workspace
 
     def decide(self) -> Decision:
+        """Allow, or ask with the parts that made it ask marked (`Shown.marks`: the question shows them)."""
         verdict = self.facts.verdict
         if not verdict.ok:
             return Decision("ask", f"The command {verdict.error}, so it cannot be checked")
+        top = [f for f in self.facts.parts if not f.part.nested]
         for base in self.facts.bases[1:]:
             if not self.workspace.contains(base):
-                return Decision("ask", f"The command changes directory to {base}, outside the workspace")
-        top = [f for f in self.facts.parts if not f.part.nested]
+                why = f"The command changes directory to {base}, outside the workspace"
+                return _ask(why, [(f.part, why) for f in top if f.part.cd is not None])
         for facts in top:
             if facts.unknown_writes is not None and facts.part.unknown_program is None:
-                return Decision("ask", f"{facts.unknown_writes}, so it cannot be checked")
+                return _ask(f"{facts.unknown_writes}, so it cannot be checked", [(facts.part, facts.unknown_writes)])
             for access in facts.writes + facts.write_trees:
                 if not self.workspace.contains(access.real) and allow_rule_for_path(
                         self.index, "Write", access.real, "write") is None:
-                    return Decision("ask", f"The command writes {access.real}, outside the workspace")
-        unallowed: list[Part] = []
+                    why = f"The command writes {access.real}, outside the workspace"
+                    return _ask(why, [(facts.part, f"writes {access.real}, outside the workspace")])
+        unallowed: list[tuple[Part, str]] = []
         first_rule: CompiledRule | None = None
-        reasons: list[str] = []
         for facts in top:
             part = facts.part
             if not part.argv and part.hazard is None:
                 reason = self._read_only_reason(facts)
                 if reason is not None:
-                    return Decision("ask", reason)
+                    return _ask(reason, [(part, reason)])
                 continue
             rule = self._allow_rule(part)
             risky = part.hazard or part.unknown_program
             if risky is not None and rule is None:
-                return Decision("ask", f"`{part.text}`: {risky}", suggestions=self.suggest.bash([part], exact=True))
+                return _ask(f"`{part.text}`: {risky}", [(part, risky)], self.suggest.bash([part], exact=True))
             if rule is not None:
                 outside = self._option_writes_outside(part)
                 if outside is not None:
-                    return Decision("ask", f"`{part.text}` writes {outside}, outside the workspace")
+                    return _ask(f"`{part.text}` writes {outside}, outside the workspace",
+                                [(part, f"writes {outside}, outside the workspace")])
                 first_rule = first_rule or rule
                 continue
             reason = self._read_only_reason(facts)
             if reason is not None:
-                reasons.append(reason)
-                unallowed.append(part)
+                unallowed.append((part, reason))
         if not unallowed:
             if first_rule is not None:
                 return by_rule("allow", first_rule, f"allowed by rule {first_rule.text}")
             return Decision("allow", "read-only commands inside the workspace")
-        return Decision("ask", "; ".join(dict.fromkeys(reasons)), suggestions=self.suggest.bash(unallowed))
+        reasons = "; ".join(dict.fromkeys(reason for _, reason in unallowed))
+        return _ask(reasons, unallowed, self.suggest.bash([part for part, _ in unallowed]))
 
     def _allow_rule(self, part: Part) -> CompiledRule | None:
         forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
@@ -546,6 +667,13 @@ class BashJudge:
             return facts.problems[0]
         if facts.unknown_reads is not None:
             return facts.unknown_reads
+        for access in facts.reads:
+            if environment_file(str(access.real)):
+                return f"`{part.text}` reads the environment of a process ({access.real}), which may hold secrets"
+        for tree in facts.trees:
+            if holds_environment_files(str(tree.root.real)):
+                return f"`{part.text}` reads below {tree.root.real}, where processes' environments are (they " \
+                       "may hold secrets)"
         for access in facts.reads + [t.root for t in facts.trees]:
             if not self.workspace.contains(access.real) and allow_rule_for_path(
                     self.index, "Read", access.real, "read") is None:
@@ -561,6 +689,20 @@ class BashJudge:
             shown = (facts.writes + facts.write_trees)[0].written
             return f"`{part.text}` writes {shown}"
         return None
+
+
+def marks(parts: list[tuple[Part, str]]) -> tuple[Mark, ...]:
+    """The spans of these parts in the command (nested parts: the part that runs them), once each."""
+    out: dict[tuple[int, int], Mark] = {}
+    for part, why in parts:
+        start, end = part.span
+        if end > start and (start, end) not in out:
+            out[(start, end)] = Mark(start, end, why)
+    return tuple(sorted(out.values(), key=lambda m: m.start))
+
+
+def _ask(reason: str, parts: list[tuple[Part, str]], suggestions: list[RuleSuggestion] | None = None) -> Decision:
+    return Decision("ask", reason, suggestions=suggestions or [], shown=Shown(marks=marks(parts)))
 
 
 def allow_rule_for_path(index: RuleIndex, tool: str, real: Path, kind: str) -> CompiledRule | None:

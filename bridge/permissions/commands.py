@@ -35,6 +35,7 @@ from bridge.permissions.command_tables import (
     git_table,
 )
 from bridge.permissions.shellparse import Word
+from bridge.secrets import looks_secret
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class Effects:
     maybe_reads: list[Word] = field(default_factory=list)  # an unknown program's words: for Read deny rules only
     git_dir: Word | None = None  # git -C DIR: where the repository is looked for
     git: bool = False  # a git command: the repository it reads must be inside the workspace
+    runs: list[Word] = field(default_factory=list)  # values of options that name a program it runs (`--pre P`)
+    run_programs: list[str] = field(default_factory=list)  # fixed programs an option runs (`diff -l`: pr)
+    runs_configured: str | None = None  # why it runs a program named by configuration (`git log --ext-diff`)
+    environment: bool = False  # it prints environment variables (printenv, env, export -p, jq's env)
 
     def refuse(self, why: str) -> None:
         if self.read_only:
@@ -238,6 +243,8 @@ def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
             out.refuse(f"`{program} {key if key.startswith('-') else '-' + key}` {opt.why or 'is not read-only'}")
             if role == "write" and value_word is not None:
                 out.writes.append(value_word)
+            if role == "exec":
+                _runs(out, f"{program} {key if key.startswith('-') else '-' + key}", opt, value_word)
         elif role == "recursive":
             recursive = True
         elif role == "follow":
@@ -271,6 +278,10 @@ def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
     if program in ("test", "["):
         _test(out, args)
         return out
+    if program == "printenv":
+        _printenv(out, operands)
+    if program == "jq":
+        _jq(out, parsed)
     file_operands = 0
     for index, word in enumerate(operands):
         role = roles[min(index, len(roles) - 1)] if roles else "inert"
@@ -281,6 +292,8 @@ def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
             out.writes.append(word)
             continue
         if word.pipe or word.value == "-":
+            if check:  # the names of the files to check come from a pipe: they can't be known
+                _names_from_input(out, program)
             continue  # a pipe (`<(…)`, whose commands are parts of their own) or standard input
         if not word.static:
             out.refuse(f"`{program}` reads a path computed at run time (`{word.text}`)")
@@ -292,12 +305,30 @@ def _generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
         file_operands += 1
         out.reads.append(Access(word, recursive=recursive, follow=follow, names_only=spec.names_only,
                                 list_file=check))
+    if check and not operands:
+        _names_from_input(out, program)
     if not file_operands and spec.default_operand is not None and (recursive or spec.recursive):
         out.reads.append(Access(Word(spec.default_operand, spec.default_operand), recursive=True, follow=follow,
                                 names_only=spec.names_only))
     elif not file_operands and recursive and program in ("grep", "egrep", "fgrep"):
         out.reads.append(Access(Word(".", "."), recursive=True, follow=follow))
     return out
+
+
+def _names_from_input(out: Effects, program: str) -> None:
+    out.refuse(f"`{program} -c` reads the list of files to check from its input (each check tells whether a "
+               "guess of a file's content is right, so it is a read of that file)")
+    out.unknown_reads = True
+
+
+def _runs(out: Effects, option: str, opt: Opt, value: Word | None) -> None:
+    """What an option that runs a program runs: its value, its fixed programs, or one configuration names."""
+    if value is not None:
+        out.runs.append(value)
+    elif opt.programs:
+        out.run_programs.extend(opt.programs)
+    else:
+        out.runs_configured = out.runs_configured or f"`{option}` runs a program its configuration names"
 
 
 def _fail_closed_reads(out: Effects, spec: Spec, args: Sequence[Word]) -> None:
@@ -320,6 +351,55 @@ def _sed(out: Effects, operands: list[Word], parsed: _Parsed, pattern_given: boo
         scripts = [operands[0].value] if operands and operands[0].static else ["?"]
     if not quiet or not scripts or not all(re.fullmatch(SED_SCRIPT, s.strip()) for s in scripts):
         out.refuse("`sed` runs only as `sed -n 'N,Mp'` without asking (its scripts can write and run commands)")
+
+
+def _printenv(out: Effects, operands: list[Word]) -> None:
+    """`printenv` prints every variable (API keys, tokens) unless given names; a secret-looking name asks."""
+    if not operands:
+        out.refuse("`printenv` prints every environment variable (some may hold secrets)")
+        out.environment = True
+        return
+    secret = next((w.value for w in operands if looks_secret(w.value)), None)
+    if secret is not None:
+        out.refuse(f"`printenv {secret}` prints an environment variable that may hold a secret")
+        out.environment = True
+
+
+_JQ_ENVIRONMENT = re.compile(r"\$ENV\b|(?<![.\w$])env\b|\$__loc__|\binput_filename\b|\bget_search_list\b")
+
+
+_JQ_MODULES = re.compile(r"\b(import|include|modulemeta)\b")
+
+
+def _jq(out: Effects, parsed: _Parsed) -> None:
+    """jq's `env` and `$ENV` are the environment (API keys, tokens); a program read from a file may use them."""
+    if any(key in ("f", "--from-file") for key, _, _ in parsed.options):
+        out.refuse("`jq -f` runs a jq program from a file (it may read the environment)")
+        return
+    filters = [value or "" for key, value, _ in parsed.options if key in ("e", "--regexp")]
+    filters += [w.value for w in parsed.operands[:1]]
+    if any(_JQ_ENVIRONMENT.search(text) for text in filters):
+        out.refuse("`jq` reads the environment (`env`, `$ENV`), which may hold secrets")
+        out.environment = True
+    elif any(_JQ_MODULES.search(text) for text in filters):
+        out.refuse("`jq` loads modules or data files its program names (`import`, `include`)")
+
+
+def _shell_variables(program: str) -> Callable[[Sequence[Word]], Effects]:
+    """`export`, `declare`, `typeset`, `readonly`, `set`, `local`: shell builtins that print variables (the
+    environment, secrets included) or change them. Neither is read-only; the reason says which it is."""
+    def judge(args: Sequence[Word]) -> Effects:
+        out = Effects(program)
+        names = [w for w in args if not (w.static and w.value.startswith(("-", "+")))]
+        printing = not names or (program in ("declare", "typeset", "readonly", "export") and any(
+            w.static and w.value.startswith("-") and "p" in w.value for w in args))
+        if printing:
+            out.refuse(f"`{program}` prints shell variables, the environment too (some may hold secrets)")
+            out.environment = True
+        else:
+            out.refuse(f"`{program}` changes shell variables or options")
+        return out
+    return judge
 
 
 def _test(out: Effects, args: Sequence[Word]) -> None:
@@ -500,6 +580,8 @@ def _git(args: Sequence[Word]) -> Effects:
             out.refuse(f"`git {sub} {key if key.startswith('-') else '-' + key}` {opt.why or 'is not read-only'}")
             if opt.role == "write" and value_word is not None:
                 out.writes.append(value_word)
+            if opt.role == "exec":
+                _runs(out, f"git {sub} {key if key.startswith('-') else '-' + key}", opt, value_word)
         elif opt.role in ("read", "pattern_file") and value_word is not None:
             out.reads.append(Access(value_word))
     _git_operands(out, sub, rest, parsed, content)
@@ -538,4 +620,14 @@ def _git_operands(out: Effects, sub: str, rest: list[Word], parsed: _Parsed, con
             out.unknown_reads = True  # an object by hash: any file's content, whatever its path
 
 
-_SPECIAL: dict[str, Callable[[Sequence[Word]], Effects]] = {"find": _find, "git": _git, "cd": _cd}
+def _env(args: Sequence[Word]) -> Effects:
+    """`env` with no command to run (the runner peels `env … CMD`): it prints the environment."""
+    out = Effects("env", environment=True)
+    out.refuse("`env` prints every environment variable (some may hold secrets)")
+    return out
+
+
+_SPECIAL: dict[str, Callable[[Sequence[Word]], Effects]] = {
+    "find": _find, "git": _git, "cd": _cd, "env": _env,
+    **{name: _shell_variables(name) for name in ("export", "declare", "typeset", "readonly", "set", "local")},
+}

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from bridge.permissions import shell
-from bridge.permissions.bash_decision import BashFacts, BashJudge, PathAccess, allow_rule_for_path, by_rule
+from bridge.permissions.bash_decision import BashFacts, BashJudge, PathAccess, allow_rule_for_path, by_rule, marks
 from bridge.permissions.containment import InvalidPath, Workspace
 from bridge.permissions.hooks import HookOutcome, SettingsHooks
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
@@ -55,7 +55,18 @@ from bridge.permissions.rules import (
 )
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
-from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, SourceName
+from bridge.permissions.types import (
+    Behavior,
+    Decision,
+    Mark,
+    NamedPath,
+    RuleSuggestion,
+    SettingsIssue,
+    Shown,
+    SourceName,
+)
+from bridge.secrets import environment_file
+from bridge.visible import has_hidden
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +310,13 @@ class PermissionEngine:
         """`hook`: the merged PreToolUse outcome, when the loop ran hooks first (as it should)."""
         try:
             self._refresh()
-            decision = self._decide(self._facts(tool_name, raw_input, read_only, paths), hook)
+            if hook is not None and hook.updated_input is not None and hook.updated_input != raw_input:
+                # what runs is the hook's rewrite: judge (and show) that, its paths read from it
+                raw_input, paths = hook.updated_input, []
+            facts = self._facts(tool_name, raw_input, read_only, paths)
+            decision = self._decide(facts, hook)
+            if decision.behavior == "ask":
+                decision = dataclasses.replace(decision, shown=self._shown(facts, decision))
         except InvalidPath as exc:
             return Decision("deny", f"Invalid path: {exc}")
         except Exception as exc:  # a bug here must deny the call, never take the turn down
@@ -345,7 +362,9 @@ class PermissionEngine:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
         ask = self._match(facts, "ask")
         if ask is not None:
-            return by_rule("ask", ask, f"rule {ask.text} asks for this{_fail_closed(facts)}")
+            decision = by_rule("ask", ask, f"rule {ask.text} asks for this{_fail_closed(facts)}")
+            hits = facts.bash.parts_matching(ask) if facts.bash is not None else []
+            return dataclasses.replace(decision, shown=Shown(marks=marks(hits)))
         if self.mode == "plan" and not facts.read_only:
             return Decision("deny", "Plan mode: only read-only tools may run until the plan is accepted")
         protected = self._protected(facts)
@@ -358,7 +377,9 @@ class PermissionEngine:
         if self._bypassing:
             return Decision("allow", "bypassPermissions mode")
         if facts.bash is not None and not facts.read_only and self.unsandboxed():
-            return Decision("ask", "The OS sandbox is unavailable, so commands that are not read-only ask first")
+            writers = [(p, p.why) for p in facts.bash.verdict.parts if not p.nested and not p.read_only]
+            return Decision("ask", "The OS sandbox is unavailable, so commands that are not read-only ask first",
+                            shown=Shown(marks=marks(writers)))
         if facts.bash is not None:
             return BashJudge(facts.bash, self._index, self.mode, self._suggester()).decide()
         return self._decide_tool(facts)
@@ -401,6 +422,24 @@ class PermissionEngine:
             if found is not None and (found[1] == "settings" or memory_too):
                 return f"Writing {found[0]}"
         return None
+
+    def _shown(self, facts: _Facts, decision: Decision) -> Shown:
+        """What a question shows besides its title: the command exactly as it runs, the parts that made it ask
+        (as the deciding step marked them; a protected write: the part writing; a command that can't be read:
+        its hidden characters, else the whole of it), every path whose resolution differs from its name."""
+        bash = facts.bash
+        if bash is None:
+            named = {a.named: NamedPath(a.named, str(a.real)) for a in facts.reads + facts.writes if a.differs()}
+            return Shown(None, (), tuple(named.values()))
+        command = str(facts.raw.get("command") or "")
+        found = decision.shown.marks
+        if not found and not bash.verdict.ok:
+            found = _unreadable_marks(command, bash.verdict.error or "")
+        elif not found:
+            protected = bash.protected_part(memory_too=not self._bypassing)
+            if protected is not None and protected[0] == decision.reason and protected[1] is not None:
+                found = marks([(protected[1], protected[0])])
+        return Shown(command, found, bash.named_paths())
 
     # --- rule matching -------------------------------------------------------------------------------
 
@@ -457,6 +496,9 @@ class PermissionEngine:
                 assert first is not None
                 return by_rule("allow", first, f"allowed by rule {first.text}")
         outside = [a.real for a, _ in accesses if not self._workspace.contains(a.real)]
+        environ = next((a.real for a in facts.reads if environment_file(str(a.real))), None)
+        if environ is not None:  # the bridge's own environment holds its API key
+            return Decision("ask", f"{environ} is the environment of a process, which may hold secrets")
         if facts.tool in NETWORK_TOOLS:
             return self._ask(facts, f"Fetch from {facts.host or 'this address'}")
         if facts.read_only and not facts.writes and not outside:
@@ -475,6 +517,12 @@ class PermissionEngine:
         suggestions = self._suggester().tool(facts.tool, [a.real for a in facts.writes], outside, facts.host,
                                              facts.tool in NETWORK_TOOLS)
         return Decision("ask", reason, suggestions=suggestions)
+
+
+def _unreadable_marks(command: str, why: str) -> tuple[Mark, ...]:
+    hidden = [Mark(i, i + 1, "a character that is not shown as itself") for i, c in enumerate(command[:10_000])
+              if has_hidden(c)]
+    return tuple(hidden[:100]) or (Mark(0, len(command), f"the command {why}"),)
 
 
 def _fail_closed(facts: _Facts) -> str:

@@ -25,13 +25,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from bridge.permissions.code_runners import runs_code
+from bridge.permissions.command_tables import GIT_SUBCOMMANDS
 from bridge.permissions.commands import Access, Effects, effects, known
 from bridge.permissions.shellparse import Command, Script, ShellSyntaxError, Word, parse_into
+from bridge.secrets import looks_secret
 
 MAX_COMMAND_CHARS = 100_000
 ANALYSIS_DEADLINE_S = 5.0  # the bound on reading one command off the event loop (it takes well under 1 s)
 MAX_NESTING = 16  # `bash -c "bash -c '…'"` levels read for deny rules
 MAX_PROBES = 100  # arguments of an unknown program read as the start of a command it may run
+MAX_PROBE_PARTS = 2_000  # commands one probe reads (its arguments as commands, values as programs)
+MAX_VALUES = 8  # values one word is read for (`a=b:c` is `b:c` and `c`)
 _CACHE_SIZE = 512
 
 # Commands that run other code or change who runs it: always ask unless a rule names them explicitly.
@@ -57,7 +61,13 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", 
 _DANGEROUS_ENV = re.compile(
     r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
     r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
-    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL)$"
+    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL|"
+    # files whose content says what runs: configuration homes, loader and plugin paths, debugger hooks
+    r"XDG_CONFIG_HOME|XDG_CONFIG_DIRS|GCONV_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|JAVA_TOOL_OPTIONS|"
+    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LESSKEY\w*|LESSEDIT|MANOPT|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|"
+    r"SSH_ASKPASS|SUDO_ASKPASS|ZDOTDIR|PERL5DB|PERLDB_OPTS|PYTHONBREAKPOINT|PYTHONWARNINGS|NODE_PATH|"
+    r"NPM_CONFIG_\w+|npm_config_\w+|FZF_DEFAULT_\w+|SYSTEMD_PAGER|GH_PAGER|AWS_PAGER|PSQL_PAGER|BROWSER|"
+    r"KUBECONFIG|DOCKER_CONFIG|AWS_CONFIG_FILE|CARGO_HOME|RUSTC_WRAPPER|GOFLAGS|MAKEFLAGS|INPUTRC)$"
 )
 # The only variables a read-only command may be given (`LANG=C sort x`): they change how output looks.
 _INERT_ENV = re.compile(r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
@@ -71,9 +81,22 @@ _SHELL_STATE = frozenset({"shopt", "set"})  # change how later words are expande
 _REDEFINERS = frozenset({"alias", "enable", "hash"})  # later command names may run something else
 SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
 _FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")
-_GIT_COMMAND_KEYS = re.compile(r"(^alias\.|pager|editor|sshcommand|fsmonitor|hookspath|askpass|external|textconv|"
-                               r"command|program|\.cmd$|helper|smudge|clean|process|exec|pack|proxy|include)",
-                               re.IGNORECASE)
+# `git -c` keys that run nothing whatever their value (lower case); `pager.*` and signing only as booleans
+_GIT_INERT_KEYS = re.compile(
+    r"(user|author|committer)\.(name|email)|color\.[a-z.]+|column\.[a-z]+|advice\.[a-z]+|i18n\.[a-z]+|"
+    r"init\.defaultbranch|core\.(quotepath|autocrlf|safecrlf|filemode|ignorecase|abbrev|eol|whitespace|"
+    r"precomposeunicode|longpaths|symlinks|logallrefupdates|compression|bigfilethreshold|checkstat|trustctime|"
+    r"untrackedcache|preloadindex|commentchar|commentstring)|diff\.(noprefix|mnemonicprefix|renames|renamelimit|"
+    r"algorithm|context|interhunkcontext|indentheuristic|colormoved|colormovedws|relative|statgraphwidth|"
+    r"statnamewidth|suppressblankempty|submodule|ignoresubmodules|dirstat|wserrorhighlight)|log\.(date|decorate|"
+    r"abbrevcommit|follow|graphcolors|showroot|mailmap)|pull\.(rebase|ff)|merge\.(ff|conflictstyle|log|renames|"
+    r"renamelimit|stat|verbosity|autostash)|rebase\.(autosquash|autostash|stat|updaterefs|abbreviatecommands)|"
+    r"fetch\.(prune|prunetags|parallel|writecommitgraph|showforcedupdates)|push\.(default|autosetupremote|"
+    r"followtags)|branch\.(autosetupmerge|autosetuprebase|sort)|commit\.(verbose|cleanup|status)|tag\.sort|"
+    r"gc\.auto|maintenance\.auto|status\.(short|branch|showuntrackedfiles|relativepaths|showstash|aheadbehind|"
+    r"renames|renamelimit|submodulesummary)|grep\.(linenumber|column|patterntype|extendedregexp|fullname)|"
+    r"blame\.(date|coloring|showemail|blankboundary|showroot)|protocol\.version|http\.(version|postbuffer)")
+_GIT_BOOLEAN_KEYS = re.compile(r"pager\.[a-z0-9.-]+|(commit|tag)\.gpgsign")
 _DESTRUCTIVE = frozenset({"rm", "rmdir", "shred", "dd", "truncate", "mv", "kill", "pkill", "killall", "wipefs",
                           "fdisk"})
 _WRITERS = frozenset({"tee", "cp", "mv", "ln", "install", "touch", "truncate", "rm", "rmdir", "mkdir", "shred",
@@ -113,6 +136,8 @@ class Part:
     unknown_reads: bool = False  # may read paths that can't be known here
     cd: Word | None = None  # `cd DIR`: where later parts run
     env_set: list[str] = field(default_factory=list)  # variables a wrapper sets for it (`env CI=1 …`)
+    span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
+    environment: bool = False  # it reads environment variables that may hold secrets
 
     @property
     def text(self) -> str:
@@ -234,13 +259,19 @@ class _Builder:
         self.parts: list[Part] = []
         self.globs_unreliable = False
         self.programs_unreliable: str | None = None  # `PATH=…` / `export GIT_…` earlier: later programs unknown
+        self.span = (0, 0)  # the span of the top-level part being read (nested parts share it)
+        self.overflow = False  # a probe read more than MAX_PROBE_PARTS commands
 
     def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
         argv = cmd.words
-        part = Part(cmd, argv, argv, nested=nested)
+        if not nested:
+            self.span = cmd.span
+        part = Part(cmd, argv, argv, nested=nested, span=self.span)
         self.parts.append(part)
         for word in cmd.assignments:
             name = re.split(r"\+?=", word.text, maxsplit=1)[0]
+            if argv:
+                self.probe_setting(word, part, depth)
             if _DANGEROUS_ENV.match(name):
                 if argv:
                     part.unknown_program = f"sets {name}, which changes what the command runs"
@@ -251,7 +282,7 @@ class _Builder:
         inner = _peel(argv, part, self, depth)
         part.effective = inner.effective
         part.deny_forms = inner.deny_forms
-        self._judge(part, cmd)
+        self._judge(part, cmd, depth)
 
     def finish(self) -> None:
         if self.programs_unreliable is not None:
@@ -288,11 +319,12 @@ class _Builder:
 
     def probe_arguments(self, words: tuple[Word, ...], part: Part, depth: int) -> None:
         """A program the checker doesn't know may run its arguments as a command (`unbuffer rm x`, `ssh host
-        'rm x'`, `tar --checkpoint-action=exec='rm x'`): every tail of its words that starts at an operand,
-        and every operand or option value read as a command line, adds forms deny and ask rules match. What
-        such a command can't name (`./runner sh` reading its input) makes the part opaque. Probes are only
-        forms: their reads, writes and shell state count for nothing else. A tail starting at a word computed
-        at run time is not probed (else every `python3 x.py "$f"` would match every deny rule)."""
+        'rm x'`, `tar --checkpoint-action=exec='rm x'`, `ssh -o ProxyCommand='rm x'`, `man --pager=prog`):
+        every tail of its words that starts at an operand, every word read as a command line, and every value
+        inside a word read as a program (see `probe_word`) add forms deny and ask rules match. What such a
+        command can't name (`./runner sh` reading its input) makes the part opaque. Probes are only forms:
+        their reads, writes and shell state count for nothing else. A tail starting at a word computed at run
+        time is not probed (else every `python3 x.py "$f"` would match every deny rule)."""
         if self.probing:
             return  # the tails of a probe are tails of the words probed already
         heads = [i for i in range(1, len(words)) if words[i].static and not words[i].value.startswith("-")]
@@ -304,18 +336,70 @@ class _Builder:
         for i in heads:
             probe.add(Command(words[i:], text=part.text), nested=True, depth=depth + 1)
         for word in words[1:]:
-            texts = word.value.split("=")[1:] if word.value.startswith("-") else [word.value]
-            for text in texts if word.static else ():
-                if _COMMAND_LINE.search(text):
-                    probe.probe_string(text, depth)
+            if word.static:
+                probe.probe_word(word.value, depth, whole=not word.value.startswith("-"))
+        self._take_probes(probe, part, words[0].value)
+
+    def probe_program(self, value: Word, part: Part, depth: int, program: str) -> None:
+        """The value of an option that names a program a known command runs (`rg --pre PROG`, `sort
+        --compress-program=PROG`, `git grep -O'CMD'`): the program with arguments unknown here, and the value
+        read as a command line. Forms for deny and ask rules, like `probe_arguments`."""
+        if not value.static or depth >= MAX_NESTING:
+            part.opaque = part.opaque or f"`{program}` runs a program computed at run time"
+            return
+        probe = _Builder(Script(), probing=True)
+        probe.add(Command((value, UNKNOWN), text=value.value), nested=True, depth=depth + 1)
+        if _COMMAND_LINE.search(value.value):
+            probe.probe_string(value.value, depth)
+        self._take_probes(probe, part, program)
+
+    def probe_setting(self, word: Word, part: Part, depth: int) -> None:
+        """`NAME=value cmd`: a program may run what a variable names (`RSYNC_RSH=./x`, `FZF_DEFAULT_COMMAND='rm
+        x'`, `TAR_OPTIONS=--use-compress-program=./x`): the value is probed like an option's."""
+        if self.probing or not word.static:
+            return
+        value = word.value.split("=", 1)[1] if "=" in word.value else ""
+        if not value:
+            return
+        probe = _Builder(Script(), probing=True)
+        probe.probe_word(value, depth, whole=True)
+        if "/" in value and not _COMMAND_LINE.search(value):
+            probe.add(Command((Word(value, value), UNKNOWN), text=value), nested=True, depth=depth + 1)
+        self._take_probes(probe, part, word.value.split("=", 1)[0])
+
+    def _take_probes(self, probe: _Builder, part: Part, program: str) -> None:
         for found in probe.parts:
             part.probe_forms.extend(found.deny_forms)
             why = found.unknown_program or found.opaque
             if why is not None and part.opaque is None:
-                part.opaque = f"`{words[0].value}` may run `{found.text}`, which {why}"
+                part.opaque = f"`{program}` may run `{found.text}`, which {why}"
+        if probe.overflow and part.opaque is None:
+            part.opaque = f"`{program}` has more possible commands in its arguments than the checker reads " \
+                          f"({MAX_PROBE_PARTS}, MAX_PROBE_PARTS)"
+
+    def probe_word(self, text: str, depth: int, *, whole: bool) -> None:
+        """A word that may hold a command (`whole`: the word itself is an operand, not an option): read as a
+        command line when it looks like one, and each value inside it — after a `=` or a `:`, or attached to a
+        short option — as a program run with arguments unknown here (`--rsh=prog`, `ProxyCommand=cmd`,
+        `SYSTEM:cmd`, `-Pprog`)."""
+        candidates = [(text, True)] if whole else []
+        candidates += [(value, False) for value in _values_in(text)]
+        for candidate, is_word in candidates:
+            if self._full():
+                return
+            if _COMMAND_LINE.search(candidate):
+                self.probe_string(candidate, depth)
+            elif not is_word and (not whole or "/" in candidate):
+                # an option's value may be any program (`--rsh=rm`); an operand's (`-v x=rm`, `NAME=value`) one
+                # named by its path (`ProxyCommand=./x`). A whole word: a tail of `probe_arguments` reads it.
+                self.add(Command((Word(candidate, candidate), UNKNOWN), text=candidate), nested=True,
+                         depth=depth + 1)
 
     def probe_string(self, text: str, depth: int) -> None:
-        """A word read as a command line; one that isn't shell syntax can't be run by a shell: it is skipped."""
+        """A word read as a command line; one that isn't shell syntax can't be run by a shell: it is skipped.
+        Each of its commands is read from every operand on too (`ProxyCommand rm x` runs `rm x`)."""
+        if self._full():
+            return
         inner = Script()
         try:
             parse_into(text, inner)
@@ -323,6 +407,18 @@ class _Builder:
             return
         for cmd in inner.commands:
             self.add(cmd, nested=True, depth=depth + 1)
+            words = cmd.words
+            for i in range(1, min(len(words), MAX_PROBES)):
+                if self._full():
+                    return
+                if words[i].static and not words[i].value.startswith("-"):
+                    self.add(Command(words[i:], text=cmd.text), nested=True, depth=depth + 1)
+
+    def _full(self) -> bool:
+        """A probe reads at most MAX_PROBE_PARTS commands (a bound on time); past it, the part is opaque."""
+        if len(self.parts) >= MAX_PROBE_PARTS:
+            self.overflow = True
+        return self.overflow
 
     def nested_argv(self, words: Sequence[Word], part: Part, depth: int) -> None:
         """A command another command runs with these words (`xargs rm`, `find -exec rm {} ;`)."""
@@ -330,7 +426,7 @@ class _Builder:
             return
         self.add(Command(tuple(words), text=part.text), nested=True, depth=depth + 1)
 
-    def _judge(self, part: Part, cmd: Command) -> None:
+    def _judge(self, part: Part, cmd: Command, depth: int) -> None:
         for redirect in cmd.redirects:
             if redirect.kind == "write":
                 target = redirect.target
@@ -356,18 +452,28 @@ class _Builder:
             reasons.append(f"`{part.text}`: {part.hazard}")
         if part.unknown_program is not None:
             reasons.append(f"`{part.text}`: {part.unknown_program}")
+        secrets = [name for name in dict.fromkeys(cmd.expands) if looks_secret(name)]
+        if secrets:
+            reasons.append(f"`{part.text}` reads the environment variable {secrets[0]}, which may hold a secret")
+            part.environment = True
         words = part.effective
         if words and part.unknown_program is None:
             program = words[0]
             name = program.value
             found = effects(name, words[1:])
             part.effects = found
+            part.environment = part.environment or found.environment
             part.reads.extend(found.reads)
             part.unknown_reads = part.unknown_reads or found.unknown_reads
             part.writes.extend(WriteTarget(w if w.static else None) for w in found.writes)
             part.writes.extend(WriteTarget(w if w.static else None, recursive=True) for w in found.write_trees)
             if name == "cd" and found.read_only:
                 part.cd = found.reads[0].word
+            for value in found.runs:
+                self.probe_program(value, part, depth, name)
+            part.probe_forms.extend((Word(p, p), UNKNOWN) for p in found.run_programs)
+            if found.runs_configured is not None:
+                part.opaque = part.opaque or found.runs_configured
             _writer_targets(part, name, words[1:])
             if not found.read_only:
                 reasons.append(found.why)
@@ -386,6 +492,20 @@ class _Builder:
             reasons.append(f"`{part.text}` writes {shown.value if shown else 'a path computed at run time'}")
         part.read_only = not reasons
         part.why = reasons[0] if reasons else ""
+
+
+def _values_in(text: str) -> list[str]:
+    """The values a word may carry for a program to run: what follows each `=` or `:` (`--rsh=ssh`,
+    `exec=cmd`, `EXEC:cmd`), and the rest of a short option (`-Pless`)."""
+    out: list[str] = []
+    if len(text) > 2 and text[0] == "-" and text[1] != "-":
+        out.append(text[2:])
+    for index, char in enumerate(text):
+        if len(out) >= MAX_VALUES:
+            break
+        if char in "=:" and index + 1 < len(text) and text[index + 1] not in "=:":
+            out.append(text[index + 1:])
+    return list(dict.fromkeys(v for v in out if v))
 
 
 @dataclass
@@ -573,6 +693,7 @@ def _env(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> 
                 part.unknown_program = part.unknown_program or f"`env {name}=…` changes what the command runs"
                 safe = False
             part.env_set.append(name)
+            builder.probe_setting(word, part, depth)
             i += 1
         else:
             break
@@ -715,19 +836,39 @@ def _flock(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -
 
 
 def _git(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:
+    """git runs programs its configuration names: `-c` may set only keys known to run nothing; options that
+    name another configuration, and `ext::` remotes, make what runs unknown. A subcommand that is not a
+    read-only one may run its arguments (`rebase -x CMD`, `ls-remote --upload-pack=CMD`, `bisect run CMD`,
+    `submodule foreach CMD`): they are probed like an unknown program's."""
+    if any(w.static and "ext::" in w.value for w in words[1:]):
+        return _Unknown("a git `ext::` remote runs a command")
     for i, word in enumerate(words[1:], 1):
         if not word.static:
             return None
         value = word.value
         if value == "-c":
             pair = words[i + 1] if i + 1 < len(words) else None
-            if pair is None or not pair.static or _GIT_COMMAND_KEYS.search(pair.value.split("=", 1)[0]):
-                return _Unknown("`git -c` sets a configuration that runs programs")
-        elif value.startswith(("--config-env", "--exec-path")):
-            return _Unknown(f"`git {value}` changes which programs git runs")
+            if pair is None or not pair.static or not _inert_git_setting(pair.value):
+                shown = pair.value if pair is not None else ""
+                return _Unknown(f"`git -c {shown}` sets a configuration the checker does not know to be inert "
+                                "(it could run a program)")
+        elif value.startswith(("--config-env", "--exec-path", "--git-dir", "--work-tree")):
+            return _Unknown(f"`git {value}` changes which configuration or programs git uses")
         elif not value.startswith("-") and words[i - 1].value not in ("-c", "-C"):
+            if value not in GIT_SUBCOMMANDS:
+                builder.probe_arguments(words[i:], part, depth)
             return None
     return None
+
+
+def _inert_git_setting(pair: str) -> bool:
+    """`key=value` of `git -c`: a key known to change only how git shows or records things (an allowlist: git
+    has too many keys that run programs to list those)."""
+    key, _, value = pair.partition("=")
+    key = key.lower()
+    if _GIT_BOOLEAN_KEYS.fullmatch(key):
+        return value.lower() in ("", "true", "false", "yes", "no", "on", "off", "1", "0")
+    return _GIT_INERT_KEYS.fullmatch(key) is not None
 
 
 def _unknown_runner(words: tuple[Word, ...], part: Part, builder: _Builder, depth: int) -> _Step:

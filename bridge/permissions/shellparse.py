@@ -12,6 +12,7 @@ fails closed. Time is linear in the length of the text; nesting is bounded by `M
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -37,6 +38,7 @@ _UNSUPPORTED_WORDS = {
     "function": "defines a shell function (it could shadow any command)",
     "[[": "uses `[[ … ]]` (not modelled by the checker)",
 }
+_HEREDOC_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _STRAY_WORDS = frozenset({"then", "else", "elif", "fi", "do", "done", "esac", "in", "]]"})
 QUOTED = "\x01"  # placeholders in a word's shape: a quoted character, an expansion
 EXPANDED = "\x02"
@@ -81,6 +83,8 @@ class Command:
     redirects: tuple[Redirect, ...] = ()
     text: str = ""
     substituted: bool = False  # runs inside `$(…)`, backticks or `<(…)`: its output becomes data
+    span: tuple[int, int] = (0, 0)  # where it is in the text given to `parse` (a backtick's: the whole `…`)
+    expands: tuple[str, ...] = ()  # variables it expands ($NAME, ${NAME}, ${#NAME}; its here-documents' too)
 
 
 @dataclass
@@ -106,11 +110,16 @@ class _Heredoc:
     delimiter: str
     strip_tabs: bool
     expands: bool
+    owner: int | None = None  # the index of its command in `Script.commands`, once that is added
 
 
 class _Parser:
-    def __init__(self, source: str, script: Script, depth: int, substituted: bool) -> None:
+    def __init__(self, source: str, script: Script, depth: int, substituted: bool,
+                 span: tuple[int, int] | None = None) -> None:
         self.src = source
+        self.span = span  # every command's span, when this text is a part of another (a backtick's)
+        self.last_end = 0  # where the last token taken ends
+        self.expanded: list[str] = []  # variables expanded since the last command was added
         self.n = len(source)
         self.pos = 0
         self.script = script
@@ -143,6 +152,8 @@ class _Parser:
     def take(self) -> _Token:
         token = self.peek()
         self.peeked = None
+        if token.kind != "eof":
+            self.last_end = token.end
         return token
 
     def _next(self) -> _Token:
@@ -305,6 +316,8 @@ class _Parser:
                                        "(it can run or hide commands)")
             self.pos = end + 1
             why.append(f"expands ${{{inner}}}")
+            if _NAME_START.match(inner.lstrip("#")):
+                self.expanded.append(inner.lstrip("#"))
         elif nxt == "'" and not quoted:
             i = at + 2
             while i < n and src[i] != "'":
@@ -325,6 +338,8 @@ class _Parser:
                     i += 1
             self.pos = i
             why.append(f"expands {src[at:i]}")
+            if _NAME_START.match(nxt):
+                self.expanded.append(src[at + 1:i])
         else:
             value.append("$")
             shape.append(QUOTED if quoted else "$")
@@ -349,7 +364,7 @@ class _Parser:
         if i >= n:
             raise ShellSyntaxError("has an unterminated backtick")
         self.pos = i + 1
-        parse_into("".join(inner), self.script, self.depth + 1, substituted=True)
+        parse_into("".join(inner), self.script, self.depth + 1, substituted=True, span=self.span or (at, self.pos))
         value.append(src[at:self.pos])
         shape.append(EXPANDED)
         why.append("uses a command substitution `…`")
@@ -357,13 +372,13 @@ class _Parser:
     def _substitution(self, closer: str) -> None:
         """The commands of `$(…)` / `<(…)` / `>(…)`, read from here up to the matching `)`."""
         self._enter()
-        saved = self.substituted
-        self.substituted = True
+        saved, expanded = self.substituted, self.expanded
+        self.substituted, self.expanded = True, []
         self._list(stop_ops={closer}, stop_words=frozenset())
         token = self.take()
         if token.kind != "op" or token.op != closer:
             raise ShellSyntaxError(f"has an unterminated substitution (expected `{closer}`)")
-        self.substituted = saved
+        self.substituted, self.expanded = saved, expanded
         self.depth -= 1
 
     def _enter(self) -> None:
@@ -387,6 +402,14 @@ class _Parser:
                     break
                 if doc.expands and ("`" in line or "$(" in line or "${" in line or "$[" in line):
                     raise ShellSyntaxError("has a here-document that expands `$(…)`, `${…}` or backticks")
+                if doc.expands and "$" in line:
+                    names = _HEREDOC_VARIABLE.findall(line)
+                    if doc.owner is None:  # read while its command is being finished
+                        self.expanded.extend(names)
+                    else:
+                        owner = self.script.commands[doc.owner]
+                        self.script.commands[doc.owner] = dataclasses.replace(owner,
+                                                                              expands=(*owner.expands, *names))
 
     # --- grammar ---------------------------------------------------------------------------------------
 
@@ -542,7 +565,7 @@ class _Parser:
                 assert token.word is not None
                 words.append(token.word)
             # the list's words are expanded like a command's arguments: an `echo` stands for that
-            self._add(Command((Word("echo", "echo"), *words), text=self.src[name.start:self.pos]))
+            self._add(Command((Word("echo", "echo"), *words), text=self.src[name.start:self.last_end]), name.start)
             token = self.peek()
             if token.kind == "op" and token.op == ";":
                 self.take()
@@ -562,7 +585,7 @@ class _Parser:
             else:
                 break
         if redirects:  # a group's redirection applies to everything inside: judged as a command of its own
-            self._add(Command((), redirects=tuple(redirects), text=self.src[start:self.pos]))
+            self._add(Command((), redirects=tuple(redirects), text=self.src[start:self.last_end]), start)
 
     def _simple(self) -> None:
         start = self.peek().start
@@ -599,7 +622,7 @@ class _Parser:
         if not words and not assignments and not redirects:
             token = self.peek()
             raise ShellSyntaxError(f"has an unexpected `{self.src[token.start:token.end] or 'end of input'}`")
-        self._add(Command(tuple(words), tuple(assignments), tuple(redirects), self.src[start:self.pos]))
+        self._add(Command(tuple(words), tuple(assignments), tuple(redirects), self.src[start:self.last_end]), start)
 
     def _redirect(self, token: _Token) -> Redirect:
         op = token.op
@@ -623,13 +646,17 @@ class _Parser:
             return Redirect(op, "write", target)
         return Redirect(op, "write" if op in _WRITES else "read", target)
 
-    def _add(self, command: Command) -> None:
-        if len(command.text) > 300:
-            command = Command(command.words, command.assignments, command.redirects, command.text[:299] + "…",
-                              self.substituted)
-        elif self.substituted:
-            command = Command(command.words, command.assignments, command.redirects, command.text, True)
-        self.script.commands.append(command)
+    def _add(self, command: Command, start: int) -> None:
+        """Add a command that starts at `start` and ends with the last token taken; it owns the variables
+        expanded since the last one and the here-documents declared and not yet owned."""
+        text = command.text if len(command.text) <= 300 else command.text[:299] + "…"
+        span = self.span or (start, max(start, self.last_end))
+        expands, self.expanded = tuple(self.expanded), []
+        for doc in self.heredocs:
+            if doc.owner is None:
+                doc.owner = len(self.script.commands)
+        self.script.commands.append(dataclasses.replace(command, text=text, substituted=self.substituted,
+                                                        span=span, expands=expands))
 
 
 def _escape_glob(text: str) -> str:
@@ -664,10 +691,12 @@ def _is_assignment(word: Word) -> bool:
     return match is not None and word.text[:match.end()] == word.value[:match.end()]
 
 
-def parse_into(source: str, script: Script, depth: int = 0, *, substituted: bool = False) -> None:
+def parse_into(source: str, script: Script, depth: int = 0, *, substituted: bool = False,
+               span: tuple[int, int] | None = None) -> None:
+    """`span`: the text is a part of another (a backtick's), every command of it gets this span of that one."""
     if depth > MAX_DEPTH:
         raise ShellSyntaxError(f"nests deeper than {MAX_DEPTH} levels")
-    _Parser(source, script, depth, substituted).parse()
+    _Parser(source, script, depth, substituted, span).parse()
 
 
 def parse(source: str) -> Script:

@@ -16,6 +16,7 @@ from bridge.permissions.containment import Workspace
 from bridge.permissions.rules import EDIT_TOOLS
 from bridge.permissions.shell import Part
 from bridge.permissions.types import RuleSuggestion
+from bridge.visible import has_hidden
 
 _SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
 _RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
@@ -39,14 +40,18 @@ class Suggester:
 
     def rules(self, rules: Iterable[str], *, deny_too: bool = True) -> list[RuleSuggestion]:
         unique = list(dict.fromkeys(rules))
-        if not unique:
-            return []
+        if not unique or any(has_hidden(rule) for rule in unique):
+            return []  # a rule no one can read as written is not offered: what is saved must be what is shown
         out = [RuleSuggestion(unique[0], "allow", self.destination, tuple(unique[1:]))]
         if deny_too and len(unique) == 1:
             out.append(RuleSuggestion(unique[0], "deny", self.destination))
         return out
 
     def bash(self, parts: Sequence[Part], *, exact: bool = False) -> list[RuleSuggestion]:
+        """One rule per part; none when a part has a word computed at run time (`echo $X`): no rule can allow
+        what can't be read, so an always-option would not do what it says."""
+        if not all(p.static for p in parts):
+            return []
         return self.rules(bash_suggestion(p, exact=exact) for p in parts)
 
     def tool(self, tool: str, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None,
@@ -75,8 +80,12 @@ def escape_glob(text: str) -> str:
 
 
 def bash_suggestion(part: Part, *, exact: bool) -> str:
+    """A prefix rule for a part, or the exact command where a prefix would allow far more than was asked: a
+    risky command, one that reads the environment, one that asks only for what it reads (outside the
+    workspace, a process's environment): `Bash(cat *)` would let `cat` read anything."""
     words = [w.value for w in part.effective]
-    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None:
+    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None or part.environment or \
+            part.reads_only:
         return f"Bash({part.canonical})"
     depth = 1
     if words[0] in _SUBCOMMAND_TOOLS:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bridge.jsonfile import locked, read_json, write_json_atomic
+from bridge.visible import one_line, visible
 
 log = logging.getLogger(__name__)
 
@@ -231,13 +231,13 @@ class TrustQuestion:
 
     @property
     def title(self) -> str:
-        return f"Trust this folder's own settings? ({self.folder})"
+        return f"Trust this folder's own settings? ({visible(str(self.folder))})"
 
     @property
     def text(self) -> str:
-        lines = [f"{self.folder} has settings of its own that would widen what runs or what is allowed. Until "
-                 "you trust them they stay off (their deny and ask rules apply already):", ""]
-        lines += [f"  • {visible(item.describe())}" for item in self.items]
+        lines = [f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
+                 "allowed. Until you trust them they stay off (their deny and ask rules apply already):", ""]
+        lines += [f"  • {one_line(item.describe(), 2000)}" for item in self.items]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
@@ -301,7 +301,7 @@ class TrustPrompt:
         return admitted
 
     def _why_off(self, items: list[TrustItem], policy: TrustPolicy, *, can_ask: bool) -> str:
-        listed = "\n".join(f"  • {visible(item.describe())}" for item in items)
+        listed = "\n".join(f"  • {one_line(item.describe(), 2000)}" for item in items)
         if policy == "restricted":
             return (f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
                     "Trust the folder (in VS Code: Manage Workspace Trust) to be asked about them.")
@@ -310,11 +310,3 @@ class TrustPrompt:
                     "To trust them, run in a terminal and answer the question, or pass --trust-folder "
                     f"(CI: {TRUST_ENV}=1).")
         return f"These settings of this folder stay off (as you answered):\n{listed}"
-
-
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-
-
-def visible(text: str) -> str:
-    """`text` with control, bidi and zero-width characters shown as escapes (a name can't redraw the question)."""
-    return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):04x}}}", text.replace("\n", "⏎ "))

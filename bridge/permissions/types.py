@@ -43,6 +43,33 @@ class RuleSuggestion:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A span of a command (`start`/`end`: indices into its text) that made the check ask, and why."""
+
+    start: int
+    end: int
+    why: str
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """A path as the call names it, and where it really leads (a symlink, `..`, `~`): shown when they differ."""
+
+    named: str
+    resolved: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the question must show besides the title, so that it is what runs: the exact command (Bash), the
+    parts of it that made the check ask, and every path whose resolution differs from its name."""
+
+    command: str | None = None
+    marks: tuple[Mark, ...] = ()
+    paths: tuple[NamedPath, ...] = ()
+
+
+@dataclass(frozen=True)
 class Decision:
     behavior: Behavior
     reason: str = ""
@@ -51,6 +78,7 @@ class Decision:
     suggestions: list[RuleSuggestion] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
     source_file: str | None = None  # the settings file holding that rule (None for session rules)
+    shown: Shown = Shown()  # for a question: the command, the marked parts, the resolved paths
 
 
 @dataclass(frozen=True)
@@ -80,6 +108,7 @@ class PermissionRequest:
     reason: str
     suggestions: list[RuleSuggestion]
     agent: SubAgentLabel | None = None  # the sub-agent asking (None: the session's own loop)
+    shown: Shown = Shown()  # the command as it runs, what in it asks, paths named and resolved
 
 
 @dataclass(frozen=True)

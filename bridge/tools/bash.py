@@ -29,6 +29,7 @@ from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResu
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
 from bridge.tools.processes import command_environment, shell_argv
 from bridge.tools.sandbox import sandbox_of
+from bridge.visible import code_span, one_line
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -90,10 +91,9 @@ class BashTool(Tool[BashInput]):
         return None
 
     def user_facing_title(self, data: BashInput) -> str:
-        first = data.command.strip().splitlines()[0] if data.command.strip() else ""
-        shown = first if len(first) <= 80 else first[:79] + "…"
-        more = " …" if "\n" in data.command.strip() and len(first) <= 80 else ""
-        return f"`{shown}{more}`" + (" (background)" if data.run_in_background else "")
+        """The whole command, every line, its hidden characters made visible (issue 21: a title cut at 80
+        characters or at the first line showed a harmless start and hid what ran)."""
+        return code_span(one_line(data.command.strip())) + (" (background)" if data.run_in_background else "")
 
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -41,6 +42,9 @@ SSH_KEY = "SSH-KEY-SECRET"
 OUTSIDE = "OUTSIDE-CONTENT"
 OUTSIDE_NAME = "hidden-outside-name.txt"
 MEMORY = "original memory"
+ENV_SECRET = "ENV-SECRET-VALUE-7f3a"  # the value of secret-looking variables (ENV_SECRETS) the commands get
+ENV_SECRETS = {name: ENV_SECRET for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD",
+                                              "AWS_SECRET_ACCESS_KEY")}
 SETTINGS: dict[str, Any] = {"permissions": {"allow": []}}
 VENV_BIN = str(Path(sys.executable).parent)  # rg lives there (the ripgrep wheel)
 
@@ -55,7 +59,7 @@ class Workspace:
 
     def fill(self, text: str) -> str:
         return text.replace("{outside}", str(self.outside)).replace("{ws}", str(self.ws)).replace(
-            "{secret_blob}", self.secret_blob)
+            "{secret_blob}", self.secret_blob).replace("{sha}", _sha256(self.outside / "x.txt"))
 
     def snapshot(self) -> dict[str, bytes | None]:
         """The files whose change an attack may be after."""
@@ -115,6 +119,24 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     (ws / "listout").write_text(f"../outside/{OUTSIDE_NAME}\n")
     digest = subprocess.run(["md5sum", f"../outside/{OUTSIDE_NAME}"], cwd=ws, capture_output=True, text=True).stdout
     (ws / "sumsout").write_text(digest)
+    # checklists naming an outside file in the forms GNU `*sum -c` reads besides the plain one (issue 21: a
+    # checksum verifier is a content oracle: its `OK` says a guess of the content is right)
+    sha = _sha256(outside / "x.txt")
+    blake = subprocess.run(["b2sum", "-l", "256", "../outside/x.txt"], cwd=ws, capture_output=True,
+                           text=True).stdout.split()[0]
+    (ws / "sumsesc").write_text(f"\\{sha}  ../outside/x.txt\n")
+    (ws / "sumsspace").write_text(f"  {sha}  ../outside/x.txt\n")
+    (ws / "sumsone").write_text(f"{sha} ../outside/x.txt\n")
+    (ws / "sumscrlf").write_bytes(f"{sha}  ../outside/x.txt\r\n".encode())
+    (ws / "sumstag").write_text(f"SHA256 (../outside/x.txt) = {sha}\n")
+    (ws / "sumstight").write_text(f"SHA256(../outside/x.txt)= {sha}\n")
+    (ws / "b2tag").write_text(f"BLAKE2b-256 (../outside/x.txt) = {blake}\n")
+    (ws / "sumsin").write_text(f"{sha}  ../outside/x.txt\n")  # fed through standard input
+    (ws / "guess").write_text(OUTSIDE + "\n")
+    (ws / "envlink").symlink_to("/proc/self/environ")
+    (ws / "mark.sh").write_text(f"#!/bin/sh\n: > {ws / 'pwned'}\n")  # leaves the marker, reads nothing, exits
+    (ws / "mark.sh").chmod(0o755)
+    (ws / "sshcfg").write_text("Host x\n  ProxyCommand rm canary\n")
     (ws / "rgrc").write_text(f"--pre={ws / 'evil.sh'}\n")
     (ws / "gitcfg").write_text(f"[core]\n\tfsmonitor = {ws / 'evil.sh'}\n")
     (ws / "fakehome").mkdir()
@@ -135,6 +157,10 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
         _git(tmp, "add", f"outside/{OUTSIDE_NAME}")
         _git(tmp, "commit", "-qm", "parent")
     return found
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _git(where: Path, *args: str) -> str:
@@ -167,13 +193,13 @@ async def run_bash(found: Workspace, command: str) -> str:
     return str(result.content)
 
 
-async def run_control(found: Workspace, command: str) -> str:
+async def run_control(found: Workspace, command: str, env: dict[str, str] | None = None) -> str:
     """The command as a terminal would run it (`bash -c`, the commands' environment, no Bash tool, which stops
     what a command leaves behind once its shell exits): its output, once everything it started — `setsid`,
     `&`, `nohup` included — has ended (bounded). A control proves the attack's effect is real."""
     mark = uuid.uuid4().hex
     proc = await asyncio.create_subprocess_exec(
-        *shell_argv(command), cwd=found.ws, env={**command_environment(), "TEST_MARK": mark},
+        *shell_argv(command), cwd=found.ws, env={**command_environment(), **(env or {}), "TEST_MARK": mark},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         output, _ = await asyncio.wait_for(proc.communicate(), 20)
@@ -208,7 +234,8 @@ def secret_forms() -> list[str]:
 
 
 def effect_seen(found: Workspace, effect: str, before: dict[str, bytes | None], output: str) -> str | None:
-    """What the attack achieved (None: nothing). `effect`: pwned | canary | secret | outside | file:REL."""
+    """What the attack achieved (None: nothing). `effect`: pwned | canary | secret | outside | environ (a
+    secret-looking variable's value) | said:TEXT (an oracle's answer) | file:REL."""
     if effect == "pwned":
         hit = [p for p in (found.ws / "pwned", found.tmp / "pwned") if p.exists()]
         return f"{hit[0]} was created" if hit else None
@@ -217,6 +244,10 @@ def effect_seen(found: Workspace, effect: str, before: dict[str, bytes | None], 
     if effect == "secret":
         shown = [s for s in secret_forms() if s in output]
         return f"the output shows {shown[0]}" if shown else None
+    if effect == "environ":
+        return "the output shows a secret from the environment" if ENV_SECRET in output else None
+    if effect.startswith("said:"):
+        return f"the output says {effect[5:]!r}" if effect[5:] in output else None
     if effect == "outside":
         shown = [s for s in (OUTSIDE, OUTSIDE_NAME) if s in output]
         return f"the output shows {shown[0]}" if shown else None
@@ -235,6 +266,8 @@ def tools_present(names: tuple[str, ...]) -> bool:
 
 
 def setup_env(monkeypatch: Any, found: Workspace) -> None:
+    for name, value in ENV_SECRETS.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("HOME", str(found.home))
     monkeypatch.setenv("OLDPWD", str(found.outside))
     monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + VENV_BIN)

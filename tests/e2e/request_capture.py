@@ -96,7 +96,7 @@ async def _run(prompt: str, responses: list[dict[str, Any]], tmp: Path, env: dic
     data.mkdir(parents=True, exist_ok=True)
     (ws / "notes.txt").write_text("hello\n")
     scenario = json.loads(json.dumps({"responses": responses}).replace("@WS@", str(ws)))
-    for n in range(times):
+    for _ in range(times):
         with OfflineServer(scenario) as model:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "bridge.cli.main", "run", prompt, "--non-interactive", "--cwd", str(ws),
