@@ -374,7 +374,8 @@ def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool 
     relative to the directory before it, so the walk sees exactly what the kernel would. Only places inside
     `roots` or on the way to one (their ancestors) are ever looked at: a path named elsewhere raises `Outside`
     and a symlink whose target leads elsewhere raises `LinkOut`, both before anything out there is touched.
-    A missing tail is kept as named (`..` in it folds lexically), as `os.path.realpath` does. `follow_last=False`
+    A missing tail (or one below a file) is kept as named (`..` in it folds lexically), as `os.path.realpath`
+    does: opening the result then fails as it should. `follow_last=False`
     leaves a final symlink as it is (the result is then the link's own path)."""
     named = os.fspath(path)
     if not named.startswith("/"):
@@ -446,8 +447,9 @@ def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool 
                     raise
                 os.close(fd)
                 fd = nfd
-            elif any(p not in ("", ".") for p in todo):
-                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), nxt)
+            elif any(p not in ("", ".") for p in todo):  # a file with more after it: nothing is below it
+                cur, missing = nxt, 1
+                continue
             cur = nxt
     finally:
         if fd >= 0:
@@ -571,7 +573,8 @@ def write_exact(real: str | Path, data: bytes, *, mode: int | None = None, creat
     name in that same directory (`renameat(dirfd, tmp, dirfd, name)`), then the directory is fsynced. The rename
     replaces whatever the name is at that moment — a symlink flipped in is replaced, never followed. `mode`
     None keeps the replaced file's mode (and owner, where allowed), `new_mode` for a new file.
-    `create_only`: refuse (`FileExistsError`) when the name exists. A directory at `real` is refused
+    `create_only`: refuse (`FileExistsError`) when the name exists (checked again just before the rename). A
+    directory at `real` is refused
     (`IsADirectoryError`); a symlink there, which the caller's check did not see, raises `Changed`."""
     text = os.fspath(real)
     parts = _parts(text)
@@ -604,11 +607,9 @@ def write_exact(real: str | Path, data: bytes, *, mode: int | None = None, creat
                         os.fchown(fh.fileno(), existing.st_uid, existing.st_gid)
                 os.fsync(fh.fileno())
                 written = os.fstat(fh.fileno())
-            if create_only:  # no replace: link(2) fails when the name exists, as O_EXCL would
-                os.link(tmp, name, src_dir_fd=parent.fd, dst_dir_fd=parent.fd, follow_symlinks=False)
-                os.unlink(tmp, dir_fd=parent.fd)
-            else:
-                os.rename(tmp, name, src_dir_fd=parent.fd, dst_dir_fd=parent.fd)
+            if create_only and _exists(parent.fd, name):  # made meanwhile: not ours to replace
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), text)
+            os.rename(tmp, name, src_dir_fd=parent.fd, dst_dir_fd=parent.fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=parent.fd)
@@ -616,6 +617,14 @@ def write_exact(real: str | Path, data: bytes, *, mode: int | None = None, creat
         with contextlib.suppress(OSError):  # not every filesystem lets a directory be synced
             _fsync_dir(parent)
     return Written(written, existing is not None)
+
+
+def _exists(dirfd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _fsync_dir(parent: Beneath) -> None:

@@ -76,6 +76,7 @@ class _Facts:
     writes: list[PathAccess] = field(default_factory=list)
     bash: BashFacts | None = None
     host: str | None = None
+    resolved: list[Path] = field(default_factory=list)  # each declared path's real path, in the order given
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,8 @@ class PermissionEngine:
         """`hook`: the merged PreToolUse outcome, when the loop ran hooks first (as it should)."""
         try:
             self._refresh()
-            decision = self._decide(self._facts(tool_name, raw_input, read_only, paths), hook)
+            facts = self._facts(tool_name, raw_input, read_only, paths)
+            decision = dataclasses.replace(self._decide(facts, hook), resolved=tuple(facts.resolved))
         except InvalidPath as exc:
             return Decision("deny", f"Invalid path: {exc}")
         except Exception as exc:  # a bug here must deny the call, never take the turn down
@@ -359,7 +361,9 @@ class PermissionEngine:
                 if isinstance(value, str) and value:
                     declared.append((Path(value), "write" if tool in EDIT_TOOLS else "read"))
         for path, access in declared:
-            (facts.writes if access == "write" else facts.reads).append(PathAccess.of(path, self.cwd))
+            resolved = PathAccess.of(path, self.cwd)
+            (facts.writes if access == "write" else facts.reads).append(resolved)
+            facts.resolved.append(resolved.real)
         if tool in NETWORK_TOOLS:
             url = raw.get("url")
             if isinstance(url, str):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import codecs
 import os
 import time
-import uuid
 from typing import Any
 
 import anyio
@@ -24,7 +23,7 @@ from pydantic import Field
 from bridge.abort import AbortReason
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
-from bridge.tools.output import OutputBuffer, Throttle, exit_note
+from bridge.tools.output import OutputBuffer, Throttle, exit_note, spill_path
 from bridge.tools.processes import command_environment, shell_argv
 from bridge.tools.sandbox import sandbox_of
 
@@ -114,8 +113,7 @@ def settings_environment(ctx: ToolContext) -> dict[str, str]:
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
     supervisor = required(ctx.services.processes, "a process supervisor")
-    spill = ctx.data_dir / "bash-output" / f"{ctx.tool_use_id or uuid.uuid4().hex}.log"
-    output = OutputBuffer(spill_path=spill)
+    output = OutputBuffer(spill_path=spill_path(ctx.data_dir, ctx.tool_use_id))
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
