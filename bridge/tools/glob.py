@@ -15,7 +15,8 @@ the searched directory, is left out and counted. rg does not follow symlinks.
 What is listed is what was checked: rg walks by name, and a directory flipped to a link while it walks would
 list another place's names. So rg starts in the judged real directory, held open (`/proc/self/fd/N`), and
 each name it lists is looked at again under that directory following no link (`bridge.safefs`): a name that
-is not a regular file there now (a link appeared on its way, or it is gone) is left out and counted.
+is not a regular file there now (a link appeared on its way, or it is gone) is left out — silently for the
+model (a count would tell it how many names a flipped link showed rg); the editor sees `rawOutput.changed`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError,
 from bridge.tools.grep import (
     VCS_EXCLUDES,
     argument_problem,
-    changed_note,
     display_path,
     hidden_note,
     rg_error,
@@ -140,9 +140,10 @@ class GlobTool(Tool[GlobInput]):
                                                                       guard)
         finally:
             held.close()
-        note = ("\n\n" + hidden_note(hidden, "Glob") if hidden else "") + changed_note(changed)
+        note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""  # the changed count is not the model's:
+        # what rg listed through a flipped link would show in it
         if not matched:
-            return ToolResult("No files found" + note, raw_output={"count": 0, "hidden": hidden})
+            return ToolResult("No files found" + note, raw_output={"count": 0, "hidden": hidden, "changed": changed})
         shown = [display_path(Path(path), ctx.cwd) for path in matched[:MAX_RESULTS]]
         text = "\n".join(shown)
         if len(matched) > MAX_RESULTS or not run.complete:
@@ -151,7 +152,8 @@ class GlobTool(Tool[GlobInput]):
                 f"\n\n[Showing the {MAX_RESULTS} most recently modified of {total} matching files; "
                 "narrow the pattern or path to see the others.]"
             )
-        return ToolResult(text + note, raw_output={"count": len(matched), "shown": len(shown), "hidden": hidden})
+        raw = {"count": len(matched), "shown": len(shown), "hidden": hidden, "changed": changed}
+        return ToolResult(text + note, raw_output=raw)
 
 
 def _is_dir(root: Path, ctx: ToolContext) -> bool:
@@ -192,8 +194,12 @@ def _match_and_sort(listed: list[str], base: Path, held: safefs.Beneath, pattern
         if not relative or not relative.endswith(suffix) or not matcher.match(relative):
             continue
         path, real = prefix + relative, real_prefix + relative
-        if guard(Path(real), scope) is not None or (path != real and guard(Path(path), scope) is not None):
-            hidden += 1
+        try:
+            if guard(Path(real), scope) is not None or (path != real and guard(Path(path), scope) is not None):
+                hidden += 1
+                continue
+        except OSError:  # the guard resolves names too: one changing under it is a name that changed
+            changed += 1
             continue
         try:
             st = held.lstat(relative)

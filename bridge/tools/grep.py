@@ -18,7 +18,8 @@ Choices (so the model and the tests know what to expect):
   pass only names the files; each of them is then opened exactly under the judged real search root
   (`bridge.safefs`: no link followed), checked by the guard on that real path, and searched again by a second
   rg reading those open files (`/proc/self/fd/N`). Only the second pass's lines, counts and names are shown;
-  a file that changed in between is left out (and counted).
+  a file that changed in between is left out silently: the model is not told how many (what the first pass
+  saw through a link would show in that count, a bit at a time). The editor sees it in `rawOutput.changed`.
 """
 
 from __future__ import annotations
@@ -320,9 +321,12 @@ class GrepTool(Tool[GrepInput]):
         checked = await confirmed(run.lines, data, root, real_root, ctx, read_guard_of(ctx))
         lines = _shown_lines(checked.lines, mode, numbered)
         hidden = checked.hidden
-        note = ("\n\n" + hidden_note(hidden, "Grep") if hidden else "") + changed_note(checked.changed)
+        note = "\n\n" + hidden_note(hidden, "Grep") if hidden else ""
         if not lines:
-            return ToolResult("No matches found" + note, raw_output={"matches": 0, "hidden": hidden})
+            raw_none: dict[str, object] = {"matches": 0, "hidden": hidden}
+            if checked.changed:
+                raw_none["changed"] = checked.changed
+            return ToolResult("No matches found" + note, raw_output=raw_none)
         if mode == "files_with_matches":
             lines = sorted(lines, key=lambda p: (-checked.mtimes.get(p, 0.0), p))
         text, shown = _page(lines, mode, skip, limit, complete=run.complete)
@@ -351,12 +355,6 @@ def _root_problem(root: Path, ctx: ToolContext) -> str | None:
     return None
 
 
-def changed_note(count: int) -> str:
-    if not count:
-        return ""
-    files = "1 file" if count == 1 else f"{count} files"
-    return (f"\n\n[{files} changed while the search ran (a name became a link, or the file went away) and "
-            "were left out; search again to see them as they are now.]")
 
 
 # ---- the exact second pass ---------------------------------------------------------------------------------
@@ -448,8 +446,12 @@ def _open_checked(shown: list[str], root: Path, real_root: str, cwd: Path, guard
                     result.changed += 1
                     continue
                 real = os.path.normpath(os.path.join(real_root, relative))
-            if guard(Path(real), scope) is not None or (named != real and guard(Path(named), scope) is not None):
-                result.hidden += 1
+            try:
+                if guard(Path(real), scope) is not None or (named != real and guard(Path(named), scope) is not None):
+                    result.hidden += 1
+                    continue
+            except OSError:  # the guard resolves names too: one changing under it is a name that changed
+                result.changed += 1
                 continue
             try:
                 fd = base.open(relative, safefs.READ_FLAGS) if base is not None else \
@@ -508,7 +510,8 @@ async def confirmed(lines: list[str], data: GrepInput, root: Path, real_root: st
         _collect_by_file(run.lines, mode, shown_of, by_file)
     for path in named:
         kept = by_file.get(path)
-        if kept is None:
+        if kept is None:  # the first pass named it, the file as opened exactly says otherwise: it changed
+            result.changed += path in result.mtimes
             continue
         if result.lines and mode == "content" and _has_context(data):
             result.lines.append("--")
