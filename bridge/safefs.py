@@ -38,6 +38,7 @@ import errno
 import os
 import platform
 import stat
+import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -369,14 +370,16 @@ def _approaches(roots: Sequence[str | Path], real: list[str]) -> set[str]:
     return out
 
 
-def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool = True) -> str:
+def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool = True,
+            trail: list[tuple[str, str]] | None = None) -> str:
     """The real path `path` names, found in user space: each component is looked at with `O_NOFOLLOW`
     relative to the directory before it, so the walk sees exactly what the kernel would. Only places inside
     `roots` or on the way to one (their ancestors) are ever looked at: a path named elsewhere raises `Outside`
     and a symlink whose target leads elsewhere raises `LinkOut`, both before anything out there is touched.
     A missing tail (or one below a file) is kept as named (`..` in it folds lexically), as `os.path.realpath`
     does: opening the result then fails as it should. `follow_last=False`
-    leaves a final symlink as it is (the result is then the link's own path)."""
+    leaves a final symlink as it is (the result is then the link's own path). `trail` receives each (directory,
+    name) looked up on the way, links included: what a `NameWatch` watches."""
     named = os.fspath(path)
     if not named.startswith("/"):
         raise ValueError(f"not an absolute path: {named!r}")
@@ -415,6 +418,8 @@ def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool 
             if not todo and not follow_last:
                 cur = nxt
                 break
+            if trail is not None:
+                trail.append((cur, name))
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
@@ -525,6 +530,85 @@ def read_regular(root: str | Path, path: str | Path, max_bytes: int) -> bytes:
         return read_all(opened.fd, max_bytes, opened.real)
     finally:
         opened.close()
+
+
+# ---- watching names ------------------------------------------------------------------------------------------
+
+
+_IN_NONBLOCK = 0o4000
+_IN_CLOEXEC = 0o2000000
+_IN_NAMES = 0x100 | 0x200 | 0x40 | 0x80  # IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+_IN_SELF = 0x400 | 0x800  # IN_DELETE_SELF | IN_MOVE_SELF
+_IN_Q_OVERFLOW = 0x4000
+_IN_IGNORED = 0x8000
+
+
+class NameWatch:
+    """Whether any of some names changed in their directories since the watch was set: for a step the bridge
+    cannot do race-free itself (an editor that reads or writes a file by its name). Linux inotify on each
+    directory, opened exactly (watched through its fd, never by name); an event naming a watched name, a watched
+    directory moved or deleted, or a lost event says changed. `available()` is False elsewhere."""
+
+    def __init__(self, steps: Sequence[tuple[str, str]]) -> None:
+        if not NameWatch.available():
+            raise OSError(errno.ENOSYS, "inotify is not available here")
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._fd = int(libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+        if self._fd < 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+        self._names: dict[int, set[bytes]] = {}
+        try:
+            by_dir: dict[str, set[str]] = {}
+            for directory, name in steps:
+                by_dir.setdefault(directory, set()).add(name)
+            add = libc.inotify_add_watch
+            add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+            for directory, names in by_dir.items():
+                dfd = open_exact(directory, _DIR_FLAGS)
+                try:
+                    wd = int(add(self._fd, f"/proc/self/fd/{dfd}".encode(), _IN_NAMES | _IN_SELF))
+                finally:
+                    os.close(dfd)
+                if wd < 0:
+                    code = ctypes.get_errno()
+                    raise OSError(code, os.strerror(code), directory)
+                self._names.setdefault(wd, set()).update(os.fsencode(n) for n in names)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    @staticmethod
+    def available() -> bool:
+        return os.uname().sysname == "Linux" and os.path.isdir("/proc/self/fd")
+
+    def changed(self) -> bool:
+        """Any watched name changed (or something was lost) since the watch was set."""
+        while True:
+            try:
+                data = os.read(self._fd, 64 * 1024)
+            except BlockingIOError:
+                return False
+            offset = 0
+            while offset + 16 <= len(data):
+                wd, mask, _cookie, length = struct.unpack_from("iIII", data, offset)
+                name = data[offset + 16 : offset + 16 + length].rstrip(b"\0")
+                offset += 16 + length
+                if mask & (_IN_Q_OVERFLOW | _IN_SELF | _IN_IGNORED):
+                    return True
+                if name in self._names.get(wd, ()):
+                    return True
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> NameWatch:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 # ---- writes ----------------------------------------------------------------------------------------------------
@@ -650,7 +734,8 @@ def _temp_in(dirfd: int, name: str) -> tuple[str, int]:
 
 
 __all__ = [
-    "FORCE_ENV", "READ_FLAGS", "Beneath", "Changed", "LinkOut", "NotRegular", "Opened", "Outside", "TooBig",
+    "FORCE_ENV", "READ_FLAGS", "Beneath", "Changed", "LinkOut", "NameWatch", "NotRegular", "Opened", "Outside",
+    "TooBig",
     "UnsafePath", "Written", "describe_mode", "make_dirs_exact", "open_beneath", "open_exact", "openat2_available",
     "read_all", "read_regular", "real_roots", "resolve", "stat_exact", "write_exact",
 ]

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from bridge.abort import Abort
 from bridge.loop.events import LoopEvent, ToolCallFinished
@@ -36,7 +37,7 @@ from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
-from bridge.tools.base import AnyTool, FileSnapshot, ToolContext
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.edit import EditTool
 from bridge.tools.glob import GlobTool
 from bridge.tools.grep import GrepTool, rg_binary
@@ -111,6 +112,20 @@ print(flips, flush=True)
 """
 
 
+class ByNameEditor(DocumentSource):
+    """An ACP editor as Zed is one: `fs/read_text_file` of a file it has no buffer for reads the disk by name,
+    a moment after it is asked (the answer is a message away)."""
+
+    asks_editor = True
+
+    async def read_text(self, path: Path) -> str | None:
+        await anyio.lowlevel.checkpoint()
+        try:
+            return path.read_text()
+        except (OSError, UnicodeDecodeError):
+            return None
+
+
 @dataclass
 class Arena:
     """A workspace and what lies outside it, for one race."""
@@ -121,6 +136,7 @@ class Arena:
     read_files: dict[Path, FileSnapshot] = field(default_factory=dict)
     asked: list[str] = field(default_factory=list)  # what the permission step asked (and was refused)
     changed: int = 0  # search results left out as changed (the editor's rawOutput.changed)
+    documents: DocumentSource = field(default_factory=DocumentSource)
 
     @classmethod
     def build(cls, tmp: Path) -> Arena:
@@ -213,7 +229,8 @@ async def run_call(arena: Arena, engine: PermissionEngine, tool_name: str, raw: 
     env = ToolEnvironment(
         tools=tools, policy=engine, prompter=refuse, emit=seen,
         context=lambda _id: ToolContext(cwd=arena.ws, abort=Abort(), data_dir=arena.tmp / "data",
-                                        read_files=arena.read_files, read_guard=engine.read_guard()),
+                                        read_files=arena.read_files, read_guard=engine.read_guard(),
+                                        documents=arena.documents),
     )
     block: Block = {"type": "tool_use", "id": f"toolu_{time.monotonic_ns()}", "name": tool_name, "input": raw}
     async with anyio.create_task_group() as group:
@@ -246,8 +263,10 @@ async def race(arena: Arena, tool: str, iterations: int) -> Tally:
     before = arena.outside_state()
     tally = Tally()
     flip: Path
-    if tool == "Read":
+    if tool in ("Read", "ReadViaEditor"):
         flip, engine = ws / "flip", arena.engine("default")
+        if tool == "ReadViaEditor":
+            arena.documents = ByNameEditor()
         flipper = Flipper("file", flip, outside / "id_rsa", ws / ".real")
 
         async def once() -> None:
@@ -354,11 +373,11 @@ def control(arena: Arena, tool: str, deadline_s: float = 30.0) -> int:
     """Attempts of the by-name way until it leaked (in the same kind of race); raises when it never did."""
     ws, outside = arena.ws, arena.outside
     attempt: Callable[[], bool]
-    if tool in ("Read", "Grep"):
-        name = ws / ("flip" if tool == "Read" else "g/flip.txt")
-        regular = ws / (".real" if tool == "Read" else "g/.real")
+    if tool in ("Read", "ReadViaEditor", "Grep"):
+        name = ws / ("g/flip.txt" if tool == "Grep" else "flip")
+        regular = ws / ("g/.real" if tool == "Grep" else ".real")
         flipper = Flipper("file", name, outside / "id_rsa", regular)
-        if tool == "Read":
+        if tool != "Grep":
             def attempt() -> bool:
                 return _by_name_read(name, ws)
         else:

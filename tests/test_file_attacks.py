@@ -24,7 +24,7 @@ from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
-from bridge.tools.base import AnyTool, FileSnapshot, Services, ToolContext
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.registry import core_tools
@@ -46,6 +46,7 @@ class Arena:
         self.asked: list[str] = []
         self.read_files: dict[Path, FileSnapshot] = {}
         self.tools: dict[str, AnyTool] = {t.name: t for t in core_tools()}
+        self.documents = DocumentSource()
 
     async def call(self, name: str, raw: dict[str, Any]) -> str:
         async def refuse(request: PermissionRequest) -> PermissionAnswer:
@@ -55,7 +56,8 @@ class Arena:
         env = ToolEnvironment(
             tools=self.tools, policy=self.engine, prompter=refuse, emit=lambda _event: None,
             context=lambda _id: ToolContext(cwd=self.ws, abort=Abort(), data_dir=self.tmp / "data",
-                                            read_files=self.read_files, read_guard=self.engine.read_guard()),
+                                            read_files=self.read_files, read_guard=self.engine.read_guard(),
+                                            documents=self.documents),
         )
         async with anyio.create_task_group() as group:
             executor = ToolExecutor(env, Abort(), group)
@@ -176,3 +178,66 @@ async def test_the_sandbox_cannot_hard_link_a_file_from_outside_into_the_workspa
         await supervisor.shutdown()
         sandbox.close()
         shutil.rmtree(ws, ignore_errors=True)
+
+
+# ---- the editor's fs/* path: the editor resolves names itself ------------------------------------------------
+
+
+class ByNameEditor(DocumentSource):
+    """An ACP editor (Zed): a buffer's text when it has one, else the disk by name; a write changes the file by
+    name. `during_write` runs inside the write, as an attacker's flip would."""
+
+    asks_editor = True
+
+    def __init__(self, buffers: dict[Path, str]) -> None:
+        self.buffers = buffers
+        self.asked: list[tuple[str, Path]] = []
+        self.during_write: Any = None
+
+    async def read_text(self, path: Path) -> str | None:
+        self.asked.append(("read", path))
+        return self.buffers.get(path) if path in self.buffers else path.read_text()
+
+    async def write_text(self, path: Path, text: str) -> bool:
+        self.asked.append(("write", path))
+        if self.during_write is not None:
+            self.during_write()
+        path.write_text(text)  # by name: it follows whatever the name is now
+        self.buffers[path] = text
+        return True
+
+
+async def test_a_clean_file_is_written_to_the_disk_exactly_not_through_the_editor(tmp_path: Path) -> None:
+    arena = Arena(tmp_path, "acceptEdits")
+    target = arena.ws / "app.py"
+    target.write_text("a = 1\n")
+    editor = ByNameEditor({})
+    arena_ctx_documents(arena, editor)
+    assert "a = 1" in await arena.call("Read", {"file_path": str(target)})
+    said = await arena.call("Edit", {"file_path": str(target), "old_string": "a = 1", "new_string": "a = 2"})
+    assert "has been updated" in said and target.read_text() == "a = 2\n"
+    assert ("write", target) not in editor.asked, "no unsaved changes: nothing to write through the editor"
+
+
+async def test_unsaved_changes_go_through_the_editor_and_a_flip_during_its_write_is_reported(tmp_path: Path) -> None:
+    """The residual: an editor writes by name, so a name flipped while it writes sends its write elsewhere. Only
+    files with unsaved changes go that way, the names are watched while it writes, and the model is told."""
+    arena = Arena(tmp_path, "acceptEdits")
+    target = arena.ws / "app.py"
+    target.write_text("a = 1\n")
+    editor = ByNameEditor({target: "a = 1\n# typed\n"})
+    arena_ctx_documents(arena, editor)
+    assert "typed" in await arena.call("Read", {"file_path": str(target)})
+
+    def flip() -> None:
+        os.replace(target, arena.ws / "app.py.bak")
+        target.symlink_to(arena.outside / "victim.py")
+
+    editor.during_write = flip
+    said = await arena.call("Edit", {"file_path": str(target), "old_string": "a = 1", "new_string": "a = 2"})
+    assert ("write", target) in editor.asked
+    assert "changed while the editor wrote the file" in said, said
+
+
+def arena_ctx_documents(arena: Arena, documents: DocumentSource) -> None:
+    arena.documents = documents

@@ -4,6 +4,9 @@ executor and permission engine: no secret comes back, nothing outside changes or
 does its job on the workspace file. The control runs the by-name way (check, then open by name) in the same
 race and must leak, so the race is real.
 
+`ReadViaEditor` is Read through an ACP editor that reads files by name (as Zed does for a file it has no buffer
+for): the names on the way are watched while it answers.
+
 `FSRACE_ITERATIONS` calls per tool (default small for CI; scripts/bench_fsrace.py runs 1,000). Both back ends:
 the kernel's openat2 and the O_NOFOLLOW walk (`AGENT_BRIDGE_SAFEFS=walk`)."""
 
@@ -18,7 +21,7 @@ from bridge import safefs
 from tests.file_races import Arena, control, race
 
 ITERATIONS = int(os.environ.get("FSRACE_ITERATIONS", "40"))
-TOOLS = ["Read", "Write", "Edit", "NotebookEdit", "Grep", "Glob"]
+TOOLS = ["Read", "ReadViaEditor", "Write", "Edit", "NotebookEdit", "Grep", "Glob"]
 
 
 @pytest.fixture(params=["openat2", "walk"])

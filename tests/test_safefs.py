@@ -9,8 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import threading
-from collections.abc import Iterator
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from bridge import safefs
 from bridge.safefs import Beneath, Changed, LinkOut, NotRegular, Outside, TooBig
+from tests.file_races import Flipper
 
 SECRET = b"SECRET-KEY-MATERIAL\n"
 
@@ -270,54 +270,49 @@ def test_make_dirs_exact_makes_the_missing_chain(backend: str, tree: Tree) -> No
     safefs.make_dirs_exact(tree.ws / "x" / "y" / "z")  # idempotent
 
 
-# ---- a real race --------------------------------------------------------------------------------------------
+# ---- a real race ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def flipping(tree: Tree) -> Iterator[tuple[Path, threading.Event]]:
-    """`ws/flip` switches between a regular file and a link to the secret, as fast as a thread can."""
+def test_reads_under_a_flipping_name_never_return_the_secret(backend: str, tree: Tree) -> None:
+    """A separate process flips `ws/flip` between a regular file and a link to the secret; `read_regular` never
+    returns the secret, while check-then-open-by-name does in the same race (tried until it leaks)."""
     name = tree.ws / "flip"
-    name.write_text("harmless\n")
-    stop = threading.Event()
-    flips = [0]
-
-    def flip() -> None:
-        tmp_file, tmp_link = tree.ws / ".f", tree.ws / ".l"
-        while not stop.is_set():
-            tmp_link.unlink(missing_ok=True)
-            tmp_link.symlink_to(tree.secret)
-            os.replace(tmp_link, name)
-            tmp_file.write_text("harmless\n")
-            os.replace(tmp_file, name)
-            flips[0] += 1
-
-    thread = threading.Thread(target=flip, daemon=True)
-    thread.start()
-    try:
-        yield name, stop
-    finally:
-        stop.set()
-        thread.join()
-        assert flips[0] > 0
-
-
-def test_reads_under_a_flipping_name_never_return_the_secret(backend: str, tree: Tree,
-                                                             flipping: tuple[Path, threading.Event]) -> None:
-    name, _stop = flipping
-    leaked = refused = read = 0
-    by_name = 0
-    for _ in range(1500):
-        try:
-            data = safefs.read_regular(tree.ws, name, 1000)
-        except (LinkOut, Changed, FileNotFoundError):
-            refused += 1
-            continue
-        read += 1
-        leaked += data == SECRET
-        try:  # the control, in the same race: a check by name, then an open by name
-            if not os.path.realpath(name).startswith(str(tree.outside)):
-                by_name += Path(name).read_bytes() == SECRET
-        except OSError:
-            pass
-    assert leaked == 0 and read > 0, (leaked, read, refused)
+    (tree.ws / ".real").write_text("harmless\n")
+    leaked = read = 0
+    with Flipper("file", name, tree.secret, tree.ws / ".real"):
+        for _ in range(1500):
+            try:
+                data = safefs.read_regular(tree.ws, name, 1000)
+            except (LinkOut, Changed, FileNotFoundError):
+                continue
+            read += 1
+            leaked += data == SECRET
+        by_name = 0
+        deadline = time.monotonic() + 20
+        while not by_name and time.monotonic() < deadline:  # the control, in the same race
+            try:
+                if os.path.realpath(name).startswith(str(tree.ws) + "/"):
+                    by_name += name.read_bytes() == SECRET
+            except OSError:
+                pass
+    assert leaked == 0 and read > 0, (leaked, read)
     assert by_name > 0, "the control never leaked: the race did not happen, so this proved nothing"
+
+
+# ---- NameWatch -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not safefs.NameWatch.available(), reason="inotify is Linux's")
+def test_a_name_watch_sees_its_names_change_and_nothing_else(tree: Tree) -> None:
+    trail: list[tuple[str, str]] = []
+    assert safefs.resolve(tree.ws / "sub" / "b.txt", [tree.ws], trail=trail) == str(tree.ws / "sub" / "b.txt")
+    assert (str(tree.ws), "sub") in trail and (str(tree.ws / "sub"), "b.txt") in trail
+    with safefs.NameWatch(trail) as watch:
+        (tree.ws / "sub" / "other.txt").write_text("x")  # another name in a watched directory
+        (tree.ws / "a.txt").write_text("changed")
+        assert not watch.changed()
+        os.replace(tree.ws / "sub" / "other.txt", tree.ws / "sub" / "b.txt")  # the watched name replaced
+        assert watch.changed()
+    with safefs.NameWatch(trail) as watch:
+        os.rename(tree.ws / "sub", tree.ws / "moved")  # a directory on the way
+        assert watch.changed()

@@ -66,6 +66,8 @@ class SyncedDocuments(DocumentSource):
 class ClientFiles(SyncedDocuments):
     """Files through an ACP client's `fs/*` methods, for one session (see the module docstring)."""
 
+    asks_editor = True
+
     def __init__(self, server: LanguageServer, ask: AskClient, session_id: str, *, read: bool, write: bool) -> None:
         super().__init__(server)
         self._ask = ask

@@ -93,6 +93,10 @@ class DocumentSource:
     (ACP `fs/read_text_file` / `fs/write_text_file`) reading and writing files through it. The default has
     nothing: every file tool uses the disk. Permission and containment checks come first, always."""
 
+    asks_editor: ClassVar[bool] = False
+    """True when `read_text` / `write_text` ask the editor to read or write the file by its name (ACP `fs/*`):
+    the tools then check before and after that the name still leads where the permission step judged."""
+
     def get_text(self, path: Path) -> str | None:
         """The editor's text of `path` if it has it at hand without asking (synced documents)."""
         return None

@@ -36,6 +36,7 @@ from bridge.tools.fileio import (
     load_text,
     numbered_snippet,
     require_fresh_read,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
@@ -75,7 +76,7 @@ class EditPlan:
 
 async def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = Target.of(_edited_path(data), ctx)
+    target = await target_of(_edited_path(data), ctx)
     file = await load_text(target, ctx)
     return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
@@ -284,7 +285,7 @@ class EditTool(Tool[EditInput]):
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot if plan.base is not None else None
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
         display: list[Display] = [plan.diff()]
         raw_output = {"path": str(plan.path), "replacements": plan.replacements} | written_meta(written)
         if plan.old_text is None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import stat
 import weakref
@@ -34,6 +35,8 @@ from bridge import safefs
 from bridge.display import Diff
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
 from bridge.tools.paths import absolute_path, looks_binary, opened_path, path_problem, read_error
+
+log = logging.getLogger(__name__)
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -242,24 +245,81 @@ def _disk_beside_editor(target: Target) -> TextFile | None:
 
 
 def still_leads_there(target: Target) -> bool:
-    """The name still leads to the real path that was judged: the editor resolves names itself, so it is asked
-    about a file only while this holds (the bridge's own opens need no such check: they follow no link)."""
+    """The name still leads to the real path that was judged."""
     try:
         return safefs.resolve(target.path, ["/"]) == target.real
     except OSError:
         return False
 
 
+class _Unwatched:
+    """Where names cannot be watched (no inotify): the checks before and after the editor's step are all."""
+
+    def changed(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+
+def watch_names(target: Target) -> safefs.NameWatch | _Unwatched | None:
+    """A watch on every name the path goes through (links included), set while the name leads to the judged
+    real path — checked again once the watch is set, so nothing changed unseen between the check and the
+    watch. None: it does not lead there now. The editor resolves the name itself: this is how the bridge knows
+    that what the editor read or wrote was the judged file."""
+    trail: list[tuple[str, str]] = []
+    try:
+        if safefs.resolve(target.path, ["/"], trail=trail) != target.real:
+            return None
+        if not safefs.NameWatch.available():
+            return _Unwatched()
+        watch = safefs.NameWatch(trail)
+    except OSError:
+        return None
+    again: list[tuple[str, str]] = []
+    try:
+        steady = safefs.resolve(target.path, ["/"], trail=again) == target.real and again == trail
+    except OSError:
+        steady = False
+    if not steady:
+        watch.close()
+        return None
+    return watch
+
+
 async def editor_text(target: Target, ctx: ToolContext) -> str | None:
-    """The editor's text of the file (unsaved changes included), or None: it does not have it, or the name did
-    not lead to the judged file before and after the editor answered (its answer may be of another file)."""
-    if ctx.documents.get_text(target.path) is None and not await anyio.to_thread.run_sync(still_leads_there, target):
+    """The editor's text of the file (unsaved changes included), or None: it does not have it, or — when asking
+    means the editor reads the file by its name — the name did not lead to the judged file, or a name on its
+    way changed while the editor answered (its answer may be of another file: the disk's is used instead)."""
+    documents = ctx.documents
+    if not documents.asks_editor or documents.get_text(target.path) is not None:
+        return await documents.read_text(target.path)  # what it holds already: nothing is read by name
+    watch = await anyio.to_thread.run_sync(watch_names, target)
+    if watch is None:
         return None
-    text = await ctx.documents.read_text(target.path)
-    if text is not None and ctx.documents.get_text(target.path) is None \
-            and not await anyio.to_thread.run_sync(still_leads_there, target):
-        return None
-    return text
+    try:
+        text = await documents.read_text(target.path)
+        if text is not None and (watch.changed() or not await anyio.to_thread.run_sync(still_leads_there, target)):
+            log.warning("the path of %s changed while the editor read it: its answer is not used", target.path)
+            return None
+        return text
+    finally:
+        watch.close()
+
+
+def unsaved_in_editor(file: TextFile | None) -> bool:
+    """The text came from the editor and differs from the disk's: the editor holds unsaved changes, so the change
+    must go into its buffer. Otherwise the disk is written (exactly), and the editor reloads the file."""
+    if file is None or file.source != "editor":
+        return False
+    return file.on_disk is None or file.on_disk.text != file.text
+
+
+async def target_of(path: Path, ctx: ToolContext) -> Target:
+    """`Target.of`, resolving off the event loop when no permission step judged the path."""
+    if ctx.granted is not None and path in ctx.granted:
+        return Target(path, str(ctx.granted[path]))
+    return await anyio.to_thread.run_sync(Target.of, path, ctx)
 
 
 async def load_text(target: Target, ctx: ToolContext) -> TextFile | None:
@@ -317,29 +377,50 @@ EDITOR_WRITE_TIMEOUT_S = 30.0
 
 
 async def commit_text(
-    target: Target, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None
+    target: Target, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None,
+    base: TextFile | None = None,
 ) -> Literal["editor", "disk"]:
     """Make `text` the file's content: through the editor when it takes it, else `payload` (the text encoded
     as the file is) to disk, atomically, refusing when the disk changed since `disk_snapshot` (None: the
     file must still not exist). Not cancelled half-way: a write is whole or not at all, and the session's
-    snapshot of the file is recorded either way. The editor writes by name: it is asked only while the name
-    still leads to the judged real path, and the directories of a new file are made exactly first."""
+    snapshot of the file is recorded either way.
+
+    An editor that writes by name (ACP `fs/write_text_file`) is asked only when its buffer of the file holds
+    unsaved changes (`base`, the text the change was planned on: `unsaved_in_editor`) — that is what it is for;
+    any other write goes to the disk exactly, where no link flipped in can redirect it. It is asked while the
+    names on the way are watched, and a change among them while it wrote is reported."""
     path = target.path
     with anyio.CancelScope(shield=True):
         if disk_snapshot is None:
             await anyio.to_thread.run_sync(_make_parents, target)
         written = False
-        if await anyio.to_thread.run_sync(still_leads_there, target):
-            with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
-                written = await ctx.documents.write_text(path, text)
-            if waited.cancelled_caught:
-                raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} "
-                                "s; Read the file again to see whether the change was made.")
+        if not ctx.documents.asks_editor:
+            written = await _editor_write(ctx, path, text)
+        elif unsaved_in_editor(base):
+            watch = await anyio.to_thread.run_sync(watch_names, target)
+            if watch is not None:
+                try:
+                    written = await _editor_write(ctx, path, text)
+                    if written and watch.changed():
+                        raise ToolError(f"A name on the way to {path} changed while the editor wrote the file "
+                                        "(something in the workspace is swapping files or links): the editor may "
+                                        "have written somewhere else. Look at what changed before going on.")
+                finally:
+                    watch.close()
         if written:
             ctx.read_files[path] = FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text))
         else:
             await anyio.to_thread.run_sync(_disk_commit, target, payload, ctx, disk_snapshot)
     return "editor" if written else "disk"
+
+
+async def _editor_write(ctx: ToolContext, path: Path, text: str) -> bool:
+    with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
+        return await ctx.documents.write_text(path, text)
+    if waited.cancelled_caught:
+        raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
+                        "Read the file again to see whether the change was made.")
+    return False
 
 
 def written_meta(written: Literal["editor", "disk"]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from bridge.tools.fileio import (
     diff_display,
     load_text,
     require_fresh_read,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
@@ -74,7 +75,7 @@ class NotebookPlan:
 
 async def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = Target.of(_notebook_path(data), ctx)
+    target = await target_of(_notebook_path(data), ctx)
     file = await load_text(target, ctx)
     return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
@@ -284,7 +285,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_notebook_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
         raw_output = {"path": str(plan.path), "cell_id": plan.cell_id, "edit_mode": data.edit_mode}
         raw_output |= written_meta(written)
         return ToolResult(plan.summary, display=[plan.diff()], raw_output=raw_output)

@@ -36,7 +36,7 @@ from pydantic import Field
 
 from bridge import safefs
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
-from bridge.tools.fileio import Target, backfill_path, editor_text, snapshot_of, text_digest
+from bridge.tools.fileio import Target, backfill_path, editor_text, snapshot_of, target_of, text_digest
 from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
 
 DEFAULT_LIMIT = 2000
@@ -318,7 +318,7 @@ class ReadTool(Tool[ReadInput]):
     async def call(self, data: ReadInput, ctx: ToolContext) -> ToolResult:
         path = absolute_path(data.file_path)
         offset, limit = max(1, data.offset or 1), data.limit or DEFAULT_LIMIT
-        target = await anyio.to_thread.run_sync(Target.of, path, ctx)
+        target = await target_of(path, ctx)
         unsaved = await editor_text(target, ctx)
         if unsaved is not None:
             return self._from_editor(path, unsaved, offset, limit, ctx)

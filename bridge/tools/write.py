@@ -34,6 +34,7 @@ from bridge.tools.fileio import (
     read_bytes,
     require_fresh_read,
     snapshot_of,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
@@ -56,6 +57,7 @@ class WritePlan:
     payload: bytes
     snapshot: FileSnapshot | None  # the disk file as planned against; None: it does not exist on disk yet
     exists: bool = False  # on disk or in the editor: replaced, not created
+    base: TextFile | None = None  # the editor's text it was planned on, when the editor had the file
 
     @property
     def path(self) -> Path:
@@ -104,7 +106,7 @@ def _on_disk(target: Target) -> _OnDisk:
 
 async def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     """What Write would put in the file, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = Target.of(absolute_path(data.file_path), ctx)
+    target = await target_of(absolute_path(data.file_path), ctx)
     unsaved = await editor_text(target, ctx)
     return _plan_from(data, ctx, target, unsaved, await anyio.to_thread.run_sync(_on_disk, target))
 
@@ -115,7 +117,8 @@ def _plan_from(data: WriteInput, ctx: ToolContext, target: Target, unsaved: str 
         file = editor_file(path, unsaved, disk.file, target.real)
         require_fresh_read(path, ctx, file)
         new = to_line_ending(data.content, file.line_ending) if unsaved else data.content
-        return WritePlan(target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True)
+        return WritePlan(target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True,
+                         base=file)
     if disk.snapshot is None:
         return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), None)
     if disk.file is None:  # replacing a binary file with text
@@ -208,7 +211,8 @@ class WriteTool(Tool[WriteInput]):
 
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot,
+                                    base=plan.base)
         lines = plan.new_text.count("\n") + (0 if plan.new_text.endswith("\n") or not plan.new_text else 1)
         raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | written_meta(written)
         if not plan.exists:

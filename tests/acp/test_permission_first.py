@@ -77,7 +77,7 @@ async def test_an_allowed_edit_outside_is_read_only_after_the_question(
     assert asks[0] < reads[0], "nothing was read before the first question"
     assert any(asks[0] < r < asks[1] for r in reads) and any(r > asks[1] for r in reads), \
         "each call's reads came after its own question"
-    assert editor.writes == [(str(target), "beta\n")]
+    assert editor.writes == [] and target.read_text() == "beta\n", "no unsaved changes: the disk, exactly"
 
 
 async def test_the_control_a_workspace_edit_is_read_through_the_editor_before_its_question(
