@@ -16,7 +16,8 @@ from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.edit import EditInput, EditTool, preview_edit
 from bridge.tools.read import ReadInput, ReadTool
 
-async def validated(tool: Any, data: Any, ctx: ToolContext) -> str | None:
+
+async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
     """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
     return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
 
@@ -90,7 +91,8 @@ async def test_result_carries_a_diff_for_the_editor(ctx: ToolContext, tmp_path: 
 async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
     data = EditInput(file_path=str(path), old_string="alpha", new_string="omega")
-    assert preview_edit(data, ctx) == Diff(str(path), "alpha", "omega"), "the file is not looked at before validate_target"
+    unlooked = Diff(str(path), "alpha", "omega")
+    assert preview_edit(data, ctx) == unlooked, "the file is not looked at before validate_target"
     assert await EditTool().validate_target(data, ctx) is None
     diff = preview_edit(data, ctx)
     assert diff.old_text == "alpha\nbeta\n" and diff.new_text == "omega\nbeta\n"

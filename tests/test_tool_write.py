@@ -11,12 +11,13 @@ import pytest
 
 from bridge.abort import Abort
 from bridge.display import Diff
-from bridge.tools.base import FileSnapshot, ToolContext, ToolError
+from bridge.tools.base import AnyTool, FileSnapshot, ToolContext, ToolError
 from bridge.tools.fileio import atomic_write
 from bridge.tools.write import WriteInput, WriteTool, preview_write
 from tests.test_tool_edit import Editor, editor_ctx, read_tool
 
-async def validated(tool: Any, data: Any, ctx: ToolContext) -> str | None:
+
+async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
     """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
     return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
 
