@@ -4,8 +4,8 @@
    - Read: resolve + check + open by name + read (what the tools did) vs `safefs.open_exact` of the judged real
      path + read, on the kernel's openat2 and on the O_NOFOLLOW walk; and the whole Read tool call, against
      the Read tool as it was before (its module loaded from the commit this branch started from).
-   - Write: temp file + fsync + `os.replace` by name vs `safefs.write_exact` (temp file and rename in the
-     exactly opened directory).
+   - Write: the tools' `atomic_write` as it was (by name) vs `safefs.write_exact` (temp file and rename in the
+     exactly opened directory), both with the file and directory fsyncs.
    - Grep and Glob over the Python standard library: the tools as they were before (same loading) and raw `rg`
      vs the tools now (Grep's exact second pass, Glob's per-result exact check).
 2. The races: `--iterations` (default 1,000) calls per tool (Read, Write, Edit, NotebookEdit, Grep, Glob) while
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import logging
 import os
 import statistics
 import subprocess
@@ -75,25 +76,31 @@ def line(name: str, samples: list[float], base: list[float] | None = None, unit:
     return text
 
 
-def timed(fn: Callable[[], object], runs: int) -> list[float]:
-    for _ in range(min(50, runs)):  # warm
-        fn()
-    out = []
+def interleaved(fns: list[Callable[[], object]], runs: int) -> list[list[float]]:
+    """Samples of each of `fns`, run in turn (one of each, `runs` times): a loaded machine's drift falls on all
+    of them alike, not on whichever ran last."""
+    for fn in fns:
+        for _ in range(min(20, runs)):
+            fn()
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            out[i].append(time.perf_counter() - start)
     return out
 
 
-async def timed_async(fn: Callable[[], Awaitable[object]], runs: int) -> list[float]:
-    for _ in range(min(20, runs)):
-        await fn()
-    out = []
+async def interleaved_async(fns: list[Callable[[], Awaitable[object]]], runs: int) -> list[list[float]]:
+    for fn in fns:
+        for _ in range(min(5, runs)):
+            await fn()
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        start = time.perf_counter()
-        await fn()
-        out.append(time.perf_counter() - start)
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            await fn()
+            out[i].append(time.perf_counter() - start)
     return out
 
 
@@ -126,46 +133,49 @@ def bench_read_write(root: Path, runs: int) -> None:
         finally:
             os.close(fd)
 
-    print("Read of a 1.2 kB file 7 directories deep (the check + open + read):")
-    base = timed(by_name_read, runs)
+    def walked_read() -> bytes:
+        with_backend(True)
+        try:
+            return exact_read()
+        finally:
+            with_backend(False)
+
+    print("Read of a 1.2 kB file 7 directories deep (check + open + read; run in turn):")
+    base, kernel, walk = interleaved([by_name_read, exact_read, walked_read], runs)
     print(line("by name (realpath check, then open by name)", base))
-    for walk in (False, True):
-        with_backend(walk)
-        print(line(f"safefs.open_exact ({'O_NOFOLLOW walk' if walk else 'openat2'})", timed(exact_read, runs), base))
-    with_backend(False)
+    print(line("safefs.open_exact (openat2)", kernel, base))
+    print(line("safefs.open_exact (O_NOFOLLOW walk)", walk, base))
 
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data")
     ctx.granted = {target: Path(real)}
     data = ReadInput(file_path=str(target))
     old = old_module("bridge/tools/read.py")
-    old_samples = None
     if old is not None:
-        old_samples = asyncio.run(timed_async(lambda: old.ReadTool().call(data, ctx), runs))
-        print(line("the Read tool call as it was (by name)", old_samples))
-    samples = asyncio.run(timed_async(lambda: ReadTool().call(data, ctx), runs))
-    print(line("the Read tool call now (exact)", samples, old_samples))
+        before, now = asyncio.run(interleaved_async([lambda: old.ReadTool().call(data, ctx),
+                                                     lambda: ReadTool().call(data, ctx)], runs))
+        print(line("the Read tool call as it was (by name)", before))
+        print(line("the Read tool call now (exact)", now, before))
 
     payload = b"y = 2\n" * 200
-
-    def by_name_write() -> None:
-        fd, tmp = tempfile.mkstemp(dir=deep, prefix=".module.py.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+    old_io = old_module("bridge/tools/fileio.py")
 
     def exact_write() -> None:
         safefs.write_exact(real, payload)
 
-    print("Write of the same file (temp file, fsync, rename, directory fsync as the tools do):")
-    wbase = timed(by_name_write, max(50, runs // 10))
-    print(line("by name (mkstemp + fsync + os.replace)", wbase))
-    for walk in (False, True):
-        with_backend(walk)
-        print(line(f"safefs.write_exact ({'O_NOFOLLOW walk' if walk else 'openat2'})",
-                   timed(exact_write, max(50, runs // 10)), wbase))
-    with_backend(False)
+    def walked_write() -> None:
+        with_backend(True)
+        try:
+            exact_write()
+        finally:
+            with_backend(False)
+
+    print("Write of the same file (temp file, fsync, rename, directory fsync; run in turn):")
+    if old_io is not None:
+        before, kernel, walk = interleaved([lambda: old_io.atomic_write(target, payload), exact_write, walked_write],
+                                           max(100, runs // 5))
+        print(line("the tools' atomic_write as it was (by name)", before))
+        print(line("safefs.write_exact (openat2)", kernel, before))
+        print(line("safefs.write_exact (O_NOFOLLOW walk)", walk, before))
 
 
 def bench_search(runs: int) -> None:
@@ -174,6 +184,9 @@ def bench_search(runs: int) -> None:
     ctx = ToolContext(cwd=stdlib, abort=Abort(), data_dir=Path(tempfile.mkdtemp()))
     ctx.granted = {stdlib: stdlib.resolve()}
     old_grep, old_glob = old_module("bridge/tools/grep.py"), old_module("bridge/tools/glob.py")
+    if old_grep is None or old_glob is None:
+        print("Search: the tools as they were cannot be loaded (no git history here); skipped")
+        return
     cases = [
         ("files_with_matches 'def __init__' (6k files)", GrepInput(pattern="def __init__"),
          ["--files-with-matches", "--hidden", "--no-follow", "--regexp", "def __init__"]),
@@ -184,29 +197,29 @@ def bench_search(runs: int) -> None:
         ("count 'import os'", GrepInput(pattern="import os", output_mode="count"),
          ["--count", "--with-filename", "--regexp", "import os"]),
     ]
-    print(f"Search over the Python standard library ({stdlib}; ms):")
+    print(f"Search over the Python standard library ({stdlib}; ms; run in turn):")
 
-    def raw(args: list[str]) -> Callable[[], object]:
-        return lambda: subprocess.run([rg, "--no-config", "--null", *args], cwd=stdlib, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, check=False)
+    def raw(args: list[str]) -> Callable[[], Awaitable[object]]:
+        async def run() -> object:
+            return await asyncio.to_thread(subprocess.run, [rg, "--no-config", "--null", *args], cwd=stdlib,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        return run
 
     for name, data, args in cases:
         print(f" Grep {name}")
-        print(line("raw rg", timed(raw(args), runs), unit=1e3, mark="ms"))
-        before = None
-        if old_grep is not None:
-            before = asyncio.run(timed_async(lambda d=data: old_grep.GrepTool().call(d, ctx), runs))  # type: ignore[misc]
-            print(line("the Grep tool as it was", before, unit=1e3, mark="ms"))
-        now = asyncio.run(timed_async(lambda d=data: GrepTool().call(d, ctx), runs))  # type: ignore[misc]
+        base, before, now = asyncio.run(interleaved_async([
+            raw(args), lambda d=data: old_grep.GrepTool().call(d, ctx),  # type: ignore[misc]
+            lambda d=data: GrepTool().call(d, ctx)], runs))  # type: ignore[misc]
+        print(line("raw rg", base, unit=1e3, mark="ms"))
+        print(line("the Grep tool as it was", before, unit=1e3, mark="ms"))
         print(line("the Grep tool now (exact second pass)", now, before, unit=1e3, mark="ms"))
     glob = GlobInput(pattern="**/*.py")
     print(" Glob '**/*.py'")
-    print(line("raw rg --files", timed(raw(["--files", "--hidden", "--no-follow"]), runs), unit=1e3, mark="ms"))
-    before = None
-    if old_glob is not None:
-        before = asyncio.run(timed_async(lambda: old_glob.GlobTool().call(glob, ctx), runs))
-        print(line("the Glob tool as it was", before, unit=1e3, mark="ms"))
-    now = asyncio.run(timed_async(lambda: GlobTool().call(glob, ctx), runs))
+    base, before, now = asyncio.run(interleaved_async([
+        raw(["--files", "--hidden", "--no-follow"]), lambda: old_glob.GlobTool().call(glob, ctx),
+        lambda: GlobTool().call(glob, ctx)], runs))
+    print(line("raw rg --files", base, unit=1e3, mark="ms"))
+    print(line("the Glob tool as it was", before, unit=1e3, mark="ms"))
     print(line("the Glob tool now (each match re-checked exactly)", now, before, unit=1e3, mark="ms"))
 
 
@@ -240,6 +253,7 @@ async def bench_races(iterations: int) -> bool:
 
 
 def main() -> None:
+    logging.basicConfig(level=logging.ERROR)  # the races make the tools log each change they saw
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=2000)
