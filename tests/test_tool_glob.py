@@ -41,7 +41,7 @@ def repo(tmp_path: Path) -> Path:
 async def glob(root: Path, **raw: Any) -> str:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data")
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     result: ToolResult = await GLOB.call(data, ctx)
@@ -132,7 +132,7 @@ async def test_extension_patterns_match_exactly_what_the_full_matcher_matches(tm
 async def guarded_glob(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     return await GLOB.call(data, ctx)
@@ -200,7 +200,7 @@ async def test_symlinks_are_not_listed_through(tmp_path: Path) -> None:
 async def test_invalid_patterns_and_paths_are_a_clear_error(repo: Path, raw: dict[str, str], message: str) -> None:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=repo, abort=Abort(), data_dir=repo / ".data")
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     assert problem is not None and message in problem, problem
     assert GLOB.permission_paths(data, ctx) == []
     GLOB.locations(data)

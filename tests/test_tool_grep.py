@@ -59,7 +59,7 @@ def ctx_for(root: Path) -> ToolContext:
 async def grep(root: Path, **raw: Any) -> ToolResult:
     data = GrepInput.model_validate(raw)
     ctx = ctx_for(root)
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     return await GREP.call(data, ctx)
@@ -251,7 +251,7 @@ def engine_for(root: Path, *, deny: tuple[str, ...] | list[str] = (), mode: Mode
 async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
     data = GrepInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     decision = engine.decide("Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
@@ -361,7 +361,7 @@ async def test_invalid_fields_are_a_clear_error_not_an_exception(
     raw = {"pattern": "x", field: value}
     data = GrepInput.model_validate(raw)
     ctx = ctx_for(repo)
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     assert problem is not None and re.search(message, problem), problem
     GREP.permission_paths(data, ctx)  # does not raise
     GREP.locations(data)

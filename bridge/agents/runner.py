@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from bridge.loop.events import AgentProgress, LoopEvent, SubAgentEvent, ToolCall
 from bridge.loop.executor import RunningCalls, ToolEnvironment
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import TurnSettings, run_turn
-from bridge.messages import Block, Message, text_block
+from bridge.messages import Block, Message, text_block, valid_tool_use_id
 from bridge.model.types import ModelClient, ModelError
 from bridge.permissions.hooks import HookOutcome, HookRunner
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
@@ -58,7 +57,6 @@ from bridge.transcript import Transcript
 log = logging.getLogger(__name__)
 
 STOP_WAIT = 5.0  # bound on waiting for a stopped agent to unwind (it answers at its next checkpoint)
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
 @dataclass
@@ -407,7 +405,7 @@ class SubAgents:
 
     def _transcript(self, task: SubAgentTask) -> Transcript | None:
         directory = self.host.sidechains
-        if directory is None or not _SAFE_ID.match(task.tool_call_id):
+        if directory is None or not valid_tool_use_id(task.tool_call_id):
             return None
         header = {"type": "agent", "toolCallId": task.tool_call_id, "agentId": task.id,
                   "agentType": task.definition.name, "description": task.label.description,
@@ -451,7 +449,7 @@ def sidechain_messages(directory: Path, tool_call_id: str) -> list[Message] | No
     """A stored sub-agent's history (repaired), or None when there is none."""
     from bridge.transcript import load_sidechain
 
-    if not _SAFE_ID.match(tool_call_id):
+    if not valid_tool_use_id(tool_call_id):
         return None
     path = directory / f"{tool_call_id}.jsonl"
     if not path.is_file():

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from bridge.messages import Block
+from bridge.messages import TOOL_USE_ID_MAX, Block, valid_tool_use_id
 from bridge.model.types import (
     BlockComplete,
     BlockDelta,
@@ -370,6 +370,7 @@ async def _events(stream: AsyncIterator[Any], how: _Reading, stall_timeout: floa
             elif kind == "content_block_start":
                 index = get(event, "index")
                 block = await how.dump(event)
+                _check_ids(block)
                 if block["type"] == "tool_use":
                     block["input"] = {}
                     json_parts[index] = []
@@ -446,6 +447,24 @@ async def _events(stream: AsyncIterator[Any], how: _Reading, stall_timeout: floa
         kinds = ", ".join(sorted({str(blocks[i].get("type", "content")).replace("_", " ") for i in open_blocks}))
         raise _malformed(f"it ended with a {kinds} block that never finished")
     yield ResponseComplete(stop_reason, usage)
+
+
+def _check_ids(block: Block) -> None:
+    """Ids enter here (tool_use ids, and the tool_use_id a server tool's result names): one that is not an id
+    the API would send or accept back is refused, never passed on — ids become file names (a command's output,
+    a stored result, a sub-agent's transcript). Refused rather than rewritten: the id must go back to the API
+    unchanged in the tool_result, and a gateway that sends `../x` is not one to keep talking to quietly."""
+    for key in ("id", "tool_use_id"):
+        if key in block and not valid_tool_use_id(block[key]):
+            shown = repr(block[key])
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise ModelError(
+                f"The model's response named a {block.get('type', 'content')} block with the {key} {shown}, which "
+                "is not an id the Messages API gives (letters, digits, _ and -, at most "
+                f"{TOOL_USE_ID_MAX} characters). Nothing of that block was run. Whatever serves the API "
+                "(ANTHROPIC_BASE_URL) sent it: check that it is the server you meant to use.",
+                kind="stream_invalid",
+            )
 
 
 def _dropped(detail: str) -> ModelError:

@@ -87,6 +87,7 @@ class _Facts:
     writes: list[PathAccess] = field(default_factory=list)
     bash: BashFacts | None = None
     host: str | None = None
+    resolved: list[Path] = field(default_factory=list)  # each declared path's real path, in the order given
 
 
 @dataclass(frozen=True)
@@ -310,13 +311,16 @@ class PermissionEngine:
         """`hook`: the merged PreToolUse outcome, when the loop ran hooks first (as it should)."""
         try:
             self._refresh()
-            if hook is not None and hook.updated_input is not None and hook.updated_input != raw_input:
-                # what runs is the hook's rewrite: judge (and show) that, its paths read from it
+            rewritten = hook is not None and hook.updated_input is not None and hook.updated_input != raw_input
+            if rewritten:  # what runs is the hook's rewrite: judge (and show) that, its paths read from it
+                assert hook is not None and hook.updated_input is not None
                 raw_input, paths = hook.updated_input, []
             facts = self._facts(tool_name, raw_input, read_only, paths)
             decision = self._decide(facts, hook)
             if decision.behavior == "ask":
                 decision = dataclasses.replace(decision, shown=self._shown(facts, decision))
+            if not rewritten:  # the rewrite's paths were not the call's: the tool resolves them itself
+                decision = dataclasses.replace(decision, resolved=tuple(facts.resolved))
         except InvalidPath as exc:
             return Decision("deny", f"Invalid path: {exc}")
         except Exception as exc:  # a bug here must deny the call, never take the turn down
@@ -395,7 +399,9 @@ class PermissionEngine:
                 if isinstance(value, str) and value:
                     declared.append((Path(value), "write" if tool in EDIT_TOOLS else "read"))
         for path, access in declared:
-            (facts.writes if access == "write" else facts.reads).append(PathAccess.of(path, self.cwd))
+            resolved = PathAccess.of(path, self.cwd)
+            (facts.writes if access == "write" else facts.reads).append(resolved)
+            facts.resolved.append(resolved.real)
         if tool in NETWORK_TOOLS:
             url = raw.get("url")
             if isinstance(url, str):

@@ -79,6 +79,8 @@ class Decision:
     updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
     source_file: str | None = None  # the settings file holding that rule (None for session rules)
     shown: Shown = Shown()  # for a question: the command, the marked parts, the resolved paths
+    resolved: tuple[Path, ...] = ()  # the real path judged for each path the call named, in the order given:
+    # a file tool opens exactly these (no link followed), so what was judged is what is used
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,14 @@
 """The seed's Tool contract.
 
 A tool is one module: its pydantic input model next to its `call`. The loop (and nothing else) drives
-the contract in this order: parse input -> `validate_input` -> permissions (`check_permissions` feeds
-the engine) -> `call` -> result bounded by `max_result_chars`. Observers (editor `rawInput`, hooks)
-see `backfill_observable_input(input)`; the model always gets back exactly what it sent.
+the contract in this order: parse input -> `validate_input` (the input alone: nothing it names is touched)
+-> permissions (`permission_paths` feed the engine, which judges each path's real path) -> `validate_target`
+(what the call names: the file, the editor's buffer) -> `call` -> result bounded by `max_result_chars`. So a
+path the call may not use is never looked at: whether it exists cannot change the answer. When reading the
+named paths needs no permission (inside the workspace, no rule against it), `validate_target` runs before the
+question instead, so a call bound to fail is not asked about and the question can show the real diff.
+Observers (editor `rawInput`, hooks) see `backfill_observable_input(input)`; the model always gets back
+exactly what it sent.
 """
 
 from __future__ import annotations
@@ -98,6 +103,10 @@ class DocumentSource:
     (ACP `fs/read_text_file` / `fs/write_text_file`) reading and writing files through it. The default has
     nothing: every file tool uses the disk. Permission and containment checks come first, always."""
 
+    asks_editor: ClassVar[bool] = False
+    """True when `read_text` / `write_text` ask the editor to read or write the file by its name (ACP `fs/*`):
+    the tools then check before and after that the name still leads where the permission step judged."""
+
     def get_text(self, path: Path) -> str | None:
         """The editor's text of `path` if it has it at hand without asking (synced documents)."""
         return None
@@ -179,6 +188,11 @@ class ToolContext:
     read_guard: ReadGuard | None = None
     """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
     services: Services = field(default_factory=Services)
+    granted: dict[Path, Path] | None = None
+    """The real path the permission step judged for each path the call named (`permission_paths`, keyed as
+    named). A file tool opens exactly that path (`bridge.safefs`: no symlink followed), so a name flipped to
+    a link after the check cannot send it elsewhere. None: no permission step judged this call (a tool used
+    on its own); the tool resolves the path itself when it opens it."""
 
 
 class Tool(Generic[In]):
@@ -215,7 +229,14 @@ class Tool(Generic[In]):
         return self.traits(data)
 
     async def validate_input(self, data: In, ctx: ToolContext) -> str | None:
-        """A message for the model when the input cannot work (checked before any permission)."""
+        """A message for the model when the input cannot work. Checked before any permission, so it must not
+        touch what the input names (the existence of a file the call may not see would show in the answer)."""
+        return None
+
+    async def validate_target(self, data: In, ctx: ToolContext) -> str | None:
+        """A message for the model when what the call names makes it fail (a file not read first, an
+        old_string not in the file). Runs once the permission step allowed the call — or before its question
+        when the paths may be read without asking (see the module docstring). May keep a plan for `preview`."""
         return None
 
     def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
@@ -223,7 +244,8 @@ class Tool(Generic[In]):
         return []
 
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:
-        """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
+        """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes, and
+        reads nothing the call names unless `validate_target` ran (its plan): else the input alone."""
         return []
 
     def stored_display(self, data: In) -> list[Display]:

@@ -16,7 +16,6 @@ import codecs
 import os
 import shutil
 import time
-import uuid
 from typing import Any
 
 import anyio
@@ -26,7 +25,7 @@ from bridge.abort import AbortReason
 from bridge.environment import handed_out
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
-from bridge.tools.output import OutputBuffer, Throttle, exit_note
+from bridge.tools.output import OutputBuffer, Throttle, exit_note, spill_path
 from bridge.tools.processes import command_environment, shell_argv
 from bridge.tools.sandbox import sandbox_of
 from bridge.visible import code_span, one_line
@@ -124,8 +123,7 @@ def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str,
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
     supervisor = required(ctx.services.processes, "a process supervisor")
-    spill = ctx.data_dir / "bash-output" / f"{ctx.tool_use_id or uuid.uuid4().hex}.log"
-    output = OutputBuffer(spill_path=spill)
+    output = OutputBuffer(spill_path=spill_path(ctx.data_dir, ctx.tool_use_id))
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 

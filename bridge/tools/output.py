@@ -8,16 +8,26 @@ import contextlib
 import re
 import signal
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from bridge.messages import valid_tool_use_id
 
 HEAD_CHARS = 10_000  # the start of a long output (what ran, first errors) ...
 TAIL_CHARS = 20_000  # ... and its end (the summary, the last error) are what the model needs
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?!\n)")  # progress bars: keep what a terminal would show last
+
+
+def spill_path(data_dir: Path, tool_use_id: str) -> Path:
+    """Where a command's whole output spills: named by its tool_use id when that is a valid id (the stream
+    parser refuses others; asked again here because the id becomes a file name), else by a fresh random name."""
+    name = tool_use_id if valid_tool_use_id(tool_use_id) else uuid.uuid4().hex
+    return data_dir / "bash-output" / f"{name}.log"
 
 
 def clean_output(text: str) -> str:
