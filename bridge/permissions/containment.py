@@ -5,8 +5,10 @@ follows symlinks component by component as the kernel does (so `link/..` is the 
 target) and keeps the unresolvable tail of a path that does not exist yet.
 
 Protected paths come in two strengths. Settings, hooks and git internals (`.git/`, `.agent-bridge/`,
-`.claude/settings*.json`, `.mcp.json`, the user's settings) always ask before a write, in every mode: a
-model that can write them can grant itself anything. Memory files (`CLAUDE.md`, `CLAUDE.local.md`,
+`.claude/settings*.json`, `.mcp.json`, the user's settings) and every file something runs later by itself
+(bridge/permissions/runs_later.py: editor and IDE folders, environment loaders, hook managers, the files the
+configured hooks and MCP servers name) always ask before a write, in every mode: a model that can write them
+can grant itself anything, or run code outside the sandbox. Memory files (`CLAUDE.md`, `CLAUDE.local.md`,
 `AGENTS.md`) and agent/command definitions (`.claude/agents/`, `.claude/commands/`) load into the next
 session's prompt: writing them asks in every mode but bypassPermissions.
 """
@@ -17,7 +19,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+
+from bridge.permissions.runs_later import HELD, HeldPath, PathKind, Protection, git_held, held_at, name_reason
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
@@ -26,21 +29,11 @@ MEMORY_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 DEFINITION_DIRS = ((".claude", "agents"), (".claude", "commands"), (".agent-bridge", "agents"),
                    (".agent-bridge", "commands"))
 _MEMORY_FOLDED = frozenset(name.casefold() for name in MEMORY_NAMES)
-PathKind = Literal["file", "dir"]
-# What the OS sandbox holds read-only at every root, whether it exists yet or not: the settings and
-# definition directories, project MCP servers, memory files, and of `.git` only what runs code on the host
-# (hooks, config) — the engine asks for any write under `.git`, but a commit must still work in the sandbox.
-HELD_READ_ONLY: tuple[tuple[str, PathKind], ...] = (
-    (".agent-bridge", "dir"),
-    (".claude", "dir"),
-    *((name, "file") for name in ROOT_SETTINGS),
-    *((name, "file") for name in MEMORY_NAMES),
-    (".git/hooks", "dir"),
-    (".git/config", "file"),
-)
+HELD_READ_ONLY: tuple[tuple[str, PathKind], ...] = tuple((h.name, h.kind) for h in HELD)
+"""The names the OS sandbox holds read-only at every root (runs_later.HELD; git's are found per repository)."""
 SAFE_WRITE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
-Protection = Literal["settings", "memory"]
+__all__ = ["HeldPath", "PathKind", "Protection"]
 
 
 class InvalidPath(ValueError):
@@ -74,10 +67,11 @@ class Workspace:
     roots: tuple[Path, ...]  # resolved; the first is the session's cwd
     protected_files: frozenset[Path] = frozenset()  # settings files outside the roots (the user's)
     memory_files: frozenset[Path] = frozenset()  # memory files outside the roots (the user's)
+    named: tuple[HeldPath, ...] = ()  # files the configured hooks and MCP servers name (they run later)
 
     @classmethod
     def of(cls, cwd: Path, additional: Iterable[Path] = (), protected_files: Iterable[Path] = (),
-           memory_files: Iterable[Path] = ()) -> Workspace:
+           memory_files: Iterable[Path] = (), named: Iterable[HeldPath] = ()) -> Workspace:
         roots = [Path(os.path.realpath(cwd))]
         for extra in additional:
             real = Path(os.path.realpath(os.path.expanduser(os.fspath(extra))))
@@ -85,7 +79,7 @@ class Workspace:
                 roots.append(real)
         files = frozenset(Path(os.path.realpath(p)) for p in protected_files)
         memory = frozenset(Path(os.path.realpath(p)) for p in memory_files)
-        return cls(tuple(roots), files, memory)
+        return cls(tuple(roots), files, memory, tuple(named))
 
     @property
     def cwd(self) -> Path:
@@ -101,13 +95,28 @@ class Workspace:
         """Where commands may write (the sandbox adds the temp directory)."""
         return list(self.roots)
 
+    def held(self) -> list[HeldPath]:
+        """Every concrete path the sandbox holds read-only (they need not exist): at each root, runs_later's
+        names and git's; the user's settings and memory files; the files hooks and MCP servers name."""
+        out = [held for root in self.roots for held in held_at(root)]
+        out += [HeldPath(p, "file", "it is a settings file of the bridge") for p in sorted(self.protected_files)]
+        out += [HeldPath(p, "file", "it is a memory file (it loads into the next session's prompt)", "memory")
+                for p in sorted(self.memory_files)]
+        out += self.named
+        return list({h.path: h for h in reversed(out)}.values())[::-1]  # the first reason for a path wins
+
     def protected_paths(self) -> list[Path]:
         """Every path writes must never reach unasked, as concrete paths (they need not exist): what the
         sandbox makes read-only. Memory files deeper than a root are protected by name by the engine, not
         here."""
-        out = [root / name for root in self.roots for name, _kind in HELD_READ_ONLY]
-        out += sorted(self.protected_files) + sorted(self.memory_files)
-        return list(dict.fromkeys(out))
+        return [held.path for held in self.held()]
+
+    def _runs_later(self, candidate: Path) -> str | None:
+        """Why `candidate` runs later by what names it: a hook, an MCP server, git's settings of a root."""
+        for held in [*self.named, *(h for root in self.roots for h in git_held(root) if not h.new_repository)]:
+            if candidate == held.path or (held.kind == "dir" and candidate.is_relative_to(held.path)):
+                return f"{candidate}: {held.why}"
+        return None
 
     def protected_reason(self, written: Path) -> tuple[str, Protection] | None:
         """Why writing `written` (absolute) must ask, and how strongly; None when it need not. Checked on
@@ -120,6 +129,9 @@ class Workspace:
         for candidate in dict.fromkeys((written, real)):
             if candidate in self.protected_files:
                 return f"{candidate} is a settings file of the bridge", "settings"
+            runs = self._runs_later(candidate) or name_reason(candidate)
+            if runs is not None:
+                return runs, "settings"
             parts = [p.casefold() for p in candidate.parts]
             for name in SETTINGS_DIRS:
                 if name in parts[:-1] or parts[-1:] == [name]:

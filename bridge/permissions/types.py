@@ -51,6 +51,9 @@ class Decision:
     suggestions: list[RuleSuggestion] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
     source_file: str | None = None  # the settings file holding that rule (None for session rules)
+    grants: tuple[Path, ...] = ()
+    """Protected paths (runs_later.py) an ask named: once the user allows the call, it may write them (the OS
+    sandbox opens exactly these for it)."""
 
 
 @dataclass(frozen=True)

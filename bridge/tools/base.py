@@ -164,6 +164,9 @@ class ToolContext:
     read_guard: ReadGuard | None = None
     """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
     services: Services = field(default_factory=Services)
+    grants: tuple[Path, ...] = ()
+    """Protected paths the permission step allowed this call to write (`Decision.grants`): the OS sandbox opens
+    exactly these for a Bash command; everything else protected stays read-only."""
 
 
 class Tool(Generic[In]):

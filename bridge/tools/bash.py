@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,12 +28,13 @@ from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note
 from bridge.tools.processes import command_environment, shell_argv
-from bridge.tools.sandbox import sandbox_of
+from bridge.tools.sandbox import CallSandbox, sandbox_of
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 PROGRESS_INTERVAL = 0.05
 LEFTOVER_WAIT = 3.0  # bound on waiting for leftovers / a timed-out tree to die (escalation takes ~1 s)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class BashInput(ToolInput):
@@ -97,13 +100,26 @@ class BashTool(Tool[BashInput]):
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
             shell = await shells.start(data.command, cwd=ctx.cwd, env=settings_environment(ctx),
-                                       sandbox=sandbox_of(ctx.services))
+                                       sandbox=_sandbox(ctx, timeout_s=None))
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with TaskOutput(task_id={shell.id!r}); stop it with TaskStop(task_id={shell.id!r})."
             )
             return ToolResult(text, raw_output={"background_id": shell.id, "pid": shell.process.pid})
         return await run_command(data.command, ctx, timeout_s=(data.timeout or DEFAULT_TIMEOUT_MS) / 1000)
+
+
+def _sandbox(ctx: ToolContext, *, timeout_s: float | None) -> CallSandbox | None:
+    """The session's sandbox for this call: what it was allowed to write, its CPU bound, its data dir."""
+    sandbox = sandbox_of(ctx.services)
+    return sandbox.for_call(grants=ctx.grants, timeout_s=timeout_s, data_dir=ctx.data_dir) if sandbox else None
+
+
+def spill_path(ctx: ToolContext) -> Path:
+    """Where output beyond the inline limit goes: named by the tool_use id when that is a plain name (an id
+    comes from the API, and a hostile gateway chooses them), else by a fresh one."""
+    name = ctx.tool_use_id if _PLAIN_ID.fullmatch(ctx.tool_use_id or "") else uuid.uuid4().hex
+    return ctx.data_dir / "bash-output" / f"{name}.log"
 
 
 def settings_environment(ctx: ToolContext) -> dict[str, str]:
@@ -114,13 +130,12 @@ def settings_environment(ctx: ToolContext) -> dict[str, str]:
 
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
     supervisor = required(ctx.services.processes, "a process supervisor")
-    spill = ctx.data_dir / "bash-output" / f"{ctx.tool_use_id or uuid.uuid4().hex}.log"
-    output = OutputBuffer(spill_path=spill)
+    output = OutputBuffer(spill_path=spill_path(ctx))
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
     proc = await supervisor.spawn(
-        shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx), sandbox=sandbox_of(ctx.services)
+        shell_argv(command), cwd=ctx.cwd, env=settings_environment(ctx), sandbox=_sandbox(ctx, timeout_s=timeout_s)
     )
 
     def on_output(chunk: bytes) -> None:
@@ -158,12 +173,16 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     progress.flush()
     progress.close()
     output.close()
-    return _result(
-        output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s, elapsed=time.monotonic() - started
-    )
+    run = proc.run
+    text = output.render()
+    breach = run.breach(text, proc.returncode) if run is not None else None
+    notes = run.notes(text, proc.returncode) if run is not None else []
+    return _result(output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s,
+                   elapsed=time.monotonic() - started, notes=notes, breach=breach)
 
 
-def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float) -> ToolResult:
+def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float,
+            notes: list[str], breach: str | None) -> ToolResult:
     text = output.render().rstrip("\n")
     raw: dict[str, Any] = {
         "exit_code": code,
@@ -173,10 +192,15 @@ def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_
     }
     if output.spilled:
         raw["output_file"] = str(output.spilled)
-    if timed_out:
+    if breach is not None:
+        raw["limit"] = breach
+    sandbox = "".join(f"\n\n[sandbox] {note}" for note in notes)
+    if timed_out and breach is None:
         head = f"Command timed out after {timeout_s:g} s and was stopped."
         body = f"{head} Output so far:\n{text}" if text else f"{head} It printed nothing."
-        return ToolResult(body, is_error=True, raw_output=raw)
-    if code:
-        return ToolResult(f"{text}\n\n{exit_note(code)}" if text else exit_note(code), is_error=True, raw_output=raw)
-    return ToolResult(text or "(no output)", raw_output=raw)
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    if code or breach is not None:
+        ending = exit_note(code) if code else ""
+        body = "\n\n".join(part for part in (text, ending) if part) or "(no output)"
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    return ToolResult((text or "(no output)") + sandbox, raw_output=raw)
