@@ -38,13 +38,14 @@ BASH = BashTool()
 class Project:
     """A git workspace with its own settings dirs, a bypassPermissions engine and the session's sandbox."""
 
-    def __init__(self, root: Path, supervisor: ProcessSupervisor) -> None:
+    def __init__(self, root: Path, supervisor: ProcessSupervisor, *, name: str = "ws", repository: bool = True) -> None:
         self.root = root
-        self.ws = root / "ws"
+        self.ws = root / name
         self.ws.mkdir()
-        subprocess.run(["git", "init", "-q", str(self.ws)], check=True)
+        if repository:
+            subprocess.run(["git", "init", "-q", str(self.ws)], check=True)
         self.outside = root / "outside"
-        self.outside.mkdir()
+        self.outside.mkdir(exist_ok=True)
         store = SettingsStore(self.ws, user_config_dir=root / "config", claude_home=root / "claude-home")
         self.engine = PermissionEngine(cwd=self.ws, settings=store, mode="bypassPermissions")
         self.sandbox = Sandbox.for_engine(self.engine)

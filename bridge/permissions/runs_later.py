@@ -159,7 +159,13 @@ class HeldPath:
     kind: PathKind
     why: str
     strength: Protection = "settings"
-    new_repository: bool = False  # a missing `.git`: a repository may appear; its settings are checked instead
+    checked: Literal["", "repository", "config", "hooks"] = ""
+    """What may appear here when it is missing, its content checked instead (sandbox_watch.py): a new
+    repository (`.git`), a git directory's config (only inert settings), its hooks directory (only samples)."""
+
+    @property
+    def new_repository(self) -> bool:
+        return self.checked == "repository"
 
 
 def gitdir_of(dotgit: Path) -> Path | None:
@@ -185,8 +191,13 @@ def common_dir_of(gitdir: Path) -> Path | None:
     return Path(os.path.normpath(os.path.join(gitdir, target))) if target else None
 
 
+def _in_git_dir(gitdir: Path, name: str, kind: PathKind, why: str) -> HeldPath:
+    checked: Literal["", "config", "hooks"] = "config" if name == "config" else "hooks" if name == "hooks" else ""
+    return HeldPath(gitdir / name, kind, why, checked=checked)
+
+
 def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
-    out = [HeldPath(gitdir / name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+    out = [_in_git_dir(gitdir, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
     budget = MAX_MODULES
     # submodules' git directories (`modules/<name>[/modules/<name>…]`) and linked worktrees' (`worktrees/<name>`)
     stack = [gitdir / "modules"]
@@ -201,7 +212,7 @@ def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
                 continue
             sub = Path(entry.path)
             if (sub / "HEAD").exists() or (sub / "config").exists():
-                out += [HeldPath(sub / name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+                out += [_in_git_dir(sub, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
                 stack.append(sub / "modules")
             else:
                 stack.append(sub)  # a submodule named with a slash: `modules/a/b`
@@ -211,7 +222,7 @@ def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
         worktrees = []
     for entry in worktrees[:MAX_MODULES]:
         if entry.is_dir(follow_symlinks=False):
-            out += [HeldPath(Path(entry.path) / name, kind, why) for name, kind, why in GIT_DIR_NAMES
+            out += [_in_git_dir(Path(entry.path), name, kind, why) for name, kind, why in GIT_DIR_NAMES
                     if name != "hooks"]
     return out
 
@@ -257,7 +268,7 @@ def _git_held(root: Path) -> list[HeldPath]:
     elif os.path.isdir(dotgit):
         gitdirs = [dotgit]
     else:
-        return [HeldPath(dotgit, "dir", NEW_REPOSITORY, new_repository=True)]
+        return [HeldPath(dotgit, "dir", NEW_REPOSITORY, checked="repository")]
     for gitdir in list(gitdirs):
         common = common_dir_of(gitdir)
         if common is not None and common not in gitdirs:

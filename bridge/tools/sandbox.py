@@ -313,7 +313,8 @@ _REFUSED = re.compile(r"Read-only file system|read-only file system|EROFS|\[Errn
 _NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
                          r"Name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|No address associated|"
                          r"Failed to establish a new connection|network is unreachable", re.IGNORECASE)
-_PATHS = re.compile(r"""(?:['"‘“`]([^'"’”`\n]+)['"’”`])|((?:/|\.{1,2}/|[\w.-]+/)[^\s:'"’”`,;)]*|\.[\w.-]+)""")
+_QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
+_BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy)")
 
 
 def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[str]:
@@ -321,9 +322,9 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
     notes: list[str] = []
     lines = [line for line in output.splitlines() if _REFUSED.search(line)][:20]
     named: dict[str, str] = {}
-    for line in lines:
-        for quoted, bare in _PATHS.findall(line):
-            word = (quoted or bare).strip()
+    for line in lines:  # a path is quoted (`touch: cannot touch 'x': …`) or just before the error (`x: Read-only…`)
+        for word in [*_QUOTED.findall(line), *_BEFORE.findall(line)]:
+            word = word.strip()
             if not word or word.startswith("[") or len(word) > 500:
                 continue
             path = Path(os.path.normpath(os.path.join(policy.cwd, os.path.expanduser(word))))

@@ -314,8 +314,14 @@ class Watcher:
             self._judge(watch, held, held.path)
 
     def _judge(self, watch: Watch, held: HeldPath, path: Path) -> None:
-        if held.new_repository:
+        if held.checked == "repository":
             self._new_repository(watch, held)
+            return
+        if held.checked == "config":
+            self._new_config(watch, held, held.path)
+            return
+        if held.checked == "hooks":
+            self._new_hooks(watch, held, held.path)
             return
         if _expected(watch, path):
             if os.path.isdir(path) and _on_the_way(watch.grants, path):
@@ -345,21 +351,36 @@ class Watcher:
             return
         with self._lock:
             self._watch_dir(gitdir, watch, _REPOSITORY_MASK)
-            if os.path.isdir(gitdir / "hooks"):
-                self._watch_dir(gitdir / "hooks", watch)
         for name in ("commondir", "config.worktree"):
             if os.path.lexists(gitdir / name):
                 self._set_aside(watch, held, gitdir / name, f"{gitdir / name}: it moves where git reads its settings")
-        config = gitdir / "config"
-        if os.path.lexists(config) and not granted_covers(watch.grants, config) and not GRANTS.covers(config):
-            entries = config_entries(config) if os.path.isfile(config) and not os.path.islink(config) else None
-            bad = ["(unreadable)"] if entries is None else [k for k, _ in entries if not inert(k)]
-            if bad:
-                self._set_aside(watch, held, config, f"git's settings of a new repository hold {', '.join(bad[:3])}, "
-                                                     "which can make git run programs")
-        for entry in _listdir(gitdir / "hooks"):
-            hook = gitdir / "hooks" / entry
-            if not entry.endswith(".sample") and not granted_covers(watch.grants, hook):
+        self._new_config(watch, held, gitdir / "config")
+        self._new_hooks(watch, held, gitdir / "hooks")
+
+    def _new_config(self, watch: Watch, held: HeldPath, config: Path) -> None:
+        """A git config that was not there: it may hold only inert settings (`git init`'s, `user.name`,
+        remotes and branches) unless the call was allowed to write it."""
+        if not os.path.lexists(config) or granted_covers(watch.grants, config) or GRANTS.covers(config):
+            return
+        with self._lock:
+            self._watch_dir(config.parent, watch, _REPOSITORY_MASK)  # it is rewritten in place (lock + rename)
+        entries = config_entries(config) if os.path.isfile(config) and not os.path.islink(config) else None
+        bad = ["(unreadable)"] if entries is None else [k for k, _ in entries if not inert(k)]
+        if bad:
+            self._set_aside(watch, held, config, f"git's settings there hold {', '.join(bad[:3])}, which can make git "
+                                                 "run programs")
+
+    def _new_hooks(self, watch: Watch, held: HeldPath, hooks: Path) -> None:
+        """A hooks directory that was not there: only `*.sample` files (what `git init` copies) may be in it."""
+        if not os.path.isdir(hooks) or os.path.islink(hooks):
+            if os.path.lexists(hooks) and not granted_covers(watch.grants, hooks):
+                self._set_aside(watch, held, hooks, "git runs its hooks at commit, merge and checkout")
+            return
+        with self._lock:
+            self._watch_dir(hooks, watch)
+        for entry in _listdir(hooks):
+            hook = hooks / entry
+            if not entry.endswith(".sample") and not granted_covers(watch.grants, hook) and not GRANTS.covers(hook):
                 self._set_aside(watch, held, hook, "git runs its hooks at commit, merge and checkout")
 
     def _set_aside(self, watch: Watch, held: HeldPath, path: Path, why: str | None = None) -> None:
