@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import parse_mode
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.processes import ProcessSupervisor
 from tests.test_sandbox import AVAILABLE, Project, output
@@ -47,10 +48,13 @@ def guarded(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     yield sandboxed
 
 
+def run_outside(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """A program as the user (or the editor, or a hook) runs it later, outside any sandbox."""
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False, env={**os.environ, **GIT_ENV})
+
+
 def git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """git as the user (or the editor) runs it later, outside any sandbox."""
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
-                          env={**os.environ, **GIT_ENV})
+    return run_outside(cwd, "git", *args)
 
 
 async def test_a_commondir_made_in_the_sandbox_moves_nothing(project: Project, guarded: bool) -> None:
@@ -127,7 +131,7 @@ async def test_a_script_a_hook_names_is_held(project: Project) -> None:
         {"type": "command", "command": "sh scripts/fmt.sh"}]}]}})
     marker = project.root / "hook-script-ran"
     result = await project.run(f"echo 'touch {marker}' >> scripts/fmt.sh; echo ok > scripts/other.sh; exit 0")
-    subprocess.run(["sh", "scripts/fmt.sh"], cwd=project.ws, check=True, capture_output=True)  # the hook, later
+    run_outside(project.ws, "sh", "scripts/fmt.sh")  # the hook, later
     assert not marker.exists(), output(result)
     assert script.read_text() == "#!/bin/sh\necho formatted\n"
     assert (project.ws / "scripts" / "other.sh").read_text() == "ok\n"
@@ -197,7 +201,7 @@ def test_the_file_tools_ask_for_what_runs_later_in_every_mode(
     tmp_path: Path, repo: Path, mode: str, relative: str, words: str
 ) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    engine = PermissionEngine(cwd=repo, settings=store, mode=mode)
+    engine = PermissionEngine(cwd=repo, settings=store, mode=parse_mode(mode))
     path = repo.resolve() / relative
     for tool in ("Write", "Edit"):
         decision = engine.decide(tool, {"file_path": str(path)}, read_only=False, paths=[(path, "write")])
@@ -233,7 +237,7 @@ def test_a_command_that_writes_what_runs_later_asks_even_in_bypass_and_grants_ex
 ) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
     mode = "default" if held == "CLAUDE.md" else "bypassPermissions"  # memory files don't ask in bypass
-    engine = PermissionEngine(cwd=repo, settings=store, mode=mode)
+    engine = PermissionEngine(cwd=repo, settings=store, mode=parse_mode(mode))
     decision = engine.decide("Bash", {"command": command}, read_only=False, paths=[])
     assert decision.behavior == "ask", decision
     assert repo.resolve() / held in decision.grants
