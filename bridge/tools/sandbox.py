@@ -66,7 +66,7 @@ from bridge.tools.base import Services, ToolError
 from bridge.tools.limits import Bounds, bounds_for, limits_for
 from bridge.tools.process_registry import ProcessRegistry
 from bridge.tools.processes import Launch
-from bridge.tools.sandbox_watch import WATCHER, Watch, identity
+from bridge.tools.sandbox_watch import WATCHER, Identity, Watch, identity
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,8 @@ class MountPlan:
     args: list[str] = field(default_factory=list)
     held: list[tuple[Path, HeldPath]] = field(default_factory=list)  # mounted read-only (real path, why)
     missing: list[HeldPath] = field(default_factory=list)  # held but not there: watched
-    expect: dict[Path, tuple[int, int]] = field(default_factory=dict)  # watched entries there at the start
+    expect: dict[Path, Identity] = field(default_factory=dict)  # watched entries there at the start
+    links: dict[Path, str] = field(default_factory=dict)  # held paths that are symbolic links: their targets
     truncated: list[str] = field(default_factory=list)
 
 
@@ -164,7 +165,9 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
         if os.path.islink(held.path) and _inside(held.path.parent, roots) is not None:
             plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
-            plan.expect[held.path] = identity(held.path) or (0, 0)
+            plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
+            with contextlib.suppress(OSError):
+                plan.links[held.path] = os.readlink(held.path)
         real = Path(os.path.realpath(held.path))
         holder = _inside(real, roots)
         if holder is None or real == holder or any(real.is_relative_to(c) for c in covered):
@@ -184,7 +187,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
             if held.kind == "dir" and os.path.isdir(real) and _leads_to(grants, real):
                 _split(real, grants, protect, plan.expect)  # read-only but for the way to what was granted in it
                 plan.missing.append(held)  # and what appears in it is judged
-                plan.expect[real] = identity(real) or (0, 0)
+                plan.expect[real] = identity(real) or (0, 0, 0, 0)
             else:
                 protect[real] = "--ro-bind"
                 plan.held.append((real, held))
@@ -215,7 +218,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
 
 
 def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
-           expect: dict[Path, tuple[int, int]]) -> None:
+           expect: dict[Path, Identity]) -> None:
     """`folder` held, but a grant lies inside it: everything in it read-only except the way to the grant;
     what is there now is `expect`ed (the watch judges only what appears)."""
     protect.setdefault(folder, "--bind")
@@ -225,7 +228,7 @@ def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
         return
     for name in entries:
         path = folder / name
-        expect[path] = identity(path) or (0, 0)
+        expect[path] = identity(path) or (0, 0, 0, 0)
         if granted_covers(grants, path):
             continue
         if _leads_to(grants, path) and os.path.isdir(path) and not os.path.islink(path):
@@ -313,6 +316,7 @@ _REFUSED = re.compile(r"Read-only file system|read-only file system|EROFS|\[Errn
 _NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
                          r"Name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|No address associated|"
                          r"Failed to establish a new connection|network is unreachable", re.IGNORECASE)
+_HOST_TMP = re.compile(r"(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
 _BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy)")
 
@@ -339,6 +343,11 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
                      "folders). Write a held file with the Write or Edit tool (it asks you); to let commands write "
                      'another directory, add it to "sandbox": {"filesystem": {"allowWrite": [...]}} in '
                      ".agent-bridge/settings.json.")
+    hidden = [m for m in _HOST_TMP.findall(output)[:20] if os.path.exists(m) or os.path.isdir(os.path.dirname(m))]
+    if any(_inside(Path(m), policy.writable) is None for m in hidden):
+        notes.append("Commands have their own /tmp (private to this session): files in this machine's /tmp are not "
+                     "visible to them. Put shared files in the workspace, or add their directory to "
+                     '"sandbox": {"filesystem": {"allowWrite": [...]}} in .agent-bridge/settings.json.')
     if not policy.network and _NO_NETWORK.search(output):
         notes.append('The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
                      "in .agent-bridge/settings.json.")
@@ -462,7 +471,7 @@ class Sandbox:
             plan = plan_mounts(policy, tmp, grants)
             if not plan.missing:
                 return plan, None
-            watch = Watch(plan.missing, grants, quarantine, plan.expect)
+            watch = Watch(plan.missing, grants, quarantine, plan.expect, plan.links)
             appeared = WATCHER.add(watch)
             if not [h for h in appeared if not h.new_repository]:
                 return plan, watch

@@ -34,6 +34,7 @@ import logging
 import os
 import select
 import shutil
+import stat
 import struct
 import sys
 import threading
@@ -111,7 +112,8 @@ class Watch:
     missing: list[HeldPath]
     grants: tuple[Path, ...]
     quarantine: Path  # where set-aside files go
-    expect: dict[Path, tuple[int, int]] = field(default_factory=dict)  # what was there at the start: left alone
+    expect: dict[Path, Identity] = field(default_factory=dict)  # what was there at the start: left alone
+    links: dict[Path, str] = field(default_factory=dict)  # held symbolic links there at the start: put back
     on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
     set_aside: list[SetAside] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)  # the directories watched for it
@@ -305,9 +307,18 @@ class Watcher:
                 self._judge_existing(watch, held)
 
     def check(self, watch: Watch) -> None:
-        """Every missing path of `watch`, looked at now."""
+        """Every missing path of `watch`, looked at now; a held link the command removed is put back."""
         for held in watch.missing:
             self._judge_existing(watch, held)
+            self._put_back(watch, held.path)
+
+    @staticmethod
+    def _put_back(watch: Watch, path: Path) -> None:
+        target = watch.links.get(path)
+        if target is not None and not os.path.lexists(path) and not granted_covers(watch.grants, path):
+            with contextlib.suppress(OSError):
+                os.symlink(target, path)
+                watch.expect[path] = identity(path) or (0, 0, 0, 0)
 
     def _judge_existing(self, watch: Watch, held: HeldPath) -> None:
         if os.path.lexists(held.path):
@@ -392,6 +403,7 @@ class Watcher:
         if moved is False or moved is True:
             return
         item = SetAside(path, why or held.why, moved)
+        self._put_back(watch, path)
         with self._lock:
             others = [w for w in self._watches if w is not watch and any(h.path == held.path for h in w.missing)]
         for each in (watch, *others):
@@ -402,12 +414,17 @@ def _on_the_way(grants: tuple[Path, ...], path: Path) -> bool:
     return any(g != path and g.is_relative_to(path) for g in grants)
 
 
-def identity(path: Path) -> tuple[int, int] | None:
+Identity = tuple[int, int, int, int]
+
+
+def identity(path: Path) -> Identity | None:
+    """What tells an entry from one made in its place: a deleted file's inode number is often reused at once,
+    so the kind and the change time count too."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return st.st_dev, st.st_ino
+    return st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), st.st_ctime_ns
 
 
 def _expected(watch: Watch, path: Path) -> bool:
