@@ -317,12 +317,12 @@ class Bounds:
 
     def message(self, name: LimitName) -> str:
         what = {
-            "memory": "used more memory than the sandbox allows a command",
-            "processes": "tried to run more processes and threads at once than the sandbox allows a command",
-            "fileSize": "wrote a file larger than the sandbox allows",
-            "cpuSeconds": "used more CPU time in one process than the sandbox allows",
+            "memory": "The command used more memory than the sandbox allows a command",
+            "processes": "The command tried to run more processes and threads at once than the sandbox allows",
+            "fileSize": "A process of the command wrote a file larger than the sandbox allows",
+            "cpuSeconds": "A process of the command used more CPU time than the sandbox allows",
         }[name]
-        return (f"The command {what} ({self.limits.describe(name)}) and was stopped. If it needs more, raise it: "
+        return (f"{what} ({self.limits.describe(name)}), so the sandbox stopped it. If it needs more, raise the limit: "
                 f'"sandbox": {{"limits": {{"{name}": {SETTING_EXAMPLE[name]}}}}} in .agent-bridge/settings.json '
                 '("unlimited" lifts it).')
 

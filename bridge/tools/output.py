@@ -35,9 +35,10 @@ class OutputBuffer:
     stream goes to `spill_path` as well, so nothing is lost: the note tells the model where it is."""
 
     def __init__(self, head: int = HEAD_CHARS, tail: int = TAIL_CHARS, spill_path: Path | None = None,
-                 spill_head: int = SPILL_HEAD_CHARS, spill_tail: int = SPILL_TAIL_CHARS) -> None:
+                 spill_head: int | None = None, spill_tail: int | None = None) -> None:
         self._head_cap, self._tail_cap = head, tail
-        self._spill_head_cap, self._spill_tail_cap = spill_head, spill_tail
+        self._spill_head_cap = SPILL_HEAD_CHARS if spill_head is None else spill_head
+        self._spill_tail_cap = SPILL_TAIL_CHARS if spill_tail is None else spill_tail
         self._spill_written = 0  # characters of the start written to the spill file
         self._spill_tail: deque[str] = deque()  # the end, once the start is full
         self._spill_tail_len = 0
