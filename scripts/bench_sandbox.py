@@ -1,12 +1,15 @@
 """The OS sandbox's cost per command (issue 9): `true` and `echo x` through the Bash tool, sandboxed
 (bubblewrap) vs unsandboxed, interleaved in one run so both see the same machine load. Median and p95.
-Also: the same with a Read deny rule that makes the sandbox walk the workspace (`Read(.env)`).
+Also: the same with a Read deny rule that makes the sandbox walk the workspace (`Read(.env)`), and (issue 21)
+the cost of per-command resource limits on sandboxed `echo x`: each backend this machine has
+(`AGENT_BRIDGE_LIMITS`) against limits off, interleaved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -21,6 +24,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
+from bridge.tools import limits
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox, probe
 
@@ -72,6 +76,15 @@ async def main() -> None:
                     result = await BASH.call(BashInput(command=command), ctx)
                     results.setdefault(name, []).append(time.perf_counter() - start)
                     assert not result.is_error, result.content
+        backends = ["off", *(b for b in limits.BACKENDS if b == "rlimit" or limits._available(b))]
+        for _ in range(RUNS):
+            for backend in backends:
+                os.environ[limits.LIMITS_ENV] = backend
+                start = time.perf_counter()
+                result = await BASH.call(BashInput(command="echo x"), boxed)
+                results.setdefault(f"'echo x' sandboxed, limits {backend}", []).append(time.perf_counter() - start)
+                assert not result.is_error, result.content
+        os.environ.pop(limits.LIMITS_ENV, None)
         (ws / ".agent-bridge").mkdir()
         (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(.env)"]}}))
         store.refresh(force=True)
@@ -88,6 +101,13 @@ async def main() -> None:
         plain_median = statistics.median(results[f"{command!r} unsandboxed"])
         ratio, extra = boxed_median / plain_median, boxed_median - plain_median
         print(f"{command!r}: sandboxed / unsandboxed median ratio {ratio:.2f} (+{extra * 1000:.1f} ms)")
+    off = statistics.median(results["'echo x' sandboxed, limits off"])
+    for name, samples in results.items():
+        if name.startswith("'echo x' sandboxed, limits ") and not name.endswith(" off"):
+            median = statistics.median(samples)
+            print(f"{name.split('limits ')[1]} limits: median ratio to limits off {median / off:.2f} "
+                  f"(+{(median - off) * 1000:.1f} ms), p95 {p95(samples) * 1000:.1f} ms vs "
+                  f"{p95(results[chr(39) + 'echo x' + chr(39) + ' sandboxed, limits off']) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

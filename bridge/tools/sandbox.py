@@ -144,8 +144,9 @@ class MountPlan:
 
 def _inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
     """The deepest root holding `path`."""
-    holding = [r for r in roots if path == r or path.is_relative_to(r)]
-    return max(holding, key=lambda r: len(r.parts)) if holding else None
+    text = f"{path}/"
+    holding = [r for r in roots if text.startswith(f"{r}/") or str(r) == "/"]
+    return max(holding, key=lambda r: len(str(r))) if holding else None
 
 
 def _leads_to(grants: tuple[Path, ...], path: Path) -> bool:
@@ -161,17 +162,31 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     for root in roots:
         args += ["--bind", str(root), str(root)]
     protect: dict[Path, str] = {}  # path -> "--bind" (onto itself: can't be renamed) or "--ro-bind"
-    covered: list[Path] = []  # held directories, read-only or watched whole: what is below needs nothing more
+    covered: list[str] = []  # held directories (with a trailing `/`), read-only or watched whole: what is below
+    # them needs nothing more (strings: pathlib's is_relative_to made this loop most of a command's planning)
+    folders: dict[Path, str] = {}  # resolved parents: the held paths share a few
+
+    def resolved(path: Path) -> Path:
+        parent = folders.get(path.parent)
+        if parent is None:
+            parent = folders[path.parent] = os.path.realpath(path.parent)
+        joined = os.path.join(parent, path.name)
+        return Path(os.path.realpath(joined) if os.path.islink(joined) else joined)
+
     for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
-        if os.path.islink(held.path) and _inside(held.path.parent, roots) is not None:
+        link = os.path.islink(held.path)
+        if link and _inside(held.path.parent, roots) is not None:
             plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
             plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
             with contextlib.suppress(OSError):
                 plan.links[held.path] = os.readlink(held.path)
-        real = Path(os.path.realpath(held.path))
+        real = resolved(held.path)
+        key = f"{real}/"
+        if any(key.startswith(c) for c in covered):
+            continue  # inside what is held whole
         holder = _inside(real, roots)
-        if holder is None or real == holder or any(real.is_relative_to(c) for c in covered):
-            continue  # read-only already, a root itself, or inside what is held whole
+        if holder is None or real == holder:
+            continue  # read-only already, or a root itself
         if granted_covers(grants, real) or granted_covers(grants, held.path):
             continue  # the user allowed this call to write it
         current = holder
@@ -191,11 +206,11 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
             else:
                 protect[real] = "--ro-bind"
                 plan.held.append((real, held))
-            covered.append(real)
-        elif not os.path.islink(held.path):
+            covered.append(key)
+        elif not link:
             plan.missing.append(held)
             if not held.new_repository:
-                covered.append(real)
+                covered.append(key)
     for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
         args += [op, str(path), str(path)]
     read_only = expand(policy.read_only) if policy.read_only else None
