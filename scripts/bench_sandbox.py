@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
+from bridge.tools import limits
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools import limits
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox, probe
 

@@ -327,7 +327,9 @@ class Bounds:
                 '("unlimited" lifts it).')
 
     def release(self) -> list[Path]:
-        """Remove the cgroups (the tree is gone); the ones that could not be removed yet."""
+        """Remove the cgroups (the tree is gone); the ones that could not be removed yet. What they counted is
+        read first: the result is made after this."""
+        self.breach()
         left = []
         for folder in self.cgroups:
             try:
