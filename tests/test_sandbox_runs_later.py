@@ -262,3 +262,31 @@ def test_hooks_and_mcp_servers_name_what_they_run(tmp_path: Path, repo: Path) ->
     assert repo.resolve() / "scripts" / "fmt.sh" in held
     assert repo.resolve() / "mcp" / "server.js" in held
     assert shutil.which("node") is None or Path(shutil.which("node") or "") not in held  # programs on PATH: not
+
+
+@pytest.mark.parametrize("folder", ["existing", "new"])
+async def test_a_repository_made_one_level_down_may_not_run_programs_either(
+    project: Project, guarded: bool, folder: str
+) -> None:
+    if folder == "existing":
+        (project.ws / "lib").mkdir()
+    marker = project.root / "nested-fsmonitor-ran"
+    result = await project.run(f"mkdir -p lib && cd lib && git init -q && git config user.name x && "
+                               f"git config core.fsmonitor 'touch {marker}; :'; echo done")
+    git(project.ws / "lib", "status")  # an editor opens a repository it finds in a subfolder, and runs git there
+    assert marker.exists() is not guarded, output(result)
+    if guarded:
+        assert (project.ws / "lib" / ".git" / "HEAD").is_file()  # the repository may be made: `cargo new` does
+        assert not (project.ws / "lib" / ".git" / "config").exists()
+        assert "[sandbox] The sandbox set aside" in output(result)
+
+
+async def test_an_existing_repository_one_level_down_keeps_its_settings_and_hooks(project: Project) -> None:
+    lib = project.ws / "lib"
+    git(project.ws, "init", "-q", str(lib))
+    config = (lib / ".git" / "config").read_bytes()
+    result = await project.run("git -C lib config core.fsmonitor true; echo x > lib/.git/hooks/pre-commit; "
+                               "echo y > lib/code.py; exit 0")
+    assert (lib / ".git" / "config").read_bytes() == config
+    assert not (lib / ".git" / "hooks" / "pre-commit").exists()
+    assert (lib / "code.py").read_text() == "y\n", output(result)  # the rest of it is ordinary work

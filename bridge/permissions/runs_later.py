@@ -496,10 +496,30 @@ def _short(command: str) -> str:
 # -- the held paths of a workspace -------------------------------------------------------------------------
 
 
+MAX_NESTED = 200  # immediate subdirectories whose repositories are held (their `.git`)
+
+
+def nested_git_held(root: Path) -> list[HeldPath]:
+    """The repositories one level below `root` (a submodule, a cloned or generated project): an editor finds them
+    by itself (VS Code's git scans the workspace's subfolders, and opens a repository whose `.git` appears) and
+    runs git there. Held like the root's; where there is none yet, a new one's settings are checked."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return []
+    out: list[HeldPath] = []
+    for entry in entries[:MAX_NESTED]:
+        if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
+            out += git_held(Path(entry.path))
+    return out
+
+
 def held_at(root: Path) -> list[HeldPath]:
-    """Everything held at one workspace root: the names of HELD, git's, and what the MCP file names."""
+    """Everything held at one workspace root: the names of HELD, git's (the root's repository and those one level
+    below it), and what the MCP file names."""
     out = [HeldPath(root / h.name, h.kind, h.why, h.strength) for h in HELD]
     out += git_held(root)
+    out += nested_git_held(root)
     out += mcp_named(root / ".mcp.json", root)
     return out
 

@@ -486,7 +486,7 @@ class Sandbox:
             plan = plan_mounts(policy, tmp, grants)
             if not plan.missing:
                 return plan, None
-            watch = Watch(plan.missing, grants, quarantine, plan.expect, plan.links)
+            watch = Watch(list(plan.missing), grants, quarantine, plan.expect, plan.links, policy.writable)
             appeared = WATCHER.add(watch)
             if not [h for h in appeared if not h.new_repository]:
                 return plan, watch

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.permissions.runs_later import GRANTS, HeldPath, config_entries, granted_covers
+from bridge.permissions.runs_later import GRANTS, NEW_REPOSITORY, HeldPath, config_entries, granted_covers
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,38 @@ class Watch:
     quarantine: Path  # where set-aside files go
     expect: dict[Path, Identity] = field(default_factory=dict)  # what was there at the start: left alone
     links: dict[Path, str] = field(default_factory=dict)  # held symbolic links there at the start: put back
+    roots: tuple[Path, ...] = ()  # a directory made right in one of these may become a repository: checked
+    _held: dict[Path, HeldPath] = field(default_factory=dict)  # missing paths by path ...
+    _ways: dict[Path, list[HeldPath]] = field(default_factory=dict)  # ... and by the directories on their way
+
+    def __post_init__(self) -> None:
+        for held in list(self.missing):
+            self.index(held)
+
+    def index(self, held: HeldPath) -> None:
+        """Look `held` up by its path and its ancestors' (events come by the thousand: no scan per event)."""
+        if held.path in self._held:
+            return
+        if held not in self.missing:
+            self.missing.append(held)
+        self._held[held.path] = held
+        for parent in held.path.parents:
+            self._ways.setdefault(parent, []).append(held)
+            if parent in self.roots or parent == parent.parent:
+                break
+
+    def holding(self, path: Path) -> HeldPath | None:
+        """The missing held path that is `path` or holds it."""
+        for candidate in (path, *path.parents):
+            found = self._held.get(candidate)
+            if found is not None:
+                return found
+            if candidate in self.roots:
+                return None
+        return None
+
+    def on_the_way(self, path: Path) -> list[HeldPath]:
+        return self._ways.get(path, [])
     on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
     set_aside: list[SetAside] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)  # the directories watched for it
@@ -298,13 +330,22 @@ class Watcher:
     # judging what appeared
 
     def _seen(self, watch: Watch, path: Path) -> None:
-        for held in watch.missing:
-            if path == held.path or path.is_relative_to(held.path):
-                self._judge(watch, held, path)
-            elif held.path.is_relative_to(path) and os.path.isdir(path):
-                with self._lock:  # a directory on the way: watch it, and look at what is there already
-                    self._watch_dir(path, watch)
-                self._judge_existing(watch, held)
+        held = watch.holding(path)
+        if held is not None:
+            self._judge(watch, held, path)
+            return
+        ways = watch.on_the_way(path)
+        if ways and os.path.isdir(path):
+            with self._lock:  # a directory on the way: watch it, and look at what is there already
+                self._watch_dir(path, watch)
+            for each in ways:
+                self._judge_existing(watch, each)
+        if path.parent in watch.roots and path.name != ".git" and os.path.isdir(path) and not os.path.islink(path):
+            repository = HeldPath(path / ".git", "dir", NEW_REPOSITORY, checked="repository")
+            watch.index(repository)  # a new folder right in the workspace: it may become a repository
+            with self._lock:
+                self._watch_dir(path, watch)
+            self._judge_existing(watch, repository)
 
     def check(self, watch: Watch) -> None:
         """Every missing path of `watch`, looked at now; a held link the command removed is put back."""
