@@ -151,21 +151,24 @@ async def test_a_dot_git_file_keeps_pointing_where_it_did(tmp_path: Path, projec
     assert (linked / ".git").read_text() == before
 
 
-async def test_an_older_sandbox_that_cannot_hold_a_new_protected_file_is_stopped(project: Project) -> None:
+async def test_an_older_sandbox_cannot_rewrite_what_an_allowed_call_writes(project: Project, guarded: bool) -> None:
     from bridge.permissions.runs_later import GRANTS
     from bridge.tools.background import TaskOutputInput, TaskOutputTool
     from tests.poll import poll
 
-    started = await project.run("sleep 30", run_in_background=True)
+    # started while CLAUDE.md does not exist (so without a read-only mount for it): it waits for the file
+    started = await project.run("while [ ! -s CLAUDE.md ]; do sleep 0.005; done; echo injected > CLAUDE.md",
+                                run_in_background=True)
     shell_id = started.raw_output["background_id"] if started.raw_output else ""
+    shell = project.background.get(shell_id)
     memory = project.ws / "CLAUDE.md"
     with GRANTS.hold([memory]):  # the user allowed a Write of CLAUDE.md (the file tools write outside bwrap)
         memory.write_text("# notes\n")
-        shell = project.background.get(shell_id)
-        await poll(lambda: shell.status != "running", what="the background shell to be stopped")
-    assert memory.read_text() == "# notes\n"  # the allowed write stays
-    report = await TaskOutputTool().call(TaskOutputInput(task_id=shell_id, block=False), project.ctx)
-    assert "could not hold it read-only for this command, so the command was stopped" in output(report)
+    await poll(lambda: shell.status != "running", what="the background shell to end")
+    assert (memory.read_text() == "# notes\n") is guarded  # the control: the waiting command rewrites it
+    if guarded:
+        report = await TaskOutputTool().call(TaskOutputInput(task_id=shell_id, block=False), project.ctx)
+        assert "its sandbox could not hold it read-only, and it was stopped" in output(report)
 
 
 # -- the file tools ask, in every mode ----------------------------------------------------------------------

@@ -39,7 +39,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -544,7 +544,11 @@ def name_reason(path: Path) -> str | None:
 class Grants:
     """Protected paths that calls now running were allowed to write (the user said yes to a question naming
     them). The sandbox's watcher leaves what they create alone. A grant lingers a moment after its call ends:
-    the watcher may read the event of the last write after the call has returned."""
+    the watcher may read the event of the last write after the call has returned.
+
+    Before a grant takes effect its listeners hear of it, synchronously: a sandbox that started while such a
+    path did not exist has no read-only mount for it, and could rewrite what the allowed call writes — the
+    sandbox ends those at once, before the write happens."""
 
     LINGER = 2.0
 
@@ -553,6 +557,7 @@ class Grants:
         self._active: dict[int, tuple[Path, ...]] = {}
         self._ended: list[tuple[float, tuple[Path, ...]]] = []
         self._next = 0
+        self.listeners: list[Callable[[tuple[Path, ...]], None]] = []
 
     @contextlib.contextmanager
     def hold(self, paths: Iterable[Path]) -> Iterator[None]:
@@ -560,6 +565,8 @@ class Grants:
         if not held:
             yield
             return
+        for listener in list(self.listeners):
+            listener(held)
         with self._lock:
             key = self._next = self._next + 1
             self._active[key] = held

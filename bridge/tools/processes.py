@@ -119,8 +119,9 @@ def scan_processes() -> dict[int, ProcInfo]:
 class CommandRun(Protocol):
     """A wrapper's view of one running command (bridge.tools.sandbox.SandboxRun): its limits and notes."""
 
-    def started(self, stop: Callable[[], None]) -> None:
-        """The command runs; `stop` ends it (from any thread)."""
+    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
+        """The command runs; `stop` ends it (from any thread); `kill` SIGKILLs its tree at once (the loop's
+        thread)."""
 
     def check(self, members: int) -> bool:
         """At each sweep, with the live members counted: True when it met a limit and must end."""
@@ -331,7 +332,11 @@ class ProcessSupervisor:
             def stop() -> None:
                 loop.call_soon_threadsafe(self._stop_for_limit, managed)
 
-            managed.run.started(stop)
+            def kill() -> None:
+                self._kill_now(managed)
+                self.terminate(managed, force=True)  # and sweeps until nothing of it is left
+
+            managed.run.started(stop, kill)
         self._managed.append(managed)
         if self.registry is not None:
             self.registry.track(token, token=token, pid=managed.pid)

@@ -272,11 +272,13 @@ class SandboxRun:
         self._grants.enter_context(GRANTS.hold(grants))
         self.notes_shown = 0
 
-    def started(self, stop: Callable[[], None]) -> None:
-        """The command runs; `stop` ends it (callable from any thread)."""
+    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
+        """The command runs; `stop` ends it (callable from any thread), `kill` kills its tree now (on the event
+        loop's thread)."""
         self._stop = stop
         if self.watch is not None:
             self.watch.on_strike = stop
+            self.watch.kill_now = kill
 
     def check(self, members: int) -> bool:
         """At each sweep of the supervisor: True when the command met a limit and must end."""

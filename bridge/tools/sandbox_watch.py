@@ -97,8 +97,8 @@ class SetAside:
 
     def note(self) -> str:
         if self.kept:
-            return (f"{self.path} appeared while this command ran (another call was allowed to write it); the "
-                    "sandbox could not hold it read-only for this command, so the command was stopped: run it again.")
+            return (f"Another call the user allowed wrote {self.path} while this command ran; this command started "
+                    "before it existed, so its sandbox could not hold it read-only, and it was stopped: run it again.")
         where = f" It was moved to {self.to}." if self.to is not None else " It was removed."
         return (f"The sandbox set aside {self.path}, which appeared while this command ran: {self.why}.{where} "
                 "Commands may not create it; write it with the Write tool (it asks you), or run a command that names "
@@ -147,6 +147,7 @@ class Watch:
     def on_the_way(self, path: Path) -> list[HeldPath]:
         return self._ways.get(path, [])
     on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
+    kill_now: Callable[[], None] = lambda: None  # kills its whole tree now (from the event loop's thread)
     set_aside: list[SetAside] = field(default_factory=list)
     folders: list[Path] = field(default_factory=list)  # the directories watched for it
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -211,6 +212,7 @@ class Watcher:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._watches: list[Watch] = []
+        GRANTS.listeners.append(self._granting)
         self._dirs: dict[Path, int] = {}  # watched directory -> wd
         self._paths: dict[int, Path] = {}
         self._refs: dict[Path, int] = {}
@@ -242,6 +244,16 @@ class Watcher:
             for folder in watch.folders:
                 self._unwatch_dir(folder)
             watch.folders.clear()
+
+    def _granting(self, paths: tuple[Path, ...]) -> None:
+        """Another call is about to write `paths` (allowed): a sandbox watching one of them as missing has no
+        read-only mount for it and could rewrite it afterwards: it is killed now, before the write."""
+        with self._lock:
+            watches = list(self._watches)
+        for watch in watches:
+            if any(watch.holding(path) is not None and not granted_covers(watch.grants, path) for path in paths):
+                watch.set_aside.append(SetAside(paths[0], "", None, kept=True))
+                watch.kill_now()
 
     def remove(self, watch: Watch) -> None:
         """The command's tree is gone: check once more, stop watching its paths."""
