@@ -199,6 +199,7 @@ def repo(tmp_path: Path) -> Path:
     (".pre-commit-config.yaml", "pre-commit runs the hooks"),
     (".git/config", "make git run programs"),
     ("scripts/fmt.sh", "PreToolUse hook"),
+    ("team.code-workspace", "workspace file"),
 ])
 def test_the_file_tools_ask_for_what_runs_later_in_every_mode(
     tmp_path: Path, repo: Path, mode: str, relative: str, words: str

@@ -16,10 +16,14 @@ The line. A file is held when some program acts on it *by itself*:
 
 Not held, on purpose: project code and build definitions (a Makefile, `package.json` scripts, `build.rs`,
 `conftest.py`, `.cargo/config.toml`): they run when the user builds or tests, which is the user asking, and
-writing them is the agent's work — review them as code. Files git reads as data whose programs come from
-configuration (`.gitattributes`, `.git/info/attributes` pick filter and diff drivers that only the held
-configuration defines; `.gitmodules`, whose `update = !command` git ignores). Version pins (`.nvmrc`,
-`.tool-versions`). Interactive-rebase todo files (git itself rewrites them as a rebase goes).
+writing them is the agent's work — review them as code. Installed dependencies (`node_modules/`, a virtualenv's
+`site-packages` and its `.pth` files): editors' language tooling does load them on open (ESLint, the Python
+extension's interpreter), but they are what `npm install` and `pip install` write; the line can't be drawn
+there. Files git reads as data whose programs come from configuration (`.gitattributes`, `.git/info/attributes`
+pick filter and diff drivers that only the held configuration defines; `.gitmodules`, whose `update = !command`
+git ignores). Version pins (`.nvmrc`, `.tool-versions`). Interactive-rebase todo files (git itself rewrites
+them as a rebase goes). A new `*.code-workspace` file (it runs nothing until the user opens it; an existing one
+is held). Repositories deeper than one level below a root (only the root's and its subfolders' are held).
 
 Where it is held:
 - the permission engine (step 7 of its order): a write through the file tools, or a Bash command known to
@@ -521,11 +525,19 @@ def held_at(root: Path) -> list[HeldPath]:
     out += git_held(root)
     out += nested_git_held(root)
     out += mcp_named(root / ".mcp.json", root)
+    with contextlib.suppress(OSError):
+        out += [HeldPath(root / name, "file", _CODE_WORKSPACE) for name in sorted(os.listdir(root))
+                if name.endswith(".code-workspace")]
     return out
+
+
+_CODE_WORKSPACE = "VS Code runs the tasks and applies the settings of a workspace file when it is opened"
 
 
 def name_reason(path: Path) -> str | None:
     """Why writing `path` asks by its name alone (a RUNS_ON_OPEN name at any depth, case folded), or None."""
+    if path.name.casefold().endswith(".code-workspace"):
+        return f"{path}: {_CODE_WORKSPACE}"
     parts = [p.casefold() for p in path.parts]
     for held in RUNS_ON_OPEN:
         want = [p.casefold() for p in held.parts]
