@@ -142,3 +142,17 @@ def test_a_tool_use_id_that_is_not_a_plain_name_does_not_name_the_spill_file(tmp
         assert not hostile or hostile not in path.name
     ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data", tool_use_id="toolu_01AbC-d_9")
     assert spill_path(ctx).name == "toolu_01AbC-d_9.log"
+
+
+async def test_a_backend_forced_where_it_is_missing_falls_back_to_rlimits(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = next((b for b in ("cgroup2", "systemd", "cgroup1") if not limits._available(b)), None)
+    if missing is None:
+        pytest.skip("every backend is available here")
+    monkeypatch.setenv(limits.LIMITS_ENV, missing)
+    assert limits.backend() == "rlimit"
+    project.settings({"sandbox": {"limits": {"fileSize": "1MB"}}})
+    result = await project.run("head -c 3000000 /dev/zero > big.bin")
+    assert result.is_error and (project.ws / "big.bin").stat().st_size <= 1_000_000
+    assert '"fileSize": ' in output(result)

@@ -294,3 +294,13 @@ async def test_an_existing_repository_one_level_down_keeps_its_settings_and_hook
     assert (lib / ".git" / "config").read_bytes() == config
     assert not (lib / ".git" / "hooks" / "pre-commit").exists()
     assert (lib / "code.py").read_text() == "y\n", output(result)  # the rest of it is ordinary work
+
+
+def test_a_recursive_write_of_a_folder_holding_what_runs_later_asks(tmp_path: Path, repo: Path) -> None:
+    (repo / "tools" / "git" / "hooks").mkdir(parents=True)
+    git(repo, "config", "core.hooksPath", "tools/git/hooks")
+    store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
+    engine = PermissionEngine(cwd=repo, settings=store, mode="bypassPermissions")
+    decision = engine.decide("Bash", {"command": "rm -rf tools"}, read_only=False, paths=[])
+    assert decision.behavior == "ask" and "core.hooksPath" in decision.reason
+    assert engine.decide("Bash", {"command": "rm -rf src"}, read_only=False, paths=[]).behavior == "allow"

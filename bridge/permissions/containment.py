@@ -20,7 +20,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.permissions.runs_later import HELD, HeldPath, PathKind, Protection, git_held, held_at, name_reason
+from bridge.permissions.runs_later import (
+    HELD,
+    HeldPath,
+    PathKind,
+    Protection,
+    git_held,
+    held_at,
+    mcp_named,
+    name_reason,
+    nested_git_held,
+)
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
@@ -111,25 +121,38 @@ class Workspace:
         here."""
         return [held.path for held in self.held()]
 
-    def _runs_later(self, candidate: Path) -> str | None:
-        """Why `candidate` runs later by what names it: a hook, an MCP server, git's settings of a root."""
-        for held in [*self.named, *(h for root in self.roots for h in git_held(root) if not h.new_repository)]:
+    def runs_later(self) -> list[HeldPath]:
+        """The held paths found by what names them rather than by their own name: the files hooks and MCP
+        servers name, and git's (the roots' repositories and those one level below: config, hooks, what the
+        config names)."""
+        out = list(self.named)
+        for root in self.roots:
+            out += [h for h in (*git_held(root), *nested_git_held(root)) if not h.new_repository]
+            out += mcp_named(root / ".mcp.json", root)
+        return out
+
+    @staticmethod
+    def _runs_later(candidate: Path, later: list[HeldPath]) -> str | None:
+        for held in later:
             if candidate == held.path or (held.kind == "dir" and candidate.is_relative_to(held.path)):
                 return f"{candidate}: {held.why}"
         return None
 
-    def protected_reason(self, written: Path) -> tuple[str, Protection] | None:
+    def protected_reason(self, written: Path, later: list[HeldPath] | None = None) -> tuple[str, Protection] | None:
         """Why writing `written` (absolute) must ask, and how strongly; None when it need not. Checked on
-        the path as written and its resolved form, case-insensitively (macOS and Windows fold case)."""
+        the path as written and its resolved form, case-insensitively (macOS and Windows fold case). `later`:
+        `runs_later()`, when the caller asks about many paths."""
         try:
             real = Path(os.path.realpath(written))
         except (OSError, ValueError):
             real = written
+        if later is None:
+            later = self.runs_later()
         memory: tuple[str, Protection] | None = None
         for candidate in dict.fromkeys((written, real)):
             if candidate in self.protected_files:
                 return f"{candidate} is a settings file of the bridge", "settings"
-            runs = self._runs_later(candidate) or name_reason(candidate)
+            runs = self._runs_later(candidate, later) or name_reason(candidate)
             if runs is not None:
                 return runs, "settings"
             parts = [p.casefold() for p in candidate.parts]
@@ -155,18 +178,22 @@ class Workspace:
             real = Path(os.path.realpath(directory))
         except (OSError, ValueError):
             return f"{directory} can't be resolved", "settings"
-        found = self.protected_reason(real)
+        later = self.runs_later()
+        found = self.protected_reason(real, later)
         if found is not None:
             return found
         for root in self.roots:
             if root == real or root.is_relative_to(real):
                 return f"{real} holds the workspace's settings", "settings"
+        for held in later:
+            if held.path.is_relative_to(real):
+                return f"{real} holds {held.path}: {held.why}", "settings"
         try:
             names = os.listdir(real) if real.is_dir() else []
         except OSError:
             names = []
         for name in names:
-            found = self.protected_reason(real / name)
+            found = self.protected_reason(real / name, later)
             if found is not None:
                 return found
         return None

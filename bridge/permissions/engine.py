@@ -399,9 +399,10 @@ class PermissionEngine:
                 return _Protected(f"{unknown}: it can't be checked for writes to protected files (the sandbox keeps "
                                   "them read-only for it)")
             writes = self._bash_protected(facts.bash)
-        else:
+        elif facts.writes:
+            later = self._workspace.runs_later()
             for access in facts.writes:
-                found = self._workspace.protected_reason(access.written)
+                found = self._workspace.protected_reason(access.written, later)
                 if found is not None:
                     writes.append((found[0], found[1], access))
         asking = [why for why, strength, _ in writes if strength == "settings" or memory_too]
@@ -423,9 +424,10 @@ class PermissionEngine:
         """The protected paths a command writes: its redirections and known outputs, what a recursive write
         holds, and git's settings where the command is git changing them (`git config k v`)."""
         found: list[tuple[str, Protection, PathAccess]] = []
+        later = self._workspace.runs_later() if any(f.writes for f in bash.parts) else []
         for facts in bash.parts:
             for access in facts.writes:
-                reason = self._workspace.protected_reason(access.written)
+                reason = self._workspace.protected_reason(access.written, later)
                 if reason is not None:
                     found.append((reason[0], reason[1], access))
             for access in facts.write_trees:

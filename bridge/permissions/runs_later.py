@@ -37,6 +37,7 @@ Where it is held:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -472,10 +473,22 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
     return out
 
 
-def mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
-    """The files the stdio MCP servers of a `.mcp.json`-style file name (started outside the sandbox)."""
-    import json
+_mcp_cache: dict[tuple[Path, Path], tuple[tuple[int, int, int] | None, list[HeldPath]]] = {}
 
+
+def mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
+    """The files the stdio MCP servers of a `.mcp.json`-style file name (started outside the sandbox). Cached
+    while the file stays the same."""
+    key = _stat_key(config)
+    cached = _mcp_cache.get((config, cwd))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    found = _mcp_named(config, cwd) if key is not None else []
+    _mcp_cache[(config, cwd)] = (key, found)
+    return found
+
+
+def _mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
     try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -507,15 +520,23 @@ def nested_git_held(root: Path) -> list[HeldPath]:
     """The repositories one level below `root` (a submodule, a cloned or generated project): an editor finds them
     by itself (VS Code's git scans the workspace's subfolders, and opens a repository whose `.git` appears) and
     runs git there. Held like the root's; where there is none yet, a new one's settings are checked."""
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return []
-    out: list[HeldPath] = []
-    for entry in entries[:MAX_NESTED]:
-        if entry.name != ".git" and entry.is_dir(follow_symlinks=False):
-            out += git_held(Path(entry.path))
-    return out
+    key = _stat_key(root)
+    with _config_lock:
+        cached = _nested_cache.get(root)
+    if cached is not None and cached[0] == key:
+        folders = cached[1]
+    else:
+        try:
+            folders = sorted(Path(e.path) for e in os.scandir(root)
+                             if e.name != ".git" and e.is_dir(follow_symlinks=False))[:MAX_NESTED]
+        except OSError:
+            folders = []
+        with _config_lock:
+            _nested_cache[root] = (key, folders)
+    return [held for folder in folders for held in git_held(folder)]
+
+
+_nested_cache: dict[Path, tuple[tuple[int, int, int] | None, list[Path]]] = {}
 
 
 def held_at(root: Path) -> list[HeldPath]:
