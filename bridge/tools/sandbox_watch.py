@@ -117,6 +117,11 @@ class Watch:
     roots: tuple[Path, ...] = ()  # a directory made right in one of these may become a repository: checked
     _held: dict[Path, HeldPath] = field(default_factory=dict)  # missing paths by path ...
     _ways: dict[Path, list[HeldPath]] = field(default_factory=dict)  # ... and by the directories on their way
+    on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
+    kill_now: Callable[[], None] = lambda: None  # kills its whole tree now (from the event loop's thread)
+    set_aside: list[SetAside] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # the directories watched for it
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         for held in list(self.missing):
@@ -146,11 +151,6 @@ class Watch:
 
     def on_the_way(self, path: Path) -> list[HeldPath]:
         return self._ways.get(path, [])
-    on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
-    kill_now: Callable[[], None] = lambda: None  # kills its whole tree now (from the event loop's thread)
-    set_aside: list[SetAside] = field(default_factory=list)
-    folders: list[Path] = field(default_factory=list)  # the directories watched for it
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, item: SetAside) -> None:
         with self._lock:
@@ -252,7 +252,8 @@ class Watcher:
             watches = list(self._watches)
         for watch in watches:
             if any(watch.holding(path) is not None and not granted_covers(watch.grants, path) for path in paths):
-                watch.set_aside.append(SetAside(paths[0], "", None, kept=True))
+                with watch._lock:
+                    watch.set_aside.append(SetAside(paths[0], "", None, kept=True))
                 watch.kill_now()
 
     def remove(self, watch: Watch) -> None:

@@ -132,3 +132,18 @@ async def test_git_through_the_bash_tool_changes_exactly_what_it_would_outside(
         config_question = json.dumps(editor.permission_requests[1])
         assert "git run programs outside the sandbox" in config_question
     assert tree(workspace) == tree(copy)  # the same files, the same commit, the same config: nothing else
+
+
+async def test_a_command_over_a_limit_ends_cleanly_and_the_next_prompt_works(workspace: Path, data_dir: Path) -> None:
+    if not probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    (workspace / ".agent-bridge").mkdir()
+    (workspace / ".agent-bridge" / "settings.json").write_text(json.dumps({
+        "sandbox": {"limits": {"processes": 30, "memory": "100MB"}}}))
+    async with running_editor("playground", workspace, data_dir, initialization_options=BYPASS) as editor:
+        sid = await editor.new_session()
+        fork_bomb = await run(editor, sid, "for i in $(seq 100); do sleep 30 & done; wait")
+        assert '"processes": ' in fork_bomb and "so the sandbox stopped it" in fork_bomb
+        hog = await run(editor, sid, "python3 -c \"b = b'x' * (500 * 1024 * 1024)\"")
+        assert '"memory": ' in hog
+        assert await run(editor, sid, "echo still here") == "still here"
