@@ -21,6 +21,7 @@ background shell). `sandbox.limits.{memory,processes,fileSize,cpuSeconds}` chang
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -224,6 +225,7 @@ class Bounds:
         self.backend = kind
         self.cgroups: list[Path] = []
         self.breached: LimitName | None = None
+        self._baseline = (0, 0)
         with _choose_lock:
             _counter += 1
             self._name = f"agent-bridge-{os.getpid()}-{_counter}"
@@ -235,17 +237,24 @@ class Bounds:
         prefix: list[str] = []
         limits = self.limits
         if self.backend in ("cgroup1", "cgroup2"):
-            for folder, files in self._cgroup_files():
-                folder.mkdir()
+            plan = self._cgroup_files()
+            taken_sets = POOL.take(self.backend, len(plan))
+            pooled: list[Path | None] = list(taken_sets) if taken_sets else [None for _ in plan]
+            for (fresh, files), taken in zip(plan, pooled, strict=True):
+                folder = taken or fresh
+                if taken is None:
+                    folder.mkdir()
                 self.cgroups.append(folder)
                 for name, value in files:
-                    if value is not None and (folder / name).exists():
+                    if (folder / name).exists():
                         try:
-                            (folder / name).write_text(str(value))
+                            (folder / name).write_text("max" if value is None and name.endswith(".max")
+                                                       else str(-1 if value is None else value))
                         except OSError:
                             if not name.endswith(("swap.max", "memsw.limit_in_bytes")):  # no swap accounting: fine
                                 raise
                 script.append(f"echo $$ > {shlex.quote(str(folder / 'cgroup.procs'))} || exit 125")
+            self._baseline = self._counters()
         elif self.backend == "systemd":
             prefix = ["systemd-run", "--user", "--scope", "--quiet", "--collect", f"--unit={self._name}"]
             if limits.memory is not None:
@@ -275,7 +284,8 @@ class Bounds:
                                         ("pids.max", limits.processes)])]
         memory, pids = _own_cgroup1_dir("memory"), _own_cgroup1_dir("pids")
         assert memory is not None and pids is not None
-        return [(memory / self._name, [("memory.limit_in_bytes", limits.memory),
+        return [(memory / self._name, [("memory.memsw.limit_in_bytes", None),  # lifted first: a pooled cgroup's
+                                       ("memory.limit_in_bytes", limits.memory),  # may be below the new limit
                                        ("memory.memsw.limit_in_bytes", limits.memory)]),
                 (pids / self._name, [("pids.max", limits.processes)])]
 
@@ -284,15 +294,23 @@ class Bounds:
         self.backend = "rlimit"
         self.cgroups = []
 
+    def _counters(self) -> tuple[int, int]:
+        """(OOM kills, refused forks) counted in the command's cgroups so far (a pooled cgroup counts on)."""
+        oom = forks = 0
+        for folder in self.cgroups:
+            oom += _counter_of(folder / "memory.events", "oom_kill") + _counter_of(folder / "memory.oom_control",
+                                                                                    "oom_kill")
+            forks += _counter_of(folder / "pids.events", "max")
+        return oom, forks
+
     def breach(self) -> LimitName | None:
         """Which cgroup limit the command met (an OOM kill, a refused fork), if any; remembered once seen."""
-        if self.breached is None:
-            for folder in self.cgroups:
-                if _counter_of(folder / "memory.events", "oom_kill") or _counter_of(folder / "memory.oom_control",
-                                                                                     "oom_kill"):
-                    self.breached = "memory"
-                elif _counter_of(folder / "pids.events", "max"):
-                    self.breached = "processes"
+        if self.breached is None and self.cgroups:
+            oom, forks = self._counters()
+            if oom > self._baseline[0]:
+                self.breached = "memory"
+            elif forks > self._baseline[1]:
+                self.breached = "processes"
         return self.breached
 
     def note_processes(self, count: int) -> bool:
@@ -327,19 +345,74 @@ class Bounds:
                 '("unlimited" lifts it).')
 
     def release(self) -> list[Path]:
-        """Remove the cgroups (the tree is gone); the ones that could not be removed yet. What they counted is
-        read first: the result is made after this."""
+        """The tree is gone: its cgroups go back to the pool (or are removed); the ones removed. What they
+        counted is read first: the result is made after this."""
         self.breach()
-        left = []
-        for folder in self.cgroups:
+        folders, self.cgroups = self.cgroups, []
+        return POOL.give(self.backend, folders) if folders else []
+
+
+class CgroupPool:
+    """Per-command cgroups, kept for the next command. A fresh memory cgroup makes the command in it ~10 ms
+    slower to start (measured here: 20 ms vs 12 for `bwrap … echo x`); one used before costs ~1.5 ms. A cgroup
+    taken again gets the new command's limits, and its event counters are read at the start (they count on).
+    Removed at exit (and by the process registry after a crash); one still busy with an exiting process is
+    removed at a later release."""
+
+    SIZE = 4
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[list[Path]]] = {}
+        self._busy: list[Path] = []  # could not be removed yet: tried again at each release
+
+    def take(self, backend: str, count: int) -> list[Path] | None:
+        with self._lock:
+            idle = self._idle.get(backend, [])
+            while idle:
+                folders = idle.pop()
+                if len(folders) == count and all(f.is_dir() for f in folders):
+                    return folders
+                self._remove(folders)
+        return None
+
+    def give(self, backend: str, folders: list[Path]) -> list[Path]:
+        """Keep `folders` for the next command, or remove them; the ones removed."""
+        with self._lock:
+            removed = self._remove(self._busy)
+            idle = self._idle.setdefault(backend, [])
+            if len(idle) < self.SIZE and all(f.is_dir() for f in folders):
+                idle.append(folders)
+                return removed
+            return removed + self._remove(folders)
+
+    def _remove(self, folders: list[Path]) -> list[Path]:
+        removed: list[Path] = []
+        for folder in folders:
             try:
                 folder.rmdir()
+                removed.append(folder)
             except FileNotFoundError:
-                pass
+                removed.append(folder)
             except OSError:
-                left.append(folder)
-        self.cgroups = left
-        return left
+                if folder not in self._busy:
+                    self._busy.append(folder)
+                continue
+            if folder in self._busy:
+                self._busy.remove(folder)
+        return removed
+
+    def drain(self) -> None:
+        with self._lock:
+            for sets in self._idle.values():
+                for folders in sets:
+                    self._remove(folders)
+            self._idle.clear()
+            self._remove(list(self._busy))
+
+
+POOL = CgroupPool()
+atexit.register(POOL.drain)
 
 
 def _capped(which: int, value: int) -> int:

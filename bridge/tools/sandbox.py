@@ -299,10 +299,8 @@ class SandboxRun:
         if self.watch is not None:
             WATCHER.remove(self.watch)
         if self.bounds is not None:
-            made = list(self.bounds.cgroups)
-            left = self.bounds.release()
-            for folder in made:
-                if folder not in left and self.registry is not None:
+            for folder in self.bounds.release():  # removed (the rest wait in the pool for the next command)
+                if self.registry is not None:
                     self.registry.drop_cleanup(folder)
         self._grants.close()
 
