@@ -20,17 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.permissions.runs_later import (
-    HELD,
-    HeldPath,
-    PathKind,
-    Protection,
-    git_held,
-    held_at,
-    mcp_named,
-    name_reason,
-    nested_git_held,
-)
+from bridge.permissions.git_held import git_held, nested_git_held
+from bridge.permissions.held import HeldPath, PathKind, Protection
+from bridge.permissions.runs_later import HELD, held_at, mcp_named, name_reason
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")

@@ -43,6 +43,8 @@ import anyio
 from bridge.permissions import shell
 from bridge.permissions.bash_decision import BashFacts, BashJudge, PathAccess, allow_rule_for_path, by_rule
 from bridge.permissions.containment import InvalidPath, Protection, Workspace
+from bridge.permissions.git_held import git_directory, git_settings_written
+from bridge.permissions.held import HeldPath
 from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
 from bridge.permissions.rules import (
@@ -58,7 +60,7 @@ from bridge.permissions.rules import (
     compile_rule,
     normalize_host,
 )
-from bridge.permissions.runs_later import HeldPath, git_directory, git_settings_written, hook_named, mcp_named
+from bridge.permissions.runs_later import hook_named, mcp_named
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.shell import Part
 from bridge.permissions.suggestions import Suggester

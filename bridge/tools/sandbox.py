@@ -41,7 +41,6 @@ import atexit
 import contextlib
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -66,6 +65,7 @@ from bridge.tools.base import Services, ToolError
 from bridge.tools.limits import Bounds, bounds_for, limits_for
 from bridge.tools.process_registry import ProcessRegistry
 from bridge.tools.processes import Launch
+from bridge.tools.sandbox_notes import inside, refusal_notes
 from bridge.tools.sandbox_watch import WATCHER, Identity, Watch, identity
 
 log = logging.getLogger(__name__)
@@ -142,13 +142,6 @@ class MountPlan:
     truncated: list[str] = field(default_factory=list)
 
 
-def _inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
-    """The deepest root holding `path`."""
-    text = f"{path}/"
-    holding = [r for r in roots if text.startswith(f"{r}/") or str(r) == "/"]
-    return max(holding, key=lambda r: len(str(r))) if holding else None
-
-
 def _leads_to(grants: tuple[Path, ...], path: Path) -> bool:
     return any(g != path and g.is_relative_to(path) for g in grants)
 
@@ -175,7 +168,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
 
     for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
         link = os.path.islink(held.path)
-        if link and _inside(held.path.parent, roots) is not None:
+        if link and inside(held.path.parent, roots) is not None:
             plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
             plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
             with contextlib.suppress(OSError):
@@ -184,7 +177,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
         key = f"{real}/"
         if any(key.startswith(c) for c in covered):
             continue  # inside what is held whole
-        holder = _inside(real, roots)
+        holder = inside(real, roots)
         if holder is None or real == holder:
             continue  # read-only already, or a root itself
         if granted_covers(grants, real) or granted_covers(grants, held.path):
@@ -218,7 +211,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     if read_only is not None:
         plan.truncated += read_only.truncated
         for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
-            if _inside(Path(os.path.realpath(path)), roots) is not None:
+            if inside(Path(os.path.realpath(path)), roots) is not None:
                 args += ["--ro-bind", str(path), str(path)]
     if masked is not None:
         plan.truncated += masked.truncated
@@ -324,66 +317,6 @@ class SandboxRun:
             out += self.watch.notes()
         out += refusal_notes(output, self.policy, self.plan)
         return out
-
-
-_REFUSED = re.compile(r"Read-only file system|read-only file system|EROFS|\[Errno 30\]|Device or resource busy|"
-                      r"EBUSY|\[Errno 16\]")
-_NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
-                         r"Name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|No address associated|"
-                         r"Failed to establish a new connection|network is unreachable", re.IGNORECASE)
-_HOST_TMP = re.compile(r"(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
-_QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
-_BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy)")
-
-
-def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[str]:
-    """Why the sandbox refused what the output shows it refused, per path where the output names one."""
-    notes: list[str] = []
-    lines = [line for line in output.splitlines() if _REFUSED.search(line)][:20]
-    named: dict[str, str] = {}
-    for line in lines:  # a path is quoted (`touch: cannot touch 'x': …`) or just before the error (`x: Read-only…`)
-        for word in [*_QUOTED.findall(line), *_BEFORE.findall(line)]:
-            word = word.strip()
-            if not word or word.startswith("[") or len(word) > 500:
-                continue
-            path = Path(os.path.normpath(os.path.join(policy.cwd, os.path.expanduser(word))))
-            why = _why_read_only(path, policy, plan)
-            if why is not None:
-                named.setdefault(str(path), why)
-    for shown, why in list(named.items())[:5]:
-        notes.append(f"The sandbox keeps {shown} read-only: {why}")
-    if lines and not named:
-        notes.append("The OS sandbox refused a write: commands may write only the workspace, its added directories and "
-                     "/tmp, and never the files held there (settings, memory files, git's config and hooks, editor "
-                     "folders). Write a held file with the Write or Edit tool (it asks you); to let commands write "
-                     'another directory, add it to "sandbox": {"filesystem": {"allowWrite": [...]}} in '
-                     ".agent-bridge/settings.json.")
-    hidden = [m for m in _HOST_TMP.findall(output)[:20] if os.path.exists(m) or os.path.isdir(os.path.dirname(m))]
-    if any(_inside(Path(m), policy.writable) is None for m in hidden):
-        notes.append("Commands have their own /tmp (private to this session): files in this machine's /tmp are not "
-                     "visible to them. Put shared files in the workspace, or add their directory to "
-                     '"sandbox": {"filesystem": {"allowWrite": [...]}} in .agent-bridge/settings.json.')
-    if not policy.network and _NO_NETWORK.search(output):
-        notes.append('The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
-                     "in .agent-bridge/settings.json.")
-    return notes
-
-
-def _why_read_only(path: Path, policy: SandboxPolicy, plan: MountPlan) -> str | None:
-    real = Path(os.path.realpath(path))
-    for mounted, held in plan.held:
-        if real == mounted or real.is_relative_to(mounted):
-            return (f"{held.why}. To change it, use the Write or Edit tool (it asks you), or run a command that "
-                    "names it on its own line (the permission question says so, and allowing it lets that command "
-                    "write it).")
-    if _inside(real, policy.writable) is None:
-        return ("it is outside the workspace; commands may write only the workspace, its added directories and /tmp. "
-                'To allow it, add it to "sandbox": {"filesystem": {"allowWrite": ["//' + str(real).lstrip("/") + '"]}} '
-                "(or permissions.additionalDirectories) in .agent-bridge/settings.json.")
-    for pattern in policy.read_only:
-        if pattern.matches(real) or pattern.matches(path):
-            return f"an Edit deny rule ({pattern.base}/{pattern.pattern}) or sandbox.filesystem.denyWrite holds it."
-    return None
 
 
 # -- the session's sandbox -------------------------------------------------------------------------------

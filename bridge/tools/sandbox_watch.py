@@ -44,7 +44,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.permissions.runs_later import GRANTS, NEW_REPOSITORY, HeldPath, config_entries, granted_covers
+from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
+from bridge.permissions.held import HeldPath
+from bridge.permissions.runs_later import GRANTS, granted_covers
 
 log = logging.getLogger(__name__)
 
