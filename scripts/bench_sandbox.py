@@ -1,7 +1,8 @@
 """The OS sandbox's cost per command (issue 9): `true` and `echo x` through the Bash tool, sandboxed
 (bubblewrap) vs unsandboxed, interleaved in one run so both see the same machine load. Median and p95.
 Also: the same with a Read deny rule that makes the sandbox walk the workspace (`Read(.env)`), and (issue 21)
-the cost of per-command resource limits on sandboxed `echo x`: each backend this machine has
+how long a file a command makes at a protected name exists before the sandbox sets it aside, and the cost of
+per-command resource limits on sandboxed `echo x`: each backend this machine has
 (`AGENT_BRIDGE_LIMITS`) against limits off, in interleaved blocks of 5 (a session's commands share a backend;
 a memory cgroup's first command after the bridge ran in another costs more: see limits.CgroupPool).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -88,6 +90,15 @@ async def main() -> None:
                     elapsed = time.perf_counter() - start
                     results.setdefault(f"'echo x' sandboxed, limits {backend}", []).append(elapsed)
                     assert not result.is_error, result.content
+        os.environ.pop(limits.LIMITS_ENV, None)
+        # how long a file made at a protected name that did not exist stays before it is set aside (the window a
+        # program outside the sandbox has to read it), timed inside the command
+        made = ("import os, time\nt = time.perf_counter()\nopen('.envrc', 'w').close()\n"
+                 "while os.path.lexists('.envrc'):\n    time.sleep(0.0001)\nprint(time.perf_counter() - t)\n")
+        for _ in range(RUNS // 2):
+            result = await BASH.call(BashInput(command=f"python3 -c {shlex.quote(made)}"), boxed)
+            first = str(result.content).split()[0]
+            results.setdefault("set-aside window (.envrc made)", []).append(float(first))
         os.environ.pop(limits.LIMITS_ENV, None)
         (ws / ".agent-bridge").mkdir()
         (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(.env)"]}}))
