@@ -308,8 +308,11 @@ class ProcessRegistry:
             st = os.lstat(path)
         except OSError:
             return
+        entry = {"path": str(path), "dev": st.st_dev, "ino": st.st_ino, "kind": kind}
         with self._lock:
-            self._cleanup[str(path)] = {"path": str(path), "dev": st.st_dev, "ino": st.st_ino, "kind": kind}
+            if self._cleanup.get(str(path)) == entry:
+                return  # noted already (a pooled cgroup taken again): no rewrite
+            self._cleanup[str(path)] = entry
             self._write()
 
     def drop_cleanup(self, path: Path) -> None:
