@@ -190,3 +190,11 @@ async def test_no_network_is_said_with_the_setting(repo: Project) -> None:
     assert result.is_error
     assert 'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}}' \
         in output(result)
+
+
+async def test_an_allowed_write_of_a_missing_memory_file_is_made(repo: Project) -> None:
+    memory = repo.ws / "CLAUDE.md"
+    refused = await repo.run("echo '# notes' > CLAUDE.md")  # not allowed by a question: set aside
+    assert not memory.exists() and "[sandbox] The sandbox set aside" in output(refused)
+    allowed = await repo.run("echo '# notes' > CLAUDE.md", grants=(memory,))  # "Writing CLAUDE.md…? yes"
+    assert memory.read_text() == "# notes\n" and "[sandbox]" not in output(allowed)
