@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
@@ -24,12 +25,28 @@ def test_the_sandbox_view_follows_the_settings(tmp_path: Path) -> None:
     root = ws.resolve()
     for name in (".agent-bridge", ".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"):
         assert root / name in view.protected_paths
-    assert root / ".git" / "hooks" in view.protected_paths and root / ".git" / "config" in view.protected_paths
+    assert root / ".git" in view.protected_paths  # not a repository yet: a new one's settings are watched
+    for name in (".vscode", ".idea", ".envrc", ".devcontainer", ".husky", ".pre-commit-config.yaml"):
+        assert root / name in view.protected_paths
     assert tmp_path / "cfg" / "settings.json" in view.protected_paths
     assert tmp_path / "claude" / "CLAUDE.md" in view.protected_paths
     assert sorted(p.pattern for p in view.read_deny) == [".env", ".ssh/**", "secrets/**"]
     assert all(p.matches(root / ".env") or p.pattern != ".env" for p in view.read_deny)
     assert engine.workspace.protected_paths() == view.protected_paths
+
+
+def test_a_repository_holds_what_git_reads_its_settings_and_hooks_from(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.hooksPath", "tools/hooks"], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", "tools/watch.sh"], check=True)
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    protected = PermissionEngine(cwd=ws, settings=store).sandbox_view().protected_paths
+    root = ws.resolve()
+    for name in ("config", "hooks", "commondir", "config.worktree"):
+        assert root / ".git" / name in protected
+    assert root / ".git" not in protected  # the rest of it (objects, refs, index) stays writable for commits
+    assert root / "tools" / "hooks" in protected and root / "tools" / "watch.sh" in protected
 
 
 def test_each_store_gets_its_own_sandbox_settings_even_when_python_reuses_an_id(tmp_path: Path) -> None:

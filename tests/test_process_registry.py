@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bridge.tools.limits import backend as limits_backend
 from bridge.tools.process_registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
 from bridge.tools.sandbox import probe
@@ -198,9 +199,12 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
     assert bridge.stdout is not None
     assert bridge.stdout.readline() == b"ready\n"
     await poll(lambda: len(marked_pids(mark)) >= 6, timeout=10)
-    placeholders = [tmp_path / "ws" / ".mcp.json", tmp_path / "ws" / ".agent-bridge"]
-    if sandboxed:
-        assert all(p.exists() for p in placeholders)
+    if sandboxed:  # the sandbox makes no placeholders for protected paths; the command's cgroups are noted
+        assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == []
+        cgroups = [Path(e["path"]) for f in registry_files(tmp_path)
+                   for e in json.loads(f.read_text())["cleanup"] if e["kind"] == "cgroup"]
+        assert all(c.is_dir() for c in cgroups)
+        assert cgroups or limits_backend() not in ("cgroup1", "cgroup2")
     bridge.kill()
     killed_at = time.monotonic()
     bridge.wait()
@@ -210,4 +214,5 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
     await poll(lambda: not registry_files(tmp_path))
     await reap_what_a_dead_bridge_left(tmp_path)
     if sandboxed:
-        assert not any(p.exists() for p in placeholders)  # the sandbox's placeholders were removed too
+        assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == []
+        assert not any(c.exists() for c in cgroups)  # the command's cgroups were removed too

@@ -38,13 +38,14 @@ BASH = BashTool()
 class Project:
     """A git workspace with its own settings dirs, a bypassPermissions engine and the session's sandbox."""
 
-    def __init__(self, root: Path, supervisor: ProcessSupervisor) -> None:
+    def __init__(self, root: Path, supervisor: ProcessSupervisor, *, name: str = "ws", repository: bool = True) -> None:
         self.root = root
-        self.ws = root / "ws"
+        self.ws = root / name
         self.ws.mkdir()
-        subprocess.run(["git", "init", "-q", str(self.ws)], check=True)
+        if repository:
+            subprocess.run(["git", "init", "-q", str(self.ws)], check=True)
         self.outside = root / "outside"
-        self.outside.mkdir()
+        self.outside.mkdir(exist_ok=True)
         store = SettingsStore(self.ws, user_config_dir=root / "config", claude_home=root / "claude-home")
         self.engine = PermissionEngine(cwd=self.ws, settings=store, mode="bypassPermissions")
         self.sandbox = Sandbox.for_engine(self.engine)
@@ -56,8 +57,13 @@ class Project:
             services=Services(processes=supervisor, background=self.background, sandbox=self.sandbox),
         )
 
-    async def run(self, command: str, **extra: Any) -> ToolResult:
-        return await BASH.call(BashInput(command=command, **extra), self.ctx)
+    async def run(self, command: str, *, grants: tuple[Path, ...] = (), **extra: Any) -> ToolResult:
+        """The command through the Bash tool, as if allowed, with `grants` (what a question allowed it to write)."""
+        self.ctx.grants = grants
+        try:
+            return await BASH.call(BashInput(command=command, **extra), self.ctx)
+        finally:
+            self.ctx.grants = ()
 
     def settings(self, data: dict[str, Any]) -> None:
         path = self.ws / ".agent-bridge" / "settings.json"
@@ -126,28 +132,62 @@ PROTECTED = [
     "AGENTS.md",
     ".git/hooks/pre-commit",
     ".git/config",
+    ".git/commondir",
+    ".vscode/tasks.json",
+    ".vscode/settings.json",
+    ".idea/workspace.xml",
+    ".devcontainer/devcontainer.json",
+    ".devcontainer.json",
+    ".envrc",
+    "mise.toml",
+    ".config/mise/config.toml",
+    ".husky/pre-commit",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".nvim.lua",
+    ".zed/settings.json",
+    "project.code-workspace",
 ]
+GRANT = '{"permissions": {"allow": ["Bash"]}}'
 
 
-@pytest.mark.parametrize("existing", [False, True], ids=["missing", "existing"])
 @pytest.mark.parametrize("relative", PROTECTED)
-async def test_protected_paths_stay_read_only(project: Project, relative: str, existing: bool) -> None:
+async def test_existing_protected_paths_stay_read_only(project: Project, relative: str) -> None:
     path = project.ws / relative
-    if existing and not path.exists():
+    if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("original\n")
-    before = path.read_bytes() if path.exists() else None
+    before = path.read_bytes()
     listing = project.listing()
     result = await project.run(
-        f"mkdir -p {path.parent}; printf '%s' '{{\"permissions\": {{\"allow\": [\"Bash\"]}}}}' > {relative}; "
-        f"echo more >> {relative}; rm -f {relative}; exit 0"
+        f"printf '%s' '{GRANT}' > {relative}; echo more >> {relative}; rm -f {relative}; "
+        f"mv {relative} {relative}.moved; echo ran > control.txt; exit 0"
     )
+    assert (project.ws / "control.txt").read_text() == "ran\n"  # the command ran: what held, held
+    assert path.read_bytes() == before, output(result)
+    assert sorted([*listing, "control.txt"]) == project.listing()
     assert "Read-only file system" in output(result) or "busy" in output(result)
-    # a placeholder made for the command goes once the command's last process is gone (the sweep after
-    # the exit, which may come just after the tool's answer)
-    assert await project.supervisor.wait_all_gone(5)
-    assert (path.read_bytes() if path.exists() else None) == before, output(result)
-    assert project.listing() == listing
+    assert f"[sandbox] The sandbox keeps {path} read-only: " in output(result)
+
+
+@pytest.mark.parametrize("relative", [p for p in PROTECTED if not p.startswith(".git/")  # the repository exists
+                                      and not p.endswith(".code-workspace")])  # held only once it exists
+async def test_protected_paths_that_do_not_exist_are_set_aside_when_created(project: Project, relative: str) -> None:
+    path = project.ws / relative
+    held = ".config/mise" if relative.startswith(".config/") else relative.split("/")[0]  # what is protected
+    top = project.ws / held
+    listing = project.listing() + ([".config"] if held == ".config/mise" else [])  # .config itself is not held
+    result = await project.run(
+        f"mkdir -p {path.parent} && printf '%s' '{GRANT}' > {relative}; echo ran > control.txt; exit 0"
+    )
+    assert (project.ws / "control.txt").read_text() == "ran\n"
+    assert not os.path.lexists(top), output(result)  # nothing of it is left in the workspace
+    assert sorted([*listing, "control.txt"]) == project.listing()
+    assert "[sandbox] The sandbox set aside" in output(result)
+    kept = sorted((project.root / "data" / "quarantine").rglob(top.name))
+    assert kept, "what it made is kept where the note says"
+    if top == path:  # (a directory is set aside as soon as it appears: what follows it then fails)
+        assert kept[0].read_text() == GRANT
 
 
 async def test_protected_directories_cannot_be_renamed_or_replaced(project: Project) -> None:

@@ -124,7 +124,7 @@ def test_policy_from_the_engine(tmp_path: Path) -> None:
     policy: SandboxPolicy = policy_from_engine(engine, sandbox_settings(engine.settings))
     assert policy.writable[:2] == (engine.cwd, extra.resolve())
     assert npm.resolve() in policy.writable
-    protected = {str(p) for p, _ in policy.protected}
+    protected = {str(h.path) for h in policy.protected}
     assert {str(engine.cwd / ".mcp.json"), str(extra.resolve() / ".agent-bridge")} <= protected
     assert [p.pattern for p in policy.masked] == ["secrets/**"]
     assert [p.pattern for p in policy.read_only] == ["vendor/**"]

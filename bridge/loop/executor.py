@@ -19,6 +19,7 @@ import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -39,6 +40,7 @@ from bridge.loop.events import (
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
 from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
+from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.types import PermissionRequest
 from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
 from bridge.tools.paths import read_guard_of
@@ -111,6 +113,7 @@ class _Call:
     raw_output: dict[str, Any] | None = None
     edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
     target_checked: bool = False  # validate_target ran before the permission question
+    grants: tuple[Path, ...] = ()  # protected paths the permission step allowed this call to write
 
 
 class ToolExecutor:
@@ -255,7 +258,9 @@ class ToolExecutor:
                 if problem:
                     return tool_result_block(use_id, problem, is_error=True)
             self._env.emit(ToolCallInProgress(use_id))
-            result = await self._call_tool(call, tool, data, ctx)
+            ctx.grants = call.grants
+            with GRANTS.hold(call.grants):  # what it was allowed to write, the sandbox's watcher leaves alone
+                result = await self._call_tool(call, tool, data, ctx)
             if result is not None and call.edited is not None and not result.is_error:
                 result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
@@ -374,6 +379,7 @@ class ToolExecutor:
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
             call.edited = _user_edit(answer.edited_text, request.display)
+            call.grants = decision.grants
             return None, data
         message = "Permission denied by user"
         if answer.feedback:

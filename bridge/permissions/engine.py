@@ -10,8 +10,13 @@ Order of a decision (the first step that decides wins):
  5. an ask rule -> ask (even in bypassPermissions)
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
-    settings) -> ask, whatever the mode or rules, with no always-option; a write to a memory file or an
-    agent/command definition (`CLAUDE.md`, `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass
+    settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
+    Bash command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
+    with no always-option, saying why; a write to a memory file or an agent/command definition (`CLAUDE.md`,
+    `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass. What the user allows at this question is
+    granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,
+    bypassPermissions included); a command whose writes can't be known gets no grant (protected files stay
+    read-only in the sandbox, and the question says so)
  8. a hook's `ask` -> ask; a hook's `allow` -> allow
  9. bypassPermissions (unless disabled by settings) -> allow
 10. a Bash command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
@@ -37,8 +42,10 @@ import anyio
 
 from bridge.permissions import shell
 from bridge.permissions.bash_decision import BashFacts, BashJudge, PathAccess, allow_rule_for_path, by_rule, marks
-from bridge.permissions.containment import InvalidPath, Workspace
-from bridge.permissions.hooks import HookOutcome, SettingsHooks
+from bridge.permissions.containment import InvalidPath, Protection, Workspace
+from bridge.permissions.git_held import git_directory, git_settings_written
+from bridge.permissions.held import HeldPath
+from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
 from bridge.permissions.rules import (
     EDIT_TOOLS,
@@ -53,7 +60,9 @@ from bridge.permissions.rules import (
     compile_rule,
     normalize_host,
 )
+from bridge.permissions.runs_later import hook_named, mcp_named
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.shell import Part
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.types import (
     Behavior,
@@ -214,8 +223,12 @@ class PermissionEngine:
         user_settings = self.settings.user_config_dir / "settings.json"
         protected = [*self.settings.protected_files, user_settings]
         memory = [self.settings.user_config_dir / "AGENTS.md", self.settings.claude_home / "CLAUDE.md"]
+        named: list[HeldPath] = hook_named(self.settings, HOOK_EVENTS, self.cwd)
+        for file in self.settings.files:
+            if not file.claude:
+                named += mcp_named(file.path, self.cwd)
         self._workspace = Workspace.of(self.cwd, [*self._extra_dirs, *self.settings.additional_directories],
-                                       protected, memory)
+                                       protected, memory, named)
         self._generation = self.settings.generation
 
     @property
@@ -372,8 +385,8 @@ class PermissionEngine:
         if self.mode == "plan" and not facts.read_only:
             return Decision("deny", "Plan mode: only read-only tools may run until the plan is accepted")
         protected = self._protected(facts)
-        if protected is not None:
-            return Decision("ask", protected)
+        if protected.reason is not None:
+            return Decision("ask", protected.reason, grants=protected.grants)
         if hook is not None and hook.decision == "ask":
             return Decision("ask", hook.reason or "a PreToolUse hook asks for this")
         if hook is not None and hook.decision == "allow":
@@ -418,16 +431,76 @@ class PermissionEngine:
             facts.read_only = verdict.read_only
         return facts
 
-    def _protected(self, facts: _Facts) -> str | None:
-        """Step 7: why this call must ask because it writes a protected path."""
+    def _protected(self, facts: _Facts) -> _Protected:
+        """Step 7: why this call must ask because it writes a protected path (None: it need not), and the
+        protected paths it writes (granted when the user allows it). In bypassPermissions memory files don't
+        ask (and so are not granted: the sandbox keeps them read-only for Bash; the file tools write them)."""
         memory_too = not self._bypassing
+        writes: list[tuple[str, Protection, PathAccess]] = []
         if facts.bash is not None:
-            return facts.bash.protected(memory_too=memory_too)
-        for access in facts.writes:
-            found = self._workspace.protected_reason(access.written)
-            if found is not None and (found[1] == "settings" or memory_too):
-                return f"Writing {found[0]}"
-        return None
+            unknown = self._bash_unknown(facts.bash)
+            if unknown is not None:
+                return _Protected(f"{unknown}: it can't be checked for writes to protected files (the sandbox keeps "
+                                  "them read-only for it)")
+            writes = self._bash_protected(facts.bash)
+        elif facts.writes:
+            later = self._workspace.runs_later()
+            for access in facts.writes:
+                found = self._workspace.protected_reason(access.written, later)
+                if found is not None:
+                    writes.append((found[0], found[1], access))
+        asking = [why for why, strength, _ in writes if strength == "settings" or memory_too]
+        grants = tuple(dict.fromkeys(g for _, _, access in writes for g in (access.real, access.written)))
+        if not asking:
+            return _Protected(None, grants)
+        others = len(asking) - 1
+        more = f" (and {others} more protected path{'s' if others > 1 else ''})" if others else ""
+        return _Protected(f"Writing {asking[0]}{more}", grants)
+
+    @staticmethod
+    def _bash_unknown(bash: BashFacts) -> str | None:
+        """Why a command's writes can't be listed (it may write anything the sandbox lets it), or None."""
+        if not bash.verdict.ok:
+            return f"The command {bash.verdict.error}"
+        return next((f.unknown_writes for f in bash.parts if f.unknown_writes is not None), None)
+
+    def _bash_protected(self, bash: BashFacts) -> list[tuple[str, Protection, PathAccess]]:
+        """The protected paths a command writes: its redirections and known outputs, what a recursive write
+        holds, and git's settings where the command is git changing them (`git config k v`)."""
+        found: list[tuple[str, Protection, PathAccess]] = []
+        later = self._workspace.runs_later() if any(f.writes for f in bash.parts) else []
+        for facts in bash.parts:
+            for access in facts.writes:
+                reason = self._workspace.protected_reason(access.written, later)
+                if reason is not None:
+                    found.append((reason[0], reason[1], access))
+            for access in facts.write_trees:
+                reason = self._workspace.protected_below(access.written)
+                if reason is not None:
+                    found.append((reason[0], reason[1], access))
+            found += self._git_settings(facts.part, bash.bases)
+        return found
+
+    def _git_settings(self, part: Part, bases: list[Path]) -> list[tuple[str, Protection, PathAccess]]:
+        words = part.effective
+        if part.nested or not words or not all(w.static for w in words) or os.path.basename(words[0].value) != "git":
+            return []
+        values = [w.value for w in words]
+        out: list[tuple[str, Protection, PathAccess]] = []
+        for base in bases:
+            where = base
+            for i, value in enumerate(values[:-1]):
+                if value == "-C":
+                    where = Path(os.path.normpath(where / os.path.expanduser(values[i + 1])))
+            gitdir = git_directory(where)
+            written = git_settings_written(values, repository_exists=gitdir.exists())
+            for name in written:
+                access = PathAccess.of(gitdir / name, where)
+                what = "git's hooks" if name == "hooks" else "git's settings"
+                out.append((f"{access.written} (`{part.text}` changes {what}): settings there can make git run "
+                            "programs outside the sandbox (core.fsmonitor, core.hooksPath, aliases)", "settings",
+                            access))
+        return out
 
     def _shown(self, facts: _Facts, decision: Decision) -> Shown:
         """What a question shows besides its title: the command exactly as it runs, the parts that made it ask
@@ -529,6 +602,12 @@ def _unreadable_marks(command: str, why: str) -> tuple[Mark, ...]:
     hidden = [Mark(i, i + 1, "a character that is not shown as itself") for i, c in enumerate(command[:10_000])
               if has_hidden(c)]
     return tuple(hidden[:100]) or (Mark(0, len(command), f"the command {why}"),)
+
+
+@dataclass(frozen=True)
+class _Protected:
+    reason: str | None = None
+    grants: tuple[Path, ...] = ()
 
 
 def _fail_closed(facts: _Facts) -> str:

@@ -3,14 +3,16 @@ rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bub
 
 - writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
   literal part of Edit allow rules (as Claude Code does); everything else is read-only;
-- protected: inside those, what stays read-only whether it exists yet or not — containment's
-  `HELD_READ_ONLY` at each root and the settings files the engine protects;
+- protected: inside those, what stays read-only whether it exists yet or not — what runs later
+  (runs_later.py: at each root its names and git's, the files hooks and MCP servers name) and the settings
+  files the engine protects;
 - read-only: Edit deny rules and `sandbox.filesystem.denyWrite`;
 - masked (unreadable): Read deny rules and `sandbox.filesystem.denyRead`;
 - network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
 
 The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
-`network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), read from the bridge's own settings
+`network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), plus the bridge's own `limits`
+(`memory`, `processes`, `fileSize`, `cpuSeconds`: bridge/tools/limits.py), read from the bridge's own settings
 files only (Claude Code's default is off, ours on). Scalars: the highest-precedence file that sets one wins;
 lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests, one-off runs).
 """
@@ -28,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.permissions.containment import HELD_READ_ONLY, PathKind
+from bridge.permissions.command_limits import LimitSettings, LimitsModel
+from bridge.permissions.containment import PathKind
 from bridge.permissions.rules import (
     EDIT_TOOLS,
     READ_TOOLS,
@@ -40,6 +43,7 @@ from bridge.permissions.rules import (
     compile_path_specifier,
     compile_rule,
 )
+from bridge.permissions.runs_later import HeldPath, held_at
 from bridge.permissions.settings import (
     SANDBOX_NETWORK,
     SANDBOX_OFF,
@@ -60,7 +64,7 @@ _GLOB = frozenset("*?[\\")
 
 
 def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
-    return [(root / name, kind) for name, kind in HELD_READ_ONLY]
+    return [(held.path, held.kind) for held in held_at(root)]
 
 
 # -- settings ----------------------------------------------------------------------------------------------
@@ -86,6 +90,7 @@ class _SandboxModel(BaseModel):
     allowUnsandboxedCommands: bool | None = None
     network: _Network | None = None
     filesystem: _Filesystem | None = None
+    limits: LimitsModel | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class SandboxSettings:
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
     problems: tuple[str, ...] = ()
+    limits: LimitSettings = field(default_factory=LimitSettings)
 
 
 # Per store, weakly: an id() key would be reused by a later store (another project, a test) and hand it
@@ -112,6 +118,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         return cached[1]
     scalars: dict[str, bool] = {}
     lists: dict[str, list[PathPattern]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
+    limits = LimitSettings()
     problems: list[str] = []
     for loaded in store.loaded():  # highest precedence first
         if loaded.file.claude or not loaded.exists:
@@ -136,6 +143,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
             if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
                 scalars.setdefault(key, value)
+        limits = limits.merged_over(LimitSettings.of(model.limits, problems, str(loaded.file.path), ram=_ram()))
         if model.network is not None and model.network.allowedDomains is not None:
             network = "*" in model.network.allowedDomains
             if not network or admitted(SANDBOX_NETWORK):
@@ -160,9 +168,17 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         deny_write=tuple(lists["denyWrite"]),
         deny_read=tuple(lists["denyRead"]),
         problems=tuple(problems),
+        limits=limits,
     )
     _settings_cache[store] = (store.generation, settings)
     return settings
+
+
+def _ram() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
 
 
 def sandbox_wanted(settings: SandboxSettings) -> bool:
@@ -182,7 +198,7 @@ def sandbox_wanted(settings: SandboxSettings) -> bool:
 class SandboxPolicy:
     cwd: Path
     writable: tuple[Path, ...]
-    protected: tuple[tuple[Path, Kind], ...]
+    protected: tuple[HeldPath, ...]  # with why each is held (the sandbox's notes say it)
     read_only: tuple[PathPattern, ...]  # expanded against the filesystem at each command
     masked: tuple[PathPattern, ...]
     network: bool
@@ -228,9 +244,8 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
         if rule.behavior == "allow" and rule.path is not None and rule.rule.tool in EDIT_TOOLS:
             writable.append(_literal_root(rule.path)[0])
     roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
-    protected: list[tuple[Path, Kind]] = [pair for root in workspace.roots for pair in protected_paths(root)]
-    protected += [(Path(p), "file") for p in workspace.protected_files]
-    protected += [(engine.settings.user_config_dir / "settings.json", "file")]
+    protected = workspace.held()
+    protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)
     masked = list(settings.deny_read)
     for rule in rules:
@@ -297,4 +312,4 @@ def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
 def describe(policy: SandboxPolicy) -> dict[str, Any]:
     """For logs and tests."""
     return {"writable": [str(p) for p in policy.writable], "network": policy.network,
-            "protected": [str(p) for p, _ in policy.protected]}
+            "protected": [str(h.path) for h in policy.protected]}

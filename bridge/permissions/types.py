@@ -81,6 +81,9 @@ class Decision:
     shown: Shown = Shown()  # for a question: the command, the marked parts, the resolved paths
     resolved: tuple[Path, ...] = ()  # the real path judged for each path the call named, in the order given:
     # a file tool opens exactly these (no link followed), so what was judged is what is used
+    grants: tuple[Path, ...] = ()
+    """Protected paths (runs_later.py) an ask named: once the user allows the call, it may write them (the OS
+    sandbox opens exactly these for it)."""
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class BackgroundShell:
     _unread: deque[str] = field(default_factory=deque)
     _unread_len: int = 0
     dropped: int = 0  # unread characters lost to the bound since the last read
+    _heard: set[str] = field(default_factory=set)  # sandbox notes already shown
     _decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
 
     @property
@@ -82,6 +83,17 @@ class BackgroundShell:
         self._unread_len = 0
         self.dropped = 0
         return text, dropped
+
+    def sandbox_notes(self, text: str) -> list[str]:
+        """What the sandbox has to say that this shell's reader has not heard yet (limits met, files set aside,
+        refused writes in `text`)."""
+        run = self.process.run
+        if run is None:
+            return []
+        notes = run.notes(text, self.process.returncode if self.process.closed else None)
+        fresh = [note for note in notes if note not in self._heard]
+        self._heard.update(fresh)
+        return fresh
 
     def describe(self) -> str:
         age = time.monotonic() - self.started
@@ -214,6 +226,7 @@ class TaskOutputTool(Tool[TaskOutputInput]):
         if dropped:
             lines.append(f"[{dropped} earlier characters of unread output were dropped]")
         lines.append(text.rstrip("\n") if text.strip() else "(no new output)")
+        lines += [f"[sandbox] {note}" for note in shell.sandbox_notes(text)]
         raw = {"task_id": shell.id, "status": shell.status, "exit_code": shell.process.returncode}
         return ToolResult("\n".join(lines), raw_output=raw)
 

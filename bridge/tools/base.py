@@ -193,6 +193,9 @@ class ToolContext:
     named). A file tool opens exactly that path (`bridge.safefs`: no symlink followed), so a name flipped to
     a link after the check cannot send it elsewhere. None: no permission step judged this call (a tool used
     on its own); the tool resolves the path itself when it opens it."""
+    grants: tuple[Path, ...] = ()
+    """Protected paths the permission step allowed this call to write (`Decision.grants`): the OS sandbox opens
+    exactly these for a Bash command; everything else protected stays read-only."""
 
 
 class Tool(Generic[In]):

@@ -27,7 +27,7 @@ from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note, spill_path
 from bridge.tools.processes import command_environment, shell_argv
-from bridge.tools.sandbox import sandbox_of
+from bridge.tools.sandbox import CallSandbox, sandbox_of
 from bridge.visible import code_span, one_line
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -98,7 +98,7 @@ class BashTool(Tool[BashInput]):
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
             argv, env = command_launch(data.command, ctx)
-            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services),
+            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=None),
                                        argv=argv)
             text = (
                 f"Command running in background with ID: {shell.id}. "
@@ -121,6 +121,12 @@ def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str,
     return argv, env
 
 
+def _sandbox(ctx: ToolContext, *, timeout_s: float | None) -> CallSandbox | None:
+    """The session's sandbox for this call: what it was allowed to write, its CPU bound, its data dir."""
+    sandbox = sandbox_of(ctx.services)
+    return sandbox.for_call(grants=ctx.grants, timeout_s=timeout_s, data_dir=ctx.data_dir) if sandbox else None
+
+
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
     supervisor = required(ctx.services.processes, "a process supervisor")
     output = OutputBuffer(spill_path=spill_path(ctx.data_dir, ctx.tool_use_id))
@@ -128,7 +134,7 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
     argv, env = command_launch(command, ctx)
-    proc = await supervisor.spawn(argv, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services))
+    proc = await supervisor.spawn(argv, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=timeout_s))
 
     def on_output(chunk: bytes) -> None:
         output.append(decoder.decode(chunk))
@@ -165,12 +171,16 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     progress.flush()
     progress.close()
     output.close()
-    return _result(
-        output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s, elapsed=time.monotonic() - started
-    )
+    run = proc.run
+    text = output.render()
+    breach = run.breach(text, proc.returncode) if run is not None else None
+    notes = run.notes(text, proc.returncode) if run is not None else []
+    return _result(output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s,
+                   elapsed=time.monotonic() - started, notes=notes, breach=breach)
 
 
-def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float) -> ToolResult:
+def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float,
+            notes: list[str], breach: str | None) -> ToolResult:
     text = output.render().rstrip("\n")
     raw: dict[str, Any] = {
         "exit_code": code,
@@ -180,10 +190,15 @@ def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_
     }
     if output.spilled:
         raw["output_file"] = str(output.spilled)
-    if timed_out:
+    if breach is not None:
+        raw["limit"] = breach
+    sandbox = "".join(f"\n\n[sandbox] {note}" for note in notes)
+    if timed_out and breach is None:
         head = f"Command timed out after {timeout_s:g} s and was stopped."
         body = f"{head} Output so far:\n{text}" if text else f"{head} It printed nothing."
-        return ToolResult(body, is_error=True, raw_output=raw)
-    if code:
-        return ToolResult(f"{text}\n\n{exit_note(code)}" if text else exit_note(code), is_error=True, raw_output=raw)
-    return ToolResult(text or "(no output)", raw_output=raw)
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    if code or breach is not None:
+        ending = exit_note(code) if code else ""
+        body = "\n\n".join(part for part in (text, ending) if part) or "(no output)"
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    return ToolResult((text or "(no output)") + sandbox, raw_output=raw)

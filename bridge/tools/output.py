@@ -1,5 +1,9 @@
 """A command's output: bounded in memory (head + rolling tail, the rest spilled to a file), cleaned of
-terminal control sequences, and streamed to the editor at most every so often."""
+terminal control sequences, and streamed to the editor at most every so often.
+
+The spill file is bounded too: a command may print gigabytes in seconds (and run for ten minutes). It keeps
+the first `SPILL_HEAD_CHARS` as they come and the last `SPILL_TAIL_CHARS` in memory, written at the end after a
+line saying how much was dropped between them."""
 
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from bridge.messages import valid_tool_use_id
 
 HEAD_CHARS = 10_000  # the start of a long output (what ran, first errors) ...
 TAIL_CHARS = 20_000  # ... and its end (the summary, the last error) are what the model needs
+SPILL_HEAD_CHARS = 16 * 1024 * 1024  # the spill file: the start as it comes ...
+SPILL_TAIL_CHARS = 4 * 1024 * 1024  # ... and the end, kept in memory until the command ends
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
 _OVERWRITTEN = re.compile(r"[^\n]*\r(?!\n)")  # progress bars: keep what a terminal would show last
@@ -38,8 +44,15 @@ class OutputBuffer:
     """Head and rolling tail of a stream in bounded memory. Once anything would be dropped, the whole
     stream goes to `spill_path` as well, so nothing is lost: the note tells the model where it is."""
 
-    def __init__(self, head: int = HEAD_CHARS, tail: int = TAIL_CHARS, spill_path: Path | None = None) -> None:
+    def __init__(self, head: int = HEAD_CHARS, tail: int = TAIL_CHARS, spill_path: Path | None = None,
+                 spill_head: int | None = None, spill_tail: int | None = None) -> None:
         self._head_cap, self._tail_cap = head, tail
+        self._spill_head_cap = SPILL_HEAD_CHARS if spill_head is None else spill_head
+        self._spill_tail_cap = SPILL_TAIL_CHARS if spill_tail is None else spill_tail
+        self._spill_written = 0  # characters of the start written to the spill file
+        self._spill_tail: deque[str] = deque()  # the end, once the start is full
+        self._spill_tail_len = 0
+        self.spill_dropped = 0  # characters dropped between the spill file's start and end
         self._head: list[str] = []
         self._head_len = 0
         self._tail: deque[str] = deque()
@@ -56,7 +69,7 @@ class OutputBuffer:
         self.total_chars += len(text)
         self.total_lines += text.count("\n")
         if self._spill is not None:
-            self._spill.write(text)
+            self._spill_write(text)
         room = self._head_cap - self._head_len
         if room > 0:
             self._head.append(text[:room])
@@ -81,12 +94,33 @@ class OutputBuffer:
         try:
             self._spill_path.parent.mkdir(parents=True, exist_ok=True)
             self._spill = open(self._spill_path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-            self._spill.write("".join(self._head) + "".join(self._tail))
+            self._spill_write("".join(self._head) + "".join(self._tail))
             self.spilled = self._spill_path
         except OSError:
             self._spill = None
             self.spilled = None
             self._spill_path = None
+
+    def _spill_write(self, text: str) -> None:
+        assert self._spill is not None
+        room = self._spill_head_cap - self._spill_written
+        if room > 0:
+            self._spill.write(text[:room])
+            self._spill_written += min(room, len(text))
+            text = text[room:]
+            if not text:
+                return
+        self._spill_tail.append(text)
+        self._spill_tail_len += len(text)
+        while self._spill_tail_len - len(self._spill_tail[0]) >= self._spill_tail_cap:
+            dropped = len(self._spill_tail.popleft())
+            self._spill_tail_len -= dropped
+            self.spill_dropped += dropped
+        excess = self._spill_tail_len - self._spill_tail_cap
+        if excess > 0:
+            self._spill_tail[0] = self._spill_tail[0][excess:]
+            self._spill_tail_len -= excess
+            self.spill_dropped += excess
 
     @property
     def truncated(self) -> bool:
@@ -104,15 +138,28 @@ class OutputBuffer:
             tail = tail[tail.find("\n") + 1 :]
         cut_chars = self.total_chars - len(head) - len(tail)
         cut_lines = max(0, self.total_lines - head.count("\n") - tail.count("\n"))
-        where = f"; the full output is in {self.spilled} (Read it with offset/limit)" if self.spilled else ""
+        where = ""
+        if self.spilled:
+            kept = (f"its first {self._spill_head_cap} and last {self._spill_tail_cap} characters are"
+                    if self.spill_dropped else "the full output is")
+            where = f"; {kept} in {self.spilled} (Read it with offset/limit)"
         note = f"\n[… {cut_lines} lines ({cut_chars} characters) cut from the middle{where} …]\n\n"
         return clean_output(head) + note + clean_output(tail)
 
     def close(self) -> None:
         if self._spill is not None:
             with contextlib.suppress(OSError):
+                if self.spill_dropped:
+                    tail = "".join(self._spill_tail)
+                    self._spill.write(f"\n[… {self.spill_dropped} characters dropped here: this file keeps the first "
+                                      f"{self._spill_head_cap} and the last {self._spill_tail_cap} of "
+                                      f"{self.total_chars} …]\n")
+                    self._spill.write(tail)
+                else:
+                    self._spill.write("".join(self._spill_tail))
                 self._spill.close()
             self._spill = None
+            self._spill_tail.clear()
 
 
 class Throttle:

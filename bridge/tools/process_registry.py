@@ -8,7 +8,8 @@ written down here, one JSON file per bridge process in `<data dir>/running/<pid>
 - `tokens`: each command's tracking token (`AGENT_BRIDGE_PROC=<token>` in its environment, inherited by
   everything it forks, whatever session or parent it moves to);
 - `processes`: `[pid, start]` pairs — the shells, every member a sweep has seen, registered externals;
-- `cleanup`: the sandbox's placeholders and temp dirs, each with the device and inode it was made with.
+- `cleanup`: the sandbox's temp dirs and the commands' cgroups, each with the device and inode it was made
+  with (and placeholders an older bridge made for protected paths).
 
 Two readers act on a file whose bridge is dead:
 - the watchdog: this module run as a script (stdlib only, started with the first entry), in its own
@@ -184,6 +185,10 @@ def remove_placeholder(path: Path, dev: int, ino: int, kind: str) -> bool:
 def cleanup(entries: Iterable[dict[str, Any]]) -> None:
     for entry in entries:
         path, dev, ino, kind = Path(entry["path"]), int(entry["dev"]), int(entry["ino"]), str(entry["kind"])
+        if kind == "cgroup":  # a command's cgroup: empty once its processes are gone
+            with contextlib.suppress(OSError):
+                path.rmdir()
+            continue
         if kind == "tree":
             try:
                 st = os.lstat(path)
@@ -297,13 +302,17 @@ class ProcessRegistry:
     # what to clean up
 
     def add_cleanup(self, path: Path, kind: str) -> None:
-        """`kind`: "file" or "dir" (an empty placeholder), "tree" (a temp dir, removed with its content)."""
+        """`kind`: "tree" (a temp dir, removed with its content), "cgroup" (removed when empty); "file" or "dir"
+        (an empty placeholder: older bridges made them)."""
         try:
             st = os.lstat(path)
         except OSError:
             return
+        entry = {"path": str(path), "dev": st.st_dev, "ino": st.st_ino, "kind": kind}
         with self._lock:
-            self._cleanup[str(path)] = {"path": str(path), "dev": st.st_dev, "ino": st.st_ino, "kind": kind}
+            if self._cleanup.get(str(path)) == entry:
+                return  # noted already (a pooled cgroup taken again): no rewrite
+            self._cleanup[str(path)] = entry
             self._write()
 
     def drop_cleanup(self, path: Path) -> None:

@@ -116,14 +116,38 @@ def scan_processes() -> dict[int, ProcInfo]:
     return table
 
 
+class CommandRun(Protocol):
+    """A wrapper's view of one running command (bridge.tools.sandbox.SandboxRun): its limits and notes."""
+
+    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
+        """The command runs; `stop` ends it (from any thread); `kill` SIGKILLs its tree at once (the loop's
+        thread)."""
+
+    def check(self, members: int) -> bool:
+        """At each sweep, with the live members counted: True when it met a limit and must end."""
+
+    def output_seen(self, text: str) -> None:
+        """A chunk of output that names a resource limit (the run may end the command)."""
+
+    def release(self) -> None:
+        """The whole tree is gone."""
+
+    def notes(self, output: str, code: int | None) -> list[str]:
+        """What the command's result should say about how it was run (limits met, refusals)."""
+
+    def breach(self, output: str, code: int | None) -> str | None:
+        """The limit it met, in words, or None."""
+
+
 @dataclass
 class Launch:
     """What to start for a command: its argv and environment as a wrapper (the sandbox) made them."""
 
     argv: list[str]
     env: dict[str, str]
-    wrapped: bool = False  # argv[0] is bwrap: its own processes get no polite signals
+    wrapped: bool = False  # bwrap runs it: bwrap's own processes get no polite signals
     release: Callable[[], None] | None = None  # called once the command's whole tree is gone
+    run: CommandRun | None = None
 
 
 class CommandWrapper(Protocol):
@@ -165,6 +189,7 @@ class ManagedProcess:
         self.terminating = False
         self.wrapped = False
         self.release: Callable[[], None] | None = None
+        self.run: CommandRun | None = None  # the sandbox's view of it: limits, notes
         self._transport: asyncio.SubprocessTransport | None = None
         self._start_ticks: int | None = None
         self._exited = asyncio.Event()
@@ -201,6 +226,8 @@ class ManagedProcess:
 
     # protocol callbacks
     def _data(self, data: bytes) -> None:
+        if self.run is not None and (b"File size limit exceeded" in data or b"CPU time limit exceeded" in data):
+            self.run.output_seen(data.decode(errors="replace"))
         sink = self.on_output
         if sink is not None:
             try:
@@ -282,7 +309,7 @@ class ProcessSupervisor:
         if not launch.wrapped:  # bwrap has --die-with-parent; a bare shell gets the same from setpriv
             launch.argv = [*pdeathsig_prefix(), *launch.argv]
         managed = ManagedProcess(argv, token)
-        managed.wrapped, managed.release = launch.wrapped, launch.release
+        managed.wrapped, managed.release, managed.run = launch.wrapped, launch.release, launch.run
         try:
             # Forked from the loop's thread: a parent-death signal follows the thread that forked.
             transport, _ = await asyncio.get_running_loop().subprocess_exec(
@@ -300,6 +327,16 @@ class ProcessSupervisor:
             raise
         managed._attach(transport)
         managed.on_closed = self._closed_one
+        if managed.run is not None:
+            loop = asyncio.get_running_loop()
+            def stop() -> None:
+                loop.call_soon_threadsafe(self._stop_for_limit, managed)
+
+            def kill() -> None:
+                self._kill_now(managed)
+                self.terminate(managed, force=True)  # and sweeps until nothing of it is left
+
+            managed.run.started(stop, kill)
         self._managed.append(managed)
         if self.registry is not None:
             self.registry.track(token, token=token, pid=managed.pid)
@@ -312,12 +349,18 @@ class ProcessSupervisor:
         then, if the bridge dies, it and its descendants are killed (watchdog / next start)."""
         return ExternalProcess(self, name)
 
+    def _stop_for_limit(self, proc: ManagedProcess) -> None:
+        if not proc.terminating and (not proc.closed or self._sweep().get(proc)):
+            self.terminate(proc)
+
     @staticmethod
     def _release(proc: ManagedProcess) -> None:
         release, proc.release = proc.release, None
-        if release is not None:
+        for each in (release, proc.run.release if proc.run is not None else None):  # each may be called twice
+            if each is None:
+                continue
             try:
-                release()
+                each()
             except Exception:
                 log.exception("releasing the sandbox of %s failed", proc.argv)
 
@@ -405,6 +448,9 @@ class ProcessSupervisor:
                 with contextlib.suppress(ChildProcessError, OSError):
                     os.waitpid(info.pid, os.WNOHANG)
         live = {proc: {pid for pid in members if table[pid].alive} for proc, members in trees.items()}
+        for proc, members in live.items():
+            if proc.run is not None and members and not proc.terminating and proc.run.check(len(members)):
+                self.terminate(proc)  # it met a resource limit: the whole command ends
         self._forget_finished(live)
         return live
 

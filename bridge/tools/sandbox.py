@@ -6,8 +6,10 @@ mounts, in this order (later ones win over earlier ones, so the restrictive ones
     --ro-bind / /  --dev /dev  --proc /proc        everything read-only; a fresh /dev and /proc
     --bind <session tmp> /tmp                      a private /tmp per session, TMPDIR=/tmp
     --bind W W                                     each writable root (workspace, added dirs, allowWrite)
-    --bind A A, --ro-bind P P                      protected paths; their directories inside a root are
-                                                   bound onto themselves so they can't be renamed away
+    --bind A A, --ro-bind P P                      held paths that exist (runs_later.py: settings, memory,
+                                                   git's config and hooks, `.vscode/`…); the directories on
+                                                   the way to them are bound onto themselves, so they can't be
+                                                   renamed away
     --ro-bind R R                                  Edit deny rules
     --tmpfs D --remount-ro D / --ro-bind /dev/null F   Read deny rules: masked
 
@@ -16,25 +18,27 @@ everything inside), `--unshare-net` unless the network is allowed, `--die-with-p
 with the bridge, SIGKILL included) and `--cap-drop ALL` (as root, bwrap keeps every capability: the
 command could unmount its own protections).
 
-A protected path that does not exist yet (`.mcp.json`, `.agent-bridge/`) needs something to mount on:
-we create an empty placeholder (a directory for a missing directory on the way) and remove it when the
-last command using it is gone. Every sandbox holds a shared `flock` on each protected path it binds while
-it runs, and a placeholder is removed only under an exclusive one, so two bridges on one workspace never
-pull a mount out from under each other. Placeholders and the session tmp are written in the process
-registry, so the watchdog or the next bridge removes them after a crash.
+The workspace looks exactly as it is: a held path that does not exist yet gets no placeholder (`ls`, git and
+`git add -A` would see it); it is watched instead, and what a command creates there is set aside at once
+(bridge/tools/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
+writable — `git config user.name x`, once allowed, rewrites `.git/config` as it would outside.
+
+Each command also runs in its own resource limits (bridge/tools/limits.py): memory, processes, file size and
+CPU time, with cgroups where the machine lets us and rlimits otherwise; a breach ends the command, and its
+result says which limit and how to raise it. When the sandbox refuses something (a read-only file system, a
+busy mount point, no network), the result says it was the sandbox, what is held there and why, and what to do.
 
 Where bwrap cannot start (not Linux, not installed, no namespaces), the session says so once and
 the permission engine asks for every Bash command that is not read-only (`engine.unsandboxed`, step 10 of
-its order); `sandbox.failIfUnavailable` makes
-such commands fail instead. `sandbox.enabled: false` (or `AGENT_BRIDGE_SANDBOX=0`) turns it all off.
+its order); `sandbox.failIfUnavailable` makes such commands fail instead. `sandbox.enabled: false` (or
+`AGENT_BRIDGE_SANDBOX=0`) turns it all off, limits included.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import errno
-import fcntl
+import contextlib
 import logging
 import os
 import shutil
@@ -48,8 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.runs_later import GRANTS, HeldPath, granted_covers
 from bridge.permissions.sandbox_policy import (
-    Kind,
     SandboxPolicy,
     SandboxSettings,
     expand,
@@ -58,13 +62,17 @@ from bridge.permissions.sandbox_policy import (
     sandbox_wanted,
 )
 from bridge.tools.base import Services, ToolError
-from bridge.tools.process_registry import ProcessRegistry, remove_placeholder
+from bridge.tools.limits import Bounds, bounds_for, limits_for
+from bridge.tools.process_registry import ProcessRegistry
 from bridge.tools.processes import Launch
+from bridge.tools.sandbox_notes import inside, refusal_notes
+from bridge.tools.sandbox_watch import WATCHER, Identity, Watch, identity
 
 log = logging.getLogger(__name__)
 
 BWRAP_ENV = "AGENT_BRIDGE_BWRAP"  # the bwrap binary to use (tests point it at a missing one)
 PROBE_TIMEOUT = 10.0
+REPLANS = 3  # a held path that appears while the mounts are planned: plan again, at most this often
 
 
 class SandboxError(ToolError):
@@ -121,167 +129,194 @@ def _probe(binary: str | None) -> Availability:
     return Availability(True, binary)
 
 
-# -- placeholders and guards -----------------------------------------------------------------------------
-
-
-@dataclass
-class _Guard:
-    """A protected path held open, with a shared flock, while sandboxes bind it."""
-
-    path: Path
-    kind: Kind
-    fd: int
-    dev: int
-    ino: int
-    created: bool
-    registry: ProcessRegistry | None
-    refs: int = 1
-
-
-_guards: dict[Path, _Guard] = {}
-_guards_lock = threading.Lock()
-
-
-def _hold(path: Path, kind: Kind, *, create: bool, registry: ProcessRegistry | None) -> _Guard | None:
-    """Hold `path` (creating an empty placeholder of `kind` when `create` and it is missing); None when
-    it is missing and cannot be created by us (so not by the command either)."""
-    with _guards_lock:
-        guard = _guards.get(path)
-        if guard is not None:
-            try:
-                st = os.lstat(path)
-                if (st.st_dev, st.st_ino) == (guard.dev, guard.ino):
-                    guard.refs += 1
-                    return guard
-            except OSError:
-                pass
-            _drop(guard)  # replaced under us: start over with what is there now
-        for _ in range(5):
-            created = False
-            if create and not os.path.lexists(path):
-                try:
-                    if kind == "dir":
-                        os.mkdir(path, 0o755)
-                    else:
-                        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-                    created = True
-                except FileExistsError:
-                    pass
-                except OSError as error:
-                    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                        return None  # we can't create it: nor can the command, with fewer rights than ours
-                    raise SandboxError(f"The sandbox cannot protect {path}: {error}") from None
-            is_dir = os.path.isdir(path) and not os.path.islink(path)
-            flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECTORY if is_dir else 0)
-            try:
-                fd = os.open(path, flags)
-            except FileNotFoundError:
-                continue  # removed between the check and the open: try again
-            except OSError as error:
-                raise SandboxError(f"The sandbox cannot protect {path}: {error}") from None
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            st = os.fstat(fd)
-            try:
-                current = os.lstat(path)
-            except OSError:
-                current = None
-            if current is None or (current.st_dev, current.st_ino) != (st.st_dev, st.st_ino):
-                os.close(fd)  # someone removed it while we waited for the lock
-                continue
-            guard = _Guard(path, "dir" if is_dir else "file", fd, st.st_dev, st.st_ino, created, registry)
-            _guards[path] = guard
-            if created and registry is not None:
-                registry.add_cleanup(path, guard.kind)
-            return guard
-        raise SandboxError(f"The sandbox cannot protect {path}: it keeps changing")
-
-
-def _release(guard: _Guard) -> None:
-    with _guards_lock:
-        guard.refs -= 1
-        if guard.refs <= 0 and _guards.get(guard.path) is guard:
-            _drop(guard)
-
-
-def _drop(guard: _Guard) -> None:
-    _guards.pop(guard.path, None)
-    os.close(guard.fd)  # our shared lock goes with it
-    removed = guard.created and remove_placeholder(guard.path, guard.dev, guard.ino, guard.kind)
-    if removed and guard.registry is not None:
-        guard.registry.drop_cleanup(guard.path)
-
-
 # -- mounts ----------------------------------------------------------------------------------------------
 
 
 @dataclass
 class MountPlan:
     args: list[str] = field(default_factory=list)
-    guards: list[_Guard] = field(default_factory=list)
+    held: list[tuple[Path, HeldPath]] = field(default_factory=list)  # mounted read-only (real path, why)
+    missing: list[HeldPath] = field(default_factory=list)  # held but not there: watched
+    expect: dict[Path, Identity] = field(default_factory=dict)  # watched entries there at the start
+    links: dict[Path, str] = field(default_factory=dict)  # held paths that are symbolic links: their targets
     truncated: list[str] = field(default_factory=list)
 
-    def release(self) -> None:
-        guards, self.guards = self.guards, []
-        for guard in guards:
-            _release(guard)
+
+def _leads_to(grants: tuple[Path, ...], path: Path) -> bool:
+    return any(g != path and g.is_relative_to(path) for g in grants)
 
 
-def _inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
-    """The deepest root holding `path`."""
-    holding = [r for r in roots if path == r or path.is_relative_to(r)]
-    return max(holding, key=lambda r: len(r.parts)) if holding else None
-
-
-def plan_mounts(policy: SandboxPolicy, tmp: Path, registry: ProcessRegistry | None) -> MountPlan:
+def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ()) -> MountPlan:
+    """The bwrap mount arguments for `policy`; `grants` (protected paths this command may write) stay
+    writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
     plan = MountPlan()
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
     roots = tuple(sorted(policy.writable, key=lambda p: len(p.parts)))
     for root in roots:
         args += ["--bind", str(root), str(root)]
-    try:
-        protect: dict[Path, str] = {}  # path -> "--bind" (anti-rename) or "--ro-bind"
-        for path, kind in sorted(policy.protected, key=lambda pair: len(pair[0].parts)):  # shallow first
-            real = Path(os.path.realpath(path))
-            holder = _inside(real, roots)
-            if holder is None or real == holder:
-                continue  # read-only already (or it is a root itself: nothing sensible to protect)
-            if any(op == "--ro-bind" and real.is_relative_to(p) for p, op in protect.items()):
-                continue  # inside what is read-only already (e.g. a settings file in `.agent-bridge/`)
-            current = holder
-            parts = real.relative_to(holder).parts
-            for i, part in enumerate(parts):
-                current = current / part
-                last = i == len(parts) - 1
-                if not os.path.lexists(current) or last or not os.path.isdir(current):
-                    missing = not os.path.lexists(current)
-                    guard = _hold(current, kind if last else "dir", create=missing, registry=registry)
-                    if guard is not None:
-                        plan.guards.append(guard)
-                        protect[current] = "--ro-bind"
-                    break
-                protect.setdefault(current, "--bind")
-        for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
-            args += [op, str(path), str(path)]
-        read_only = expand(policy.read_only) if policy.read_only else None
-        masked = expand(policy.masked) if policy.masked else None
-        if read_only is not None:
-            plan.truncated += read_only.truncated
-            for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
-                if _inside(Path(os.path.realpath(path)), roots) is not None:
-                    args += ["--ro-bind", str(path), str(path)]
-        if masked is not None:
-            plan.truncated += masked.truncated
-            for path in sorted(masked.paths, key=lambda p: len(p.parts)):
-                if os.path.isdir(path):
-                    args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-                else:
-                    args += ["--ro-bind", "/dev/null", str(path)]
-    except BaseException:
-        plan.release()
-        raise
+    protect: dict[Path, str] = {}  # path -> "--bind" (onto itself: can't be renamed) or "--ro-bind"
+    covered: list[str] = []  # held directories (with a trailing `/`), read-only or watched whole: what is below
+    # them needs nothing more (strings: pathlib's is_relative_to made this loop most of a command's planning)
+    folders: dict[Path, str] = {}  # resolved parents: the held paths share a few
+
+    def resolved(path: Path) -> Path:
+        parent = folders.get(path.parent)
+        if parent is None:
+            parent = folders[path.parent] = os.path.realpath(path.parent)
+        joined = os.path.join(parent, path.name)
+        return Path(os.path.realpath(joined) if os.path.islink(joined) else joined)
+
+    for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
+        link = os.path.islink(held.path)
+        if link and inside(held.path.parent, roots) is not None:
+            plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
+            plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
+            with contextlib.suppress(OSError):
+                plan.links[held.path] = os.readlink(held.path)
+        real = resolved(held.path)
+        key = f"{real}/"
+        if any(key.startswith(c) for c in covered):
+            continue  # inside what is held whole
+        holder = inside(real, roots)
+        if holder is None or real == holder:
+            continue  # read-only already, or a root itself
+        if granted_covers(grants, real) or granted_covers(grants, held.path):
+            continue  # the user allowed this call to write it
+        current = holder
+        parts = real.relative_to(holder).parts
+        present = True
+        for part in parts[:-1]:  # the directories on the way: bound onto themselves, so they stay where they are
+            current = current / part
+            if not os.path.isdir(current) or os.path.islink(current):
+                present = False
+                break
+            protect.setdefault(current, "--bind")
+        if present and os.path.lexists(real):
+            if held.kind == "dir" and os.path.isdir(real) and _leads_to(grants, real):
+                _split(real, grants, protect, plan.expect)  # read-only but for the way to what was granted in it
+                plan.missing.append(held)  # and what appears in it is judged
+                plan.expect[real] = identity(real) or (0, 0, 0, 0)
+            else:
+                protect[real] = "--ro-bind"
+                plan.held.append((real, held))
+            covered.append(key)
+        elif not link:
+            plan.missing.append(held)
+            if not held.new_repository:
+                covered.append(key)
+    for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
+        args += [op, str(path), str(path)]
+    read_only = expand(policy.read_only) if policy.read_only else None
+    masked = expand(policy.masked) if policy.masked else None
+    if read_only is not None:
+        plan.truncated += read_only.truncated
+        for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
+            if inside(Path(os.path.realpath(path)), roots) is not None:
+                args += ["--ro-bind", str(path), str(path)]
+    if masked is not None:
+        plan.truncated += masked.truncated
+        for path in sorted(masked.paths, key=lambda p: len(p.parts)):
+            if os.path.isdir(path):
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                args += ["--ro-bind", "/dev/null", str(path)]
     args += ["--chdir", str(policy.cwd)]
     plan.args = args
     return plan
+
+
+def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
+           expect: dict[Path, Identity]) -> None:
+    """`folder` held, but a grant lies inside it: everything in it read-only except the way to the grant;
+    what is there now is `expect`ed (the watch judges only what appears)."""
+    protect.setdefault(folder, "--bind")
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in entries:
+        path = folder / name
+        expect[path] = identity(path) or (0, 0, 0, 0)
+        if granted_covers(grants, path):
+            continue
+        if _leads_to(grants, path) and os.path.isdir(path) and not os.path.islink(path):
+            _split(path, grants, protect, expect)
+        else:
+            protect[path] = "--ro-bind"
+
+
+# -- one command -----------------------------------------------------------------------------------------
+
+
+class SandboxRun:
+    """One command in the sandbox, from its start until its whole tree is gone: its watch over the held
+    paths that don't exist, its resource bounds, and what its result should say."""
+
+    def __init__(self, policy: SandboxPolicy, plan: MountPlan, watch: Watch | None, bounds: Bounds | None,
+                 grants: tuple[Path, ...] = (), registry: ProcessRegistry | None = None) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.plan = plan
+        self.watch = watch
+        self.bounds = bounds
+        self._stop: Callable[[], None] = lambda: None
+        self._released = False
+        self._grants = contextlib.ExitStack()  # while it runs, other commands' watches leave its grants alone
+        self._grants.enter_context(GRANTS.hold(grants))
+        self.notes_shown = 0
+
+    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
+        """The command runs; `stop` ends it (callable from any thread), `kill` kills its tree now (on the event
+        loop's thread)."""
+        self._stop = stop
+        if self.watch is not None:
+            self.watch.on_strike = stop
+            self.watch.kill_now = kill
+
+    def check(self, members: int) -> bool:
+        """At each sweep of the supervisor: True when the command met a limit and must end."""
+        if self.bounds is None:
+            return False
+        return self.bounds.breach() is not None or self.bounds.note_processes(members)
+
+    def output_seen(self, text: str) -> None:
+        """Each chunk of output: a process killed for its file size or CPU time ends the whole command."""
+        named = "File size limit exceeded" in text or "CPU time limit exceeded" in text
+        if self.bounds is not None and named and self.bounds.from_exit(None, text) is not None:
+            self._stop()
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self.watch is not None:
+            WATCHER.remove(self.watch)
+        if self.bounds is not None:
+            for folder in self.bounds.release():  # removed (the rest wait in the pool for the next command)
+                if self.registry is not None:
+                    self.registry.drop_cleanup(folder)
+        self._grants.close()
+
+    def breach(self, output: str, code: int | None) -> str | None:
+        """The limit the command met, in words (with the setting to raise), or None."""
+        if self.bounds is None:
+            return None
+        name = self.bounds.from_exit(code, output)
+        return self.bounds.message(name) if name is not None else None
+
+    def notes(self, output: str, code: int | None) -> list[str]:
+        """What the command's result should say about the sandbox: a limit it met, what was set aside, and
+        why writes or the network were refused."""
+        if self.watch is not None:
+            WATCHER.check(self.watch)
+        out = []
+        breach = self.breach(output, code)
+        if breach is not None:
+            out.append(breach)
+        if self.watch is not None:
+            out += self.watch.notes()
+        out += refusal_notes(output, self.policy, self.plan)
+        return out
 
 
 # -- the session's sandbox -------------------------------------------------------------------------------
@@ -330,24 +365,38 @@ class Sandbox:
                          'Set "sandbox": {"enabled": false} in .agent-bridge/settings.json to run without it.')
         return found
 
+    def for_call(self, *, grants: tuple[Path, ...] = (), timeout_s: float | None = None,
+                 data_dir: Path | None = None) -> CallSandbox:
+        """This sandbox for one call: what it was allowed to write, its timeout (for the CPU bound; None for a
+        background shell) and where set-aside files go."""
+        return CallSandbox(self, grants, timeout_s, data_dir)
+
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
     ) -> Launch:
+        return await self.for_call().prepare(argv, cwd=cwd, env=env, registry=registry)
+
+    async def _prepare(self, call: CallSandbox, argv: list[str], env: dict[str, str],
+                       registry: ProcessRegistry | None) -> Launch:
         settings = self._settings()
         if not sandbox_wanted(settings):
             return Launch(argv, env)
+        bounds = bounds_for(limits_for(settings.limits, timeout_s=call.timeout_s))
+        prefix = _bounds_prefix(bounds, registry)
         availability = probe()
         if not availability.ok or availability.bwrap is None:
             if settings.fail_if_unavailable:
+                if bounds is not None:
+                    bounds.release()
                 raise SandboxError(f"The OS sandbox cannot start ({availability.reason}) and "
                                    "sandbox.failIfUnavailable is set: the command was not run.")
-            return Launch(argv, env)
+            run = (SandboxRun(self._policy(settings), MountPlan(), None, bounds, registry=registry)
+                   if bounds is not None else None)
+            return Launch([*prefix, *argv], env, run=run)
         policy = self._policy(settings)
         tmp = self._private_tmp(registry)
-        if policy.read_only or policy.masked:  # walking the file system: not on the event loop
-            plan = await asyncio.to_thread(plan_mounts, policy, tmp, registry)
-        else:
-            plan = plan_mounts(policy, tmp, registry)
+        quarantine = (call.data_dir or Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}") / "quarantine"
+        plan, watch = await asyncio.to_thread(self._plan_and_watch, policy, tmp, call.grants, quarantine)
         for pattern in plan.truncated:
             if pattern not in self._warned:
                 self._warned.add(pattern)
@@ -356,9 +405,27 @@ class Sandbox:
         flags = ["--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
         if not policy.network:
             flags.append("--unshare-net")
-        wrapped = [availability.bwrap, *flags, *plan.args, "--", *argv]
+        run = SandboxRun(policy, plan, watch, bounds, call.grants, registry)
+        wrapped = [*prefix, availability.bwrap, *flags, *plan.args, "--", *argv]
         return Launch(wrapped, {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"}, wrapped=True,
-                      release=plan.release)
+                      release=run.release, run=run)
+
+    @staticmethod
+    def _plan_and_watch(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...],
+                        quarantine: Path) -> tuple[MountPlan, Watch | None]:
+        """Plan the mounts and watch what is missing; a held path that appears meanwhile is planned again
+        (it can be mounted read-only after all)."""
+        for _ in range(REPLANS):
+            plan = plan_mounts(policy, tmp, grants)
+            if not plan.missing:
+                return plan, None
+            watch = Watch(list(plan.missing), grants, quarantine, plan.expect, plan.links, policy.writable)
+            appeared = WATCHER.add(watch)
+            if not [h for h in appeared if not h.new_repository]:
+                return plan, watch
+            WATCHER.discard(watch)
+        raise SandboxError("The sandbox cannot hold the workspace's protected files: they keep appearing while the "
+                           "command is prepared. Try again.")
 
     def _private_tmp(self, registry: ProcessRegistry | None) -> Path:
         if self._tmp is None or not self._tmp.is_dir():
@@ -374,6 +441,38 @@ class Sandbox:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _bounds_prefix(bounds: Bounds | None, registry: ProcessRegistry | None) -> list[str]:
+    """The prologue that puts a command in its bounds; a cgroup that can't be made falls back to rlimits."""
+    if bounds is None:
+        return []
+    try:
+        prefix = bounds.prepare()
+    except OSError as error:
+        log.warning("cannot make a cgroup for a command (%s); it runs with rlimits only", error)
+        bounds.release()
+        bounds.fallback()
+        prefix = bounds.prepare()
+    if registry is not None:
+        for folder in bounds.cgroups:
+            registry.add_cleanup(folder, "cgroup")
+    return prefix
+
+
+@dataclass
+class CallSandbox:
+    """The session's sandbox for one call (`Sandbox.for_call`): a CommandWrapper for the supervisor."""
+
+    sandbox: Sandbox
+    grants: tuple[Path, ...]
+    timeout_s: float | None
+    data_dir: Path | None
+
+    async def prepare(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
+    ) -> Launch:
+        return await self.sandbox._prepare(self, argv, env, registry)
+
+
 @atexit.register
 def _remove_tmps() -> None:
     for sandbox in list(_sandboxes):
@@ -383,4 +482,3 @@ def _remove_tmps() -> None:
 def sandbox_of(services: Services) -> Sandbox | None:
     """The session's sandbox (`services.sandbox`); None where there is none (tools run on their own)."""
     return services.sandbox
-
