@@ -49,7 +49,9 @@ class SessionSetup:
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=interactive,
         )
-        sandbox = Sandbox.for_engine(engine)
+        # the bridge's own secrets: its MCP sign-in tokens and Claude Code's credentials are never a command's
+        sandbox = Sandbox.for_engine(engine, hidden=(config.data_dir / "mcp-auth",
+                                                     settings.claude_home / ".credentials.json"))
         engine.unsandboxed = lambda: sandbox.unavailable
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import dataclasses
 import logging
 import os
 import shutil
@@ -52,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.runs_later import GRANTS, HeldPath, granted_covers
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
@@ -337,8 +339,16 @@ class Sandbox:
         _sandboxes.add(self)
 
     @classmethod
-    def for_engine(cls, engine: PermissionEngine) -> Sandbox:
-        return cls(lambda settings: policy_from_engine(engine, settings), lambda: sandbox_settings(engine.settings))
+    def for_engine(cls, engine: PermissionEngine, *, hidden: tuple[Path, ...] = ()) -> Sandbox:
+        """`hidden`: what commands must not read whatever the rules say — the bridge's own secrets (its MCP
+        sign-in tokens, Claude Code's credentials): masked like a Read deny rule's paths."""
+        masks = tuple(compile_path_specifier("/" + str(path), cwd=engine.cwd, root=engine.cwd) for path in hidden)
+
+        def policy(settings: SandboxSettings) -> SandboxPolicy:
+            found = policy_from_engine(engine, settings)
+            return dataclasses.replace(found, masked=(*found.masked, *masks)) if masks else found
+
+        return cls(policy, lambda: sandbox_settings(engine.settings))
 
     @property
     def wanted(self) -> bool:
