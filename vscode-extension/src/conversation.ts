@@ -1,19 +1,13 @@
-import * as os from "node:os";
-import * as vscode from "vscode";
 import { AgentClient } from "./agentClient";
 import type { AgentConnection } from "./connection";
-import type { EditorContext } from "./editorContext";
+import { type Disposable, Emitter } from "./events";
 import { describePrompt } from "./panel/attachments";
-import { permissionCard } from "./panel/state";
-import type { Disposable } from "./events";
+import { type ConnectionStatus, permissionCard } from "./panel/state";
 import type { PanelStore } from "./panel/store";
 import type { PermissionRequests } from "./permissionRequests";
-import type { ContentBlock, SessionInfo, SessionModels, SessionModes } from "./protocol";
-import { readMcpServers, readSettings } from "./settings";
-import { type AgentSession, errorMessage } from "./session";
-import type { StatusBar } from "./status";
-import { Emitter } from "./events";
-import type { ConnectionStatus } from "./panel/state";
+import type { Pickers } from "./pickers";
+import type { ContentBlock, McpServer, ResourceContent, SessionInfo, SessionModels, SessionModes } from "./protocol";
+import { type AgentSession, errorMessage, type TurnPhase } from "./session";
 
 const duplicateCancelMs = 120;
 
@@ -32,6 +26,35 @@ export interface SessionState {
   needsKey: boolean;
 }
 
+/** Where the conversation's lines go (the extension's log channel; a list in the tests). */
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/** What the status-bar item shows of the conversation. */
+export interface StatusSink {
+  setConnection(status: ConnectionStatus, detail?: string): void;
+  setPhase(phase: TurnPhase): void;
+  setModel(model: string | undefined): void;
+}
+
+/**
+ * What the conversation needs from the editor, read when needed (settings change): the folder sessions run in,
+ * the MCP servers and model new sessions get, and the editor's selection (or file) for a prompt's context.
+ */
+export interface ConversationHost {
+  cwd(): string;
+  mcpServers(): McpServer[];
+  /** The model new sessions start with ("" or undefined: the bridge's default). */
+  defaultModel(): string | undefined;
+  selection(): ResourceContent | undefined;
+  log: Logger;
+  status: StatusSink;
+  pickers: Pickers;
+}
+
 interface Queued {
   text: string;
   attachContext: boolean;
@@ -44,7 +67,7 @@ interface Queued {
  * before the session exists is queued and sent when it does. When the bridge restarts (a crash, the Restart
  * command, a settings change) the session is loaded again (`session/load`) and the panel keeps what it shows.
  */
-export class Conversation implements vscode.Disposable {
+export class Conversation implements Disposable {
   private client: AgentClient | undefined;
   private session: AgentSession | undefined;
   /** The session to load again when the bridge comes back. */
@@ -61,13 +84,16 @@ export class Conversation implements vscode.Disposable {
   /** Every change of the session state (the view forwards it to the panel). */
   readonly onSessionState = this.sessionChanged.event;
 
+  private readonly log: Logger;
+  private readonly status: StatusSink;
+
   constructor(
     private readonly store: PanelStore,
     private readonly permissions: PermissionRequests,
-    private readonly editorContext: EditorContext,
-    private readonly status: StatusBar,
-    private readonly log: vscode.LogOutputChannel,
+    private readonly host: ConversationHost,
   ) {
+    this.log = host.log;
+    this.status = host.status;
     this.subscriptions = [
       permissions.onAdded((p) => store.dispatch({ type: "permissionRequested", permission: permissionCard(p.id, p.params) })),
       permissions.onSettled((s) => store.dispatch({ type: "permissionSettled", id: s.id, how: s.how, optionName: s.option?.name })),
@@ -139,14 +165,14 @@ export class Conversation implements vscode.Disposable {
     const client = this.client;
     if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
     this.closeSession();
-    const cwd = workspaceCwd();
+    const cwd = this.host.cwd();
     this.setSession({ status: "starting", detail: "opening a session…" });
     try {
-      const session = await client.newSession(cwd, readMcpServers());
+      const session = await client.newSession(cwd, this.host.mcpServers());
       if (client !== this.client) return;
       this.adopt(session, { fresh: true });
       this.log.info(`Session ${session.sessionId} in ${cwd}`);
-      const wanted = readSettings().model;
+      const wanted = this.host.defaultModel();
       if (wanted && session.models?.currentModelId !== wanted) await this.applyModel(session, wanted);
       this.sessionReady();
     } catch (err) {
@@ -159,34 +185,26 @@ export class Conversation implements vscode.Disposable {
   async resumeSession(): Promise<void> {
     const client = this.client;
     if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
-    const cwd = workspaceCwd();
+    const cwd = this.host.cwd();
     let stored: SessionInfo[];
     try {
       stored = await client.listSessions(cwd);
     } catch (err) {
       return this.notice(`Could not list the stored sessions: ${errorMessage(err)}`);
     }
-    const current = this.session?.sessionId;
-    const items = stored
-      .filter((s) => s.sessionId !== current)
-      .map((s) => ({ label: s.title?.trim() || "(no prompt yet)", description: describeTime(s.updatedAt), detail: s.sessionId, sessionId: s.sessionId }));
-    if (!items.length) {
-      void vscode.window.showInformationMessage(`Agent Bridge: no earlier sessions in ${cwd}.`);
-      return;
-    }
-    const pick = await vscode.window.showQuickPick(items, { title: "Agent Bridge: resume a session", placeHolder: "Sessions of this folder, newest first", matchOnDetail: true });
-    if (!pick || client !== this.client) return;
+    const picked = await this.host.pickers.pickStoredSession(stored, cwd, this.session?.sessionId);
+    if (!picked || client !== this.client) return;
     const modes = this.session?.modes ?? this.lastModes;
     this.closeSession();
     try {
       const shown = modes && { ...modes, currentModeId: "default" };
-      const session = await client.loadSession(pick.sessionId, cwd, shown, (s) => this.adopt(s, { fresh: true }), readMcpServers(), { models: this.lastModels });
+      const session = await client.loadSession(picked, cwd, shown, (s) => this.adopt(s, { fresh: true }), this.host.mcpServers(), { models: this.lastModels });
       session.continueAfter(this.store.state.currentTurn);
-      this.log.info(`Resumed session ${pick.sessionId} in ${cwd}`);
+      this.log.info(`Resumed session ${picked} in ${cwd}`);
       this.sessionReady();
     } catch (err) {
       this.closeSession();
-      this.notice(`Could not resume session ${pick.sessionId}: ${errorMessage(err)}`);
+      this.notice(`Could not resume session ${picked}: ${errorMessage(err)}`);
       await this.newSession();
     }
   }
@@ -201,7 +219,7 @@ export class Conversation implements vscode.Disposable {
       return this.notice(`Your message is kept and will be sent ${when}.`);
     }
     const blocks: ContentBlock[] = [{ type: "text", text }, ...extra];
-    const resource = attachContext ? this.editorContext.resource() : undefined;
+    const resource = attachContext ? this.host.selection() : undefined;
     if (resource) blocks.push(resource);
     void session.prompt(blocks).then((ended) => {
       if ("error" in ended) this.log.error(`Turn ${ended.turnId} failed: ${ended.error}`);
@@ -229,25 +247,11 @@ export class Conversation implements vscode.Disposable {
   async setMode(modeId?: string): Promise<void> {
     const session = this.session;
     if (!session) return this.notice("No session yet: the bridge is not running.");
-    let chosen = modeId;
-    if (!chosen) {
-      const modes = session.modes?.availableModes ?? [];
-      const pick = await vscode.window.showQuickPick(
-        modes.map((m) => ({ label: m.name, description: m.id === session.modes?.currentModeId ? "current" : m.id, detail: m.description ?? undefined, id: m.id })),
-        { title: "Agent Bridge: permission mode" },
-      );
-      chosen = pick?.id;
-    }
+    const chosen = modeId ?? (await this.host.pickers.pickMode(session.modes));
     if (!chosen) return;
     const current = session.modes?.currentModeId ?? "default";
     if (chosen === "bypassPermissions" && current !== chosen) {
-      const confirm = "Bypass permissions";
-      const answer = await vscode.window.showWarningMessage(
-        "Run every tool call without asking?",
-        { modal: true, detail: "In Bypass permissions mode the agent runs commands, edits and deletes files without asking you first, until you change the mode again." },
-        confirm,
-      );
-      if (answer !== confirm) {
+      if (!(await this.host.pickers.confirmBypass())) {
         this.store.dispatch({ type: "update", update: { sessionUpdate: "current_mode_update", currentModeId: current } });
         return;
       }
@@ -264,17 +268,7 @@ export class Conversation implements vscode.Disposable {
   async selectModel(): Promise<void> {
     const session = this.session;
     if (!session) return this.notice("No session yet: the bridge is not running.");
-    const current = session.models?.currentModelId;
-    const items: (vscode.QuickPickItem & { id?: string })[] = (session.models?.availableModels ?? []).map((m) => ({
-      label: m.name,
-      description: m.modelId === current ? `${m.modelId} · current` : m.modelId,
-      detail: m.description ?? undefined,
-      id: m.modelId,
-    }));
-    items.push({ label: "Another model…", description: "type a model id" });
-    const pick = await vscode.window.showQuickPick(items, { title: "Agent Bridge: model for this session", placeHolder: current ? `Now: ${current}` : undefined });
-    if (!pick) return;
-    const id = pick.id ?? (await vscode.window.showInputBox({ title: "Agent Bridge: model id", prompt: "e.g. claude-sonnet-4-5", value: current }))?.trim();
+    const id = await this.host.pickers.pickModel(session.models);
     if (!id || session !== this.session) return;
     await this.applyModel(session, id);
   }
@@ -306,7 +300,7 @@ export class Conversation implements vscode.Disposable {
     let replaying = true;
     this.setSession({ status: "starting", detail: "reloading the session…" });
     try {
-      const session = await client.loadSession(id, workspaceCwd(), this.store.state.modes ?? this.lastModes, (s) => this.adopt(s, { fresh: false, muted: () => replaying }), readMcpServers(), {
+      const session = await client.loadSession(id, this.host.cwd(), this.store.state.modes ?? this.lastModes, (s) => this.adopt(s, { fresh: false, muted: () => replaying }), this.host.mcpServers(), {
         models: this.lastModels,
         firstTurnId: this.store.state.currentTurn,
       });
@@ -383,13 +377,4 @@ export class Conversation implements vscode.Disposable {
   private notice(text: string): void {
     this.store.dispatch({ type: "notice", text });
   }
-}
-
-function workspaceCwd(): string {
-  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
-}
-
-function describeTime(iso: string | null | undefined): string {
-  const time = iso ? Date.parse(iso) : Number.NaN;
-  return Number.isNaN(time) ? "" : new Date(time).toLocaleString();
 }

@@ -2,7 +2,7 @@
  * The HTML of the panel's cards (everything but the streamed markdown, see markdownView.ts), and the status
  * line. Pure string functions of the state, so the unit tests can read them.
  */
-import { escapeHtml, type PathLookup, renderInline } from "../src/panel/markdown";
+import { escapeHtml, type PathLookup, renderInline } from "./markdown";
 import { type Attachment, type ConversationItem, type PanelState, type Review, retryText, type TurnUsage } from "../src/panel/state";
 import type { DiffContent, PermissionOption, PermissionOptionKind, ToolCallLocation } from "../src/protocol";
 import { diffHunks, type Hunk } from "./diff";

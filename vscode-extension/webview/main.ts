@@ -3,7 +3,7 @@
  * renders at most once per animation frame, re-rendering only the items whose object changed; a streamed
  * message re-renders only its last markdown block (markdownView.ts).
  */
-import { escapeHtml } from "../src/panel/markdown";
+import { escapeHtml } from "./markdown";
 import type { FromWebview, ToWebview } from "../src/panel/messages";
 import { type ConversationItem, initialState, type PanelState, reduce } from "../src/panel/state";
 import { Composer } from "./composer";
