@@ -35,7 +35,7 @@ from bridge.server.jsonrpc import (
     run_until_eof,
     serve_lines,
 )
-from bridge.server.updates import UpdateStream
+from bridge.server.updates import UpdateStream, tool_meta
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
@@ -229,6 +229,11 @@ class BridgeServer(LanguageServer):
         from bridge.permissions.types import PermissionAnswer
 
         params = wire.permission_params(session_id, request)
+        session = self.agent.sessions.get(session_id)
+        tool = session.tools.get(request.tool_name) if session is not None else None
+        meta = await asyncio.to_thread(tool_meta, tool, request.raw_input)
+        if meta:
+            params["toolCall"]["_meta"] = {**(params["toolCall"].get("_meta") or {}), **meta}
         try:  # a cancelled turn withdraws the question (CancelledError goes on)
             result = await self.ask_client("session/request_permission", params)
         except Exception as error:  # the editor answered with an error: the tool is denied

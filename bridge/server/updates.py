@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from bridge.loop.events import (
     AgentProgress,
@@ -28,7 +28,27 @@ from bridge.loop.events import (
 from bridge.server import wire
 from bridge.server.wire import ChunkKind
 
+if TYPE_CHECKING:
+    from bridge.tools.base import AnyTool
+
 log = logging.getLogger(__name__)
+
+
+def tool_meta(tool: AnyTool | None, raw_input: dict[str, Any]) -> dict[str, Any]:
+    """What a call's tool says of it, for its tool call's `_meta` (ours): `destructive` — it deletes or
+    overwrites (`Tool.is_destructive`), so an editor keeps "always allow" out of reach and warns. The input
+    observers see may carry derived fields (an absolute path): only the tool's own fields are validated. A
+    tool that can't answer says nothing. May read a command (Bash): call it off the event loop."""
+    if tool is None:
+        return {}
+    fields = {name for name in tool.input_model.model_fields}
+    fields |= {info.alias for info in tool.input_model.model_fields.values() if info.alias}
+    try:
+        data = tool.input_model.model_validate({k: v for k, v in raw_input.items() if k in fields})
+        return {"destructive": bool(tool.is_destructive(data))}
+    except Exception:
+        log.debug("tool %s could not say whether a call is destructive", tool.name, exc_info=True)
+        return {}
 
 
 class UpdateStream:

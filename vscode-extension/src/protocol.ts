@@ -205,6 +205,8 @@ export interface NestingMeta {
   parentToolCallId?: string;
   agent?: AgentMeta;
   turnEnd?: TurnEndMeta;
+  /** A tool call: its tool says it deletes or overwrites (ours, from `Tool.is_destructive`). */
+  destructive?: boolean;
 }
 
 /** A notice chunk (`notice`: its level), and a retry's figures when it is one. */

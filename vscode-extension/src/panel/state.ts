@@ -67,6 +67,8 @@ export type ConversationItem =
       /** An `Agent` call: how its sub-agent is doing, and the sub-agent's own work (nested, in order). */
       agent?: AgentMeta;
       children?: ConversationItem[];
+      /** The tool says the call deletes or overwrites (`_meta.destructive`). */
+      destructive?: boolean;
     }
   | {
       kind: "permission";
@@ -78,7 +80,7 @@ export type ConversationItem =
       hasDiff: boolean;
       toolCallId?: string;
       diffs: DiffContent[];
-      /** A command that deletes or overwrites (see `isDestructive`): no "always" is offered up front. */
+      /** The call deletes or overwrites, as its tool says (`_meta.destructive`): no "always" up front. */
       destructive: boolean;
       /** The sub-agent asking, when it is not the session's own loop (its `Agent` call's description). */
       agent?: string;
@@ -117,8 +119,8 @@ export interface PermissionCardData {
   hasDiff: boolean;
   toolCallId?: string;
   diffs?: DiffContent[];
-  /** The shell command, when the request is for one (decides `destructive`). */
-  command?: string;
+  /** The tool says the call deletes or overwrites (`_meta.destructive` of the request's tool call). */
+  destructive?: boolean;
   agent?: string;
 }
 
@@ -140,28 +142,9 @@ export type PanelAction =
 export function permissionCard(id: string, params: RequestPermissionParams): PermissionCardData {
   const call = params.toolCall;
   const diffs = (call.content ?? []).filter((c): c is DiffContent => c.type === "diff");
-  const raw = call.rawInput;
-  const command = typeof raw === "object" && raw !== null && typeof (raw as { command?: unknown }).command === "string" ? (raw as { command: string }).command : undefined;
   const agent = params._meta?.agent?.description;
-  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(command !== undefined ? { command } : {}), ...(agent ? { agent } : {}) };
-}
-
-/**
- * Whether a request deletes or overwrites beyond an edit's diff: a `delete` tool, or a shell command that
- * removes files (rm, rmdir, unlink, shred, find -delete), wipes (dd, mkfs, truncate), kills processes, or
- * throws git history or work away (reset --hard, clean, push --force, branch -D, checkout/restore of files).
- * A simple rule on the command's words, not a parser: it errs towards "destructive".
- */
-export function isDestructive(toolKind: ToolKind, command: string | undefined, title = ""): boolean {
-  if (toolKind === "delete") return true;
-  const text = command ?? (toolKind === "execute" ? title : "");
-  if (!text) return false;
-  const start = String.raw`(?:^|[;&|(\n]|\$\(|\b(?:sudo|xargs|exec|env|nohup|time)\s+)\s*`;
-  const words = String.raw`(?:rm|rmdir|unlink|shred|dd|mkfs(?:\.\w+)?|truncate|kill|pkill|killall|wipefs|fdisk)`;
-  if (new RegExp(`${start}${words}(?:\\s|$)`).test(text)) return true;
-  if (/\bfind\b[^;&|]*\s-delete\b/.test(text)) return true;
-  if (/\bgit\s+(?:reset\s+--hard|clean\b|push\b[^;&|]*(?:\s-f\b|--force)|branch\s+-D\b|checkout\s+(?:--\s|\.(?:\s|$))|restore\b|stash\s+(?:drop|clear)\b)/.test(text)) return true;
-  return false;
+  const destructive = call._meta?.destructive;
+  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(destructive !== undefined ? { destructive } : {}), ...(agent ? { agent } : {}) };
 }
 
 export function initialState(): PanelState {
@@ -219,8 +202,11 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       return end ? reduce(next, { type: "turnEnded", turnId: next.currentTurn, ...replayedEnd(end) }) : next;
     }
     case "permissionRequested": {
-      const { command, diffs, ...p } = action.permission;
-      const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
+      const { destructive, diffs, ...p } = action.permission;
+      // The tool's word: on the request, else on its tool call's card; a `delete` tool call always is.
+      const card = p.toolCallId ? findTool(state.items, p.toolCallId) : undefined;
+      const said = destructive ?? card?.destructive ?? false;
+      const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: said || p.toolKind === "delete" };
       let next: PanelState = { ...state, items: [...state.items, item] };
       if (p.toolCallId && diffs?.length) {
         next = mapToolCard(next, p.toolCallId, (i) => ({ ...i, proposed: diffs, review: "proposed" }));
@@ -278,6 +264,17 @@ function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
   return applyOwnUpdate(before, update);
 }
 
+/** The tool card `toolCallId`, at any depth. */
+function findTool(items: ConversationItem[], toolCallId: string): Extract<ConversationItem, { kind: "tool" }> | undefined {
+  for (const item of items) {
+    if (item.kind !== "tool") continue;
+    if (item.toolCallId === toolCallId) return item;
+    const inner = item.children && findTool(item.children, toolCallId);
+    if (inner) return inner;
+  }
+  return undefined;
+}
+
 /** `items` with the tool card `toolCallId` (at any depth) replaced by `f(card)`; undefined when it is not there. */
 function mapTool(items: ConversationItem[], toolCallId: string, f: (card: Extract<ConversationItem, { kind: "tool" }>) => ConversationItem): ConversationItem[] | undefined {
   for (const [index, item] of items.entries()) {
@@ -323,7 +320,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
     case "tool_call": {
       const id = `tool-${update.toolCallId}`;
       const existing = state.items.find((i) => i.id === id);
-      const fresh: ConversationItem = {
+      const fresh: Extract<ConversationItem, { kind: "tool" }> = {
         kind: "tool",
         id,
         turnId,
@@ -336,6 +333,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
       };
       if (existing?.kind === "tool" && existing.proposed) Object.assign(fresh, { proposed: existing.proposed, review: existing.review });
       if (existing?.kind === "tool" && existing.children) Object.assign(fresh, { children: existing.children, agent: existing.agent });
+      if (update._meta?.destructive !== undefined) fresh.destructive = update._meta.destructive;
       if (existing) return mapItem(state, id, () => fresh);
       return { ...state, items: [...state.items, fresh] };
     }
@@ -348,6 +346,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
         if (update.status) next.status = update.status;
         if (update.locations) next.locations = update.locations;
         if (update._meta?.agent) next.agent = update._meta.agent;
+        if (update._meta?.destructive !== undefined) next.destructive = update._meta.destructive;
         // ACP: `content` replaces the tool call's content (Bash progress is the output so far).
         if (update.content) Object.assign(next, contentParts(update.content, update.rawOutput));
         else if (typeof update.rawOutput === "string" && !next.output) next.output = update.rawOutput;

@@ -22,7 +22,7 @@ const options = [
   { optionId: "allow_always", name: "Always allow Bash(npm test *) (saved to settings.local.json)", kind: "allow_always" as const },
   { optionId: "reject_once", name: "Reject", kind: "reject_once" as const },
 ];
-const ask = (id: string, command = "npm test"): PanelAction => ({ type: "permissionRequested", permission: { id, title: `\`${command}\``, toolKind: "execute", options, hasDiff: false, command } });
+const ask = (id: string, command = "npm test", destructive = false): PanelAction => ({ type: "permissionRequested", permission: { id, title: `\`${command}\``, toolKind: "execute", options, hasDiff: false, destructive } });
 
 describe("the panel in chromium", () => {
   let browser: Browser;
@@ -115,7 +115,7 @@ describe("the panel in chromium", () => {
 
   it("a destructive command: no always option up front, a warning; a new card takes the keyboard", async () => {
     const { page } = panel;
-    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build"));
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build", true));
     const card = page.locator(".item.permission.pending.destructive");
     await card.waitFor();
     assert.equal(await card.locator("button.allow_always").isVisible(), false);
