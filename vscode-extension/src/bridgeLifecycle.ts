@@ -1,10 +1,9 @@
 import * as vscode from "vscode";
 import type { ApiKeyStore } from "./apiKey";
 import type { BridgeClient, ClientEvent } from "./client";
-import type { Conversation } from "./conversation";
+import type { Conversations } from "./conversations";
 import type { Disposable } from "./events";
 import { LaunchError, resolveBridge } from "./launch";
-import type { PanelStore } from "./panel/store";
 import { serverKey } from "./serverKey";
 import { affectsServer, launchFor, readSettings } from "./settings";
 
@@ -25,14 +24,13 @@ export class BridgeLifecycle implements vscode.Disposable {
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly client: BridgeClient,
-    private readonly conversation: Conversation,
-    private readonly store: PanelStore,
+    private readonly conversation: Conversations,
     private readonly keys: ApiKeyStore,
     private readonly log: vscode.LogOutputChannel,
   ) {
     this.subscriptions = [
-      store.onAction((action) => {
-        if (action.type === "phase" && action.phase === "idle" && this.restartWhenIdle) this.restartForSettings();
+      conversation.onTabPhase(({ phase }) => {
+        if (phase === "idle" && this.restartWhenIdle) this.restartForSettings();
       }),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (affectsServer(e)) void this.settingsChanged();
@@ -49,7 +47,7 @@ export class BridgeLifecycle implements vscode.Disposable {
       this.resumeNotice = undefined;
       void this.conversation.attach(event.connection, { resume: event.resume, notice });
     } else if (event.kind === "crashed") {
-      this.conversation.crashed(event.reason, event.restartInMs);
+      this.conversation.crashed(event.reason, event.restart);
     } else if (event.kind === "failed") {
       this.startedWith = undefined;
       this.conversation.failed(event.message);
@@ -91,7 +89,7 @@ export class BridgeLifecycle implements vscode.Disposable {
   /** A settings change restarts the bridge (keeping the conversation); during a turn, once it ends. */
   private restartForSettings(): void {
     if (this.conversation.busy) {
-      if (!this.restartWhenIdle) this.store.dispatch({ type: "notice", text: "Settings changed: the bridge restarts when this turn ends." });
+      if (!this.restartWhenIdle) for (const tab of this.conversation.all) if (tab.busy) tab.store.dispatch({ type: "notice", text: "Settings changed: the bridge restarts when this turn ends." });
       this.restartWhenIdle = true;
       return;
     }

@@ -1,14 +1,15 @@
 import * as os from "node:os";
 import * as vscode from "vscode";
 import { ApiKeyStore, redactingChannel } from "./apiKey";
+import { AttentionNotifier, type Presence } from "./attention";
 import { BridgeLifecycle, offerKey } from "./bridgeLifecycle";
 import { BridgeClient } from "./client";
 import { registerCommands } from "./commands";
-import { Conversation } from "./conversation";
+import { Conversations } from "./conversations";
 import { ProposedEdits } from "./diffView";
 import { EditorContext } from "./editorContext";
+import { offerToIgnore } from "./gitIgnore";
 import { ConversationView } from "./panel/provider";
-import { PanelStore } from "./panel/store";
 import { WorkspaceFiles } from "./panel/workspaceFiles";
 import { PermissionRequests } from "./permissionRequests";
 import { PermissionPrompter } from "./permissions";
@@ -22,52 +23,87 @@ export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Agent Bridge", { log: true });
   const keys = new ApiKeyStore(context.secrets);
   const status = new StatusBar();
-  const store = new PanelStore();
   const permissions = new PermissionRequests();
   const edits = new ProposedEdits();
   const editorContext = new EditorContext();
   const files = new WorkspaceFiles();
-  const view = new ConversationView(context.extensionUri, store);
-  const prompter = new PermissionPrompter(permissions, edits, view);
-  const conversation = new Conversation(store, permissions, {
+  const models = sessionModels(context.workspaceState);
+  const conversations = new Conversations(permissions, {
     cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir(),
     mcpServers: readMcpServers,
     defaultModel: () => readSettings().model,
     selection: () => editorContext.resource(),
+    rememberModel: models.remember,
+    rememberedModel: models.recall,
     log,
-    status,
     pickers: vscodePickers,
   });
+  const view = new ConversationView(context.extensionUri, conversations.active.store);
+  const presence: Presence = {
+    seen: (sessionId) => view.visible && vscode.window.state.focused && sessionId !== undefined && conversations.active.sessionId === sessionId,
+    reveal: () => view.reveal(),
+  };
+  const prompter = new PermissionPrompter(permissions, edits, presence);
   const client = new BridgeClient(log, redactingChannel(log, keys), (event) => lifecycle.onClientEvent(event));
-  const lifecycle = new BridgeLifecycle(context, client, conversation, store, keys, log);
-  const routes = webviewRoutes({ view, files, editorContext, conversation, permissions, prompter, log });
+  const lifecycle = new BridgeLifecycle(context, client, conversations, keys, log);
+  const routes = webviewRoutes({ view, files, editorContext, conversations, permissions, prompter, log });
+  const postSession = (): void => {
+    const state = conversations.active.sessionState;
+    view.post({ type: "model", model: state.model, modelId: state.modelId });
+    view.post({ type: "sessionState", ready: state.status === "ready", needsKey: state.needsKey });
+    status.setModel(state.model);
+  };
+  status.follow(conversations.active.store);
 
   context.subscriptions.push(
     log,
     keys,
     status,
-    { dispose: () => store.dispose() },
     { dispose: () => permissions.dispose() },
     edits,
     editorContext,
     files,
     view,
     prompter,
-    conversation,
+    conversations,
     client,
     lifecycle,
+    new AttentionNotifier(conversations, presence, status),
     vscode.window.registerWebviewViewProvider(ConversationView.viewType, view),
-    ...registerCommands({ conversation, view, prompter, log, keys, restart: () => lifecycle.restart() }),
+    ...registerCommands({ conversations, view, prompter, log, keys, restart: () => lifecycle.restart(), resume: () => conversations.resume() }),
     view.onMessage((message) => route(routes, message, log)),
-    conversation.onSessionState((state) => {
-      view.post({ type: "model", model: state.model });
-      view.post({ type: "sessionState", ready: state.status === "ready" });
+    conversations.onSessionState(postSession),
+    conversations.onActiveChanged((tab) => {
+      view.showStore(tab.store);
+      status.follow(tab.store);
+      postSession();
+    }),
+    conversations.onTabs((tabs) => view.post({ type: "tabs", tabs })),
+    // A rule saved in a personal settings file of a git repository: offer to keep that file out of git.
+    permissions.onSettled((s) => {
+      const destination = s.option?.kind.endsWith("always") ? s.option._meta?.destination : undefined;
+      if (destination) void offerToIgnore(destination, { state: context.workspaceState, ask: (m, ...c) => vscode.window.showInformationMessage(m, ...c), log });
     }),
     editorContext.onDidChange(() => view.post({ type: "context", label: editorContext.label(), problems: editorContext.problemCount() })),
     vscode.workspace.onDidChangeWorkspaceFolders(() => view.post({ type: "workspace", folders: files.folders() })),
   );
+  view.post({ type: "tabs", tabs: conversations.tabInfo() });
 
   void lifecycle.start({ resume: false }).then(() => offerKey(context, keys));
+}
+
+/** The model each session of this folder ran, remembered by this editor: a resumed session goes on with it. */
+function sessionModels(state: vscode.Memento): { remember: (sessionId: string, model: string) => void; recall: (sessionId: string) => string | undefined } {
+  const key = "agentBridge.sessionModels";
+  const all = (): Record<string, string> => state.get<Record<string, string>>(key) ?? {};
+  return {
+    remember: (sessionId, model) => {
+      // The newest 200 are plenty: older sessions go back to the default.
+      const others = Object.entries(all()).filter(([id]) => id !== sessionId);
+      void state.update(key, Object.fromEntries([...others, [sessionId, model]].slice(-200)));
+    },
+    recall: (sessionId) => all()[sessionId],
+  };
 }
 
 export function deactivate(): void {

@@ -4,7 +4,8 @@
  * handler here — and a message of no known type (an older webview, a typo) is logged and dropped.
  */
 import * as vscode from "vscode";
-import type { Conversation, Logger } from "./conversation";
+import type { Logger } from "./conversation";
+import type { Conversations } from "./conversations";
 import type { EditorContext } from "./editorContext";
 import type { FromWebview } from "./panel/messages";
 import type { ConversationView } from "./panel/provider";
@@ -19,13 +20,14 @@ export interface RouteDeps {
   view: ConversationView;
   files: WorkspaceFiles;
   editorContext: EditorContext;
-  conversation: Conversation;
+  conversations: Conversations;
   permissions: PermissionRequests;
   prompter: PermissionPrompter;
   log: Logger;
 }
 
-export function webviewRoutes({ view, files, editorContext, conversation, permissions, prompter }: RouteDeps): WebviewRoutes {
+export function webviewRoutes({ view, files, editorContext, conversations, permissions, prompter }: RouteDeps): WebviewRoutes {
+  const shown = (): Conversations["active"] => conversations.active;
   const postContext = (): void => view.post({ type: "context", label: editorContext.label(), problems: editorContext.problemCount() });
   return {
     ready: () => {
@@ -35,7 +37,7 @@ export function webviewRoutes({ view, files, editorContext, conversation, permis
     },
     submit: async (msg) => {
       // The mentions and problems become content blocks here, where the files are.
-      const extra: ContentBlock[] = [...(msg.extra ?? [])];
+      const extra: ContentBlock[] = [...(msg.extra ?? []), ...(msg.images ?? [])];
       for (const mention of msg.mentions ?? []) {
         const block = await files.mentionBlock(mention).catch(() => undefined);
         if (block) extra.push(block);
@@ -44,22 +46,25 @@ export function webviewRoutes({ view, files, editorContext, conversation, permis
         const problems = editorContext.problems();
         if (problems) extra.push(problems);
       }
-      conversation.submit(msg.text, msg.attachContext, extra);
+      conversations.submit(msg.text, msg.attachContext, extra);
     },
-    cancel: () => conversation.cancel(),
-    cancelToolCall: (msg) => conversation.cancelToolCall(msg.toolCallId),
+    cancel: () => shown().cancel(),
+    cancelToolCall: (msg) => shown().cancelToolCall(msg.toolCallId),
     permission: (msg) => permissions.answer(msg.id, msg.optionId, msg.feedback),
     openDiff: (msg) => prompter.showDiff(msg.id),
-    setMode: (msg) => conversation.setMode(msg.modeId),
-    newSession: () => conversation.newSession(),
+    setMode: (msg) => shown().setMode(msg.modeId),
+    newSession: () => conversations.open(),
+    switchSession: (msg) => conversations.switchTo(msg.id),
+    closeSession: (msg) => conversations.close(msg.id),
+    compact: () => conversations.submit("/compact", false),
     openFile: async (msg) => {
       if (!(await files.open(msg.path, msg.line))) view.post({ type: "fileNotFound", path: msg.path });
     },
     findFiles: async (msg) => view.post({ type: "files", requestId: msg.requestId, files: await files.find(msg.query) }),
     checkPaths: async (msg) => view.post({ type: "paths", status: await files.check(msg.paths) }),
     copy: (msg) => vscode.env.clipboard.writeText(msg.text),
-    // Only the extension's own commands: the welcome's buttons, the model name.
-    command: (msg) => (/^agentBridge\.\w+$/.test(msg.command) ? vscode.commands.executeCommand(msg.command) : undefined),
+    // Only the extension's own commands (the welcome's buttons, the model name) and Workspace Trust's manager.
+    command: (msg) => (/^agentBridge\.\w+$/.test(msg.command) || msg.command === "workbench.trust.manage" ? vscode.commands.executeCommand(msg.command) : undefined),
   };
 }
 

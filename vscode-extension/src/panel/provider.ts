@@ -23,13 +23,23 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   private readonly subscriptions: Disposable[] = [this.received, this.visibility];
   /** What the host told the webview besides the store's actions: sent again when it reloads. */
   private readonly sticky = new Map<ToWebview["type"], ToWebview>();
+  private fromStore: Disposable;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
-    private readonly store: PanelStore,
+    private store: PanelStore,
   ) {
-    const fromStore = store.onAction((action) => this.post({ type: "action", action }));
-    this.subscriptions.push({ dispose: () => fromStore.dispose() });
+    this.fromStore = store.onAction((action) => this.post({ type: "action", action }));
+    this.subscriptions.push({ dispose: () => this.fromStore.dispose() });
+  }
+
+  /** Shows another conversation's state (a tab switch): the webview starts over from it. */
+  showStore(store: PanelStore): void {
+    if (store === this.store) return;
+    this.fromStore.dispose();
+    this.store = store;
+    this.fromStore = store.onAction((action) => this.post({ type: "action", action }));
+    this.post({ type: "reset", state: store.state });
   }
 
   get visible(): boolean {
@@ -70,7 +80,7 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
    * (context, model, session state, workspace folders) is kept and sent again after a reload.
    */
   post(message: ToWebview): void {
-    if (message.type === "context" || message.type === "model" || message.type === "sessionState" || message.type === "workspace") this.sticky.set(message.type, message);
+    if (stickyTypes.has(message.type)) this.sticky.set(message.type, message);
     if (this.view && this.ready) void this.view.webview.postMessage(message);
   }
 
@@ -92,6 +102,9 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
     return panelHtml({ cspSource: webview.cspSource, nonce: makeNonce(), scriptUri: script.toString(), styleUri: style.toString() });
   }
 }
+
+/** Messages that say how something stands now: the last of each kind is sent again to a reloaded webview. */
+const stickyTypes: ReadonlySet<ToWebview["type"]> = new Set(["context", "model", "sessionState", "workspace", "tabs", "trust"]);
 
 function makeNonce(): string {
   return randomBytes(18).toString("base64url");

@@ -149,7 +149,7 @@ describe("sub-agent card", () => {
     assert.match(html, /<div class="agent-meta"><span>Explore<\/span> · <span>1 tool call<\/span> · <span>1.2k tokens<\/span> · <span>3 s<\/span><button [^>]*data-action="cancelToolCall" data-tool-call="a1"/);
     assert.match(html, /<details class="subagent" data-open-key="sub-a1"><summary>1 step · Grep TODO<\/summary>/);
     assert.ok(!/<details[^>]* open/.test(html), "collapsed until opened");
-    assert.match(html, /<div class="child agent-text">Looking &lt;now&gt;<\/div>/);
+    assert.match(html, /<div class="child agent-text md"><p>Looking &lt;now&gt;<\/p>/, "a sub-agent's text is markdown, rendered (issue 24 item 8)");
     assert.ok(html.includes("line 29") && !html.includes("line 10\n"), "a child's output is its tail");
   });
 
