@@ -58,8 +58,10 @@ class UpdateStream:
         notice: Callable[[Notice], None] = lambda _notice: None,
         *,
         interval: float = 0.016,
+        offline: bool = False,
     ) -> None:
         self._send = send
+        self._offline = offline  # the offline demo model answers: its usage costs nothing
         self._notice = notice  # not part of the conversation: shown apart (a log line, a message)
         self._interval = interval
         self._pending_kind: ChunkKind | None = None
@@ -91,7 +93,7 @@ class UpdateStream:
             case ToolCallFinished():
                 self.update(wire.tool_finished(event), parent)
             case UsageReport():
-                self.update(wire.usage(event), parent)
+                self.update(wire.usage(event, offline=self._offline), parent)
             case AgentProgress():
                 self.update(wire.agent_progress(event), parent)
             case ModeChanged():

@@ -89,6 +89,8 @@ export class Conversation implements Disposable {
   private readonly log: Logger;
   /** The first prompt's words (the tab's title); a resumed session's stored title until then. */
   title: string | undefined;
+  /** How the bridge ended the last time it stopped under this conversation (said again when it is back). */
+  private lastCrash: string | undefined;
 
   constructor(
     readonly id: string,
@@ -132,7 +134,10 @@ export class Conversation implements Disposable {
       const reloaded = await this.reload(client, id);
       if (client !== this.client) return;
       if (reloaded) {
-        if (opts.notice) this.notice(opts.notice, bridgeNotice);
+        const crash = this.lastCrash;
+        this.lastCrash = undefined;
+        const notice = crash ? `The bridge ${crash}. It is back; the conversation goes on.` : opts.notice;
+        if (notice) this.notice(notice, bridgeNotice);
         this.sessionReady();
         return;
       }
@@ -152,6 +157,7 @@ export class Conversation implements Disposable {
     const next = restart ? "it is being restarted and the conversation goes on" : "it is not restarted (run “Agent Bridge: Restart”)";
     this.session?.abandon(`the bridge ${reason}; ${next}.`);
     this.detach();
+    this.lastCrash = reason;
     if (restart) {
       const which = restart.attempt > 1 ? ` (restart ${restart.attempt} of ${restart.of} in a row)` : "";
       this.notice(`The bridge ${reason}. It is restarting${which}; the conversation goes on where it was.`, bridgeNotice);

@@ -143,9 +143,12 @@ export class Conversations implements Disposable {
     } catch (err) {
       return say(`Could not list the stored sessions: ${describeError(err)}`);
     }
-    const open = new Set(this.tabs.map((t) => t.sessionId));
-    const picked = await this.host.pickers.pickStoredSession(stored.filter((s) => !open.has(s.sessionId)), cwd, undefined);
+    const open = new Map(this.tabs.flatMap((t) => (t.sessionId ? [[t.sessionId, t] as const] : [])));
+    const picked = await this.host.pickers.pickStoredSession(stored, cwd, this.activeTab.sessionId, new Set(open.keys()));
     if (!picked || client !== this.client) return;
+    // A session open in a tab is shown there (it is not loaded twice).
+    const tab = open.get(picked);
+    if (tab) return this.switchTo(tab.id);
     const title = stored.find((s) => s.sessionId === picked)?.title?.trim();
     await this.open({ sessionId: picked, ...(title ? { title } : {}) });
   }

@@ -13,8 +13,8 @@ export interface Pickers {
   confirmBypass(): Promise<boolean>;
   /** A model id from the session's list, or one typed in; undefined when dismissed. */
   pickModel(models: SessionModels | undefined): Promise<string | undefined>;
-  /** A stored session of `cwd` to resume (the current one is not offered); undefined when dismissed or none. */
-  pickStoredSession(stored: SessionInfo[], cwd: string, current: string | undefined): Promise<string | undefined>;
+  /** A stored session of `cwd` to resume (the shown one is not offered; `open` ones say so); undefined when dismissed or none. */
+  pickStoredSession(stored: SessionInfo[], cwd: string, current: string | undefined, open?: ReadonlySet<string>): Promise<string | undefined>;
 }
 
 export const vscodePickers: Pickers = {
@@ -50,10 +50,15 @@ export const vscodePickers: Pickers = {
     return pick.id ?? (await vscode.window.showInputBox({ title: "Agent Bridge: model id", prompt: "e.g. claude-sonnet-4-5", value: current }))?.trim();
   },
 
-  async pickStoredSession(stored, cwd, current) {
+  async pickStoredSession(stored, cwd, current, open) {
     const items = stored
       .filter((s) => s.sessionId !== current)
-      .map((s) => ({ label: s.title?.trim() || "(no prompt yet)", description: describeTime(s.updatedAt), detail: s.sessionId, sessionId: s.sessionId }));
+      .map((s) => ({
+        label: s.title?.trim() || "(no prompt yet)",
+        description: `${describeTime(s.updatedAt)}${open?.has(s.sessionId) ? " · open in a tab" : ""}`,
+        detail: s.sessionId,
+        sessionId: s.sessionId,
+      }));
     if (!items.length) {
       void vscode.window.showInformationMessage(`Agent Bridge: no earlier sessions in ${cwd}.`);
       return undefined;

@@ -45,7 +45,7 @@ export class Composer {
   private readonly mentions = new Set<string>();
   private images: (ImageContent & { name: string })[] = [];
   /** When the person last typed a key in the input: a question card that appears then does not take the keyboard. */
-  lastKeyAt = 0;
+  lastKeyAt = Number.NEGATIVE_INFINITY;
   private choices: FileChoice[] = [];
   private selected = 0;
   private requestId = 0;

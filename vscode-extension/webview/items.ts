@@ -213,28 +213,29 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
 export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): string {
   const head = q.command !== null ? `<div class="perm-title">Allow this command?</div>` : `<div class="perm-title">Allow <strong>${renderInline(title, ctx.paths)}</strong>?</div>`;
   const marks = [...q.marks].filter((m) => m.end > m.start).sort((a, b) => a.start - b.start);
+  // Marks count code points of the escaped text (not UTF-16 units). Nothing is added inside the command's
+  // text (a number there could be read as part of it): the reasons are a tooltip and a legend below.
+  const chars = Array.from(q.command ?? "");
+  const legend: string[] = [];
   let command = "";
-  if (q.command !== null) {
-    // Marks count code points of the escaped text (not UTF-16 units).
-    const chars = Array.from(q.command);
-    let at = 0;
-    marks.forEach((m, n) => {
-      const start = Math.max(at, Math.min(m.start, chars.length));
-      const end = Math.min(m.end, chars.length);
-      if (end <= start) return;
-      command += escapeHtml(chars.slice(at, start).join(""));
-      command += `<mark title="${escapeHtml(m.why)}" data-why="${n + 1}">${escapeHtml(chars.slice(start, end).join(""))}</mark><sup class="mark-n">${n + 1}</sup>`;
-      at = end;
-    });
-    command += escapeHtml(chars.slice(at).join(""));
+  let at = 0;
+  for (const m of marks) {
+    const start = Math.max(at, Math.min(m.start, chars.length));
+    const end = Math.min(m.end, chars.length);
+    if (end <= start) continue;
+    const part = chars.slice(start, end).join("");
+    command += `${escapeHtml(chars.slice(at, start).join(""))}<mark title="${escapeHtml(m.why)}">${escapeHtml(part)}</mark>`;
+    legend.push(`<li><code>${escapeHtml(oneLine(part))}</code>: ${escapeHtml(m.why)}</li>`);
+    at = end;
   }
-  const legend = marks.length ? `<ol class="marks">${marks.map((m) => `<li>${escapeHtml(m.why)}</li>`).join("")}</ol>` : "";
+  command += escapeHtml(chars.slice(at).join(""));
+  const marked = legend.length ? `<ul class="marks">${legend.join("")}</ul>` : "";
   const paths = q.paths.length ? `<ul class="perm-paths">${q.paths.map((p) => `<li><code>${escapeHtml(p.named)}</code> → <code>${escapeHtml(p.resolved)}</code></li>`).join("")}</ul>` : "";
   const escaped = q.escaped ? `<div class="perm-escaped">Characters that do not show (controls, direction marks, zero-width) are written out as <code>\\x..</code> / <code>\\u{..}</code>.</div>` : "";
   return (
     head +
     (q.command !== null ? `<pre class="perm-command">${command}</pre>` : "") +
-    legend +
+    marked +
     (q.reason ? `<div class="perm-reason">${escapeHtml(q.reason)}</div>` : "") +
     paths +
     escaped
@@ -260,7 +261,7 @@ export function turnEndHtml(stopReason: string | undefined, error: string | unde
   if (interrupted) parts.push(`<span class="reason interrupted">Interrupted: ${escapeHtml(interrupted)}</span>`);
   else if (error && needsKey) {
     const buttons = `<button type="button" data-command="agentBridge.setApiKey">Set API key</button> <button type="button" class="secondary" data-command="agentBridge.tryOffline">Try it offline</button>`;
-    return `<span class="reason error">No API key: ${escapeHtml(error)}</span><div class="turn-actions">${buttons}</div>`;
+    return `<span class="reason error" title="${escapeHtml(error)}">No API key: the bridge has no Anthropic API key to ask the model with. Set one, or try the offline demo model.</span><div class="turn-actions">${buttons}</div>`;
   } else if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
   else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${stopReason === "end_turn" ? "Done" : `Turn ended: ${escapeHtml(stopReason ?? "?")}`}</span>`);
   if (usage && (usage.inputTokens || usage.outputTokens)) {

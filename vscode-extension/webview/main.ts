@@ -272,6 +272,7 @@ function renderChrome(): void {
     bypass.hidden = modes?.currentModeId !== "bypassPermissions";
     modeDesc.hidden = !current?.description || !bypass.hidden;
     modeDesc.textContent = current?.description ? `${current.name}: ${current.description}` : "";
+    modeDesc.title = modeDesc.textContent;
   }
   const gauge = meterText(state);
   meter.hidden = !gauge;
