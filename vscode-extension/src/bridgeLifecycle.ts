@@ -5,7 +5,7 @@ import type { Conversations } from "./conversations";
 import type { Disposable } from "./events";
 import { LaunchError, resolveBridge } from "./launch";
 import { serverKey } from "./serverKey";
-import { affectsServer, launchFor, readSettings } from "./settings";
+import { affectsServer, type ExtensionSettings, launchFor, readSettings } from "./settings";
 
 /**
  * When the bridge starts and restarts, and what the conversation hears of it: the first start, the Restart
@@ -16,6 +16,8 @@ import { affectsServer, launchFor, readSettings } from "./settings";
 export class BridgeLifecycle implements vscode.Disposable {
   /** The server settings of the last start (undefined: it did not start). */
   private startedWith: string | undefined;
+  /** Whether the folder was trusted when the bridge started. */
+  private startedTrusted = false;
   /** What the panel says when the restarted bridge has the session again. */
   private resumeNotice: string | undefined;
   private restartWhenIdle = false;
@@ -37,6 +39,9 @@ export class BridgeLifecycle implements vscode.Disposable {
       }),
       // A key set, changed or removed (here or in another window) is a server setting too.
       keys.onDidChange(() => void this.settingsChanged()),
+      // Trusting the folder turns its configuration on (its VS Code settings too, which may come first as a
+      // configuration change): one restart with it, the conversation going on.
+      vscode.workspace.onDidGrantWorkspaceTrust(() => void this.settingsChanged()),
     ];
   }
 
@@ -60,7 +65,8 @@ export class BridgeLifecycle implements vscode.Disposable {
   async start(opts: { resume: boolean; notice?: string }): Promise<void> {
     const settings = readSettings();
     const key = await this.keys.get();
-    this.startedWith = serverKey(settings, key);
+    this.startedWith = this.currentKey(settings, key);
+    this.startedTrusted = vscode.workspace.isTrusted;
     this.conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
     this.conversation.starting("starting");
     this.resumeNotice = opts.notice;
@@ -75,7 +81,7 @@ export class BridgeLifecycle implements vscode.Disposable {
       void vscode.window.showErrorMessage(problem.message, ...problem.actions.map((a) => a.title)).then((choice) => problem.actions.find((a) => a.title === choice)?.run());
       return;
     }
-    await this.client.start(launchFor(settings, base, key), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, { resume: opts.resume, resetCrashes: true });
+    await this.client.start(launchFor(settings, base, key, vscode.workspace.isTrusted ? "ask" : "restricted"), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, { resume: opts.resume, resetCrashes: true });
   }
 
   restart(): Promise<void> {
@@ -94,12 +100,22 @@ export class BridgeLifecycle implements vscode.Disposable {
       return;
     }
     this.restartWhenIdle = false;
-    void this.start({ resume: true, notice: "Settings changed: the bridge restarted with them; the conversation goes on." });
+    const trusted = vscode.workspace.isTrusted && !this.startedTrusted;
+    if (trusted) this.log.info("The workspace is trusted now: restarting the bridge with the folder's configuration");
+    const notice = trusted
+      ? "This folder is trusted now: the bridge restarted with its own configuration; the conversation goes on."
+      : "Settings changed: the bridge restarted with them; the conversation goes on.";
+    void this.start({ resume: true, notice });
   }
 
   private async settingsChanged(): Promise<void> {
-    const current = serverKey(readSettings(), await this.keys.get());
+    const current = this.currentKey(readSettings(), await this.keys.get());
     if (current !== this.startedWith) this.restartForSettings();
+  }
+
+  /** The server settings, the key, and whether the folder is trusted (a bridge runs with all three). */
+  private currentKey(settings: ExtensionSettings, key: string | undefined): string {
+    return `${serverKey(settings, key)}|trusted=${String(vscode.workspace.isTrusted)}`;
   }
 }
 

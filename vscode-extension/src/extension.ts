@@ -88,6 +88,9 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.workspace.onDidChangeWorkspaceFolders(() => view.post({ type: "workspace", folders: files.folders() })),
   );
   view.post({ type: "tabs", tabs: conversations.tabInfo() });
+  // Restricted Mode: the panel says what is off (and how to trust the folder) until trust is granted.
+  view.post({ type: "trust", trust: vscode.workspace.isTrusted ? "trusted" : "restricted" });
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => view.post({ type: "trust", trust: "trusted" })));
 
   void lifecycle.start({ resume: false }).then(() => offerKey(context, keys));
 }

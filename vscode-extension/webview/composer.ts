@@ -192,6 +192,8 @@ export class Composer {
       ...(images.length ? { images } : {}),
     });
     this.input.value = "";
+    // Sent: the person is not writing any more (a question that comes next takes the keyboard).
+    this.lastKeyAt = Number.NEGATIVE_INFINITY;
     this.images = [];
     this.renderImages();
     this.mentions.clear();

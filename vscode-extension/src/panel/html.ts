@@ -40,7 +40,7 @@ export function panelHtml(p: PanelHtmlParts): string {
 </header>
 <div id="mode-desc" class="mode-desc" hidden></div>
 <div id="bypass" class="bypass" role="alert" hidden>⚠ <strong>Bypass permissions</strong>: every command, edit and deletion runs without asking. <button type="button" class="secondary" data-mode="default">Back to Default</button></div>
-<div id="trust-banner" class="trust-banner" role="status" hidden>🛡 <strong>Restricted Mode</strong>: this folder is not trusted, so its own agent configuration is off — hooks, <code>env</code>, allow rules, the default mode, extra directories, sandbox and network settings and MCP servers of <code>.agent-bridge/</code> and <code>.claude/</code>. The agent still works and asks before it acts. <button type="button" class="secondary" data-command="workbench.trust.manage">Manage Workspace Trust</button></div>
+<div id="trust-banner" class="trust-banner" role="status" hidden><strong>Restricted Mode</strong>: this folder is not trusted, so its own agent configuration is off — hooks, <code>env</code>, allow rules, the default mode, extra directories, sandbox and network settings and MCP servers of <code>.agent-bridge/</code> and <code>.claude/</code>. The agent still works and asks before it acts. <button type="button" class="secondary" data-command="workbench.trust.manage">Manage Workspace Trust</button></div>
 <div id="key-banner" class="key-banner" role="status" hidden>No API key is set. <button type="button" data-command="agentBridge.setApiKey">Set API key</button> <button type="button" class="secondary" data-command="agentBridge.tryOffline">Try it offline</button></div>
 <div id="banner" hidden></div>
 <div id="log-wrap">

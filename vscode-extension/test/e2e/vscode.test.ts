@@ -376,6 +376,9 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await poll("the edit turn to end", async () => (await turnEnds()) === ended + 1, 30000);
     await poll("the diff tab to close", async () => (await diffTab.count()) === 0, 10000);
     assert.equal(fs.readFileSync(hello, "utf8"), 'def greet(name):\n    return f"hello, {name}!"\n# reviewed by a person\n');
+    // No phantom left behind (issue 24 item 2): no tab with unsaved changes, no failed save.
+    assert.deepEqual(await page.locator(".tabs-container .tab.dirty").allInnerTexts(), []);
+    assert.equal(await page.locator(".notifications-toasts", { hasText: /Failed to save/ }).count(), 0);
     await shot("10-edit-accepted-as-edited");
   });
 
