@@ -152,11 +152,14 @@ export class Composer {
     });
   }
 
+  /** Called with every frame of a stream: writes only what changed. */
   setState(phase: TurnPhase, ready: boolean): void {
-    this.stop.disabled = phase === "idle";
-    this.stop.textContent = phase === "cancelling" ? "Force stop" : "Stop";
-    this.send.disabled = !ready;
-    this.send.title = ready ? "Send (while a turn runs: interrupt it with this message)" : "Waiting for the session to start";
+    const stop = phase === "cancelling" ? "Force stop" : "Stop";
+    if (this.stop.disabled !== (phase === "idle")) this.stop.disabled = phase === "idle";
+    if (this.stop.textContent !== stop) this.stop.textContent = stop;
+    if (this.send.disabled !== !ready) this.send.disabled = !ready;
+    const title = ready ? "Send (while a turn runs: interrupt it with this message)" : "Waiting for the session to start";
+    if (this.send.title !== title) this.send.title = title;
   }
 
   showContext(label: string | undefined, problems: number | undefined): void {

@@ -80,6 +80,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "action":
       state = reduce(state, msg.action);
       break;
+    case "actions":
+      for (const action of msg.actions) state = reduce(state, action);
+      break;
     case "context":
       composer.showContext(msg.label, msg.problems);
       return;
@@ -117,13 +120,37 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   schedule();
 });
 
+/**
+ * Typing comes first: the frame after a keystroke paints the character and nothing else, and the stream's
+ * render waits until the person pauses (`typingGraceMs` after the last key), though never longer than
+ * `maxDeferMs` since the last render, so the answer keeps moving while someone types on.
+ */
+const typingGraceMs = 60;
+const maxDeferMs = 250;
+let inputAt = Number.NEGATIVE_INFINITY;
+let renderedAt = 0;
+for (const type of ["keydown", "input", "compositionupdate"]) document.addEventListener(type, () => (inputAt = performance.now()), true);
+
 function schedule(): void {
   if (scheduled) return;
   scheduled = true;
-  requestAnimationFrame(() => {
-    scheduled = false;
-    render();
-  });
+  later();
+}
+
+/** A frame for the render, unless the person is typing: then not even a frame is asked for until they pause. */
+function later(): void {
+  const now = performance.now();
+  const wait = Math.min(typingGraceMs - (now - inputAt), maxDeferMs - (now - renderedAt));
+  if (wait > 0) setTimeout(later, wait);
+  else requestAnimationFrame(frame);
+}
+
+function frame(): void {
+  // A key pressed after the frame was asked for: its frame paints the character only.
+  if (performance.now() - inputAt < typingGraceMs && performance.now() - renderedAt < maxDeferMs) return later();
+  scheduled = false;
+  renderedAt = performance.now();
+  render();
 }
 
 function render(): void {
@@ -245,20 +272,21 @@ let ticking: ReturnType<typeof setInterval> | undefined;
 function renderChrome(): void {
   const { connection, phase, modes } = state;
   const ready = sessionReady();
-  connectionEl.textContent = statusText(state, ready, Date.now());
-  connectionEl.title = connectionEl.textContent;
-  connectionEl.className = `connection ${connection.status} ${phase}${state.progress ? " progress" : ""}`;
+  const status = statusText(state, ready, Date.now());
+  setText(connectionEl, status);
+  if (connectionEl.title !== status) connectionEl.title = status;
+  setClass(connectionEl, `connection ${connection.status} ${phase}${state.progress ? " progress" : ""}`);
   // A retry's countdown ticks while it lasts.
   if (state.progress && !ticking) ticking = setInterval(schedule, 1000);
   if (!state.progress && ticking) {
     clearInterval(ticking);
     ticking = undefined;
   }
-  banner.hidden = connection.status !== "failed";
-  banner.textContent = connection.status === "failed" ? `The bridge could not start: ${connection.message ?? ""}. Run “Agent Bridge: Show Log”.` : "";
-  welcome.hidden = state.items.length > 0;
+  setHidden(banner, connection.status !== "failed");
+  setText(banner, connection.status === "failed" ? `The bridge could not start: ${connection.message ?? ""}. Run “Agent Bridge: Show Log”.` : "");
+  setHidden(welcome, state.items.length > 0);
   // Without a key the way to one stays in view (the welcome goes with the first message).
-  keyBanner.hidden = !needsKey || !welcome.hidden;
+  setHidden(keyBanner, !needsKey || !welcome.hidden);
   composer.setState(phase, ready);
   if (modes !== renderedModes) {
     renderedModes = modes;
@@ -275,11 +303,11 @@ function renderChrome(): void {
     modeDesc.title = modeDesc.textContent;
   }
   const gauge = meterText(state);
-  meter.hidden = !gauge;
+  setHidden(meter, !gauge);
   if (gauge && meterFill && meterLabel) {
-    meterLabel.textContent = gauge.text;
-    meter.title = gauge.title;
-    meterFill.style.width = `${gauge.percent}%`;
+    setText(meterLabel, gauge.text);
+    if (meter.title !== gauge.title) meter.title = gauge.title;
+    if (meterFill.style.width !== `${gauge.percent}%`) meterFill.style.width = `${gauge.percent}%`;
     meter.classList.toggle("high", gauge.percent >= 80);
   }
   if (state.plan !== renderedPlan) {
@@ -291,6 +319,18 @@ function renderChrome(): void {
       .map((e) => `<li class="${e.status}"><span class="plan-icon">${icon[e.status]}</span>${escapeHtml(e.content)}</li>`)
       .join("")}</ul>`;
   }
+}
+
+// The chrome is rendered with each frame of a stream: a write that changes nothing is skipped (it would still
+// make the browser lay the header out again).
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+function setClass(el: HTMLElement, cls: string): void {
+  if (el.className !== cls) el.className = cls;
+}
+function setHidden(el: HTMLElement, hidden: boolean): void {
+  if (el.hidden !== hidden) el.hidden = hidden;
 }
 
 let toastTimer: ReturnType<typeof setTimeout> | undefined;

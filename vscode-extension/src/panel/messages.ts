@@ -26,6 +26,8 @@ export type FolderTrust = "trusted" | "restricted";
 export type ToWebview =
   | { type: "reset"; state: PanelState }
   | { type: "action"; action: PanelAction }
+  /** Several actions at once, in order (a stream's updates, batched by the host to spare the workbench). */
+  | { type: "actions"; actions: PanelAction[] }
   /** The active editor's attachable context; `problems`: its diagnostics count. */
   | { type: "context"; label?: string; problems?: number }
   | { type: "focusInput" }

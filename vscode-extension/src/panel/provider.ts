@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 import type { Disposable } from "../events";
 import { panelHtml } from "./html";
 import type { FromWebview, ToWebview } from "./messages";
+import type { PanelAction } from "./state";
 import type { PanelStore } from "./store";
 
 /**
@@ -24,12 +25,16 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   /** What the host told the webview besides the store's actions: sent again when it reloads. */
   private readonly sticky = new Map<ToWebview["type"], ToWebview>();
   private fromStore: Disposable;
+  /** A stream's actions wait here for a moment and go as one message (each message is work on the workbench's
+   * thread, which the panel's typing shares in a browser); anything else goes at once, after them. */
+  private pending: PanelAction[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private store: PanelStore,
   ) {
-    this.fromStore = store.onAction((action) => this.post({ type: "action", action }));
+    this.fromStore = store.onAction((action) => this.queue(action));
     this.subscriptions.push({ dispose: () => this.fromStore.dispose() });
   }
 
@@ -37,8 +42,9 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   showStore(store: PanelStore): void {
     if (store === this.store) return;
     this.fromStore.dispose();
+    this.pending = [];
     this.store = store;
-    this.fromStore = store.onAction((action) => this.post({ type: "action", action }));
+    this.fromStore = store.onAction((action) => this.queue(action));
     this.post({ type: "reset", state: store.state });
   }
 
@@ -68,6 +74,7 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
 
   /** The webview (re)loaded and said `ready`: the whole state, then what the host said since that still holds. */
   replay(): void {
+    this.pending = [];
     this.ready = true;
     const workspace = this.sticky.get("workspace");
     if (workspace) this.post(workspace);
@@ -80,8 +87,29 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
    * (context, model, session state, workspace folders) is kept and sent again after a reload.
    */
   post(message: ToWebview): void {
+    this.flush();
+    this.send(message);
+  }
+
+  private send(message: ToWebview): void {
     if (stickyTypes.has(message.type)) this.sticky.set(message.type, message);
     if (this.view && this.ready) void this.view.webview.postMessage(message);
+  }
+
+  /** A streamed update waits up to `batchMs` for the ones after it; any other action goes at once. */
+  private queue(action: PanelAction): void {
+    this.pending.push(action);
+    if (action.type !== "update") return this.flush();
+    this.flushTimer ??= setTimeout(() => this.flush(), batchMs);
+  }
+
+  private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const actions = this.pending;
+    this.pending = [];
+    if (actions.length === 1 && actions[0]) this.send({ type: "action", action: actions[0] });
+    else if (actions.length) this.send({ type: "actions", actions });
   }
 
   async reveal(): Promise<void> {
@@ -93,6 +121,7 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   dispose(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const s of this.subscriptions) s.dispose();
   }
 
@@ -102,6 +131,9 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
     return panelHtml({ cspSource: webview.cspSource, nonce: makeNonce(), scriptUri: script.toString(), styleUri: style.toString() });
   }
 }
+
+/** How long a streamed update waits for the next ones (the bridge sends one per ~16 ms while it streams). */
+const batchMs = 40;
 
 /** Messages that say how something stands now: the last of each kind is sent again to a reloaded webview. */
 const stickyTypes: ReadonlySet<ToWebview["type"]> = new Set(["context", "model", "sessionState", "workspace", "tabs", "trust"]);
