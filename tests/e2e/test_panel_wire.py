@@ -126,3 +126,16 @@ async def test_the_offline_tour_says_what_was_rejected_and_goes_on(workspace: Pa
         assert await editor.prompt(sid, "tour") == {"stopReason": "end_turn"}
         assert (workspace / "tour_demo.py").read_text().count('"Hello, " + name') == 1
         assert "You rejected the edit" in editor.text(sid)
+
+
+async def test_the_playground_says_it_sees_a_pasted_image(workspace: Path, data_dir: Path) -> None:
+    """An image prompt reaches the model as an image block: the playground names what it got."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    async with running_editor(builtin_scenario("playground", delay_ms=0), workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        prompt = [{"type": "text", "text": "what is this?"}, {"type": "image", "mimeType": "image/png", "data": png}]
+        answer = await editor.request("session/prompt", {"sessionId": sid, "prompt": prompt})
+        assert answer == {"stopReason": "end_turn"}
+        assert "I see 1 image (image/png)" in editor.text(sid)
+        body = editor.model.valid_requests[-1].body
+        assert any(b.get("type") == "image" for b in body["messages"][-1]["content"])

@@ -16,6 +16,7 @@ import { PermissionPrompter } from "./permissions";
 import { vscodePickers } from "./pickers";
 import { route, webviewRoutes } from "./router";
 import { readMcpServers, readSettings } from "./settings";
+import { sessionModels } from "./sessionModels";
 import { StatusBar } from "./status";
 
 /** Wires the pieces together; every disposable goes into `context.subscriptions`. */
@@ -93,20 +94,6 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => view.post({ type: "trust", trust: "trusted" })));
 
   void lifecycle.start({ resume: false }).then(() => offerKey(context, keys));
-}
-
-/** The model each session of this folder ran, remembered by this editor: a resumed session goes on with it. */
-function sessionModels(state: vscode.Memento): { remember: (sessionId: string, model: string) => void; recall: (sessionId: string) => string | undefined } {
-  const key = "agentBridge.sessionModels";
-  const all = (): Record<string, string> => state.get<Record<string, string>>(key) ?? {};
-  return {
-    remember: (sessionId, model) => {
-      // The newest 200 are plenty: older sessions go back to the default.
-      const others = Object.entries(all()).filter(([id]) => id !== sessionId);
-      void state.update(key, Object.fromEntries([...others, [sessionId, model]].slice(-200)));
-    },
-    recall: (sessionId) => all()[sessionId],
-  };
 }
 
 export function deactivate(): void {

@@ -22,7 +22,7 @@ HELP = """Commands this offline model understands:
 - `run: <command>` runs a shell command with Bash
 - `read: <absolute path>` reads a file
 - `think: <text>` thinks first, then answers
-- `long` streams a long answer (for cancel tests)
+- `long` streams a long answer (for cancel tests); `long: <parts>` one of that many parts (20 ms each)
 - `agent: <prompt>` hands `<prompt>` (any of these commands) to a general-purpose sub-agent
 - `agents: <prompt> ;; <prompt> ...` starts several sub-agents in parallel
 - `explore: <prompt>` hands it to a read-only Explore agent; `background: <prompt>` to a background agent
@@ -59,8 +59,8 @@ def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
     return text_response(text, delay_ms=10)
 
 
-def _long_answer() -> Json:
-    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(500)]
+def _long_answer(parts: int = 500) -> Json:
+    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(parts)]
     return {"content": [{"type": "text", "deltas": deltas}], "stop_reason": "end_turn", "delay_ms": 20}
 
 
@@ -124,6 +124,8 @@ def playground(request: RecordedRequest) -> Json:
         ], "stop_reason": "end_turn", "delay_ms": 10}
     if prompt.lower() == "long":
         return _long_answer()
+    if command == "long" and argument.isdigit():  # `long: 150`: a shorter one (150 parts, 3 s)
+        return _long_answer(max(1, min(int(argument), 5000)))
     if prompt.lower() in ("help", "?", ""):
         return text_response(HELP, delay_ms=10)
     news = notifications(request.body)

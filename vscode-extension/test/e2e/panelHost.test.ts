@@ -173,8 +173,9 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
       await panel.locator(".item.permission.pending:focus").waitFor({ timeout: 5000 });
       if (step.diff) await page.locator(".tabs-container .tab", { hasText: "proposed edit" }).first().waitFor({ timeout: 15000 });
       await shot(step.shot);
+      const id = (await card.first().getAttribute("data-id")) ?? "";
       await page.keyboard.press("1");
-      await card.waitFor({ state: "detached", timeout: 10000 });
+      await panel.locator(`.item.permission.pending[data-id="${id}"]`).waitFor({ state: "detached", timeout: 10000 });
     }
     await poll("the tour to end", async () => (await turns()) > before, 60000, 100);
     assert.match(fs.readFileSync(path.join(workspace, "tour_demo.py"), "utf8"), /return f"Hello, \{name\}!"/);

@@ -467,7 +467,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   });
 
   it("two conversations at once: a turn goes on in its tab while another tab runs its own", async () => {
-    await sendPrompt("long");
+    await sendPrompt("long: 250");
     await poll("the long answer to stream", async () => (await agentText(2)).includes("Part 2"), 30000);
     await panel.locator("#tabs .tab-new").click();
     await poll("a second, blank tab", async () => (await panel.locator("#tabs .tab").count()) === 3 && (await panel.locator(".item").count()) === 0, 15000);
@@ -482,7 +482,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   });
 
   it("a turn that ends while the panel is hidden is said in a notification; Show brings it back", async () => {
-    await sendPrompt("long");
+    await sendPrompt("long: 150");
     await poll("the long answer to stream", async () => (await panel.locator(".item.agent").last().innerText()).includes("Part 2"), 30000);
     await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
     const toast = page.locator(".notifications-toasts .notification-toast", { hasText: /“long” is done/ });
