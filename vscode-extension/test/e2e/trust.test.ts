@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { FrameLocator } from "playwright-core";
@@ -20,6 +21,7 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
   let panel: FrameLocator;
   let hookMarker = "";
   let serverMarker = "";
+  let outside = "";
   const shot = (name: string): Promise<unknown> => cs.page.screenshot({ path: path.join(shots, `${name}.png`) });
   const turnEnds = (): Promise<number> => panel.locator(".item.turnEnd").count();
   const send = async (text: string): Promise<void> => {
@@ -31,7 +33,7 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
 
   before(async () => {
     fs.mkdirSync(shots, { recursive: true });
-    const outside = fs.mkdtempSync(path.join(path.dirname(shots), "trust-markers-"));
+    outside = fs.mkdtempSync(path.join(os.tmpdir(), "ab-trust-markers-"));
     hookMarker = path.join(outside, "hook-ran");
     serverMarker = path.join(outside, "workspace-server-command-ran");
     cs = await startCodeServer({
@@ -55,6 +57,7 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
   after(async () => {
     await shot("99-last").catch(() => undefined);
     await cs.stop();
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 
   it("works in Restricted Mode and says what is off, with the way to trust the folder", async () => {
