@@ -235,8 +235,9 @@ def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
     return update
 
 
-def usage(event: UsageReport) -> dict[str, Any]:
-    return {
+def usage(event: UsageReport, *, offline: bool = False) -> dict[str, Any]:
+    """`offline`: the offline demo model answered: no `cost` (it costs nothing), `_meta.offline`."""
+    update: dict[str, Any] = {
         "sessionUpdate": "usage_update",
         "used": event.context_used,
         "size": event.context_size,
@@ -249,6 +250,10 @@ def usage(event: UsageReport) -> dict[str, Any]:
             "responseCost": round(event.cost_usd, 6),
         },
     }
+    if offline:
+        del update["cost"], update["_meta"]["responseCost"]
+        update["_meta"]["offline"] = True
+    return update
 
 
 def mode(event: ModeChanged) -> dict[str, Any]:
@@ -284,6 +289,16 @@ def models_state(current: str) -> dict[str, Any]:
     if current not in {m for m, _, _ in MODELS}:
         listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
     return {"currentModelId": current, "availableModels": listed}
+
+
+OFFLINE_MODEL = {"modelId": "offline-demo", "name": "Offline demo model",
+                 "description": "The bridge's built-in offline model: scripted answers, no network, no cost"}
+
+
+def offline_models_state() -> dict[str, Any]:
+    """The models of a bridge on its offline demo model: that one (an editor must not show a Claude model and
+    a price for it)."""
+    return {"currentModelId": OFFLINE_MODEL["modelId"], "availableModels": [OFFLINE_MODEL]}
 
 
 def modes_state(current: str) -> dict[str, Any]:
