@@ -59,3 +59,30 @@ def locked(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def keyed_entry(path: Path, section: str, key: str) -> Iterator[dict[str, Any]]:
+    """The object `data[section][key]` of the JSON store at `path`, to change in place: read under the lock,
+    written back all-or-nothing when the block ends (nothing written when it raises). A store that can't be read
+    is never overwritten: ValueError. The other sections and keys are kept as they were."""
+    with locked(path):
+        data, problem = read_json(path)
+        if problem:
+            raise ValueError(f"{problem}; not overwriting it")
+        data = data if isinstance(data, dict) else {}
+        found = data.get(section)
+        entries = data[section] = found if isinstance(found, dict) else {}
+        entry = entries.get(key)
+        entry = entries[key] = entry if isinstance(entry, dict) else {}
+        yield entry
+        write_json_atomic(path, data)
+
+
+def stat_key(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced or written (mtime, size, inode); None when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)

@@ -35,7 +35,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bridge.environment import refused_reason
-from bridge.jsonfile import write_json_atomic
+from bridge.jsonfile import stat_key, write_json_atomic
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import CompiledRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
@@ -213,14 +213,6 @@ def _load_hooks(loaded: LoadedSettings, value: Any) -> None:
         ]
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 def default_user_config_dir() -> Path:
     override = os.environ.get("AGENT_BRIDGE_CONFIG_DIR")
     return Path(override) if override else Path(platformdirs.user_config_dir("agent-bridge"))
@@ -293,7 +285,7 @@ class SettingsStore:
             changed = self.trust.version != self._trust_version
             self._trust_version = self.trust.version
             for file in self.files:
-                key = _stat_key(file.path)
+                key = stat_key(file.path)
                 if not force and file.path in self._loaded and self._stats.get(file.path) == key:
                     continue
                 self._stats[file.path] = key

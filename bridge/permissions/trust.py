@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from bridge.jsonfile import locked, read_json, write_json_atomic
+from bridge.jsonfile import keyed_entry, read_json, stat_key
 from bridge.visible import one_line, visible
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class FolderTrust:
     def refresh(self) -> bool:
         """Re-read the store when another process changed it; True when anything may now be admitted differently."""
         with self._lock:
-            if _stat_of(self.path) == self._stat:
+            if stat_key(self.path) == self._stat:
                 return False
             before = (self._approved, self._declined)
             self._load_locked()
@@ -152,16 +152,7 @@ class FolderTrust:
         if not remember:
             return None
         try:
-            with locked(self.path):
-                data, problem = read_json(self.path)
-                if problem:
-                    raise ValueError(f"{problem}; not overwriting it")
-                data = data if isinstance(data, dict) else {}
-                folders = data.get("folders")
-                if not isinstance(folders, dict):
-                    folders = data["folders"] = {}
-                entry = folders.get(str(self.folder))
-                entry = folders[str(self.folder)] = entry if isinstance(entry, dict) else {}
+            with keyed_entry(self.path, "folders", str(self.folder)) as entry:
                 add, drop = ("approved", "declined") if approve else ("declined", "approved")
                 chosen = set(items)
                 kept = [v for v in entry.get(drop, []) if TrustItem.from_json(v) not in chosen] \
@@ -171,8 +162,6 @@ class FolderTrust:
                 present: list[Any] = found if isinstance(found, list) else []
                 known = {TrustItem.from_json(v) for v in present}
                 entry[add] = [*present, *(i.as_json() for i in items if i not in known)]
-                data["version"] = 1
-                write_json_atomic(self.path, data)
         except (OSError, ValueError) as error:  # not remembered: still honoured for this process
             log.warning("could not save the folder trust answer: %s", error)
             return f"the answer could not be saved ({error}); it holds until the bridge exits"
@@ -186,7 +175,7 @@ class FolderTrust:
             self._load_locked()
 
     def _load_locked(self) -> None:
-        self._stat = _stat_of(self.path)
+        self._stat = stat_key(self.path)
         data, problem = read_json(self.path)
         if problem:
             log.warning("folder trust store: %s (nothing in it is trusted until it is fixed)", problem)
@@ -201,14 +190,6 @@ def _items(value: Any) -> frozenset[TrustItem]:
     if not isinstance(value, list):
         return frozenset()
     return frozenset(item for item in map(TrustItem.from_json, value) if item is not None)
-
-
-def _stat_of(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 # -- asking ------------------------------------------------------------------------------------------------
