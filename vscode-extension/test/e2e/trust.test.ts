@@ -24,10 +24,11 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
   let outside = "";
   const shot = (name: string): Promise<unknown> => cs.page.screenshot({ path: path.join(shots, `${name}.png`) });
   const turnEnds = (): Promise<number> => panel.locator(".item.turnEnd").count();
-  const send = async (text: string): Promise<void> => {
+  const send = async (text: string, meanwhile?: () => Promise<void>): Promise<void> => {
     const before = await turnEnds();
     await panel.locator("#input").fill(text);
     await panel.locator("#input").press("Enter");
+    if (meanwhile) await meanwhile();
     await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turnEnds()) > before, 30000, 100);
   };
 
@@ -83,18 +84,21 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
     await shot("03-trust-editor");
     await trust.click();
     await cs.page.locator(".statusbar", { hasText: "Restricted Mode" }).waitFor({ state: "detached", timeout: 15000 });
-    await cs.page.keyboard.press("Escape"); // the trust editor goes; the panel is in view again
+    // the trust editor (a modal editor) goes, as a person would close it: the panel is in view again
+    await cs.page.locator('[aria-label^="Close Modal Editor"]').click();
     await panel.locator(".item.notice", { hasText: /trusted now: the bridge restarted/ }).waitFor({ timeout: 30000 });
     await panel.locator("#trust-banner").waitFor({ state: "hidden", timeout: 10000 });
     assert.equal(await panel.locator(".item.user", { hasText: "hello from a restricted folder" }).count(), 1, "the conversation is still there");
     await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
-    await send("hello from a trusted folder");
-    // Trusted in VS Code, the bridge asks its own question about exactly what the folder's files would enable.
-    const question = panel.locator(".item.permission.pending", { hasText: "Trust this folder's own settings?" });
-    await question.waitFor({ timeout: 30000 });
-    assert.ok((await question.innerText()).includes("UserPromptSubmit"), "the hook command is shown verbatim");
-    await shot("04-trust-question");
-    await question.locator("button", { hasText: "Trust and enable them" }).click();
+    // Trusted in VS Code, the bridge asks its own question about exactly what the folder's files would enable;
+    // the turn waits for the answer.
+    await send("hello from a trusted folder", async () => {
+      const question = panel.locator(".item.permission.pending", { hasText: "Trust the folder" });
+      await question.waitFor({ timeout: 30000 });
+      assert.ok((await question.innerText()).includes("UserPromptSubmit"), "the hook command is shown verbatim");
+      await shot("04-trust-question");
+      await question.locator("button", { hasText: "Trust and enable them" }).click();
+    });
     // Trusted, the folder's settings count: its hook runs and its serverCommand started the bridge (the controls).
     await poll("the trusted folder's hook to run", () => fs.existsSync(hookMarker), 15000, 100);
     assert.equal(fs.existsSync(serverMarker), true, "trusted, the folder's agentBridge.serverCommand is used");
