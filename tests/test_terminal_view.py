@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pyte
-import pytest
 
 from tests.poll import poll
 
