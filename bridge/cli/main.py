@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+# `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
+# are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
+# tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
               "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
 
