@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bridge.agent import Agent
-from bridge.cli.view import BOLD, DIM, RED, TerminalView, render
+from bridge.cli.calls import render
+from bridge.cli.screen import BOLD, DIM, RED
+from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
 from bridge.errors import for_person, root_cause
 from bridge.loop.permission import Prompter, deny_all
