@@ -169,24 +169,25 @@ def _slow_command(filler: str) -> str:
 
 
 async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> None:
-    """While the Bash call is judged, other coroutines keep running: the longest stall of the loop between the
-    call's start and its permission question is a small part of that time (judged on the loop, one stall would
-    take nearly all of it). Both are measured at the same moment, under the same load: on a busy machine, a
-    figure measured earlier (what reading the command takes alone) may be smaller than what the same work
-    takes now, and a stall of the scheduler's making then looked like the loop's."""
-    started = time.perf_counter()
+    """While the Bash call is judged, other coroutines keep running: between two turns of the loop, between the
+    call's start and its permission question, the loop's thread never works for more than a small part of what
+    reading the command costs on its own. Counted in the loop thread's CPU time, not in wall time: on a loaded
+    machine a thread waits for a core (or for the GIL held by the judging thread) for as long as the scheduler
+    likes, and such a wait (up to 0.96 s of 2.4 s, seen under two test runs at once) is not the loop working.
+    Judged on the loop, one gap holds the whole reading."""
+    started = time.thread_time()
     verdict(_slow_command("b"))  # the same work on another text (the verdict cache is by text)
-    alone = time.perf_counter() - started
+    alone = time.thread_time() - started
     command = _slow_command("a")
     assert len(command) < MAX_COMMAND_CHARS and alone > 0.1, f"{alone:.3f} s: too quick to tell"
 
-    ticks: list[float] = []
+    ticks: list[tuple[float, float]] = []  # (wall, the loop thread's CPU)
     asked = anyio.Event()
     moments: dict[str, float] = {}
 
     async def ticker() -> None:
         while not asked.is_set():
-            ticks.append(time.perf_counter())
+            ticks.append((time.perf_counter(), time.thread_time()))
             await anyio.lowlevel.checkpoint()
 
     def emit(event: LoopEvent) -> None:
@@ -219,8 +220,8 @@ async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> No
         await client.aclose()
         server.stop()
     assert stop == "end_turn" and "asked" in moments
-    window = [(a, b) for a, b in itertools.pairwise(ticks) if b >= moments["started"] and a <= moments["asked"]]
-    longest = max(b - a for a, b in window)
+    window = [(a, b) for a, b in itertools.pairwise(ticks) if b[0] >= moments["started"] and a[0] <= moments["asked"]]
+    busiest = max(b[1] - a[1] for a, b in window)
     judged = moments["asked"] - moments["started"]
-    assert judged > alone / 2, f"judging took {judged:.3f} s, reading alone {alone:.3f} s: the work was not done"
-    assert longest < judged / 3, f"the loop stood still {longest:.3f} s of the {judged:.3f} s the judging took"
+    assert judged > alone / 2, f"judging took {judged:.3f} s, reading alone {alone:.3f} s of CPU: the work was not done"
+    assert busiest < alone / 3, f"the loop worked {busiest:.3f} s between two turns; reading the command: {alone:.3f} s"
