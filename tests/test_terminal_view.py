@@ -13,6 +13,7 @@ import json
 import os
 import pty
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -359,3 +360,18 @@ def test_piped_output_is_plain_text_in_the_same_order(tmp_path: Path) -> None:
     assert MARKDOWN_ANSWER in answer and "\x1b" not in answer, "markdown as the model wrote it"
     thought = piped(tmp_path / "c", THINKING)
     assert "✻ Thought (3 lines; --show-thinking shows them)\n\nThe answer is 42.\n" in thought
+
+
+async def test_ctrl_c_while_a_command_runs_leaves_a_clean_screen(tmp_path: Path) -> None:
+    scenario = {"responses": [{"content": [bash("echo waiting; sleep 60")], "stop_reason": "tool_use"},
+                              {"content": [text("never")], "stop_reason": "end_turn"}]}
+    async with terminal(tmp_path, scenario) as term:
+        await term.until(lambda shown: "    waiting" in shown and re.search(r"⎿ . running", shown), "the command")
+        term.process.send_signal(signal.SIGINT)  # what Ctrl-C sends (this pty is not the controlling terminal)
+        assert await asyncio.wait_for(term.process.wait(), 60) == 130
+        await term.until(lambda shown: "[cancelled]" in shown, "the end line")
+    lines = term.lines()
+    assert "^C cancelling…" in lines
+    assert not SPINNER & set(term.text()) and "running ·" not in term.text()
+    start = lines.index("● `echo waiting; sleep 60`")
+    assert lines[start + 1:start + 3] == ["^C cancelling…", "  ⎿ Interrupted by user"], lines[start:]
