@@ -1,5 +1,6 @@
-"""The loop in a terminal: streamed text, tool calls, permission questions at the prompt, Ctrl-C
-cancels the turn (a second Ctrl-C while it unwinds forces).
+"""The loop in a terminal: the turn shown by bridge/cli/view.py, permission questions at the prompt (framed
+by the view: nothing else is drawn while one is asked), Ctrl-C cancels the turn (a second Ctrl-C while it
+unwinds forces).
 
 Whatever the model or a tool says is printed with its control characters made visible (`bridge.visible`):
 an escape sequence or a carriage return in a command, a file or a reply can't redraw the screen, least of
