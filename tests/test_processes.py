@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
+from bridge.tools import processes
 from bridge.tools.processes import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
 from tests.poll import poll
 
@@ -61,6 +64,14 @@ def reap_zombies_among(pids: set[int]) -> None:
     for pid in set(our_zombies()) & pids:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+
+
+def parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def cmdline(pid: int) -> str:
@@ -125,10 +136,11 @@ async def test_escaping_descendants_all_die_on_terminate(supervisor: ProcessSupe
     assert b"started" in b"".join(chunks)
 
 
+CLEANS_UP = "trap 'echo cleaned up; exit 7' INT; echo ready; while true; do sleep 0.05; done"
+
+
 async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSupervisor) -> None:
-    proc, chunks = await spawn_marked(
-        supervisor, "trap 'echo cleaned up; exit 7' INT; echo ready; while true; do sleep 0.05; done", uuid.uuid4().hex
-    )
+    proc, chunks = await spawn_marked(supervisor, CLEANS_UP, uuid.uuid4().hex)
     await poll(lambda: b"ready" in b"".join(chunks))
     supervisor.terminate(proc)
     assert await proc.wait() == 7
@@ -136,22 +148,65 @@ async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSuperviso
     assert b"cleaned up" in b"".join(chunks)
 
 
-async def test_force_kills_a_term_ignoring_tree_at_once(supervisor: ProcessSupervisor) -> None:
+@pytest.mark.parametrize("reset", [True, False], ids=["reset", "control"])
+async def test_a_bridge_started_with_sigint_ignored_still_lets_commands_clean_up(
+        supervisor: ProcessSupervisor, monkeypatch: pytest.MonkeyPatch, reset: bool) -> None:
+    """A background job of a script starts with SIGINT ignored, and its commands would inherit that (a shell
+    cannot trap a signal ignored when it started): their clean-up never ran, SIGTERM ended them (exit -15) —
+    what two test runs started with `&` saw as a flaky test. The control: without the reset, exactly that."""
+    if not reset:
+        monkeypatch.setattr(processes, "default_signals_prefix", lambda: [])
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc, chunks = await spawn_marked(supervisor, CLEANS_UP, uuid.uuid4().hex)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    await poll(lambda: b"ready" in b"".join(chunks))
+    supervisor.terminate(proc)
+    if reset:
+        assert await proc.wait() == 7 and b"cleaned up" in b"".join(chunks)
+    else:
+        assert await proc.wait() == -signal.SIGTERM and b"cleaned up" not in b"".join(chunks)
+    await supervisor.wait_all_gone(5)
+
+
+@pytest.fixture
+def slow_escalation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A graceful escalation that would take minutes to reach SIGKILL: a tree that ignores SIGINT and SIGTERM
+    and dies within the poll's bound was killed without waiting for it — however slow the machine is (a bound
+    set below the real 1 s escalation measured the scheduler as much as the supervisor)."""
+    monkeypatch.setattr(processes, "SIGINT_GRACE", 120.0)
+    monkeypatch.setattr(processes, "SIGTERM_GRACE", 120.0)
+
+
+async def test_force_kills_a_term_ignoring_tree_at_once(supervisor: ProcessSupervisor, slow_escalation: None) -> None:
     mark = uuid.uuid4().hex
     proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; setsid sleep 300 & echo go; sleep 300", mark)
     await poll(lambda: len(marked_pids(mark)) >= 2)
     supervisor.terminate(proc, force=True)
-    # well before the 1 s a graceful escalation would take to reach SIGKILL
-    await poll(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=20)  # long before the 240 s the escalation would take
 
 
-async def test_force_cuts_a_running_escalation_short(supervisor: ProcessSupervisor) -> None:
+async def test_force_cuts_a_running_escalation_short(supervisor: ProcessSupervisor, slow_escalation: None) -> None:
     mark = uuid.uuid4().hex
     proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; sleep 300 & sleep 300", mark)
     await poll(lambda: len(marked_pids(mark)) >= 2)
     supervisor.terminate(proc)
+    await poll(lambda: supervisor._terminations.get(proc.pid) is not None)  # the escalation is under way
     supervisor.terminate(proc, force=True)
-    await poll(lambda: not marked_pids(mark), timeout=0.8)
+    await poll(lambda: not marked_pids(mark), timeout=20)
+
+
+async def test_the_control_a_graceful_stop_waits_for_the_escalation(supervisor: ProcessSupervisor,
+                                                                     slow_escalation: None) -> None:
+    """Without force the same tree outlives the tests' bound above: what they see is force, not the escalation."""
+    mark = uuid.uuid4().hex
+    proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; sleep 300 & sleep 300", mark)
+    await poll(lambda: len(marked_pids(mark)) >= 2)
+    supervisor.terminate(proc)
+    with pytest.raises(TimeoutError):
+        await poll(lambda: not marked_pids(mark), timeout=1.5)
+    supervisor.terminate(proc, force=True)
 
 
 async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
@@ -164,13 +219,19 @@ async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
     assert supervisor.live_pids() == []
 
 
-async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor) -> None:
+async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor,
+                                                                            tmp_path: Path) -> None:
     assert supervisor.subreaper
     mark = uuid.uuid4().hex
-    # the subshell exits at once; its child reparents to us (the subreaper), then dies: a zombie of ours
-    proc, _ = await spawn_marked(supervisor, "(sleep 0.2 &); sleep 300", mark)
-    other = await asyncio.create_subprocess_exec("/bin/sh", "-c", "sleep 0.3; exit 5")
-    [orphan] = await poll(lambda: [p for p in marked_pids(mark) if cmdline(p) == "sleep 0.2"])
+    # the subshell exits at once; its child reparents to us (the subreaper), then dies when told: a zombie of
+    # ours. (Told, not timed: a child that lived 0.2 s could die before a loaded machine's first look at /proc.)
+    ends = tmp_path / "end"
+    wait = f"until [ -e {ends} ]; do sleep 0.02; done"
+    proc, _ = await spawn_marked(supervisor, f"(sh -c '{wait}' &); sleep 300", mark)
+    other = await asyncio.create_subprocess_exec("/bin/sh", "-c", f"{wait}; exit 5")
+    [orphan] = await poll(lambda: [p for p in marked_pids(mark) if cmdline(p) == f"sh -c {wait}" and
+                                   parent(p) == os.getpid()])  # (its `sleep`s, forked, wear its name a moment)
+    ends.touch()
 
     def swept_until_both_ended() -> bool:
         supervisor.live_pids()  # a sweep: reaps only zombies it knew as members

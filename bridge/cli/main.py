@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+# `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
+# are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
+# tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
               "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
 
@@ -60,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
+    run.add_argument("--show-thinking", action="store_true",
+                     help="show the model's thinking in full (otherwise one line says how long it thought)")
     run.add_argument("--dangerously-approve-all", action="store_true",
                      help="answer yes to every permission question without asking (otherwise questions are asked "
                           "at the terminal, and denied when standard input is not one)")
@@ -108,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         import asyncio
 
         return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
-                                       approve_all=args.dangerously_approve_all))
+                                       approve_all=args.dangerously_approve_all, offline=args.offline,
+                                       show_thinking=args.show_thinking))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
-                      approve_all: bool = False) -> int:
+                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False) -> int:
     """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
     loads, then the turn runs."""
     import asyncio
@@ -133,7 +141,9 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                approve_all=approve_all, ahead=early[0] if early else None)
+                                                approve_all=approve_all, ahead=early[0] if early else None,
+                                                offline=Path(offline).stem if offline else None,
+                                                show_thinking=show_thinking)
     return code
 
 

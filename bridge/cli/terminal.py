@@ -1,5 +1,6 @@
-"""The loop in a terminal: streamed text, tool calls, permission questions at the prompt, Ctrl-C
-cancels the turn (a second Ctrl-C while it unwinds forces).
+"""The loop in a terminal: the turn shown by bridge/cli/view.py, permission questions at the prompt (framed
+by the view: nothing else is drawn while one is asked), Ctrl-C cancels the turn (a second Ctrl-C while it
+unwinds forces).
 
 Whatever the model or a tool says is printed with its control characters made visible (`bridge.visible`):
 an escape sequence or a carriage return in a command, a file or a reply can't redraw the screen, least of
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import shlex
 import signal
@@ -19,31 +19,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, assert_never
+from typing import Any, TextIO
 
 from bridge.agent import Agent
+from bridge.cli.calls import render
+from bridge.cli.screen import BOLD, DIM, RED
+from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
-from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
-from bridge.loop.events import (
-    AgentProgress,
-    LoopEvent,
-    ModeChanged,
-    Notice,
-    PlanUpdate,
-    RetryWait,
-    SubAgentEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallFinished,
-    ToolCallInProgress,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnEnded,
-    UsageReport,
-    UserText,
-)
-from bridge.loop.permission import deny_all
+from bridge.loop.permission import Prompter, deny_all
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
@@ -53,122 +37,6 @@ from bridge.session import Frontend, Session
 from bridge.visible import capped, one_line, visible, visible_spans
 
 log = logging.getLogger(__name__)
-
-DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
-SHOWN_LINES = 12  # of a diff or a text shown under a tool call
-
-
-def shown(text: str) -> str:
-    """Text from the model, a tool or a file, safe to print: control characters made visible (tabs and line
-    breaks kept)."""
-    return visible(text, keep_newlines=True, keep_tabs=True)
-
-
-def render(item: Display) -> list[str]:
-    """What a tool shows, as terminal lines (bounded): a text's first lines, a diff's changed lines."""
-    return [shown(line) for line in _render(item)]
-
-
-def _render(item: Display) -> list[str]:
-    match item:
-        case TextContent(text=text):
-            lines = text.strip().splitlines()
-        case Diff():
-            old = (item.old_text or "").splitlines()
-            changed = [line for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
-                       if not line.startswith(("---", "+++", "@@"))]
-            verb = "new file" if item.old_text is None else "edited"
-            added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
-            lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
-        case _:
-            assert_never(item)
-    more = [f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else []
-    return lines[:SHOWN_LINES] + more
-
-
-class TerminalView:
-    def __init__(self, out: TextIO = sys.stdout, *, color: bool | None = None) -> None:
-        self.out = out
-        self.color = out.isatty() if color is None else color
-        self._in_text = False
-        self.usage: list[UsageReport] = []
-
-    def paint(self, code: str, text: str) -> str:
-        return f"{code}{text}{RESET}" if self.color else text
-
-    def write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
-
-    def line(self, text: str) -> None:
-        if self._in_text:
-            self.write("\n")
-            self._in_text = False
-        self.write(text + "\n")
-
-    def emit(self, event: LoopEvent) -> None:
-        match event:
-            case TextDelta(text=text):
-                self._in_text = True
-                self.write(shown(text))
-            case ThinkingDelta(text=text):
-                self._in_text = True
-                self.write(self.paint(DIM, shown(text)))
-            case ToolCallStarted(title=title):
-                self.line(self.paint(BOLD, f"● {one_line(title)}"))
-            case ToolCallFinished():
-                first = shown(event.text).strip().splitlines()[:3]
-                mark = self.paint(GREEN, "  ⎿ ") if event.status == "completed" else self.paint(RED, "  ⎿ ")
-                more = " …" if len(event.text.strip().splitlines()) > 3 else ""
-                self.line(mark + ("\n    ".join(first) or "(no output)") + more)
-                self.show(event.display)
-            case PlanUpdate(entries=entries):
-                for entry in entries:
-                    box = {"completed": "☒", "in_progress": "◐"}.get(entry.status, "☐")
-                    self.line(f"  {box} {one_line(entry.content)}")
-            case UsageReport():
-                self.usage.append(event)
-            case Notice(message=message, level=level):
-                self.line(self.paint(DIM, f"[{level}] {shown(message)}"))
-            case RetryWait():
-                self.line(self.paint(DIM, f"[info] {event.summary()}"))
-            case SubAgentEvent(event=inner):
-                self._nested(inner)
-            case (ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress() | UserText()
-                  | TurnEnded()):
-                pass  # a finished call shows its output; the terminal keeps no mode indicator
-            case _:
-                assert_never(event)
-
-    def _nested(self, event: LoopEvent) -> None:
-        """A sub-agent's work: its tool calls, indented (its text is its own: its parent reports on it)."""
-        match event:
-            case ToolCallStarted(title=title):
-                self.line(self.paint(DIM, f"  ↳ {one_line(title)}"))
-            case UsageReport():
-                self.usage.append(event)
-            case Notice() | RetryWait():
-                self.emit(event)
-            case _:
-                pass
-
-    def show(self, display: list[Display]) -> None:
-        for item in display:
-            for line in render(item):
-                self.line(self.paint(DIM, f"    {line}"))
-
-    def summary(self) -> str:
-        if not self.usage:
-            return ""
-        tokens_in = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in self.usage)
-        tokens_out = sum(u.output_tokens for u in self.usage)
-        cache = sum(u.cache_read_tokens for u in self.usage)
-        cost = self.usage[-1].session_cost_usd
-        return (
-            f"{len(self.usage)} model requests · {tokens_in:,} input tokens ({cache:,} from cache) · "
-            f"{tokens_out:,} output tokens · ${cost:.4f}"
-        )
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -365,19 +233,22 @@ async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
     signals.session = session
     if own:
         signals.install()
+    view.start()
     try:
         stop = await session.prompt([{"type": "text", "text": text}])
     except Exception as error:  # one clear message: a model failure's own, else the cause's (the rest is logged)
         if not isinstance(root_cause(error), ModelError):
             log.error("the turn failed", exc_info=error)
+        view.stop()
         shown = root_cause(error) if isinstance(root_cause(error), ModelError) else for_person(error)
-        view.line(view.paint(RED, f"Error: {shown}"))
+        view.end(f"Error: {shown}", error=True)
         return 1
     finally:
+        view.stop()
         signals.session = None
         if own:
             signals.remove()
-    view.line(view.paint(DIM, f"[{stop}] {view.summary()}"))
+    view.end(f"[{stop}] {view.summary()}")
     if stop == "cancelled":
         return 143 if signals.last == signal.SIGTERM else 130
     return 0
@@ -418,6 +289,28 @@ class TerminalSignals:
             self.agent.kill_processes_now()
 
 
+def asking(view: TerminalView, prompter: TerminalPrompter) -> Prompter:
+    """The question with the screen kept for it (the live area away, nothing else written meanwhile), and
+    where an always-answer's rule was saved."""
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        with view.asking():
+            answer = await prompter(request)
+        if answer.outcome in ("allow_always", "reject_always") and answer.suggestion is not None:
+            view.saved_soon(answer.suggestion)
+        return answer
+
+    return ask
+
+
+def trust_asking(view: TerminalView, ask: AskTrust) -> AskTrust:
+    async def framed(question: TrustQuestion) -> TrustAnswer | None:
+        with view.asking():
+            return await ask(question)
+
+    return framed
+
+
 def run_prompt(
     text: str,
     *,
@@ -425,9 +318,10 @@ def run_prompt(
     overrides: dict[str, Any],
     interactive: bool = True,
     approve_all: bool = False,
+    offline: str | None = None,
 ) -> int:
     return asyncio.run(run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                        approve_all=approve_all))
+                                        approve_all=approve_all, offline=offline))
 
 
 async def run_prompt_async(
@@ -438,11 +332,14 @@ async def run_prompt_async(
     interactive: bool = True,
     approve_all: bool = False,
     ahead: AnthropicModel | None = None,
+    offline: str | None = None,
+    show_thinking: bool = False,
 ) -> int:
     """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
-    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same."""
+    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same.
+    `offline`: the offline scenario answering (named instead of a cost)."""
     config, problems = BridgeConfig.load(overrides)
-    view = TerminalView()
+    view = TerminalView(offline=offline, show_thinking=show_thinking)
     for problem in problems:
         view.line(view.paint(RED, problem))
     if approve_all:
@@ -452,8 +349,8 @@ async def run_prompt_async(
     if ahead is not None and isinstance(agent.model, AnthropicModel):
         agent.model.adopt(ahead)
     terminal = TerminalPrompter(view, approve_all=approve_all)
-    prompter = terminal if interactive else deny_all
-    ask_trust = terminal_trust(terminal) if interactive and terminal.can_ask else None  # no one to ask: stays off
+    prompter = asking(view, terminal) if interactive else deny_all
+    ask_trust = trust_asking(view, terminal_trust(terminal)) if interactive and terminal.can_ask else None
     session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive,
                                               ask_trust=ask_trust))
     for notice in session.setup.startup_notices():

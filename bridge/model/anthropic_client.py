@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import sys
 import threading
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from bridge.messages import TOOL_USE_ID_MAX, Block, valid_tool_use_id
+from bridge.model.failures import connection_failure, status_failure
 from bridge.model.types import (
     BlockComplete,
     BlockDelta,
@@ -221,11 +223,7 @@ class AnthropicModel:
                                    _short_reason(status), self.max_retries + 1)
                 elif failure == "connection":
                     if attempt > self.max_retries:
-                        raise ModelError(
-                            f"Cannot reach the model API at {self._where()}: {_detail(error, 'no answer')}. Check "
-                            "your network or ANTHROPIC_BASE_URL.",
-                            kind="connection",
-                        ) from error
+                        raise connection_failure(error, url=self._where()) from error
                     delay = self._delay(attempt, {})
                     yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s",
                                    "connection failed", self.max_retries + 1)
@@ -261,7 +259,7 @@ class AnthropicModel:
         return max(0.0, min(hinted, self.max_retry_wait))
 
     def _where(self) -> str:
-        return self._base_url or "https://api.anthropic.com"
+        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
 
 def _discard(task: asyncio.Task[Any], client: WireClient | None) -> None:
@@ -518,33 +516,5 @@ def _message_of(error: Any) -> str:
 
 
 def _status_error(error: Any, model: str, attempts: int) -> ModelError:
-    status: int = error.status_code
-    detail = _message_of(error)
-    if status == 401:
-        return ModelError(
-            f"Authentication failed (401): {detail}. Set ANTHROPIC_API_KEY to a valid key.",
-            kind="authentication", status=status,
-        )
-    if status == 403:
-        return ModelError(f"Permission denied by the API (403): {detail}.", kind="authentication", status=status)
-    if status == 404:
-        return ModelError(
-            f"Model {model!r} was not found (404): {detail}. Set AGENT_BRIDGE_MODEL (or `model` in settings) "
-            "to a model your key can use.",
-            kind="not_found", status=status,
-        )
-    if status == 429:
-        wait = _retry_after(error.response.headers)
-        hint = f" Try again in {wait:.0f} s." if wait else " Try again shortly."
-        return ModelError(
-            f"Rate limited by the API (429) after {attempts} attempts: {detail}.{hint}",
-            kind="rate_limited", status=status,
-        )
-    if status == 529:
-        return ModelError(
-            f"The API is overloaded (529) after {attempts} attempts. Try again in a minute.",
-            kind="overloaded", status=status,
-        )
-    if status == 400:
-        return ModelError(f"The API rejected the request (400): {detail}", kind="invalid_request", status=status)
-    return ModelError(f"The API failed ({status}) after {attempts} attempts: {detail}", kind="api", status=status)
+    return status_failure(error.status_code, _message_of(error), model=model, attempts=attempts,
+                          retry_after=_retry_after(error.response.headers))

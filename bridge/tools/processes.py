@@ -171,6 +171,26 @@ def pdeathsig_prefix() -> list[str]:
     return _PDEATHSIG
 
 
+_DEFAULT_SIGNALS: list[str] | None = None
+
+
+def default_signals_prefix() -> list[str]:
+    """`env --default-signal=INT,QUIT --` when this process has SIGINT or SIGQUIT ignored, else []. A process
+    started as a script's background job (`agent-bridge serve &`, a test run started with `&`) has them
+    ignored, its commands would inherit that, and a shell cannot trap a signal ignored when it started: a
+    command's Ctrl-C clean-up (SIGINT comes first) would never run, and it would wait for SIGTERM. GNU env
+    (coreutils 8.31+) resets them before the command starts; without it, [] (nothing else changes)."""
+    global _DEFAULT_SIGNALS
+    ignored = [name for name in ("INT", "QUIT") if signal.getsignal(getattr(signal, f"SIG{name}")) == signal.SIG_IGN]
+    if not ignored:
+        return []
+    if _DEFAULT_SIGNALS is None:
+        found = shutil.which("env")
+        works = found is not None and subprocess.run(
+            [found, "--default-signal=INT,QUIT", "true"], capture_output=True, check=False).returncode == 0
+        _DEFAULT_SIGNALS = [found, "--default-signal=INT,QUIT", "--"] if works and found else []
+    return _DEFAULT_SIGNALS
+
 
 class ManagedProcess:
     """One supervised command. Its output (stdout and stderr merged, bytes in arrival order) is pushed
@@ -308,6 +328,7 @@ class ProcessSupervisor:
             launch = Launch(list(argv), full_env)
         if not launch.wrapped:  # bwrap has --die-with-parent; a bare shell gets the same from setpriv
             launch.argv = [*pdeathsig_prefix(), *launch.argv]
+        launch.argv = [*default_signals_prefix(), *launch.argv]
         managed = ManagedProcess(argv, token)
         managed.wrapped, managed.release, managed.run = launch.wrapped, launch.release, launch.run
         try:
