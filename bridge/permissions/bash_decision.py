@@ -9,11 +9,11 @@ import shlex
 from pathlib import Path
 
 from bridge.permissions.bash_facts import BashFacts, PartFacts
+from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import resolve
 from bridge.permissions.matching import CallRules, by_rule
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import CompiledRule
-from bridge.permissions.shell import Part, safe_device
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.types import Decision, Mark, RuleSuggestion, Shown
 from bridge.secrets import environment_file, holds_environment_files

@@ -15,13 +15,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.permissions.commands import Access
+from bridge.permissions.command_effects import Access
+from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import InvalidPath, Workspace, resolve
 from bridge.permissions.path_access import PathAccess, may_hold, path_hit
 from bridge.permissions.rules import CompiledRule
-from bridge.permissions.shell import Part, ShellVerdict, safe_device
+from bridge.permissions.shell import ShellVerdict
 from bridge.permissions.shell_paths import Budget, checksum_names, expand_glob
-from bridge.permissions.shellparse import Word
+from bridge.permissions.shell_syntax import Word
 from bridge.permissions.types import NamedPath
 
 MAX_LIST_BYTES = 1_000_000

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.permissions.bash_facts import BashFacts
+from bridge.permissions.command_parts import Part
 from bridge.permissions.containment import Protection, Workspace
 from bridge.permissions.git_held import git_directory, git_settings_written
 from bridge.permissions.judged import Judged
 from bridge.permissions.path_access import PathAccess
-from bridge.permissions.shell import Part
 
 Found = list[tuple[str, Protection, PathAccess]]  # why, how strongly, the write
 

@@ -13,10 +13,10 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from bridge.permissions.command_parts import Part
 from bridge.permissions.containment import Workspace
 from bridge.permissions.facts import RuleForm
 from bridge.permissions.grammar import RuleGrammar
-from bridge.permissions.shell import Part
 from bridge.permissions.types import RuleSuggestion
 from bridge.visible import has_hidden
 
