@@ -15,7 +15,7 @@ import pytest
 from bridge.cli.terminal import question_lines
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.hooks import HookOutcome
-from bridge.permissions.types import Decision, NamedPath, PermissionRequest
+from bridge.permissions.types import Decision, NamedPath, PermissionRequest, answer_options
 from bridge.server import wire
 from bridge.tools.write import WriteInput, WriteTool
 from bridge.visible import MAX_SHOWN_CHARS, MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
@@ -179,6 +179,21 @@ def test_an_always_choice_lists_every_rule_it_saves(found: Workspace) -> None:
     assert answer.suggestion is not None and answer.suggestion.rules == tuple(option["_meta"]["rules"])
     terminal = question_lines(request, lambda code, text: text)
     assert not [line for line in terminal if "always" in line], "choices come after the question lines"
+
+
+def test_the_answers_a_question_offers_have_one_order(found: Workspace) -> None:
+    request = request_of(ask(engine(found), "npm test && rm -f victim.txt"))
+    options = answer_options(request)
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject_once")]
+    assert options[1].suggestion is not None and options[1].suggestion.rules == ("Bash(npm test *)",
+                                                                                 "Bash(rm -f victim.txt)")
+    single = request_of(ask(engine(found), "rm -f victim.txt"))
+    assert [o.option_id for o in answer_options(single)] == ["allow_once", "allow_always", "reject_once",
+                                                             "reject_always"]
+    for shown in (request, single):  # the editor is offered them in that order
+        assert [o["optionId"] for o in wire.permission_params("s1", shown)["options"]] == [
+            o.option_id for o in answer_options(shown)]
 
 
 def test_an_answer_naming_no_offered_option_saves_nothing(found: Workspace) -> None:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.display import Diff, Display
-from bridge.errors import cause_text, root_cause
+from bridge.errors import cause_text, root_cause, validation_problems
 from bridge.loop.events import (
     LoopEvent,
     Notice,
@@ -487,11 +487,7 @@ def _text_of(content: Any) -> str:
 
 
 def _validation_message(tool_name: str, error: ValidationError) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "input"
-        problems.append(f"{where}: {item['msg']}")
-    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+    return f"Invalid input for {tool_name}: " + "; ".join(validation_problems(error, whole="input"))
 
 
 __all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]

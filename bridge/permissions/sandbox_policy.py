@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bridge.errors import validation_problems
 from bridge.permissions.command_limits import LimitSettings, LimitsModel
 from bridge.permissions.containment import PathKind
 from bridge.permissions.runs_later import HeldPath, held_at
@@ -123,8 +124,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         try:
             model = _SandboxModel.model_validate(raw)
         except ValidationError as error:
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                              for e in error.errors()[:3])
+            where = "; ".join(validation_problems(error, whole="value", limit=3))
             problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
             continue
         def admitted(text: str, file: SettingsFile = loaded.file) -> bool:

@@ -35,6 +35,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bridge.environment import refused_reason
+from bridge.errors import validation_problems
 from bridge.jsonfile import write_json_atomic
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
@@ -155,9 +156,7 @@ def _validated(loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], va
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:3]
-        )
+        problems = "; ".join(validation_problems(exc, whole="value", limit=3))
         note = LOCKDOWN_NOTE if restricts else ""
         loaded.issues.append(SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped{note}",
                                            lockdown=restricts))
