@@ -1,5 +1,5 @@
 """The decision on a shell command once deny and ask rules, plan mode and protection have had their say (the
-engine's steps 10-11 for a call that runs a command): allow rules, read-only parts inside the workspace, or a
+engine's steps 11-12 for a call that runs a command): allow rules, read-only parts inside the workspace, or a
 question with the parts that made it ask marked and narrow rules to save.
 """
 

@@ -339,11 +339,6 @@ class BashFacts:
                 return True
         return False
 
-    def protected(self, *, memory_too: bool) -> str | None:
-        """Why the command must ask because it may write a protected path; None when it can't."""
-        found = self.protected_part(memory_too=memory_too)
-        return found[0] if found is not None else None
-
     def protected_part(self, *, memory_too: bool) -> tuple[str, Part | None] | None:
         """`protected`, with the part that writes (None: the command can't be read)."""
         if not self.verdict.ok:

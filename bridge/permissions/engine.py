@@ -12,7 +12,7 @@ Order of a decision (the first step that decides wins):
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
     settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
-    Bash command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
+    command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
     with no always-option, saying why; a write to a memory file or an agent/command definition (`CLAUDE.md`,
     `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass. What the user allows at this question is
     granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,

@@ -32,8 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.errors import validation_problems
 from bridge.permissions.command_limits import LimitSettings, LimitsModel
-from bridge.permissions.containment import PathKind
-from bridge.permissions.runs_later import HeldPath, held_at
+from bridge.permissions.runs_later import HeldPath
 from bridge.permissions.settings import (
     SANDBOX_NETWORK,
     SANDBOX_OFF,
@@ -46,16 +45,11 @@ from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
 
-Kind = PathKind
 SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
 _GLOB = frozenset("*?[\\")
-
-
-def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
-    return [(held.path, held.kind) for held in held_at(root)]
 
 
 # -- settings ----------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ Step = Callable[[tuple[Word, ...], Part, "Builder", int], Outcome]
 
 
 def options(words: tuple[Word, ...], start: int, *, flags: str = "", values: str = "", long_flags: str = "",
-             long_values: str = "", stop_at_operand: bool = True) -> int | Unknown:
+             long_values: str = "") -> int | Unknown:
     """Index of the first operand after getopt-style options; Unknown when an option is not understood."""
     longs = {"--" + n: False for n in long_flags.split()} | {"--" + n: True for n in long_values.split()}
     i = start

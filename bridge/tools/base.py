@@ -2,7 +2,7 @@
 
 A tool is one module: its pydantic input model next to its `call`. The loop (and nothing else) drives
 the contract in this order: parse input -> `validate_input` (the input alone: nothing it names is touched)
--> permissions (`permission_paths` feed the engine, which judges each path's real path) -> `validate_target`
+-> permissions (`permission_facts` feed the engine, which judges each path's real path) -> `validate_target`
 (what the call names: the file, the editor's buffer) -> `call` -> result bounded by `max_result_chars`. So a
 path the call may not use is never looked at: whether it exists cannot change the answer. When reading the
 named paths needs no permission (inside the workspace, no rule against it), `validate_target` runs before the
@@ -18,7 +18,7 @@ plan mode); the engine judges by them and names no tool (bridge/permissions/fact
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
@@ -372,5 +372,3 @@ class BoundCall:
         except ValidationError:
             return CallFacts(self.tool.name, self.tool.rule_form)
         return self.tool.permission_facts(data, self.ctx)
-
-ToolCallable = Callable[[Any, ToolContext], Awaitable[ToolResult]]

@@ -34,10 +34,6 @@ def core_tools() -> list[AnyTool]:
     ]
 
 
-def tool_by_name(name: str) -> AnyTool | None:
-    return next((tool for tool in core_tools() if tool.name == name), None)
-
-
 def rule_grammar() -> RuleGrammar:
     """The form each core tool's rules take (`Tool.rule_form`): the session composes its permission engine with it,
     so `Bash(...)` in a settings file is a command pattern and `Edit(...)` a path pattern. The other tools' rules
