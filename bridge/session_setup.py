@@ -23,6 +23,7 @@ from bridge.permissions.trust import Ask, Tell, TrustPrompt
 from bridge.plugins import PluginSet, load_plugins, plugin_hooks, plugin_items
 from bridge.prompt import environment_section, system_prompt
 from bridge.skills import SkillCatalog, load_skills, skill_items
+from bridge.tools.registry import rule_grammar
 from bridge.tools.sandbox import Sandbox
 
 
@@ -44,6 +45,7 @@ class SessionSetup:
         engine = PermissionEngine(
             cwd=cwd,
             settings=settings,
+            grammar=rule_grammar(),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],

@@ -29,6 +29,7 @@ from bridge.tools import limits
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
+from bridge.tools.registry import rule_grammar
 from bridge.tools.sandbox import Sandbox, probe
 
 RUNS = 40
@@ -63,7 +64,7 @@ async def main() -> None:
             (ws / f"pkg{i % 20}").mkdir(exist_ok=True)
             (ws / f"pkg{i % 20}" / f"mod{i}.py").write_text("x = 1\n")
         store = SettingsStore(ws, user_config_dir=root / "config", claude_home=root / "claude")
-        engine = PermissionEngine(cwd=ws, settings=store, mode="bypassPermissions")
+        engine = PermissionEngine(cwd=ws, settings=store, grammar=rule_grammar(), mode="bypassPermissions")
         supervisor = ProcessSupervisor(data_dir=root / "data")
         sandbox = Sandbox.for_engine(engine)
         plain = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data", services=Services(processes=supervisor))

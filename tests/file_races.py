@@ -44,6 +44,7 @@ from bridge.tools.grep import GrepTool, rg_binary
 from bridge.tools.notebook_edit import NotebookEditTool
 from bridge.tools.read import ReadTool
 from bridge.tools.write import WriteTool
+from tests.permission_calls import GRAMMAR
 from tests.poll import poll
 
 SECRET = "SSH-PRIVATE-KEY-MATERIAL"
@@ -157,7 +158,7 @@ class Arena:
 
     def engine(self, mode: Mode) -> PermissionEngine:
         store = SettingsStore(self.ws, user_config_dir=self.tmp / "cfg", claude_home=self.tmp / "home" / ".claude")
-        return PermissionEngine(cwd=self.ws, settings=store, mode=mode, session_rules=RuleSet())
+        return PermissionEngine(cwd=self.ws, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet())
 
     def outside_state(self) -> dict[str, bytes]:
         """Every file outside the workspace, to compare after the race (nothing may change or appear)."""

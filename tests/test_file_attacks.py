@@ -29,6 +29,7 @@ from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.registry import core_tools
 from bridge.tools.sandbox import Sandbox, probe
+from tests.permission_calls import GRAMMAR
 
 SECRET = "SECRET-KEY-MATERIAL"
 
@@ -42,7 +43,7 @@ class Arena:
         (self.outside / "id_rsa").write_text(SECRET + "\n")
         (self.outside / "dir" / "hidden-name.txt").write_text(SECRET + "\n")
         store = SettingsStore(self.ws, user_config_dir=tmp / "cfg", claude_home=tmp / "home" / ".claude")
-        self.engine = PermissionEngine(cwd=self.ws, settings=store, mode=mode, session_rules=RuleSet())
+        self.engine = PermissionEngine(cwd=self.ws, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet())
         self.asked: list[str] = []
         self.read_files: dict[Path, FileSnapshot] = {}
         self.tools: dict[str, AnyTool] = {t.name: t for t in core_tools()}
@@ -166,7 +167,7 @@ async def test_the_sandbox_cannot_hard_link_a_file_from_outside_into_the_workspa
     ws.mkdir()
     supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude-home")
-    sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store, mode="bypassPermissions"))
+    sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="bypassPermissions"))
     ctx = ToolContext(cwd=ws, abort=Abort(), data_dir=tmp_path / "data",
                       services=Services(processes=supervisor, sandbox=sandbox))
     try:

@@ -29,6 +29,7 @@ from bridge.permissions.shell import MAX_COMMAND_CHARS, verdict
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import InterruptBehavior, Tool, ToolContext, ToolInput, ToolResult
 from bridge.tools.bash import BashTool
+from tests.permission_calls import GRAMMAR
 
 
 class Probe(ToolInput):
@@ -218,7 +219,8 @@ async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> No
     client = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0)
     store = SettingsStore(tmp_path, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home")
     env = ToolEnvironment(
-        tools={"Bash": BashTool()}, policy=PermissionEngine(cwd=tmp_path, settings=store), prompter=prompter,
+        tools={"Bash": BashTool()}, policy=PermissionEngine(cwd=tmp_path, settings=store, grammar=GRAMMAR),
+        prompter=prompter,
         emit=emit, context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
     )
     gc.callbacks.append(collection)

@@ -23,6 +23,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import AnyTool, FileSnapshot, ToolContext
 from bridge.tools.registry import core_tools
+from tests.permission_calls import GRAMMAR
 
 NOTEBOOK = json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
@@ -38,7 +39,7 @@ class Setup:
             (self.outside / "there" / name).write_text(text)
         (self.outside / "there" / "dir").mkdir()
         store = SettingsStore(self.ws, user_config_dir=tmp / "cfg", claude_home=tmp / "home" / ".claude")
-        self.engine = PermissionEngine(cwd=self.ws, settings=store, mode=mode, session_rules=RuleSet())
+        self.engine = PermissionEngine(cwd=self.ws, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet())
         self.asked: list[PermissionRequest] = []
         self.tools: dict[str, AnyTool] = {t.name: t for t in core_tools()}
         self.read_files: dict[Path, FileSnapshot] = {}  # the session's, across calls

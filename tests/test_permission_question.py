@@ -15,11 +15,12 @@ import pytest
 from bridge.cli.terminal import question_lines
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.hooks import HookOutcome
-from bridge.permissions.types import Decision, NamedPath, PermissionRequest
+from bridge.permissions.types import Decision, NamedPath, PermissionRequest, answer_options
 from bridge.server import wire
 from bridge.tools.write import WriteInput, WriteTool
 from bridge.visible import MAX_SHOWN_CHARS, MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
 from tests.attacks.workspace import Workspace, build, engine, setup_env
+from tests.permission_calls import decide
 
 HARMLESS = "echo '" + "all tests passed, nothing to see here, carry on with the next step please thanks" + "'"
 TITLE_CUT = f"{HARMLESS} && rm -f victim.txt"  # issue 21: its first 80 characters were the title
@@ -36,7 +37,7 @@ def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
 
 
 def ask(judge: PermissionEngine, command: str, **raw: Any) -> Decision:
-    decision = judge.decide("Bash", {"command": command, **raw}, read_only=False, paths=[])
+    decision = decide(judge, "Bash", {"command": command, **raw})
     assert decision.behavior == "ask", decision.reason
     return decision
 
@@ -109,8 +110,8 @@ def test_the_marks_name_the_parts_that_made_it_ask(found: Workspace, command: st
 def test_a_symlink_shows_where_it_leads(found: Workspace) -> None:
     judge = engine(found, "acceptEdits")
     path = found.ws / "rc"
-    decision = judge.decide("Write", {"file_path": str(path), "content": "x"}, read_only=False,
-                            paths=[(path, "write")])
+    decision = decide(judge, "Write", {"file_path": str(path), "content": "x"}, read_only=False,
+                      paths=[(path, "write")])
     assert decision.behavior == "ask"
     assert decision.shown.paths == (NamedPath(str(path), str(found.home / ".bashrc")),)
     raw = {"file_path": str(path), "content": "x"}
@@ -161,7 +162,7 @@ def test_bidi_and_zero_width_characters_are_made_visible_in_title_reason_and_rul
 
 def test_a_hook_that_rewrites_the_command_is_judged_and_shown_as_rewritten(found: Workspace) -> None:
     hook = HookOutcome(decision="ask", reason="check it", updated_input={"command": "rm -f victim.txt"})
-    decision = engine(found).decide("Bash", {"command": "ls"}, read_only=False, paths=[], hook=hook)
+    decision = decide(engine(found), "Bash", {"command": "ls"}, hook=hook)
     assert decision.behavior == "ask" and decision.shown.command == "rm -f victim.txt"
 
 
@@ -178,6 +179,21 @@ def test_an_always_choice_lists_every_rule_it_saves(found: Workspace) -> None:
     assert answer.suggestion is not None and answer.suggestion.rules == tuple(option["_meta"]["rules"])
     terminal = question_lines(request, lambda code, text: text)
     assert not [line for line in terminal if "always" in line], "choices come after the question lines"
+
+
+def test_the_answers_a_question_offers_have_one_order(found: Workspace) -> None:
+    request = request_of(ask(engine(found), "npm test && rm -f victim.txt"))
+    options = answer_options(request)
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject_once")]
+    assert options[1].suggestion is not None and options[1].suggestion.rules == ("Bash(npm test *)",
+                                                                                 "Bash(rm -f victim.txt)")
+    single = request_of(ask(engine(found), "rm -f victim.txt"))
+    assert [o.option_id for o in answer_options(single)] == ["allow_once", "allow_always", "reject_once",
+                                                             "reject_always"]
+    for shown in (request, single):  # the editor is offered them in that order
+        assert [o["optionId"] for o in wire.permission_params("s1", shown)["options"]] == [
+            o.option_id for o in answer_options(shown)]
 
 
 def test_an_answer_naming_no_offered_option_saves_nothing(found: Workspace) -> None:

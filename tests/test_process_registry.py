@@ -171,11 +171,12 @@ BRIDGE = textwrap.dedent("""
         if sandboxed:
             from bridge.permissions.engine import PermissionEngine
             from bridge.permissions.settings import SettingsStore
+            from bridge.tools.registry import rule_grammar
             from bridge.tools.sandbox import Sandbox
             ws = data / "ws"
             ws.mkdir()
             store = SettingsStore(ws, user_config_dir=data / "config", claude_home=data / "claude")
-            sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store))
+            sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store, grammar=rule_grammar()))
         command = f"export TEST_MARK={{mark}}; " + {escaping!r}
         await supervisor.spawn(shell_argv(command), cwd=data, env=command_environment(), sandbox=sandbox)
         server = supervisor.track_external("mcp")  # an MCP server a library started

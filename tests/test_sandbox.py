@@ -26,6 +26,7 @@ from bridge.tools.base import Services, ToolContext, ToolResult
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox, probe
+from tests.permission_calls import GRAMMAR
 from tests.poll import poll
 from tests.test_processes import ESCAPING, marked_pids
 
@@ -47,7 +48,7 @@ class Project:
         self.outside = root / "outside"
         self.outside.mkdir(exist_ok=True)
         store = SettingsStore(self.ws, user_config_dir=root / "config", claude_home=root / "claude-home")
-        self.engine = PermissionEngine(cwd=self.ws, settings=store, mode="bypassPermissions")
+        self.engine = PermissionEngine(cwd=self.ws, settings=store, grammar=GRAMMAR, mode="bypassPermissions")
         self.sandbox = Sandbox.for_engine(self.engine)
         self.supervisor = supervisor
         self.background = BackgroundShells(supervisor)

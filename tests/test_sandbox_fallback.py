@@ -12,7 +12,6 @@ import pytest
 
 from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
     expand,
@@ -20,10 +19,12 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
 )
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.specifiers import compile_path_specifier
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.sandbox import Sandbox
+from tests.permission_calls import GRAMMAR, decide
 
 
 @pytest.fixture
@@ -39,13 +40,13 @@ def engine_for(tmp_path: Path, settings: dict[str, Any] | None = None, **kw: Any
         (ws / ".agent-bridge").mkdir(exist_ok=True)
         (ws / ".agent-bridge" / "settings.json").write_text(json.dumps(settings))
     store = SettingsStore(ws, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    return PermissionEngine(cwd=ws, settings=store, **kw)
+    return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, **kw)
 
 
-def decide(engine: PermissionEngine, sandbox: Sandbox, command: str) -> str:
+def decide_over(engine: PermissionEngine, sandbox: Sandbox, command: str) -> str:
     """The engine's answer with this sandbox under it (as a session wires them)."""
     engine.unsandboxed = lambda: sandbox.unavailable
-    return engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior
+    return decide(engine, "Bash", {"command": command}).behavior
 
 
 @pytest.mark.usefixtures("no_bwrap")
@@ -55,13 +56,13 @@ def test_unavailable_sandbox_warns_and_asks_for_every_command_that_is_not_read_o
     assert sandbox.unavailable and not sandbox.enforced
     problems = sandbox.problems()
     assert len(problems) == 1 and "OS sandbox unavailable" in problems[0] and "will ask" in problems[0]
-    assert engine.decide("Bash", {"command": "make build"}, read_only=False, paths=[]).behavior == "allow"
-    assert decide(engine, sandbox, "make build") == "ask"
-    assert decide(engine, sandbox, "ls") == "allow"  # read-only: nothing for a sandbox to hold
+    assert decide(engine, "Bash", {"command": "make build"}).behavior == "allow"
+    assert decide_over(engine, sandbox, "make build") == "ask"
+    assert decide_over(engine, sandbox, "ls") == "allow"  # read-only: nothing for a sandbox to hold
     engine.set_mode("bypassPermissions")
-    assert decide(engine, sandbox, "make build") == "allow"  # the user's explicit choice
+    assert decide_over(engine, sandbox, "make build") == "allow"  # the user's explicit choice
     engine.set_mode("dontAsk")
-    assert decide(engine, sandbox, "make build") == "deny"
+    assert decide_over(engine, sandbox, "make build") == "deny"
 
 
 @pytest.mark.usefixtures("no_bwrap")
@@ -69,7 +70,7 @@ def test_turned_off_means_no_warning_and_the_rules_as_written(tmp_path: Path) ->
     engine = engine_for(tmp_path, {"sandbox": {"enabled": False}, "permissions": {"allow": ["Bash(make *)"]}})
     sandbox = Sandbox.for_engine(engine)
     assert not sandbox.unavailable and sandbox.problems() == []
-    assert decide(engine, sandbox, "make build") == "allow"
+    assert decide_over(engine, sandbox, "make build") == "allow"
 
 
 @pytest.fixture

@@ -19,8 +19,10 @@ import pytest
 
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import parse_mode
+from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.processes import ProcessSupervisor
+from tests.permission_calls import GRAMMAR, decide
 from tests.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
@@ -205,26 +207,26 @@ def test_the_file_tools_ask_for_what_runs_later_in_every_mode(
     tmp_path: Path, repo: Path, mode: str, relative: str, words: str
 ) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    engine = PermissionEngine(cwd=repo, settings=store, mode=parse_mode(mode))
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR, mode=parse_mode(mode))
     path = repo.resolve() / relative
     for tool in ("Write", "Edit"):
-        decision = engine.decide(tool, {"file_path": str(path)}, read_only=False, paths=[(path, "write")])
+        decision = decide(engine, tool, {"file_path": str(path)}, read_only=False, paths=[(path, "write")])
         assert decision.behavior == "ask" and words in decision.reason, decision
         assert decision.suggestions == []  # no always-option
         assert path in decision.grants  # allowing it allows exactly this write
     ordinary = repo.resolve() / "src" / "app.py"
-    decision = engine.decide("Write", {"file_path": str(ordinary)}, read_only=False, paths=[(ordinary, "write")])
+    decision = decide(engine, "Write", {"file_path": str(ordinary)}, read_only=False, paths=[(ordinary, "write")])
     assert decision.behavior == ("ask" if mode == "default" else "allow")  # the control: an ordinary file
     assert decision.grants == ()
 
 
 def test_a_makefile_is_project_code_not_held(tmp_path: Path, repo: Path) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    engine = PermissionEngine(cwd=repo, settings=store, mode="acceptEdits")
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR, mode="acceptEdits")
     for name in ("Makefile", "package.json", ".nvmrc", ".gitattributes", ".gitmodules"):
         path = repo.resolve() / name
-        assert engine.decide("Write", {"file_path": str(path)}, read_only=False,
-                             paths=[(path, "write")]).behavior == "allow", name
+        decision = decide(engine, "Write", {"file_path": str(path)}, read_only=False, paths=[(path, "write")])
+        assert decision.behavior == "allow", name
 
 
 @pytest.mark.parametrize(("command", "held"), [
@@ -241,19 +243,19 @@ def test_a_command_that_writes_what_runs_later_asks_even_in_bypass_and_grants_ex
 ) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
     mode = "default" if held == "CLAUDE.md" else "bypassPermissions"  # memory files don't ask in bypass
-    engine = PermissionEngine(cwd=repo, settings=store, mode=parse_mode(mode))
-    decision = engine.decide("Bash", {"command": command}, read_only=False, paths=[])
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR, mode=parse_mode(mode))
+    decision = decide(engine, "Bash", {"command": command})
     assert decision.behavior == "ask", decision
     assert repo.resolve() / held in decision.grants
     for harmless in ("git config --get user.name", "git status", "git commit -m x"):
-        quiet = engine.decide("Bash", {"command": harmless}, read_only=False, paths=[])
+        quiet = decide(engine, "Bash", {"command": harmless})
         assert not quiet.grants and "git's settings" not in quiet.reason
 
 
 def test_a_command_whose_writes_cannot_be_known_is_granted_nothing(tmp_path: Path, repo: Path) -> None:
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    engine = PermissionEngine(cwd=repo, settings=store)
-    decision = engine.decide("Bash", {"command": 'echo x > "$TARGET"'}, read_only=False, paths=[])
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR)
+    decision = decide(engine, "Bash", {"command": 'echo x > "$TARGET"'})
     assert decision.behavior == "ask" and decision.grants == ()
     assert "the sandbox keeps them read-only" in decision.reason
 
@@ -262,7 +264,8 @@ def test_hooks_and_mcp_servers_name_what_they_run(tmp_path: Path, repo: Path) ->
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": {"command": "node",
                                                                          "args": ["./mcp/server.js"]}}}))
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    held = PermissionEngine(cwd=repo, settings=store).sandbox_view().protected_paths
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR)
+    held = [h.path for h in policy_from_engine(engine, sandbox_settings(store)).protected]
     assert repo.resolve() / "scripts" / "fmt.sh" in held
     assert repo.resolve() / "mcp" / "server.js" in held
     assert shutil.which("node") is None or Path(shutil.which("node") or "") not in held  # programs on PATH: not
@@ -300,7 +303,7 @@ def test_a_recursive_write_of_a_folder_holding_what_runs_later_asks(tmp_path: Pa
     (repo / "tools" / "git" / "hooks").mkdir(parents=True)
     git(repo, "config", "core.hooksPath", "tools/git/hooks")
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
-    engine = PermissionEngine(cwd=repo, settings=store, mode="bypassPermissions")
-    decision = engine.decide("Bash", {"command": "rm -rf tools"}, read_only=False, paths=[])
+    engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR, mode="bypassPermissions")
+    decision = decide(engine, "Bash", {"command": "rm -rf tools"})
     assert decision.behavior == "ask" and "core.hooksPath" in decision.reason
-    assert engine.decide("Bash", {"command": "rm -rf src"}, read_only=False, paths=[]).behavior == "allow"
+    assert decide(engine, "Bash", {"command": "rm -rf src"}).behavior == "allow"

@@ -13,6 +13,7 @@ from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, _literal_suffix, split_pattern
+from tests.permission_calls import decide
 from tests.test_tool_grep import engine_for, make_repo
 
 GLOB = GlobTool()
@@ -159,12 +160,12 @@ async def test_parent_and_absolute_patterns_are_judged_as_reads_of_their_directo
                             ("sub/../../outside/*", outside), ("~/x/*", Path.home() / "x")):
         data = GlobInput(pattern=pattern)
         assert GLOB.permission_paths(data, ctx) == [(listed, "read")], pattern
-        decision = engine.decide("Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
+        decision = decide(engine, "Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
         assert decision.behavior == "ask" and "outside the workspace" in (decision.reason or ""), pattern
     inside = GlobInput(pattern="src/../*.txt")
     assert GLOB.permission_paths(inside, ctx) == [(root, "read")]
-    assert engine.decide("Glob", {"pattern": "src/../*.txt"}, read_only=True,
-                         paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
+    assert decide(engine, "Glob", {"pattern": "src/../*.txt"}, read_only=True,
+                  paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
 
 
 async def test_an_allowed_outside_listing_still_keeps_deny_rules(tmp_path: Path) -> None:

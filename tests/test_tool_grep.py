@@ -20,6 +20,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool, split_globs
 from bridge.tools.paths import read_guard_of
+from tests.permission_calls import GRAMMAR, decide
 from tests.poll import poll
 
 GREP = GrepTool()
@@ -245,7 +246,8 @@ async def test_cancellation_kills_rg(tmp_path: Path) -> None:
 
 def engine_for(root: Path, *, deny: tuple[str, ...] | list[str] = (), mode: Mode = "default") -> PermissionEngine:
     store = SettingsStore(root, user_config_dir=root.parent / f"{root.name}-cfg", claude_home=root.parent / "no-home")
-    return PermissionEngine(cwd=root, settings=store, mode=mode, session_rules=RuleSet.of(deny=list(deny)))
+    return PermissionEngine(cwd=root, settings=store, grammar=GRAMMAR, mode=mode,
+                            session_rules=RuleSet.of(deny=list(deny)))
 
 
 async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
@@ -254,7 +256,7 @@ async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> Tool
     problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
-    decision = engine.decide("Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
+    decision = decide(engine, "Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
     assert decision.behavior == "allow", decision
     return await GREP.call(data, ctx)
 

@@ -13,6 +13,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustItem, TrustPrompt, TrustQuestion
+from tests.permission_calls import GRAMMAR
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +54,7 @@ def test_an_untrusted_folder_widens_nothing_but_its_denies_and_asks_apply(store:
     assert store.env == {} and store.default_mode is None and store.additional_directories == []
     sandbox = sandbox_settings(store)
     assert (sandbox.enabled, sandbox.network, sandbox.allow_write) == (True, False, ())
-    engine = PermissionEngine(cwd=store.cwd, settings=store)
+    engine = PermissionEngine(cwd=store.cwd, settings=store, grammar=GRAMMAR)
     assert engine.mode == "default"
     assert [i.describe() for i in store.pending_trust()] == [
         ".agent-bridge/settings.json: allows without asking Bash",

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from bridge.abort import Abort, AbortReason
 from bridge.agents.definitions import AGENT_TOOL, MAX_DEPTH, NEVER_INHERITED, AgentDefinition
@@ -38,6 +38,7 @@ from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import TurnSettings, run_turn
 from bridge.messages import Block, Message, text_block, valid_tool_use_id
 from bridge.model.types import ModelClient, ModelError
+from bridge.permissions.facts import PermissionCall
 from bridge.permissions.hooks import HookOutcome, HookRunner
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.tools.agent import AgentInput, TaskStatus
@@ -181,13 +182,11 @@ class ReadOnlyPolicy:
         self._inner = inner
         self._agent_type = agent_type
 
-    async def decide_async(self, tool_name: str, raw_input: dict[str, Any], *, read_only: bool,
-                           paths: list[tuple[Path, Literal["read", "write"]]],
-                           hook: HookOutcome | None = None) -> Decision:
-        if not read_only:
-            return Decision("deny", f"the {self._agent_type} agent is read-only: this {tool_name} call may change "
-                                    "something")
-        return await self._inner.decide_async(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
+    async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
+        if not call.read_only:
+            return Decision("deny", f"the {self._agent_type} agent is read-only: this {call.tool_name} call may "
+                                    "change something")
+        return await self._inner.decide_async(call, hook=hook)
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         self._inner.save_rule(suggestion)

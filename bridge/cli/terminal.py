@@ -32,7 +32,14 @@ from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
 from bridge.permissions.trust import Ask as AskTrust
-from bridge.permissions.types import Mark, PermissionAnswer, PermissionRequest, RuleSuggestion
+from bridge.permissions.types import (
+    Mark,
+    OptionKind,
+    PermissionAnswer,
+    PermissionRequest,
+    RuleSuggestion,
+    answer_options,
+)
 from bridge.session import Frontend, Session
 from bridge.visible import capped, one_line, visible, visible_spans
 
@@ -93,8 +100,7 @@ class TerminalPrompter:
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         view = self.view
         lines = question_lines(request, view.paint)
-        always = next((s for s in request.suggestions if s.behavior == "allow"), None)
-        never = next((s for s in request.suggestions if s.behavior == "deny"), None)
+        always, never = _first_always(request, "allow_always"), _first_always(request, "reject_always")
         choices = [Choice(("y", "yes", ""), "yes")]
         if always is not None:
             choices.append(Choice(("a", "always"), f"always allow {_rules(always)}"))
@@ -200,8 +206,13 @@ def denied_what(request: PermissionRequest) -> str:
     return one_line(request.title, 200)
 
 
+def _first_always(request: PermissionRequest, kind: OptionKind) -> RuleSuggestion | None:
+    """The rules the first always-answer of `kind` saves (the terminal offers one of each)."""
+    return next((o.suggestion for o in answer_options(request) if o.kind == kind), None)
+
+
 def how_to_allow(request: PermissionRequest) -> str:
-    always = next((s for s in request.suggestions if s.behavior == "allow"), None)
+    always = _first_always(request, "allow_always")
     flags = " ".join(f"--allow {shlex.quote(rule)}" for rule in always.rules) if always is not None else None
     ways = [f"run again with {visible(flags)}"] if flags else []
     ways += ["run it in a terminal and answer", "or pass --dangerously-approve-all (answers yes to everything)"]

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.display import Diff, Display
-from bridge.errors import cause_text, root_cause
+from bridge.errors import cause_text, root_cause, validation_problems
 from bridge.loop.events import (
     LoopEvent,
     Notice,
@@ -42,7 +42,7 @@ from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_
 from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
 from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.types import PermissionRequest
-from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
+from bridge.tools.base import AnyTool, BoundCall, Effect, ToolContext, ToolError, ToolResult
 from bridge.tools.paths import read_guard_of
 from bridge.tools.storage import bound_result
 
@@ -339,9 +339,7 @@ class ToolExecutor:
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
         paths = _safe(lambda: tool.permission_paths(data, ctx), [])
-        decision = await self._env.policy.decide_async(
-            tool.name, raw, read_only=call.read_only, paths=paths, hook=hook,
-        )
+        decision = await self._env.policy.decide_async(BoundCall(tool, data, raw, ctx, call.read_only), hook=hook)
         if decision.updated_input is not None:
             try:
                 data = tool.input_model.model_validate(decision.updated_input)
@@ -489,11 +487,7 @@ def _text_of(content: Any) -> str:
 
 
 def _validation_message(tool_name: str, error: ValidationError) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "input"
-        problems.append(f"{where}: {item['msg']}")
-    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+    return f"Invalid input for {tool_name}: " + "; ".join(validation_problems(error, whole="input"))
 
 
 __all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bridge.permissions.shellparse import Word
+from bridge.permissions.shell_syntax import Word
 
 _INFO = frozenset({"--version", "--help", "-V", "-h"})  # print and exit: no code runs
 

@@ -16,13 +16,13 @@ session's prompt: writing them asks in every mode but bypassPermissions.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.permissions.git_held import git_held, nested_git_held
 from bridge.permissions.held import HeldPath, PathKind, Protection
-from bridge.permissions.runs_later import HELD, held_at, mcp_named, name_reason
+from bridge.permissions.runs_later import held_at, mcp_named, name_reason
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
@@ -31,9 +31,6 @@ MEMORY_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 DEFINITION_DIRS = ((".claude", "agents"), (".claude", "commands"), (".agent-bridge", "agents"),
                    (".agent-bridge", "commands"))
 _MEMORY_FOLDED = frozenset(name.casefold() for name in MEMORY_NAMES)
-HELD_READ_ONLY: tuple[tuple[str, PathKind], ...] = tuple((h.name, h.kind) for h in HELD)
-"""The names the OS sandbox holds read-only at every root (runs_later.HELD; git's are found per repository)."""
-SAFE_WRITE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 __all__ = ["HeldPath", "PathKind", "Protection"]
 
@@ -90,13 +87,6 @@ class Workspace:
     def contains(self, resolved: Path) -> bool:
         return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
 
-    def contains_all(self, paths: Sequence[Path]) -> bool:
-        return all(self.contains(p) for p in paths)
-
-    def writable_roots(self) -> list[Path]:
-        """Where commands may write (the sandbox adds the temp directory)."""
-        return list(self.roots)
-
     def held(self) -> list[HeldPath]:
         """Every concrete path the sandbox holds read-only (they need not exist): at each root, runs_later's
         names and git's; the user's settings and memory files; the files hooks and MCP servers name."""
@@ -106,12 +96,6 @@ class Workspace:
                 for p in sorted(self.memory_files)]
         out += self.named
         return list({h.path: h for h in reversed(out)}.values())[::-1]  # the first reason for a path wins
-
-    def protected_paths(self) -> list[Path]:
-        """Every path writes must never reach unasked, as concrete paths (they need not exist): what the
-        sandbox makes read-only. Memory files deeper than a root are protected by name by the engine, not
-        here."""
-        return [held.path for held in self.held()]
 
     def runs_later(self) -> list[HeldPath]:
         """The held paths found by what names them rather than by their own name: the files hooks and MCP

@@ -31,7 +31,6 @@ from bridge.environment import handed_out
 
 log = logging.getLogger(__name__)
 
-HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"]
 HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop")
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 DEFAULT_TIMEOUT_S = 60.0

@@ -2,12 +2,12 @@
 rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bubblewrap mounts.
 
 - writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
-  literal part of Edit allow rules (as Claude Code does); everything else is read-only;
+  literal part of allow rules about writes (`Edit(...)`, as Claude Code does); everything else is read-only;
 - protected: inside those, what stays read-only whether it exists yet or not — what runs later
   (runs_later.py: at each root its names and git's, the files hooks and MCP servers name) and the settings
   files the engine protects;
-- read-only: Edit deny rules and `sandbox.filesystem.denyWrite`;
-- masked (unreadable): Read deny rules and `sandbox.filesystem.denyRead`;
+- read-only: deny rules about writes and `sandbox.filesystem.denyWrite`;
+- masked (unreadable): deny rules about reads (`Read(...)`) and `sandbox.filesystem.denyRead`;
 - network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
 
 The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
@@ -30,20 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bridge.errors import validation_problems
 from bridge.permissions.command_limits import LimitSettings, LimitsModel
-from bridge.permissions.containment import PathKind
-from bridge.permissions.rules import (
-    EDIT_TOOLS,
-    READ_TOOLS,
-    CompiledRule,
-    PathPattern,
-    Rule,
-    RuleOrigin,
-    RuleSyntaxError,
-    compile_path_specifier,
-    compile_rule,
-)
-from bridge.permissions.runs_later import HeldPath, held_at
+from bridge.permissions.runs_later import HeldPath
 from bridge.permissions.settings import (
     SANDBOX_NETWORK,
     SANDBOX_OFF,
@@ -51,20 +40,16 @@ from bridge.permissions.settings import (
     SettingsStore,
     sandbox_allow_write,
 )
+from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_path_specifier
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
 
-Kind = PathKind
 SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
 _GLOB = frozenset("*?[\\")
-
-
-def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
-    return [(held.path, held.kind) for held in held_at(root)]
 
 
 # -- settings ----------------------------------------------------------------------------------------------
@@ -133,8 +118,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         try:
             model = _SandboxModel.model_validate(raw)
         except ValidationError as error:
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                              for e in error.errors()[:3])
+            where = "; ".join(validation_problems(error, whole="value", limit=3))
             problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
             continue
         def admitted(text: str, file: SettingsFile = loaded.file) -> bool:
@@ -222,26 +206,16 @@ def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
     return path, not rest or rest == ["**"]
 
 
-def _session_rules(engine: PermissionEngine) -> list[CompiledRule]:
-    compiled = []
-    for behavior, texts in engine.rules_by_source().get("session", {}).items():
-        for text in texts:
-            try:
-                compiled.append(compile_rule(Rule.parse(text), behavior, RuleOrigin("session", None, engine.cwd),
-                                             cwd=engine.cwd))
-            except RuleSyntaxError:
-                continue
-    return compiled
-
-
 def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> SandboxPolicy:
+    """The policy over the engine's own compiled rules (the path rules, by whether they speak about reads or
+    writes), so the sandbox and the rules never read the same text two ways."""
     workspace = engine.workspace
-    rules = [*_session_rules(engine), *engine.settings.rules]
+    rules = engine.rules()
     writable = list(workspace.roots)
     for pattern in settings.allow_write:
         writable.append(_literal_root(pattern)[0])
     for rule in rules:
-        if rule.behavior == "allow" and rule.path is not None and rule.rule.tool in EDIT_TOOLS:
+        if rule.behavior == "allow" and rule.path is not None and rule.form.access == "write":
             writable.append(_literal_root(rule.path)[0])
     roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
     protected = workspace.held()
@@ -250,9 +224,9 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     masked = list(settings.deny_read)
     for rule in rules:
         if rule.behavior == "deny" and rule.path is not None:
-            if rule.rule.tool in READ_TOOLS:
+            if rule.form.access == "read":
                 masked.append(rule.path)
-            elif rule.rule.tool in EDIT_TOOLS:
+            elif rule.form.access == "write":
                 read_only.append(rule.path)
     return SandboxPolicy(
         cwd=engine.cwd,

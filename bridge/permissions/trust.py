@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 
 TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additionalDirectories", "sandbox", "plugin"]
 TrustPolicy = Literal["ask", "restricted", "trusted"]
-TRUST_POLICIES: tuple[TrustPolicy, ...] = ("ask", "restricted", "trusted")
 TRUST_ENV = "AGENT_BRIDGE_TRUST_FOLDER"  # "1"/"yes"/"true": trust every folder's configuration (CI)
 STORE_NAME = "trusted-folders.json"
 

@@ -116,9 +116,33 @@ class PermissionRequest:
     shown: Shown = Shown()  # the command as it runs, what in it asks, paths named and resolved
 
 
+OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@dataclass(frozen=True)
+class AnswerOption:
+    """One answer a question offers: its id (`allow_always`, `allow_always:2`…), its kind, and for an always-answer
+    the rules it saves — exactly these."""
+
+    option_id: str
+    kind: OptionKind
+    suggestion: RuleSuggestion | None = None
+
+
+def answer_options(request: PermissionRequest) -> list[AnswerOption]:
+    """Every answer a question offers, in the one order: allow once, always allow (one per allow suggestion),
+    reject, always reject (one per deny suggestion). An answer naming no option here saves nothing."""
+    def always(kind: OptionKind, behavior: str) -> list[AnswerOption]:
+        chosen = [s for s in request.suggestions if s.behavior == behavior]
+        return [AnswerOption(kind if i == 0 else f"{kind}:{i + 1}", kind, s) for i, s in enumerate(chosen)]
+
+    return [AnswerOption("allow_once", "allow_once"), *always("allow_always", "allow"),
+            AnswerOption("reject_once", "reject_once"), *always("reject_always", "deny")]
+
+
 @dataclass(frozen=True)
 class PermissionAnswer:
-    outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+    outcome: OptionKind | Literal["cancelled"]
     feedback: str | None = None
     suggestion: RuleSuggestion | None = None  # the rule chosen with an always-option
     edited_text: str | None = None  # an accepted edit's file content as the user changed it in the diff

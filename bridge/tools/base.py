@@ -2,28 +2,33 @@
 
 A tool is one module: its pydantic input model next to its `call`. The loop (and nothing else) drives
 the contract in this order: parse input -> `validate_input` (the input alone: nothing it names is touched)
--> permissions (`permission_paths` feed the engine, which judges each path's real path) -> `validate_target`
+-> permissions (`permission_facts` feed the engine, which judges each path's real path) -> `validate_target`
 (what the call names: the file, the editor's buffer) -> `call` -> result bounded by `max_result_chars`. So a
 path the call may not use is never looked at: whether it exists cannot change the answer. When reading the
 named paths needs no permission (inside the workspace, no rule against it), `validate_target` runs before the
 question instead, so a call bound to fail is not asked about and the question can show the real diff.
 Observers (editor `rawInput`, hooks) see `backfill_observable_input(input)`; the model always gets back
 exactly what it sent.
+
+A tool states its own permission facts (`permission_facts`: the paths it reads and writes, the host it fetches
+from, the command it runs, what `Tool(name)` rules name of it, the `rule_form` its rules take, whether it leaves
+plan mode); the engine judges by them and names no tool (bridge/permissions/facts.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.abort import Abort
 from bridge.display import Display, PlanEntry
 from bridge.display import Location as Location  # re-exported: the tools name their locations from here
+from bridge.permissions.facts import NAME_RULES, Access, CallFacts, RuleForm, ShellCall
 
 if TYPE_CHECKING:  # the services' own modules import this one
     from bridge.tools.agent import AgentRunner
@@ -209,6 +214,11 @@ class Tool(Generic[In]):
     # not cancel it, and a result returned after the abort counts as interrupted, its text as the output so far.
     answers_abort: ClassVar[bool] = False
     max_result_chars: ClassVar[float] = 30_000
+    rule_form: ClassVar[RuleForm] = NAME_RULES
+    """What the specifier of a rule naming this tool is (a command pattern, `domain:`, a path; bridge/permissions/
+    facts.py). The session's engine is composed with every tool's form (bridge/tools/registry.py)."""
+    leaves_plan_mode: ClassVar[bool] = False
+    """The call asks to leave plan mode: in plan mode it always asks (the user approves the plan)."""
 
     def is_read_only(self, data: In) -> bool:
         return False
@@ -242,9 +252,32 @@ class Tool(Generic[In]):
         when the paths may be read without asking (see the module docstring). May keep a plan for `preview`."""
         return None
 
-    def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        """The paths this call reads or writes, for the permission engine's containment check."""
+    def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Access]]:
+        """The paths this call reads or writes, as it names them, for the permission engine (which resolves them)."""
         return []
+
+    def permission_host(self, data: In) -> str | None:
+        """The host this call fetches from, for a tool whose rules take `domain:` (None: it can't be known)."""
+        return None
+
+    def permission_command(self, data: In) -> ShellCall | None:
+        """The shell command this call runs, read (bridge/permissions/shell.py), for a tool that runs commands."""
+        return None
+
+    def rule_subject(self, data: In) -> str | None:
+        """What a `Tool(name)` rule of this tool names in this call (`Agent(Explore)`: the agent type)."""
+        return None
+
+    def permission_facts(self, data: In, ctx: ToolContext) -> CallFacts:
+        """Everything the permission engine judges this call by, as this tool states it."""
+        try:
+            read_only = self.is_read_only(data)
+        except Exception:  # a question that fails is answered no, as in `traits`
+            read_only = False
+        return CallFacts(self.name, self.rule_form, read_only=read_only,
+                         paths=tuple(self.permission_paths(data, ctx)), host=self.permission_host(data),
+                         shell=self.permission_command(data), subject=self.rule_subject(data),
+                         leaves_plan=self.leaves_plan_mode)
 
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes, and
@@ -313,4 +346,29 @@ def lean_schema(schema: Any, *, _in_properties: bool = False) -> Any:
 AnyTool = Tool[Any]
 Unbounded = math.inf
 
-ToolCallable = Callable[[Any, ToolContext], Awaitable[ToolResult]]
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A tool bound to one call, as the permission engine asks about it (`bridge.permissions.facts.PermissionCall`).
+    `read_only` is what the executor found before asking."""
+
+    tool: AnyTool
+    data: Any
+    raw_input: dict[str, Any]
+    ctx: ToolContext
+    read_only: bool
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool.name
+
+    def facts(self, rewritten: dict[str, Any] | None = None) -> CallFacts:
+        """The tool's facts of the call's input, or of a hook's rewrite of it. A rewrite the tool can't take states
+        only the tool's form (the executor refuses it once the decision is made)."""
+        if rewritten is None:
+            return self.tool.permission_facts(self.data, self.ctx)
+        try:
+            data = self.tool.input_model.model_validate(rewritten)
+        except ValidationError:
+            return CallFacts(self.tool.name, self.tool.rule_form)
+        return self.tool.permission_facts(data, self.ctx)

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from bridge.abort import AbortReason
 from bridge.environment import handed_out
+from bridge.permissions.facts import RuleForm, ShellCall
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
 from bridge.tools.output import OutputBuffer, Throttle, exit_note, spill_path
@@ -65,11 +66,17 @@ class BashTool(Tool[BashInput]):
     kind = "execute"
     interrupt_behavior = "block"
     max_result_chars = 40_000  # the output bounds itself to ~30k; beyond that it is spilled to a file
+    rule_form = RuleForm("command")
 
     def is_read_only(self, data: BashInput) -> bool:
         """The permission layer's one verdict (`bridge.permissions.shell`): read-only and side-effect free,
         so it also runs in parallel with other such calls. Parsed once per command text (cached)."""
         return call_verdict(data.command, background=bool(data.run_in_background)).read_only
+
+    def permission_command(self, data: BashInput) -> ShellCall:
+        """The command as it runs and its verdict (the one `is_read_only` reads): the engine matches command rules
+        against its parts and judges every path they read and write."""
+        return ShellCall(data.command, call_verdict(data.command, background=bool(data.run_in_background)))
 
     def is_destructive(self, data: BashInput) -> bool:
         return verdict(data.command).destructive

@@ -21,6 +21,7 @@ from pydantic import Field
 
 from bridge import safefs
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     MAX_TEXT_BYTES,
@@ -236,6 +237,9 @@ class EditTool(Tool[EditInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write", family=True, aliases=("MultiEdit",))
+    """`Edit(...)` rules speak about every path tool's writes (Write, NotebookEdit) and, with Write's, about a
+    command's (`echo > f`)."""
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
         try:

@@ -32,6 +32,7 @@ from pydantic import Field
 from wcmatch import glob as wcglob
 
 from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.grep import (
     VCS_EXCLUDES,
@@ -82,6 +83,7 @@ class GlobTool(Tool[GlobInput]):
     kind = "search"
     interrupt_behavior = "cancel"
     max_result_chars = 30_000
+    rule_form = RuleForm("path", "read")
 
     def is_read_only(self, data: GlobInput) -> bool:
         return True

@@ -40,6 +40,7 @@ from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
 from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.paths import opened_path, path_problem, read_error, read_guard_of
 
@@ -274,6 +275,7 @@ class GrepTool(Tool[GrepInput]):
     kind = "search"
     interrupt_behavior = "cancel"
     max_result_chars = 40_000
+    rule_form = RuleForm("path", "read")
 
     def is_read_only(self, data: GrepInput) -> bool:
         return True

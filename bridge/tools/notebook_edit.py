@@ -19,6 +19,7 @@ import anyio
 from pydantic import Field
 
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
@@ -245,6 +246,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write")
 
     def is_destructive(self, data: NotebookEditInput) -> bool:
         return data.edit_mode == "delete"

@@ -35,6 +35,7 @@ import anyio
 from pydantic import Field
 
 from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
 from bridge.tools.fileio import Target, backfill_path, editor_text, snapshot_of, target_of, text_digest
 from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
@@ -278,6 +279,8 @@ class ReadTool(Tool[ReadInput]):
     kind = "read"
     interrupt_behavior = "cancel"
     max_result_chars = Unbounded
+    rule_form = RuleForm("path", "read", family=True, others=True, aliases=("LS", "NotebookRead"))
+    """`Read(...)` rules speak about every read: Grep's, Glob's, a command's (`cat f`)."""
 
     def is_read_only(self, data: ReadInput) -> bool:
         return True

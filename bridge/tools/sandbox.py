@@ -53,7 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.runs_later import GRANTS, HeldPath, granted_covers
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
@@ -63,6 +62,7 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
     sandbox_wanted,
 )
+from bridge.permissions.specifiers import compile_path_specifier
 from bridge.tools.base import Services, ToolError
 from bridge.tools.limits import Bounds, bounds_for, limits_for
 from bridge.tools.process_registry import ProcessRegistry

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from bridge import safefs
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
@@ -168,6 +169,8 @@ class WriteTool(Tool[WriteInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write", others=True)
+    """`Write(...)` rules speak about this tool's writes and a command's (`echo > f`), not the other path tools'."""
 
     def is_destructive(self, data: WriteInput) -> bool:
         """Overwriting loses the old content; creating a file does not."""

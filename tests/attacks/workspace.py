@@ -34,6 +34,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
 from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+from tests.permission_calls import GRAMMAR
 from tests.poll import poll
 from tests.test_processes import marked_pids
 
@@ -173,7 +174,7 @@ def _git(where: Path, *args: str) -> str:
 def engine(found: Workspace, mode: Mode = "default", *, allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
            ask: tuple[str, ...] = (), interactive: bool = True) -> PermissionEngine:
     store = SettingsStore(found.ws, user_config_dir=found.tmp / "cfg", claude_home=found.home / ".claude")
-    return PermissionEngine(cwd=found.ws, settings=store, mode=mode,
+    return PermissionEngine(cwd=found.ws, settings=store, grammar=GRAMMAR, mode=mode,
                             session_rules=RuleSet.of(allow=allow, deny=deny, ask=ask), interactive=interactive)
 
 

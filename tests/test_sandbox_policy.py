@@ -1,4 +1,6 @@
-"""What the permission layer tells an OS sandbox: writable roots, protected paths, Read-deny patterns."""
+"""What the OS sandbox under every command is given by the permission layer (`policy_from_engine`, the policy the
+sandbox runs with): writable roots, protected paths, the paths deny rules about reads mask — from the engine's own
+compiled rules, the session's included."""
 
 from __future__ import annotations
 
@@ -8,31 +10,33 @@ from pathlib import Path
 
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import RuleSet
-from bridge.permissions.sandbox_policy import sandbox_settings
+from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
 from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR
 
 
-def test_the_sandbox_view_follows_the_settings(tmp_path: Path) -> None:
+def test_the_sandbox_policy_follows_the_settings(tmp_path: Path) -> None:
     ws, extra = tmp_path / "ws", tmp_path / "lib"
     (ws / ".agent-bridge").mkdir(parents=True)
     extra.mkdir()
     (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {
         "additionalDirectories": [str(extra)], "deny": ["Read(.env)", "Read(~/.ssh/**)", "Bash(rm *)"]}}))
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    engine = PermissionEngine(cwd=ws, settings=store, session_rules=RuleSet.of(deny=["Read(secrets/**)"]))
-    view = engine.sandbox_view()
-    assert view.writable_roots == [ws.resolve(), extra.resolve()]
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR,
+                              session_rules=RuleSet.of(deny=["Read(secrets/**)"]))
+    policy = policy_from_engine(engine, sandbox_settings(store))
+    protected = [held.path for held in policy.protected]
+    assert policy.writable == (ws.resolve(), extra.resolve())
     root = ws.resolve()
     for name in (".agent-bridge", ".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"):
-        assert root / name in view.protected_paths
-    assert root / ".git" in view.protected_paths  # not a repository yet: a new one's settings are watched
+        assert root / name in protected
+    assert root / ".git" in protected  # not a repository yet: a new one's settings are watched
     for name in (".vscode", ".idea", ".envrc", ".devcontainer", ".husky", ".pre-commit-config.yaml"):
-        assert root / name in view.protected_paths
-    assert tmp_path / "cfg" / "settings.json" in view.protected_paths
-    assert tmp_path / "claude" / "CLAUDE.md" in view.protected_paths
-    assert sorted(p.pattern for p in view.read_deny) == [".env", ".ssh/**", "secrets/**"]
-    assert all(p.matches(root / ".env") or p.pattern != ".env" for p in view.read_deny)
-    assert engine.workspace.protected_paths() == view.protected_paths
+        assert root / name in protected
+    assert tmp_path / "cfg" / "settings.json" in protected
+    assert tmp_path / "claude" / "CLAUDE.md" in protected
+    assert sorted(p.pattern for p in policy.masked) == [".env", ".ssh/**", "secrets/**"]
+    assert all(p.matches(root / ".env") or p.pattern != ".env" for p in policy.masked)
 
 
 def test_a_repository_holds_what_git_reads_its_settings_and_hooks_from(tmp_path: Path) -> None:
@@ -41,7 +45,8 @@ def test_a_repository_holds_what_git_reads_its_settings_and_hooks_from(tmp_path:
     subprocess.run(["git", "-C", str(ws), "config", "core.hooksPath", "tools/hooks"], check=True)
     subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", "tools/watch.sh"], check=True)
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    protected = PermissionEngine(cwd=ws, settings=store).sandbox_view().protected_paths
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
+    protected = [held.path for held in policy_from_engine(engine, sandbox_settings(store)).protected]
     root = ws.resolve()
     for name in ("config", "hooks", "commondir", "config.worktree"):
         assert root / ".git" / name in protected
