@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from bridge.tools.process_registry import start_ticks
-from bridge.tools.sandbox import probe
+from bridge.execution.registry import start_ticks
+from bridge.execution.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
 from tests.e2e.test_mcp import FIXTURE as MCP_FIXTURE
-from tests.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
-from tests.test_processes import ESCAPING, marked_pids
+from tests.execution.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
+from tests.execution.test_processes import ESCAPING, marked_pids
 
 
 def sleeper() -> subprocess.Popen[bytes]:

@@ -20,10 +20,10 @@ command could unmount its own protections).
 
 The workspace looks exactly as it is: a held path that does not exist yet gets no placeholder (`ls`, git and
 `git add -A` would see it); it is watched instead, and what a command creates there is set aside at once
-(bridge/tools/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
+(bridge/execution/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
 writable — `git config user.name x`, once allowed, rewrites `.git/config` as it would outside.
 
-Each command also runs in its own resource limits (bridge/tools/limits.py): memory, processes, file size and
+Each command also runs in its own resource limits (bridge/execution/limits.py): memory, processes, file size and
 CPU time, with cgroups where the machine lets us and rlimits otherwise; a breach ends the command, and its
 result says which limit and how to raise it. When the sandbox refuses something (a read-only file system, a
 busy mount point, no network), the result says it was the sandbox, what is held there and why, and what to do.
@@ -52,6 +52,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.execution.limits import Bounds, bounds_for, limits_for
+from bridge.execution.registry import ProcessRegistry
+from bridge.execution.sandbox_notes import inside, refusal_notes
+from bridge.execution.sandbox_watch import WATCHER, Identity, Watch, identity
+from bridge.execution.supervisor import Launch
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.runs_later import GRANTS, HeldPath, granted_covers
@@ -63,12 +68,6 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
     sandbox_wanted,
 )
-from bridge.tools.base import Services, ToolError
-from bridge.tools.limits import Bounds, bounds_for, limits_for
-from bridge.tools.process_registry import ProcessRegistry
-from bridge.tools.processes import Launch
-from bridge.tools.sandbox_notes import inside, refusal_notes
-from bridge.tools.sandbox_watch import WATCHER, Identity, Watch, identity
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +76,9 @@ PROBE_TIMEOUT = 10.0
 REPLANS = 3  # a held path that appears while the mounts are planned: plan again, at most this often
 
 
-class SandboxError(ToolError):
-    """The command cannot run sandboxed (and must not run otherwise)."""
+class SandboxError(Exception):
+    """The command cannot run sandboxed (and must not run otherwise). The message is for the model: the Bash tool
+    hands it on as the call's error."""
 
 
 # -- can bwrap start here? -------------------------------------------------------------------------------
@@ -487,8 +487,3 @@ class CallSandbox:
 def _remove_tmps() -> None:
     for sandbox in list(_sandboxes):
         sandbox.close()
-
-
-def sandbox_of(services: Services) -> Sandbox | None:
-    """The session's sandbox (`services.sandbox`); None where there is none (tools run on their own)."""
-    return services.sandbox

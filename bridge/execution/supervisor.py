@@ -18,14 +18,14 @@ all), each signal sent to the group and to every member; `force` goes straight t
 a running escalation short. The SIGKILL phase repeats sweeps until nothing is left, so a process forked
 during the kill is caught on the next pass.
 
-A sandboxed command (`spawn(..., sandbox=...)`, see bridge/tools/sandbox.py) is `bwrap` around the shell:
+A sandboxed command (`spawn(..., sandbox=...)`, see bridge/execution/sandbox.py) is `bwrap` around the shell:
 bwrap, its pid-namespace init, then the command. The polite signals go to the command's processes only
 (bwrap would die of them and take the namespace down before the command could clean up); SIGKILL goes to
 all, and killing bwrap kills everything in its namespace.
 
 When the bridge itself dies: bwrap has `--die-with-parent`; an unsandboxed shell is started through
 `setpriv --pdeathsig KILL`; and everything is written down in a registry in the data dir that a watchdog
-process and the next bridge act on (bridge/tools/process_registry.py).
+process and the next bridge act on (bridge/execution/registry.py).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, read_token
+from bridge.execution.registry import TOKEN_ENV, ProcessRegistry, read_token
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def scan_processes() -> dict[int, ProcInfo]:
 
 
 class CommandRun(Protocol):
-    """A wrapper's view of one running command (bridge.tools.sandbox.SandboxRun): its limits and notes."""
+    """A wrapper's view of one running command (bridge.execution.sandbox.SandboxRun): its limits and notes."""
 
     def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
         """The command runs; `stop` ends it (from any thread); `kill` SIGKILLs its tree at once (the loop's
@@ -151,7 +151,7 @@ class Launch:
 
 
 class CommandWrapper(Protocol):
-    """The sandbox as the supervisor sees it (bridge.tools.sandbox.Sandbox)."""
+    """The sandbox as the supervisor sees it (bridge.execution.sandbox.Sandbox)."""
 
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
@@ -297,7 +297,7 @@ class ProcessSupervisor:
         sandbox: CommandWrapper | None = None,
     ) -> ManagedProcess:
         """Start `argv` in its own session, stdin /dev/null, stderr merged into stdout; under `sandbox`
-        when given (its `prepare` may refuse with a ToolError)."""
+        when given (its `prepare` may refuse: bridge.execution.sandbox.SandboxError)."""
         if self._closed:
             raise RuntimeError("the process supervisor has shut down")
         token = uuid.uuid4().hex

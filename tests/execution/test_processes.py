@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bridge.tools.processes import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+from bridge.execution.supervisor import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
 from tests.poll import poll
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from bridge.tools.limits import backend as limits_backend
-from bridge.tools.process_registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
-from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
-from bridge.tools.sandbox import probe
+from bridge.execution.limits import backend as limits_backend
+from bridge.execution.registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
+from bridge.execution.sandbox import probe
+from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
+from tests.execution.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
 from tests.poll import poll
-from tests.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -162,7 +162,7 @@ BRIDGE = textwrap.dedent("""
     import asyncio, os, subprocess, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+    from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
 
     async def main():
         data, mark, sandboxed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
@@ -171,7 +171,7 @@ BRIDGE = textwrap.dedent("""
         if sandboxed:
             from bridge.permissions.engine import PermissionEngine
             from bridge.permissions.settings import SettingsStore
-            from bridge.tools.sandbox import Sandbox
+            from bridge.execution.sandbox import Sandbox
             ws = data / "ws"
             ws.mkdir()
             store = SettingsStore(ws, user_config_dir=data / "config", claude_home=data / "claude")
