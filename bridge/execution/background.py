@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bridge.execution.managed import CommandWrapper, ManagedProcess
 from bridge.execution.output import exit_note
-from bridge.execution.supervisor import CommandWrapper, ManagedProcess, ProcessSupervisor, shell_argv
+from bridge.execution.shell import shell_argv
+from bridge.execution.supervisor import ProcessSupervisor
 
 UNREAD_CHARS = 30_000
 KILL_WAIT = 3.0

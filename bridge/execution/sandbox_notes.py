@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
 if TYPE_CHECKING:
-    from bridge.execution.sandbox import MountPlan
+    from bridge.execution.sandbox_plan import MountPlan
 
 
 def inside(path: Path, roots: tuple[Path, ...]) -> Path | None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
-from bridge.execution.supervisor import pdeathsig_prefix
+from bridge.execution.linux import pdeathsig_prefix
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.settings import McpSettings
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import mcp.types as mcp_types
     from mcp.client.session import ClientRequestContext, ClientSession
 
-    from bridge.execution.supervisor import ExternalProcess
+    from bridge.execution.managed import ExternalProcess
     from bridge.mcp.host import NoticeLevel
 
 log = logging.getLogger(__name__)

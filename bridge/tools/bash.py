@@ -25,7 +25,7 @@ from bridge.abort import AbortReason
 from bridge.environment import handed_out
 from bridge.execution.output import OutputBuffer, Throttle, exit_note, spill_path
 from bridge.execution.sandbox import CallSandbox, SandboxError
-from bridge.execution.supervisor import command_environment, shell_argv
+from bridge.execution.shell import command_environment, shell_argv
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolError, ToolInput, ToolResult, required
 from bridge.visible import code_span, one_line

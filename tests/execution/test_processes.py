@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bridge.execution.supervisor import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+from tests.platforms import linux_extras
 from tests.poll import poll
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
@@ -164,6 +165,7 @@ async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
     assert supervisor.live_pids() == []
 
 
+@linux_extras  # the subreaper
 async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor) -> None:
     assert supervisor.subreaper
     mark = uuid.uuid4().hex
