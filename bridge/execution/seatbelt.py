@@ -13,9 +13,10 @@ the same plan bubblewrap mounts (bridge/execution/sandbox_plan.py), so the two h
     (deny network-outbound (remote ip "*:*")) …    no network unless it is allowed
 
 Later rules win over earlier ones, so the restrictive ones come last, as in the bwrap command line. Paths are the
-real ones (macOS resolves `/tmp` to `/private/tmp` before the rules see it). Held paths that may appear as a new
-repository (`git init`) are not denied: they are checked after the command, as bwrap's watch does without
-inotify. `sandbox-exec` execs the command: no wrapper process stays, and the command gets every signal itself.
+real ones (macOS resolves `/tmp` to `/private/tmp` before the rules see it). Held paths that may appear with their
+content checked instead (a new repository from `git init`, a repository's missing config or hooks) are not denied:
+they are checked after the command, as bwrap's watch does without inotify. `sandbox-exec` execs the command: no
+wrapper process stays, and the command gets every signal itself.
 
 Not run here (Linux): the profile is pinned per policy case and parsed as s-expressions by the tests; whether
 macOS accepts it is for a Mac to show (README's platform table says so).
@@ -97,7 +98,7 @@ def _subpaths(paths: list[Path] | tuple[Path, ...]) -> list[str]:
 
 def profile(policy: SandboxPolicy, plan: MountPlan, tmp: Path) -> str:
     """The SBPL profile for one command: what `plan` holds, in the order that makes the restrictive rules win."""
-    held = [*plan.read_only, *(h.path for h in plan.missing if not h.new_repository)]
+    held = [*plan.read_only, *(h.path for h in plan.missing if not h.checked)]  # checked ones: after the command
     lines = ["(version 1)", "; agent-bridge: generated from the session's sandbox policy", "(allow default)",
              "; everything read-only but what follows", "(deny file-write*)"]
     lines += _rule("allow", "file-write*", _subpaths([Path(DEVICES), Path(os.path.realpath(tmp)), *policy.writable]),
