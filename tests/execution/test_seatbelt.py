@@ -283,3 +283,17 @@ async def test_the_seatbelt_backend_runs_behind_the_sandbox_interface(
     assert {str(ws / name) for name in (".agent-bridge", ".git/hooks", ".vscode", ".envrc", "CLAUDE.md")} <= set(held)
     assert not [name for name in os.listdir(ws) if name not in (".agent-bridge", ".git", "secrets", ".env")]
     assert ("deny", ("network-outbound",), [["remote", "ip", Str("*:*")]]) in rules
+
+
+def test_a_seatbelt_refusal_of_a_held_path_says_why(ws: Path) -> None:
+    """Seatbelt says EPERM where bubblewrap says EROFS; a held path named in the output gets the same note."""
+    from bridge.execution.sandbox_notes import refusal_notes
+
+    policy = policy_for(ws, held=held_in(ws))
+    _, _, plan = render(ws, policy)
+    plan.backend = "seatbelt"
+    output = f"touch: {ws}/.agent-bridge/settings.json: Operation not permitted\nkill: 1: Operation not permitted\n"
+    [note] = refusal_notes(output, policy, plan)
+    settings = ws / ".agent-bridge" / "settings.json"
+    assert note.startswith(f"The sandbox keeps {settings} read-only: it is the project's settings")
+    assert refusal_notes("kill: 1: Operation not permitted\n", policy, plan) == []  # EPERM alone: not the sandbox's
