@@ -58,6 +58,7 @@ from bridge.execution.sandbox_notes import refusal_notes
 from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
 from bridge.execution.sandbox_watch import WATCHER, Watch
 from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
+from bridge.execution.shell import NoShell, git_bash
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.runs_later import GRANTS
@@ -74,7 +75,7 @@ log = logging.getLogger(__name__)
 REPLANS = 3  # a held path that appears while the mounts are planned: plan again, at most this often
 
 
-class SandboxError(Exception):
+class SandboxError(host.CannotRun):
     """The command cannot run sandboxed (and must not run otherwise). The message is for the model: the Bash tool
     hands it on as the call's error."""
 
@@ -209,9 +210,15 @@ class Sandbox:
         return self.wanted and not probe().ok
 
     def problems(self) -> list[str]:
-        """What the user should hear at session start: invalid `sandbox` settings, an unavailable sandbox."""
+        """What the user should hear at session start: invalid `sandbox` settings, an unavailable sandbox, no shell
+        to run commands in (Windows without Git Bash)."""
         settings = self._settings()
         found = list(settings.problems)
+        if host.windows():
+            try:
+                git_bash()
+            except NoShell as missing:
+                found.append(str(missing))
         if sandbox_wanted(settings) and not (availability := probe()).ok:
             then = ("Bash commands will fail (sandbox.failIfUnavailable)" if settings.fail_if_unavailable
                     else "every Bash command that is not read-only will ask first")

@@ -72,8 +72,9 @@ def kill(pid: int) -> None:
 
 
 def own_group() -> dict[str, Any]:
-    """`subprocess`/asyncio keyword arguments that give a new command its own group (and POSIX session)."""
-    if host.windows():
+    """`subprocess`/asyncio keyword arguments that give a new command its own group (and POSIX session). Chosen by
+    the process API this Python was built with (`os.name`), which is what `subprocess` accepts."""
+    if os.name == "nt":
         return {"creationflags": CREATE_NEW_PROCESS_GROUP}
     return {"start_new_session": True}
 
@@ -98,6 +99,9 @@ class _Basic(ctypes.Structure):
 class _Extended(ctypes.Structure):
     _fields_ = [("basic", _Basic), ("io", ctypes.c_uint64 * 6), ("process_memory", ctypes.c_size_t),
                 ("job_memory", ctypes.c_size_t), ("peak_process", ctypes.c_size_t), ("peak_job", ctypes.c_size_t)]
+
+
+_warned: list[bool] = []  # said once per process
 
 
 class Job:
@@ -135,7 +139,10 @@ class Job:
                 job._kernel32.CloseHandle(process)
             return job
         except (OSError, AttributeError) as error:
-            log.warning("cannot put pid %d in a job object (%s): its tree is stopped member by member", pid, error)
+            if not _warned:
+                _warned.append(True)
+                log.warning("cannot put commands in job objects (%s, pid %d): their trees are stopped member by member",
+                            error, pid)
             return None
 
     def terminate(self) -> None:

@@ -23,8 +23,9 @@ from pydantic import Field
 
 from bridge.abort import AbortReason
 from bridge.environment import handed_out
+from bridge.execution.host import CannotRun
 from bridge.execution.output import OutputBuffer, Throttle, exit_note, spill_path
-from bridge.execution.sandbox import CallSandbox, SandboxError
+from bridge.execution.sandbox import CallSandbox
 from bridge.execution.shell import command_environment, shell_argv
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
 from bridge.tools.base import CallTraits, Tool, ToolContext, ToolError, ToolInput, ToolResult, required
@@ -97,7 +98,7 @@ class BashTool(Tool[BashInput]):
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         try:
             return await self._call(data, ctx)
-        except SandboxError as refused:  # the sandbox could not take the command: the model reads why
+        except CannotRun as refused:  # no sandbox where one is required, no shell: the model reads why
             raise ToolError(str(refused)) from refused
 
     async def _call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
