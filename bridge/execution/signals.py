@@ -71,6 +71,20 @@ def kill(pid: int) -> None:
         psutil.Process(pid).kill()
 
 
+def kill_tree(pid: int) -> None:
+    """The hard step for a process that leads its own group (a hook) and everything it started: the group on POSIX,
+    each descendant found by parent on Windows."""
+    if number("kill") is not None:
+        send_group(pid, "kill")
+        return
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(pid).children(recursive=True):
+            kill(child.pid)
+    kill(pid)
+
+
 def own_group() -> dict[str, Any]:
     """`subprocess`/asyncio keyword arguments that give a new command its own group (and POSIX session). Chosen by
     the process API this Python was built with (`os.name`), which is what `subprocess` accepts."""
