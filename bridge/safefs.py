@@ -59,8 +59,14 @@ RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 _AT_FDCWD = -100
 
-O_PATH: int = getattr(os, "O_PATH", 0)  # Linux: a handle for walking and fstat; elsewhere a read-only open
-_DIR_FLAGS = (O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
+def _flag(name: str) -> int:
+    """An `os.O_*` flag, 0 where the platform has none (Windows has no O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC...):
+    this module is imported at start-up everywhere."""
+    return int(getattr(os, name, 0))
+
+
+O_PATH: int = _flag("O_PATH")  # Linux: a handle for walking and fstat; elsewhere a read-only open
+_DIR_FLAGS = (O_PATH or os.O_RDONLY) | _flag("O_DIRECTORY") | _flag("O_CLOEXEC") | _flag("O_NOFOLLOW")
 _NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -498,7 +504,7 @@ def open_beneath(path: str | Path, roots: Sequence[str | Path], flags: int = os.
     raise Changed(os.fspath(path))
 
 
-READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+READ_FLAGS = os.O_RDONLY | _flag("O_NONBLOCK") | _flag("O_NOCTTY") | _flag("O_CLOEXEC")
 """A read never waits in `open` (a FIFO without a writer) and never makes a terminal ours."""
 
 

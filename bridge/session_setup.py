@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bridge.agents.loader import AgentCatalog, load_catalog
 from bridge.config import BridgeConfig
+from bridge.execution.sandbox import Sandbox
 from bridge.memory import Memory, load_memory
 from bridge.messages import Block
 from bridge.permissions.engine import PermissionEngine
@@ -24,7 +25,6 @@ from bridge.plugins import PluginSet, load_plugins, plugin_hooks, plugin_items
 from bridge.prompt import environment_section, system_prompt
 from bridge.skills import SkillCatalog, load_skills, skill_items
 from bridge.tools.registry import rule_grammar
-from bridge.tools.sandbox import Sandbox
 
 
 @dataclass

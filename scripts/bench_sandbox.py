@@ -23,14 +23,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.abort import Abort
+from bridge.execution import limits
+from bridge.execution.sandbox import Sandbox, probe
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
-from bridge.tools import limits
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.registry import rule_grammar
-from bridge.tools.sandbox import Sandbox, probe
 
 RUNS = 40
 BLOCK = 5  # consecutive commands per limits backend, blocks interleaved

@@ -18,6 +18,8 @@ import anyio
 import pytest
 
 from bridge.abort import Abort
+from bridge.execution.sandbox import Sandbox, probe
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
@@ -26,9 +28,7 @@ from bridge.permissions.settings import SettingsStore
 from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
 from bridge.tools.registry import core_tools
-from bridge.tools.sandbox import Sandbox, probe
 from tests.permission_calls import GRAMMAR
 
 SECRET = "SECRET-KEY-MATERIAL"

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from bridge.execution.output import OutputBuffer, spill_path
 from bridge.messages import valid_tool_use_id
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import BlockComplete, ModelError, ModelRequest
 from bridge.offline import OfflineServer
-from bridge.tools.output import OutputBuffer, spill_path
 from bridge.tools.storage import bound_result, result_path
 
 BAD_IDS = ["../../../../tmp/planted", "toolu_01/../../x", "toolu_ok\n", "", "x" * 129, "toolu_é", "a b", "a.b"]

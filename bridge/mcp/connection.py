@@ -32,17 +32,17 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from bridge.execution.linux import pdeathsig_prefix
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.settings import McpSettings
-from bridge.tools.processes import pdeathsig_prefix
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
     from mcp.client.session import ClientRequestContext, ClientSession
 
+    from bridge.execution.managed import ExternalProcess
     from bridge.mcp.host import NoticeLevel
-    from bridge.tools.processes import ExternalProcess
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 `{"sandbox": {"limits": {"memory": "8GB", "processes": 4096, "fileSize": "4GB", "cpuSeconds": 600}}}`: a
 number (bytes, a count, seconds), a size with a unit (`"512MiB"`, `"8GB"`), for memory a share of the RAM
 (`"50%"`), or `"unlimited"` (also `0`). Unset: the defaults below; invalid: reported, and the default used.
-How the bounds are put on a command is bridge/tools/limits.py's business.
+How the bounds are put on a command is bridge/execution/limits.py's business.
 """
 
 from __future__ import annotations

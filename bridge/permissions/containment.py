@@ -23,6 +23,7 @@ from pathlib import Path
 from bridge.permissions.git_held import git_held, nested_git_held
 from bridge.permissions.held import HeldPath, PathKind, Protection
 from bridge.permissions.runs_later import held_at, mcp_named, name_reason
+from bridge.winpaths import native_form
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
@@ -40,8 +41,9 @@ class InvalidPath(ValueError):
 
 
 def resolve(path: str | Path, base: Path) -> Path:
-    """Absolute, `~`-expanded, symlink-free path of `path` taken relative to `base`."""
-    expanded = _checked(os.path.expanduser(os.fspath(path)))
+    """Absolute, `~`-expanded, symlink-free path of `path` taken relative to `base` (on Windows Git Bash's `/c/x`
+    is `C:\\x`: bridge/winpaths.py)."""
+    expanded = _checked(os.path.expanduser(native_form(os.fspath(path))))
     joined = os.path.join(os.fspath(base), expanded)  # an absolute `expanded` wins
     try:
         return Path(os.path.realpath(joined))
@@ -51,7 +53,7 @@ def resolve(path: str | Path, base: Path) -> Path:
 
 def normalize(path: str | Path, base: Path) -> Path:
     """Like `resolve` but without following symlinks: the path as written, for deny rules and protection."""
-    expanded = _checked(os.path.expanduser(os.fspath(path)))
+    expanded = _checked(os.path.expanduser(native_form(os.fspath(path))))
     return Path(os.path.normpath(os.path.join(os.fspath(base), expanded)))
 
 

@@ -29,7 +29,7 @@ Where it is held:
 - the permission engine (step 7 of its order): a write through the file tools, or a Bash command known to
   write one (a redirection, `git config`…), asks in every mode with no always-option, saying why in words;
   what the user allows is granted to that call (`Decision.grants`);
-- the OS sandbox (bridge/tools/sandbox.py): read-only for every Bash command, at each workspace root, except
+- the OS sandbox (bridge/execution/sandbox.py): read-only for every Bash command, at each workspace root, except
   what the command was granted. The engine asks for these names at any depth; the sandbox holds them at the
   roots (and in git's directories), where the programs above look.
 """

@@ -1,5 +1,5 @@
 """What the OS sandbox under every Bash command allows, derived from the permission engine (one place, so the
-rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bubblewrap mounts.
+rules and the sandbox never disagree). bridge/execution/sandbox.py turns it into bubblewrap mounts.
 
 - writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
   literal part of allow rules about writes (`Edit(...)`, as Claude Code does); everything else is read-only;
@@ -12,7 +12,7 @@ rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bub
 
 The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
 `network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), plus the bridge's own `limits`
-(`memory`, `processes`, `fileSize`, `cpuSeconds`: bridge/tools/limits.py), read from the bridge's own settings
+(`memory`, `processes`, `fileSize`, `cpuSeconds`: bridge/execution/limits.py), read from the bridge's own settings
 files only (Claude Code's default is off, ours on). Scalars: the highest-precedence file that sets one wins;
 lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests, one-off runs).
 """

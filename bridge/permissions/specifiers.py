@@ -19,10 +19,12 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Literal
 
 from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
+from bridge.winpaths import rule_base, rule_regex, rule_relative
 
 
 class RuleSyntaxError(ValueError):
@@ -123,19 +125,14 @@ class PathPattern:
 
     def matches(self, path: Path) -> bool:
         """`path` must be absolute and normalized (the caller resolves symlinks where it should)."""
-        try:
-            rel = path.relative_to(self.base)
-        except ValueError:
-            return False
-        rel_text = rel.as_posix()
-        if rel_text == ".":
-            return False
-        return self.regex.match(rel_text) is not None
+        rel_text = rule_relative(path, self.base)  # Windows: without case, every drive for `//**` (winpaths.py)
+        return rel_text is not None and self.regex.match(rel_text) is not None
 
 
 def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
+    base: PurePath
     if spec.startswith("//"):
-        base, pattern = Path("/"), spec[2:]
+        base, pattern = rule_base(spec[2:])  # Windows: `//c/...` is drive C (Claude Code's syntax)
     elif spec == "~" or spec.startswith("~/"):
         base, pattern = Path.home(), spec[2:] or "**"
     elif spec.startswith("/"):
@@ -153,7 +150,8 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
         raise RuleSyntaxError(f"invalid path pattern {spec!r}: {exc}") from exc
     if compiled.regex is None or not compiled.include:
         raise RuleSyntaxError(f"path pattern {spec!r} matches nothing (negations are not rules)")
-    return PathPattern(Path(os.path.realpath(base)), pattern, compiled.regex)
+    every_drive = isinstance(base, PureWindowsPath) and str(base) == "\\"  # kept as is: realpath would pick one
+    return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(compiled.regex))
 
 
 

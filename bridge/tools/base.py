@@ -31,10 +31,10 @@ from bridge.display import Location as Location  # re-exported: the tools name t
 from bridge.permissions.facts import NAME_RULES, Access, CallFacts, RuleForm, ShellCall
 
 if TYPE_CHECKING:  # the services' own modules import this one
+    from bridge.execution.background import BackgroundShells
+    from bridge.execution.sandbox import Sandbox
+    from bridge.execution.supervisor import ProcessSupervisor
     from bridge.tools.agent import AgentRunner
-    from bridge.tools.background import BackgroundShells
-    from bridge.tools.processes import ProcessSupervisor
-    from bridge.tools.sandbox import Sandbox
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 InterruptBehavior = Literal["block", "cancel"]

@@ -23,12 +23,13 @@ from pydantic import Field
 
 from bridge.abort import AbortReason
 from bridge.environment import handed_out
+from bridge.execution.host import CannotRun
+from bridge.execution.output import OutputBuffer, Throttle, exit_note, spill_path
+from bridge.execution.sandbox import CallSandbox
+from bridge.execution.shell import command_environment, shell_argv
 from bridge.permissions.facts import RuleForm, ShellCall
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
-from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
-from bridge.tools.output import OutputBuffer, Throttle, exit_note, spill_path
-from bridge.tools.processes import command_environment, shell_argv
-from bridge.tools.sandbox import CallSandbox, sandbox_of
+from bridge.tools.base import CallTraits, Tool, ToolContext, ToolError, ToolInput, ToolResult, required
 from bridge.visible import code_span, one_line
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -102,6 +103,12 @@ class BashTool(Tool[BashInput]):
         return code_span(one_line(data.command.strip())) + (" (background)" if data.run_in_background else "")
 
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
+        try:
+            return await self._call(data, ctx)
+        except CannotRun as refused:  # no sandbox where one is required, no shell: the model reads why
+            raise ToolError(str(refused)) from refused
+
+    async def _call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
             argv, env = command_launch(data.command, ctx)
@@ -130,7 +137,7 @@ def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str,
 
 def _sandbox(ctx: ToolContext, *, timeout_s: float | None) -> CallSandbox | None:
     """The session's sandbox for this call: what it was allowed to write, its CPU bound, its data dir."""
-    sandbox = sandbox_of(ctx.services)
+    sandbox = ctx.services.sandbox
     return sandbox.for_call(grants=ctx.grants, timeout_s=timeout_s, data_dir=ctx.data_dir) if sandbox else None
 
 

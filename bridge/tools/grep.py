@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import shutil
 import stat
 import subprocess
@@ -377,6 +376,10 @@ class Confirmed:
 
 def _batch_size() -> int:
     """How many files one second-pass rg reads at once: half the free descriptors, within bounds."""
+    try:
+        import resource  # POSIX; Windows has no descriptor limit to ask
+    except ImportError:
+        return 256
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return max(16, min(1024, (soft if soft > 0 else 1024) // 4))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bridge import safefs
 from bridge.tools.base import ReadGuard, ToolContext, ToolError
+from bridge.winpaths import inside, native_form
 
 NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 PATH_MAX = 4096  # bytes in a whole path, its terminating NUL included (Linux)
@@ -43,7 +44,7 @@ def absolute_path(raw: str, *, field: str = "file_path") -> Path:
     problem = path_problem(raw, field=field)
     if problem is not None:
         raise ToolError(problem)
-    expanded = os.path.expanduser(raw)
+    expanded = os.path.expanduser(native_form(raw))  # Windows: Git Bash's `/c/x` is `C:\\x`
     if not os.path.isabs(expanded):
         raise ToolError(f"{field} must be an absolute path, got {raw!r}")
     return Path(os.path.normpath(expanded))
@@ -107,7 +108,7 @@ def real_path_resolver() -> Callable[[str], str]:
 
 
 def within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+    return inside(path, root)  # Windows: drive letters, backslashes, no case
 
 
 def containment_guard(roots: list[Path]) -> ReadGuard:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from bridge.permissions.grammar import RuleGrammar
-from bridge.tools.background import TaskOutputTool, TaskStopTool
 from bridge.tools.base import AnyTool
 from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
@@ -12,6 +11,7 @@ from bridge.tools.glob import GlobTool
 from bridge.tools.grep import GrepTool
 from bridge.tools.notebook_edit import NotebookEditTool
 from bridge.tools.read import ReadTool
+from bridge.tools.tasks import TaskOutputTool, TaskStopTool
 from bridge.tools.todo_write import TodoWriteTool
 from bridge.tools.web_fetch import WebFetchTool
 from bridge.tools.write import WriteTool

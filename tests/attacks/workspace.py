@@ -27,16 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from bridge.abort import Abort
+from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+from tests.execution.test_processes import marked_pids
 from tests.permission_calls import GRAMMAR
 from tests.poll import poll
-from tests.test_processes import marked_pids
 
 SECRET = "SECRET-TOKEN"
 SSH_KEY = "SSH-KEY-SECRET"

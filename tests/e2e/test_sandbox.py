@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.tools.sandbox import probe
+from bridge.execution.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
 
 BYPASS = {"permissionMode": "bypassPermissions"}

@@ -1,10 +1,12 @@
 """What the bridge has running, written down, so that nothing it started outlives it — SIGKILL included.
 
-The kernel does most of it: a sandboxed command's `bwrap` dies with the bridge (`--die-with-parent`) and
-takes its whole pid namespace along; an unsandboxed shell gets a parent-death signal. What escapes that —
-an unsandboxed command's double-forked or setsid'd descendants, MCP servers a library spawned — is
+On Linux the kernel does most of it: a sandboxed command's `bwrap` dies with the bridge (`--die-with-parent`)
+and takes its whole pid namespace along; an unsandboxed shell gets a parent-death signal (both Linux extras,
+bridge/execution/linux.py; on Windows a job object does it). What escapes that — an unsandboxed command's
+double-forked or setsid'd descendants, MCP servers a library spawned, everything where there are no extras — is
 written down here, one JSON file per bridge process in `<data dir>/running/<pid>-<start>.json`:
 
+- `clock`: the unit of its start times (bridge/execution/proctable.py: /proc's clock ticks, or psutil's ms);
 - `tokens`: each command's tracking token (`AGENT_BRIDGE_PROC=<token>` in its environment, inherited by
   everything it forks, whatever session or parent it moves to);
 - `processes`: `[pid, start]` pairs — the shells, every member a sweep has seen, registered externals;
@@ -12,26 +14,22 @@ written down here, one JSON file per bridge process in `<data dir>/running/<pid>
   with (and placeholders an older bridge made for protected paths).
 
 Two readers act on a file whose bridge is dead:
-- the watchdog: this module run as a script (stdlib only, started with the first entry), in its own
-  session; it waits for the bridge to exit (a pidfd, and its stdin pipe from the bridge closing) and then
-  kills and cleans up within a few milliseconds;
+- the watchdog (bridge/execution/watchdog.py, started with the first entry), in its own session; it waits for
+  the bridge to exit and then kills and cleans up within a few milliseconds;
 - the next bridge on the same data dir, at start (`reap_leftovers`), for when the watchdog died too.
 
 A process is killed only when its (pid, start time) pair was written down, or its environment carries a
-written-down token (and it is ours by uid), or it descends — by parent pid, in the same /proc scan — from
+written-down token (and it is ours by uid), or it descends — by parent pid, in the same process scan — from
 one of those. A reused pid has another start time: it is never touched.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -41,105 +39,52 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bridge.execution import host, proctable, signals
+from bridge.execution.proctable import TOKEN_ENV, Clock, is_running, start_time
+
+__all__ = ["TOKEN_ENV", "ProcessRegistry", "act_on", "is_running", "kill_registered", "reap_leftovers", "start_time"]
+
 log = logging.getLogger(__name__)
 
-TOKEN_ENV = "AGENT_BRIDGE_PROC"
 KILL_DEADLINE = 2.0
 EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to become a zombie
 RELEASED = b"released\n"  # the bridge to its watchdog, on a clean exit: go now
 
 
-# -- /proc ---------------------------------------------------------------------------------------------
-
-
-def proc_stat(pid: int) -> tuple[int, int, str] | None:
-    """(ppid, start ticks, state) of `pid`, or None when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    rest = raw[raw.rfind(b")") + 2 :].split()  # comm may hold spaces and parentheses
-    try:
-        return int(rest[1]), int(rest[19]), rest[0].decode()
-    except (IndexError, ValueError):
-        return None
-
-
-def start_ticks(pid: int) -> int | None:
-    stat = proc_stat(pid)
-    return stat[1] if stat is not None else None
-
-
-def is_running(pid: int, start: int) -> bool:
-    """The process `pid` started at `start` exists and is not a zombie."""
-    stat = proc_stat(pid)
-    return stat is not None and stat[1] == start and stat[2] not in ("Z", "X")
-
-
-def read_token(pid: int) -> tuple[bool, str | None]:
-    """(whether the environment could be read, the tracking token in it)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return False, None
-    key = TOKEN_ENV.encode() + b"="
-    for entry in raw.split(b"\0"):
-        if entry.startswith(key):
-            return True, entry[len(key) :].decode(errors="replace")
-    return True, None
-
-
-def environ_token(pid: int) -> str | None:
-    return read_token(pid)[1]
-
-
-def _owned(pid: int, uid: int) -> bool:
-    try:
-        return os.stat(f"/proc/{pid}").st_uid == uid
-    except OSError:
-        return False
-
-
-def kill_registered(
-    tokens: Iterable[str], processes: Iterable[tuple[int, int]], *, timeout: float = KILL_DEADLINE
-) -> list[int]:
-    """SIGKILL every process the registry names (see the module docstring for what that means), again and
-    again until none is left or `timeout` passes. Returns the pids killed."""
+def kill_registered(tokens: Iterable[str], processes: Iterable[tuple[int, int]], *, clock: Clock | None = None,
+                    timeout: float = KILL_DEADLINE) -> list[int]:
+    """Kill every process the registry names (see the module docstring for what that means), again and again
+    until none is left or `timeout` passes. `clock`: the one the start times were written in. Returns the pids
+    killed."""
     wanted_tokens = set(tokens)
     exact = set(processes)
-    me, uid = os.getpid(), os.getuid()
+    me, uid = os.getpid(), host.uid()
     killed: list[int] = []
     deadline = time.monotonic() + timeout
     while True:
-        table: dict[int, tuple[int, int, str]] = {}
-        for name in os.listdir("/proc"):
-            if name.isdigit() and (stat := proc_stat(int(name))) is not None:
-                table[int(name)] = stat
-        targets = {pid for pid, (_, start, _) in table.items() if (pid, start) in exact}
+        table = proctable.scan(clock)
+        targets = {pid for pid, info in table.items() if (pid, info.start) in exact}
         if wanted_tokens:
-            for pid, (_, _, state) in table.items():
-                alive = pid not in targets and state not in ("Z", "X")
-                if alive and _owned(pid, uid) and environ_token(pid) in wanted_tokens:
+            for pid, info in table.items():
+                if pid not in targets and info.alive and proctable.owned(pid, uid) \
+                        and proctable.read_token(pid)[1] in wanted_tokens:
                     targets.add(pid)
         children: dict[int, list[int]] = {}
-        for pid, (ppid, _, _) in table.items():
-            children.setdefault(ppid, []).append(pid)
+        for pid, info in table.items():
+            children.setdefault(info.ppid, []).append(pid)
         frontier = list(targets)
         while frontier:
             for child in children.get(frontier.pop(), ()):
                 if child not in targets:
                     targets.add(child)
                     frontier.append(child)
-        targets = {pid for pid in targets if pid != me and table[pid][2] not in ("Z", "X")}
+        targets = {pid for pid in targets if pid != me and table[pid].alive}
         if not targets:
             return killed
         for pid in targets:
-            exact.add((pid, table[pid][1]))  # its children stay findable after it is gone
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+            exact.add((pid, table[pid].start))  # its children stay findable after it is gone
+            signals.kill(pid)
+            killed.append(pid)
         if time.monotonic() > deadline:
             log.error("processes survive SIGKILL: %s", sorted(targets))
             return killed
@@ -153,6 +98,8 @@ def remove_placeholder(path: Path, dev: int, ino: int, kind: str) -> bool:
     """Remove the empty file or directory made at `path` (same device and inode), unless something uses
     it: every sandbox that binds a protected path holds a shared `flock` on it while it runs. A placeholder
     someone wrote into is no longer empty and stays."""
+    import fcntl  # placeholders were made by bubblewrap sandboxes only: Linux
+
     flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_DIRECTORY if kind == "dir" else 0)
     try:
         fd = os.open(path, flags)
@@ -216,6 +163,12 @@ def _load(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def clock_of(data: dict[str, Any] | None) -> Clock:
+    """The clock a registry file's start times are in (files without one are in ours: older bridges')."""
+    found = data.get("clock") if data is not None else None
+    return found if found in ("ticks", "ms") else proctable.clock()
+
+
 def act_on(path: Path) -> list[int]:
     """Kill what a dead bridge's registry file names, clean up after its sandbox, remove the file."""
     data = _load(path)
@@ -228,7 +181,7 @@ def act_on(path: Path) -> list[int]:
     except (TypeError, ValueError):
         log.warning("process registry %s is malformed; removing it", path)
         tokens, processes, entries = [], [], []
-    killed = kill_registered(tokens, processes)
+    killed = kill_registered(tokens, processes, clock=clock_of(data))
     cleanup(entries)
     with contextlib.suppress(OSError):
         path.unlink()
@@ -249,8 +202,9 @@ def reap_leftovers(data_dir: Path) -> list[int]:
             pid, start = int(owner[0]), int(owner[1])
         except (IndexError, ValueError):
             continue
-        if is_running(pid, start):
-            continue  # a live bridge on the same data dir (or this one)
+        with contextlib.suppress(OSError, ValueError):  # unreadable: act_on says so and removes it
+            if is_running(pid, start, clock_of(json.loads(file.read_text(encoding="utf-8")))):
+                continue  # a live bridge on the same data dir (or this one)
         found = act_on(file)
         if found:
             log.warning("killed %d processes a previous bridge (pid %d) left running: %s", len(found), pid, found)
@@ -264,7 +218,8 @@ class ProcessRegistry:
     def __init__(self, data_dir: Path) -> None:
         self.directory = data_dir / "running"
         me = os.getpid()
-        self._me = (me, start_ticks(me) or 0)
+        self._clock = proctable.clock()
+        self._me = (me, start_time(me, self._clock) or 0)
         self.path = self.directory / f"{self._me[0]}-{self._me[1]}.json"
         self._tracked: dict[str, tuple[str | None, set[tuple[int, int]]]] = {}
         self._cleanup: dict[str, dict[str, Any]] = {}
@@ -277,7 +232,7 @@ class ProcessRegistry:
 
     def track(self, key: str, *, token: str | None = None, pid: int | None = None) -> None:
         processes: set[tuple[int, int]] = set()
-        if pid is not None and (start := start_ticks(pid)) is not None:
+        if pid is not None and (start := start_time(pid, self._clock)) is not None:
             processes.add((pid, start))
         with self._lock:
             self._tracked[key] = (token, processes)
@@ -334,8 +289,8 @@ class ProcessRegistry:
             with contextlib.suppress(OSError):
                 self.path.unlink()
             return
-        data = {"bridge": list(self._me), "tokens": tokens, "processes": [list(p) for p in processes],
-                "cleanup": list(self._cleanup.values())}
+        data = {"bridge": list(self._me), "clock": self._clock, "tokens": tokens,
+                "processes": [list(p) for p in processes], "cleanup": list(self._cleanup.values())}
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             temporary = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
@@ -352,10 +307,10 @@ class ProcessRegistry:
     def _ensure_watchdog(self) -> None:
         if self._watchdog is not None and self._watchdog.poll() is None:
             return
-        argv = [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", str(self.path), *map(str, self._me)]
         try:
             self._watchdog = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True
+                watchdog_argv(self.path, self._me, self._clock), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                close_fds=True, **signals.own_group()
             )
         except OSError as error:
             log.warning("cannot start the process watchdog: %s", error)
@@ -387,58 +342,16 @@ class ProcessRegistry:
                 watchdog.wait()
 
 
-# -- the watchdog --------------------------------------------------------------------------------------
+# -- the watchdog's command line -----------------------------------------------------------------------------
+
+_BOOT = ("import os, sys; sys.path[:0] = sys.argv[1].split(os.pathsep); del sys.argv[1]; "
+         "from bridge.execution.watchdog import main; sys.exit(main(sys.argv[1:]))")
 
 
-def _dead(pid: int, start: int) -> bool:
-    return not is_running(pid, start)
-
-
-def watch(path: Path, bridge_pid: int, bridge_start: int) -> int:
-    """Wait for the bridge to exit; then act on its registry file, if it left one."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ctrl-c reaches the bridge, not us
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    pidfd: int | None = None
-    with contextlib.suppress(OSError, AttributeError):
-        pidfd = os.pidfd_open(bridge_pid)
-    if pidfd is not None and start_ticks(bridge_pid) != bridge_start:
-        os.close(pidfd)  # the pid already belongs to someone else: the bridge is gone
-        pidfd = None
-        return _after_exit(path, bridge_pid, bridge_start)
-    stdin = sys.stdin.fileno()
-    watched = [stdin] + ([pidfd] if pidfd is not None else [])
-    while True:
-        ready, _, _ = select.select(watched, [], [])
-        if pidfd is not None and pidfd in ready:
-            break
-        data = os.read(stdin, 4096) if stdin in ready else None
-        if data is not None and RELEASED in data:
-            return 0  # a clean exit: everything is stopped and cleaned up, the file removed
-        if data == b"":
-            # The pipe closed: the bridge is exiting (or dying).
-            if pidfd is not None:
-                select.select([pidfd], [], [], EXIT_GRACE)
-            else:
-                deadline = time.monotonic() + EXIT_GRACE
-                while not _dead(bridge_pid, bridge_start) and time.monotonic() < deadline:
-                    time.sleep(0.01)
-            break
-    return _after_exit(path, bridge_pid, bridge_start)
-
-
-def _after_exit(path: Path, bridge_pid: int, bridge_start: int) -> int:
-    if not _dead(bridge_pid, bridge_start):
-        return 0  # alive: a clean exit let us go (its file, if any, is the next bridge's to judge)
-    act_on(path)
-    return 0
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) == 4 and argv[0] == "--watch":
-        return watch(Path(argv[1]), int(argv[2]), int(argv[3]))
-    print("usage: process_registry.py --watch REGISTRY_FILE BRIDGE_PID BRIDGE_START", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def watchdog_argv(path: Path, bridge: tuple[int, int], clock: Clock) -> list[str]:
+    """`python -I -S -c BOOT` (no site-packages, no environment: it starts in milliseconds) with the bridge's
+    package on its path, and psutil's where it reads processes through psutil."""
+    root = str(Path(__file__).resolve().parents[2])
+    paths = [root] + ([found] if clock == "ms" and (found := proctable.psutil_path()) else [])
+    return [sys.executable, "-I", "-S", "-c", _BOOT, os.pathsep.join(paths),
+            "--watch", str(path), str(bridge[0]), str(bridge[1]), clock]

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from bridge.abort import Abort
+from bridge.execution.sandbox import Sandbox
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
@@ -22,8 +24,6 @@ from bridge.permissions.settings import SettingsStore
 from bridge.permissions.specifiers import compile_path_specifier
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
-from bridge.tools.sandbox import Sandbox
 from tests.permission_calls import GRAMMAR, decide
 
 

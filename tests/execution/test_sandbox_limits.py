@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bridge.execution import limits
+from bridge.execution.output import spill_path
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.command_limits import DEFAULT_PROCESSES, LimitSettings, LimitsModel, parse_amount
-from bridge.tools import limits
-from bridge.tools.output import spill_path
-from bridge.tools.processes import ProcessSupervisor
-from tests.test_sandbox import AVAILABLE, Project, output
+from tests.execution.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
 
@@ -123,7 +123,7 @@ async def test_an_invalid_limit_is_a_problem_and_the_default_applies(project: Pr
 
 
 async def test_a_flood_of_output_keeps_a_bounded_spill_file(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bridge.tools import output as output_module
+    from bridge.execution import output as output_module
 
     monkeypatch.setattr(output_module, "SPILL_HEAD_CHARS", 200_000)
     monkeypatch.setattr(output_module, "SPILL_TAIL_CHARS", 100_000)

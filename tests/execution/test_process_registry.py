@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from bridge.tools.limits import backend as limits_backend
-from bridge.tools.process_registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_ticks
-from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
-from bridge.tools.sandbox import probe
+from bridge.execution.limits import backend as limits_backend
+from bridge.execution.registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_time
+from bridge.execution.sandbox import probe
+from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
+from tests.execution.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
 from tests.poll import poll
-from tests.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -72,8 +72,8 @@ async def test_the_registry_names_what_runs_and_goes_when_it_is_done(tmp_path: P
     (file,) = registry_files(tmp_path)
     data = json.loads(file.read_text())
     assert data["tokens"] == [proc.token]
-    assert [proc.pid, start_ticks(proc.pid)] in data["processes"]
-    assert file.name == f"{os.getpid()}-{start_ticks(os.getpid())}.json"
+    assert [proc.pid, start_time(proc.pid)] in data["processes"]
+    assert file.name == f"{os.getpid()}-{start_time(os.getpid())}.json"
     watchdog = supervisor.registry.watchdog_pid if supervisor.registry else None
     assert watchdog is not None and alive(watchdog)
     supervisor.terminate(proc)
@@ -123,7 +123,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
     gone.wait()
     running = tmp_path / "running"
     running.mkdir()
-    lone_start, unrelated_start = start_ticks(lone.pid), start_ticks(unrelated.pid)
+    lone_start, unrelated_start = start_time(lone.pid), start_time(unrelated.pid)
     assert lone_start is not None and unrelated_start is not None
     (running / f"{gone.pid}-1.json").write_text(json.dumps({
         "bridge": [gone.pid, 1], "tokens": [token],
@@ -147,11 +147,11 @@ async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     me = os.getppid()  # a live process (the one that started pytest) standing for a live bridge
     running = tmp_path / "running"
     running.mkdir()
-    file = running / f"{me}-{start_ticks(me)}.json"
-    file.write_text(json.dumps({"bridge": [me, start_ticks(me)], "tokens": [token], "processes": [], "cleanup": []}))
+    file = running / f"{me}-{start_time(me)}.json"
+    file.write_text(json.dumps({"bridge": [me, start_time(me)], "tokens": [token], "processes": [], "cleanup": []}))
     assert reap_leftovers(tmp_path) == []
     assert len(marked_pids(mark)) >= 2 and file.exists()
-    file.write_text(file.read_text().replace(f"-{start_ticks(me)}", "-1"))
+    file.write_text(file.read_text().replace(f"-{start_time(me)}", "-1"))
     file.rename(running / f"{me}-1.json")  # the same pid with another start time: that bridge is dead
     reap_leftovers(tmp_path)
     await poll(lambda: not marked_pids(mark))
@@ -162,7 +162,7 @@ BRIDGE = textwrap.dedent("""
     import asyncio, os, subprocess, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+    from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
 
     async def main():
         data, mark, sandboxed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
@@ -171,8 +171,8 @@ BRIDGE = textwrap.dedent("""
         if sandboxed:
             from bridge.permissions.engine import PermissionEngine
             from bridge.permissions.settings import SettingsStore
+            from bridge.execution.sandbox import Sandbox
             from bridge.tools.registry import rule_grammar
-            from bridge.tools.sandbox import Sandbox
             ws = data / "ws"
             ws.mkdir()
             store = SettingsStore(ws, user_config_dir=data / "config", claude_home=data / "claude")

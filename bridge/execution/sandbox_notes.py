@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
 if TYPE_CHECKING:
-    from bridge.tools.sandbox import MountPlan
+    from bridge.execution.sandbox_plan import MountPlan
 
 
 def inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
@@ -30,13 +30,17 @@ _NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name reso
                          r"Failed to establish a new connection|network is unreachable", re.IGNORECASE)
 _HOST_TMP = re.compile(r"(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
-_BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy)")
+_BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy|"
+                     r"Operation not permitted)")
+# Seatbelt refuses with EPERM, which other things say too: there, only a path the policy holds gets a note.
+_REFUSED_SEATBELT = re.compile(r"Operation not permitted|EPERM|\[Errno 1\]")
 
 
 def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[str]:
     """Why the sandbox refused what the output shows it refused, per path where the output names one."""
     notes: list[str] = []
-    lines = [line for line in output.splitlines() if _REFUSED.search(line)][:20]
+    refused = _REFUSED_SEATBELT if plan.backend == "seatbelt" else _REFUSED
+    lines = [line for line in output.splitlines() if refused.search(line)][:20]
     named: dict[str, str] = {}
     for line in lines:  # a path is quoted (`touch: cannot touch 'x': …`) or just before the error (`x: Read-only…`)
         for word in [*_QUOTED.findall(line), *_BEFORE.findall(line)]:
@@ -49,7 +53,7 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
                 named.setdefault(str(path), why)
     for shown, why in list(named.items())[:5]:
         notes.append(f"The sandbox keeps {shown} read-only: {why}")
-    if lines and not named:
+    if lines and not named and plan.backend != "seatbelt":
         notes.append("The OS sandbox refused a write: commands may write only the workspace, its added directories and "
                      "/tmp, and never the files held there (settings, memory files, git's config and hooks, editor "
                      "folders). Write a held file with the Write or Edit tool (it asks you); to let commands write "

@@ -1,7 +1,9 @@
 """Resource limits for every sandboxed command: memory, processes, file size and CPU time, each command in its
 own bounds, so a runaway command ends with a result that says which limit it met — never the bridge.
 
-Backends, best first; `AGENT_BRIDGE_LIMITS` forces one (`cgroup2`, `systemd`, `cgroup1`, `rlimit`, `off`):
+Backends, best first; `AGENT_BRIDGE_LIMITS` forces one (`cgroup2`, `systemd`, `cgroup1`, `rlimit`, `off`). The
+cgroup ones are Linux extras (bridge/execution/host.py): macOS, and Linux with the extras off, get `rlimit`;
+Windows has no rlimits, so `off` (a command's job object could bound it: not done yet).
 - `cgroup2`: a child of the bridge's own cgroup where it is ours to divide (a container's root, a delegated
   scope): `memory.max`, `memory.swap.max`, `pids.max` for the command's whole tree;
 - `systemd`: `systemd-run --user --scope -p MemoryMax= -p TasksMax=` — a desktop's user manager makes the scope;
@@ -26,7 +28,6 @@ import contextlib
 import logging
 import os
 import re
-import resource
 import shlex
 import shutil
 import subprocess
@@ -34,6 +35,7 @@ import threading
 from pathlib import Path
 from typing import Literal
 
+from bridge.execution import host
 from bridge.permissions.command_limits import CPU_GRACE, LimitName, Limits, LimitSettings
 
 log = logging.getLogger(__name__)
@@ -123,7 +125,7 @@ def _own_cgroup2_dir() -> Path | None:
 
 # -- choosing a backend ------------------------------------------------------------------------------------
 
-_chosen: dict[str, Backend] = {}
+_chosen: dict[tuple[str, bool], Backend] = {}
 _choose_lock = threading.Lock()
 _counter = 0
 
@@ -132,16 +134,19 @@ def backend() -> Backend:
     """The backend for this process (checked once; `AGENT_BRIDGE_LIMITS` forces one)."""
     forced = os.environ.get(LIMITS_ENV, "").strip().lower() or "auto"
     with _choose_lock:
-        found = _chosen.get(forced)
+        key = (forced, host.linux_extras())
+        found = _chosen.get(key)
         if found is None:
-            found = _chosen[forced] = _choose(forced)
+            found = _chosen[key] = _choose(forced)
             log.info("resource limits for commands: %s", found)
         return found
 
 
 def _choose(forced: str) -> Backend:
-    if forced == "off":
+    if forced == "off" or host.windows():
         return "off"
+    if not host.linux_extras():
+        return "rlimit"
     for name in BACKENDS:
         if forced == name:
             if name != "rlimit" and not _available(name):
@@ -263,14 +268,14 @@ class Bounds:
                 prefix += ["-p", f"TasksMax={limits.processes}"]
             prefix.append("--")
         if limits.file_size is not None:
-            script.append(f"ulimit -f {_capped(resource.RLIMIT_FSIZE, limits.file_size) // 1024}")
+            script.append(f"ulimit -f {_capped('RLIMIT_FSIZE', limits.file_size) // 1024}")
         if limits.cpu_seconds is not None:
-            hard = _capped(resource.RLIMIT_CPU, limits.cpu_seconds + CPU_GRACE)
+            hard = _capped("RLIMIT_CPU", limits.cpu_seconds + CPU_GRACE)
             script.append(f"ulimit -t {hard} && ulimit -S -t {min(hard, limits.cpu_seconds)}")
         if self.backend == "rlimit" and limits.memory is not None:
-            script.append(f"ulimit -d {_capped(resource.RLIMIT_DATA, limits.memory) // 1024}")
+            script.append(f"ulimit -d {_capped('RLIMIT_DATA', limits.memory) // 1024}")
         if self.backend == "rlimit" and limits.processes is not None:
-            script.append(f"ulimit -u {_capped(resource.RLIMIT_NPROC, limits.processes)}")
+            script.append(f"ulimit -u {_capped('RLIMIT_NPROC', limits.processes)}")
         script.append('exec "$@"')
         return [*prefix, "/bin/bash", "-c", "; ".join(script), "agent-bridge-limits"]
 
@@ -415,8 +420,11 @@ POOL = CgroupPool()
 atexit.register(POOL.drain)
 
 
-def _capped(which: int, value: int) -> int:
+def _capped(name: str, value: int) -> int:
     """`value`, or the bridge's own hard limit where that is lower (ulimit can't raise it)."""
+    import resource  # POSIX: not imported where there are no rlimits (Windows)
+
+    which = getattr(resource, name)
     hard = resource.getrlimit(which)[1]
     return value if hard == resource.RLIM_INFINITY else max(1, min(value, hard))
 

@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.execution import host
 from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
 from bridge.permissions.held import HeldPath
 from bridge.permissions.runs_later import GRANTS, granted_covers
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x8, 0x80, 0x100
 IN_Q_OVERFLOW, IN_IGNORED = 0x4000, 0x8000
 IN_ONLYDIR, IN_DONT_FOLLOW = 0x01000000, 0x02000000
-_NONBLOCK_CLOEXEC = os.O_NONBLOCK | os.O_CLOEXEC
 _MASK = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
 _REPOSITORY_MASK = _MASK | IN_CLOSE_WRITE  # in a new repository's `.git`: its config being rewritten too
 _EVENT = struct.Struct("iIII")
@@ -178,7 +178,7 @@ class _Inotify:
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._rm = libc.inotify_rm_watch
         self._rm.argtypes = [ctypes.c_int, ctypes.c_int]
-        fd = libc.inotify_init1(_NONBLOCK_CLOEXEC)
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1")
         self.fd = int(fd)
@@ -271,6 +271,8 @@ class Watcher:
         if self._failed:
             return False
         try:
+            if not host.linux():
+                raise OSError(f"inotify is Linux's; this is {sys.platform}")
             self._inotify = _Inotify()
         except (OSError, AttributeError) as error:
             self._failed = True

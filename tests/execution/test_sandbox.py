@@ -19,16 +19,17 @@ from typing import Any
 import pytest
 
 from bridge.abort import Abort
+from bridge.execution.background import BackgroundShells
+from bridge.execution.sandbox import Sandbox, probe
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
-from bridge.tools.background import BackgroundShells, TaskStopInput, TaskStopTool
 from bridge.tools.base import Services, ToolContext, ToolResult
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
-from bridge.tools.sandbox import Sandbox, probe
+from bridge.tools.tasks import TaskStopInput, TaskStopTool
+from tests.execution.test_processes import ESCAPING, marked_pids
 from tests.permission_calls import GRAMMAR
 from tests.poll import poll
-from tests.test_processes import ESCAPING, marked_pids
 
 AVAILABLE = probe()
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")

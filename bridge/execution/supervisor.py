@@ -1,31 +1,31 @@
 """Process supervision: every command the agent runs, and everything it forks, dies when we say so.
 
-A command runs as `bash -c` in its own session (so its process group is its own), stdin from /dev/null,
-stdout and stderr merged into one pipe. Knowing the whole tree is the hard part: a child may `setsid`
-(leaving the group), double-fork (leaving the parent chain) or ignore SIGTERM. So membership is the union
-of four facts, re-read from /proc on every sweep and remembered once seen (pid + start time, so a reused
-pid is never mistaken for ours):
+A command runs as `bash -c` in its own session (so its process group is its own; on Windows its own process group
+and job object), stdin from /dev/null, stdout and stderr merged into one pipe. Knowing the whole tree is the hard
+part: a child may `setsid` (leaving the group), double-fork (leaving the parent chain) or ignore SIGTERM. So
+membership is the union of four facts, re-read from the process table (bridge/execution/proctable.py) on every
+sweep and remembered once seen (pid + start time, so a reused pid is never mistaken for ours):
 
 - descendants by parent chain of the shell;
 - members of the shell's process group or session (a pgid/sid cannot be reused while a member lives);
 - any process whose environment carries the tree's token (`AGENT_BRIDGE_PROC`), which survives
   `setsid` and reparenting;
-- with `PR_SET_CHILD_SUBREAPER` set on the bridge, orphans reparent to us instead of init, and we reap
-  the zombies of processes we knew, never asyncio's own children (that would steal their exit codes).
+- with the Linux subreaper set on the bridge (bridge/execution/linux.py), orphans reparent to us instead of init,
+  and we reap the zombies of processes we knew, never asyncio's own children (that would steal their exit codes).
 
 `terminate` never blocks: it starts a background escalation SIGINT -> SIGTERM (300 ms) -> SIGKILL (1 s in
-all), each signal sent to the group and to every member; `force` goes straight to SIGKILL, and also cuts
-a running escalation short. The SIGKILL phase repeats sweeps until nothing is left, so a process forked
-during the kill is caught on the next pass.
+all), each signal sent to the group and to every member (bridge/execution/signals.py: what each step is on each
+platform); `force` goes straight to SIGKILL, and also cuts a running escalation short. The SIGKILL phase repeats
+sweeps until nothing is left, so a process forked during the kill is caught on the next pass.
 
-A sandboxed command (`spawn(..., sandbox=...)`, see bridge/tools/sandbox.py) is `bwrap` around the shell:
-bwrap, its pid-namespace init, then the command. The polite signals go to the command's processes only
+A command under bubblewrap (`spawn(..., sandbox=...)`, see bridge/execution/sandbox.py) is `bwrap` around the
+shell: bwrap, its pid-namespace init, then the command. The polite signals go to the command's processes only
 (bwrap would die of them and take the namespace down before the command could clean up); SIGKILL goes to
 all, and killing bwrap kills everything in its namespace.
 
-When the bridge itself dies: bwrap has `--die-with-parent`; an unsandboxed shell is started through
-`setpriv --pdeathsig KILL`; and everything is written down in a registry in the data dir that a watchdog
-process and the next bridge act on (bridge/tools/process_registry.py).
+When the bridge itself dies: on Linux bwrap has `--die-with-parent` and an unsandboxed shell is started through
+`setpriv --pdeathsig KILL`; on Windows the job object closes; everywhere, everything is written down in a registry
+in the data dir that a watchdog process and the next bridge act on (bridge/execution/registry.py).
 """
 
 from __future__ import annotations
@@ -33,22 +33,27 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import ctypes
 import logging
 import os
-import shutil
-import signal
 import subprocess
-import sys
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, read_token
+from bridge.execution import host, proctable, signals
+from bridge.execution.linux import pdeathsig_prefix, set_child_subreaper
+from bridge.execution.managed import CommandWrapper, ExternalProcess, Launch, ManagedProcess, _Protocol
+from bridge.execution.proctable import TOKEN_ENV, ProcInfo
+from bridge.execution.registry import ProcessRegistry
+from bridge.execution.shell import command_environment, shell_argv
+from bridge.execution.signals import Job, Step
+
+__all__ = ["CommandWrapper", "ExternalProcess", "Launch", "ManagedProcess", "ProcessSupervisor",
+           "command_environment", "shell_argv"]
 
 log = logging.getLogger(__name__)
 
@@ -58,226 +63,6 @@ GRACE = SIGINT_GRACE + SIGTERM_GRACE + 0.5  # the longest a graceful shutdown wa
 POLL = 0.02
 KILL_SWEEP_LIMIT = 10.0  # give up re-killing after this long (logged; should never happen)
 MONITOR_INTERVAL = 0.5
-_PR_SET_CHILD_SUBREAPER = 36
-
-
-def set_child_subreaper() -> bool:
-    """Make orphans of our descendants reparent to this process (Linux). False where unsupported."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-@dataclass(frozen=True)
-class ProcInfo:
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str
-    start: int  # start time in clock ticks since boot: with pid, a process's identity
-
-    @property
-    def alive(self) -> bool:
-        return self.state not in ("Z", "X")
-
-
-def _read_stat(pid: int) -> ProcInfo | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    # comm may hold spaces and parentheses: the fields start after the last ')'.
-    rest = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return ProcInfo(pid, int(rest[1]), int(rest[2]), int(rest[3]), rest[0].decode(), int(rest[19]))
-    except (IndexError, ValueError):
-        return None
-
-
-def scan_processes() -> dict[int, ProcInfo]:
-    """Every process visible in /proc (empty where there is no /proc)."""
-    table: dict[int, ProcInfo] = {}
-    try:
-        entries = os.scandir("/proc")
-    except OSError:
-        return table
-    with entries:
-        for entry in entries:
-            if entry.name.isdigit():
-                info = _read_stat(int(entry.name))
-                if info is not None:
-                    table[info.pid] = info
-    return table
-
-
-class CommandRun(Protocol):
-    """A wrapper's view of one running command (bridge.tools.sandbox.SandboxRun): its limits and notes."""
-
-    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
-        """The command runs; `stop` ends it (from any thread); `kill` SIGKILLs its tree at once (the loop's
-        thread)."""
-
-    def check(self, members: int) -> bool:
-        """At each sweep, with the live members counted: True when it met a limit and must end."""
-
-    def output_seen(self, text: str) -> None:
-        """A chunk of output that names a resource limit (the run may end the command)."""
-
-    def release(self) -> None:
-        """The whole tree is gone."""
-
-    def notes(self, output: str, code: int | None) -> list[str]:
-        """What the command's result should say about how it was run (limits met, refusals)."""
-
-    def breach(self, output: str, code: int | None) -> str | None:
-        """The limit it met, in words, or None."""
-
-
-@dataclass
-class Launch:
-    """What to start for a command: its argv and environment as a wrapper (the sandbox) made them."""
-
-    argv: list[str]
-    env: dict[str, str]
-    wrapped: bool = False  # bwrap runs it: bwrap's own processes get no polite signals
-    release: Callable[[], None] | None = None  # called once the command's whole tree is gone
-    run: CommandRun | None = None
-
-
-class CommandWrapper(Protocol):
-    """The sandbox as the supervisor sees it (bridge.tools.sandbox.Sandbox)."""
-
-    async def prepare(
-        self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
-    ) -> Launch: ...
-
-
-_PDEATHSIG: list[str] | None = None
-
-
-def pdeathsig_prefix() -> list[str]:
-    """`setpriv --pdeathsig KILL --`: what it starts dies with the bridge (util-linux; [] where missing).
-    The signal follows the thread that forked: start the process from the event loop's thread."""
-    global _PDEATHSIG
-    if _PDEATHSIG is None:
-        found = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-        _PDEATHSIG = [found, "--pdeathsig", "KILL", "--"] if found else []
-    return _PDEATHSIG
-
-
-_DEFAULT_SIGNALS: list[str] | None = None
-
-
-def default_signals_prefix() -> list[str]:
-    """`env --default-signal=INT,QUIT --` when this process has SIGINT or SIGQUIT ignored, else []. A process
-    started as a script's background job (`agent-bridge serve &`, a test run started with `&`) has them
-    ignored, its commands would inherit that, and a shell cannot trap a signal ignored when it started: a
-    command's Ctrl-C clean-up (SIGINT comes first) would never run, and it would wait for SIGTERM. GNU env
-    (coreutils 8.31+) resets them before the command starts; without it, [] (nothing else changes)."""
-    global _DEFAULT_SIGNALS
-    ignored = [name for name in ("INT", "QUIT") if signal.getsignal(getattr(signal, f"SIG{name}")) == signal.SIG_IGN]
-    if not ignored:
-        return []
-    if _DEFAULT_SIGNALS is None:
-        found = shutil.which("env")
-        works = found is not None and subprocess.run(
-            [found, "--default-signal=INT,QUIT", "true"], capture_output=True, check=False).returncode == 0
-        _DEFAULT_SIGNALS = [found, "--default-signal=INT,QUIT", "--"] if works and found else []
-    return _DEFAULT_SIGNALS
-
-
-class ManagedProcess:
-    """One supervised command. Its output (stdout and stderr merged, bytes in arrival order) is pushed
-    to `on_output`: set it right after `spawn` returns (nothing is delivered before the next await).
-    `wait()` returns when the shell exits, `wait_closed()` when its pipe also reached EOF (everything
-    that held it is gone) and the transport is closed."""
-
-    def __init__(self, argv: Sequence[str], token: str) -> None:
-        self.argv = list(argv)
-        self.token = token
-        self.pid = -1
-        self.pgid = -1
-        self.on_output: Callable[[bytes], None] | None = None
-        self.started = time.monotonic()
-        self.known: dict[int, int] = {}  # pid -> start ticks of every member ever seen
-        self.terminating = False
-        self.wrapped = False
-        self.release: Callable[[], None] | None = None
-        self.run: CommandRun | None = None  # the sandbox's view of it: limits, notes
-        self._transport: asyncio.SubprocessTransport | None = None
-        self._start_ticks: int | None = None
-        self._exited = asyncio.Event()
-        self._eof = asyncio.Event()
-        self._closed = asyncio.Event()
-        self.on_closed: Callable[[ManagedProcess], None] | None = None
-
-    def _attach(self, transport: asyncio.SubprocessTransport) -> None:
-        self._transport = transport
-        self.pid = self.pgid = transport.get_pid()  # start_new_session: it leads its group and session
-        info = _read_stat(self.pid)
-        self._start_ticks = info.start if info is not None else None
-
-    @property
-    def returncode(self) -> int | None:
-        """The shell's exit status (negative: killed by that signal); None while it runs."""
-        return self._transport.get_returncode() if self._transport is not None else None
-
-    async def wait(self) -> int:
-        await self._exited.wait()
-        code = self.returncode
-        assert code is not None
-        return code
-
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
-
-    def is_shell(self, info: ProcInfo) -> bool:
-        return info.pid == self.pid and (self._start_ticks is None or info.start == self._start_ticks)
-
-    # protocol callbacks
-    def _data(self, data: bytes) -> None:
-        if self.run is not None and (b"File size limit exceeded" in data or b"CPU time limit exceeded" in data):
-            self.run.output_seen(data.decode(errors="replace"))
-        sink = self.on_output
-        if sink is not None:
-            try:
-                sink(data)
-            except Exception:
-                log.exception("output sink of pid %d failed", self.pid)
-
-    def _finish_if_done(self) -> None:
-        if self._exited.is_set() and self._eof.is_set() and not self._closed.is_set():
-            if self._transport is not None:
-                self._transport.close()
-            self._closed.set()
-            if self.on_closed is not None:
-                self.on_closed(self)
-
-
-class _Protocol(asyncio.SubprocessProtocol):
-    def __init__(self, owner: ManagedProcess) -> None:
-        self._owner = owner
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self._owner._data(data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._owner._eof.set()
-        self._owner._finish_if_done()
-
-    def process_exited(self) -> None:
-        self._owner._exited.set()
-        self._owner._finish_if_done()
 
 
 @dataclass
@@ -296,7 +81,7 @@ class ProcessSupervisor:
         self.subreaper = set_child_subreaper()
         self.registry = ProcessRegistry(data_dir) if data_dir is not None else None
         self._me = os.getpid()
-        self._uid = os.getuid() if hasattr(os, "getuid") else -1
+        self._uid = host.uid()
         self._managed: list[ManagedProcess] = []
         self._env_tokens: dict[tuple[int, int], str | None] = {}
         self._terminations: dict[int, _Termination] = {}
@@ -317,7 +102,7 @@ class ProcessSupervisor:
         sandbox: CommandWrapper | None = None,
     ) -> ManagedProcess:
         """Start `argv` in its own session, stdin /dev/null, stderr merged into stdout; under `sandbox`
-        when given (its `prepare` may refuse with a ToolError)."""
+        when given (its `prepare` may refuse: bridge.execution.sandbox.SandboxError)."""
         if self._closed:
             raise RuntimeError("the process supervisor has shut down")
         token = uuid.uuid4().hex
@@ -327,8 +112,8 @@ class ProcessSupervisor:
         else:
             launch = Launch(list(argv), full_env)
         if not launch.wrapped:  # bwrap has --die-with-parent; a bare shell gets the same from setpriv
-            launch.argv = [*pdeathsig_prefix(), *launch.argv]
-        launch.argv = [*default_signals_prefix(), *launch.argv]
+            launch.argv = [*pdeathsig_prefix(), *launch.argv]  # (a Linux extra; [] elsewhere)
+        launch.argv = [*signals.default_signals_prefix(), *launch.argv]
         managed = ManagedProcess(argv, token)
         managed.wrapped, managed.release, managed.run = launch.wrapped, launch.release, launch.run
         try:
@@ -341,12 +126,13 @@ class ProcessSupervisor:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
+                **signals.own_group(),
             )
         except BaseException:
             self._release(managed)
             raise
         managed._attach(transport)
+        managed.job = Job.holding(managed.pid)  # Windows: the tree dies with the job (and with the bridge)
         managed.on_closed = self._closed_one
         if managed.run is not None:
             loop = asyncio.get_running_loop()
@@ -368,7 +154,7 @@ class ProcessSupervisor:
         """For a process a library starts (an MCP server): put `handle.env` into its environment (its
         descendants inherit it) and/or `handle.attach(pid)`; `handle.close()` once it is stopped. Until
         then, if the bridge dies, it and its descendants are killed (watchdog / next start)."""
-        return ExternalProcess(self, name)
+        return ExternalProcess(self.registry, name)
 
     def _stop_for_limit(self, proc: ManagedProcess) -> None:
         if not proc.terminating and (not proc.closed or self._sweep().get(proc)):
@@ -376,6 +162,9 @@ class ProcessSupervisor:
 
     @staticmethod
     def _release(proc: ManagedProcess) -> None:
+        job, proc.job = proc.job, None
+        if job is not None:
+            job.close()
         release, proc.release = proc.release, None
         for each in (release, proc.run.release if proc.run is not None else None):  # each may be called twice
             if each is None:
@@ -405,8 +194,8 @@ class ProcessSupervisor:
                 if info.pid != self._me
                 and (
                     proc.is_shell(info)
-                    or info.pgid == proc.pgid
-                    or info.sid == proc.pgid
+                    or (info.pgid > 0 and info.pgid == proc.pgid)
+                    or (info.sid > 0 and info.sid == proc.pgid)
                     or proc.known.get(info.pid) == info.start
                 )
             ]
@@ -441,29 +230,23 @@ class ProcessSupervisor:
         key = (info.pid, info.start)
         if key in self._env_tokens:
             return self._env_tokens[key]
-        if self._uid >= 0 and not self._owned(info.pid):
+        if not proctable.owned(info.pid, self._uid):
             self._env_tokens[key] = None
             return None
-        readable, token = read_token(info.pid)
+        readable, token = proctable.read_token(info.pid)
         if readable:  # an unreadable one (mid-exec, exiting) is asked again next time
             self._env_tokens[key] = token
         return token
 
-    def _owned(self, pid: int) -> bool:
-        try:
-            return os.stat(f"/proc/{pid}").st_uid == self._uid
-        except OSError:
-            return False
-
     def _sweep(self) -> dict[ManagedProcess, set[int]]:
-        """Scan /proc once: reap our orphans' zombies, return each tree's live members."""
-        table = scan_processes()
+        """Scan the process table once: reap our orphans' zombies, return each tree's live members."""
+        table = proctable.scan()
         if len(self._env_tokens) > 2 * len(table) + 64:  # forget processes that are gone
             self._env_tokens = {k: v for k, v in self._env_tokens.items() if k[0] in table}
         trees = self._trees(table)
         shells = {proc.pid for proc in self._managed}
         ours = set().union(*trees.values()) if trees else set()
-        for info in table.values():
+        for info in table.values() if self.subreaper else ():  # without it, orphans are init's to reap
             # Only zombies we knew as members and that are not asyncio's children: never steal an exit code.
             if info.ppid == self._me and not info.alive and info.pid in ours and info.pid not in shells:
                 with contextlib.suppress(ChildProcessError, OSError):
@@ -498,17 +281,17 @@ class ProcessSupervisor:
 
     # -- termination -----------------------------------------------------------------------------------
 
-    def _signal(self, proc: ManagedProcess, sig: int, members: set[int]) -> None:
-        if proc.wrapped and sig != signal.SIGKILL:
+    def _signal(self, proc: ManagedProcess, step: Step, members: set[int]) -> None:
+        if proc.wrapped and step != "kill":
             # bwrap and its namespace's init share the group: spare them, or the command never hears it
-            spared = {proc.pid} | {pid for pid in members if (info := _read_stat(pid)) and info.ppid == proc.pid}
+            spared = {proc.pid} | {pid for pid in members if (info := proctable.info(pid)) and info.ppid == proc.pid}
             members = members - spared
         else:
-            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-                os.killpg(proc.pgid, sig)
+            signals.send_group(proc.pgid, step)
+        if step == "kill" and proc.job is not None:
+            proc.job.terminate()
         for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-                os.kill(pid, sig)
+            signals.send(pid, step)
 
     def terminate(self, proc: ManagedProcess, *, force: bool = False) -> None:
         """Stop `proc` and every descendant, in the background (never awaits). Idempotent; a later
@@ -533,22 +316,26 @@ class ProcessSupervisor:
 
     def _kill_now(self, proc: ManagedProcess) -> None:
         live = self._sweep().get(proc, set())
-        self._signal(proc, signal.SIGKILL, live)
+        self._signal(proc, "kill", live)
 
     async def _escalate(self, proc: ManagedProcess, termination: _Termination, force: bool) -> None:
         try:
             start = time.monotonic()
             if not force:
-                for sig, until in ((signal.SIGINT, SIGINT_GRACE), (signal.SIGTERM, SIGINT_GRACE + SIGTERM_GRACE)):
+                steps: tuple[tuple[Step, float], ...] = (("interrupt", SIGINT_GRACE),
+                                                         ("terminate", SIGINT_GRACE + SIGTERM_GRACE))
+                for step, until in steps:
+                    if signals.number(step) is None:
+                        continue  # the platform has no such signal (Windows: no SIGTERM)
                     live = self._sweep().get(proc, set())
                     if not live:
                         break
-                    self._signal(proc, sig, live)
+                    self._signal(proc, step, live)
                     if await self._wait_tree(proc, start + until, termination.force):
                         break
             deadline = time.monotonic() + KILL_SWEEP_LIMIT
             while live := self._sweep().get(proc, set()):
-                self._signal(proc, signal.SIGKILL, live)
+                self._signal(proc, "kill", live)
                 if time.monotonic() > deadline:
                     log.error("pids %s of %s survive SIGKILL", sorted(live), proc.argv)
                     break
@@ -652,28 +439,6 @@ class ProcessSupervisor:
             self._sweep()
 
 
-class ExternalProcess:
-    """A process started outside the supervisor (by a library), written down so it dies with the bridge."""
-
-    def __init__(self, supervisor: ProcessSupervisor, name: str) -> None:
-        self.name = name
-        self.token = uuid.uuid4().hex
-        self.env = {TOKEN_ENV: self.token}
-        self._registry = supervisor.registry
-        self._pid: int | None = None
-        if self._registry is not None:
-            self._registry.track(f"external:{self.token}", token=self.token)
-
-    def attach(self, pid: int) -> None:
-        self._pid = pid
-        if self._registry is not None:
-            self._registry.track(f"external:{self.token}", token=self.token, pid=pid)
-
-    def close(self) -> None:
-        if self._registry is not None:
-            self._registry.untrack(f"external:{self.token}")
-
-
 _ALL: weakref.WeakSet[ProcessSupervisor] = weakref.WeakSet()
 
 
@@ -683,25 +448,3 @@ def _kill_leftovers() -> None:
         with contextlib.suppress(Exception):
             supervisor.kill_all_now()
             supervisor._close_registry()
-
-
-# Non-interactive, plain output: no pagers waiting for a key, no credential prompts, no editors, no color
-# unless the command asks for it (`--color=always`, or FORCE_COLOR/CLICOLOR_FORCE in the user's env).
-COMMAND_ENV = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_EDITOR": "true",
-    "NO_COLOR": "1",
-    "TERM": "dumb",
-    "AGENT_BRIDGE": "1",
-}
-
-
-def command_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment commands run with: `base` (default: ours) plus `COMMAND_ENV`."""
-    return {**(os.environ if base is None else base), **COMMAND_ENV}
-
-
-def shell_argv(command: str) -> list[str]:
-    return ["/bin/bash", "-c", command] if os.path.exists("/bin/bash") else ["bash", "-c", command]

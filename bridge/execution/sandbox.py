@@ -20,10 +20,10 @@ command could unmount its own protections).
 
 The workspace looks exactly as it is: a held path that does not exist yet gets no placeholder (`ls`, git and
 `git add -A` would see it); it is watched instead, and what a command creates there is set aside at once
-(bridge/tools/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
+(bridge/execution/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
 writable — `git config user.name x`, once allowed, rewrites `.git/config` as it would outside.
 
-Each command also runs in its own resource limits (bridge/tools/limits.py): memory, processes, file size and
+Each command also runs in its own resource limits (bridge/execution/limits.py): memory, processes, file size and
 CPU time, with cgroups where the machine lets us and rlimits otherwise; a breach ends the command, and its
 result says which limit and how to raise it. When the sandbox refuses something (a read-only file system, a
 busy mount point, no network), the result says it was the sandbox, what is held there and why, and what to do.
@@ -43,208 +43,53 @@ import dataclasses
 import logging
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.execution import host
+from bridge.execution.bwrap import bwrap_argv, probe_bwrap
+from bridge.execution.limits import Bounds, bounds_for, limits_for
+from bridge.execution.managed import Launch
+from bridge.execution.registry import ProcessRegistry
+from bridge.execution.sandbox_notes import refusal_notes
+from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
+from bridge.execution.sandbox_watch import WATCHER, Watch
+from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
+from bridge.execution.shell import NoShell, git_bash
 from bridge.permissions.engine import PermissionEngine
-from bridge.permissions.runs_later import GRANTS, HeldPath, granted_covers
+from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
     SandboxSettings,
-    expand,
     policy_from_engine,
     sandbox_settings,
     sandbox_wanted,
 )
 from bridge.permissions.specifiers import compile_path_specifier
-from bridge.tools.base import Services, ToolError
-from bridge.tools.limits import Bounds, bounds_for, limits_for
-from bridge.tools.process_registry import ProcessRegistry
-from bridge.tools.processes import Launch
-from bridge.tools.sandbox_notes import inside, refusal_notes
-from bridge.tools.sandbox_watch import WATCHER, Identity, Watch, identity
 
 log = logging.getLogger(__name__)
 
-BWRAP_ENV = "AGENT_BRIDGE_BWRAP"  # the bwrap binary to use (tests point it at a missing one)
-PROBE_TIMEOUT = 10.0
 REPLANS = 3  # a held path that appears while the mounts are planned: plan again, at most this often
 
 
-class SandboxError(ToolError):
-    """The command cannot run sandboxed (and must not run otherwise)."""
+class SandboxError(host.CannotRun):
+    """The command cannot run sandboxed (and must not run otherwise). The message is for the model: the Bash tool
+    hands it on as the call's error."""
 
 
-# -- can bwrap start here? -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Availability:
-    ok: bool
-    bwrap: str | None
-    reason: str = ""
-
-
-_probes: dict[str | None, Availability] = {}
-_probe_lock = threading.Lock()
-
-
-def bwrap_path() -> str | None:
-    configured = os.environ.get(BWRAP_ENV)
-    if configured:
-        return configured if os.access(configured, os.X_OK) else None
-    return shutil.which("bwrap")
+# -- which sandbox, and can it start here? --------------------------------------------------------------
 
 
 def probe() -> Availability:
-    """Whether bwrap can start a sandbox like ours; checked once per process (and bwrap binary)."""
-    binary = bwrap_path()
-    with _probe_lock:
-        found = _probes.get(binary)
-        if found is None:
-            found = _probes[binary] = _probe(binary)
-            if not found.ok:
-                log.warning("OS sandbox unavailable: %s", found.reason)
-        return found
-
-
-def _probe(binary: str | None) -> Availability:
-    if not sys.platform.startswith("linux"):
-        return Availability(False, None, f"the OS sandbox needs Linux (bubblewrap); this is {sys.platform}")
-    if binary is None:
-        return Availability(False, None, "bubblewrap is not installed (`apt-get install bubblewrap`)")
-    argv = [binary, "--die-with-parent", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/sh", "-c", ":"]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Availability(False, binary, f"{binary} cannot start: {error}")
-    if done.returncode != 0:
-        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
-        return Availability(False, binary, f"{binary} cannot start a sandbox here: {why}")
-    return Availability(True, binary)
-
-
-# -- mounts ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class MountPlan:
-    args: list[str] = field(default_factory=list)
-    held: list[tuple[Path, HeldPath]] = field(default_factory=list)  # mounted read-only (real path, why)
-    missing: list[HeldPath] = field(default_factory=list)  # held but not there: watched
-    expect: dict[Path, Identity] = field(default_factory=dict)  # watched entries there at the start
-    links: dict[Path, str] = field(default_factory=dict)  # held paths that are symbolic links: their targets
-    truncated: list[str] = field(default_factory=list)
-
-
-def _leads_to(grants: tuple[Path, ...], path: Path) -> bool:
-    return any(g != path and g.is_relative_to(path) for g in grants)
-
-
-def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ()) -> MountPlan:
-    """The bwrap mount arguments for `policy`; `grants` (protected paths this command may write) stay
-    writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
-    plan = MountPlan()
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
-    roots = tuple(sorted(policy.writable, key=lambda p: len(p.parts)))
-    for root in roots:
-        args += ["--bind", str(root), str(root)]
-    protect: dict[Path, str] = {}  # path -> "--bind" (onto itself: can't be renamed) or "--ro-bind"
-    covered: list[str] = []  # held directories (with a trailing `/`), read-only or watched whole: what is below
-    # them needs nothing more (strings: pathlib's is_relative_to made this loop most of a command's planning)
-    folders: dict[Path, str] = {}  # resolved parents: the held paths share a few
-
-    def resolved(path: Path) -> Path:
-        parent = folders.get(path.parent)
-        if parent is None:
-            parent = folders[path.parent] = os.path.realpath(path.parent)
-        joined = os.path.join(parent, path.name)
-        return Path(os.path.realpath(joined) if os.path.islink(joined) else joined)
-
-    for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
-        link = os.path.islink(held.path)
-        if link and inside(held.path.parent, roots) is not None:
-            plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
-            plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
-            with contextlib.suppress(OSError):
-                plan.links[held.path] = os.readlink(held.path)
-        real = resolved(held.path)
-        key = f"{real}/"
-        if any(key.startswith(c) for c in covered):
-            continue  # inside what is held whole
-        holder = inside(real, roots)
-        if holder is None or real == holder:
-            continue  # read-only already, or a root itself
-        if granted_covers(grants, real) or granted_covers(grants, held.path):
-            continue  # the user allowed this call to write it
-        current = holder
-        parts = real.relative_to(holder).parts
-        present = True
-        for part in parts[:-1]:  # the directories on the way: bound onto themselves, so they stay where they are
-            current = current / part
-            if not os.path.isdir(current) or os.path.islink(current):
-                present = False
-                break
-            protect.setdefault(current, "--bind")
-        if present and os.path.lexists(real):
-            if held.kind == "dir" and os.path.isdir(real) and _leads_to(grants, real):
-                _split(real, grants, protect, plan.expect)  # read-only but for the way to what was granted in it
-                plan.missing.append(held)  # and what appears in it is judged
-                plan.expect[real] = identity(real) or (0, 0, 0, 0)
-            else:
-                protect[real] = "--ro-bind"
-                plan.held.append((real, held))
-            covered.append(key)
-        elif not link:
-            plan.missing.append(held)
-            if not held.new_repository:
-                covered.append(key)
-    for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
-        args += [op, str(path), str(path)]
-    read_only = expand(policy.read_only) if policy.read_only else None
-    masked = expand(policy.masked) if policy.masked else None
-    if read_only is not None:
-        plan.truncated += read_only.truncated
-        for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
-            if inside(Path(os.path.realpath(path)), roots) is not None:
-                args += ["--ro-bind", str(path), str(path)]
-    if masked is not None:
-        plan.truncated += masked.truncated
-        for path in sorted(masked.paths, key=lambda p: len(p.parts)):
-            if os.path.isdir(path):
-                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            else:
-                args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--chdir", str(policy.cwd)]
-    plan.args = args
-    return plan
-
-
-def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
-           expect: dict[Path, Identity]) -> None:
-    """`folder` held, but a grant lies inside it: everything in it read-only except the way to the grant;
-    what is there now is `expect`ed (the watch judges only what appears)."""
-    protect.setdefault(folder, "--bind")
-    try:
-        entries = sorted(os.listdir(folder))
-    except OSError:
-        return
-    for name in entries:
-        path = folder / name
-        expect[path] = identity(path) or (0, 0, 0, 0)
-        if granted_covers(grants, path):
-            continue
-        if _leads_to(grants, path) and os.path.isdir(path) and not os.path.islink(path):
-            _split(path, grants, protect, expect)
-        else:
-            protect[path] = "--ro-bind"
+    """The platform's sandbox, and whether it can start a sandbox like ours (checked once per process)."""
+    if host.macos():
+        return probe_seatbelt()
+    if host.windows():
+        return Availability(False, None, "Windows has no OS sandbox the bridge can use", "none")
+    return probe_bwrap()
 
 
 # -- one command -----------------------------------------------------------------------------------------
@@ -365,9 +210,15 @@ class Sandbox:
         return self.wanted and not probe().ok
 
     def problems(self) -> list[str]:
-        """What the user should hear at session start: invalid `sandbox` settings, an unavailable sandbox."""
+        """What the user should hear at session start: invalid `sandbox` settings, an unavailable sandbox, no shell
+        to run commands in (Windows without Git Bash)."""
         settings = self._settings()
         found = list(settings.problems)
+        if host.windows():
+            try:
+                git_bash()
+            except NoShell as missing:
+                found.append(str(missing))
         if sandbox_wanted(settings) and not (availability := probe()).ok:
             then = ("Bash commands will fail (sandbox.failIfUnavailable)" if settings.fail_if_unavailable
                     else "every Bash command that is not read-only will ask first")
@@ -394,7 +245,7 @@ class Sandbox:
         bounds = bounds_for(limits_for(settings.limits, timeout_s=call.timeout_s))
         prefix = _bounds_prefix(bounds, registry)
         availability = probe()
-        if not availability.ok or availability.bwrap is None:
+        if not availability.ok or availability.binary is None:
             if settings.fail_if_unavailable:
                 if bounds is not None:
                     bounds.release()
@@ -412,11 +263,13 @@ class Sandbox:
                 self._warned.add(pattern)
                 log.warning("deny rule %s matches more paths than the sandbox checks per command; it masks only "
                             "the first ones found", pattern)
-        flags = ["--die-with-parent", "--unshare-pid", "--cap-drop", "ALL"]
-        if not policy.network:
-            flags.append("--unshare-net")
         run = SandboxRun(policy, plan, watch, bounds, call.grants, registry)
-        wrapped = [*prefix, availability.bwrap, *flags, *plan.args, "--", *argv]
+        if availability.backend == "seatbelt":
+            plan.backend = "seatbelt"
+            wrapper = seatbelt_argv(availability.binary, await asyncio.to_thread(profile, policy, plan, tmp))
+            return Launch([*prefix, *wrapper, *argv], {**env, "TMPDIR": str(tmp), "AGENT_BRIDGE_SANDBOXED": "1"},
+                          release=run.release, run=run)
+        wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan), *argv]
         return Launch(wrapped, {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"}, wrapped=True,
                       release=run.release, run=run)
 
@@ -487,8 +340,3 @@ class CallSandbox:
 def _remove_tmps() -> None:
     for sandbox in list(_sandboxes):
         sandbox.close()
-
-
-def sandbox_of(services: Services) -> Sandbox | None:
-    """The session's sandbox (`services.sandbox`); None where there is none (tools run on their own)."""
-    return services.sandbox

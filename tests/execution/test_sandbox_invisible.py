@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.tools.processes import ProcessSupervisor
-from tests.test_sandbox import AVAILABLE, Project, output
+from bridge.execution.supervisor import ProcessSupervisor
+from tests.execution.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
 FIXED = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import parse_mode
 from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
 from bridge.permissions.settings import SettingsStore
-from bridge.tools.processes import ProcessSupervisor
+from tests.execution.test_sandbox import AVAILABLE, Project, output
 from tests.permission_calls import GRAMMAR, decide
-from tests.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
@@ -155,7 +155,7 @@ async def test_a_dot_git_file_keeps_pointing_where_it_did(tmp_path: Path, projec
 
 async def test_an_older_sandbox_cannot_rewrite_what_an_allowed_call_writes(project: Project, guarded: bool) -> None:
     from bridge.permissions.runs_later import GRANTS
-    from bridge.tools.background import TaskOutputInput, TaskOutputTool
+    from bridge.tools.tasks import TaskOutputInput, TaskOutputTool
     from tests.poll import poll
 
     # started while CLAUDE.md does not exist (so without a read-only mount for it): it waits for the file

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge.tools import processes
-from bridge.tools.processes import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+from bridge.execution import signals
+from bridge.execution import supervisor as processes
+from bridge.execution.supervisor import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
+from tests.platforms import linux_extras
 from tests.poll import poll
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
@@ -155,7 +157,7 @@ async def test_a_bridge_started_with_sigint_ignored_still_lets_commands_clean_up
     cannot trap a signal ignored when it started): their clean-up never ran, SIGTERM ended them (exit -15) —
     what two test runs started with `&` saw as a flaky test. The control: without the reset, exactly that."""
     if not reset:
-        monkeypatch.setattr(processes, "default_signals_prefix", lambda: [])
+        monkeypatch.setattr(signals, "default_signals_prefix", lambda: [])
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         proc, chunks = await spawn_marked(supervisor, CLEANS_UP, uuid.uuid4().hex)
@@ -219,6 +221,7 @@ async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
     assert supervisor.live_pids() == []
 
 
+@linux_extras  # the subreaper
 async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor,
                                                                             tmp_path: Path) -> None:
     assert supervisor.subreaper
