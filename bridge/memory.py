@@ -63,7 +63,7 @@ def memory_files(cwd: Path) -> list[Path]:
 
 
 def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> bytes:
-    """`path` (inside `root`) as a regular file reached without leaving `root` (bridge/safefs.py: links are
+    """`path` (inside `root`) as a regular file reached without leaving `root` (bridge/safefs/: links are
     followed only while they stay inside it, the file is opened exactly where they lead). Raises MemoryRefused
     with the reason."""
     try:
