@@ -40,9 +40,10 @@ from bridge.permissions.types import PermissionAnswer, PermissionRequest
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, ToolContext
 from bridge.tools.edit import EditTool
 from bridge.tools.glob import GlobTool
-from bridge.tools.grep import GrepTool, rg_binary
+from bridge.tools.grep import GrepTool
 from bridge.tools.notebook_edit import NotebookEditTool
 from bridge.tools.read import ReadTool
+from bridge.tools.ripgrep import rg_binary
 from bridge.tools.write import WriteTool
 from tests.permission_calls import GRAMMAR
 from tests.poll import poll

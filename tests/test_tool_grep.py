@@ -18,8 +18,9 @@ from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import ToolContext, ToolError, ToolResult
-from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool, split_globs
+from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool
 from bridge.tools.paths import read_guard_of
+from bridge.tools.ripgrep import split_globs
 from tests.permission_calls import GRAMMAR, decide
 from tests.poll import poll
 

@@ -34,7 +34,8 @@ from wcmatch import glob as wcglob
 from bridge import safefs
 from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.grep import (
+from bridge.tools.paths import opened_path, path_problem, read_guard_of
+from bridge.tools.ripgrep import (
     VCS_EXCLUDES,
     argument_problem,
     display_path,
@@ -44,7 +45,6 @@ from bridge.tools.grep import (
     run_rg,
     search_root,
 )
-from bridge.tools.paths import opened_path, path_problem, read_guard_of
 
 MAX_RESULTS = 100
 MAX_LISTED = 500_000
