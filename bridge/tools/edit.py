@@ -32,10 +32,7 @@ from bridge.tools.fileio import (
     TextFile,
     backfill_path,
     commit_text,
-    diff_display,
-    line_number_at,
     load_text,
-    numbered_snippet,
     require_fresh_read,
     target_of,
     to_line_ending,
@@ -44,6 +41,7 @@ from bridge.tools.fileio import (
     written_path,
 )
 from bridge.tools.paths import absolute_path
+from bridge.tools.textdiff import diff_display, line_number_at, numbered_snippet
 
 MAX_EDIT_BYTES = MAX_TEXT_BYTES
 

@@ -27,9 +27,7 @@ from bridge.tools.fileio import (
     Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
-    diff_display,
     load_text,
     require_fresh_read,
     target_of,
@@ -39,6 +37,7 @@ from bridge.tools.fileio import (
     written_path,
 )
 from bridge.tools.paths import absolute_path
+from bridge.tools.textdiff import changed_spans, diff_display
 
 CellType = Literal["code", "markdown"]
 EditMode = Literal["replace", "insert", "delete"]

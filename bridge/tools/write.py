@@ -25,11 +25,9 @@ from bridge.tools.fileio import (
     Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
     decode,
     detect_line_ending,
-    diff_display,
     editor_file,
     editor_text,
     read_bytes,
@@ -42,6 +40,7 @@ from bridge.tools.fileio import (
     written_path,
 )
 from bridge.tools.paths import absolute_path, read_error
+from bridge.tools.textdiff import changed_spans, diff_display
 
 
 class WriteInput(ToolInput):
