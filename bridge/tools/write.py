@@ -39,7 +39,7 @@ from bridge.tools.fileio import (
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path, read_error
+from bridge.tools.paths import absolute_path, path_locations, read_error
 from bridge.tools.textdiff import changed_spans, diff_display
 
 
@@ -199,10 +199,7 @@ class WriteTool(Tool[WriteInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: WriteInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.file_path)))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path)
 
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
