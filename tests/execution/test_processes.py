@@ -45,6 +45,22 @@ def marked_pids(mark: str) -> list[int]:
     return found
 
 
+def our_children() -> set[int]:
+    """Every process whose parent is this one, live or zombie: a test's baseline (as a subreaper, this process
+    also inherits other tests' orphans, which may die and lie here as zombies while a later test runs)."""
+    me = os.getpid()
+    found = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    if int(fh.read().rsplit(b")", 1)[1].split()[1]) == me:
+                        found.add(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
 def our_zombies() -> list[int]:
     me = os.getpid()
     zombies = []
@@ -127,6 +143,7 @@ async def test_stdin_is_devnull_and_own_session(supervisor: ProcessSupervisor) -
 
 
 async def test_escaping_descendants_all_die_on_terminate(supervisor: ProcessSupervisor) -> None:
+    earlier = our_children()  # this test process is a subreaper: other tests' orphans are not this test's
     mark = uuid.uuid4().hex
     proc, chunks = await spawn_marked(supervisor, ESCAPING, mark)
     await poll(lambda: len(marked_pids(mark)) >= 4)
@@ -134,7 +151,7 @@ async def test_escaping_descendants_all_die_on_terminate(supervisor: ProcessSupe
     supervisor.terminate(proc)
     await poll(lambda: not marked_pids(mark))
     assert await supervisor.wait_all_gone(5)
-    await poll(lambda: not our_zombies())
+    await poll(lambda: not set(our_zombies()) - earlier)
     assert b"started" in b"".join(chunks)
 
 
@@ -225,6 +242,7 @@ async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
 async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor,
                                                                             tmp_path: Path) -> None:
     assert supervisor.subreaper
+    earlier = our_children()  # other tests' orphans, reparented to this subreaper: not this test's
     mark = uuid.uuid4().hex
     # the subshell exits at once; its child reparents to us (the subreaper), then dies when told: a zombie of
     # ours. (Told, not timed: a child that lived 0.2 s could die before a loaded machine's first look at /proc.)
@@ -244,7 +262,7 @@ async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supe
     assert await other.wait() == 5
     supervisor.terminate(proc)
     assert await supervisor.wait_all_gone(5)
-    await poll(lambda: not our_zombies())
+    await poll(lambda: not set(our_zombies()) - earlier)
 
 
 async def test_wait_all_gone_and_live_pids_when_idle(supervisor: ProcessSupervisor) -> None:
