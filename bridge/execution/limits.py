@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from bridge.execution import host
-from bridge.permissions.command_limits import CPU_GRACE, LimitName, Limits, LimitSettings
+from bridge.permissions.command_limits import CPU_GRACE, LimitName, Limits, LimitSettings, ram_bytes
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,6 @@ Backend = Literal["cgroup2", "systemd", "cgroup1", "rlimit", "off"]
 BACKENDS: tuple[Backend, ...] = ("cgroup2", "systemd", "cgroup1", "rlimit")
 SETTING_EXAMPLE: dict[LimitName, str] = {"memory": '"16GB"', "processes": "8192", "fileSize": '"16GB"',
                                          "cpuSeconds": "3600"}
-
-
-def ram_bytes() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 1024**3
 
 
 def _own_memory_limit() -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -92,6 +93,37 @@ def parse_amount(value: int | float | str | None, *, name: str, ram: int | None 
     return math.ceil(float(match.group(1)) * _UNITS[match.group(2)])
 
 
+def ram_bytes() -> int:
+    """The machine's physical memory (8 GiB where it can't be read)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+_DEFAULT_CEILING: dict[str, int | None] = {
+    "memory": None, "processes": DEFAULT_PROCESSES, "fileSize": DEFAULT_FILE_SIZE, "cpuSeconds": None}
+
+
+def widening_limits(raw: object, *, ram: int) -> list[tuple[str, str]]:
+    """The limits of a `sandbox.limits` object that let a command use more than the defaults — unlimited, memory
+    over half the RAM, processes or file size over the defaults — as (key, the text a trust question shows). A
+    folder's own settings file may lower limits at once; these wait until the user trusts the folder."""
+    if not isinstance(raw, dict):
+        return []
+    out: list[tuple[str, str]] = []
+    for key, ceiling in _DEFAULT_CEILING.items():
+        value = raw.get(key)
+        try:
+            amount = parse_amount(value, name=key, ram=ram if key == "memory" else None)
+        except ValueError:
+            continue  # invalid: the policy reports it and uses the default
+        limit = ram // 2 if key == "memory" else ceiling
+        if amount is None or (isinstance(amount, int) and limit is not None and amount > limit):
+            out.append((key, f"limits.{key}: {value} (commands may use more than the default)"))
+    return out
+
+
 def human_bytes(value: int) -> str:
     for unit, size in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if value >= size:
@@ -120,6 +152,12 @@ class LimitSettings:
                 problems.append(f"{where}: {error}; the default is used")
                 values.append(UNSET)
         return cls(*values)
+
+    def without(self, keys: list[str]) -> LimitSettings:
+        """These settings with the limits named (settings keys: memory, processes, fileSize, cpuSeconds) unset."""
+        return LimitSettings(*(UNSET if key in keys else value for key, value in (
+            ("memory", self.memory), ("processes", self.processes), ("fileSize", self.file_size),
+            ("cpuSeconds", self.cpu_seconds))))
 
     def merged_over(self, lower: LimitSettings) -> LimitSettings:
         """These values where set, else `lower`'s (files are read highest precedence first)."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.errors import validation_problems
-from bridge.permissions.command_limits import LimitSettings, LimitsModel
+from bridge.permissions.command_limits import LimitSettings, LimitsModel, ram_bytes, widening_limits
 from bridge.permissions.runs_later import HeldPath
 from bridge.permissions.settings import (
     SANDBOX_NETWORK,
@@ -127,7 +127,9 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
             if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
                 scalars.setdefault(key, value)
-        limits = limits.merged_over(LimitSettings.of(model.limits, problems, str(loaded.file.path), ram=_ram()))
+        found = LimitSettings.of(model.limits, problems, str(loaded.file.path), ram=ram_bytes())
+        held = [key for key, text in widening_limits(raw.get("limits"), ram=ram_bytes()) if not admitted(text)]
+        limits = limits.merged_over(found.without(held))
         if model.network is not None and model.network.allowedDomains is not None:
             network = "*" in model.network.allowedDomains
             if not network or admitted(SANDBOX_NETWORK):
@@ -156,13 +158,6 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     )
     _settings_cache[store] = (store.generation, settings)
     return settings
-
-
-def _ram() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 1024**3
 
 
 def sandbox_wanted(settings: SandboxSettings) -> bool:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from bridge.environment import refused_reason
 from bridge.errors import validation_problems
 from bridge.jsonfile import stat_key, write_json_atomic
+from bridge.permissions.command_limits import ram_bytes, widening_limits
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
@@ -527,6 +528,7 @@ def sandbox_widening(raw: Any) -> list[str]:
     filesystem = raw.get("filesystem")
     if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
         out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]
+    out += [text for _key, text in widening_limits(raw.get("limits"), ram=ram_bytes())]
     return out
 
 
