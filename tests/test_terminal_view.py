@@ -268,6 +268,32 @@ async def test_where_an_always_rule_is_saved_is_shown(tmp_path: Path) -> None:
     assert f"  ✓ allow Bash(rm -f victim.txt): saved in {saved}" in "\n".join(term.lines()).replace("\n", "")
 
 
+async def test_a_questions_answers_are_never_cut_mid_word_at_the_width(tmp_path: Path) -> None:
+    """80 columns: "always allow" names its rule and the file it is saved in, which doesn't fit beside the others,
+    so each answer starts a line of its own and wraps between words under its key (it wrapped mid-word, at the
+    terminal's edge: "[d] alw" / "ays deny")."""
+    async with terminal(tmp_path, "playground", "run: rm -f victim.txt") as term:
+        await term.until(lambda shown: "  >" in term.lines(), "the question")
+        lines = term.lines()
+        os.write(term.master, b"n\n")
+        await finished(term)
+    start = next(i for i, line in enumerate(lines) if line.startswith("  [y]"))
+    block = lines[start:lines.index("  >", start)]
+    assert [line[:5] for line in block if line.startswith("  [")] == ["  [y]", "  [a]", "  [d]", "  [n]"], block
+    joined = " ".join(line.strip() for line in block)
+    assert "[a] always allow Bash(rm -f victim.txt) (saved to .agent-bridge/settings.local.json)" in joined, block
+    assert all(line.startswith(("  [", "      ")) and len(line) < COLUMNS for line in block), block
+
+
+async def test_a_read_results_line_numbers_line_up(tmp_path: Path) -> None:
+    """The first line of a `cat -n` result keeps its indentation, like the ones under it (it was stripped)."""
+    file = workspace(tmp_path) / "hello.py"
+    file.write_text("a = 1\nb = 2\nc = 3\n")
+    term = await screen_of(tmp_path, "playground", f"read: {file}")
+    ends = [m.end(1) for line in term.lines() if (m := re.search(r"(\d+) {2,}[abc] = \d", line))]
+    assert len(ends) >= 3 and len(set(ends[:3])) == 1, term.text()  # the call's result (the answer quotes it again)
+
+
 # --- markdown and thinking -----------------------------------------------------------------------------------
 
 RENDERED = [

@@ -157,7 +157,9 @@ class CallTree:
                 shown(done.text.strip()).splitlines()
             limit = REPORT_LINES
         else:
-            lines = shown(done.text).strip().splitlines() or ["(no output)"]
+            # blank lines off the ends only: a first line's indentation (`cat -n`'s numbers) lines up with the rest
+            lines = [ln.rstrip().expandtabs(4) for ln in shown(done.text).strip("\r\n").splitlines()]
+            lines = lines if any(lines) else ["(no output)"]
             head, body = lines[0], lines[1:]
             limit = RESULT_LINES - 1 if depth == 0 else NESTED_RESULT_LINES - 1
         more = len(body) - limit

@@ -16,6 +16,7 @@ import logging
 import shlex
 import signal
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any, TextIO
 
 from bridge.agent import Agent
 from bridge.cli.calls import render
-from bridge.cli.screen import BOLD, DIM, RED
+from bridge.cli.screen import BOLD, DIM, RED, cells
 from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
 from bridge.errors import for_person, root_cause
@@ -57,6 +58,16 @@ class Choice:
         return f"[{self.keys[0]}] {self.label}"
 
 
+def choice_lines(choices: list[Choice], width: int | None) -> list[str]:
+    """The answers on one line when they fit the terminal, else one a line, each wrapped at word boundaries under
+    its own key: an answer is never cut mid-word ("always allow" names its rule and the file it is saved in)."""
+    one = "  " + "  ".join(choice.shown for choice in choices)
+    if width is None or cells(one) < width:
+        return [one]
+    return [row for choice in choices for row in textwrap.wrap(
+        choice.shown, width - 1, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
+
+
 class TerminalPrompter:
     """Asks at the terminal; reads stdin without a thread so a cancel withdraws the question.
 
@@ -81,9 +92,8 @@ class TerminalPrompter:
         """Show `lines` and the choices, read one answer: the key typed (lower case) or the text typed when it
         is no key; None when no one answers — there is no terminal to ask, or its input ended (Ctrl-D, a closed
         connection: an end of input is never an empty line's default). The caller decides what that means."""
-        for line in lines:
+        for line in [*lines, *choice_lines(choices, self.view.screen.width())]:
             self.view.line(line)
-        self.view.line("  " + "  ".join(choice.shown for choice in choices))
         if not self.can_ask:
             return None
         self.view.write("  > ")
@@ -108,7 +118,7 @@ class TerminalPrompter:
             choices.append(Choice(("d", "deny"), f"always deny {_rules(never)}"))
         choices.append(Choice(("n", "no"), "no (or type feedback)"))
         if self.approve_all:
-            for line in [*lines, "  " + "  ".join(c.shown for c in choices)]:
+            for line in [*lines, *choice_lines(choices, view.screen.width())]:
                 view.line(line)
             view.line(view.paint(BOLD, "  → yes: approved without asking (--dangerously-approve-all)"))
             return PermissionAnswer("allow_once")

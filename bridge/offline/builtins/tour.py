@@ -67,8 +67,9 @@ def tour(request: RecordedRequest, turn: Turn) -> Json:
         ran = "You did not let the command run." if refused else f"It printed:\n\n```\n{output}\n```"
         return {"content": [{"type": "text", "text": ran}, _todos(5)], "stop_reason": "tool_use", "delay_ms": 15}
     return _summary(f"That was the tour: a plan, a look at the project, `{FILE}` written and edited with your "
-                    "review, and a command you allowed or refused. With an API key the same panel runs Claude "
-                    "on your real tasks — “Agent Bridge: Set API Key”.")
+                    "review, and a command you allowed or refused. With an API key the same agent runs Claude "
+                    "on your real tasks: “Agent Bridge: Set API Key” in VS Code, ANTHROPIC_API_KEY in a "
+                    "terminal.")
 
 
 def _summary(text: str) -> Json:
