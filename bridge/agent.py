@@ -96,9 +96,10 @@ class Agent:
             return session, []
         try:
             path = transcript_path(self.config.data_dir, session_id)
-        except ValueError:
+            stored = path.is_file()
+        except (ValueError, OSError):  # not an id of ours (or one too long to be a file name)
             raise UnknownSession(session_id) from None
-        if not path.is_file():
+        if not stored:
             raise UnknownSession(session_id)
         loaded = load_transcript(path)
         for problem in loaded.problems:

@@ -291,6 +291,20 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
         raise JsonRpcInvalidParams(str(error)) from None
 
 
+def _directory(value: str, field: str) -> Path:
+    """`value` as an absolute path to an existing directory, else invalid params naming `field` (a name too
+    long or with a NUL byte is simply not one)."""
+    path = Path(value)
+    try:
+        exists = path.is_absolute() and path.is_dir()
+    except (OSError, ValueError):
+        exists = False
+    if not exists:
+        raise JsonRpcInvalidParams(f"Invalid params: {field}: must be an absolute path to an existing directory, "
+                                   f"got {value!r}")
+    return path
+
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
@@ -301,7 +315,8 @@ def _internal_error(error: Exception) -> JsonRpcException:
     from bridge.model.types import ModelError
 
     cause = root_cause(error)
-    if isinstance(cause, ModelError):
+    if isinstance(cause, ModelError):  # an ordinary failure of the API (401, 529, ...): one line, no traceback
+        log.warning("model request failed: %s", cause)
         return model_failure(cause)
     log.error("request failed", exc_info=error)
     return JsonRpcInternalError(for_person(error))
@@ -370,11 +385,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.NewSessionParams, params)
-        cwd = Path(parsed.cwd)
-        if not cwd.is_absolute() or not cwd.is_dir():  # noqa: ASYNC240 - one stat, as when the handler was sync
-            raise JsonRpcInvalidParams(
-                f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
-            )
+        cwd = _directory(parsed.cwd, "cwd")
         from bridge.session import new_session_id
 
         session_id = new_session_id()
@@ -420,6 +431,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from None
+        if not blocks:  # nothing to ask the model (the API refuses an empty message): the turn is over at once
+            return {"stopReason": "end_turn"}
         stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks)

@@ -88,7 +88,8 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the
 
 
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
-    """ACP content blocks -> Messages API blocks."""
+    """ACP content blocks -> Messages API blocks; none for a prompt without content (`[]`, blank text), which the
+    schema allows and which asks nothing of the model."""
     blocks: list[Block] = []
     for index, item in enumerate(prompt):
         kind = item.get("type")
@@ -115,8 +116,6 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
             blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
         else:
             raise ValueError(f"Invalid params: prompt.{index}.type: unsupported content block {kind!r}")
-    if not blocks:
-        raise ValueError("Invalid params: prompt: the prompt has no content")
     return blocks
 
 
