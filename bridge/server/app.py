@@ -12,10 +12,11 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
@@ -25,9 +26,6 @@ from pygls.lsp.server import LanguageServer
 from bridge import __version__
 from bridge.server import wire
 from bridge.server.jsonrpc import (
-    AGENT_CAPABILITIES,
-    API_KEY_METHOD,
-    AUTH_METHODS,
     AcpProtocol,
     BridgeProtocol,
     LineWriter,
@@ -36,6 +34,7 @@ from bridge.server.jsonrpc import (
     serve_lines,
 )
 from bridge.server.updates import UpdateStream
+from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS, ClientFeatures
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
@@ -49,7 +48,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
 
 log = logging.getLogger(__name__)
 
-Level = Literal["info", "warning", "error"]
+Level = wire.Level
 AUTH_REQUIRED = -32000  # ACP's `auth_required`
 RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
 AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
@@ -88,8 +87,10 @@ class BridgeServer(LanguageServer):
         self.overrides = overrides or {}
         self.options: dict[str, Any] = {}
         self.editor_capabilities: dict[str, Any] = {}  # ACP `clientCapabilities`
+        self.features = ClientFeatures(nested_sub_agents=not acp)
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
+        self._titles: dict[str, str] = {}  # each session's title, once it has one (`session_info_update`)
         self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
 
     @property
@@ -113,11 +114,13 @@ class BridgeServer(LanguageServer):
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
         self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
+        # `serve`'s one client, the VS Code extension, draws sub-agents' nested updates itself
+        self.features = wire.client_features(self.editor_capabilities, nested_sub_agents=not self.acp)
 
     def notice(self, session_id: str | None, message: str, level: Level = "info") -> None:
-        """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP has no such
-        message, so a notice is an `agent_message_chunk` of the session (what Zed shows), marked in `_meta`;
-        one from before any session exists waits for the first session's answer."""
+        """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP: the session's
+        `notice` update, or a quoted message for a client without notices (bridge/server/updates.py); one from
+        before any session exists waits for the first session's answer."""
         log.log(logging.INFO if level == "info" else logging.WARNING, "%s", message)
         if not self.acp and level == "info":
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
@@ -127,7 +130,7 @@ class BridgeServer(LanguageServer):
         elif session_id is None or session_id not in self.streams:
             self._unshown.append((message, level))
         else:
-            self.stream(session_id).update(wire.notice_update(message, level))
+            self.stream(session_id).notice(message, level)
 
     def session_started(self, session: Session, notices: list[str], *, loaded: bool = False) -> None:
         """After the answer to `session/new` / `session/load`: now the editor knows the session id."""
@@ -157,10 +160,38 @@ class BridgeServer(LanguageServer):
         """The session's one update stream: every update of the session goes through it, in order."""
         stream = self.streams.get(session_id)
         if stream is None:
-            stream = UpdateStream(lambda update: self.send_update(session_id, update),
-                                  lambda event: self.notice(session_id, event.message, event.level))
+            lsp = None if self.acp else lambda event: self.notice(session_id, event.message, event.level)
+            stream = UpdateStream(lambda update: self.send_update(session_id, update), lsp, features=self.features,
+                                  config=lambda: self.config_options(self.agent.get(session_id)))
             self.streams[session_id] = stream
         return stream
+
+    @staticmethod
+    def config_options(session: Session) -> list[dict[str, Any]]:
+        return wire.config_options(session.mode, session.model_name, session.thought_level)
+
+    def session_answer(self, session: Session) -> dict[str, Any]:
+        """What `session/new`, `session/load` and `session/resume` answer about the session: its modes (for
+        older clients) and its config options."""
+        answer: dict[str, Any] = {"modes": wire.modes_state(session.mode),
+                                  "configOptions": self.config_options(session)}
+        if not self.acp:  # the VS Code extension's model picker
+            answer["models"] = wire.models_state(session.model_name)
+        return answer
+
+    def turn_ended(self, session: Session) -> None:
+        """After a turn: the session's title (once it has one) and its last activity (`session_info_update`)."""
+        from bridge.transcript import title_of
+
+        known = self._titles.get(session.id)
+        title = known or next((t for m in session.conversation.messages if (t := title_of(m))), None)
+        if title is not None:
+            self._titles[session.id] = title
+        self.stream(session.id).update(wire.session_info(title if title != known else None, time.time()),
+                                       closes=False)
+
+    def config_changed(self, session: Session) -> None:
+        self.stream(session.id).update(wire.config_update(self.config_options(session)), closes=False)
 
     def frontend(self, session_id: str) -> Frontend:
         from bridge.session import Frontend
@@ -214,7 +245,8 @@ class BridgeServer(LanguageServer):
         return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
-        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())))
+        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())),
+                                       closes=False)
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -305,6 +337,11 @@ def _directory(value: str, field: str) -> Path:
     return path
 
 
+def _directories(values: list[str]) -> list[Path]:
+    """ACP's `additionalDirectories`: each an absolute path to an existing directory."""
+    return [_directory(value, f"additionalDirectories.{index}") for index, value in enumerate(values)]
+
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
@@ -364,8 +401,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
         asyncio.get_running_loop().call_soon(_warm_up)
-        return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
-                "agentInfo": AGENT_INFO}
+        return wire.initialize_result(AGENT_INFO)
 
     @feature("authenticate")
     def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -386,37 +422,57 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.NewSessionParams, params)
         cwd = _directory(parsed.cwd, "cwd")
+        directories = _directories(parsed.additional_directories)
         from bridge.session import new_session_id
 
         session_id = new_session_id()
-        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
+        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id, directories=directories)
         notices = session.setup.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
         session.toolset.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
-        answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
-        if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
-            answer["models"] = wire.models_state(session.model_name)
-        return answer
+        return {"sessionId": session.id, **ls.session_answer(session)}
 
-    @feature("session/load")
-    async def session_load(ls: BridgeServer, params: Any) -> dict[str, Any]:
+    async def reopen(ls: BridgeServer, params: Any, *, replay: bool) -> dict[str, Any]:
+        """`session/load` (the history replayed first, then the answer) and `session/resume` (no history)."""
         from bridge.agent import UnknownSession
-
-        parsed = _parse(wire.LoadSessionParams, params)
         from bridge.server.updates import replayed
 
+        parsed = _parse(wire.LoadSessionParams, params)
+        directories = _directories(parsed.additional_directories)
         try:
             reopened = ls.agent.reopen(parsed.session_id, ls.frontend(parsed.session_id), parsed.mcp_servers,
-                                       ls.mcp_host)
+                                       ls.mcp_host, directories=directories, replay=replay)
         except UnknownSession as error:
             raise unknown_session(error) from None
         session = reopened.session
         stream = ls.stream(session.id)
-        for update in replayed(reopened.replay):
-            stream.update(update)  # ACP: the history first, then the answer
+        for update in replayed(reopened.replay, ls.features):
+            stream.update(update, closes=False)
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, reopened.notices, loaded=True))
-        return {"modes": wire.modes_state(session.mode)}
+        return ls.session_answer(session)
+
+    @feature("session/load")
+    async def session_load(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        return await reopen(ls, params, replay=True)
+
+    @feature("session/resume")
+    async def session_resume(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        return await reopen(ls, params, replay=False)
+
+    @feature("session/delete")
+    async def session_delete(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.agent import UnknownSession
+
+        parsed = _parse(wire.SessionParams, params)
+        try:
+            await ls.agent.delete_session(parsed.session_id)
+        except UnknownSession as error:
+            raise unknown_session(error) from None
+        stream = ls.streams.pop(parsed.session_id, None)
+        if stream is not None:
+            stream.close()
+        return {}
 
     @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -441,7 +497,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except Exception as error:  # a model failure, or anything else: one clear message
             raise _internal_error(error) from None
         finally:
-            stream.flush()  # what the turn streamed arrives before its answer
+            stream.end_turn()  # what the turn streamed (and held notices) arrive before its answer
+            ls.turn_ended(session)
         return {"stopReason": stop}
 
     @feature("session/cancel")
@@ -486,6 +543,34 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         ls.bridge_protocol.after_reply(session.announce_mode)  # answered, then the update
         return {}
 
+    @feature("session/set_config_option")
+    def session_set_config_option(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """Mode, model or thinking; answered with every option as it now is (a change of mode is also announced
+        after the answer, as `session/set_mode`'s, for clients that follow `modes`)."""
+        from bridge.permissions.modes import PermissionModeError
+
+        parsed, session = ls.session(params, wire.SetConfigOptionParams)
+        options = ls.config_options(session)
+        allowed = wire.option_values(options, parsed.config_id)
+        if not allowed:
+            ids = ", ".join(option["id"] for option in options)
+            raise JsonRpcInvalidParams(f"Invalid params: configId: unknown option {parsed.config_id!r}; one of {ids}")
+        if parsed.value not in allowed:
+            raise JsonRpcInvalidParams(f"Invalid params: value: {parsed.config_id} takes one of "
+                                       f"{', '.join(allowed)}, not {parsed.value!r}")
+        value = str(parsed.value)
+        if parsed.config_id == wire.MODE_OPTION:
+            try:
+                session.set_mode(value, announce=False)
+            except PermissionModeError as error:
+                raise JsonRpcInvalidParams(f"Invalid params: value: {error}") from None
+            ls.bridge_protocol.after_reply(session.announce_mode)
+        elif parsed.config_id == wire.MODEL_OPTION:
+            session.set_model(value)
+        else:
+            session.set_thought_level(value)
+        return {"configOptions": ls.config_options(session)}
+
     @feature("session/close")
     async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.agent import UnknownSession
@@ -502,6 +587,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.SetModelParams)
         session.set_model(parsed.model_id)
+        ls.bridge_protocol.after_reply(lambda: ls.config_changed(session))
         return {}
 
     if os.environ.get(DEBUG_STATS_ENV):

@@ -30,22 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AGENT_CAPABILITIES: dict[str, Any] = {
-    "loadSession": True,
-    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": True, "sse": True},
-    "sessionCapabilities": {"list": {}, "close": {}},
-}
-API_KEY_METHOD = "anthropic-api-key"
-AUTH_METHODS: list[dict[str, Any]] = [
-    {
-        "id": API_KEY_METHOD,
-        "name": "Anthropic API key",
-        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
-        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
-        "_meta": {"env": "ANTHROPIC_API_KEY", "setting": "apiKey", "link": "https://console.anthropic.com/settings/keys"},
-    }
-]
 CANCEL_REQUEST_ACP = "$/cancel_request"
 
 
@@ -108,7 +92,9 @@ class BridgeProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": 1}
+        from bridge.server.wire import AGENT_CAPABILITIES, PROTOCOL_VERSION
+
+        result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": PROTOCOL_VERSION}
         return result
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
