@@ -201,7 +201,8 @@ async def test_notices_by_the_clients_capability_and_never_inside_an_answer() ->
 
     sent.clear()
     plain = UpdateStream(sent.append, features=wire.ClientFeatures(), interval=10)
-    for event in [TextDelta("an "), Notice("careful", "warning"), TextDelta("answer")]:
+    events: list[LoopEvent] = [TextDelta("an "), Notice("careful", "warning"), TextDelta("answer")]
+    for event in events:
         plain.emit(event)
     plain.end_turn()
     plain.emit(TextDelta("next"))
