@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -34,7 +35,7 @@ from bridge.server.jsonrpc import (
     serve_lines,
 )
 from bridge.server.updates import UpdateStream
-from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS, ClientFeatures
+from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
@@ -87,7 +88,7 @@ class BridgeServer(LanguageServer):
         self.overrides = overrides or {}
         self.options: dict[str, Any] = {}
         self.editor_capabilities: dict[str, Any] = {}  # ACP `clientCapabilities`
-        self.features = ClientFeatures(nested_sub_agents=not acp)
+        self.features = wire.client_features({}, lsp=not acp)
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
         self._titles: dict[str, str] = {}  # each session's title, once it has one (`session_info_update`)
@@ -114,8 +115,7 @@ class BridgeServer(LanguageServer):
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
         self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
-        # `serve`'s one client, the VS Code extension, draws sub-agents' nested updates itself
-        self.features = wire.client_features(self.editor_capabilities, nested_sub_agents=not self.acp)
+        self.features = wire.client_features(self.editor_capabilities, lsp=not self.acp)
 
     def notice(self, session_id: str | None, message: str, level: Level = "info") -> None:
         """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP: the session's
@@ -183,6 +183,8 @@ class BridgeServer(LanguageServer):
         """After a turn: the session's title (once it has one) and its last activity (`session_info_update`)."""
         from bridge.transcript import title_of
 
+        if not self.features.session_metadata:
+            return
         known = self._titles.get(session.id)
         title = known or next((t for m in session.conversation.messages if (t := title_of(m))), None)
         if title is not None:
@@ -191,7 +193,8 @@ class BridgeServer(LanguageServer):
                                        closes=False)
 
     def config_changed(self, session: Session) -> None:
-        self.stream(session.id).update(wire.config_update(self.config_options(session)), closes=False)
+        if self.features.session_metadata:
+            self.stream(session.id).update(wire.config_update(self.config_options(session)), closes=False)
 
     def frontend(self, session_id: str) -> Frontend:
         from bridge.session import Frontend
@@ -281,22 +284,65 @@ class BridgeServer(LanguageServer):
 
 
 def _warm_up() -> None:
-    """Right after `initialize` is answered, in the event loop: load the domain (and the SDK, if requests need
-    it) before the first session does. Not in a thread: two threads importing the same modules can deadlock
-    (Python's import locks), and nothing can be served without the domain anyway."""
-    try:
-        import bridge.agent  # noqa: F401
-        from bridge.model import wire
-        from bridge.tools.registry import core_tools
+    """Right after `initialize` is answered: load what the first session and prompt need before they come — in
+    steps, each its own turn of the event loop, so a request that arrives meanwhile is served between two steps,
+    in order. The anthropic SDK (only when no wire profile covers it) takes seconds to import: it loads on a
+    worker thread, never on the loop (a prompt waits for it, `sdk_loaded`; nothing else does). Everything else
+    is imported here, on the loop, before that thread starts, so the two never import the same modules at once
+    (Python's import locks)."""
+    loop = asyncio.get_running_loop()
+    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _load_transport]
 
-        for tool in core_tools():  # loads what writing the schemas takes
-            tool.schema()
-        if wire.supported() is None:
-            wire.prepare()
-        else:
-            import anthropic  # noqa: F401
-    except Exception:  # reported when a prompt needs it
-        log.exception("warm-up import failed")
+    def step(index: int) -> None:
+        try:
+            steps[index]()
+        except Exception:  # reported when a request needs it
+            log.exception("warm-up failed")
+            return
+        if index + 1 < len(steps):
+            loop.call_soon(step, index + 1)
+
+    loop.call_soon(step, 0)
+
+
+def _load_domain() -> None:
+    import bridge.agent  # noqa: F401
+
+
+def _load_tools() -> None:
+    from bridge.tools.registry import core_tools
+
+    for tool in core_tools():  # loads what writing the schemas takes
+        tool.schema()
+
+
+_sdk_import: concurrent.futures.Future[None] | None = None
+
+
+def _load_transport() -> None:
+    global _sdk_import
+    from bridge.model import wire as model_wire
+
+    if model_wire.supported() is None:
+        model_wire.prepare()
+    elif _sdk_import is None and "anthropic" not in sys.modules:
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def load() -> None:
+            try:
+                import anthropic  # noqa: F401
+            except BaseException as error:  # the prompt that needs it imports it again, and reports
+                log.warning("importing the anthropic SDK failed: %s", error)
+            future.set_result(None)
+
+        threading.Thread(target=load, name="anthropic-import", daemon=True).start()
+        _sdk_import = future
+
+
+async def sdk_loaded() -> None:
+    """The SDK's import, if one is under way on its thread, has ended (the loop stays free meanwhile)."""
+    if _sdk_import is not None:
+        await asyncio.wrap_future(_sdk_import)
 
 
 def unknown_session(error: Exception) -> JsonRpcServerError:
@@ -400,7 +446,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
-        asyncio.get_running_loop().call_soon(_warm_up)
+        _warm_up()
         return wire.initialize_result(AGENT_INFO)
 
     @feature("authenticate")
@@ -416,7 +462,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.configure(options, options.get("clientCapabilities"))
-        asyncio.get_running_loop().call_soon(_warm_up)
+        _warm_up()
 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -489,6 +535,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(str(error)) from None
         if not blocks:  # nothing to ask the model (the API refuses an empty message): the turn is over at once
             return {"stopReason": "end_turn"}
+        await sdk_loaded()
         stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks)

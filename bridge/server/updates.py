@@ -183,7 +183,7 @@ class UpdateStream:
             case ModeChanged():
                 if parent is None:  # a sub-agent cannot change the session's mode
                     self.update(wire.mode(event))
-                    if self._config is not None:
+                    if self._config is not None and self.features.session_metadata:
                         self.update(wire.config_update(self._config()), closes=False)
             case PlanUpdate():
                 if parent is None:  # a sub-agent's todo list is its own, not the session's plan

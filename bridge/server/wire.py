@@ -66,16 +66,18 @@ class ClientFeatures:
 
     notices: bool = False  # `session.notices`: notices as `notice` updates, not quoted message chunks
     nested_sub_agents: bool = False  # sub-agents' own updates tagged `_meta.parentToolCallId` (our extension)
+    session_metadata: bool = True  # `config_option_update` and `session_info_update` (ACP 2026)
 
 
-def client_features(capabilities: Any, *, nested_sub_agents: bool = False) -> ClientFeatures:
-    """`nested_sub_agents`: the transport's default (the VS Code extension draws nested cards from them)."""
+def client_features(capabilities: Any, *, lsp: bool = False) -> ClientFeatures:
+    """`lsp`: `serve`'s one client, the VS Code extension, draws sub-agents' nested updates itself and knows the
+    session updates of ACP before 2026 only."""
     caps = capabilities if isinstance(capabilities, dict) else {}
     session = caps.get("session")
     meta = caps.get("_meta")
     nested = isinstance(meta, dict) and meta.get(SUB_AGENTS_META) == "nested"
     return ClientFeatures(notices=isinstance(session, dict) and isinstance(session.get("notices"), dict),
-                          nested_sub_agents=nested_sub_agents or nested)
+                          nested_sub_agents=lsp or nested, session_metadata=not lsp)
 
 
 def initialize_result(agent_info: dict[str, Any]) -> dict[str, Any]:

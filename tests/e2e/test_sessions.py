@@ -160,5 +160,4 @@ async def test_a_loaded_session_replays_each_turn_with_how_it_ended_and_its_usag
         assert diff["oldText"] == "two" and diff["newText"] == "TWO" and diff["path"] == str(workspace / "a.txt")
         assert diff["_meta"] == {"partial": True, "line": 2}
         # the new turn is live and ends as usual (the answer to its prompt, nothing replayed after it)
-        last = [u for u in replayed if u["sessionUpdate"] != "session_info_update"][-1]  # (after each turn: issue 22)
-        assert last["sessionUpdate"] == "usage_update" and "turnEnd" not in last.get("_meta", {})
+        assert replayed[-1]["sessionUpdate"] == "usage_update" and "turnEnd" not in replayed[-1].get("_meta", {})
