@@ -92,6 +92,7 @@ class BridgeServer(LanguageServer):
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
         self._titles: dict[str, str] = {}  # each session's title, once it has one (`session_info_update`)
+        self.signed_out = False  # `logout`: no request goes to the model until `authenticate`
         self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
 
     @property
@@ -456,6 +457,18 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(f"Invalid params: methodId: unknown method {parsed.method_id!r}")
         if not ls.agent.config.api_key:
             raise auth_required("No Anthropic API key: set ANTHROPIC_API_KEY for agent-bridge, then restart it.")
+        ls.signed_out = False
+        return {}
+
+    @feature("logout")
+    def logout(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """The authenticated session ends: running turns are cancelled and no prompt reaches the model (each is
+        answered auth_required) until `authenticate` again. (The key itself is the environment's or the settings
+        file's: the bridge cannot remove it, only stop using it.)"""
+        ls.signed_out = True
+        if ls._agent is not None:
+            for session in ls._agent.sessions.values():
+                session.cancel()
         return {}
 
     @feature(types.INITIALIZE)
@@ -529,6 +542,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.PromptParams)
+        if ls.signed_out:
+            raise auth_required("Signed out (logout): authenticate again to use the model.")
         try:
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:

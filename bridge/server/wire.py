@@ -44,6 +44,7 @@ AGENT_CAPABILITIES: dict[str, Any] = {
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
     "mcpCapabilities": {"http": True, "sse": True},
     "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "additionalDirectories": {}},
+    "auth": {"logout": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
 AUTH_METHODS: list[dict[str, Any]] = [

@@ -222,3 +222,17 @@ test("additional directories widen the session's workspace", async () => {
   await assert.rejects(bridge.request(methods.agent.session.new,
     { cwd: world.workspace, mcpServers: [], additionalDirectories: ["relative/dir"] }), (error) => error.code === -32602);
 });
+
+test("logout ends the authenticated session until authenticate", async () => {
+  const { bridge, model } = await start({ responses: [answer("Before."), answer("After.")] });
+  const init = await bridge.initialize({});
+  assert.ok(init.agentCapabilities.auth.logout, "auth.logout advertised");
+  const { sessionId } = await bridge.request(methods.agent.session.new, { cwd: world.workspace, mcpServers: [] });
+  const prompt = () => bridge.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hi" }] });
+  await prompt();
+  await bridge.request(methods.agent.logout, {});
+  await assert.rejects(prompt(), (error) => error.code === -32000, "auth_required after logout");
+  assert.equal(model.requests().length, 1, "nothing reached the model");
+  await bridge.request(methods.agent.authenticate, { methodId: "anthropic-api-key" });
+  assert.equal((await prompt()).stopReason, "end_turn");
+});
