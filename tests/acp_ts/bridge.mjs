@@ -18,7 +18,7 @@ import { StrictValidator } from "./strict.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(HERE, "../..");
-const PYTHON = process.env.AGENT_BRIDGE_PYTHON ?? path.join(ROOT, process.env.VENV ?? ".venv", "bin", "python");
+export const PYTHON = process.env.AGENT_BRIDGE_PYTHON ?? path.join(ROOT, process.env.VENV ?? ".venv", "bin", "python");
 
 export const NOTICES = { session: { notices: {} } };
 export const FS = { fs: { readTextFile: true, writeTextFile: true } };
