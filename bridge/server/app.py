@@ -531,6 +531,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         stream = ls.streams.pop(parsed.session_id, None)
         if stream is not None:
             stream.close()
+        ls._titles.pop(parsed.session_id, None)
         return {}
 
     @feature("session/list")
@@ -643,6 +644,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except UnknownSession as error:
             raise unknown_session(error) from None
         ls.streams.pop(parsed.session_id, None)
+        ls._titles.pop(parsed.session_id, None)
         return {}
 
     @feature("session/set_model")
