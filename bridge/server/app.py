@@ -93,6 +93,7 @@ class BridgeServer(LanguageServer):
         self.streams: dict[str, UpdateStream] = {}
         self._titles: dict[str, str] = {}  # each session's title, once it has one (`session_info_update`)
         self.signed_out = False  # `logout`: no request goes to the model until `authenticate`
+        self.starting: dict[str, set[asyncio.Future[None]]] = {}  # prompts waiting for the SDK's import
         self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
 
     @property
@@ -192,6 +193,19 @@ class BridgeServer(LanguageServer):
             self._titles[session.id] = title
         self.stream(session.id).update(wire.session_info(title if title != known else None, time.time()),
                                        closes=False)
+
+    async def sdk_ready(self, session_id: str) -> bool:
+        """Waits for the SDK's import if one is under way (start-up, off the loop); False when the session's
+        `session/cancel` came meanwhile (the prompt is then cancelled before it began)."""
+        if _sdk_import is None or _sdk_import.done():
+            return True
+        waiting = asyncio.ensure_future(sdk_loaded())
+        self.starting.setdefault(session_id, set()).add(waiting)
+        try:
+            await asyncio.wait([waiting])
+        finally:
+            self.starting[session_id].discard(waiting)
+        return not waiting.cancelled()
 
     def config_changed(self, session: Session) -> None:
         if self.features.session_metadata:
@@ -551,10 +565,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(str(error)) from None
         if not blocks:  # nothing to ask the model (the API refuses an empty message): the turn is over at once
             return {"stopReason": "end_turn"}
-        await sdk_loaded()
         stream = ls.stream(session.id)
         try:
-            stop = await session.prompt(blocks)
+            stop = await session.prompt(blocks) if await ls.sdk_ready(session.id) else "cancelled"
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
         except Exception as error:  # a model failure, or anything else: one clear message
@@ -577,6 +590,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             if not session.cancel_tool_call(call):
                 log.info("session/cancel: tool call %s is not running", call)
             return
+        for waiting in ls.starting.get(session.id, set()):  # a prompt still waiting for the SDK: it ends unbegun
+            waiting.cancel()
         session.cancel(force=bool(meta.get("force")))
 
     @feature("_bridge/cancel_tool_call")
