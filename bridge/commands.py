@@ -1,6 +1,8 @@
-"""Slash commands: built-ins, which answer without the model (but `/compact`), and custom ones from
-markdown files (`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, and the user's) whose text —
-with `$ARGUMENTS` replaced — becomes the prompt."""
+"""Slash commands: built-ins, which answer without the model (but `/compact`), custom ones from markdown files
+(`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, the user's, and enabled plugins' as
+`/plugin:NAME`) whose text — with `$ARGUMENTS` replaced — becomes the prompt, and the skills a user may start
+(`/skill-name args`: the skill's instructions become the prompt). A folder's command files are read as its memory
+files are: regular files inside it, no link out."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import platformdirs
 
 from bridge.abort import Abort
 from bridge.loop.events import TextDelta
+from bridge.memory import MemoryRefused, read_project_file, read_user_file
 from bridge.permissions.modes import MODES, PermissionModeError
+from bridge.skills import Skill, SkillError
 
 if TYPE_CHECKING:
     from bridge.loop.query import StopReason
@@ -26,6 +30,8 @@ BUILTINS: dict[str, tuple[str, str | None]] = {
     "cost": ("Show tokens used and cost in this session", None),
     "status": ("Show model, mode, working directory and context use", None),
     "mode": ("Show or change the permission mode", "mode"),
+    "plugins": ("Show the plugins that loaded, and why any did not", None),
+    "skills": ("Show the skills this session has", None),
 }
 
 
@@ -35,6 +41,7 @@ class Command:
     description: str
     hint: str | None
     template: str | None = None  # custom commands: the markdown body
+    skill: str | None = None  # a skill's command: the skill's name
 
     def expand(self, arguments: str) -> str:
         assert self.template is not None
@@ -53,23 +60,31 @@ def command_dirs(cwd: Path) -> list[Path]:
     ]
 
 
-def available_commands(cwd: Path, provided: Iterable[Command] = ()) -> dict[str, Command]:
-    """Built-ins, then `provided` ones (MCP: `/mcp` and servers' prompts), then custom files (names not taken)."""
+def available_commands(cwd: Path, provided: Iterable[Command] = (), *, plugins: Iterable[tuple[str, Path]] = (),
+                       skills: Iterable[Skill] = ()) -> dict[str, Command]:
+    """Built-ins, then `provided` ones (MCP: `/mcp` and servers' prompts), then custom files, plugins' commands
+    (`plugins`: name, folder) and skills the user may start (names not taken)."""
     commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
     commands.update({c.name: c for c in provided if c.name not in commands})
-    for directory in command_dirs(cwd):
+    places = [(d, "") for d in command_dirs(cwd)] + [(folder, f"{name}:") for name, folder in plugins]
+    for directory, prefix in places:
         if not directory.is_dir():
             continue
+        root = cwd if not prefix and directory.is_relative_to(cwd) else None
         for path in sorted(directory.glob("*.md")):
             try:
-                body = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                data = read_project_file(root, path) if root is not None else read_user_file(path)
+            except MemoryRefused:
                 continue
-            description, template = _front_matter(body)
-            name = path.stem
+            description, template = _front_matter(data.decode("utf-8", errors="replace"))
+            name = prefix + path.stem
             if name in BUILTINS or (name in commands and commands[name].template is None):
                 continue
             commands[name] = Command(name, description or f"Custom command ({path.name})", "arguments", template)
+    for skill in skills:
+        if skill.user_invocable and skill.name not in commands:
+            commands[skill.name] = Command(skill.name, f"Skill: {skill.description}", skill.argument_hint or
+                                           "arguments", skill=skill.name)
     return commands
 
 
@@ -96,6 +111,20 @@ def parse(text: str) -> tuple[str, str] | None:
     if not name or "/" in name:
         return None
     return name, arguments.strip()
+
+
+def skill_prompt(skill: Skill, arguments: str) -> str | None:
+    """What `/skill args` sends: the skill's instructions, as the Skill tool would give them (None: it can't be
+    read now). A forked skill runs through the tool, in a sub-agent of its own."""
+    if skill.fork:
+        args = f" with args {arguments!r}" if arguments else ""
+        return f"Use the Skill tool to run the skill `{skill.name}`{args}."
+    try:
+        body = skill.expand(arguments)
+    except SkillError:
+        return None
+    return (f"The user started the skill `{skill.name}` (its folder is {skill.directory}: read its other files "
+            f"there, run its scripts with Bash). Follow it:\n\n{body}")
 
 
 async def run_builtin(session: Session, name: str, arguments: str, abort: Abort) -> StopReason:
@@ -139,6 +168,20 @@ async def _status(session: Session, arguments: str, abort: Abort) -> str | None:
     )
 
 
+async def _plugins(session: Session, arguments: str, abort: Abort) -> str | None:
+    return session.setup.plugins.describe()
+
+
+async def _skills(session: Session, arguments: str, abort: Abort) -> str | None:
+    catalog = session.setup.skills
+    lines = [f"  {s.name} ({s.source}{', model only' if not s.user_invocable else ''}"
+             f"{', user only' if not s.model_invocable else ''}): {s.description}" for s in catalog.skills.values()]
+    text = "Skills:\n" + ("\n".join(lines) or "  none")
+    if catalog.problems:
+        text += "\nNot loaded:\n" + "\n".join(f"  {p}" for p in catalog.problems)
+    return text
+
+
 async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
     if not arguments:
         return f"Mode: {session.mode} (one of {', '.join(MODES)})"
@@ -150,6 +193,7 @@ async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
 
 
 _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
-    "compact": _compact, "clear": _clear, "cost": _cost, "status": _status, "mode": _mode,
+    "compact": _compact, "clear": _clear, "cost": _cost, "status": _status, "mode": _mode, "plugins": _plugins,
+    "skills": _skills,
 }
 """How each of `BUILTINS` runs: the text it answers, or None when it was cancelled."""

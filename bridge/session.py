@@ -30,9 +30,11 @@ from bridge.messages import Block, Message
 from bridge.model import thinking
 from bridge.model.types import ModelClient, Usage
 from bridge.permissions.trust import Ask as AskTrust
+from bridge.permissions.trust import TrustItem
 from bridge.session_setup import SessionSetup
 from bridge.tools.agent import AgentTool
 from bridge.tools.base import (
+    AllowForTurn,
     AnyTool,
     DocumentSource,
     Effect,
@@ -78,7 +80,8 @@ class Session:
         self.engine = setup.engine
         # The Agent tool lists the agent types as they were when the session started: its bytes never change.
         types = setup.agent_types.types.values()
-        self.toolset = SessionTools(cwd, [*tools, AgentTool([(a.name, a.description, a.tools_text()) for a in types])])
+        agent_tool = AgentTool([(a.name, a.description, a.tools_text()) for a in types])
+        self.toolset = SessionTools(cwd, [*tools, agent_tool], skills=setup.skills, plugins=setup.plugins)
         self.policy: PermissionPolicy = policy or self.engine
         self.transcript = transcript
         self.conversation = Conversation(messages=list(history or []))
@@ -98,6 +101,7 @@ class Session:
         self._turn: asyncio.Task[StopReason] | None = None
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
+        self._for_turn: list[Callable[[], None]] = []  # undoes what holds only for the turn (a skill's rules)
 
     @property
     def busy(self) -> bool:
@@ -161,6 +165,14 @@ class Session:
 
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
         """One turn, framed in the transcript by its start and end lines (a replay shows how each turn ended)."""
+        try:
+            return await self._framed(blocks, abort)
+        finally:
+            undo, self._for_turn = self._for_turn, []
+            for each in undo:
+                each()
+
+    async def _framed(self, blocks: list[Block], abort: Abort) -> StopReason:
         if self.transcript is None:
             return await self._run_prompt(blocks, abort)
         self.transcript.turn_started()
@@ -189,9 +201,19 @@ class Session:
         elif parsed is not None and parsed[0] in self.toolset.commands:
             name, arguments = parsed
             command = self.toolset.commands[name]
-            if command.template is None:
+            skill = self.toolset.skills.get(command.skill) if command.skill else None
+            if skill is not None:
+                text = commands.skill_prompt(skill, arguments)
+                if text is None:
+                    self.frontend.emit(TextDelta(f"The skill {skill.name} cannot be read now."))
+                    return "end_turn"
+                if skill.allowed_tools and not skill.fork:
+                    self._allow_for_turn(skill.allowed_tools, skill.path, skill.source == "project")
+                blocks = [{"type": "text", "text": text}, *blocks[1:]]
+            elif command.template is None:
                 return await commands.run_builtin(self, name, arguments, abort)
-            blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
+            else:
+                blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
         return await self._turn_for(blocks, abort)
 
     async def _settle_trust(self) -> None:
@@ -265,8 +287,21 @@ class Session:
                 self.frontend.emit(PlanUpdate(list(entries)))
             case LeavePlanMode():
                 self.exit_plan_mode()
+            case AllowForTurn(rules, source, project):
+                self._allow_for_turn(rules, source, project)
             case _:
                 assert_never(effect)
+
+    def _allow_for_turn(self, rules: tuple[str, ...], source: Path, project: bool) -> None:
+        """A skill's `allowed-tools` for the rest of the turn; a folder's own skill's only once it is trusted."""
+        if project:
+            file = source.relative_to(self.cwd).as_posix() if source.is_relative_to(self.cwd) else str(source)
+            inert = [r for r in rules if not self.setup.trust.admits(TrustItem(file, "allow", r))]
+            if inert:
+                self.frontend.emit(Notice(f"{file} asks to allow {', '.join(inert)} without asking; this folder's "
+                                          "skills are not trusted, so each call still asks.", "warning"))
+                return
+        self._for_turn.append(self.engine.allow_for_now(rules))
 
     def sidechain(self, tool_call_id: str) -> list[Message] | None:
         """The stored history of the sub-agent the call `tool_call_id` started, if any (for a replay)."""

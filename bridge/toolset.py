@@ -11,8 +11,12 @@ from typing import TYPE_CHECKING
 from bridge import commands
 from bridge.commands import available_commands
 from bridge.loop.query import used_tool_names
+from bridge.mcp_names import name_part, server_of
 from bridge.messages import Message
+from bridge.plugins import PluginSet
+from bridge.skills import SkillCatalog
 from bridge.tools.base import AnyTool
+from bridge.tools.skill import SkillTool
 from bridge.tools.tool_search import DeferredTools, ToolSearchTool
 
 if TYPE_CHECKING:
@@ -20,14 +24,19 @@ if TYPE_CHECKING:
 
 
 class SessionTools:
-    def __init__(self, cwd: Path, tools: list[AnyTool]) -> None:
+    def __init__(self, cwd: Path, tools: list[AnyTool], *, skills: SkillCatalog | None = None,
+                 plugins: PluginSet | None = None) -> None:
         self.cwd = cwd
+        self.skills = skills or SkillCatalog()
+        self.plugins = plugins or PluginSet()
+        if self.skills.for_model():  # no skills: no Skill tool (the request stays what it was)
+            tools = [*tools, SkillTool(self.skills)]
         self.tools = {tool.name: tool for tool in tools}
         self.deferred = DeferredTools()
         self.unavailable: dict[str, str] = {}  # tools the stored history calls that this session lacks, and why
         self.mcp: McpSession | None = None  # set by Agent.connect_mcp; released only when the session ends
         self._mcp_tools: list[str] = []
-        self.commands = available_commands(cwd)
+        self.refresh_commands()
 
     def get(self, name: str) -> AnyTool | None:
         return self.tools.get(name)
@@ -63,15 +72,13 @@ class SessionTools:
     def _mark_failed_servers(self, messages: list[Message]) -> None:
         """A history's MCP tools whose configured server never came up answer with the server's failure (not
         "no such tool"): the model hears why, and that it is the server, not the name."""
-        from bridge.mcp.tools import name_part
-
         assert self.mcp is not None
         failed = {name_part(name): c.error for name, c in self.mcp.connections.items()
                   if c.state == "failed" and not c.ever_ready}
         for name in used_tool_names(messages):
-            parts = name.split("__")
-            if name not in self.tools and len(parts) >= 3 and parts[0] == "mcp" and parts[1] in failed:
-                self.unavailable[name] = f"its MCP server could not start ({failed[parts[1]]})"
+            server = server_of(name)
+            if name not in self.tools and server in failed:
+                self.unavailable[name] = f"its MCP server could not start ({failed[server]})"
 
     def hold_back(self, tools: list[AnyTool]) -> None:
         """Tools the session has but does not send until the model loads them with ToolSearch (deferred)."""
@@ -82,7 +89,8 @@ class SessionTools:
     def refresh_commands(self) -> None:
         """The slash commands again (an MCP server's prompts came or went)."""
         provided = [commands.Command(c.name, c.description, c.hint) for c in self.mcp.commands()] if self.mcp else []
-        self.commands = available_commands(self.cwd, provided)
+        self.commands = available_commands(self.cwd, provided, plugins=self.plugins.command_folders(),
+                                           skills=self.skills.skills.values())
 
     def missing_tools(self, messages: list[Message]) -> list[str]:
         """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a

@@ -171,7 +171,7 @@ async def test_nothing_listening(transport: str) -> None:
                            max_retry_wait=0.01)
     events, failure = await outcome(model, request_of())
     assert failure is not None and failure[0] == "connection"
-    assert "Cannot reach the model API at" in failure[1] and "Connection error" in failure[1], failure
+    assert "Cannot reach the model API at" in failure[1] and "the connection was refused" in failure[1], failure
     assert [type(e).__name__ for e in events] == ["Retrying"]
 
 
@@ -365,4 +365,21 @@ def test_without_a_profile_or_with_custom_headers_the_sdk_sends() -> None:
     assert wire.supported({"AGENT_BRIDGE_MODEL_TRANSPORT": "sdk"}) is not None
     assert wire.supported({"ANTHROPIC_CUSTOM_HEADERS": "x: y"}) is not None
     assert wire.supported({"HTTPS_PROXY": "http://proxy:3128"}) is not None
+
+
+@pytest.mark.parametrize(("env", "base_url", "fast"), [
+    ({"NO_PROXY": "127.0.0.1,localhost"}, None, True),
+    ({"no_proxy": "*"}, None, True),
+    ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "127.0.0.1,localhost"}, "http://127.0.0.1:8080", True),
+    ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".anthropic.com"}, None, True),
+    ({"HTTP_PROXY": "http://p:3128"}, None, True),  # the API is https: an http proxy does not apply
+    ({"https_proxy": "http://p:3128"}, None, False),
+    ({"ALL_PROXY": "socks5://p:1080", "NO_PROXY": "example.com"}, None, False),
+    ({"HTTP_PROXY": "http://p:3128"}, "http://gateway.internal:8080", False),
+])
+def test_the_sdk_is_needed_only_when_a_proxy_applies_to_the_apis_host(
+    env: dict[str, str], base_url: str | None, fast: bool
+) -> None:
+    """Issue 26: NO_PROXY (set on every corporate machine and CI) no longer sends requests down the SDK path."""
+    assert (wire.supported(env, base_url=base_url) is None) is fast
     assert AnthropicModel(api_key="k", base_url=None, transport="sdk").transport == "sdk"

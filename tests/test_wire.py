@@ -98,10 +98,10 @@ def test_a_sub_agents_permission_request_names_it() -> None:
     request = PermissionRequest("t2", "Bash", "`ls`", "execute", {"command": "ls"}, [], [], "needs permission", [],
                                 agent=SubAgentLabel("general-purpose", "List it", "call_1"))
     params = wire.permission_params("s1", request)
-    assert params["_meta"] == {"reason": "needs permission", "agent": {
-        "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}}
+    assert params["_meta"]["reason"] == "needs permission" and params["_meta"]["agent"] == {
+        "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}
     plain = wire.permission_params("s1", PermissionRequest("t3", "Bash", "`ls`", "execute", {}, [], [], "r", []))
-    assert plain["_meta"] == {"reason": "r"}
+    assert plain["_meta"]["reason"] == "r" and "agent" not in plain["_meta"]
 
 
 def no_tools(_name: str) -> AnyTool | None:
@@ -214,10 +214,13 @@ async def test_notices_by_the_clients_capability_and_never_inside_an_answer() ->
 
 
 def test_config_options_offer_mode_model_and_thinking() -> None:
-    options = wire.config_options("plan", "claude-opus-4-5", "high")
+    options = wire.config_options("plan", wire.models_state("claude-opus-4-5"), "high")
     assert [(o["id"], o["category"], o["currentValue"]) for o in options] == [
         ("mode", "mode", "plan"), ("model", "model", "claude-opus-4-5"), ("thought_level", "thought_level", "high")]
     assert wire.option_values(options, "mode") == list(MODES)
     assert "claude-sonnet-4-5" in wire.option_values(options, "model")
     assert all(item["name"] for o in options for item in o["options"])
-    assert wire.option_values(wire.config_options("default", "my-model", "off"), "model")[0] == "my-model"
+    assert wire.option_values(wire.config_options("default", wire.models_state("my-model"), "off"), "model")[0] == \
+        "my-model"
+    offline = wire.config_options("default", wire.offline_models_state(), "off")
+    assert wire.option_values(offline, "model") == ["offline-demo"], "no Claude model (and price) on the demo model"

@@ -18,6 +18,7 @@ never fatal; built-in types may be overridden by name.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from bridge.agents.definitions import AGENT_TOOL, BUILTIN_AGENTS, AgentDefinition
+from bridge.memory import MemoryRefused, read_project_file, read_user_file
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -51,33 +53,41 @@ def agent_dirs(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> list[P
             cwd / ".agent-bridge" / "agents"]
 
 
-def load_catalog(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> AgentCatalog:
+def load_catalog(cwd: Path, *, user_config_dir: Path, claude_home: Path,
+                 plugins: Iterable[tuple[str, Path]] = ()) -> AgentCatalog:
+    """Built-ins, the user's and the folder's agent files (a folder's are read as its memory files are: no link
+    out of it), and the agents of enabled plugins (`plugins`: name, folder), named `plugin:agent`."""
     catalog = AgentCatalog({agent.name: agent for agent in BUILTIN_AGENTS})
-    for directory in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home):
+    places: list[tuple[Path, str | None]] = [
+        (d, None) for d in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)]
+    places += [(folder, name) for name, folder in plugins]
+    for directory, plugin in places:
         try:
             files = sorted(directory.glob("*.md")) if directory.is_dir() else []
         except OSError as error:
             catalog.problems.append(f"{directory}: cannot list agent files ({error.strerror or error})")
             continue
+        root = cwd if plugin is None and directory.is_relative_to(cwd) else None
         for path in files:
-            agent = parse_agent_file(path, catalog.problems)
+            agent = parse_agent_file(path, catalog.problems, root=root, prefix=f"{plugin}:" if plugin else "")
             if agent is not None:
                 catalog.types.pop(agent.name, None)  # re-inserted: listed where it was last defined
                 catalog.types[agent.name] = agent
     return catalog
 
 
-def parse_agent_file(path: Path, problems: list[str]) -> AgentDefinition | None:
-    """The agent a file defines, or None (with the reason appended to `problems`)."""
+def parse_agent_file(path: Path, problems: list[str], *, root: Path | None = None,
+                     prefix: str = "") -> AgentDefinition | None:
+    """The agent a file defines, or None (with the reason appended to `problems`). `root`: the folder a project's
+    file must stay inside; `prefix`: a plugin's `name:`."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            problems.append(f"{path}: agent file larger than {MAX_FILE_BYTES // 1024} KiB; skipped")
-            return None
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        data = read_project_file(root, path, MAX_FILE_BYTES) if root is not None else read_user_file(path,
+                                                                                                  MAX_FILE_BYTES)
+        text = data.decode("utf-8")
+    except (MemoryRefused, UnicodeDecodeError) as error:
         problems.append(f"{path}: cannot read the agent file ({error}); skipped")
         return None
-    parsed = _front_matter(text)
+    parsed = front_matter(text)
     if parsed is None:
         problems.append(f"{path}: no YAML front matter (a `---` block with name and description); skipped")
         return None
@@ -106,7 +116,7 @@ def parse_agent_file(path: Path, problems: list[str]) -> AgentDefinition | None:
         problems.append(f"{path}: `model` must be sonnet, opus, haiku, inherit or a model id; inheriting instead")
         model = None
     return AgentDefinition(
-        name=name.strip(), description=" ".join(description.split()), prompt=body.strip(), tools=tools,
+        name=prefix + name.strip(), description=" ".join(description.split()), prompt=body.strip(), tools=tools,
         model=model.strip() if isinstance(model, str) else None, source=path,
     )
 
@@ -135,7 +145,7 @@ def _tools(value: Any, path: Path, problems: list[str]) -> tuple[str, ...] | Non
     return tuple(dict.fromkeys(names))
 
 
-def _front_matter(text: str) -> tuple[str, str] | None:
+def front_matter(text: str) -> tuple[str, str] | None:
     text = text.lstrip("\ufeff")
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":

@@ -1,4 +1,4 @@
-"""`agent-bridge`: serve (editors, stdio JSON-RPC), run (the loop in a terminal), demo (offline)."""
+"""agent-bridge: a coding agent for your terminal and your editor (VS Code, Zed and other ACP clients)."""
 
 from __future__ import annotations
 
@@ -10,40 +10,76 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+# `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
+# are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
+# tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
               "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__)
-    parser.add_argument("--log-level", default=os.environ.get("AGENT_BRIDGE_LOG", "WARNING"))
-    commands = parser.add_subparsers(dest="command", required=True)
+SCENARIOS = ("todo-demo", "playground", "echo")  # bridge.offline.builtins.BUILTIN_NAMES (a test holds them equal)
+OFFLINE_HELP = (f"use the embedded offline model instead of the API (no key, no network): {', '.join(SCENARIOS)}, "
+                "or a .json scenario file")
+EPILOG = (f"Offline scenarios: {', '.join(SCENARIOS)} (`playground` understands `run: CMD`, `read: PATH`, "
+          "`agent: PROMPT`, `long`...). Without --offline, set ANTHROPIC_API_KEY. Logs go to stderr; "
+          "AGENT_BRIDGE_LOG=INFO shows more.")
 
-    serve = commands.add_parser("serve", help="serve editors over stdio (JSON-RPC, LSP framing)")
-    serve.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model (e.g. playground)")
+
+class CliError(Exception):
+    """A mistake on the command line: one line for the user, exit code 2, no traceback."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bridge import __version__
+
+    parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
+    parser.add_argument("--log-level", default=os.environ.get("AGENT_BRIDGE_LOG", "WARNING"),
+                        help="how much to log on stderr: DEBUG, INFO, WARNING (default), ERROR")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="serve an editor on stdio: JSON-RPC with LSP framing (VS Code)",
+                                description="Serve an editor on stdin/stdout (JSON-RPC with LSP framing), as the "
+                                            "VS Code extension starts it. Many sessions per process.", epilog=EPILOG)
+    serve.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     serve.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     serve.add_argument("--stdio", action="store_true", help="accepted for LSP clients; stdio is the default")
     serve.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
-    acp = commands.add_parser("acp", help="serve ACP editors (Zed, ...) over stdio: one JSON-RPC message per line")
-    acp.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
-    acp.add_argument("--model")
+    acp = commands.add_parser("acp", help="serve ACP editors (Zed, Neovim, JetBrains...) on stdio",
+                              description="Serve an Agent Client Protocol editor on stdin/stdout: one JSON-RPC "
+                                          "message per line (Zed, codecompanion.nvim, acpx...).", epilog=EPILOG)
+    acp.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
+    acp.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     acp.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
-    run = commands.add_parser("run", help="run one prompt in this terminal")
-    run.add_argument("prompt")
-    run.add_argument("--cwd", type=Path, default=Path.cwd())
-    run.add_argument("--offline", metavar="SCENARIO", help="use the embedded offline model")
-    run.add_argument("--model")
+    run = commands.add_parser("run", help="answer one prompt in this terminal, then exit",
+                              description="Run one prompt in this terminal: the answer streams, tool calls show "
+                                          "with their results, permission questions are asked here (denied when "
+                                          "stdin is not a terminal). Ctrl-C cancels; twice forces.", epilog=EPILOG)
+    run.add_argument("prompt", help="what to ask (a slash command works too: /compact, /skills...)")
+    run.add_argument("--cwd", type=Path, default=Path.cwd(), help="the project folder (default: here)")
+    run.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
+    run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
+    run.add_argument("--show-thinking", action="store_true",
+                     help="show the model's thinking in full (otherwise one line says how long it thought)")
+    run.add_argument("--dangerously-approve-all", action="store_true",
+                     help="answer yes to every permission question without asking (otherwise questions are asked "
+                          "at the terminal, and denied when standard input is not one)")
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
                          help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
 
-    demo = commands.add_parser("demo", help="the TODO/FIXME demo on DIR with the offline model (no key needed)")
-    demo.add_argument("dir", nargs="?", type=Path)
-    demo.add_argument("--yes", action="store_true", help="approve the permission prompt without asking")
+    demo = commands.add_parser("demo", help="the TODO/FIXME demo on DIR with the offline model (no key needed)",
+                               description="Find the TODO and FIXME comments of DIR (or of a sample project made "
+                                           "for the demo and removed after it) with the offline model.")
+    demo.add_argument("dir", nargs="?", type=Path, help="a project folder (default: a sample project)")
+    demo.add_argument("--yes", action="store_true",
+                      help="approve the permission prompt without asking (only in the demo's own sample project)")
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -67,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             overrides["folderTrust"] = "trusted"
         return serve_stdio(overrides, acp=args.command == "acp", first=first)
     if args.command == "run":
+        if not args.offline and not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            raise CliError(NO_KEY)
         overrides = {"model": args.model} if args.model else {}
         overrides |= {"allow": args.allow, "ask": args.ask, "deny": args.deny}
         if args.trust_folder:
@@ -76,15 +114,18 @@ def main(argv: list[str] | None = None) -> int:
         interactive = not args.non_interactive
         import asyncio
 
-        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
+                                       approve_all=args.dangerously_approve_all, offline=args.offline,
+                                       show_thinking=args.show_thinking))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
-        return run_demo(args.dir, auto_approve=args.yes)
+        return run_demo(args.dir, approve=args.yes)
     return 2
 
 
-async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
+                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False) -> int:
     """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
     loads, then the turn runs."""
     import asyncio
@@ -100,15 +141,22 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                ahead=early[0] if early else None)
+                                                approve_all=approve_all, ahead=early[0] if early else None,
+                                                offline=Path(offline).stem if offline else None,
+                                                show_thinking=show_thinking)
     return code
 
 
 def start_offline(scenario: str) -> dict[str, Any]:
     """Start the embedded offline Messages API in this process; the settings that point the SDK at it."""
     from bridge.offline import OfflineServer, load_scenario
+    from bridge.offline.scenario import ScenarioError
 
-    server = OfflineServer(load_scenario(scenario))
+    try:
+        loaded = load_scenario(scenario)
+    except ScenarioError as error:
+        raise CliError(f"--offline: {error}") from None
+    server = OfflineServer(loaded)
     url = server.start()
     logging.getLogger(__name__).info("offline model %s at %s", scenario, url)
     return {"base_url": url, "api_key": "offline"}
@@ -125,9 +173,20 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+NO_KEY = ("No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no key needed: "
+          'agent-bridge run --offline playground "run: ls"')
+
+
 def entry() -> NoReturn:
-    """The `agent-bridge` command."""
-    exit_now(main())
+    """The `agent-bridge` command: a mistake is one line and exit code 2; Ctrl-C before anything runs, 130."""
+    try:
+        code = main()
+    except CliError as error:
+        print(f"agent-bridge: {error}", file=sys.stderr)
+        code = 2
+    except KeyboardInterrupt:
+        code = 130
+    exit_now(code)
 
 
 if __name__ == "__main__":

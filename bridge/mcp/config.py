@@ -29,13 +29,13 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential
-from bridge.jsonfile import locked, read_json, write_json_atomic
+from bridge.jsonfile import keyed_entry, read_json
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -122,7 +122,8 @@ def default_files(cwd: Path) -> ConfigFiles:
 
 
 def discover(
-    files: ConfigFiles, editor: list[Any], *, environ: Mapping[str, str] | None = None
+    files: ConfigFiles, editor: list[Any], *, environ: Mapping[str, str] | None = None,
+    plugins: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> tuple[list[ServerEntry], list[str]]:
     """Every configured server (editor's first), one entry per name, and the problems with the files."""
     env = os.environ if environ is None else environ
@@ -144,6 +145,7 @@ def discover(
             sources.append((scope, str(path), data["mcpServers"]))  # type: ignore[arg-type]
     if isinstance(claude_json, dict) and "mcpServers" in claude_json:
         sources.append(("user", str(files.claude_json), claude_json["mcpServers"]))
+    sources += [("user", f"the plugin {name}", servers) for name, servers in plugins]  # the user enabled them
     for scope, source, servers in sources:
         if not isinstance(servers, dict):
             problems.append(f"{source}: mcpServers must be an object of servers by name; it is skipped")
@@ -320,16 +322,7 @@ def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) ->
     `specs` as configured now (bound to each one's `approval_key`), or reject them (by name). Raises
     OSError/ValueError when the store cannot be updated; an unreadable store is never overwritten."""
     path = files.approval_store
-    with locked(path):
-        store, problem = read_json(path)
-        if problem:
-            raise ValueError(f"{problem}; not overwriting it")
-        store = store if isinstance(store, dict) else {}
-        projects = store.get("projects")
-        if not isinstance(projects, dict):
-            projects = store["projects"] = {}
-        data = projects.get(str(files.cwd))
-        data = projects[str(files.cwd)] = data if isinstance(data, dict) else {}
+    with keyed_entry(path, "projects", str(files.cwd)) as data:
         configs = data.get(APPROVED_CONFIGS)
         configs = data[APPROVED_CONFIGS] = configs if isinstance(configs, dict) else {}
         found = data.get("disabledMcpjsonServers")
@@ -344,7 +337,6 @@ def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) ->
             disabled += [n for n in sorted(names) if n not in disabled]
         if disabled or "disabledMcpjsonServers" in data:
             data["disabledMcpjsonServers"] = disabled
-        write_json_atomic(path, store)
     return path
 
 

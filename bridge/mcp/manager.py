@@ -27,7 +27,8 @@ from bridge.mcp.content import blocks_of, resource_blocks, tool_result
 from bridge.mcp.elicit import question_for, result_of
 from bridge.mcp.host import Choice, McpHost, NoticeLevel, Question
 from bridge.mcp.settings import McpSettings
-from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, name_part, tools_of
+from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, tools_of
+from bridge.mcp_names import mcp_name, name_part
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -88,10 +89,12 @@ class McpManager:
         roots: tuple[Path, ...] = (),
         files: ConfigFiles | None = None,
         environ: Mapping[str, str] | None = None,
+        plugins: list[tuple[str, dict[str, Any]]] | None = None,
     ) -> McpSession:
-        """A session's handle: reads the config, starts the approved servers in the background, returns at once."""
+        """A session's handle: reads the config, starts the approved servers in the background, returns at once.
+        `plugins`: (plugin name, its `mcpServers`) of the plugins the session loaded."""
         files = files or default_files(cwd)
-        entries, problems = discover(files, editor_servers, environ=environ)
+        entries, problems = discover(files, editor_servers, environ=environ, plugins=plugins or [])
         handle = McpSession(self, files, roots or (files.cwd,), host, entries)
         handle._commands = handle.commands()  # what the editor is first told; `changed` only when it differs
         for problem in problems:
@@ -503,7 +506,7 @@ class McpView:
 
 
 def prompt_command(server: str, prompt: str) -> str:
-    return f"mcp__{name_part(server)}__{name_part(prompt)}"
+    return mcp_name(server, prompt)
 
 
 __all__ = ["CommandOutcome", "McpCommand", "McpManager", "McpSession", "McpSnapshot", "McpTool", "McpView"]

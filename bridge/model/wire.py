@@ -23,6 +23,7 @@ from functools import lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
@@ -75,8 +76,10 @@ def sdk_version() -> str | None:
     return match.group(1) if match else None
 
 
-def supported(environ: Mapping[str, str] | None = None) -> str | None:
-    """None when requests can go on the wire directly; else why the SDK must send them."""
+def supported(environ: Mapping[str, str] | None = None, base_url: str | None = None) -> str | None:
+    """None when requests can go on the wire directly; else why the SDK must send them. Decided on what changes
+    the request, never on a variable's name: a proxy that applies to the API's host sends requests through the
+    SDK (which honours it); `NO_PROXY`, or a proxy the host bypasses, changes nothing."""
     env = os.environ if environ is None else environ
     forced = env.get(FORCE, "").strip().lower()
     if forced == "sdk":
@@ -86,10 +89,40 @@ def supported(environ: Mapping[str, str] | None = None) -> str | None:
         return f"no wire profile for anthropic SDK {version}"
     if "ANTHROPIC_CUSTOM_HEADERS" in env:
         return "ANTHROPIC_CUSTOM_HEADERS is set"
-    proxies = sorted(name for name in env if name.lower().endswith("_proxy") and env[name])
-    if proxies:
-        return f"{proxies[0]} is set"
+    url = base_url or env.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    proxy = proxy_for(url, env)
+    if proxy is not None:
+        return f"{proxy} applies to {urlsplit(url).hostname}"
     return None
+
+
+def proxy_for(url: str, env: Mapping[str, str]) -> str | None:
+    """The variable whose proxy a request to `url` would go through (httpx's rules: `<scheme>_proxy`, then
+    `all_proxy`, either case, lower case first; `no_proxy` names hosts that bypass it), or None."""
+    parts = urlsplit(url)
+    lowered = {name.lower(): name for name in sorted(env) if env[name]}  # lower case last: it wins
+    name = lowered.get(f"{parts.scheme}_proxy") or lowered.get("all_proxy")
+    if name is None:
+        return None
+    no_proxy = env.get(lowered["no_proxy"], "") if "no_proxy" in lowered else ""
+    if _bypasses(parts.hostname or "", no_proxy):
+        return None
+    return name
+
+
+def _bypasses(host: str, no_proxy: str) -> bool:
+    """Whether `no_proxy` (comma-separated: `*`, hosts, `.domain` or `domain` for it and its subdomains, IPs,
+    each optionally with a port) names `host`."""
+    host = host.lower().strip("[]")
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        entry = entry.strip("[]") if entry.startswith("[") else entry.rsplit(":", 1)[0] if entry.count(":") == 1 \
+            else entry
+        entry = entry.lstrip(".")
+        if entry and (host == entry or host.endswith("." + entry)):
+            return True
+    return False
 
 
 # ---- the request -------------------------------------------------------------------------------------------

@@ -34,12 +34,13 @@ from bridge.server.jsonrpc import (
     run_until_eof,
     serve_lines,
 )
-from bridge.server.updates import UpdateStream
+from bridge.server.updates import UpdateStream, tool_meta
 from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
     from bridge.mcp.host import McpHost, Question, Reply
+    from bridge.messages import Block
     from bridge.model.types import ModelError
     from bridge.permissions.trust import TrustAnswer, TrustQuestion
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
@@ -114,6 +115,16 @@ class BridgeServer(LanguageServer):
             self._agent = Agent(config)
         return self._agent
 
+    @property
+    def offline(self) -> bool:
+        """The model is the offline demo this process serves (`--offline`), not Claude."""
+        server = sys.modules.get("bridge.offline.server")  # loaded only when this process serves one
+        return server is not None and self.agent.config.base_url in server.OfflineServer.running
+
+    def models(self, session: Session) -> dict[str, Any]:
+        """`models` of a `session/new` or `session/load` answer: the session's, or the offline demo model."""
+        return wire.offline_models_state() if self.offline else wire.models_state(session.model_name)
+
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
         self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
@@ -164,21 +175,22 @@ class BridgeServer(LanguageServer):
         if stream is None:
             lsp = None if self.acp else lambda event: self.notice(session_id, event.message, event.level)
             stream = UpdateStream(lambda update: self.send_update(session_id, update), lsp, features=self.features,
-                                  config=lambda: self.config_options(self.agent.get(session_id)))
+                                  config=lambda: self.config_options(self.agent.get(session_id)),
+                                  offline=self.offline)
             self.streams[session_id] = stream
         return stream
 
-    @staticmethod
-    def config_options(session: Session) -> list[dict[str, Any]]:
-        return wire.config_options(session.mode, session.model_name, session.thought_level)
+    def config_options(self, session: Session) -> list[dict[str, Any]]:
+        """The session's config options; on the offline demo model its model option offers that model alone."""
+        return wire.config_options(session.mode, self.models(session), session.thought_level)
 
     def session_answer(self, session: Session) -> dict[str, Any]:
         """What `session/new`, `session/load` and `session/resume` answer about the session: its modes (for
         older clients) and its config options."""
         answer: dict[str, Any] = {"modes": wire.modes_state(session.mode),
                                   "configOptions": self.config_options(session)}
-        if not self.acp:  # the VS Code extension's model picker
-            answer["models"] = wire.models_state(session.model_name)
+        if not self.acp:  # the VS Code extension's model picker and header (ACP 1's schema has no `models`)
+            answer["models"] = self.models(session)
         return answer
 
     def turn_ended(self, session: Session) -> None:
@@ -290,6 +302,11 @@ class BridgeServer(LanguageServer):
         from bridge.permissions.types import PermissionAnswer
 
         params = wire.permission_params(session_id, request)
+        session = self.agent.sessions.get(session_id)
+        tool = session.toolset.get(request.tool_name) if session is not None else None
+        meta = await asyncio.to_thread(tool_meta, tool, request.raw_input)
+        if meta:
+            params["toolCall"]["_meta"] = {**(params["toolCall"].get("_meta") or {}), **meta}
         try:  # a cancelled turn withdraws the question (CancelledError goes on)
             result = await self.ask_client("session/request_permission", params)
         except Exception as error:  # the editor answered with an error: the tool is denied
@@ -368,6 +385,17 @@ def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcSe
     """ACP's `auth_required`, with the method the editor can offer (how to set the key is in its `_meta`)."""
     data = {**(data or {}), "authMethods": AUTH_METHODS}
     return JsonRpcServerError(message, AUTH_REQUIRED, data)  # type: ignore[no-untyped-call]
+
+
+NO_API_KEY = ("No Anthropic API key is set: set ANTHROPIC_API_KEY for agent-bridge (or apiKey in its settings; "
+              "in VS Code: “Agent Bridge: Set API Key”), or try it without one on the offline model "
+              "(--offline playground).")
+
+
+def _slash_command(blocks: list[Block]) -> bool:
+    """A prompt that starts with a slash command (most answer without the model)."""
+    first = blocks[0] if blocks else {}
+    return first.get("type") == "text" and str(first.get("text", "")).lstrip().startswith("/")
 
 
 def model_failure(error: ModelError) -> JsonRpcException:
@@ -520,8 +548,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise unknown_session(error) from None
         session = reopened.session
         stream = ls.stream(session.id)
-        for update in replayed(reopened.replay, ls.features):
-            stream.update(update, closes=False)
+        for update in replayed(reopened.replay, ls.features, offline=ls.offline):
+            stream.update(update, closes=False)  # ACP: the history first, then the answer
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, reopened.notices, loaded=True))
         return ls.session_answer(session)
 
@@ -565,6 +593,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(str(error)) from None
         if not blocks:  # nothing to ask the model (the API refuses an empty message): the turn is over at once
             return {"stopReason": "end_turn"}
+        if not ls.agent.config.api_key and not _slash_command(blocks):
+            # Said at once: without a key the request would fail late and for another reason (a network
+            # error after the retries, when the API is not reachable), which sends people looking elsewhere.
+            raise auth_required(NO_API_KEY, {"kind": "authentication", "status": None})
         stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks) if await ls.sdk_ready(session.id) else "cancelled"

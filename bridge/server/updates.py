@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from bridge.loop.events import (
     AgentProgress,
@@ -45,6 +45,9 @@ from bridge.loop.events import (
 )
 from bridge.server import wire
 from bridge.server.wire import ChunkKind, ClientFeatures, Level
+
+if TYPE_CHECKING:
+    from bridge.tools.base import AnyTool
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,23 @@ class _Card:
         return [wire.text_content(block) for block in blocks]
 
 
+def tool_meta(tool: AnyTool | None, raw_input: dict[str, Any]) -> dict[str, Any]:
+    """What a call's tool says of it, for its tool call's `_meta` (ours): `destructive` — it deletes or
+    overwrites (`Tool.is_destructive`), so an editor keeps "always allow" out of reach and warns. The input
+    observers see may carry derived fields (an absolute path): only the tool's own fields are validated. A
+    tool that can't answer says nothing. May read a command (Bash): call it off the event loop."""
+    if tool is None:
+        return {}
+    fields = {name for name in tool.input_model.model_fields}
+    fields |= {info.alias for info in tool.input_model.model_fields.values() if info.alias}
+    try:
+        data = tool.input_model.model_validate({k: v for k, v in raw_input.items() if k in fields})
+        return {"destructive": bool(tool.is_destructive(data))}
+    except Exception:
+        log.debug("tool %s could not say whether a call is destructive", tool.name, exc_info=True)
+        return {}
+
+
 class UpdateStream:
     def __init__(
         self,
@@ -119,12 +139,14 @@ class UpdateStream:
         interval: float = 0.016,
         end_turn: Callable[[dict[str, Any]], None] | None = None,
         config: Callable[[], list[dict[str, Any]]] | None = None,
+        offline: bool = False,
     ) -> None:
         """`notice`: where notices go instead of the stream (`serve`: LSP messages; a replay: nowhere); None: the
         stream shows them (ACP). `config`: the session's config options now (for `config_option_update`)."""
         self._send = send
         self._notice = notice
         self.features = features or ClientFeatures(nested_sub_agents=True)
+        self._offline = offline  # the offline demo model answers: its usage costs nothing
         self._interval = interval  # 0: no coalescing (a replay: each stored block is its own update)
         self._end_turn = end_turn
         self._config = config
@@ -172,7 +194,7 @@ class UpdateStream:
                 before = card.content(event.text) if card is not None else None
                 self.update(wire.tool_finished(event, content=before), parent)
             case UsageReport():
-                self.update(wire.usage(event), parent)
+                self.update(wire.usage(event, offline=self._offline), parent)
             case AgentProgress():
                 if self.features.nested_sub_agents:
                     self.update(wire.agent_progress(event), parent)
@@ -350,7 +372,8 @@ class UpdateStream:
             self._open_window()
 
 
-def replayed(events: list[LoopEvent], features: ClientFeatures | None = None) -> list[dict[str, Any]]:
+def replayed(events: list[LoopEvent], features: ClientFeatures | None = None, *,
+             offline: bool = False) -> list[dict[str, Any]]:
     """A stored session's updates (bridge/replay.py's events through the same mapping as live): each block its own
     update, each turn's last update marked with how the turn ended (`_meta.turnEnd`, our extension: an ACP
     client that ignores it still sees plain updates; one that knows it shows each prompt as its own turn)."""
@@ -361,7 +384,8 @@ def replayed(events: list[LoopEvent], features: ClientFeatures | None = None) ->
             last = out[-1]
             out[-1] = {**last, "_meta": {**(last.get("_meta") or {}), "turnEnd": turn_end}}
 
-    stream = UpdateStream(out.append, lambda _notice: None, features=features, interval=0, end_turn=end_turn)
+    stream = UpdateStream(out.append, lambda _notice: None, features=features, interval=0, end_turn=end_turn,
+                          offline=offline)
     for event in events:
         stream.emit(event)
     stream.close()

@@ -1,0 +1,73 @@
+"""The command line's front door (issue 28): every user mistake is one line and the right exit code, never a
+traceback; `--version`; help that lists the offline scenarios. Real `agent-bridge` processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge.cli.main import SCENARIOS
+from bridge.offline.builtins import BUILTIN_NAMES
+
+AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([AGENT_BRIDGE, *args], capture_output=True, text=True, timeout=60,
+                          env=env or dict(os.environ), stdin=subprocess.DEVNULL)
+
+
+def test_version_and_help_with_the_scenarios() -> None:
+    from bridge import __version__
+
+    assert run("--version").stdout.strip() == f"agent-bridge {__version__}"
+    assert SCENARIOS == BUILTIN_NAMES
+    for command in ([], ["run"], ["serve"], ["acp"]):
+        shown = run(*command, "--help").stdout
+        assert "todo-demo, playground, echo" in shown, shown
+    assert "answer one prompt in this terminal, then exit" in run("--help").stdout
+
+
+@pytest.mark.parametrize(("args", "env_change", "said"), [
+    (["run", "--offline", "bogus", "hi"], {}, "agent-bridge: --offline: unknown scenario 'bogus': built-in "
+     "scenarios are todo-demo, playground, echo, or give the path of a .json scenario file"),
+    (["run", "hi"], {"ANTHROPIC_API_KEY": None, "ANTHROPIC_AUTH_TOKEN": None},
+     'agent-bridge: No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no '
+     'key needed: agent-bridge run --offline playground "run: ls"'),
+    (["run", "--no-such-flag", "hi"], {}, "agent-bridge: error: unrecognized arguments: --no-such-flag"),
+])
+def test_a_mistake_is_one_line_and_exit_code_2(args: list[str], env_change: dict[str, str | None],
+                                               said: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in env_change}
+    done = run(*args, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == said
+
+
+@pytest.mark.parametrize("command", ["serve", "acp"])
+def test_ctrl_c_on_an_idle_server_exits_quietly(command: str) -> None:
+    # as a terminal starts it (its foreground job): with SIGINT's default action, even when this test run is a
+    # script's background job, whose children inherit SIGINT ignored (then Python never sees the Ctrl-C)
+    process = subprocess.Popen([AGENT_BRIDGE, command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _reading_stdin(process.pid):
+        time.sleep(0.02)  # polling the process's own state: it waits for its first message
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130 and stderr == "", stderr
+
+
+def _reading_stdin(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() not in ("", "0") and \
+            Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+    except OSError:
+        return False
