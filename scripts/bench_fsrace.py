@@ -38,8 +38,9 @@ from bridge import safefs
 from bridge.abort import Abort
 from bridge.tools.base import ToolContext
 from bridge.tools.glob import GlobInput, GlobTool
-from bridge.tools.grep import GrepInput, GrepTool, rg_binary
+from bridge.tools.grep import GrepInput, GrepTool
 from bridge.tools.read import ReadInput, ReadTool
+from bridge.tools.ripgrep import rg_binary
 from tests.file_races import Arena, control, race
 
 BASE = "77d449d03a0033d98805b3551cc179090b7758a0"  # where this branch started: the tools before the change

@@ -31,9 +31,10 @@ from bridge.prompt import system_prompt
 from bridge.tools.base import ToolContext
 from bridge.tools.edit import EditInput, EditTool
 from bridge.tools.glob import GlobInput, GlobTool
-from bridge.tools.grep import GrepInput, GrepTool, rg_binary
+from bridge.tools.grep import GrepInput, GrepTool
 from bridge.tools.read import ReadInput, ReadTool
 from bridge.tools.registry import core_tools, rule_grammar
+from bridge.tools.ripgrep import rg_binary
 
 RUNS = 5
 

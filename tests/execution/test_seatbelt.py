@@ -15,8 +15,8 @@ import pytest
 from bridge.execution.sandbox_plan import MountPlan, plan_mounts
 from bridge.execution.seatbelt import profile, quote, seatbelt_argv
 from bridge.permissions.held import HeldPath
-from bridge.permissions.rules import compile_path_specifier
 from bridge.permissions.sandbox_policy import SandboxPolicy
+from bridge.permissions.specifiers import compile_path_specifier
 from tests.permission_calls import GRAMMAR
 
 # -- a reader for SBPL's s-expressions ---------------------------------------------------------------------------
