@@ -76,6 +76,13 @@ export class Model {
     return readFileSync(this.requestsFile, "utf8").split("\n").filter(Boolean).map((line) => JSON.parse(line).body);
   }
 
+  /** The first `n` requests, once they are written (offline_model.py writes what it recorded every 20 ms, so a
+   * request can be written just after the bridge's answer to the prompt that made it). */
+  async requestsSoon(n) {
+    return (await until(() => { const seen = this.requests(); return seen.length >= n && seen; },
+      `${n} requests to the model`)).slice(0, n);
+  }
+
   async stop() {
     this.process.stdin.end();
     if (this.process.exitCode === null) await once(this.process, "exit");

@@ -123,7 +123,7 @@ test("mode, model and thinking change through session/set_config_option, and the
   await assert.rejects(set("colour", "blue"), (error) => error.code === -32602);
 
   await bridge.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "second" }] });
-  const [first, second, third] = model.requests();
+  const [first, second, third] = await model.requestsSoon(3);
   assert.equal(first.thinking, undefined);
   assert.equal(second.model, other);
   assert.equal(second.thinking.type, "enabled");
@@ -152,7 +152,7 @@ test("a session is resumed without its history, goes on, and is deleted", async 
   const replayed = again.wire.slice(0, answered).filter((w) => w.message.method === "session/update");
   assert.deepEqual(replayed, [], "resume replays nothing");
   await again.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "what was it?" }] });
-  assert.match(JSON.stringify(model.requests()[1].messages), /remember 42/, "the history goes on");
+  assert.match(JSON.stringify((await model.requestsSoon(2))[1].messages), /remember 42/, "the history goes on");
   const listed = await again.request(methods.agent.session.list, {});
   assert.deepEqual(listed.sessions.map((s) => s.sessionId), [sessionId]);
 
@@ -228,11 +228,16 @@ test("logout ends the authenticated session until authenticate", async () => {
   const init = await bridge.initialize({});
   assert.ok(init.agentCapabilities.auth.logout, "auth.logout advertised");
   const { sessionId } = await bridge.request(methods.agent.session.new, { cwd: world.workspace, mcpServers: [] });
-  const prompt = () => bridge.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hi" }] });
-  await prompt();
+  const prompt = (text) => bridge.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
+  await prompt("first-prompt");
   await bridge.request(methods.agent.logout, {});
-  await assert.rejects(prompt(), (error) => error.code === -32000, "auth_required after logout");
-  assert.equal(model.requests().length, 1, "nothing reached the model");
+  await assert.rejects(prompt("signed-out-prompt"), (error) => error.code === -32000, "auth_required after logout");
   await bridge.request(methods.agent.authenticate, { methodId: "anthropic-api-key" });
-  assert.equal((await prompt()).stopReason, "end_turn");
+  assert.equal((await prompt("prompt-after-authenticate")).stopReason, "end_turn");
+  const asked = await until(() => {
+    const seen = model.requests();
+    return /prompt-after-authenticate/.test(JSON.stringify(seen)) && seen;
+  }, "the request after authenticate");
+  assert.equal(asked.length, 2);
+  assert.doesNotMatch(JSON.stringify(asked), /signed-out-prompt/, "nothing reached the model while signed out");
 });
