@@ -299,3 +299,27 @@ async def test_warnings_reach_the_editor_as_a_message_it_shows(
         assert notice.field_meta == {"notice": "warning"}
         assert not editor.incoming("window/showMessage") and not editor.incoming("window/logMessage")
         assert (await conn.prompt(session_id=sid, prompt=text("hello"))).stop_reason == "end_turn"
+
+
+async def test_on_the_offline_demo_model_the_model_option_offers_that_model_alone(
+    editor: Editor, data_dir: Path, workspace: Path
+) -> None:
+    """`acp --offline`: the `model` config option names the demo model, not a Claude model with a price (as
+    `serve`'s `models` does), it can be picked, and the usage costs nothing."""
+    async with running_agent(editor, "playground", data_dir) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=FS)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        options = {o.id: o for o in session.config_options or []}
+        model = options["model"]
+        assert isinstance(model, schema.SessionConfigOptionSelect) and model.current_value == "offline-demo"
+        assert [(o.value, o.name) for o in model.options if isinstance(o, schema.SessionConfigSelectOption)] == [
+            ("offline-demo", "Offline demo model")]
+        assert {"mode", "thought_level"} <= options.keys()
+        answered = await conn.set_config_option(config_id="model", session_id=sid, value="offline-demo")
+        assert [o.current_value for o in answered.config_options if o.id == "model"] == ["offline-demo"]
+        with pytest.raises(RequestError):
+            await conn.set_config_option(config_id="model", session_id=sid, value="claude-sonnet-4-5")
+        assert (await conn.prompt(session_id=sid, prompt=text("hello"))).stop_reason == "end_turn"
+        usage = editor.of_kind("usage_update", sid)
+        assert usage and all(u.cost is None for u in usage)
