@@ -329,9 +329,10 @@ async def race(arena: Arena, tool: str, iterations: int) -> Tally:
 
     with flipper:
         seen = 0
-        # at least `iterations` calls, and on (bounded) until the race has reached the tool a few times: a
-        # loaded machine may deschedule the flipper for a while
-        while tally.calls < iterations or (contested() < 3 and tally.calls < 20 * iterations):
+        # at least `iterations` calls, and on (bounded) until the race has reached the tool a few times and the
+        # tool has done its job once: a loaded machine may deschedule the flipper for a while, or leave the name a
+        # link through every call (a Write that met the link 40 times in a row under two test runs at once)
+        while tally.calls < iterations or ((contested() < 3 or not tally.worked) and tally.calls < 20 * iterations):
             seen = await flipper.flipped(seen, link=tally.calls % 2 == 1)
             await once()
             tally.calls += 1

@@ -1,22 +1,8 @@
 """The OS sandbox under every Bash command: bubblewrap (`bwrap`) on Linux, as Claude Code's own sandbox.
 
-What it allows comes from the permission engine (bridge/permissions/sandbox_policy.py); here it becomes
-mounts, in this order (later ones win over earlier ones, so the restrictive ones come last):
-
-    --ro-bind / /  --dev /dev  --proc /proc        everything read-only; a fresh /dev and /proc
-    --bind <session tmp> /tmp                      a private /tmp per session, TMPDIR=/tmp
-    --bind W W                                     each writable root (workspace, added dirs, allowWrite)
-    --bind A A, --ro-bind P P                      held paths that exist (runs_later.py: settings, memory,
-                                                   git's config and hooks, `.vscode/`…); the directories on
-                                                   the way to them are bound onto themselves, so they can't be
-                                                   renamed away
-    --ro-bind R R                                  Edit deny rules
-    --tmpfs D --remount-ro D / --ro-bind /dev/null F   Read deny rules: masked
-
-plus `--unshare-pid` (its own /proc, so no `/proc/<pid>/root` of a process outside; killing bwrap kills
-everything inside), `--unshare-net` unless the network is allowed, `--die-with-parent` (the sandbox dies
-with the bridge, SIGKILL included) and `--cap-drop ALL` (as root, bwrap keeps every capability: the
-command could unmount its own protections).
+What it allows comes from the permission engine (bridge/permissions/sandbox_policy.py); the plan of mounts is
+bridge/execution/sandbox_plan.py, bubblewrap's command line and its order of mounts bridge/execution/bwrap.py,
+macOS's Seatbelt profile bridge/execution/seatbelt.py.
 
 The workspace looks exactly as it is: a held path that does not exist yet gets no placeholder (`ls`, git and
 `git add -A` would see it); it is watched instead, and what a command creates there is set aside at once

@@ -295,7 +295,10 @@ class OfflineServer:
         events = sse_events(response, body, usage)
         self._active_streams += 1
         try:
-            return await self._stream(writer, reader, events, fault) and keep_alive
+            ended = await self._stream(writer, reader, events, fault)
+            if ended:
+                record.answered_at = time.monotonic()
+            return ended and keep_alive
         finally:
             self._active_streams -= 1
 

@@ -32,10 +32,7 @@ from bridge.tools.fileio import (
     TextFile,
     backfill_path,
     commit_text,
-    diff_display,
-    line_number_at,
     load_text,
-    numbered_snippet,
     require_fresh_read,
     target_of,
     to_line_ending,
@@ -43,7 +40,8 @@ from bridge.tools.fileio import (
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path
+from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.textdiff import diff_display, line_number_at, numbered_snippet
 
 MAX_EDIT_BYTES = MAX_TEXT_BYTES
 
@@ -274,10 +272,7 @@ class EditTool(Tool[EditInput]):
     def locations(self, data: EditInput) -> list[Location]:
         """The file, without a line: the line of old_string would mean reading the file before the permission
         step allowed it (and a FIFO named there would block the read)."""
-        try:
-            return [Location(str(absolute_path(data.file_path)))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path)
 
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"

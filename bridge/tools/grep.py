@@ -97,17 +97,22 @@ def build_args(data: GrepInput, root: Path, cwd: Path) -> list[str]:
     else:
         # Always numbered: the number's separator (`:` match, `-` context) is how lines are told apart.
         args += ["--with-filename", "--no-heading", "--sort", "path", "--line-number"]
-        if data.only_matching:
-            args.append("--only-matching")
-        around = data.context if data.context is not None else data.around
-        if around is not None:
-            args += ["--context", str(around)]
-        if data.after is not None:
-            args += ["--after-context", str(data.after)]
-        if data.before is not None:
-            args += ["--before-context", str(data.before)]
+        args += _line_args(data)
     args += ["--regexp", data.pattern]
     return args + root_args(root, cwd)
+
+
+def _line_args(data: GrepInput) -> list[str]:
+    """Content mode's options for which lines are shown: only the matches, and the context around them."""
+    args = ["--only-matching"] if data.only_matching else []
+    around = data.context if data.context is not None else data.around
+    if around is not None:
+        args += ["--context", str(around)]
+    if data.after is not None:
+        args += ["--after-context", str(data.after)]
+    if data.before is not None:
+        args += ["--before-context", str(data.before)]
+    return args
 
 
 class GrepTool(Tool[GrepInput]):
@@ -249,15 +254,7 @@ def _second_pass_args(data: GrepInput) -> list[str]:
         args += ["--count", "--with-filename"]
     else:
         args += ["--with-filename", "--no-heading", "--line-number"]
-        if data.only_matching:
-            args.append("--only-matching")
-        around = data.context if data.context is not None else data.around
-        if around is not None:
-            args += ["--context", str(around)]
-        if data.after is not None:
-            args += ["--after-context", str(data.after)]
-        if data.before is not None:
-            args += ["--before-context", str(data.before)]
+        args += _line_args(data)
     return [*args, "--regexp", data.pattern]
 
 

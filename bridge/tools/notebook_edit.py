@@ -27,9 +27,7 @@ from bridge.tools.fileio import (
     Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
-    diff_display,
     load_text,
     require_fresh_read,
     target_of,
@@ -38,7 +36,8 @@ from bridge.tools.fileio import (
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path
+from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.textdiff import changed_spans, diff_display
 
 CellType = Literal["code", "markdown"]
 EditMode = Literal["replace", "insert", "delete"]
@@ -274,10 +273,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return backfill_path(raw, "notebook_path")
 
     def locations(self, data: NotebookEditInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.notebook_path, field="notebook_path")))]
-        except ToolError:
-            return []
+        return path_locations(data.notebook_path, field="notebook_path")
 
     def user_facing_title(self, data: NotebookEditInput) -> str:
         where = f" cell {data.cell_id}" if data.cell_id else ""

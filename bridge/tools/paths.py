@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge import safefs
+from bridge.display import Location
 from bridge.tools.base import ReadGuard, ToolContext, ToolError
 from bridge.winpaths import inside, native_form
 
@@ -48,6 +49,14 @@ def absolute_path(raw: str, *, field: str = "file_path") -> Path:
     if not os.path.isabs(expanded):
         raise ToolError(f"{field} must be an absolute path, got {raw!r}")
     return Path(os.path.normpath(expanded))
+
+
+def path_locations(raw: str, *, field: str = "file_path", line: int | None = None) -> list[Location]:
+    """The file a call names, for the editor to follow; none when the path is not one the tool would take."""
+    try:
+        return [Location(str(absolute_path(raw, field=field)), line)]
+    except ToolError:
+        return []
 
 
 def opened_path(path: Path, ctx: ToolContext) -> str:

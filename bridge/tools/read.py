@@ -38,7 +38,7 @@ from bridge import safefs
 from bridge.permissions.facts import RuleForm
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
 from bridge.tools.fileio import Target, backfill_path, editor_text, snapshot_of, target_of, text_digest
-from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
+from bridge.tools.paths import absolute_path, looks_binary, path_locations, path_problem, read_error
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -306,10 +306,7 @@ class ReadTool(Tool[ReadInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: ReadInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.file_path)), max(1, data.offset or 1))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path, line=max(1, data.offset or 1))
 
     def user_facing_title(self, data: ReadInput) -> str:
         if data.offset is None and data.limit is None:

@@ -25,11 +25,9 @@ from bridge.tools.fileio import (
     Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
     decode,
     detect_line_ending,
-    diff_display,
     editor_file,
     editor_text,
     read_bytes,
@@ -41,7 +39,8 @@ from bridge.tools.fileio import (
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path, read_error
+from bridge.tools.paths import absolute_path, path_locations, read_error
+from bridge.tools.textdiff import changed_spans, diff_display
 
 
 class WriteInput(ToolInput):
@@ -200,10 +199,7 @@ class WriteTool(Tool[WriteInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: WriteInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.file_path)))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path)
 
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"

@@ -61,7 +61,7 @@ export function webviewRoutes({ view, files, editorContext, conversations, permi
       if (!(await files.open(msg.path, msg.line))) view.post({ type: "fileNotFound", path: msg.path });
     },
     findFiles: async (msg) => view.post({ type: "files", requestId: msg.requestId, files: await files.find(msg.query) }),
-    checkPaths: async (msg) => view.post({ type: "paths", status: await files.check(msg.paths) }),
+    checkPaths: (msg) => files.check(msg.paths, (status) => view.post({ type: "paths", status })),
     copy: (msg) => vscode.env.clipboard.writeText(msg.text),
     // Only the extension's own commands (the welcome's buttons, the model name) and Workspace Trust's manager.
     command: (msg) => (/^agentBridge\.\w+$/.test(msg.command) || msg.command === "workbench.trust.manage" ? vscode.commands.executeCommand(msg.command) : undefined),

@@ -43,11 +43,26 @@ export class WorkspaceFiles implements vscode.Disposable {
     return true;
   }
 
-  /** Which of `paths` (at most 200) name a file. */
-  async check(paths: string[]): Promise<Record<string, "exists" | "missing">> {
-    const status: Record<string, "exists" | "missing"> = {};
-    for (const p of paths.slice(0, 200)) status[p] = (await this.resolve(p)) ? "exists" : "missing";
-    return status;
+  /**
+   * Which of `paths` (at most 200) name a file, told as soon as it is known: first every path a stat settles (at
+   * once), then those only the workspace's file list can settle (a bare name found by its ending). Listing the
+   * workspace starts VS Code's search service, which takes seconds on a busy machine: a path that is there must
+   * not wait for the list a path that is not there needs (the panel's link test timed out so under load).
+   */
+  async check(paths: string[], tell: (status: Record<string, "exists" | "missing">) => void): Promise<void> {
+    const asked = paths.slice(0, 200);
+    const direct = await Promise.all(asked.map(async (p) => [p, await this.resolveDirect(p)] as const));
+    const known: Record<string, "exists" | "missing"> = {};
+    const listed: string[] = [];
+    for (const [p, found] of direct) {
+      if (found === "needs-list") listed.push(p);
+      else known[p] = found ? "exists" : "missing";
+    }
+    if (Object.keys(known).length) tell(known);
+    if (!listed.length) return;
+    const later: Record<string, "exists" | "missing"> = {};
+    for (const p of listed) later[p] = (await this.fromList(p)) ? "exists" : "missing";
+    tell(later);
   }
 
   /** @-mention completion: the workspace files best matching `query`. */
@@ -80,15 +95,26 @@ export class WorkspaceFiles implements vscode.Disposable {
 
   /** A path from the model or a link: absolute, `~/…`, relative to a workspace folder, or the one file whose path ends so. */
   private async resolve(given: string): Promise<vscode.Uri | undefined> {
+    const found = await this.resolveDirect(given);
+    return found === "needs-list" ? this.fromList(given) : found;
+  }
+
+  /** What a stat settles: absolute, `~/…` or relative to a workspace folder; "needs-list" when only the file list can. */
+  private async resolveDirect(given: string): Promise<vscode.Uri | undefined | "needs-list"> {
     let raw = given.replace(/^file:\/\//i, "");
     if (raw.startsWith("~/")) raw = path.join(os.homedir(), raw.slice(2));
     if (path.isAbsolute(raw)) return (await isFile(vscode.Uri.file(raw))) ? vscode.Uri.file(raw) : undefined;
-    const rel = raw.replace(/^\.\//, "");
+    const rel = relative(raw);
     for (const folder of vscode.workspace.workspaceFolders ?? []) {
       const uri = vscode.Uri.joinPath(folder.uri, rel);
       if (await isFile(uri)) return uri;
     }
-    if (rel.startsWith("../")) return undefined;
+    return rel.startsWith("../") ? undefined : "needs-list";
+  }
+
+  /** A relative path in the workspace's file list: itself, or the one file whose path ends so. */
+  private async fromList(given: string): Promise<vscode.Uri | undefined> {
+    const rel = relative(given.replace(/^file:\/\//i, ""));
     const map = await this.fileMap();
     const exact = map.get(rel);
     if (exact) return exact;
@@ -115,6 +141,10 @@ function excludeGlob(): string {
     for (const [glob, on] of Object.entries(value)) if (on === true) globs.add(glob);
   }
   return `{${[...globs].join(",")}}`;
+}
+
+function relative(raw: string): string {
+  return raw.replace(/^\.\//, "");
 }
 
 async function isFile(uri: vscode.Uri): Promise<boolean> {
