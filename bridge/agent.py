@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,41 +85,49 @@ class Agent:
             self._supervisor = ProcessSupervisor(data_dir=self.config.data_dir)
         return self._supervisor
 
-    def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None) -> Session:
+    def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None,
+                    directories: Sequence[Path] = ()) -> Session:
+        """`directories`: more workspace roots for this session alone (ACP's `additionalDirectories`)."""
         sid = session_id or new_session_id()
         transcript = Transcript.create(self.config.data_dir, sid, cwd)
-        return self._open(sid, cwd, frontend, transcript, [])
+        return self._open(sid, cwd, frontend, transcript, [], directories)
 
-    def load_session(self, session_id: str, frontend: Frontend) -> tuple[Session, list[str]]:
-        """A stored session, its history repaired; returns it with the problems found in its transcript."""
+    def load_session(self, session_id: str, frontend: Frontend,
+                     directories: Sequence[Path] = ()) -> tuple[Session, list[str]]:
+        """A stored session, its history repaired; returns it with the problems found in its transcript. A session
+        already open here keeps the directories it was opened with."""
         if session_id in self.sessions:
             session = self.sessions[session_id]
             return session, []
         try:
             path = transcript_path(self.config.data_dir, session_id)
-        except ValueError:
+            stored = path.is_file()
+        except (ValueError, OSError):  # not an id of ours (or one too long to be a file name)
             raise UnknownSession(session_id) from None
-        if not path.is_file():
+        if not stored:
             raise UnknownSession(session_id)
         loaded = load_transcript(path)
         for problem in loaded.problems:
             log.warning("%s", problem)
-        session = self._open(session_id, loaded.cwd, frontend, Transcript(path), loaded.messages)
+        session = self._open(session_id, loaded.cwd, frontend, Transcript(path), loaded.messages, directories)
         session.conversation.cost_usd, session.conversation.usage_total = loaded.cost_usd, loaded.usage_total
         return session, loaded.problems
 
     def reopen(self, session_id: str, frontend: Frontend, servers: list[dict[str, Any]],
-               host: Callable[[Session], Any]) -> Reopened:
-        """`session/load`: the stored session (already running here, or opened from its transcript with its MCP
-        servers — `host(session)` shows their notices and questions), and its replay. Raises UnknownSession."""
+               host: Callable[[Session], Any], *, directories: Sequence[Path] = (), replay: bool = True) -> Reopened:
+        """`session/load` (and `session/resume`, without `replay`): the stored session (already running here, or
+        opened from its transcript with its MCP servers — `host(session)` shows their notices and questions), and
+        its replay. Raises UnknownSession."""
         live = session_id in self.sessions  # already running here: its MCP servers are too
-        session, problems = self.load_session(session_id, frontend)
+        session, problems = self.load_session(session_id, frontend, directories)
         notices = [f"Transcript problem (skipped): {problem}" for problem in problems]
         if not live:
             self.connect_mcp(session, servers, host(session))
             session.toolset.refresh_commands()
             notices += session.toolset.missing_tools(session.conversation.messages)
             notices += [f"Invalid agent file (skipped): {problem}" for problem in session.setup.agent_types.problems]
+        if not replay:
+            return Reopened(session, notices, [])
         turns = turns_of(session.conversation.messages)
         if session.transcript is not None:
             try:
@@ -130,12 +139,15 @@ class Agent:
         return Reopened(session, notices, events)
 
     def _open(
-        self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message]
+        self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message],
+        directories: Sequence[Path] = (),
     ) -> Session:
         settings = SettingsStore.for_project(cwd)
         if self.config.folder_trust is not None:
             settings.trust.set_policy(self.config.folder_trust)
-        setup = SessionSetup.compose(cwd, self.config, settings, interactive=frontend.interactive)
+        config = self.config.model_copy(update={"additional_directories": [
+            *self.config.additional_directories, *(str(d) for d in directories)]}) if directories else self.config
+        setup = SessionSetup.compose(cwd, config, settings, interactive=frontend.interactive)
         services = Services(  # the one place a session's services are built
             processes=self.supervisor,
             background=self._background(),
@@ -198,6 +210,21 @@ class Agent:
             session.transcript.close()
         if session.toolset.mcp is not None:
             await session.toolset.mcp.release()
+
+    async def delete_session(self, session_id: str) -> None:
+        """`session/delete`: the session is closed if open here, and its transcript, its sub-agents' and what its
+        tools stored are removed (it leaves `session/list`). Raises UnknownSession when nothing is stored."""
+        if session_id in self.sessions:
+            await self.close_session(session_id)
+        try:
+            path = transcript_path(self.config.data_dir, session_id)
+            stored = path.is_file()
+        except (ValueError, OSError):
+            raise UnknownSession(session_id) from None
+        if not stored:
+            raise UnknownSession(session_id)
+        path.unlink()
+        shutil.rmtree(self.config.data_dir / "sessions" / session_id, ignore_errors=True)
 
     def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)

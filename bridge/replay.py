@@ -6,8 +6,9 @@ Each stored turn's messages are repaired on their own (a call a crash cut off sh
 that made requests is followed by its stored usage; its end closes it, unless it is the one still running (a
 live session loaded again). The interruption markers are for the model, not the reader: they are skipped (the
 interrupted call already says `Interrupted by user`). A sub-agent's stored history is replayed right after the
-call that started it, tagged with that call (`SubAgentEvent`), as live. The plan is what the tools say their
-calls did (`Tool.replayed_effects`): the last one the session's own calls set comes last.
+call that started it, tagged with that call (`SubAgentEvent`), as live — and as live, without the user text of
+its history: that is its parent's prompt for it (the call's input), not anything the user typed. The plan is what
+the tools say their calls did (`Tool.replayed_effects`): the last one the session's own calls set comes last.
 """
 
 from __future__ import annotations
@@ -81,9 +82,10 @@ def _stored_usage(turn: StoredTurn, context_size: int) -> UsageReport:
                        session_cost_usd=turn.session_cost_usd)
 
 
-def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain) -> tuple[list[LoopEvent],
-                                                                                 list[PlanEntry] | None]:
-    """The events of `messages`, and the plan the last of their calls set (None: none did)."""
+def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain, *,
+            sub_agent: bool = False) -> tuple[list[LoopEvent], list[PlanEntry] | None]:
+    """The events of `messages` (a sub-agent's: no user text), and the plan the last of their calls set (None:
+    none did)."""
     events: list[LoopEvent] = []
     plan: list[PlanEntry] | None = None
     uses: dict[str, Block] = {}
@@ -91,7 +93,7 @@ def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain) -> tupl
         for block in message["content"]:
             kind = block.get("type")
             if kind == "text":
-                if message["role"] == "user" and block["text"] in (MARKER, MARKER_TOOL_USE):
+                if message["role"] == "user" and (sub_agent or block["text"] in (MARKER, MARKER_TOOL_USE)):
                     continue
                 events.append(UserText(block["text"]) if message["role"] == "user" else TextDelta(block["text"]))
             elif kind == "thinking":
@@ -106,7 +108,7 @@ def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain) -> tupl
                 events.append(started_event(block, tool))
                 child = sidechain(call)
                 if child is not None:  # a sub-agent's plan is its own, not the session's
-                    events += [SubAgentEvent(call, e) for e in _replay(child, tools, sidechain)[0]]
+                    events += [SubAgentEvent(call, e) for e in _replay(child, tools, sidechain, sub_agent=True)[0]]
             elif kind == "tool_result":
                 events.append(_finished(block, uses, tools))
     return events, plan

@@ -24,6 +24,7 @@ from bridge.loop.executor import RunningCalls, ToolEnvironment
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn
 from bridge.messages import Block, Message
+from bridge.model import thinking
 from bridge.model.types import ModelClient
 from bridge.permissions.trust import Ask as AskTrust
 from bridge.session_effects import SessionEffects
@@ -86,6 +87,7 @@ class Session:
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
         self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
+        self.thought_level = thinking.DEFAULT  # how much the model thinks first (bridge/model/thinking.py)
         self.turns = Turns(self._run, transcript)
         self.effects = SessionEffects(cwd, self.engine, setup.trust.admits, self.turns, frontend.emit)
 
@@ -115,13 +117,15 @@ class Session:
         await self.turns.wait_idle()
 
     def _settings(self) -> TurnSettings:
+        max_tokens, extra = thinking.request_fields(self.thought_level, self.config.max_tokens)
         return TurnSettings(
             model=self.config.model,
             system=self._system,
             max_turns=self.config.max_turns,
-            max_tokens=self.config.max_tokens,
+            max_tokens=max_tokens,
             context_window=self.config.context_window,
             compact_threshold=self.config.compact_threshold,
+            extra=extra,
         )
 
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
@@ -171,6 +175,13 @@ class Session:
     def set_model(self, model: str) -> None:
         """The model of this session's next requests (other sessions keep theirs)."""
         self.config = self.config.model_copy(update={"model": model})
+
+    def set_thought_level(self, level: str) -> None:
+        """How much the model thinks from the next turn on (a turn keeps what it started with: the API wants a
+        tool loop's requests to agree on thinking). Raises ValueError for an unknown level."""
+        if not thinking.is_level(level):
+            raise ValueError(f"unknown thought level {level!r}")
+        self.thought_level = level
 
     def set_mode(self, mode: str, *, announce: bool = True) -> None:
         """Raises PermissionModeError for an unknown mode or a disabled bypassPermissions."""

@@ -358,9 +358,17 @@ def _title(lines: IO[str]) -> str:
             record = json.loads(line)
         except json.JSONDecodeError:
             continue
-        message = record.get("message") if isinstance(record, dict) else None
-        if isinstance(message, dict) and message.get("role") == "user":
-            for block in message.get("content", []):
-                if isinstance(block, dict) and block.get("type") == "text" and not block["text"].startswith("["):
-                    return str(block["text"]).strip().splitlines()[0][:80]
+        title = title_of(record.get("message") if isinstance(record, dict) else None)
+        if title is not None:
+            return title
     return "(empty session)"
+
+
+def title_of(message: Any) -> str | None:
+    """A session's title, if `message` (its first user message with words) gives it: the first line of its text."""
+    if isinstance(message, dict) and message.get("role") == "user":
+        for block in message.get("content", []):
+            if isinstance(block, dict) and block.get("type") == "text" and not block["text"].startswith("["):
+                lines = str(block["text"]).strip().splitlines()
+                return lines[0][:80] if lines else None
+    return None

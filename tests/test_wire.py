@@ -108,6 +108,10 @@ def no_tools(_name: str) -> AnyTool | None:
     return None
 
 
+def texts(update: dict[str, Any]) -> list[str]:
+    return [c["content"]["text"] for c in update.get("content") or [] if c["type"] == "content"]
+
+
 def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
     use = {"type": "tool_use", "id": "call_1", "name": "Agent", "input": {"description": "d", "prompt": "p"}}
     parent = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
@@ -123,9 +127,17 @@ def test_a_replay_puts_a_sub_agents_history_under_its_call() -> None:
     shape = [(u["sessionUpdate"], u.get("toolCallId"), (u.get("_meta") or {}).get("parentToolCallId"))
              for u in updates]
     assert shape == [("user_message_chunk", None, None), ("tool_call", "call_1", None),
-                     ("user_message_chunk", None, "call_1"), ("tool_call", "t1", "call_1"),
+                     ("tool_call", "t1", "call_1"),
                      ("tool_call_update", "t1", "call_1"), ("agent_message_chunk", None, "call_1"),
-                     ("tool_call_update", "call_1", None)], "and no plan: the sub-agent's todo list is its own"
+                     ("tool_call_update", "call_1", None)], \
+        "no plan (the sub-agent's todo list is its own), no user message (its prompt is its parent's, not the user's)"
+    folded = replayed(replay_history(parent, no_tools, lambda call: child if call == "call_1" else None),
+                      wire.ClientFeatures())
+    assert [(u["sessionUpdate"], u.get("toolCallId")) for u in folded] == [
+        ("user_message_chunk", None), ("tool_call", "call_1"), *[("tool_call_update", "call_1")] * 4,
+    ], "its work is the call's own content: its tool call started, finished, its words, the result"
+    assert not [u for u in folded if "parentToolCallId" in (u.get("_meta") or {})]
+    assert texts(folded[-1]) == ["✓ TodoWrite", "found"]
 
 
 def test_an_older_history_without_turn_lines_replays_one_turn_per_prompt() -> None:
@@ -144,3 +156,71 @@ def test_an_older_history_without_turn_lines_replays_one_turn_per_prompt() -> No
                      ("user_message_chunk", "two", {"stopReason": "cancelled"}),
                      ("user_message_chunk", "three", {"stopReason": None, "cutOff": True})]
     assert "turnEnd" not in replayed(replay_turns(turns_of(history), no_tools, last_running=True))[-1].get("_meta", {})
+
+
+async def test_a_sub_agents_work_is_its_calls_content_and_the_parents_message_stays_whole() -> None:
+    """Folded form (ACP's default): a client that knows nothing of `_meta` sees the sub-agents only inside their
+    `Agent` calls; two sub-agents' words never mix with each other's or the parent's."""
+    sent: list[dict[str, Any]] = []
+    stream = UpdateStream(sent.append, features=wire.ClientFeatures(), interval=10)
+    label = SubAgentLabel("Explore", "Find things", "call_1")
+    events: list[LoopEvent] = [
+        TextDelta("parent "), SubAgentEvent("call_1", TextDelta("one says")), TextDelta("sa"),
+        SubAgentEvent("call_2", TextDelta("two says")), TextDelta("ys"),
+        SubAgentEvent("call_1", ToolCallStarted("t2", "Grep", "Grep x", "search", {})),
+        AgentProgress("call_1", label, "running", 1000.0, 2.5, 1, 1500, "Grep x"),
+        SubAgentEvent("call_1", ToolCallFinished("t2", "completed", "3 matches")),
+        SubAgentEvent("call_1", SubAgentEvent("t9", TextDelta("deeper"))),
+        SubAgentEvent("call_1", TextDelta(" and more")),
+        ToolCallFinished("call_1", "completed", "the answer"),
+    ]
+    for event in events:
+        stream.emit(event)
+    stream.close()
+    assert not [u for u in sent if "parentToolCallId" in (u.get("_meta") or {})]
+    chunks = [u for u in sent if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(u["content"]["text"] for u in chunks) == "parent says"
+    assert len({u["messageId"] for u in chunks}) == 1, "one message, however the sub-agents interleave"
+    assert {u.get("toolCallId") for u in sent if u["sessionUpdate"] != "agent_message_chunk"} == {"call_1", "call_2"}
+    first = [u for u in sent if u.get("toolCallId") == "call_1"]
+    assert texts(first[-1]) == ["Running: Grep x · 1 tool call · 1.5k tokens · 2 s", "one says", "✓ Grep x",
+                                "and more", "the answer"]
+    assert first[-1]["status"] == "completed"
+    assert "deeper" not in str(first), "a deeper agent's words reach its parent as its call's result"
+    assert "two says" in str([u for u in sent if u.get("toolCallId") == "call_2"][-1])
+
+
+async def test_notices_by_the_clients_capability_and_never_inside_an_answer() -> None:
+    sent: list[dict[str, Any]] = []
+    capable = UpdateStream(sent.append, features=wire.ClientFeatures(notices=True))
+    capable.emit(TextDelta("half"))
+    capable.emit(Notice("Server x failed to start\nbecause y", "warning"))
+    capable.close()
+    assert sent[1] == {"sessionUpdate": "notice", "severity": "warning", "title": "Server x failed to start",
+                       "description": "Server x failed to start\nbecause y"}
+
+    sent.clear()
+    plain = UpdateStream(sent.append, features=wire.ClientFeatures(), interval=10)
+    events: list[LoopEvent] = [TextDelta("an "), Notice("careful", "warning"), TextDelta("answer")]
+    for event in events:
+        plain.emit(event)
+    plain.end_turn()
+    plain.emit(TextDelta("next"))
+    plain.close()
+    kinds = [(u["content"]["text"], u["messageId"], (u.get("_meta") or {}).get("notice")) for u in sent]
+    assert [k[0] for k in kinds] == ["an ", "answer", "\n\n> **Warning:** careful\n\n", "next"]
+    assert kinds[0][1] == kinds[1][1] != kinds[2][1] != kinds[3][1], "the notice is a message of its own, after"
+    assert kinds[2][2] == "warning"
+
+
+def test_config_options_offer_mode_model_and_thinking() -> None:
+    options = wire.config_options("plan", wire.models_state("claude-opus-4-5"), "high")
+    assert [(o["id"], o["category"], o["currentValue"]) for o in options] == [
+        ("mode", "mode", "plan"), ("model", "model", "claude-opus-4-5"), ("thought_level", "thought_level", "high")]
+    assert wire.option_values(options, "mode") == list(MODES)
+    assert "claude-sonnet-4-5" in wire.option_values(options, "model")
+    assert all(item["name"] for o in options for item in o["options"])
+    assert wire.option_values(wire.config_options("default", wire.models_state("my-model"), "off"), "model")[0] == \
+        "my-model"
+    offline = wire.config_options("default", wire.offline_models_state(), "off")
+    assert wire.option_values(offline, "model") == ["offline-demo"], "no Claude model (and price) on the demo model"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -12,10 +13,11 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
@@ -25,9 +27,6 @@ from pygls.lsp.server import LanguageServer
 from bridge import __version__
 from bridge.server import wire
 from bridge.server.jsonrpc import (
-    AGENT_CAPABILITIES,
-    API_KEY_METHOD,
-    AUTH_METHODS,
     AcpProtocol,
     BridgeProtocol,
     LineWriter,
@@ -36,6 +35,7 @@ from bridge.server.jsonrpc import (
     serve_lines,
 )
 from bridge.server.updates import UpdateStream, tool_meta
+from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
 
 log = logging.getLogger(__name__)
 
-Level = Literal["info", "warning", "error"]
+Level = wire.Level
 AUTH_REQUIRED = -32000  # ACP's `auth_required`
 RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
 AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
@@ -89,8 +89,12 @@ class BridgeServer(LanguageServer):
         self.overrides = overrides or {}
         self.options: dict[str, Any] = {}
         self.editor_capabilities: dict[str, Any] = {}  # ACP `clientCapabilities`
+        self.features = wire.client_features({}, lsp=not acp)
         self._agent: Agent | None = None
         self.streams: dict[str, UpdateStream] = {}
+        self._titles: dict[str, str] = {}  # each session's title, once it has one (`session_info_update`)
+        self.signed_out = False  # `logout`: no request goes to the model until `authenticate`
+        self.starting: dict[str, set[asyncio.Future[None]]] = {}  # prompts waiting for the SDK's import
         self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
 
     @property
@@ -124,11 +128,12 @@ class BridgeServer(LanguageServer):
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
         self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
+        self.features = wire.client_features(self.editor_capabilities, lsp=not self.acp)
 
     def notice(self, session_id: str | None, message: str, level: Level = "info") -> None:
-        """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP has no such
-        message, so a notice is an `agent_message_chunk` of the session (what Zed shows), marked in `_meta`;
-        one from before any session exists waits for the first session's answer."""
+        """Something the user should see. LSP: `window/showMessage` (`logMessage` for info). ACP: the session's
+        `notice` update, or a quoted message for a client without notices (bridge/server/updates.py); one from
+        before any session exists waits for the first session's answer."""
         log.log(logging.INFO if level == "info" else logging.WARNING, "%s", message)
         if not self.acp and level == "info":
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=message))
@@ -138,7 +143,7 @@ class BridgeServer(LanguageServer):
         elif session_id is None or session_id not in self.streams:
             self._unshown.append((message, level))
         else:
-            self.stream(session_id).update(wire.notice_update(message, level))
+            self.stream(session_id).notice(message, level)
 
     def session_started(self, session: Session, notices: list[str], *, loaded: bool = False) -> None:
         """After the answer to `session/new` / `session/load`: now the editor knows the session id."""
@@ -168,11 +173,55 @@ class BridgeServer(LanguageServer):
         """The session's one update stream: every update of the session goes through it, in order."""
         stream = self.streams.get(session_id)
         if stream is None:
-            stream = UpdateStream(lambda update: self.send_update(session_id, update),
-                                  lambda event: self.notice(session_id, event.message, event.level),
+            lsp = None if self.acp else lambda event: self.notice(session_id, event.message, event.level)
+            stream = UpdateStream(lambda update: self.send_update(session_id, update), lsp, features=self.features,
+                                  config=lambda: self.config_options(self.agent.get(session_id)),
                                   offline=self.offline)
             self.streams[session_id] = stream
         return stream
+
+    def config_options(self, session: Session) -> list[dict[str, Any]]:
+        """The session's config options; on the offline demo model its model option offers that model alone."""
+        return wire.config_options(session.mode, self.models(session), session.thought_level)
+
+    def session_answer(self, session: Session) -> dict[str, Any]:
+        """What `session/new`, `session/load` and `session/resume` answer about the session: its modes (for
+        older clients) and its config options."""
+        answer: dict[str, Any] = {"modes": wire.modes_state(session.mode),
+                                  "configOptions": self.config_options(session)}
+        if not self.acp:  # the VS Code extension's model picker and header (ACP 1's schema has no `models`)
+            answer["models"] = self.models(session)
+        return answer
+
+    def turn_ended(self, session: Session) -> None:
+        """After a turn: the session's title (once it has one) and its last activity (`session_info_update`)."""
+        from bridge.transcript import title_of
+
+        if not self.features.session_metadata:
+            return
+        known = self._titles.get(session.id)
+        title = known or next((t for m in session.conversation.messages if (t := title_of(m))), None)
+        if title is not None:
+            self._titles[session.id] = title
+        self.stream(session.id).update(wire.session_info(title if title != known else None, time.time()),
+                                       closes=False)
+
+    async def sdk_ready(self, session_id: str) -> bool:
+        """Waits for the SDK's import if one is under way (start-up, off the loop); False when the session's
+        `session/cancel` came meanwhile (the prompt is then cancelled before it began)."""
+        if _sdk_import is None or _sdk_import.done():
+            return True
+        waiting = asyncio.ensure_future(sdk_loaded())
+        self.starting.setdefault(session_id, set()).add(waiting)
+        try:
+            await asyncio.wait([waiting])
+        finally:
+            self.starting[session_id].discard(waiting)
+        return not waiting.cancelled()
+
+    def config_changed(self, session: Session) -> None:
+        if self.features.session_metadata:
+            self.stream(session.id).update(wire.config_update(self.config_options(session)), closes=False)
 
     def frontend(self, session_id: str) -> Frontend:
         from bridge.session import Frontend
@@ -226,7 +275,8 @@ class BridgeServer(LanguageServer):
         return wire.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
-        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())))
+        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())),
+                                       closes=False)
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -266,22 +316,65 @@ class BridgeServer(LanguageServer):
 
 
 def _warm_up() -> None:
-    """Right after `initialize` is answered, in the event loop: load the domain (and the SDK, if requests need
-    it) before the first session does. Not in a thread: two threads importing the same modules can deadlock
-    (Python's import locks), and nothing can be served without the domain anyway."""
-    try:
-        import bridge.agent  # noqa: F401
-        from bridge.model import wire
-        from bridge.tools.registry import core_tools
+    """Right after `initialize` is answered: load what the first session and prompt need before they come — in
+    steps, each its own turn of the event loop, so a request that arrives meanwhile is served between two steps,
+    in order. The anthropic SDK (only when no wire profile covers it) takes seconds to import: it loads on a
+    worker thread, never on the loop (a prompt waits for it, `sdk_loaded`; nothing else does). Everything else
+    is imported here, on the loop, before that thread starts, so the two never import the same modules at once
+    (Python's import locks)."""
+    loop = asyncio.get_running_loop()
+    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _load_transport]
 
-        for tool in core_tools():  # loads what writing the schemas takes
-            tool.schema()
-        if wire.supported() is None:
-            wire.prepare()
-        else:
-            import anthropic  # noqa: F401
-    except Exception:  # reported when a prompt needs it
-        log.exception("warm-up import failed")
+    def step(index: int) -> None:
+        try:
+            steps[index]()
+        except Exception:  # reported when a request needs it
+            log.exception("warm-up failed")
+            return
+        if index + 1 < len(steps):
+            loop.call_soon(step, index + 1)
+
+    loop.call_soon(step, 0)
+
+
+def _load_domain() -> None:
+    import bridge.agent  # noqa: F401
+
+
+def _load_tools() -> None:
+    from bridge.tools.registry import core_tools
+
+    for tool in core_tools():  # loads what writing the schemas takes
+        tool.schema()
+
+
+_sdk_import: concurrent.futures.Future[None] | None = None
+
+
+def _load_transport() -> None:
+    global _sdk_import
+    from bridge.model import wire as model_wire
+
+    if model_wire.supported() is None:
+        model_wire.prepare()
+    elif _sdk_import is None and "anthropic" not in sys.modules:
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def load() -> None:
+            try:
+                import anthropic  # noqa: F401
+            except BaseException as error:  # the prompt that needs it imports it again, and reports
+                log.warning("importing the anthropic SDK failed: %s", error)
+            future.set_result(None)
+
+        threading.Thread(target=load, name="anthropic-import", daemon=True).start()
+        _sdk_import = future
+
+
+async def sdk_loaded() -> None:
+    """The SDK's import, if one is under way on its thread, has ended (the loop stays free meanwhile)."""
+    if _sdk_import is not None:
+        await asyncio.wrap_future(_sdk_import)
 
 
 def unknown_session(error: Exception) -> JsonRpcServerError:
@@ -319,6 +412,25 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
         raise JsonRpcInvalidParams(str(error)) from None
 
 
+def _directory(value: str, field: str) -> Path:
+    """`value` as an absolute path to an existing directory, else invalid params naming `field` (a name too
+    long or with a NUL byte is simply not one)."""
+    path = Path(value)
+    try:
+        exists = path.is_absolute() and path.is_dir()
+    except (OSError, ValueError):
+        exists = False
+    if not exists:
+        raise JsonRpcInvalidParams(f"Invalid params: {field}: must be an absolute path to an existing directory, "
+                                   f"got {value!r}")
+    return path
+
+
+def _directories(values: list[str]) -> list[Path]:
+    """ACP's `additionalDirectories`: each an absolute path to an existing directory."""
+    return [_directory(value, f"additionalDirectories.{index}") for index, value in enumerate(values)]
+
+
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
@@ -329,7 +441,8 @@ def _internal_error(error: Exception) -> JsonRpcException:
     from bridge.model.types import ModelError
 
     cause = root_cause(error)
-    if isinstance(cause, ModelError):
+    if isinstance(cause, ModelError):  # an ordinary failure of the API (401, 529, ...): one line, no traceback
+        log.warning("model request failed: %s", cause)
         return model_failure(cause)
     log.error("request failed", exc_info=error)
     return JsonRpcInternalError(for_person(error))
@@ -376,9 +489,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
-        asyncio.get_running_loop().call_soon(_warm_up)
-        return {"protocolVersion": 1, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
-                "agentInfo": AGENT_INFO}
+        _warm_up()
+        return wire.initialize_result(AGENT_INFO)
 
     @feature("authenticate")
     def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -387,56 +499,82 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise JsonRpcInvalidParams(f"Invalid params: methodId: unknown method {parsed.method_id!r}")
         if not ls.agent.config.api_key:
             raise auth_required("No Anthropic API key: set ANTHROPIC_API_KEY for agent-bridge, then restart it.")
+        ls.signed_out = False
+        return {}
+
+    @feature("logout")
+    def logout(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """The authenticated session ends: running turns are cancelled and no prompt reaches the model (each is
+        answered auth_required) until `authenticate` again. (The key itself is the environment's or the settings
+        file's: the bridge cannot remove it, only stop using it.)"""
+        ls.signed_out = True
+        if ls._agent is not None:
+            for session in ls._agent.sessions.values():
+                session.cancel()
         return {}
 
     @feature(types.INITIALIZE)
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.configure(options, options.get("clientCapabilities"))
-        asyncio.get_running_loop().call_soon(_warm_up)
+        _warm_up()
 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed = _parse(wire.NewSessionParams, params)
-        cwd = Path(parsed.cwd)
-        if not cwd.is_absolute() or not cwd.is_dir():  # noqa: ASYNC240 - one stat, as when the handler was sync
-            raise JsonRpcInvalidParams(
-                f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
-            )
+        cwd = _directory(parsed.cwd, "cwd")
+        directories = _directories(parsed.additional_directories)
         from bridge.session import new_session_id
 
         session_id = new_session_id()
-        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id)
+        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id, directories=directories)
         notices = session.setup.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
         session.toolset.refresh_commands()
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
-        answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
-        if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
-            answer["models"] = ls.models(session)
-        return answer
+        return {"sessionId": session.id, **ls.session_answer(session)}
 
-    @feature("session/load")
-    async def session_load(ls: BridgeServer, params: Any) -> dict[str, Any]:
+    async def reopen(ls: BridgeServer, params: Any, *, replay: bool) -> dict[str, Any]:
+        """`session/load` (the history replayed first, then the answer) and `session/resume` (no history)."""
         from bridge.agent import UnknownSession
-
-        parsed = _parse(wire.LoadSessionParams, params)
         from bridge.server.updates import replayed
 
+        parsed = _parse(wire.LoadSessionParams, params)
+        directories = _directories(parsed.additional_directories)
         try:
             reopened = ls.agent.reopen(parsed.session_id, ls.frontend(parsed.session_id), parsed.mcp_servers,
-                                       ls.mcp_host)
+                                       ls.mcp_host, directories=directories, replay=replay)
         except UnknownSession as error:
             raise unknown_session(error) from None
         session = reopened.session
         stream = ls.stream(session.id)
-        for update in replayed(reopened.replay, offline=ls.offline):
-            stream.update(update)  # ACP: the history first, then the answer
+        for update in replayed(reopened.replay, ls.features, offline=ls.offline):
+            stream.update(update, closes=False)  # ACP: the history first, then the answer
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, reopened.notices, loaded=True))
-        answer = {"modes": wire.modes_state(session.mode)}
-        if not ls.acp:  # the loaded session's own model, for the picker and the header
-            answer["models"] = ls.models(session)
-        return answer
+        return ls.session_answer(session)
+
+    @feature("session/load")
+    async def session_load(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        return await reopen(ls, params, replay=True)
+
+    @feature("session/resume")
+    async def session_resume(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        return await reopen(ls, params, replay=False)
+
+    @feature("session/delete")
+    async def session_delete(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.agent import UnknownSession
+
+        parsed = _parse(wire.SessionParams, params)
+        try:
+            await ls.agent.delete_session(parsed.session_id)
+        except UnknownSession as error:
+            raise unknown_session(error) from None
+        stream = ls.streams.pop(parsed.session_id, None)
+        if stream is not None:
+            stream.close()
+        ls._titles.pop(parsed.session_id, None)
+        return {}
 
     @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -447,23 +585,28 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("session/prompt")
     async def session_prompt(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.PromptParams)
+        if ls.signed_out:
+            raise auth_required("Signed out (logout): authenticate again to use the model.")
         try:
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from None
+        if not blocks:  # nothing to ask the model (the API refuses an empty message): the turn is over at once
+            return {"stopReason": "end_turn"}
         if not ls.agent.config.api_key and not _slash_command(blocks):
             # Said at once: without a key the request would fail late and for another reason (a network
             # error after the retries, when the API is not reachable), which sends people looking elsewhere.
             raise auth_required(NO_API_KEY, {"kind": "authentication", "status": None})
         stream = ls.stream(session.id)
         try:
-            stop = await session.prompt(blocks)
+            stop = await session.prompt(blocks) if await ls.sdk_ready(session.id) else "cancelled"
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
         except Exception as error:  # a model failure, or anything else: one clear message
             raise _internal_error(error) from None
         finally:
-            stream.flush()  # what the turn streamed arrives before its answer
+            stream.end_turn()  # what the turn streamed (and held notices) arrive before its answer
+            ls.turn_ended(session)
         return {"stopReason": stop}
 
     @feature("session/cancel")
@@ -479,6 +622,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             if not session.cancel_tool_call(call):
                 log.info("session/cancel: tool call %s is not running", call)
             return
+        for waiting in ls.starting.get(session.id, set()):  # a prompt still waiting for the SDK: it ends unbegun
+            waiting.cancel()
         session.cancel(force=bool(meta.get("force")))
 
     @feature("_bridge/cancel_tool_call")
@@ -508,6 +653,34 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         ls.bridge_protocol.after_reply(session.announce_mode)  # answered, then the update
         return {}
 
+    @feature("session/set_config_option")
+    def session_set_config_option(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """Mode, model or thinking; answered with every option as it now is (a change of mode is also announced
+        after the answer, as `session/set_mode`'s, for clients that follow `modes`)."""
+        from bridge.permissions.modes import PermissionModeError
+
+        parsed, session = ls.session(params, wire.SetConfigOptionParams)
+        options = ls.config_options(session)
+        allowed = wire.option_values(options, parsed.config_id)
+        if not allowed:
+            ids = ", ".join(option["id"] for option in options)
+            raise JsonRpcInvalidParams(f"Invalid params: configId: unknown option {parsed.config_id!r}; one of {ids}")
+        if parsed.value not in allowed:
+            raise JsonRpcInvalidParams(f"Invalid params: value: {parsed.config_id} takes one of "
+                                       f"{', '.join(allowed)}, not {parsed.value!r}")
+        value = str(parsed.value)
+        if parsed.config_id == wire.MODE_OPTION:
+            try:
+                session.set_mode(value, announce=False)
+            except PermissionModeError as error:
+                raise JsonRpcInvalidParams(f"Invalid params: value: {error}") from None
+            ls.bridge_protocol.after_reply(session.announce_mode)
+        elif parsed.config_id == wire.MODEL_OPTION:
+            session.set_model(value)
+        else:
+            session.set_thought_level(value)
+        return {"configOptions": ls.config_options(session)}
+
     @feature("session/close")
     async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.agent import UnknownSession
@@ -518,12 +691,14 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except UnknownSession as error:
             raise unknown_session(error) from None
         ls.streams.pop(parsed.session_id, None)
+        ls._titles.pop(parsed.session_id, None)
         return {}
 
     @feature("session/set_model")
     def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.SetModelParams)
         session.set_model(parsed.model_id)
+        ls.bridge_protocol.after_reply(lambda: ls.config_changed(session))
         return {}
 
     if os.environ.get(DEBUG_STATS_ENV):

@@ -88,6 +88,8 @@ class ClientFiles(SyncedDocuments):
         if not isinstance(content, str):
             log.warning("fs/read_text_file %s: no text in the answer, reading the disk", path)
             return None
+        if await anyio.to_thread.run_sync(_same_as_disk, path, content):
+            return None  # what the editor has is the file on disk: the tool reads it as such (no "unsaved" label)
         return content
 
     async def write_text(self, path: Path, text: str) -> bool:
@@ -117,6 +119,20 @@ def _text_file(path: Path) -> bool:
         return False
     finally:
         opened.close()
+
+
+def _same_as_disk(path: Path, text: str) -> bool:
+    """Whether the editor's `text` is byte for byte the file's content on disk (as UTF-8)."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "rb") as file:
+            return stat.S_ISREG(os.fstat(fd).st_mode) and file.read(len(encoded) + 1) == encoded
+    except OSError:
+        return False
 
 
 def _writable(path: Path) -> bool:

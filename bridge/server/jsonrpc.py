@@ -30,22 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AGENT_CAPABILITIES: dict[str, Any] = {
-    "loadSession": True,
-    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": True, "sse": True},
-    "sessionCapabilities": {"list": {}, "close": {}},
-}
-API_KEY_METHOD = "anthropic-api-key"
-AUTH_METHODS: list[dict[str, Any]] = [
-    {
-        "id": API_KEY_METHOD,
-        "name": "Anthropic API key",
-        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
-        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
-        "_meta": {"env": "ANTHROPIC_API_KEY", "setting": "apiKey", "link": "https://console.anthropic.com/settings/keys"},
-    }
-]
 CANCEL_REQUEST_ACP = "$/cancel_request"
 
 
@@ -83,7 +67,12 @@ class BridgeProtocol(LanguageServerProtocol):
             self._after_reply.setdefault(msg_id, []).append(action)
 
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
-        super()._send_handler_result(future, msg_id=msg_id)
+        error = None if future.cancelled() else future.exception()
+        if isinstance(error, JsonRpcException):  # the handler's own answer: whatever is worth a log line, it wrote
+            self._request_futures.pop(msg_id, None)
+            self._send_response(msg_id, error=error.to_response_error())
+        else:  # a result, a cancel, or a bug (pygls logs that with its traceback)
+            super()._send_handler_result(future, msg_id=msg_id)
         actions = self._after_reply.pop(msg_id, [])
         if future.cancelled() or future.exception() is not None:
             return
@@ -103,7 +92,9 @@ class BridgeProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": 1}
+        from bridge.server.wire import AGENT_CAPABILITIES, PROTOCOL_VERSION
+
+        result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": PROTOCOL_VERSION}
         return result
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
@@ -112,7 +103,30 @@ class BridgeProtocol(LanguageServerProtocol):
         _forget_finished(self, before)
 
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
-        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": error.to_response_error()})
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": bounded_error(error.to_response_error())})
+
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
+        super()._send_response(msg_id, result, bounded_error(error) if error is not None else None)
+
+
+MAX_ERROR_TEXT = 1000
+"""The longest error message sent (characters): a message echoes what it refuses (a path, an id), and a client
+that sends megabytes must not get them back."""
+
+
+def bounded_text(text: str, limit: int = MAX_ERROR_TEXT) -> str:
+    """`text`, cut to `limit` characters with a note of how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def bounded_error(error: Any) -> Any:
+    """A JSON-RPC error object (lsprotocol's `ResponseError`) with its message bounded."""
+    message = getattr(error, "message", None)
+    if isinstance(message, str) and len(message) > MAX_ERROR_TEXT:
+        error.message = bounded_text(message)
+    return error
 
 
 # ---- reading hostile input --------------------------------------------------------------------------
@@ -369,12 +383,15 @@ def _is_response(data: Any) -> bool:
 
 
 def _too_deep(value: Any, limit: int) -> bool:
+    """Whether `value` nests containers deeper than `limit` (a scalar message, e.g. `null` or `123`, does not)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
+        if not isinstance(item, (dict, list)):
+            continue
         if depth > limit:
             return True
+        children = item.values() if isinstance(item, dict) else item
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return False
 
@@ -447,6 +464,8 @@ def _shape_problem(data: Any) -> str | None:
     if "method" in data:
         if not isinstance(data["method"], str):
             return '"method" must be a string'
+        if "result" in data or "error" in data:
+            return 'a message is a request/notification ("method") or a response ("result"/"error"), not both'
         if "id" in data and data["id"] is not None and _valid_id(data) is None:
             return '"id" must be a string or an integer'
         if "params" in data and not isinstance(data["params"], (dict, list)):

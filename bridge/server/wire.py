@@ -1,14 +1,18 @@
-"""ACP wire shapes <-> domain objects: the only place ACP shapes are built. Nothing here does work; it only
-translates (which event becomes which update is decided once, in `bridge/server/updates.py`)."""
+"""ACP v1 wire shapes <-> domain objects: the only place ACP shapes are built (the capabilities, every answer,
+every `session/update`, the requests we send). Nothing here does work; it only translates (which event becomes
+which update is decided once, in `bridge/server/updates.py`). ACP v2 (a draft) would be a second module of this
+kind beside this one, chosen at `initialize` by the protocol version."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, assert_never
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bridge.commands import Command
 from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
@@ -33,6 +37,54 @@ from bridge.transcript import StoredSession
 from bridge.visible import capped, code_span, fits, has_hidden, one_line, visible, visible_spans
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
+Level = Literal["info", "warning", "error"]
+
+PROTOCOL_VERSION = 1
+AGENT_CAPABILITIES: dict[str, Any] = {
+    "loadSession": True,
+    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+    "mcpCapabilities": {"http": True, "sse": True},
+    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "additionalDirectories": {}},
+    "auth": {"logout": {}},
+}
+API_KEY_METHOD = "anthropic-api-key"
+AUTH_METHODS: list[dict[str, Any]] = [
+    {
+        "id": API_KEY_METHOD,
+        "name": "Anthropic API key",
+        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
+        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
+        "_meta": {"env": "ANTHROPIC_API_KEY", "setting": "apiKey", "link": "https://console.anthropic.com/settings/keys"},
+    }
+]
+SUB_AGENTS_META = "agent-bridge/subAgentUpdates"
+"""`clientCapabilities._meta` key: `"nested"` asks for a sub-agent's own updates (each with
+`_meta.parentToolCallId`) instead of its work inside the `Agent` call's content."""
+
+
+@dataclass(frozen=True)
+class ClientFeatures:
+    """What the mapping does differently for a client, from its `clientCapabilities` (and the transport)."""
+
+    notices: bool = False  # `session.notices`: notices as `notice` updates, not quoted message chunks
+    nested_sub_agents: bool = False  # sub-agents' own updates tagged `_meta.parentToolCallId` (our extension)
+    session_metadata: bool = True  # `config_option_update` and `session_info_update` (ACP 2026)
+
+
+def client_features(capabilities: Any, *, lsp: bool = False) -> ClientFeatures:
+    """`lsp`: `serve`'s one client, the VS Code extension, draws sub-agents' nested updates itself and knows the
+    session updates of ACP before 2026 only."""
+    caps = capabilities if isinstance(capabilities, dict) else {}
+    session = caps.get("session")
+    meta = caps.get("_meta")
+    nested = isinstance(meta, dict) and meta.get(SUB_AGENTS_META) == "nested"
+    return ClientFeatures(notices=isinstance(session, dict) and isinstance(session.get("notices"), dict),
+                          nested_sub_agents=lsp or nested, session_metadata=not lsp)
+
+
+def initialize_result(agent_info: dict[str, Any]) -> dict[str, Any]:
+    return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
+            "agentInfo": agent_info}
 
 
 class WireModel(BaseModel):
@@ -42,6 +94,12 @@ class WireModel(BaseModel):
 class NewSessionParams(WireModel):
     cwd: str
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list, alias="mcpServers")
+    additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
+
+    @field_validator("mcp_servers", "additional_directories", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
 
 
 class PromptParams(WireModel):
@@ -62,6 +120,12 @@ class ToolCallParams(WireModel):
 class SetModeParams(WireModel):
     session_id: str = Field(alias="sessionId")
     mode_id: str = Field(alias="modeId")
+
+
+class SetConfigOptionParams(WireModel):
+    session_id: str = Field(alias="sessionId")
+    config_id: str = Field(alias="configId")
+    value: str | bool
 
 
 class SetModelParams(WireModel):
@@ -89,7 +153,8 @@ IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the
 
 
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
-    """ACP content blocks -> Messages API blocks."""
+    """ACP content blocks -> Messages API blocks; none for a prompt without content (`[]`, blank text), which the
+    schema allows and which asks nothing of the model."""
     blocks: list[Block] = []
     for index, item in enumerate(prompt):
         kind = item.get("type")
@@ -116,8 +181,6 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
             blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
         else:
             raise ValueError(f"Invalid params: prompt.{index}.type: unsupported content block {kind!r}")
-    if not blocks:
-        raise ValueError("Invalid params: prompt: the prompt has no content")
     return blocks
 
 
@@ -144,13 +207,40 @@ def plan_entry(entry: PlanEntry) -> dict[str, Any]:
     return {"content": entry.content, "status": entry.status, "priority": "medium"}
 
 
-def _text_content(text: str) -> dict[str, Any]:
+def text_content(text: str) -> dict[str, Any]:
+    """Tool-call content: a block of text."""
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
-def chunk(kind: ChunkKind, text: str, parent: str | None = None) -> dict[str, Any]:
-    update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+_text_content = text_content
+TOOL_MARKS = {"pending": "○", "in_progress": "◌", "completed": "✓", "failed": "✗"}
+
+
+def tool_line(title: str, status: str) -> str:
+    """One of a sub-agent's tool calls, as a line of its `Agent` call's content."""
+    return f"{TOOL_MARKS.get(status, '○')} {title}"
+
+
+def agent_card(call: str, content: list[dict[str, Any]], progress: AgentProgress | None) -> dict[str, Any]:
+    """The `Agent` call's update while its sub-agent works, its work as the call's own content (what a client
+    that knows nothing of `_meta` shows); `_meta.agent` has the figures, as `agent_progress`'s."""
+    update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call, "content": content}
+    if progress is not None:
+        update["_meta"] = agent_progress(progress)["_meta"]
+    return update
+
+
+def chunk(kind: ChunkKind, text: str, parent: str | None = None, message_id: str | None = None) -> dict[str, Any]:
+    """A streamed piece of a message; `message_id` names the message it belongs to (ACP's `messageId`: a client
+    joins the chunks of one message and starts a new one when it changes)."""
+    update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        update["messageId"] = message_id
     return nested(update, parent) if parent is not None else update
+
+
+def new_message_id() -> str:
+    return f"msg_{uuid.uuid4().hex[:16]}"
 
 
 def nested(update: dict[str, Any], parent: str | None) -> dict[str, Any]:
@@ -202,28 +292,44 @@ def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
 
 
 NOTICE_LABELS = {"info": "", "warning": "**Warning:** ", "error": "**Error:** "}
+NOTICE_TITLE_CHARS = 120
 
 
-def notice_update(message: str, level: Literal["info", "warning", "error"]) -> dict[str, Any]:
-    """A notice for an ACP client: a paragraph of its own in the agent's message (ACP has no notification an
-    editor shows; Zed renders `agent_message_chunk`), marked `_meta.notice` so a client may render it apart."""
-    text = f"\n\n> {NOTICE_LABELS[level]}{message}\n\n"
-    content = {"type": "text", "text": text}
-    return {"sessionUpdate": "agent_message_chunk", "content": content, "_meta": {"notice": level}}
-
-
-def retry(event: RetryWait) -> dict[str, Any]:
-    """A retry the turn waits for: a notice (what an ACP client shows) whose `_meta.retry` lets a client that
-    knows it show a countdown in its status instead (the VS Code panel does)."""
-    update = notice_update(event.summary(), "info")
-    update["_meta"]["retry"] = {"reason": event.reason, "attempt": event.attempt, "attempts": event.attempts,
-                                "delayMs": round(event.delay * 1000)}
+def notice_update(message: str, level: Level, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A notice for a client that advertised `session.notices`: ACP's `notice` update — a plain-text title that
+    stands alone (the message's first line, cut), the whole message as its description when it says more."""
+    first = message.strip().splitlines()[0] if message.strip() else level
+    title = first if len(first) <= NOTICE_TITLE_CHARS else first[:NOTICE_TITLE_CHARS - 1].rstrip() + "…"
+    update: dict[str, Any] = {"sessionUpdate": "notice", "severity": level, "title": title}
+    if message.strip() != title:
+        update["description"] = message.strip()
+    if meta:
+        update["_meta"] = meta
     return update
 
 
-def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
-    content = [_text_content(event.text)] if event.text else []
-    content += [tool_content(item) for item in event.display]
+def notice_chunk(message: str, level: Level, meta: dict[str, Any] | None = None,
+                 message_id: str | None = None) -> dict[str, Any]:
+    """A notice for a client without `session.notices` (ACP's advice: an agent message): a quoted paragraph,
+    a message of its own (`messageId`), marked `_meta.notice` so a client may render it apart."""
+    update = chunk("agent_message_chunk", f"\n\n> {NOTICE_LABELS[level]}{message}\n\n", message_id=message_id)
+    update["_meta"] = {"notice": level, **(meta or {})}
+    return update
+
+
+def retry_meta(event: RetryWait) -> dict[str, Any]:
+    """A retry the turn waits for, as data (`_meta.retry` of its notice): a client that knows it shows a
+    countdown in its status instead (the VS Code panel does)."""
+    return {"retry": {"reason": event.reason, "attempt": event.attempt, "attempts": event.attempts,
+                      "delayMs": round(event.delay * 1000)}}
+
+
+def tool_finished(event: ToolCallFinished, content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """`content`: what the call shows in place of its result text (an `Agent` call's: its sub-agent's work and
+    then the result)."""
+    if content is None:
+        content = [_text_content(event.text)] if event.text else []
+    content = [*content, *(tool_content(item) for item in event.display)]
     update: dict[str, Any] = {
         "sessionUpdate": "tool_call_update",
         "toolCallId": event.tool_call_id,
@@ -276,8 +382,56 @@ def available_commands(commands: list[Command]) -> dict[str, Any]:
 
 
 def stored_session(item: StoredSession) -> dict[str, Any]:
-    updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(item.updated_at))
-    return {"sessionId": item.session_id, "cwd": item.cwd, "title": item.title, "updatedAt": updated}
+    return {"sessionId": item.session_id, "cwd": item.cwd, "title": item.title, "updatedAt": iso_time(item.updated_at)}
+
+
+def session_info(title: str | None, updated_at: float) -> dict[str, Any]:
+    """`session_info_update`: the session's title (as `session/list` gives it) and its last activity."""
+    update: dict[str, Any] = {"sessionUpdate": "session_info_update", "updatedAt": iso_time(updated_at)}
+    if title is not None:
+        update["title"] = title
+    return update
+
+
+def iso_time(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+# ---- session configuration: `configOptions` (and the older `modes`) ------------------------------------------
+
+MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION = "mode", "model", "thought_level"
+
+
+def config_options(mode_id: str, models: dict[str, Any], thought_level: str) -> list[dict[str, Any]]:
+    """The session's selectors with their current values: permission mode, model (`models`: a `models_state`,
+    the models the user can pick), thinking budget."""
+    from bridge.model.thinking import LEVELS
+
+    def select(option_id: str, name: str, description: str, current: str,
+               options: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
+        return {"id": option_id, "name": name, "description": description, "category": option_id, "type": "select",
+                "currentValue": current,
+                "options": [{"value": value, "name": label, "description": about} for value, label, about in options]}
+
+    modes = [(m, MODE_NAMES[m], MODE_DESCRIPTIONS[m]) for m in MODES]
+    choices = [(m["modelId"], m["name"], m["description"]) for m in models["availableModels"]]
+    return [
+        select(MODE_OPTION, "Mode", "What the agent may do without asking", mode_id, modes),
+        select(MODEL_OPTION, "Model", "The model that answers, from the next prompt on", models["currentModelId"],
+               choices),
+        select(THOUGHT_OPTION, "Thinking", "How much the model thinks before it answers, from the next prompt on",
+               thought_level, list(LEVELS)),
+    ]
+
+
+def config_update(options: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"sessionUpdate": "config_option_update", "configOptions": options}
+
+
+def option_values(options: list[dict[str, Any]], option_id: str) -> list[str]:
+    """The values a select option `option_id` takes (none: no such option)."""
+    option = next((o for o in options if o["id"] == option_id), None)
+    return [str(item["value"]) for item in option["options"]] if option is not None else []
 
 
 def models_state(current: str) -> dict[str, Any]:
@@ -503,10 +657,11 @@ def trust_answer(result: Any) -> TrustAnswer | None:
     return next((answer for answer in _TRUST_KINDS if answer == option), None)
 
 
-class LoadSessionParams(WireModel):
+class LoadSessionParams(NewSessionParams):
+    """`session/load` and `session/resume`."""
+
     session_id: str = Field(alias="sessionId")
-    cwd: str | None = None
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list, alias="mcpServers")
+    cwd: str | None = None  # type: ignore[assignment]  # the session's own; a client may leave it out
 
 
 class ListSessionsParams(WireModel):

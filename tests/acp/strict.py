@@ -43,6 +43,10 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "session/set_mode": schema.SetSessionModeResponse,
     "session/prompt": schema.PromptResponse,
     "session/close": schema.CloseSessionResponse,
+    "session/resume": schema.ResumeSessionResponse,
+    "session/delete": schema.DeleteSessionResponse,
+    "session/set_config_option": schema.SetSessionConfigOptionResponse,
+    "logout": schema.LogoutResponse,
 }
 # `_`-prefixed extension methods the bridge may send (README, "Protocol"): none today.
 EXTENSIONS: dict[str, type[BaseModel] | None] = {}

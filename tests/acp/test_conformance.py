@@ -124,6 +124,30 @@ async def test_an_edit_acts_on_the_editors_unsaved_text_and_is_written_through_t
         assert shown and shown[-1].new_text == "print('edited')\n"
 
 
+async def test_the_unsaved_label_is_only_for_text_that_differs_from_the_disk(
+    editor: Editor, data_dir: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """Every read goes through the editor; the model is told "unsaved" only when the editor's text is not the
+    disk's (issue 22: every read was labelled, even byte for byte the file on disk)."""
+    same, changed = workspace / "same.py", workspace / "changed.py"
+    same.write_text("a = 1\n")
+    changed.write_text("b = 1\n")
+    editor.buffers[str(same)] = "a = 1\n"  # open in the editor, saved
+    editor.buffers[str(changed)] = "b = 2\n"  # open in the editor, typed into
+    responses = [tool_use("Read", {"file_path": str(same)}), tool_use("Read", {"file_path": str(changed)}),
+                 answer("Read both.")]
+    async with running_agent(editor, scenario_file(tmp_path, responses), data_dir) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=FS)
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        assert (await conn.prompt(session_id=sid, prompt=text("read them"))).stop_reason == "end_turn"
+    assert editor.reads == [str(same), str(changed)], "both were asked of the editor"
+    results = {u.tool_call_id: " ".join(c.content.text for c in u.content or [] if c.type == "content")
+               for u in editor.of_kind("tool_call_update", sid) if u.status == "completed"}
+    [same_result, changed_result] = results.values()
+    assert "a = 1" in same_result and "unsaved" not in same_result
+    assert "b = 2" in changed_result and "unsaved version" in changed_result
+
+
 async def test_without_the_fs_capability_files_are_the_disks(
     editor: Editor, data_dir: Path, workspace: Path, tmp_path: Path
 ) -> None:
@@ -275,3 +299,27 @@ async def test_warnings_reach_the_editor_as_a_message_it_shows(
         assert notice.field_meta == {"notice": "warning"}
         assert not editor.incoming("window/showMessage") and not editor.incoming("window/logMessage")
         assert (await conn.prompt(session_id=sid, prompt=text("hello"))).stop_reason == "end_turn"
+
+
+async def test_on_the_offline_demo_model_the_model_option_offers_that_model_alone(
+    editor: Editor, data_dir: Path, workspace: Path
+) -> None:
+    """`acp --offline`: the `model` config option names the demo model, not a Claude model with a price (as
+    `serve`'s `models` does), it can be picked, and the usage costs nothing."""
+    async with running_agent(editor, "playground", data_dir) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=FS)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        options = {o.id: o for o in session.config_options or []}
+        model = options["model"]
+        assert isinstance(model, schema.SessionConfigOptionSelect) and model.current_value == "offline-demo"
+        assert [(o.value, o.name) for o in model.options if isinstance(o, schema.SessionConfigSelectOption)] == [
+            ("offline-demo", "Offline demo model")]
+        assert {"mode", "thought_level"} <= options.keys()
+        answered = await conn.set_config_option(config_id="model", session_id=sid, value="offline-demo")
+        assert [o.current_value for o in answered.config_options if o.id == "model"] == ["offline-demo"]
+        with pytest.raises(RequestError):
+            await conn.set_config_option(config_id="model", session_id=sid, value="claude-sonnet-4-5")
+        assert (await conn.prompt(session_id=sid, prompt=text("hello"))).stop_reason == "end_turn"
+        usage = editor.of_kind("usage_update", sid)
+        assert usage and all(u.cost is None for u in usage)

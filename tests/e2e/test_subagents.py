@@ -389,6 +389,7 @@ async def test_a_loaded_session_replays_sub_agents_nested_under_their_card(works
                   (u["update"].get("_meta") or {}).get("parentToolCallId")) for u in editor.updates]
         at = kinds.index(("tool_call", card["toolCallId"], None))
         inner = [k for k in kinds if k[2] == card["toolCallId"]]
-        assert [k[0] for k in inner] == ["user_message_chunk", "tool_call", "tool_call_update", "agent_message_chunk"]
+        # (its prompt is its parent's, not the user's: no user message, as live — issue 22)
+        assert [k[0] for k in inner] == ["tool_call", "tool_call_update", "agent_message_chunk"]
         assert kinds[at + 1:at + 1 + len(inner)] == inner, "the sub-agent's work right after its card"
         assert kinds[at + 1 + len(inner)] == ("tool_call_update", card["toolCallId"], None)
