@@ -7,7 +7,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from bridge.errors import for_person, root_cause, validation_problems
 from bridge.model.types import ModelError
-from bridge.server.app import _internal_error
+from bridge.server.rpc_errors import internal_error as _internal_error
 
 
 def _grouped(error: Exception) -> ExceptionGroup:

@@ -1,7 +1,7 @@
 """The permission question shows what runs (issue 21 item 3): the whole command with the parts that made it ask
 marked, the resolved path when it differs from the one named, the reason; hidden characters made visible; an
 always-choice that lists every rule it saves. Here: the engine's data (`Decision.shown`), the ACP shape
-(`wire.permission_params`) and the terminal's lines, from real decisions in a real workspace."""
+(`questions.permission_params`) and the terminal's lines, from real decisions in a real workspace."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from bridge.cli.terminal import question_lines
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import Decision, NamedPath, PermissionRequest, answer_options
-from bridge.server import wire
+from bridge.server import questions
 from bridge.tools.write import WriteInput, WriteTool
 from bridge.visible import MAX_SHOWN_CHARS, MAX_TITLE_CHARS, code_span, has_hidden, one_line, visible, visible_spans
 from tests.attacks.workspace import Workspace, build, engine, setup_env
@@ -72,7 +72,7 @@ def test_a_command_past_80_characters_is_whole_and_only_the_part_that_asks_is_ma
     decision = ask(engine(found), TITLE_CUT)
     assert decision.shown.command == TITLE_CUT
     assert marked(decision) == ["rm -f victim.txt"]
-    params = wire.permission_params("s1", request_of(decision))
+    params = questions.permission_params("s1", request_of(decision))
     title = params["toolCall"]["title"]
     assert TITLE_CUT in title and len(title) > 100, title
     question = params["_meta"]["question"]
@@ -85,7 +85,7 @@ def test_every_line_of_a_multi_line_command_is_shown(found: Workspace) -> None:
     command = "ls\n# nothing to worry about\nrm -f victim.txt"
     decision = ask(engine(found), command)
     assert marked(decision) == ["rm -f victim.txt"]
-    params = wire.permission_params("s1", request_of(decision))
+    params = questions.permission_params("s1", request_of(decision))
     assert params["toolCall"]["title"] == "`ls ⏎ # nothing to worry about ⏎ rm -f victim.txt`"
     assert params["_meta"]["question"]["command"] == command, "real line breaks in the data"
     lines = question_lines(request_of(decision), lambda code, text: text)
@@ -115,7 +115,7 @@ def test_a_symlink_shows_where_it_leads(found: Workspace) -> None:
     assert decision.behavior == "ask"
     assert decision.shown.paths == (NamedPath(str(path), str(found.home / ".bashrc")),)
     raw = {"file_path": str(path), "content": "x"}
-    params = wire.permission_params("s1", request_of(decision, "Write", raw,
+    params = questions.permission_params("s1", request_of(decision, "Write", raw,
                                                      WriteTool().user_facing_title(WriteInput(**raw))))
     assert params["toolCall"]["title"] == f"Write {path} → {found.home / '.bashrc'}"
     assert params["_meta"]["question"]["paths"] == [{"named": str(path), "resolved": str(found.home / ".bashrc")}]
@@ -140,7 +140,7 @@ def test_control_characters_are_marked_and_shown_escaped(found: Workspace, comma
     decision = ask(engine(found), command)
     assert decision.shown.command == command
     assert marked(decision) and all(has_hidden(text) for text in marked(decision))
-    params = wire.permission_params("s1", request_of(decision))
+    params = questions.permission_params("s1", request_of(decision))
     shown = {k: v for k, v in params["toolCall"].items() if k != "rawInput"}  # rawInput: the data, as sent
     texts = strings_in([shown, params["_meta"], params["options"]])
     assert texts and not [t for t in texts if has_hidden(t)], "no raw control character in anything shown"
@@ -153,7 +153,7 @@ def test_control_characters_are_marked_and_shown_escaped(found: Workspace, comma
 def test_bidi_and_zero_width_characters_are_made_visible_in_title_reason_and_rules(found: Workspace) -> None:
     command = "rm -f victim.txt # \u202eignore\u2066 this\u200b"
     decision = ask(engine(found), command)
-    params = wire.permission_params("s1", request_of(decision))
+    params = questions.permission_params("s1", request_of(decision))
     title = params["toolCall"]["title"]
     assert "\\u{202e}" in title and "\\u{2066}" in title and "\\u{200b}" in title
     assert not has_hidden(title) and not has_hidden(params["_meta"]["reason"])
@@ -171,11 +171,11 @@ def test_an_always_choice_lists_every_rule_it_saves(found: Workspace) -> None:
     [always] = [s for s in decision.suggestions if s.behavior == "allow"]
     assert always.rules == ("Bash(npm test *)", "Bash(python3 x.py *)")
     request = request_of(decision)
-    params = wire.permission_params("s1", request)
+    params = questions.permission_params("s1", request)
     [option] = [o for o in params["options"] if o["kind"] == "allow_always"]
     assert option["name"] == "Always allow Bash(npm test *), Bash(python3 x.py *) (saved to settings.local.json)"
     assert option["_meta"]["rules"] == ["Bash(npm test *)", "Bash(python3 x.py *)"]
-    answer = wire.permission_answer({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}, request)
+    answer = questions.permission_answer({"outcome": {"outcome": "selected", "optionId": option["optionId"]}}, request)
     assert answer.suggestion is not None and answer.suggestion.rules == tuple(option["_meta"]["rules"])
     terminal = question_lines(request, lambda code, text: text)
     assert not [line for line in terminal if "always" in line], "choices come after the question lines"
@@ -192,14 +192,14 @@ def test_the_answers_a_question_offers_have_one_order(found: Workspace) -> None:
     assert [o.option_id for o in answer_options(single)] == ["allow_once", "allow_always", "reject_once",
                                                              "reject_always"]
     for shown in (request, single):  # the editor is offered them in that order
-        assert [o["optionId"] for o in wire.permission_params("s1", shown)["options"]] == [
+        assert [o["optionId"] for o in questions.permission_params("s1", shown)["options"]] == [
             o.option_id for o in answer_options(shown)]
 
 
 def test_an_answer_naming_no_offered_option_saves_nothing(found: Workspace) -> None:
     request = request_of(ask(engine(found), "rm -f victim.txt"))
     for option_id in ("allow_always:2", "allow_always:x", "reject_always:9", "nonsense"):
-        answer = wire.permission_answer({"outcome": {"outcome": "selected", "optionId": option_id}}, request)
+        answer = questions.permission_answer({"outcome": {"outcome": "selected", "optionId": option_id}}, request)
         assert answer.outcome == "cancelled" and answer.suggestion is None
 
 
@@ -241,13 +241,13 @@ def test_a_title_is_a_code_span_no_backtick_inside_can_end(text: str, span: str)
 
 def test_a_long_run_of_blanks_cannot_push_the_rest_of_a_title_out_of_sight(found: Workspace) -> None:
     command = "echo hi" + " " * 3000 + "; rm -f victim.txt"
-    title = wire.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
+    title = questions.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
     assert title == "`echo hi ⟨3000 spaces⟩ ; rm -f victim.txt`"
 
 
 def test_a_command_past_the_title_limit_names_what_asks(found: Workspace) -> None:
     command = "echo '" + "x" * (MAX_TITLE_CHARS + 500) + "' && rm -f victim.txt"
-    title = wire.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
+    title = questions.permission_params("s1", request_of(ask(engine(found), command)))["toolCall"]["title"]
     assert "more characters)" in title and title.endswith(" — it asks about `rm -f victim.txt`")
 
 
@@ -255,7 +255,7 @@ def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Wor
     command = "echo " + "é\u200b" * 500_000 + " && rm -f victim.txt"
     decision = ask(engine(found), command)
     started = time.perf_counter()
-    params = wire.permission_params("s1", request_of(decision))
+    params = questions.permission_params("s1", request_of(decision))
     assert time.perf_counter() - started < 2.0
     question = params["_meta"]["question"]
     assert question["command"].endswith(f"… (+{len(command) - MAX_SHOWN_CHARS:,} more characters not shown)")

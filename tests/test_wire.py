@@ -20,7 +20,7 @@ from bridge.loop.events import (
 from bridge.permissions.modes import MODES
 from bridge.permissions.types import PermissionRequest
 from bridge.replay import replay_history, replay_turns
-from bridge.server import wire
+from bridge.server import questions, wire
 from bridge.server.updates import UpdateStream, replayed
 from bridge.tools.base import AnyTool
 
@@ -97,10 +97,10 @@ async def test_a_sub_agents_events_carry_their_parent_call_and_its_text_is_never
 def test_a_sub_agents_permission_request_names_it() -> None:
     request = PermissionRequest("t2", "Bash", "`ls`", "execute", {"command": "ls"}, [], [], "needs permission", [],
                                 agent=SubAgentLabel("general-purpose", "List it", "call_1"))
-    params = wire.permission_params("s1", request)
+    params = questions.permission_params("s1", request)
     assert params["_meta"]["reason"] == "needs permission" and params["_meta"]["agent"] == {
         "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}
-    plain = wire.permission_params("s1", PermissionRequest("t3", "Bash", "`ls`", "execute", {}, [], [], "r", []))
+    plain = questions.permission_params("s1", PermissionRequest("t3", "Bash", "`ls`", "execute", {}, [], [], "r", []))
     assert plain["_meta"]["reason"] == "r" and "agent" not in plain["_meta"]
 
 

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         # `initialize` is answered from here when its answer is known (before the server is even imported)
         first = read_first(sys.stdin.buffer, sys.stdout.buffer, acp=args.command == "acp",
                            argv=[args.command, args.model or "", args.offline or ""])
-        from bridge.server.app import serve as serve_stdio
+        from bridge.server.stdio import serve as serve_stdio
 
         overrides: dict[str, Any] = {}
         if args.model:

@@ -4,76 +4,55 @@ calls the domain, returns a wire shape."""
 from __future__ import annotations
 
 import asyncio
-import collections
-import concurrent.futures
-import contextlib
-import functools
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
-from pygls.io_ import StdinAsyncReader, StdoutWriter
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
-from bridge.server import wire
+from bridge.server import questions, wire
 from bridge.server.jsonrpc import (
     AcpProtocol,
     BridgeProtocol,
-    LineWriter,
     dict_converter,
-    run_until_eof,
-    serve_lines,
 )
+from bridge.server.rpc_errors import (
+    NO_API_KEY,
+    Handler,
+    answering_errors,
+    auth_required,
+    directories,
+    directory,
+    internal_error,
+    parse_params,
+    unknown_session,
+)
+from bridge.server.stats import DEBUG_STATS_ENV, BridgeStats, debug_stats
 from bridge.server.updates import UpdateStream, tool_meta
-from bridge.server.wire import API_KEY_METHOD, AUTH_METHODS
+from bridge.server.warmup import sdk_loaded, sdk_loading, warm_up
+from bridge.server.wire import API_KEY_METHOD
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
     from bridge.mcp.host import McpHost, Question, Reply
     from bridge.messages import Block
-    from bridge.model.types import ModelError
     from bridge.permissions.trust import TrustAnswer, TrustQuestion
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.server.documents import SyncedDocuments
-    from bridge.server.fast_initialize import FirstMessage
     from bridge.session import Frontend, Session
 
 log = logging.getLogger(__name__)
 
 Level = wire.Level
-AUTH_REQUIRED = -32000  # ACP's `auth_required`
-RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
 AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
-DEBUG_STATS_ENV = "AGENT_BRIDGE_DEBUG_STATS"  # set: `_bridge/stats` answers (the soak benchmark's view)
-
-
-class BridgeStats(TypedDict):
-    """`_bridge/stats`: what a soak watches for leaks, from inside the process."""
-
-    pid: int
-    tasks: int  # asyncio tasks of the server's loop, this request's included
-    taskNames: dict[str, int]  # tasks by their coroutine's qualified name
-    threads: int
-    threadNames: list[str]
-    sessions: int
-
-
-def debug_stats(agent: Agent | None) -> BridgeStats:
-    tasks = asyncio.all_tasks()
-    names = collections.Counter(getattr(task.get_coro(), "__qualname__", "?") for task in tasks)
-    return {"pid": os.getpid(), "tasks": len(tasks), "taskNames": dict(names), "threads": threading.active_count(),
-            "threadNames": sorted(thread.name for thread in threading.enumerate()),
-            "sessions": len(agent.sessions) if agent is not None else 0}
 
 
 class BridgeServer(LanguageServer):
@@ -163,7 +142,7 @@ class BridgeServer(LanguageServer):
     def session(self, params: Any, model: type[wire.WireModel] = wire.SessionParams) -> tuple[Any, Session]:
         from bridge.agent import UnknownSession
 
-        parsed = _parse(model, params)
+        parsed = parse_params(model, params)
         try:
             return parsed, self.agent.get(parsed.session_id)
         except UnknownSession as error:
@@ -209,7 +188,7 @@ class BridgeServer(LanguageServer):
     async def sdk_ready(self, session_id: str) -> bool:
         """Waits for the SDK's import if one is under way (start-up, off the loop); False when the session's
         `session/cancel` came meanwhile (the prompt is then cancelled before it began)."""
-        if _sdk_import is None or _sdk_import.done():
+        if not sdk_loading():
             return True
         waiting = asyncio.ensure_future(sdk_loaded())
         self.starting.setdefault(session_id, set()).add(waiting)
@@ -235,11 +214,12 @@ class BridgeServer(LanguageServer):
         async def ask_trust(question: TrustQuestion) -> TrustAnswer | None:
             stream.flush()
             try:
-                result = await self.ask_client("session/request_permission", wire.trust_params(session_id, question))
+                params = questions.trust_params(session_id, question)
+                result = await self.ask_client("session/request_permission", params)
             except Exception as error:  # the editor failed to answer: nothing is trusted
                 log.warning("folder trust question failed: %s", error)
                 return None
-            return wire.trust_answer(result)
+            return questions.trust_answer(result)
 
         return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id),
                         ask_trust=ask_trust)
@@ -271,8 +251,8 @@ class BridgeServer(LanguageServer):
         """An MCP server's question (approve a project's server, fill a form) as `session/request_permission`;
         withdrawn when the server withdraws it (or the turn is cancelled)."""
         self.stream(session_id).flush()
-        result = await self.ask_client("session/request_permission", wire.question_params(session_id, question))
-        return wire.question_reply(result, question)
+        result = await self.ask_client("session/request_permission", questions.question_params(session_id, question))
+        return questions.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
         self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())),
@@ -301,7 +281,7 @@ class BridgeServer(LanguageServer):
     async def ask_permission(self, session_id: str, request: PermissionRequest) -> PermissionAnswer:
         from bridge.permissions.types import PermissionAnswer
 
-        params = wire.permission_params(session_id, request)
+        params = questions.permission_params(session_id, request)
         session = self.agent.sessions.get(session_id)
         tool = session.toolset.get(request.tool_name) if session is not None else None
         meta = await asyncio.to_thread(tool_meta, tool, request.raw_input)
@@ -312,84 +292,7 @@ class BridgeServer(LanguageServer):
         except Exception as error:  # the editor answered with an error: the tool is denied
             log.warning("permission request failed: %s", error)
             return PermissionAnswer("cancelled")
-        return wire.permission_answer(result, request)
-
-
-def _warm_up() -> None:
-    """Right after `initialize` is answered: load what the first session and prompt need before they come — in
-    steps, each its own turn of the event loop, so a request that arrives meanwhile is served between two steps,
-    in order. The anthropic SDK (only when no wire profile covers it) takes seconds to import: it loads on a
-    worker thread, never on the loop (a prompt waits for it, `sdk_loaded`; nothing else does). Everything else
-    is imported here, on the loop, before that thread starts, so the two never import the same modules at once
-    (Python's import locks)."""
-    loop = asyncio.get_running_loop()
-    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _load_transport]
-
-    def step(index: int) -> None:
-        try:
-            steps[index]()
-        except Exception:  # reported when a request needs it
-            log.exception("warm-up failed")
-            return
-        if index + 1 < len(steps):
-            loop.call_soon(step, index + 1)
-
-    loop.call_soon(step, 0)
-
-
-def _load_domain() -> None:
-    import bridge.agent  # noqa: F401
-
-
-def _load_tools() -> None:
-    from bridge.tools.registry import core_tools
-
-    for tool in core_tools():  # loads what writing the schemas takes
-        tool.schema()
-
-
-_sdk_import: concurrent.futures.Future[None] | None = None
-
-
-def _load_transport() -> None:
-    global _sdk_import
-    from bridge.model import wire as model_wire
-
-    if model_wire.supported() is None:
-        model_wire.prepare()
-    elif _sdk_import is None and "anthropic" not in sys.modules:
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def load() -> None:
-            try:
-                import anthropic  # noqa: F401
-            except BaseException as error:  # the prompt that needs it imports it again, and reports
-                log.warning("importing the anthropic SDK failed: %s", error)
-            future.set_result(None)
-
-        threading.Thread(target=load, name="anthropic-import", daemon=True).start()
-        _sdk_import = future
-
-
-async def sdk_loaded() -> None:
-    """The SDK's import, if one is under way on its thread, has ended (the loop stays free meanwhile)."""
-    if _sdk_import is not None:
-        await asyncio.wrap_future(_sdk_import)
-
-
-def unknown_session(error: Exception) -> JsonRpcServerError:
-    return JsonRpcServerError(str(error), RESOURCE_NOT_FOUND)  # type: ignore[no-untyped-call]
-
-
-def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcServerError:
-    """ACP's `auth_required`, with the method the editor can offer (how to set the key is in its `_meta`)."""
-    data = {**(data or {}), "authMethods": AUTH_METHODS}
-    return JsonRpcServerError(message, AUTH_REQUIRED, data)  # type: ignore[no-untyped-call]
-
-
-NO_API_KEY = ("No Anthropic API key is set: set ANTHROPIC_API_KEY for agent-bridge (or apiKey in its settings; "
-              "in VS Code: “Agent Bridge: Set API Key”), or try it without one on the offline model "
-              "(--offline playground).")
+        return questions.permission_answer(result, request)
 
 
 def _slash_command(blocks: list[Block]) -> bool:
@@ -398,90 +301,12 @@ def _slash_command(blocks: list[Block]) -> bool:
     return first.get("type") == "text" and str(first.get("text", "")).lstrip().startswith("/")
 
 
-def model_failure(error: ModelError) -> JsonRpcException:
-    data = {"kind": error.kind, "status": error.status}
-    if error.kind == "authentication" and error.status != 403:  # a bad or missing key; 403: a key without access
-        return auth_required(str(error), data)
-    return JsonRpcInternalError(str(error), data=data)
-
-
-def _parse(model: type[wire.WireModel], params: Any) -> Any:
-    try:
-        return wire.parse(model, params)
-    except ValueError as error:
-        raise JsonRpcInvalidParams(str(error)) from None
-
-
-def _directory(value: str, field: str) -> Path:
-    """`value` as an absolute path to an existing directory, else invalid params naming `field` (a name too
-    long or with a NUL byte is simply not one)."""
-    path = Path(value)
-    try:
-        exists = path.is_absolute() and path.is_dir()
-    except (OSError, ValueError):
-        exists = False
-    if not exists:
-        raise JsonRpcInvalidParams(f"Invalid params: {field}: must be an absolute path to an existing directory, "
-                                   f"got {value!r}")
-    return path
-
-
-def _directories(values: list[str]) -> list[Path]:
-    """ACP's `additionalDirectories`: each an absolute path to an existing directory."""
-    return [_directory(value, f"additionalDirectories.{index}") for index, value in enumerate(values)]
-
-
-Handler = TypeVar("Handler", bound=Callable[..., Any])
-
-
-def _internal_error(error: Exception) -> JsonRpcException:
-    """An unexpected failure as the editor sees it: one clear message (no group, class name or traceback,
-    which go to the log). A model failure keeps its kind and status as data."""
-    from bridge.errors import for_person, root_cause
-    from bridge.model.types import ModelError
-
-    cause = root_cause(error)
-    if isinstance(cause, ModelError):  # an ordinary failure of the API (401, 529, ...): one line, no traceback
-        log.warning("model request failed: %s", cause)
-        return model_failure(cause)
-    log.error("request failed", exc_info=error)
-    return JsonRpcInternalError(for_person(error))
-
-
-def _answering_errors(handler: Handler) -> Handler:
-    """`handler`, with any exception that is not already a JSON-RPC error answered as `_internal_error`
-    (pygls would send its class name and traceback)."""
-    if asyncio.iscoroutinefunction(handler):
-
-        @functools.wraps(handler)
-        async def run_async(*args: Any) -> Any:
-            try:
-                return await handler(*args)
-            except JsonRpcException:
-                raise
-            except Exception as error:
-                raise _internal_error(error) from None
-
-        return run_async  # type: ignore[return-value]
-
-    @functools.wraps(handler)
-    def run(*args: Any) -> Any:
-        try:
-            return handler(*args)
-        except JsonRpcException:
-            raise
-        except Exception as error:
-            raise _internal_error(error) from None
-
-    return run  # type: ignore[return-value]
-
-
 def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) -> BridgeServer:
     server = BridgeServer(overrides, acp=acp)
 
     def feature(method: str) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
-            server.feature(method)(_answering_errors(handler))
+            server.feature(method)(answering_errors(handler))
             return handler
 
         return register
@@ -489,12 +314,12 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("acp/initialize")
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
-        _warm_up()
+        warm_up()
         return wire.initialize_result(AGENT_INFO)
 
     @feature("authenticate")
     def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        parsed = _parse(wire.AuthenticateParams, params)
+        parsed = parse_params(wire.AuthenticateParams, params)
         if parsed.method_id != API_KEY_METHOD:
             raise JsonRpcInvalidParams(f"Invalid params: methodId: unknown method {parsed.method_id!r}")
         if not ls.agent.config.api_key:
@@ -517,17 +342,17 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def initialize(ls: BridgeServer, params: types.InitializeParams) -> None:
         options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
         ls.configure(options, options.get("clientCapabilities"))
-        _warm_up()
+        warm_up()
 
     @feature("session/new")
     async def session_new(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        parsed = _parse(wire.NewSessionParams, params)
-        cwd = _directory(parsed.cwd, "cwd")
-        directories = _directories(parsed.additional_directories)
+        parsed = parse_params(wire.NewSessionParams, params)
+        cwd = directory(parsed.cwd, "cwd")
+        added = directories(parsed.additional_directories)
         from bridge.session import new_session_id
 
         session_id = new_session_id()
-        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id, directories=directories)
+        session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id, directories=added)
         notices = session.setup.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
         session.toolset.refresh_commands()
@@ -539,11 +364,11 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         from bridge.agent import UnknownSession
         from bridge.server.updates import replayed
 
-        parsed = _parse(wire.LoadSessionParams, params)
-        directories = _directories(parsed.additional_directories)
+        parsed = parse_params(wire.LoadSessionParams, params)
+        added = directories(parsed.additional_directories)
         try:
             reopened = ls.agent.reopen(parsed.session_id, ls.frontend(parsed.session_id), parsed.mcp_servers,
-                                       ls.mcp_host, directories=directories, replay=replay)
+                                       ls.mcp_host, directories=added, replay=replay)
         except UnknownSession as error:
             raise unknown_session(error) from None
         session = reopened.session
@@ -565,7 +390,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     async def session_delete(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.agent import UnknownSession
 
-        parsed = _parse(wire.SessionParams, params)
+        parsed = parse_params(wire.SessionParams, params)
         try:
             await ls.agent.delete_session(parsed.session_id)
         except UnknownSession as error:
@@ -578,7 +403,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
 
     @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
-        parsed = _parse(wire.ListSessionsParams, params)
+        parsed = parse_params(wire.ListSessionsParams, params)
         stored = ls.agent.stored_sessions(Path(parsed.cwd) if parsed.cwd else None)
         return {"sessions": [wire.stored_session(item) for item in stored]}
 
@@ -603,7 +428,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
         except Exception as error:  # a model failure, or anything else: one clear message
-            raise _internal_error(error) from None
+            raise internal_error(error) from None
         finally:
             stream.end_turn()  # what the turn streamed (and held notices) arrive before its answer
             ls.turn_ended(session)
@@ -685,7 +510,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     async def session_close(ls: BridgeServer, params: Any) -> dict[str, Any]:
         from bridge.agent import UnknownSession
 
-        parsed = _parse(wire.SessionParams, params)
+        parsed = parse_params(wire.SessionParams, params)
         try:
             await ls.agent.close_session(parsed.session_id)
         except UnknownSession as error:
@@ -713,60 +538,3 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             await ls._agent.shutdown()
 
     return server
-
-
-def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> int:
-    """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
-    framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
-    answered) before the server was loaded (bridge/server/fast_initialize.py)."""
-    from bridge.server.fast_initialize import AnswerFilter, FirstMessage, Replay
-
-    first = first or FirstMessage(b"")
-    server = build_server(overrides, acp=acp)
-    reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
-    stdout = AnswerFilter(sys.stdout.buffer, first)
-    if acp:
-        server.protocol.set_writer(LineWriter(stdout), include_headers=False)
-    else:
-        server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
-    stop = threading.Event()
-    server._stop_event = stop
-    signalled: list[int] = []
-
-    async def main() -> None:
-        reading = asyncio.current_task()
-        assert reading is not None
-
-        def on_signal(signum: int) -> None:
-            """SIGINT/SIGTERM: every turn is cancelled (as Ctrl-C: commands get their escalation), then the
-            process ends; another signal meanwhile kills the commands at once."""
-            signalled.append(signum)
-            if len(signalled) == 1:
-                reading.cancel()
-            elif server._agent is not None:
-                server._agent.kill_processes_now()
-
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signum, on_signal, signum)
-        try:
-            if acp:
-                await serve_lines(reader, server.protocol, stop)  # type: ignore[arg-type]
-            else:
-                await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
-        except asyncio.CancelledError:
-            if not signalled:
-                raise
-        finally:
-            if server._agent is not None:
-                await server._agent.shutdown(grace=bool(signalled))
-
-    try:
-        asyncio.run(main())
-    except (KeyboardInterrupt, SystemExit, BrokenPipeError):
-        pass
-    finally:
-        if not signalled:  # (after a signal, stdin may still be open: its reader thread is never joined)
-            server.shutdown()  # type: ignore[no-untyped-call]
-    return 128 + signalled[0] if signalled else 0

@@ -9,7 +9,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from bridge.server import app
+from bridge.server import warmup
 from tests.acp.editor import Editor, running_agent
 from tests.acp.test_conformance import answer, scenario_file, text
 
@@ -47,14 +47,14 @@ async def test_the_sdk_import_runs_off_the_loop() -> None:
     code = """
 import asyncio, os, sys
 os.environ["AGENT_BRIDGE_MODEL_TRANSPORT"] = "sdk"
-from bridge.server import app
+from bridge.server import warmup
 
 async def main():
-    app._warm_up()
-    while app._sdk_import is None:  # the steps: one turn of the loop each
+    warmup.warm_up()
+    while warmup._sdk_import is None:  # the steps: one turn of the loop each
         await asyncio.sleep(0)
-    print("loading" if not app._sdk_import.done() else "loaded-on-the-loop")
-    await app.sdk_loaded()
+    print("loading" if not warmup._sdk_import.done() else "loaded-on-the-loop")
+    await warmup.sdk_loaded()
     print("anthropic" in sys.modules)
 
 asyncio.run(main())
@@ -62,7 +62,7 @@ asyncio.run(main())
     process = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE)
     out, _ = await process.communicate()
     assert out.decode().split() == ["loading", "True"], "the loop went on while the SDK loaded on its own thread"
-    assert app._sdk_import is None, "(not in this process)"
+    assert warmup._sdk_import is None, "(not in this process)"
 
 
 async def test_a_cancel_while_the_sdk_still_loads_cancels_the_prompt(

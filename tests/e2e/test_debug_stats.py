@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcMethodNotFound
 
-from bridge.server.app import DEBUG_STATS_ENV
+from bridge.server.stats import DEBUG_STATS_ENV
 from tests.e2e.harness import running_editor, text_response
 
 
