@@ -249,6 +249,8 @@ export interface PlanEntry {
 export interface AvailableCommand {
   name: string;
   description?: string;
+  /** What the command takes after its name (ACP's unstructured input), e.g. "what to keep". */
+  input?: { hint?: string } | null;
 }
 
 export interface UsageMeta {

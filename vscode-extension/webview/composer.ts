@@ -1,10 +1,12 @@
 /**
  * The input: Send/Stop, the context checkboxes, @-mention completion (type `@` and a few letters: the host
- * lists matching workspace files; ↑/↓ choose, Enter or Tab inserts `@path`, Escape closes the list), and images
- * pasted or dropped into it (a thumbnail each, × removes one; they go with the next prompt).
+ * lists matching workspace files; ↑/↓ choose, Enter or Tab inserts `@path`, Escape closes the list), slash-command
+ * completion (a `/` at the start: every command the session offers — built-ins, custom commands, skills, MCP
+ * prompts — with its description and what it takes), and images pasted or dropped into it (a thumbnail each, ×
+ * removes one; they go with the next prompt).
  */
 import type { FileChoice, FromWebview } from "../src/panel/messages";
-import type { ImageContent } from "../src/protocol";
+import type { AvailableCommand, ImageContent } from "../src/protocol";
 import type { TurnPhase } from "../src/session";
 
 /** The image types the model takes (the bridge refuses others). */
@@ -23,6 +25,20 @@ export function mentionAt(text: string, caret: number): { start: number; query: 
   const m = /(?:^|\s)@([^\s@]*)$/.exec(text.slice(0, caret));
   if (!m) return undefined;
   return { start: caret - (m[1] ?? "").length - 1, query: m[1] ?? "" };
+}
+
+/** The `/name` being typed at the very start of the input, the caret still in it. */
+export function commandAt(text: string, caret: number): { query: string } | undefined {
+  const m = /^\/([^\s/]*)$/.exec(text.slice(0, caret));
+  return m ? { query: m[1] ?? "" } : undefined;
+}
+
+/** The commands for `query`: those whose name starts with it first, then those that contain it (at most `max`). */
+export function commandMatches(commands: AvailableCommand[], query: string, max = 30): AvailableCommand[] {
+  const q = query.toLowerCase();
+  const starts = commands.filter((c) => c.name.toLowerCase().startsWith(q));
+  const within = commands.filter((c) => !c.name.toLowerCase().startsWith(q) && c.name.toLowerCase().includes(q));
+  return [...starts, ...within].slice(0, max);
 }
 
 /** The mentions still present in the text (a mention the user deleted again is not sent). */
@@ -47,6 +63,8 @@ export class Composer {
   /** When the person last typed a key in the input: a question card that appears then does not take the keyboard. */
   lastKeyAt = Number.NEGATIVE_INFINITY;
   private choices: FileChoice[] = [];
+  private commands: AvailableCommand[] = [];
+  private commandChoices: AvailableCommand[] | undefined; // the list shows commands (else files)
   private selected = 0;
   private requestId = 0;
   private active: { start: number; query: string } | undefined;
@@ -108,6 +126,11 @@ export class Composer {
 
   set draft(text: string) {
     this.input.value = text;
+  }
+
+  /** The session's commands (`available_commands_update`), for `/` completion. */
+  setCommands(commands: AvailableCommand[]): void {
+    this.commands = commands;
   }
 
   /** Whether the person is writing: the input has the focus and text, or took a key a moment ago. */
@@ -207,10 +230,11 @@ export class Composer {
 
   private keydown(e: KeyboardEvent): void {
     if (e.isComposing) return;
-    if (!this.list.hidden && this.choices.length) {
+    const shown = this.commandChoices ?? this.choices;
+    if (!this.list.hidden && shown.length) {
       if (e.key === "ArrowDown" || e.key === "ArrowUp") {
         e.preventDefault();
-        const n = this.choices.length;
+        const n = shown.length;
         this.selected = (this.selected + (e.key === "ArrowDown" ? 1 : n - 1)) % n;
         this.renderList();
         return;
@@ -221,7 +245,7 @@ export class Composer {
         return;
       }
     }
-    if (e.key === "Escape" && this.active) {
+    if (e.key === "Escape" && (this.active || this.commandChoices)) {
       // Closing the list is all this Escape does (it does not cancel the turn).
       e.preventDefault();
       e.stopPropagation();
@@ -235,6 +259,14 @@ export class Composer {
   }
 
   private detect(): void {
+    const command = commandAt(this.input.value, this.input.selectionStart);
+    if (command && this.commands.length) {
+      this.active = undefined;
+      this.commandChoices = commandMatches(this.commands, command.query);
+      this.selected = 0;
+      return this.renderList();
+    }
+    this.commandChoices = undefined;
     const at = mentionAt(this.input.value, this.input.selectionStart);
     if (!at) return this.close();
     this.active = at;
@@ -243,6 +275,17 @@ export class Composer {
   }
 
   private choose(index: number): void {
+    if (this.commandChoices) {
+      const command = this.commandChoices[index];
+      if (!command) return;
+      const rest = this.input.value.replace(/^\/\S*/, "").replace(/^ /, "");
+      const insert = `/${command.name} `;
+      this.input.value = insert + rest;
+      this.input.setSelectionRange(insert.length, insert.length);
+      this.close();
+      this.input.focus();
+      return;
+    }
     const choice = this.choices[index];
     const at = this.active;
     if (!choice || !at) return;
@@ -259,14 +302,28 @@ export class Composer {
 
   private close(): void {
     this.active = undefined;
+    this.commandChoices = undefined;
     this.choices = [];
     this.list.hidden = true;
     this.list.textContent = "";
   }
 
+  private renderCommands(commands: AvailableCommand[]): void {
+    if (!commands.length) {
+      const li = document.createElement("li");
+      li.className = "empty";
+      li.textContent = "No command matches";
+      this.list.append(li);
+      return;
+    }
+    commands.forEach((c, i) => this.list.append(commandItem(c, i, i === this.selected)));
+    this.list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
+  }
+
   private renderList(): void {
     this.list.textContent = "";
     this.list.hidden = false;
+    if (this.commandChoices) return this.renderCommands(this.commandChoices);
     if (!this.choices.length) {
       const li = document.createElement("li");
       li.className = "empty";
@@ -292,6 +349,22 @@ export class Composer {
     });
     this.list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
   }
+}
+
+function commandItem(c: AvailableCommand, index: number, selected: boolean): HTMLLIElement {
+  const li = document.createElement("li");
+  li.dataset.index = String(index);
+  li.setAttribute("role", "option");
+  li.className = selected ? "selected command" : "command";
+  li.setAttribute("aria-selected", String(selected));
+  const name = document.createElement("span");
+  name.className = "name";
+  name.textContent = `/${c.name}${c.input?.hint ? ` <${c.input.hint}>` : ""}`;
+  const about = document.createElement("span");
+  about.className = "dir";
+  about.textContent = c.description ?? "";
+  li.append(name, about);
+  return li;
 }
 
 function readBase64(file: File): Promise<string> {

@@ -271,6 +271,7 @@ let ticking: ReturnType<typeof setInterval> | undefined;
 
 function renderChrome(): void {
   const { connection, phase, modes } = state;
+  composer.setCommands(state.commands);
   const ready = sessionReady();
   const status = statusText(state, ready, Date.now());
   setText(connectionEl, status);
