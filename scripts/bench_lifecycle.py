@@ -434,7 +434,7 @@ STEPS = {
     "bridge server": "bridge.server.app",
     "bridge domain (agent, loop, permissions)": "bridge.agent,bridge.permissions.engine",
     "tools": "bridge.tools.registry",
-    "model wire": "bridge.model.wire",
+    "model direct transport": "bridge.model.direct",
 }
 
 

@@ -1,6 +1,6 @@
 """The Anthropic implementation of `ModelClient`: streaming, bounded retries, one clear error.
 
-Requests go on the wire directly (bridge/model/wire.py: the SDK's own bytes, without importing the SDK, which
+Requests go on the wire directly (bridge/model/direct.py: the SDK's own bytes, without importing the SDK, which
 costs seconds) where the installed SDK version has a wire profile; otherwise, or when
 AGENT_BRIDGE_MODEL_TRANSPORT=sdk, through the official SDK. Both give the same requests, events and errors.
 """
@@ -35,7 +35,7 @@ from bridge.model.types import (
 )
 
 if TYPE_CHECKING:
-    from bridge.model.wire import Profile, WireClient
+    from bridge.model.direct import Profile, WireClient
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ RETRYABLE = {408, 409, 429, 500, 502, 503, 504, 529}
 
 def warm_up() -> None:
     """Import the SDK in the background (when requests need it) so the first prompt doesn't pay for it."""
-    from bridge.model import wire
+    from bridge.model import direct as wire
 
     if wire.supported() is None:
         return
@@ -96,7 +96,7 @@ class AnthropicModel:
     def transport(self) -> Literal["sdk", "wire"]:
         """How requests are sent: `wire` (directly, the SDK's bytes) or `sdk` (through the SDK)."""
         if self._transport == "auto":
-            from bridge.model import wire
+            from bridge.model import direct as wire
 
             reason = wire.supported(base_url=self._base_url)
             if reason is not None:
@@ -106,7 +106,7 @@ class AnthropicModel:
 
     def _wire_client(self) -> WireClient:
         if self._wire is None:
-            from bridge.model.wire import WireClient
+            from bridge.model.direct import WireClient
 
             self._wire = WireClient(api_key=self._api_key or "missing-key", base_url=self._base_url,
                                     timeout=self._timeout, stall_timeout=self.stall_timeout)
@@ -195,7 +195,7 @@ class AnthropicModel:
         wire_client: WireClient | None = None
         params = request.params()
         if self.transport == "wire":
-            from bridge.model.wire import Unsupported
+            from bridge.model.direct import Unsupported
 
             wire_client = self._wire_client()
             try:
@@ -237,7 +237,7 @@ class AnthropicModel:
                 await anyio.sleep(delay)
         try:
             if wire_client is not None:
-                from bridge.model.wire import stream_events
+                from bridge.model.direct import stream_events
 
                 reading = _wire_reading(wire_client.profile)
                 async for event in _events(stream_events(opened), reading, self.stall_timeout):
@@ -290,7 +290,7 @@ _background: set[asyncio.Task[None]] = set()  # closings under way (a task must 
 
 def _failure_kind(error: BaseException) -> Literal["status", "connection", "other"]:
     """How a failure to open the stream counts, whichever transport raised it."""
-    from bridge.model import wire
+    from bridge.model import direct as wire
 
     if isinstance(error, wire.StatusError):
         return "status"
@@ -333,7 +333,7 @@ def _wire_reading(profile: Profile) -> _Reading:
     """Every field read as the SDK's models answer it (a missing field is None), every failure the same."""
     import httpx2
 
-    from bridge.model.wire import StatusError, dump_block, field, sdk_dump_block
+    from bridge.model.direct import StatusError, dump_block, field, sdk_dump_block
 
     async def dump(event: Any) -> Block:
         block = dump_block(field(event, "content_block"), profile)

@@ -111,7 +111,7 @@ def _cause(error: BaseException) -> tuple[str, str]:
 def _proxy(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     """The variable whose proxy a request to `url` goes through, and the proxy's address (its credentials
     left out), or None."""
-    from bridge.model.wire import proxy_for
+    from bridge.model.direct import proxy_for
 
     variable = proxy_for(url, env)
     if variable is None:

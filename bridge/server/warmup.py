@@ -52,10 +52,10 @@ _sdk_import: concurrent.futures.Future[None] | None = None
 
 def _load_transport() -> None:
     global _sdk_import
-    from bridge.model import wire as model_wire
+    from bridge.model import direct
 
-    if model_wire.supported() is None:
-        model_wire.prepare()
+    if direct.supported() is None:
+        direct.prepare()
     elif _sdk_import is None and "anthropic" not in sys.modules:
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
 

@@ -1,4 +1,4 @@
-"""The wire transport (bridge/model/wire.py) against the anthropic SDK, side by side over real HTTP: the same
+"""The wire transport (bridge/model/direct.py) against the anthropic SDK, side by side over real HTTP: the same
 request bytes (request line, every header in order and case, the body), the same events, the same errors and
 retries, for every way a stream can go wrong; and its profile matches the installed SDK."""
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.model import wire
+from bridge.model import direct as wire
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError, ModelRequest
 from bridge.offline import OfflineServer
@@ -337,7 +337,7 @@ def test_the_installed_sdk_has_a_profile_that_matches_it() -> None:
 
     assert wire.sdk_version() == anthropic.__version__
     profile = wire.PROFILES.get(anthropic.__version__)
-    assert profile is not None, f"add a wire profile for anthropic {anthropic.__version__} (bridge/model/wire.py)"
+    assert profile is not None, f"add a wire profile for anthropic {anthropic.__version__} (bridge/model/direct.py)"
     assert profile.api_version == ANTHROPIC_API_VERSION
     source = inspect.getsource(AsyncMessages.create)
     body = source[source.index("body={"):]

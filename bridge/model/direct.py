@@ -5,7 +5,7 @@ reading the stream as the SDK reads it, without importing the SDK (seconds of py
 What the SDK would send depends on its version: each version this module speaks for has a `Profile` (its API
 version, the order of `messages.create`'s body keys, the fields of the content blocks the loop keeps). An SDK
 version without a profile, or a setup the profile does not cover (custom headers, proxies), is served by the
-SDK itself (`supported()` says why not). tests/test_model_wire.py holds both to the same bytes and events.
+SDK itself (`supported()` says why not). tests/test_model_direct.py holds both to the same bytes and events.
 """
 
 from __future__ import annotations
