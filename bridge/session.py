@@ -18,6 +18,8 @@ from typing import assert_never
 from bridge import commands
 from bridge.abort import Abort, AbortReason, cancel_on_abort
 from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
+from bridge.checkpoints.observer import CheckpointSteps
+from bridge.checkpoints.recorder import Checkpoints
 from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
 from bridge.loop.compact import compact_conversation
@@ -94,6 +96,10 @@ class Session:
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = setup.system
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
+        self.checkpoints = Checkpoints.open(config.data_dir, cwd, session_id,
+                                            tell=lambda text: self.frontend.emit(Notice(text, "warning")))
+        self._steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
+        self.turn_id: str | None = None  # the running (or last) turn's id: what a rewind names
         self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
         self._turn: asyncio.Task[StopReason] | None = None
@@ -133,8 +139,10 @@ class Session:
         return self.running.stop(tool_call_id) or self.subagents.stop_call(tool_call_id)
 
     async def close(self) -> None:
-        """The session ends: its background agents stop (its turn is cancelled by whoever ends it)."""
+        """The session ends: its background agents stop (its turn is cancelled by whoever ends it); its last
+        checkpoints are written."""
         await self.subagents.shutdown()
+        await self.checkpoints.close()
 
     def cancel(self, *, force: bool = False) -> bool:
         """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""
@@ -169,9 +177,11 @@ class Session:
                 each()
 
     async def _framed(self, blocks: list[Block], abort: Abort) -> StopReason:
+        self.turn_id = new_turn_id()
+        self.checkpoints.turn_started(self.turn_id)
         if self.transcript is None:
             return await self._run_prompt(blocks, abort)
-        self.transcript.turn_started()
+        self.transcript.turn_started(self.turn_id)
         try:
             stop = await self._run_prompt(blocks, abort)
         except asyncio.CancelledError:
@@ -306,7 +316,7 @@ class Session:
             deferred=lambda: self.toolset.deferred, unavailable=self.toolset.unavailable, policy=self.policy,
             hooks=self.engine.hooks, prompter=self.frontend.prompter, emit=self.frontend.emit,
             context=lambda: self._tool_context(Abort()),
-            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(),
+            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(), steps=self._steps.under,
         )
 
     def _roll_up(self, report: UsageReport) -> UsageReport:
@@ -337,6 +347,7 @@ class Session:
             running=self.running,
             notifications=self.subagents.main.drain,
             hooks=self.engine.hooks,
+            steps=self._steps,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:
@@ -353,3 +364,8 @@ class Session:
 
 def new_session_id() -> str:
     return f"sess_{uuid.uuid4().hex[:20]}"
+
+
+def new_turn_id() -> str:
+    """A prompt's id: in its transcript's turn line and its checkpoints, what a rewind or a fork names."""
+    return f"turn_{uuid.uuid4().hex[:16]}"

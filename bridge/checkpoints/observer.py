@@ -23,15 +23,15 @@ from bridge.tools.base import AnyTool, ToolContext, ToolResult
 Finished = Callable[[ToolResult | None], None]
 
 
-class StepObserver:
+class CheckpointSteps:
     """The session's `steps` hook; `under(call)` is the same for a sub-agent's calls (tagged with its call)."""
 
     def __init__(self, checkpoints: Checkpoints, agent: str | None = None) -> None:
         self.checkpoints = checkpoints
         self.agent = agent
 
-    def under(self, agent_call: str) -> StepObserver:
-        return StepObserver(self.checkpoints, agent_call)
+    def under(self, agent_call: str) -> CheckpointSteps:
+        return CheckpointSteps(self.checkpoints, agent_call)
 
     @contextlib.asynccontextmanager
     async def __call__(self, tool: AnyTool, data: Any, ctx: ToolContext, read_only: bool) -> AsyncIterator[Finished]:

@@ -60,9 +60,11 @@ class Checkpoints:
         self._problem = problem
         self._told = False
         self._lock = asyncio.Lock()
-        self._tree: str | None = None  # the last checkpoint's tree
+        self._tree: str | None = None  # the last snapshot's tree (what the index holds)
+        self._accounted: str | None = None  # the tree the log accounts for: the last recorded step's after
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running: dict[str, StepCall] = {}
+        self._warming = False
 
     @classmethod
     def open(cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None],
@@ -99,19 +101,22 @@ class Checkpoints:
 
     # -- the session's hooks ------------------------------------------------------------------------------------
 
-    def warm(self) -> None:
-        """Take the session's first snapshot in the background (the next step waits for it)."""
-        if self.enabled:
-            self._background(self._first())
-
     async def _first(self) -> None:
         async with self._lock:
-            await self._checkpoint(None)
+            if self._tree is None:
+                try:
+                    await self._checkpoint(None)
+                except StoreError as error:
+                    self._off(str(error))
 
     def turn_started(self, turn: str) -> None:
+        """A prompt starts: its anchor in the log; the session's first snapshot starts now, in the background."""
         self.turn = turn
         if self.enabled:
             self.log.add(TurnMark(turn))
+            if self._tree is None and not self._warming:
+                self._warming = True
+                self._background(self._first())
 
     def effect(self, call: str, text: str) -> None:
         """A call that changes no file but can't be undone (a network request), named by a later rewind."""
@@ -151,13 +156,12 @@ class Checkpoints:
 
     async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change]] | None:
         async with self._lock:
-            last = self._tree
             try:
                 shot = await self._checkpoint(call.paths)
             except StoreError as error:
                 self._off(str(error))
                 return None
-            return shot, await self.run(self._diff, last or shot.tree, shot.tree)
+            return shot, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
 
     async def _after(self, call: StepCall, turn: str | None, before: tuple[Snapshot, list[Change]], *,
                      interrupted: bool) -> None:
@@ -165,7 +169,7 @@ class Checkpoints:
         async with self._lock:
             try:
                 after = await self._checkpoint(call.paths)
-                changes = await self.run(self._diff, shot.tree, after.tree)
+                changes = await self.run(self.store_diff, shot.tree, after.tree)
             except StoreError as error:
                 self._off(str(error))
                 return
@@ -174,14 +178,15 @@ class Checkpoints:
                               call.outside, interrupted))
 
     async def _at_end(self, call: StepCall, turn: str | None, waiter: Awaitable[Any]) -> None:
-        """A background command ended: what changed since the last checkpoint is its doing (it ran meanwhile)."""
+        """A background command ended: what changed since the last step is its doing, or the user's (both ran
+        meanwhile): the step is marked `background`, and a rewind asks before undoing it."""
         with contextlib.suppress(Exception):
             await waiter
         async with self._lock:
-            last = self._tree or EMPTY_TREE
+            last = self._accounted or EMPTY_TREE
             try:
                 after = await self._checkpoint(None)
-                changes = await self.run(self._diff, last, after.tree)
+                changes = await self.run(self.store_diff, last, after.tree)
             except StoreError as error:
                 self._off(str(error))
                 return
@@ -189,11 +194,14 @@ class Checkpoints:
                               after.tree, changes, [], after.skipped, call.agent, call.outside, background=True))
 
     async def now(self) -> tuple[str, list[Change]]:
-        """A snapshot of the workspace now, and what changed outside any step since the last checkpoint."""
+        """A snapshot of the workspace now, and what changed outside any step since the last one (not recorded:
+        the next step's `external` still says it)."""
         async with self._lock:
-            last = self._tree
-            shot = await self._checkpoint(None)
-            return shot.tree, await self.run(self._diff, last or shot.tree, shot.tree)
+            return await self.now_locked()
+
+    async def now_locked(self) -> tuple[str, list[Change]]:
+        shot = await self._checkpoint(None)
+        return shot.tree, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
 
     @property
     def lock(self) -> asyncio.Lock:
@@ -219,14 +227,22 @@ class Checkpoints:
         assert self.index is not None
         shot = await self.run(self.index.snapshot, paths if self._tree is not None else None)
         self._tree = shot.tree
+        if self._accounted is None:
+            self._accounted = shot.tree
         return shot
 
-    def _diff(self, old: str, new: str) -> list[Change]:
+    def store_diff(self, old: str, new: str) -> list[Change]:
         assert self.store is not None
         return self.store.diff(old, new)
 
+    def tree_entries(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        assert self.store is not None
+        return self.store.entries(tree, paths)
+
+
     def _record(self, step: Step) -> None:
         step.at = time.time()
+        self._accounted = step.after
         self.log.add(step)
         if step.after != step.before or step.views:
             self._background(self._chain(step))

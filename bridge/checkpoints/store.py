@@ -189,6 +189,18 @@ class Store:
                                   None if new_mode == "000000" else new_mode))
         return changes
 
+    def entries(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """path -> (mode, blob id) in `tree` of those of `paths` it holds."""
+        if not paths:
+            return {}
+        out = self.run("ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths, index=None).stdout
+        found = {}
+        for entry in filter(None, out.split(b"\0")):
+            meta, path = entry.split(b"\t", 1)
+            mode, _kind, blob = meta.decode().split(" ")
+            found[os.fsdecode(path)] = (mode, blob)
+        return found
+
     def read_blobs(self, ids: Iterable[str]) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:

@@ -1,0 +1,113 @@
+"""A checkpoint at every step that can change files (issue 23 item 1), through the real loop: the offline model's
+tool calls run for real (Write, Edit, Bash — in the foreground and the background), and each step's record says
+exactly which files it changed, with the call and the prompt that made it; edits between steps are the user's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.checkpoints.log import Effect, Step, TurnMark
+from tests.checkpoint_run import checkpoint_run, say, step, use
+from tests.poll import poll
+
+
+def _steps(run_log: list[object]) -> list[Step]:
+    return [e for e in run_log if isinstance(e, Step)]
+
+
+async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "gone.txt").write_text("bye\n")
+    (ws / "tool.sh").write_text("echo\n")
+    responses = [
+        step(use("Write", file_path=str(ws / "a.txt"), content="one\n")),
+        step(use("Read", file_path=str(ws / "a.txt"))),
+        step(use("Edit", file_path=str(ws / "a.txt"), old_string="one", new_string="two")),
+        step(use("Bash", command="echo made > made.txt && rm gone.txt && chmod +x tool.sh && mkdir -p d && "
+                                 "printf '\\0\\1' > d/bin.dat")),
+        step(use("Bash", command="ls")),  # read-only: no step
+        say("done"),
+        step(use("Bash", command="mv made.txt moved.txt")),
+        say("moved"),
+    ]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        assert await run.prompt("make files") == "end_turn"
+        first_turn = run.session.turn_id
+        (ws / "user.txt").write_text("mine\n")  # the user, between turns
+        assert await run.prompt("move it") == "end_turn"
+        await run.session.checkpoints.settle()
+        entries = run.session.checkpoints.log.entries
+
+    steps = _steps(entries)
+    assert [s.tool for s in steps] == ["Write", "Edit", "Bash", "Bash"]
+    assert [[c.path for c in s.changes] for s in steps] == [
+        ["a.txt"], ["a.txt"], ["d/bin.dat", "gone.txt", "made.txt", "tool.sh"], ["made.txt", "moved.txt"]]
+    calls = [b["id"] for r in run.model.valid_requests for m in r.body["messages"] if m["role"] == "assistant"
+             for b in m["content"] if b["type"] == "tool_use" and b["name"] in ("Write", "Edit", "Bash")]
+    assert [s.call for s in steps] == list(dict.fromkeys(c for c in calls if c != _ls_call(run.model)))
+    assert [s.turn for s in steps[:3]] == [first_turn] * 3 and steps[3].turn == run.session.turn_id != first_turn
+    marks = [e.turn for e in entries if isinstance(e, TurnMark)]
+    assert marks == [first_turn, run.session.turn_id]
+    chmod = next(c for c in steps[2].changes if c.path == "tool.sh")
+    assert (chmod.old_mode, chmod.new_mode) == ("100644", "100755")
+    assert [c.path for c in steps[3].external] == ["user.txt"], "the user's edit between steps is theirs"
+    assert steps[2].outside is not None and "outside the workspace" in steps[2].outside
+    assert steps[0].outside is None, "a file tool's step is all inside the workspace"
+
+
+def _ls_call(model: object) -> str:
+    from bridge.offline import OfflineServer
+
+    assert isinstance(model, OfflineServer)
+    for request in model.valid_requests:
+        for message in request.body["messages"]:
+            for block in message["content"]:
+                if block.get("type") == "tool_use" and block.get("input", {}).get("command") == "ls":
+                    return str(block["id"])
+    return ""
+
+
+async def test_a_background_command_is_checkpointed_again_when_it_ends(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "go").mkdir()
+    responses = [
+        step(use("Bash", command="while [ ! -e go/now ]; do sleep 0.02; done; echo late > late.txt",
+                 run_in_background=True)),
+        say("started"),
+    ]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        assert await run.prompt("start it") == "end_turn"
+        (ws / "go" / "now").write_text("")  # the user lets it finish
+        log = run.session.checkpoints.log
+        ended = await poll(lambda: [s for s in _steps(log.entries) if s.background], timeout=20,
+                           what="the background command's end checkpoint")
+        started = _steps(log.entries)[0]
+
+    assert started.tool == "Bash" and not started.background and started.changes == []
+    assert ended[0].call == started.call and ended[0].turn == started.turn
+    assert {c.path for c in ended[0].changes} == {"late.txt", "go/now"}
+
+
+async def test_a_network_request_is_named_as_an_effect_and_read_only_calls_are_no_steps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    responses = [
+        step(use("Read", file_path=str(ws / "a.txt")), use("Grep", pattern="a"), use("Glob", pattern="*")),
+        step(use("WebFetch", url="http://127.0.0.1:9/nothing", prompt="what")),
+        say("read"),
+    ]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        assert await run.prompt("look") == "end_turn"
+        entries = run.session.checkpoints.log.entries
+
+    assert _steps(entries) == []
+    effects = [e for e in entries if isinstance(e, Effect)]
+    assert len(effects) == 1 and "network" in effects[0].text and "127.0.0.1" in effects[0].text
