@@ -4,6 +4,7 @@ exactly which files it changed, with the call and the prompt that made it; edits
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from tests.checkpoint_run import checkpoint_run, say, step, use
 from tests.poll import poll
 
 
-def _steps(run_log: list[object]) -> list[Step]:
+def _steps(run_log: Sequence[object]) -> list[Step]:
     return [e for e in run_log if isinstance(e, Step)]
 
 
