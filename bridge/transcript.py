@@ -243,8 +243,10 @@ class _Turns:
             kept = [_copy_turn(t) for t in turns[:index]]
             if turns is self.turns:
                 self._earlier.append(self.turns)
-            if self._open is not None and self._open.id != turn_id:
-                kept.append(self._open)  # the rewinding turn itself (it adds no message)
+            if self._open is not None and self._open.id != turn_id and not self._open.messages:
+                kept.append(self._open)  # the rewinding turn itself (a command's: it adds no message)
+            else:
+                self._open = None  # (a fork's copy of a turn still running in the original: not this history's)
             self.turns = kept
             return True
         return False

@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -61,7 +62,9 @@ class Checkpoints:
         self._told = False
         self._lock = asyncio.Lock()
         self._tree: str | None = None  # the last snapshot's tree (what the index holds)
-        self._accounted: str | None = None  # the tree the log accounts for: the last recorded step's after
+        # The tree the log accounts for: the last recorded step's after (a reopened session's, from its log: what
+        # changed while it was closed is then the user's, as it should be).
+        self._accounted: str | None = next((s.after for s in reversed(self.log.steps)), None)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running: dict[str, StepCall] = {}
         self._warming = False
@@ -281,6 +284,24 @@ class Checkpoints:
     @property
     def problem(self) -> str | None:
         return self._problem
+
+    async def fork_to(self, data_dir: Path, session_id: str) -> None:
+        """Give a forked session this one's checkpoints: its log (the steps happened in the same workspace), a
+        warm index, and its ref."""
+        await self.settle()
+        target = data_dir / "sessions" / session_id / "checkpoints.jsonl"
+        async with self._lock:
+            if self.log.path is not None and self.log.path.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                await self.run(shutil.copyfile, self.log.path, target)
+            if self.index is not None and self.store is not None and self.enabled:
+                index = self.index
+                with contextlib.suppress(OSError, StoreError):
+                    if index.path.exists():
+                        await self.run(shutil.copyfile, index.path, index.path.with_name(f"index-{session_id}"))
+                    head = await self.run(lambda: index.head)
+                    if head is not None:
+                        await self.run(self.store.set_ref, session_id, head)
 
     async def settle(self) -> None:
         """Every snapshot started so far is taken (a test's, or a closing session's wait)."""

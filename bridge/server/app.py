@@ -23,7 +23,7 @@ from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
-from bridge.server import wire
+from bridge.server import wire, wire_history
 from bridge.server.jsonrpc import (
     AGENT_CAPABILITIES,
     API_KEY_METHOD,
@@ -294,6 +294,41 @@ def _parse(model: type[wire.WireModel], params: Any) -> Any:
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
+async def _served(work: Any) -> Any:
+    """`work` (a coroutine) awaited; a request the history or the review can't serve (no such prompt, a stale
+    hunk, checkpoints off) is an invalid-params error that says why."""
+    from bridge.checkpoints.review import ReviewError
+    from bridge.checkpoints.rewind import RewindError
+    from bridge.history import HistoryError
+
+    try:
+        return await work
+    except (HistoryError, ReviewError, RewindError) as error:
+        raise JsonRpcInvalidParams(str(error)) from None
+
+
+async def _turn_of(session: Session, target: str | int | None) -> str | None:
+    """The turn id of the prompt a request names (None: none named — the whole session)."""
+    from bridge import history
+
+    async def find() -> str:
+        assert target is not None
+        return history.find_prompt(session, target).turn
+
+    return None if target is None else str(await _served(find()))
+
+
+async def _fork(ls: BridgeServer, source: Session, target: str | int | None, cwd: Path | None,
+                servers: list[dict[str, Any]]) -> dict[str, Any]:
+    """`session/fork` and `_bridge/fork`: a new session from `source` (before prompt `target`, or all of it)."""
+    before = await _turn_of(source, target)
+    session = await ls.agent.fork_session(source, ls.frontend, before_turn=before, cwd=cwd)
+    ls.agent.connect_mcp(session, servers, ls.mcp_host(session))
+    session.toolset.refresh_commands()
+    ls.bridge_protocol.after_reply(lambda: ls.session_started(session, []))
+    return {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
+
+
 def _internal_error(error: Exception) -> JsonRpcException:
     """An unexpected failure as the editor sees it: one clear message (no group, class name or traceback,
     which go to the log). A model failure keeps its kind and status as data."""
@@ -490,6 +525,80 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         parsed, session = ls.session(params, wire.SetModelParams)
         session.set_model(parsed.model_id)
         return {}
+
+    @feature("_bridge/prompts")
+    async def bridge_prompts(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """The prompts a rewind or a fork can go back to, with how many files changed since each."""
+        from bridge import history
+
+        _parsed, session = ls.session(params)
+
+        async def listed() -> list[dict[str, Any]]:
+            return [wire_history.prompt(p, history.changed_after(session, p.turn)) for p in history.prompts(session)]
+
+        return {"prompts": await _served(listed())}
+
+    @feature("_bridge/rewind")
+    async def bridge_rewind(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """What a rewind to before a prompt will do (`confirm: false`), or doing it (`confirm: true`)."""
+        from bridge import history
+
+        parsed, session = ls.session(params, wire_history.RewindParams)
+        if parsed.target is None:
+            raise JsonRpcInvalidParams("Invalid params: turnId or prompt: name the prompt to rewind to")
+        if session.busy:
+            raise JsonRpcInternalError("A turn is running: cancel it (session/cancel) before rewinding.")
+        preview = await _served(history.preview_rewind(session, parsed.target, parsed.mode))
+        if not parsed.confirm:
+            return wire_history.rewind_preview(preview)
+        outcome = await _served(history.rewind(session, preview, parsed.resolutions))
+        return wire_history.rewind_outcome(preview, outcome)
+
+    @feature("_bridge/fork")
+    async def bridge_fork(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        parsed, session = ls.session(params, wire_history.PromptParams)
+        return await _fork(ls, session, parsed.target, None, [])
+
+    @feature("session/fork")
+    async def session_fork(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """ACP's unstable `session/fork`; `_meta.turnId` / `_meta.prompt` forks from before that prompt."""
+        parsed, session = ls.session(params, wire_history.ForkParams)
+        cwd = Path(parsed.cwd) if parsed.cwd else None
+        if cwd is not None and (not cwd.is_absolute() or not cwd.is_dir()):
+            raise JsonRpcInvalidParams(f"Invalid params: cwd: must be an absolute path to an existing directory, "
+                                       f"got {parsed.cwd!r}")
+        meta = parsed.meta or {}
+        return await _fork(ls, session, meta.get("turnId") or meta.get("prompt"), cwd, parsed.mcp_servers)
+
+    @feature("_bridge/changes")
+    async def bridge_changes(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        """The session's pending changes, or a prompt's, per file with hunks."""
+        from bridge.checkpoints.review import view
+
+        parsed, session = ls.session(params, wire_history.PromptParams)
+        turn = await _turn_of(session, parsed.target)
+        reviews = await _served(view(session.checkpoints, turn))
+        return {"scope": "session" if turn is None else "turn", "turnId": turn,
+                "files": [wire_history.file_review(review) for review in reviews]}
+
+    @feature("_bridge/undo")
+    async def bridge_undo(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.checkpoints.review import Address, undo
+
+        parsed, session = ls.session(params, wire_history.ReviewParams)
+        turn = await _turn_of(session, parsed.target)
+        address = Address(parsed.path, parsed.hunk, parsed.hunk_id)
+        return wire_history.review_result(await _served(undo(session.checkpoints, turn, address,
+                                                              overwrite=parsed.overwrite)))
+
+    @feature("_bridge/keep")
+    async def bridge_keep(ls: BridgeServer, params: Any) -> dict[str, Any]:
+        from bridge.checkpoints.review import Address, keep
+
+        parsed, session = ls.session(params, wire_history.ReviewParams)
+        turn = await _turn_of(session, parsed.target)
+        address = Address(parsed.path, parsed.hunk, parsed.hunk_id)
+        return wire_history.review_result(await _served(keep(session.checkpoints, turn, address)))
 
     if os.environ.get(DEBUG_STATS_ENV):
 

@@ -34,7 +34,7 @@ AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
     "mcpCapabilities": {"http": True, "sse": True},
-    "sessionCapabilities": {"list": {}, "close": {}},
+    "sessionCapabilities": {"list": {}, "close": {}, "fork": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
 AUTH_METHODS: list[dict[str, Any]] = [

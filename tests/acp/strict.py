@@ -43,6 +43,7 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "session/set_mode": schema.SetSessionModeResponse,
     "session/prompt": schema.PromptResponse,
     "session/close": schema.CloseSessionResponse,
+    "session/fork": schema.ForkSessionResponse,
 }
 # `_`-prefixed extension methods the bridge may send (README, "Protocol"): none today.
 EXTENSIONS: dict[str, type[BaseModel] | None] = {}
