@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
+    going_on = run.add_mutually_exclusive_group()
+    going_on.add_argument("--continue", dest="continue_", action="store_true",
+                        help="go on with the latest session of --cwd (then /rewind, /changes work on it)")
+    going_on.add_argument("--resume", metavar="SESSION", help="go on with that stored session")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
@@ -103,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         interactive = not args.non_interactive
         import asyncio
 
-        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive))
+        resume = args.resume or ("latest" if args.continue_ else None)
+        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
+                                       resume=resume))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
@@ -111,15 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool) -> int:
-    """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
-    loads, then the turn runs."""
+async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
+                      resume: str | None = None) -> int:
+    """`run`: the first model request goes out first (when it can be told ahead: a new session's), then the rest
+    of the bridge loads, then the turn runs. `resume`: a stored session's id, or `latest` (of `cwd`)."""
     import asyncio
     import importlib
 
     from bridge.cli.first_request import send_ahead
 
-    early = send_ahead(text, cwd, overrides)
+    early = send_ahead(text, cwd, overrides) if resume is None else None
     if early is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
@@ -127,7 +134,7 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                ahead=early[0] if early else None)
+                                                ahead=early[0] if early else None, resume=resume)
     return code
 
 

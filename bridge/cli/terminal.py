@@ -212,6 +212,19 @@ async def _read_line() -> str:
         loop.remove_reader(fd)
 
 
+def _resumed(agent: Agent, resume: str, cwd: Path, frontend: Frontend) -> Session:
+    """The stored session to go on with: `resume`'s id, or the newest of `cwd` for `latest`."""
+    if resume == "latest":
+        stored = agent.stored_sessions(cwd)
+        if not stored:
+            raise LookupError(f"No stored session for {cwd} to continue.")
+        resume = stored[0].session_id
+    session, problems = agent.load_session(resume, frontend)
+    for problem in problems:
+        log.warning("%s", problem)
+    return session
+
+
 async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
                                stops: TerminalSignals | None = None) -> int:
     """The turn, with SIGINT (Ctrl-C) and SIGTERM cancelling it (`stops`: the handlers, else installed here for
@@ -294,9 +307,11 @@ async def run_prompt_async(
     interactive: bool = True,
     auto_approve: bool = False,
     ahead: AnthropicModel | None = None,
+    resume: str | None = None,
 ) -> int:
     """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
-    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same."""
+    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same.
+    `resume`: go on with that stored session (`latest`: the newest of `cwd`) instead of a new one."""
     config, problems = BridgeConfig.load(overrides)
     view = TerminalView()
     for problem in problems:
@@ -306,15 +321,22 @@ async def run_prompt_async(
         agent.model.adopt(ahead)
     prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
     ask_trust = terminal_trust(view) if interactive and sys.stdin.isatty() else None  # no one to ask: stays off
-    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive,
-                                              ask_trust=ask_trust))
+    frontend = Frontend(emit=view.emit, prompter=prompter, interactive=interactive, ask_trust=ask_trust)
+    try:
+        session = _resumed(agent, resume, cwd, frontend) if resume else agent.new_session(cwd, frontend)
+    except LookupError as error:
+        view.line(view.paint(RED, str(error)))
+        await agent.shutdown()
+        return 2
     for notice in session.setup.startup_notices():
         view.line(view.paint(RED, notice))
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()
     try:
-        return await run_turn_in_terminal(session, text, view, signals)
+        code = await run_turn_in_terminal(session, text, view, signals)
+        view.line(view.paint(DIM, f"(session {session.id}: go on with `agent-bridge run --continue`)"))
+        return code
     finally:
         try:
             await agent.shutdown(grace=True)  # a cancelled command's SIGINT -> SIGTERM -> SIGKILL runs its course
