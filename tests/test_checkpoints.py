@@ -112,3 +112,35 @@ async def test_a_network_request_is_named_as_an_effect_and_read_only_calls_are_n
     assert _steps(entries) == []
     effects = [e for e in entries if isinstance(e, Effect)]
     assert len(effects) == 1 and "network" in effects[0].text and "127.0.0.1" in effects[0].text
+
+
+async def test_every_steps_trees_survive_a_gc_of_the_store(tmp_path: Path) -> None:
+    """The steps' trees are chained on the session's ref: `git gc --prune=now` keeps them, while a snapshot no step
+    recorded (the control) is pruned — the chain is what keeps them."""
+    import os
+    import subprocess
+
+    from bridge.checkpoints.recorder import Checkpoints, StepCall
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    checkpoints = Checkpoints.open(tmp_path / "data", ws, "gc", tell=lambda _t: None)
+    checkpoints.turn_started("t1")
+    for n in range(20):  # more than one batch of the chain
+        async with checkpoints.step(StepCall(f"c{n}", "Bash", "cmd", "execute")):
+            (ws / f"f{n % 3}.txt").write_text(f"version {n}\n")
+    await checkpoints.settle()
+    assert checkpoints.index is not None and checkpoints.store is not None
+    (ws / "loose.txt").write_text("never recorded\n")
+    orphan = checkpoints.index.snapshot().tree
+    env = {"GIT_DIR": str(checkpoints.store.git_dir), "PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": os.devnull}
+
+    def exists(tree: str) -> bool:
+        return subprocess.run(["git", "cat-file", "-e", tree], env=env).returncode == 0
+
+    assert exists(orphan)
+    subprocess.run(["git", "gc", "--prune=now", "--quiet"], env=env, check=True)  # noqa: ASYNC221 - a test
+    trees = {t for s in _steps(checkpoints.log.entries) for t in (s.before, s.after)}
+    assert len(trees) > 16 and all(exists(tree) for tree in trees)
+    assert not exists(orphan), "the control: gc does prune what nothing keeps"
+    await checkpoints.close()

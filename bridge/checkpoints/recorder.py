@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CLOSE_WAIT = 10.0  # seconds a closing session waits for its last snapshots
+CHAIN_EVERY = 16  # step trees chained on the session's ref in one commit
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class Checkpoints:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running: dict[str, StepCall] = {}
         self._warming = False
+        self._unchained: list[str] = []  # step trees not on the session's ref yet
+        self._chained_last: str | None = None
 
     @classmethod
     def open(cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None],
@@ -247,17 +250,23 @@ class Checkpoints:
         step.at = time.time()
         self._accounted = step.after
         self.log.add(step)
-        if step.after != step.before or step.views:
-            self._background(self._chain(step))
+        for tree in (step.before, step.after):
+            if tree not in self._unchained and tree != self._chained_last:
+                self._unchained.append(tree)
+        if len(self._unchained) >= CHAIN_EVERY:
+            self._background(self._chain())
 
-    async def _chain(self, step: Step) -> None:
-        """The step's trees on the session's ref, so a gc of the store keeps them."""
-        assert self.index is not None
-        message = json.dumps({"step": step.number, "call": step.call, "turn": step.turn, "tool": step.tool})
+    async def _chain(self) -> None:
+        """The trees of the steps since the last time, in one commit on the session's ref (so a gc of the store
+        keeps them): batched, as a commit costs more than a snapshot's share of the machine."""
+        trees, self._unchained = self._unchained, []
+        if not trees or self.index is None:
+            return
+        steps = [s.number for s in self.log.steps[-len(trees):]]
+        message = json.dumps({"session": self.index.name, "steps": [steps[0], steps[-1]] if steps else []})
         with contextlib.suppress(StoreError):
-            if self.index.head is None or step.before != step.after:
-                await self.run(self.index.record, step.before, message + "\n(before)")
-            await self.run(self.index.record, step.after, message)
+            await self.run(self.index.record, trees, message)
+            self._chained_last = trees[-1]
 
     def _background(self, work: Awaitable[Any]) -> None:
         async def run() -> None:
@@ -304,14 +313,22 @@ class Checkpoints:
                         await self.run(self.store.set_ref, session_id, head)
 
     async def settle(self) -> None:
-        """Every snapshot started so far is taken (a test's, or a closing session's wait)."""
+        """Every snapshot started so far is taken, and every step's trees are on the session's ref (a test's, a
+        fork's or a closing session's wait)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._unchained:
+            await self._chain()
 
     async def close(self) -> None:
+        """The last snapshots written and chained; a store with many loose objects is packed (with deltas: a
+        changed line of a big file then costs about its own size, not the file's)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
         self.log.close()
+        if self.store is not None and self.enabled:
+            with contextlib.suppress(StoreError, OSError):
+                await self.run(self.store.pack_if_loose)
 
 
 def skipped_text(skipped: list[Skipped]) -> list[str]:

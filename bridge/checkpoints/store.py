@@ -249,6 +249,15 @@ class Store:
             raise StoreError(f"git merge-file failed: {result.stderr.decode(errors='replace').strip()}")
         return result.stdout, result.returncode == 0
 
+    def pack_if_loose(self, threshold: int = 2000) -> bool:
+        """`git repack -d` when more than `threshold` objects are loose (never a prune: nothing is deleted that
+        any session, running or not, may still name)."""
+        counted = self.run("count-objects", index=None).stdout.decode().split()
+        if not counted or int(counted[0]) <= threshold:
+            return False
+        self.run("repack", "-d", "-q", index=None)
+        return True
+
     def size_bytes(self) -> int:
         """What the store takes on disk (the objects)."""
         total = 0
@@ -267,6 +276,7 @@ class SessionIndex:
         self.store, self.name = store, name
         self.path = store.git_dir / f"index-{name}"
         self._lock = threading.Lock()
+        self._head_lock = threading.Lock()
         self._tree: str | None = None  # what the index holds now, as a tree
         self._reported: dict[str, tuple[int, int]] = {}  # skipped paths already named: (size, mtime_ns)
         self._head: str | None = None  # the last commit of the chain (read from the ref on first use)
@@ -375,10 +385,13 @@ class SessionIndex:
         self._reported[path] = version
         return [Skipped(path, why)]
 
-    def record(self, tree: str, message: str) -> str:
-        """`tree` chained on this session's ref (a commit whose parent is the last one); its commit id."""
-        with self._lock:
-            commit = self.store.commit(tree, self.head, message)
+    def record(self, trees: Sequence[str], message: str) -> str:
+        """`trees` chained on this session's ref: one commit (whose parent is the last one) of a tree holding them
+        all (`0001`, `0002`…); its commit id. Not under the snapshot lock: it writes no index."""
+        listing = b"".join(f"040000 tree {tree}\t{n:04d}\0".encode() for n, tree in enumerate(trees, 1))
+        holder = self.store.run("mktree", "-z", index=None, data=listing).stdout.decode().strip()
+        with self._head_lock:
+            commit = self.store.commit(holder, self.head, message)
             self.store.set_ref(self.name, commit)
             self._head = commit
             return commit
