@@ -208,3 +208,20 @@ def test_no_filter_hook_or_fsmonitor_of_the_user_or_the_repository_runs(tmp_path
     assert not marker.exists()
     assert files["a.txt"] == ("100644", b"lower case\n")
     assert index.store.git_dir.is_relative_to(tmp_path / "data")
+
+
+async def test_a_workspace_too_big_turns_checkpoints_off_with_one_notice(tmp_path: Path, workspace: Path) -> None:
+    from bridge.checkpoints.recorder import Checkpoints, StepCall
+
+    for n in range(12):
+        (workspace / f"f{n}.txt").write_text("x\n")
+    told: list[str] = []
+    checkpoints = Checkpoints.open(tmp_path / "data", workspace, "big", tell=told.append, max_files=10)
+    checkpoints.turn_started("t1")
+    await checkpoints.settle()
+    async with checkpoints.step(StepCall("c1", "Bash", "cmd", "execute")):
+        (workspace / "new.txt").write_text("n\n")
+    await checkpoints.close()
+
+    assert not checkpoints.enabled and checkpoints.log.steps == []
+    assert len(told) == 1 and "more than 10 files" in told[0]

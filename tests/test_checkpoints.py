@@ -144,3 +144,17 @@ async def test_every_steps_trees_survive_a_gc_of_the_store(tmp_path: Path) -> No
     assert len(trees) > 16 and all(exists(tree) for tree in trees)
     assert not exists(orphan), "the control: gc does prune what nothing keeps"
     await checkpoints.close()
+
+
+async def test_a_session_closes_without_waiting_for_a_background_command_to_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The end of a background command is awaited for one more checkpoint, but a closing session drops that wait
+    (the shell is stopped after the sessions close): the close is not held up by it."""
+    import asyncio
+
+    responses = [step(use("Bash", command="sleep 60", run_in_background=True)), say("started")]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        assert await run.prompt("start it") == "end_turn"
+        await asyncio.wait_for(run.session.checkpoints.settle(), 10)  # the snapshots, not the command's end
+        await asyncio.wait_for(run.session.close(), 5)
+        assert [s.background for s in run.session.checkpoints.log.steps] == [False]

@@ -84,9 +84,10 @@ def _background_shell(result: ToolResult | None, ctx: ToolContext) -> Any:
     if shells is None or not isinstance(shell_id, str):
         return None
     try:
-        return shells.get(shell_id).process.wait()
+        process = shells.get(shell_id).process
     except Exception:
         return None
+    return process.wait
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 CLOSE_WAIT = 10.0  # seconds a closing session waits for its last snapshots
 CHAIN_EVERY = 16  # step trees chained on the session's ref in one commit
+Waiter = Callable[[], Awaitable[Any]]  # what waits for a background command's end
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Checkpoints:
         # changed while it was closed is then the user's, as it should be).
         self._accounted: str | None = next((s.after for s in reversed(self.log.steps)), None)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._waiting: set[asyncio.Task[Any]] = set()  # background commands' ends awaited
         self._running: dict[str, StepCall] = {}
         self._warming = False
         self._unchained: list[str] = []  # step trees not on the session's ref yet
@@ -131,14 +133,14 @@ class Checkpoints:
 
     @contextlib.asynccontextmanager
     async def step(self, call: StepCall, *, aborted: Callable[[], bool] = lambda: False,
-                   ) -> AsyncIterator[Callable[[Awaitable[Any] | None], None]]:
+                   ) -> AsyncIterator[Callable[[Waiter | None], None]]:
         """Brackets one call: the snapshot before, then after (in the background when it was cancelled). Yields
         `ended(waiter)`: a background command's call passes what waits for its end, for one more checkpoint then."""
         if not self.enabled:
             yield lambda _waiter: None
             return
         turn = self.turn
-        waiters: list[Awaitable[Any]] = []
+        waiters: list[Waiter] = []
         before = await self._before(call)
         if before is None:
             yield lambda _waiter: None
@@ -158,7 +160,7 @@ class Checkpoints:
             else:
                 await ending
             for waiter in waiters:
-                self._background(self._at_end(call, turn, waiter))
+                self._await_end(call, turn, waiter)
 
     async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change]] | None:
         async with self._lock:
@@ -183,11 +185,22 @@ class Checkpoints:
                               after.tree, changes, external, [*shot.skipped, *after.skipped], call.agent,
                               call.outside, interrupted))
 
-    async def _at_end(self, call: StepCall, turn: str | None, waiter: Awaitable[Any]) -> None:
+    def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
+        """Once the background command ends, one more checkpoint. The wait is not a snapshot in progress: what
+        waits for the snapshots (`settle`) does not wait for it, and a closing session drops it."""
+
+        async def wait() -> None:
+            with contextlib.suppress(Exception):
+                await waiter()
+            self._background(self._at_end(call, turn))
+
+        task = asyncio.get_running_loop().create_task(wait())
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
+    async def _at_end(self, call: StepCall, turn: str | None) -> None:
         """A background command ended: what changed since the last step is its doing, or the user's (both ran
         meanwhile): the step is marked `background`, and a rewind asks before undoing it."""
-        with contextlib.suppress(Exception):
-            await waiter
         async with self._lock:
             last = self._accounted or EMPTY_TREE
             try:
@@ -323,10 +336,12 @@ class Checkpoints:
     async def close(self) -> None:
         """The last snapshots written and chained; a store with many loose objects is packed (with deltas: a
         changed line of a big file then costs about its own size, not the file's)."""
+        for task in list(self._waiting):  # a background shell still running: its end is the next session's
+            task.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
         self.log.close()
-        if self.store is not None and self.enabled:
+        if self.store is not None and self.enabled and self._tree is not None:  # (a store this session used)
             with contextlib.suppress(StoreError, OSError):
                 await self.run(self.store.pack_if_loose)
 

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree (sha1)
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_BINARY_BYTES = 2 * 1024 * 1024
-MAX_FILES = 200_000  # a first snapshot that finds more: a home directory, not a project; checkpoints are off
+MAX_FILES = 100_000  # a first snapshot that finds more: a home directory, not a project; checkpoints are off
+FIRST_TIMEOUT = 300.0  # seconds a session's first snapshot may take (a slow disk, a huge tree): then it is off
 _SNIFF = 8000  # as git: a NUL in the first 8000 bytes makes a file binary
 
 # Every git we start: nothing from the repository or the user can run (hooks, fsmonitor) or rewrite bytes.
@@ -157,7 +158,7 @@ class Store:
         return b""
 
     def run(self, *args: str, index: Path | None, data: bytes | None = None, check: bool = True,
-            ) -> subprocess.CompletedProcess[bytes]:
+            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
         if not self._ready and args[0] not in ("init", "config"):
             self._init()
         env = dict(self._env)
@@ -165,8 +166,14 @@ class Store:
             env["GIT_INDEX_FILE"] = str(index)
         if args[0] == "init":
             del env["GIT_WORK_TREE"]
-        result = subprocess.run([self.git, *_CONFIG, *args], input=data, capture_output=True, env=env,
-                                cwd=self.workspace, check=False)
+        try:
+            result = subprocess.run([self.git, *_CONFIG, *args], input=data, capture_output=True, env=env,
+                                    cwd=self.workspace, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            if index is not None:  # git was killed holding the index's lock
+                with contextlib.suppress(OSError):
+                    index.with_name(index.name + ".lock").unlink()
+            raise StoreError(f"git {args[0]} took more than {timeout:g} s on {self.workspace}") from None
         if check and result.returncode != 0:
             raise StoreError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
         return result
@@ -294,11 +301,12 @@ class SessionIndex:
             first = self._tree is None
             if first:
                 self._start()
-            listed = self._changed(paths)
+            timeout = FIRST_TIMEOUT if first else None
+            listed = self._changed(paths, timeout)
             if first and paths is None and len(listed) > self.store.max_files:
                 raise StoreError(f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
                                  "checkpointed (rewind and /changes are off for it)")
-            skipped = self._stage(listed)
+            skipped = self._stage(listed, timeout)
             if listed or self._tree is None:
                 self._tree = self.store.run("write-tree", index=self.path).stdout.decode().strip()
             return Snapshot(self._tree, skipped)
@@ -315,20 +323,20 @@ class SessionIndex:
                 shutil.copyfile(other, self.path)
                 return
 
-    def _changed(self, paths: Sequence[str] | None) -> list[tuple[str, bytes]]:
+    def _changed(self, paths: Sequence[str] | None, timeout: float | None) -> list[tuple[str, bytes]]:
         """(tag, path) for each path that differs from the index: `?` untracked, else tracked (changed/gone)."""
         spec = ["--", *paths] if paths is not None else []
         if paths is not None and not paths:
             return []
         out = self.store.run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *spec,
-                             index=self.path).stdout
+                             index=self.path, timeout=timeout).stdout
         seen: dict[bytes, str] = {}
         for entry in out.split(b"\0"):
             if len(entry) > 2:
                 seen.setdefault(entry[2:], entry[:1].decode())
         return [(tag, path) for path, tag in seen.items()]
 
-    def _stage(self, listed: list[tuple[str, bytes]]) -> list[Skipped]:
+    def _stage(self, listed: list[tuple[str, bytes]], timeout: float | None) -> list[Skipped]:
         add: list[bytes] = []
         drop: list[bytes] = []  # tracked, but not storable now (too big, a directory now...): out of the index
         skipped: list[Skipped] = []
@@ -359,7 +367,7 @@ class SessionIndex:
                            data=b"".join(p + b"\0" for p in drop))
         if add:
             self.store.run("update-index", "-z", "--add", "--remove", "--stdin", index=self.path,
-                           data=b"".join(p + b"\0" for p in add))
+                           data=b"".join(p + b"\0" for p in add), timeout=timeout)
         return skipped
 
     def _unstorable(self, raw: bytes, st: os.stat_result) -> str | None:
