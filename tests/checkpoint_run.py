@@ -51,8 +51,9 @@ class Run:
 
 
 @contextlib.asynccontextmanager
-async def checkpoint_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]],
-                         ) -> AsyncIterator[Run]:
+async def checkpoint_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         responses: list[dict[str, Any]] | dict[str, Any]) -> AsyncIterator[Run]:
+    """`responses`: the model's scripted answers, or a whole scenario (with sub-agents' `agents`)."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AGENT_BRIDGE_CONFIG_DIR", str(tmp_path / "config"))
     # main's sandbox makes empty placeholder files (CLAUDE.md, .mcp.json...) to mount on while a command runs: a
@@ -61,7 +62,7 @@ async def checkpoint_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, respon
     monkeypatch.setenv("AGENT_BRIDGE_SANDBOX", "0")
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    model = OfflineServer({"responses": responses})
+    model = OfflineServer(responses if isinstance(responses, dict) else {"responses": responses})
     model.start()
     agent = Agent(BridgeConfig(data_dir=tmp_path / "data", base_url=model.base_url, api_key="k", max_retries=0,
                                permission_mode="acceptEdits"))

@@ -158,3 +158,44 @@ async def test_a_session_closes_without_waiting_for_a_background_command_to_end(
         await asyncio.wait_for(run.session.checkpoints.settle(), 10)  # the snapshots, not the command's end
         await asyncio.wait_for(run.session.close(), 5)
         assert [s.background for s in run.session.checkpoints.log.steps] == [False]
+
+
+async def test_a_sub_agents_steps_are_checkpointed_under_its_call(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    scenario = {
+        "responses": [step(use("Agent", description="Write it", prompt="write the file",
+                               subagent_type="general-purpose")), say("the agent wrote it")],
+        "agents": [{"prompt": "write the file", "responses": [
+            step(use("Write", file_path=str(ws / "by_agent.txt"), content="from the sub-agent\n")),
+            say("written")]}],
+    }
+    async with checkpoint_run(tmp_path, monkeypatch, scenario) as run:
+        assert await run.prompt("delegate") == "end_turn"
+        await run.session.checkpoints.settle()
+        steps = _steps(run.session.checkpoints.log.entries)
+        agent_call = next(b["id"] for r in run.model.valid_requests for m in r.body["messages"]
+                          for b in m["content"] if b.get("type") == "tool_use" and b["name"] == "Agent")
+
+    assert [(s.tool, s.agent, [c.path for c in s.changes]) for s in steps] == [
+        ("Write", agent_call, ["by_agent.txt"])], "the Agent call itself is no step: its agent's calls are"
+    assert steps[0].turn == run.session.turn_id
+
+
+async def test_a_cancelled_command_is_checkpointed_after_its_cancel(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    responses = [step(use("Bash", command="echo partial > half.txt; touch started; sleep 30"))]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        turn = asyncio.ensure_future(run.prompt("start and cancel"))
+        await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
+        run.session.cancel()
+        assert await turn == "cancelled"
+        log = run.session.checkpoints.log
+        [recorded] = await poll(lambda: _steps(log.entries), timeout=20, what="the cancelled step's record")
+
+    assert recorded.interrupted and {c.path for c in recorded.changes} == {"half.txt", "started"}
