@@ -340,16 +340,19 @@ class SessionIndex:
         add: list[bytes] = []
         drop: list[bytes] = []  # tracked, but not storable now (too big, a directory now...): out of the index
         skipped: list[Skipped] = []
-        root = self.store.workspace
+        root = os.fsencode(self.store.workspace)
+        real_dirs: dict[bytes, bool] = {}
         for tag, raw in listed:
             if raw.endswith(b"/"):
                 skipped += self._skip(raw.rstrip(b"/"), None, "a nested git repository (not checkpointed)")
                 continue
             try:
-                st = os.lstat(os.path.join(os.fsencode(root), raw))
+                if not _leading_dirs_real(root, raw, real_dirs):  # beyond a link: not the workspace's
+                    raise FileNotFoundError
+                st = os.lstat(os.path.join(root, raw))
             except FileNotFoundError:
                 if tag != "?":
-                    add.append(raw)  # gone: `--remove` takes it out
+                    drop.append(raw)  # gone (or beyond a link now): out of the index
                 continue
             except OSError as error:
                 skipped += self._skip(raw, None, f"unreadable ({error.strerror})")
@@ -366,7 +369,7 @@ class SessionIndex:
             self.store.run("update-index", "-z", "--force-remove", "--stdin", index=self.path,
                            data=b"".join(p + b"\0" for p in drop))
         if add:
-            self.store.run("update-index", "-z", "--add", "--remove", "--stdin", index=self.path,
+            self.store.run("update-index", "-z", "--add", "--remove", "--replace", "--stdin", index=self.path,
                            data=b"".join(p + b"\0" for p in add), timeout=timeout)
         return skipped
 
@@ -403,6 +406,22 @@ class SessionIndex:
             self.store.set_ref(self.name, commit)
             self._head = commit
             return commit
+
+
+def _leading_dirs_real(root: bytes, raw: bytes, known: dict[bytes, bool]) -> bool:
+    """Whether every directory on the way to `raw` is a real directory (not a link): a path beyond a link is
+    another place's file, which git does not store either."""
+    parts = raw.split(b"/")[:-1]
+    for depth in range(1, len(parts) + 1):
+        prefix = b"/".join(parts[:depth])
+        if prefix not in known:
+            try:
+                known[prefix] = stat.S_ISDIR(os.lstat(os.path.join(root, prefix)).st_mode)
+            except OSError:
+                known[prefix] = False
+        if not known[prefix]:
+            return False
+    return True
 
 
 _GIT: list[str | None] = []
