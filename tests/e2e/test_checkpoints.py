@@ -101,6 +101,9 @@ async def test_rewind_as_a_slash_command_and_fork_from_a_prompt(workspace: Path,
         await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
         said = editor.text(sid, "user_message_chunk")
         assert said.startswith("write a") and "change a, make b" in said, "a code rewind keeps the conversation"
+        prompts = (await editor.request("_bridge/prompts", {"sessionId": sid}))["prompts"]
+        replayed = [u.get("messageId") for u in editor.of_kind("user_message_chunk", sid)]
+        assert replayed == [p["turnId"] for p in prompts], "a replayed prompt names its turn: rewind to here"
 
 
 async def _error(editor: Editor, method: str, params: dict[str, Any]) -> str:
