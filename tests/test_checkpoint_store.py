@@ -225,3 +225,24 @@ async def test_a_workspace_too_big_turns_checkpoints_off_with_one_notice(tmp_pat
 
     assert not checkpoints.enabled and checkpoints.log.steps == []
     assert len(told) == 1 and "more than 10 files" in told[0]
+
+
+def test_sessions_that_start_together_on_a_new_workspace_share_one_store(tmp_path: Path, workspace: Path) -> None:
+    import threading
+
+    (workspace / "a.txt").write_text("a\n")
+    trees: list[str] = []
+    errors: list[BaseException] = []
+
+    def first_snapshot(name: str) -> None:
+        try:
+            trees.append(SessionIndex(Store.for_workspace(tmp_path / "data", workspace), name).snapshot().tree)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=first_snapshot, args=(f"s{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(set(trees)) == 1 and len(trees) == 4

@@ -24,6 +24,7 @@ one process only.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -128,11 +129,16 @@ class Store:
         return cls(store_dir(data_dir, workspace), workspace, **limits)
 
     def _init(self) -> None:
-        """Made on first use (in a worker thread: a session starts without waiting for git)."""
+        """Made on first use (in a worker thread: a session starts without waiting for git); one maker at a time,
+        in this process and across bridges (a lock file beside the store)."""
         with self._init_lock:
-            if not self._ready:
+            if self._ready:
+                return
+            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.git_dir.with_name(self.git_dir.name + ".lock"), "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
                 self._make()
-                self._ready = True
+            self._ready = True
 
     def _make(self) -> None:
         if not (self.git_dir / "HEAD").is_file():
