@@ -228,6 +228,7 @@ class Agent:
             session.transcript.close()
         if session.toolset.mcp is not None:
             await session.toolset.mcp.release()
+        await session.checkpoints.close()
 
     def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:
         return list_sessions(self.config.data_dir, cwd)
@@ -270,6 +271,8 @@ class Agent:
             await self._mcp.close()
         if self._supervisor is not None:
             await self._supervisor.shutdown(grace=grace)
+        # The last checkpoints once nothing runs any more (waiting for them must not hold up a kill).
+        await asyncio.gather(*(s.checkpoints.close() for s in self.sessions.values()), return_exceptions=True)
         close = getattr(self.model, "aclose", None)
         if close is not None:
             await close()

@@ -139,10 +139,9 @@ class Session:
         return self.running.stop(tool_call_id) or self.subagents.stop_call(tool_call_id)
 
     async def close(self) -> None:
-        """The session ends: its background agents stop (its turn is cancelled by whoever ends it); its last
-        checkpoints are written."""
+        """The session ends: its background agents stop (its turn is cancelled by whoever ends it). Its last
+        checkpoints are written by whoever ends it, once the processes are stopped (`checkpoints.close`)."""
         await self.subagents.shutdown()
-        await self.checkpoints.close()
 
     def cancel(self, *, force: bool = False) -> bool:
         """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""

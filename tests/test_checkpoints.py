@@ -156,7 +156,7 @@ async def test_a_session_closes_without_waiting_for_a_background_command_to_end(
     async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
         assert await run.prompt("start it") == "end_turn"
         await asyncio.wait_for(run.session.checkpoints.settle(), 10)  # the snapshots, not the command's end
-        await asyncio.wait_for(run.session.close(), 5)
+        await asyncio.wait_for(run.agent.close_session(run.session.id), 5)
         assert [s.background for s in run.session.checkpoints.log.steps] == [False]
 
 
@@ -199,3 +199,26 @@ async def test_a_cancelled_command_is_checkpointed_after_its_cancel(tmp_path: Pa
         [recorded] = await poll(lambda: _steps(log.entries), timeout=20, what="the cancelled step's record")
 
     assert recorded.interrupted and {c.path for c in recorded.changes} == {"half.txt", "started"}
+
+
+async def test_a_call_cancelled_while_its_step_is_checkpointed_never_starts(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot before a step can take a while (a big workspace, a slow disk): a cancel meanwhile means the
+    call does not start at all (the executor looks at the signal again once the snapshot is taken)."""
+    import asyncio
+
+    from bridge.loop.events import ToolCallInProgress
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command="touch ran")), say("done")]) as run:
+        lock = run.session.checkpoints.lock
+        await lock.acquire()  # a snapshot that takes its time
+        turn = asyncio.ensure_future(run.prompt("go"))
+        await poll(lambda: any(isinstance(e, ToolCallInProgress) for e in run.events), what="the call's step")
+        run.session.cancel()
+        lock.release()
+        assert await turn == "cancelled"
+        await run.session.checkpoints.settle()
+
+    assert not (ws / "ran").exists()

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CLOSE_WAIT = 10.0  # seconds a closing session waits for its last snapshots
+OFF_ENV = "AGENT_BRIDGE_CHECKPOINTS"  # `0`: no checkpoints (no rewind of the code, no /changes)
 CHAIN_EVERY = 16  # step trees chained on the session's ref in one commit
 Waiter = Callable[[], Awaitable[Any]]  # what waits for a background command's end
 
@@ -71,6 +72,7 @@ class Checkpoints:
         self._waiting: set[asyncio.Task[Any]] = set()  # background commands' ends awaited
         self._running: dict[str, StepCall] = {}
         self._warming = False
+        self._closed = False
         self._unchained: list[str] = []  # step trees not on the session's ref yet
         self._chained_last: str | None = None
 
@@ -78,6 +80,10 @@ class Checkpoints:
     def open(cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None],
              **limits: int) -> Checkpoints:
         log_path = data_dir / "sessions" / session_id / "checkpoints.jsonl"
+        if os.environ.get(OFF_ENV) == "0":  # the user's choice: off, and nothing to tell
+            off = cls(None, session_id, log_path, tell=tell, problem=f"turned off ({OFF_ENV}=0)")
+            off._told = True
+            return off
         try:
             store = Store.for_workspace(data_dir, workspace, **limits)
         except (StoreError, OSError) as error:
@@ -336,6 +342,9 @@ class Checkpoints:
     async def close(self) -> None:
         """The last snapshots written and chained; a store with many loose objects is packed (with deltas: a
         changed line of a big file then costs about its own size, not the file's)."""
+        if self._closed:
+            return
+        self._closed = True
         for task in list(self._waiting):  # a background shell still running: its end is the next session's
             task.cancel()
         with contextlib.suppress(TimeoutError):

@@ -259,7 +259,8 @@ class ToolExecutor:
                 tool, data = self._edited_call(tool, data, call.edited[1])
             self._env.emit(ToolCallInProgress(use_id))
             async with self._env.steps(tool, data, ctx, call.read_only) as finished:
-                result = await self._call_tool(call, tool, data, ctx)
+                # (a cancel while the step's checkpoint was taken: the tool does not start)
+                result = None if ctx.abort.aborted else await self._call_tool(call, tool, data, ctx)
                 finished(result)
             if result is not None and call.edited is not None and not result.is_error:
                 result.content = _with_user_edit(result.content, *call.edited)
