@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from bridge.tools.process_registry import TOKEN_ENV, ProcessRegistry, read_token
 
 log = logging.getLogger(__name__)
@@ -284,17 +286,21 @@ class ProcessSupervisor:
         managed = ManagedProcess(argv, token)
         managed.wrapped, managed.release = launch.wrapped, launch.release
         try:
-            # Forked from the loop's thread: a parent-death signal follows the thread that forked.
-            transport, _ = await asyncio.get_running_loop().subprocess_exec(
-                lambda: _Protocol(managed),
-                *launch.argv,
-                cwd=str(cwd),
-                env=launch.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            # Forked from the loop's thread: a parent-death signal follows the thread that forked. Shielded: a
+            # cancel in the middle would SIGKILL bwrap alone while it starts, and its inner half (the pid
+            # namespace's init) can miss its die-with-parent and live on untracked with the command; once the
+            # process is tracked, the caller's cancel stops its whole tree.
+            with anyio.CancelScope(shield=True):
+                transport, _ = await asyncio.get_running_loop().subprocess_exec(
+                    lambda: _Protocol(managed),
+                    *launch.argv,
+                    cwd=str(cwd),
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         except BaseException:
             self._release(managed)
             raise
