@@ -28,9 +28,9 @@ from bridge.transcript import StoredSession, Transcript, list_sessions, transcri
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
+    from bridge.execution.background import BackgroundShells
+    from bridge.execution.supervisor import ProcessSupervisor
     from bridge.mcp.manager import McpManager
-    from bridge.tools.background import BackgroundShells
-    from bridge.tools.processes import ProcessSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Agent:
             stall_timeout=config.stall_timeout,
         )
         self.sessions: dict[str, Session] = {}
-        from bridge.tools.process_registry import reap_leftovers
+        from bridge.execution.registry import reap_leftovers
 
         reap_leftovers(config.data_dir)  # what a killed bridge on this data dir left running
         self._supervisor: ProcessSupervisor | None = None
@@ -82,7 +82,7 @@ class Agent:
     @property
     def supervisor(self) -> ProcessSupervisor:
         if self._supervisor is None:
-            from bridge.tools.processes import ProcessSupervisor
+            from bridge.execution.supervisor import ProcessSupervisor
 
             self._supervisor = ProcessSupervisor(data_dir=self.config.data_dir)
         return self._supervisor
@@ -189,7 +189,7 @@ class Agent:
 
     def _background(self) -> BackgroundShells:
         """A new set of background shells: a session sees (and kills) only the shells it started."""
-        from bridge.tools.background import BackgroundShells
+        from bridge.execution.background import BackgroundShells
 
         shells = BackgroundShells(self.supervisor)
         self._shells.append(shells)

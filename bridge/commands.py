@@ -23,6 +23,7 @@ from bridge.skills import Skill, SkillError
 
 if TYPE_CHECKING:
     from bridge.loop.query import StopReason
+    from bridge.messages import Block
     from bridge.session import Session
 
 BUILTINS: dict[str, tuple[str, str | None]] = {
@@ -130,6 +131,38 @@ def skill_prompt(skill: Skill, arguments: str) -> str | None:
         return None
     return (f"The user started the skill `{skill.name}` (its folder is {skill.directory}: read its other files "
             f"there, run its scripts with Bash). Follow it:\n\n{body}")
+
+
+async def expand(session: Session, blocks: list[Block], abort: Abort) -> list[Block] | StopReason:
+    """What a prompt that starts with a slash command becomes: an MCP prompt's messages, a custom command's or a
+    skill's text (a skill's `allowed-tools` held for the turn), or a built-in's whole answer (the turn's end)."""
+    first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
+    parsed = parse(str(first))
+    if parsed is None:
+        return blocks
+    name, arguments = parsed
+    mcp = session.toolset.mcp
+    if mcp is not None and mcp.has_command(name):
+        outcome = await mcp.run_command(name, arguments)
+        if outcome.blocks is None:
+            session.frontend.emit(TextDelta(outcome.reply or ""))
+            return "end_turn"
+        return [*outcome.blocks, *blocks[1:]]
+    command = session.toolset.commands.get(name)
+    if command is None:
+        return blocks
+    skill = session.toolset.skills.get(command.skill) if command.skill else None
+    if skill is not None:
+        text = skill_prompt(skill, arguments)
+        if text is None:
+            session.frontend.emit(TextDelta(f"The skill {skill.name} cannot be read now."))
+            return "end_turn"
+        if skill.allowed_tools and not skill.fork:
+            session.allow_for_turn(skill.allowed_tools, skill.path, skill.source == "project")
+        return [{"type": "text", "text": text}, *blocks[1:]]
+    if command.template is None:
+        return await run_builtin(session, name, arguments, abort)
+    return [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
 
 
 async def run_builtin(session: Session, name: str, arguments: str, abort: Abort) -> StopReason:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bridge.errors import validation_problems
+
 DEFAULT_MODEL = "claude-sonnet-4-5"
+M = TypeVar("M", bound=BaseModel)
 
 
 def default_data_dir() -> Path:
@@ -69,18 +72,8 @@ class BridgeConfig(BaseModel):
             if name is None:
                 continue
             values[name] = value
-        while True:
-            try:
-                return cls.model_validate(values), problems
-            except ValidationError as error:
-                bad = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
-                for item in error.errors():
-                    where = ".".join(str(p) for p in item["loc"])
-                    problems.append(f"setting {where}: {item['msg']} (using the default)")
-                remaining = {k: v for k, v in values.items() if k not in bad and _alias(k) not in bad}
-                if remaining == values:
-                    return cls(), problems
-                values = remaining
+        config, invalid = defaulted(cls, values)
+        return config, problems + invalid
 
 
 def _field_for(key: str) -> str | None:
@@ -90,6 +83,22 @@ def _field_for(key: str) -> str | None:
     return None
 
 
-def _alias(name: str) -> str:
-    info = BridgeConfig.model_fields.get(name)
-    return (info.alias if info and info.alias else name)
+def defaulted(model: type[M], values: dict[str, Any], *, prefix: str = "") -> tuple[M, list[str]]:
+    """`model` from `values`, each field pydantic refuses left at its default: the settings and the problems found,
+    as `setting PREFIX.FIELD: why (using the default)` (fully defaulted settings: a bad value never crashes)."""
+    problems: list[str] = []
+    while True:
+        try:
+            return model.model_validate(values), problems
+        except ValidationError as error:
+            bad = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
+            problems += [f"setting {prefix}{where} (using the default)" for where in validation_problems(error)]
+            kept = {k: v for k, v in values.items() if k not in bad and _alias(model, k) not in bad}
+            if kept == values:
+                return model(), problems
+            values = kept
+
+
+def _alias(model: type[BaseModel], name: str) -> str:
+    info = model.model_fields.get(name)
+    return info.alias if info and info.alias else name

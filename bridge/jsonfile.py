@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 def read_json(path: Path) -> tuple[Any, str | None]:
@@ -49,13 +49,62 @@ def write_json_atomic(path: Path, data: Any, *, mode: int | None = None) -> None
 
 @contextlib.contextmanager
 def locked(path: Path) -> Iterator[None]:
-    """One writer of `path` at a time across processes (an exclusive flock on `<path>.lock`)."""
-    import fcntl
-
+    """One writer of `path` at a time across processes (an exclusive flock on `<path>.lock`; on Windows, a
+    byte-range lock on it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "a") as lock:
+        try:
+            import fcntl
+        except ImportError:  # Windows
+            with _windows_lock(lock):
+                yield
+            return
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def keyed_entry(path: Path, section: str, key: str) -> Iterator[dict[str, Any]]:
+    """The object `data[section][key]` of the JSON store at `path`, to change in place: read under the lock,
+    written back all-or-nothing when the block ends (nothing written when it raises). A store that can't be read
+    is never overwritten: ValueError. The other sections and keys are kept as they were."""
+    with locked(path):
+        data, problem = read_json(path)
+        if problem:
+            raise ValueError(f"{problem}; not overwriting it")
+        data = data if isinstance(data, dict) else {}
+        found = data.get(section)
+        entries = data[section] = found if isinstance(found, dict) else {}
+        entry = entries.get(key)
+        entry = entries[key] = entry if isinstance(entry, dict) else {}
+        yield entry
+        write_json_atomic(path, data)
+
+
+def stat_key(path: Path) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced or written (mtime, size, inode); None when it is not there."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@contextlib.contextmanager
+def _windows_lock(lock: IO[str]) -> Iterator[None]:
+    try:
+        import msvcrt
+    except ImportError:  # neither flock nor msvcrt (only a test that pretends to be Windows): no lock
+        yield
+        return
+    lock.seek(0)
+    locking: Any = getattr(msvcrt, "locking")  # noqa: B009 (Windows-only: typeshed has it only there)
+    locking(lock.fileno(), getattr(msvcrt, "LK_LOCK"), 1)  # noqa: B009
+    try:
+        yield
+    finally:
+        lock.seek(0)
+        locking(lock.fileno(), getattr(msvcrt, "LK_UNLCK"), 1)  # noqa: B009

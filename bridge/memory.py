@@ -18,6 +18,8 @@ from pathlib import Path
 
 import platformdirs
 
+from bridge import safefs
+
 NAMES = ("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md")
 MAX_CHARS = 40_000  # of all memory together, in the prompt
 MAX_BYTES = 256 * 1024  # one file; larger ones are skipped whole (a cut instruction file is a wrong one)
@@ -61,33 +63,19 @@ def memory_files(cwd: Path) -> list[Path]:
 
 
 def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> bytes:
-    """`path` (inside `root`) as a regular file reached without leaving `root`: every component is opened
-    relative to the one before it without following a link; a link whose target stays inside `root` is
-    followed by opening that target the same way. Raises MemoryRefused with the reason."""
-    real_root = Path(os.path.realpath(root))
+    """`path` (inside `root`) as a regular file reached without leaving `root` (bridge/safefs/: links are
+    followed only while they stay inside it, the file is opened exactly where they lead). Raises MemoryRefused
+    with the reason."""
     try:
-        relative = Path(os.path.realpath(path)).relative_to(real_root)
-    except ValueError:
+        return safefs.read_regular(root, path, max_bytes)
+    except (safefs.Outside, safefs.LinkOut):
         raise MemoryRefused("it is a link to a file outside the project") from None
-    parts = relative.parts
-    if not parts:
-        raise MemoryRefused("it is not a file")
-    fd = os.open(real_root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts[:-1]:
-            try:
-                next_fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError as error:
-                raise MemoryRefused(_why(error)) from None
-            os.close(fd)
-            fd = next_fd
-        try:
-            file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
-        except OSError as error:
-            raise MemoryRefused(_why(error)) from None
-    finally:
-        os.close(fd)
-    return _read_regular(file_fd, max_bytes)
+    except safefs.NotRegular:
+        raise MemoryRefused("it is not a regular file") from None
+    except safefs.TooBig as error:
+        raise MemoryRefused(f"it is larger than {max_bytes // 1024} KiB ({error.size:,} bytes)") from None
+    except OSError as error:
+        raise MemoryRefused(_why(error)) from None
 
 
 def read_user_file(path: Path, max_bytes: int = MAX_BYTES) -> bytes:

@@ -7,10 +7,22 @@ no conversion step means the request prefix stays byte-stable from one request t
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 Block = dict[str, Any]
 Message = dict[str, Any]
+
+TOOL_USE_ID_MAX = 128
+_TOOL_USE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{TOOL_USE_ID_MAX}}}")
+
+
+def valid_tool_use_id(value: object) -> bool:
+    """A tool_use id as the Messages API spells them (`toolu_01A…`: letters, digits, `_`, `-`; the API refuses
+    any other in a tool_result), at most `TOOL_USE_ID_MAX` characters. The stream parser refuses others where
+    they enter, and whatever makes a file name of an id asks again: an id is chosen by whoever serves the API
+    (a gateway at ANTHROPIC_BASE_URL), and `../x` must never become a path."""
+    return isinstance(value, str) and _TOOL_USE_ID.fullmatch(value) is not None
 
 INTERRUPTED_RESULT = "Interrupted by user"
 MARKER = "[Request interrupted by user]"

@@ -36,3 +36,20 @@ def looks_secret(name: str) -> bool:
     if upper in _NOT_SECRET:
         return False
     return bool(_ANYWHERE.search(upper) or _PART.search(upper) or upper.startswith(_PREFIXES))
+
+
+# A process's environment as a file: /proc/PID/environ (self, thread-self, a task's), and its memory, where the
+# environment is too.
+_ENVIRONMENT_FILE = re.compile(r"/proc/(?:self|thread-self|[0-9]+)(?:/task/(?:[0-9]+))?/(?:environ|mem)")
+_HOLDS_ENVIRONMENT = re.compile(r"/|/proc|/proc/(?:self|thread-self|[0-9]+)(?:/task(?:/[0-9]+)?)?")
+
+
+def environment_file(path: str) -> bool:
+    """Whether reading the file at `path` (resolved: `/proc/self` is `/proc/PID`) reads a process's environment,
+    the bridge's own included (its API key)."""
+    return _ENVIRONMENT_FILE.fullmatch(path.rstrip("/") or "/") is not None
+
+
+def holds_environment_files(path: str) -> bool:
+    """Whether a directory read recursively (`grep -r x /proc/self`) holds such files."""
+    return _HOLDS_ENVIRONMENT.fullmatch(path.rstrip("/") or "/") is not None

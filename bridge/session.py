@@ -6,17 +6,14 @@ A session knows nothing of JSON-RPC: its front end (the editor server, the termi
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import assert_never
 
 from bridge import commands
-from bridge.abort import Abort, AbortReason, cancel_on_abort
+from bridge.abort import Abort, cancel_on_abort
 from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
 from bridge.checkpoints.observer import CheckpointSteps
 from bridge.checkpoints.recorder import Checkpoints
@@ -24,29 +21,20 @@ from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
-from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate, TextDelta, UsageReport
+from bridge.loop.events import LoopEvent, Notice, UsageReport
 from bridge.loop.executor import RunningCalls, ToolEnvironment
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn
 from bridge.messages import Block, Message
-from bridge.model.types import ModelClient, Usage
+from bridge.model.types import ModelClient
 from bridge.permissions.trust import Ask as AskTrust
-from bridge.permissions.trust import TrustItem
+from bridge.session_effects import SessionEffects
 from bridge.session_setup import SessionSetup
 from bridge.tools.agent import AgentTool
-from bridge.tools.base import (
-    AllowForTurn,
-    AnyTool,
-    DocumentSource,
-    Effect,
-    FileSnapshot,
-    LeavePlanMode,
-    PlanChanged,
-    Services,
-    ToolContext,
-)
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services, ToolContext
 from bridge.toolset import SessionTools
 from bridge.transcript import Transcript
+from bridge.turns import Turns
 
 
 @dataclass
@@ -61,6 +49,9 @@ class Frontend:
 
 
 class Session:
+    """A conversation with its tools, permissions and sub-agents: it runs turns (bridge/turns.py keeps them one at a
+    time), hands tool calls' effects to bridge/session_effects.py and slash commands to bridge/commands.py."""
+
     def __init__(
         self,
         *,
@@ -92,45 +83,29 @@ class Session:
             self.conversation.on_usage = transcript.usage
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = dataclasses.replace(services, sandbox=setup.sandbox)  # the sandbox follows this engine
-        self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = setup.system
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
         self.checkpoints = Checkpoints.open(config.data_dir, cwd, session_id,
                                             tell=lambda text: self.frontend.emit(Notice(text, "warning")))
         self._steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
-        self.turn_id: str | None = None  # the running (or last) turn's id: what a rewind names
         self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
-        self._turn: asyncio.Task[StopReason] | None = None
-        self._abort: Abort | None = None
-        self._start_lock = asyncio.Lock()
-        self._for_turn: list[Callable[[], None]] = []  # undoes what holds only for the turn (a skill's rules)
+        self.turns = Turns(self._run, transcript, started=self.checkpoints.turn_started)
+        self.effects = SessionEffects(cwd, self.engine, setup.trust.admits, self.turns, frontend.emit)
 
     @property
     def busy(self) -> bool:
-        return self._turn is not None and not self._turn.done()
+        return self.turns.busy
+
+    @property
+    def turn_id(self) -> str | None:
+        """The running (or last) turn's id: what a rewind names."""
+        return self.turns.turn_id
 
     async def prompt(self, blocks: list[Block]) -> StopReason:
-        """Run a turn for `blocks`. A turn already running is interrupted (`interrupt`) first: its
-        `block` tools finish and keep their real results, then this turn sees everything."""
-        async with self._start_lock:
-            previous = self._turn
-            if previous is not None and not previous.done():
-                assert self._abort is not None
-                self._abort.abort(AbortReason.INTERRUPT)
-                await asyncio.wait([previous])
-            abort = Abort()
-            turn = asyncio.ensure_future(self._run(blocks, abort))
-            self._abort, self._turn = abort, turn
-        try:
-            return await asyncio.shield(turn)
-        except asyncio.CancelledError:
-            # The editor cancelled this request (`$/cancelRequest`) or went away: that is a ctrl-c.
-            abort.abort(AbortReason.CTRL_C)
-            with contextlib.suppress(Exception):
-                await asyncio.shield(turn)
-            raise
+        """Run a turn for `blocks`, interrupting a running one (bridge/turns.py)."""
+        return await self.turns.prompt(blocks)
 
     def cancel_tool_call(self, tool_call_id: str) -> bool:
         """Stop one tool call alone — a sub-agent with everything it runs, or any other running call — without
@@ -145,16 +120,10 @@ class Session:
 
     def cancel(self, *, force: bool = False) -> bool:
         """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""
-        if self._abort is None or not self.busy:
-            return False
-        already = self._abort.aborted and self._abort.reason is not AbortReason.INTERRUPT
-        self._abort.abort(AbortReason.FORCE if force or already else AbortReason.CTRL_C)
-        return True
+        return self.turns.cancel(force=force)
 
     async def wait_idle(self) -> None:
-        if self._turn is not None:
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(self._turn)
+        await self.turns.wait_idle()
 
     def _settings(self) -> TurnSettings:
         return TurnSettings(
@@ -167,59 +136,17 @@ class Session:
         )
 
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
-        """One turn, framed in the transcript by its start and end lines (a replay shows how each turn ended)."""
-        try:
-            return await self._framed(blocks, abort)
-        finally:
-            undo, self._for_turn = self._for_turn, []
-            for each in undo:
-                each()
-
-    async def _framed(self, blocks: list[Block], abort: Abort) -> StopReason:
-        self.turn_id = new_turn_id()
-        self.checkpoints.turn_started(self.turn_id)
-        if self.transcript is None:
-            return await self._run_prompt(blocks, abort)
-        self.transcript.turn_started(self.turn_id)
-        try:
-            stop = await self._run_prompt(blocks, abort)
-        except asyncio.CancelledError:
-            self.transcript.turn_ended("cancelled")
-            raise
-        except Exception as error:
-            self.transcript.turn_ended(None, str(error) or type(error).__name__)
-            raise
-        self.transcript.turn_ended(stop)
-        return stop
-
-    async def _run_prompt(self, blocks: list[Block], abort: Abort) -> StopReason:
+        """What one turn does: the folder's trust settled, a slash command expanded (bridge/commands.py), then the
+        loop's turn with the MCP servers' tools as of now."""
         await self._settle_trust()
-        first = blocks[0].get("text", "") if blocks and blocks[0].get("type") == "text" else ""
-        parsed = commands.parse(str(first))
-        mcp = self.toolset.mcp
-        if parsed is not None and mcp is not None and mcp.has_command(parsed[0]):
-            outcome = await mcp.run_command(*parsed)
-            if outcome.blocks is None:
-                self.frontend.emit(TextDelta(outcome.reply or ""))
-                return "end_turn"
-            blocks = [*outcome.blocks, *blocks[1:]]
-        elif parsed is not None and parsed[0] in self.toolset.commands:
-            name, arguments = parsed
-            command = self.toolset.commands[name]
-            skill = self.toolset.skills.get(command.skill) if command.skill else None
-            if skill is not None:
-                text = commands.skill_prompt(skill, arguments)
-                if text is None:
-                    self.frontend.emit(TextDelta(f"The skill {skill.name} cannot be read now."))
-                    return "end_turn"
-                if skill.allowed_tools and not skill.fork:
-                    self._allow_for_turn(skill.allowed_tools, skill.path, skill.source == "project")
-                blocks = [{"type": "text", "text": text}, *blocks[1:]]
-            elif command.template is None:
-                return await commands.run_builtin(self, name, arguments, abort)
-            else:
-                blocks = [{"type": "text", "text": command.expand(arguments)}, *blocks[1:]]
-        return await self._turn_for(blocks, abort)
+        expanded = await commands.expand(self, blocks, abort)
+        if isinstance(expanded, str):
+            return expanded
+        with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
+            await self.sync_mcp()
+        env = self._environment(abort)
+        return await run_turn(self.conversation, expanded, model=self.model, settings=self._settings(), tools=env,
+                              abort=abort)
 
     async def _settle_trust(self) -> None:
         """The folder's own settings nobody has answered yet: asked before anything of the turn runs."""
@@ -270,36 +197,14 @@ class Session:
             self._system = [*self.setup.system, *([{"type": "text", "text": instructions}] if instructions else [])]
 
     def announce_mode(self) -> None:
-        self.frontend.emit(ModeChanged(self.engine.mode))
+        self.effects.announce_mode()
 
-    def exit_plan_mode(self) -> None:
-        self.engine.exit_plan_mode()
-        self.frontend.emit(ModeChanged(self.engine.mode))
+    def allow_for_turn(self, rules: tuple[str, ...], source: Path, project: bool) -> None:
+        self.effects.allow_for_turn(rules, source, project)
 
-    def apply(self, effect: Effect) -> None:
-        """A finished tool call's effect on the session."""
-        match effect:
-            case PlanChanged(entries):
-                done = bool(entries) and all(entry.status == "completed" for entry in entries)
-                self.plan = [] if done else list(entries)  # as Claude Code: the next plan starts fresh
-                self.frontend.emit(PlanUpdate(list(entries)))
-            case LeavePlanMode():
-                self.exit_plan_mode()
-            case AllowForTurn(rules, source, project):
-                self._allow_for_turn(rules, source, project)
-            case _:
-                assert_never(effect)
-
-    def _allow_for_turn(self, rules: tuple[str, ...], source: Path, project: bool) -> None:
-        """A skill's `allowed-tools` for the rest of the turn; a folder's own skill's only once it is trusted."""
-        if project:
-            file = source.relative_to(self.cwd).as_posix() if source.is_relative_to(self.cwd) else str(source)
-            inert = [r for r in rules if not self.setup.trust.admits(TrustItem(file, "allow", r))]
-            if inert:
-                self.frontend.emit(Notice(f"{file} asks to allow {', '.join(inert)} without asking; this folder's "
-                                          "skills are not trusted, so each call still asks.", "warning"))
-                return
-        self._for_turn.append(self.engine.allow_for_now(rules))
+    @property
+    def plan(self) -> list[PlanEntry]:
+        return self.effects.plan
 
     def sidechain(self, tool_call_id: str) -> list[Message] | None:
         """The stored history of the sub-agent the call `tool_call_id` started, if any (for a replay)."""
@@ -319,52 +224,23 @@ class Session:
         )
 
     def _roll_up(self, report: UsageReport) -> UsageReport:
-        """A sub-agent's response, counted in the session's totals: the report the editor gets for it."""
-        usage = Usage(report.input_tokens, report.output_tokens, report.cache_read_tokens, report.cache_write_tokens)
-        self.conversation.add(usage, report.cost_usd)
-        return dataclasses.replace(report, context_used=self.conversation.context_tokens,
-                                   context_size=self.config.context_window,
-                                   session_cost_usd=self.conversation.cost_usd)
-
-    async def _turn_for(self, blocks: list[Block], abort: Abort) -> StopReason:
-        with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
-            await self.sync_mcp()
-        env = self._environment(abort)
-        return await run_turn(self.conversation, blocks, model=self.model, settings=self._settings(), tools=env,
-                              abort=abort)
+        return self.conversation.roll_up(report, self.config.context_window)
 
     def _environment(self, abort: Abort) -> ToolEnvironment:
         return ToolEnvironment(
-            tools=self.toolset.tools,
-            policy=self.policy,
-            prompter=self.frontend.prompter,
-            emit=self.frontend.emit,
-            context=lambda _use_id: self._tool_context(abort),
-            apply=self.apply,
-            held_back=self.toolset.deferred.held_back,
-            unavailable=self.toolset.unavailable,
-            running=self.running,
-            notifications=self.subagents.main.drain,
-            hooks=self.engine.hooks,
-            steps=self._steps,
+            tools=self.toolset.tools, policy=self.policy, prompter=self.frontend.prompter, emit=self.frontend.emit,
+            context=lambda _use_id: self._tool_context(abort), apply=self.effects.apply,
+            held_back=self.toolset.deferred.held_back, unavailable=self.toolset.unavailable, running=self.running,
+            notifications=self.subagents.main.drain, hooks=self.engine.hooks, steps=self._steps,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:
-        return ToolContext(
-            cwd=self.cwd,
-            abort=abort,
-            data_dir=self.data_dir,
-            read_files=self.read_files,
-            documents=self.frontend.documents,
-            services=self.services,
-            read_guard=self.engine.read_guard(),  # files: Grep/Glob results checked against the rules (lead: keep)
-        )
+        # read_guard: Grep/Glob results are checked against the rules file by file
+        return ToolContext(cwd=self.cwd, abort=abort, data_dir=self.data_dir, read_files=self.read_files,
+                           documents=self.frontend.documents, services=self.services,
+                           read_guard=self.engine.read_guard())
 
 
 def new_session_id() -> str:
     return f"sess_{uuid.uuid4().hex[:20]}"
 
-
-def new_turn_id() -> str:
-    """A prompt's id: in its transcript's turn line and its checkpoints, what a rewind or a fork names."""
-    return f"turn_{uuid.uuid4().hex[:16]}"

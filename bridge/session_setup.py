@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bridge.agents.loader import AgentCatalog, load_catalog
 from bridge.config import BridgeConfig
+from bridge.execution.sandbox import Sandbox
 from bridge.memory import Memory, load_memory
 from bridge.messages import Block
 from bridge.permissions.engine import PermissionEngine
@@ -23,7 +24,7 @@ from bridge.permissions.trust import Ask, Tell, TrustPrompt
 from bridge.plugins import PluginSet, load_plugins, plugin_hooks, plugin_items
 from bridge.prompt import environment_section, system_prompt
 from bridge.skills import SkillCatalog, load_skills, skill_items
-from bridge.tools.sandbox import Sandbox
+from bridge.tools.registry import rule_grammar
 
 
 @dataclass
@@ -44,12 +45,15 @@ class SessionSetup:
         engine = PermissionEngine(
             cwd=cwd,
             settings=settings,
+            grammar=rule_grammar(),
             mode=parse_mode(config.permission_mode) if config.permission_mode in MODES else None,
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=interactive,
         )
-        sandbox = Sandbox.for_engine(engine)
+        # the bridge's own secrets: its MCP sign-in tokens and Claude Code's credentials are never a command's
+        sandbox = Sandbox.for_engine(engine, hidden=(config.data_dir / "mcp-auth",
+                                                     settings.claude_home / ".credentials.json"))
         engine.unsandboxed = lambda: sandbox.unavailable
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from bridge import commands
 from bridge.commands import available_commands
 from bridge.loop.query import used_tool_names
+from bridge.mcp_names import name_part, server_of
 from bridge.messages import Message
 from bridge.plugins import PluginSet
 from bridge.skills import SkillCatalog
@@ -71,15 +72,13 @@ class SessionTools:
     def _mark_failed_servers(self, messages: list[Message]) -> None:
         """A history's MCP tools whose configured server never came up answer with the server's failure (not
         "no such tool"): the model hears why, and that it is the server, not the name."""
-        from bridge.mcp.tools import name_part
-
         assert self.mcp is not None
         failed = {name_part(name): c.error for name, c in self.mcp.connections.items()
                   if c.state == "failed" and not c.ever_ready}
         for name in used_tool_names(messages):
-            parts = name.split("__")
-            if name not in self.tools and len(parts) >= 3 and parts[0] == "mcp" and parts[1] in failed:
-                self.unavailable[name] = f"its MCP server could not start ({failed[parts[1]]})"
+            server = server_of(name)
+            if name not in self.tools and server in failed:
+                self.unavailable[name] = f"its MCP server could not start ({failed[server]})"
 
     def hold_back(self, tools: list[AnyTool]) -> None:
         """Tools the session has but does not send until the model loads them with ToolSearch (deferred)."""

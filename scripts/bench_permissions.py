@@ -13,11 +13,16 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, cast
 
+from bridge.abort import Abort
+from bridge.mcp.tools import Calls, tools_of
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from bridge.tools.base import AnyTool, BoundCall, ToolContext
+from bridge.tools.bash import BashInput, BashTool
+from bridge.tools.registry import core_tools, rule_grammar
 
 
 def build(root: Path) -> PermissionEngine:
@@ -40,24 +45,29 @@ def build(root: Path) -> PermissionEngine:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"permissions": perms}))
     store = SettingsStore(ws, user_config_dir=root / "cfg", claude_home=root / "claude", trust="trusted")
-    engine = PermissionEngine(cwd=ws, settings=store, session_rules=RuleSet())
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=rule_grammar(), session_rules=RuleSet())
     assert not engine.errors, engine.errors
     return engine
 
 
-Call = tuple[str, dict[str, Any], bool, list[tuple[Path, Literal["read", "write"]]]]
+def bound(tool: AnyTool, raw: dict[str, Any], cwd: Path) -> BoundCall:
+    """A call as the executor hands it to the engine: the tool bound to its parsed input (parsed before timing)."""
+    data = tool.input_model.model_validate(raw)
+    return BoundCall(tool, data, raw, ToolContext(cwd=cwd, abort=Abort(), data_dir=cwd), tool.traits(data).read_only)
 
 
-def calls(ws: Path) -> list[Call]:
+def calls(ws: Path) -> list[BoundCall]:
+    tools = {tool.name: tool for tool in core_tools()}
+    [mcp] = tools_of(cast(Calls, None), "server30", [{"name": "do"}], set())
     return [
-        ("Bash", {"command": "tool250 run task250 --fast"}, False, []),  # allowed by a rule
-        ("Bash", {"command": "git status && ls src | head -5"}, False, []),  # read-only
-        ("Bash", {"command": "make build && tool3 run task3 x > out.txt"}, False, []),  # asks
-        ("Bash", {"command": "danger3 --all"}, False, []),  # denied
-        ("Edit", {}, False, [(ws / "src/pkg150/a.py", "write")]),
-        ("Read", {}, True, [(Path("/opt/data50/x"), "read")]),
-        ("WebFetch", {"url": "https://site20.example.com/a"}, True, []),
-        ("mcp__server30__do", {}, False, []),
+        bound(tools["Bash"], {"command": "tool250 run task250 --fast"}, ws),  # allowed by a rule
+        bound(tools["Bash"], {"command": "git status && ls src | head -5"}, ws),  # read-only
+        bound(tools["Bash"], {"command": "make build && tool3 run task3 x > out.txt"}, ws),  # asks
+        bound(tools["Bash"], {"command": "danger3 --all"}, ws),  # denied
+        bound(tools["Edit"], {"file_path": str(ws / "src/pkg150/a.py"), "old_string": "a", "new_string": "b"}, ws),
+        bound(tools["Read"], {"file_path": "/opt/data50/x"}, ws),
+        bound(tools["WebFetch"], {"url": "https://site20.example.com/a", "prompt": "p"}, ws),
+        bound(mcp, {}, ws),
     ]
 
 
@@ -69,13 +79,15 @@ SIZES = [("ls", "ls"), ("1 kB", "ls; " * 256), ("10 kB", "ls; " * 2_560), ("50 k
 def sizes(engine: PermissionEngine) -> None:
     """Each command is new to the engine (a distinct text), so nothing comes from the verdict cache."""
     print("command size                  decision  median ms  max ms   vs `ls`")
+    bash, ctx = BashTool(), ToolContext(cwd=engine.cwd, abort=Abort(), data_dir=engine.cwd)
     base = 0.0
     for n, (name, command) in enumerate(SIZES):
         times = []
         for i in range(5 if len(command) < 200_000 else 3):
             text = f"{command} #{n}-{i}"
+            call = BoundCall(bash, BashInput(command=text), {"command": text}, ctx, read_only=False)
             started = time.perf_counter()
-            decision = engine.decide("Bash", {"command": text}, read_only=False, paths=[])
+            decision = engine.decide(call)
             times.append((time.perf_counter() - started) * 1000)
         median = statistics.median(times)
         base = base or median
@@ -93,12 +105,12 @@ def main() -> None:
         per_kind: dict[str, list[float]] = {}
         every: list[float] = []
         for n in range(args.calls):
-            tool, raw, read_only, paths = samples[n % len(samples)]
+            call = samples[n % len(samples)]
             started = time.perf_counter_ns()
-            decision = engine.decide(tool, raw, read_only=read_only, paths=paths)
+            decision = engine.decide(call)
             elapsed = (time.perf_counter_ns() - started) / 1000
             every.append(elapsed)
-            per_kind.setdefault(f"{tool} -> {decision.behavior}", []).append(elapsed)
+            per_kind.setdefault(f"{call.tool_name} -> {decision.behavior}", []).append(elapsed)
     print(f"{args.calls} decisions, 1000 rules in 4 settings files (a stat per file per call included)")
     print(f"{'all':<28} median {statistics.median(every):8.1f} us   p95 {_p95(every):8.1f} us")
     for kind, values in per_kind.items():

@@ -1,12 +1,18 @@
 """The OS sandbox's cost per command (issue 9): `true` and `echo x` through the Bash tool, sandboxed
 (bubblewrap) vs unsandboxed, interleaved in one run so both see the same machine load. Median and p95.
-Also: the same with a Read deny rule that makes the sandbox walk the workspace (`Read(.env)`).
+Also: the same with a Read deny rule that makes the sandbox walk the workspace (`Read(.env)`), and (issue 21)
+how long a file a command makes at a protected name exists before the sandbox sets it aside, and the cost of
+per-command resource limits on sandboxed `echo x`: each backend this machine has
+(`AGENT_BRIDGE_LIMITS`) against limits off, in interleaved blocks of 5 (a session's commands share a backend;
+a memory cgroup's first command after the bridge ran in another costs more: see limits.CgroupPool).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -17,14 +23,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bridge.abort import Abort
+from bridge.execution import limits
+from bridge.execution.sandbox import Sandbox, probe
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor
-from bridge.tools.sandbox import Sandbox, probe
+from bridge.tools.registry import rule_grammar
 
 RUNS = 40
+BLOCK = 5  # consecutive commands per limits backend, blocks interleaved
 BASH = BashTool()
 
 
@@ -55,7 +64,7 @@ async def main() -> None:
             (ws / f"pkg{i % 20}").mkdir(exist_ok=True)
             (ws / f"pkg{i % 20}" / f"mod{i}.py").write_text("x = 1\n")
         store = SettingsStore(ws, user_config_dir=root / "config", claude_home=root / "claude")
-        engine = PermissionEngine(cwd=ws, settings=store, mode="bypassPermissions")
+        engine = PermissionEngine(cwd=ws, settings=store, grammar=rule_grammar(), mode="bypassPermissions")
         supervisor = ProcessSupervisor(data_dir=root / "data")
         sandbox = Sandbox.for_engine(engine)
         plain = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data", services=Services(processes=supervisor))
@@ -72,6 +81,26 @@ async def main() -> None:
                     result = await BASH.call(BashInput(command=command), ctx)
                     results.setdefault(name, []).append(time.perf_counter() - start)
                     assert not result.is_error, result.content
+        backends = ["off", *(b for b in limits.BACKENDS if b == "rlimit" or limits._available(b))]
+        for _ in range(RUNS // BLOCK):  # in blocks: a session's commands all run with the same backend
+            for backend in backends:
+                os.environ[limits.LIMITS_ENV] = backend
+                for _ in range(BLOCK):
+                    start = time.perf_counter()
+                    result = await BASH.call(BashInput(command="echo x"), boxed)
+                    elapsed = time.perf_counter() - start
+                    results.setdefault(f"'echo x' sandboxed, limits {backend}", []).append(elapsed)
+                    assert not result.is_error, result.content
+        os.environ.pop(limits.LIMITS_ENV, None)
+        # how long a file made at a protected name that did not exist stays before it is set aside (the window a
+        # program outside the sandbox has to read it), timed inside the command
+        made = ("import os, time\nt = time.perf_counter()\nopen('.envrc', 'w').close()\n"
+                 "while os.path.lexists('.envrc'):\n    time.sleep(0.0001)\nprint(time.perf_counter() - t)\n")
+        for _ in range(RUNS // 2):
+            result = await BASH.call(BashInput(command=f"python3 -c {shlex.quote(made)}"), boxed)
+            first = str(result.content).split()[0]
+            results.setdefault("set-aside window (.envrc made)", []).append(float(first))
+        os.environ.pop(limits.LIMITS_ENV, None)
         (ws / ".agent-bridge").mkdir()
         (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {"deny": ["Read(.env)"]}}))
         store.refresh(force=True)
@@ -88,6 +117,13 @@ async def main() -> None:
         plain_median = statistics.median(results[f"{command!r} unsandboxed"])
         ratio, extra = boxed_median / plain_median, boxed_median - plain_median
         print(f"{command!r}: sandboxed / unsandboxed median ratio {ratio:.2f} (+{extra * 1000:.1f} ms)")
+    off = statistics.median(results["'echo x' sandboxed, limits off"])
+    for name, samples in results.items():
+        if name.startswith("'echo x' sandboxed, limits ") and not name.endswith(" off"):
+            median = statistics.median(samples)
+            print(f"{name.split('limits ')[1]} limits: median ratio to limits off {median / off:.2f} "
+                  f"(+{(median - off) * 1000:.1f} ms), p95 {p95(samples) * 1000:.1f} ms vs "
+                  f"{p95(results[chr(39) + 'echo x' + chr(39) + ' sandboxed, limits off']) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

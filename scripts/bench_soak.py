@@ -44,11 +44,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bridge.execution.sandbox import probe
 from bridge.offline import OfflineServer, Scenario
 from bridge.offline.builtins.common import compaction_summary, current_turn, text_response, working_directory
 from bridge.offline.scenario import Json, RecordedRequest
 from bridge.offline.validation import history_errors
-from bridge.tools.sandbox import probe
 from tests.e2e.harness import Editor, running_editor
 
 SAMPLE_EVERY = 10

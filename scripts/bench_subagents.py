@@ -17,7 +17,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.e2e.harness import Editor, poll, running_editor, text_response, tool_response
-from tests.test_processes import marked_pids
+from tests.execution.test_processes import marked_pids
 
 ROUNDS = 7
 

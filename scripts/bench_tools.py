@@ -31,9 +31,10 @@ from bridge.prompt import system_prompt
 from bridge.tools.base import ToolContext
 from bridge.tools.edit import EditInput, EditTool
 from bridge.tools.glob import GlobInput, GlobTool
-from bridge.tools.grep import GrepInput, GrepTool, rg_binary
+from bridge.tools.grep import GrepInput, GrepTool
 from bridge.tools.read import ReadInput, ReadTool
-from bridge.tools.registry import core_tools
+from bridge.tools.registry import core_tools, rule_grammar
+from bridge.tools.ripgrep import rg_binary
 
 RUNS = 5
 
@@ -68,7 +69,8 @@ async def main() -> None:
         ctx = _ctx(stdlib, data)
         grep, glob = GrepTool(), GlobTool()
         store = SettingsStore(stdlib, user_config_dir=data / "cfg", claude_home=data / "home")
-        engine = PermissionEngine(cwd=stdlib, settings=store, session_rules=RuleSet.of(deny=["Read(**/secret*)"]))
+        engine = PermissionEngine(cwd=stdlib, settings=store, grammar=rule_grammar(),
+                                  session_rules=RuleSet.of(deny=["Read(**/secret*)"]))
 
         def guarded() -> ToolContext:  # a session builds one per call, with the guard snapshot of the rules
             return ToolContext(cwd=stdlib, abort=Abort(), data_dir=data, read_guard=engine.read_guard())

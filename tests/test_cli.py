@@ -52,8 +52,11 @@ def test_a_mistake_is_one_line_and_exit_code_2(args: list[str], env_change: dict
 
 @pytest.mark.parametrize("command", ["serve", "acp"])
 def test_ctrl_c_on_an_idle_server_exits_quietly(command: str) -> None:
+    # as a terminal starts it (its foreground job): with SIGINT's default action, even when this test run is a
+    # script's background job, whose children inherit SIGINT ignored (then Python never sees the Ctrl-C)
     process = subprocess.Popen([AGENT_BRIDGE, command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _reading_stdin(process.pid):
         time.sleep(0.02)  # polling the process's own state: it waits for its first message

@@ -3,7 +3,9 @@ name or traceback."""
 
 from __future__ import annotations
 
-from bridge.errors import for_person, root_cause
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from bridge.errors import for_person, root_cause, validation_problems
 from bridge.model.types import ModelError
 from bridge.server.app import _internal_error
 
@@ -29,3 +31,24 @@ def test_the_editor_gets_the_cause_and_a_model_failure_keeps_its_data() -> None:
                                                 status=429)))
     assert model.message == "Rate limited (429). Try again in 3 s."
     assert model.data == {"kind": "rate_limited", "status": 429}
+
+
+def test_invalid_values_read_the_same_everywhere() -> None:
+    class Inner(BaseModel):
+        depth: int
+
+    class Outer(BaseModel):
+        name: str
+        inner: Inner
+
+    try:
+        Outer.model_validate({"name": 1, "inner": {"depth": "deep"}})
+    except ValidationError as error:
+        found = validation_problems(error)
+        assert found == ["name: Input should be a valid string",
+                         "inner.depth: Input should be a valid integer, unable to parse string as an integer"]
+        assert validation_problems(error, limit=1) == found[:1]
+    try:
+        TypeAdapter(list[str]).validate_python("not a list")
+    except ValidationError as error:
+        assert validation_problems(error, whole="value") == ["value: Input should be a valid list"]

@@ -71,26 +71,56 @@ def test_the_settings_read_ahead_are_bridge_configs(model: str, stall: str, key:
         assert ahead == real
 
 
-def _cached(tmp_path: Path) -> dict[str, str]:
-    env = {"AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config")}
-    first_request.remember_tools(env, [{"name": "T", "description": "d", "input_schema": {}}])
-    return env
+def _empty_home(tmp_path: Path) -> dict[str, str]:
+    """A user with no agent types, skills or plugins: what a new session offers is what ships."""
+    return {"AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
+            "HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+
+
+def test_the_shipped_schemas_are_what_a_new_session_offers() -> None:
+    """Issue 26: the first run after install sends ahead like the tenth (nothing is cached per user). When a
+    tool changes, this fails: run scripts/gen_tool_schemas.py."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_tool_schemas", Path(__file__).parent.parent / "scripts" /
+                                                  "gen_tool_schemas.py")
+    assert spec is not None and spec.loader is not None
+    script: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert first_request.shipped_schemas() == json.loads(json.dumps(script.current(), ensure_ascii=False))
+
+
+def test_the_folders_that_change_the_tools_are_the_loaders(tmp_path: Path) -> None:
+    from bridge.agents.loader import agent_dirs
+    from bridge.skills import skill_dirs
+
+    env = _empty_home(tmp_path)
+    dirs = {"user_config_dir": Path(env["AGENT_BRIDGE_CONFIG_DIR"]), "claude_home": Path(env["CLAUDE_CONFIG_DIR"])}
+    saved = os.environ.get("HOME")
+    os.environ["HOME"] = env["HOME"]
+    try:
+        expected = [*agent_dirs(tmp_path, **dirs), *(d for d, _ in skill_dirs(tmp_path, **dirs))]
+    finally:
+        os.environ["HOME"] = saved or ""
+    assert sorted(first_request.tool_sources(tmp_path, env)) == sorted(expected)
 
 
 def test_a_prediction_needs_everything_sure(tmp_path: Path) -> None:
-    env = _cached(tmp_path)
+    env = _empty_home(tmp_path)
     ws = tmp_path / "ws"
     ws.mkdir()
-    predicted = first_request.predict("hi", ws, {}, env)
+    predicted = first_request.predict("hi", ws, {"folderTrust": "trusted"}, env)
     assert predicted is not None
     request, _ = predicted
-    assert request.tools == [{"name": "T", "description": "d", "input_schema": {}, "cache_control": {
-        "type": "ephemeral"}}]
+    assert [t["name"] for t in request.tools][-1] == "Agent" and request.tools[-1]["cache_control"] == {
+        "type": "ephemeral"}
     assert first_request.predict("/compact", ws, {}, env) is None  # maybe a command
     assert first_request.predict("hi", ws / "missing", {}, env) is None
     assert first_request.predict("hi", ws, {"maxTokens": 300}, env) is None
     assert first_request.predict("hi", ws, {}, {**env, "AGENT_BRIDGE_STALL_TIMEOUT": "1e3"}) is None
-    assert first_request.predict("hi", ws, {}, {**env, "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "empty")}) is None
+    (ws / ".claude" / "skills" / "lint").mkdir(parents=True)
+    assert first_request.predict("hi", ws, {}, env) is None  # a skill: the session offers a Skill tool
+    (ws / ".claude" / "skills" / "lint").rmdir()
     (ws / ".agent-bridge").mkdir()
     (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": {}}))
     assert first_request.predict("hi", ws, {}, env) is None  # a hook may change or block the prompt
@@ -127,10 +157,12 @@ async def test_other_settings_discard_a_request_sent_ahead() -> None:
         await early.aclose()
 
 
-@pytest.mark.parametrize("change", ["schema", "memory"])
-async def test_run_sends_the_loops_request_when_the_guess_is_stale(tmp_path: Path, change: str) -> None:
-    """A stale schema cache: one wasted request, the turn's answer is the loop's own. A memory file added since
-    the last run: the guess reads it as the session does, and is right."""
+@pytest.mark.parametrize("change", ["agent", "memory"])
+async def test_run_sends_ahead_from_a_fresh_home_and_not_when_the_user_changed_the_tools(
+    tmp_path: Path, change: str
+) -> None:
+    """A fresh HOME: the first run sends ahead (cold equals warm). A memory file: the guess reads it as the session
+    does, and is right. An agent type of the user's changes the Agent tool: nothing is sent ahead."""
     ws, data = tmp_path / "ws", tmp_path / "data"
     ws.mkdir()
     data.mkdir()
@@ -146,20 +178,18 @@ async def test_run_sends_the_loops_request_when_the_guess_is_stale(tmp_path: Pat
             assert process.returncode == 0, err.decode()
             return out.decode() + err.decode()
 
-        await run()  # writes the cache
-        cached = first_request.tools_cache({"AGENT_BRIDGE_DATA_DIR": str(data)})
-        if change == "schema":
-            schemas = json.loads(cached.read_text())
-            schemas[0]["description"] += " (stale)"
-            cached.write_text(json.dumps(schemas))
+        first = await run()
+        assert "sent ahead" in first, first
+        if change == "agent":
+            agents = data / "home" / ".claude" / "agents"
+            agents.mkdir(parents=True)
+            (agents / "reviewer.md").write_text("---\nname: reviewer\ndescription: Reviews.\n---\nReview.\n")
         else:
             (ws / "CLAUDE.md").write_text("remember this\n")  # read by the guess and by the session alike
         output = await run()
         requests = model.requests
-    if change == "schema":
-        assert "discarded" in output and "answer 2" in output, output
-        assert len(requests) == 3 and requests[1].raw != requests[2].raw
-        assert "(stale)" in requests[1].raw.decode() and "(stale)" not in requests[2].raw.decode()
-    else:  # the guess saw the file too: it was right, and taken
+    assert len(requests) == 2, "the guess, when sent, was right: one request per run"
+    if change == "agent":
+        assert "sent ahead" not in output and "reviewer" in requests[1].raw.decode(), output
+    else:
         assert "sent ahead" in output and "answer 1" in output, output
-        assert len(requests) == 2

@@ -13,6 +13,7 @@ import pytest
 
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR, decide
 
 PY = shlex.quote(sys.executable)
 
@@ -26,7 +27,7 @@ def engine_with_hooks(tmp_path: Path, hooks: dict[str, Any], **kw: Any) -> Permi
     (ws / ".agent-bridge").mkdir(parents=True)
     (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    return PermissionEngine(cwd=ws, settings=store, **kw)
+    return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, **kw)
 
 
 def hook(matcher: str, command: str, timeout: float | None = None) -> dict[str, Any]:
@@ -48,18 +49,18 @@ async def test_blocking_hook_reaches_the_reason(tmp_path: Path) -> None:
     outcome = await engine.run_hooks("PreToolUse", payload, tool_name="Edit")
     assert outcome.blocked and outcome.decision == "deny"
     assert outcome.reason == "no edits to /x/a.py"
-    decision = engine.decide("Edit", payload["tool_input"], read_only=False,
-                             paths=[(engine.cwd / "a.py", "write")], hook=outcome)
+    decision = decide(engine, "Edit", payload["tool_input"], read_only=False, paths=[(engine.cwd / "a.py", "write")],
+                      hook=outcome)
     assert (decision.behavior, decision.reason) == ("deny", "no edits to /x/a.py")
 
 
 async def test_json_allow_skips_the_prompt(tmp_path: Path) -> None:
     engine = engine_with_hooks(tmp_path, {"PreToolUse": [hook("Bash", ALLOW)]})
     raw = {"command": "make build"}
-    assert engine.decide("Bash", raw, read_only=False, paths=[]).behavior == "ask"
+    assert decide(engine, "Bash", raw).behavior == "ask"
     outcome = await engine.run_hooks("PreToolUse", {"tool_input": raw}, tool_name="Bash")
     assert outcome.decision == "allow" and not outcome.errors
-    decision = engine.decide("Bash", raw, read_only=False, paths=[], hook=outcome)
+    decision = decide(engine, "Bash", raw, hook=outcome)
     assert (decision.behavior, decision.reason) == ("allow", "checked by the hook")
 
 
@@ -67,9 +68,9 @@ async def test_hook_allow_does_not_beat_deny_rules_or_protected_paths(tmp_path: 
     engine = engine_with_hooks(tmp_path, {"PreToolUse": [hook("", ALLOW)]})
     engine.add_session_rule("deny", "Bash(rm *)")
     outcome = await engine.run_hooks("PreToolUse", {}, tool_name="Bash")
-    assert engine.decide("Bash", {"command": "rm -rf x"}, read_only=False, paths=[], hook=outcome).behavior == "deny"
+    assert decide(engine, "Bash", {"command": "rm -rf x"}, hook=outcome).behavior == "deny"
     git = [(engine.cwd / ".git" / "config", "write")]
-    assert engine.decide("Write", {}, read_only=False, paths=git, hook=outcome).behavior == "ask"  # type: ignore[arg-type]
+    assert decide(engine, "Write", read_only=False, paths=git, hook=outcome).behavior == "ask"  # type: ignore[arg-type]
 
 
 async def test_json_ask_and_updated_input(tmp_path: Path) -> None:
@@ -77,7 +78,7 @@ async def test_json_ask_and_updated_input(tmp_path: Path) -> None:
             "'permissionDecisionReason': 'double-check', 'updatedInput': {'command': 'make -n'}}}))")
     engine = engine_with_hooks(tmp_path, {"PreToolUse": [hook("*", py(code))]}, mode="bypassPermissions")
     outcome = await engine.run_hooks("PreToolUse", {}, tool_name="Bash")
-    decision = engine.decide("Bash", {"command": "make"}, read_only=False, paths=[], hook=outcome)
+    decision = decide(engine, "Bash", {"command": "make"}, hook=outcome)
     assert (decision.behavior, decision.reason) == ("ask", "double-check")
     assert decision.updated_input == {"command": "make -n"}
 

@@ -171,7 +171,7 @@ async def test_nothing_listening(transport: str) -> None:
                            max_retry_wait=0.01)
     events, failure = await outcome(model, request_of())
     assert failure is not None and failure[0] == "connection"
-    assert "Cannot reach the model API at" in failure[1] and "Connection error" in failure[1], failure
+    assert "Cannot reach the model API at" in failure[1] and "the connection was refused" in failure[1], failure
     assert [type(e).__name__ for e in events] == ["Retrying"]
 
 

@@ -14,6 +14,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR, decide
 
 ALLOW = ["Bash(echo *)", "Bash(npm test *)", "Bash(git log *)", "Bash(python3 -m pytest *)", "Edit(src/**)"]
 
@@ -37,7 +38,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def make(ws: Path, mode: Mode = "default") -> PermissionEngine:
     store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws.parent / "home" / ".claude")
-    return PermissionEngine(cwd=ws, settings=store, mode=mode, session_rules=RuleSet.of(allow=ALLOW))
+    return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet.of(allow=ALLOW))
 
 
 SHELL_ATTACKS = [
@@ -225,7 +226,7 @@ SHELL_ATTACKS = [
 @pytest.mark.parametrize("command", SHELL_ATTACKS, ids=[repr(c)[:60] for c in SHELL_ATTACKS])
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan"])
 def test_shell_attack_is_not_allowed(ws: Path, command: str, mode: Mode) -> None:
-    decision = make(ws, mode).decide("Bash", {"command": command}, read_only=False, paths=[])
+    decision = decide(make(ws, mode), "Bash", {"command": command})
     assert decision.behavior in ("ask", "deny"), decision.reason
 
 
@@ -239,7 +240,7 @@ PROTECTED_IN_BYPASS = [
 
 @pytest.mark.parametrize("command", PROTECTED_IN_BYPASS)
 def test_protected_paths_ask_even_in_bypass(ws: Path, command: str) -> None:
-    decision = make(ws, "bypassPermissions").decide("Bash", {"command": command}, read_only=False, paths=[])
+    decision = decide(make(ws, "bypassPermissions"), "Bash", {"command": command})
     assert decision.behavior == "ask"
     assert decision.suggestions == []
 
@@ -275,37 +276,37 @@ def _file_attacks(ws: Path) -> list[tuple[str, Path]]:
 def test_file_attack_is_not_allowed(ws: Path, index: int, mode: Mode) -> None:
     tool, path = _file_attacks(ws)[index]
     kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
-    decision = make(ws, mode).decide(tool, {}, read_only=kind == "read", paths=[(path, kind)])
+    decision = decide(make(ws, mode), tool, read_only=kind == "read", paths=[(path, kind)])
     assert decision.behavior in ("ask", "deny"), (tool, path, decision.reason)
 
 
 def test_file_path_from_raw_input_is_checked_when_tool_declares_none(ws: Path) -> None:
-    decision = make(ws, "acceptEdits").decide("Write", {"file_path": "/etc/passwd"}, read_only=False, paths=[])
+    decision = decide(make(ws, "acceptEdits"), "Write", {"file_path": "/etc/passwd"}, read_only=False)
     assert decision.behavior == "ask"
 
 
 def test_deny_rule_sees_through_symlink_and_wrappers(ws: Path) -> None:
     store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws / "nohome")
     rules = RuleSet.of(allow=["Bash", "Read"], deny=["Read(~/.ssh/**)", "Bash(curl *)"])
-    engine = PermissionEngine(cwd=ws, settings=store, session_rules=rules)
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, session_rules=rules)
     (ws / "keys").symlink_to(ws.parent / "home" / ".ssh", target_is_directory=True)
     for command in ["cat ~/.ssh/id_rsa", "cat keys/id_rsa", "/usr/bin/curl x", "sudo curl x", "echo $(curl x)",
                     "bash -c 'curl x'", "ls; curl x", "timeout 3 curl x", "xargs curl < list"]:
-        assert engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior == "deny", command
-    decision = engine.decide("Read", {}, read_only=True, paths=[(ws / "keys" / "id_rsa", "read")])
+        assert decide(engine, "Bash", {"command": command}).behavior == "deny", command
+    decision = decide(engine, "Read", read_only=True, paths=[(ws / "keys" / "id_rsa", "read")])
     assert decision.behavior == "deny"
 
 
 def test_bare_bash_allow_does_not_cover_risky_commands(ws: Path) -> None:
     store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws / "nohome")
-    engine = PermissionEngine(cwd=ws, settings=store, session_rules=RuleSet.of(allow=["Bash"]))
-    assert engine.decide("Bash", {"command": "make"}, read_only=False, paths=[]).behavior == "allow"
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, session_rules=RuleSet.of(allow=["Bash"]))
+    assert decide(engine, "Bash", {"command": "make"}).behavior == "allow"
     for command in ["sudo make", "eval make", "bash -c make", "echo \"x", "cd / && make", "make > ~/.bashrc"]:
-        assert engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior == "ask", command
+        assert decide(engine, "Bash", {"command": command}).behavior == "ask", command
 
 
 def test_non_interactive_never_asks(ws: Path) -> None:
     store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws / "nohome")
-    engine = PermissionEngine(cwd=ws, settings=store, interactive=False)
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, interactive=False)
     for command in SHELL_ATTACKS[:40]:
-        assert engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior == "deny", command
+        assert decide(engine, "Bash", {"command": command}).behavior == "deny", command

@@ -27,6 +27,7 @@ from bridge.tools.write import WriteInput, WriteTool
 from tests.attacks import corpus
 from tests.attacks.corpus import ALLOWED, ALLOWED_GIT, ATTACKS, BACKGROUND, KEEP_RUNNING, MEMORY_FILES, Attack
 from tests.attacks.workspace import (
+    ENV_SECRETS,
     MEMORY,
     Workspace,
     build,
@@ -37,8 +38,10 @@ from tests.attacks.workspace import (
     setup_env,
     tools_present,
 )
+from tests.permission_calls import TOOLS, decide, decide_async
 
 RM = ("Bash(rm:*)",)
+EXEC_RULES = ("Bash(rm:*)", "Bash(./mark.sh:*)")
 READ_DENY = ("Read(secret.txt)", "Read(.env)", "Read(~/.ssh/**)")
 
 
@@ -64,6 +67,10 @@ CONFIGS: dict[str, list[Config]] = {
     "outside-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES)],
     "memory": [("acceptEdits", NO_RULES), ("default", {"allow": ("Bash", "Edit", "Write")}), ("plan", NO_RULES),
                ("dontAsk", NO_RULES)],
+    "oracle": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES), ("plan", NO_RULES)],
+    "exec-deny": [("bypassPermissions", {"deny": EXEC_RULES}), ("default", {"allow": ("Bash",), "deny": EXEC_RULES}),
+                  ("bypassPermissions", {"ask": EXEC_RULES}), ("default", {"allow": ("Bash",), "ask": EXEC_RULES})],
+    "env-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
 }
 
 
@@ -85,18 +92,18 @@ async def test_attack_is_stopped(attack: Attack, make: Any) -> None:
     found: Workspace = make(git=attack.git, parent_repo=attack.parent_repo)
     command = found.fill(attack.command)
     for mode, rules in CONFIGS[attack.cls]:
-        decision = engine(found, mode, **rules).decide("Bash", {"command": command}, read_only=False, paths=[])
+        decision = decide(engine(found, mode, **rules), "Bash", {"command": command})
         if decision.behavior == "allow":
             before = found.snapshot()
             output = await run_bash(found, command)
             effect = effect_seen(found, attack.effect, before, output)
             assert effect is None, f"{mode} {rules}: allowed ({decision.reason}) and {effect}"
             pytest.fail(f"{mode} {rules}: allowed ({decision.reason}), though it did nothing here")
-        if attack.cls in ("deny-dodge", "read-deny") and mode == "bypassPermissions":
+        if attack.cls in ("deny-dodge", "read-deny", "exec-deny") and mode == "bypassPermissions" and "deny" in rules:
             assert decision.behavior == "deny", f"{mode}: {decision.behavior} ({decision.reason})"
     if attack.control and tools_present(attack.needs):
         before = found.snapshot()
-        output = await run_control(found, command)
+        output = await run_control(found, command, env=ENV_SECRETS)
         assert effect_seen(found, attack.effect, before, output), f"the attack did nothing when run: {output[:300]}"
 
 
@@ -108,11 +115,11 @@ async def test_memory_file_writes_ask_in_every_mode_but_bypass(tool: str, relati
                            {"file_path": str(path), "old_string": "original", "new_string": "pwned"})
     real = path.resolve()
     for mode, rules in CONFIGS["memory"]:
-        decision = engine(found, mode, **rules).decide(tool, raw, read_only=False, paths=[(path, "write")])
+        decision = decide(engine(found, mode, **rules), tool, raw, read_only=False, paths=[(path, "write")])
         assert decision.behavior != "allow", f"{mode} {rules}: {decision.reason}"
         assert decision.suggestions == [] or decision.behavior == "deny"
     assert not real.exists() or real.read_text() == MEMORY + "\n"
-    bypass = engine(found, "bypassPermissions").decide(tool, raw, read_only=False, paths=[(path, "write")])
+    bypass = decide(engine(found, "bypassPermissions"), tool, raw, read_only=False, paths=[(path, "write")])
     # bypass lets memory files be written; inside .agent-bridge/ (settings, hooks) everything always asks
     assert bypass.behavior == ("ask" if ".agent-bridge" in relative else "allow"), bypass.reason
     # the control: the tool really writes it
@@ -162,7 +169,7 @@ DOS = [
 async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command: str, mode: Mode, make: Any) -> None:
     found: Workspace = make()
     started = time.monotonic()
-    decision = engine(found, mode).decide("Bash", {"command": command}, read_only=False, paths=[])
+    decision = decide(engine(found, mode), "Bash", {"command": command})
     elapsed = time.monotonic() - started
     assert decision.behavior in ("ask", "deny") or (mode == "bypassPermissions" and shell.verdict(command).ok), \
         decision.reason
@@ -178,7 +185,7 @@ async def test_a_10_mb_command_is_answered_by_its_size_alone(make: Any) -> None:
     command = "touch pwned; " + "true; " * 1_750_000
     judge = engine(found, "bypassPermissions", deny=RM)
     started = time.monotonic()
-    decision = await judge.decide_async("Bash", {"command": command}, read_only=False, paths=[])
+    decision = await decide_async(judge, "Bash", {"command": command})
     elapsed = time.monotonic() - started
     assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     # a deny rule could apply to what can't be read: it does, and the reason names the limit
@@ -186,14 +193,22 @@ async def test_a_10_mb_command_is_answered_by_its_size_alone(make: Any) -> None:
 
 
 @pytest.mark.parametrize("tool", ["Read", "Write", "Edit", "Grep", "Glob"])
-def test_a_nul_byte_in_a_path_is_a_clear_denial(tool: str, make: Any) -> None:
+async def test_a_nul_byte_in_a_path_is_a_clear_denial(tool: str, make: Any) -> None:
     found: Workspace = make()
     path = Path(str(found.ws / "a.txt") + "\x00/etc/passwd")
     kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
-    decision = engine(found).decide(tool, {"file_path": str(path)}, read_only=kind == "read", paths=[(path, kind)])
+    decision = decide(engine(found), tool, {"file_path": str(path)}, read_only=kind == "read", paths=[(path, kind)])
     assert decision.behavior == "deny" and "NUL" in decision.reason
-    raw_only = engine(found).decide(tool, {"file_path": "a\x00b"}, read_only=True, paths=[])
-    assert raw_only.behavior == "deny" and "NUL" in raw_only.reason
+    # a call that only names such a path: its tool states no path it can't open, and refuses the call before any
+    # permission step (the engine reads no raw input: the tool states its facts)
+    called = TOOLS[tool]
+    field = "path" if tool in ("Grep", "Glob") else "file_path"
+    raw = {"pattern": "*", field: "a\x00b"} if tool in ("Grep", "Glob") else {field: "a\x00b"}
+    data = called.input_model.model_construct(**raw)
+    ctx = ToolContext(cwd=found.ws, abort=Abort(), data_dir=found.tmp / "data")
+    assert called.permission_facts(data, ctx).paths == ()
+    problem = await called.validate_input(data, ctx)
+    assert problem is not None and "NUL" in problem
 
 
 # --- what must keep working --------------------------------------------------------------------------------
@@ -202,7 +217,7 @@ def test_a_nul_byte_in_a_path_is_a_clear_denial(tool: str, make: Any) -> None:
 @pytest.mark.parametrize(("command", "shown"), ALLOWED + ALLOWED_GIT, ids=[c[:60] for c, _ in ALLOWED + ALLOWED_GIT])
 async def test_read_only_commands_run_without_a_question(command: str, shown: str, make: Any) -> None:
     found: Workspace = make(git=(command, shown) in ALLOWED_GIT)
-    decision = engine(found).decide("Bash", {"command": command}, read_only=False, paths=[])
+    decision = decide(engine(found), "Bash", {"command": command})
     assert decision.behavior == "allow", decision.reason
     assert BashTool().is_concurrency_safe(BashInput(command=command))
     output = await run_bash(found, command)
@@ -214,7 +229,7 @@ async def test_programs_that_run_no_command_keep_running_under_rm_rules(command:
     """The other side of failing closed: a program given no code or command to run is judged by what it is."""
     found: Workspace = make()
     for mode, rules in CONFIGS["deny-dodge"] + CONFIGS["ask-dodge"]:
-        decision = engine(found, mode, **rules).decide("Bash", {"command": command}, read_only=False, paths=[])
+        decision = decide(engine(found, mode, **rules), "Bash", {"command": command})
         assert decision.behavior == "allow", f"{mode} {rules}: {decision.reason}"
     output = await run_bash(found, command)
     assert shown in output and "Exit code" not in output, output[:500]
@@ -236,8 +251,8 @@ def _three_uses(plan: PermissionEngine, default: PermissionEngine, raw: dict[str
     """What each use makes of the call, observed from outside: plan mode's decision (denied or not), default
     mode's (allowed without a question or not), and whether the Bash tool lets it run beside other calls.
     The engine is told nothing (`read_only=False`): what it decides comes from its own reading."""
-    in_plan = plan.decide("Bash", raw, read_only=False, paths=[])
-    in_default = default.decide("Bash", raw, read_only=False, paths=[])
+    in_plan = decide(plan, "Bash", raw)
+    in_default = decide(default, "Bash", raw)
     parallel = BashTool().is_concurrency_safe(BashInput.model_validate(raw))
     return in_plan.behavior != "deny", in_default.behavior == "allow", parallel
 
@@ -264,7 +279,7 @@ def test_a_background_job_is_not_read_only_anywhere(command: str, make: Any) -> 
     expectations: list[tuple[Mode, str]] = [("default", "ask"), ("dontAsk", "deny"), ("plan", "deny"),
                                             ("acceptEdits", "ask")]
     for mode, expected in expectations:
-        decision = engine(found, mode).decide("Bash", {"command": command}, read_only=False, paths=[])
+        decision = decide(engine(found, mode), "Bash", {"command": command})
         assert decision.behavior == expected, f"{mode}: {decision.behavior} ({decision.reason})"
     assert not BashTool().is_concurrency_safe(BashInput(command=command))
     if "$(" in command:
@@ -272,13 +287,12 @@ def test_a_background_job_is_not_read_only_anywhere(command: str, make: Any) -> 
     # a rule that names the command still lets it run in the background
     allowed = engine(found, "default", allow=("Bash(ls:*)", "Bash(cat:*)", "Bash(git status:*)", "Bash(grep:*)",
                                               "Bash(sleep:*)", "Bash(echo:*)"))
-    assert allowed.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior == "allow"
+    assert decide(allowed, "Bash", {"command": command}).behavior == "allow"
 
 
 def test_run_in_background_asks_like_a_background_job(make: Any) -> None:
     found: Workspace = make()
     raw = {"command": "ls", "run_in_background": True}
-    assert engine(found, "default").decide("Bash", raw, read_only=False, paths=[]).behavior == "ask"
-    assert engine(found, "plan").decide("Bash", raw, read_only=False, paths=[]).behavior == "deny"
-    assert engine(found, "default", allow=("Bash(ls:*)",)).decide("Bash", raw, read_only=False,
-                                                                  paths=[]).behavior == "allow"
+    assert decide(engine(found, "default"), "Bash", raw).behavior == "ask"
+    assert decide(engine(found, "plan"), "Bash", raw).behavior == "deny"
+    assert decide(engine(found, "default", allow=("Bash(ls:*)",)), "Bash", raw).behavior == "allow"

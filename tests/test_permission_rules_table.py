@@ -13,6 +13,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR, decide
 
 
 @pytest.fixture
@@ -29,11 +30,11 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 
 def engine(env: dict[str, Path], rules: RuleSet | None = None, mode: Mode = "default", **kw: Any) -> PermissionEngine:
     store = SettingsStore(env["ws"], user_config_dir=env["cfg"], claude_home=env["claude"])
-    return PermissionEngine(cwd=env["ws"], settings=store, mode=mode, session_rules=rules, **kw)
+    return PermissionEngine(cwd=env["ws"], settings=store, grammar=GRAMMAR, mode=mode, session_rules=rules, **kw)
 
 
 def bash(e: PermissionEngine, command: str) -> str:
-    return e.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior
+    return decide(e, "Bash", {"command": command}).behavior
 
 
 # --- Bash specifiers: (specifier, command, matches as an allow rule, matches as a deny/ask rule) -----------
@@ -209,7 +210,7 @@ def _rule(text: str, env: dict[str, Path]) -> str:
 
 def _file_call(e: PermissionEngine, tool: str, path: Path) -> str:
     kind: Literal["read", "write"] = "read" if tool in ("Read", "Grep", "Glob") else "write"
-    return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior
+    return decide(e, tool, read_only=kind == "read", paths=[(path, kind)]).behavior
 
 
 @pytest.mark.parametrize(("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS,
@@ -253,10 +254,10 @@ OTHER_ROWS: list[tuple[str, str, dict[str, Any], bool]] = [
     ("mcp__github__*", "mcp__github__create_issue", {}, True),
     ("mcp__github__create_issue", "mcp__github__create_issue", {}, True),
     ("mcp__github__create_issue", "mcp__github__delete_repo", {}, False),
-    ("Task(Explore)", "Task", {"subagent_type": "Explore"}, True),
-    ("Task(Explore)", "Task", {"subagent_type": "general"}, False),
-    ("Task", "Task", {"subagent_type": "general"}, True),
-    ("NotebookEdit", "Task", {}, False),
+    ("Agent(Explore)", "Agent", {"subagent_type": "Explore"}, True),
+    ("Agent(Explore)", "Agent", {"subagent_type": "general"}, False),
+    ("Agent", "Agent", {"subagent_type": "general"}, True),
+    ("NotebookEdit", "Agent", {}, False),
 ]
 
 
@@ -266,7 +267,7 @@ OTHER_ROWS: list[tuple[str, str, dict[str, Any], bool]] = [
 def test_other_tool_rule(env: dict[str, Path], rule: str, tool: str, raw: dict[str, Any], hit: bool,
                          behavior: str) -> None:
     e = engine(env, RuleSet.of(**{behavior: [rule]}))
-    got = e.decide(tool, raw, read_only=False, paths=[]).behavior
+    got = decide(e, tool, raw, read_only=False).behavior
     assert (got == behavior) is hit
     if not hit:
         assert got == "ask"
@@ -315,7 +316,7 @@ PRECEDENCE_ROWS = [((s, b),) for s in SOURCES for b in BEHAVIORS] + [
                                                              for row in PRECEDENCE_ROWS])
 def test_precedence(env: dict[str, Path], placements: tuple[tuple[str, str], ...]) -> None:
     session = _place(env, list(placements), "Bash(make *)")
-    decision = engine(env, session).decide("Bash", {"command": "make all"}, read_only=False, paths=[])
+    decision = decide(engine(env, session), "Bash", {"command": "make all"})
     expected = max((b for _, b in placements), key=_RANK.__getitem__)
     assert decision.behavior == expected
     assert decision.rule == "Bash(make *)"
@@ -349,13 +350,13 @@ def _call(e: PermissionEngine, env: dict[str, Path], call: str) -> str:
     }
     if call in file_calls:
         tool, path, kind = file_calls[call]
-        return e.decide(tool, {}, read_only=kind == "read", paths=[(path, kind)]).behavior
+        return decide(e, tool, read_only=kind == "read", paths=[(path, kind)]).behavior
     commands = {"bash_ro": "ls -la src && git status", "bash_rw": "make build", "bash_redirect_in": "echo hi > out.txt"}
     if call in commands:
         return bash(e, commands[call])
     if call == "exit_plan":
-        return e.decide("ExitPlanMode", {"plan": "do it"}, read_only=True, paths=[]).behavior
-    return e.decide("mcp__srv__do", {}, read_only=False, paths=[]).behavior
+        return decide(e, "ExitPlanMode", {"plan": "do it"}, read_only=True).behavior
+    return decide(e, "mcp__srv__do", read_only=False).behavior
 
 
 @pytest.mark.parametrize(("mode", "call", "expected"), MODE_ROWS, ids=[f"{m}:{c}" for m, c, _ in MODE_ROWS])

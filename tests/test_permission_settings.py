@@ -12,6 +12,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import PermissionModeError
 from bridge.permissions.settings import SettingsStore, SettingsWriteError
 from bridge.permissions.types import RuleSuggestion
+from tests.permission_calls import GRAMMAR, decide
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def bump(path: Path) -> None:
 
 
 def bash(engine: PermissionEngine, command: str) -> str:
-    return engine.decide("Bash", {"command": command}, read_only=False, paths=[]).behavior
+    return decide(engine, "Bash", {"command": command}).behavior
 
 
 def test_every_source_is_read_and_named(ws: Path, tmp_path: Path) -> None:
@@ -50,29 +51,29 @@ def test_every_source_is_read_and_named(ws: Path, tmp_path: Path) -> None:
     }
     for i, path in enumerate(files.values()):
         write(path, {"permissions": {"allow": [f"Bash(tool{i} *)"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     for i, (source, path) in enumerate(files.items()):
-        decision = engine.decide("Bash", {"command": f"tool{i} --x"}, read_only=False, paths=[])
+        decision = decide(engine, "Bash", {"command": f"tool{i} --x"})
         assert (decision.behavior, decision.source, decision.source_file) == ("allow", source, str(path))
     assert engine.rules_by_source()["userSettings"] == {"allow": ["Bash(tool2 *)"]}
 
 
 def test_default_mode_follows_precedence(ws: Path, tmp_path: Path) -> None:
     write(tmp_path / "cfg/settings.json", {"permissions": {"defaultMode": "plan"}})
-    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws)).mode == "plan"
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "plan"
     write(ws / ".agent-bridge/settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
-    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws)).mode == "acceptEdits"
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "acceptEdits"
     write(ws / ".agent-bridge/settings.local.json", {"permissions": {"defaultMode": "dontAsk"}})
-    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws)).mode == "dontAsk"
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "dontAsk"
     # an explicit mode (editor or CLI flag) wins over settings
-    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), mode="default").mode == "default"
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, mode="default").mode == "default"
 
 
 def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:
     write(ws / ".claude/settings.json", {"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(make *)"]},
                                          "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
     store = SettingsStore(ws)
-    engine = PermissionEngine(cwd=ws, settings=store)
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
     assert engine.mode == "default"
     assert store.hooks("Stop") == []
     assert bash(engine, "make all") == "deny"
@@ -82,7 +83,7 @@ def test_invalid_json_is_reported_and_every_call_asks(ws: Path) -> None:
     bad = write(ws / ".agent-bridge/settings.json", '{"permissions": {"allow": ["Bash(cargo build *)"],}')
     write(ws / ".agent-bridge/settings.local.json", {"permissions": {"allow": ["Bash(npm test *)"],
                                                                    "deny": ["Bash(rm *)"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     [issue] = engine.errors
     assert issue.file == bad and "not valid JSON" in issue.message and "line 1" in issue.message
     assert "every tool call asks" in issue.message
@@ -90,7 +91,7 @@ def test_invalid_json_is_reported_and_every_call_asks(ws: Path) -> None:
     # it may have held deny rules: nothing is allowed without a question (fail closed), the others' denies hold
     assert bash(engine, "npm test") == "ask"
     assert bash(engine, "ls") == "ask"
-    assert engine.decide("Read", {}, read_only=True, paths=[(ws / "a.txt", "read")]).behavior == "ask"
+    assert decide(engine, "Read", read_only=True, paths=[(ws / "a.txt", "read")]).behavior == "ask"
     assert bash(engine, "rm -rf x") == "deny"
     bad.write_text('{"permissions": {"allow": ["Bash(cargo build *)"]}}')
     bump(bad)
@@ -105,7 +106,7 @@ def test_invalid_fields_are_skipped_one_by_one(ws: Path) -> None:
         "ask": ["Bash(git push *)", "Bash("],
         "defaultMode": "yolo",
     }, "hooks": {"PreToolUse": [{"matcher": "Bash"}]}, "env": {"A": 1}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     messages = [i.message for i in engine.errors]
     assert all(i.file == path for i in engine.errors)
     assert any("permissions.allow" in m for m in messages)
@@ -121,14 +122,14 @@ def test_invalid_fields_are_skipped_one_by_one(ws: Path) -> None:
 
 def test_a_bad_rule_does_not_drop_the_other_deny_rules(ws: Path) -> None:
     write(ws / ".agent-bridge/settings.json", {"permissions": {"deny": ["Bash(rm *)", "Bash(oops"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert bash(engine, "rm -rf x") == "deny"
     assert len(engine.errors) == 1 and "Bash(oops" in engine.errors[0].message
 
 
 def test_legacy_colon_star_form(ws: Path) -> None:
     write(ws / ".agent-bridge/settings.json", {"permissions": {"allow": ["Bash(npm run test:*)"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert bash(engine, "npm run test") == "allow"
     assert bash(engine, "npm run test -- --watch") == "allow"
     assert bash(engine, "npm run tests") == "ask"
@@ -136,7 +137,7 @@ def test_legacy_colon_star_form(ws: Path) -> None:
 
 def test_file_changes_are_picked_up(ws: Path) -> None:
     path = write(ws / ".agent-bridge/settings.json", {"permissions": {"allow": ["Bash(make *)"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert bash(engine, "make") == "allow"
     write(path, {"permissions": {"deny": ["Bash(make *)"]}})
     bump(path)
@@ -150,9 +151,9 @@ def test_save_rule_writes_once_and_applies_to_every_session_at_once(ws: Path) ->
     local = write(ws / ".agent-bridge/settings.local.json", {"model": "keep-me", "permissions": {"deny": ["Bash(x)"]}})
     store = SettingsStore.for_project(ws)
     assert SettingsStore.for_project(ws / ".") is store
-    first = PermissionEngine(cwd=ws, settings=store)
-    second = PermissionEngine(cwd=ws, settings=SettingsStore.for_project(ws))
-    decision = first.decide("Bash", {"command": "npm run test -- -x"}, read_only=False, paths=[])
+    first = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
+    second = PermissionEngine(cwd=ws, settings=SettingsStore.for_project(ws), grammar=GRAMMAR)
+    decision = decide(first, "Bash", {"command": "npm run test -- -x"})
     assert decision.behavior == "ask"
     [allow, deny] = decision.suggestions
     assert (allow.rule, allow.behavior, allow.destination) == ("Bash(npm run test *)", "allow", str(local))
@@ -164,13 +165,13 @@ def test_save_rule_writes_once_and_applies_to_every_session_at_once(ws: Path) ->
     assert data["model"] == "keep-me" and data["permissions"]["deny"] == ["Bash(x)"]
     assert bash(second, "npm run test") == "allow"
     assert bash(first, "npm run test -- -y") == "allow"
-    decision = second.decide("Bash", {"command": "npm run test"}, read_only=False, paths=[])
+    decision = decide(second, "Bash", {"command": "npm run test"})
     assert (decision.source, decision.source_file) == ("localSettings", str(local))
 
 
 def test_save_rule_of_a_compound_command_saves_each_part_once(ws: Path) -> None:
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
-    decision = engine.decide("Bash", {"command": "make build && cargo test --all"}, read_only=False, paths=[])
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
+    decision = decide(engine, "Bash", {"command": "make build && cargo test --all"})
     [suggestion] = decision.suggestions  # no deny option for two rules at once
     assert suggestion.rules == ("Bash(make build *)", "Bash(cargo test *)")
     engine.save_rule(suggestion)
@@ -181,7 +182,7 @@ def test_save_rule_of_a_compound_command_saves_each_part_once(ws: Path) -> None:
 
 
 def test_save_rule_refuses_files_it_must_not_write(ws: Path) -> None:
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     with pytest.raises(SettingsWriteError):
         engine.save_rule(RuleSuggestion("Bash(make *)", "allow", str(ws / ".claude/settings.json")))
     with pytest.raises(SettingsWriteError):
@@ -194,18 +195,18 @@ def test_save_rule_refuses_files_it_must_not_write(ws: Path) -> None:
 
 def test_edit_suggestion_is_the_directory(ws: Path) -> None:
     (ws / "src" / "pkg").mkdir(parents=True)
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
-    decision = engine.decide("Edit", {}, read_only=False, paths=[(ws / "src/pkg/a.py", "write")])
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
+    decision = decide(engine, "Edit", read_only=False, paths=[(ws / "src/pkg/a.py", "write")])
     assert decision.suggestions[0].rule == "Edit(src/pkg/**)"
     engine.save_rule(decision.suggestions[0])
-    assert engine.decide("Write", {}, read_only=False, paths=[(ws / "src/pkg/b.py", "write")]).behavior == "allow"
-    assert engine.decide("Edit", {}, read_only=False, paths=[(ws / "src/c.py", "write")]).behavior == "ask"
+    assert decide(engine, "Write", read_only=False, paths=[(ws / "src/pkg/b.py", "write")]).behavior == "allow"
+    assert decide(engine, "Edit", read_only=False, paths=[(ws / "src/c.py", "write")]).behavior == "ask"
 
 
 def test_disable_bypass_mode(ws: Path) -> None:
     write(ws / ".agent-bridge/settings.json", {"permissions": {"disableBypassPermissionsMode": "disable",
                                                                "defaultMode": "bypassPermissions"}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert engine.mode == "default"
     assert any("bypassPermissions is disabled" in i.message for i in engine.errors)
     with pytest.raises(PermissionModeError):
@@ -215,10 +216,10 @@ def test_disable_bypass_mode(ws: Path) -> None:
 
 
 def test_plan_mode_remembers_the_previous_mode(ws: Path) -> None:
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), mode="acceptEdits")
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, mode="acceptEdits")
     engine.mode = "plan"
     assert engine.pre_plan_mode == "acceptEdits"
-    assert engine.decide("ExitPlanMode", {"plan": "p"}, read_only=True, paths=[]).behavior == "ask"
+    assert decide(engine, "ExitPlanMode", {"plan": "p"}, read_only=True).behavior == "ask"
     assert engine.exit_plan_mode() == "acceptEdits"
     # mypy keeps `engine.mode` narrowed to "plan" by the assignment above, though exit_plan_mode() changed it
     assert engine.mode == "acceptEdits"  # type: ignore[comparison-overlap]
@@ -231,16 +232,16 @@ def test_additional_directories_from_settings(ws: Path, tmp_path: Path) -> None:
     extra = tmp_path / "shared-lib"
     extra.mkdir()
     write(ws / ".agent-bridge/settings.json", {"permissions": {"additionalDirectories": [str(extra)]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), mode="acceptEdits")
-    assert engine.decide("Edit", {}, read_only=False, paths=[(extra / "x.py", "write")]).behavior == "allow"
-    assert engine.decide("Read", {}, read_only=True, paths=[(extra / "x.py", "read")]).behavior == "allow"
-    assert engine.decide("Edit", {}, read_only=False, paths=[(tmp_path / "x.py", "write")]).behavior == "ask"
-    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), additional_dirs=[tmp_path]).decide(
-        "Read", {}, read_only=True, paths=[(tmp_path / "x.py", "read")]).behavior == "allow"
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, mode="acceptEdits")
+    assert decide(engine, "Edit", read_only=False, paths=[(extra / "x.py", "write")]).behavior == "allow"
+    assert decide(engine, "Read", read_only=True, paths=[(extra / "x.py", "read")]).behavior == "allow"
+    assert decide(engine, "Edit", read_only=False, paths=[(tmp_path / "x.py", "write")]).behavior == "ask"
+    wider = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, additional_dirs=[tmp_path])
+    assert decide(wider, "Read", read_only=True, paths=[(tmp_path / "x.py", "read")]).behavior == "allow"
 
 
 def test_relative_root_patterns_follow_the_settings_file(ws: Path, tmp_path: Path) -> None:
     write(tmp_path / "cfg/settings.json", {"permissions": {"deny": ["Read(/secret/**)", "Edit(//etc/**)"]}})
-    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws))
-    assert engine.decide("Read", {}, read_only=True, paths=[(ws / "secret/k", "read")]).behavior == "deny"
-    assert engine.decide("Write", {}, read_only=False, paths=[(Path("/etc/hosts"), "write")]).behavior == "deny"
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
+    assert decide(engine, "Read", read_only=True, paths=[(ws / "secret/k", "read")]).behavior == "deny"
+    assert decide(engine, "Write", read_only=False, paths=[(Path("/etc/hosts"), "write")]).behavior == "deny"

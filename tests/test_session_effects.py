@@ -24,15 +24,15 @@ async def test_plan_and_mode_effects(tmp_path: Path, monkeypatch: pytest.MonkeyP
     try:
         session = agent.new_session(tmp_path / "ws", Frontend(emit=events.append, prompter=deny_all))
         working = (PlanEntry("Read", "completed"), PlanEntry("Fix", "in_progress"))
-        session.apply(PlanChanged(working))
+        session.effects.apply(PlanChanged(working))
         assert session.plan == list(working) and events[-1] == PlanUpdate(list(working))
         done = (PlanEntry("Read", "completed"), PlanEntry("Fix", "completed"))
-        session.apply(PlanChanged(done))
+        session.effects.apply(PlanChanged(done))
         assert session.plan == [], "a finished plan is cleared, so the next one starts fresh"
         assert events[-1] == PlanUpdate(list(done)), "but it is still shown"
         session.set_mode("acceptEdits")
         session.set_mode("plan")
-        session.apply(LeavePlanMode())
+        session.effects.apply(LeavePlanMode())
         # mypy keeps `events[-1]` narrowed to PlanUpdate by the assert above, though the calls since appended to it
         assert session.mode == "acceptEdits" and events[-1] == ModeChanged("acceptEdits")  # type: ignore[comparison-overlap]
     finally:

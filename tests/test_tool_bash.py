@@ -13,13 +13,14 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
-from bridge.tools.background import BackgroundShells, TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool
+from bridge.execution.background import BackgroundShells
+from bridge.execution.output import OutputBuffer
+from bridge.execution.supervisor import ProcessSupervisor
 from bridge.tools.base import Services, ToolContext, ToolError
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.output import OutputBuffer
-from bridge.tools.processes import ProcessSupervisor
+from bridge.tools.tasks import TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool
+from tests.execution.test_processes import ESCAPING, marked_pids
 from tests.poll import poll
-from tests.test_processes import ESCAPING, marked_pids
 
 BASH = BashTool()
 

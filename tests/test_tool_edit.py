@@ -17,6 +17,12 @@ from bridge.tools.edit import EditInput, EditTool, preview_edit
 from bridge.tools.read import ReadInput, ReadTool
 
 
+async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
+    """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
+    return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
+
+
+
 @pytest.fixture
 async def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
@@ -46,7 +52,7 @@ async def refused(ctx: ToolContext, path: Path | str, old: str, new: str, replac
     """The edit fails with a ToolError, and the file (if any) is byte-identical afterwards."""
     before = bytes_of(Path(path))
     data = EditInput(file_path=str(path), old_string=old, new_string=new, replace_all=replace_all)
-    message = await EditTool().validate_input(data, ctx)
+    message = await validated(EditTool(), data, ctx)
     with pytest.raises(ToolError) as info:
         await EditTool().call(data, ctx)
     assert message == str(info.value)
@@ -84,7 +90,11 @@ async def test_result_carries_a_diff_for_the_editor(ctx: ToolContext, tmp_path: 
 
 async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
-    diff = preview_edit(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx)
+    data = EditInput(file_path=str(path), old_string="alpha", new_string="omega")
+    unlooked = Diff(str(path), "alpha", "omega")
+    assert preview_edit(data, ctx) == unlooked, "the file is not looked at before validate_target"
+    assert await EditTool().validate_target(data, ctx) is None
+    diff = preview_edit(data, ctx)
     assert diff.old_text == "alpha\nbeta\n" and diff.new_text == "omega\nbeta\n"
     assert EditTool().preview(EditInput(file_path=str(path), old_string="alpha", new_string="omega"), ctx) == [diff]
     assert path.read_bytes() == b"alpha\nbeta\n"
@@ -256,10 +266,15 @@ async def test_ten_megabyte_file_edits_fast(ctx: ToolContext, tmp_path: Path) ->
     assert "\tdone" in str(result.content)
 
 
-async def test_locations_point_at_the_line_of_old_string(ctx: ToolContext, tmp_path: Path) -> None:
+async def test_locations_name_the_file_without_reading_it(ctx: ToolContext, tmp_path: Path) -> None:
+    """The location is sent before the permission step: the file is not read for it (issue 21 item 7; it was
+    read for old_string's line, and a FIFO named there blocked the whole bridge in that read)."""
     path = make(ctx, tmp_path / "a.txt", b"a\nb\nneedle\n")
     locations = EditTool().locations(EditInput(file_path=str(path), old_string="needle", new_string="x"))
-    assert locations == [Location(str(path), 3)]
+    assert locations == [Location(str(path))]
+    os.mkfifo(tmp_path / "pipe")
+    fifo = str(tmp_path / "pipe")
+    assert EditTool().locations(EditInput(file_path=fifo, old_string="x", new_string="y")) == [Location(fifo)]
     assert EditTool().permission_paths(EditInput(file_path=str(path), old_string="a", new_string="b"), ctx) == [
         (path, "write")
     ]
@@ -282,7 +297,7 @@ async def test_the_change_tools_refuse_a_fifo_without_waiting_for_a_writer(ctx: 
         (NotebookEditTool(), NotebookEditInput(notebook_path=str(notebook), new_source="x", cell_id="cell-0")),
     ]
     for tool, data in checks:
-        problem = await tool.validate_input(data, ctx)
+        problem = await validated(tool, data, ctx)
         assert problem is not None and "not a regular file" in problem, (tool.name, problem)
     assert stat.S_ISFIFO(fifo.stat().st_mode), "left as it was"
 
@@ -323,7 +338,7 @@ async def read_tool(ctx: ToolContext, path: Path) -> str:
 async def checked_edit(ctx: ToolContext, path: Path, old: str, new: str) -> ToolResult:
     """validate_input then call, as the loop runs them; a problem raises."""
     data = EditInput(file_path=str(path), old_string=old, new_string=new)
-    problem = await EditTool().validate_input(data, ctx)
+    problem = await validated(EditTool(), data, ctx)
     if problem:
         raise ToolError(problem)
     return await EditTool().call(data, ctx)
@@ -350,7 +365,7 @@ async def test_the_permission_dialog_previews_the_unsaved_text(tmp_path: Path) -
     ctx = editor_ctx(tmp_path, Editor({path: "in the editor\n"}))
     await read_tool(ctx, path)
     data = EditInput(file_path=str(path), old_string="editor", new_string="buffer")
-    assert await EditTool().validate_input(data, ctx) is None
+    assert await validated(EditTool(), data, ctx) is None
     assert EditTool().preview(data, ctx) == [Diff(str(path), "in the editor\n", "in the buffer\n")]
 
 

@@ -13,6 +13,7 @@ from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.tools.base import ToolContext, ToolError, ToolResult
 from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, _literal_suffix, split_pattern
+from tests.permission_calls import decide
 from tests.test_tool_grep import engine_for, make_repo
 
 GLOB = GlobTool()
@@ -41,7 +42,7 @@ def repo(tmp_path: Path) -> Path:
 async def glob(root: Path, **raw: Any) -> str:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data")
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     result: ToolResult = await GLOB.call(data, ctx)
@@ -132,7 +133,7 @@ async def test_extension_patterns_match_exactly_what_the_full_matcher_matches(tm
 async def guarded_glob(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     return await GLOB.call(data, ctx)
@@ -159,12 +160,12 @@ async def test_parent_and_absolute_patterns_are_judged_as_reads_of_their_directo
                             ("sub/../../outside/*", outside), ("~/x/*", Path.home() / "x")):
         data = GlobInput(pattern=pattern)
         assert GLOB.permission_paths(data, ctx) == [(listed, "read")], pattern
-        decision = engine.decide("Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
+        decision = decide(engine, "Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
         assert decision.behavior == "ask" and "outside the workspace" in (decision.reason or ""), pattern
     inside = GlobInput(pattern="src/../*.txt")
     assert GLOB.permission_paths(inside, ctx) == [(root, "read")]
-    assert engine.decide("Glob", {"pattern": "src/../*.txt"}, read_only=True,
-                         paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
+    assert decide(engine, "Glob", {"pattern": "src/../*.txt"}, read_only=True,
+                  paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
 
 
 async def test_an_allowed_outside_listing_still_keeps_deny_rules(tmp_path: Path) -> None:
@@ -200,7 +201,7 @@ async def test_symlinks_are_not_listed_through(tmp_path: Path) -> None:
 async def test_invalid_patterns_and_paths_are_a_clear_error(repo: Path, raw: dict[str, str], message: str) -> None:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=repo, abort=Abort(), data_dir=repo / ".data")
-    problem = await GLOB.validate_input(data, ctx)
+    problem = await GLOB.validate_input(data, ctx) or await GLOB.validate_target(data, ctx)  # as the loop does
     assert problem is not None and message in problem, problem
     assert GLOB.permission_paths(data, ctx) == []
     GLOB.locations(data)

@@ -18,8 +18,10 @@ from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import ToolContext, ToolError, ToolResult
-from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool, split_globs
+from bridge.tools.grep import DEFAULT_HEAD_LIMIT, MAX_CONTENT_CHARS, GrepInput, GrepTool
 from bridge.tools.paths import read_guard_of
+from bridge.tools.ripgrep import split_globs
+from tests.permission_calls import GRAMMAR, decide
 from tests.poll import poll
 
 GREP = GrepTool()
@@ -59,7 +61,7 @@ def ctx_for(root: Path) -> ToolContext:
 async def grep(root: Path, **raw: Any) -> ToolResult:
     data = GrepInput.model_validate(raw)
     ctx = ctx_for(root)
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
     return await GREP.call(data, ctx)
@@ -245,16 +247,17 @@ async def test_cancellation_kills_rg(tmp_path: Path) -> None:
 
 def engine_for(root: Path, *, deny: tuple[str, ...] | list[str] = (), mode: Mode = "default") -> PermissionEngine:
     store = SettingsStore(root, user_config_dir=root.parent / f"{root.name}-cfg", claude_home=root.parent / "no-home")
-    return PermissionEngine(cwd=root, settings=store, mode=mode, session_rules=RuleSet.of(deny=list(deny)))
+    return PermissionEngine(cwd=root, settings=store, grammar=GRAMMAR, mode=mode,
+                            session_rules=RuleSet.of(deny=list(deny)))
 
 
 async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
     data = GrepInput.model_validate(raw)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data", read_guard=engine.read_guard())
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     if problem:
         raise ToolError(problem)
-    decision = engine.decide("Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
+    decision = decide(engine, "Grep", raw, read_only=True, paths=GREP.permission_paths(data, ctx))
     assert decision.behavior == "allow", decision
     return await GREP.call(data, ctx)
 
@@ -361,7 +364,7 @@ async def test_invalid_fields_are_a_clear_error_not_an_exception(
     raw = {"pattern": "x", field: value}
     data = GrepInput.model_validate(raw)
     ctx = ctx_for(repo)
-    problem = await GREP.validate_input(data, ctx)
+    problem = await GREP.validate_input(data, ctx) or await GREP.validate_target(data, ctx)  # as the loop does
     assert problem is not None and re.search(message, problem), problem
     GREP.permission_paths(data, ctx)  # does not raise
     GREP.locations(data)

@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 
 from bridge.abort import Abort
-from bridge.tools.base import FileSnapshot, ToolContext, ToolError
+from bridge.tools.base import AnyTool, FileSnapshot, ToolContext, ToolError
 from bridge.tools.notebook_edit import NotebookEditInput, NotebookEditTool, preview_notebook_edit
 from tests.test_tool_edit import Editor, editor_ctx, read_tool
+
+
+async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
+    """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
+    return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
+
 
 
 def notebook(cells: list[dict[str, Any]], minor: int = 5) -> dict[str, Any]:
@@ -73,7 +79,7 @@ async def run(ctx: ToolContext, path: Path, **fields: Any) -> str:
 async def refused(ctx: ToolContext, path: Path | str, **fields: Any) -> str:
     before = Path(path).read_bytes() if Path(path).is_file() else None
     data = NotebookEditInput(notebook_path=str(path), **fields)
-    message = await NotebookEditTool().validate_input(data, ctx)
+    message = await validated(NotebookEditTool(), data, ctx)
     with pytest.raises(ToolError) as info:
         await NotebookEditTool().call(data, ctx)
     assert message == str(info.value)
@@ -185,6 +191,8 @@ async def test_old_notebooks_without_ids_and_string_sources(ctx: ToolContext, tm
 async def test_result_shows_a_diff_and_preview_writes_nothing(ctx: ToolContext, nb_path: Path) -> None:
     before = nb_path.read_text(encoding="utf-8")
     data = NotebookEditInput(notebook_path=str(nb_path), cell_id="bbbb2222", new_source="changed")
+    assert preview_notebook_edit(data, ctx).old_text is None, "not looked at before validate_target"
+    assert await NotebookEditTool().validate_target(data, ctx) is None
     diff = preview_notebook_edit(data, ctx)
     assert diff.old_text == before and '"changed"' in diff.new_text
     assert nb_path.read_text(encoding="utf-8") == before
@@ -201,7 +209,7 @@ async def test_an_open_notebook_is_edited_in_the_editor(tmp_path: Path) -> None:
     ctx = editor_ctx(tmp_path, editor)
     await read_tool(ctx, path)
     data = NotebookEditInput(notebook_path=str(path), cell_id="bbbb2222", new_source="## From the buffer")
-    assert await NotebookEditTool().validate_input(data, ctx) is None, "cell bbbb2222 exists only unsaved"
+    assert await validated(NotebookEditTool(), data, ctx) is None, "cell bbbb2222 exists only unsaved"
     result = await NotebookEditTool().call(data, ctx)
     assert json.loads(editor.buffers[path])["cells"][1]["source"] == ["## From the buffer"]
     assert len(load(path)["cells"]) == 1, "the disk is untouched"

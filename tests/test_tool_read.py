@@ -8,6 +8,7 @@ import errno
 import os
 import socket
 import threading
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from bridge.abort import Abort
 from bridge.display import Location
+from bridge.tools import read as read_module
 from bridge.tools.base import DocumentSource, FileSnapshot, ToolContext, ToolError, ToolResult
 from bridge.tools.fileio import text_digest
 from bridge.tools.read import MAX_IMAGE_BYTES, ReadInput, ReadTool
@@ -361,3 +363,66 @@ def test_title_locations_and_backfill(tmp_path: Path) -> None:
     assert READ.backfill_observable_input({"file_path": "/repo/x/../a.py"}) == {"file_path": "/repo/a.py"}
     assert READ.is_concurrency_safe(data) and READ.is_read_only(data)
     assert READ.permission_paths(data, context(tmp_path)) == [(Path("/repo/src/app.py"), "read")]
+
+
+# --- reads that can block are bounded (issue 26 item 6) ---------------------------------------------------------
+
+
+def test_the_bound_is_claude_codes() -> None:
+    assert read_module.STREAM_WAIT_S == 20.0
+
+
+async def test_a_fifo_nobody_writes_gives_up_after_the_bound_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_module, "STREAM_WAIT_S", 0.3)
+    fifo = tmp_path / "silent"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(ToolError) as error:
+        await read(context(tmp_path), fifo)
+    took = time.monotonic() - started
+    assert 0.3 <= took < 5, took
+    message = str(error.value)
+    assert "Nothing was written to the FIFO" in message and "within 0.3 s" in message
+    assert "timeout 5 cat" in message, "it says what to do instead"
+    assert holders_of(fifo) == []
+
+
+async def test_a_fifo_whose_writer_stalls_returns_what_came_within_the_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_module, "STREAM_WAIT_S", 0.5)
+    fifo = tmp_path / "slow"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def stalls() -> None:
+        with open(fifo, "w") as fh:  # opens once Read has the read end
+            fh.write("first\nsecond\n")
+            fh.flush()
+            done.wait(10)  # and then writes nothing more, never closing
+
+    writer = threading.Thread(target=stalls, daemon=True)
+    writer.start()
+    try:
+        result = await read(context(tmp_path), fifo)
+    finally:
+        done.set()
+        writer.join(5)
+    text = text_of(result)
+    assert text.startswith("     1\tfirst\n     2\tsecond") and "Read stopped there" in text
+    assert result.raw_output is not None and result.raw_output["gave_up_after_s"] == 0.5
+
+
+async def test_a_terminal_device_that_gives_nothing_is_bounded_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(read_module, "STREAM_WAIT_S", 0.3)
+    master, slave = os.openpty()
+    try:
+        with pytest.raises(ToolError, match=r"The device .* gave no data within 0.3 s"):
+            await read(context(tmp_path), Path(os.ttyname(slave)))
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -255,7 +255,7 @@ def test_http_is_upgraded_except_for_loopback() -> None:
 def test_domain_for_permission_rules() -> None:
     assert domain(WebFetchInput(url="https://Docs.Python.org:443/3/", prompt="")) == "docs.python.org"
     assert domain(WebFetchInput(url="not a url", prompt="")) == ""
-    assert WebFetchTool().domain(WebFetchInput(url="http://example.com", prompt="")) == "example.com"
+    assert WebFetchTool().permission_host(WebFetchInput(url="http://example.com", prompt="")) == "example.com"
 
 
 def test_html_conversion_details() -> None:

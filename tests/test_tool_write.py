@@ -5,15 +5,22 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bridge.abort import Abort
 from bridge.display import Diff
-from bridge.tools.base import FileSnapshot, ToolContext, ToolError
+from bridge.tools.base import AnyTool, FileSnapshot, ToolContext, ToolError
 from bridge.tools.fileio import atomic_write
 from bridge.tools.write import WriteInput, WriteTool, preview_write
 from tests.test_tool_edit import Editor, editor_ctx, read_tool
+
+
+async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
+    """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
+    return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
+
 
 
 @pytest.fixture
@@ -43,7 +50,7 @@ async def write(ctx: ToolContext, path: Path | str, content: str) -> str:
 async def refused(ctx: ToolContext, path: Path | str, content: str) -> str:
     before = bytes_of(Path(path))
     data = WriteInput(file_path=str(path), content=content)
-    message = await WriteTool().validate_input(data, ctx)
+    message = await validated(WriteTool(), data, ctx)
     with pytest.raises(ToolError) as info:
         await WriteTool().call(data, ctx)
     assert message == str(info.value)
@@ -85,7 +92,10 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     path = tmp_path / "a.txt"
     path.write_bytes(b"old\n")
     mark_read(ctx, path)
-    diff = preview_write(WriteInput(file_path=str(path), content="new\n"), ctx)
+    data = WriteInput(file_path=str(path), content="new\n")
+    assert preview_write(data, ctx) == Diff(str(path), None, "new\n"), "not looked at before validate_target"
+    assert await WriteTool().validate_target(data, ctx) is None
+    diff = preview_write(data, ctx)
     assert (diff.old_text, diff.new_text) == ("old\n", "new\n")
     assert path.read_bytes() == b"old\n"
     fresh = tmp_path / "fresh.txt"
@@ -192,12 +202,12 @@ async def test_overwriting_an_open_file_replaces_the_unsaved_text_through_the_ed
     editor = Editor({path: "unsaved\r\ntext\r\n"})
     ctx = editor_ctx(tmp_path, editor)
     data = WriteInput(file_path=str(path), content="new\ncontent\n")
-    assert "has not been read" in (await WriteTool().validate_input(data, ctx) or "")
+    assert "has not been read" in (await validated(WriteTool(), data, ctx) or "")
     await read_tool(ctx, path)
-    assert await WriteTool().validate_input(data, ctx) is None
+    assert await validated(WriteTool(), data, ctx) is None
     assert WriteTool().preview(data, ctx) == [Diff(str(path), "unsaved\r\ntext\r\n", "new\r\ncontent\r\n")]
     result = await WriteTool().call(data, ctx)
     assert editor.buffers[path] == "new\r\ncontent\r\n" and path.read_text() == "on disk\n"
     assert result.raw_output == {"path": str(path), "created": False, "lines": 2, "written": "editor"}
     editor.buffers[path] += "typed\r\n"
-    assert "modified since it was read" in (await WriteTool().validate_input(data, ctx) or "")
+    assert "modified since it was read" in (await validated(WriteTool(), data, ctx) or "")

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from bridge.permissions.command_limits import UNSET
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustItem, TrustPrompt, TrustQuestion
+from tests.permission_calls import GRAMMAR
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +55,7 @@ def test_an_untrusted_folder_widens_nothing_but_its_denies_and_asks_apply(store:
     assert store.env == {} and store.default_mode is None and store.additional_directories == []
     sandbox = sandbox_settings(store)
     assert (sandbox.enabled, sandbox.network, sandbox.allow_write) == (True, False, ())
-    engine = PermissionEngine(cwd=store.cwd, settings=store)
+    engine = PermissionEngine(cwd=store.cwd, settings=store, grammar=GRAMMAR)
     assert engine.mode == "default"
     assert [i.describe() for i in store.pending_trust()] == [
         ".agent-bridge/settings.json: allows without asking Bash",
@@ -168,4 +170,28 @@ async def test_the_prompt_asks_once_per_new_item_and_tells_what_stays_off(store:
 def test_a_question_makes_control_and_bidi_characters_visible(tmp_path: Path) -> None:
     item = TrustItem(".agent-bridge/settings.json", "hook", "Stop: echo ok\x1b[2K\r\u202etouch pwned")
     text = TrustQuestion(tmp_path, (item,)).text
-    assert "\x1b" not in text and "\u202e" not in text and "\\u{001b}" in text and "\\u{202e}" in text
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b" in text and "\\u{202e}" in text
+
+
+def test_a_folder_may_lower_command_limits_at_once_but_raising_them_waits_for_trust(tmp_path: Path) -> None:
+    """`sandbox.limits` from the folder's own file: a lower limit is safer and applies at once (the control that
+    the file is read at all); unlimited, or above the default, is widening and waits until the folder is trusted."""
+    ws = tmp_path / "ws"
+    write(ws / ".agent-bridge" / "settings.json", {"sandbox": {"limits": {
+        "memory": "unlimited", "processes": 100_000, "fileSize": "1MB", "cpuSeconds": 0}}})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    limits = sandbox_settings(store).limits
+    assert limits.file_size == 1_000_000, "a lower file-size limit applies untrusted"
+    assert (limits.memory, limits.processes, limits.cpu_seconds) == (UNSET, UNSET, UNSET), "raised: the defaults"
+    assert [i.describe() for i in store.pending_trust()] == [
+        ".agent-bridge/settings.json: changes the sandbox limits.memory: unlimited (commands may use more than the "
+        "default)",
+        ".agent-bridge/settings.json: changes the sandbox limits.processes: 100000 (commands may use more than the "
+        "default)",
+        ".agent-bridge/settings.json: changes the sandbox limits.cpuSeconds: 0 (commands may use more than the "
+        "default)",
+    ]
+    assert store.trust.approve(store.pending_trust()) is None
+    trusted = sandbox_settings(store).limits
+    assert (trusted.memory, trusted.processes, trusted.file_size, trusted.cpu_seconds) == (None, 100_000, 1_000_000,
+                                                                                           None)

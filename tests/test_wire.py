@@ -98,10 +98,10 @@ def test_a_sub_agents_permission_request_names_it() -> None:
     request = PermissionRequest("t2", "Bash", "`ls`", "execute", {"command": "ls"}, [], [], "needs permission", [],
                                 agent=SubAgentLabel("general-purpose", "List it", "call_1"))
     params = wire.permission_params("s1", request)
-    assert params["_meta"] == {"reason": "needs permission", "agent": {
-        "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}}
+    assert params["_meta"]["reason"] == "needs permission" and params["_meta"]["agent"] == {
+        "type": "general-purpose", "description": "List it", "parentToolCallId": "call_1"}
     plain = wire.permission_params("s1", PermissionRequest("t3", "Bash", "`ls`", "execute", {}, [], [], "r", []))
-    assert plain["_meta"] == {"reason": "r"}
+    assert plain["_meta"]["reason"] == "r" and "agent" not in plain["_meta"]
 
 
 def no_tools(_name: str) -> AnyTool | None:

@@ -20,12 +20,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, assert_never
+from typing import Any, assert_never
 
 from bridge.abort import Abort, AbortReason
 from bridge.agents.definitions import AGENT_TOOL, MAX_DEPTH, NEVER_INHERITED, AgentDefinition
@@ -37,8 +36,9 @@ from bridge.loop.events import AgentProgress, LoopEvent, SubAgentEvent, ToolCall
 from bridge.loop.executor import RunningCalls, StepObserver, ToolEnvironment, no_steps
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import TurnSettings, run_turn
-from bridge.messages import Block, Message, text_block
+from bridge.messages import Block, Message, text_block, valid_tool_use_id
 from bridge.model.types import ModelClient, ModelError
+from bridge.permissions.facts import PermissionCall
 from bridge.permissions.hooks import HookOutcome, HookRunner
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.tools.agent import AgentInput, TaskStatus
@@ -58,7 +58,6 @@ from bridge.transcript import Transcript
 log = logging.getLogger(__name__)
 
 STOP_WAIT = 5.0  # bound on waiting for a stopped agent to unwind (it answers at its next checkpoint)
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
 @dataclass
@@ -184,13 +183,11 @@ class ReadOnlyPolicy:
         self._inner = inner
         self._agent_type = agent_type
 
-    async def decide_async(self, tool_name: str, raw_input: dict[str, Any], *, read_only: bool,
-                           paths: list[tuple[Path, Literal["read", "write"]]],
-                           hook: HookOutcome | None = None) -> Decision:
-        if not read_only:
-            return Decision("deny", f"the {self._agent_type} agent is read-only: this {tool_name} call may change "
-                                    "something")
-        return await self._inner.decide_async(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
+    async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
+        if not call.read_only:
+            return Decision("deny", f"the {self._agent_type} agent is read-only: this {call.tool_name} call may "
+                                    "change something")
+        return await self._inner.decide_async(call, hook=hook)
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         self._inner.save_rule(suggestion)
@@ -408,7 +405,7 @@ class SubAgents:
 
     def _transcript(self, task: SubAgentTask) -> Transcript | None:
         directory = self.host.sidechains
-        if directory is None or not _SAFE_ID.match(task.tool_call_id):
+        if directory is None or not valid_tool_use_id(task.tool_call_id):
             return None
         header = {"type": "agent", "toolCallId": task.tool_call_id, "agentId": task.id,
                   "agentType": task.definition.name, "description": task.label.description,
@@ -452,7 +449,7 @@ def sidechain_messages(directory: Path, tool_call_id: str) -> list[Message] | No
     """A stored sub-agent's history (repaired), or None when there is none."""
     from bridge.transcript import load_sidechain
 
-    if not _SAFE_ID.match(tool_call_id):
+    if not valid_tool_use_id(tool_call_id):
         return None
     path = directory / f"{tool_call_id}.jsonl"
     if not path.is_file():

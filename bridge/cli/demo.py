@@ -32,14 +32,19 @@ def sample_project() -> Path:
     return root
 
 
-def run_demo(directory: Path | None, *, auto_approve: bool = False) -> int:
-    """The demo on `directory`, or on a sample project made for it and removed after it."""
+def run_demo(directory: Path | None, *, approve: bool = False) -> int:
+    """The demo on `directory`, or on a sample project made for it and removed after it. `approve` (`demo --yes`):
+    answer the demo's question yes without asking — only in that sample project; on a folder of the user's the
+    question is asked (or denied with no terminal)."""
     sample = None if directory is not None else sample_project()
     root = (directory or sample or Path()).resolve()
     print(f"agent-bridge demo — offline model, project: {root}")
     print(f"> {PROMPT}\n")
+    if approve and directory is not None:
+        print("(--yes approves only in the demo's own sample project; here every question is asked)\n")
     try:
-        return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"), auto_approve=auto_approve)
+        return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"),
+                          approve_all=approve and sample is not None, offline="todo-demo")
     finally:
         if sample is not None:
             shutil.rmtree(sample, ignore_errors=True)

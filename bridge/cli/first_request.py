@@ -7,10 +7,12 @@ sends it ahead (`AnthropicModel.send_ahead`). When the loop's own first request 
 the model client answers it with the response already on its way; when not, the early one is discarded
 (never used) and the loop's is sent. Whatever this module cannot be sure of, it does not send ahead: a
 prompt that may be a slash command, settings files with hooks (a `UserPromptSubmit` hook may change or block
-the prompt), settings it cannot read the way `BridgeConfig` does, tool schemas not yet cached for this code.
+the prompt), settings it cannot read the way `BridgeConfig` does, a setup that changes the tools a session
+offers (the user's or the folder's agent types, skills, plugins).
 
-The tools' schemas are cached in the data dir, keyed by the code (bridge/cache.py), written by a run that had
-no cache (`remember_tools`).
+The tools' schemas ship with the package (`tool_schemas.json`, written by `scripts/gen_tool_schemas.py`;
+tests/test_first_request.py holds it equal to what a new session sends), so the first run after install is
+as fast as the tenth: nothing is cached per user.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
-from bridge.cache import cache_dir, code_key, write_atomically
 from bridge.memory import memory_section
 from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints
 from bridge.model.types import ModelRequest
@@ -52,15 +53,46 @@ def hook_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
             user / "settings.json"]
 
 
-def tools_cache(environ: Mapping[str, str]) -> Path:
-    return cache_dir(environ) / f"tool-schemas-{code_key(('pydantic',))}.json"
+SCHEMAS = Path(__file__).with_name("tool_schemas.json")
 
 
-def remember_tools(environ: Mapping[str, str], schemas: list[dict[str, Any]]) -> None:
-    """Cache a new session's tool schemas (as `tool.schema()` gives them, in order) for the next runs."""
-    path = tools_cache(environ)
-    if not path.exists():
-        write_atomically(path, json.dumps(schemas, ensure_ascii=False).encode())
+def shipped_schemas() -> list[dict[str, Any]] | None:
+    """The tools a new session offers when nothing adds to them, as `tool.schema()` gives them, in order."""
+    try:
+        schemas = json.loads(SCHEMAS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(schemas, list) or not schemas or not all(isinstance(s, dict) for s in schemas):
+        return None
+    return schemas
+
+
+def tool_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Folders whose contents change a session's tools: agent types (the Agent tool lists them) and skills (the
+    Skill tool): bridge/agents/loader.py's `agent_dirs` and bridge/skills.py's `skill_dirs` (a test holds them
+    equal)."""
+    user = Path(environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
+    home = Path(environ.get("HOME") or Path.home())
+    claude = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    return [claude / "agents", user / "agents", cwd / ".claude" / "agents", cwd / ".agent-bridge" / "agents",
+            user / "skills", claude / "skills", home / ".agents" / "skills", cwd / ".claude" / "skills",
+            cwd / ".agents" / "skills", cwd / ".agent-bridge" / "skills"]
+
+
+def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
+    """Whether the user or the folder adds tools or changes their descriptions (then the guess is not sent)."""
+    for folder in tool_sources(cwd, environ):
+        try:
+            if any(True for _ in folder.iterdir()):
+                return True
+        except OSError:
+            continue
+    home = Path(environ.get("HOME") or Path.home())
+    claude = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    try:
+        return "enabledPlugins" in (claude / "settings.json").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -72,8 +104,8 @@ def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[
         if environ.get(var):
             values[field] = environ[var]
     for key, value in overrides.items():
-        if key in ("allow", "ask", "deny"):
-            continue  # permission rules: nothing to do with the request
+        if key in ("allow", "ask", "deny", "folderTrust"):
+            continue  # permission rules and trust: nothing to do with the request
         if key not in ("model", "api_key", "base_url") or not isinstance(value, str):
             return None
         values[key] = value
@@ -101,13 +133,10 @@ def predict(text: str, cwd: Path, overrides: Mapping[str, Any],
         except OSError:
             return None
     settings = _settings(overrides, env)
-    if settings is None:
+    if settings is None or _customized(cwd, env):
         return None
-    try:
-        schemas = json.loads(tools_cache(env).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(schemas, list) or not schemas or not all(isinstance(s, dict) for s in schemas):
+    schemas = shipped_schemas()
+    if schemas is None:
         return None
     tools = [*schemas[:-1], {**schemas[-1], "cache_control": EPHEMERAL}]
     system = system_prompt(cwd, memory=memory_section(cwd))

@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+# `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
+# are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
+# tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
 TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
               "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
 
@@ -64,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="go on with the latest session of --cwd (then /rewind, /changes work on it)")
     going_on.add_argument("--resume", metavar="SESSION", help="go on with that stored session")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
+    run.add_argument("--show-thinking", action="store_true",
+                     help="show the model's thinking in full (otherwise one line says how long it thought)")
+    run.add_argument("--dangerously-approve-all", action="store_true",
+                     help="answer yes to every permission question without asking (otherwise questions are asked "
+                          "at the terminal, and denied when standard input is not one)")
     for flag in ("allow", "ask", "deny"):
         run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
                          help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
@@ -72,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                                description="Find the TODO and FIXME comments of DIR (or of a sample project made "
                                            "for the demo and removed after it) with the offline model.")
     demo.add_argument("dir", nargs="?", type=Path, help="a project folder (default: a sample project)")
-    demo.add_argument("--yes", action="store_true", help="approve the permission prompt without asking")
+    demo.add_argument("--yes", action="store_true",
+                      help="approve the permission prompt without asking (only in the demo's own sample project)")
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -109,15 +120,17 @@ def main(argv: list[str] | None = None) -> int:
 
         resume = args.resume or ("latest" if args.continue_ else None)
         return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
-                                       resume=resume))
+                                       approve_all=args.dangerously_approve_all, offline=args.offline,
+                                       show_thinking=args.show_thinking, resume=resume))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
-        return run_demo(args.dir, auto_approve=args.yes)
+        return run_demo(args.dir, approve=args.yes)
     return 2
 
 
 async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
+                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False,
                       resume: str | None = None) -> int:
     """`run`: the first model request goes out first (when it can be told ahead: a new session's), then the rest
     of the bridge loads, then the turn runs. `resume`: a stored session's id, or `latest` (of `cwd`)."""
@@ -134,7 +147,9 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                ahead=early[0] if early else None, resume=resume)
+                                                approve_all=approve_all, ahead=early[0] if early else None,
+                                                offline=Path(offline).stem if offline else None,
+                                                show_thinking=show_thinking, resume=resume)
     return code
 
 

@@ -1,209 +1,232 @@
-"""The loop in a terminal: streamed text, tool calls, permission questions at the prompt, Ctrl-C
-cancels the turn (a second Ctrl-C while it unwinds forces)."""
+"""The loop in a terminal: the turn shown by bridge/cli/view.py, permission questions at the prompt (framed
+by the view: nothing else is drawn while one is asked), Ctrl-C cancels the turn (a second Ctrl-C while it
+unwinds forces).
+
+Whatever the model or a tool says is printed with its control characters made visible (`bridge.visible`):
+an escape sequence or a carriage return in a command, a file or a reply can't redraw the screen, least of
+all a permission question. A question is asked only of a person: with no terminal on standard input (CI,
+cron, a pipe, `ssh host cmd`) every question is denied, a line saying what and how to allow it; approving
+without asking takes `--dangerously-approve-all`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
-import os
+import shlex
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, assert_never
+from typing import Any, TextIO
 
 from bridge.agent import Agent
-from bridge.cli.first_request import remember_tools
+from bridge.cli.calls import render
+from bridge.cli.screen import BOLD, DIM, RED
+from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
-from bridge.display import Diff, Display, TextContent
 from bridge.errors import for_person, root_cause
-from bridge.loop.events import (
-    AgentProgress,
-    LoopEvent,
-    ModeChanged,
-    Notice,
-    PlanUpdate,
-    RetryWait,
-    SubAgentEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallFinished,
-    ToolCallInProgress,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnEnded,
-    UsageReport,
-    UserText,
-)
-from bridge.loop.permission import deny_all
+from bridge.loop.permission import Prompter, deny_all
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
 from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
 from bridge.permissions.trust import Ask as AskTrust
-from bridge.permissions.types import PermissionAnswer, PermissionRequest
+from bridge.permissions.types import (
+    Mark,
+    OptionKind,
+    PermissionAnswer,
+    PermissionRequest,
+    RuleSuggestion,
+    answer_options,
+)
 from bridge.session import Frontend, Session
+from bridge.visible import capped, one_line, visible, visible_spans
 
 log = logging.getLogger(__name__)
 
-DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
-SHOWN_LINES = 12  # of a diff or a text shown under a tool call
+@dataclass(frozen=True)
+class Choice:
+    """One answer a terminal question accepts: what to type (`keys`, the first shown) and what it means."""
 
+    keys: tuple[str, ...]
+    label: str
 
-def render(item: Display) -> list[str]:
-    """What a tool shows, as terminal lines (bounded): a text's first lines, a diff's changed lines."""
-    match item:
-        case TextContent(text=text):
-            lines = text.strip().splitlines()
-        case Diff():
-            old = (item.old_text or "").splitlines()
-            changed = [line for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
-                       if not line.startswith(("---", "+++", "@@"))]
-            verb = "new file" if item.old_text is None else "edited"
-            added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
-            lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
-        case _:
-            assert_never(item)
-    more = [f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else []
-    return lines[:SHOWN_LINES] + more
-
-
-class TerminalView:
-    def __init__(self, out: TextIO = sys.stdout, *, color: bool | None = None) -> None:
-        self.out = out
-        self.color = out.isatty() if color is None else color
-        self._in_text = False
-        self.usage: list[UsageReport] = []
-
-    def paint(self, code: str, text: str) -> str:
-        return f"{code}{text}{RESET}" if self.color else text
-
-    def write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
-
-    def line(self, text: str) -> None:
-        if self._in_text:
-            self.write("\n")
-            self._in_text = False
-        self.write(text + "\n")
-
-    def emit(self, event: LoopEvent) -> None:
-        match event:
-            case TextDelta(text=text):
-                self._in_text = True
-                self.write(text)
-            case ThinkingDelta(text=text):
-                self._in_text = True
-                self.write(self.paint(DIM, text))
-            case ToolCallStarted(title=title):
-                self.line(self.paint(BOLD, f"● {title}"))
-            case ToolCallFinished():
-                first = event.text.strip().splitlines()[:3]
-                mark = self.paint(GREEN, "  ⎿ ") if event.status == "completed" else self.paint(RED, "  ⎿ ")
-                more = " …" if len(event.text.strip().splitlines()) > 3 else ""
-                self.line(mark + ("\n    ".join(first) or "(no output)") + more)
-                self.show(event.display)
-            case PlanUpdate(entries=entries):
-                for entry in entries:
-                    box = {"completed": "☒", "in_progress": "◐"}.get(entry.status, "☐")
-                    self.line(f"  {box} {entry.content}")
-            case UsageReport():
-                self.usage.append(event)
-            case Notice(message=message, level=level):
-                self.line(self.paint(DIM, f"[{level}] {message}"))
-            case RetryWait():
-                self.line(self.paint(DIM, f"[info] {event.summary()}"))
-            case SubAgentEvent(event=inner):
-                self._nested(inner)
-            case (ToolCallInProgress() | ToolCallProgress() | ModeChanged() | AgentProgress() | UserText()
-                  | TurnEnded()):
-                pass  # a finished call shows its output; the terminal keeps no mode indicator
-            case _:
-                assert_never(event)
-
-    def _nested(self, event: LoopEvent) -> None:
-        """A sub-agent's work: its tool calls, indented (its text is its own: its parent reports on it)."""
-        match event:
-            case ToolCallStarted(title=title):
-                self.line(self.paint(DIM, f"  ↳ {title}"))
-            case UsageReport():
-                self.usage.append(event)
-            case Notice() | RetryWait():
-                self.emit(event)
-            case _:
-                pass
-
-    def show(self, display: list[Display]) -> None:
-        for item in display:
-            for line in render(item):
-                self.line(self.paint(DIM, f"    {line}"))
-
-    def summary(self) -> str:
-        if not self.usage:
-            return ""
-        tokens_in = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in self.usage)
-        tokens_out = sum(u.output_tokens for u in self.usage)
-        cache = sum(u.cache_read_tokens for u in self.usage)
-        cost = self.usage[-1].session_cost_usd
-        return (
-            f"{len(self.usage)} model requests · {tokens_in:,} input tokens ({cache:,} from cache) · "
-            f"{tokens_out:,} output tokens · ${cost:.4f}"
-        )
+    @property
+    def shown(self) -> str:
+        return f"[{self.keys[0]}] {self.label}"
 
 
 class TerminalPrompter:
-    """Asks at the terminal; reads stdin without a thread so a cancel withdraws the question."""
+    """Asks at the terminal; reads stdin without a thread so a cancel withdraws the question.
 
-    def __init__(self, view: TerminalView, *, auto_approve: bool = False) -> None:
+    A question is put to a person only when standard input is a terminal; otherwise it is denied, with a line
+    saying what was denied and how to allow it. `approve_all` (`--dangerously-approve-all`) answers yes to
+    every question without asking. `choose` is the one way this asks anything (permission questions here;
+    other questions, like trusting a folder, build their lines and choices and call it)."""
+
+    def __init__(self, view: TerminalView, *, approve_all: bool = False, stdin: TextIO | None = None) -> None:
         self.view = view
-        self.auto_approve = auto_approve
+        self.approve_all = approve_all
+        self.stdin = stdin or sys.stdin
+
+    @property
+    def can_ask(self) -> bool:
+        try:
+            return self.stdin.isatty()
+        except (ValueError, OSError):  # closed
+            return False
+
+    async def choose(self, lines: list[str], choices: list[Choice]) -> str | None:
+        """Show `lines` and the choices, read one answer: the key typed (lower case) or the text typed when it
+        is no key; None when no one answers — there is no terminal to ask, or its input ended (Ctrl-D, a closed
+        connection: an end of input is never an empty line's default). The caller decides what that means."""
+        for line in lines:
+            self.view.line(line)
+        self.view.line("  " + "  ".join(choice.shown for choice in choices))
+        if not self.can_ask:
+            return None
+        self.view.write("  > ")
+        typed = await _read_line(self.stdin)
+        if not typed:
+            self.view.line("")
+            return None
+        answer = typed.strip()
+        for choice in choices:
+            if answer.lower() in choice.keys:
+                return choice.keys[0]
+        return answer
 
     async def __call__(self, request: PermissionRequest) -> PermissionAnswer:
         view = self.view
-        who = f"[sub-agent {request.agent.description}] " if request.agent else ""
-        why = f" ({request.reason})" if request.reason else ""
-        view.line(view.paint(BOLD, f"? {who}Allow {request.title}?") + why)
-        view.show(request.display)
-        always = next((s for s in request.suggestions if s.behavior == "allow"), None)
-        choices = "[y] yes  " + (f"[a] always allow {always.rule}  " if always else "") + "[n] no (or type feedback)"
-        view.line("  " + choices)
-        if self.auto_approve or not sys.stdin.isatty():
-            view.line(view.paint(DIM, "  → yes (approved automatically: no terminal to ask)"))
+        lines = question_lines(request, view.paint)
+        always, never = _first_always(request, "allow_always"), _first_always(request, "reject_always")
+        choices = [Choice(("y", "yes", ""), "yes")]
+        if always is not None:
+            choices.append(Choice(("a", "always"), f"always allow {_rules(always)}"))
+        if never is not None:
+            choices.append(Choice(("d", "deny"), f"always deny {_rules(never)}"))
+        choices.append(Choice(("n", "no"), "no (or type feedback)"))
+        if self.approve_all:
+            for line in [*lines, "  " + "  ".join(c.shown for c in choices)]:
+                view.line(line)
+            view.line(view.paint(BOLD, "  → yes: approved without asking (--dangerously-approve-all)"))
             return PermissionAnswer("allow_once")
-        view.write("  > ")
-        answer = (await _read_line()).strip()
-        if answer.lower() in ("y", "yes", ""):
+        answer = await self.choose(lines, choices)
+        if answer is None:
+            why = "The terminal's input ended" if self.can_ask else \
+                "There is no terminal to ask (standard input is not one)"
+            view.line(view.paint(RED, f"  ✗ Denied: {denied_what(request)}. {why}. To allow it: "
+                                      f"{how_to_allow(request)}"))
+            return PermissionAnswer("reject_once", feedback=NO_TERMINAL)
+        if answer == "y":
             return PermissionAnswer("allow_once")
-        if answer.lower() in ("a", "always") and always is not None:
+        if answer == "a" and always is not None:
             return PermissionAnswer("allow_always", suggestion=always)
-        feedback = None if answer.lower() in ("n", "no") else answer
-        return PermissionAnswer("reject_once", feedback=feedback)
+        if answer == "d" and never is not None:
+            return PermissionAnswer("reject_always", suggestion=never)
+        return PermissionAnswer("reject_once", feedback=None if answer == "n" else answer)
 
 
-def terminal_trust(view: TerminalView) -> AskTrust:
-    """The folder-trust question at the terminal (bridge/permissions/trust.py): the items verbatim, one letter."""
+def terminal_trust(prompter: TerminalPrompter) -> AskTrust:
+    """The folder-trust question at the terminal (bridge/permissions/trust.py): the items verbatim, one letter
+    each; no one to ask (no terminal, input ended): the items stay off, as "not now"."""
 
     async def ask(question: TrustQuestion) -> TrustAnswer | None:
-        view.line(view.paint(BOLD, f"? {question.title}"))
-        view.line(question.text)
         keys: dict[str, TrustAnswer] = {"t": "trust", "s": "session", "n": "not_now", "k": "keep_off"}
-        view.line("  " + "  ".join(f"[{key}] {dict(TRUST_CHOICES)[answer]}" for key, answer in keys.items()))
-        view.write("  > ")
-        answer = (await _read_line()).strip().lower()
-        return keys.get(answer[:1], "not_now") if answer else "not_now"
+        names = dict(TRUST_CHOICES)
+        lines = [prompter.view.paint(BOLD, f"? {visible(question.title)}"), *question.text.splitlines()]
+        answer = await prompter.choose(lines, [Choice((key,), names[choice]) for key, choice in keys.items()])
+        return keys.get((answer or "n")[:1].lower(), "not_now")
 
     return ask
 
 
-async def _read_line() -> str:
+NO_TERMINAL = "No one at a terminal answered this (there is no terminal, or its input ended), so it was denied."
+
+
+def _rules(suggestion: RuleSuggestion) -> str:
+    """Every rule an always-choice saves (it saves exactly these), and where."""
+    where = Path(suggestion.destination)
+    rules = ", ".join(visible(rule) for rule in suggestion.rules)
+    return f"{rules} (saved to {visible(f'{where.parent.name}/{where.name}')})"
+
+
+def question_lines(request: PermissionRequest, paint: Callable[[str, str], str]) -> list[str]:
+    """The question as it shows in the terminal: what runs (the whole command, every line, the parts that
+    made it ask marked below them), the paths that lead elsewhere, the reason, what a tool shows (a diff)."""
+    who = f"[sub-agent {visible(request.agent.description)}] " if request.agent else ""
+    command = request.shown.command
+    if command is None:
+        lines = [paint(BOLD, f"? {who}Allow {one_line(request.title)}?")]
+    else:
+        background = " in the background" if request.raw_input.get("run_in_background") else ""
+        lines = [paint(BOLD, f"? {who}Allow {visible(request.tool_name)} to run this command{background}?")]
+        lines += _command_lines(command, request.shown.marks, paint)
+    for path in request.shown.paths:
+        lines.append(f"  path: {visible(path.named)} → {paint(BOLD, visible(path.resolved))}")
+    if request.reason:
+        lines.append(f"  why: {visible(request.reason)}")
+    for item in request.display:
+        lines += [paint(DIM, f"    {line}") for line in render(item)]
+    return lines
+
+
+def _command_lines(command: str, marks: tuple[Mark, ...], paint: Callable[[str, str], str]) -> list[str]:
+    """Each line of the command after a bar, the marked spans underlined with `^` on the line below and
+    explained after the command."""
+    body, more = capped(command)
+    text, spans = visible_spans(body, [(m.start, m.end) for m in marks])
+    marked = [(span, mark) for span, mark in zip(spans, marks, strict=True) if span[1] > span[0]]
+    spans = [span for span, _ in marked]
+    out: list[str] = []
+    offset = 0
+    for line in text.split("\n"):
+        end = offset + len(line)
+        under = [" "] * len(line)
+        for start, stop in spans:
+            for i in range(max(start, offset), min(stop, end)):
+                under[i - offset] = "^"
+        out.append(f"  │ {line}")
+        if "^" in under:
+            out.append("  │ " + paint(RED, "".join(under).rstrip()))
+        offset = end + 1
+    if more:
+        out.append(f"  │ {more.strip()}")
+    whole = len(spans) == 1 and spans[0] == (0, len(text))
+    for (start, stop), mark in marked:
+        if not whole:  # (the whole command marked: the reason below says why)
+            out.append(f"  ^ {one_line(text[start:stop], 120)}: {visible(mark.why)}")
+    return out
+
+
+def denied_what(request: PermissionRequest) -> str:
+    if request.shown.command is not None:
+        return f"{visible(request.tool_name)} `{one_line(request.shown.command, 200)}`"
+    return one_line(request.title, 200)
+
+
+def _first_always(request: PermissionRequest, kind: OptionKind) -> RuleSuggestion | None:
+    """The rules the first always-answer of `kind` saves (the terminal offers one of each)."""
+    return next((o.suggestion for o in answer_options(request) if o.kind == kind), None)
+
+
+def how_to_allow(request: PermissionRequest) -> str:
+    always = _first_always(request, "allow_always")
+    flags = " ".join(f"--allow {shlex.quote(rule)}" for rule in always.rules) if always is not None else None
+    ways = [f"run again with {visible(flags)}"] if flags else []
+    ways += ["run it in a terminal and answer", "or pass --dangerously-approve-all (answers yes to everything)"]
+    return ", ".join(ways)
+
+
+async def _read_line(stdin: TextIO) -> str:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[str] = loop.create_future()
-    fd = sys.stdin.fileno()
+    fd = stdin.fileno()
 
     def readable() -> None:
         if not future.done():
-            future.set_result(sys.stdin.readline())
+            future.set_result(stdin.readline())
 
     loop.add_reader(fd, readable)
     try:
@@ -234,19 +257,22 @@ async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
     signals.session = session
     if own:
         signals.install()
+    view.start()
     try:
         stop = await session.prompt([{"type": "text", "text": text}])
     except Exception as error:  # one clear message: a model failure's own, else the cause's (the rest is logged)
         if not isinstance(root_cause(error), ModelError):
             log.error("the turn failed", exc_info=error)
+        view.stop()
         shown = root_cause(error) if isinstance(root_cause(error), ModelError) else for_person(error)
-        view.line(view.paint(RED, f"Error: {shown}"))
+        view.end(f"Error: {shown}", error=True)
         return 1
     finally:
+        view.stop()
         signals.session = None
         if own:
             signals.remove()
-    view.line(view.paint(DIM, f"[{stop}] {view.summary()}"))
+    view.end(f"[{stop}] {view.summary()}")
     if stop == "cancelled":
         return 143 if signals.last == signal.SIGTERM else 130
     return 0
@@ -287,16 +313,39 @@ class TerminalSignals:
             self.agent.kill_processes_now()
 
 
+def asking(view: TerminalView, prompter: TerminalPrompter) -> Prompter:
+    """The question with the screen kept for it (the live area away, nothing else written meanwhile), and
+    where an always-answer's rule was saved."""
+
+    async def ask(request: PermissionRequest) -> PermissionAnswer:
+        with view.asking():
+            answer = await prompter(request)
+        if answer.outcome in ("allow_always", "reject_always") and answer.suggestion is not None:
+            view.saved_soon(answer.suggestion)
+        return answer
+
+    return ask
+
+
+def trust_asking(view: TerminalView, ask: AskTrust) -> AskTrust:
+    async def framed(question: TrustQuestion) -> TrustAnswer | None:
+        with view.asking():
+            return await ask(question)
+
+    return framed
+
+
 def run_prompt(
     text: str,
     *,
     cwd: Path,
     overrides: dict[str, Any],
     interactive: bool = True,
-    auto_approve: bool = False,
+    approve_all: bool = False,
+    offline: str | None = None,
 ) -> int:
     return asyncio.run(run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                        auto_approve=auto_approve))
+                                        approve_all=approve_all, offline=offline))
 
 
 async def run_prompt_async(
@@ -305,22 +354,29 @@ async def run_prompt_async(
     cwd: Path,
     overrides: dict[str, Any],
     interactive: bool = True,
-    auto_approve: bool = False,
+    approve_all: bool = False,
     ahead: AnthropicModel | None = None,
+    offline: str | None = None,
+    show_thinking: bool = False,
     resume: str | None = None,
 ) -> int:
     """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
     was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same.
-    `resume`: go on with that stored session (`latest`: the newest of `cwd`) instead of a new one."""
+    `offline`: the offline scenario answering (named instead of a cost). `resume`: go on with that stored session
+    (`latest`: the newest of `cwd`) instead of a new one."""
     config, problems = BridgeConfig.load(overrides)
-    view = TerminalView()
+    view = TerminalView(offline=offline, show_thinking=show_thinking)
     for problem in problems:
         view.line(view.paint(RED, problem))
+    if approve_all:
+        view.line(view.paint(RED, "⚠ --dangerously-approve-all: every permission question is answered yes without "
+                                  "asking"))
     agent = Agent(config)
     if ahead is not None and isinstance(agent.model, AnthropicModel):
         agent.model.adopt(ahead)
-    prompter = TerminalPrompter(view, auto_approve=auto_approve) if interactive else deny_all
-    ask_trust = terminal_trust(view) if interactive and sys.stdin.isatty() else None  # no one to ask: stays off
+    terminal = TerminalPrompter(view, approve_all=approve_all)
+    prompter = asking(view, terminal) if interactive else deny_all
+    ask_trust = trust_asking(view, terminal_trust(terminal)) if interactive and terminal.can_ask else None
     frontend = Frontend(emit=view.emit, prompter=prompter, interactive=interactive, ask_trust=ask_trust)
     try:
         session = _resumed(agent, resume, cwd, frontend) if resume else agent.new_session(cwd, frontend)
@@ -344,6 +400,3 @@ async def run_prompt_async(
                 await ahead.aclose()
         finally:
             signals.remove()
-        if not session.toolset.deferred.tools:  # the tools every new session sends: cached for the next run
-            environ = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(config.data_dir)}
-            remember_tools(environ, [tool.schema() for tool in session.toolset.tools.values()])

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bridge.loop.events import UsageReport
 from bridge.messages import Message
 from bridge.model.types import Usage
 
@@ -41,3 +43,10 @@ class Conversation:
         self.cost_usd += cost
         self.usage_total = self.usage_total + usage
         self.on_usage(usage, cost)
+
+    def roll_up(self, report: UsageReport, context_size: int) -> UsageReport:
+        """A sub-agent's response, counted in these totals: the report the editor gets for it."""
+        usage = Usage(report.input_tokens, report.output_tokens, report.cache_read_tokens, report.cache_write_tokens)
+        self.add(usage, report.cost_usd)
+        return dataclasses.replace(report, context_used=self.context_tokens, context_size=context_size,
+                                   session_cost_usd=self.cost_usd)

@@ -6,6 +6,11 @@ Ordering is a dependency chain: a safe call waits for the last unsafe call befor
 waits for every call before it. Whether a call is safe (and read-only) is asked off the event loop (a Bash
 command is parsed in a worker thread), so each call first learns its own answer and its predecessors'.
 Before a call starts it checks the signal (the seed's third checkpoint).
+
+A call's own checks come in two steps around the permission step: `validate_input` (the input alone) before
+it, `validate_target` (what the input names) after it — or before its question when every path the call names
+may be read without asking — so a path the call may not use is never touched before it is allowed. The real
+paths the permission step judged go to the tool (`ToolContext.granted`): it opens exactly those.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -24,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from bridge.abort import Abort, AbortReason, cancel_on_abort, not_interrupt
 from bridge.display import Diff, Display
-from bridge.errors import cause_text, root_cause
+from bridge.errors import cause_text, root_cause, validation_problems
 from bridge.loop.events import (
     LoopEvent,
     Notice,
@@ -36,8 +42,10 @@ from bridge.loop.events import (
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
 from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
+from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.types import PermissionRequest
-from bridge.tools.base import AnyTool, Effect, ToolContext, ToolError, ToolResult
+from bridge.tools.base import AnyTool, BoundCall, Effect, ToolContext, ToolError, ToolResult
+from bridge.tools.paths import read_guard_of
 from bridge.tools.storage import bound_result
 
 log = logging.getLogger(__name__)
@@ -118,6 +126,8 @@ class _Call:
     display: list[Display] = field(default_factory=list)
     raw_output: dict[str, Any] | None = None
     edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
+    target_checked: bool = False  # validate_target ran before the permission question
+    grants: tuple[Path, ...] = ()  # protected paths the permission step allowed this call to write
 
 
 class ToolExecutor:
@@ -257,11 +267,17 @@ class ToolExecutor:
                 return tool_result_block(use_id, denied, is_error=True)
             if call.edited is not None:
                 tool, data = self._edited_call(tool, data, call.edited[1])
+            if not call.target_checked or call.edited is not None:
+                problem = await tool.validate_target(data, ctx)
+                if problem:
+                    return tool_result_block(use_id, problem, is_error=True)
             self._env.emit(ToolCallInProgress(use_id))
-            async with self._env.steps(tool, data, ctx, call.read_only) as finished:
-                # (a cancel while the step's checkpoint was taken: the tool does not start)
-                result = None if ctx.abort.aborted else await self._call_tool(call, tool, data, ctx)
-                finished(result)
+            ctx.grants = call.grants
+            with GRANTS.hold(call.grants):  # what it was allowed to write, the sandbox's watcher leaves alone
+                async with self._env.steps(tool, data, ctx, call.read_only) as finished:
+                    # (a cancel while the step's checkpoint was taken: the tool does not start)
+                    result = None if ctx.abort.aborted else await self._call_tool(call, tool, data, ctx)
+                    finished(result)
             if result is not None and call.edited is not None and not result.is_error:
                 result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
@@ -339,24 +355,29 @@ class ToolExecutor:
                                                 "tool_use_id": call.block["id"]}, tool.name)
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
-        decision = await self._env.policy.decide_async(
-            tool.name, raw, read_only=call.read_only,
-            paths=_safe(lambda: tool.permission_paths(data, ctx), []), hook=hook,
-        )
+        paths = _safe(lambda: tool.permission_paths(data, ctx), [])
+        decision = await self._env.policy.decide_async(BoundCall(tool, data, raw, ctx, call.read_only), hook=hook)
         if decision.updated_input is not None:
             try:
                 data = tool.input_model.model_validate(decision.updated_input)
             except ValidationError as error:
                 return "A hook rewrote the input invalidly: " + _validation_message(tool.name, error), data
+        elif decision.resolved and len(decision.resolved) == len(paths):
+            ctx.granted = {named: real for (named, _access), real in zip(paths, decision.resolved, strict=True)}
         if decision.behavior == "allow":
             return None, data
         if decision.behavior == "deny":
             return f"Permission denied: {decision.reason or 'a deny rule matched'}.", data
+        if self._may_look(tool, data, ctx):  # the question can show the real diff; a doomed call is not asked
+            call.target_checked = True
+            problem = await tool.validate_target(data, ctx)
+            if problem:
+                return problem, data
         started = self._started_event(call)
         request = PermissionRequest(
             tool_call_id=started.tool_call_id, tool_name=tool.name, title=started.title, kind=started.tool_kind,
             raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
-            reason=decision.reason, suggestions=decision.suggestions,
+            reason=decision.reason, suggestions=decision.suggestions, shown=decision.shown,
         )
         call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
@@ -373,11 +394,29 @@ class ToolExecutor:
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
             call.edited = _user_edit(answer.edited_text, request.display)
+            call.grants = decision.grants
             return None, data
         message = "Permission denied by user"
         if answer.feedback:
             message += f". The user said: {answer.feedback}"
         return message, data
+
+    @staticmethod
+    def _may_look(tool: AnyTool, data: Any, ctx: ToolContext) -> bool:
+        """Every path the call names may be read without asking (the read guard: inside the workspace or the
+        call's scope, no Read rule against it): then `validate_target` may run before the question."""
+        guard = read_guard_of(ctx)
+        paths = _safe(lambda: tool.permission_paths(data, ctx), None)
+        if paths is None:
+            return False
+        granted = ctx.granted or {}
+        for named, _access in paths:
+            try:
+                if guard(granted.get(named, named), None) is not None:
+                    return False
+            except Exception:
+                return False
+        return True
 
     async def results(self) -> list[Block]:
         """Every call's result, in tool_use order (waits for the running ones)."""
@@ -465,11 +504,7 @@ def _text_of(content: Any) -> str:
 
 
 def _validation_message(tool_name: str, error: ValidationError) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "input"
-        problems.append(f"{where}: {item['msg']}")
-    return f"Invalid input for {tool_name}: " + "; ".join(problems)
+    return f"Invalid input for {tool_name}: " + "; ".join(validation_problems(error, whole="input"))
 
 
 __all__ = ["AbortReason", "RunningCalls", "StepObserver", "ToolEnvironment", "ToolExecutor", "no_steps"]

@@ -4,9 +4,9 @@ permission-free ones like UserPromptSubmit and Stop included) run through a `Hoo
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
+from bridge.permissions.facts import PermissionCall
 from bridge.permissions.hooks import HookOutcome
 from bridge.permissions.types import Decision, PermissionAnswer, PermissionRequest, RuleSuggestion
 
@@ -16,17 +16,9 @@ Prompter = Callable[[PermissionRequest], Awaitable[PermissionAnswer]]
 
 class PermissionPolicy(Protocol):
     """What the loop needs of the permission engine (`bridge.permissions.engine.PermissionEngine`).
-    `decide_async` keeps the analysis off the event loop, with a deadline."""
+    `decide_async` keeps the analysis off the event loop, with a deadline; it asks the call for its facts."""
 
-    async def decide_async(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: list[tuple[Path, Literal["read", "write"]]],
-        hook: HookOutcome | None = None,
-    ) -> Decision: ...
+    async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision: ...
 
     def save_rule(self, suggestion: RuleSuggestion) -> None: ...
 
@@ -34,29 +26,10 @@ class PermissionPolicy(Protocol):
 class ReadOnlyGate:
     """The simplest policy: read-only calls run, everything else asks."""
 
-    def decide(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: list[tuple[Path, Literal["read", "write"]]],
-        hook: HookOutcome | None = None,
-    ) -> Decision:
-        if read_only:
+    async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
+        if call.read_only:
             return Decision("allow", reason="read-only")
-        return Decision("ask", reason=f"{tool_name} may change things")
-
-    async def decide_async(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: list[tuple[Path, Literal["read", "write"]]],
-        hook: HookOutcome | None = None,
-    ) -> Decision:
-        return self.decide(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook)
+        return Decision("ask", reason=f"{call.tool_name} may change things")
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
         return None

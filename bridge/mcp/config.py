@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential
-from bridge.jsonfile import locked, read_json, write_json_atomic
+from bridge.jsonfile import keyed_entry, read_json
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -322,16 +322,7 @@ def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) ->
     `specs` as configured now (bound to each one's `approval_key`), or reject them (by name). Raises
     OSError/ValueError when the store cannot be updated; an unreadable store is never overwritten."""
     path = files.approval_store
-    with locked(path):
-        store, problem = read_json(path)
-        if problem:
-            raise ValueError(f"{problem}; not overwriting it")
-        store = store if isinstance(store, dict) else {}
-        projects = store.get("projects")
-        if not isinstance(projects, dict):
-            projects = store["projects"] = {}
-        data = projects.get(str(files.cwd))
-        data = projects[str(files.cwd)] = data if isinstance(data, dict) else {}
+    with keyed_entry(path, "projects", str(files.cwd)) as data:
         configs = data.get(APPROVED_CONFIGS)
         configs = data[APPROVED_CONFIGS] = configs if isinstance(configs, dict) else {}
         found = data.get("disabledMcpjsonServers")
@@ -346,7 +337,6 @@ def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) ->
             disabled += [n for n in sorted(names) if n not in disabled]
         if disabled or "disabledMcpjsonServers" in data:
             data["disabledMcpjsonServers"] = disabled
-        write_json_atomic(path, store)
     return path
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import shutil
@@ -32,46 +31,24 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from bridge.execution.linux import pdeathsig_prefix
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
+from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class
 from bridge.mcp.settings import McpSettings
-from bridge.tools.processes import pdeathsig_prefix
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
     from mcp.client.session import ClientRequestContext, ClientSession
 
+    from bridge.execution.managed import ExternalProcess
     from bridge.mcp.host import NoticeLevel
-    from bridge.tools.processes import ExternalProcess
 
 log = logging.getLogger(__name__)
 
 State = Literal["starting", "signing-in", "ready", "failed", "idle", "stopped"]
 ProgressFn = Callable[[float, float | None, str | None], None]
 Tracker = Callable[[str], "ExternalProcess"]  # ProcessSupervisor.track_external: dies with the bridge, kill -9 too
-_SDK_MODULES = ("mcp.client.session", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse",
-                "mcp.client.auth", "mcp.shared._httpx_utils")
-import_seconds: float | None = None  # how long the SDK took to import (None: not imported by us yet)
-
-
-async def load_sdk() -> None:
-    """Import the SDK in a worker thread (~0.6 s, more on a busy machine): the event loop keeps serving."""
-    global import_seconds
-    if import_seconds is not None:
-        return
-
-    def load() -> float:
-        import importlib
-
-        started = time.perf_counter()
-        for module in _SDK_MODULES:
-            importlib.import_module(module)
-        return time.perf_counter() - started
-
-    seconds = await asyncio.to_thread(load)
-    if import_seconds is None:
-        import_seconds = seconds
-        log.info("mcp SDK imported in %.2f s", seconds)
 
 
 class Unavailable(Exception):
@@ -209,13 +186,13 @@ class Connection:
         async with contextlib.AsyncExitStack() as stack:
             read, write = await self._open(stack)
             closed = anyio.Event()
-            session = await stack.enter_async_context(_session_class()(
-                _Watched(read, closed), write,
+            session = await stack.enter_async_context(session_class()(
+                Watched(read, closed), write,
                 read_timeout_seconds=self.settings.startup_timeout,
                 list_roots_callback=self._roots,
                 elicitation_callback=self._elicit,
                 message_handler=self._on_message,
-                client_info=types.Implementation(name="agent-bridge", version=_version()),
+                client_info=types.Implementation(name="agent-bridge", version=bridge_version()),
             ))
             init = await session.initialize()
             await self._read_lists(session, init)
@@ -234,7 +211,7 @@ class Connection:
                 wait.start_soon(until, closed)
                 wait.start_soon(until, self._stop)
             if not self._stop.is_set():
-                raise _Closed
+                raise Closed
 
     async def _open(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         spec = self.spec
@@ -427,8 +404,8 @@ class Connection:
         if session is None:
             return
         try:
-            tools = await self._list(session, "tools") if self.listing.tools or _caps(session, "tools") else ()
-            prompts = await self._list(session, "prompts") if _caps(session, "prompts") else ()
+            tools = await self._list(session, "tools") if self.listing.tools or has_capability(session, "tools") else ()
+            prompts = await self._list(session, "prompts") if has_capability(session, "prompts") else ()
         except Exception as error:  # a dying server: its runner reports it
             log.info("%s: could not list again: %s", self.label, error)
             return
@@ -519,10 +496,10 @@ class Connection:
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-        leaf = _leaf(error)
+        leaf = innermost(error)
         if isinstance(leaf, asyncio.CancelledError | anyio.get_cancelled_exc_class()) or leaf is None:
             return None
-        if isinstance(leaf, _Closed):
+        if isinstance(leaf, Closed):
             return "exited" if self.spec.transport == "stdio" else "closed the connection"
         if isinstance(leaf, MCPError):
             if leaf.code == REQUEST_TIMEOUT:
@@ -545,86 +522,3 @@ class Connection:
         if isinstance(leaf, httpx2.TransportError):
             return f"cannot be reached at {self.spec.url}: {leaf or kind}"
         return f"failed: {leaf or kind}"
-
-
-class _Closed(Exception):
-    """The server ended the connection (the process exited, the HTTP session closed)."""
-
-
-class _Watched:
-    """The transport's read stream, telling `closed` when it ends; everything else passed through (including
-    `last_context`, which the SDK uses to pause a request's clock while a person answers)."""
-
-    def __init__(self, inner: Any, closed: anyio.Event) -> None:
-        self._inner = inner
-        self._closed = closed
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._closed.set()
-            raise
-
-    async def aclose(self) -> None:
-        self._closed.set()
-        await self._inner.aclose()
-
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Watched:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-def _leaf(error: BaseException) -> BaseException | None:
-    """The first error that is not a cancellation inside (nested) exception groups."""
-    if isinstance(error, BaseExceptionGroup):
-        leaves = [_leaf(e) for e in error.exceptions]
-        real = [e for e in leaves if e is not None and not isinstance(e, asyncio.CancelledError)]
-        return real[0] if real else (leaves[0] if leaves else None)
-    return error
-
-
-@functools.cache
-def _session_class() -> type[ClientSession]:
-    """The SDK's client session, declaring `roots` without `listChanged` (the SDK claims it whenever roots are
-    served): a connection's roots are fixed — they are part of the key it is shared by — so no
-    `notifications/roots/list_changed` is ever sent, and promising them would be false. The capabilities
-    declared are asserted in tests/test_mcp_client.py, which fails if the SDK stops calling this hook."""
-    import mcp.types as types
-    from mcp.client.session import ClientSession
-
-    class FixedRootsSession(ClientSession):
-        def _build_capabilities(self, version: str) -> types.ClientCapabilities:
-            declared = super()._build_capabilities(version)
-            if declared.roots is None:
-                return declared
-            return declared.model_copy(update={"roots": types.RootsCapability()})
-
-    return FixedRootsSession
-
-
-def _caps(session: ClientSession, what: str) -> bool:
-    caps = session.server_capabilities
-    return caps is not None and getattr(caps, what, None) is not None
-
-
-def _version() -> str:
-    from bridge import __version__
-
-    return str(__version__)
-

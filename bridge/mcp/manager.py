@@ -27,7 +27,8 @@ from bridge.mcp.content import blocks_of, resource_blocks, tool_result
 from bridge.mcp.elicit import question_for, result_of
 from bridge.mcp.host import Choice, McpHost, NoticeLevel, Question
 from bridge.mcp.settings import McpSettings
-from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, name_part, tools_of
+from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, tools_of
+from bridge.mcp_names import mcp_name, name_part
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -505,7 +506,7 @@ class McpView:
 
 
 def prompt_command(server: str, prompt: str) -> str:
-    return f"mcp__{name_part(server)}__{name_part(prompt)}"
+    return mcp_name(server, prompt)
 
 
 __all__ = ["CommandOutcome", "McpCommand", "McpManager", "McpSession", "McpSnapshot", "McpTool", "McpView"]

@@ -12,7 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.config import defaulted
 
 CHARS_PER_TOKEN = 4  # the estimate used for the deferral threshold (as bridge/offline counts tokens)
 
@@ -54,18 +56,8 @@ class McpSettings(BaseModel):
             field = next((n for n, f in cls.model_fields.items() if key in (n, f.alias)), None)
             if field is not None:
                 values[field] = value
-        while True:
-            try:
-                return cls.model_validate(values), problems
-            except ValidationError as error:
-                bad = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
-                for item in error.errors():
-                    problems.append(f"setting mcp.{'.'.join(str(p) for p in item['loc'])}: {item['msg']} "
-                                    "(using the default)")
-                kept = {k: v for k, v in values.items() if k not in bad and cls.model_fields[k].alias not in bad}
-                if kept == values:
-                    return cls(), problems
-                values = kept
+        settings, invalid = defaulted(cls, values, prefix="mcp.")
+        return settings, problems + invalid
 
     def defer_chars(self, context_window: int) -> int:
         """Characters of MCP tool schemas past which they are deferred (Claude Code: ~10 % of the window)."""

@@ -9,16 +9,15 @@ calls run in parallel, but never skips the permission question. `ListMcpResource
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field
 
+from bridge.mcp_names import mcp_name
 from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult
 
 MAX_DESCRIPTION = 2_000
 MAX_TOOL_NAME = 64  # the Messages API's limit on a tool name
-_NAME_PART = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class Calls(Protocol):
@@ -27,10 +26,6 @@ class Calls(Protocol):
     async def call_tool(self, server: str, tool: str, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
     async def list_resources(self, server: str | None, ctx: ToolContext) -> ToolResult: ...
     async def read_resource(self, server: str, uri: str, ctx: ToolContext) -> ToolResult: ...
-
-
-def name_part(name: str) -> str:
-    return _NAME_PART.sub("_", name)
 
 
 class McpInput(ToolInput):
@@ -79,7 +74,7 @@ def tools_of(calls: Calls, server: str, listed: list[dict[str, Any]], taken: set
     for item in listed:
         if not isinstance(item.get("name"), str):
             continue
-        name = f"mcp__{name_part(server)}__{name_part(item['name'])}"[:MAX_TOOL_NAME]
+        name = mcp_name(server, item["name"])[:MAX_TOOL_NAME]
         if name in taken:
             continue
         taken.add(name)

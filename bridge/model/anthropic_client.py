@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import sys
 import threading
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
-from bridge.messages import Block
+from bridge.messages import TOOL_USE_ID_MAX, Block, valid_tool_use_id
+from bridge.model.failures import connection_failure, status_failure
 from bridge.model.types import (
     BlockComplete,
     BlockDelta,
@@ -221,11 +223,7 @@ class AnthropicModel:
                                    _short_reason(status), self.max_retries + 1)
                 elif failure == "connection":
                     if attempt > self.max_retries:
-                        raise ModelError(
-                            f"Cannot reach the model API at {self._where()}: {_detail(error, 'no answer')}. Check "
-                            "your network or ANTHROPIC_BASE_URL.",
-                            kind="connection",
-                        ) from error
+                        raise connection_failure(error, url=self._where()) from error
                     delay = self._delay(attempt, {})
                     yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s",
                                    "connection failed", self.max_retries + 1)
@@ -261,7 +259,7 @@ class AnthropicModel:
         return max(0.0, min(hinted, self.max_retry_wait))
 
     def _where(self) -> str:
-        return self._base_url or "https://api.anthropic.com"
+        return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
 
 def _discard(task: asyncio.Task[Any], client: WireClient | None) -> None:
@@ -370,6 +368,7 @@ async def _events(stream: AsyncIterator[Any], how: _Reading, stall_timeout: floa
             elif kind == "content_block_start":
                 index = get(event, "index")
                 block = await how.dump(event)
+                _check_ids(block)
                 if block["type"] == "tool_use":
                     block["input"] = {}
                     json_parts[index] = []
@@ -448,6 +447,24 @@ async def _events(stream: AsyncIterator[Any], how: _Reading, stall_timeout: floa
     yield ResponseComplete(stop_reason, usage)
 
 
+def _check_ids(block: Block) -> None:
+    """Ids enter here (tool_use ids, and the tool_use_id a server tool's result names): one that is not an id
+    the API would send or accept back is refused, never passed on — ids become file names (a command's output,
+    a stored result, a sub-agent's transcript). Refused rather than rewritten: the id must go back to the API
+    unchanged in the tool_result, and a gateway that sends `../x` is not one to keep talking to quietly."""
+    for key in ("id", "tool_use_id"):
+        if key in block and not valid_tool_use_id(block[key]):
+            shown = repr(block[key])
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise ModelError(
+                f"The model's response named a {block.get('type', 'content')} block with the {key} {shown}, which "
+                "is not an id the Messages API gives (letters, digits, _ and -, at most "
+                f"{TOOL_USE_ID_MAX} characters). Nothing of that block was run. Whatever serves the API "
+                "(ANTHROPIC_BASE_URL) sent it: check that it is the server you meant to use.",
+                kind="stream_invalid",
+            )
+
+
 def _dropped(detail: str) -> ModelError:
     return ModelError(
         f"The connection to the model dropped mid-response ({detail}). The partial answer is kept; send your "
@@ -499,33 +516,5 @@ def _message_of(error: Any) -> str:
 
 
 def _status_error(error: Any, model: str, attempts: int) -> ModelError:
-    status: int = error.status_code
-    detail = _message_of(error)
-    if status == 401:
-        return ModelError(
-            f"Authentication failed (401): {detail}. Set ANTHROPIC_API_KEY to a valid key.",
-            kind="authentication", status=status,
-        )
-    if status == 403:
-        return ModelError(f"Permission denied by the API (403): {detail}.", kind="authentication", status=status)
-    if status == 404:
-        return ModelError(
-            f"Model {model!r} was not found (404): {detail}. Set AGENT_BRIDGE_MODEL (or `model` in settings) "
-            "to a model your key can use.",
-            kind="not_found", status=status,
-        )
-    if status == 429:
-        wait = _retry_after(error.response.headers)
-        hint = f" Try again in {wait:.0f} s." if wait else " Try again shortly."
-        return ModelError(
-            f"Rate limited by the API (429) after {attempts} attempts: {detail}.{hint}",
-            kind="rate_limited", status=status,
-        )
-    if status == 529:
-        return ModelError(
-            f"The API is overloaded (529) after {attempts} attempts. Try again in a minute.",
-            kind="overloaded", status=status,
-        )
-    if status == 400:
-        return ModelError(f"The API rejected the request (400): {detail}", kind="invalid_request", status=status)
-    return ModelError(f"The API failed ({status}) after {attempts} attempts: {detail}", kind="api", status=status)
+    return status_failure(error.status_code, _message_of(error), model=model, attempts=attempts,
+                          retry_after=_retry_after(error.response.headers))

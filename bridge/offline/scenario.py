@@ -38,6 +38,7 @@ class RecordedRequest:
     status: int = 0  # the HTTP status answered; 0 = no answer (a dropped or stalled non-stream request)
     errors: list[str] = field(default_factory=list)
     received_at: float = field(default_factory=time.monotonic)
+    answered_at: float | None = None  # a stream's last byte written (time.monotonic()); benchmarks' tool gaps
     response: Json | None = None  # the scenario response that was played, if any
     method: str = "POST"
     head: bytes = b""  # the request line and headers as received, byte for byte (tests of what clients send)

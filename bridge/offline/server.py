@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from bridge.offline import http
 from bridge.offline.render import error_json, fault_error, message_json, new_id, sse_events
@@ -39,6 +39,10 @@ DEFAULT_FAULT_TEXT = "This response is cut off before it ends, as a real stream 
 
 class OfflineServer:
     """An HTTP server speaking the Messages API from `scenario`. Use `start()`/`stop()` or `with`."""
+
+    # The base URLs this process serves: a bridge started with `--offline` runs on the demo model, which the
+    # editor shows as such (its name, no cost) instead of pretending to be Claude.
+    running: ClassVar[set[str]] = set()
 
     def __init__(self, scenario: Scenario | Mapping[str, Any] | str | Path, *, host: str = "127.0.0.1",
                  port: int = 0) -> None:
@@ -71,10 +75,13 @@ class OfflineServer:
             self._thread = None
             raise RuntimeError(f"offline server could not listen on {self.host}:{self.port}") from failure[0]
         log.info("offline API (scenario %s) listening on %s", self.scenario.name, self.base_url)
+        OfflineServer.running.add(self.base_url)
         return self.base_url
 
     def stop(self) -> None:
         loop, thread = self._loop, self._thread
+        if loop is not None:
+            OfflineServer.running.discard(self.base_url)
         if loop is None or thread is None:
             return
         if self._stopped is not None and not loop.is_closed():
@@ -288,7 +295,10 @@ class OfflineServer:
         events = sse_events(response, body, usage)
         self._active_streams += 1
         try:
-            return await self._stream(writer, reader, events, fault) and keep_alive
+            ended = await self._stream(writer, reader, events, fault)
+            if ended:
+                record.answered_at = time.monotonic()
+            return ended and keep_alive
         finally:
             self._active_streams -= 1
 

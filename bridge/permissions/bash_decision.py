@@ -1,519 +1,98 @@
-"""The Bash decision: the command's verdict (`shell.py`) set against the file system, the workspace and rules.
-
-`BashFacts.of` resolves what each part reads and writes: globs expanded as bash would (bounded), `~` and `..`
-folded, symlinks resolved, the git repository a git command reads located, the files a file list names read.
-Rules match fail-closed: a part whose program or paths can't be known matches every deny and ask rule that
-could apply; a recursive read (`grep -r`, `rg`, `git diff`) matches a Read rule when any file below it does
-(the tree is walked, bounded; past the bound it matches). `BashJudge.decide` is the engine's steps 9-10 for
-Bash: allow rules, read-only parts inside the workspace, or a question with narrow rules to save.
+"""The decision on a shell command once deny and ask rules, plan mode and protection have had their say (the
+engine's steps 11-12 for a call that runs a command): allow rules, read-only parts inside the workspace, or a
+question with the parts that made it ask marked and narrow rules to save.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import os
-import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.permissions.commands import Access
-from bridge.permissions.containment import InvalidPath, Workspace, normalize, resolve
+from bridge.permissions.bash_facts import BashFacts, PartFacts
+from bridge.permissions.command_parts import Part, safe_device
+from bridge.permissions.containment import resolve
+from bridge.permissions.matching import CallRules, by_rule
 from bridge.permissions.modes import Mode
-from bridge.permissions.rules import EDIT_TOOLS, READ_TOOLS, CompiledRule, RuleIndex
-from bridge.permissions.shell import Part, ShellVerdict, safe_device
-from bridge.permissions.shellparse import Word
+from bridge.permissions.rules import CompiledRule
 from bridge.permissions.suggestions import Suggester
-from bridge.permissions.types import Behavior, Decision
+from bridge.permissions.types import Decision, Mark, RuleSuggestion, Shown
+from bridge.secrets import environment_file, holds_environment_files
 
-MAX_GLOB_MATCHES = 1_000
-MAX_SCAN_ENTRIES = 20_000  # directory entries one decision may look at (globs and recursive checks together)
-MAX_LIST_BYTES = 1_000_000
 _WRITE_OPTIONS = frozenset({"--output", "--output-file", "--out-file", "--outfile", "--log-file", "--logfile"})
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-@dataclass(frozen=True)
-class PathAccess:
-    written: Path  # normalized, symlinks not followed
-    real: Path  # resolved
-
-    @classmethod
-    def of(cls, path: str | Path, base: Path) -> PathAccess:
-        return cls(normalize(path, base), resolve(path, base))
-
-
-@dataclass
-class Tree:
-    """A directory whose files are all read (grep -r, rg, git diff)."""
-
-    root: PathAccess
-    follow: bool
-    entries: list[PathAccess] | None = None  # walked on demand
-    too_many: bool = False
-    escapes: list[Path] = field(default_factory=list)  # symlinks followed out of the workspace
-
-
-@dataclass
-class PartFacts:
-    part: Part
-    reads: list[PathAccess] = field(default_factory=list)
-    trees: list[Tree] = field(default_factory=list)
-    writes: list[PathAccess] = field(default_factory=list)
-    write_trees: list[PathAccess] = field(default_factory=list)  # rm -r, mv: everything below is written
-    maybe_reads: list[PathAccess] = field(default_factory=list)  # an unknown program's words, for Read deny
-    unknown_reads: str | None = None
-    unknown_writes: str | None = None
-    problems: list[str] = field(default_factory=list)  # why it could not be checked: it asks
-
-
-class _Budget:
-    def __init__(self) -> None:
-        self.entries = MAX_SCAN_ENTRIES
-
-    def spend(self, n: int = 1) -> bool:
-        self.entries -= n
-        return self.entries >= 0
-
-
-@dataclass
-class BashFacts:
-    verdict: ShellVerdict
-    bases: list[Path]  # the cwd, then every directory a `cd` moves into
-    parts: list[PartFacts]
-    workspace: Workspace
-    budget: _Budget = field(default_factory=_Budget)
-    forms: tuple[dict[str, list[_Form]], list[_Form]] | None = None  # see `_forms`
-
-    @classmethod
-    def of(cls, verdict: ShellVerdict, cwd: Path, workspace: Workspace) -> BashFacts:
-        facts = cls(verdict, [cwd], [], workspace)
-        for part in verdict.parts:
-            if part.cd is not None and not part.nested:
-                for base in list(facts.bases):
-                    for target in facts._expand(part.cd, base) or []:
-                        resolved = resolve(target, base)
-                        if resolved not in facts.bases:
-                            facts.bases.append(resolved)
-        for part in verdict.parts:
-            facts.parts.append(facts._part(part))
-        return facts
-
-    # --- resolving one part ------------------------------------------------------------------------
-
-    def _part(self, part: Part) -> PartFacts:
-        out = PartFacts(part)
-        if part.unknown_program is not None:
-            out.unknown_reads = out.unknown_writes = part.unknown_program
-        if part.unknown_reads:
-            out.unknown_reads = out.unknown_reads or f"`{part.text}` reads a path computed at run time"
-        found = part.effects
-        for base in self.bases:
-            top = None
-            if found is not None and found.git:
-                top = self._repository(part, base, out)
-            for access in part.reads:
-                self._read(access, base, top, out)
-            for word in found.maybe_reads if found is not None else ():
-                for path in self._expand(word, base) or []:
-                    try:
-                        out.maybe_reads.append(PathAccess.of(path, base))
-                    except InvalidPath:
-                        continue
-            for target in part.writes:
-                if target.word is None:
-                    out.unknown_writes = out.unknown_writes or f"`{part.text}` writes a path computed at run time"
-                    continue
-                paths = self._expand(target.word, base)
-                if paths is None:
-                    out.unknown_writes = f"`{part.text}` writes paths that can't be listed ({target.word.text})"
-                    continue
-                for path in paths:
-                    (out.write_trees if target.recursive else out.writes).append(PathAccess.of(path, base))
-        return out
-
-    def _read(self, access: Access, base: Path, top: Path | None, out: PartFacts) -> None:
-        if access.repo:
-            out.trees.append(Tree(PathAccess.of(top or base, base), follow=False))
-            return
-        paths = self._expand(access.word, base)
-        if paths is None:
-            out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads paths that can't be listed " \
-                                                     f"({access.word.text})"
-            return
-        where = top if access.repo_path and top is not None else base
-        for path in paths:
-            if safe_device(path):
-                continue
-            resolved = PathAccess.of(path, where)
-            if access.recursive and not access.names_only:
-                out.trees.append(Tree(resolved, access.follow))
-            else:
-                out.reads.append(resolved)
-            if access.list_file:
-                self._list(resolved, where, out)
-
-    def _expand(self, word: Word, base: Path) -> list[str] | None:
-        """What bash makes of a path word: its value, `~` expanded, or a glob's matches (bounded)."""
-        if not word.static:
-            return None
-        value = word.value
-        if word.tilde:
-            value = os.path.expanduser(value)
-        elif value.startswith("~"):
-            value = "./" + value  # a quoted `~` is a file named `~`
-        if word.pattern is None:
-            return [value]
-        if self.verdict.globs_unreliable:
-            return None
-        pattern = os.path.expanduser(word.pattern) if word.tilde else word.pattern
-        matches = _glob(pattern, base, self.budget)
-        if matches is None:
-            return None
-        return matches or [value]
-
-    def _list(self, listed: PathAccess, base: Path, out: PartFacts) -> None:
-        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too."""
-        try:
-            with open(listed.real, "rb") as handle:
-                data = handle.read(MAX_LIST_BYTES + 1)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            out.problems.append(f"`{out.part.text}`: its file list {listed.written} can't be read ({exc.strerror})")
-            return
-        if len(data) > MAX_LIST_BYTES:
-            out.problems.append(f"`{out.part.text}`: its file list is over {MAX_LIST_BYTES:,} bytes")
-            return
-        text = data.decode("utf-8", errors="surrogateescape")
-        names = text.split("\0") if "\0" in text else text.splitlines()
-        for line in names:
-            name = _checksum_name(line) if out.part.effects and out.part.effects.program.endswith("sum") else line
-            if name:
-                try:
-                    out.reads.append(PathAccess.of(name, base))
-                except InvalidPath:
-                    out.problems.append(f"`{out.part.text}`: its file list names an invalid path")
-
-    def _repository(self, part: Part, base: Path, out: PartFacts) -> Path | None:
-        """The top directory of the repository git will read, found as git finds it. A repository outside the
-        workspace, or a directory that looks like a bare repository (git would run its config), asks."""
-        effects = part.effects
-        start = resolve(effects.git_dir.value, base) if effects is not None and effects.git_dir else base
-        for directory in (start, *start.parents):
-            if (directory / ".git").exists():
-                if not self.workspace.contains(directory):
-                    out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the "
-                                        "workspace")
-                elif (directory / ".git").is_file():
-                    out.problems.append(f"`{part.text}`: {directory}/.git points to a repository elsewhere")
-                return directory
-            if (directory / "HEAD").is_file() and (directory / "objects").is_dir() and (directory / "refs").is_dir():
-                out.problems.append(f"`{part.text}`: {directory} looks like a bare git repository; its configuration "
-                                    "could run programs")
-                return directory
-        return None
-
-    # --- trees -------------------------------------------------------------------------------------
-
-    def walk(self, tree: Tree) -> None:
-        if tree.entries is not None:
-            return
-        tree.entries = []
-        seen: set[tuple[int, int]] = set()
-        stack = [(tree.root.written, tree.root.real)]
-        while stack:
-            written, real = stack.pop()
-            try:
-                st = os.stat(real)
-                if (st.st_dev, st.st_ino) in seen:
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                entries = list(os.scandir(real))
-            except OSError:
-                continue
-            if not self.budget.spend(len(entries)):
-                tree.too_many = True
-                return
-            for entry in entries:
-                if entry.name == ".git":
-                    continue
-                seen_path, real_path = written / entry.name, Path(entry.path)
-                if entry.is_symlink():
-                    if not tree.follow:
-                        continue
-                    real_path = Path(os.path.realpath(entry.path))
-                    if not self.workspace.contains(real_path):
-                        tree.escapes.append(real_path)
-                tree.entries.append(PathAccess(seen_path, real_path))
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=tree.follow)
-                except OSError:
-                    is_dir = False
-                if is_dir:
-                    stack.append((seen_path, real_path))
-
-    def tree_hit(self, tree: Tree, rule: CompiledRule) -> bool:
-        if not _may_hold(rule, tree.root):
-            return False
-        if rule.matches_path(tree.root.real) or rule.matches_path(tree.root.written):
-            return True
-        self.walk(tree)
-        if tree.too_many:
-            return True
-        return any(rule.matches_path(e.real) or rule.matches_path(e.written) for e in tree.entries or [])
-
-    # --- rule matching (deny and ask) ---------------------------------------------------------------
-
-    def fail_closed(self) -> str | None:
-        """Why the command may match rules it does not name (it can't be read in full), if it may."""
-        if not self.verdict.ok:
-            return f"the command {self.verdict.error}"
-        for facts in self.parts:
-            for why in (facts.part.unknown_program, facts.part.opaque, facts.unknown_reads, facts.unknown_writes):
-                if why is not None:
-                    return why
-        return None
-
-    def bash_rule_hits(self, rule: CompiledRule) -> bool:
-        if not self.verdict.ok or any(f.part.unknown_program or f.part.opaque for f in self.parts):
-            return True
-        by_head, headless = self._forms()
-        candidates = headless + by_head.get(rule.bash_head, []) if rule.bash_head is not None else [
-            form for forms in by_head.values() for form in forms] + headless
-        return any(form.hits(rule) for form in candidates)
-
-    def _forms(self) -> tuple[dict[str, list[_Form]], list[_Form]]:
-        """Every part's forms, once per decision, by first word (a form whose first word is unknown: apart)."""
-        if self.forms is None:
-            by_head: dict[str, list[_Form]] = {}
-            headless: list[_Form] = []
-            for facts in self.parts:
-                for raw in facts.part.forms(for_deny=True):
-                    form = _Form.of(raw)
-                    if form.head is None:
-                        headless.append(form)
-                    else:
-                        by_head.setdefault(form.head, []).append(form)
-            self.forms = (by_head, headless)
-        return self.forms
-
-    def read_rule_hits(self, rule: CompiledRule) -> bool:
-        if not self.verdict.ok:
-            return True
-        for facts in self.parts:
-            if facts.unknown_reads is not None:
-                return True
-            if any(_path_hit(rule, a) for a in facts.reads + facts.maybe_reads):
-                return True
-            if any(self.tree_hit(tree, rule) for tree in facts.trees):
-                return True
-        return False
-
-    def write_rule_hits(self, rule: CompiledRule) -> bool:
-        if not self.verdict.ok:
-            return True
-        for facts in self.parts:
-            if facts.unknown_writes is not None:
-                return True
-            if any(_path_hit(rule, a) for a in facts.writes):
-                return True
-            if any(_path_hit(rule, a) or _may_hold(rule, a) for a in facts.write_trees):
-                return True
-        return False
-
-    def protected(self, *, memory_too: bool) -> str | None:
-        """Why the command must ask because it may write a protected path; None when it can't."""
-        if not self.verdict.ok:
-            return f"The command {self.verdict.error}: it can't be checked for writes to protected files"
-        for facts in self.parts:
-            if facts.unknown_writes is not None:
-                return f"{facts.unknown_writes}: it can't be checked for writes to protected files"
-            for access in facts.writes:
-                found = self.workspace.protected_reason(access.written)
-                if found is not None and (found[1] == "settings" or memory_too):
-                    return f"Writing {found[0]}"
-            for access in facts.write_trees:
-                found = self.workspace.protected_below(access.written)
-                if found is not None and (found[1] == "settings" or memory_too):
-                    return f"Writing {found[0]}"
-        return None
-
-
-@dataclass(frozen=True)
-class _Form:
-    """A command form as rules read it: the words known before it runs, what stops them, the joined text."""
-
-    known: tuple[str, ...]
-    stop: Word | None  # the first word computed at run time (or a glob); None: every word is known
-    head: str | None  # the shell-quoted first word, when known
-    text: str | None  # `shlex.join` of the words, when all are known
-
-    @classmethod
-    def of(cls, form: tuple[Word, ...]) -> _Form:
-        known: list[str] = []
-        stop = None
-        for word in form:
-            if not word.static or word.pattern is not None:
-                stop = word
-                break
-            known.append(word.value)
-        head = shlex.quote(known[0]) if known else None
-        return cls(tuple(known), stop, head, shlex.join(known) if stop is None else None)
-
-    def hits(self, rule: CompiledRule) -> bool:
-        if self.stop is not None:
-            return rule.could_match(self.known, None if not self.stop.static else self.stop.pattern)
-        if rule.bash_head is not None and self.head != rule.bash_head:
-            return False
-        return self.text is not None and rule.matches_command(self.text)
-
-
-def _path_hit(rule: CompiledRule, access: PathAccess) -> bool:
-    return rule.matches_path(access.real) or rule.matches_path(access.written)
-
-
-def _may_hold(rule: CompiledRule, root: PathAccess) -> bool:
-    """Whether a path below `root` could match the rule: the rule's fixed directory and `root` are on one
-    branch (a slash-free pattern like `.env` matches at any depth below its base)."""
-    pattern = rule.path
-    if pattern is None:
-        return False
-    fixed = pattern.base
-    if "/" in pattern.pattern.strip("/"):
-        for component in pattern.pattern.split("/"):
-            if _GLOB_CHARS.search(component) or not component:
-                break
-            fixed = fixed / component
-    for candidate in (root.real, root.written):
-        if candidate == fixed or fixed.is_relative_to(candidate) or candidate.is_relative_to(fixed):
-            return True
-    return False
-
-
-def _checksum_name(line: str) -> str:
-    match = re.match(r"^[0-9a-fA-F]+ [ *](.*)$", line) or re.match(r"^\w+ \((.*)\) = [0-9a-fA-F]+$", line)
-    return match.group(1) if match else line.strip()
-
-
-def _glob(pattern: str, base: Path, budget: _Budget) -> list[str] | None:
-    """Bash's pathname expansion of `pattern` (quoted characters escaped as `[c]`), relative to `base`.
-    None when it can't be done faithfully or in bounds (bash classes like `[[:alpha:]]`, too many matches)."""
-    if "[[:" in pattern or "[=" in pattern or "[." in pattern.replace("[.]", ""):
-        return None
-    absolute = pattern.startswith("/")
-    current: list[tuple[str, Path]] = [("/" if absolute else "", Path("/") if absolute else base)]
-    components = pattern.split("/")
-    for index, component in enumerate(components):
-        if not component:
-            continue
-        last = index == len(components) - 1
-        if not _GLOB_CHARS.search(component.replace("[*]", "").replace("[?]", "").replace("[[]", "")):
-            literal = re.sub(r"\[(.)\]", r"\1", component)
-            current = [(_join(text, literal), path / literal) for text, path in current]
-            continue
-        translated = re.sub(r"\[\^", "[!", component)
-        dotted = component.startswith((".", "["))
-        matched: list[tuple[str, Path]] = []
-        for text, path in current:
-            try:
-                names = os.listdir(path)
-            except OSError:
-                continue
-            if not budget.spend(len(names)):
-                return None
-            if dotted:
-                names += [".", ".."]
-            for name in names:
-                if name.startswith(".") and not dotted:
-                    continue
-                if fnmatch.fnmatchcase(name, translated):
-                    if not last and not (path / name).is_dir():
-                        continue
-                    matched.append((_join(text, name), path / name))
-                    if len(matched) > MAX_GLOB_MATCHES:
-                        return None
-        current = matched
-    return sorted(text for text, path in current if os.path.lexists(path))
-
-
-def _join(text: str, name: str) -> str:
-    if not text:
-        return name
-    return text + name if text.endswith("/") else f"{text}/{name}"
-
-
-# --- the decision ------------------------------------------------------------------------------------
 
 
 class BashJudge:
-    """Steps 9-10 of the engine's decision for a Bash call (deny, ask, plan and protection came first)."""
+    """The last steps of the engine's decision for a call that runs a command (deny, ask, plan and protection
+    came first). `rules`: those that speak about the call (its command rules, the path rules of others)."""
 
-    def __init__(self, facts: BashFacts, index: RuleIndex, mode: Mode, suggester: Suggester) -> None:
+    def __init__(self, facts: BashFacts, rules: CallRules, mode: Mode, suggester: Suggester) -> None:
         self.facts = facts
-        self.index = index
+        self.rules = rules
         self.mode = mode
         self.suggest = suggester
         self.workspace = facts.workspace
 
     def decide(self) -> Decision:
+        """Allow, or ask with the parts that made it ask marked (`Shown.marks`: the question shows them)."""
         verdict = self.facts.verdict
         if not verdict.ok:
             return Decision("ask", f"The command {verdict.error}, so it cannot be checked")
+        top = [f for f in self.facts.parts if not f.part.nested]
         for base in self.facts.bases[1:]:
             if not self.workspace.contains(base):
-                return Decision("ask", f"The command changes directory to {base}, outside the workspace")
-        top = [f for f in self.facts.parts if not f.part.nested]
+                why = f"The command changes directory to {base}, outside the workspace"
+                return _ask(why, [(f.part, why) for f in top if f.part.cd is not None])
         for facts in top:
             if facts.unknown_writes is not None and facts.part.unknown_program is None:
-                return Decision("ask", f"{facts.unknown_writes}, so it cannot be checked")
+                return _ask(f"{facts.unknown_writes}, so it cannot be checked", [(facts.part, facts.unknown_writes)])
             for access in facts.writes + facts.write_trees:
-                if not self.workspace.contains(access.real) and allow_rule_for_path(
-                        self.index, "Write", access.real, "write") is None:
-                    return Decision("ask", f"The command writes {access.real}, outside the workspace")
-        unallowed: list[Part] = []
+                if not self.workspace.contains(access.real) and self.rules.allow_for_path(
+                        access.real, "write") is None:
+                    why = f"The command writes {access.real}, outside the workspace"
+                    return _ask(why, [(facts.part, f"writes {access.real}, outside the workspace")])
+        unallowed: list[tuple[Part, str]] = []
         first_rule: CompiledRule | None = None
-        reasons: list[str] = []
         for facts in top:
             part = facts.part
             if not part.argv and part.hazard is None:
                 reason = self._read_only_reason(facts)
                 if reason is not None:
-                    return Decision("ask", reason)
+                    return _ask(reason, [(part, reason)])
                 continue
             rule = self._allow_rule(part)
             risky = part.hazard or part.unknown_program
             if risky is not None and rule is None:
-                return Decision("ask", f"`{part.text}`: {risky}", suggestions=self.suggest.bash([part], exact=True))
+                return _ask(f"`{part.text}`: {risky}", [(part, risky)], self.suggest.bash([part], exact=True))
             if rule is not None:
                 outside = self._option_writes_outside(part)
                 if outside is not None:
-                    return Decision("ask", f"`{part.text}` writes {outside}, outside the workspace")
+                    return _ask(f"`{part.text}` writes {outside}, outside the workspace",
+                                [(part, f"writes {outside}, outside the workspace")])
                 first_rule = first_rule or rule
                 continue
             reason = self._read_only_reason(facts)
             if reason is not None:
-                reasons.append(reason)
-                unallowed.append(part)
+                unallowed.append((part, reason))
         if not unallowed:
             if first_rule is not None:
                 return by_rule("allow", first_rule, f"allowed by rule {first_rule.text}")
             return Decision("allow", "read-only commands inside the workspace")
-        return Decision("ask", "; ".join(dict.fromkeys(reasons)), suggestions=self.suggest.bash(unallowed))
+        reasons = "; ".join(dict.fromkeys(reason for _, reason in unallowed))
+        return _ask(reasons, unallowed, self.suggest.bash([part for part, _ in unallowed]))
 
     def _allow_rule(self, part: Part) -> CompiledRule | None:
         forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
         texts = [shlex.join(w.value for w in form) for form in forms]
         leading = {shlex.quote(form[0].value) for form in forms}
-        for rule in self.index.bash_rules("allow", leading):
+        for rule in self.rules.commands("allow", leading):
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
-            if part.hazard is not None and (part.hazard_command is None or rule.bash_word != part.hazard_command):
+            if part.hazard is not None and (part.hazard_command is None or rule.command_word != part.hazard_command):
                 continue
             if rule.rule.specifier is None:
                 if part.unknown_program is None:
                     return rule
                 continue
-            if rule.bash_head is not None and rule.bash_head not in leading:
+            if rule.command_head is not None and rule.command_head not in leading:
                 continue
             if any(rule.matches_command(text) for text in texts):
                 return rule
@@ -546,9 +125,16 @@ class BashJudge:
             return facts.problems[0]
         if facts.unknown_reads is not None:
             return facts.unknown_reads
+        for access in facts.reads:
+            if environment_file(str(access.real)):
+                return f"`{part.text}` reads the environment of a process ({access.real}), which may hold secrets"
+        for tree in facts.trees:
+            if holds_environment_files(str(tree.root.real)):
+                return f"`{part.text}` reads below {tree.root.real}, where processes' environments are (they " \
+                       "may hold secrets)"
         for access in facts.reads + [t.root for t in facts.trees]:
-            if not self.workspace.contains(access.real) and allow_rule_for_path(
-                    self.index, "Read", access.real, "read") is None:
+            if not self.workspace.contains(access.real) and self.rules.allow_for_path(
+                    access.real, "read") is None:
                 return f"`{part.text}` reads {access.real}, outside the workspace"
         for tree in facts.trees:
             if tree.follow:
@@ -563,19 +149,15 @@ class BashJudge:
         return None
 
 
-def allow_rule_for_path(index: RuleIndex, tool: str, real: Path, kind: str) -> CompiledRule | None:
-    """An allow rule naming this path for this kind of access (an Edit rule also grants reading)."""
-    lookups = [tool if tool in EDIT_TOOLS else "Write"] if kind == "write" else [
-        tool if tool in READ_TOOLS else "Read", "Write"]
-    for name in lookups:
-        for rule in index.rules_for("allow", name):
-            if rule.path is not None and rule.matches_path(real):
-                return rule
-    return None
+def marks(parts: list[tuple[Part, str]]) -> tuple[Mark, ...]:
+    """The spans of these parts in the command (nested parts: the part that runs them), once each."""
+    out: dict[tuple[int, int], Mark] = {}
+    for part, why in parts:
+        start, end = part.span
+        if end > start and (start, end) not in out:
+            out[(start, end)] = Mark(start, end, why)
+    return tuple(sorted(out.values(), key=lambda m: m.start))
 
 
-def by_rule(behavior: Behavior, rule: CompiledRule, reason: str) -> Decision:
-    file = rule.origin.file
-    return Decision(behavior, reason, rule=rule.text, source=rule.origin.source,
-                    source_file=str(file) if file is not None else None)
-
+def _ask(reason: str, parts: list[tuple[Part, str]], suggestions: list[RuleSuggestion] | None = None) -> Decision:
+    return Decision("ask", reason, suggestions=suggestions or [], shown=Shown(marks=marks(parts)))

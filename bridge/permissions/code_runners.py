@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bridge.permissions.shellparse import Word
+from bridge.permissions.shell_syntax import Word
 
 _INFO = frozenset({"--version", "--help", "-V", "-h"})  # print and exit: no code runs
 
@@ -72,6 +72,7 @@ _ALWAYS = {
 }
 _VIM = frozenset({"vi", "vim", "nvim", "gvim", "view", "rvim", "rview", "vimdiff", "evim", "gview", "vimx", "nview"})
 _EMACS = frozenset({"emacs", "emacsclient", "xemacs", "emacs-nox"})
+_SSH = frozenset({"ssh", "scp", "sftp", "autossh", "slogin"})
 _AWK = frozenset({"awk", "gawk", "mawk", "nawk", "original-awk"})
 # awk runs a command through system(), `cmd | getline`, `print | cmd`, a coprocess (`|&`), or a loaded extension
 _AWK_RUNS = re.compile(r"system\s*\(|\|\s*getline|\|&|\bprintf?\b[^;{}\n]*\||@load|@include")
@@ -93,6 +94,8 @@ def runs_code(program: str, args: Sequence[Word]) -> str | None:
         return _awk_code(program, args)
     if program == "sed":
         return _sed_code(args)
+    if program in _SSH and any(w.static and w.value.startswith("-F") for w in args):
+        return f"`{program} -F` reads a configuration file whose commands (ProxyCommand, LocalCommand) it runs"
     return None
 
 

@@ -16,6 +16,7 @@ class Opt:
     value: Literal["none", "required", "optional"] = "none"
     role: Role = "inert"  # the role of its value, or of the option itself (recursive, follow, forbid…)
     why: str = ""  # for write / exec / forbid: what it does
+    programs: tuple[str, ...] = ()  # exec without a value: the programs it runs (none: named by configuration)
 
 
 def opts(flags: str = "", values: str = "", long: str = "", **roles: Opt) -> dict[str, Opt]:
@@ -40,8 +41,11 @@ def write_opt(why: str, value: Literal["none", "required", "optional"] = "requir
     return Opt(value, "write", why)
 
 
-def exec_opt(why: str, value: Literal["none", "required", "optional"] = "required") -> Opt:
-    return Opt(value, "exec", why)
+def exec_opt(why: str, value: Literal["none", "required", "optional"] = "required",
+             programs: tuple[str, ...] = ()) -> Opt:
+    """An option that runs a program: its value names it (a command line, for some), or `programs` are run;
+    with neither, configuration names it (`git log --ext-diff`). Deny and ask rules see what it runs."""
+    return Opt(value, "exec", why, programs)
 
 
 def read_opt(value: Literal["none", "required", "optional"] = "required") -> Opt:
@@ -68,6 +72,7 @@ class Spec:
     no_options: bool = False  # every word is an operand (echo, true)
 
 
+DECOMPRESSORS = ("gzip", "bzip2", "xz", "lz4", "lzma", "brotli", "zstd", "uncompress")  # what `rg -z` runs
 LS = opts("1aAbBcCdDfFgGhHiklLmnNopqQrsStuUvwxXZ", "ITw",
             "all almost-all author escape block-size= ignore-backups color=? directory dired classify=? file-type "
             "format= full-time group-directories-first no-group human-readable si dereference-command-line "
@@ -107,8 +112,8 @@ RG = opts("abcFhHiIlLnNopqsSuUvVwxz0", "ABCEgjmMtTd",
             file=Opt("required", "pattern_file"), ignore_file=read_opt(), L=Opt(role="follow"),
             follow=Opt(role="follow"),
             pre=exec_opt("runs a preprocessor program on every file"), pre_glob=Opt("required"),
-            z=exec_opt("runs decompression programs", "none"),
-            search_zip=exec_opt("runs decompression programs", "none"),
+            z=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+            search_zip=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
             hostname_bin=exec_opt("runs a program to get the host name"), hyperlink_format=Opt("required"),
             r=Opt("required"), generate=Opt("required"))
 SORT = opts("bdfgiMhnRrVcCmsuz", "ktS",
@@ -131,10 +136,14 @@ CAT = opts("AbeEnstTuv", "", "show-all number-nonblank show-ends number squeeze-
 WC = opts("clmwL", "", "bytes chars lines words max-line-length total= help version", files0_from=list_opt())
 SUMS = opts("btzw", "", "binary text tag zero ignore-missing quiet status strict warn help version",
               c=Opt(role="check"), check=Opt(role="check"))
-FILE = opts("bcdEhiIkLlnNprsSvzZ0", "eFP",
+FILE = opts("bcdEhiIkLlnNprsSv0", "eFP",
               "brief checking-printout debug exclude= exclude-quiet= extension dereference no-dereference mime "
               "mime-type mime-encoding keep-going list no-buffer no-pad print0 preserve-date raw special-files "
-              "no-sandbox uncompress uncompress-noreport separator= parameter= help version",
+              "no-sandbox separator= parameter= help version",
+              z=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              Z=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              uncompress=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
+              uncompress_noreport=exec_opt("runs decompression programs", "none", DECOMPRESSORS),
               f=list_opt(), files_from=list_opt(), m=read_opt(), magic_file=read_opt(),
               C=write_opt("compiles a magic file (writes it)", "none"),
               compile=write_opt("compiles a magic file", "none"))
@@ -154,7 +163,8 @@ DIFF = opts("abBdeEfinNpPqrsstTuwyZ", "CUDFIxSWX",
               "line-format= old-line-format= new-line-format= unchanged-line-format= old-group-format= "
               "new-group-format= unchanged-group-format= changed-group-format= ifdef= help version",
               r=Opt(role="recursive"), recursive=Opt(role="recursive"), exclude_from=read_opt(), from_file=read_opt(),
-              to_file=read_opt(), l=exec_opt("runs pr on its output", "none"), paginate=exec_opt("runs pr", "none"))
+              to_file=read_opt(), l=exec_opt("runs pr on its output", "none", ("pr",)),
+              paginate=exec_opt("runs pr", "none", ("pr",)))
 CMP = opts("blsz", "in", "print-bytes verbose quiet silent ignore-initial= bytes= zero help version")
 COMM = opts("123z", "", "check-order nocheck-order output-delimiter= total zero-terminated help version")
 CUT = opts("nsz", "bcdf", "bytes= characters= delimiter= fields= complement only-delimited "
@@ -376,8 +386,8 @@ GIT_REV_PARSE = git_table("abbrev-ref=? short=? verify q quiet sq not symbolic s
                             "is-inside-git-dir is-inside-work-tree is-bare-repository is-shallow-repository "
                             "show-superproject-working-tree shared-index-path all branches=? tags=? remotes=? "
                             "glob= exclude= default= prefix= local-env-vars since= after= until= before= "
-                            "flags no-flags revs-only no-revs disambiguate= path-format= resolve-git-dir= "
-                            "show-object-format=? show-ref-format")
+                            "flags no-flags revs-only no-revs disambiguate= path-format= "
+                            "show-object-format=? show-ref-format", resolve_git_dir=read_opt())
 GIT_BLAME = git_table("b root show-stats s show-name n show-number e show-email l t c p porcelain "
                         "line-porcelain incremental w M=? C=? f score-debug L= date= abbrev=? reverse= "
                         "first-parent progress no-progress color-lines color-by-age ignore-rev= since= "

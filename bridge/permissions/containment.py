@@ -5,8 +5,10 @@ follows symlinks component by component as the kernel does (so `link/..` is the 
 target) and keeps the unresolvable tail of a path that does not exist yet.
 
 Protected paths come in two strengths. Settings, hooks and git internals (`.git/`, `.agent-bridge/`,
-`.claude/settings*.json`, `.mcp.json`, the user's settings) always ask before a write, in every mode: a
-model that can write them can grant itself anything. Memory files (`CLAUDE.md`, `CLAUDE.local.md`,
+`.claude/settings*.json`, `.mcp.json`, the user's settings) and every file something runs later by itself
+(bridge/permissions/runs_later.py: editor and IDE folders, environment loaders, hook managers, the files the
+configured hooks and MCP servers name) always ask before a write, in every mode: a model that can write them
+can grant itself anything, or run code outside the sandbox. Memory files (`CLAUDE.md`, `CLAUDE.local.md`,
 `AGENTS.md`) and agent/command definitions (`.claude/agents/`, `.claude/commands/`) load into the next
 session's prompt: writing them asks in every mode but bypassPermissions.
 """
@@ -14,10 +16,14 @@ session's prompt: writing them asks in every mode but bypassPermissions.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+
+from bridge.permissions.git_held import git_held, nested_git_held
+from bridge.permissions.held import HeldPath, PathKind, Protection
+from bridge.permissions.runs_later import held_at, mcp_named, name_reason
+from bridge.winpaths import native_form
 
 SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
@@ -26,21 +32,8 @@ MEMORY_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
 DEFINITION_DIRS = ((".claude", "agents"), (".claude", "commands"), (".agent-bridge", "agents"),
                    (".agent-bridge", "commands"))
 _MEMORY_FOLDED = frozenset(name.casefold() for name in MEMORY_NAMES)
-PathKind = Literal["file", "dir"]
-# What the OS sandbox holds read-only at every root, whether it exists yet or not: the settings and
-# definition directories, project MCP servers, memory files, and of `.git` only what runs code on the host
-# (hooks, config) — the engine asks for any write under `.git`, but a commit must still work in the sandbox.
-HELD_READ_ONLY: tuple[tuple[str, PathKind], ...] = (
-    (".agent-bridge", "dir"),
-    (".claude", "dir"),
-    *((name, "file") for name in ROOT_SETTINGS),
-    *((name, "file") for name in MEMORY_NAMES),
-    (".git/hooks", "dir"),
-    (".git/config", "file"),
-)
-SAFE_WRITE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
-Protection = Literal["settings", "memory"]
+__all__ = ["HeldPath", "PathKind", "Protection"]
 
 
 class InvalidPath(ValueError):
@@ -48,8 +41,9 @@ class InvalidPath(ValueError):
 
 
 def resolve(path: str | Path, base: Path) -> Path:
-    """Absolute, `~`-expanded, symlink-free path of `path` taken relative to `base`."""
-    expanded = _checked(os.path.expanduser(os.fspath(path)))
+    """Absolute, `~`-expanded, symlink-free path of `path` taken relative to `base` (on Windows Git Bash's `/c/x`
+    is `C:\\x`: bridge/winpaths.py)."""
+    expanded = _checked(os.path.expanduser(native_form(os.fspath(path))))
     joined = os.path.join(os.fspath(base), expanded)  # an absolute `expanded` wins
     try:
         return Path(os.path.realpath(joined))
@@ -59,7 +53,7 @@ def resolve(path: str | Path, base: Path) -> Path:
 
 def normalize(path: str | Path, base: Path) -> Path:
     """Like `resolve` but without following symlinks: the path as written, for deny rules and protection."""
-    expanded = _checked(os.path.expanduser(os.fspath(path)))
+    expanded = _checked(os.path.expanduser(native_form(os.fspath(path))))
     return Path(os.path.normpath(os.path.join(os.fspath(base), expanded)))
 
 
@@ -74,10 +68,11 @@ class Workspace:
     roots: tuple[Path, ...]  # resolved; the first is the session's cwd
     protected_files: frozenset[Path] = frozenset()  # settings files outside the roots (the user's)
     memory_files: frozenset[Path] = frozenset()  # memory files outside the roots (the user's)
+    named: tuple[HeldPath, ...] = ()  # files the configured hooks and MCP servers name (they run later)
 
     @classmethod
     def of(cls, cwd: Path, additional: Iterable[Path] = (), protected_files: Iterable[Path] = (),
-           memory_files: Iterable[Path] = ()) -> Workspace:
+           memory_files: Iterable[Path] = (), named: Iterable[HeldPath] = ()) -> Workspace:
         roots = [Path(os.path.realpath(cwd))]
         for extra in additional:
             real = Path(os.path.realpath(os.path.expanduser(os.fspath(extra))))
@@ -85,7 +80,7 @@ class Workspace:
                 roots.append(real)
         files = frozenset(Path(os.path.realpath(p)) for p in protected_files)
         memory = frozenset(Path(os.path.realpath(p)) for p in memory_files)
-        return cls(tuple(roots), files, memory)
+        return cls(tuple(roots), files, memory, tuple(named))
 
     @property
     def cwd(self) -> Path:
@@ -94,32 +89,50 @@ class Workspace:
     def contains(self, resolved: Path) -> bool:
         return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
 
-    def contains_all(self, paths: Sequence[Path]) -> bool:
-        return all(self.contains(p) for p in paths)
+    def held(self) -> list[HeldPath]:
+        """Every concrete path the sandbox holds read-only (they need not exist): at each root, runs_later's
+        names and git's; the user's settings and memory files; the files hooks and MCP servers name."""
+        out = [held for root in self.roots for held in held_at(root)]
+        out += [HeldPath(p, "file", "it is a settings file of the bridge") for p in sorted(self.protected_files)]
+        out += [HeldPath(p, "file", "it is a memory file (it loads into the next session's prompt)", "memory")
+                for p in sorted(self.memory_files)]
+        out += self.named
+        return list({h.path: h for h in reversed(out)}.values())[::-1]  # the first reason for a path wins
 
-    def writable_roots(self) -> list[Path]:
-        """Where commands may write (the sandbox adds the temp directory)."""
-        return list(self.roots)
+    def runs_later(self) -> list[HeldPath]:
+        """The held paths found by what names them rather than by their own name: the files hooks and MCP
+        servers name, and git's (the roots' repositories and those one level below: config, hooks, what the
+        config names)."""
+        out = list(self.named)
+        for root in self.roots:
+            out += [h for h in (*git_held(root), *nested_git_held(root)) if not h.new_repository]
+            out += mcp_named(root / ".mcp.json", root)
+        return out
 
-    def protected_paths(self) -> list[Path]:
-        """Every path writes must never reach unasked, as concrete paths (they need not exist): what the
-        sandbox makes read-only. Memory files deeper than a root are protected by name by the engine, not
-        here."""
-        out = [root / name for root in self.roots for name, _kind in HELD_READ_ONLY]
-        out += sorted(self.protected_files) + sorted(self.memory_files)
-        return list(dict.fromkeys(out))
+    @staticmethod
+    def _runs_later(candidate: Path, later: list[HeldPath]) -> str | None:
+        for held in later:
+            if candidate == held.path or (held.kind == "dir" and candidate.is_relative_to(held.path)):
+                return f"{candidate}: {held.why}"
+        return None
 
-    def protected_reason(self, written: Path) -> tuple[str, Protection] | None:
+    def protected_reason(self, written: Path, later: list[HeldPath] | None = None) -> tuple[str, Protection] | None:
         """Why writing `written` (absolute) must ask, and how strongly; None when it need not. Checked on
-        the path as written and its resolved form, case-insensitively (macOS and Windows fold case)."""
+        the path as written and its resolved form, case-insensitively (macOS and Windows fold case). `later`:
+        `runs_later()`, when the caller asks about many paths."""
         try:
             real = Path(os.path.realpath(written))
         except (OSError, ValueError):
             real = written
+        if later is None:
+            later = self.runs_later()
         memory: tuple[str, Protection] | None = None
         for candidate in dict.fromkeys((written, real)):
             if candidate in self.protected_files:
                 return f"{candidate} is a settings file of the bridge", "settings"
+            runs = self._runs_later(candidate, later) or name_reason(candidate)
+            if runs is not None:
+                return runs, "settings"
             parts = [p.casefold() for p in candidate.parts]
             for name in SETTINGS_DIRS:
                 if name in parts[:-1] or parts[-1:] == [name]:
@@ -143,18 +156,22 @@ class Workspace:
             real = Path(os.path.realpath(directory))
         except (OSError, ValueError):
             return f"{directory} can't be resolved", "settings"
-        found = self.protected_reason(real)
+        later = self.runs_later()
+        found = self.protected_reason(real, later)
         if found is not None:
             return found
         for root in self.roots:
             if root == real or root.is_relative_to(real):
                 return f"{real} holds the workspace's settings", "settings"
+        for held in later:
+            if held.path.is_relative_to(real):
+                return f"{real} holds {held.path}: {held.why}", "settings"
         try:
             names = os.listdir(real) if real.is_dir() else []
         except OSError:
             names = []
         for name in names:
-            found = self.protected_reason(real / name)
+            found = self.protected_reason(real / name, later)
             if found is not None:
                 return found
         return None

@@ -5,21 +5,30 @@ Order of a decision (the first step that decides wins):
  1. a deny rule matching the call (any part of a compound command, any path it touches; a command or path
     that can't be read matches every deny rule that could apply) -> deny
  2. a settings file that can't be read or parsed (it may hold deny rules) -> ask, whatever the mode
- 3. ExitPlanMode: ask in plan mode (allow elsewhere: there is nothing to leave)
+ 3. a call that leaves plan mode (it says so: `CallFacts.leaves_plan`): ask in plan mode (allow elsewhere:
+    there is nothing to leave)
  4. a PreToolUse hook that blocked or denied -> deny
  5. an ask rule -> ask (even in bypassPermissions)
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
-    settings) -> ask, whatever the mode or rules, with no always-option; a write to a memory file or an
-    agent/command definition (`CLAUDE.md`, `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass
+    settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
+    command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
+    with no always-option, saying why; a write to a memory file or an agent/command definition (`CLAUDE.md`,
+    `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass. What the user allows at this question is
+    granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,
+    bypassPermissions included); a command whose writes can't be known gets no grant (protected files stay
+    read-only in the sandbox, and the question says so)
  8. a hook's `ask` -> ask; a hook's `allow` -> allow
  9. bypassPermissions (unless disabled by settings) -> allow
-10. a Bash command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
+10. a command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
     rules were written for sandboxed commands)
 11. allow rules / read-only inside the workspace / acceptEdits for edits inside the workspace -> allow
 12. otherwise ask, with narrow always-rules to offer.
 An ask becomes a deny in dontAsk mode and when no one can answer (`interactive=False`). A path no file can
 have (a NUL byte) is denied; a failure inside the engine denies the call, never escapes it.
+
+The engine names no tool: a call states its facts (bridge/permissions/facts.py) and the grammar the session
+composes the engine with says which rules speak about it (grammar.py).
 """
 
 from __future__ import annotations
@@ -28,63 +37,44 @@ import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
 import anyio
 
 from bridge.permissions import shell
-from bridge.permissions.bash_decision import BashFacts, BashJudge, PathAccess, allow_rule_for_path, by_rule
+from bridge.permissions.bash_decision import BashJudge, marks
 from bridge.permissions.containment import InvalidPath, Workspace
-from bridge.permissions.hooks import HookOutcome, SettingsHooks
+from bridge.permissions.facts import CallFacts, PermissionCall
+from bridge.permissions.grammar import RuleGrammar
+from bridge.permissions.held import HeldPath
+from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
+from bridge.permissions.judged import Judged
+from bridge.permissions.matching import CallRules, by_rule, matching_rule
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
+from bridge.permissions.protection import protected
+from bridge.permissions.question import shown
+from bridge.permissions.read_guard import ReadGuard, read_guard
 from bridge.permissions.rules import (
-    EDIT_TOOLS,
-    READ_TOOLS,
     CompiledRule,
-    PathPattern,
+    PlacedRule,
     Rule,
     RuleIndex,
     RuleOrigin,
     RuleSet,
     RuleSyntaxError,
     compile_rule,
-    normalize_host,
 )
+from bridge.permissions.runs_later import hook_named, mcp_named
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
-from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, SourceName
+from bridge.permissions.tool_decision import ToolJudge
+from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, Shown, SourceName
 
 log = logging.getLogger(__name__)
 
-EXIT_PLAN_MODE = "ExitPlanMode"
-NETWORK_TOOLS = frozenset({"WebFetch"})  # read-only, but a fetch can leak: asks unless a domain rule allows
 DECIDE_DEADLINE_S = shell.ANALYSIS_DEADLINE_S  # `decide_async`: past this the call is denied (the checks are
 # bounded well below it)
-_GENERIC_SPEC_KEYS = ("subagent_type", "skill", "name")
-Paths = list[tuple[Path, Literal["read", "write"]]]
-
-
-@dataclass
-class _Facts:
-    tool: str
-    raw: dict[str, Any]
-    read_only: bool
-    reads: list[PathAccess] = field(default_factory=list)
-    writes: list[PathAccess] = field(default_factory=list)
-    bash: BashFacts | None = None
-    host: str | None = None
-
-
-@dataclass(frozen=True)
-class SandboxView:
-    """What an OS sandbox needs from the permission layer, read fresh from the settings."""
-
-    writable_roots: list[Path]  # the workspace roots (add the temp directory)
-    protected_paths: list[Path]  # read-only inside the writable roots (they need not exist yet)
-    read_deny: list[PathPattern]  # paths under Read deny rules: mask them
 
 
 class PermissionEngine:
@@ -93,18 +83,23 @@ class PermissionEngine:
         *,
         cwd: Path,
         settings: SettingsStore,
+        grammar: RuleGrammar,
         mode: Mode | None = None,
         session_rules: RuleSet | None = None,
         additional_dirs: Sequence[Path] = (),
         interactive: bool = True,
     ) -> None:
-        """`mode=None` takes the settings' `defaultMode` (or `default`)."""
+        """`grammar`: the forms the session's tools' rules take (bridge/tools/registry.py's `rule_grammar`).
+        `mode=None` takes the settings' `defaultMode` (or `default`)."""
         self.cwd = Path(os.path.realpath(cwd))
         self.settings = settings
         self.interactive = interactive
+        self._grammar = grammar
         self._extra_dirs = list(additional_dirs)
         self._own_issues: list[SettingsIssue] = []
-        self._session_rules: list[CompiledRule] = []
+        self._session_rules: list[PlacedRule] = []
+        self._rules: list[CompiledRule] = []
+        self._compile_issues: list[SettingsIssue] = []
         for behavior, text in (session_rules or RuleSet()).items():
             self._add_session_rule(behavior, text)
         initial = mode if mode is not None else (settings.default_mode or "default")
@@ -118,7 +113,7 @@ class PermissionEngine:
         self._workspace = Workspace.of(self.cwd)
         self.hooks = SettingsHooks(settings, self.cwd, lambda: self.mode)
         self.unsandboxed: Callable[[], bool] = lambda: False
-        """True while Bash commands run without the OS sandbox the settings want (it cannot start here)."""
+        """True while commands run without the OS sandbox the settings want (it cannot start here)."""
         self._refresh()
 
     # --- mode ----------------------------------------------------------------------------------------
@@ -164,11 +159,10 @@ class PermissionEngine:
     def _add_session_rule(self, behavior: Behavior, text: str) -> None:
         try:
             rule = Rule.parse(text)
-            compiled = compile_rule(rule, behavior, RuleOrigin("session", None, self.cwd), cwd=self.cwd)
         except RuleSyntaxError as exc:
             self._own_issues.append(SettingsIssue(Path("session"), f"{behavior} rule: {exc}; rule skipped"))
             return
-        self._session_rules.append(compiled)
+        self._session_rules.append(PlacedRule(rule, behavior, RuleOrigin("session", None, self.cwd)))
         self._generation = -1
 
     def allow_for_now(self, texts: Iterable[str]) -> Callable[[], None]:
@@ -195,16 +189,38 @@ class PermissionEngine:
         self.settings.refresh()
         if self._generation == self.settings.generation:
             return
-        index = RuleIndex()
-        index.extend(self._session_rules)
-        index.extend(self.settings.rules)
-        self._index = index
+        stored, stored_issues = self.settings.compiled(self._grammar)
+        session, session_issues = self._compile_session()
+        self._rules, self._compile_issues = [*session, *stored], [*session_issues, *stored_issues]
+        self._index = RuleIndex()
+        self._index.extend(self._rules)
         user_settings = self.settings.user_config_dir / "settings.json"
-        protected = [*self.settings.protected_files, user_settings]
+        protected_files = [*self.settings.protected_files, user_settings]
         memory = [self.settings.user_config_dir / "AGENTS.md", self.settings.claude_home / "CLAUDE.md"]
+        named: list[HeldPath] = hook_named(self.settings, HOOK_EVENTS, self.cwd)
+        for file in self.settings.files:
+            if not file.claude:
+                named += mcp_named(file.path, self.cwd)
         self._workspace = Workspace.of(self.cwd, [*self._extra_dirs, *self.settings.additional_directories],
-                                       protected, memory)
+                                       protected_files, memory, named)
         self._generation = self.settings.generation
+
+    def _compile_session(self) -> tuple[list[CompiledRule], list[SettingsIssue]]:
+        compiled, issues = [], []
+        for placed in self._session_rules:
+            try:
+                compiled.append(compile_rule(placed, self._grammar.form(placed.rule.tool), cwd=self.cwd))
+            except RuleSyntaxError as exc:
+                issues.append(SettingsIssue(Path("session"), f"{placed.behavior} rule: {exc}; rule skipped"))
+        return compiled, issues
+
+    def _know(self, facts: CallFacts) -> None:
+        """A call stated a form the grammar did not have (a tool the composition did not list): learn it, so the
+        rules naming that tool are read as it says."""
+        if self._grammar.form(facts.tool) != facts.form:
+            self._grammar = self._grammar.learn(facts.tool, facts.form)
+            self._generation = -1
+            self._refresh()
 
     @property
     def workspace(self) -> Workspace:
@@ -214,19 +230,21 @@ class PermissionEngine:
     @property
     def errors(self) -> list[SettingsIssue]:
         self._refresh()
-        return [*self._own_issues, *self.settings.issues]
+        return [*self._own_issues, *self.settings.issues, *self._compile_issues]
 
-    def sandbox_view(self) -> SandboxView:
-        """Writable roots, protected paths and Read-deny patterns, for the OS sandbox under Bash."""
-        workspace = self.workspace
-        deny = [r.path for r in self._index.rules_for("deny", "Read") if r.path is not None]
-        return SandboxView(workspace.writable_roots(), workspace.protected_paths(), deny)
+    def _lockdown(self) -> list[SettingsIssue]:
+        return [*self.settings.lockdown, *(issue for issue in self._compile_issues if issue.lockdown)]
+
+    def rules(self) -> list[CompiledRule]:
+        """Every rule in effect, compiled (the session's, then the settings files'): what the OS sandbox reads."""
+        self._refresh()
+        return list(self._rules)
 
     def rules_by_source(self) -> dict[SourceName, dict[Behavior, list[str]]]:
         """The seed's ToolPermissionRulesBySource: every rule with where it came from."""
         self._refresh()
         out: dict[SourceName, dict[Behavior, list[str]]] = {}
-        for compiled in [*self._session_rules, *self.settings.rules]:
+        for compiled in self._rules:
             out.setdefault(compiled.origin.source, {}).setdefault(compiled.behavior, []).append(compiled.text)
         return out
 
@@ -237,48 +255,11 @@ class PermissionEngine:
 
     # --- what file tools may show --------------------------------------------------------------------
 
-    def read_guard(self) -> Callable[[Path, Path | None], str | None]:
-        """For the file tools' results (Grep matches, Glob names), with the rules as they are now: why
-        `path` may not be shown, or None when it may. A Read deny or ask rule naming the path (as written or
-        resolved) hides it — a result cannot be asked about one by one; rules without a path were judged on
-        the call itself. So does a real path outside the workspace and outside `scope` (what the permission
-        step allowed for this call), unless a Read allow rule names it or the mode is bypassPermissions.
-        Called per result (thousands): plain strings, no pathlib."""
+    def read_guard(self) -> ReadGuard:
+        """For the file tools' results (Grep matches, Glob names), with the rules as they are now (read_guard.py)."""
         self._refresh()
-        rules = [(r, r.path.regex, str(r.path.base).rstrip("/") + "/")
-                 for b in ("deny", "ask") for r in self._index.rules_for(b, "Read") if r.path is not None]
-        roots = [str(root) for root in self._workspace.roots]
-        cwd = str(self.cwd)
-        bypass = self.mode == "bypassPermissions" and not self.settings.bypass_disabled
-        dirs: dict[str, str] = {}  # results share a few directories: resolve each once
-
-        def real(written: str) -> str:
-            head, name = os.path.split(written)
-            resolved = dirs.get(head) or dirs.setdefault(head, os.path.realpath(head))
-            full = os.path.join(resolved, name)
-            return os.path.realpath(full) if os.path.islink(full) else full
-
-        def under(path: str, root: str) -> bool:
-            return path == root or path.startswith(root.rstrip("/") + "/")
-
-        def check(path: Path, scope: Path | None) -> str | None:
-            written = os.path.normpath(os.path.join(cwd, os.path.expanduser(os.fspath(path))))
-            resolved = real(written)
-            for rule, pattern, prefix in rules:
-                # PathPattern.matches on strings: the part below the rule's base, matched by its regex
-                if any(p.startswith(prefix) and pattern.match(p[len(prefix):]) for p in (written, resolved)):
-                    return f"{written} is named by the {rule.behavior} rule {rule.text}"
-            if bypass or any(under(resolved, root) for root in roots):
-                return None
-            if scope is not None:
-                allowed = real(os.path.normpath(os.path.join(cwd, os.fspath(scope))))
-                if under(resolved, allowed):
-                    return None
-            if allow_rule_for_path(self._index, "Read", Path(resolved), "read") is not None:
-                return None
-            return f"{resolved} is outside the workspace"
-
-        return check
+        return read_guard(CallRules(self._index, self._grammar), self._workspace.roots, self.cwd,
+                          bypass=self._bypassing)
 
     # --- hooks ---------------------------------------------------------------------------------------
 
@@ -287,23 +268,24 @@ class PermissionEngine:
 
     # --- decisions -----------------------------------------------------------------------------------
 
-    def decide(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: Paths,
-        hook: HookOutcome | None = None,
-    ) -> Decision:
+    def decide(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
         """`hook`: the merged PreToolUse outcome, when the loop ran hooks first (as it should)."""
         try:
             self._refresh()
-            decision = self._decide(self._facts(tool_name, raw_input, read_only, paths), hook)
+            rewritten = hook is not None and hook.updated_input is not None and hook.updated_input != call.raw_input
+            # what runs is the hook's rewrite: judge (and show) that, as its tool states it
+            facts = call.facts(hook.updated_input if rewritten and hook is not None else None)
+            self._know(facts)
+            judged = Judged.of(facts, self.cwd, self._workspace)
+            decision = self._decide(judged, hook)
+            if decision.behavior == "ask":
+                decision = dataclasses.replace(decision, shown=shown(judged, decision, memory_too=not self._bypassing))
+            if not rewritten:  # the rewrite's paths were not the call's: the tool resolves them itself
+                decision = dataclasses.replace(decision, resolved=tuple(judged.resolved))
         except InvalidPath as exc:
             return Decision("deny", f"Invalid path: {exc}")
         except Exception as exc:  # a bug here must deny the call, never take the turn down
-            log.exception("permission check failed for %s", tool_name)
+            log.exception("permission check failed for %s", call.tool_name)
             return Decision("deny", f"The permission check failed ({type(exc).__name__}: {exc})")
         if hook is not None and hook.updated_input is not None and decision.behavior != "deny":
             decision = dataclasses.replace(decision, updated_input=hook.updated_input)
@@ -313,181 +295,48 @@ class PermissionEngine:
                                        suggestions=[])
         return decision
 
-    async def decide_async(
-        self,
-        tool_name: str,
-        raw_input: dict[str, Any],
-        *,
-        read_only: bool,
-        paths: Paths,
-        hook: HookOutcome | None = None,
-    ) -> Decision:
+    async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
         """`decide` in a worker thread, off the event loop, with a deadline (the checks are bounded; this
         is the bound on the bound). Past the deadline the call is denied."""
         with anyio.move_on_after(DECIDE_DEADLINE_S):
-            return await anyio.to_thread.run_sync(
-                lambda: self.decide(tool_name, raw_input, read_only=read_only, paths=paths, hook=hook),
-                abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(lambda: self.decide(call, hook=hook), abandon_on_cancel=True)
         return Decision("deny", f"The permission check took longer than {DECIDE_DEADLINE_S:g} s (DECIDE_DEADLINE_S)")
 
-    def _decide(self, facts: _Facts, hook: HookOutcome | None) -> Decision:
-        deny = self._match(facts, "deny")
+    def _decide(self, call: Judged, hook: HookOutcome | None) -> Decision:
+        rules = CallRules(self._index, self._grammar, call.tool, call.facts.form)
+        deny = matching_rule(rules, call, "deny")
         if deny is not None:
-            return by_rule("deny", deny, f"denied by rule {deny.text}{_fail_closed(facts)}")
-        if self.settings.lockdown:
-            issue = self.settings.lockdown[0]
-            return Decision("ask", f"{issue.file} can't be read in full, so every call asks until it is fixed")
-        if facts.tool == EXIT_PLAN_MODE:
+            return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
+        lockdown = self._lockdown()
+        if lockdown:
+            return Decision("ask", f"{lockdown[0].file} can't be read in full, so every call asks until it is fixed")
+        if call.facts.leaves_plan:
             if self.mode == "plan":
                 return Decision("ask", "The agent wants to leave plan mode and start working on its plan")
             return Decision("allow", "not in plan mode")
         if hook is not None and hook.denied:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
-        ask = self._match(facts, "ask")
+        ask = matching_rule(rules, call, "ask")
         if ask is not None:
-            return by_rule("ask", ask, f"rule {ask.text} asks for this{_fail_closed(facts)}")
-        if self.mode == "plan" and not facts.read_only:
+            decision = by_rule("ask", ask, f"rule {ask.text} asks for this{call.fail_closed()}")
+            hits = call.bash.parts_matching(ask) if call.bash is not None else []
+            return dataclasses.replace(decision, shown=Shown(marks=marks(hits)))
+        if self.mode == "plan" and not call.read_only:
             return Decision("deny", "Plan mode: only read-only tools may run until the plan is accepted")
-        protected = self._protected(facts)
-        if protected is not None:
-            return Decision("ask", protected)
+        writes = protected(call, self._workspace, memory_too=not self._bypassing)
+        if writes.reason is not None:
+            return Decision("ask", writes.reason, grants=writes.grants)
         if hook is not None and hook.decision == "ask":
             return Decision("ask", hook.reason or "a PreToolUse hook asks for this")
         if hook is not None and hook.decision == "allow":
             return Decision("allow", hook.reason or "allowed by a PreToolUse hook")
         if self._bypassing:
             return Decision("allow", "bypassPermissions mode")
-        if facts.bash is not None and not facts.read_only and self.unsandboxed():
-            return Decision("ask", "The OS sandbox is unavailable, so commands that are not read-only ask first")
-        if facts.bash is not None:
-            return BashJudge(facts.bash, self._index, self.mode, self._suggester()).decide()
-        return self._decide_tool(facts)
-
-    # --- facts ---------------------------------------------------------------------------------------
-
-    def _facts(self, tool: str, raw: dict[str, Any], read_only: bool, paths: Paths) -> _Facts:
-        facts = _Facts(tool, raw, read_only)
-        declared = list(paths)
-        if not declared and tool != "Bash":
-            for key in ("file_path", "notebook_path", "path"):
-                value = raw.get(key)
-                if isinstance(value, str) and value:
-                    declared.append((Path(value), "write" if tool in EDIT_TOOLS else "read"))
-        for path, access in declared:
-            (facts.writes if access == "write" else facts.reads).append(PathAccess.of(path, self.cwd))
-        if tool in NETWORK_TOOLS:
-            url = raw.get("url")
-            if isinstance(url, str):
-                try:
-                    host = urlsplit(url).hostname
-                except ValueError:
-                    host = None
-                facts.host = normalize_host(host) if host else None
-        if tool == "Bash":
-            command = raw.get("command")
-            verdict = shell.call_verdict(command if isinstance(command, str) else "",
-                                         background=bool(raw.get("run_in_background")))
-            facts.bash = BashFacts.of(verdict, self.cwd, self._workspace)
-            facts.read_only = verdict.read_only
-        return facts
-
-    def _protected(self, facts: _Facts) -> str | None:
-        """Step 7: why this call must ask because it writes a protected path."""
-        memory_too = not self._bypassing
-        if facts.bash is not None:
-            return facts.bash.protected(memory_too=memory_too)
-        for access in facts.writes:
-            found = self._workspace.protected_reason(access.written)
-            if found is not None and (found[1] == "settings" or memory_too):
-                return f"Writing {found[0]}"
-        return None
-
-    # --- rule matching -------------------------------------------------------------------------------
-
-    def _match(self, facts: _Facts, behavior: Behavior) -> CompiledRule | None:
-        """The first rule of `behavior` that speaks about any part of the call (for deny and ask)."""
-        bash = facts.bash
-        for rule in self._index.rules_for(behavior, facts.tool):
-            if rule.rule.specifier is None:
-                return rule
-            if bash is not None and rule.bash is not None and bash.bash_rule_hits(rule):
-                return rule
-            if rule.domain is not None and facts.host is not None and rule.matches_host(facts.host):
-                return rule
-            if rule.path is not None and any(_path_hit(rule, a) for a in facts.reads + facts.writes):
-                return rule
-            if _generic_hit(rule, facts):
-                return rule
-        # path rules speak about every tool's paths: `Read(~/.ssh/**)` also stops `cat ~/.ssh/id_rsa`
-        if facts.tool not in READ_TOOLS:
-            for rule in self._index.rules_for(behavior, "Read"):
-                if rule.path is None:
-                    continue
-                if bash.read_rule_hits(rule) if bash is not None else any(_path_hit(rule, a) for a in facts.reads):
-                    return rule
-        if facts.tool not in EDIT_TOOLS:
-            for rule in self._index.rules_for(behavior, "Write"):
-                if rule.path is None:
-                    continue
-                if bash.write_rule_hits(rule) if bash is not None else any(_path_hit(rule, a) for a in facts.writes):
-                    return rule
-        return None
-
-    def _tool_allow_rule(self, facts: _Facts) -> CompiledRule | None:
-        for rule in self._index.rules_for("allow", facts.tool):
-            if rule.rule.specifier is None:
-                return rule
-            if rule.domain is not None and facts.host is not None and rule.matches_host(facts.host):
-                return rule
-            if _generic_hit(rule, facts):
-                return rule
-        return None
-
-    # --- tools other than Bash -------------------------------------------------------------------------
-
-    def _decide_tool(self, facts: _Facts) -> Decision:
-        whole = self._tool_allow_rule(facts)
-        if whole is not None:
-            return by_rule("allow", whole, f"allowed by rule {whole.text}")
-        accesses = [(a, "read") for a in facts.reads] + [(a, "write") for a in facts.writes]
-        if accesses:
-            hits = [allow_rule_for_path(self._index, facts.tool, a.real, kind) for a, kind in accesses]
-            if all(hit is not None for hit in hits):
-                first = hits[0]
-                assert first is not None
-                return by_rule("allow", first, f"allowed by rule {first.text}")
-        outside = [a.real for a, _ in accesses if not self._workspace.contains(a.real)]
-        if facts.tool in NETWORK_TOOLS:
-            return self._ask(facts, f"Fetch from {facts.host or 'this address'}")
-        if facts.read_only and not facts.writes and not outside:
-            return Decision("allow", "read-only, inside the workspace")
-        if self.mode == "acceptEdits" and facts.tool in EDIT_TOOLS and not outside:
-            return Decision("allow", "acceptEdits mode: an edit inside the workspace")
-        if outside:
-            return self._ask(facts, f"{outside[0]} is outside the workspace")
-        return self._ask(facts, f"{facts.tool} needs permission")
-
-    def _suggester(self) -> Suggester:
-        return Suggester(self.settings.local_settings_path, self._workspace)
-
-    def _ask(self, facts: _Facts, reason: str) -> Decision:
-        outside = [a.real for a in facts.reads if not self._workspace.contains(a.real)]
-        suggestions = self._suggester().tool(facts.tool, [a.real for a in facts.writes], outside, facts.host,
-                                             facts.tool in NETWORK_TOOLS)
-        return Decision("ask", reason, suggestions=suggestions)
-
-
-def _fail_closed(facts: _Facts) -> str:
-    why = facts.bash.fail_closed() if facts.bash is not None else None
-    return f" (it may: {why}, so every rule that could apply does)" if why else ""
-
-
-def _path_hit(rule: CompiledRule, access: PathAccess) -> bool:
-    return rule.matches_path(access.real) or rule.matches_path(access.written)
-
-
-def _generic_hit(rule: CompiledRule, facts: _Facts) -> bool:
-    spec = rule.rule.specifier
-    if spec is None or rule.bash or rule.path or rule.domain or rule.rule.tool != facts.tool:
-        return False
-    return any(facts.raw.get(key) == spec for key in _GENERIC_SPEC_KEYS)
+        if call.bash is not None and not call.read_only and self.unsandboxed():
+            writers = [(p, p.why) for p in call.bash.verdict.parts if not p.nested and not p.read_only]
+            return Decision("ask", "The OS sandbox is unavailable, so commands that are not read-only ask first",
+                            shown=Shown(marks=marks(writers)))
+        suggester = Suggester(self.settings.local_settings_path, self._workspace, self._grammar, call.tool)
+        if call.bash is not None:
+            return BashJudge(call.bash, rules, self.mode, suggester).decide()
+        return ToolJudge(call, rules, self._workspace, self.mode, suggester).decide()

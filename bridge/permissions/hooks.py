@@ -21,17 +21,18 @@ import json
 import logging
 import os
 import re
-import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bridge.environment import handed_out
+from bridge.execution.host import CannotRun
+from bridge.execution.shell import sh_argv
+from bridge.execution.signals import kill_tree, own_group
 
 log = logging.getLogger(__name__)
 
-HookEvent = Literal["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"]
 HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop")
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 DEFAULT_TIMEOUT_S = 60.0
@@ -177,16 +178,16 @@ async def run_hooks(
 
 async def _run_one(hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, str]) -> HookRun:
     try:
-        proc = await asyncio.create_subprocess_shell(
-            hook.command,
+        proc = await asyncio.create_subprocess_exec(
+            *sh_argv(hook.command),  # `sh -c`; Git Bash on Windows (bridge/execution/shell.py)
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
             env=env,
-            start_new_session=True,  # its own process group, so a timeout kills the whole tree
+            **own_group(),  # its own process group, so a timeout kills the whole tree
         )
-    except OSError as exc:
+    except (OSError, CannotRun) as exc:
         return HookRun(hook.command, None, "", "", error=f"could not start: {exc}")
     try:
         stdout, stderr = await asyncio.wait_for(proc.communicate(data), timeout=hook.timeout)
@@ -204,8 +205,7 @@ async def _run_one(hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, 
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_tree(proc.pid)
 
 
 def _text(raw: bytes) -> str:

@@ -1,42 +1,40 @@
-"""Permission rules: `Tool` or `Tool(specifier)`, parsed once and matched against one call's facts.
+"""Permission rules: `Tool` or `Tool(specifier)`, parsed without any tool, compiled by the form the tool's rules
+take (bridge/permissions/grammar.py), and indexed by name for the lookups of one call.
 
-Specifier kinds follow Claude Code:
-- Bash: `npm run test *` (prefix with a word boundary; matches the bare prefix too), the legacy
-  `npm run test:*`, `*` anywhere as a wildcard, or an exact command. Matched against each simple command of
-  a compound one, after quote removal, so `n'p'm test` is `npm test`.
-- Read / Edit / Write / NotebookEdit / Glob / Grep: gitignore-style path patterns. `//abs` is absolute,
-  `~/p` is from home, `/p` is from the project root of the settings file that holds the rule, `p` and `./p`
-  are from the session's cwd. An `Edit` rule covers every tool that edits files; a `Read` rule every tool
-  that reads them.
-- WebFetch: `domain:example.com` (exact host) or `domain:*.example.com` (subdomains).
-- MCP: `mcp__server` (every tool of that server), `mcp__server__*`, `mcp__server__tool`.
+A rule's text is Claude Code's: `Bash(npm test *)`, `Edit(src/**)`, `WebFetch(domain:example.com)`,
+`mcp__server` (every tool of that server), `mcp__server__*`, `mcp__server__tool`; `Tool()` and `Tool(*)` mean
+the whole tool. What a specifier means is its tool's form (bridge/permissions/specifiers.py compiles each kind):
+a settings file is parsed when it is read, and compiled once the session knows its tools' forms.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fnmatch
-import os
 import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
-from typing import Literal
 
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
+from bridge.mcp_names import PREFIX as MCP_PREFIX
+from bridge.mcp_names import is_server_glob
+from bridge.permissions.facts import NAME_RULES, RuleForm
+from bridge.permissions.specifiers import (
+    CommandTail,
+    PathPattern,
+    RuleSyntaxError,
+    command_leading_word,
+    command_tokens,
+    compile_command_pattern,
+    compile_path_specifier,
+    could_match_words,
+    normalize_host,
+)
 from bridge.permissions.types import Behavior, SourceName
 
-READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
-EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
-PATH_RULE_TOOLS = READ_TOOLS | EDIT_TOOLS
+_TOOL_NAME = re.compile(rf"^(?:[A-Za-z_][A-Za-z0-9_\-]*|{MCP_PREFIX}[A-Za-z0-9_\-]+__\*)$")
 
-_TOOL_NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_\-]*|mcp__[A-Za-z0-9_\-]+__\*)$")
-
-
-class RuleSyntaxError(ValueError):
-    pass
+__all__ = ["RuleSyntaxError"]
 
 
 @dataclass(frozen=True)
@@ -62,8 +60,6 @@ class Rule:
         spec = spec.replace("\\(", "(").replace("\\)", ")")
         if spec.strip() in ("", "*"):
             return cls(tool)  # `Bash()` and `Bash(*)` mean the whole tool, as in Claude Code
-        if tool in ("WebFetch",) and not spec.startswith("domain:"):
-            raise RuleSyntaxError(f"WebFetch rules take `domain:HOST`, got {text!r}")
         return cls(tool, spec)
 
     def __str__(self) -> str:
@@ -74,150 +70,6 @@ class Rule:
     @property
     def text(self) -> str:
         return str(self)
-
-
-def rule_tools_for(tool_name: str) -> tuple[str, ...]:
-    """The rule tool names that can speak about `tool_name` (an Edit rule covers Write, ...)."""
-    if tool_name in EDIT_TOOLS:
-        return (tool_name, "Edit") if tool_name != "Edit" else ("Edit",)
-    if tool_name in READ_TOOLS:
-        return (tool_name, "Read") if tool_name != "Read" else ("Read",)
-    if tool_name.startswith("mcp__"):
-        parts = tool_name.split("__")
-        if len(parts) >= 3:
-            return (tool_name, f"mcp__{parts[1]}")
-    return (tool_name,)
-
-
-# --- Bash specifiers ---------------------------------------------------------------------------------
-
-
-def _quote_piece(piece: str) -> str:
-    return re.escape(shlex.quote(piece)) if piece else ""
-
-
-BashTail = Literal["", "words", "chars"]
-
-
-def bash_tokens(spec: str) -> tuple[tuple[str, ...], BashTail]:
-    """A Bash specifier as words: `npm run test *` is (npm, run, test) + any further words."""
-    spec = spec.strip()
-    tail: BashTail = ""
-    if spec.endswith(":*") or spec.endswith(" *"):  # `:*` is the legacy prefix form
-        spec, tail = spec[:-2].rstrip(), "words"
-    elif spec.endswith("*") and len(spec) > 1:  # `ls*`: no word boundary (matches `lsof` and `ls -la`)
-        spec, tail = spec[:-1], "chars"
-    try:
-        return tuple(shlex.split(spec)), tail
-    except ValueError as exc:
-        raise RuleSyntaxError(f"Bash specifier {spec!r}: {exc}") from exc
-
-
-def compile_bash_specifier(spec: str) -> re.Pattern[str]:
-    """A regex over `shlex.join(argv)` of one simple command."""
-    tokens, tail = bash_tokens(spec)
-    parts: list[str] = []
-    for token in tokens:
-        if token == "*":
-            parts.append(r"\S.*?" if parts else r".*?")
-        elif "*" in token:
-            # a wildcard inside a word may not cross into the next word
-            parts.append(r"\S*?".join(_word_piece(piece) for piece in token.split("*")))
-        else:
-            parts.append(re.escape(shlex.quote(token)))
-    end = {"": "", "words": r"(?: .*)?", "chars": r".*"}[tail]
-    return re.compile(" ".join(parts) + end + r"\Z", re.DOTALL)
-
-
-def could_match_words(tokens: Sequence[str], tail: BashTail, known: Sequence[str], next_glob: str | None) -> bool:
-    """Whether a command whose first words are `known` — the rest computed at run time, the next one a glob
-    when `next_glob` is set — could be a command the rule matches. Deny and ask rules use this: a command
-    that can't be read in full matches every rule it could match."""
-    for index, word in enumerate(known):
-        if index >= len(tokens):
-            return tail != ""
-        token = tokens[index]
-        if token == "*":
-            return True
-        last_chars = tail == "chars" and index == len(tokens) - 1
-        if not _token_matches(token, word, prefix=last_chars):
-            return False
-        if last_chars:
-            return True
-    index = len(known)
-    if index >= len(tokens):
-        return True  # a computed word may be empty; extra words need a tail, but may not exist
-    token = tokens[index]
-    if next_glob is None or token == "*" or "*" in token:
-        return True
-    return fnmatch.fnmatchcase(token, next_glob) or (tail == "chars" and index == len(tokens) - 1)
-
-
-def _token_matches(token: str, word: str, *, prefix: bool) -> bool:
-    if "*" not in token:
-        return word.startswith(token) if prefix else word == token
-    regex = ".*?".join(re.escape(piece) for piece in token.split("*")) + (".*" if prefix else "")
-    return re.fullmatch(regex, word, re.DOTALL) is not None
-
-
-def _word_piece(piece: str) -> str:
-    # inside a partially-wildcarded word, match the piece unquoted or quoted
-    return re.escape(piece) if re.fullmatch(r"[\w@%+=:,./-]*", piece) else r"'?" + re.escape(piece) + r"'?"
-
-
-def bash_leading_word(spec: str) -> str | None:
-    """The literal command a Bash rule names (`sudo` in `Bash(sudo apt update)`), if it names one."""
-    try:
-        tokens = shlex.split(spec.removesuffix(":*"))
-    except ValueError:
-        return None
-    if not tokens or "*" in tokens[0]:
-        return None
-    return tokens[0]
-
-
-# --- path specifiers ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PathPattern:
-    base: Path  # resolved directory the pattern is relative to
-    pattern: str
-    regex: re.Pattern[str]
-
-    def matches(self, path: Path) -> bool:
-        """`path` must be absolute and normalized (the caller resolves symlinks where it should)."""
-        try:
-            rel = path.relative_to(self.base)
-        except ValueError:
-            return False
-        rel_text = rel.as_posix()
-        if rel_text == ".":
-            return False
-        return self.regex.match(rel_text) is not None
-
-
-def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
-    if spec.startswith("//"):
-        base, pattern = Path("/"), spec[2:]
-    elif spec == "~" or spec.startswith("~/"):
-        base, pattern = Path.home(), spec[2:] or "**"
-    elif spec.startswith("/"):
-        base, pattern = root, spec[1:]
-    else:
-        base, pattern = cwd, spec.removeprefix("./")
-    pattern = pattern or "**"
-    if pattern.endswith("/"):
-        pattern += "**"
-    # every pattern is anchored at its base; a slash-free name like `*.env` still matches at any depth below
-    anchored = pattern if "/" not in pattern or pattern.startswith("**/") else "/" + pattern
-    try:
-        compiled = GitIgnoreSpecPattern(anchored)
-    except Exception as exc:  # pathspec raises plain ValueError / GitIgnorePatternError
-        raise RuleSyntaxError(f"invalid path pattern {spec!r}: {exc}") from exc
-    if compiled.regex is None or not compiled.include:
-        raise RuleSyntaxError(f"path pattern {spec!r} matches nothing (negations are not rules)")
-    return PathPattern(Path(os.path.realpath(base)), pattern, compiled.regex)
 
 
 # --- compiled rules with their origin -----------------------------------------------------------------
@@ -231,15 +83,31 @@ class RuleOrigin:
 
 
 @dataclass(frozen=True)
-class CompiledRule:
+class PlacedRule:
+    """A rule where it was written: its behavior and where it came from (not yet compiled)."""
+
     rule: Rule
     behavior: Behavior
     origin: RuleOrigin
-    bash: re.Pattern[str] | None = None
-    bash_word: str | None = None
-    bash_head: str | None = None  # bash_word as it starts a canonical command (shell-quoted)
-    bash_tokens: tuple[str, ...] = ()
-    bash_tail: BashTail = ""
+
+    @property
+    def text(self) -> str:
+        return self.rule.text
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule compiled by its tool's form: a command pattern, a path pattern, a host, or a name to compare."""
+
+    rule: Rule
+    behavior: Behavior
+    origin: RuleOrigin
+    form: RuleForm = NAME_RULES
+    command: re.Pattern[str] | None = None
+    command_word: str | None = None
+    command_head: str | None = None  # command_word as it starts a canonical command (shell-quoted)
+    command_tokens: tuple[str, ...] = ()
+    command_tail: CommandTail = ""
     path: PathPattern | None = None
     domain: str | None = None
     name_glob: re.Pattern[str] | None = None
@@ -249,13 +117,13 @@ class CompiledRule:
         return self.rule.text
 
     def matches_command(self, canonical: str) -> bool:
-        return self.bash is not None and self.bash.match(canonical) is not None
+        return self.command is not None and self.command.match(canonical) is not None
 
     def could_match(self, known: Sequence[str], next_glob: str | None) -> bool:
-        """For a command read only in part (see `could_match_words`); a bare `Bash` rule matches any."""
-        if self.bash is None:
+        """For a command read only in part (see `could_match_words`); a rule without a pattern matches any."""
+        if self.command is None:
             return True
-        return could_match_words(self.bash_tokens, self.bash_tail, known, next_glob)
+        return could_match_words(self.command_tokens, self.command_tail, known, next_glob)
 
     def matches_path(self, path: Path) -> bool:
         return self.path is not None and self.path.matches(path)
@@ -268,64 +136,55 @@ class CompiledRule:
         return host == self.domain
 
 
-def compile_rule(rule: Rule, behavior: Behavior, origin: RuleOrigin, *, cwd: Path) -> CompiledRule:
-    spec = rule.specifier
+def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRule:
+    """`placed` compiled as a rule of `form` (its tool's); a specifier that can't be read raises RuleSyntaxError."""
+    rule, spec = placed.rule, placed.rule.specifier
+    base = CompiledRule(rule, placed.behavior, placed.origin, form)
     if spec is None:
-        if rule.tool.startswith("mcp__") and rule.tool.endswith("__*"):
-            glob = re.compile(re.escape(rule.tool[:-1]) + r".+\Z")
-            return CompiledRule(rule, behavior, origin, name_glob=glob)
-        return CompiledRule(rule, behavior, origin)
-    if rule.tool == "Bash":
-        bash = compile_bash_specifier(spec)
-        word = bash_leading_word(spec)
-        head = shlex.quote(word) if word is not None else None
-        tokens, tail = bash_tokens(spec)
-        return CompiledRule(rule, behavior, origin, bash=bash, bash_word=word, bash_head=head, bash_tokens=tokens,
-                            bash_tail=tail)
-    if rule.tool in PATH_RULE_TOOLS:
-        root = origin.root or cwd
-        return CompiledRule(rule, behavior, origin, path=compile_path_specifier(spec, cwd=cwd, root=root))
-    if rule.tool == "WebFetch":
-        return CompiledRule(rule, behavior, origin, domain=normalize_host(spec.removeprefix("domain:")))
-    # other specifiers (e.g. `Task(Explore)`) are kept but only matched by name-equality in the engine
-    return CompiledRule(rule, behavior, origin)
-
-
-def normalize_host(host: str) -> str:
-    """Lower-case IDNA form, so a look-alike (Cyrillic `а`) never equals the ASCII name."""
-    host = host.strip().rstrip(".").lower()
-    prefix = ""
-    if host.startswith("*."):
-        prefix, host = "*.", host[2:]
-    with contextlib.suppress(UnicodeError):
-        host = host.encode("idna").decode("ascii")
-    return prefix + host
+        if is_server_glob(rule.tool):
+            return dataclass_replace(base, name_glob=re.compile(re.escape(rule.tool[:-1]) + r".+\Z"))
+        return base
+    if form.specifier == "command":
+        word = command_leading_word(spec)
+        tokens, tail = command_tokens(spec)
+        return dataclass_replace(base, command=compile_command_pattern(spec), command_word=word,
+                                 command_head=shlex.quote(word) if word is not None else None,
+                                 command_tokens=tokens, command_tail=tail)
+    if form.specifier == "path":
+        root = placed.origin.root or cwd
+        return dataclass_replace(base, path=compile_path_specifier(spec, cwd=cwd, root=root))
+    if form.specifier == "domain":
+        if not spec.startswith("domain:"):
+            raise RuleSyntaxError(f"{rule.tool} rules take `domain:HOST`, got {rule.text!r}")
+        return dataclass_replace(base, domain=normalize_host(spec.removeprefix("domain:")))
+    return base  # a `name` specifier (`Agent(Explore)`): compared with what the call names
 
 
 @dataclass
 class RuleIndex:
-    """Compiled rules by behavior and by rule tool name, for cheap lookups per call."""
+    """Compiled rules by behavior and by rule name, for cheap lookups per call."""
 
     by_behavior: dict[Behavior, dict[str, list[CompiledRule]]] = field(
         default_factory=lambda: {"allow": {}, "ask": {}, "deny": {}}
     )
     mcp_globs: dict[Behavior, list[CompiledRule]] = field(default_factory=lambda: {"allow": [], "ask": [], "deny": []})
-    _heads: dict[Behavior, tuple[dict[str, list[tuple[int, CompiledRule]]], list[tuple[int, CompiledRule]]]] = field(
-        default_factory=dict)
+    _heads: dict[tuple[Behavior, tuple[str, ...]], tuple[dict[str, list[tuple[int, CompiledRule]]],
+                                                          list[tuple[int, CompiledRule]]]] = field(default_factory=dict)
 
-    def bash_rules(self, behavior: Behavior, heads: Iterable[str]) -> list[CompiledRule]:
-        """The Bash rules of `behavior` that may match a command starting with one of `heads` (shell-quoted
+    def command_rules(self, behavior: Behavior, names: tuple[str, ...], heads: Iterable[str]) -> list[CompiledRule]:
+        """The rules of `behavior` under `names` that may match a command starting with one of `heads` (shell-quoted
         first words), in rule order: a lookup by first word instead of a walk over every rule."""
-        if behavior not in self._heads:
+        key = (behavior, names)
+        if key not in self._heads:
             by_head: dict[str, list[tuple[int, CompiledRule]]] = {}
             headless: list[tuple[int, CompiledRule]] = []
-            for position, rule in enumerate(self.rules_for(behavior, "Bash")):
-                if rule.bash_head is None:
+            for position, rule in enumerate(self.rules_for(behavior, names)):
+                if rule.command_head is None:
                     headless.append((position, rule))
                 else:
-                    by_head.setdefault(rule.bash_head, []).append((position, rule))
-            self._heads[behavior] = (by_head, headless)
-        by_head, headless = self._heads[behavior]
+                    by_head.setdefault(rule.command_head, []).append((position, rule))
+            self._heads[key] = (by_head, headless)
+        by_head, headless = self._heads[key]
         found = list(headless)
         for head in set(heads):
             found += by_head.get(head, [])
@@ -342,17 +201,16 @@ class RuleIndex:
         for compiled in rules:
             self.add(compiled)
 
-    def rules_for(self, behavior: Behavior, tool_name: str) -> list[CompiledRule]:
+    def rules_for(self, behavior: Behavior, names: Iterable[str], tool: str | None = None) -> list[CompiledRule]:
+        """The rules of `behavior` under `names` (grammar.py says which names speak about a call), then the
+        `mcp__server__*` rules matching `tool`."""
         table = self.by_behavior[behavior]
         found: list[CompiledRule] = []
-        for name in rule_tools_for(tool_name):
+        for name in names:
             found.extend(table.get(name, ()))
-        found.extend(r for r in self.mcp_globs[behavior] if r.name_glob is not None and r.name_glob.match(tool_name))
+        if tool is not None:
+            found.extend(r for r in self.mcp_globs[behavior] if r.name_glob is not None and r.name_glob.match(tool))
         return found
-
-    def all(self) -> list[CompiledRule]:
-        out = [r for table in self.by_behavior.values() for rules in table.values() for r in rules]
-        return out + [r for rules in self.mcp_globs.values() for r in rules]
 
 
 @dataclass

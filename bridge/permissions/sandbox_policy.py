@@ -1,16 +1,18 @@
 """What the OS sandbox under every Bash command allows, derived from the permission engine (one place, so the
-rules and the sandbox never disagree). bridge/tools/sandbox.py turns it into bubblewrap mounts.
+rules and the sandbox never disagree). bridge/execution/sandbox.py turns it into bubblewrap mounts.
 
 - writable: the workspace roots (cwd + additionalDirectories), `sandbox.filesystem.allowWrite`, and the
-  literal part of Edit allow rules (as Claude Code does); everything else is read-only;
-- protected: inside those, what stays read-only whether it exists yet or not — containment's
-  `HELD_READ_ONLY` at each root and the settings files the engine protects;
-- read-only: Edit deny rules and `sandbox.filesystem.denyWrite`;
-- masked (unreadable): Read deny rules and `sandbox.filesystem.denyRead`;
+  literal part of allow rules about writes (`Edit(...)`, as Claude Code does); everything else is read-only;
+- protected: inside those, what stays read-only whether it exists yet or not — what runs later
+  (runs_later.py: at each root its names and git's, the files hooks and MCP servers name) and the settings
+  files the engine protects;
+- read-only: deny rules about writes and `sandbox.filesystem.denyWrite`;
+- masked (unreadable): deny rules about reads (`Read(...)`) and `sandbox.filesystem.denyRead`;
 - network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
 
 The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
-`network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), read from the bridge's own settings
+`network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), plus the bridge's own `limits`
+(`memory`, `processes`, `fileSize`, `cpuSeconds`: bridge/execution/limits.py), read from the bridge's own settings
 files only (Claude Code's default is off, ours on). Scalars: the highest-precedence file that sets one wins;
 lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests, one-off runs).
 """
@@ -28,18 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.permissions.containment import HELD_READ_ONLY, PathKind
-from bridge.permissions.rules import (
-    EDIT_TOOLS,
-    READ_TOOLS,
-    CompiledRule,
-    PathPattern,
-    Rule,
-    RuleOrigin,
-    RuleSyntaxError,
-    compile_path_specifier,
-    compile_rule,
-)
+from bridge.errors import validation_problems
+from bridge.permissions.command_limits import LimitSettings, LimitsModel, ram_bytes, widening_limits
+from bridge.permissions.runs_later import HeldPath
 from bridge.permissions.settings import (
     SANDBOX_NETWORK,
     SANDBOX_OFF,
@@ -47,20 +40,16 @@ from bridge.permissions.settings import (
     SettingsStore,
     sandbox_allow_write,
 )
+from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_path_specifier
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
 
-Kind = PathKind
 SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
 _GLOB = frozenset("*?[\\")
-
-
-def protected_paths(root: Path) -> list[tuple[Path, Kind]]:
-    return [(root / name, kind) for name, kind in HELD_READ_ONLY]
 
 
 # -- settings ----------------------------------------------------------------------------------------------
@@ -86,6 +75,7 @@ class _SandboxModel(BaseModel):
     allowUnsandboxedCommands: bool | None = None
     network: _Network | None = None
     filesystem: _Filesystem | None = None
+    limits: LimitsModel | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +87,7 @@ class SandboxSettings:
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
     problems: tuple[str, ...] = ()
+    limits: LimitSettings = field(default_factory=LimitSettings)
 
 
 # Per store, weakly: an id() key would be reused by a later store (another project, a test) and hand it
@@ -112,6 +103,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         return cached[1]
     scalars: dict[str, bool] = {}
     lists: dict[str, list[PathPattern]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
+    limits = LimitSettings()
     problems: list[str] = []
     for loaded in store.loaded():  # highest precedence first
         if loaded.file.claude or not loaded.exists:
@@ -126,8 +118,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         try:
             model = _SandboxModel.model_validate(raw)
         except ValidationError as error:
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                              for e in error.errors()[:3])
+            where = "; ".join(validation_problems(error, whole="value", limit=3))
             problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
             continue
         def admitted(text: str, file: SettingsFile = loaded.file) -> bool:
@@ -136,6 +127,9 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
             if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
                 scalars.setdefault(key, value)
+        found = LimitSettings.of(model.limits, problems, str(loaded.file.path), ram=ram_bytes())
+        held = [key for key, text in widening_limits(raw.get("limits"), ram=ram_bytes()) if not admitted(text)]
+        limits = limits.merged_over(found.without(held))
         if model.network is not None and model.network.allowedDomains is not None:
             network = "*" in model.network.allowedDomains
             if not network or admitted(SANDBOX_NETWORK):
@@ -160,6 +154,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         deny_write=tuple(lists["denyWrite"]),
         deny_read=tuple(lists["denyRead"]),
         problems=tuple(problems),
+        limits=limits,
     )
     _settings_cache[store] = (store.generation, settings)
     return settings
@@ -182,7 +177,7 @@ def sandbox_wanted(settings: SandboxSettings) -> bool:
 class SandboxPolicy:
     cwd: Path
     writable: tuple[Path, ...]
-    protected: tuple[tuple[Path, Kind], ...]
+    protected: tuple[HeldPath, ...]  # with why each is held (the sandbox's notes say it)
     read_only: tuple[PathPattern, ...]  # expanded against the filesystem at each command
     masked: tuple[PathPattern, ...]
     network: bool
@@ -206,38 +201,27 @@ def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
     return path, not rest or rest == ["**"]
 
 
-def _session_rules(engine: PermissionEngine) -> list[CompiledRule]:
-    compiled = []
-    for behavior, texts in engine.rules_by_source().get("session", {}).items():
-        for text in texts:
-            try:
-                compiled.append(compile_rule(Rule.parse(text), behavior, RuleOrigin("session", None, engine.cwd),
-                                             cwd=engine.cwd))
-            except RuleSyntaxError:
-                continue
-    return compiled
-
-
 def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> SandboxPolicy:
+    """The policy over the engine's own compiled rules (the path rules, by whether they speak about reads or
+    writes), so the sandbox and the rules never read the same text two ways."""
     workspace = engine.workspace
-    rules = [*_session_rules(engine), *engine.settings.rules]
+    rules = engine.rules()
     writable = list(workspace.roots)
     for pattern in settings.allow_write:
         writable.append(_literal_root(pattern)[0])
     for rule in rules:
-        if rule.behavior == "allow" and rule.path is not None and rule.rule.tool in EDIT_TOOLS:
+        if rule.behavior == "allow" and rule.path is not None and rule.form.access == "write":
             writable.append(_literal_root(rule.path)[0])
     roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
-    protected: list[tuple[Path, Kind]] = [pair for root in workspace.roots for pair in protected_paths(root)]
-    protected += [(Path(p), "file") for p in workspace.protected_files]
-    protected += [(engine.settings.user_config_dir / "settings.json", "file")]
+    protected = workspace.held()
+    protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)
     masked = list(settings.deny_read)
     for rule in rules:
         if rule.behavior == "deny" and rule.path is not None:
-            if rule.rule.tool in READ_TOOLS:
+            if rule.form.access == "read":
                 masked.append(rule.path)
-            elif rule.rule.tool in EDIT_TOOLS:
+            elif rule.form.access == "write":
                 read_only.append(rule.path)
     return SandboxPolicy(
         cwd=engine.cwd,
@@ -297,4 +281,4 @@ def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
 def describe(policy: SandboxPolicy) -> dict[str, Any]:
     """For logs and tests."""
     return {"writable": [str(p) for p in policy.writable], "network": policy.network,
-            "protected": [str(p) for p, _ in policy.protected]}
+            "protected": [str(h.path) for h in policy.protected]}

@@ -35,10 +35,13 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bridge.environment import refused_reason
-from bridge.jsonfile import write_json_atomic
+from bridge.errors import validation_problems
+from bridge.jsonfile import stat_key, write_json_atomic
+from bridge.permissions.command_limits import ram_bytes, widening_limits
+from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
-from bridge.permissions.rules import CompiledRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
+from bridge.permissions.rules import CompiledRule, PlacedRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
 from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
 
@@ -154,9 +157,7 @@ def _validated(loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], va
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()[:3]
-        )
+        problems = "; ".join(validation_problems(exc, whole="value", limit=3))
         note = LOCKDOWN_NOTE if restricts else ""
         loaded.issues.append(SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped{note}",
                                            lockdown=restricts))
@@ -213,14 +214,6 @@ def _load_hooks(loaded: LoadedSettings, value: Any) -> None:
         ]
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
 def default_user_config_dir() -> Path:
     override = os.environ.get("AGENT_BRIDGE_CONFIG_DIR")
     return Path(override) if override else Path(platformdirs.user_config_dir("agent-bridge"))
@@ -264,8 +257,8 @@ class SettingsStore:
         self._lock = threading.RLock()
         self._stats: dict[Path, tuple[int, int, int] | None] = {}
         self._loaded: dict[Path, LoadedSettings] = {}
-        self._compiled: list[CompiledRule] = []
-        self._compile_issues: list[SettingsIssue] = []
+        self._placed: list[PlacedRule] = []
+        self._compiled: tuple[int, RuleGrammar, list[CompiledRule], list[SettingsIssue]] | None = None
         self._items: list[TrustItem] = []
         self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
@@ -293,7 +286,7 @@ class SettingsStore:
             changed = self.trust.version != self._trust_version
             self._trust_version = self.trust.version
             for file in self.files:
-                key = _stat_key(file.path)
+                key = stat_key(file.path)
                 if not force and file.path in self._loaded and self._stats.get(file.path) == key:
                     continue
                 self._stats[file.path] = key
@@ -309,40 +302,61 @@ class SettingsStore:
             return changed
 
     def _recompile(self) -> None:
-        compiled: list[CompiledRule] = []
-        issues: list[SettingsIssue] = []
+        """The rules in effect, placed (the allow rules of the folder's own files once admitted); compiled per
+        grammar by `compiled`."""
         self._items = [item for loaded in self._loaded.values() for item in _widening_items(loaded, self.cwd)]
+        placed: list[PlacedRule] = []
         for file in self.files:
             loaded = self._loaded[file.path]
             origin = RuleOrigin(file.source, file.path, file.root)
-            for behavior, rule in loaded.rules:
-                if behavior == "allow" and not self._admits(loaded, "allow", rule.text):
-                    continue
+            placed += [PlacedRule(rule, behavior, origin) for behavior, rule in loaded.rules
+                       if behavior != "allow" or self._admits(loaded, "allow", rule.text)]
+        self._placed = placed
+
+    def compiled(self, grammar: RuleGrammar) -> tuple[list[CompiledRule], list[SettingsIssue]]:
+        """The rules in effect compiled by `grammar` (the forms the session's tools state), and the rules that
+        could not be: a deny or ask rule among them puts the engine in lockdown. Compiled once per change, shared
+        by every engine of the project."""
+        with self._lock:
+            rules = self.rules
+            cached = self._compiled
+            if cached is not None and cached[0] == self.generation and cached[1] == grammar:
+                return cached[2], cached[3]
+            compiled: list[CompiledRule] = []
+            issues: list[SettingsIssue] = []
+            for placed in rules:
                 try:
-                    compiled.append(compile_rule(rule, behavior, origin, cwd=self.cwd))
+                    compiled.append(compile_rule(placed, grammar.form(placed.rule.tool), cwd=self.cwd))
                 except RuleSyntaxError as exc:
-                    restricts = behavior != "allow"
-                    issues.append(SettingsIssue(file.path, f"permissions.{behavior}: {exc}; rule skipped"
-                                                           f"{LOCKDOWN_NOTE if restricts else ''}", lockdown=restricts))
-        self._compiled, self._compile_issues = compiled, issues
+                    restricts = placed.behavior != "allow"
+                    issues.append(SettingsIssue(placed.origin.file or Path("session"),
+                                                f"permissions.{placed.behavior}: {exc}; rule skipped"
+                                                f"{LOCKDOWN_NOTE if restricts else ''}", lockdown=restricts))
+            for issue in issues:
+                if issue not in self._logged:
+                    self._logged.add(issue)
+                    log.warning("invalid settings: %s", issue)
+            self._compiled = (self.generation, grammar, compiled, issues)
+            return compiled, issues
 
     def loaded(self) -> list[LoadedSettings]:
         return [self._loaded[f.path] for f in self.files]
 
     @property
     def issues(self) -> list[SettingsIssue]:
-        out = [issue for loaded in self.loaded() for issue in loaded.issues]
-        return out + list(self._compile_issues)
+        return [issue for loaded in self.loaded() for issue in loaded.issues]
 
     @property
-    def rules(self) -> list[CompiledRule]:
+    def rules(self) -> list[PlacedRule]:
+        """The rules in effect as written (`compiled` reads them by the tools' forms)."""
         if self.trust.version != self._trust_version:  # an answer just now: the allow rules it admitted
             self.refresh()
-        return self._compiled
+        return self._placed
 
     @property
     def lockdown(self) -> list[SettingsIssue]:
-        """Problems that may have dropped deny or ask rules: while any is present, every call asks."""
+        """Problems that may have dropped deny or ask rules: while any is present, every call asks (with those
+        of `compiled`, which the engine adds)."""
         return [issue for issue in self.issues if issue.lockdown]
 
     # --- trust ---------------------------------------------------------------------------------------
@@ -514,6 +528,7 @@ def sandbox_widening(raw: Any) -> list[str]:
     filesystem = raw.get("filesystem")
     if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
         out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]
+    out += [text for _key, text in widening_limits(raw.get("limits"), ram=ram_bytes())]
     return out
 
 

@@ -1,7 +1,8 @@
 """The always-rules a permission question offers: narrow enough to be safe, broad enough to be useful.
 
-A Bash command gets a prefix rule for each part not yet allowed (`Bash(npm run test *)`, `Bash(make *)`),
-or an exact rule for risky ones (`rm`, `sudo …`); a file tool gets the file's directory (`Edit(src/**)`).
+A command gets a prefix rule for each part not yet allowed (`Bash(npm run test *)`, `Bash(make *)`), or an
+exact rule for risky ones (`rm`, `sudo …`); a path tool gets the file's directory under the name the grammar
+gives rules about such paths (`Edit(src/**)`); a fetch its host (`WebFetch(domain:example.com)`).
 One question offers one allow option (all its rules together) and, for a single rule, a deny option.
 """
 
@@ -12,10 +13,12 @@ import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from bridge.permissions.command_parts import Part
 from bridge.permissions.containment import Workspace
-from bridge.permissions.rules import EDIT_TOOLS
-from bridge.permissions.shell import Part
+from bridge.permissions.facts import RuleForm
+from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.types import RuleSuggestion
+from bridge.visible import has_hidden
 
 _SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
 _RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
@@ -31,30 +34,37 @@ _EXACT_SUGGESTION = frozenset({
 
 
 class Suggester:
-    """Suggestions for one engine: rules go to its local settings file."""
+    """Suggestions for one engine: rules go to its local settings file; `command_tool` names the rules of
+    commands (the tool whose call is being asked about)."""
 
-    def __init__(self, destination: Path, workspace: Workspace) -> None:
+    def __init__(self, destination: Path, workspace: Workspace, grammar: RuleGrammar, command_tool: str = "") -> None:
         self.destination = str(destination)
         self.workspace = workspace
+        self.grammar = grammar
+        self.command_tool = command_tool
 
     def rules(self, rules: Iterable[str], *, deny_too: bool = True) -> list[RuleSuggestion]:
         unique = list(dict.fromkeys(rules))
-        if not unique:
-            return []
+        if not unique or any(has_hidden(rule) for rule in unique):
+            return []  # a rule no one can read as written is not offered: what is saved must be what is shown
         out = [RuleSuggestion(unique[0], "allow", self.destination, tuple(unique[1:]))]
         if deny_too and len(unique) == 1:
             out.append(RuleSuggestion(unique[0], "deny", self.destination))
         return out
 
     def bash(self, parts: Sequence[Part], *, exact: bool = False) -> list[RuleSuggestion]:
-        return self.rules(bash_suggestion(p, exact=exact) for p in parts)
+        """One rule per part; none when a part has a word computed at run time (`echo $X`): no rule can allow
+        what can't be read, so an always-option would not do what it says."""
+        if not all(p.static for p in parts):
+            return []
+        return self.rules(f"{self.command_tool}({command_pattern(p, exact=exact)})" for p in parts)
 
-    def tool(self, tool: str, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None,
-             network: bool) -> list[RuleSuggestion]:
-        if network:
-            return self.rules([f"WebFetch(domain:{host})"] if host else [])
-        rules = [f"{'Edit' if tool in EDIT_TOOLS else 'Write'}({self.path_spec(p)})" for p in writes]
-        rules += [f"Read({self.path_spec(p)})" for p in outside_reads]
+    def tool(self, tool: str, form: RuleForm, writes: Sequence[Path], outside_reads: Sequence[Path],
+             host: str | None) -> list[RuleSuggestion]:
+        if form.specifier == "domain":
+            return self.rules([f"{tool}(domain:{host})"] if host else [])
+        rules = [f"{self.grammar.rule_name(tool, form, 'write')}({self.path_spec(p)})" for p in writes]
+        rules += [f"{self.grammar.rule_name(tool, form, 'read')}({self.path_spec(p)})" for p in outside_reads]
         return self.rules(rules or [tool])
 
     def path_spec(self, path: Path) -> str:
@@ -74,10 +84,14 @@ def escape_glob(text: str) -> str:
     return re.sub(r"([*?\[\]!#\\])", r"\\\1", text)
 
 
-def bash_suggestion(part: Part, *, exact: bool) -> str:
+def command_pattern(part: Part, *, exact: bool) -> str:
+    """A prefix pattern for a part, or the exact command where a prefix would allow far more than was asked: a
+    risky command, one that reads the environment, one that asks only for what it reads (outside the
+    workspace, a process's environment): `Bash(cat *)` would let `cat` read anything."""
     words = [w.value for w in part.effective]
-    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None:
-        return f"Bash({part.canonical})"
+    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None or part.environment or \
+            part.reads_only:
+        return part.canonical
     depth = 1
     if words[0] in _SUBCOMMAND_TOOLS:
         depth = 3 if words[0] in _RUNNERS and len(words) > 1 and words[1] in ("run", "exec", "x") else 2
@@ -86,4 +100,4 @@ def bash_suggestion(part: Part, *, exact: bool) -> str:
         if not _SUBCOMMAND_WORD.match(word):
             break
         prefix.append(word)
-    return f"Bash({shlex.join(prefix)} *)"
+    return f"{shlex.join(prefix)} *"

@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from bridge.jsonfile import locked, read_json, write_json_atomic
+from bridge.jsonfile import keyed_entry, read_json, stat_key
+from bridge.visible import one_line, visible
 
 log = logging.getLogger(__name__)
 
 TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additionalDirectories", "sandbox", "plugin"]
 TrustPolicy = Literal["ask", "restricted", "trusted"]
-TRUST_POLICIES: tuple[TrustPolicy, ...] = ("ask", "restricted", "trusted")
 TRUST_ENV = "AGENT_BRIDGE_TRUST_FOLDER"  # "1"/"yes"/"true": trust every folder's configuration (CI)
 STORE_NAME = "trusted-folders.json"
 
@@ -114,7 +113,7 @@ class FolderTrust:
     def refresh(self) -> bool:
         """Re-read the store when another process changed it; True when anything may now be admitted differently."""
         with self._lock:
-            if _stat_of(self.path) == self._stat:
+            if stat_key(self.path) == self._stat:
                 return False
             before = (self._approved, self._declined)
             self._load_locked()
@@ -152,16 +151,7 @@ class FolderTrust:
         if not remember:
             return None
         try:
-            with locked(self.path):
-                data, problem = read_json(self.path)
-                if problem:
-                    raise ValueError(f"{problem}; not overwriting it")
-                data = data if isinstance(data, dict) else {}
-                folders = data.get("folders")
-                if not isinstance(folders, dict):
-                    folders = data["folders"] = {}
-                entry = folders.get(str(self.folder))
-                entry = folders[str(self.folder)] = entry if isinstance(entry, dict) else {}
+            with keyed_entry(self.path, "folders", str(self.folder)) as entry:
                 add, drop = ("approved", "declined") if approve else ("declined", "approved")
                 chosen = set(items)
                 kept = [v for v in entry.get(drop, []) if TrustItem.from_json(v) not in chosen] \
@@ -171,8 +161,6 @@ class FolderTrust:
                 present: list[Any] = found if isinstance(found, list) else []
                 known = {TrustItem.from_json(v) for v in present}
                 entry[add] = [*present, *(i.as_json() for i in items if i not in known)]
-                data["version"] = 1
-                write_json_atomic(self.path, data)
         except (OSError, ValueError) as error:  # not remembered: still honoured for this process
             log.warning("could not save the folder trust answer: %s", error)
             return f"the answer could not be saved ({error}); it holds until the bridge exits"
@@ -186,7 +174,7 @@ class FolderTrust:
             self._load_locked()
 
     def _load_locked(self) -> None:
-        self._stat = _stat_of(self.path)
+        self._stat = stat_key(self.path)
         data, problem = read_json(self.path)
         if problem:
             log.warning("folder trust store: %s (nothing in it is trusted until it is fixed)", problem)
@@ -201,14 +189,6 @@ def _items(value: Any) -> frozenset[TrustItem]:
     if not isinstance(value, list):
         return frozenset()
     return frozenset(item for item in map(TrustItem.from_json, value) if item is not None)
-
-
-def _stat_of(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 # -- asking ------------------------------------------------------------------------------------------------
@@ -231,13 +211,13 @@ class TrustQuestion:
 
     @property
     def title(self) -> str:
-        return f"Trust this folder's own settings? ({self.folder})"
+        return f"Trust this folder's own settings? ({visible(str(self.folder))})"
 
     @property
     def text(self) -> str:
-        lines = [f"{self.folder} has settings of its own that would widen what runs or what is allowed. Until "
-                 "you trust them they stay off (their deny and ask rules apply already):", ""]
-        lines += [f"  • {visible(item.describe())}" for item in self.items]
+        lines = [f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
+                 "allowed. Until you trust them they stay off (their deny and ask rules apply already):", ""]
+        lines += [f"  • {one_line(item.describe(), 2000)}" for item in self.items]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
@@ -301,7 +281,7 @@ class TrustPrompt:
         return admitted
 
     def _why_off(self, items: list[TrustItem], policy: TrustPolicy, *, can_ask: bool) -> str:
-        listed = "\n".join(f"  • {visible(item.describe())}" for item in items)
+        listed = "\n".join(f"  • {one_line(item.describe(), 2000)}" for item in items)
         if policy == "restricted":
             return (f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
                     "Trust the folder (in VS Code: Manage Workspace Trust) to be asked about them.")
@@ -310,11 +290,3 @@ class TrustPrompt:
                     "To trust them, run in a terminal and answer the question, or pass --trust-folder "
                     f"(CI: {TRUST_ENV}=1).")
         return f"These settings of this folder stay off (as you answered):\n{listed}"
-
-
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-
-
-def visible(text: str) -> str:
-    """`text` with control, bidi and zero-width characters shown as escapes (a name can't redraw the question)."""
-    return _INVISIBLE.sub(lambda m: f"\\u{{{ord(m.group()):04x}}}", text.replace("\n", "⏎ "))

@@ -43,6 +43,33 @@ class RuleSuggestion:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """A span of a command (`start`/`end`: indices into its text) that made the check ask, and why."""
+
+    start: int
+    end: int
+    why: str
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """A path as the call names it, and where it really leads (a symlink, `..`, `~`): shown when they differ."""
+
+    named: str
+    resolved: str
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What the question must show besides the title, so that it is what runs: the exact command (Bash), the
+    parts of it that made the check ask, and every path whose resolution differs from its name."""
+
+    command: str | None = None
+    marks: tuple[Mark, ...] = ()
+    paths: tuple[NamedPath, ...] = ()
+
+
+@dataclass(frozen=True)
 class Decision:
     behavior: Behavior
     reason: str = ""
@@ -51,6 +78,12 @@ class Decision:
     suggestions: list[RuleSuggestion] = field(default_factory=list)
     updated_input: dict[str, Any] | None = None  # a hook may rewrite the input
     source_file: str | None = None  # the settings file holding that rule (None for session rules)
+    shown: Shown = Shown()  # for a question: the command, the marked parts, the resolved paths
+    resolved: tuple[Path, ...] = ()  # the real path judged for each path the call named, in the order given:
+    # a file tool opens exactly these (no link followed), so what was judged is what is used
+    grants: tuple[Path, ...] = ()
+    """Protected paths (runs_later.py) an ask named: once the user allows the call, it may write them (the OS
+    sandbox opens exactly these for it)."""
 
 
 @dataclass(frozen=True)
@@ -80,11 +113,36 @@ class PermissionRequest:
     reason: str
     suggestions: list[RuleSuggestion]
     agent: SubAgentLabel | None = None  # the sub-agent asking (None: the session's own loop)
+    shown: Shown = Shown()  # the command as it runs, what in it asks, paths named and resolved
+
+
+OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@dataclass(frozen=True)
+class AnswerOption:
+    """One answer a question offers: its id (`allow_always`, `allow_always:2`…), its kind, and for an always-answer
+    the rules it saves — exactly these."""
+
+    option_id: str
+    kind: OptionKind
+    suggestion: RuleSuggestion | None = None
+
+
+def answer_options(request: PermissionRequest) -> list[AnswerOption]:
+    """Every answer a question offers, in the one order: allow once, always allow (one per allow suggestion),
+    reject, always reject (one per deny suggestion). An answer naming no option here saves nothing."""
+    def always(kind: OptionKind, behavior: str) -> list[AnswerOption]:
+        chosen = [s for s in request.suggestions if s.behavior == behavior]
+        return [AnswerOption(kind if i == 0 else f"{kind}:{i + 1}", kind, s) for i, s in enumerate(chosen)]
+
+    return [AnswerOption("allow_once", "allow_once"), *always("allow_always", "allow"),
+            AnswerOption("reject_once", "reject_once"), *always("reject_always", "deny")]
 
 
 @dataclass(frozen=True)
 class PermissionAnswer:
-    outcome: Literal["allow_once", "allow_always", "reject_once", "reject_always", "cancelled"]
+    outcome: OptionKind | Literal["cancelled"]
     feedback: str | None = None
     suggestion: RuleSuggestion | None = None  # the rule chosen with an always-option
     edited_text: str | None = None  # an accepted edit's file content as the user changed it in the diff

@@ -35,11 +35,12 @@ from bridge.server.jsonrpc import (
     run_until_eof,
     serve_lines,
 )
-from bridge.server.updates import UpdateStream
+from bridge.server.updates import UpdateStream, tool_meta
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
     from bridge.mcp.host import McpHost, Question, Reply
+    from bridge.messages import Block
     from bridge.model.types import ModelError
     from bridge.permissions.trust import TrustAnswer, TrustQuestion
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
@@ -110,6 +111,16 @@ class BridgeServer(LanguageServer):
             self._agent = Agent(config)
         return self._agent
 
+    @property
+    def offline(self) -> bool:
+        """The model is the offline demo this process serves (`--offline`), not Claude."""
+        server = sys.modules.get("bridge.offline.server")  # loaded only when this process serves one
+        return server is not None and self.agent.config.base_url in server.OfflineServer.running
+
+    def models(self, session: Session) -> dict[str, Any]:
+        """`models` of a `session/new` or `session/load` answer: the session's, or the offline demo model."""
+        return wire.offline_models_state() if self.offline else wire.models_state(session.model_name)
+
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
         self.editor_capabilities = client_capabilities if isinstance(client_capabilities, dict) else {}
@@ -158,7 +169,8 @@ class BridgeServer(LanguageServer):
         stream = self.streams.get(session_id)
         if stream is None:
             stream = UpdateStream(lambda update: self.send_update(session_id, update),
-                                  lambda event: self.notice(session_id, event.message, event.level))
+                                  lambda event: self.notice(session_id, event.message, event.level),
+                                  offline=self.offline)
             self.streams[session_id] = stream
         return stream
 
@@ -240,6 +252,11 @@ class BridgeServer(LanguageServer):
         from bridge.permissions.types import PermissionAnswer
 
         params = wire.permission_params(session_id, request)
+        session = self.agent.sessions.get(session_id)
+        tool = session.toolset.get(request.tool_name) if session is not None else None
+        meta = await asyncio.to_thread(tool_meta, tool, request.raw_input)
+        if meta:
+            params["toolCall"]["_meta"] = {**(params["toolCall"].get("_meta") or {}), **meta}
         try:  # a cancelled turn withdraws the question (CancelledError goes on)
             result = await self.ask_client("session/request_permission", params)
         except Exception as error:  # the editor answered with an error: the tool is denied
@@ -275,6 +292,17 @@ def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcSe
     """ACP's `auth_required`, with the method the editor can offer (how to set the key is in its `_meta`)."""
     data = {**(data or {}), "authMethods": AUTH_METHODS}
     return JsonRpcServerError(message, AUTH_REQUIRED, data)  # type: ignore[no-untyped-call]
+
+
+NO_API_KEY = ("No Anthropic API key is set: set ANTHROPIC_API_KEY for agent-bridge (or apiKey in its settings; "
+              "in VS Code: “Agent Bridge: Set API Key”), or try it without one on the offline model "
+              "(--offline playground).")
+
+
+def _slash_command(blocks: list[Block]) -> bool:
+    """A prompt that starts with a slash command (most answer without the model)."""
+    first = blocks[0] if blocks else {}
+    return first.get("type") == "text" and str(first.get("text", "")).lstrip().startswith("/")
 
 
 def model_failure(error: ModelError) -> JsonRpcException:
@@ -420,7 +448,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, notices))
         answer = {"sessionId": session.id, "modes": wire.modes_state(session.mode)}
         if not ls.acp:  # the VS Code extension's model picker (ACP 1's schema has no `models` yet)
-            answer["models"] = wire.models_state(session.model_name)
+            answer["models"] = ls.models(session)
         return answer
 
     @feature("session/load")
@@ -437,10 +465,13 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise unknown_session(error) from None
         session = reopened.session
         stream = ls.stream(session.id)
-        for update in replayed(reopened.replay):
+        for update in replayed(reopened.replay, offline=ls.offline):
             stream.update(update)  # ACP: the history first, then the answer
         ls.bridge_protocol.after_reply(lambda: ls.session_started(session, reopened.notices, loaded=True))
-        return {"modes": wire.modes_state(session.mode)}
+        answer = {"modes": wire.modes_state(session.mode)}
+        if not ls.acp:  # the loaded session's own model, for the picker and the header
+            answer["models"] = ls.models(session)
+        return answer
 
     @feature("session/list")
     def session_list(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -455,6 +486,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             blocks = wire.prompt_blocks(parsed.prompt)
         except ValueError as error:
             raise JsonRpcInvalidParams(str(error)) from None
+        if not ls.agent.config.api_key and not _slash_command(blocks):
+            # Said at once: without a key the request would fail late and for another reason (a network
+            # error after the retries, when the API is not reachable), which sends people looking elsewhere.
+            raise auth_required(NO_API_KEY, {"kind": "authentication", "status": None})
         stream = ls.stream(session.id)
         try:
             stop = await session.prompt(blocks)

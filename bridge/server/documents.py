@@ -9,7 +9,14 @@ any path (Zed from its buffer if the file is open, else from disk). So every rea
 carry it: binary files and images (a NUL in the first block), FIFOs and devices, huge files (the editor would
 load them whole). Writes go to the client on the same terms. A read the client cannot answer (an error, no
 answer within `CLIENT_READ_TIMEOUT_S`) falls back to the disk; a write it refuses fails the tool, and nothing is
-written to disk behind the editor's back."""
+written to disk behind the editor's back.
+
+The editor is asked only after the permission step allowed the call (the tools ask in `validate_target` or
+`call`), and only while the name still leads to the real path the permission step judged (the tools check
+that before and after, `fileio.editor_text`). What is looked at here to decide (a regular text file, small
+enough) is opened the way the tools open files (`bridge.safefs`: no link followed on the way), never by name
+after a check. The editor resolves the name itself when it reads or writes: the bridge cannot hand it an open
+file, so that last step is the editor's."""
 
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from typing import Any
 import anyio
 from pygls.lsp.server import LanguageServer
 
+from bridge import safefs
 from bridge.tools.base import DocumentSource, ToolError
 from bridge.tools.paths import looks_binary
 
@@ -58,6 +66,8 @@ class SyncedDocuments(DocumentSource):
 class ClientFiles(SyncedDocuments):
     """Files through an ACP client's `fs/*` methods, for one session (see the module docstring)."""
 
+    asks_editor = True
+
     def __init__(self, server: LanguageServer, ask: AskClient, session_id: str, *, read: bool, write: bool) -> None:
         super().__init__(server)
         self._ask = ask
@@ -92,20 +102,29 @@ class ClientFiles(SyncedDocuments):
 
 
 def _text_file(path: Path) -> bool:
-    """A regular file, small enough, that does not look binary: the client's text API can carry it."""
+    """A regular file, small enough, that does not look binary: the client's text API can carry it. Opened
+    where the name leads now, following no link after it is resolved, without blocking."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
+        opened = safefs.open_beneath(path, ["/"], safefs.READ_FLAGS)
+    except (OSError, ValueError):
         return False
     try:
-        st = os.fstat(fd)
-        return stat.S_ISREG(st.st_mode) and st.st_size <= CLIENT_MAX_BYTES and not looks_binary(os.read(fd, 8192))
+        st = opened.stat
+        if not stat.S_ISREG(st.st_mode) or st.st_size > CLIENT_MAX_BYTES:
+            return False
+        return not looks_binary(os.read(opened.fd, 8192))
     except OSError:
         return False
     finally:
-        os.close(fd)
+        opened.close()
 
 
 def _writable(path: Path) -> bool:
     """A new file, or an existing one the client could also have read."""
-    return not os.path.lexists(path) or _text_file(path)
+    try:
+        safefs.stat_exact(safefs.resolve(path, ["/"]))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, ValueError):
+        return False
+    return _text_file(path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from bridge.loop.events import (
     AgentProgress,
@@ -32,7 +32,27 @@ from bridge.loop.events import (
 from bridge.server import wire
 from bridge.server.wire import ChunkKind
 
+if TYPE_CHECKING:
+    from bridge.tools.base import AnyTool
+
 log = logging.getLogger(__name__)
+
+
+def tool_meta(tool: AnyTool | None, raw_input: dict[str, Any]) -> dict[str, Any]:
+    """What a call's tool says of it, for its tool call's `_meta` (ours): `destructive` — it deletes or
+    overwrites (`Tool.is_destructive`), so an editor keeps "always allow" out of reach and warns. The input
+    observers see may carry derived fields (an absolute path): only the tool's own fields are validated. A
+    tool that can't answer says nothing. May read a command (Bash): call it off the event loop."""
+    if tool is None:
+        return {}
+    fields = {name for name in tool.input_model.model_fields}
+    fields |= {info.alias for info in tool.input_model.model_fields.values() if info.alias}
+    try:
+        data = tool.input_model.model_validate({k: v for k, v in raw_input.items() if k in fields})
+        return {"destructive": bool(tool.is_destructive(data))}
+    except Exception:
+        log.debug("tool %s could not say whether a call is destructive", tool.name, exc_info=True)
+        return {}
 
 
 class UpdateStream:
@@ -43,8 +63,10 @@ class UpdateStream:
         *,
         interval: float = 0.016,
         end_turn: Callable[[dict[str, Any]], None] | None = None,
+        offline: bool = False,
     ) -> None:
         self._send = send
+        self._offline = offline  # the offline demo model answers: its usage costs nothing
         self._notice = notice  # not part of the conversation: shown apart (a log line, a message)
         self._interval = interval  # 0: no coalescing (a replay: each stored block is its own update)
         self._end_turn = end_turn
@@ -85,7 +107,7 @@ class UpdateStream:
             case ToolCallFinished():
                 self.update(wire.tool_finished(event), parent)
             case UsageReport():
-                self.update(wire.usage(event), parent)
+                self.update(wire.usage(event, offline=self._offline), parent)
             case AgentProgress():
                 self.update(wire.agent_progress(event), parent)
             case ModeChanged():
@@ -140,7 +162,7 @@ class UpdateStream:
             self._open_window()
 
 
-def replayed(events: list[LoopEvent]) -> list[dict[str, Any]]:
+def replayed(events: list[LoopEvent], *, offline: bool = False) -> list[dict[str, Any]]:
     """A stored session's updates (bridge/replay.py's events through the same mapping as live): each block its own
     update, each turn's last update marked with how the turn ended (`_meta.turnEnd`, our extension: an ACP
     client that ignores it still sees plain updates; one that knows it shows each prompt as its own turn)."""
@@ -151,7 +173,7 @@ def replayed(events: list[LoopEvent]) -> list[dict[str, Any]]:
             last = out[-1]
             out[-1] = {**last, "_meta": {**(last.get("_meta") or {}), "turnEnd": turn_end}}
 
-    stream = UpdateStream(out.append, interval=0, end_turn=end_turn)
+    stream = UpdateStream(out.append, interval=0, end_turn=end_turn, offline=offline)
     for event in events:
         stream.emit(event)
     return out

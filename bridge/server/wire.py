@@ -30,6 +30,7 @@ from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.permissions.trust import TRUST_CHOICES, TrustAnswer, TrustQuestion
 from bridge.permissions.types import PermissionAnswer, PermissionRequest, RuleSuggestion
 from bridge.transcript import StoredSession
+from bridge.visible import capped, code_span, fits, has_hidden, one_line, visible, visible_spans
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 
@@ -234,8 +235,9 @@ def tool_finished(event: ToolCallFinished) -> dict[str, Any]:
     return update
 
 
-def usage(event: UsageReport) -> dict[str, Any]:
-    return {
+def usage(event: UsageReport, *, offline: bool = False) -> dict[str, Any]:
+    """`offline`: the offline demo model answered: no `cost` (it costs nothing), `_meta.offline`."""
+    update: dict[str, Any] = {
         "sessionUpdate": "usage_update",
         "used": event.context_used,
         "size": event.context_size,
@@ -248,6 +250,10 @@ def usage(event: UsageReport) -> dict[str, Any]:
             "responseCost": round(event.cost_usd, 6),
         },
     }
+    if offline:
+        del update["cost"], update["_meta"]["responseCost"]
+        update["_meta"]["offline"] = True
+    return update
 
 
 def mode(event: ModeChanged) -> dict[str, Any]:
@@ -285,6 +291,16 @@ def models_state(current: str) -> dict[str, Any]:
     return {"currentModelId": current, "availableModels": listed}
 
 
+OFFLINE_MODEL = {"modelId": "offline-demo", "name": "Offline demo model",
+                 "description": "The bridge's built-in offline model: scripted answers, no network, no cost"}
+
+
+def offline_models_state() -> dict[str, Any]:
+    """The models of a bridge on its offline demo model: that one (an editor must not show a Claude model and
+    a price for it)."""
+    return {"currentModelId": OFFLINE_MODEL["modelId"], "availableModels": [OFFLINE_MODEL]}
+
+
 def modes_state(current: str) -> dict[str, Any]:
     """`session/new`'s `modes`: the current mode and every mode, named and described."""
     return {
@@ -300,20 +316,21 @@ OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always
 
 
 def permission_params(session_id: str, request: PermissionRequest) -> dict[str, Any]:
+    """`session/request_permission` for a tool call: the title alone tells the whole truth (a client may show
+    only it: the whole command, every line; a path and where it really leads), the first content block says it
+    again with the reason, `_meta.question` carries it as data (the marked parts, the paths), and an always-
+    option names every rule it saves. Every text a person sees is made visible (`bridge.visible`)."""
     options: list[dict[str, Any]] = [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"}]
-    for suggestion in request.suggestions:
-        if suggestion.behavior == "allow":
-            options.append(_always_option("allow_always", f"Always allow {suggestion.label}", suggestion))
+    options += _always_options("allow_always", "Always allow", _suggested(request, "allow"))
     options.append({"optionId": "reject_once", "name": "Reject", "kind": "reject_once"})
-    for suggestion in request.suggestions:
-        if suggestion.behavior == "deny":
-            options.append(_always_option("reject_always", f"Always reject {suggestion.label}", suggestion))
-    content = [tool_content(item) for item in request.display]
+    options += _always_options("reject_always", "Always reject", _suggested(request, "deny"))
+    content = [_text_content(_question_text(request)), *(tool_content(item) for item in request.display)]
+    meta: dict[str, Any] = {"reason": visible(request.reason), "question": _question(request)}
     return {
         "sessionId": session_id,
         "toolCall": {
             "toolCallId": request.tool_call_id,
-            "title": request.title,
+            "title": _question_title(request),
             "kind": request.kind,
             "status": "pending",
             "rawInput": request.raw_input,
@@ -321,22 +338,85 @@ def permission_params(session_id: str, request: PermissionRequest) -> dict[str, 
             "locations": [location(item) for item in request.locations],
         },
         "options": options,
-        "_meta": {"reason": request.reason} | ({"agent": agent_label(request.agent)} if request.agent else {}),
+        "_meta": meta | ({"agent": agent_label(request.agent)} if request.agent else {}),
     }
 
 
-def _always_option(kind: OptionKind, name: str, suggestion: RuleSuggestion) -> dict[str, Any]:
-    where = Path(suggestion.destination).name
+def _question_title(request: PermissionRequest) -> str:
+    shown = request.shown
+    if shown.command is not None:
+        background = " (background)" if request.raw_input.get("run_in_background") else ""
+        title = code_span(one_line(shown.command)) + background
+        if not fits(shown.command) and shown.marks:  # what asks may be past the cut: name it
+            asked = ", ".join(code_span(one_line(shown.command[m.start:m.end], 300)) for m in shown.marks[:5])
+            title += f" — it asks about {asked}"
+        return title
+    title = one_line(request.title)
+    if shown.paths:
+        title += " → " + ", ".join(one_line(p.resolved) for p in shown.paths)
+    return title
+
+
+def _question_text(request: PermissionRequest) -> str:
+    shown = request.shown
+    if shown.command is not None:
+        body, more = capped(shown.command)
+        head = visible(body, keep_newlines=True) + more
+    elif shown.paths:
+        head = "\n".join(f"{visible(p.named)} → {visible(p.resolved)}" for p in shown.paths)
+    else:
+        head = "\n".join(visible(item.path) for item in request.locations) or visible(request.title)
+    return f"{head}\n\n{visible(request.reason)}" if request.reason else head
+
+
+def _question(request: PermissionRequest) -> dict[str, Any]:
+    shown = request.shown
+    command: str | None = None
+    marks: list[dict[str, Any]] = []
+    body = ""
+    if shown.command is not None:
+        body, more = capped(shown.command)
+        command, spans = visible_spans(body, [(m.start, m.end) for m in shown.marks])
+        command += more
+        marks = [{"start": start, "end": end, "why": visible(mark.why)}
+                 for (start, end), mark in zip(spans, shown.marks, strict=True) if end > start]
     return {
-        "optionId": kind,
-        "name": f"{name} (saved to {where})",
-        "kind": kind,
-        "_meta": {"rule": suggestion.rule, "rules": list(suggestion.rules), "destination": suggestion.destination},
+        "command": command,
+        "marks": marks,
+        "reason": visible(request.reason),
+        "paths": [{"named": visible(p.named), "resolved": visible(p.resolved)} for p in shown.paths],
+        "escaped": any(has_hidden(text) for text in (body, request.reason, request.title,
+                                                     *(p.named for p in shown.paths))),
     }
+
+
+def _always_options(kind: OptionKind, verb: str, suggestions: list[RuleSuggestion]) -> list[dict[str, Any]]:
+    """One option per suggestion (ids `allow_always`, `allow_always:2`…); its name lists every rule it saves
+    and where."""
+    out = []
+    for option_id, suggestion in _always_ids(kind, suggestions):
+        where = Path(suggestion.destination).name
+        rules = ", ".join(visible(rule) for rule in suggestion.rules)
+        out.append({
+            "optionId": option_id,
+            "name": f"{verb} {rules} (saved to {where})",
+            "kind": kind,
+            "_meta": {"rule": suggestion.rule, "rules": list(suggestion.rules), "destination": suggestion.destination},
+        })
+    return out
+
+
+def _suggested(request: PermissionRequest, behavior: str) -> list[RuleSuggestion]:
+    return [s for s in request.suggestions if s.behavior == behavior]
+
+
+def _always_ids(kind: str, suggestions: list[RuleSuggestion]) -> list[tuple[str, RuleSuggestion]]:
+    return [(kind if index == 0 else f"{kind}:{index + 1}", s) for index, s in enumerate(suggestions)]
 
 
 def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnswer:
-    """The editor's answer; anything unrecognized denies (never allows by accident)."""
+    """The editor's answer; anything unrecognized denies (never allows by accident). An always-option saves
+    exactly the rules its option listed."""
     if not isinstance(result, dict):
         return PermissionAnswer("cancelled")
     outcome = result.get("outcome") or {}
@@ -349,11 +429,12 @@ def permission_answer(result: Any, request: PermissionRequest) -> PermissionAnsw
     edited = edited if isinstance(edited, str) else None
     if option == "allow_once":
         return PermissionAnswer("allow_once", edited_text=edited)
-    if option in ("allow_always", "reject_always"):
-        wanted = "allow" if option == "allow_always" else "deny"
-        chosen = next((s for s in request.suggestions if s.behavior == wanted), None)
-        return PermissionAnswer(option, feedback=feedback, suggestion=chosen,
-                                edited_text=edited if option == "allow_always" else None)
+    for option_id, chosen in _always_ids("allow_always", _suggested(request, "allow")):
+        if option == option_id:
+            return PermissionAnswer("allow_always", feedback=feedback, suggestion=chosen, edited_text=edited)
+    for option_id, chosen in _always_ids("reject_always", _suggested(request, "deny")):
+        if option == option_id:
+            return PermissionAnswer("reject_always", feedback=feedback, suggestion=chosen)
     if option == "reject_once":
         return PermissionAnswer("reject_once", feedback=feedback)
     return PermissionAnswer("cancelled", feedback=feedback)
@@ -366,14 +447,15 @@ def question_params(session_id: str, question: Question) -> dict[str, Any]:
         "sessionId": session_id,
         "toolCall": {
             "toolCallId": question.id,
-            "title": question.title,
+            "title": one_line(question.title),
             "kind": "other",
             "status": "pending",
             "rawInput": question.meta,
-            "content": [{"type": "content", "content": {"type": "text", "text": question.text}}],
+            "content": [{"type": "content", "content": {"type": "text",
+                                                        "text": visible(question.text, keep_newlines=True)}}],
             "locations": [],
         },
-        "options": [{"optionId": c.id, "name": c.name, "kind": c.kind} for c in question.choices],
+        "options": [{"optionId": c.id, "name": one_line(c.name), "kind": c.kind} for c in question.choices],
         "_meta": question.meta,
     }
 

@@ -106,6 +106,9 @@ class AgentTool(Tool[AgentInput]):
     def is_concurrency_safe(self, data: AgentInput) -> bool:
         return True
 
+    def rule_subject(self, data: AgentInput) -> str:
+        return data.subagent_type  # `Agent(Explore)`
+
     async def validate_input(self, data: AgentInput, ctx: ToolContext) -> str | None:
         names = [name for name, _, _ in self.types]
         if data.subagent_type not in names:

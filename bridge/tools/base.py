@@ -1,30 +1,40 @@
 """The seed's Tool contract.
 
 A tool is one module: its pydantic input model next to its `call`. The loop (and nothing else) drives
-the contract in this order: parse input -> `validate_input` -> permissions (`check_permissions` feeds
-the engine) -> `call` -> result bounded by `max_result_chars`. Observers (editor `rawInput`, hooks)
-see `backfill_observable_input(input)`; the model always gets back exactly what it sent.
+the contract in this order: parse input -> `validate_input` (the input alone: nothing it names is touched)
+-> permissions (`permission_facts` feed the engine, which judges each path's real path) -> `validate_target`
+(what the call names: the file, the editor's buffer) -> `call` -> result bounded by `max_result_chars`. So a
+path the call may not use is never looked at: whether it exists cannot change the answer. When reading the
+named paths needs no permission (inside the workspace, no rule against it), `validate_target` runs before the
+question instead, so a call bound to fail is not asked about and the question can show the real diff.
+Observers (editor `rawInput`, hooks) see `backfill_observable_input(input)`; the model always gets back
+exactly what it sent.
+
+A tool states its own permission facts (`permission_facts`: the paths it reads and writes, the host it fetches
+from, the command it runs, what `Tool(name)` rules name of it, the `rule_form` its rules take, whether it leaves
+plan mode); the engine judges by them and names no tool (bridge/permissions/facts.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.abort import Abort
 from bridge.display import Display, PlanEntry
 from bridge.display import Location as Location  # re-exported: the tools name their locations from here
+from bridge.permissions.facts import NAME_RULES, Access, CallFacts, RuleForm, ShellCall
 
 if TYPE_CHECKING:  # the services' own modules import this one
+    from bridge.execution.background import BackgroundShells
+    from bridge.execution.sandbox import Sandbox
+    from bridge.execution.supervisor import ProcessSupervisor
     from bridge.tools.agent import AgentRunner
-    from bridge.tools.background import BackgroundShells
-    from bridge.tools.processes import ProcessSupervisor
-    from bridge.tools.sandbox import Sandbox
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 InterruptBehavior = Literal["block", "cancel"]
@@ -97,6 +107,10 @@ class DocumentSource:
     """The editor's view of files: its unsaved text (LSP document sync), and for an editor that offers it
     (ACP `fs/read_text_file` / `fs/write_text_file`) reading and writing files through it. The default has
     nothing: every file tool uses the disk. Permission and containment checks come first, always."""
+
+    asks_editor: ClassVar[bool] = False
+    """True when `read_text` / `write_text` ask the editor to read or write the file by its name (ACP `fs/*`):
+    the tools then check before and after that the name still leads where the permission step judged."""
 
     def get_text(self, path: Path) -> str | None:
         """The editor's text of `path` if it has it at hand without asking (synced documents)."""
@@ -179,6 +193,14 @@ class ToolContext:
     read_guard: ReadGuard | None = None
     """None: containment in cwd + additional_dirs only (no rules); the session sets the engine's."""
     services: Services = field(default_factory=Services)
+    granted: dict[Path, Path] | None = None
+    """The real path the permission step judged for each path the call named (`permission_paths`, keyed as
+    named). A file tool opens exactly that path (`bridge.safefs`: no symlink followed), so a name flipped to
+    a link after the check cannot send it elsewhere. None: no permission step judged this call (a tool used
+    on its own); the tool resolves the path itself when it opens it."""
+    grants: tuple[Path, ...] = ()
+    """Protected paths the permission step allowed this call to write (`Decision.grants`): the OS sandbox opens
+    exactly these for a Bash command; everything else protected stays read-only."""
 
 
 class Tool(Generic[In]):
@@ -192,6 +214,11 @@ class Tool(Generic[In]):
     # not cancel it, and a result returned after the abort counts as interrupted, its text as the output so far.
     answers_abort: ClassVar[bool] = False
     max_result_chars: ClassVar[float] = 30_000
+    rule_form: ClassVar[RuleForm] = NAME_RULES
+    """What the specifier of a rule naming this tool is (a command pattern, `domain:`, a path; bridge/permissions/
+    facts.py). The session's engine is composed with every tool's form (bridge/tools/registry.py)."""
+    leaves_plan_mode: ClassVar[bool] = False
+    """The call asks to leave plan mode: in plan mode it always asks (the user approves the plan)."""
 
     def is_read_only(self, data: In) -> bool:
         return False
@@ -215,15 +242,46 @@ class Tool(Generic[In]):
         return self.traits(data)
 
     async def validate_input(self, data: In, ctx: ToolContext) -> str | None:
-        """A message for the model when the input cannot work (checked before any permission)."""
+        """A message for the model when the input cannot work. Checked before any permission, so it must not
+        touch what the input names (the existence of a file the call may not see would show in the answer)."""
         return None
 
-    def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        """The paths this call reads or writes, for the permission engine's containment check."""
+    async def validate_target(self, data: In, ctx: ToolContext) -> str | None:
+        """A message for the model when what the call names makes it fail (a file not read first, an
+        old_string not in the file). Runs once the permission step allowed the call — or before its question
+        when the paths may be read without asking (see the module docstring). May keep a plan for `preview`."""
+        return None
+
+    def permission_paths(self, data: In, ctx: ToolContext) -> list[tuple[Path, Access]]:
+        """The paths this call reads or writes, as it names them, for the permission engine (which resolves them)."""
         return []
 
+    def permission_host(self, data: In) -> str | None:
+        """The host this call fetches from, for a tool whose rules take `domain:` (None: it can't be known)."""
+        return None
+
+    def permission_command(self, data: In) -> ShellCall | None:
+        """The shell command this call runs, read (bridge/permissions/shell.py), for a tool that runs commands."""
+        return None
+
+    def rule_subject(self, data: In) -> str | None:
+        """What a `Tool(name)` rule of this tool names in this call (`Agent(Explore)`: the agent type)."""
+        return None
+
+    def permission_facts(self, data: In, ctx: ToolContext) -> CallFacts:
+        """Everything the permission engine judges this call by, as this tool states it."""
+        try:
+            read_only = self.is_read_only(data)
+        except Exception:  # a question that fails is answered no, as in `traits`
+            read_only = False
+        return CallFacts(self.name, self.rule_form, read_only=read_only,
+                         paths=tuple(self.permission_paths(data, ctx)), host=self.permission_host(data),
+                         shell=self.permission_command(data), subject=self.rule_subject(data),
+                         leaves_plan=self.leaves_plan_mode)
+
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:
-        """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes."""
+        """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes, and
+        reads nothing the call names unless `validate_target` ran (its plan): else the input alone."""
         return []
 
     def stored_display(self, data: In) -> list[Display]:
@@ -288,4 +346,29 @@ def lean_schema(schema: Any, *, _in_properties: bool = False) -> Any:
 AnyTool = Tool[Any]
 Unbounded = math.inf
 
-ToolCallable = Callable[[Any, ToolContext], Awaitable[ToolResult]]
+
+@dataclass(frozen=True)
+class BoundCall:
+    """A tool bound to one call, as the permission engine asks about it (`bridge.permissions.facts.PermissionCall`).
+    `read_only` is what the executor found before asking."""
+
+    tool: AnyTool
+    data: Any
+    raw_input: dict[str, Any]
+    ctx: ToolContext
+    read_only: bool
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool.name
+
+    def facts(self, rewritten: dict[str, Any] | None = None) -> CallFacts:
+        """The tool's facts of the call's input, or of a hook's rewrite of it. A rewrite the tool can't take states
+        only the tool's form (the executor refuses it once the decision is made)."""
+        if rewritten is None:
+            return self.tool.permission_facts(self.data, self.ctx)
+        try:
+            data = self.tool.input_model.model_validate(rewritten)
+        except ValidationError:
+            return CallFacts(self.tool.name, self.tool.rule_form)
+        return self.tool.permission_facts(data, self.ctx)

@@ -16,7 +16,6 @@ import codecs
 import os
 import shutil
 import time
-import uuid
 from typing import Any
 
 import anyio
@@ -24,11 +23,14 @@ from pydantic import Field
 
 from bridge.abort import AbortReason
 from bridge.environment import handed_out
+from bridge.execution.host import CannotRun
+from bridge.execution.output import OutputBuffer, Throttle, exit_note, spill_path
+from bridge.execution.sandbox import CallSandbox
+from bridge.execution.shell import command_environment, shell_argv
+from bridge.permissions.facts import RuleForm, ShellCall
 from bridge.permissions.shell import ANALYSIS_DEADLINE_S, call_verdict, verdict
-from bridge.tools.base import CallTraits, Tool, ToolContext, ToolInput, ToolResult, required
-from bridge.tools.output import OutputBuffer, Throttle, exit_note
-from bridge.tools.processes import command_environment, shell_argv
-from bridge.tools.sandbox import sandbox_of
+from bridge.tools.base import CallTraits, Tool, ToolContext, ToolError, ToolInput, ToolResult, required
+from bridge.visible import code_span, one_line
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -65,11 +67,17 @@ class BashTool(Tool[BashInput]):
     kind = "execute"
     interrupt_behavior = "block"
     max_result_chars = 40_000  # the output bounds itself to ~30k; beyond that it is spilled to a file
+    rule_form = RuleForm("command")
 
     def is_read_only(self, data: BashInput) -> bool:
         """The permission layer's one verdict (`bridge.permissions.shell`): read-only and side-effect free,
         so it also runs in parallel with other such calls. Parsed once per command text (cached)."""
         return call_verdict(data.command, background=bool(data.run_in_background)).read_only
+
+    def permission_command(self, data: BashInput) -> ShellCall:
+        """The command as it runs and its verdict (the one `is_read_only` reads): the engine matches command rules
+        against its parts and judges every path they read and write."""
+        return ShellCall(data.command, call_verdict(data.command, background=bool(data.run_in_background)))
 
     def is_destructive(self, data: BashInput) -> bool:
         return verdict(data.command).destructive
@@ -90,16 +98,21 @@ class BashTool(Tool[BashInput]):
         return None
 
     def user_facing_title(self, data: BashInput) -> str:
-        first = data.command.strip().splitlines()[0] if data.command.strip() else ""
-        shown = first if len(first) <= 80 else first[:79] + "…"
-        more = " …" if "\n" in data.command.strip() and len(first) <= 80 else ""
-        return f"`{shown}{more}`" + (" (background)" if data.run_in_background else "")
+        """The whole command, every line, its hidden characters made visible (issue 21: a title cut at 80
+        characters or at the first line showed a harmless start and hid what ran)."""
+        return code_span(one_line(data.command.strip())) + (" (background)" if data.run_in_background else "")
 
     async def call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
+        try:
+            return await self._call(data, ctx)
+        except CannotRun as refused:  # no sandbox where one is required, no shell: the model reads why
+            raise ToolError(str(refused)) from refused
+
+    async def _call(self, data: BashInput, ctx: ToolContext) -> ToolResult:
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
             argv, env = command_launch(data.command, ctx)
-            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services),
+            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=None),
                                        argv=argv)
             text = (
                 f"Command running in background with ID: {shell.id}. "
@@ -122,15 +135,20 @@ def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str,
     return argv, env
 
 
+def _sandbox(ctx: ToolContext, *, timeout_s: float | None) -> CallSandbox | None:
+    """The session's sandbox for this call: what it was allowed to write, its CPU bound, its data dir."""
+    sandbox = ctx.services.sandbox
+    return sandbox.for_call(grants=ctx.grants, timeout_s=timeout_s, data_dir=ctx.data_dir) if sandbox else None
+
+
 async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> ToolResult:
     supervisor = required(ctx.services.processes, "a process supervisor")
-    spill = ctx.data_dir / "bash-output" / f"{ctx.tool_use_id or uuid.uuid4().hex}.log"
-    output = OutputBuffer(spill_path=spill)
+    output = OutputBuffer(spill_path=spill_path(ctx.data_dir, ctx.tool_use_id))
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     progress = Throttle(ctx.progress, output.render, PROGRESS_INTERVAL)
 
     argv, env = command_launch(command, ctx)
-    proc = await supervisor.spawn(argv, cwd=ctx.cwd, env=env, sandbox=sandbox_of(ctx.services))
+    proc = await supervisor.spawn(argv, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=timeout_s))
 
     def on_output(chunk: bytes) -> None:
         output.append(decoder.decode(chunk))
@@ -167,12 +185,16 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     progress.flush()
     progress.close()
     output.close()
-    return _result(
-        output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s, elapsed=time.monotonic() - started
-    )
+    run = proc.run
+    text = output.render()
+    breach = run.breach(text, proc.returncode) if run is not None else None
+    notes = run.notes(text, proc.returncode) if run is not None else []
+    return _result(output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s,
+                   elapsed=time.monotonic() - started, notes=notes, breach=breach)
 
 
-def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float) -> ToolResult:
+def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float,
+            notes: list[str], breach: str | None) -> ToolResult:
     text = output.render().rstrip("\n")
     raw: dict[str, Any] = {
         "exit_code": code,
@@ -182,10 +204,15 @@ def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_
     }
     if output.spilled:
         raw["output_file"] = str(output.spilled)
-    if timed_out:
+    if breach is not None:
+        raw["limit"] = breach
+    sandbox = "".join(f"\n\n[sandbox] {note}" for note in notes)
+    if timed_out and breach is None:
         head = f"Command timed out after {timeout_s:g} s and was stopped."
         body = f"{head} Output so far:\n{text}" if text else f"{head} It printed nothing."
-        return ToolResult(body, is_error=True, raw_output=raw)
-    if code:
-        return ToolResult(f"{text}\n\n{exit_note(code)}" if text else exit_note(code), is_error=True, raw_output=raw)
-    return ToolResult(text or "(no output)", raw_output=raw)
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    if code or breach is not None:
+        ending = exit_note(code) if code else ""
+        body = "\n\n".join(part for part in (text, ending) if part) or "(no output)"
+        return ToolResult(body + sandbox, is_error=True, raw_output=raw)
+    return ToolResult((text or "(no output)") + sandbox, raw_output=raw)

@@ -1,15 +1,17 @@
 """Edit: replace an exact string in a file the session has read.
 
 All work is plain `str.find`/`count`/`replace` on the decoded text, so a 10 MB file costs a few linear
-passes. The plan (what the edit would write) is made by `validate_input` (and kept for the permission
+passes. The plan (what the edit would write) is made by `validate_target` (and kept for the permission
 dialog's preview) and again by `call`, because the file may change while the user decides. The text edited
 is the editor's when it has the file open (unsaved changes included), and the result is written through the
-editor when it takes it (see fileio).
+editor when it takes it (see fileio). Nothing the call names is read before the permission step allowed it,
+or before its question when reading it needs no permission (see `Tool.validate_target`).
 """
 
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,29 +19,31 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge import safefs
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
+    MAX_TEXT_BYTES,
     UTF8,
     Encoding,
     PlanCache,
+    Target,
     TextFile,
     backfill_path,
     commit_text,
-    diff_display,
-    line_number_at,
     load_text,
-    load_text_now,
-    numbered_snippet,
     require_fresh_read,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path
+from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.textdiff import diff_display, line_number_at, numbered_snippet
 
-MAX_EDIT_BYTES = 256 * 1024 * 1024
+MAX_EDIT_BYTES = MAX_TEXT_BYTES
 
 
 class EditInput(ToolInput):
@@ -51,7 +55,7 @@ class EditInput(ToolInput):
 
 @dataclass(frozen=True)
 class EditPlan:
-    path: Path
+    target: Target
     old_text: str | None  # None: the edit creates the file
     new_text: str
     encoding: Encoding
@@ -61,43 +65,43 @@ class EditPlan:
     new_span: tuple[int, int]
     base: TextFile | None  # the file as planned against (from the editor or the disk); None for a new file
 
+    @property
+    def path(self) -> Path:
+        return self.target.path
+
     def diff(self) -> Diff:
         return diff_display(self.path, self.old_text, self.new_text, old_span=self.old_span, new_span=self.new_span)
 
 
 async def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    path = _edited_path(data)
-    file = await load_text(path, ctx)
-    return await anyio.to_thread.run_sync(_plan_from, data, ctx, path, file)
-
-
-def plan_edit_now(data: EditInput, ctx: ToolContext) -> EditPlan:
-    """`plan_edit` with the editor's synced text only (no waiting): the preview's fallback."""
-    path = _edited_path(data)
-    return _plan_from(data, ctx, path, load_text_now(path, ctx))
+    target = await target_of(_edited_path(data), ctx)
+    file = await load_text(target, ctx)
+    return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
 
 def _edited_path(data: EditInput) -> Path:
+    """The input's own problems (nothing on disk is looked at)."""
     path = absolute_path(data.file_path)
     if data.old_string == data.new_string:
         raise ToolError("No changes to make: old_string and new_string are exactly the same.")
     if path.suffix == ".ipynb":
         raise ToolError("This is a Jupyter notebook; use the NotebookEdit tool to change its cells.")
-    if path.is_file() and path.stat().st_size > MAX_EDIT_BYTES:
-        raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
     return path
 
 
-def _plan_from(data: EditInput, ctx: ToolContext, path: Path, file: TextFile | None) -> EditPlan:
+def _plan_from(data: EditInput, ctx: ToolContext, target: Target, file: TextFile | None) -> EditPlan:
+    path = target.path
     if file is None:
         if data.old_string == "":
             new = data.new_string
-            return EditPlan(path, None, new, UTF8, UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
+            return EditPlan(target, None, new, UTF8, UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
         raise ToolError(
             f"File does not exist: {path} (cwd is {ctx.cwd}). "
             "To create a file, use Write, or Edit with an empty old_string."
         )
+    if len(file.text) > MAX_EDIT_BYTES:
+        raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
     require_fresh_read(path, ctx, file)
     text = file.text
 
@@ -109,7 +113,7 @@ def _plan_from(data: EditInput, ctx: ToolContext, path: Path, file: TextFile | N
             )
         new = to_line_ending(data.new_string, file.line_ending)
         enc = file.encoding
-        return EditPlan(path, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file)
+        return EditPlan(target, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file)
 
     needle, replacement, count = _match(text, data.old_string, data.new_string, file.line_ending)
     if count == 0:
@@ -136,15 +140,19 @@ def _plan_from(data: EditInput, ctx: ToolContext, path: Path, file: TextFile | N
     old_span = (first, last + len(needle))
     new_span = (first, last + (count - 1) * (len(replacement) - len(needle)) + len(replacement))
     payload = file.encoding.encode(new)
-    return EditPlan(path, text, new, file.encoding, payload, count, old_span, new_span, file)
+    return EditPlan(target, text, new, file.encoding, payload, count, old_span, new_span, file)
 
 
 _PLANS: PlanCache[EditPlan] = PlanCache()
 
 
 def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
-    """The diff the edit would make (for the permission dialog), without writing anything."""
-    return (_PLANS.get(ctx, data) or plan_edit_now(data, ctx)).diff()
+    """The diff the edit would make (for the permission dialog), without writing anything: the whole file's, as
+    `validate_target` planned it, else (the file was not looked at) old_string and new_string alone."""
+    plan = _PLANS.get(ctx, data)
+    if plan is not None:
+        return plan.diff()
+    return Diff(str(absolute_path(data.file_path)), data.old_string or None, data.new_string)
 
 
 def _match(text: str, old: str, new: str, ending: str) -> tuple[str, str, int]:
@@ -227,8 +235,18 @@ class EditTool(Tool[EditInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write", family=True, aliases=("MultiEdit",))
+    """`Edit(...)` rules speak about every path tool's writes (Write, NotebookEdit) and, with Write's, about a
+    command's (`echo > f`)."""
 
     async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
+        try:
+            _edited_path(data)
+        except ToolError as error:
+            return str(error)
+        return None
+
+    async def validate_target(self, data: EditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: EditInput, ctx: ToolContext) -> list[Display]:
@@ -252,11 +270,9 @@ class EditTool(Tool[EditInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: EditInput) -> list[Location]:
-        try:
-            path = absolute_path(data.file_path)
-        except ToolError:
-            return []
-        return [Location(str(path), _first_line_of(path, data.old_string))]
+        """The file, without a line: the line of old_string would mean reading the file before the permission
+        step allowed it (and a FIFO named there would block the read)."""
+        return path_locations(data.file_path)
 
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"
@@ -268,7 +284,7 @@ class EditTool(Tool[EditInput]):
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot if plan.base is not None else None
-        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
         display: list[Display] = [plan.diff()]
         raw_output = {"path": str(plan.path), "replacements": plan.replacements} | written_meta(written)
         if plan.old_text is None:
@@ -283,14 +299,21 @@ class EditTool(Tool[EditInput]):
 
 
 def _first_line_of(path: Path, needle: str, cap: int = 4 * 1024 * 1024) -> int | None:
-    """Best effort for the editor's follow-along: the line of the first match in a modest file."""
+    """Best effort for a stored call's replay: the line of the first match in a modest regular file (opened
+    without blocking and following links only to where they lead now: nothing is decided on it)."""
     if not needle:
         return None
     try:
-        if path.stat().st_size > cap:
+        opened = safefs.open_beneath(path, ["/"], safefs.READ_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(opened.stat.st_mode) or opened.stat.st_size > cap:
             return None
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = safefs.read_all(opened.fd, cap, opened.real).decode("utf-8", errors="replace")
     except OSError:
         return None
+    finally:
+        opened.close()
     at = text.find(needle.split("\n", 1)[0])
     return line_number_at(text, at) if at >= 0 else None

@@ -1,7 +1,7 @@
 """ExitPlanMode: the agent presents its plan and asks to leave plan mode.
 
-The permission engine always asks for this tool in plan mode; when the user accepts, the call's effect
-(`LeavePlanMode`) makes the session restore the mode that was active before plan mode.
+It leaves plan mode (`leaves_plan_mode`), so the permission engine always asks for it in plan mode; when the user
+accepts, the call's effect (`LeavePlanMode`) makes the session restore the mode that was active before plan mode.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class ExitPlanModeTool(Tool[ExitPlanModeInput]):
     kind: ClassVar[ToolKind] = "think"
     interrupt_behavior: ClassVar[InterruptBehavior] = "cancel"
     max_result_chars: ClassVar[float] = 10_000
+    leaves_plan_mode: ClassVar[bool] = True
 
     def is_read_only(self, data: ExitPlanModeInput) -> bool:
         return True

@@ -9,16 +9,20 @@ compares a hash of the text (`FileSnapshot.digest`); disk reads compare mtime an
 Text is handled as decoded `str` with the file's original line endings intact: edits translate the
 model's `\\n` to the file's ending instead of normalizing the whole file, so the bytes outside the edited
 region (including mixed endings) stay exactly as they were.
+
+Every disk access goes to the file's `Target.real` — the real path the permission step judged — through
+`bridge.safefs`: opened following no symlink, written through a temp file renamed in the exactly opened
+parent. A name that a command flips to a link after the check is refused, never followed. The editor is
+asked about a file only while its name still leads to that real path (checked before and after it answers).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
+import logging
 import os
 import stat
-import tempfile
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,9 +31,11 @@ from typing import Any, Generic, Literal, TypeVar
 
 import anyio
 
-from bridge.display import Diff
+from bridge import safefs
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError
-from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
+from bridge.tools.paths import absolute_path, looks_binary, opened_path, path_problem, read_error
+
+log = logging.getLogger(__name__)
 
 LineEnding = Literal["\n", "\r\n"]
 
@@ -68,6 +74,19 @@ UTF8 = Encoding("utf-8")
 
 
 @dataclass(frozen=True)
+class Target:
+    """A file a tool works on: `path` as the model named it (shown to it, and the key of `read_files`) and
+    `real`, where it is opened (the permission step's real path; see `paths.opened_path`)."""
+
+    path: Path
+    real: str
+
+    @classmethod
+    def of(cls, path: Path, ctx: ToolContext) -> Target:
+        return cls(path, opened_path(path, ctx))
+
+
+@dataclass(frozen=True)
 class TextFile:
     """A decoded text file: `text` keeps the file's own line endings. From the editor (`source`), `snapshot`
     is the text's digest and `on_disk` the file as the disk has it (None: not on disk, or not text)."""
@@ -80,13 +99,14 @@ class TextFile:
     snapshot: FileSnapshot
     source: Literal["disk", "editor"] = "disk"
     on_disk: TextFile | None = None
+    real: str = ""  # where it was read (empty: `path` itself)
 
     @property
     def disk_snapshot(self) -> FileSnapshot | None:
         """The disk file this text was planned against (None: there was none): what a disk write checks."""
         if self.source == "disk":
             return self.snapshot
-        return self.on_disk.snapshot if self.on_disk is not None else current_snapshot(self.path)
+        return self.on_disk.snapshot if self.on_disk is not None else current_snapshot(self.real or str(self.path))
 
 
 def decode(data: bytes) -> tuple[str, Encoding]:
@@ -128,18 +148,19 @@ def snapshot_of(st: os.stat_result) -> FileSnapshot:
     return FileSnapshot(mtime_ns=st.st_mtime_ns, size=st.st_size)
 
 
-def current_snapshot(path: Path) -> FileSnapshot | None:
-    """The file as it is now; None when it is gone."""
+def current_snapshot(real: str) -> FileSnapshot | None:
+    """The file at the real path `real` as it is now (reached following no link); None when it is gone. A link
+    that took its place is reported as what it is (its own times), so it never matches a file's snapshot."""
     try:
-        return snapshot_of(os.stat(path))
-    except OSError:
+        return snapshot_of(safefs.stat_exact(real))
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """Open `path` for reading without blocking (a FIFO's open would wait for a writer) and refuse anything
-    but a regular file: the file tools change files, not streams or devices."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+def open_regular(real: str, shown: Path) -> tuple[int, os.stat_result]:
+    """Open the real path `real` exactly (no link followed), without blocking (a FIFO's open would wait for
+    a writer), and refuse anything but a regular file: the file tools change files, not streams or devices."""
+    fd = safefs.open_exact(real, safefs.READ_FLAGS)
     try:
         st = os.fstat(fd)
     except BaseException:
@@ -150,35 +171,43 @@ def open_regular(path: Path) -> tuple[int, os.stat_result]:
         raise IsADirectoryError(errno.EISDIR, "Is a directory")
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise ToolError(f"{path} is not a regular file (a FIFO, device or socket); it cannot be edited as text.")
+        raise ToolError(f"{shown} is not a regular file (a FIFO, device or socket); it cannot be edited as text.")
     return fd, st
 
 
-def read_bytes(path: Path) -> tuple[bytes, os.stat_result]:
-    """The bytes of the regular file `path` and the stat of what was read. OSError when it cannot be read."""
-    fd, st = open_regular(path)
+MAX_TEXT_BYTES = 256 * 1024 * 1024
+"""The largest file the editing tools read whole (a plan holds its text two or three times)."""
+
+
+def read_bytes(real: str, shown: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at `real` and the stat of what was read. OSError when it cannot be read;
+    a file over `MAX_TEXT_BYTES` is refused before it is read."""
+    fd, st = open_regular(real, shown)
     with os.fdopen(fd, "rb") as fh:
+        if st.st_size > MAX_TEXT_BYTES:
+            raise ToolError(f"{shown} is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
         return fh.read(), st
 
 
-def read_text_file(path: Path) -> TextFile:
-    """Read and decode `path`. Errors are `ToolError`s the model can act on."""
+def read_text_file(target: Target) -> TextFile:
+    """Read and decode the file. Errors are `ToolError`s the model can act on."""
     try:
-        data, st = read_bytes(path)
+        data, st = read_bytes(target.real, target.path)
     except OSError as exc:
-        raise read_error(path, exc) from None
+        raise read_error(target.path, exc) from None
     text, encoding = decode(data)
     return TextFile(
-        path=path,
+        path=target.path,
         text=text,
         encoding=encoding,
         line_ending=detect_line_ending(text),
         mode=stat.S_IMODE(st.st_mode),
         snapshot=snapshot_of(st),
+        real=target.real,
     )
 
 
-def editor_file(path: Path, text: str, on_disk: TextFile | None) -> TextFile:
+def editor_file(path: Path, text: str, on_disk: TextFile | None, real: str = "") -> TextFile:
     """The editor's text of `path` as a TextFile; encoding and mode are the disk file's (for a disk write)."""
     return TextFile(
         path=path,
@@ -189,44 +218,117 @@ def editor_file(path: Path, text: str, on_disk: TextFile | None) -> TextFile:
         snapshot=FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text)),
         source="editor",
         on_disk=on_disk,
+        real=real,
     )
 
 
-def disk_file_or_none(path: Path) -> TextFile | None:
-    """`read_text_file`, None when there is no file (the tool may create it)."""
-    if not os.path.lexists(path):
+def disk_file_or_none(target: Target) -> TextFile | None:
+    """`read_text_file`, None when there is no file (the tool may create it). The real path of a dangling
+    symlink is its target's, which does not exist: it is created."""
+    try:
+        st = safefs.stat_exact(target.real)
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    try:
-        return read_text_file(path)
-    except ToolError:
-        if not os.path.exists(path):  # a dangling symlink: its target is created
-            return None
-        raise
+    except OSError as exc:
+        raise read_error(target.path, exc) from None
+    if stat.S_ISLNK(st.st_mode):  # a link where the check saw none
+        raise read_error(target.path, safefs.Changed(target.real))
+    return read_text_file(target)
 
 
-def _disk_beside_editor(path: Path) -> TextFile | None:
+def _disk_beside_editor(target: Target) -> TextFile | None:
     try:
-        return disk_file_or_none(path)
+        return disk_file_or_none(target)
     except ToolError:  # not text on disk (or unreadable): the editor's text is what counts
         return None
 
 
-async def load_text(path: Path, ctx: ToolContext) -> TextFile | None:
-    """The text a change of `path` applies to: the editor's (unsaved changes included) when it has the file,
-    else the disk's. None: neither has it."""
-    unsaved = await ctx.documents.read_text(path)
-    if unsaved is not None:
-        return editor_file(path, unsaved, await anyio.to_thread.run_sync(_disk_beside_editor, path))
-    return await anyio.to_thread.run_sync(disk_file_or_none, path)
+def still_leads_there(target: Target) -> bool:
+    """The name still leads to the real path that was judged."""
+    try:
+        return safefs.resolve(target.path, ["/"]) == target.real
+    except OSError:
+        return False
 
 
-def load_text_now(path: Path, ctx: ToolContext) -> TextFile | None:
-    """`load_text` without waiting for the editor (its synced text only): for the permission dialog's preview
-    when no plan was made for it."""
-    unsaved = ctx.documents.get_text(path)
+class _Unwatched:
+    """Where names cannot be watched (no inotify): the checks before and after the editor's step are all."""
+
+    def changed(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+
+def watch_names(target: Target) -> safefs.NameWatch | _Unwatched | None:
+    """A watch on every name the path goes through (links included), set while the name leads to the judged
+    real path — checked again once the watch is set, so nothing changed unseen between the check and the
+    watch. None: it does not lead there now. The editor resolves the name itself: this is how the bridge knows
+    that what the editor read or wrote was the judged file."""
+    trail: list[tuple[str, str]] = []
+    try:
+        if safefs.resolve(target.path, ["/"], trail=trail) != target.real:
+            return None
+        if not safefs.NameWatch.available():
+            return _Unwatched()
+        watch = safefs.NameWatch(trail)
+    except OSError:
+        return None
+    again: list[tuple[str, str]] = []
+    try:
+        steady = safefs.resolve(target.path, ["/"], trail=again) == target.real and again == trail
+    except OSError:
+        steady = False
+    if not steady:
+        watch.close()
+        return None
+    return watch
+
+
+async def editor_text(target: Target, ctx: ToolContext) -> str | None:
+    """The editor's text of the file (unsaved changes included), or None: it does not have it, or — when asking
+    means the editor reads the file by its name — the name did not lead to the judged file, or a name on its
+    way changed while the editor answered (its answer may be of another file: the disk's is used instead)."""
+    documents = ctx.documents
+    if not documents.asks_editor or documents.get_text(target.path) is not None:
+        return await documents.read_text(target.path)  # what it holds already: nothing is read by name
+    watch = await anyio.to_thread.run_sync(watch_names, target)
+    if watch is None:
+        return None
+    try:
+        text = await documents.read_text(target.path)
+        if text is not None and (watch.changed() or not await anyio.to_thread.run_sync(still_leads_there, target)):
+            log.warning("the path of %s changed while the editor read it: its answer is not used", target.path)
+            return None
+        return text
+    finally:
+        watch.close()
+
+
+def unsaved_in_editor(file: TextFile | None) -> bool:
+    """The text came from the editor and differs from the disk's: the editor holds unsaved changes, so the change
+    must go into its buffer. Otherwise the disk is written (exactly), and the editor reloads the file."""
+    if file is None or file.source != "editor":
+        return False
+    return file.on_disk is None or file.on_disk.text != file.text
+
+
+async def target_of(path: Path, ctx: ToolContext) -> Target:
+    """`Target.of`, resolving off the event loop when no permission step judged the path."""
+    if ctx.granted is not None and path in ctx.granted:
+        return Target(path, str(ctx.granted[path]))
+    return await anyio.to_thread.run_sync(Target.of, path, ctx)
+
+
+async def load_text(target: Target, ctx: ToolContext) -> TextFile | None:
+    """The text a change of the file applies to: the editor's (unsaved changes included) when it has the
+    file, else the disk's. None: neither has it."""
+    unsaved = await editor_text(target, ctx)
     if unsaved is not None:
-        return editor_file(path, unsaved, _disk_beside_editor(path))
-    return disk_file_or_none(path)
+        return editor_file(target.path, unsaved, await anyio.to_thread.run_sync(_disk_beside_editor, target),
+                           target.real)
+    return await anyio.to_thread.run_sync(disk_file_or_none, target)
 
 
 def _seen(path: Path, ctx: ToolContext) -> FileSnapshot:
@@ -263,10 +365,10 @@ def require_fresh_read(path: Path, ctx: ToolContext, current: FileSnapshot | Tex
         )
 
 
-def record_write(path: Path, ctx: ToolContext) -> FileSnapshot:
+def record_write(target: Target, ctx: ToolContext) -> FileSnapshot:
     """After our own write, the session knows the file as written (so consecutive edits work)."""
-    snap = snapshot_of(os.stat(path))
-    ctx.read_files[path] = snap
+    snap = snapshot_of(safefs.stat_exact(target.real))
+    ctx.read_files[target.path] = snap
     return snap
 
 
@@ -274,25 +376,50 @@ EDITOR_WRITE_TIMEOUT_S = 30.0
 
 
 async def commit_text(
-    path: Path, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None
+    target: Target, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None,
+    base: TextFile | None = None,
 ) -> Literal["editor", "disk"]:
     """Make `text` the file's content: through the editor when it takes it, else `payload` (the text encoded
     as the file is) to disk, atomically, refusing when the disk changed since `disk_snapshot` (None: the
     file must still not exist). Not cancelled half-way: a write is whole or not at all, and the session's
-    snapshot of the file is recorded either way."""
+    snapshot of the file is recorded either way.
+
+    An editor that writes by name (ACP `fs/write_text_file`) is asked only when its buffer of the file holds
+    unsaved changes (`base`, the text the change was planned on: `unsaved_in_editor`) — that is what it is for;
+    any other write goes to the disk exactly, where no link flipped in can redirect it. It is asked while the
+    names on the way are watched, and a change among them while it wrote is reported."""
+    path = target.path
     with anyio.CancelScope(shield=True):
         if disk_snapshot is None:
-            await anyio.to_thread.run_sync(_make_parents, path)
-        with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
-            written = await ctx.documents.write_text(path, text)
-        if waited.cancelled_caught:
-            raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
-                            "Read the file again to see whether the change was made.")
+            await anyio.to_thread.run_sync(_make_parents, target)
+        written = False
+        if not ctx.documents.asks_editor:
+            written = await _editor_write(ctx, path, text)
+        elif unsaved_in_editor(base):
+            watch = await anyio.to_thread.run_sync(watch_names, target)
+            if watch is not None:
+                try:
+                    written = await _editor_write(ctx, path, text)
+                    if written and watch.changed():
+                        raise ToolError(f"A name on the way to {path} changed while the editor wrote the file "
+                                        "(something in the workspace is swapping files or links): the editor may "
+                                        "have written somewhere else. Look at what changed before going on.")
+                finally:
+                    watch.close()
         if written:
             ctx.read_files[path] = FileSnapshot(mtime_ns=-1, size=len(text), digest=text_digest(text))
         else:
-            await anyio.to_thread.run_sync(_disk_commit, path, payload, ctx, disk_snapshot)
+            await anyio.to_thread.run_sync(_disk_commit, target, payload, ctx, disk_snapshot)
     return "editor" if written else "disk"
+
+
+async def _editor_write(ctx: ToolContext, path: Path, text: str) -> bool:
+    with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
+        return await ctx.documents.write_text(path, text)
+    if waited.cancelled_caught:
+        raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
+                        "Read the file again to see whether the change was made.")
+    return False
 
 
 def written_meta(written: Literal["editor", "disk"]) -> dict[str, Any]:
@@ -300,28 +427,33 @@ def written_meta(written: Literal["editor", "disk"]) -> dict[str, Any]:
     return {"written": "editor"} if written == "editor" else {}
 
 
-def _make_parents(path: Path) -> None:
+def _make_parents(target: Target) -> None:
+    parent = os.path.dirname(target.real)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        safefs.make_dirs_exact(parent)
+    except safefs.Changed as exc:
+        raise read_error(target.path, exc) from None
     except OSError as exc:
-        raise ToolError(f"Cannot create {path.parent}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot create {target.path.parent}: {exc.strerror or exc}") from None
 
 
-def _disk_commit(path: Path, payload: bytes, ctx: ToolContext, disk_snapshot: FileSnapshot | None) -> None:
+def _disk_commit(target: Target, payload: bytes, ctx: ToolContext, disk_snapshot: FileSnapshot | None) -> None:
+    path = target.path
+    current = current_snapshot(target.real)
     if disk_snapshot is None:
-        if os.path.exists(path):
+        if current is not None:
             raise ToolError(f"{path} was created by someone else meanwhile. Read it, then retry.")
-    elif current_snapshot(path) != disk_snapshot:
+    elif current != disk_snapshot:
         raise ToolError(f"File changed on disk while the change was prepared: {path}. Read it again, then retry.")
-    atomic_write(path, payload)
-    record_write(path, ctx)
+    write_file(target, payload, create_only=disk_snapshot is None)
+    record_write(target, ctx)
 
 
 Plan = TypeVar("Plan")
 
 
 class PlanCache(Generic[Plan]):
-    """The plan `validate_input` made, kept for the permission dialog's `preview` of the same call: `preview`
+    """The plan `validate_target` made, kept for the permission dialog's `preview` of the same call: `preview`
     is synchronous, and the editor's text comes asynchronously. Held while the call's context lives."""
 
     def __init__(self) -> None:
@@ -339,143 +471,31 @@ class PlanCache(Generic[Plan]):
         return entry[2]
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Write `data` to `path` all-or-nothing: a temp file in the same directory, fsync, `os.replace`,
-    fsync the directory. A symlink is kept and its target replaced. `mode` None = the existing file's mode,
-    or 0o666 & ~umask for a new file. On any error the original is untouched and the temp file removed."""
-    target = Path(os.path.realpath(path))
-    existing: os.stat_result | None
+def write_file(target: Target, data: bytes, *, create_only: bool = False) -> None:
+    """Write `data` to the file all-or-nothing (`safefs.write_exact` at its real path: a temp file in the
+    exactly opened directory, fsync, rename there). The replaced file's mode and owner are kept; a new file
+    gets 0o666 & ~umask. On any error the original is untouched and the temp file removed."""
     try:
-        existing = os.stat(target)
+        safefs.write_exact(target.real, data, create_only=create_only, new_mode=0o666 & ~_UMASK)
+    except FileExistsError:
+        raise ToolError(f"{target.path} was created by someone else meanwhile. Read it, then retry.") from None
     except FileNotFoundError:
-        existing = None
-    if mode is None:
-        mode = stat.S_IMODE(existing.st_mode) if existing is not None else 0o666 & ~_UMASK
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except FileNotFoundError:
-        raise ToolError(f"Directory does not exist: {target.parent}") from None
+        raise ToolError(f"Directory does not exist: {target.path.parent}") from None
     except PermissionError:
-        raise ToolError(f"Permission denied writing in {target.parent}") from None
+        raise ToolError(f"Permission denied writing {target.path}") from None
+    except safefs.UnsafePath as exc:
+        raise read_error(target.path, exc) from None
     except OSError as exc:
-        raise ToolError(f"Cannot write in {target.parent}: {exc.strerror or exc}") from None
+        raise ToolError(f"Cannot write {target.path}: {exc.strerror or exc}") from None
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """`write_file` for a path the bridge chose itself (its data dir): resolved now, then written exactly."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            if existing is not None and (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid()):
-                with contextlib.suppress(OSError):  # only root may give a file away; keep what we can
-                    os.fchown(fh.fileno(), existing.st_uid, existing.st_gid)
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise ToolError(f"Cannot write {path}: {exc.strerror or exc}") from None
-        raise
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every filesystem lets a directory be opened or synced
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def line_number_at(text: str, index: int) -> int:
-    """1-based line of the character at `index` (counts `\\n`, so CRLF and LF files agree)."""
-    return text.count("\n", 0, index) + 1
-
-
-def numbered_snippet(text: str, start: int, end: int, *, context: int = 4, max_lines: int = 40) -> str:
-    """Lines covering text[start:end] plus `context` lines each side, numbered like `cat -n`.
-    Linear in the snippet, not the file: it walks outwards from the edit with find/rfind."""
-    lo = _line_start(text, start, context=context)
-    hi = _line_end(text, end, context=context)
-    first = line_number_at(text, lo)
-    lines = text[lo:hi].split("\n")
-    if len(lines) > 1 and lines[-1] == "" and hi == len(text):
-        lines.pop()
-    shown = lines[:max_lines]
-    out = [f"{first + i:>6}\t{line.rstrip(chr(13))}" for i, line in enumerate(shown)]
-    if len(lines) > max_lines:
-        out.append(f"     …\t({len(lines) - max_lines} more lines)")
-    return "\n".join(out)
-
-
-FULL_DIFF_CHARS = 1_000_000
-"""Beyond this (old + new), the editor gets the changed region only, not two copies of a huge file."""
-
-
-def diff_display(
-    path: Path,
-    old: str | None,
-    new: str,
-    *,
-    old_span: tuple[int, int] | None = None,
-    new_span: tuple[int, int] | None = None,
-) -> Diff:
-    """The edit as a diff. Whole texts normally; for huge files the lines around the change
-    (`old_span`/`new_span`: the changed character ranges), with the line they start at."""
-    full = Diff(str(path), old, new)
-    if old is None or old_span is None or new_span is None or len(old) + len(new) <= FULL_DIFF_CHARS:
-        return full
-    lo = _line_start(old, old_span[0], context=3)
-    old_hi = _line_end(old, old_span[1], context=3)
-    # The prefix before the change is shared, so the same `lo` starts the region in both texts;
-    # the suffix after the change is shared too, so both regions end the same distance from their ends.
-    new_hi = len(new) - (len(old) - old_hi)
-    if new_hi < new_span[1]:
-        new_hi = _line_end(new, new_span[1], context=3)
-    return Diff(str(path), old[lo:old_hi], new[lo:new_hi], first_line=line_number_at(old, lo))
-
-
-def _line_start(text: str, index: int, *, context: int) -> int:
-    lo = text.rfind("\n", 0, index) + 1
-    for _ in range(context):
-        if lo == 0:
-            break
-        lo = text.rfind("\n", 0, lo - 1) + 1
-    return lo
-
-
-def _line_end(text: str, index: int, *, context: int) -> int:
-    hi = text.find("\n", index)
-    hi = len(text) if hi < 0 else hi
-    for _ in range(context):
-        if hi >= len(text):
-            break
-        nxt = text.find("\n", hi + 1)
-        hi = len(text) if nxt < 0 else nxt
-    return hi
-
-
-def changed_spans(old: str, new: str) -> tuple[tuple[int, int], tuple[int, int]]:
-    """The differing ranges of `old` and `new` after their common prefix and suffix, found by binary
-    search over slice comparisons (C-speed, O(n log n)) rather than a per-character Python loop."""
-    limit = min(len(old), len(new))
-    lo, hi = 0, limit
-    while lo < hi:  # longest k with old[:k] == new[:k]
-        mid = (lo + hi + 1) // 2
-        if old[:mid] == new[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    prefix = lo
-    lo, hi = 0, limit - prefix
-    while lo < hi:  # longest k with the same last k characters, not overlapping the prefix
-        mid = (lo + hi + 1) // 2
-        if old[len(old) - mid :] == new[len(new) - mid :]:
-            lo = mid
-        else:
-            hi = mid - 1
-    suffix = lo
-    return (prefix, len(old) - suffix), (prefix, len(new) - suffix)
+        real = safefs.resolve(path, ["/"])
+    except OSError as exc:
+        raise ToolError(f"Cannot write {path}: {exc.strerror or exc}") from None
+    write_file(Target(path, real), data)
 
 
 def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
@@ -493,7 +513,7 @@ def backfill_path(raw: dict[str, Any], field: str) -> dict[str, Any]:
 async def validated_plan(
     plan: Callable[[], Awaitable[Plan]], cache: PlanCache[Plan], ctx: ToolContext, data: object
 ) -> str | None:
-    """`validate_input` of a file change: the problem for the model, or None after keeping the plan for the
+    """`validate_target` of a file change: the problem for the model, or None after keeping the plan for the
     permission dialog. `plan()` is awaitable (it may ask the editor for its text)."""
     try:
         made = await plan()

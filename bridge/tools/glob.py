@@ -11,11 +11,19 @@ An absolute pattern (`/etc/*`) or one with `..` (`../*`) is resolved before anyt
 directory is what the permission step judges (outside the workspace, it asks). Every listed file is checked
 too, as Grep's results are: a name a Read deny or ask rule covers, or whose real path leaves the workspace and
 the searched directory, is left out and counted. rg does not follow symlinks.
+
+What is listed is what was checked: rg walks by name, and a directory flipped to a link while it walks would
+list another place's names. So rg starts in the judged real directory, held open (`/proc/self/fd/N`), and
+each name it lists is looked at again under that directory following no link (`bridge.safefs`): a name that
+is not a regular file there now (a link appeared on its way, or it is gone) is left out — silently for the
+model (a count would tell it how many names a flipped link showed rg); the editor sees `rawOutput.changed`.
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -23,8 +31,11 @@ import anyio
 from pydantic import Field
 from wcmatch import glob as wcglob
 
+from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.grep import (
+from bridge.tools.paths import opened_path, path_problem, read_guard_of
+from bridge.tools.ripgrep import (
     VCS_EXCLUDES,
     argument_problem,
     display_path,
@@ -34,7 +45,6 @@ from bridge.tools.grep import (
     run_rg,
     search_root,
 )
-from bridge.tools.paths import path_problem, read_guard_of
 
 MAX_RESULTS = 100
 MAX_LISTED = 500_000
@@ -73,6 +83,7 @@ class GlobTool(Tool[GlobInput]):
     kind = "search"
     interrupt_behavior = "cancel"
     max_result_chars = 30_000
+    rule_form = RuleForm("path", "read")
 
     def is_read_only(self, data: GlobInput) -> bool:
         return True
@@ -80,10 +91,11 @@ class GlobTool(Tool[GlobInput]):
     async def validate_input(self, data: GlobInput, ctx: ToolContext) -> str | None:
         if not data.pattern.strip():
             return "pattern is empty; give a glob such as **/*.py."
-        if (problem := self._input_problem(data)) is not None:
-            return problem
+        return self._input_problem(data)
+
+    async def validate_target(self, data: GlobInput, ctx: ToolContext) -> str | None:
         root = search_root(data.path, ctx.cwd)
-        if not await anyio.Path(root).is_dir():
+        if not await anyio.to_thread.run_sync(_is_dir, root, ctx):
             return f"Directory does not exist: {root} (cwd is {ctx.cwd})."
         return None
 
@@ -112,20 +124,28 @@ class GlobTool(Tool[GlobInput]):
 
     async def call(self, data: GlobInput, ctx: ToolContext) -> ToolResult:
         base, pattern = split_pattern(data.pattern, search_root(data.path, ctx.cwd))
-        if not await anyio.Path(base).is_dir():
+        try:
+            held = await anyio.to_thread.run_sync(_hold, base, ctx)
+        except OSError:
             return ToolResult("No files found", raw_output={"count": 0})
         args = ["--no-config", "--no-follow", "--null", "--files", "--hidden"]
         for exclude in VCS_EXCLUDES:
             args += ["--glob", exclude]
-        # rg runs in `base`, so it prints paths relative to it: what the pattern is matched against.
-        run = await run_rg(args, base, max_lines=MAX_LISTED, separator=b"\0")
-        if run.returncode == 2 and not any(run.lines):
-            raise rg_error(run)
-        guard = read_guard_of(ctx)
-        matched, hidden = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, pattern, guard)
-        note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""
+        # rg runs in `base` (as held open), so it prints paths relative to it: what the pattern is matched against.
+        try:
+            where = Path(f"/proc/self/fd/{held.fd}") if sys.platform.startswith("linux") else Path(held.real)
+            run = await run_rg(args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=(held.fd,))
+            if run.returncode == 2 and not any(run.lines):
+                raise rg_error(run)
+            guard = read_guard_of(ctx)
+            matched, hidden, changed = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, held, pattern,
+                                                                      guard)
+        finally:
+            held.close()
+        note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""  # the changed count is not the model's:
+        # what rg listed through a flipped link would show in it
         if not matched:
-            return ToolResult("No files found" + note, raw_output={"count": 0, "hidden": hidden})
+            return ToolResult("No files found" + note, raw_output={"count": 0, "hidden": hidden, "changed": changed})
         shown = [display_path(Path(path), ctx.cwd) for path in matched[:MAX_RESULTS]]
         text = "\n".join(shown)
         if len(matched) > MAX_RESULTS or not run.complete:
@@ -134,38 +154,66 @@ class GlobTool(Tool[GlobInput]):
                 f"\n\n[Showing the {MAX_RESULTS} most recently modified of {total} matching files; "
                 "narrow the pattern or path to see the others.]"
             )
-        return ToolResult(text + note, raw_output={"count": len(matched), "shown": len(shown), "hidden": hidden})
+        raw = {"count": len(matched), "shown": len(shown), "hidden": hidden, "changed": changed}
+        return ToolResult(text + note, raw_output=raw)
 
 
-def _match_and_sort(listed: list[str], base: Path, pattern: str, guard: ReadGuard) -> tuple[list[str], int]:
-    """Absolute paths of the listed files (relative to `base`) that match `pattern` and that the guard lets
-    through, newest first; and how many matches the guard hid.
+def _is_dir(root: Path, ctx: ToolContext) -> bool:
+    try:
+        return stat.S_ISDIR(safefs.stat_exact(opened_path(root, ctx)).st_mode)
+    except (OSError, ToolError):
+        return False
 
-    Plain strings and `os.stat` on the matches only: pathlib per listed line cost 5x the matching itself.
+
+def _hold(base: Path, ctx: ToolContext) -> safefs.Beneath:
+    """The judged real directory, opened exactly (OSError: it is not a directory there now)."""
+    try:
+        return safefs.Beneath(opened_path(base, ctx))
+    except ToolError as error:
+        raise NotADirectoryError(str(error)) from None
+
+
+def _match_and_sort(listed: list[str], base: Path, held: safefs.Beneath, pattern: str,
+                    guard: ReadGuard) -> tuple[list[str], int, int]:
+    """Absolute paths (as named: under `base`) of the listed files that match `pattern`, that the guard lets
+    through and that are regular files under the held directory now (looked at following no link), newest
+    first; how many matches the guard hid; how many changed since rg listed them.
+
+    Plain strings and one `fstatat` per match: pathlib per listed line cost 5x the matching itself.
     """
     try:
         matcher = wcglob.compile([pattern], flags=_FLAGS)
     except ValueError as error:
         raise ToolError(f"Invalid glob pattern {pattern!r}: {error}") from None
     prefix = str(base).rstrip("/") + "/"
+    real_prefix = held.real.rstrip("/") + "/"
+    scope = Path(held.real)
     suffix = _literal_suffix(pattern)
     found: list[tuple[float, str]] = []
-    hidden = 0
+    hidden = changed = 0
     for line in listed:
         relative = line.removeprefix("./")
         if not relative or not relative.endswith(suffix) or not matcher.match(relative):
             continue
-        path = prefix + relative
-        if guard(Path(path), base) is not None:
-            hidden += 1
+        path, real = prefix + relative, real_prefix + relative
+        try:
+            if guard(Path(real), scope) is not None or (path != real and guard(Path(path), scope) is not None):
+                hidden += 1
+                continue
+        except OSError:  # the guard resolves names too: one changing under it is a name that changed
+            changed += 1
             continue
         try:
-            mtime = os.stat(path).st_mtime
-        except OSError:
+            st = held.lstat(relative)
+        except (OSError, ValueError):
+            changed += 1
             continue
-        found.append((mtime, path))
+        if not stat.S_ISREG(st.st_mode):
+            changed += 1
+            continue
+        found.append((st.st_mtime, path))
     found.sort(key=lambda item: (-item[0], item[1]))
-    return [path for _, path in found], hidden
+    return [path for _, path in found], hidden, changed
 
 
 def _literal_suffix(pattern: str) -> str:

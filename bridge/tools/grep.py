@@ -13,184 +13,47 @@ Choices (so the model and the tests know what to expect):
   real path leaves the workspace and the search root, is left out (and counted in a note). rg never follows
   symlinks (`--no-follow`; `--no-config` keeps a config file from turning it on). rg prints each path
   followed by a NUL (`--null`), so any file name is parsed exactly.
+- What is shown is what was checked. rg opens files by name, and a sandboxed command may flip a name to a
+  link between rg's look at the directory and its open (rg then searches the link's target). So rg's first
+  pass only names the files; each of them is then opened exactly under the judged real search root
+  (`bridge.safefs`: no link followed), checked by the guard on that real path, and searched again by a second
+  rg reading those open files (`/proc/self/fd/N`). Only the second pass's lines, counts and names are shown;
+  a file that changed in between is left out silently: the model is not told how many (what the first pass
+  saw through a link would show in that count, a bit at a time). The editor sees it in `rawOutput.changed`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import subprocess
+import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import anyio
-from anyio.abc import ByteReceiveStream
 from pydantic import Field
 
+from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, ReadGuard, Tool, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.paths import path_problem, read_guard_of
+from bridge.tools.paths import opened_path, path_problem, read_error, read_guard_of
+from bridge.tools.ripgrep import (
+    MAX_LINE_COLUMNS,
+    MAX_SCAN_LINES,
+    VCS_EXCLUDES,
+    argument_problem,
+    hidden_note,
+    rg_error,
+    root_args,
+    root_location,
+    run_rg,
+    search_root,
+    split_globs,
+)
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_CONTENT_CHARS = 30_000
-MAX_SCAN_LINES = 200_000  # files / count entries read from rg before we stop it
-MAX_LINE_COLUMNS = 500
-MAX_STDERR = 8192
-VCS_EXCLUDES = ("!.git", "!.svn", "!.hg", "!.jj", "!.bzr")
-
-
-def rg_binary() -> str:
-    """ripgrep from PATH, else the `ripgrep` wheel's binary next to our interpreter."""
-    found = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
-    if not os.access(found, os.X_OK):
-        raise ToolError("ripgrep (rg) is not installed; use Bash with grep/find instead.")
-    return found
-
-
-@dataclass
-class RgRun:
-    lines: list[str]
-    complete: bool  # rg ran to its end; False when we stopped it after `max_lines`
-    returncode: int | None
-    stderr: str
-
-
-async def run_rg(args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n") -> RgRun:
-    """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
-    `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`)."""
-    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL)
-    lines: list[str] = []
-    err = bytearray()
-    complete = True
-    try:
-        assert process.stdout is not None and process.stderr is not None
-        async with anyio.create_task_group() as group:
-            group.start_soon(_collect_stderr, process.stderr, err)
-            partial = b""
-            async for chunk in process.stdout:
-                parts = (partial + chunk).split(separator)
-                partial = parts.pop()
-                lines.extend(p.decode("utf-8", errors="replace") for p in parts)
-                if len(lines) > max_lines:
-                    complete = False
-                    del lines[max_lines:]
-                    break
-            if complete and partial:
-                lines.append(partial.decode("utf-8", errors="replace"))
-            if not complete:
-                _kill(process)
-                group.cancel_scope.cancel()
-        await process.wait()
-    except BaseException:
-        _kill(process)  # cancelled (or failed): rg only reads, no grace needed
-        raise
-    finally:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await process.aclose()
-    return RgRun(lines, complete, process.returncode, err.decode("utf-8", errors="replace"))
-
-
-def _kill(process: anyio.abc.Process) -> None:
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-
-
-async def _collect_stderr(stream: ByteReceiveStream, into: bytearray) -> None:
-    async for chunk in stream:
-        if len(into) < MAX_STDERR:
-            into += chunk[: MAX_STDERR - len(into)]
-
-
-def display_path(path: Path, cwd: Path) -> str:
-    try:
-        rel = path.relative_to(cwd)
-    except ValueError:
-        return str(path)
-    return str(rel) if str(rel) != "." else "."
-
-
-def search_root(raw: str | None, cwd: Path) -> Path:
-    """The directory or file to search (relative to cwd), `~` expanded and `..` folded, symlinks kept.
-    `raw` must have passed `path_problem`."""
-    if not raw:
-        return cwd
-    expanded = Path(os.path.expanduser(raw))
-    return Path(os.path.normpath(expanded if expanded.is_absolute() else cwd / expanded))
-
-
-def root_args(root: Path, cwd: Path) -> list[str]:
-    """What to pass rg so that it prints paths relative to cwd (it runs in cwd), else absolute."""
-    if root == cwd:
-        return []
-    shown = display_path(root, cwd)
-    return ["--", shown]
-
-
-def root_location(raw: str | None) -> list[Location]:
-    """The editor's follow-along location of an absolute search root (none for an invalid one)."""
-    if not raw or path_problem(raw, field="path") is not None:
-        return []
-    expanded = os.path.expanduser(raw)
-    return [Location(os.path.normpath(expanded))] if os.path.isabs(expanded) else []
-
-
-def split_globs(raw: str) -> list[str]:
-    """`*.ts *.tsx`, `*.ts,*.tsx` or `*.{ts,tsx}`: split on blanks and on commas outside braces."""
-    parts: list[str] = []
-    current = ""
-    depth = 0
-    for ch in raw:
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-        if depth == 0 and (ch.isspace() or ch == ","):
-            if current:
-                parts.append(current)
-            current = ""
-            continue
-        current += ch
-    if current:
-        parts.append(current)
-    return parts
-
-
-def argument_problem(value: str | None, field: str) -> str | None:
-    """Why a text field cannot be passed to rg (an argument is a C string), or None."""
-    if value is None:
-        return None
-    if "\x00" in value:
-        escape = " (to match a NUL byte, write the regex escape \\x00)" if field == "pattern" else ""
-        return f"{field} contains a NUL byte, which cannot be passed to ripgrep{escape}."
-    try:
-        os.fsencode(value)
-    except UnicodeEncodeError as error:
-        return f"{field} contains {value[error.start:error.end]!r}, a lone UTF-16 surrogate; send plain text."
-    return None
-
-
-def hidden_note(count: int, tool: str) -> str:
-    """What the model is told of results left out by the guard (never their names)."""
-    files = "1 file was" if count == 1 else f"{count} files were"
-    return (f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
-            "names them, or they are outside the workspace).]")
-
-
-def rg_error(run: RgRun) -> ToolError:
-    message = run.stderr.strip() or f"rg exited with status {run.returncode}"
-    message = "\n".join(line.removeprefix("rg: ") for line in message.splitlines()[:12])
-    hint = ""
-    if "regex parse error" in message:
-        hint = (
-            "\nThe pattern is a Rust regex: escape literal ( ) [ ] { } . * + ? | \\ with a backslash "
-            "(e.g. `interface\\{\\}` for `interface{}`)."
-        )
-    elif "unrecognized file type" in message:
-        hint = "\nUse a ripgrep type name such as py, js, ts, rust, go, java, cpp, or use glob instead."
-    return ToolError(f"Search failed: {message}{hint}")
 
 
 class GrepInput(ToolInput):
@@ -234,17 +97,22 @@ def build_args(data: GrepInput, root: Path, cwd: Path) -> list[str]:
     else:
         # Always numbered: the number's separator (`:` match, `-` context) is how lines are told apart.
         args += ["--with-filename", "--no-heading", "--sort", "path", "--line-number"]
-        if data.only_matching:
-            args.append("--only-matching")
-        around = data.context if data.context is not None else data.around
-        if around is not None:
-            args += ["--context", str(around)]
-        if data.after is not None:
-            args += ["--after-context", str(data.after)]
-        if data.before is not None:
-            args += ["--before-context", str(data.before)]
+        args += _line_args(data)
     args += ["--regexp", data.pattern]
     return args + root_args(root, cwd)
+
+
+def _line_args(data: GrepInput) -> list[str]:
+    """Content mode's options for which lines are shown: only the matches, and the context around them."""
+    args = ["--only-matching"] if data.only_matching else []
+    around = data.context if data.context is not None else data.around
+    if around is not None:
+        args += ["--context", str(around)]
+    if data.after is not None:
+        args += ["--after-context", str(data.after)]
+    if data.before is not None:
+        args += ["--before-context", str(data.before)]
+    return args
 
 
 class GrepTool(Tool[GrepInput]):
@@ -261,6 +129,7 @@ class GrepTool(Tool[GrepInput]):
     kind = "search"
     interrupt_behavior = "cancel"
     max_result_chars = 40_000
+    rule_form = RuleForm("path", "read")
 
     def is_read_only(self, data: GrepInput) -> bool:
         return True
@@ -268,15 +137,16 @@ class GrepTool(Tool[GrepInput]):
     async def validate_input(self, data: GrepInput, ctx: ToolContext) -> str | None:
         if not data.pattern:
             return "pattern is empty; give a regex to search for."
-        for field, value in (("pattern", data.pattern), ("glob", data.glob), ("type", data.type)):
-            if (problem := argument_problem(value, field)) is not None:
+        for name, value in (("pattern", data.pattern), ("glob", data.glob), ("type", data.type)):
+            if (problem := argument_problem(value, name)) is not None:
                 return problem
         if data.path is not None and (problem := path_problem(data.path, field="path")) is not None:
             return problem
-        root = search_root(data.path, ctx.cwd)
-        if not await anyio.Path(root).exists():
-            return f"Path does not exist: {root} (cwd is {ctx.cwd})."
         return None
+
+    async def validate_target(self, data: GrepInput, ctx: ToolContext) -> str | None:
+        root = search_root(data.path, ctx.cwd)
+        return await anyio.to_thread.run_sync(_root_problem, root, ctx)
 
     def permission_paths(self, data: GrepInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
         if data.path is not None and path_problem(data.path, field="path") is not None:
@@ -293,6 +163,7 @@ class GrepTool(Tool[GrepInput]):
 
     async def call(self, data: GrepInput, ctx: ToolContext) -> ToolResult:
         root = search_root(data.path, ctx.cwd)
+        real_root = await anyio.to_thread.run_sync(opened_path, root, ctx)
         mode = data.output_mode or "files_with_matches"
         skip = data.offset or 0
         limit = DEFAULT_HEAD_LIMIT if data.head_limit is None else data.head_limit
@@ -303,28 +174,235 @@ class GrepTool(Tool[GrepInput]):
         if run.returncode == 2 and not any(run.lines):
             raise rg_error(run)
         numbered = data.line_numbers is not False
-        guard = read_guard_of(ctx)
-        lines, hidden = await anyio.to_thread.run_sync(_shown_lines, run.lines, mode, numbered, ctx.cwd, root, guard)
+        checked = await confirmed(run.lines, data, root, real_root, ctx, read_guard_of(ctx))
+        lines = _shown_lines(checked.lines, mode, numbered)
+        hidden = checked.hidden
         note = "\n\n" + hidden_note(hidden, "Grep") if hidden else ""
         if not lines:
-            return ToolResult("No matches found" + note, raw_output={"matches": 0, "hidden": hidden})
+            raw_none: dict[str, object] = {"matches": 0, "hidden": hidden}
+            if checked.changed:
+                raw_none["changed"] = checked.changed
+            return ToolResult("No matches found" + note, raw_output=raw_none)
         if mode == "files_with_matches":
-            lines = await anyio.to_thread.run_sync(_newest_first, lines, ctx.cwd)
+            lines = sorted(lines, key=lambda p: (-checked.mtimes.get(p, 0.0), p))
         text, shown = _page(lines, mode, skip, limit, complete=run.complete)
         if run.returncode == 2:
             first = run.stderr.strip().splitlines()[:1]
             text += f"\n[Some files could not be searched: {first[0].removeprefix('rg: ') if first else 'errors'}]"
         raw = {"mode": mode, "entries": shown, "complete": run.complete, "hidden": hidden}
+        if checked.changed:
+            raw["changed"] = checked.changed
         return ToolResult(text + note, raw_output=raw)
 
 
-def _shown_lines(
-    lines: list[str], mode: str, numbered: bool, cwd: Path, root: Path, guard: ReadGuard
-) -> tuple[list[str], int]:
-    """rg's `--null` output as Grep shows it (`path:12:text`, `path-13-text` for context, `path:3` counts),
-    without the files the guard hides; and how many files were hidden."""
-    verdicts: dict[str, bool] = {}
-    hidden = 0
+def _root_problem(root: Path, ctx: ToolContext) -> str | None:
+    """The search root must be a directory or a regular file (rg would wait forever on a FIFO with no writer)."""
+    try:
+        st = os.fstat(fd := safefs.open_exact(opened_path(root, ctx), safefs.O_PATH or safefs.READ_FLAGS))
+        os.close(fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return f"Path does not exist: {root} (cwd is {ctx.cwd})."
+    except ToolError as error:
+        return str(error)
+    except OSError as error:
+        return str(read_error(root, error))
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        return f"{root} is {safefs.describe_mode(st.st_mode)}; Grep searches files and directories."
+    return None
+
+
+
+
+# ---- the exact second pass ---------------------------------------------------------------------------------
+
+FD_DIR = "/proc/self/fd" if sys.platform.startswith("linux") else "/dev/fd"
+
+
+@dataclass
+class Confirmed:
+    """The second pass: rg's lines again (same format, the first pass's paths), from the files opened exactly;
+    the files' mtimes; how many the guard hid; how many changed between the passes."""
+
+    lines: list[str] = field(default_factory=list)
+    mtimes: dict[str, float] = field(default_factory=dict)
+    hidden: int = 0
+    changed: int = 0
+
+
+def _batch_size() -> int:
+    """How many files one second-pass rg reads at once: half the free descriptors, within bounds."""
+    try:
+        import resource  # POSIX; Windows has no descriptor limit to ask
+    except ImportError:
+        return 256
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(16, min(1024, (soft if soft > 0 else 1024) // 4))
+
+
+def _second_pass_args(data: GrepInput) -> list[str]:
+    """The first pass's output options without its file selection (the files are given)."""
+    mode = data.output_mode or "files_with_matches"
+    args = ["--no-config", "--null", "--color", "never", "--max-columns", str(MAX_LINE_COLUMNS),
+            "--max-columns-preview"]
+    if data.case_insensitive:
+        args.append("--ignore-case")
+    if data.multiline:
+        args += ["--multiline", "--multiline-dotall"]
+    if mode == "files_with_matches":
+        args.append("--files-with-matches")
+    elif mode == "count":
+        args += ["--count", "--with-filename"]
+    else:
+        args += ["--with-filename", "--no-heading", "--line-number"]
+        args += _line_args(data)
+    return [*args, "--regexp", data.pattern]
+
+
+def _named_files(lines: list[str], mode: str) -> list[str]:
+    """The files the first pass named, in its order, each once."""
+    seen: dict[str, None] = {}
+    for line in lines:
+        if not line:
+            continue
+        if mode == "files_with_matches":
+            seen.setdefault(line, None)
+            continue
+        path, nul, _rest = line.partition("\0")
+        if nul:
+            seen.setdefault(path, None)
+    return list(seen)
+
+
+def _open_checked(shown: list[str], root: Path, real_root: str, cwd: Path, guard: ReadGuard,
+                  result: Confirmed) -> dict[str, int]:
+    """Open each file exactly under the judged real root (regular files only), after the guard allowed its real
+    path; {shown path: fd}. The caller closes the fds."""
+    fds: dict[str, int] = {}
+    scope = Path(real_root)
+    try:
+        base = safefs.Beneath(real_root) if root_is_dir(real_root) else None
+    except OSError:
+        result.changed += len(shown)
+        return fds
+    try:
+        for path in shown:
+            named = os.path.normpath(os.path.join(cwd, path))
+            if base is None:
+                if named != os.fspath(root):
+                    result.changed += 1
+                    continue
+                real, relative = real_root, ""
+            else:
+                relative = os.path.relpath(named, root)
+                if relative == ".." or relative.startswith("../"):
+                    result.changed += 1
+                    continue
+                real = os.path.normpath(os.path.join(real_root, relative))
+            try:
+                if guard(Path(real), scope) is not None or (named != real and guard(Path(named), scope) is not None):
+                    result.hidden += 1
+                    continue
+            except OSError:  # the guard resolves names too: one changing under it is a name that changed
+                result.changed += 1
+                continue
+            try:
+                fd = base.open(relative, safefs.READ_FLAGS) if base is not None else \
+                    safefs.open_exact(real_root, safefs.READ_FLAGS)
+            except (OSError, ValueError):
+                result.changed += 1
+                continue
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                os.close(fd)
+                result.changed += 1
+                continue
+            fds[path] = fd
+            result.mtimes[path] = st.st_mtime
+    except BaseException:
+        for fd in fds.values():
+            os.close(fd)
+        raise
+    finally:
+        if base is not None:
+            base.close()
+    return fds
+
+
+def root_is_dir(real: str) -> bool:
+    try:
+        return stat.S_ISDIR(safefs.stat_exact(real).st_mode)
+    except OSError:
+        return False
+
+
+async def confirmed(lines: list[str], data: GrepInput, root: Path, real_root: str, ctx: ToolContext,
+                    guard: ReadGuard) -> Confirmed:
+    """The first pass's result, searched again in the files as opened exactly (see the module docstring)."""
+    mode = data.output_mode or "files_with_matches"
+    result = Confirmed()
+    named = _named_files(lines, mode)
+    if not named:
+        return result
+    separator = b"\0" if mode == "files_with_matches" else b"\n"
+    args = _second_pass_args(data)
+    by_file: dict[str, list[str]] = {}
+    size = _batch_size()
+    for start in range(0, len(named), size):
+        batch = named[start : start + size]
+        fds = await anyio.to_thread.run_sync(_open_checked, batch, root, real_root, ctx.cwd, guard, result)
+        try:
+            if not fds:
+                continue
+            shown_of = {f"{FD_DIR}/{fd}": path for path, fd in fds.items()}
+            run = await run_rg([*args, "--", *shown_of], ctx.cwd, max_lines=MAX_SCAN_LINES, separator=separator,
+                               pass_fds=tuple(fds.values()))
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        _collect_by_file(run.lines, mode, shown_of, by_file)
+    for path in named:
+        kept = by_file.get(path)
+        if kept is None:  # the first pass named it, the file as opened exactly says otherwise: it changed
+            result.changed += path in result.mtimes
+            continue
+        if result.lines and mode == "content" and _has_context(data):
+            result.lines.append("--")
+        result.lines.extend(kept)
+    return result
+
+
+def _has_context(data: GrepInput) -> bool:
+    return any(v for v in (data.context, data.around, data.after, data.before))
+
+
+def _collect_by_file(lines: list[str], mode: str, shown_of: dict[str, str], into: dict[str, list[str]]) -> None:
+    """The second pass's lines, each under the first pass's path of its file (`--` separators kept inside a
+    file, dropped at its end)."""
+    current: list[str] | None = None
+    for line in lines:
+        if mode == "files_with_matches":
+            path = shown_of.get(line)
+            if path is not None:
+                into[path] = [path]
+            continue
+        fd_path, nul, rest = line.partition("\0")
+        if not nul:
+            if line == "--" and current is not None:
+                current.append(line)
+            continue  # a "binary file matches" notice: nothing of the file is shown
+        path = shown_of.get(fd_path)
+        if path is None:
+            current = None
+            continue
+        current = into.setdefault(path, [])
+        current.append(f"{path}\0{rest}")
+    for kept in into.values():
+        while kept and kept[-1] == "--":
+            kept.pop()
+
+
+def _shown_lines(lines: list[str], mode: str, numbered: bool) -> list[str]:
+    """rg's `--null` output as Grep shows it (`path:12:text`, `path-13-text` for context, `path:3` counts)."""
     out: list[str] = []
     for line in lines:
         if not line:
@@ -337,12 +415,6 @@ def _shown_lines(
             if mode == "content" and line == "--" and out and out[-1] != "--":
                 out.append(line)
             continue
-        shown = verdicts.get(path)
-        if shown is None:
-            shown = verdicts[path] = guard(Path(os.path.normpath(os.path.join(cwd, path))), root) is None
-            hidden += not shown
-        if not shown:
-            continue
         if mode == "files_with_matches":
             out.append(path)
         elif mode == "count":
@@ -351,7 +423,7 @@ def _shown_lines(
             out.append(_content_line(path, rest, numbered))
     if out and out[-1] == "--":
         out.pop()
-    return out, hidden
+    return out
 
 
 def _content_line(path: str, rest: str, numbered: bool) -> str:
@@ -361,16 +433,6 @@ def _content_line(path: str, rest: str, numbered: bool) -> str:
     if not number or sep not in (":", "-"):
         return f"{path}:{rest}"
     return f"{path}{sep}{number}{sep}{text}" if numbered else f"{path}{sep}{text}"
-
-
-def _newest_first(paths: list[str], cwd: Path) -> list[str]:
-    def mtime(path: str) -> float:
-        try:
-            return os.stat(cwd / path).st_mtime
-        except OSError:
-            return 0.0
-
-    return sorted(paths, key=lambda p: (-mtime(p), p))
 
 
 def _page(lines: list[str], mode: str, skip: int, limit: int, *, complete: bool) -> tuple[str, int]:

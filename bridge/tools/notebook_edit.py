@@ -19,24 +19,25 @@ import anyio
 from pydantic import Field
 
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
     PlanCache,
+    Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
-    diff_display,
     load_text,
-    load_text_now,
     require_fresh_read,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path
+from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.textdiff import changed_spans, diff_display
 
 CellType = Literal["code", "markdown"]
 EditMode = Literal["replace", "insert", "delete"]
@@ -54,7 +55,7 @@ class NotebookEditInput(ToolInput):
 
 @dataclass(frozen=True)
 class NotebookPlan:
-    path: Path
+    target: Target
     old_text: str
     new_text: str
     encoding: Encoding
@@ -63,6 +64,10 @@ class NotebookPlan:
     summary: str  # for the model
     cell_id: str  # the cell changed, inserted or deleted
 
+    @property
+    def path(self) -> Path:
+        return self.target.path
+
     def diff(self) -> Diff:
         old_span, new_span = changed_spans(self.old_text, self.new_text)
         return diff_display(self.path, self.old_text, self.new_text, old_span=old_span, new_span=new_span)
@@ -70,15 +75,9 @@ class NotebookPlan:
 
 async def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    path = _notebook_path(data)
-    file = await load_text(path, ctx)
-    return await anyio.to_thread.run_sync(_plan_from, data, ctx, path, file)
-
-
-def plan_notebook_edit_now(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
-    """`plan_notebook_edit` with the editor's synced text only (no waiting): the preview's fallback."""
-    path = _notebook_path(data)
-    return _plan_from(data, ctx, path, load_text_now(path, ctx))
+    target = await target_of(_notebook_path(data), ctx)
+    file = await load_text(target, ctx)
+    return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
 
 def _notebook_path(data: NotebookEditInput) -> Path:
@@ -88,7 +87,8 @@ def _notebook_path(data: NotebookEditInput) -> Path:
     return path
 
 
-def _plan_from(data: NotebookEditInput, ctx: ToolContext, path: Path, file: TextFile | None) -> NotebookPlan:
+def _plan_from(data: NotebookEditInput, ctx: ToolContext, target: Target, file: TextFile | None) -> NotebookPlan:
+    path = target.path
     if file is None:
         raise ToolError(f"Notebook does not exist: {path}. Create it with Write first.")
     require_fresh_read(path, ctx, file)
@@ -134,15 +134,19 @@ def _plan_from(data: NotebookEditInput, ctx: ToolContext, path: Path, file: Text
 
     new_text = to_line_ending(_dump(notebook, file.text, sort_keys=sort_keys), file.line_ending)
     payload = file.encoding.encode(new_text)
-    return NotebookPlan(path, file.text, new_text, file.encoding, payload, file, summary, cell_id)
+    return NotebookPlan(target, file.text, new_text, file.encoding, payload, file, summary, cell_id)
 
 
 _PLANS: PlanCache[NotebookPlan] = PlanCache()
 
 
 def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> Diff:
-    """The diff (of the notebook's JSON) the edit would make, without writing anything."""
-    return (_PLANS.get(ctx, data) or plan_notebook_edit_now(data, ctx)).diff()
+    """The diff (of the notebook's JSON) the edit would make, without writing anything, as `validate_target`
+    planned it; else (the notebook was not looked at) the new cell source alone."""
+    plan = _PLANS.get(ctx, data)
+    if plan is not None:
+        return plan.diff()
+    return Diff(str(_notebook_path(data)), None, "" if data.edit_mode == "delete" else data.new_source)
 
 
 _INDEX_FORM = re.compile(r"cell-(\d+)")
@@ -241,11 +245,19 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write")
 
     def is_destructive(self, data: NotebookEditInput) -> bool:
         return data.edit_mode == "delete"
 
     async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
+        try:
+            _notebook_path(data)
+        except ToolError as error:
+            return str(error)
+        return None
+
+    async def validate_target(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
@@ -261,10 +273,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
         return backfill_path(raw, "notebook_path")
 
     def locations(self, data: NotebookEditInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.notebook_path, field="notebook_path")))]
-        except ToolError:
-            return []
+        return path_locations(data.notebook_path, field="notebook_path")
 
     def user_facing_title(self, data: NotebookEditInput) -> str:
         where = f" cell {data.cell_id}" if data.cell_id else ""
@@ -274,7 +283,7 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_notebook_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot
-        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=disk)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
         raw_output = {"path": str(plan.path), "cell_id": plan.cell_id, "edit_mode": data.edit_mode}
         raw_output |= written_meta(written)
         return ToolResult(plan.summary, display=[plan.diff()], raw_output=raw_output)

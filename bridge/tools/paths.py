@@ -6,7 +6,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from bridge import safefs
+from bridge.display import Location
 from bridge.tools.base import ReadGuard, ToolContext, ToolError
+from bridge.winpaths import inside, native_form
 
 NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 PATH_MAX = 4096  # bytes in a whole path, its terminating NUL included (Linux)
@@ -42,14 +45,46 @@ def absolute_path(raw: str, *, field: str = "file_path") -> Path:
     problem = path_problem(raw, field=field)
     if problem is not None:
         raise ToolError(problem)
-    expanded = os.path.expanduser(raw)
+    expanded = os.path.expanduser(native_form(raw))  # Windows: Git Bash's `/c/x` is `C:\\x`
     if not os.path.isabs(expanded):
         raise ToolError(f"{field} must be an absolute path, got {raw!r}")
     return Path(os.path.normpath(expanded))
 
 
+def path_locations(raw: str, *, field: str = "file_path", line: int | None = None) -> list[Location]:
+    """The file a call names, for the editor to follow; none when the path is not one the tool would take."""
+    try:
+        return [Location(str(absolute_path(raw, field=field)), line)]
+    except ToolError:
+        return []
+
+
+def opened_path(path: Path, ctx: ToolContext) -> str:
+    """Where the file tools open `path` (absolute, normalized): the real path the permission step judged for it
+    (`ctx.granted`), else — no permission step judged this call — its real path now, found link by link in
+    user space. The result has no symlink and no `..`; the tools open it with `safefs.open_exact`, which
+    follows no link, so a name flipped to a link since the check is refused, never followed."""
+    if ctx.granted is not None:
+        judged = ctx.granted.get(path)
+        if judged is not None:
+            return os.fspath(judged)
+    try:
+        return safefs.resolve(path, ["/"])
+    except OSError as error:
+        raise read_error(path, error) from None
+
+
 def read_error(path: Path, error: OSError, *, missing: str | None = None) -> ToolError:
-    """An OS error from opening or reading `path`, as a message the model can act on (Read, Write, Edit)."""
+    """An OS error from opening or reading `path`, as a message the model can act on (Read, Write, Edit).
+    `path` is the path as the model named it (the real path opened may differ by the links it went through)."""
+    if isinstance(error, safefs.Changed):
+        return ToolError(f"{path} changed while it was being opened (a symbolic link appeared in its path since "
+                         "the permission check); nothing was read or written through it. If that was not you, "
+                         "something in the workspace is swapping files: look before retrying.")
+    if isinstance(error, safefs.NotRegular):
+        return ToolError(f"{path} is {safefs.describe_mode(error.mode)}, not a regular file.")
+    if isinstance(error, safefs.UnsafePath):
+        return ToolError(f"Cannot open {path}: {error}")
     if isinstance(error, FileNotFoundError):
         return ToolError(missing or f"File does not exist: {path}")
     if isinstance(error, IsADirectoryError):
@@ -82,7 +117,7 @@ def real_path_resolver() -> Callable[[str], str]:
 
 
 def within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+    return inside(path, root)  # Windows: drive letters, backslashes, no case
 
 
 def containment_guard(roots: list[Path]) -> ReadGuard:

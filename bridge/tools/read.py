@@ -6,9 +6,14 @@ So reading lines 5,000,000-5,000,010 of a 1 GB file holds a few chunks, not the 
 itself (lines x width and a character budget), hence `max_result_chars = inf`.
 
 Read reads what `cat` reads. A FIFO or a device is a stream: opened without blocking, waited on (a FIFO with
-no writer waits for one, as `cat` does, and the wait ends on abort), read until it ends or the window is
-full, at most `MAX_STREAM_BYTES`. Binary streams (`/dev/zero`, `/dev/urandom`) are refused at their first
-block. `/proc` and `/sys` files, whose size says 0, are read to their end like any file.
+no writer waits for one, as `cat` does), read until it ends or the window is full, at most `MAX_STREAM_BYTES`,
+and never longer than `STREAM_WAIT_S` (Claude Code's bound): then Read gives up with what it has, or says that
+nothing came and what to do. The wait ends at once on a cancel. Binary streams (`/dev/zero`, `/dev/urandom`)
+are refused at their first block. `/proc` and `/sys` files, whose size says 0, are read to their end like
+any file.
+
+The file opened is the real path the permission step judged, opened following no symlink (`bridge.safefs`):
+a name flipped to a link since the check is refused, never followed.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from typing import IO, Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge import safefs
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult, Unbounded
-from bridge.tools.fileio import backfill_path, snapshot_of, text_digest
-from bridge.tools.paths import absolute_path, looks_binary, path_problem, read_error
+from bridge.tools.fileio import Target, backfill_path, editor_text, snapshot_of, target_of, text_digest
+from bridge.tools.paths import absolute_path, looks_binary, path_locations, path_problem, read_error
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -42,7 +49,7 @@ MAX_IMAGE_BYTES = 3_750_000  # base64 of it stays under the API's 5 MB per image
 MAX_DECODE_WHOLE = 32 * 1024 * 1024  # UTF-16 files are decoded whole, up to this size
 LINE_CUT = " […line cut at 2000 characters]"
 MAX_STREAM_BYTES = 16 * 1024 * 1024  # read from a FIFO or device at most (it may never end)
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY  # a FIFO's open must not wait
+STREAM_WAIT_S = 20.0  # the longest Read waits on a FIFO or device (one with no writer may never answer)
 
 _IMAGE_MAGIC: list[tuple[bytes, str]] = [
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -220,20 +227,28 @@ def _size(n: int) -> str:
     return f"{value:.1f} {unit}"
 
 
-def missing_file_message(path: Path, cwd: Path) -> str:
+def missing_file_message(path: Path, real: str, cwd: Path) -> str:
+    """Why there is no file, with the names in its directory that come close. The directory listed is the real
+    one of the path opened (exactly: a name flipped to a link would list somewhere else)."""
     message = f"File does not exist: {path}."
     parent = path.parent
-    if not parent.is_dir():
+    try:
+        fd = safefs.open_exact(os.path.dirname(real), os.O_RDONLY | os.O_DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
         return f"{message} Its directory {parent} does not exist either (cwd is {cwd})."
+    except OSError:
+        return message
     names: list[str] = []
     try:
-        with os.scandir(parent) as entries:
+        with os.scandir(fd) as entries:
             for i, entry in enumerate(entries):
                 if i >= 5000:  # a huge directory: not worth it
                     break
                 names.append(entry.name)
     except OSError:
         return message
+    finally:
+        os.close(fd)
     lowered = {name.lower(): name for name in names}
     close = [lowered[path.name.lower()]] if path.name.lower() in lowered else []
     close += [n for n in difflib.get_close_matches(path.name, names, n=3, cutoff=0.7) if n not in close]
@@ -264,6 +279,8 @@ class ReadTool(Tool[ReadInput]):
     kind = "read"
     interrupt_behavior = "cancel"
     max_result_chars = Unbounded
+    rule_form = RuleForm("path", "read", family=True, others=True, aliases=("LS", "NotebookRead"))
+    """`Read(...)` rules speak about every read: Grep's, Glob's, a command's (`cat f`)."""
 
     def is_read_only(self, data: ReadInput) -> bool:
         return True
@@ -289,10 +306,7 @@ class ReadTool(Tool[ReadInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: ReadInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.file_path)), max(1, data.offset or 1))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path, line=max(1, data.offset or 1))
 
     def user_facing_title(self, data: ReadInput) -> str:
         if data.offset is None and data.limit is None:
@@ -304,11 +318,12 @@ class ReadTool(Tool[ReadInput]):
     async def call(self, data: ReadInput, ctx: ToolContext) -> ToolResult:
         path = absolute_path(data.file_path)
         offset, limit = max(1, data.offset or 1), data.limit or DEFAULT_LIMIT
-        unsaved = await ctx.documents.read_text(path)
+        target = await target_of(path, ctx)
+        unsaved = await editor_text(target, ctx)
         if unsaved is not None:
             return self._from_editor(path, unsaved, offset, limit, ctx)
         with anyio.CancelScope(shield=True):  # a non-blocking open: quick, and its fd must not be lost
-            fd, st = await anyio.to_thread.run_sync(_open, path, ctx.cwd)
+            fd, st = await anyio.to_thread.run_sync(_open, target, ctx.cwd)
         if stat.S_ISREG(st.st_mode):
             loaded = await _load_file(fd, st, path, offset, limit)
         else:  # a FIFO or a device: read on the event loop, where waiting ends on abort
@@ -336,14 +351,16 @@ def _render(window: Window, path: Path, size: int, offset: int) -> str:
     return window.render(path, size)
 
 
-def _open(path: Path, cwd: Path) -> tuple[int, os.stat_result]:
-    """Open without blocking (a FIFO's plain open waits for a writer) and without becoming a controlling tty."""
+def _open(target: Target, cwd: Path) -> tuple[int, os.stat_result]:
+    """Open the judged real path exactly (no link followed), without blocking (a FIFO's plain open waits for
+    a writer) and without becoming a controlling tty."""
+    path = target.path
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = safefs.open_exact(target.real, safefs.READ_FLAGS)
     except FileNotFoundError as error:
-        raise read_error(path, error, missing=missing_file_message(path, cwd)) from None
+        raise read_error(path, error, missing=missing_file_message(path, target.real, cwd)) from None
     except OSError as error:
-        if error.errno == errno.ENXIO and _is_socket(path):
+        if error.errno == errno.ENXIO and _is_socket(target.real):
             raise ToolError(f"{path} is a socket; it cannot be read as a file (connect to it with Bash).") from None
         raise read_error(path, error) from None
     try:
@@ -357,9 +374,9 @@ def _open(path: Path, cwd: Path) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def _is_socket(path: Path) -> bool:
+def _is_socket(real: str) -> bool:
     try:
-        return stat.S_ISSOCK(os.stat(path).st_mode)
+        return stat.S_ISSOCK(safefs.stat_exact(real).st_mode)
     except OSError:
         return False
 
@@ -446,8 +463,16 @@ async def _load_stream(fd: int, st: os.stat_result, path: Path, offset: int, lim
     `MAX_STREAM_BYTES`. A FIFO waits on the event loop (cancellable); other devices read in a thread, in
     case a driver blocks despite O_NONBLOCK. The caller closes `fd`."""
     kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "device"
-    data, ended = await _collect(fd, offset - 1 + limit, fifo=kind == "FIFO")
+    data, ended = b"", False
+    with anyio.move_on_after(STREAM_WAIT_S) as waited:
+        data, ended = await _collect(fd, offset - 1 + limit, fifo=kind == "FIFO", into=(got := bytearray()))
+    if waited.cancelled_caught:
+        data = bytes(got)
+        if not data:
+            raise ToolError(_nothing_came(path, kind))
     raw: dict[str, Any] = {"path": str(path), "size": len(data), "stream": kind}
+    if waited.cancelled_caught:
+        raw["gave_up_after_s"] = STREAM_WAIT_S
     head = data[:8192]
     special = _special(path, 0, head, lambda: data, sized=False, offset=offset, limit=limit)
     if special is not None:
@@ -467,11 +492,20 @@ async def _load_stream(fd: int, st: os.stat_result, path: Path, offset: int, lim
     return _Loaded(text, snapshot_of(st), raw | {"lines": len(window.lines), "ended": ended})
 
 
-async def _collect(fd: int, lines_wanted: int, *, fifo: bool) -> tuple[bytes, bool]:
+def _nothing_came(path: Path, kind: str) -> str:
+    if kind == "FIFO":
+        return (f"Nothing was written to the FIFO {path} within {STREAM_WAIT_S:g} s, so Read gave up (a FIFO "
+                "gives data only while a process writes to it). Start the writer first (e.g. in the background "
+                f"with Bash), then Read again; or read it with Bash and a timeout: `timeout 5 cat {path}`.")
+    return (f"The device {path} gave no data within {STREAM_WAIT_S:g} s, so Read gave up. Read it with Bash and "
+            f"a timeout instead, e.g. `timeout 5 head -c 4096 {path} | xxd | head`.")
+
+
+async def _collect(fd: int, lines_wanted: int, *, fifo: bool, into: bytearray) -> tuple[bytes, bool]:
     """Bytes from a stream until it ends (True) or enough is read (False): `lines_wanted` lines (plain text),
     the whole of an image up to its limit, at most `MAX_STREAM_BYTES`. A binary stream stops at its first
-    block (it is refused)."""
-    buf = bytearray()
+    block (it is refused). What is read so far is in `into` (the caller's, for when its time bound ends this)."""
+    buf = into
     newlines = 0
     wait = fifo  # a FIFO without a writer reads as ended: wait until one writes (or comes and goes)
     cap = MAX_STREAM_BYTES

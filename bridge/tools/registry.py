@@ -1,8 +1,8 @@
-"""The core tool set, in the order the model sees it."""
+"""The core tool set, in the order the model sees it, and how permission rules name its tools."""
 
 from __future__ import annotations
 
-from bridge.tools.background import TaskOutputTool, TaskStopTool
+from bridge.permissions.grammar import RuleGrammar
 from bridge.tools.base import AnyTool
 from bridge.tools.bash import BashTool
 from bridge.tools.edit import EditTool
@@ -11,6 +11,7 @@ from bridge.tools.glob import GlobTool
 from bridge.tools.grep import GrepTool
 from bridge.tools.notebook_edit import NotebookEditTool
 from bridge.tools.read import ReadTool
+from bridge.tools.tasks import TaskOutputTool, TaskStopTool
 from bridge.tools.todo_write import TodoWriteTool
 from bridge.tools.web_fetch import WebFetchTool
 from bridge.tools.write import WriteTool
@@ -33,5 +34,8 @@ def core_tools() -> list[AnyTool]:
     ]
 
 
-def tool_by_name(name: str) -> AnyTool | None:
-    return next((tool for tool in core_tools() if tool.name == name), None)
+def rule_grammar() -> RuleGrammar:
+    """The form each core tool's rules take (`Tool.rule_form`): the session composes its permission engine with it,
+    so `Bash(...)` in a settings file is a command pattern and `Edit(...)` a path pattern. The other tools' rules
+    take names (the default); a tool that states another form teaches the engine when it is first called."""
+    return RuleGrammar.of({tool.name: tool.rule_form for tool in core_tools()})

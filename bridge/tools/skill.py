@@ -63,6 +63,9 @@ class SkillTool(Tool[SkillInput]):
     def is_read_only(self, data: SkillInput) -> bool:
         return True  # reading a skill changes nothing; what its instructions lead to is decided call by call
 
+    def rule_subject(self, data: SkillInput) -> str | None:
+        return data.skill  # `Skill(pdf)`
+
     def is_concurrency_safe(self, data: SkillInput) -> bool:
         return data.query is not None or not self._fork(data)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import uuid
 from pathlib import Path
 
+from bridge.messages import valid_tool_use_id
 from bridge.tools.base import ToolError
 from bridge.tools.fileio import atomic_write
 
@@ -18,9 +18,10 @@ PREVIEW_CHARS = 2_000
 
 
 def result_path(data_dir: Path, tool_use_id: str) -> Path:
-    """Where a result is stored. The id comes from the model's API; only a safe file name is used."""
-    safe = re.sub(r"[^A-Za-z0-9_-]", "_", tool_use_id)[:120] or f"result_{uuid.uuid4().hex}"
-    return data_dir / "tool-results" / f"{safe}.txt"
+    """Where a result is stored: named by its tool_use id when that is a valid id (the stream parser refuses
+    others; asked again here because the id becomes a file name), else by a fresh random name."""
+    name = tool_use_id if valid_tool_use_id(tool_use_id) else f"result_{uuid.uuid4().hex}"
+    return data_dir / "tool-results" / f"{name}.txt"
 
 
 def bound_result(text: str, *, limit: float, data_dir: Path, tool_use_id: str) -> str:
@@ -32,7 +33,7 @@ def bound_result(text: str, *, limit: float, data_dir: Path, tool_use_id: str) -
     path = result_path(data_dir, tool_use_id)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text.encode("utf-8", errors="surrogateescape"))
+        atomic_write(path, text.encode("utf-8", errors="surrogateescape"))  # exact: no link in its way followed
     except (OSError, ToolError) as exc:
         log.warning("could not store a large tool result at %s: %s", path, exc)
         return f"{preview}\n\n[Output too large ({len(text)} chars) and could not be saved; this is the start of it.]"

@@ -21,6 +21,7 @@ import httpx
 from pydantic import Field
 
 from bridge.abort import cancel_on_abort
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.paths import looks_binary
 
@@ -67,7 +68,7 @@ def is_loopback(host: str) -> bool:
 
 
 def domain(data: WebFetchInput) -> str:
-    """The host a fetch goes to, for the permission engine's `WebFetch(domain:HOST)` rules ('' if invalid)."""
+    """The host a fetch goes to ('' if the URL is invalid): what the permission engine's domain rules judge."""
     try:
         return parse_url(data.url).host.lower()
     except ToolError:
@@ -308,6 +309,7 @@ class WebFetchTool(Tool[WebFetchInput]):
     kind = "fetch"
     interrupt_behavior = "cancel"
     max_result_chars = 100_000
+    rule_form = RuleForm("domain")
 
     def __init__(
         self,
@@ -325,8 +327,9 @@ class WebFetchTool(Tool[WebFetchInput]):
     def is_read_only(self, data: WebFetchInput) -> bool:
         return True
 
-    def domain(self, data: WebFetchInput) -> str:
-        return domain(data)
+    def permission_host(self, data: WebFetchInput) -> str | None:
+        """The host this call will fetch from, exactly (`WebFetch(domain:HOST)` rules judge it)."""
+        return domain(data) or None
 
     async def validate_input(self, data: WebFetchInput, ctx: ToolContext) -> str | None:
         try:

@@ -1,11 +1,11 @@
 """Write: create a file, or replace one the session has read (keeping its encoding and line endings).
 
 When the editor has the file, the old text is the editor's (unsaved changes included) and the new one goes
-through the editor when it takes it (see fileio)."""
+through the editor when it takes it (see fileio). Nothing the call names is read before the permission step
+allowed it (or before its question, when reading it needs no permission): see `validate_target`."""
 
 from __future__ import annotations
 
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,29 +14,33 @@ from typing import Any, Literal
 import anyio
 from pydantic import Field
 
+from bridge import safefs
 from bridge.display import Diff, Display
+from bridge.permissions.facts import RuleForm
 from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
     Encoding,
     PlanCache,
+    Target,
     TextFile,
     backfill_path,
-    changed_spans,
     commit_text,
     decode,
     detect_line_ending,
-    diff_display,
     editor_file,
+    editor_text,
     read_bytes,
     require_fresh_read,
     snapshot_of,
+    target_of,
     to_line_ending,
     validated_plan,
     written_meta,
     written_path,
 )
-from bridge.tools.paths import absolute_path
+from bridge.tools.paths import absolute_path, path_locations, read_error
+from bridge.tools.textdiff import changed_spans, diff_display
 
 
 class WriteInput(ToolInput):
@@ -46,13 +50,18 @@ class WriteInput(ToolInput):
 
 @dataclass(frozen=True)
 class WritePlan:
-    path: Path
+    target: Target
     old_text: str | None  # None: a new file (or a binary one being replaced)
     new_text: str
     encoding: Encoding
     payload: bytes
     snapshot: FileSnapshot | None  # the disk file as planned against; None: it does not exist on disk yet
     exists: bool = False  # on disk or in the editor: replaced, not created
+    base: TextFile | None = None  # the editor's text it was planned on, when the editor had the file
+
+    @property
+    def path(self) -> Path:
+        return self.target.path
 
     def diff(self) -> Diff:
         if self.old_text is None:
@@ -69,73 +78,82 @@ class _OnDisk:
     file: TextFile | None = None
 
 
-def _on_disk(path: Path) -> _OnDisk:
+def _on_disk(target: Target) -> _OnDisk:
+    path = target.path
     try:
-        st = os.stat(path)
+        st = safefs.stat_exact(target.real)
     except (FileNotFoundError, NotADirectoryError):
-        _check_parent(path)
+        _check_parent(target)
         return _OnDisk(None)
     except OSError as exc:
-        raise ToolError(f"Cannot access {path}: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(f"{path} is a directory; give the path of a file.")
+    if stat.S_ISLNK(st.st_mode):  # a link where the permission check saw none
+        raise read_error(path, safefs.Changed(target.real))
     try:
-        raw, st = read_bytes(path)
+        raw, st = read_bytes(target.real, path)
     except OSError as exc:
-        raise ToolError(f"Cannot read {path}: {exc.strerror or exc}") from None
+        raise read_error(path, exc) from None
     snapshot = snapshot_of(st)
     try:
         text, encoding = decode(raw)
     except ToolError:  # a binary file: nothing to keep, nothing to show
         return _OnDisk(snapshot)
     return _OnDisk(snapshot, TextFile(path, text, encoding, detect_line_ending(text), stat.S_IMODE(st.st_mode),
-                                      snapshot))
+                                      snapshot, real=target.real))
 
 
 async def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     """What Write would put in the file, or a `ToolError` saying why it cannot. Reads, never writes."""
-    path = absolute_path(data.file_path)
-    unsaved = await ctx.documents.read_text(path)
-    return _plan_from(data, ctx, path, unsaved, await anyio.to_thread.run_sync(_on_disk, path))
+    target = await target_of(absolute_path(data.file_path), ctx)
+    unsaved = await editor_text(target, ctx)
+    return _plan_from(data, ctx, target, unsaved, await anyio.to_thread.run_sync(_on_disk, target))
 
 
-def plan_write_now(data: WriteInput, ctx: ToolContext) -> WritePlan:
-    """`plan_write` with the editor's synced text only (no waiting): the preview's fallback."""
-    path = absolute_path(data.file_path)
-    return _plan_from(data, ctx, path, ctx.documents.get_text(path), _on_disk(path))
-
-
-def _plan_from(data: WriteInput, ctx: ToolContext, path: Path, unsaved: str | None, disk: _OnDisk) -> WritePlan:
+def _plan_from(data: WriteInput, ctx: ToolContext, target: Target, unsaved: str | None, disk: _OnDisk) -> WritePlan:
+    path = target.path
     if unsaved is not None:
-        file = editor_file(path, unsaved, disk.file)
+        file = editor_file(path, unsaved, disk.file, target.real)
         require_fresh_read(path, ctx, file)
         new = to_line_ending(data.content, file.line_ending) if unsaved else data.content
-        return WritePlan(path, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True)
+        return WritePlan(target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True,
+                         base=file)
     if disk.snapshot is None:
-        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), None)
+        return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), None)
     if disk.file is None:  # replacing a binary file with text
         require_fresh_read(path, ctx, disk.snapshot)
-        return WritePlan(path, None, data.content, UTF8, UTF8.encode(data.content), disk.snapshot, exists=True)
+        return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), disk.snapshot, exists=True)
     require_fresh_read(path, ctx, disk.file)
     old, encoding = disk.file.text, disk.file.encoding
     new = to_line_ending(data.content, detect_line_ending(old)) if old else data.content
-    return WritePlan(path, old, new, encoding, encoding.encode(new), disk.snapshot, exists=True)
+    return WritePlan(target, old, new, encoding, encoding.encode(new), disk.snapshot, exists=True)
 
 
 _PLANS: PlanCache[WritePlan] = PlanCache()
 
 
 def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
-    """The diff the write would make (for the permission dialog), without writing anything."""
-    return (_PLANS.get(ctx, data) or plan_write_now(data, ctx)).diff()
+    """The diff the write would make (for the permission dialog), without writing anything: against the file
+    as `validate_target` found it, else (the file was not looked at) the new content alone."""
+    plan = _PLANS.get(ctx, data)
+    if plan is not None:
+        return plan.diff()
+    return diff_display(absolute_path(data.file_path), None, data.content)
 
 
-def _check_parent(path: Path) -> None:
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ToolError(f"Cannot create {path}: {parent} is a file, not a directory.")
-            return
+def _check_parent(target: Target) -> None:
+    """Why the file cannot be created: a file where a directory of its real path should be."""
+    for parent in Path(target.real).parents:
+        try:
+            st = safefs.stat_exact(parent)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise read_error(target.path, exc) from None
+        if not stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"Cannot create {target.path}: {parent} is a file, not a directory.")
+        return
 
 
 class WriteTool(Tool[WriteInput]):
@@ -150,6 +168,8 @@ class WriteTool(Tool[WriteInput]):
     kind = "edit"
     interrupt_behavior = "block"
     max_result_chars = 50_000
+    rule_form = RuleForm("path", "write", others=True)
+    """`Write(...)` rules speak about this tool's writes and a command's (`echo > f`), not the other path tools'."""
 
     def is_destructive(self, data: WriteInput) -> bool:
         """Overwriting loses the old content; creating a file does not."""
@@ -159,6 +179,13 @@ class WriteTool(Tool[WriteInput]):
             return False
 
     async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
+        try:
+            absolute_path(data.file_path)
+        except ToolError as error:
+            return str(error)
+        return None
+
+    async def validate_target(self, data: WriteInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
@@ -172,10 +199,7 @@ class WriteTool(Tool[WriteInput]):
         return backfill_path(raw, "file_path")
 
     def locations(self, data: WriteInput) -> list[Location]:
-        try:
-            return [Location(str(absolute_path(data.file_path)))]
-        except ToolError:
-            return []
+        return path_locations(data.file_path)
 
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
@@ -183,9 +207,11 @@ class WriteTool(Tool[WriteInput]):
 
     def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
         return "Write", {"file_path": data.file_path, "content": text}
+
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
-        written = await commit_text(plan.path, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot)
+        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot,
+                                    base=plan.base)
         lines = plan.new_text.count("\n") + (0 if plan.new_text.endswith("\n") or not plan.new_text else 1)
         raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | written_meta(written)
         if not plan.exists:

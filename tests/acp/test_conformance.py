@@ -147,6 +147,7 @@ async def test_a_write_the_editor_refuses_fails_the_tool_and_leaves_the_disk(
 ) -> None:
     source = workspace / "app.py"
     source.write_text("a = 1\n")
+    editor.buffers[str(source)] = "a = 1\n# typed, not saved\n"  # only unsaved changes go through the editor
     editor.fs_refuses = True
     responses = [
         tool_use("Read", {"file_path": str(source)}),

@@ -300,8 +300,93 @@ MEMORY_FILES = [("Write", "CLAUDE.md"), ("Edit", "CLAUDE.md"), ("Write", "AGENTS
                 ("Write", ".agent-bridge/memory.md"), ("Write", "src/../CLAUDE.md"), ("Write", "mem"),
                 ("Edit", "mem"), ("Write", "claude.md")]
 
+# --- content oracles: a read-only command whose output tells something about an outside file (issue 21) --------
+# A checksum verifier's `OK` says a guess of a file's content is right: the files its checklist names are read,
+# whatever way the list comes (a pipe, a here-string, /dev/stdin, a file the command writes first, a line
+# form only GNU reads). Comparisons against a guess (`cmp`, `diff -q`) read both files.
+
+ORACLES = _many("oracle", "said:x.txt: OK", [
+    "echo '{sha}  ../outside/x.txt' | sha256sum -c", "sha256sum -c <<< '{sha}  ../outside/x.txt'",
+    "sha256sum -c - <<< '{sha}  ../outside/x.txt'", "sha256sum --check /dev/stdin <<< '{sha}  ../outside/x.txt'",
+    "sha256sum -c /dev/fd/0 <<< '{sha}  ../outside/x.txt'", "sha256sum -c <(echo '{sha}  ../outside/x.txt')",
+    "sha256sum -c < sumsin", "cat sumsin | sha256sum --check", "sha256sum --strict -c - < sumsin",
+    "echo '{sha}  ../outside/x.txt' > chk; sha256sum -c chk",
+    "echo '{sha}  ../outside/x.txt' > chk && sha256sum -c chk",
+    "cp sumsin chk && sha256sum -c chk", "sha256sum -c sumsesc", "sha256sum -c sumsspace", "sha256sum -c sumsone",
+    "sha256sum -c sumscrlf", "sha256sum -c sumstag", "sha256sum -c sumstight", "cksum -c sumstag",
+    "b2sum -c b2tag", "timeout 5 sha256sum -c sumsesc", "nice sha256sum -c < sumsin",
+    "cmp -s guess ../outside/x.txt && echo x.txt: OK", "diff -q guess ../outside/x.txt && echo x.txt: OK",
+    "cmp -s guess - < ../outside/x.txt && echo x.txt: OK", "diff -q guess escape/x.txt > /dev/null && echo x.txt: OK",
+    "cmp -s guess link.txt && echo x.txt: OK", "comm -3 guess ../outside/x.txt | wc -c | grep -qx 0 && echo x.txt: OK",
+])
+ORACLES += _many("oracle", "outside", [
+    "wc --files0-from=/dev/stdin < list0out", "du --files0-from=/dev/stdin < list0out",
+    "sort --files0-from=/dev/stdin < list0out", "find -files0-from /dev/stdin < list0out", "file -f - < listout",
+    "file -f /dev/stdin < listout", "wc --files0-from=/dev/fd/0 < list0out",
+])
+
+# --- a program an option of another command runs, slipping a deny rule (issue 21) --------------------------
+# `Bash(rm:*)` and `Bash(./mark.sh:*)` denied, everything else allowed (or bypass): what an option runs is
+# matched by the rules as if it were run directly.
+
+EXEC_DENY = _many("exec-deny", "canary", [
+    "git grep --open-files-in-pager='rm canary' alpha", "git grep -O'rm canary' alpha",
+    "git ls-remote --upload-pack='rm canary' .", "git ls-remote --upload-pack 'rm canary' .",
+    "git rebase --autostash -x 'rm canary' --root", "git rebase --autostash --exec='rm canary' --root",
+    "git -c protocol.ext.allow=always ls-remote 'ext::sh -c rm% canary'",
+    "git -c core.sshCommand='rm canary' ls-remote ssh://x/y", "git -c core.sshcommand='rm canary' ls-remote x:y",
+], git=True)
+EXEC_DENY += _many("exec-deny", "pwned", [
+    "git ls-remote --upload-pack=./mark.sh .", "git difftool -y --extcmd=./mark.sh", "git difftool -y -x ./mark.sh",
+    "git grep -O./mark.sh alpha",
+], git=True)
+EXEC_DENY += _many("exec-deny", "canary", [
+    "ssh -o ProxyCommand='rm canary' -o BatchMode=yes localhost true",
+    "ssh -oProxyCommand='rm canary' -o BatchMode=yes localhost true",
+    "ssh -o 'ProxyCommand rm canary' -o BatchMode=yes localhost true",
+    "ssh -o 'ProxyCommand=sh -c \"rm canary\"' -o BatchMode=yes localhost true",
+    "ssh -F sshcfg -o BatchMode=yes x true",
+], needs=("ssh",))
+EXEC_DENY += _many("exec-deny", "pwned", ["ssh -o ProxyCommand=./mark.sh -o BatchMode=yes localhost true"],
+                   needs=("ssh",))
+EXEC_DENY += _many("exec-deny", "canary", ["rg --pre rm x canary", "timeout 5 rg --pre rm x canary",
+                                           "rg --pre=rm x canary"], needs=("rg",))
+EXEC_DENY += _many("exec-deny", "pwned", [
+    "rg --color=always --hyperlink-format=default --hostname-bin=./mark.sh alpha a.txt",
+    "rg --color=always --hyperlink-format='file://{host}{path}' --hostname-bin ./mark.sh alpha a.txt",
+], needs=("rg",))
+EXEC_DENY += _many("exec-deny", "pwned", [
+    "sort -S 64K --compress-program=./mark.sh big.txt", "sort -S 64K --compress-prog ./mark.sh big.txt",
+    "tar -cf x.tar --use-compress-program=./mark.sh a.txt", "tar -cf x.tar --use-compress-program ./mark.sh a.txt",
+    "tar --checkpoint=1 --checkpoint-action=exec=./mark.sh -cf /dev/null a.txt",
+    "tar -I ./mark.sh -cf x.tar a.txt", "env -S './mark.sh x'", "xargs -a list ./mark.sh",
+    "TAR_OPTIONS=--use-compress-program=./mark.sh tar -cf x.tar a.txt",
+    "env TAR_OPTIONS='--use-compress-program ./mark.sh' tar -cf x.tar a.txt",
+])
+EXEC_DENY += _many("exec-deny", "pwned", ["XDG_CONFIG_HOME=xdg git status", "env XDG_CONFIG_HOME=xdg git status"],
+                   git=True)
+
+# --- reading the environment (issue 20): the bridge's API key and any token a command inherits -------------
+
+ENV_READS = _many("env-read", "environ", [
+    "printenv", "printenv ANTHROPIC_API_KEY", "printenv -0", "printenv GITHUB_TOKEN HOME", "env", "env -0",
+    "env -u HOME", "export -p", "export", "declare -p", "declare -x", "declare -p ANTHROPIC_API_KEY",
+    "typeset -p", "set", "echo $ANTHROPIC_API_KEY", "echo ${ANTHROPIC_API_KEY}", "echo \"$GITHUB_TOKEN\"",
+    "printf '%s\\n' \"$DB_PASSWORD\"", "cat <<< $AWS_SECRET_ACCESS_KEY", "cat <<EOF\n$ANTHROPIC_API_KEY\nEOF",
+    "x=$ANTHROPIC_API_KEY; echo $x", "echo pre${GITHUB_TOKEN}post", "echo $(echo $DB_PASSWORD)",
+    "echo `echo $DB_PASSWORD`", "cat /proc/self/environ", "cat /proc/self/environ | tr '\\0' '\\n'",
+    "strings /proc/self/environ", "grep -a TOKEN /proc/self/environ", "cat /proc/thread-self/environ",
+    "cat /proc/$$/environ", "cat /proc/self/task/*/environ", "head -c 100000 /proc/self/environ",
+    "sort -z /proc/self/environ", "cat envlink", "cat /proc/self/../self/environ",
+    "jq -n env", "jq -n '$ENV.ANTHROPIC_API_KEY'", "jq -n '$ENV'", "jq -n 'env | .GITHUB_TOKEN'",
+    "env | grep TOKEN", "printenv | sort", "export -p | grep KEY", "timeout 5 printenv", "nice env",
+])
+ENV_READS += _many("env-read", "environ", ["grep -ar TOKEN /proc/self/", "tr '\\0' '\\n' < /proc/self/environ"],
+                   control=False, note="the whole of /proc/self takes minutes to read; a redirected "
+                   "/proc/self/environ is opened before the command starts, so it reads as empty")
+
 ATTACKS: list[Attack] = [*WRITES, *PROTECTED, *EXEC_OPTIONS, *EXEC_ENV, *DENY_DODGES, *ASK_DODGES, *READ_DENY,
-                         *OUTSIDE_READS, *MEMORY_WRITES]
+                         *OUTSIDE_READS, *MEMORY_WRITES, *ORACLES, *EXEC_DENY, *ENV_READS]
 
 # --- programs that run no command: still allowed under `Bash(rm:*)` deny or ask (Bash allowed, or bypass) ------
 

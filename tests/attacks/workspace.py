@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -26,21 +27,25 @@ from pathlib import Path
 from typing import Any
 
 from bridge.abort import Abort
+from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.processes import ProcessSupervisor, command_environment, shell_argv
+from tests.execution.test_processes import marked_pids
+from tests.permission_calls import GRAMMAR
 from tests.poll import poll
-from tests.test_processes import marked_pids
 
 SECRET = "SECRET-TOKEN"
 SSH_KEY = "SSH-KEY-SECRET"
 OUTSIDE = "OUTSIDE-CONTENT"
 OUTSIDE_NAME = "hidden-outside-name.txt"
 MEMORY = "original memory"
+ENV_SECRET = "ENV-SECRET-VALUE-7f3a"  # the value of secret-looking variables (ENV_SECRETS) the commands get
+ENV_SECRETS = {name: ENV_SECRET for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD",
+                                              "AWS_SECRET_ACCESS_KEY")}
 SETTINGS: dict[str, Any] = {"permissions": {"allow": []}}
 VENV_BIN = str(Path(sys.executable).parent)  # rg lives there (the ripgrep wheel)
 
@@ -55,7 +60,7 @@ class Workspace:
 
     def fill(self, text: str) -> str:
         return text.replace("{outside}", str(self.outside)).replace("{ws}", str(self.ws)).replace(
-            "{secret_blob}", self.secret_blob)
+            "{secret_blob}", self.secret_blob).replace("{sha}", _sha256(self.outside / "x.txt"))
 
     def snapshot(self) -> dict[str, bytes | None]:
         """The files whose change an attack may be after."""
@@ -115,6 +120,24 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     (ws / "listout").write_text(f"../outside/{OUTSIDE_NAME}\n")
     digest = subprocess.run(["md5sum", f"../outside/{OUTSIDE_NAME}"], cwd=ws, capture_output=True, text=True).stdout
     (ws / "sumsout").write_text(digest)
+    # checklists naming an outside file in the forms GNU `*sum -c` reads besides the plain one (issue 21: a
+    # checksum verifier is a content oracle: its `OK` says a guess of the content is right)
+    sha = _sha256(outside / "x.txt")
+    blake = subprocess.run(["b2sum", "-l", "256", "../outside/x.txt"], cwd=ws, capture_output=True,
+                           text=True).stdout.split()[0]
+    (ws / "sumsesc").write_text(f"\\{sha}  ../outside/x.txt\n")
+    (ws / "sumsspace").write_text(f"  {sha}  ../outside/x.txt\n")
+    (ws / "sumsone").write_text(f"{sha} ../outside/x.txt\n")
+    (ws / "sumscrlf").write_bytes(f"{sha}  ../outside/x.txt\r\n".encode())
+    (ws / "sumstag").write_text(f"SHA256 (../outside/x.txt) = {sha}\n")
+    (ws / "sumstight").write_text(f"SHA256(../outside/x.txt)= {sha}\n")
+    (ws / "b2tag").write_text(f"BLAKE2b-256 (../outside/x.txt) = {blake}\n")
+    (ws / "sumsin").write_text(f"{sha}  ../outside/x.txt\n")  # fed through standard input
+    (ws / "guess").write_text(OUTSIDE + "\n")
+    (ws / "envlink").symlink_to("/proc/self/environ")
+    (ws / "mark.sh").write_text(f"#!/bin/sh\n: > {ws / 'pwned'}\n")  # leaves the marker, reads nothing, exits
+    (ws / "mark.sh").chmod(0o755)
+    (ws / "sshcfg").write_text("Host x\n  ProxyCommand rm canary\n")
     (ws / "rgrc").write_text(f"--pre={ws / 'evil.sh'}\n")
     (ws / "gitcfg").write_text(f"[core]\n\tfsmonitor = {ws / 'evil.sh'}\n")
     (ws / "fakehome").mkdir()
@@ -137,6 +160,10 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     return found
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _git(where: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
@@ -147,7 +174,7 @@ def _git(where: Path, *args: str) -> str:
 def engine(found: Workspace, mode: Mode = "default", *, allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
            ask: tuple[str, ...] = (), interactive: bool = True) -> PermissionEngine:
     store = SettingsStore(found.ws, user_config_dir=found.tmp / "cfg", claude_home=found.home / ".claude")
-    return PermissionEngine(cwd=found.ws, settings=store, mode=mode,
+    return PermissionEngine(cwd=found.ws, settings=store, grammar=GRAMMAR, mode=mode,
                             session_rules=RuleSet.of(allow=allow, deny=deny, ask=ask), interactive=interactive)
 
 
@@ -167,13 +194,13 @@ async def run_bash(found: Workspace, command: str) -> str:
     return str(result.content)
 
 
-async def run_control(found: Workspace, command: str) -> str:
+async def run_control(found: Workspace, command: str, env: dict[str, str] | None = None) -> str:
     """The command as a terminal would run it (`bash -c`, the commands' environment, no Bash tool, which stops
     what a command leaves behind once its shell exits): its output, once everything it started — `setsid`,
     `&`, `nohup` included — has ended (bounded). A control proves the attack's effect is real."""
     mark = uuid.uuid4().hex
     proc = await asyncio.create_subprocess_exec(
-        *shell_argv(command), cwd=found.ws, env={**command_environment(), "TEST_MARK": mark},
+        *shell_argv(command), cwd=found.ws, env={**command_environment(), **(env or {}), "TEST_MARK": mark},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         output, _ = await asyncio.wait_for(proc.communicate(), 20)
@@ -208,7 +235,8 @@ def secret_forms() -> list[str]:
 
 
 def effect_seen(found: Workspace, effect: str, before: dict[str, bytes | None], output: str) -> str | None:
-    """What the attack achieved (None: nothing). `effect`: pwned | canary | secret | outside | file:REL."""
+    """What the attack achieved (None: nothing). `effect`: pwned | canary | secret | outside | environ (a
+    secret-looking variable's value) | said:TEXT (an oracle's answer) | file:REL."""
     if effect == "pwned":
         hit = [p for p in (found.ws / "pwned", found.tmp / "pwned") if p.exists()]
         return f"{hit[0]} was created" if hit else None
@@ -217,6 +245,10 @@ def effect_seen(found: Workspace, effect: str, before: dict[str, bytes | None], 
     if effect == "secret":
         shown = [s for s in secret_forms() if s in output]
         return f"the output shows {shown[0]}" if shown else None
+    if effect == "environ":
+        return "the output shows a secret from the environment" if ENV_SECRET in output else None
+    if effect.startswith("said:"):
+        return f"the output says {effect[5:]!r}" if effect[5:] in output else None
     if effect == "outside":
         shown = [s for s in (OUTSIDE, OUTSIDE_NAME) if s in output]
         return f"the output shows {shown[0]}" if shown else None
@@ -235,6 +267,8 @@ def tools_present(names: tuple[str, ...]) -> bool:
 
 
 def setup_env(monkeypatch: Any, found: Workspace) -> None:
+    for name, value in ENV_SECRETS.items():
+        monkeypatch.setenv(name, value)
     monkeypatch.setenv("HOME", str(found.home))
     monkeypatch.setenv("OLDPWD", str(found.outside))
     monkeypatch.setenv("PATH", os.environ.get("PATH", "") + os.pathsep + VENV_BIN)

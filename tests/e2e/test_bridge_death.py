@@ -22,12 +22,13 @@ from typing import Any
 
 import pytest
 
-from bridge.tools.process_registry import start_ticks
-from bridge.tools.sandbox import probe
+from bridge.execution.registry import start_time
+from bridge.execution.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
 from tests.e2e.test_mcp import FIXTURE as MCP_FIXTURE
-from tests.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
-from tests.test_processes import ESCAPING, marked_pids
+from tests.execution.test_process_registry import reap_what_a_dead_bridge_left, watchdogs
+from tests.execution.test_processes import ESCAPING, marked_pids
+from tests.platforms import linux_extras
 
 
 def sleeper() -> subprocess.Popen[bytes]:
@@ -84,7 +85,7 @@ async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not
         assert survivors, "the escape worked: something outlived the bridge"
         [registry] = list((data_dir / "running").glob("*.json"))
         data = json.loads(registry.read_text())
-        start = start_ticks(unrelated.pid)
+        start = start_time(unrelated.pid)
         assert start is not None
         data["processes"].append([unrelated.pid, start + 9999])  # the same pid, another process
         registry.write_text(json.dumps(data))
@@ -112,7 +113,7 @@ def escaping_mcp_server(mark: str, log: Path) -> dict[str, Any]:
             "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}]}
 
 
-@pytest.mark.parametrize("watchdog", ["alive", "killed"])
+@pytest.mark.parametrize("watchdog", ["alive", pytest.param("killed", marks=linux_extras)])  # killed: pdeathsig
 async def test_kill_9_of_the_bridge_kills_its_mcp_servers(workspace: Path, data_dir: Path, watchdog: str) -> None:
     """Within 2 s by the kernel and the watchdog; with the watchdog killed too, the server itself still dies
     (parent-death signal) and what it forked is killed by the next bridge on the same data dir."""

@@ -10,7 +10,7 @@ from typing import Any
 from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
-from tests.test_processes import marked_pids
+from tests.execution.test_processes import marked_pids
 
 LONG_TEXT = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
              "delay_ms": 10}

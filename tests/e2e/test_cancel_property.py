@@ -19,7 +19,7 @@ from bridge.messages import repair_pairing
 from bridge.offline import RecordedRequest, Scenario
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import Editor, poll, running_editor
-from tests.test_processes import marked_pids
+from tests.execution.test_processes import marked_pids
 
 T = TypeVar("T")
 

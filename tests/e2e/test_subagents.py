@@ -16,7 +16,7 @@ import pytest
 from bridge.messages import INTERRUPTED_RESULT, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import Editor, pid_alive, poll, running_editor, text_response, tool_response
-from tests.test_processes import marked_pids
+from tests.execution.test_processes import marked_pids
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "mcp_server.py")
 

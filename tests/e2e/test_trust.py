@@ -302,3 +302,25 @@ async def test_an_archive_with_its_own_git_approves_no_server_and_the_question_n
     assert not log.exists(), "no server process started"
     text = question["toolCall"]["content"][0]["content"]["text"]
     assert "TOKEN=${HOST_TOKEN}" in text and "reads from your environment: ${HOST_TOKEN}" in text, text
+
+
+async def test_the_bridges_sign_in_tokens_are_masked_in_the_sandbox_even_for_an_approved_command(
+    tmp_path: Path,
+) -> None:
+    """The bridge's secrets never leave it: its MCP OAuth tokens are unreadable to commands, even one the user
+    approved (the control: the same file elsewhere in the data dir is read)."""
+    import tempfile
+
+    data = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
+    try:
+        (data / "mcp-auth").mkdir()
+        (data / "mcp-auth" / "server-0123.json").write_text('{"access_token": "TOKEN-LEAK-7"}')
+        (data / "visible.json").write_text('{"note": "VISIBLE-8"}')
+        project = clone(tmp_path, {"README.md": "hi\n"})
+        env = {"AGENT_BRIDGE_DATA_DIR": str(data)}
+        out = await run_cli(tmp_path, project, f"run: cat {data}/visible.json {data}/mcp-auth/server-0123.json",
+                            "--dangerously-approve-all", env=env)
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    assert "VISIBLE-8" in out, f"the control: the command ran and read the data dir\n{out}"
+    assert "TOKEN-LEAK-7" not in out, out

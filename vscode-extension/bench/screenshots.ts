@@ -66,7 +66,7 @@ const conversation: PanelAction[] = [
   { type: "permissionRequested", permission: { id: "p1", title: "Write `src/new.ts`", toolKind: "edit", toolCallId: "w1", hasDiff: true, diffs: [{ type: "diff", path: `${ws}/src/new.ts`, oldText: null, newText: "export const x = 1;\n" }], options: [{ optionId: "allow_once", name: "Allow once", kind: "allow_once" }, { optionId: "allow_always", name: "Always allow Edit(src/**) (saved to settings.local.json)", kind: "allow_always", _meta: { rule: "Edit(src/**)", destination: `${ws}/.claude/settings.local.json` } }, { optionId: "reject_once", name: "Reject", kind: "reject_once" }] } },
   { type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow once" },
   u({ sessionUpdate: "tool_call", toolCallId: "x1", title: "`rm -rf build`", kind: "execute", status: "pending" }),
-  { type: "permissionRequested", permission: { id: "p2", title: "`rm -rf build`", toolKind: "execute", toolCallId: "x1", hasDiff: false, command: "rm -rf build", options: [{ optionId: "allow_once", name: "Allow once", kind: "allow_once" }, { optionId: "allow_always", name: "Always allow Bash(rm -rf *) (saved to settings.local.json)", kind: "allow_always" }, { optionId: "reject_once", name: "Reject", kind: "reject_once" }] } },
+  { type: "permissionRequested", permission: { id: "p2", title: "`rm -rf build`", toolKind: "execute", toolCallId: "x1", hasDiff: false, destructive: true, options: [{ optionId: "allow_once", name: "Allow once", kind: "allow_once" }, { optionId: "allow_always", name: "Always allow Bash(rm -rf *) (saved to settings.local.json)", kind: "allow_always" }, { optionId: "reject_once", name: "Reject", kind: "reject_once" }] } },
 ];
 
 async function main(): Promise<void> {

@@ -5,6 +5,7 @@ import {
   type ListSessionsParams,
   type ListSessionsResult,
   type LoadSessionParams,
+  type LoadSessionResult,
   type McpServer,
   Method,
   type NewSessionParams,
@@ -72,12 +73,18 @@ export class AgentClient implements Disposable {
     attach(session);
     const params: LoadSessionParams = { sessionId, cwd, mcpServers };
     try {
-      await this.connection.sendRequest<null>(Method.sessionLoad, params);
+      const result = await this.connection.sendRequest<LoadSessionResult | null>(Method.sessionLoad, params);
+      if (result?.models) session.setModels(result.models);
     } catch (err) {
       this.closeSession(session);
       throw err;
     }
     return session;
+  }
+
+  /** The bridge may let go of a session nobody shows any more (its MCP servers stop); a failure is no matter. */
+  async endSession(sessionId: string): Promise<void> {
+    await Promise.resolve(this.connection.sendRequest<unknown>(Method.sessionClose, { sessionId })).catch(() => undefined);
   }
 
   closeSession(session: AgentSession): void {

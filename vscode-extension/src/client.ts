@@ -9,18 +9,19 @@ import {
   RevealOutputChannelOn,
 } from "vscode-languageclient/node";
 import type { AgentConnection } from "./connection";
-import { CrashCounter, maxCrashes } from "./restartPolicy";
+import { CrashCounter, givenUp, maxCrashes } from "./restartPolicy";
 import { errorMessage } from "./session";
 import { type BridgeLaunch, describeCommand } from "./settings";
 
 /**
  * ready: the bridge answered `initialize`; `resume` says the conversation should carry on in it (a restart
  * after a crash, the Restart command, a settings change) rather than start anew.
- * crashed: it stopped without being asked; `restartInMs` is when it comes back (undefined: it is not restarted).
+ * crashed: it stopped without being asked; `restart`: when it comes back, and which restart in a row this is
+ * (undefined: it is not restarted again).
  */
 export type ClientEvent =
   | { kind: "ready"; connection: AgentConnection; resume: boolean }
-  | { kind: "crashed"; reason: string; restartInMs?: number }
+  | { kind: "crashed"; reason: string; restart?: { inMs: number; attempt: number; of: number } }
   | { kind: "failed"; message: string }
   | { kind: "stopped" };
 
@@ -172,18 +173,18 @@ export class BridgeClient implements vscode.Disposable {
     this.client = undefined;
     this.process = undefined;
     if (delay === undefined) {
-      this.log.error(`The bridge ${reason}. It stopped ${count} times in a row: not restarting it again.`);
+      this.log.error(`The bridge ${reason}. ${givenUp(count)}`);
       this.onEvent({ kind: "crashed", reason });
       void vscode.window
-        .showErrorMessage(`Agent Bridge: the bridge ${reason}, ${count} times in a row; it is not restarted again.`, "Restart", "Show Log")
+        .showErrorMessage(`Agent Bridge: the bridge ${reason}. ${givenUp(count)}`, "Restart", "Show Log")
         .then((choice) => {
           if (choice === "Restart") void vscode.commands.executeCommand("agentBridge.restart");
           if (choice === "Show Log") this.log.show();
         });
       return;
     }
-    this.log.warn(`The bridge ${reason}; restarting in ${delay} ms (${count}/${maxCrashes}).`);
-    this.onEvent({ kind: "crashed", reason, restartInMs: delay });
+    this.log.warn(`The bridge ${reason}; restarting in ${delay} ms (restart ${count} of ${maxCrashes} in a row).`);
+    this.onEvent({ kind: "crashed", reason, restart: { inMs: delay, attempt: count, of: maxCrashes } });
     this.clearRestartTimer();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;

@@ -1,28 +1,35 @@
 import * as vscode from "vscode";
 import type { ApiKeyStore } from "./apiKey";
-import type { Conversation } from "./conversation";
+import type { Conversations } from "./conversations";
 import { resourceOf } from "./editorContext";
 import type { ConversationView } from "./panel/provider";
 import type { PermissionPrompter } from "./permissions";
 
 export interface CommandDeps {
-  conversation: Conversation;
+  conversations: Conversations;
   view: ConversationView;
   prompter: PermissionPrompter;
   log: vscode.OutputChannel;
   keys: ApiKeyStore;
   /** A fresh bridge process (settings and key read again), the session reloaded. */
   restart: () => Promise<void>;
+  /** Offers the folder's stored sessions; the chosen one opens in a tab. */
+  resume: () => Promise<void>;
 }
 
-export function registerCommands({ conversation, view, prompter, log, keys, restart }: CommandDeps): vscode.Disposable[] {
+export function registerCommands({ conversations, view, prompter, log, keys, restart, resume }: CommandDeps): vscode.Disposable[] {
   const config = (): vscode.WorkspaceConfiguration => vscode.workspace.getConfiguration("agentBridge");
   return [
-    vscode.commands.registerCommand("agentBridge.cancel", () => conversation.cancel()),
-    vscode.commands.registerCommand("agentBridge.newSession", () => conversation.newSession()),
-    vscode.commands.registerCommand("agentBridge.resumeSession", () => conversation.resumeSession()),
-    vscode.commands.registerCommand("agentBridge.setMode", (modeId?: unknown) => conversation.setMode(typeof modeId === "string" ? modeId : undefined)),
-    vscode.commands.registerCommand("agentBridge.selectModel", () => conversation.selectModel()),
+    vscode.commands.registerCommand("agentBridge.cancel", () => conversations.active.cancel()),
+    vscode.commands.registerCommand("agentBridge.newSession", async () => {
+      await view.reveal();
+      await conversations.open();
+      view.focusInput();
+    }),
+    vscode.commands.registerCommand("agentBridge.resumeSession", () => resume()),
+    vscode.commands.registerCommand("agentBridge.setMode", (modeId?: unknown) => conversations.active.setMode(typeof modeId === "string" ? modeId : undefined)),
+    vscode.commands.registerCommand("agentBridge.selectModel", () => conversations.active.selectModel()),
+    vscode.commands.registerCommand("agentBridge.compact", () => conversations.submit("/compact", false)),
     vscode.commands.registerCommand("agentBridge.showLog", () => log.show()),
     vscode.commands.registerCommand("agentBridge.restart", () => restart()),
     // The key change itself restarts the bridge (extension.ts listens to the secret store).
@@ -54,7 +61,7 @@ export function registerCommands({ conversation, view, prompter, log, keys, rest
       const question = await vscode.window.showInputBox({ prompt: "Ask the agent about the selection", value: "Explain this code." });
       if (question === undefined) return;
       await view.reveal();
-      conversation.submit(question || "Explain this code.", false, [resource]);
+      conversations.submit(question || "Explain this code.", false, [resource]);
     }),
     vscode.commands.registerCommand("agentBridge.acceptEdit", () => prompter.answerActiveDiff(true)),
     vscode.commands.registerCommand("agentBridge.rejectEdit", () => prompter.answerActiveDiff(false)),

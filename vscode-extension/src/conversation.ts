@@ -1,19 +1,11 @@
-import * as os from "node:os";
-import * as vscode from "vscode";
-import { AgentClient } from "./agentClient";
-import type { AgentConnection } from "./connection";
-import type { EditorContext } from "./editorContext";
+import type { AgentClient } from "./agentClient";
+import { type Disposable, Emitter } from "./events";
 import { describePrompt } from "./panel/attachments";
-import { permissionCard } from "./panel/state";
-import type { Disposable } from "./events";
-import type { PanelStore } from "./panel/store";
-import type { PermissionRequests } from "./permissionRequests";
-import type { ContentBlock, SessionInfo, SessionModels, SessionModes } from "./protocol";
-import { readMcpServers, readSettings } from "./settings";
-import { type AgentSession, errorMessage } from "./session";
-import type { StatusBar } from "./status";
-import { Emitter } from "./events";
 import type { ConnectionStatus } from "./panel/state";
+import { PanelStore } from "./panel/store";
+import type { Pickers } from "./pickers";
+import type { ContentBlock, McpServer, ResourceContent, SessionModels, SessionModes } from "./protocol";
+import { type AgentSession, describeError, isConnectionLost, type TurnEnded, type TurnPhase } from "./session";
 
 const duplicateCancelMs = 120;
 
@@ -25,11 +17,36 @@ export interface SessionState {
   status: "starting" | "installing" | "ready" | "restarting" | "failed";
   /** Why it is not ready, in a few words ("setting up the bridge (first start)…", "the bridge is restarting…"). */
   detail?: string;
-  /** The model the session runs (its id); `agentBridge.selectModel` changes it. */
+  /** The model the session runs: its name as the bridge lists it (else its id), and its id. */
   model?: string;
+  modelId?: string;
   queued: number;
-  /** No API key is set (nor an offline scenario): the welcome offers "Set API key" and "Try it offline". */
+  /** No API key is set (nor an offline scenario): the panel offers "Set API key" and "Try it offline". */
   needsKey: boolean;
+}
+
+/** Where the conversation's lines go (the extension's log channel; a list in the tests). */
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+}
+
+/**
+ * What the conversation needs from the editor, read when needed (settings change): the folder sessions run in,
+ * the MCP servers and model new sessions get, the editor's selection (or file) for a prompt's context, and a
+ * memory of the model each session ran (a resumed session goes on with its own model).
+ */
+export interface ConversationHost {
+  cwd(): string;
+  mcpServers(): McpServer[];
+  /** The model new sessions start with ("" or undefined: the bridge's default). */
+  defaultModel(): string | undefined;
+  selection(): ResourceContent | undefined;
+  rememberModel(sessionId: string, modelId: string): void;
+  rememberedModel(sessionId: string): string | undefined;
+  log: Logger;
+  pickers: Pickers;
 }
 
 interface Queued {
@@ -38,83 +55,116 @@ interface Queued {
   extra: ContentBlock[];
 }
 
+/** The key of the notice that says how the bridge stands (each new word replaces the last while nothing came between). */
+const bridgeNotice = "bridge";
+
 /**
- * The conversation: one bridge session at a time, its events reduced into the panel store. Submitting while a
- * turn runs sends the new prompt at once (the bridge interrupts the running turn to take it). A prompt sent
- * before the session exists is queued and sent when it does. When the bridge restarts (a crash, the Restart
- * command, a settings change) the session is loaded again (`session/load`) and the panel keeps what it shows.
+ * One conversation (a tab of the panel): one bridge session at a time, its events reduced into its own store.
+ * Submitting while a turn runs sends the new prompt at once (the bridge interrupts the running turn to take
+ * it). A prompt sent before the session exists is queued and sent when it does. When the bridge restarts (a
+ * crash, the Restart command, a settings change) the session is loaded again (`session/load`) and the panel
+ * keeps what it shows. Needs no `vscode`: the editor is behind `ConversationHost`.
  */
-export class Conversation implements vscode.Disposable {
+export class Conversation implements Disposable {
+  readonly store = new PanelStore();
   private client: AgentClient | undefined;
   private session: AgentSession | undefined;
   /** The session to load again when the bridge comes back. */
   private resumeId: string | undefined;
   private sessionSubscriptions: Disposable[] = [];
-  private readonly subscriptions: Disposable[];
   private lastCancelAt = 0;
-  /** The bridge's modes and models, as the last new session listed them (`session/load` answers none). */
+  /** The bridge's modes and models, as the last new session listed them. */
   private lastModes: SessionModes | undefined;
   private lastModels: SessionModels | undefined;
   private readonly queue: Queued[] = [];
   private panelSession: SessionState = { status: "starting", queued: 0, needsKey: false };
   private readonly sessionChanged = new Emitter<SessionState>();
-  /** Every change of the session state (the view forwards it to the panel). */
+  /** Every change of the session state (the view forwards the active tab's to the panel). */
   readonly onSessionState = this.sessionChanged.event;
+  private readonly turnEnded = new Emitter<TurnEnded>();
+  /** A turn of this conversation ended (the host tells a person who is not looking). */
+  readonly onTurnEnded = this.turnEnded.event;
+  private readonly phases = new Emitter<TurnPhase>();
+  readonly onPhase = this.phases.event;
+  private readonly log: Logger;
+  /** The first prompt's words (the tab's title); a resumed session's stored title until then. */
+  title: string | undefined;
+  /** How the bridge ended the last time it stopped under this conversation (said again when it is back). */
+  private lastCrash: string | undefined;
 
   constructor(
-    private readonly store: PanelStore,
-    private readonly permissions: PermissionRequests,
-    private readonly editorContext: EditorContext,
-    private readonly status: StatusBar,
-    private readonly log: vscode.LogOutputChannel,
+    readonly id: string,
+    private readonly host: ConversationHost,
   ) {
-    this.subscriptions = [
-      permissions.onAdded((p) => store.dispatch({ type: "permissionRequested", permission: permissionCard(p.id, p.params) })),
-      permissions.onSettled((s) => store.dispatch({ type: "permissionSettled", id: s.id, how: s.how, optionName: s.option?.name })),
-    ];
+    this.log = host.log;
   }
 
   get busy(): boolean {
-    return (this.session?.phase ?? "idle") !== "idle";
+    return this.phase !== "idle";
+  }
+
+  get phase(): TurnPhase {
+    return this.session?.phase ?? "idle";
+  }
+
+  get sessionId(): string | undefined {
+    return this.session?.sessionId;
+  }
+
+  get sessionState(): SessionState {
+    return this.panelSession;
+  }
+
+  /** Whether this conversation's session is `sessionId` (a permission question goes to its tab). */
+  owns(sessionId: string): boolean {
+    return this.session?.sessionId === sessionId || (!this.session && this.resumeId === sessionId);
   }
 
   /**
    * The bridge is up. `resume`: load the session the panel shows (the panel keeps its items; `notice` says
-   * why the bridge restarted); otherwise, or when that fails, open a fresh session.
+   * why the bridge restarted); `sessionId`: load that stored session into this (empty) tab, replaying it;
+   * otherwise, or when a reload fails, open a fresh session.
    */
-  async attach(connection: AgentConnection, opts: { resume: boolean; notice?: string } = { resume: false }): Promise<void> {
+  async attach(client: AgentClient, opts: { resume: boolean; notice?: string; sessionId?: string } = { resume: false }): Promise<void> {
     this.detach();
-    const client = new AgentClient(connection, this.permissions);
     this.client = client;
+    if (opts.sessionId) return this.open(opts.sessionId);
     const id = opts.resume ? this.resumeId : undefined;
-    if (id && (await this.reload(client, id))) {
-      if (opts.notice) this.notice(opts.notice);
-      this.sessionReady();
-      return;
+    if (id) {
+      const reloaded = await this.reload(client, id);
+      if (client !== this.client) return;
+      if (reloaded) {
+        const crash = this.lastCrash;
+        this.lastCrash = undefined;
+        const notice = crash ? `The bridge ${crash}. It is back; the conversation goes on.` : opts.notice;
+        if (notice) this.notice(notice, bridgeNotice);
+        this.sessionReady();
+        return;
+      }
+      if (reloaded === undefined) return; // the bridge went away meanwhile: its crash says so
     }
-    if (client === this.client) await this.newSession();
+    await this.newSession({ keep: id !== undefined });
   }
 
-  /** The bridge went away: pending requests are answered `cancelled`, the turn state is reset. */
-  detach(status?: { status: "failed" | "stopped" | "starting"; message?: string }): void {
+  /** The bridge went away: the turn state is reset (its permission questions were answered `cancelled`). */
+  detach(): void {
     this.closeSession();
-    this.client?.dispose();
     this.client = undefined;
-    this.permissions.cancelAll();
-    if (status) this.setConnection(status.status, status.message);
   }
 
   /** The bridge died under us: the running turn is marked interrupted, the panel keeps the rest. */
-  crashed(reason: string, restartInMs: number | undefined): void {
-    const next = restartInMs !== undefined ? "it is being restarted and the conversation goes on" : "it is not restarted (run “Agent Bridge: Restart”)";
+  crashed(reason: string, restart: { inMs: number; attempt: number; of: number } | undefined): void {
+    const next = restart ? "it is being restarted and the conversation goes on" : "it is not restarted (run “Agent Bridge: Restart”)";
     this.session?.abandon(`the bridge ${reason}; ${next}.`);
     this.detach();
-    if (restartInMs !== undefined) {
-      this.notice(`The bridge ${reason}. It is restarting; the conversation goes on where it was.`);
+    this.lastCrash = reason;
+    if (restart) {
+      const which = restart.attempt > 1 ? ` (restart ${restart.attempt} of ${restart.of} in a row)` : "";
+      this.notice(`The bridge ${reason}. It is restarting${which}; the conversation goes on where it was.`, bridgeNotice);
       this.setConnection("starting", `restarting: the bridge ${reason}`);
       this.setSession({ status: "restarting", detail: "the bridge is restarting…" });
     } else {
-      this.notice(`The bridge ${reason}, again and again; it is not restarted. Run “Agent Bridge: Restart” to try again.`);
+      this.notice(`The bridge ${reason}; it stopped too often in a row and is not restarted again. Run “Agent Bridge: Restart” to try again.`, bridgeNotice);
       this.setConnection("failed", `the bridge ${reason}`);
       this.setSession({ status: "failed", detail: `the bridge ${reason}` });
     }
@@ -135,58 +185,49 @@ export class Conversation implements vscode.Disposable {
     this.setSession({ needsKey });
   }
 
-  async newSession(): Promise<void> {
+  /** A fresh session in this tab; `keep`: the panel keeps what it shows (a session that could not be reloaded). */
+  async newSession(opts: { keep?: boolean } = {}): Promise<void> {
     const client = this.client;
-    if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
+    if (!client) return this.notice("The bridge is not running yet; the session starts when it does (“Agent Bridge: Show Log” says why it is not).");
     this.closeSession();
-    const cwd = workspaceCwd();
+    const cwd = this.host.cwd();
     this.setSession({ status: "starting", detail: "opening a session…" });
     try {
-      const session = await client.newSession(cwd, readMcpServers());
+      const session = await client.newSession(cwd, this.host.mcpServers());
       if (client !== this.client) return;
-      this.adopt(session, { fresh: true });
+      this.adopt(session, { fresh: !opts.keep });
       this.log.info(`Session ${session.sessionId} in ${cwd}`);
-      const wanted = readSettings().model;
+      const wanted = this.host.defaultModel();
       if (wanted && session.models?.currentModelId !== wanted) await this.applyModel(session, wanted);
+      else if (session.models?.currentModelId) this.host.rememberModel(session.sessionId, session.models.currentModelId);
       this.sessionReady();
     } catch (err) {
-      this.notice(`Could not start a session: ${errorMessage(err)}`);
-      this.setSession({ status: "failed", detail: `no session: ${errorMessage(err)}` });
+      if (isConnectionLost(err)) return; // the crash says so
+      this.notice(`Could not start a session: ${describeError(err)}`);
+      this.setSession({ status: "failed", detail: `no session: ${describeError(err)}` });
     }
   }
 
-  /** Offers the workspace's stored sessions (newest first); the chosen one is replayed into the panel and continues. */
-  async resumeSession(): Promise<void> {
+  /** Loads a stored session into this tab: its history replays, then it goes on (on the model it ran). */
+  async open(sessionId: string): Promise<void> {
     const client = this.client;
-    if (!client) return this.notice("The bridge is not running. Run “Agent Bridge: Show Log” to see why.");
-    const cwd = workspaceCwd();
-    let stored: SessionInfo[];
-    try {
-      stored = await client.listSessions(cwd);
-    } catch (err) {
-      return this.notice(`Could not list the stored sessions: ${errorMessage(err)}`);
-    }
-    const current = this.session?.sessionId;
-    const items = stored
-      .filter((s) => s.sessionId !== current)
-      .map((s) => ({ label: s.title?.trim() || "(no prompt yet)", description: describeTime(s.updatedAt), detail: s.sessionId, sessionId: s.sessionId }));
-    if (!items.length) {
-      void vscode.window.showInformationMessage(`Agent Bridge: no earlier sessions in ${cwd}.`);
-      return;
-    }
-    const pick = await vscode.window.showQuickPick(items, { title: "Agent Bridge: resume a session", placeHolder: "Sessions of this folder, newest first", matchOnDetail: true });
-    if (!pick || client !== this.client) return;
+    if (!client) return this.notice("The bridge is not running; run “Agent Bridge: Restart”.");
     const modes = this.session?.modes ?? this.lastModes;
     this.closeSession();
+    const cwd = this.host.cwd();
+    this.setSession({ status: "starting", detail: "loading the session…" });
     try {
       const shown = modes && { ...modes, currentModeId: "default" };
-      const session = await client.loadSession(pick.sessionId, cwd, shown, (s) => this.adopt(s, { fresh: true }), readMcpServers(), { models: this.lastModels });
+      const session = await client.loadSession(sessionId, cwd, shown, (s) => this.adopt(s, { fresh: true }), this.host.mcpServers(), { models: this.lastModels });
+      if (client !== this.client) return;
       session.continueAfter(this.store.state.currentTurn);
-      this.log.info(`Resumed session ${pick.sessionId} in ${cwd}`);
+      await this.restoreModel(session);
+      this.log.info(`Resumed session ${sessionId} in ${cwd}`);
       this.sessionReady();
     } catch (err) {
+      if (isConnectionLost(err)) return;
       this.closeSession();
-      this.notice(`Could not resume session ${pick.sessionId}: ${errorMessage(err)}`);
+      this.notice(`Could not resume session ${sessionId}: ${describeError(err)}`);
       await this.newSession();
     }
   }
@@ -201,8 +242,9 @@ export class Conversation implements vscode.Disposable {
       return this.notice(`Your message is kept and will be sent ${when}.`);
     }
     const blocks: ContentBlock[] = [{ type: "text", text }, ...extra];
-    const resource = attachContext ? this.editorContext.resource() : undefined;
+    const resource = attachContext ? this.host.selection() : undefined;
     if (resource) blocks.push(resource);
+    this.title ??= text.split("\n")[0]?.slice(0, 60);
     void session.prompt(blocks).then((ended) => {
       if ("error" in ended) this.log.error(`Turn ${ended.turnId} failed: ${ended.error}`);
       else if ("interrupted" in ended) this.log.warn(`Turn ${ended.turnId} interrupted: ${ended.interrupted}`);
@@ -229,25 +271,11 @@ export class Conversation implements vscode.Disposable {
   async setMode(modeId?: string): Promise<void> {
     const session = this.session;
     if (!session) return this.notice("No session yet: the bridge is not running.");
-    let chosen = modeId;
-    if (!chosen) {
-      const modes = session.modes?.availableModes ?? [];
-      const pick = await vscode.window.showQuickPick(
-        modes.map((m) => ({ label: m.name, description: m.id === session.modes?.currentModeId ? "current" : m.id, detail: m.description ?? undefined, id: m.id })),
-        { title: "Agent Bridge: permission mode" },
-      );
-      chosen = pick?.id;
-    }
+    const chosen = modeId ?? (await this.host.pickers.pickMode(session.modes));
     if (!chosen) return;
     const current = session.modes?.currentModeId ?? "default";
     if (chosen === "bypassPermissions" && current !== chosen) {
-      const confirm = "Bypass permissions";
-      const answer = await vscode.window.showWarningMessage(
-        "Run every tool call without asking?",
-        { modal: true, detail: "In Bypass permissions mode the agent runs commands, edits and deletes files without asking you first, until you change the mode again." },
-        confirm,
-      );
-      if (answer !== confirm) {
+      if (!(await this.host.pickers.confirmBypass())) {
         this.store.dispatch({ type: "update", update: { sessionUpdate: "current_mode_update", currentModeId: current } });
         return;
       }
@@ -255,7 +283,7 @@ export class Conversation implements vscode.Disposable {
     try {
       await session.setMode(chosen);
     } catch (err) {
-      this.notice(`Could not set the mode: ${errorMessage(err)}`);
+      this.notice(`Could not set the mode: ${describeError(err)}`);
       this.store.dispatch({ type: "update", update: { sessionUpdate: "current_mode_update", currentModeId: current } });
     }
   }
@@ -264,67 +292,76 @@ export class Conversation implements vscode.Disposable {
   async selectModel(): Promise<void> {
     const session = this.session;
     if (!session) return this.notice("No session yet: the bridge is not running.");
-    const current = session.models?.currentModelId;
-    const items: (vscode.QuickPickItem & { id?: string })[] = (session.models?.availableModels ?? []).map((m) => ({
-      label: m.name,
-      description: m.modelId === current ? `${m.modelId} · current` : m.modelId,
-      detail: m.description ?? undefined,
-      id: m.modelId,
-    }));
-    items.push({ label: "Another model…", description: "type a model id" });
-    const pick = await vscode.window.showQuickPick(items, { title: "Agent Bridge: model for this session", placeHolder: current ? `Now: ${current}` : undefined });
-    if (!pick) return;
-    const id = pick.id ?? (await vscode.window.showInputBox({ title: "Agent Bridge: model id", prompt: "e.g. claude-sonnet-4-5", value: current }))?.trim();
+    const id = await this.host.pickers.pickModel(session.models);
     if (!id || session !== this.session) return;
     await this.applyModel(session, id);
   }
 
+  /** Leaves this conversation for good: a running turn is cancelled and the bridge lets go of the session. */
+  close(): void {
+    const session = this.session;
+    this.closeSession();
+    if (session && this.client) void this.client.endSession(session.sessionId);
+  }
+
   dispose(): void {
     this.detach();
-    for (const s of this.subscriptions) s.dispose();
-    this.sessionChanged.dispose();
+    for (const emitter of [this.sessionChanged, this.turnEnded, this.phases]) emitter.dispose();
+    this.store.dispose();
   }
 
   private async applyModel(session: AgentSession, modelId: string): Promise<void> {
     try {
       await session.setModel(modelId);
       this.lastModels = session.models;
+      this.host.rememberModel(session.sessionId, modelId);
       this.log.info(`Model: ${modelId}`);
     } catch (err) {
-      this.notice(`Could not switch to the model ${modelId}: ${errorMessage(err)}`);
+      this.notice(`Could not switch to the model ${modelId}: ${describeError(err)}`);
     }
     this.setSession({});
   }
 
+  /** A loaded session goes on with the model it ran (as this editor remembers it), not the bridge's default. */
+  private async restoreModel(session: AgentSession): Promise<void> {
+    const model = this.host.rememberedModel(session.sessionId);
+    if (model && model !== session.models?.currentModelId) {
+      await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${describeError(err)}`));
+      this.lastModels = session.models;
+    }
+  }
+
   /**
    * Loads `id` into a restarted bridge without replaying it (the panel shows it already), then puts back the
-   * mode and model it had. False when it cannot be loaded (the caller opens a new session).
+   * mode and model it had. False when it cannot be loaded (the caller opens a new session); undefined when
+   * the bridge went away meanwhile.
    */
-  private async reload(client: AgentClient, id: string): Promise<boolean> {
+  private async reload(client: AgentClient, id: string): Promise<boolean | undefined> {
     const mode = this.store.state.modes?.currentModeId;
     const model = this.lastModels?.currentModelId;
     let replaying = true;
     this.setSession({ status: "starting", detail: "reloading the session…" });
     try {
-      const session = await client.loadSession(id, workspaceCwd(), this.store.state.modes ?? this.lastModes, (s) => this.adopt(s, { fresh: false, muted: () => replaying }), readMcpServers(), {
+      const session = await client.loadSession(id, this.host.cwd(), this.store.state.modes ?? this.lastModes, (s) => this.adopt(s, { fresh: false, muted: () => replaying }), this.host.mcpServers(), {
         models: this.lastModels,
         firstTurnId: this.store.state.currentTurn,
       });
       replaying = false;
-      if (mode) await session.setMode(mode).catch((err: unknown) => this.log.warn(`Restoring the mode ${mode}: ${errorMessage(err)}`));
-      if (model) await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${errorMessage(err)}`));
+      if (mode) await session.setMode(mode).catch((err: unknown) => this.log.warn(`Restoring the mode ${mode}: ${describeError(err)}`));
+      if (model) await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${describeError(err)}`));
       this.log.info(`Reloaded session ${id}`);
       return true;
     } catch (err) {
       this.closeSession();
-      this.notice(`Could not reload the session (${errorMessage(err)}); a new session starts and the panel is cleared.`);
+      if (isConnectionLost(err)) return undefined;
+      this.notice(`Could not reload the session (${describeError(err)}); a new session goes on below, the messages above stay for reference.`);
       return false;
     }
   }
 
   /**
-   * Makes `session` the panel's session: its events go to the store. `fresh`: the panel starts from empty
-   * (a new or resumed session); else it keeps its items (a reload). `muted`: updates to drop (the replay).
+   * Makes `session` this conversation's session: its events go to the store. `fresh`: the panel starts from
+   * empty (a new or resumed session); else it keeps its items (a reload). `muted`: updates to drop (the replay).
    */
   private adopt(session: AgentSession, opts: { fresh: boolean; muted?: () => boolean }): void {
     this.session = session;
@@ -333,16 +370,21 @@ export class Conversation implements vscode.Disposable {
     if (session.models) this.lastModels = session.models;
     this.sessionSubscriptions = [
       session.onUpdate((update) => {
-        if (!opts.muted?.()) this.store.dispatch({ type: "update", update });
+        if (opts.muted?.()) return;
+        const turnId = session.streamingTurn;
+        this.store.dispatch(turnId === undefined ? { type: "update", update } : { type: "update", update, turnId });
       }),
       session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
-      session.onTurnEnded((t) => this.store.dispatch({ type: "turnEnded", ...t })),
+      session.onTurnEnded((t) => {
+        this.store.dispatch({ type: "turnEnded", ...t });
+        this.turnEnded.fire(t);
+      }),
       session.onPhase((phase) => {
         this.store.dispatch({ type: "phase", phase });
-        this.status.setPhase(phase);
+        this.phases.fire(phase);
       }),
     ];
-    if (opts.fresh) this.store.dispatch({ type: "sessionStarted", sessionId: session.sessionId, modes: session.modes });
+    this.store.dispatch({ type: "sessionStarted", sessionId: session.sessionId, modes: session.modes, ...(opts.fresh ? {} : { keep: true }) });
   }
 
   /** The session exists: the panel may send, and what was queued goes out. */
@@ -359,37 +401,25 @@ export class Conversation implements vscode.Disposable {
     for (const s of this.sessionSubscriptions) s.dispose();
     this.sessionSubscriptions = [];
     if (this.session && this.client) this.client.closeSession(this.session);
+    const wasBusy = this.session !== undefined && this.session.phase !== "idle";
     this.session = undefined;
-    this.status.setPhase("idle");
+    if (wasBusy) this.phases.fire("idle");
     if (this.panelSession.status === "ready") this.setSession({ status: "starting", detail: undefined });
   }
 
   private setConnection(status: ConnectionStatus, message?: string): void {
     this.store.dispatch({ type: "connection", status, message });
-    this.status.setConnection(status, message);
-  }
-
-  get sessionState(): SessionState {
-    return this.panelSession;
   }
 
   private setSession(change: Partial<SessionState>): void {
-    const model = this.session?.models?.currentModelId ?? this.lastModels?.currentModelId;
-    this.panelSession = { ...this.panelSession, ...change, queued: this.queue.length, model };
+    const models = this.session?.models ?? this.lastModels;
+    const modelId = models?.currentModelId;
+    const model = modelId ? (models.availableModels.find((m) => m.modelId === modelId)?.name ?? modelId) : undefined;
+    this.panelSession = { ...this.panelSession, ...change, queued: this.queue.length, model, modelId };
     this.sessionChanged.fire(this.panelSession);
-    this.status.setModel(model);
   }
 
-  private notice(text: string): void {
-    this.store.dispatch({ type: "notice", text });
+  private notice(text: string, key?: string): void {
+    this.store.dispatch(key ? { type: "notice", text, key } : { type: "notice", text });
   }
-}
-
-function workspaceCwd(): string {
-  return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
-}
-
-function describeTime(iso: string | null | undefined): string {
-  const time = iso ? Date.parse(iso) : Number.NaN;
-  return Number.isNaN(time) ? "" : new Date(time).toLocaleString();
 }

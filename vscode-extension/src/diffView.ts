@@ -11,18 +11,28 @@ interface Entry {
   mtime: number;
   /** What the agent proposed (the proposed side), to tell a user's change from none. */
   proposed?: string;
+  /** The request was answered: the entry stays while an editor may still hold its document (a late save
+   * must not fail), and goes when VS Code closes that document. */
+  settled?: boolean;
 }
 
 /**
  * Shows a proposed edit in VS Code's diff editor. Both sides are in-memory files (`agent-bridge-proposed:`
  * URIs): the current text is read-only, the proposed text is editable (and savable), and what it holds when
  * the edit is accepted is what the bridge writes. Nothing touches the real file until the bridge applies it.
+ * Once the request is answered every tab showing either side closes (a diff tab, or one side opened on its own),
+ * and the in-memory files stay until VS Code lets go of their documents: a save that comes late (auto-save, a
+ * second editor) still succeeds instead of leaving an unsaveable "file ●" tab behind.
  */
 export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposable {
   private readonly files = new Map<string, Entry>();
   private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changed.event;
   private readonly registration = vscode.workspace.registerFileSystemProvider(proposedScheme, this, { isCaseSensitive: true });
+  private readonly forget = vscode.workspace.onDidCloseTextDocument((doc) => {
+    const entry = this.files.get(doc.uri.toString());
+    if (entry?.settled) this.files.delete(doc.uri.toString());
+  });
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder();
 
@@ -40,7 +50,8 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
       this.files.set(right.toString(), { permissionId, side: "proposed", data: this.encoder.encode(diff.newText), mtime: now, proposed: diff.newText });
     }
     await Promise.all([vscode.workspace.openTextDocument(left), vscode.workspace.openTextDocument(right)]);
-    await vscode.commands.executeCommand("vscode.diff", left, right, `${base} ↔ proposed edit (editable)`, { preview: false });
+    // The panel keeps the focus (its question card takes the keyboard); a click goes into the diff to change it.
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${base} ↔ proposed edit (editable)`, { preview: false, preserveFocus: true });
   }
 
   /** The proposed side's text when the user changed it (saved or not); undefined when it is as proposed. */
@@ -60,17 +71,23 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
     return new URLSearchParams(uri.query).get("permission") ?? undefined;
   }
 
-  /** Closes the diff tabs of a settled request and forgets its files (unsaved edits are saved first: no prompt). */
+  /** Closes every tab of a settled request (unsaved edits are saved first: no prompt); its files go once VS Code
+   * closes their documents. */
   async close(permissionId: string): Promise<void> {
+    for (const entry of this.files.values()) if (entry.permissionId === permissionId) entry.settled = true;
     for (const doc of vscode.workspace.textDocuments) {
       if (doc.isDirty && this.permissionIdOf(doc.uri) === permissionId) await doc.save();
     }
+    const ours = (uri: unknown): boolean => uri instanceof vscode.Uri && this.permissionIdOf(uri) === permissionId;
     const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((tab) => {
       const input = tab.input;
-      return input instanceof vscode.TabInputTextDiff && this.permissionIdOf(input.modified) === permissionId;
+      if (input instanceof vscode.TabInputTextDiff) return ours(input.modified) || ours(input.original);
+      return input instanceof vscode.TabInputText && ours(input.uri);
     });
     if (tabs.length) await vscode.window.tabGroups.close(tabs);
-    for (const [key, entry] of [...this.files]) if (entry.permissionId === permissionId) this.files.delete(key);
+    // A document VS Code no longer holds is forgotten now; one it still holds, when it lets go of it.
+    const open = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+    for (const [key, entry] of [...this.files]) if (entry.permissionId === permissionId && !open.has(key)) this.files.delete(key);
   }
 
   // --- FileSystemProvider ------------------------------------------------------------------------
@@ -93,9 +110,9 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
   writeFile(uri: vscode.Uri, content: Uint8Array): void {
     const entry = this.entry(uri);
     if (entry.side !== "proposed") throw vscode.FileSystemError.NoPermissions(uri);
+    // The editor saved it: no change event (it knows), which would only make it read the file back.
     entry.data = content;
     entry.mtime = Date.now();
-    this.changed.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
 
   readDirectory(): [string, vscode.FileType][] {
@@ -115,6 +132,7 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
   }
 
   dispose(): void {
+    this.forget.dispose();
     this.registration.dispose();
     this.changed.dispose();
     this.files.clear();

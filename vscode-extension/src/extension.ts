@@ -1,17 +1,22 @@
+import * as os from "node:os";
 import * as vscode from "vscode";
 import { ApiKeyStore, redactingChannel } from "./apiKey";
+import { AttentionNotifier, type Presence } from "./attention";
+import { BridgeLifecycle, offerKey } from "./bridgeLifecycle";
 import { BridgeClient } from "./client";
 import { registerCommands } from "./commands";
-import { Conversation } from "./conversation";
+import { Conversations } from "./conversations";
 import { ProposedEdits } from "./diffView";
 import { EditorContext } from "./editorContext";
-import { LaunchError, resolveBridge } from "./launch";
+import { offerToIgnore } from "./gitIgnore";
 import { ConversationView } from "./panel/provider";
-import { PanelStore } from "./panel/store";
+import { WorkspaceFiles } from "./panel/workspaceFiles";
 import { PermissionRequests } from "./permissionRequests";
 import { PermissionPrompter } from "./permissions";
-import { serverKey } from "./serverKey";
-import { affectsServer, launchFor, readSettings } from "./settings";
+import { vscodePickers } from "./pickers";
+import { route, webviewRoutes } from "./router";
+import { readMcpServers, readSettings } from "./settings";
+import { sessionModels } from "./sessionModels";
 import { StatusBar } from "./status";
 
 /** Wires the pieces together; every disposable goes into `context.subscriptions`. */
@@ -19,138 +24,76 @@ export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Agent Bridge", { log: true });
   const keys = new ApiKeyStore(context.secrets);
   const status = new StatusBar();
-  const store = new PanelStore();
   const permissions = new PermissionRequests();
   const edits = new ProposedEdits();
   const editorContext = new EditorContext();
-  const view = new ConversationView(context.extensionUri, store, editorContext);
-  const prompter = new PermissionPrompter(permissions, edits, view);
-  const conversation = new Conversation(store, permissions, editorContext, status, log);
-  // The server settings of the last start: a configuration event that leaves them as they are (a settings
-  // file saved twice, an unrelated key) must not restart the bridge under a running turn.
-  let startedWith: string | undefined;
-  /** What the panel says when the restarted bridge has the session again. */
-  let resumeNotice: string | undefined;
-  const client = new BridgeClient(log, redactingChannel(log, keys), (event) => {
-    if (event.kind === "ready") {
-      const notice = event.resume ? (resumeNotice ?? "The bridge is back; the conversation goes on.") : undefined;
-      resumeNotice = undefined;
-      void conversation.attach(event.connection, { resume: event.resume, notice });
-    } else if (event.kind === "crashed") {
-      conversation.crashed(event.reason, event.restartInMs);
-    } else if (event.kind === "failed") {
-      startedWith = undefined;
-      conversation.failed(event.message);
-    } else {
-      conversation.detach();
-    }
+  const files = new WorkspaceFiles();
+  const models = sessionModels(context.workspaceState);
+  const conversations = new Conversations(permissions, {
+    cwd: () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir(),
+    mcpServers: readMcpServers,
+    defaultModel: () => readSettings().model,
+    selection: () => editorContext.resource(),
+    rememberModel: models.remember,
+    rememberedModel: models.recall,
+    log,
+    pickers: vscodePickers,
   });
-
-  const startBridge = async (opts: { resume: boolean; notice?: string }): Promise<void> => {
-    const settings = readSettings();
-    const key = await keys.get();
-    startedWith = serverKey(settings, key);
-    conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
-    conversation.starting("starting");
-    resumeNotice = opts.notice;
-    let base;
-    try {
-      base = await resolveBridge(context, settings, log, () => conversation.starting("installing", "setting up the bridge (first start)…"));
-    } catch (err) {
-      const problem = err instanceof LaunchError ? err : new LaunchError(String(err), []);
-      startedWith = undefined;
-      log.error(problem.message);
-      conversation.failed(problem.message);
-      void vscode.window.showErrorMessage(problem.message, ...problem.actions.map((a) => a.title)).then((choice) => problem.actions.find((a) => a.title === choice)?.run());
-      return;
-    }
-    await client.start(launchFor(settings, base, key), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, { resume: opts.resume, resetCrashes: true });
+  const view = new ConversationView(context.extensionUri, conversations.active.store);
+  const presence: Presence = {
+    seen: (sessionId) => view.visible && vscode.window.state.focused && sessionId !== undefined && conversations.active.sessionId === sessionId,
+    reveal: () => view.reveal(),
   };
-
-  /** A settings change restarts the bridge (keeping the conversation); during a turn, once it ends. */
-  let restartWhenIdle = false;
-  const restartForSettings = (): void => {
-    if (conversation.busy) {
-      if (!restartWhenIdle) store.dispatch({ type: "notice", text: "Settings changed: the bridge restarts when this turn ends." });
-      restartWhenIdle = true;
-      return;
-    }
-    restartWhenIdle = false;
-    void startBridge({ resume: true, notice: "Settings changed: the bridge restarted with them; the conversation goes on." });
+  const prompter = new PermissionPrompter(permissions, edits, presence);
+  const client = new BridgeClient(log, redactingChannel(log, keys), (event) => lifecycle.onClientEvent(event));
+  const lifecycle = new BridgeLifecycle(context, client, conversations, keys, log);
+  const routes = webviewRoutes({ view, files, editorContext, conversations, permissions, prompter, log });
+  const postSession = (): void => {
+    const state = conversations.active.sessionState;
+    view.post({ type: "model", model: state.model, modelId: state.modelId });
+    view.post({ type: "sessionState", ready: state.status === "ready", needsKey: state.needsKey });
+    status.setModel(state.model);
   };
-  const settingsChanged = async (): Promise<void> => {
-    const current = serverKey(readSettings(), await keys.get());
-    if (current !== startedWith) restartForSettings();
-  };
+  status.follow(conversations.active.store);
 
   context.subscriptions.push(
     log,
     keys,
     status,
-    { dispose: () => store.dispose() },
     { dispose: () => permissions.dispose() },
     edits,
     editorContext,
+    files,
     view,
     prompter,
-    conversation,
+    conversations,
     client,
+    lifecycle,
+    new AttentionNotifier(conversations, presence, status),
     vscode.window.registerWebviewViewProvider(ConversationView.viewType, view),
-    ...registerCommands({
-      conversation,
-      view,
-      prompter,
-      log,
-      keys,
-      restart: () => startBridge({ resume: true, notice: "The bridge restarted; the conversation goes on." }),
+    ...registerCommands({ conversations, view, prompter, log, keys, restart: () => lifecycle.restart(), resume: () => conversations.resume() }),
+    view.onMessage((message) => route(routes, message, log)),
+    conversations.onSessionState(postSession),
+    conversations.onActiveChanged((tab) => {
+      view.showStore(tab.store);
+      status.follow(tab.store);
+      postSession();
     }),
-    conversation.onSessionState((state) => {
-      view.setModel(state.model);
-      view.setSessionReady(state.status === "ready");
+    conversations.onTabs((tabs) => view.post({ type: "tabs", tabs })),
+    // A rule saved in a personal settings file of a git repository: offer to keep that file out of git.
+    permissions.onSettled((s) => {
+      const destination = s.option?.kind.endsWith("always") ? s.option._meta?.destination : undefined;
+      if (destination) void offerToIgnore(destination, { state: context.workspaceState, ask: (m, ...c) => vscode.window.showInformationMessage(m, ...c), log });
     }),
-    view.onMessage((msg) => {
-      switch (msg.type) {
-        case "submit":
-          return conversation.submit(msg.text, msg.attachContext, msg.extra);
-        case "cancel":
-          return conversation.cancel();
-        case "cancelToolCall":
-          return conversation.cancelToolCall(msg.toolCallId);
-        case "permission":
-          return void permissions.answer(msg.id, msg.optionId, msg.feedback);
-        case "openDiff":
-          return void prompter.showDiff(msg.id);
-        case "setMode":
-          return void conversation.setMode(msg.modeId);
-        case "newSession":
-          return void conversation.newSession();
-      }
-    }),
-    store.onAction((action) => {
-      if (action.type === "phase" && action.phase === "idle" && restartWhenIdle) restartForSettings();
-    }),
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (affectsServer(e)) void settingsChanged();
-    }),
-    // A key set, changed or removed (here or in another window) is a server setting too.
-    keys.onDidChange(() => void settingsChanged()),
+    editorContext.onDidChange(() => view.post({ type: "context", label: editorContext.label(), problems: editorContext.problemCount() })),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => view.post({ type: "workspace", folders: files.folders() })),
   );
+  view.post({ type: "tabs", tabs: conversations.tabInfo() });
+  // Restricted Mode: the panel says what is off (and how to trust the folder) until trust is granted.
+  view.post({ type: "trust", trust: vscode.workspace.isTrusted ? "trusted" : "restricted" });
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => view.post({ type: "trust", trust: "trusted" })));
 
-  void startBridge({ resume: false }).then(() => offerKey(context, keys));
-}
-
-/** First run without any key: say what is needed, and offer the offline playground. Once per install. */
-async function offerKey(context: vscode.ExtensionContext, keys: ApiKeyStore): Promise<void> {
-  const settings = readSettings();
-  if ((await keys.get()) || process.env.ANTHROPIC_API_KEY || settings.offlineScenario || context.globalState.get("agentBridge.keyOffered")) return;
-  await context.globalState.update("agentBridge.keyOffered", true);
-  const choice = await vscode.window.showInformationMessage(
-    "Agent Bridge needs an Anthropic API key to talk to Claude. You can also try it offline with a built-in playground model.",
-    "Set API Key",
-    "Try It Offline",
-  );
-  if (choice === "Set API Key") await vscode.commands.executeCommand("agentBridge.setApiKey");
-  if (choice === "Try It Offline") await vscode.commands.executeCommand("agentBridge.tryOffline");
+  void lifecycle.start({ resume: false }).then(() => offerKey(context, keys));
 }
 
 export function deactivate(): void {

@@ -1,19 +1,16 @@
 import * as vscode from "vscode";
+import type { Presence } from "./attention";
 import type { ProposedEdits } from "./diffView";
 import type { Disposable } from "./events";
 import { orderedOptions, type PendingPermission, type PermissionRequests } from "./permissionRequests";
-import { isRejectKind, type PermissionOption } from "./protocol";
-
-/** What the permission UI needs from the panel. */
-export interface PanelPresence {
-  readonly visible: boolean;
-  reveal(): Promise<void>;
-}
+import type { PermissionOption } from "./protocol";
+import { optionDetail, questionText } from "./questionText";
 
 /**
  * The VS Code side of permission requests: an edit's proposed change opens in the diff editor (accept/reject
- * in its title bar; its right side is editable and the edited text is what gets written); when the panel is
- * hidden, a notification asks. The panel's card is driven by the panel state; whichever answers first wins.
+ * in its title bar; its right side is editable and the edited text is what gets written); when nobody sees the
+ * question's card (the panel hidden, VS Code in the background, another tab shown), a notification asks, with
+ * the whole question. The panel's card is driven by the panel state; whichever answers first wins.
  */
 export class PermissionPrompter implements vscode.Disposable {
   private readonly subscriptions: Disposable[];
@@ -21,7 +18,7 @@ export class PermissionPrompter implements vscode.Disposable {
   constructor(
     private readonly requests: PermissionRequests,
     private readonly edits: ProposedEdits,
-    private readonly panel: PanelPresence,
+    private readonly presence: Presence,
   ) {
     requests.editedText = (id) => edits.editedText(id);
     this.subscriptions = [
@@ -64,7 +61,7 @@ export class PermissionPrompter implements vscode.Disposable {
 
   private async present(p: PendingPermission): Promise<void> {
     if (p.diffs.length) await this.showDiff(p.id);
-    if (!this.panel.visible) await this.notify(p);
+    if (!this.presence.seen(p.params.sessionId)) await this.notify(p);
   }
 
   /**
@@ -76,7 +73,7 @@ export class PermissionPrompter implements vscode.Disposable {
     const once = options.find((o) => o.kind === "allow_once");
     const reject = options.find((o) => o.kind === "reject_once");
     const buttons = [once && "Allow once", reject && "Reject", "More…"].filter((b): b is string => !!b);
-    const choice = await vscode.window.showWarningMessage(`Agent Bridge asks to run: ${clip(p.params.toolCall.title, 120)}`, ...buttons);
+    const choice = await vscode.window.showWarningMessage(questionText(p.params), ...buttons);
     // A request already answered in the panel (or withdrawn by the bridge) ignores a late click.
     if (!this.requests.get(p.id)) return;
     if (choice === "Allow once" && once) this.requests.answer(p.id, once.optionId);
@@ -87,13 +84,13 @@ export class PermissionPrompter implements vscode.Disposable {
   private async pick(p: PendingPermission, options: PermissionOption[]): Promise<void> {
     const items: (vscode.QuickPickItem & { option?: PermissionOption })[] = options.map((o) => ({
       label: o.name,
-      description: o.kind === "allow_once" ? "this call only" : isRejectKind(o.kind) ? "" : "saves a rule",
+      description: optionDetail(o),
       option: o,
     }));
     items.push({ label: "Show in the panel" });
-    const picked = await vscode.window.showQuickPick(items, { title: `Agent Bridge: ${clip(p.params.toolCall.title, 80)}`, placeHolder: "Choose an answer", ignoreFocusOut: true });
+    const picked = await vscode.window.showQuickPick(items, { title: questionText(p.params), placeHolder: "Choose an answer", ignoreFocusOut: true });
     if (!picked) return;
-    if (!picked.option) return void this.panel.reveal();
+    if (!picked.option) return void this.presence.reveal();
     this.requests.answer(p.id, picked.option.optionId);
   }
 
@@ -101,9 +98,4 @@ export class PermissionPrompter implements vscode.Disposable {
     const pending = this.requests.all().some((r) => r.diffs.length > 0);
     void vscode.commands.executeCommand("setContext", "agentBridge.editPending", pending);
   }
-}
-
-function clip(text: string, max: number): string {
-  const one = text.replace(/\s+/g, " ").trim();
-  return one.length > max ? `${one.slice(0, max - 1)}…` : one;
 }

@@ -7,6 +7,8 @@ export const Method = {
   sessionNew: "session/new",
   sessionLoad: "session/load",
   sessionList: "session/list",
+  /** ACP unstable: the bridge lets go of a session (its MCP servers stop). */
+  sessionClose: "session/close",
   sessionPrompt: "session/prompt",
   sessionCancel: "session/cancel",
   sessionSetMode: "session/set_mode",
@@ -35,7 +37,13 @@ export interface ResourceLinkContent {
   name: string;
   mimeType?: string;
 }
-export type ContentBlock = TextContent | ResourceContent | ResourceLinkContent;
+/** An image in a prompt (base64 `data`; the bridge takes png, jpeg, gif and webp). */
+export interface ImageContent {
+  type: "image";
+  mimeType: string;
+  data: string;
+}
+export type ContentBlock = TextContent | ResourceContent | ResourceLinkContent | ImageContent;
 
 // --- sessions ------------------------------------------------------------------------------------
 
@@ -90,6 +98,11 @@ export interface SessionModels {
 
 export interface NewSessionResult {
   sessionId: string;
+  modes?: SessionModes | null;
+  models?: SessionModels | null;
+}
+/** `session/load`'s answer: the loaded session's modes, and (VS Code) its models. */
+export interface LoadSessionResult {
   modes?: SessionModes | null;
   models?: SessionModels | null;
 }
@@ -205,6 +218,8 @@ export interface NestingMeta {
   parentToolCallId?: string;
   agent?: AgentMeta;
   turnEnd?: TurnEndMeta;
+  /** A tool call: its tool says it deletes or overwrites (ours, from `Tool.is_destructive`). */
+  destructive?: boolean;
 }
 
 /** A notice chunk (`notice`: its level), and a retry's figures when it is one. */
@@ -238,6 +253,8 @@ export interface AvailableCommand {
 
 export interface UsageMeta {
   parentToolCallId?: string;
+  /** The offline demo model answered: its figures cost nothing. */
+  offline?: boolean;
   turnEnd?: TurnEndMeta;
   inputTokens?: number;
   outputTokens?: number;
@@ -296,14 +313,51 @@ export interface PermissionOption {
   optionId: string;
   name: string;
   kind: PermissionOptionKind;
-  _meta?: { rule?: string; destination?: string };
+  /** An "always" option: the rules it saves (`rules`, every one; `rule`, the first) and the file it saves them in. */
+  _meta?: { rule?: string; rules?: string[]; destination?: string };
 }
+
+/** A span of a question's command that made it ask (code points of the escaped text), and why. */
+export interface QuestionMark {
+  start: number;
+  end: number;
+  why: string;
+}
+/**
+ * The whole truth of a tool-call question (`_meta.question`, /work/notes/question-wire.md): the exact command
+ * that runs (control, bidi and zero-width characters made visible), the spans that made it ask, the reason in
+ * words, and every path whose resolution differs from the name the call gives it.
+ */
+export interface QuestionMeta {
+  command: string | null;
+  marks: QuestionMark[];
+  reason: string;
+  paths: { named: string; resolved: string }[];
+  escaped: boolean;
+}
+/** A folder-trust question (`_meta.trust`): what the folder's own files would enable, each item verbatim. */
+export interface TrustMeta {
+  folder: string;
+  items: { file: string; kind: string; text: string }[];
+}
+/** A `_meta.question` as the wire note describes it; anything else is ignored (the card falls back to the title). */
+export function isQuestion(q: unknown): q is QuestionMeta {
+  if (!isRecord(q)) return false;
+  return (q.command === null || typeof q.command === "string") && Array.isArray(q.marks) && Array.isArray(q.paths) && typeof q.reason === "string";
+}
+
+/** A `_meta.trust` as the folder-trust question sends it. */
+export function isTrust(t: unknown): t is TrustMeta {
+  if (!isRecord(t) || typeof t.folder !== "string" || !Array.isArray(t.items)) return false;
+  return t.items.every((i: unknown) => isRecord(i) && typeof i.file === "string" && typeof i.kind === "string" && typeof i.text === "string");
+}
+
 export interface RequestPermissionParams {
   sessionId: string;
   toolCall: ToolCall;
   options: PermissionOption[];
-  /** `agent`: the sub-agent asking (our extension). */
-  _meta?: { reason?: string; agent?: { type: string; description: string; parentToolCallId: string } };
+  /** `agent`: the sub-agent asking (our extension); `question`: the question's whole truth; `trust`: a folder-trust question. */
+  _meta?: { reason?: string; agent?: { type: string; description: string; parentToolCallId: string }; question?: QuestionMeta; trust?: TrustMeta };
 }
 export type PermissionOutcome = { outcome: "selected"; optionId: string } | { outcome: "cancelled" };
 export interface RequestPermissionResult {
@@ -348,5 +402,7 @@ export function contentText(block: ContentBlock): string {
       return block.resource.text;
     case "resource_link":
       return block.name || block.uri;
+    case "image":
+      return "";
   }
 }

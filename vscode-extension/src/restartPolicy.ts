@@ -2,7 +2,7 @@
 
 /** After this long up, a crash counts as the first again. */
 export const healthyMs = 60_000;
-/** Crashes in a row (none healthy in between) before giving up. */
+/** Restarts in a row (none healthy in between): the crash after the last of them leaves the bridge down. */
 export const maxCrashes = 4;
 
 export class CrashCounter {
@@ -23,4 +23,9 @@ export class CrashCounter {
   reset(): void {
     this.crashes = 0;
   }
+}
+
+/** What the give-up message says: how many stops in a row, after how many restarts. */
+export function givenUp(count: number): string {
+  return `It stopped ${count} times in a row (restarted ${maxCrashes} times); it is not restarted again: run “Agent Bridge: Restart” to try again.`;
 }

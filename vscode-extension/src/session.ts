@@ -22,8 +22,11 @@ export interface TurnStarted {
   turnId: number;
   prompt: ContentBlock[];
 }
-/** `interrupted`: the turn got no answer because the bridge went away (what happened, for people). */
-export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string } | { turnId: number; interrupted: string };
+/**
+ * `interrupted`: the turn got no answer because the bridge went away (what happened, for people). `code`: the
+ * JSON-RPC error's code when the bridge answered one (`authRequired`: no usable API key).
+ */
+export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string; code?: number } | { turnId: number; interrupted: string };
 
 /** How long a turn whose connection closed waits to hear how the bridge ended (`abandon`), which the client
  * learns up to 1.5 s after the pipe closes. */
@@ -48,6 +51,9 @@ export class AgentSession {
 
   private lastTurnId: number;
   private currentTurnId = 0;
+  /** Turns sent and not answered yet, oldest first: the bridge answers them in order, and every update it
+   * sends before the oldest one's answer belongs to that one (a prompt sent mid-turn waits for it). */
+  private readonly openTurns: number[] = [];
   /** A turn given up for lost (the bridge died under it): its late answer is not reported again. */
   private abandonedTurnId = 0;
   private phaseValue: TurnPhase = "idle";
@@ -70,6 +76,14 @@ export class AgentSession {
     this.lastTurnId = Math.max(this.lastTurnId, turnId);
   }
 
+  /**
+   * The turn the update being delivered belongs to: the oldest unanswered one (undefined between turns, and
+   * in a `session/load` replay, whose updates say their own turns).
+   */
+  get streamingTurn(): number | undefined {
+    return this.openTurns[0];
+  }
+
   get phase(): TurnPhase {
     return this.phaseValue;
   }
@@ -86,6 +100,7 @@ export class AgentSession {
   async prompt(prompt: ContentBlock[]): Promise<TurnEnded> {
     const turnId = ++this.lastTurnId;
     this.currentTurnId = turnId;
+    this.openTurns.push(turnId);
     this.setPhase("running");
     this.started.fire({ turnId, prompt });
     const params: PromptParams = { sessionId: this.sessionId, prompt };
@@ -95,12 +110,14 @@ export class AgentSession {
       outcome = { turnId, stopReason: result.stopReason };
     } catch (err) {
       const message = errorMessage(err);
-      if (!isConnectionLost(message)) outcome = { turnId, error: message };
+      if (!isConnectionLost(message)) outcome = { turnId, error: message, ...errorCode(err) };
       else {
         // The bridge went away: how (killed, exit code) comes a moment later, through `abandon`.
         await this.waitForAbandon(lostConnectionGraceMs);
         outcome = { turnId, interrupted: "the connection to the bridge closed" };
       }
+    } finally {
+      this.openTurns.splice(this.openTurns.indexOf(turnId), 1);
     }
     if (turnId === this.abandonedTurnId) return outcome;
     this.ended.fire(outcome);
@@ -145,6 +162,11 @@ export class AgentSession {
     }).finally(() => (this.abandonWaiter = undefined));
   }
 
+  /** The models as `session/load` answered them (the loaded session's own). */
+  setModels(models: SessionModels): void {
+    this.modelsValue = models;
+  }
+
   async setModel(modelId: string): Promise<void> {
     const params: SetModelParams = { sessionId: this.sessionId, modelId };
     await this.connection.sendRequest<unknown>(Method.sessionSetModel, params);
@@ -177,9 +199,23 @@ export class AgentSession {
   }
 }
 
-/** vscode-jsonrpc's words for a request whose connection closed under it. */
-export function isConnectionLost(message: string): boolean {
-  return /connection got disposed|not running|connection.*closed/i.test(message);
+/** vscode-jsonrpc's (and vscode-languageclient's) words for a request whose connection closed under it. */
+export function isConnectionLost(err: unknown): boolean {
+  const message = typeof err === "string" ? err : errorMessage(err);
+  return /connection got disposed|not running|connection.*(closed|disposed)|pending response rejected/i.test(message);
+}
+
+/** An error as a person reads it: a connection that went away says so in our words, not the library's. */
+export function describeError(err: unknown): string {
+  return isConnectionLost(err) ? "the bridge is not running (it stopped or is restarting)" : errorMessage(err);
+}
+
+/** ACP's `auth_required`: no API key, or one the API refused. */
+export const authRequired = -32000;
+
+function errorCode(err: unknown): { code?: number } {
+  const code = typeof err === "object" && err !== null && "code" in err ? err.code : undefined;
+  return typeof code === "number" ? { code } : {};
 }
 
 export function errorMessage(err: unknown): string {

@@ -42,6 +42,9 @@ export function affectsServer(e: vscode.ConfigurationChangeEvent): boolean {
   return serverKeys.some((k) => e.affectsConfiguration(`agentBridge.${k}`));
 }
 
+/** `initializationOptions.folderTrust`: "restricted" (VS Code's Restricted Mode) or "ask". */
+export type FolderTrustOption = "restricted" | "ask";
+
 /** How the bridge process is started; `options` become the LSP initializationOptions. */
 export interface BridgeLaunch {
   command: string;
@@ -56,9 +59,16 @@ export interface BridgeLaunch {
  * The launch for a base command line (`serverCommand`, or the bundled venv's Python). The API key goes in the
  * initializationOptions, not the environment: the bridge's commands inherit its environment.
  */
-export function launchFor(s: ExtensionSettings, base: { command: string; args: string[]; source: BridgeLaunch["source"] }, apiKey: string | undefined): BridgeLaunch {
+export function launchFor(
+  s: ExtensionSettings,
+  base: { command: string; args: string[]; source: BridgeLaunch["source"] },
+  apiKey: string | undefined,
+  trust: FolderTrustOption = "ask",
+): BridgeLaunch {
   const args = s.offlineScenario ? [...base.args, "--offline", s.offlineScenario] : base.args;
-  const options: Record<string, unknown> = { clientCapabilities };
+  // VS Code's Workspace Trust decides: a folder in Restricted Mode keeps its own agent configuration inert and is
+  // never asked about; a trusted one may be asked about what its files would enable.
+  const options: Record<string, unknown> = { clientCapabilities, folderTrust: trust };
   if (apiKey) options.apiKey = apiKey;
   if (s.baseUrl) options.baseUrl = s.baseUrl;
   if (s.model) options.model = s.model;

@@ -1,9 +1,16 @@
 /**
- * The input: Send/Stop, the context checkboxes, and @-mention completion (type `@` and a few letters: the
- * host lists matching workspace files; ↑/↓ choose, Enter or Tab inserts `@path`, Escape closes the list).
+ * The input: Send/Stop, the context checkboxes, @-mention completion (type `@` and a few letters: the host
+ * lists matching workspace files; ↑/↓ choose, Enter or Tab inserts `@path`, Escape closes the list), and images
+ * pasted or dropped into it (a thumbnail each, × removes one; they go with the next prompt).
  */
 import type { FileChoice, FromWebview } from "../src/panel/messages";
+import type { ImageContent } from "../src/protocol";
 import type { TurnPhase } from "../src/session";
+
+/** The image types the model takes (the bridge refuses others). */
+export const imageTypes = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/** The Messages API's limit per image is 5 MB of base64; a bigger one is refused here, with a word. */
+export const maxImageBytes = 3_750_000;
 
 function $(id: string): HTMLElement {
   const el = document.getElementById(id);
@@ -34,7 +41,11 @@ export class Composer {
   private readonly problemsLabel = $("problems-label");
   private readonly problemsCount = $("problems-count");
   private readonly list = $("mentions");
+  private readonly imagesEl = $("images");
   private readonly mentions = new Set<string>();
+  private images: (ImageContent & { name: string })[] = [];
+  /** When the person last typed a key in the input: a question card that appears then does not take the keyboard. */
+  lastKeyAt = Number.NEGATIVE_INFINITY;
   private choices: FileChoice[] = [];
   private selected = 0;
   private requestId = 0;
@@ -45,11 +56,37 @@ export class Composer {
     private readonly post: (m: FromWebview) => void,
     private readonly canSend: () => boolean,
     private readonly onSent: () => void,
+    private readonly say: (text: string) => void = () => undefined,
   ) {
+    this.input.addEventListener("paste", (e) => {
+      const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+      if (!files.length) return;
+      e.preventDefault();
+      void this.addImages(files);
+    });
+    const composer = this.input.closest("footer") ?? this.input;
+    composer.addEventListener("dragover", (e) => {
+      if ([...(e.dataTransfer?.items ?? [])].some((i) => i.kind === "file")) e.preventDefault();
+    });
+    composer.addEventListener("drop", (e) => {
+      const files = [...(e.dataTransfer?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+      if (!files.length) return;
+      e.preventDefault();
+      void this.addImages(files);
+    });
+    this.imagesEl.addEventListener("click", (e) => {
+      const remove = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-image]");
+      if (!remove) return;
+      this.images.splice(Number(remove.dataset.image), 1);
+      this.renderImages();
+    });
     this.send.addEventListener("click", () => this.submit());
     this.stop.addEventListener("click", () => post({ type: "cancel" }));
     this.input.addEventListener("keydown", (e) => this.keydown(e));
-    this.input.addEventListener("input", () => this.detect());
+    this.input.addEventListener("input", () => {
+      this.lastKeyAt = performance.now();
+      this.detect();
+    });
     this.input.addEventListener("click", () => this.detect());
     this.input.addEventListener("blur", () => setTimeout(() => this.close(), 150));
     this.list.addEventListener("mousedown", (e) => {
@@ -64,11 +101,65 @@ export class Composer {
     this.input.focus();
   }
 
+  /** The text typed so far (a tab's draft is kept when another tab is shown). */
+  get draft(): string {
+    return this.input.value;
+  }
+
+  set draft(text: string) {
+    this.input.value = text;
+  }
+
+  /** Whether the person is writing: the input has the focus and text, or took a key a moment ago. */
+  typing(now: number): boolean {
+    return document.activeElement === this.input && (this.input.value.trim() !== "" || now - this.lastKeyAt < 1200);
+  }
+
+  /** Reads pasted or dropped images (base64), refusing what the model cannot take. */
+  async addImages(files: File[]): Promise<void> {
+    for (const file of files) {
+      if (!imageTypes.includes(file.type)) {
+        this.say(`${file.name || "That image"} is ${file.type}: the model takes PNG, JPEG, GIF and WebP.`);
+        continue;
+      }
+      if (file.size > maxImageBytes) {
+        this.say(`${file.name || "That image"} is ${(file.size / 1e6).toFixed(1)} MB: images up to ${(maxImageBytes / 1e6).toFixed(1)} MB go with a prompt.`);
+        continue;
+      }
+      const data = await readBase64(file);
+      this.images.push({ type: "image", mimeType: file.type, data, name: file.name || `image ${this.images.length + 1}` });
+    }
+    this.renderImages();
+  }
+
+  private renderImages(): void {
+    this.imagesEl.hidden = this.images.length === 0;
+    this.imagesEl.textContent = "";
+    this.images.forEach((image, index) => {
+      const chip = document.createElement("span");
+      chip.className = "image-chip";
+      const img = document.createElement("img");
+      img.src = `data:${image.mimeType};base64,${image.data}`;
+      img.alt = image.name;
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "secondary";
+      remove.dataset.image = String(index);
+      remove.title = `Remove ${image.name}`;
+      remove.textContent = "×";
+      chip.append(img, remove);
+      this.imagesEl.append(chip);
+    });
+  }
+
+  /** Called with every frame of a stream: writes only what changed. */
   setState(phase: TurnPhase, ready: boolean): void {
-    this.stop.disabled = phase === "idle";
-    this.stop.textContent = phase === "cancelling" ? "Force stop" : "Stop";
-    this.send.disabled = !ready;
-    this.send.title = ready ? "Send (while a turn runs: interrupt it with this message)" : "Waiting for the session to start";
+    const stop = phase === "cancelling" ? "Force stop" : "Stop";
+    if (this.stop.disabled !== (phase === "idle")) this.stop.disabled = phase === "idle";
+    if (this.stop.textContent !== stop) this.stop.textContent = stop;
+    if (this.send.disabled !== !ready) this.send.disabled = !ready;
+    const title = ready ? "Send (while a turn runs: interrupt it with this message)" : "Waiting for the session to start";
+    if (this.send.title !== title) this.send.title = title;
   }
 
   showContext(label: string | undefined, problems: number | undefined): void {
@@ -89,7 +180,8 @@ export class Composer {
   }
 
   private submit(): void {
-    const text = this.input.value.trim();
+    const images = this.images.map(({ type, mimeType, data }) => ({ type, mimeType, data }));
+    const text = this.input.value.trim() || (images.length ? "What do you see in this image?" : "");
     // Nothing is lost: without a session the text stays in the input (Send is disabled meanwhile).
     if (!text || this.send.disabled || !this.canSend()) return;
     const mentions = mentionsIn(text, this.mentions);
@@ -100,8 +192,13 @@ export class Composer {
       attachContext: this.attach.checked && !this.attachLabel.hidden,
       ...(mentions.length ? { mentions } : {}),
       ...(attachProblems ? { attachProblems } : {}),
+      ...(images.length ? { images } : {}),
     });
     this.input.value = "";
+    // Sent: the person is not writing any more (a question that comes next takes the keyboard).
+    this.lastKeyAt = Number.NEGATIVE_INFINITY;
+    this.images = [];
+    this.renderImages();
     this.mentions.clear();
     this.problems.checked = false;
     this.close();
@@ -195,4 +292,13 @@ export class Composer {
     });
     this.list.querySelector(".selected")?.scrollIntoView({ block: "nearest" });
   }
+}
+
+function readBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(typeof reader.result === "string" ? reader.result.replace(/^data:[^,]*,/, "") : "");
+    reader.onerror = () => reject(reader.error ?? new Error("the image could not be read"));
+    reader.readAsDataURL(file);
+  });
 }

@@ -3,7 +3,7 @@
  * whether it names a file; this asks in batches, remembers the answers (so later renders link directly) and
  * turns the spans already on screen into `a.file-link` (or plain text).
  */
-import type { PathStatus } from "../src/panel/markdown";
+import type { PathStatus } from "./markdown";
 
 export class PathLinks {
   private readonly status = new Map<string, "exists" | "missing">();

@@ -2,9 +2,9 @@
  * The HTML of the panel's cards (everything but the streamed markdown, see markdownView.ts), and the status
  * line. Pure string functions of the state, so the unit tests can read them.
  */
-import { escapeHtml, type PathLookup, renderInline } from "../src/panel/markdown";
+import { escapeHtml, type PathLookup, renderInline, renderMarkdown } from "./markdown";
 import { type Attachment, type ConversationItem, type PanelState, type Review, retryText, type TurnUsage } from "../src/panel/state";
-import type { DiffContent, PermissionOption, PermissionOptionKind, ToolCallLocation } from "../src/protocol";
+import type { DiffContent, PermissionOption, PermissionOptionKind, QuestionMeta, ToolCallLocation, ToolKind, TrustMeta } from "../src/protocol";
 import { diffHunks, type Hunk } from "./diff";
 
 export interface ViewContext {
@@ -34,20 +34,33 @@ export function userHtml(item: Of<"user">): string {
 }
 
 function chipHtml(a: Attachment): string {
+  // Only an image the panel itself read (a data: URL) is shown; the CSP allows no other source anyway.
+  if (a.image?.startsWith("data:image/")) return `<img class="chip-image" src="${escapeHtml(a.image)}" alt="${escapeHtml(a.label)}" title="${escapeHtml(a.label)}">`;
   if (a.path) return fileLinkHtml(a.path, a.line, a.label, "chip");
   return `<span class="chip" title="attached">${escapeHtml(a.label)}</span>`;
 }
 
+/** What a card calls its kind: a word a person reads ("run", not "execute"); a sub-agent's card is an agent's. */
+export function kindLabel(item: Of<"tool">): string {
+  if (item.agent || item.children) return "agent";
+  const words: Record<ToolKind, string> = { read: "read", edit: "edit", delete: "delete", move: "move", search: "search", execute: "run", think: "plan", fetch: "fetch", other: "tool" };
+  return words[item.toolKind];
+}
+
 export function toolHtml(item: Of<"tool">, ctx: ViewContext): string {
-  const diffs = item.diffs.length ? item.diffs : (item.proposed ?? []);
+  // A proposal that waits for its answer shows its diff once: on the question's card.
+  const proposed = item.review === "proposed" ? [] : (item.proposed ?? []);
+  const diffs = item.diffs.length ? item.diffs : proposed;
   const review: Review | "applied" | undefined = item.diffs.length ? (item.status === "failed" ? undefined : "applied") : item.review;
-  // An edit that was written shows its diff; the model's view of the result (`cat -n` lines) adds nothing.
-  const showOutput = item.output && !(item.diffs.length && item.status === "completed");
+  // An edit that was written shows its diff; the model's view of the result (`cat -n` lines) adds nothing. A
+  // planning tool's result is its instructions to the model (the plan itself shows below the conversation).
+  const planning = item.toolKind === "think" && !item.agent && !item.children;
+  const showOutput = item.output && !(item.diffs.length && item.status === "completed") && !(planning && item.status === "completed");
   const output = showOutput ? `<pre class="output">${escapeHtml(item.output)}</pre>` : "";
   const diffPaths = new Set(diffs.map((d) => d.path));
   const locations = item.locations.filter((l) => !diffPaths.has(l.path));
   return (
-    `<div class="tool-head"><span class="tool-kind">${escapeHtml(item.toolKind)}</span><span class="tool-title">${renderInline(item.title, ctx.paths)}</span>${badgeHtml(item.status)}</div>` +
+    `<div class="tool-head"><span class="tool-kind">${escapeHtml(kindLabel(item))}</span><span class="tool-title">${renderInline(item.title, ctx.paths)}</span>${badgeHtml(item.status, item)}</div>` +
     (locations.length ? `<div class="locations">${locations.map((l) => locationHtml(l, ctx)).join("")}</div>` : "") +
     (item.agent || item.children ? subAgentHtml(item, ctx) : "") +
     output +
@@ -84,7 +97,7 @@ function childHtml(child: ConversationItem, ctx: ViewContext): string {
       return `<div class="child tool ${escapeHtml(child.status)}" data-id="${escapeHtml(child.id)}">${toolHtml({ ...child, output }, ctx)}</div>`;
     }
     case "agent":
-      return `<div class="child agent-text">${escapeHtml(child.text)}</div>`;
+      return `<div class="child agent-text md">${renderMarkdown(child.text, ctx.paths)}</div>`;
     case "thought":
       return `<div class="child thought-text">${escapeHtml(child.text)}</div>`;
     case "user":
@@ -99,7 +112,13 @@ function locationHtml(l: ToolCallLocation, ctx: ViewContext): string {
   return fileLinkHtml(l.path, l.line ?? undefined, label, "location");
 }
 
-export function badgeHtml(status: string): string {
+/** A card's status: a rejected call was not a failure, and one its turn left behind says the turn stopped. */
+export function badgeHtml(status: string, how: { rejected?: boolean; cutOff?: string } = {}): string {
+  if (status === "failed" && how.rejected) return `<span class="badge rejected">✗ rejected</span>`;
+  if (status === "failed" && how.cutOff) {
+    const word = how.cutOff === "interrupted" ? "■ interrupted" : how.cutOff === "cancelled" ? "■ stopped" : "■ not finished";
+    return `<span class="badge stopped" title="The turn ended before this tool finished">${word}</span>`;
+  }
   const label = { pending: "pending", in_progress: "running", completed: "✓ done", failed: "✗ failed" }[status] ?? status;
   return `<span class="badge ${escapeHtml(status)}">${label}</span>`;
 }
@@ -155,7 +174,8 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   if (item.answer !== undefined) {
     const allowed = item.answerKind?.startsWith("allow");
     const mark = item.answerKind ? (allowed ? "✓" : "✗") : "•";
-    return `<span class="answered ${allowed ? "allowed" : "rejected"}">${mark} ${renderInline(item.title, ctx.paths)} — ${escapeHtml(item.answer)}</span>`;
+    const what = item.question?.command ? `<code>${escapeHtml(oneLine(item.question.command))}</code>` : renderInline(item.title, ctx.paths);
+    return `<span class="answered ${allowed ? "allowed" : "rejected"}">${mark} ${what} — ${escapeHtml(item.answer)}</span>`;
   }
   const options = cardOptions(item);
   const button = (o: (typeof options)[number]): string => {
@@ -166,25 +186,83 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
     return `<button type="button" class="${cls}" data-action="permission" data-option="${escapeHtml(o.option.optionId)}"${o.key !== undefined ? ` data-key="${o.key}"` : ""}${title}>${key}<span class="label">${escapeHtml(o.option.name)}</span></button>`;
   };
   const shown = options.filter((o) => !o.hidden).map(button).join("");
+  // An "always" choice saves every rule it lists; one its name does not spell out is listed here.
+  const unnamed = options.flatMap((o) => (o.option._meta?.rules ?? []).filter((r) => !o.option.name.includes(r)).map((r) => `${o.option.kind.startsWith("allow") ? "allow" : "reject"} ${r}`));
+  const rules = unnamed.length ? `<div class="perm-rules">The “always” choice also saves: ${unnamed.map((r) => `<code>${escapeHtml(r)}</code>`).join(", ")}</div>` : "";
   const hidden = options.filter((o) => o.hidden);
   const more = hidden.length ? `<details class="more"><summary>More…</summary><div class="options">${hidden.map(button).join("")}</div></details>` : "";
   const openDiff = item.hasDiff ? `<button type="button" class="secondary show-diff" data-action="openDiff" title="Open in the diff editor (you can edit the proposed text there)">Show diff</button>` : "";
   const warning = item.destructive ? `<div class="warning">⚠ This deletes or overwrites: check it before you allow it.</div>` : "";
   const diffs = item.diffs.map((d) => diffHtml(d, ctx, "proposed")).join("");
   const keys = options.filter((o) => o.key !== undefined).length;
+  const body = item.trust ? trustHtml(item.trust) : item.question ? questionHtml(item.question, item.title, ctx) : `<div class="perm-title">Allow <strong>${renderInline(item.title, ctx.paths)}</strong>?</div>${item.reason ? `<div class="perm-reason">${escapeHtml(item.reason)}</div>` : ""}`;
   return (
     (item.agent ? `<div class="perm-agent">Sub-agent “${escapeHtml(item.agent)}” asks</div>` : "") +
-    `<div class="perm-title">Allow <strong>${renderInline(item.title, ctx.paths)}</strong>?</div>${warning}${diffs}` +
-    `<div class="options">${shown}${openDiff}</div>${more}` +
-    `<input class="feedback" type="text" placeholder="Feedback for the agent (sent with Reject; Enter rejects)">` +
+    `${body}${warning}${diffs}` +
+    `<div class="options">${shown}${openDiff}</div>${more}${rules}` +
+    (item.trust ? "" : `<input class="feedback" type="text" placeholder="Feedback for the agent (sent with Reject; Enter rejects)">`) +
     `<div class="keys-hint">${keys > 1 ? `<kbd>1</kbd>–<kbd>${keys}</kbd> answer` : "<kbd>1</kbd> answers"} · <kbd>Esc</kbd> rejects</div>`
   );
 }
 
-export function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined, interrupted?: string): string {
+/**
+ * A question's whole truth (`_meta.question`): the command that runs, every line, in a monospace block with
+ * the parts that made it ask marked (their reason as a tooltip and, numbered, in a legend), the reason in
+ * words, and each path whose resolution differs as `named → resolved`.
+ */
+export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): string {
+  const head = q.command !== null ? `<div class="perm-title">Allow this command?</div>` : `<div class="perm-title">Allow <strong>${renderInline(title, ctx.paths)}</strong>?</div>`;
+  const marks = [...q.marks].filter((m) => m.end > m.start).sort((a, b) => a.start - b.start);
+  // Marks count code points of the escaped text (not UTF-16 units). Nothing is added inside the command's
+  // text (a number there could be read as part of it): the reasons are a tooltip and a legend below.
+  const chars = Array.from(q.command ?? "");
+  const legend: string[] = [];
+  let command = "";
+  let at = 0;
+  for (const m of marks) {
+    const start = Math.max(at, Math.min(m.start, chars.length));
+    const end = Math.min(m.end, chars.length);
+    if (end <= start) continue;
+    const part = chars.slice(start, end).join("");
+    command += `${escapeHtml(chars.slice(at, start).join(""))}<mark title="${escapeHtml(m.why)}">${escapeHtml(part)}</mark>`;
+    legend.push(`<li><code>${escapeHtml(oneLine(part))}</code>: ${escapeHtml(m.why)}</li>`);
+    at = end;
+  }
+  command += escapeHtml(chars.slice(at).join(""));
+  const marked = legend.length ? `<ul class="marks">${legend.join("")}</ul>` : "";
+  const paths = q.paths.length ? `<ul class="perm-paths">${q.paths.map((p) => `<li><code>${escapeHtml(p.named)}</code> → <code>${escapeHtml(p.resolved)}</code></li>`).join("")}</ul>` : "";
+  const escaped = q.escaped ? `<div class="perm-escaped">Characters that do not show (controls, direction marks, zero-width) are written out as <code>\\x..</code> / <code>\\u{..}</code>.</div>` : "";
+  return (
+    head +
+    (q.command !== null ? `<pre class="perm-command">${command}</pre>` : "") +
+    marked +
+    (q.reason ? `<div class="perm-reason">${escapeHtml(q.reason)}</div>` : "") +
+    paths +
+    escaped
+  );
+}
+
+/** A folder-trust question: what the folder's own files would enable, every item verbatim. */
+export function trustHtml(t: TrustMeta): string {
+  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${escapeHtml(i.file)}</code> <span class="trust-kind">${escapeHtml(i.kind)}</span></div><pre class="trust-text">${escapeHtml(i.text)}</pre></li>`).join("");
+  return (
+    `<div class="perm-title">Trust the folder <code>${escapeHtml(t.folder)}</code>?</div>` +
+    `<div class="perm-reason">Its own files would enable ${t.items.length === 1 ? "this" : `these ${t.items.length} things`}, which run or allow more than the defaults:</div>` +
+    `<ul class="trust-items">${items}</ul>`
+  );
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\r?\n/g, " ⏎ ");
+}
+
+export function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined, interrupted?: string, needsKey?: boolean): string {
   const parts: string[] = [];
   if (interrupted) parts.push(`<span class="reason interrupted">Interrupted: ${escapeHtml(interrupted)}</span>`);
-  else if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
+  else if (error && needsKey) {
+    const buttons = `<button type="button" data-command="agentBridge.setApiKey">Set API key</button> <button type="button" class="secondary" data-command="agentBridge.tryOffline">Try it offline</button>`;
+    return `<span class="reason error" title="${escapeHtml(error)}">No API key: the bridge has no Anthropic API key to ask the model with. Set one, or try the offline demo model.</span><div class="turn-actions">${buttons}</div>`;
+  } else if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
   else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${stopReason === "end_turn" ? "Done" : `Turn ended: ${escapeHtml(stopReason ?? "?")}`}</span>`);
   if (usage && (usage.inputTokens || usage.outputTokens)) {
     parts.push(`${formatTokens(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens)} in · ${formatTokens(usage.outputTokens)} out`);
@@ -192,6 +270,19 @@ export function turnEndHtml(stopReason: string | undefined, error: string | unde
   if (usage?.cost !== undefined) parts.push(formatCost(usage.cost, usage.currency));
   if (usage?.contextUsed !== undefined && usage.contextSize) parts.push(`context ${Math.round((100 * usage.contextUsed) / usage.contextSize)}%`);
   return parts.join(" · ");
+}
+
+/** The context meter: how full the context window is, and what the session cost so far (none offline). */
+export function meterText(state: PanelState): { percent: number; text: string; title: string } | undefined {
+  const c = state.context;
+  if (!c || !c.size) return undefined;
+  const percent = Math.min(100, Math.round((100 * c.used) / c.size));
+  const cost = state.sessionCost !== undefined ? ` · ${formatCost(state.sessionCost, state.currency)}` : "";
+  return {
+    percent,
+    text: `${percent}%${cost}`,
+    title: `Context: ${formatTokens(c.used)} of ${formatTokens(c.size)} tokens (${percent}%)${state.sessionCost !== undefined ? `; this session so far ${formatCost(state.sessionCost, state.currency)}` : ""}. Compact summarizes the conversation to free it.`,
+  };
 }
 
 function formatTokens(n: number): string {

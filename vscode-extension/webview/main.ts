@@ -3,12 +3,12 @@
  * renders at most once per animation frame, re-rendering only the items whose object changed; a streamed
  * message re-renders only its last markdown block (markdownView.ts).
  */
-import { escapeHtml } from "../src/panel/markdown";
-import type { FromWebview, ToWebview } from "../src/panel/messages";
+import type { FromWebview, TabInfo, ToWebview } from "../src/panel/messages";
 import { type ConversationItem, initialState, type PanelState, reduce } from "../src/panel/state";
 import { Composer } from "./composer";
 import { PathLinks } from "./files";
-import { cardOptions, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
+import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
+import { escapeHtml } from "./markdown";
 import { MarkdownView } from "./markdownView";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
@@ -29,10 +29,22 @@ const banner = $("banner");
 const welcome = $("welcome");
 const jump = $("jump") as HTMLButtonElement;
 const toast = $("toast");
+const tabsEl = $("tabs");
+const modeDesc = $("mode-desc");
+const bypass = $("bypass");
+const keyBanner = $("key-banner");
+const trustBanner = $("trust-banner");
+const meter = $("meter");
+const meterFill = meter.querySelector<HTMLElement>(".meter-fill");
+const meterLabel = meter.querySelector<HTMLElement>(".meter-text");
 
 let state: PanelState = initialState();
 /** From the host's `sessionState`; until it says, a session exists once `sessionStarted` was seen. */
 let sessionReadyFromHost: boolean | undefined;
+let needsKey = false;
+let tabs: TabInfo[] = [];
+/** What was typed in each tab and not sent: a tab shown again gets its draft back. */
+const drafts = new Map<string, string>();
 let scheduled = false;
 const rendered = new Map<string, { item: ConversationItem; el: HTMLElement; md?: MarkdownView }>();
 let renderedPlan: PanelState["plan"] | undefined;
@@ -41,7 +53,7 @@ const links = new PathLinks((paths) => post({ type: "checkPaths", paths }), log)
 const ctx: ViewContext = { folders: [], paths: links.lookup };
 
 const sessionReady = (): boolean => state.connection.status === "ready" && (sessionReadyFromHost ?? state.sessionId !== undefined);
-const composer = new Composer(post, () => sessionReady(), () => (stickToBottom = true));
+const composer = new Composer(post, () => sessionReady(), () => (stickToBottom = true), (text) => showToast(text));
 
 // --- auto-scroll: follow the stream until the user scrolls up; resume once back at the bottom ---------
 let stickToBottom = true;
@@ -68,6 +80,9 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "action":
       state = reduce(state, msg.action);
       break;
+    case "actions":
+      for (const action of msg.actions) state = reduce(state, action);
+      break;
     case "context":
       composer.showContext(msg.label, msg.problems);
       return;
@@ -77,10 +92,18 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "model":
       modelButton.hidden = !msg.model;
       modelButton.textContent = msg.model ?? "";
+      modelButton.title = `The model this session runs${msg.modelId && msg.modelId !== msg.model ? ` (${msg.modelId})` : ""}: click to choose another`;
       return;
     case "sessionState":
       sessionReadyFromHost = msg.ready;
+      needsKey = msg.needsKey ?? false;
       break;
+    case "tabs":
+      showTabs(msg.tabs);
+      return;
+    case "trust":
+      trustBanner.hidden = msg.trust !== "restricted";
+      return;
     case "workspace":
       ctx.folders = msg.folders;
       return;
@@ -97,13 +120,37 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   schedule();
 });
 
+/**
+ * Typing comes first: the frame after a keystroke paints the character and nothing else, and the stream's
+ * render waits until the person pauses (`typingGraceMs` after the last key), though never longer than
+ * `maxDeferMs` since the last render, so the answer keeps moving while someone types on.
+ */
+const typingGraceMs = 60;
+const maxDeferMs = 250;
+let inputAt = Number.NEGATIVE_INFINITY;
+let renderedAt = 0;
+for (const type of ["keydown", "input", "compositionupdate"]) document.addEventListener(type, () => (inputAt = performance.now()), true);
+
 function schedule(): void {
   if (scheduled) return;
   scheduled = true;
-  requestAnimationFrame(() => {
-    scheduled = false;
-    render();
-  });
+  later();
+}
+
+/** A frame for the render, unless the person is typing: then not even a frame is asked for until they pause. */
+function later(): void {
+  const now = performance.now();
+  const wait = Math.min(typingGraceMs - (now - inputAt), maxDeferMs - (now - renderedAt));
+  if (wait > 0) setTimeout(later, wait);
+  else requestAnimationFrame(frame);
+}
+
+function frame(): void {
+  // A key pressed after the frame was asked for: its frame paints the character only.
+  if (performance.now() - inputAt < typingGraceMs && performance.now() - renderedAt < maxDeferMs) return later();
+  scheduled = false;
+  renderedAt = performance.now();
+  render();
 }
 
 function render(): void {
@@ -135,9 +182,10 @@ function renderItems(): void {
       rendered.delete(id);
     }
   }
-  // A new card takes the keyboard unless the user is typing somewhere.
+  // A new card takes the keyboard unless the person is writing (text in the input, or typing a moment ago).
   const active = document.activeElement;
-  if (newCard && (!active || active === document.body || active instanceof HTMLButtonElement)) newCard.focus({ preventScroll: true });
+  const writing = (active instanceof HTMLTextAreaElement && composer.typing(performance.now())) || (active instanceof HTMLInputElement && active.type === "text");
+  if (newCard && !writing) newCard.focus({ preventScroll: true });
 }
 
 function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownView }, item: ConversationItem): void {
@@ -173,6 +221,34 @@ function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownVi
   if (hadFocus && !el.contains(document.activeElement)) el.focus({ preventScroll: true });
 }
 
+/** The tab strip (hidden while there is one conversation); a tab shown again gets its draft back. */
+function showTabs(next: TabInfo[]): void {
+  const before = tabs.find((t) => t.active)?.id;
+  const after = next.find((t) => t.active)?.id;
+  if (before && after && before !== after) {
+    drafts.set(before, composer.draft);
+    composer.draft = drafts.get(after) ?? "";
+  }
+  tabs = next;
+  tabsEl.hidden = next.length < 2;
+  tabsEl.innerHTML =
+    next
+      .map((t) => {
+        const state = t.waiting ? `<span class="tab-state waiting" title="A question waits for your answer">?</span>` : t.phase !== "idle" ? `<span class="tab-state running" title="A turn runs">●</span>` : "";
+        return `<span class="tab${t.active ? " active" : ""}" role="tab" aria-selected="${t.active}"><button type="button" class="tab-title" data-tab="${escapeHtml(t.id)}" title="${escapeHtml(t.title)}">${state}${escapeHtml(t.title)}</button><button type="button" class="tab-close" data-close="${escapeHtml(t.id)}" title="Close this conversation (a running turn is cancelled)" aria-label="Close ${escapeHtml(t.title)}">×</button></span>`;
+      })
+      .join("") + `<button type="button" class="tab-new" data-new="1" title="New conversation (the others go on)" aria-label="New conversation">+</button>`;
+}
+
+tabsEl.addEventListener("click", (e) => {
+  const target = e.target as HTMLElement;
+  const close = target.closest<HTMLElement>("[data-close]")?.dataset.close;
+  if (close) return post({ type: "closeSession", id: close });
+  const tab = target.closest<HTMLElement>("[data-tab]")?.dataset.tab;
+  if (tab) return post({ type: "switchSession", id: tab });
+  if (target.closest("[data-new]")) post({ type: "newSession" });
+});
+
 function itemHtml(item: ConversationItem): string {
   switch (item.kind) {
     case "user":
@@ -185,7 +261,7 @@ function itemHtml(item: ConversationItem): string {
     case "permission":
       return permissionHtml(item, ctx);
     case "turnEnd":
-      return turnEndHtml(item.stopReason, item.error, item.usage, item.interrupted);
+      return turnEndHtml(item.stopReason, item.error, item.usage, item.interrupted, item.needsKey);
     case "notice":
       return escapeHtml(item.text);
   }
@@ -196,25 +272,43 @@ let ticking: ReturnType<typeof setInterval> | undefined;
 function renderChrome(): void {
   const { connection, phase, modes } = state;
   const ready = sessionReady();
-  connectionEl.textContent = statusText(state, ready, Date.now());
-  connectionEl.title = connectionEl.textContent;
-  connectionEl.className = `connection ${connection.status} ${phase}${state.progress ? " progress" : ""}`;
+  const status = statusText(state, ready, Date.now());
+  setText(connectionEl, status);
+  if (connectionEl.title !== status) connectionEl.title = status;
+  setClass(connectionEl, `connection ${connection.status} ${phase}${state.progress ? " progress" : ""}`);
   // A retry's countdown ticks while it lasts.
   if (state.progress && !ticking) ticking = setInterval(schedule, 1000);
   if (!state.progress && ticking) {
     clearInterval(ticking);
     ticking = undefined;
   }
-  banner.hidden = connection.status !== "failed";
-  banner.textContent = connection.status === "failed" ? `The bridge could not start: ${connection.message ?? ""}. Run “Agent Bridge: Show Log”.` : "";
-  welcome.hidden = state.items.length > 0;
+  setHidden(banner, connection.status !== "failed");
+  setText(banner, connection.status === "failed" ? `The bridge could not start: ${connection.message ?? ""}. Run “Agent Bridge: Show Log”.` : "");
+  setHidden(welcome, state.items.length > 0);
+  // Without a key the way to one stays in view (the welcome goes with the first message).
+  setHidden(keyBanner, !needsKey || !welcome.hidden);
   composer.setState(phase, ready);
   if (modes !== renderedModes) {
     renderedModes = modes;
     modeSelect.innerHTML = (modes?.availableModes ?? [])
-      .map((m) => `<option value="${escapeHtml(m.id)}"${m.id === modes?.currentModeId ? " selected" : ""}>${escapeHtml(m.name)}</option>`)
+      .map((m) => `<option value="${escapeHtml(m.id)}"${m.id === modes?.currentModeId ? " selected" : ""}${m.description ? ` title="${escapeHtml(m.description)}"` : ""}>${escapeHtml(m.name)}</option>`)
       .join("");
     modeSelect.disabled = !modes;
+    const current = modes?.availableModes.find((m) => m.id === modes.currentModeId);
+    modeSelect.title = current?.description ? `${current.name}: ${current.description}` : "Permission mode";
+    // Bypass is never quiet: a banner says it while it is on.
+    bypass.hidden = modes?.currentModeId !== "bypassPermissions";
+    modeDesc.hidden = !current?.description || !bypass.hidden;
+    modeDesc.textContent = current?.description ? `${current.name}: ${current.description}` : "";
+    modeDesc.title = modeDesc.textContent;
+  }
+  const gauge = meterText(state);
+  setHidden(meter, !gauge);
+  if (gauge && meterFill && meterLabel) {
+    setText(meterLabel, gauge.text);
+    if (meter.title !== gauge.title) meter.title = gauge.title;
+    if (meterFill.style.width !== `${gauge.percent}%`) meterFill.style.width = `${gauge.percent}%`;
+    meter.classList.toggle("high", gauge.percent >= 80);
   }
   if (state.plan !== renderedPlan) {
     renderedPlan = state.plan;
@@ -225,6 +319,18 @@ function renderChrome(): void {
       .map((e) => `<li class="${e.status}"><span class="plan-icon">${icon[e.status]}</span>${escapeHtml(e.content)}</li>`)
       .join("")}</ul>`;
   }
+}
+
+// The chrome is rendered with each frame of a stream: a write that changes nothing is skipped (it would still
+// make the browser lay the header out again).
+function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
+}
+function setClass(el: HTMLElement, cls: string): void {
+  if (el.className !== cls) el.className = cls;
+}
+function setHidden(el: HTMLElement, hidden: boolean): void {
+  if (el.hidden !== hidden) el.hidden = hidden;
 }
 
 let toastTimer: ReturnType<typeof setTimeout> | undefined;
@@ -261,9 +367,12 @@ document.addEventListener("keydown", (e) => {
   if (card) {
     const active = document.activeElement;
     const inFeedback = active instanceof HTMLInputElement && active.classList.contains("feedback");
-    const typing = active instanceof HTMLTextAreaElement || active instanceof HTMLSelectElement || (active instanceof HTMLInputElement && active.type === "text");
+    // The question takes the keyboard unless the person is writing something (text in the input, or a key a
+    // moment ago): its digits then answer it, not type into the prompt.
+    const inInput = active instanceof HTMLTextAreaElement;
+    const typing = (inInput && composer.typing(performance.now())) || active instanceof HTMLSelectElement || (active instanceof HTMLInputElement && active.type === "text");
     // Escape rejects the waiting card (not the turn: VS Code's own Escape binding must not see it either).
-    if (e.key === "Escape") {
+    if (e.key === "Escape" && !(inInput && typing)) {
       const target = inFeedback ? (active.closest<HTMLElement>(".item.permission.pending") ?? card) : card;
       const reject = rejectOption(target);
       if (reject) {
@@ -301,7 +410,13 @@ document.addEventListener("keydown", (e) => {
 
 modeSelect.addEventListener("change", () => post({ type: "setMode", modeId: modeSelect.value }));
 modelButton.addEventListener("click", () => post({ type: "command", command: "agentBridge.selectModel" }));
-welcome.addEventListener("click", (e) => {
+$("compact").addEventListener("click", () => post({ type: "compact" }));
+bypass.addEventListener("click", (e) => {
+  const mode = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-mode]")?.dataset.mode;
+  if (mode) post({ type: "setMode", modeId: mode });
+});
+// Command buttons anywhere (the welcome, the banners, a turn that failed for want of a key).
+document.addEventListener("click", (e) => {
   const button = (e.target as HTMLElement).closest<HTMLButtonElement>("button[data-command]");
   if (button?.dataset.command) post({ type: "command", command: button.dataset.command });
 });

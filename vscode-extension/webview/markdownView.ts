@@ -1,4 +1,4 @@
-import { codeShell, highlightCode, type OpenFence, type PathLookup, StreamingMarkdown } from "../src/panel/markdown";
+import { codeShell, highlightCode, type OpenFence, type PathLookup, StreamingMarkdown } from "./markdown";
 
 /** Final blocks go into groups of this many: the browser skips the off-screen groups (content-visibility). */
 const blocksPerGroup = 40;

@@ -10,16 +10,19 @@ from bridge.offline.builtins.common import (
     text_response,
     tool_names,
 )
+from bridge.offline.builtins.tour import tour
 from bridge.offline.scenario import Json, RecordedRequest
 
 OUTPUT_LINES = 20
 ECHO_DELTAS = 20
 HELP = """Commands this offline model understands:
 
+- `tour` shows a whole small task: a plan, a look around, a file written and edited as diffs you review, and
+  a command that asks first
 - `run: <command>` runs a shell command with Bash
 - `read: <absolute path>` reads a file
 - `think: <text>` thinks first, then answers
-- `long` streams a long answer (for cancel tests)
+- `long` streams a long answer (for cancel tests); `long: <parts>` one of that many parts (20 ms each)
 - `agent: <prompt>` hands `<prompt>` (any of these commands) to a general-purpose sub-agent
 - `agents: <prompt> ;; <prompt> ...` starts several sub-agents in parallel
 - `explore: <prompt>` hands it to a read-only Explore agent; `background: <prompt>` to a background agent
@@ -56,15 +59,27 @@ def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
     return text_response(text, delay_ms=10)
 
 
-def _long_answer() -> Json:
-    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(500)]
+def _long_answer(parts: int = 500) -> Json:
+    deltas = [f"Part {i + 1} of a long answer. " + ("\n\n" if i % 10 == 9 else "") for i in range(parts)]
     return {"content": [{"type": "text", "deltas": deltas}], "stop_reason": "end_turn", "delay_ms": 20}
 
 
-def _echo_markdown(prompt: str) -> Json:
-    text = (f"## You said\n\n{prompt}\n\nThis is the **offline playground** model. It can:\n\n"
+def _images(body: Json) -> list[str]:
+    """The media types of the images the last user message carries (a pasted screenshot)."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict) and m.get("role") == "user"]
+    content = messages[-1].get("content") if messages else None
+    blocks = content if isinstance(content, list) else []
+    images = [b for b in blocks if isinstance(b, dict) and b.get("type") == "image"]
+    return [str((b.get("source") or {}).get("media_type")) for b in images]
+
+
+def _echo_markdown(prompt: str, images: list[str] | None = None) -> Json:
+    plural = "s" if images and len(images) > 1 else ""
+    seen = f"I see {len(images)} image{plural} ({', '.join(images)}) with it.\n\n" if images else ""
+    text = (f"## You said\n\n{prompt}\n\n{seen}This is the **offline playground** model. It can:\n\n"
             "- `run: <command>` — run a command\n- `read: <path>` — read a file\n"
-            "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n\n"
+            "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n"
+            "- `tour` — a whole small task: a plan, an edit you review, a command that asks\n\n"
             f"```text\n{prompt[:200]}\n```")
     return {"content": [{"type": "text", "text": text, "chunks": ECHO_DELTAS}], "stop_reason": "end_turn",
             "delay_ms": 10}
@@ -77,6 +92,8 @@ def playground(request: RecordedRequest) -> Json:
     prompt = turn.prompt.strip()
     command, _, argument = prompt.partition(":")
     command, argument = command.strip().lower(), argument.strip()
+    if prompt.lower() == "tour":
+        return tour(request, turn)
     if turn.calls:
         agents = [c for c in turn.calls if c.name == "Agent"]
         if len(agents) > 1 and agents[-1] is turn.calls[-1]:  # parallel agents: one report for all of them
@@ -107,6 +124,8 @@ def playground(request: RecordedRequest) -> Json:
         ], "stop_reason": "end_turn", "delay_ms": 10}
     if prompt.lower() == "long":
         return _long_answer()
+    if command == "long" and argument.isdigit():  # `long: 150`: a shorter one (150 parts, 3 s)
+        return _long_answer(max(1, min(int(argument), 5000)))
     if prompt.lower() in ("help", "?", ""):
         return text_response(HELP, delay_ms=10)
     news = notifications(request.body)
@@ -115,7 +134,7 @@ def playground(request: RecordedRequest) -> Json:
                  for n in news]
         return text_response("News from the background:\n\n" + "\n".join(lines) + f"\n\nYou said: {prompt}",
                              delay_ms=10)
-    return _echo_markdown(prompt)
+    return _echo_markdown(prompt, _images(request.body))
 
 
 def _agents(command: str, argument: str) -> Json:

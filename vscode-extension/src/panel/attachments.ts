@@ -9,7 +9,9 @@ import type { Attachment } from "./state";
 
 export function describePrompt(prompt: ContentBlock[]): { text: string; attachments: Attachment[] } {
   const text = prompt.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n");
+  let images = 0;
   const attachments = prompt.flatMap((b): Attachment[] => {
+    if (b.type === "image") return [{ label: `image ${++images}`, image: `data:${b.mimeType};base64,${b.data}` }];
     if (b.type === "resource") return [attachmentOf(b.resource.uri)];
     if (b.type === "resource_link") return [{ ...attachmentOf(b.uri), label: b.name || attachmentOf(b.uri).label }];
     return [];

@@ -1,77 +1,55 @@
 import { randomBytes } from "node:crypto";
-import * as os from "node:os";
-import * as path from "node:path";
 import * as vscode from "vscode";
-import type { EditorContext } from "../editorContext";
 import type { Disposable } from "../events";
-import type { ContentBlock } from "../protocol";
-import { rankFiles } from "./fileSearch";
 import { panelHtml } from "./html";
-import type { FileChoice, FromWebview, ToWebview } from "./messages";
+import type { FromWebview, ToWebview } from "./messages";
+import type { PanelAction } from "./state";
 import type { PanelStore } from "./store";
 
-/** What the host's `onMessage` gets: the webview's messages that are not answered here. */
-export type PanelRequest = Exclude<FromWebview, { type: "ready" | "openFile" | "findFiles" | "checkPaths" | "copy" | "command" }>;
-
-/** Mentioned files up to this size go in the prompt whole (an embedded resource); larger ones as a link. */
-const embedLimit = 100_000;
-const maxListedFiles = 20_000;
-const maxChoices = 30;
-
 /**
- * The conversation webview view. Strict CSP (nonce'd script, no remote content), resources through
- * `asWebviewUri`. A (re)loaded webview says `ready` and gets the whole state; then each action as it happens.
- * File links, @-mention completion, copy buttons and command buttons are answered here; the rest goes to
- * `onMessage` (a submit with its mentions and problems already turned into content blocks, `extra`).
+ * The conversation webview view: its document (strict CSP, a nonce'd script, resources through `asWebviewUri`)
+ * and its two directions — `post` to the webview, `onMessage` for every message from it (routed in one table,
+ * src/router.ts). Without retainContextWhenHidden a hidden webview is torn down; a (re)loaded webview says
+ * `ready` and `replay` gives it the whole state (the store's, and what the host told it since).
  */
 export class ConversationView implements vscode.WebviewViewProvider, vscode.Disposable {
   static readonly viewType = "agentBridge.conversation";
   private view: vscode.WebviewView | undefined;
   private ready = false;
-  private readonly received = new vscode.EventEmitter<PanelRequest>();
+  private readonly received = new vscode.EventEmitter<FromWebview>();
   readonly onMessage = this.received.event;
-  private readonly subscriptions: Disposable[] = [this.received];
-  private model: string | undefined;
-  private sessionReady: boolean | undefined;
-  private files: Promise<Map<string, vscode.Uri>> | undefined;
+  private readonly visibility = new vscode.EventEmitter<boolean>();
+  /** The view was shown or hidden. */
+  readonly onDidChangeVisibility = this.visibility.event;
+  private readonly subscriptions: Disposable[] = [this.received, this.visibility];
+  /** What the host told the webview besides the store's actions: sent again when it reloads. */
+  private readonly sticky = new Map<ToWebview["type"], ToWebview>();
+  private fromStore: Disposable;
+  /** A stream's actions wait here for a moment and go as one message (each message is work on the workbench's
+   * thread, which the panel's typing shares in a browser); anything else goes at once, after them. */
+  private pending: PanelAction[] = [];
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
-    private readonly store: PanelStore,
-    private readonly editorContext: EditorContext,
+    private store: PanelStore,
   ) {
-    const fromStore = store.onAction((action) => this.post({ type: "action", action }));
-    const watcher = vscode.workspace.createFileSystemWatcher("**/*", false, true, false);
-    const forget = (): void => {
-      this.files = undefined;
-    };
-    this.subscriptions.push(
-      { dispose: () => fromStore.dispose() },
-      editorContext.onDidChange(() => this.postContext()),
-      watcher,
-      watcher.onDidCreate(forget),
-      watcher.onDidDelete(forget),
-      vscode.workspace.onDidChangeWorkspaceFolders(() => {
-        forget();
-        this.post({ type: "workspace", folders: folders() });
-      }),
-    );
+    this.fromStore = store.onAction((action) => this.queue(action));
+    this.subscriptions.push({ dispose: () => this.fromStore.dispose() });
+  }
+
+  /** Shows another conversation's state (a tab switch): the webview starts over from it. */
+  showStore(store: PanelStore): void {
+    if (store === this.store) return;
+    this.fromStore.dispose();
+    this.pending = [];
+    this.store = store;
+    this.fromStore = store.onAction((action) => this.queue(action));
+    this.post({ type: "reset", state: store.state });
   }
 
   get visible(): boolean {
     return this.view?.visible ?? false;
-  }
-
-  /** The model the session runs, for the panel's header (undefined hides it). */
-  setModel(model: string | undefined): void {
-    this.model = model;
-    this.post({ type: "model", model });
-  }
-
-  /** Whether a session exists: the panel's Send waits for it. */
-  setSessionReady(ready: boolean): void {
-    this.sessionReady = ready;
-    this.post({ type: "sessionState", ready });
   }
 
   resolveWebviewView(view: vscode.WebviewView): void {
@@ -81,16 +59,57 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
     view.webview.options = { enableScripts: true, localResourceRoots: roots };
     view.webview.html = this.html(view.webview);
     this.subscriptions.push(
-      view.webview.onDidReceiveMessage((msg: FromWebview) => this.handle(msg)),
-      // Without retainContextWhenHidden a hidden webview is torn down; it says `ready` again when shown.
+      view.webview.onDidReceiveMessage((msg: FromWebview) => this.received.fire(msg)),
       view.onDidChangeVisibility(() => {
         if (!view.visible) this.ready = false;
+        this.visibility.fire(view.visible);
       }),
       view.onDidDispose(() => {
         if (this.view === view) this.view = undefined;
         this.ready = false;
+        this.visibility.fire(false);
       }),
     );
+  }
+
+  /** The webview (re)loaded and said `ready`: the whole state, then what the host said since that still holds. */
+  replay(): void {
+    this.pending = [];
+    this.ready = true;
+    const workspace = this.sticky.get("workspace");
+    if (workspace) this.post(workspace);
+    this.post({ type: "reset", state: this.store.state });
+    for (const [type, message] of this.sticky) if (type !== "workspace") this.post(message);
+  }
+
+  /**
+   * To the webview, if it is loaded. A message of a kind that describes the host's current view of something
+   * (context, model, session state, workspace folders) is kept and sent again after a reload.
+   */
+  post(message: ToWebview): void {
+    this.flush();
+    this.send(message);
+  }
+
+  private send(message: ToWebview): void {
+    if (stickyTypes.has(message.type)) this.sticky.set(message.type, message);
+    if (this.view && this.ready) void this.view.webview.postMessage(message);
+  }
+
+  /** A streamed update waits up to `batchMs` for the ones after it; any other action goes at once. */
+  private queue(action: PanelAction): void {
+    this.pending.push(action);
+    if (action.type !== "update") return this.flush();
+    this.flushTimer ??= setTimeout(() => this.flush(), batchMs);
+  }
+
+  private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const actions = this.pending;
+    this.pending = [];
+    if (actions.length === 1 && actions[0]) this.send({ type: "action", action: actions[0] });
+    else if (actions.length) this.send({ type: "actions", actions });
   }
 
   async reveal(): Promise<void> {
@@ -102,125 +121,8 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   }
 
   dispose(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
     for (const s of this.subscriptions) s.dispose();
-  }
-
-  private handle(msg: FromWebview): void {
-    switch (msg.type) {
-      case "ready":
-        this.ready = true;
-        this.post({ type: "workspace", folders: folders() });
-        this.post({ type: "reset", state: this.store.state });
-        this.postContext();
-        this.post({ type: "model", model: this.model });
-        if (this.sessionReady !== undefined) this.post({ type: "sessionState", ready: this.sessionReady });
-        return;
-      case "openFile":
-        return void this.openFile(msg.path, msg.line);
-      case "findFiles":
-        return void this.findFiles(msg.requestId, msg.query);
-      case "checkPaths":
-        return void this.checkPaths(msg.paths);
-      case "copy":
-        return void vscode.env.clipboard.writeText(msg.text);
-      case "command":
-        // Only the extension's own commands: the welcome's buttons, the model name.
-        if (/^agentBridge\.\w+$/.test(msg.command)) void vscode.commands.executeCommand(msg.command);
-        return;
-      case "submit":
-        return void this.submit(msg);
-      default:
-        this.received.fire(msg);
-    }
-  }
-
-  private postContext(): void {
-    this.post({ type: "context", label: this.editorContext.label(), problems: this.editorContext.problemCount() });
-  }
-
-  private async submit(msg: Extract<FromWebview, { type: "submit" }>): Promise<void> {
-    const extra: ContentBlock[] = [];
-    for (const mention of msg.mentions ?? []) {
-      const block = await this.mentionBlock(mention).catch(() => undefined);
-      if (block) extra.push(block);
-    }
-    if (msg.attachProblems) {
-      const problems = this.editorContext.problems();
-      if (problems) extra.push(problems);
-    }
-    this.received.fire({ type: "submit", text: msg.text, attachContext: msg.attachContext, extra });
-  }
-
-  /** An @-mentioned file: its text embedded when it is small (unsaved changes included), else a link. */
-  private async mentionBlock(mention: string): Promise<ContentBlock | undefined> {
-    const uri = (await this.fileMap()).get(mention) ?? (await this.resolve(mention));
-    if (!uri) return undefined;
-    const open = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
-    const name = mention;
-    if (open && open.getText().length <= embedLimit) {
-      return { type: "resource", resource: { uri: uri.toString(), text: open.getText(), mimeType: mimeOf(open.languageId) } };
-    }
-    const stat = await vscode.workspace.fs.stat(uri);
-    if (stat.size <= embedLimit) {
-      const bytes = await vscode.workspace.fs.readFile(uri);
-      if (!bytes.subarray(0, 8000).includes(0)) {
-        return { type: "resource", resource: { uri: uri.toString(), text: new TextDecoder().decode(bytes), mimeType: "text/plain" } };
-      }
-    }
-    return { type: "resource_link", uri: uri.toString(), name };
-  }
-
-  private async openFile(file: string, line: number | undefined): Promise<void> {
-    const uri = await this.resolve(file);
-    if (!uri) {
-      this.post({ type: "fileNotFound", path: file });
-      return;
-    }
-    const at = line && line > 0 ? new vscode.Position(line - 1, 0) : undefined;
-    await vscode.window.showTextDocument(uri, { preview: true, ...(at ? { selection: new vscode.Range(at, at) } : {}) });
-  }
-
-  private async checkPaths(paths: string[]): Promise<void> {
-    const status: Record<string, "exists" | "missing"> = {};
-    for (const p of paths.slice(0, 200)) status[p] = (await this.resolve(p)) ? "exists" : "missing";
-    this.post({ type: "paths", status });
-  }
-
-  /** A path from the model or a link: absolute, `~/…`, relative to a workspace folder, or the one file whose path ends so. */
-  private async resolve(given: string): Promise<vscode.Uri | undefined> {
-    let raw = given.replace(/^file:\/\//i, "");
-    if (raw.startsWith("~/")) raw = path.join(os.homedir(), raw.slice(2));
-    if (path.isAbsolute(raw)) return (await isFile(vscode.Uri.file(raw))) ? vscode.Uri.file(raw) : undefined;
-    const rel = raw.replace(/^\.\//, "");
-    for (const folder of vscode.workspace.workspaceFolders ?? []) {
-      const uri = vscode.Uri.joinPath(folder.uri, rel);
-      if (await isFile(uri)) return uri;
-    }
-    if (rel.startsWith("../")) return undefined;
-    const map = await this.fileMap();
-    const exact = map.get(rel);
-    if (exact) return exact;
-    const matches = [...map.entries()].filter(([p]) => p.endsWith(`/${rel}`));
-    return matches.length === 1 ? matches[0]?.[1] : undefined;
-  }
-
-  private async findFiles(requestId: number, query: string): Promise<void> {
-    const map = await this.fileMap();
-    this.post({ type: "files", requestId, files: rankFiles([...map.keys()], query, maxChoices).map((p): FileChoice => ({ path: p })) });
-  }
-
-  /** The workspace's files (bounded, the usual excludes), relative path → URI; re-listed after a create or delete. */
-  private fileMap(): Promise<Map<string, vscode.Uri>> {
-    this.files ??= (async () => {
-      const uris = await vscode.workspace.findFiles("**/*", excludeGlob(), maxListedFiles);
-      const multi = (vscode.workspace.workspaceFolders?.length ?? 0) > 1;
-      return new Map(uris.map((u) => [vscode.workspace.asRelativePath(u, multi), u] as const));
-    })();
-    return this.files;
-  }
-
-  private post(message: ToWebview): void {
-    if (this.view && this.ready) void this.view.webview.postMessage(message);
   }
 
   private html(webview: vscode.Webview): string {
@@ -230,31 +132,11 @@ export class ConversationView implements vscode.WebviewViewProvider, vscode.Disp
   }
 }
 
-function folders(): string[] {
-  return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-}
+/** How long a streamed update waits for the next ones (the bridge sends one per ~16 ms while it streams). */
+const batchMs = 40;
 
-/** `files.exclude` and `search.exclude` (the globs set to true) and the usual build and dependency folders. */
-function excludeGlob(): string {
-  const globs = new Set(["**/node_modules/**", "**/.git/**", "**/.venv/**", "**/__pycache__/**"]);
-  for (const section of ["files.exclude", "search.exclude"]) {
-    const value = vscode.workspace.getConfiguration().get<Record<string, unknown>>(section) ?? {};
-    for (const [glob, on] of Object.entries(value)) if (on === true) globs.add(glob);
-  }
-  return `{${[...globs].join(",")}}`;
-}
-
-async function isFile(uri: vscode.Uri): Promise<boolean> {
-  try {
-    return ((await vscode.workspace.fs.stat(uri)).type & vscode.FileType.File) !== 0;
-  } catch {
-    return false;
-  }
-}
-
-function mimeOf(languageId: string): string {
-  return languageId === "plaintext" ? "text/plain" : `text/x-${languageId}`;
-}
+/** Messages that say how something stands now: the last of each kind is sent again to a reloaded webview. */
+const stickyTypes: ReadonlySet<ToWebview["type"]> = new Set(["context", "model", "sessionState", "workspace", "tabs", "trust"]);
 
 function makeNonce(): string {
   return randomBytes(18).toString("base64url");

@@ -10,6 +10,7 @@ import {
   type PermissionOption,
   type PermissionOptionKind,
   type PlanEntry,
+  type QuestionMeta,
   type RequestPermissionParams,
   type RetryMeta,
   type SessionModes,
@@ -19,7 +20,10 @@ import {
   type ToolCallLocation,
   type ToolCallStatus,
   type ToolKind,
+  type TrustMeta,
   type TurnEndMeta,
+  isQuestion,
+  isTrust,
 } from "../protocol";
 import type { TurnPhase } from "../session";
 
@@ -35,11 +39,13 @@ export interface TurnUsage {
   contextSize?: number;
 }
 
-/** A chip under a user message: what was attached, and the file it opens when it is one. */
+/** A chip under a user message: what was attached, and the file it opens when it is one (or the image it shows). */
 export interface Attachment {
   label: string;
   path?: string;
   line?: number;
+  /** An image the prompt carried, as a `data:` URL (its thumbnail). */
+  image?: string;
 }
 
 /** How an edit's review went: its diff shows on the tool card with this word. */
@@ -67,6 +73,12 @@ export type ConversationItem =
       /** An `Agent` call: how its sub-agent is doing, and the sub-agent's own work (nested, in order). */
       agent?: AgentMeta;
       children?: ConversationItem[];
+      /** The tool says the call deletes or overwrites (`_meta.destructive`). */
+      destructive?: boolean;
+      /** The person rejected the call's permission question (a rejected call is not a failure). */
+      rejected?: boolean;
+      /** Its turn ended before the tool said it finished (the bridge stopped under it): why, in a word. */
+      cutOff?: "interrupted" | "cancelled" | "failed";
     }
   | {
       kind: "permission";
@@ -78,17 +90,27 @@ export type ConversationItem =
       hasDiff: boolean;
       toolCallId?: string;
       diffs: DiffContent[];
-      /** A command that deletes or overwrites (see `isDestructive`): no "always" is offered up front. */
+      /** The call deletes or overwrites, as its tool says (`_meta.destructive`): no "always" up front. */
       destructive: boolean;
       /** The sub-agent asking, when it is not the session's own loop (its `Agent` call's description). */
       agent?: string;
+      /** Why it asks, in words (`_meta.reason`). */
+      reason?: string;
+      /** The question's whole truth (`_meta.question`): absent from an older bridge. */
+      question?: QuestionMeta;
+      /** A folder-trust question (`_meta.trust`). */
+      trust?: TrustMeta;
       /** pending until answered; then the chosen option's name stays as a one-line record. */
       answer?: string;
       answerKind?: PermissionOptionKind;
     }
-  /** `interrupted`: the turn never got its answer (the bridge stopped under it): what happened, said calmly. */
-  | { kind: "turnEnd"; id: string; turnId: number; stopReason?: StopReason; error?: string; interrupted?: string; usage?: TurnUsage }
-  | { kind: "notice"; id: string; text: string };
+  /**
+   * `interrupted`: the turn never got its answer (the bridge stopped under it): what happened, said calmly.
+   * `needsKey`: it failed for want of an API key (the line offers to set one, or to try the offline model).
+   */
+  | { kind: "turnEnd"; id: string; turnId: number; stopReason?: StopReason; error?: string; interrupted?: string; needsKey?: boolean; usage?: TurnUsage }
+  /** `key`: a notice that says how something stands (the bridge restarting): a newer one with the same key replaces it while nothing came between. */
+  | { kind: "notice"; id: string; text: string; key?: string };
 
 export type ConnectionStatus = "starting" | "ready" | "failed" | "stopped";
 
@@ -104,6 +126,9 @@ export interface PanelState {
   /** Per running turn: usage so far and the session cost when it started. */
   turns: Record<number, { usage: TurnUsage; startCost?: number }>;
   sessionCost?: number;
+  currency?: string;
+  /** The context window as the last response left it (the meter): tokens in it, and its size. */
+  context?: { used: number; size: number };
   nextNotice: number;
   /** What the turn waits for beyond the stream (a retry's countdown); cleared by the next update. */
   progress?: { text: string; at: number; retry?: RetryMeta };
@@ -117,22 +142,30 @@ export interface PermissionCardData {
   hasDiff: boolean;
   toolCallId?: string;
   diffs?: DiffContent[];
-  /** The shell command, when the request is for one (decides `destructive`). */
-  command?: string;
+  /** The tool says the call deletes or overwrites (`_meta.destructive` of the request's tool call). */
+  destructive?: boolean;
   agent?: string;
+  reason?: string;
+  question?: QuestionMeta;
+  trust?: TrustMeta;
 }
+
+/** The error code of a turn that failed for want of a usable API key (ACP's `auth_required`). */
+const authRequired = -32000;
 
 export type PanelAction =
   | { type: "connection"; status: ConnectionStatus; message?: string }
   /** `keep`: the same conversation goes on in this session (a reload after a crash): the items stay. */
   | { type: "sessionStarted"; sessionId: string; modes?: SessionModes; keep?: boolean }
   | { type: "turnStarted"; turnId: number; text: string; attachments: (string | Attachment)[] }
-  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; interrupted?: string }
+  /** `code`: the JSON-RPC error code of a failed turn. */
+  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; code?: number; interrupted?: string }
   | { type: "phase"; phase: TurnPhase }
-  | { type: "update"; update: SessionUpdate }
+  /** `turnId`: the turn the update belongs to (the oldest unanswered prompt); none: the current one. */
+  | { type: "update"; update: SessionUpdate; turnId?: number }
   | { type: "permissionRequested"; permission: PermissionCardData }
   | { type: "permissionSettled"; id: string; how: "answered" | "withdrawn"; optionName?: string }
-  | { type: "notice"; text: string }
+  | { type: "notice"; text: string; key?: string }
   /** A note on what the turn waits for (the bridge's "retrying in 4.0 s"); no text clears it. */
   | { type: "progress"; text?: string; at?: number };
 
@@ -140,28 +173,25 @@ export type PanelAction =
 export function permissionCard(id: string, params: RequestPermissionParams): PermissionCardData {
   const call = params.toolCall;
   const diffs = (call.content ?? []).filter((c): c is DiffContent => c.type === "diff");
-  const raw = call.rawInput;
-  const command = typeof raw === "object" && raw !== null && typeof (raw as { command?: unknown }).command === "string" ? (raw as { command: string }).command : undefined;
-  const agent = params._meta?.agent?.description;
-  return { id, title: call.title, toolKind: call.kind ?? "other", options: params.options, hasDiff: diffs.length > 0, toolCallId: call.toolCallId, diffs, ...(command !== undefined ? { command } : {}), ...(agent ? { agent } : {}) };
-}
-
-/**
- * Whether a request deletes or overwrites beyond an edit's diff: a `delete` tool, or a shell command that
- * removes files (rm, rmdir, unlink, shred, find -delete), wipes (dd, mkfs, truncate), kills processes, or
- * throws git history or work away (reset --hard, clean, push --force, branch -D, checkout/restore of files).
- * A simple rule on the command's words, not a parser: it errs towards "destructive".
- */
-export function isDestructive(toolKind: ToolKind, command: string | undefined, title = ""): boolean {
-  if (toolKind === "delete") return true;
-  const text = command ?? (toolKind === "execute" ? title : "");
-  if (!text) return false;
-  const start = String.raw`(?:^|[;&|(\n]|\$\(|\b(?:sudo|xargs|exec|env|nohup|time)\s+)\s*`;
-  const words = String.raw`(?:rm|rmdir|unlink|shred|dd|mkfs(?:\.\w+)?|truncate|kill|pkill|killall|wipefs|fdisk)`;
-  if (new RegExp(`${start}${words}(?:\\s|$)`).test(text)) return true;
-  if (/\bfind\b[^;&|]*\s-delete\b/.test(text)) return true;
-  if (/\bgit\s+(?:reset\s+--hard|clean\b|push\b[^;&|]*(?:\s-f\b|--force)|branch\s+-D\b|checkout\s+(?:--\s|\.(?:\s|$))|restore\b|stash\s+(?:drop|clear)\b)/.test(text)) return true;
-  return false;
+  const meta = params._meta;
+  const agent = meta?.agent?.description;
+  const destructive = call._meta?.destructive;
+  const question = isQuestion(meta?.question) ? meta.question : undefined;
+  const trust = isTrust(meta?.trust) ? meta.trust : undefined;
+  return {
+    id,
+    title: call.title,
+    toolKind: call.kind ?? "other",
+    options: params.options,
+    hasDiff: diffs.length > 0,
+    toolCallId: call.toolCallId,
+    diffs,
+    ...(destructive !== undefined ? { destructive } : {}),
+    ...(agent ? { agent } : {}),
+    ...(typeof meta?.reason === "string" && meta.reason ? { reason: meta.reason } : {}),
+    ...(question ? { question } : {}),
+    ...(trust ? { trust } : {}),
+  };
 }
 
 export function initialState(): PanelState {
@@ -191,37 +221,24 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
         turns: { ...state.turns, [action.turnId]: { usage, startCost: state.sessionCost } },
       };
     }
-    case "turnEnded": {
-      const { [action.turnId]: turn, ...rest } = state.turns;
-      const item: ConversationItem = {
-        kind: "turnEnd",
-        id: `end-${action.turnId}`,
-        turnId: action.turnId,
-        stopReason: action.stopReason,
-        error: action.error,
-        ...(action.interrupted ? { interrupted: action.interrupted } : {}),
-        usage: turn?.usage,
-      };
-      // A turn that ends leaves no open permission card behind.
-      const items = state.items.filter((i) => !(i.kind === "permission" && i.turnId === action.turnId && i.answer === undefined));
-      // An older turn that ends after a newer one started (a message that interrupted it): its line goes
-      // before the interrupting message, not under it.
-      const at = items.findIndex((i) => "turnId" in i && i.turnId > action.turnId);
-      const placed = at < 0 ? [...items, item] : [...items.slice(0, at), item, ...items.slice(at)];
-      const progress = action.turnId === state.currentTurn ? undefined : state.progress;
-      return { ...state, items: placed, turns: rest, progress };
-    }
+    case "turnEnded":
+      return endTurn(state, action);
     case "phase":
       return { ...state, phase: action.phase };
     case "update": {
-      const next = applyUpdate(state, action.update);
+      const next = applyUpdate(state, action.update, action.turnId ?? state.currentTurn);
       const end = turnEndOf(action.update);
       return end ? reduce(next, { type: "turnEnded", turnId: next.currentTurn, ...replayedEnd(end) }) : next;
     }
     case "permissionRequested": {
-      const { command, diffs, ...p } = action.permission;
-      const item: ConversationItem = { kind: "permission", turnId: state.currentTurn, ...p, diffs: diffs ?? [], destructive: isDestructive(p.toolKind, command, p.title) };
-      let next: PanelState = { ...state, items: [...state.items, item] };
+      const { destructive, diffs, ...p } = action.permission;
+      // The tool's word: on the request, else on its tool call's card; a `delete` tool call always is.
+      const card = p.toolCallId ? findTool(state.items, p.toolCallId) : undefined;
+      const said = destructive ?? card?.destructive ?? false;
+      // The card belongs to its tool call's turn (a question of a turn being interrupted goes with that turn).
+      const turnId = card?.turnId ?? state.currentTurn;
+      const item: ConversationItem = { kind: "permission", turnId, ...p, diffs: diffs ?? [], destructive: said || p.toolKind === "delete" };
+      let next: PanelState = { ...state, items: insertInTurn(state.items, turnId, item) };
       if (p.toolCallId && diffs?.length) {
         next = mapToolCard(next, p.toolCallId, (i) => ({ ...i, proposed: diffs, review: "proposed" }));
       }
@@ -233,19 +250,62 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
       if (card?.kind !== "permission") return state;
       const kind = card.options.find((o) => o.name === action.optionName)?.kind;
       let next = mapItem(state, action.id, (i) => (i.kind === "permission" ? { ...i, answer: action.optionName ?? "answered", answerKind: kind } : i));
-      if (card.toolCallId && card.diffs.length && kind) {
-        const review: Review = kind.startsWith("allow") ? "accepted" : "rejected";
-        next = mapToolCard(next, card.toolCallId, (i) => ({ ...i, proposed: card.diffs, review }));
+      if (card.toolCallId && kind) {
+        const allowed = kind.startsWith("allow");
+        const review: Review = allowed ? "accepted" : "rejected";
+        next = mapToolCard(next, card.toolCallId, (i) => ({ ...i, ...(card.diffs.length ? { proposed: card.diffs, review } : {}), ...(allowed ? {} : { rejected: true }) }));
       }
       return next;
     }
     case "notice": {
-      const item: ConversationItem = { kind: "notice", id: `notice-${state.nextNotice}`, text: action.text };
+      const last = state.items[state.items.length - 1];
+      // How something stands, said again: the newer word replaces the older while nothing came between.
+      if (action.key && last?.kind === "notice" && last.key === action.key) return replaceLast(state, { ...last, text: action.text });
+      const item: ConversationItem = { kind: "notice", id: `notice-${state.nextNotice}`, text: action.text, ...(action.key ? { key: action.key } : {}) };
       return { ...state, items: [...state.items, item], nextNotice: state.nextNotice + 1 };
     }
     case "progress":
       return { ...state, progress: action.text ? { text: action.text, at: action.at ?? Date.now() } : undefined };
   }
+}
+
+/**
+ * A turn's end line. An older turn that ends after a newer one started (a message that interrupted it) gets
+ * its line before the interrupting message. It leaves no open permission card behind, and no tool card
+ * "running": a tool the bridge never finished (it was killed) says the turn stopped under it.
+ */
+function endTurn(state: PanelState, action: Extract<PanelAction, { type: "turnEnded" }>): PanelState {
+  const { [action.turnId]: turn, ...rest } = state.turns;
+  const item: ConversationItem = {
+    kind: "turnEnd",
+    id: `end-${action.turnId}`,
+    turnId: action.turnId,
+    stopReason: action.stopReason,
+    error: action.error,
+    ...(action.interrupted ? { interrupted: action.interrupted } : {}),
+    ...(action.code === authRequired ? { needsKey: true } : {}),
+    usage: turn?.usage,
+  };
+  const cutOff: "interrupted" | "cancelled" | "failed" = action.interrupted ? "interrupted" : action.stopReason === "cancelled" ? "cancelled" : "failed";
+  const items = state.items
+    .filter((i) => !(i.kind === "permission" && i.turnId === action.turnId && i.answer === undefined))
+    .map((i) => ("turnId" in i && i.turnId === action.turnId ? settleTools(i, cutOff) : i));
+  const at = items.findIndex((i) => "turnId" in i && i.turnId > action.turnId);
+  const placed = at < 0 ? [...items, item] : [...items.slice(0, at), item, ...items.slice(at)];
+  const progress = action.turnId === state.currentTurn ? undefined : state.progress;
+  return { ...state, items: placed, turns: rest, progress };
+}
+
+/** A tool card (and its sub-agent's cards) still pending or running when its turn ended: stopped, and why. */
+function settleTools(item: ConversationItem, why: "interrupted" | "cancelled" | "failed"): ConversationItem {
+  if (item.kind !== "tool") return item;
+  const children = item.children?.map((c) => settleTools(c, why));
+  const childrenChanged = !!children && children.some((c, n) => c !== item.children?.[n]);
+  const open = item.status === "pending" || item.status === "in_progress";
+  // A background sub-agent goes on after its call returned; a foreground one ends with its turn.
+  const agent = item.agent?.status === "running" && !item.agent.background ? { ...item.agent, status: "stopped" as const } : undefined;
+  if (!open && !childrenChanged && !agent) return item;
+  return { ...item, ...(open ? { status: "failed" as const, cutOff: why } : {}), ...(childrenChanged ? { children } : {}), ...(agent ? { agent } : {}) };
 }
 
 /** A replayed turn's end (`_meta.turnEnd` on its last update), if this update carries one. */
@@ -264,7 +324,7 @@ export function replayedEnd(end: TurnEndMeta): { stopReason?: StopReason; error?
 /** Updates a sub-agent sends: they go under its `Agent` card (`_meta.parentToolCallId`), not in the log. */
 const nestable = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update"]);
 
-function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
+function applyUpdate(before: PanelState, update: SessionUpdate, turnId: number): PanelState {
   // A retry the turn waits for (a sub-agent's too): the status counts it down; it is not the answer's text.
   if (update.sessionUpdate === "agent_message_chunk" && update._meta?.retry) {
     return { ...before, progress: { text: retryText(update._meta.retry), at: Date.now(), retry: update._meta.retry } };
@@ -272,10 +332,24 @@ function applyUpdate(before: PanelState, update: SessionUpdate): PanelState {
   const parent = "_meta" in update && update.sessionUpdate !== "usage_update" ? update._meta?.parentToolCallId : undefined;
   if (parent && nestable.has(update.sessionUpdate)) {
     // The same reducer, on the card's children (a deeper sub-agent's card is itself a child).
-    const items = mapTool(before.items, parent, (card) => ({ ...card, children: applyUpdate({ ...before, items: card.children ?? [], progress: undefined }, { ...update, _meta: undefined } as SessionUpdate).items }));
+    const items = mapTool(before.items, parent, (card) => ({
+      ...card,
+      children: applyUpdate({ ...before, items: card.children ?? [], progress: undefined }, { ...update, _meta: undefined } as SessionUpdate, card.turnId).items,
+    }));
     if (items) return { ...before, items, progress: undefined };
   }
-  return applyOwnUpdate(before, update);
+  return applyOwnUpdate(before, update, turnId);
+}
+
+/** The tool card `toolCallId`, at any depth. */
+function findTool(items: ConversationItem[], toolCallId: string): Extract<ConversationItem, { kind: "tool" }> | undefined {
+  for (const item of items) {
+    if (item.kind !== "tool") continue;
+    if (item.toolCallId === toolCallId) return item;
+    const inner = item.children && findTool(item.children, toolCallId);
+    if (inner) return inner;
+  }
+  return undefined;
 }
 
 /** `items` with the tool card `toolCallId` (at any depth) replaced by `f(card)`; undefined when it is not there. */
@@ -298,24 +372,24 @@ function mapToolCard(state: PanelState, toolCallId: string, f: (card: Extract<Co
   return items ? { ...state, items } : state;
 }
 
-function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
-  const turnId = before.currentTurn;
+function applyOwnUpdate(before: PanelState, update: SessionUpdate, turnId: number): PanelState {
   // The stream moving on answers the question a retry note raised.
   const moving = update.sessionUpdate !== "usage_update" && update.sessionUpdate !== "available_commands_update";
   const state = moving && before.progress ? { ...before, progress: undefined } : before;
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
       if (update._meta?.notice) return reduce(state, { type: "notice", text: contentText(update.content).trim().replace(/^>\s*/, "") });
-      return appendText(state, "agent", contentText(update.content));
+      return appendText(state, "agent", contentText(update.content), turnId);
     case "agent_thought_chunk":
-      return appendText(state, "thought", contentText(update.content));
+      return appendText(state, "thought", contentText(update.content), turnId);
     case "user_message_chunk": {
       // Replay of a loaded session: a prompt after a turn that ended opens the next turn (its usage and end
       // line come with it); within a turn each user message is its own bubble, its blocks joined.
+      const current = state.currentTurn;
       const last = state.items[state.items.length - 1];
-      const open = state.turns[turnId] !== undefined;
+      const open = state.turns[current] !== undefined;
       if (open && last?.kind === "user") return replaceLast(state, { ...last, text: last.text + contentText(update.content) });
-      const next = open ? state : { ...state, currentTurn: turnId + 1, turns: { ...state.turns, [turnId + 1]: { usage: emptyUsage(), startCost: state.sessionCost } } };
+      const next = open ? state : { ...state, currentTurn: current + 1, turns: { ...state.turns, [current + 1]: { usage: emptyUsage(), startCost: state.sessionCost } } };
       const n = state.items.length;
       const item: ConversationItem = { kind: "user", id: `replay-${n}`, turnId: next.currentTurn, text: contentText(update.content), attachments: [] };
       return { ...next, items: [...next.items, item] };
@@ -323,10 +397,10 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
     case "tool_call": {
       const id = `tool-${update.toolCallId}`;
       const existing = state.items.find((i) => i.id === id);
-      const fresh: ConversationItem = {
+      const fresh: Extract<ConversationItem, { kind: "tool" }> = {
         kind: "tool",
         id,
-        turnId,
+        turnId: existing && "turnId" in existing ? existing.turnId : turnId,
         toolCallId: update.toolCallId,
         title: update.title,
         toolKind: update.kind ?? "other",
@@ -336,8 +410,9 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
       };
       if (existing?.kind === "tool" && existing.proposed) Object.assign(fresh, { proposed: existing.proposed, review: existing.review });
       if (existing?.kind === "tool" && existing.children) Object.assign(fresh, { children: existing.children, agent: existing.agent });
+      if (update._meta?.destructive !== undefined) fresh.destructive = update._meta.destructive;
       if (existing) return mapItem(state, id, () => fresh);
-      return { ...state, items: [...state.items, fresh] };
+      return { ...state, items: insertInTurn(state.items, turnId, fresh) };
     }
     case "tool_call_update":
       return mapItem(state, `tool-${update.toolCallId}`, (i) => {
@@ -348,6 +423,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
         if (update.status) next.status = update.status;
         if (update.locations) next.locations = update.locations;
         if (update._meta?.agent) next.agent = update._meta.agent;
+        if (update._meta?.destructive !== undefined) next.destructive = update._meta.destructive;
         // ACP: `content` replaces the tool call's content (Bash progress is the output so far).
         if (update.content) Object.assign(next, contentParts(update.content, update.rawOutput));
         else if (typeof update.rawOutput === "string" && !next.output) next.output = update.rawOutput;
@@ -357,8 +433,10 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
       return { ...state, plan: update.entries };
     case "usage_update": {
       const sessionCost = update.cost?.amount ?? state.sessionCost;
+      const currency = update.cost?.currency ?? state.currency;
+      const context = update.used !== undefined && update.size ? { used: update.used, size: update.size } : state.context;
       const turn = state.turns[turnId];
-      if (!turn) return { ...state, sessionCost };
+      if (!turn) return { ...state, sessionCost, currency, context };
       const m = update._meta ?? {};
       const u = turn.usage;
       const usage: TurnUsage = {
@@ -371,7 +449,7 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate): PanelState {
         contextUsed: update.used ?? u.contextUsed,
         contextSize: update.size ?? u.contextSize,
       };
-      return { ...state, sessionCost, turns: { ...state.turns, [turnId]: { ...turn, usage } } };
+      return { ...state, sessionCost, currency, context, turns: { ...state.turns, [turnId]: { ...turn, usage } } };
     }
     case "current_mode_update":
       return state.modes ? { ...state, modes: { ...state.modes, currentModeId: update.currentModeId } } : state;
@@ -409,12 +487,31 @@ function contentParts(content: ToolCallContent[], rawOutput: unknown): { output:
   return { output, diffs };
 }
 
-/** Streamed text joins the last item when it is of the same kind and turn; otherwise starts a new one. */
-function appendText(state: PanelState, kind: "agent" | "thought", text: string): PanelState {
-  const last = state.items[state.items.length - 1];
-  if (last && last.kind === kind && last.turnId === state.currentTurn) return replaceLast(state, { ...last, text: last.text + text });
-  const item: ConversationItem = { kind, id: `${kind}-${state.currentTurn}-${state.items.length}`, turnId: state.currentTurn, text };
-  return { ...state, items: [...state.items, item] };
+/**
+ * Where an item of turn `turnId` goes: after everything of that turn and before the first item of a later
+ * one (a turn's late updates, sent while a newer message waited for it, stay above that message).
+ */
+function turnEndIndex(items: ConversationItem[], turnId: number): number {
+  const at = items.findIndex((i) => "turnId" in i && i.turnId > turnId);
+  return at < 0 ? items.length : at;
+}
+
+function insertInTurn(items: ConversationItem[], turnId: number, item: ConversationItem): ConversationItem[] {
+  const at = turnEndIndex(items, turnId);
+  return [...items.slice(0, at), item, ...items.slice(at)];
+}
+
+/** Streamed text joins the turn's last item when it is of the same kind; otherwise starts a new one. */
+function appendText(state: PanelState, kind: "agent" | "thought", text: string, turnId: number): PanelState {
+  const at = turnEndIndex(state.items, turnId);
+  const last = state.items[at - 1];
+  if (last && last.kind === kind && last.turnId === turnId) {
+    const items = [...state.items];
+    items[at - 1] = { ...last, text: last.text + text };
+    return { ...state, items };
+  }
+  const item: ConversationItem = { kind, id: `${kind}-${turnId}-${state.items.length}`, turnId, text };
+  return { ...state, items: [...state.items.slice(0, at), item, ...state.items.slice(at)] };
 }
 
 function replaceLast(state: PanelState, item: ConversationItem): PanelState {

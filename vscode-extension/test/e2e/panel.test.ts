@@ -10,6 +10,7 @@ import { type Browser, chromium } from "playwright-core";
 import type { FromWebview } from "../../src/panel/messages";
 import type { PanelAction } from "../../src/panel/state";
 import { openPanel, type PanelPage } from "../panelPage";
+import { poll } from "../poll";
 
 const executablePath = process.env.E2E_CHROMIUM ?? "/usr/bin/chromium";
 const ready: PanelAction[] = [
@@ -22,7 +23,7 @@ const options = [
   { optionId: "allow_always", name: "Always allow Bash(npm test *) (saved to settings.local.json)", kind: "allow_always" as const },
   { optionId: "reject_once", name: "Reject", kind: "reject_once" as const },
 ];
-const ask = (id: string, command = "npm test"): PanelAction => ({ type: "permissionRequested", permission: { id, title: `\`${command}\``, toolKind: "execute", options, hasDiff: false, command } });
+const ask = (id: string, command = "npm test", destructive = false): PanelAction => ({ type: "permissionRequested", permission: { id, title: `\`${command}\``, toolKind: "execute", options, hasDiff: false, destructive } });
 
 describe("the panel in chromium", () => {
   let browser: Browser;
@@ -95,9 +96,11 @@ describe("the panel in chromium", () => {
     await card.waitFor();
     // Allow once is the first, primary button.
     assert.match((await card.locator("button.option").first().getAttribute("class")) ?? "", /allow_once primary/);
+    // Writing in the input (issue 24 item 6: an empty, idle input no longer keeps the card's keys; see below).
     await page.locator("#input").fill("");
+    await page.locator("#input").press("x");
     await page.locator("#input").press("2");
-    assert.equal(await page.locator("#input").inputValue(), "2", "the digit went into the input");
+    assert.equal(await page.locator("#input").inputValue(), "x2", "the digit went into the input");
     assert.equal(await count("permission"), 0);
     await page.locator("#log").click({ position: { x: 5, y: 5 } });
     await page.keyboard.press("2");
@@ -115,7 +118,7 @@ describe("the panel in chromium", () => {
 
   it("a destructive command: no always option up front, a warning; a new card takes the keyboard", async () => {
     const { page } = panel;
-    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build"));
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build", true));
     const card = page.locator(".item.permission.pending.destructive");
     await card.waitFor();
     assert.equal(await card.locator("button.allow_always").isVisible(), false);
@@ -181,4 +184,149 @@ describe("the panel in chromium", () => {
     const order = await page.locator("#log > .item").evaluateAll((els: Element[]) => els.map((e) => e.classList.item(1) ?? ""));
     assert.deepEqual(order, ["user", "agent", "turnEnd", "user"]);
   });
+
+  it("a question card takes the keyboard: with the input focused and empty, its digits answer it (issue 24 item 6)", async () => {
+    const { page } = panel;
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" });
+    await page.locator("#input").click();
+    // Nothing typed: the card that comes takes the focus, and 1 answers it.
+    await act(ask("p1"));
+    await page.locator(".item.permission.pending:focus").waitFor();
+    await page.keyboard.press("1");
+    assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
+    assert.equal(await page.locator("#input").inputValue(), "", "the digit did not go into the prompt");
+    // While the person is writing, a new card waits: their keys go on into the input.
+    await act({ type: "permissionSettled", id: "p1", how: "answered", optionName: "Allow once" });
+    await page.locator("#input").click();
+    await page.keyboard.type("npm ");
+    await act(ask("p2"));
+    await page.locator('.item.permission.pending[data-id="p2"]').waitFor();
+    await page.keyboard.type("1");
+    assert.equal(await page.locator("#input").inputValue(), "npm 1");
+    assert.equal(await count("permission"), 1);
+  });
+
+  it("Bypass permissions shows a banner with the way back; the modes list says what each mode does (issue 24 item 7)", async () => {
+    const { page } = panel;
+    const modes = {
+      currentModeId: "default",
+      availableModes: [
+        { id: "default", name: "Default", description: "Ask before anything that is not read-only" },
+        { id: "bypassPermissions", name: "Bypass permissions", description: "Run everything without asking" },
+      ],
+    };
+    await act({ type: "connection", status: "ready" }, { type: "sessionStarted", sessionId: "s1", modes });
+    await page.locator("#mode-desc", { hasText: "Default: Ask before anything that is not read-only" }).waitFor();
+    assert.equal(await page.locator('#mode option[value="bypassPermissions"]').getAttribute("title"), "Run everything without asking");
+    assert.equal(await page.locator("#bypass").isHidden(), true);
+    await act({ type: "update", update: { sessionUpdate: "current_mode_update", currentModeId: "bypassPermissions" } });
+    await page.locator("#bypass:not([hidden])", { hasText: "every command, edit and deletion runs without asking" }).waitFor();
+    await page.locator("#bypass button", { hasText: "Back to Default" }).click();
+    assert.deepEqual(await posted("setMode"), { type: "setMode", modeId: "default" });
+  });
+
+  it("a narrow sidebar: the mode picker fits, table words stay whole, a retry's status is not cut (issue 24 item 10)", async () => {
+    const narrow = await openPanel(browser, { theme: "dark", width: 230 });
+    try {
+      const modes = { currentModeId: "acceptEdits", availableModes: [{ id: "acceptEdits", name: "Accept edits (the agent edits the workspace without asking)" }] };
+      const retry = { reason: "API overloaded", attempt: 2, attempts: 4, delayMs: 30000 };
+      for (const action of [
+        ...ready.slice(0, 1),
+        { type: "sessionStarted", sessionId: "s1", modes },
+        { type: "turnStarted", turnId: 1, text: "t", attachments: [] },
+        { type: "phase", phase: "running" },
+        say("| setting | meaning |\n|---|---|\n| internationalization | localization |\n"),
+        { type: "update", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "> retry" }, _meta: { notice: "info", retry } } },
+      ] as PanelAction[]) {
+        await narrow.send({ type: "action", action });
+      }
+      await narrow.page.locator("td", { hasText: "internationalization" }).waitFor();
+      const measured = await narrow.page.evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        const td = [...document.querySelectorAll("td")].find((c) => c.textContent === "internationalization");
+        const range = document.createRange();
+        if (td) range.selectNodeContents(td);
+        const status = document.getElementById("connection");
+        return {
+          width,
+          overflow: document.documentElement.scrollWidth - width,
+          mode: document.getElementById("mode")?.getBoundingClientRect().right ?? 0,
+          lines: new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size,
+          statusCut: status ? status.scrollWidth > status.clientWidth + 1 : true,
+          status: status?.textContent ?? "",
+        };
+      });
+      assert.ok(measured.mode <= measured.width, `the mode picker fits: ${JSON.stringify(measured)}`);
+      assert.ok(measured.overflow <= 0, `nothing is wider than the panel: ${JSON.stringify(measured)}`);
+      assert.equal(measured.lines, 1, "the word is on one line");
+      assert.match(measured.status, /API overloaded — retrying in \d+ s \(attempt 2\/4\)/);
+      assert.equal(measured.statusCut, false, `the whole status shows: ${JSON.stringify(measured)}`);
+      await narrow.page.screenshot({ path: `${process.env.E2E_ARTIFACTS ?? "/tmp"}/panel-narrow.png` }).catch(() => undefined);
+    } finally {
+      await narrow.page.close();
+    }
+  });
+
+  it("the question's whole truth: every line of the command, the parts that made it ask marked, the reason, the resolved path (issue 21)", async () => {
+    const { page } = panel;
+    const command = "echo 'harmless' &&\nrm -f victim.txt";
+    const start = Array.from(command).indexOf("r", command.indexOf("\n"));
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, {
+      type: "permissionRequested",
+      permission: {
+        id: "q1",
+        title: "echo 'harmless' && ⏎ rm -f victim.txt",
+        toolKind: "execute",
+        options,
+        hasDiff: false,
+        reason: "rm deletes files",
+        question: { command, marks: [{ start, end: start + 16, why: "rm deletes files" }], reason: "rm deletes files", paths: [{ named: "victim.txt", resolved: "/home/u/.ssh/id_rsa" }], escaped: false },
+      },
+    });
+    const card = page.locator(".item.permission.pending");
+    await card.waitFor();
+    assert.equal(await card.locator("pre.perm-command").innerText(), command, "the command, every line, nothing added");
+    assert.match(await card.locator("ul.marks").innerText(), /rm -f victim\.txt: rm deletes files/);
+    assert.equal(await card.locator("pre.perm-command mark").innerText(), "rm -f victim.txt");
+    assert.equal(await card.locator("pre.perm-command mark").getAttribute("title"), "rm deletes files");
+    assert.match(await card.locator(".perm-paths").innerText(), /victim\.txt → \/home\/u\/\.ssh\/id_rsa/);
+    assert.match(await card.locator(".perm-reason").innerText(), /rm deletes files/);
+    await page.screenshot({ path: `${process.env.E2E_ARTIFACTS ?? "/tmp"}/panel-question.png` }).catch(() => undefined);
+  });
+
+  it("tabs: each conversation is a tab; a click switches, × closes, + opens one; a tab keeps its draft", async () => {
+    const { page } = panel;
+    await act(...ready);
+    const tabs = (active: string): { type: "tabs"; tabs: { id: string; title: string; active: boolean; phase: "idle" | "running"; waiting: boolean }[] } => ({
+      type: "tabs",
+      tabs: [
+        { id: "c1", title: "fix the tests", active: active === "c1", phase: "running", waiting: true },
+        { id: "c2", title: "explain the parser", active: active === "c2", phase: "idle", waiting: false },
+      ],
+    });
+    await panel.send(tabs("c1"));
+    await page.locator("#tabs .tab.active", { hasText: "fix the tests" }).waitFor();
+    assert.equal(await page.locator("#tabs .tab-state.waiting").count(), 1, "a tab whose question waits says so");
+    await page.locator("#input").fill("half a thought");
+    await page.locator("#tabs .tab-title", { hasText: "explain the parser" }).click();
+    assert.deepEqual(await posted("switchSession"), { type: "switchSession", id: "c2" });
+    await panel.send(tabs("c2"));
+    await poll("the other tab's (empty) draft", async () => (await page.locator("#input").inputValue()) === "", 5000);
+    await panel.send(tabs("c1"));
+    await poll("the first tab's draft back", async () => (await page.locator("#input").inputValue()) === "half a thought", 5000);
+    await page.locator("#tabs .tab-close").last().click();
+    assert.deepEqual(await posted("closeSession"), { type: "closeSession", id: "c2" });
+    await page.locator("#tabs .tab-new").click();
+    await posted("newSession");
+  });
+
+  it("the context meter: how full the context is and the session's cost, Compact one click away", async () => {
+    const { page } = panel;
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "update", update: { sessionUpdate: "usage_update", used: 170000, size: 200000, cost: { amount: 0.4213, currency: "USD" } } });
+    await page.locator("#meter:not([hidden]) .meter-text", { hasText: "85% · $0.4213" }).waitFor();
+    assert.match((await page.locator("#meter").getAttribute("class")) ?? "", /high/);
+    await page.locator("#compact").click();
+    assert.deepEqual(await posted("compact"), { type: "compact" });
+  });
+
 });

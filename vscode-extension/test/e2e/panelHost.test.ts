@@ -155,6 +155,37 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     await panel.locator(".item.user").last().locator(".chip", { hasText: "broken.json problems" }).waitFor();
     await shot("04-problems-attached");
   });
+
+  it("“Try it offline” runs the demo model by name and at no cost, and `tour` shows a whole task; each question takes the keyboard (issue 24 items 6, 9)", async () => {
+    assert.equal(await panel.locator("#model").innerText(), "Offline demo model");
+    const before = await turns();
+    await panel.locator("#input").fill("tour");
+    await panel.locator("#input").press("Enter");
+    const steps = [
+      { what: "tour_demo.py", diff: true, shot: "05a-tour-new-file-review" },
+      { what: "tour_demo.py", diff: true, shot: "05b-tour-edit-review" },
+      { what: "python3 tour_demo.py", diff: false, shot: "05c-tour-asks-to-run" },
+    ];
+    for (const step of steps) {
+      const card = panel.locator(".item.permission.pending", { hasText: step.what });
+      await card.waitFor({ timeout: 30000 });
+      // The question has the keyboard (the diff opens beside it without taking the focus): 1 allows it once.
+      await panel.locator(".item.permission.pending:focus").waitFor({ timeout: 5000 });
+      if (step.diff) await page.locator(".tabs-container .tab", { hasText: "proposed edit" }).first().waitFor({ timeout: 15000 });
+      await shot(step.shot);
+      const id = (await card.first().getAttribute("data-id")) ?? "";
+      await page.keyboard.press("1");
+      await panel.locator(`.item.permission.pending[data-id="${id}"]`).waitFor({ state: "detached", timeout: 10000 });
+    }
+    await poll("the tour to end", async () => (await turns()) > before, 60000, 100);
+    assert.match(fs.readFileSync(path.join(workspace, "tour_demo.py"), "utf8"), /return f"Hello, \{name\}!"/);
+    assert.match(await panel.locator(".item.agent").last().innerText(), /That was the tour/);
+    assert.match(await panel.locator("#plan").innerText(), /5\/5/);
+    assert.doesNotMatch(await panel.locator(".item.turnEnd").last().innerText(), /\$/, "no price for the demo model");
+    assert.match(await panel.locator(".item.agent").first().innerText(), /./);
+    await shot("05-tour-done");
+  });
+
 });
 
 function freePort(): Promise<number> {

@@ -38,6 +38,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   let panel: FrameLocator;
   let serverLog = "";
   const models: ChildProcess[] = [];
+  let playgroundUrl = "";
 
   // No key, model or bridge settings from the environment: the extension alone must get there.
   const csEnv = (): NodeJS.ProcessEnv => ({
@@ -93,6 +94,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     fs.mkdirSync(workspace, { recursive: true });
     fs.writeFileSync(hello, 'def greet(name):\n    return f"hello {name}"\n');
     const playground = await startModel("playground");
+    playgroundUrl = playground;
     fs.writeFileSync(
       path.join(userData, "User/settings.json"),
       JSON.stringify({
@@ -319,6 +321,9 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
   it("resumes an earlier session from the stored list: its history replays into the panel and it goes on", async () => {
     await runCommand(page, "Agent Bridge: New Session");
     await poll("the panel to clear", async () => (await panel.locator(".item").count()) === 0, 15000);
+    // A new session is a tab of its own; the earlier conversation stays in its tab until closed.
+    await panel.locator("#tabs .tab:not(.active) .tab-close").click();
+    await poll("one tab left", async () => (await panel.locator("#tabs .tab").count()) <= 1, 10000);
     await runCommand(page, "Agent Bridge: Resume Session");
     await page.locator(".quick-input-widget", { hasText: "resume a session" }).waitFor({ timeout: 15000 });
     const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "hello from" }).first();
@@ -371,6 +376,9 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await poll("the edit turn to end", async () => (await turnEnds()) === ended + 1, 30000);
     await poll("the diff tab to close", async () => (await diffTab.count()) === 0, 10000);
     assert.equal(fs.readFileSync(hello, "utf8"), 'def greet(name):\n    return f"hello, {name}!"\n# reviewed by a person\n');
+    // No phantom left behind (issue 24 item 2): no tab with unsaved changes, no failed save.
+    assert.deepEqual(await page.locator(".tabs-container .tab.dirty").allInnerTexts(), []);
+    assert.equal(await page.locator(".notifications-toasts", { hasText: /Failed to save/ }).count(), 0);
     await shot("10-edit-accepted-as-edited");
   });
 
@@ -429,6 +437,177 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     assert.match(await panel.locator(".item.agent").last().innerText(), /line 2/);
     await shot("12-sub-agents-nested");
   });
+
+  /** Points the bridge at another model (a settings change: the bridge restarts and the conversation goes on). */
+  const useModel = async (url: string): Promise<void> => {
+    const notices = await panel.locator(".item.notice", { hasText: /Settings changed/ }).count();
+    fs.writeFileSync(path.join(workspace, ".vscode/settings.json"), JSON.stringify({ "agentBridge.baseUrl": url }));
+    await poll("the bridge to restart on the new model", async () => (await panel.locator(".item.notice", { hasText: /Settings changed/ }).count()) > notices, 30000);
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 30000 });
+  };
+  const agentText = (n: number): Promise<string> => panel.locator(".item.agent").nth(n).innerText();
+
+  it("a message sent while an answer streams interrupts it: the old answer keeps its own text, the new one renders as markdown (issue 24 item 1)", async () => {
+    await useModel(playgroundUrl);
+    await runCommand(page, "Agent Bridge: New Session");
+    await poll("a blank tab", async () => (await panel.locator(".item").count()) === 0, 15000);
+    await sendPrompt("long");
+    await poll("the long answer to stream", async () => (await panel.locator(".item.agent").count()) > 0 && (await agentText(0)).includes("Part 3"), 30000);
+    await sendPrompt("after the **interruption**");
+    await poll("both turns to end", async () => (await turnEnds()) === 2, 30000);
+    const kinds = await panel.locator("#log > .item").evaluateAll((els: Element[]) => els.map((e) => e.classList.item(1) ?? ""));
+    assert.deepEqual(kinds, ["user", "agent", "turnEnd", "user", "agent", "turnEnd"]);
+    assert.match(await panel.locator(".item.turnEnd .reason").first().innerText(), /cancelled/);
+    assert.doesNotMatch(await agentText(0), /You said/, "the interrupted answer holds its own text only");
+    const second = panel.locator(".item.agent").nth(1);
+    assert.doesNotMatch(await second.innerText(), /Part \d/, "the new answer does not start with the old one's last chunk");
+    assert.equal(await second.locator("h2", { hasText: "You said" }).count(), 1, "its markdown is rendered, not literal");
+    assert.equal(await second.locator("strong", { hasText: "interruption" }).count(), 1);
+    await shot("13-sent-mid-stream");
+  });
+
+  it("two conversations at once: a turn goes on in its tab while another tab runs its own", async () => {
+    await sendPrompt("long: 250");
+    await poll("the long answer to stream", async () => (await agentText(2)).includes("Part 2"), 30000);
+    await panel.locator("#tabs .tab-new").click();
+    await poll("a second, blank tab", async () => (await panel.locator("#tabs .tab").count()) === 3 && (await panel.locator(".item").count()) === 0, 15000);
+    await sendPrompt("hello from the other tab");
+    await poll("its turn to end", async () => (await turnEnds()) === 1, 30000);
+    assert.match(await panel.locator(".item.agent").last().innerText(), /hello from the other tab/);
+    assert.equal(await panel.locator("#tabs .tab:not(.active) .tab-state.running").count(), 1, "the other tab's turn still runs");
+    await shot("14-two-conversations");
+    await panel.locator("#tabs .tab:not(.active) .tab-title", { has: panel.locator(".tab-state.running") }).click();
+    await poll("the first tab's long answer to go on and end", async () => (await turnEnds()) === 3, 60000);
+    assert.match(await panel.locator(".item.turnEnd").last().innerText(), /Done/);
+  });
+
+  it("a turn that ends while the panel is hidden is said in a notification; Show brings it back", async () => {
+    await sendPrompt("long: 150");
+    await poll("the long answer to stream", async () => (await panel.locator(".item.agent").last().innerText()).includes("Part 2"), 30000);
+    await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: /“long” is done/ });
+    await toast.waitFor({ timeout: 60000 });
+    await shot("15-notified-when-hidden");
+    await toast.locator(".monaco-button", { hasText: "Show" }).click();
+    await panel.locator(".item.turnEnd").last().waitFor({ timeout: 15000 });
+    assert.match(await panel.locator(".item.turnEnd").last().innerText(), /Done/);
+  });
+
+  it("an image pasted into the input goes with the prompt: its thumbnail on the message, and the model sees it", async () => {
+    // A small picture drawn in the page and pasted as a screenshot tool would (a PNG file on the clipboard).
+    await panel.locator("#input").evaluate(async (input: HTMLTextAreaElement) => {
+      const canvas = document.createElement("canvas");
+      canvas.width = 240;
+      canvas.height = 120;
+      const g = canvas.getContext("2d");
+      if (!g) throw new Error("no 2d context");
+      g.fillStyle = "#1e6fd9";
+      g.fillRect(0, 0, 240, 120);
+      g.fillStyle = "#ffffff";
+      g.font = "bold 28px sans-serif";
+      g.fillText("screenshot", 40, 70);
+      const blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, "image/png"));
+      if (!blob) throw new Error("no PNG");
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([blob], "screenshot.png", { type: "image/png" }));
+      input.focus();
+      input.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+    });
+    await panel.locator("#images .image-chip img").waitFor({ timeout: 10000 });
+    const ended = await turnEnds();
+    await sendPrompt("what is in this screenshot?");
+    await poll("the image turn to end", async () => (await turnEnds()) === ended + 1, 30000);
+    assert.equal(await panel.locator(".item.user").last().locator("img.chip-image").count(), 1, "the message shows the image");
+    assert.match(await panel.locator(".item.agent").last().innerText(), /I see 1 image \(image\/png\)/);
+    assert.equal(await panel.locator("#images").isHidden(), true, "the image went with that prompt only");
+    await shot("16-image-prompt");
+  });
+
+  it("the panel fits a narrow sidebar and uses a wide one: nothing overflows, table words stay whole", async () => {
+    await sendPrompt("| setting | meaning |\n|---|---|\n| internationalization | a word that must not break |");
+    await panel.locator(".item.agent table td", { hasText: "internationalization" }).last().waitFor({ timeout: 30000 });
+    /** The sash on the sidebar's right edge, dragged to `to` (page x). */
+    const resize = async (to: number): Promise<void> => {
+      const side = await page.locator(".part.sidebar").boundingBox();
+      const sashes = await page.locator(".monaco-sash.vertical").all();
+      let box: { x: number; y: number; width: number; height: number } | null = null;
+      for (const sash of sashes) {
+        const b = await sash.boundingBox();
+        if (b && side && Math.abs(b.x + b.width / 2 - (side.x + side.width)) < 6 && b.height > 100) box = b;
+      }
+      if (!box) throw new Error("no sash between the sidebar and the editor");
+      await page.mouse.move(box.x + box.width / 2, box.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(to, box.y + 200, { steps: 8 });
+      await page.mouse.up();
+    };
+    const fits = (): Promise<{ overflow: number; mode: number; width: number; broken: number }> =>
+      panel.locator("body").evaluate(() => {
+        const width = document.documentElement.clientWidth;
+        const cells = [...document.querySelectorAll<HTMLElement>(".item.agent td")].filter((td) => td.textContent === "internationalization");
+        const broken = cells.filter((td) => {
+          const range = document.createRange();
+          range.selectNodeContents(td);
+          return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
+        }).length;
+        return { overflow: document.documentElement.scrollWidth - width, mode: document.getElementById("mode")?.getBoundingClientRect().right ?? 0, width, broken };
+      });
+    await resize(230);
+    await poll("a narrow sidebar", async () => (await fits()).width < 220, 10000);
+    const narrow = await fits();
+    assert.ok(narrow.overflow <= 0, `nothing wider than the panel (${JSON.stringify(narrow)})`);
+    assert.ok(narrow.mode <= narrow.width, `the mode picker fits (${JSON.stringify(narrow)})`);
+    assert.equal(narrow.broken, 0, "a table word is never broken in the middle");
+    await shot("17a-narrow-sidebar");
+    await resize(760);
+    await poll("a wide sidebar", async () => (await fits()).width > 600, 10000);
+    const wide = await fits();
+    assert.ok(wide.overflow <= 0 && wide.broken === 0, JSON.stringify(wide));
+    await shot("17b-wide-sidebar");
+    await resize(420);
+  });
+
+  it("kill -9 while a tool runs: its card says the turn was interrupted instead of running forever (issue 24 item 4)", async () => {
+    await sendPrompt("run: touch killed-mid-tool && sleep 30");
+    await panel.locator(".item.permission button.allow_once").click({ timeout: 30000 });
+    const card = panel.locator(".item.tool", { hasText: "sleep 30" }).last();
+    await card.locator(".badge.in_progress").waitFor({ timeout: 30000 });
+    const pid = bridgePid();
+    assert.ok(pid, "the bridge's pid");
+    process.kill(pid, "SIGKILL");
+    await card.locator(".badge.stopped", { hasText: "interrupted" }).waitFor({ timeout: 15000 });
+    assert.equal(await card.locator(".badge.in_progress").count(), 0);
+    await shot("18-killed-mid-tool");
+    await poll("a new bridge", () => bridgePid() !== undefined && bridgePid() !== pid, 30000, 100);
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 30000 });
+  });
+
+  it("without an API key a prompt says so at once, with the way to set one (issue 24 item 3)", async () => {
+    const before = bridgePid();
+    await runCommand(page, "Agent Bridge: Remove API Key");
+    await poll("the bridge to restart without the key", () => bridgePid() !== undefined && bridgePid() !== before, 30000, 100);
+    await panel.locator("#key-banner:not([hidden])").waitFor({ timeout: 30000 });
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 30000 });
+    const ended = await turnEnds();
+    const t0 = Date.now();
+    await sendPrompt("hello without a key");
+    await poll("the turn to fail", async () => (await turnEnds()) === ended + 1, 15000);
+    assert.ok(Date.now() - t0 < 5000, `said at once (${Date.now() - t0} ms), not after retries`);
+    const line = panel.locator(".item.turnEnd").last();
+    assert.match(await line.innerText(), /No API key/);
+    assert.doesNotMatch(await line.innerText(), /reach|network/i, "not a network error");
+    await shot("19-no-api-key");
+    await line.locator("button", { hasText: "Set API key" }).click();
+    const box = page.locator(".quick-input-widget", { hasText: "Anthropic API key" });
+    await box.waitFor({ timeout: 10000 });
+    await box.locator("input").fill(apiKey);
+    await box.locator("input").press("Enter");
+    await poll("the key banner to go", async () => (await panel.locator("#key-banner").isHidden()), 30000);
+    await panel.locator("#send:not([disabled])").waitFor({ timeout: 30000 });
+    await sendPrompt("hello with the key again");
+    await poll("the turn to end", async () => (await turnEnds()) === ended + 2, 30000);
+    assert.match(await panel.locator(".item.turnEnd").last().innerText(), /Done/);
+  });
 });
 
 async function runCommand(page: Page, title: string): Promise<void> {
@@ -438,13 +617,17 @@ async function runCommand(page: Page, title: string): Promise<void> {
     await page.keyboard.press("F1");
     const box = page.locator(".quick-input-widget input");
     await box.waitFor();
-    await box.fill(`>${title}`);
+    await box.fill(`>${title}`).catch(async (err: unknown) => {
+      await page.screenshot({ path: path.join(shots, `fail-palette.png`) }).catch(() => undefined);
+      throw err;
+    });
     const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
     try {
       await row.waitFor({ timeout: 10000 });
       await page.keyboard.press("Enter");
       return;
     } catch (err) {
+      await page.screenshot({ path: path.join(shots, `fail-command-${attempt}.png`) }).catch(() => undefined);
       const shown = await page.locator(".quick-input-list .monaco-list-row").allInnerTexts();
       await page.keyboard.press("Escape");
       if (attempt === 2) throw new Error(`the command palette does not offer “${title}”; it shows: ${JSON.stringify(shown)}`, { cause: err });

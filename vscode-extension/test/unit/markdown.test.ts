@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chunks, longAnswer } from "../../bench/longAnswer";
-import { parseFileRef, type PathLookup, renderInline, renderMarkdown, type StableBlock, StreamingMarkdown } from "../../src/panel/markdown";
+import { parseFileRef, type PathLookup, renderInline, renderMarkdown, type StableBlock, StreamingMarkdown } from "../../webview/markdown";
 import { diffHunks, headTail } from "../../webview/diff";
 
 const html = (blocks: StableBlock[]): string => blocks.map((b) => b.html).join("");

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type ConversationItem, initialState, isDestructive, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
+import { type ConversationItem, initialState, type PanelAction, type PanelState, type PermissionCardData, permissionCard, reduce } from "../../src/panel/state";
 import type { SessionUpdate } from "../../src/protocol";
 
 const run = (actions: PanelAction[], from: PanelState = initialState()): PanelState => actions.reduce(reduce, from);
@@ -164,27 +164,20 @@ describe("panel state: reviews, destructive requests, interruptions", () => {
     assert.equal(tool?.kind === "tool" ? tool.review : "", "accepted");
   });
 
-  it("permissionCard takes the request's diffs and command; rm -rf is destructive, npm test is not", () => {
-    const card = permissionCard("p9", {
-      sessionId: "s",
-      toolCall: { toolCallId: "t", title: "rm -rf build", kind: "execute", rawInput: { command: "rm -rf build" } },
-      options: [],
-    });
-    assert.equal(card.command, "rm -rf build");
-    assert.equal(card.toolCallId, "t");
-    const s = run([...started, { type: "permissionRequested", permission: card }]);
-    assert.equal(s.items[1]?.kind === "permission" && s.items[1].destructive, true);
-  });
-
-  it("isDestructive: deleting, wiping, killing and throwing git work away", () => {
-    for (const yes of ["rm -f a", "cd x && rm -rf build", "sudo rm x", "find . -name '*.o' -delete", "git reset --hard HEAD~1", "git clean -fdx", "git push --force origin main", "git push -f", "git checkout -- src", "git branch -D old", "dd if=/dev/zero of=x", "kill -9 123", "xargs rm", "truncate -s 0 log"]) {
-      assert.equal(isDestructive("execute", yes), true, yes);
-    }
-    for (const no of ["npm test", "ls -la", "git status", "git push origin main", "echo rm", "grep -r 'rm -rf' .", "python format.py", "npm run build -- --form"]) {
-      assert.equal(isDestructive("execute", no), false, no);
-    }
-    assert.equal(isDestructive("delete", undefined), true);
-    assert.equal(isDestructive("edit", undefined, "Edit a.py"), false);
+  it("permissionCard takes the request's diffs; destructive is the tool's word (_meta.destructive), not a guess from the command", () => {
+    const ask = (id: string, command: string, meta?: { destructive: boolean }): PermissionCardData =>
+      permissionCard(id, { sessionId: "s", toolCall: { toolCallId: `t-${id}`, title: command, kind: "execute", rawInput: { command }, ...(meta ? { _meta: meta } : {}) }, options: [] });
+    const card = ask("p9", "rm -rf build", { destructive: true });
+    assert.equal(card.toolCallId, "t-p9");
+    const destructive = (s: PanelState): boolean[] => s.items.flatMap((i) => (i.kind === "permission" ? [i.destructive] : []));
+    assert.deepEqual(destructive(run([...started, { type: "permissionRequested", permission: card }])), [true]);
+    // No word from the tool: not destructive, whatever the words of the command.
+    assert.deepEqual(destructive(run([...started, { type: "permissionRequested", permission: ask("p8", "rm -rf build") }])), [false]);
+    // The word on the tool call's card (the tool_call update) counts too; a delete tool always is.
+    const onCard = update({ sessionUpdate: "tool_call", toolCallId: "t-p7", title: "x", kind: "execute", status: "pending", _meta: { destructive: true } });
+    assert.deepEqual(destructive(run([...started, onCard, { type: "permissionRequested", permission: ask("p7", "x") }])), [true]);
+    const del: PermissionCardData = { id: "p6", title: "Delete a", toolKind: "delete", options: [], hasDiff: false };
+    assert.deepEqual(destructive(run([...started, { type: "permissionRequested", permission: del }])), [true]);
   });
 
   it("an interrupted turn's end goes above the message that interrupted it", () => {

@@ -149,7 +149,7 @@ describe("sub-agent card", () => {
     assert.match(html, /<div class="agent-meta"><span>Explore<\/span> · <span>1 tool call<\/span> · <span>1.2k tokens<\/span> · <span>3 s<\/span><button [^>]*data-action="cancelToolCall" data-tool-call="a1"/);
     assert.match(html, /<details class="subagent" data-open-key="sub-a1"><summary>1 step · Grep TODO<\/summary>/);
     assert.ok(!/<details[^>]* open/.test(html), "collapsed until opened");
-    assert.match(html, /<div class="child agent-text">Looking &lt;now&gt;<\/div>/);
+    assert.match(html, /<div class="child agent-text md"><p>Looking &lt;now&gt;<\/p>/, "a sub-agent's text is markdown, rendered (issue 24 item 8)");
     assert.ok(html.includes("line 29") && !html.includes("line 10\n"), "a child's output is its tail");
   });
 
@@ -191,5 +191,65 @@ describe("sub-agent card", () => {
     assert.match(html, /<div class="child task"><span class="who">Task<\/span> Find &lt;b&gt;TODO&lt;\/b&gt;<\/div><div class="child thought-text">hmm &amp; so<\/div><\/div>/);
     assert.ok(!html.includes("not a child"));
     assert.match(html, /<summary>0 steps<\/summary>/);
+  });
+});
+
+describe("cards say what happened (issue 24 items 8, 9, 12)", () => {
+  type Tool = Extract<ConversationItem, { kind: "tool" }>;
+  const tool = (extra: Partial<Tool>): Tool => ({ kind: "tool", id: "t", turnId: 1, toolCallId: "t", title: "`rm x`", toolKind: "execute", status: "pending", output: "", diffs: [], locations: [], ...extra });
+  const base: PanelAction[] = [{ type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }];
+  const runAll = (actions: PanelAction[]): PanelState => actions.reduce(reduce, initialState());
+
+  it("a command the person rejected says “rejected”, not “failed”", () => {
+    const s = runAll([
+      ...base,
+      { type: "update", update: { sessionUpdate: "tool_call", toolCallId: "b1", title: "`rm x`", kind: "execute", status: "pending" } },
+      { type: "permissionRequested", permission: { id: "p1", title: "`rm x`", toolKind: "execute", toolCallId: "b1", hasDiff: false, options: [{ optionId: "r", name: "Reject", kind: "reject_once" }] } },
+      { type: "permissionSettled", id: "p1", how: "answered", optionName: "Reject" },
+      { type: "update", update: { sessionUpdate: "tool_call_update", toolCallId: "b1", status: "failed", content: [{ type: "content", content: { type: "text", text: "Permission denied by user" } }] } },
+    ]);
+    const card = s.items.find((i) => i.kind === "tool");
+    assert.ok(card?.kind === "tool");
+    assert.match(toolHtml(card, ctx), /<span class="badge rejected">✗ rejected<\/span>/);
+    assert.doesNotMatch(toolHtml(card, ctx), /✗ failed/);
+    assert.match(toolHtml(tool({ status: "failed" }), ctx), /✗ failed/, "a real failure still says so");
+  });
+
+  it("a proposed edit shows its diff once: on the question's card while it waits, on the tool card after", () => {
+    const diff = { type: "diff" as const, path: "/w/a.py", oldText: "x = 1", newText: "x = 2" };
+    const pending = tool({ toolKind: "edit", title: "Edit a.py", proposed: [diff], review: "proposed" });
+    assert.doesNotMatch(toolHtml(pending, ctx), /class="diff"/);
+    assert.match(toolHtml({ ...pending, review: "accepted" }, ctx), /<span class="review accepted">accepted<\/span>/);
+  });
+
+  it("kinds in words: an Agent card says agent, a plan tool says plan (not THINK), and a plan tool's instructions to the model are not shown", () => {
+    assert.match(toolHtml(tool({ toolKind: "execute" }), ctx), /<span class="tool-kind">run<\/span>/);
+    assert.match(toolHtml(tool({ toolKind: "think", agent: { type: "Explore", description: "d", status: "running" } }), ctx), /<span class="tool-kind">agent<\/span>/);
+    const todos = tool({ toolKind: "think", title: "Update todos: Running tests", status: "completed", output: "Todo list updated (1/3 completed). Keep it current as you work, and go on with the task in progress." });
+    assert.match(toolHtml(todos, ctx), /<span class="tool-kind">plan<\/span>/);
+    assert.doesNotMatch(toolHtml(todos, ctx), /Keep it current/);
+  });
+
+  it("the offline demo model's turns cost nothing: the end line shows tokens and no price", () => {
+    const s = runAll([
+      ...base,
+      { type: "update", update: { sessionUpdate: "usage_update", used: 1200, size: 200000, _meta: { inputTokens: 1000, outputTokens: 50, offline: true } } },
+      { type: "turnEnded", turnId: 1, stopReason: "end_turn" },
+    ]);
+    const end = s.items.find((i) => i.kind === "turnEnd");
+    assert.ok(end?.kind === "turnEnd");
+    const html = turnEndHtml(end.stopReason, end.error, end.usage);
+    assert.match(html, /1\.0k in · 50 out/);
+    assert.doesNotMatch(html, /\$/);
+  });
+
+  it("a turn that failed for want of a key offers to set one or to try offline", () => {
+    const s = runAll([...base, { type: "turnEnded", turnId: 1, error: "No Anthropic API key is set: …", code: -32000 }]);
+    const end = s.items.find((i) => i.kind === "turnEnd");
+    assert.ok(end?.kind === "turnEnd" && end.needsKey === true);
+    const html = turnEndHtml(end.stopReason, end.error, end.usage, end.interrupted, end.needsKey);
+    assert.match(html, /No API key/);
+    assert.match(html, /data-command="agentBridge\.setApiKey">Set API key<\/button>/);
+    assert.match(html, /data-command="agentBridge\.tryOffline">Try it offline<\/button>/);
   });
 });

@@ -1,0 +1,162 @@
+"""The terminal as `run` writes to it: above, lines written once (`commit`); below, on a terminal only, a live
+area redrawn in place (`draw`), erased before anything is written above it and while a question is asked
+(`pause`), so the two never mix. Every line of the live area fits the width (`clip`): its height is known, and
+erasing it is moving up that many rows. To a pipe or a file: no live area, no escape sequence."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import unicodedata
+from typing import TextIO
+
+DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
+COLOURS = (RED, GREEN)  # what NO_COLOR leaves out (bold and dim are not colours)
+
+
+def cells(text: str) -> int:
+    """How many terminal columns `text` takes (wide characters two, combining marks none)."""
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def clip(text: str, width: int | None) -> str:
+    """`text` cut to `width` columns, an ellipsis marking the cut (None: as it is)."""
+    if width is None or cells(text) <= width:
+        return text
+    out, used = [], 0
+    for char in text:
+        used += cells(char)
+        if used > width - 1:
+            break
+        out.append(char)
+    return "".join(out) + "…"
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """`text` cut into rows of at most `width` columns (as a terminal wraps it, but known here)."""
+    rows: list[str] = []
+    row: list[str] = []
+    used = 0
+    for char in text:
+        size = cells(char)
+        if used + size > width and row:
+            rows.append("".join(row))
+            row, used = [], 0
+        row.append(char)
+        used += size
+    rows.append("".join(row))
+    return rows
+
+
+class Screen:
+    """`color`: escape sequences at all, and the live area (a terminal); `no_color` (NO_COLOR): no colour, bold
+    and dim kept."""
+
+    def __init__(self, out: TextIO, *, color: bool, no_color: bool) -> None:
+        self.out = out
+        self.color = color
+        self.no_color = no_color
+        self.paused = False  # a question is on the screen
+        self._held: list[str] = []  # committed while paused: written after it
+        self._tail = "\n"  # the last characters written above (where the next line starts, blank lines)
+        self._wrote = False
+        self._live_rows = 0
+
+    def paint(self, code: str, text: str) -> str:
+        if not self.color or (self.no_color and code in COLOURS):
+            return text
+        return f"{code}{text}{RESET}"
+
+    def width(self) -> int | None:
+        """The terminal's width (None when writing to a pipe: lines are not cut)."""
+        return self.size()[0] if self.color else None
+
+    @staticmethod
+    def size() -> tuple[int, int]:
+        columns, rows = shutil.get_terminal_size((80, 24))
+        return columns, rows
+
+    # --- above ---------------------------------------------------------------------------------------------
+
+    def commit(self, lines: list[str], *, gap: bool) -> None:
+        """Write `lines` above the live area, after a blank line when `gap` (a new part of the turn); while a
+        question is on the screen, after it."""
+        if not lines:
+            return
+        text = "\n".join(lines) + "\n"
+        if self.paused:
+            self._held.append(text)
+            return
+        self.end_line()
+        self.erase()
+        if gap and self._wrote and not self._tail.endswith("\n\n"):
+            text = "\n" + text
+        self.write(text)
+
+    def stream(self, text: str, *, starts: bool) -> None:
+        """Plain text as it comes (to a pipe), after a blank line when it `starts` a new part of the turn."""
+        if starts and self._wrote and not self._tail.endswith("\n\n"):
+            self.write("\n" if self._tail.endswith("\n") else "\n\n")
+        self.write(text)
+
+    def end_line(self) -> None:
+        """Text that streamed without a line break ends its line before anything else is written."""
+        if not self._tail.endswith("\n"):
+            self.write("\n")
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        self.out.write(text)
+        self.out.flush()
+        self._tail = (self._tail + text)[-2:]
+        self._wrote = True
+
+    # --- a question ----------------------------------------------------------------------------------------
+
+    def pause(self) -> None:
+        self.erase()
+        self.paused = True
+
+    def resume(self) -> None:
+        """The question is answered (its Enter, echoed by the terminal, ended the line); what was held comes."""
+        self.paused = False
+        self._tail = "\n"
+        held, self._held = self._held, []
+        self.write("".join(held))
+
+    # --- below ---------------------------------------------------------------------------------------------
+
+    @property
+    def drawn(self) -> bool:
+        """The live area is on the screen (nothing erased it since it was drawn)."""
+        return self._live_rows > 0
+
+    def erase(self) -> None:
+        if self._live_rows:
+            self.out.write(self._back())
+            self.out.flush()
+            self._live_rows = 0
+
+    def draw(self, lines: list[str]) -> None:
+        """The live area, replaced by `lines` (each within the width) in one write."""
+        if not self.color or self.paused:
+            return
+        self.out.write(self._back() + "\n".join(lines))
+        self.out.flush()
+        self._live_rows = len(lines)
+
+    def _back(self) -> str:
+        """Back to where the live area starts, and clear from there down."""
+        if not self._live_rows:
+            return ""
+        up = f"\033[{self._live_rows - 1}A" if self._live_rows > 1 else ""
+        return f"\r{up}\033[J"
+
+
+def is_terminal(out: TextIO) -> bool:
+    """A terminal that takes escape sequences (not `TERM=dumb`)."""
+    try:
+        return out.isatty() and os.environ.get("TERM") != "dumb"
+    except (ValueError, OSError):
+        return False

@@ -1,0 +1,91 @@
+"""bubblewrap (`bwrap`), the OS sandbox on Linux, as Claude Code's own: can it start here, and its command line.
+
+The mounts come from bridge/execution/sandbox_plan.py, in this order (later ones win over earlier ones, so the
+restrictive ones come last):
+
+    --ro-bind / /  --dev /dev  --proc /proc        everything read-only; a fresh /dev and /proc
+    --bind <session tmp> /tmp                      a private /tmp per session, TMPDIR=/tmp
+    --bind W W                                     each writable root (workspace, added dirs, allowWrite)
+    --bind A A, --ro-bind P P                      held paths that exist (runs_later.py: settings, memory,
+                                                   git's config and hooks, `.vscode/`…); the directories on
+                                                   the way to them are bound onto themselves, so they can't be
+                                                   renamed away
+    --ro-bind R R                                  Edit deny rules
+    --tmpfs D --remount-ro D / --ro-bind /dev/null F   Read deny rules: masked
+
+plus `--unshare-pid` (its own /proc, so no `/proc/<pid>/root` of a process outside; killing bwrap kills
+everything inside), `--unshare-net` unless the network is allowed, `--die-with-parent` (the sandbox dies
+with the bridge, SIGKILL included: a Linux extra, bridge/execution/linux.py; without it the watchdog kills it)
+and `--cap-drop ALL` (as root, bwrap keeps every capability: the command could unmount its own protections).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+from bridge.execution import host
+from bridge.execution.sandbox_plan import Availability, MountPlan
+from bridge.permissions.sandbox_policy import SandboxPolicy
+
+log = logging.getLogger(__name__)
+
+BWRAP_ENV = "AGENT_BRIDGE_BWRAP"  # the bwrap binary to use (tests point it at a missing one)
+PROBE_TIMEOUT = 10.0
+
+
+_probes: dict[tuple[str | None, bool], Availability] = {}
+_probe_lock = threading.Lock()
+
+
+def bwrap_path() -> str | None:
+    configured = os.environ.get(BWRAP_ENV)
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def probe_bwrap() -> Availability:
+    """Whether bwrap can start a sandbox like ours; checked once per process (and bwrap binary)."""
+    binary = bwrap_path()
+    key = (binary, host.linux_extras())
+    with _probe_lock:
+        found = _probes.get(key)
+        if found is None:
+            found = _probes[key] = _probe(binary)
+            if not found.ok:
+                log.warning("OS sandbox unavailable: %s", found.reason)
+        return found
+
+
+def _probe(binary: str | None) -> Availability:
+    if not host.linux():
+        return Availability(False, None, f"bubblewrap needs Linux; this is {sys.platform}")
+    if binary is None:
+        return Availability(False, None, "bubblewrap is not installed (`apt-get install bubblewrap`)")
+    argv = [binary, *die_with_parent(), "--unshare-pid", "--unshare-net", "--cap-drop", "ALL",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/sh", "-c", ":"]
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Availability(False, binary, f"{binary} cannot start: {error}")
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
+        return Availability(False, binary, f"{binary} cannot start a sandbox here: {why}")
+    return Availability(True, binary)
+
+
+def die_with_parent() -> list[str]:
+    return ["--die-with-parent"] if host.linux_extras() else []
+
+
+def bwrap_argv(binary: str, policy: SandboxPolicy, plan: MountPlan) -> list[str]:
+    """bwrap and its arguments, up to the `--` before the command."""
+    flags = [*die_with_parent(), "--unshare-pid", "--cap-drop", "ALL"]
+    if not policy.network:
+        flags.append("--unshare-net")
+    return [binary, *flags, *plan.args, "--"]

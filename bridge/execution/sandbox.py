@@ -1,0 +1,328 @@
+"""The OS sandbox under every Bash command: bubblewrap (`bwrap`) on Linux, as Claude Code's own sandbox.
+
+What it allows comes from the permission engine (bridge/permissions/sandbox_policy.py); the plan of mounts is
+bridge/execution/sandbox_plan.py, bubblewrap's command line and its order of mounts bridge/execution/bwrap.py,
+macOS's Seatbelt profile bridge/execution/seatbelt.py.
+
+The workspace looks exactly as it is: a held path that does not exist yet gets no placeholder (`ls`, git and
+`git add -A` would see it); it is watched instead, and what a command creates there is set aside at once
+(bridge/execution/sandbox_watch.py). What the user allowed the call to write (`ToolContext.grants`) is left
+writable — `git config user.name x`, once allowed, rewrites `.git/config` as it would outside.
+
+Each command also runs in its own resource limits (bridge/execution/limits.py): memory, processes, file size and
+CPU time, with cgroups where the machine lets us and rlimits otherwise; a breach ends the command, and its
+result says which limit and how to raise it. When the sandbox refuses something (a read-only file system, a
+busy mount point, no network), the result says it was the sandbox, what is held there and why, and what to do.
+
+Where bwrap cannot start (not Linux, not installed, no namespaces), the session says so once and
+the permission engine asks for every Bash command that is not read-only (`engine.unsandboxed`, step 10 of
+its order); `sandbox.failIfUnavailable` makes such commands fail instead. `sandbox.enabled: false` (or
+`AGENT_BRIDGE_SANDBOX=0`) turns it all off, limits included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.execution import host
+from bridge.execution.bwrap import bwrap_argv, probe_bwrap
+from bridge.execution.limits import Bounds, bounds_for, limits_for
+from bridge.execution.managed import Launch
+from bridge.execution.registry import ProcessRegistry
+from bridge.execution.sandbox_notes import refusal_notes
+from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
+from bridge.execution.sandbox_watch import WATCHER, Watch
+from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
+from bridge.execution.shell import NoShell, git_bash
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.runs_later import GRANTS
+from bridge.permissions.sandbox_policy import (
+    SandboxPolicy,
+    SandboxSettings,
+    policy_from_engine,
+    sandbox_settings,
+    sandbox_wanted,
+)
+from bridge.permissions.specifiers import compile_path_specifier
+
+log = logging.getLogger(__name__)
+
+REPLANS = 3  # a held path that appears while the mounts are planned: plan again, at most this often
+
+
+class SandboxError(host.CannotRun):
+    """The command cannot run sandboxed (and must not run otherwise). The message is for the model: the Bash tool
+    hands it on as the call's error."""
+
+
+# -- which sandbox, and can it start here? --------------------------------------------------------------
+
+
+def probe() -> Availability:
+    """The platform's sandbox, and whether it can start a sandbox like ours (checked once per process)."""
+    if host.macos():
+        return probe_seatbelt()
+    if host.windows():
+        return Availability(False, None, "Windows has no OS sandbox the bridge can use", "none")
+    return probe_bwrap()
+
+
+# -- one command -----------------------------------------------------------------------------------------
+
+
+class SandboxRun:
+    """One command in the sandbox, from its start until its whole tree is gone: its watch over the held
+    paths that don't exist, its resource bounds, and what its result should say."""
+
+    def __init__(self, policy: SandboxPolicy, plan: MountPlan, watch: Watch | None, bounds: Bounds | None,
+                 grants: tuple[Path, ...] = (), registry: ProcessRegistry | None = None) -> None:
+        self.registry = registry
+        self.policy = policy
+        self.plan = plan
+        self.watch = watch
+        self.bounds = bounds
+        self._stop: Callable[[], None] = lambda: None
+        self._released = False
+        self._grants = contextlib.ExitStack()  # while it runs, other commands' watches leave its grants alone
+        self._grants.enter_context(GRANTS.hold(grants))
+        self.notes_shown = 0
+
+    def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
+        """The command runs; `stop` ends it (callable from any thread), `kill` kills its tree now (on the event
+        loop's thread)."""
+        self._stop = stop
+        if self.watch is not None:
+            self.watch.on_strike = stop
+            self.watch.kill_now = kill
+
+    def check(self, members: int) -> bool:
+        """At each sweep of the supervisor: True when the command met a limit and must end."""
+        if self.bounds is None:
+            return False
+        return self.bounds.breach() is not None or self.bounds.note_processes(members)
+
+    def output_seen(self, text: str) -> None:
+        """Each chunk of output: a process killed for its file size or CPU time ends the whole command."""
+        named = "File size limit exceeded" in text or "CPU time limit exceeded" in text
+        if self.bounds is not None and named and self.bounds.from_exit(None, text) is not None:
+            self._stop()
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self.watch is not None:
+            WATCHER.remove(self.watch)
+        if self.bounds is not None:
+            for folder in self.bounds.release():  # removed (the rest wait in the pool for the next command)
+                if self.registry is not None:
+                    self.registry.drop_cleanup(folder)
+        self._grants.close()
+
+    def breach(self, output: str, code: int | None) -> str | None:
+        """The limit the command met, in words (with the setting to raise), or None."""
+        if self.bounds is None:
+            return None
+        name = self.bounds.from_exit(code, output)
+        return self.bounds.message(name) if name is not None else None
+
+    def notes(self, output: str, code: int | None) -> list[str]:
+        """What the command's result should say about the sandbox: a limit it met, what was set aside, and
+        why writes or the network were refused."""
+        if self.watch is not None:
+            WATCHER.check(self.watch)
+        out = []
+        breach = self.breach(output, code)
+        if breach is not None:
+            out.append(breach)
+        if self.watch is not None:
+            out += self.watch.notes()
+        out += refusal_notes(output, self.policy, self.plan)
+        return out
+
+
+# -- the session's sandbox -------------------------------------------------------------------------------
+
+_sandboxes: weakref.WeakSet[Sandbox] = weakref.WeakSet()
+
+
+class Sandbox:
+    """A session's sandbox (`ctx.services.sandbox`): its policy, its private /tmp, its warning."""
+
+    def __init__(
+        self, policy: Callable[[SandboxSettings], SandboxPolicy], settings: Callable[[], SandboxSettings]
+    ) -> None:
+        self._policy = policy
+        self._settings = settings
+        self._tmp: Path | None = None
+        self._warned: set[str] = set()
+        _sandboxes.add(self)
+
+    @classmethod
+    def for_engine(cls, engine: PermissionEngine, *, hidden: tuple[Path, ...] = ()) -> Sandbox:
+        """`hidden`: what commands must not read whatever the rules say — the bridge's own secrets (its MCP
+        sign-in tokens, Claude Code's credentials): masked like a Read deny rule's paths."""
+        masks = tuple(compile_path_specifier("/" + str(path), cwd=engine.cwd, root=engine.cwd) for path in hidden)
+
+        def policy(settings: SandboxSettings) -> SandboxPolicy:
+            found = policy_from_engine(engine, settings)
+            return dataclasses.replace(found, masked=(*found.masked, *masks)) if masks else found
+
+        return cls(policy, lambda: sandbox_settings(engine.settings))
+
+    @property
+    def wanted(self) -> bool:
+        return sandbox_wanted(self._settings())
+
+    @property
+    def enforced(self) -> bool:
+        """Commands run sandboxed (wanted, and bwrap can start here)."""
+        return self.wanted and probe().ok
+
+    @property
+    def unavailable(self) -> bool:
+        """Wanted but bwrap cannot start: every Bash command that is not read-only must ask."""
+        return self.wanted and not probe().ok
+
+    def problems(self) -> list[str]:
+        """What the user should hear at session start: invalid `sandbox` settings, an unavailable sandbox, no shell
+        to run commands in (Windows without Git Bash)."""
+        settings = self._settings()
+        found = list(settings.problems)
+        if host.windows():
+            try:
+                git_bash()
+            except NoShell as missing:
+                found.append(str(missing))
+        if sandbox_wanted(settings) and not (availability := probe()).ok:
+            then = ("Bash commands will fail (sandbox.failIfUnavailable)" if settings.fail_if_unavailable
+                    else "every Bash command that is not read-only will ask first")
+            found.append(f"OS sandbox unavailable — {availability.reason}; {then}. "
+                         'Set "sandbox": {"enabled": false} in .agent-bridge/settings.json to run without it.')
+        return found
+
+    def for_call(self, *, grants: tuple[Path, ...] = (), timeout_s: float | None = None,
+                 data_dir: Path | None = None) -> CallSandbox:
+        """This sandbox for one call: what it was allowed to write, its timeout (for the CPU bound; None for a
+        background shell) and where set-aside files go."""
+        return CallSandbox(self, grants, timeout_s, data_dir)
+
+    async def prepare(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
+    ) -> Launch:
+        return await self.for_call().prepare(argv, cwd=cwd, env=env, registry=registry)
+
+    async def _prepare(self, call: CallSandbox, argv: list[str], env: dict[str, str],
+                       registry: ProcessRegistry | None) -> Launch:
+        settings = self._settings()
+        if not sandbox_wanted(settings):
+            return Launch(argv, env)
+        bounds = bounds_for(limits_for(settings.limits, timeout_s=call.timeout_s))
+        prefix = _bounds_prefix(bounds, registry)
+        availability = probe()
+        if not availability.ok or availability.binary is None:
+            if settings.fail_if_unavailable:
+                if bounds is not None:
+                    bounds.release()
+                raise SandboxError(f"The OS sandbox cannot start ({availability.reason}) and "
+                                   "sandbox.failIfUnavailable is set: the command was not run.")
+            run = (SandboxRun(self._policy(settings), MountPlan(), None, bounds, registry=registry)
+                   if bounds is not None else None)
+            return Launch([*prefix, *argv], env, run=run)
+        policy = self._policy(settings)
+        tmp = self._private_tmp(registry)
+        quarantine = (call.data_dir or Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}") / "quarantine"
+        plan, watch = await asyncio.to_thread(self._plan_and_watch, policy, tmp, call.grants, quarantine)
+        for pattern in plan.truncated:
+            if pattern not in self._warned:
+                self._warned.add(pattern)
+                log.warning("deny rule %s matches more paths than the sandbox checks per command; it masks only "
+                            "the first ones found", pattern)
+        run = SandboxRun(policy, plan, watch, bounds, call.grants, registry)
+        if availability.backend == "seatbelt":
+            plan.backend = "seatbelt"
+            wrapper = seatbelt_argv(availability.binary, await asyncio.to_thread(profile, policy, plan, tmp))
+            return Launch([*prefix, *wrapper, *argv], {**env, "TMPDIR": str(tmp), "AGENT_BRIDGE_SANDBOXED": "1"},
+                          release=run.release, run=run)
+        wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan), *argv]
+        return Launch(wrapped, {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"}, wrapped=True,
+                      release=run.release, run=run)
+
+    @staticmethod
+    def _plan_and_watch(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...],
+                        quarantine: Path) -> tuple[MountPlan, Watch | None]:
+        """Plan the mounts and watch what is missing; a held path that appears meanwhile is planned again
+        (it can be mounted read-only after all)."""
+        for _ in range(REPLANS):
+            plan = plan_mounts(policy, tmp, grants)
+            if not plan.missing:
+                return plan, None
+            watch = Watch(list(plan.missing), grants, quarantine, plan.expect, plan.links, policy.writable)
+            appeared = WATCHER.add(watch)
+            if not [h for h in appeared if not h.new_repository]:
+                return plan, watch
+            WATCHER.discard(watch)
+        raise SandboxError("The sandbox cannot hold the workspace's protected files: they keep appearing while the "
+                           "command is prepared. Try again.")
+
+    def _private_tmp(self, registry: ProcessRegistry | None) -> Path:
+        if self._tmp is None or not self._tmp.is_dir():
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"agent-bridge-tmp-{os.getuid()}-"))  # 0700, ours
+            if registry is not None:
+                registry.add_cleanup(self._tmp, "tree")
+        return self._tmp
+
+    def close(self) -> None:
+        """Remove the private /tmp (the bridge's exit; also done at interpreter exit)."""
+        tmp, self._tmp = self._tmp, None
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bounds_prefix(bounds: Bounds | None, registry: ProcessRegistry | None) -> list[str]:
+    """The prologue that puts a command in its bounds; a cgroup that can't be made falls back to rlimits."""
+    if bounds is None:
+        return []
+    try:
+        prefix = bounds.prepare()
+    except OSError as error:
+        log.warning("cannot make a cgroup for a command (%s); it runs with rlimits only", error)
+        bounds.release()
+        bounds.fallback()
+        prefix = bounds.prepare()
+    if registry is not None:
+        for folder in bounds.cgroups:
+            registry.add_cleanup(folder, "cgroup")
+    return prefix
+
+
+@dataclass
+class CallSandbox:
+    """The session's sandbox for one call (`Sandbox.for_call`): a CommandWrapper for the supervisor."""
+
+    sandbox: Sandbox
+    grants: tuple[Path, ...]
+    timeout_s: float | None
+    data_dir: Path | None
+
+    async def prepare(
+        self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
+    ) -> Launch:
+        return await self.sandbox._prepare(self, argv, env, registry)
+
+
+@atexit.register
+def _remove_tmps() -> None:
+    for sandbox in list(_sandboxes):
+        sandbox.close()

@@ -1,0 +1,156 @@
+"""What the OS sandbox holds for one command, worked out once from the session's SandboxPolicy and rendered by
+each backend: bubblewrap's mounts (`MountPlan.args`, bridge/execution/bwrap.py) or a Seatbelt profile
+(bridge/execution/seatbelt.py).
+
+- writable: the policy's roots (workspace, added directories, allowWrite) and the session's private temp dir;
+- held read-only: what runs later and the settings files (bridge/permissions/runs_later.py), where they exist; the
+  directories on the way to them can't be renamed away (`ways`); what the user allowed this call to write
+  (`grants`) is not held;
+- missing: held paths that don't exist yet, watched (bridge/execution/sandbox_watch.py), with no placeholder;
+- read-only: Edit deny rules and denyWrite, expanded to the paths that exist inside the roots;
+- masked: Read deny rules, denyRead and the bridge's own secrets, expanded to the paths that exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.execution.sandbox_notes import inside
+from bridge.execution.sandbox_watch import Identity, identity
+from bridge.permissions.runs_later import HeldPath, granted_covers
+from bridge.permissions.sandbox_policy import SandboxPolicy, expand
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether the platform's sandbox can start here: its program, or why not (said once per session)."""
+
+    ok: bool
+    binary: str | None
+    reason: str = ""
+    backend: str = "bwrap"
+
+
+@dataclass
+class MountPlan:
+    args: list[str] = field(default_factory=list)
+    held: list[tuple[Path, HeldPath]] = field(default_factory=list)  # mounted read-only (real path, why)
+    missing: list[HeldPath] = field(default_factory=list)  # held but not there: watched
+    expect: dict[Path, Identity] = field(default_factory=dict)  # watched entries there at the start
+    links: dict[Path, str] = field(default_factory=dict)  # held paths that are symbolic links: their targets
+    truncated: list[str] = field(default_factory=list)
+    ways: list[Path] = field(default_factory=list)  # directories on the way to what is held: can't be moved
+    read_only: list[Path] = field(default_factory=list)  # held paths that exist: read-only
+    edit_denied: list[Path] = field(default_factory=list)  # Edit deny paths that exist inside the roots
+    masked: list[Path] = field(default_factory=list)  # Read deny paths that exist: unreadable
+    grants: tuple[Path, ...] = ()  # what the user allowed this call to write
+    backend: str = "bwrap"  # which backend runs it (the words of its refusals differ)
+
+
+def _leads_to(grants: tuple[Path, ...], path: Path) -> bool:
+    return any(g != path and g.is_relative_to(path) for g in grants)
+
+
+def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ()) -> MountPlan:
+    """The bwrap mount arguments for `policy`; `grants` (protected paths this command may write) stay
+    writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
+    plan = MountPlan(grants=grants)
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
+    roots = tuple(sorted(policy.writable, key=lambda p: len(p.parts)))
+    for root in roots:
+        args += ["--bind", str(root), str(root)]
+    protect: dict[Path, str] = {}  # path -> "--bind" (onto itself: can't be renamed) or "--ro-bind"
+    covered: list[str] = []  # held directories (with a trailing `/`), read-only or watched whole: what is below
+    # them needs nothing more (strings: pathlib's is_relative_to made this loop most of a command's planning)
+    folders: dict[Path, str] = {}  # resolved parents: the held paths share a few
+
+    def resolved(path: Path) -> Path:
+        parent = folders.get(path.parent)
+        if parent is None:
+            parent = folders[path.parent] = os.path.realpath(path.parent)
+        joined = os.path.join(parent, path.name)
+        return Path(os.path.realpath(joined) if os.path.islink(joined) else joined)
+
+    for held in sorted(policy.protected, key=lambda h: len(h.path.parts)):  # shallow first
+        link = os.path.islink(held.path)
+        if link and inside(held.path.parent, roots) is not None:
+            plan.missing.append(held)  # a link can be replaced by a file: watched; its target is held below
+            plan.expect[held.path] = identity(held.path) or (0, 0, 0, 0)
+            with contextlib.suppress(OSError):
+                plan.links[held.path] = os.readlink(held.path)
+        real = resolved(held.path)
+        key = f"{real}/"
+        if any(key.startswith(c) for c in covered):
+            continue  # inside what is held whole
+        holder = inside(real, roots)
+        if holder is None or real == holder:
+            continue  # read-only already, or a root itself
+        if granted_covers(grants, real) or granted_covers(grants, held.path):
+            continue  # the user allowed this call to write it
+        current = holder
+        parts = real.relative_to(holder).parts
+        present = True
+        for part in parts[:-1]:  # the directories on the way: bound onto themselves, so they stay where they are
+            current = current / part
+            if not os.path.isdir(current) or os.path.islink(current):
+                present = False
+                break
+            protect.setdefault(current, "--bind")
+        if present and os.path.lexists(real):
+            if held.kind == "dir" and os.path.isdir(real) and _leads_to(grants, real):
+                _split(real, grants, protect, plan.expect)  # read-only but for the way to what was granted in it
+                plan.missing.append(held)  # and what appears in it is judged
+                plan.expect[real] = identity(real) or (0, 0, 0, 0)
+            else:
+                protect[real] = "--ro-bind"
+                plan.held.append((real, held))
+            covered.append(key)
+        elif not link:
+            plan.missing.append(held)
+            if not held.new_repository:
+                covered.append(key)
+    for path, op in sorted(protect.items(), key=lambda item: len(item[0].parts)):
+        args += [op, str(path), str(path)]
+        (plan.ways if op == "--bind" else plan.read_only).append(path)
+    read_only = expand(policy.read_only) if policy.read_only else None
+    masked = expand(policy.masked) if policy.masked else None
+    if read_only is not None:
+        plan.truncated += read_only.truncated
+        for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
+            if inside(Path(os.path.realpath(path)), roots) is not None:
+                args += ["--ro-bind", str(path), str(path)]
+                plan.edit_denied.append(path)
+    if masked is not None:
+        plan.truncated += masked.truncated
+        for path in sorted(masked.paths, key=lambda p: len(p.parts)):
+            plan.masked.append(path)
+            if os.path.isdir(path):
+                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--chdir", str(policy.cwd)]
+    plan.args = args
+    return plan
+
+
+def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
+           expect: dict[Path, Identity]) -> None:
+    """`folder` held, but a grant lies inside it: everything in it read-only except the way to the grant;
+    what is there now is `expect`ed (the watch judges only what appears)."""
+    protect.setdefault(folder, "--bind")
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in entries:
+        path = folder / name
+        expect[path] = identity(path) or (0, 0, 0, 0)
+        if granted_covers(grants, path):
+            continue
+        if _leads_to(grants, path) and os.path.isdir(path) and not os.path.islink(path):
+            _split(path, grants, protect, expect)
+        else:
+            protect[path] = "--ro-bind"

@@ -1,0 +1,565 @@
+"""Protected paths that don't exist yet, held without a placeholder: watched while sandboxed commands run.
+
+A bind mount needs something to mount on, and every placeholder we made was seen by `ls`, `git status` and
+`git add -A` (which committed four empty phantom files into a user's repository). Mount tricks can't refuse
+one name in a directory that must stay writable (the workspace root: `git init`, `touch new`, `mkdir build`),
+and a seccomp/ptrace supervisor would have to re-run every file-creating syscall for the command to be safe
+from its own threads. So a missing protected path is held by watching it:
+
+- `inotify` on the deepest directory that exists on the way to it (that directory and the ones above it are
+  bound onto themselves, so they can't be renamed away while the command runs); a dedicated thread reads the
+  events, so the reaction does not wait for the event loop;
+- what a sandboxed command creates at a protected name is set aside at once — moved to
+  `<data dir>/quarantine/…` (or beside itself first when the data dir is on another file system) — and the
+  command's result says so, with why and how to write it for real; a second one ends the command;
+- a new repository (`.git` where there was none: `git init`, `cargo new`) may appear: its settings are checked
+  instead (only inert keys such as `user.name` or `remote.*.url`; hooks only `*.sample`; no `commondir`), and
+  what fails the check is set aside;
+- a path the user allowed this call to write (`ToolContext.grants`) is left alone; one that another allowed
+  call writes (`runs_later.GRANTS`) stays, and the sandboxes that started before it existed — they can't hold
+  it read-only — are ended with a note (run them again);
+- after the command, every missing path is checked once more (what a full event queue hid).
+
+Nothing can tell who created a file: one that the user makes by hand while a sandboxed command runs is set
+aside too (it is kept in the quarantine, and the note names where). Without inotify (not Linux, no watches
+left) only the check after the command remains; the log says so once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import logging
+import os
+import select
+import shutil
+import stat
+import struct
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.execution import host
+from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
+from bridge.permissions.held import HeldPath
+from bridge.permissions.runs_later import GRANTS, granted_covers
+
+log = logging.getLogger(__name__)
+
+IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE = 0x2, 0x8, 0x80, 0x100
+IN_Q_OVERFLOW, IN_IGNORED = 0x4000, 0x8000
+IN_ONLYDIR, IN_DONT_FOLLOW = 0x01000000, 0x02000000
+_MASK = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
+_REPOSITORY_MASK = _MASK | IN_CLOSE_WRITE  # in a new repository's `.git`: its config being rewritten too
+_EVENT = struct.Struct("iIII")
+QUARANTINE_COPY_BYTES = 16 * 1024 * 1024  # beyond this, what is set aside across file systems is only listed
+STRIKES = 2  # the protected creations a command may make before it is ended
+
+# A new repository's config may hold only these (as `git init`, `git clone` and ordinary git work write them).
+_INERT_EXACT = frozenset({
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
+    "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf", "core.quotepath",
+    "core.sparsecheckout", "core.sparsecheckoutcone", "core.compression", "core.commentchar", "core.abbrev",
+    "core.checkstat", "core.trustctime", "core.untrackedcache", "core.splitindex", "core.multipackindex",
+    "user.name", "user.email", "init.defaultbranch", "extensions.objectformat", "extensions.refstorage",
+    "extensions.partialclone", "extensions.worktreeconfig", "extensions.preciousobjects", "pull.rebase", "pull.ff",
+    "push.default", "push.autosetupremote", "fetch.prune", "merge.ff", "rebase.autosquash", "rebase.autostash",
+    "branch.autosetupmerge", "branch.autosetuprebase", "gc.auto", "index.version", "feature.manyfiles",
+    "lfs.repositoryformatversion", "commit.gpgsign", "tag.gpgsign", "color.ui", "advice.detachedhead",
+})
+_INERT_TAILS = {"remote": {"url", "pushurl", "fetch", "push", "tagopt", "mirror", "prune", "partialclonefilter",
+                           "promisor"},
+                "branch": {"remote", "merge", "rebase", "pushremote", "description", "vscode-merge-base"},
+                "submodule": {"url", "active", "branch", "shallow"}}
+
+
+def inert(key: str) -> bool:
+    if key in _INERT_EXACT:
+        return True
+    section, _, rest = key.partition(".")
+    return section in _INERT_TAILS and "." in rest and rest.rsplit(".", 1)[1] in _INERT_TAILS[section]
+
+
+# -- what a command's watch sees ---------------------------------------------------------------------------
+
+
+@dataclass
+class SetAside:
+    """A protected path a command created, and where it went."""
+
+    path: Path
+    why: str
+    to: Path | None  # None: it could only be removed (or was gone already)
+    kept: bool = False  # another call was allowed to write it: it stays, and this command was ended
+
+    def note(self) -> str:
+        if self.kept:
+            return (f"Another call the user allowed wrote {self.path} while this command ran; this command started "
+                    "before it existed, so its sandbox could not hold it read-only, and it was stopped: run it again.")
+        where = f" It was moved to {self.to}." if self.to is not None else " It was removed."
+        return (f"The sandbox set aside {self.path}, which appeared while this command ran: {self.why}.{where} "
+                "Commands may not create it; write it with the Write tool (it asks you), or run a command that names "
+                "it (the permission question shows it, and allowing it lets that command write it).")
+
+
+@dataclass
+class Watch:
+    """One sandboxed command's missing protected paths, from its start until its whole tree is gone."""
+
+    missing: list[HeldPath]
+    grants: tuple[Path, ...]
+    quarantine: Path  # where set-aside files go
+    expect: dict[Path, Identity] = field(default_factory=dict)  # what was there at the start: left alone
+    links: dict[Path, str] = field(default_factory=dict)  # held symbolic links there at the start: put back
+    roots: tuple[Path, ...] = ()  # a directory made right in one of these may become a repository: checked
+    _held: dict[Path, HeldPath] = field(default_factory=dict)  # missing paths by path ...
+    _ways: dict[Path, list[HeldPath]] = field(default_factory=dict)  # ... and by the directories on their way
+    on_strike: Callable[[], None] = lambda: None  # ends the command (called from the watcher's thread)
+    kill_now: Callable[[], None] = lambda: None  # kills its whole tree now (from the event loop's thread)
+    set_aside: list[SetAside] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)  # the directories watched for it
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        for held in list(self.missing):
+            self.index(held)
+
+    def index(self, held: HeldPath) -> None:
+        """Look `held` up by its path and its ancestors' (events come by the thousand: no scan per event)."""
+        if held.path in self._held:
+            return
+        if held not in self.missing:
+            self.missing.append(held)
+        self._held[held.path] = held
+        for parent in held.path.parents:
+            self._ways.setdefault(parent, []).append(held)
+            if parent in self.roots or parent == parent.parent:
+                break
+
+    def holding(self, path: Path) -> HeldPath | None:
+        """The missing held path that is `path` or holds it."""
+        for candidate in (path, *path.parents):
+            found = self._held.get(candidate)
+            if found is not None:
+                return found
+            if candidate in self.roots:
+                return None
+        return None
+
+    def on_the_way(self, path: Path) -> list[HeldPath]:
+        return self._ways.get(path, [])
+
+    def record(self, item: SetAside) -> None:
+        with self._lock:
+            if any(s.path == item.path and s.to == item.to for s in self.set_aside):
+                return
+            self.set_aside.append(item)
+            strikes = len(self.set_aside)
+        if item.kept or strikes >= STRIKES:
+            self.on_strike()
+
+    def notes(self, since: int = 0) -> list[str]:
+        with self._lock:
+            return [s.note() for s in self.set_aside[since:]]
+
+
+# -- the watcher -------------------------------------------------------------------------------------------
+
+
+class _Inotify:
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._add = libc.inotify_add_watch
+        self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self._rm = libc.inotify_rm_watch
+        self._rm.argtypes = [ctypes.c_int, ctypes.c_int]
+        fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1")
+        self.fd = int(fd)
+
+    def add(self, path: Path, mask: int) -> int:
+        wd = int(self._add(self.fd, os.fsencode(path), mask))
+        if wd < 0:
+            error = ctypes.get_errno()
+            raise OSError(error, os.strerror(error), str(path))
+        return wd
+
+    def remove(self, wd: int) -> None:
+        self._rm(self.fd, wd)
+
+    def read(self) -> list[tuple[int, int, str]]:
+        try:
+            data = os.read(self.fd, 256 * 1024)
+        except BlockingIOError:
+            return []
+        out = []
+        offset = 0
+        while offset + _EVENT.size <= len(data):
+            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+            name = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
+            out.append((wd, mask, os.fsdecode(name)))
+            offset += _EVENT.size + length
+        return out
+
+
+class Watcher:
+    """The process's one inotify instance and thread, shared by every sandboxed command's `Watch`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._watches: list[Watch] = []
+        GRANTS.listeners.append(self._granting)
+        self._dirs: dict[Path, int] = {}  # watched directory -> wd
+        self._paths: dict[int, Path] = {}
+        self._refs: dict[Path, int] = {}
+        self._inotify: _Inotify | None = None
+        self._thread: threading.Thread | None = None
+        self._wake_r, self._wake_w = -1, -1
+        self._failed = False
+
+    # subscribing
+
+    def add(self, watch: Watch) -> list[HeldPath]:
+        """Start watching `watch.missing`, before the command starts. Returns those that exist by now (the
+        caller plans its mounts again: they can be mounted read-only after all)."""
+        with self._lock:
+            self._watches.append(watch)
+            if self._start():
+                for held in watch.missing:
+                    anchor = held.path.parent
+                    while not os.path.isdir(anchor) and anchor != anchor.parent:
+                        anchor = anchor.parent
+                    self._watch_dir(anchor, watch)
+        return [held for held in watch.missing if os.path.lexists(held.path) and not _expected(watch, held.path)]
+
+    def discard(self, watch: Watch) -> None:
+        """Stop watching for `watch`, judging nothing (a plan that is being made again)."""
+        with self._lock:
+            if watch in self._watches:
+                self._watches.remove(watch)
+            for folder in watch.folders:
+                self._unwatch_dir(folder)
+            watch.folders.clear()
+
+    def _granting(self, paths: tuple[Path, ...]) -> None:
+        """Another call is about to write `paths` (allowed): a sandbox watching one of them as missing has no
+        read-only mount for it and could rewrite it afterwards: it is killed now, before the write."""
+        with self._lock:
+            watches = list(self._watches)
+        for watch in watches:
+            if any(watch.holding(path) is not None and not granted_covers(watch.grants, path) for path in paths):
+                with watch._lock:
+                    watch.set_aside.append(SetAside(paths[0], "", None, kept=True))
+                watch.kill_now()
+
+    def remove(self, watch: Watch) -> None:
+        """The command's tree is gone: check once more, stop watching its paths."""
+        self.check(watch)
+        self.discard(watch)
+
+    # the thread
+
+    def _start(self) -> bool:
+        if self._inotify is not None:
+            return True
+        if self._failed:
+            return False
+        try:
+            if not host.linux():
+                raise OSError(f"inotify is Linux's; this is {sys.platform}")
+            self._inotify = _Inotify()
+        except (OSError, AttributeError) as error:
+            self._failed = True
+            log.warning("cannot watch protected paths that don't exist yet (%s): they are checked only after each "
+                        "command", error)
+            return False
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        self._thread = threading.Thread(target=self._run, name="sandbox-watch", daemon=True)
+        self._thread.start()
+        return True
+
+    def _watch_dir(self, folder: Path, watch: Watch, mask: int = _MASK) -> None:
+        if self._inotify is None or folder in watch.folders:
+            return
+        watch.folders.append(folder)
+        self._refs[folder] = self._refs.get(folder, 0) + 1
+        if folder in self._dirs and mask == _MASK:
+            return
+        try:
+            wd = self._inotify.add(folder, mask)  # a second add of a directory widens its mask
+        except OSError as error:
+            if error.errno not in (errno.ENOENT, errno.ENOTDIR):
+                log.warning("cannot watch %s: %s", folder, error)
+            return
+        self._dirs[folder] = wd
+        self._paths[wd] = folder
+
+    def _unwatch_dir(self, folder: Path) -> None:
+        left = self._refs.get(folder, 0) - 1
+        if left > 0:
+            self._refs[folder] = left
+            return
+        self._refs.pop(folder, None)
+        wd = self._dirs.pop(folder, None)
+        if wd is not None and self._inotify is not None:
+            self._paths.pop(wd, None)
+            with contextlib.suppress(OSError):
+                self._inotify.remove(wd)
+
+    def _run(self) -> None:
+        assert self._inotify is not None
+        fd = self._inotify.fd
+        while True:
+            try:
+                select.select([fd, self._wake_r], [], [])
+            except OSError:
+                return
+            events = self._inotify.read()
+            overflow = False
+            touched: list[Path] = []
+            with self._lock:
+                for wd, mask, name in events:
+                    if mask & IN_Q_OVERFLOW:
+                        overflow = True
+                    elif mask & IN_IGNORED:
+                        folder = self._paths.pop(wd, None)
+                        if folder is not None and self._dirs.get(folder) == wd:
+                            del self._dirs[folder]
+                    elif name and wd in self._paths:
+                        touched.append(self._paths[wd] / name)
+                watches = list(self._watches)
+            for watch in watches:
+                try:
+                    if overflow:
+                        self.check(watch)
+                    else:
+                        for path in dict.fromkeys(touched):
+                            self._seen(watch, path)
+                except Exception:  # the watcher must outlive any one bad event
+                    log.exception("checking protected paths failed")
+
+    # judging what appeared
+
+    def _seen(self, watch: Watch, path: Path) -> None:
+        held = watch.holding(path)
+        if held is not None:
+            self._judge(watch, held, path)
+            return
+        ways = watch.on_the_way(path)
+        if ways and os.path.isdir(path):
+            with self._lock:  # a directory on the way: watch it, and look at what is there already
+                self._watch_dir(path, watch)
+            for each in ways:
+                self._judge_existing(watch, each)
+        if path.parent in watch.roots and path.name != ".git" and os.path.isdir(path) and not os.path.islink(path):
+            repository = HeldPath(path / ".git", "dir", NEW_REPOSITORY, checked="repository")
+            watch.index(repository)  # a new folder right in the workspace: it may become a repository
+            with self._lock:
+                self._watch_dir(path, watch)
+            self._judge_existing(watch, repository)
+
+    def check(self, watch: Watch) -> None:
+        """Every missing path of `watch`, looked at now; a held link the command removed is put back."""
+        for held in watch.missing:
+            self._judge_existing(watch, held)
+            self._put_back(watch, held.path)
+
+    @staticmethod
+    def _put_back(watch: Watch, path: Path) -> None:
+        target = watch.links.get(path)
+        if target is not None and not os.path.lexists(path) and not granted_covers(watch.grants, path):
+            with contextlib.suppress(OSError):
+                os.symlink(target, path)
+                watch.expect[path] = identity(path) or (0, 0, 0, 0)
+
+    def _judge_existing(self, watch: Watch, held: HeldPath) -> None:
+        if os.path.lexists(held.path):
+            self._judge(watch, held, held.path)
+
+    def _judge(self, watch: Watch, held: HeldPath, path: Path) -> None:
+        if held.checked == "repository":
+            self._new_repository(watch, held)
+            return
+        if held.checked == "config":
+            self._new_config(watch, held, held.path)
+            return
+        if held.checked == "hooks":
+            self._new_hooks(watch, held, held.path)
+            return
+        if _expected(watch, path):
+            if os.path.isdir(path) and _on_the_way(watch.grants, path):
+                self._granted_way(watch, held, path)
+            return
+        if granted_covers(watch.grants, path) or _on_the_way(watch.grants, path):
+            if os.path.isdir(path) and not granted_covers(watch.grants, path):
+                self._granted_way(watch, held, path)
+            return
+        if GRANTS.covers(path):
+            watch.record(SetAside(path, held.why, None, kept=True))
+            return
+        self._set_aside(watch, held, path)
+
+    def _granted_way(self, watch: Watch, held: HeldPath, folder: Path) -> None:
+        """A directory on the way to a granted path: only that way may appear in it."""
+        with self._lock:
+            self._watch_dir(folder, watch)
+        for entry in _listdir(folder):
+            self._judge(watch, held, folder / entry)
+
+    def _new_repository(self, watch: Watch, held: HeldPath) -> None:
+        gitdir = held.path
+        if not os.path.isdir(gitdir) or os.path.islink(gitdir):
+            if os.path.lexists(gitdir) and not GRANTS.covers(gitdir) and not granted_covers(watch.grants, gitdir):
+                self._set_aside(watch, held, gitdir)  # a `.git` file or link names another repository
+            return
+        with self._lock:
+            self._watch_dir(gitdir, watch, _REPOSITORY_MASK)
+        for name in ("commondir", "config.worktree"):
+            if os.path.lexists(gitdir / name):
+                self._set_aside(watch, held, gitdir / name, f"{gitdir / name}: it moves where git reads its settings")
+        self._new_config(watch, held, gitdir / "config")
+        self._new_hooks(watch, held, gitdir / "hooks")
+
+    def _new_config(self, watch: Watch, held: HeldPath, config: Path) -> None:
+        """A git config that was not there: it may hold only inert settings (`git init`'s, `user.name`,
+        remotes and branches) unless the call was allowed to write it."""
+        if not os.path.lexists(config) or granted_covers(watch.grants, config) or GRANTS.covers(config):
+            return
+        with self._lock:
+            self._watch_dir(config.parent, watch, _REPOSITORY_MASK)  # it is rewritten in place (lock + rename)
+        entries = config_entries(config) if os.path.isfile(config) and not os.path.islink(config) else None
+        bad = ["(unreadable)"] if entries is None else [k for k, _ in entries if not inert(k)]
+        if bad:
+            self._set_aside(watch, held, config, f"git's settings there hold {', '.join(bad[:3])}, which can make git "
+                                                 "run programs")
+
+    def _new_hooks(self, watch: Watch, held: HeldPath, hooks: Path) -> None:
+        """A hooks directory that was not there: only `*.sample` files (what `git init` copies) may be in it."""
+        if not os.path.isdir(hooks) or os.path.islink(hooks):
+            if os.path.lexists(hooks) and not granted_covers(watch.grants, hooks):
+                self._set_aside(watch, held, hooks, "git runs its hooks at commit, merge and checkout")
+            return
+        with self._lock:
+            self._watch_dir(hooks, watch)
+        for entry in _listdir(hooks):
+            hook = hooks / entry
+            if not entry.endswith(".sample") and not granted_covers(watch.grants, hook) and not GRANTS.covers(hook):
+                self._set_aside(watch, held, hook, "git runs its hooks at commit, merge and checkout")
+
+    def _set_aside(self, watch: Watch, held: HeldPath, path: Path, why: str | None = None) -> None:
+        """Move `path` aside; every running command that could have made it hears of it (nothing tells which
+        one did)."""
+        if not os.path.lexists(path):
+            return
+        moved = quarantine(path, watch.quarantine)
+        if moved is False or moved is True:
+            return
+        item = SetAside(path, why or held.why, moved)
+        self._put_back(watch, path)
+        with self._lock:
+            others = [w for w in self._watches if w is not watch and any(h.path == held.path for h in w.missing)]
+        for each in (watch, *others):
+            each.record(item)
+
+
+def _on_the_way(grants: tuple[Path, ...], path: Path) -> bool:
+    return any(g != path and g.is_relative_to(path) for g in grants)
+
+
+Identity = tuple[int, int, int, int]
+
+
+def identity(path: Path) -> Identity | None:
+    """What tells an entry from one made in its place: a deleted file's inode number is often reused at once,
+    so the kind and the change time count too."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode), st.st_ctime_ns
+
+
+def _expected(watch: Watch, path: Path) -> bool:
+    """`path` is what was there when the command started (a held link, an entry of a held directory that
+    holds a grant)."""
+    want = watch.expect.get(path)
+    return want is not None and identity(path) == want
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+# -- setting aside -----------------------------------------------------------------------------------------
+
+
+def quarantine(path: Path, into: Path) -> Path | bool | None:
+    """Move `path` out of the workspace into a fresh folder under `into`: by rename where `into` is on the same
+    file system; else renamed beside itself first (at once harmless: no program looks for that name), then
+    copied (bounded) and removed. The new path; None when it could only be removed; False when it was gone."""
+    target: Path | None = into / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}" / path.name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
+    except OSError:
+        target = None
+    if target is not None:
+        try:
+            os.rename(path, target)
+            return target
+        except FileNotFoundError:
+            return False
+        except OSError as error:
+            if error.errno != errno.EXDEV:
+                log.warning("cannot set %s aside: %s", path, error)
+    beside = path.with_name(f".{path.name}.set-aside-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(path, beside)
+    except FileNotFoundError:
+        return False
+    except OSError as error:
+        log.error("cannot set %s aside: %s", path, error)
+        return False
+    copied = _copy_bounded(beside, target) if target is not None else False
+    if os.path.isdir(beside) and not os.path.islink(beside):
+        shutil.rmtree(beside, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(beside)
+    return target if copied else None
+
+
+def _copy_bounded(source: Path, target: Path) -> bool:
+    budget = QUARANTINE_COPY_BYTES
+    try:
+        if os.path.isdir(source) and not os.path.islink(source):
+            for folder, _dirs, files in os.walk(source):
+                budget -= sum(os.lstat(os.path.join(folder, f)).st_size for f in files)
+                if budget < 0:
+                    return False
+            shutil.copytree(source, target, symlinks=True)
+        elif os.path.islink(source):
+            os.symlink(os.readlink(source), target)
+        else:
+            if os.lstat(source).st_size > budget:
+                return False
+            shutil.copy2(source, target, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
+WATCHER = Watcher()
+"""The process's watcher (its thread starts with the first command that has a missing protected path)."""
+
+
+def supported() -> bool:
+    return sys.platform.startswith("linux")

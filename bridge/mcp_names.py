@@ -1,0 +1,37 @@
+"""How the tools and prompts of MCP servers are named: `mcp__<server>__<name>`, API-safe, as Claude Code names
+them, so permission rules (`mcp__server`, `mcp__server__*`, `mcp__server__tool`) read the same in both. The MCP
+client makes the names and the permission layer, below it, reads them: the one format lives in the ground."""
+
+from __future__ import annotations
+
+import re
+
+PREFIX = "mcp__"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def name_part(name: str) -> str:
+    """`name` with every character a tool name may not hold (the Messages API's) made `_`."""
+    return _UNSAFE.sub("_", name)
+
+
+def mcp_name(server: str, name: str) -> str:
+    """The name of a server's tool or prompt (`mcp__github__create_issue`)."""
+    return f"{PREFIX}{name_part(server)}__{name_part(name)}"
+
+
+def server_of(name: str) -> str | None:
+    """The server part of an MCP tool's name (as `name_part` made it); None for any other name."""
+    parts = name.split("__")
+    return parts[1] if len(parts) >= 3 and parts[0] == "mcp" else None
+
+
+def server_rule(name: str) -> str | None:
+    """The rule naming every tool of the server an MCP tool belongs to (`mcp__github`); None for other tools."""
+    server = server_of(name)
+    return None if server is None else f"{PREFIX}{server}"
+
+
+def is_server_glob(rule_tool: str) -> bool:
+    """`mcp__server__*`: a rule naming every tool of one server."""
+    return rule_tool.startswith(PREFIX) and rule_tool.endswith("__*")

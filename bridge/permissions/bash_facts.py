@@ -1,0 +1,425 @@
+"""What a shell command touches, set against the file system: the facts the engine judges a command by.
+
+`BashFacts.of` resolves what each part of the command's verdict (`shell.py`) reads and writes: globs expanded as
+bash would (bounded), `~` and `..` folded, symlinks resolved, the git repository a git command reads located,
+the files a file list names read. Rules match fail-closed: a part whose program or paths can't be known matches
+every deny and ask rule that could apply; a recursive read (`grep -r`, `rg`, `git diff`) matches a path rule
+about reads when any file below it does (the tree is walked, bounded; past the bound it matches).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bridge.permissions.command_effects import Access
+from bridge.permissions.command_parts import Part, safe_device
+from bridge.permissions.containment import InvalidPath, Workspace, resolve
+from bridge.permissions.path_access import PathAccess, may_hold, path_hit
+from bridge.permissions.rules import CompiledRule
+from bridge.permissions.shell import ShellVerdict
+from bridge.permissions.shell_paths import Budget, checksum_names, expand_glob
+from bridge.permissions.shell_syntax import Word
+from bridge.permissions.types import NamedPath
+
+MAX_LIST_BYTES = 1_000_000
+
+
+@dataclass
+class Tree:
+    """A directory whose files are all read (grep -r, rg, git diff)."""
+
+    root: PathAccess
+    follow: bool
+    entries: list[PathAccess] | None = None  # walked on demand
+    too_many: bool = False
+    escapes: list[Path] = field(default_factory=list)  # symlinks followed out of the workspace
+
+
+@dataclass
+class PartFacts:
+    part: Part
+    reads: list[PathAccess] = field(default_factory=list)
+    trees: list[Tree] = field(default_factory=list)
+    writes: list[PathAccess] = field(default_factory=list)
+    write_trees: list[PathAccess] = field(default_factory=list)  # rm -r, mv: everything below is written
+    maybe_reads: list[PathAccess] = field(default_factory=list)  # an unknown program's words, for Read deny
+    unknown_reads: str | None = None
+    unknown_writes: str | None = None
+    problems: list[str] = field(default_factory=list)  # why it could not be checked: it asks
+    lists: list[PathAccess] = field(default_factory=list)  # files naming files it reads (`md5sum -c L`)
+
+
+@dataclass
+class BashFacts:
+    verdict: ShellVerdict
+    bases: list[Path]  # the cwd, then every directory a `cd` moves into
+    parts: list[PartFacts]
+    workspace: Workspace
+    budget: Budget = field(default_factory=Budget)
+    forms: tuple[dict[str, list[_Form]], list[_Form]] | None = None  # see `_forms`
+
+    @classmethod
+    def of(cls, verdict: ShellVerdict, cwd: Path, workspace: Workspace) -> BashFacts:
+        facts = cls(verdict, [cwd], [], workspace)
+        for part in verdict.parts:
+            if part.cd is not None and not part.nested:
+                for base in list(facts.bases):
+                    for target in facts._expand(part.cd, base) or []:
+                        resolved = resolve(target, base)
+                        if resolved not in facts.bases:
+                            facts.bases.append(resolved)
+        for part in verdict.parts:
+            facts.parts.append(facts._part(part))
+        facts._lists_written()
+        return facts
+
+    def _lists_written(self) -> None:
+        """A file list the command itself writes (`echo … > l; md5sum -c l`) names what the check never saw."""
+        written = [a.real for f in self.parts for a in f.writes + f.write_trees]
+        unknown = next((f.unknown_writes for f in self.parts if f.unknown_writes is not None), None)
+        for facts in self.parts:
+            for listed in facts.lists:
+                if unknown is not None or any(listed.real == w or listed.real.is_relative_to(w) for w in written):
+                    facts.problems.append(f"`{facts.part.text}`: its file list {listed.written} may be written by "
+                                          "the command itself, so what it names can't be known")
+
+    # --- resolving one part ------------------------------------------------------------------------
+
+    def _part(self, part: Part) -> PartFacts:
+        out = PartFacts(part)
+        if part.unknown_program is not None:
+            out.unknown_reads = out.unknown_writes = part.unknown_program
+        if part.unknown_reads:
+            out.unknown_reads = out.unknown_reads or f"`{part.text}` reads a path computed at run time"
+        found = part.effects
+        for base in self.bases:
+            top = None
+            if found is not None and found.git:
+                top = self._repository(part, base, out)
+            for access in part.reads:
+                self._read(access, base, top, out)
+            for word in found.maybe_reads if found is not None else ():
+                for path in self._expand(word, base) or []:
+                    try:
+                        out.maybe_reads.append(PathAccess.of(path, base))
+                    except InvalidPath:
+                        continue
+            for target in part.writes:
+                if target.word is None:
+                    out.unknown_writes = out.unknown_writes or f"`{part.text}` writes a path computed at run time"
+                    continue
+                paths = self._expand(target.word, base)
+                if paths is None:
+                    out.unknown_writes = f"`{part.text}` writes paths that can't be listed ({target.word.text})"
+                    continue
+                for path in paths:
+                    (out.write_trees if target.recursive else out.writes).append(PathAccess.of(path, base))
+        return out
+
+    def _read(self, access: Access, base: Path, top: Path | None, out: PartFacts) -> None:
+        if access.repo:
+            out.trees.append(Tree(PathAccess.of(top or base, base), follow=False))
+            return
+        paths = self._expand(access.word, base)
+        if paths is None:
+            out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads paths that can't be listed " \
+                                                     f"({access.word.text})"
+            return
+        where = top if access.repo_path and top is not None else base
+        for path in paths:
+            if safe_device(path):
+                if access.list_file:  # `sha256sum -c /dev/stdin`: the names come from a pipe
+                    out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads the names of the files " \
+                                                             f"it reads from {path}"
+                continue
+            resolved = PathAccess.of(path, where)
+            if access.recursive and not access.names_only:
+                out.trees.append(Tree(resolved, access.follow))
+            else:
+                out.reads.append(resolved)
+            if access.list_file:
+                self._list(resolved, where, out)
+
+    def _expand(self, word: Word, base: Path) -> list[str] | None:
+        """What bash makes of a path word: its value, `~` expanded, or a glob's matches (bounded)."""
+        if not word.static:
+            return None
+        value = word.value
+        if word.tilde:
+            value = os.path.expanduser(value)
+        elif value.startswith("~"):
+            value = "./" + value  # a quoted `~` is a file named `~`
+        if word.pattern is None:
+            return [value]
+        if self.verdict.globs_unreliable:
+            return None
+        pattern = os.path.expanduser(word.pattern) if word.tilde else word.pattern
+        matches = expand_glob(pattern, base, self.budget)
+        if matches is None:
+            return None
+        return matches or [value]
+
+    def _list(self, listed: PathAccess, base: Path, out: PartFacts) -> None:
+        """A file naming more files (`wc --files0-from`, `md5sum -c`): each name is read too. A checksum list is
+        a content oracle (`OK` says a guess of the file's content was right), so its names count as reads of
+        those files; a line that can't be read for certain makes the command ask. Only a regular file is read
+        (opened without blocking: a FIFO or a terminal can't stall the check or take the bridge's input)."""
+        text = self._list_text(listed, out)
+        if text is None:
+            out.lists.append(listed)
+            return
+        out.lists.append(listed)
+        checksums = out.part.effects is not None and out.part.effects.program.endswith("sum")
+        names = text.split("\0") if "\0" in text else text.splitlines()
+        for line in names:
+            found = checksum_names(line) if checksums else [line]
+            if found is None:
+                out.problems.append(f"`{out.part.text}`: a line of its checklist {listed.written} can't be read "
+                                    f"for certain ({line[:80]!r})")
+                return
+            for name in found:
+                try:
+                    out.reads.append(PathAccess.of(name, base))
+                except InvalidPath:
+                    out.problems.append(f"`{out.part.text}`: its file list names an invalid path")
+
+    def _list_text(self, listed: PathAccess, out: PartFacts) -> str | None:
+        where = f"`{out.part.text}`: its file list {listed.written}"
+        try:
+            fd = os.open(listed.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            out.problems.append(f"{where} does not exist yet (what it will name can't be known)")
+            return None
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                out.problems.append(f"{where} is not a regular file (what it names can't be known)")
+                return None
+            data = os.read(fd, MAX_LIST_BYTES + 1)
+        except OSError as exc:
+            out.problems.append(f"{where} can't be read ({exc.strerror})")
+            return None
+        finally:
+            os.close(fd)
+        if len(data) > MAX_LIST_BYTES:
+            out.problems.append(f"{where} is over {MAX_LIST_BYTES:,} bytes")
+            return None
+        return data.decode("utf-8", errors="surrogateescape")
+
+    def _repository(self, part: Part, base: Path, out: PartFacts) -> Path | None:
+        """The top directory of the repository git will read, found as git finds it. A repository outside the
+        workspace, or a directory that looks like a bare repository (git would run its config), asks."""
+        effects = part.effects
+        start = resolve(effects.git_dir.value, base) if effects is not None and effects.git_dir else base
+        for directory in (start, *start.parents):
+            if (directory / ".git").exists():
+                if not self.workspace.contains(directory):
+                    out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the "
+                                        "workspace")
+                elif (directory / ".git").is_file():
+                    out.problems.append(f"`{part.text}`: {directory}/.git points to a repository elsewhere")
+                return directory
+            if (directory / "HEAD").is_file() and (directory / "objects").is_dir() and (directory / "refs").is_dir():
+                out.problems.append(f"`{part.text}`: {directory} looks like a bare git repository; its configuration "
+                                    "could run programs")
+                return directory
+        return None
+
+    # --- trees -------------------------------------------------------------------------------------
+
+    def walk(self, tree: Tree) -> None:
+        if tree.entries is not None:
+            return
+        tree.entries = []
+        seen: set[tuple[int, int]] = set()
+        stack = [(tree.root.written, tree.root.real)]
+        while stack:
+            written, real = stack.pop()
+            try:
+                st = os.stat(real)
+                if (st.st_dev, st.st_ino) in seen:
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                entries = list(os.scandir(real))
+            except OSError:
+                continue
+            if not self.budget.spend(len(entries)):
+                tree.too_many = True
+                return
+            for entry in entries:
+                if entry.name == ".git":
+                    continue
+                seen_path, real_path = written / entry.name, Path(entry.path)
+                if entry.is_symlink():
+                    if not tree.follow:
+                        continue
+                    real_path = Path(os.path.realpath(entry.path))
+                    if not self.workspace.contains(real_path):
+                        tree.escapes.append(real_path)
+                tree.entries.append(PathAccess(seen_path, real_path))
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=tree.follow)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    stack.append((seen_path, real_path))
+
+    def tree_hit(self, tree: Tree, rule: CompiledRule) -> bool:
+        if not may_hold(rule, tree.root):
+            return False
+        if rule.matches_path(tree.root.real) or rule.matches_path(tree.root.written):
+            return True
+        self.walk(tree)
+        if tree.too_many:
+            return True
+        return any(rule.matches_path(e.real) or rule.matches_path(e.written) for e in tree.entries or [])
+
+    # --- rule matching (deny and ask) ---------------------------------------------------------------
+
+    def fail_closed(self) -> str | None:
+        """Why the command may match rules it does not name (it can't be read in full), if it may."""
+        if not self.verdict.ok:
+            return f"the command {self.verdict.error}"
+        for facts in self.parts:
+            for why in (facts.part.unknown_program, facts.part.opaque, facts.unknown_reads, facts.unknown_writes):
+                if why is not None:
+                    return why
+        return None
+
+    def bash_rule_hits(self, rule: CompiledRule) -> bool:
+        if not self.verdict.ok or any(f.part.unknown_program or f.part.opaque for f in self.parts):
+            return True
+        by_head, headless = self._forms()
+        candidates = headless + by_head.get(rule.command_head, []) if rule.command_head is not None else [
+            form for forms in by_head.values() for form in forms] + headless
+        return any(form.hits(rule) for form in candidates)
+
+    def _forms(self) -> tuple[dict[str, list[_Form]], list[_Form]]:
+        """Every part's forms, once per decision, by first word (a form whose first word is unknown: apart)."""
+        if self.forms is None:
+            by_head: dict[str, list[_Form]] = {}
+            headless: list[_Form] = []
+            for facts in self.parts:
+                for raw in facts.part.forms(for_deny=True):
+                    form = _Form.of(raw)
+                    if form.head is None:
+                        headless.append(form)
+                    else:
+                        by_head.setdefault(form.head, []).append(form)
+            self.forms = (by_head, headless)
+        return self.forms
+
+    def read_rule_hits(self, rule: CompiledRule) -> bool:
+        if not self.verdict.ok:
+            return True
+        for facts in self.parts:
+            if facts.unknown_reads is not None:
+                return True
+            if any(path_hit(rule, a) for a in facts.reads + facts.maybe_reads):
+                return True
+            if any(self.tree_hit(tree, rule) for tree in facts.trees):
+                return True
+        return False
+
+    def write_rule_hits(self, rule: CompiledRule) -> bool:
+        if not self.verdict.ok:
+            return True
+        for facts in self.parts:
+            if facts.unknown_writes is not None:
+                return True
+            if any(path_hit(rule, a) for a in facts.writes):
+                return True
+            if any(path_hit(rule, a) or may_hold(rule, a) for a in facts.write_trees):
+                return True
+        return False
+
+    def protected_part(self, *, memory_too: bool) -> tuple[str, Part | None] | None:
+        """`protected`, with the part that writes (None: the command can't be read)."""
+        if not self.verdict.ok:
+            return f"The command {self.verdict.error}: it can't be checked for writes to protected files", None
+        for facts in self.parts:
+            if facts.unknown_writes is not None:
+                return f"{facts.unknown_writes}: it can't be checked for writes to protected files", facts.part
+            for access in facts.writes:
+                found = self.workspace.protected_reason(access.written)
+                if found is not None and (found[1] == "settings" or memory_too):
+                    return f"Writing {found[0]}", facts.part
+            for access in facts.write_trees:
+                found = self.workspace.protected_below(access.written)
+                if found is not None and (found[1] == "settings" or memory_too):
+                    return f"Writing {found[0]}", facts.part
+        return None
+
+    # --- what the question shows ------------------------------------------------------------------------
+
+    def parts_matching(self, rule: CompiledRule) -> list[tuple[Part, str]]:
+        """The parts a deny or ask rule speaks about (the question marks them): by their forms for a command rule,
+        their reads for a path rule about reads, their writes for one about writes; a part that can't be read in
+        full matches (it failed closed)."""
+        why = f"the rule {rule.text} speaks about it"
+        out: list[tuple[Part, str]] = []
+        for facts in self.parts:
+            part = facts.part
+            if rule.rule.specifier is None:
+                hit = True
+            elif rule.command is not None:
+                hit = bool(part.unknown_program or part.opaque) or any(
+                    _Form.of(form).hits(rule) for form in part.forms(for_deny=True))
+            elif rule.path is not None and rule.form.access == "read":
+                hit = facts.unknown_reads is not None or any(
+                    path_hit(rule, a) for a in facts.reads + facts.maybe_reads) or any(
+                    self.tree_hit(tree, rule) for tree in facts.trees)
+            elif rule.path is not None:
+                hit = facts.unknown_writes is not None or any(path_hit(rule, a) for a in facts.writes) or any(
+                    path_hit(rule, a) or may_hold(rule, a) for a in facts.write_trees)
+            else:
+                hit = False
+            if hit:
+                out.append((part, why))
+        return out
+
+    def named_paths(self, limit: int = 20) -> tuple[NamedPath, ...]:
+        """Paths the command names that lead somewhere else (a symlink, `..`, `~`): named and resolved."""
+        out: dict[str, NamedPath] = {}
+        for facts in self.parts:
+            for access in [*facts.reads, *facts.writes, *facts.write_trees, *(t.root for t in facts.trees)]:
+                if access.named and access.differs() and access.named not in out:
+                    out[access.named] = NamedPath(access.named, str(access.real))
+                if len(out) >= limit:
+                    return tuple(out.values())
+        return tuple(out.values())
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A command form as rules read it: the words known before it runs, what stops them, the joined text."""
+
+    known: tuple[str, ...]
+    stop: Word | None  # the first word computed at run time (or a glob); None: every word is known
+    head: str | None  # the shell-quoted first word, when known
+    text: str | None  # `shlex.join` of the words, when all are known
+
+    @classmethod
+    def of(cls, form: tuple[Word, ...]) -> _Form:
+        known: list[str] = []
+        stop = None
+        for word in form:
+            if not word.static or word.pattern is not None:
+                stop = word
+                break
+            known.append(word.value)
+        head = shlex.quote(known[0]) if known else None
+        return cls(tuple(known), stop, head, shlex.join(known) if stop is None else None)
+
+    def hits(self, rule: CompiledRule) -> bool:
+        if self.stop is not None:
+            return rule.could_match(self.known, None if not self.stop.static else self.stop.pattern)
+        if rule.command_head is not None and self.head != rule.command_head:
+            return False
+        return self.text is not None and rule.matches_command(self.text)

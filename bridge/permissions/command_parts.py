@@ -1,0 +1,83 @@
+"""A simple command as the permission layer sees it (`Part`): its words behind wrappers, the forms deny and ask
+rules are matched on, what it reads and writes, why it is not read-only. shell.py's verdict is a list of these;
+shell_build.py makes them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from bridge.permissions.command_effects import Access, Effects
+from bridge.permissions.shell_syntax import Command, Word
+
+# Environment variables that change which program runs or make one run code.
+DANGEROUS_ENV = re.compile(
+    r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
+    r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
+    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL|"
+    # files whose content says what runs: configuration homes, loader and plugin paths, debugger hooks
+    r"XDG_CONFIG_HOME|XDG_CONFIG_DIRS|GCONV_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|JAVA_TOOL_OPTIONS|"
+    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LESSKEY\w*|LESSEDIT|MANOPT|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|"
+    r"SSH_ASKPASS|SUDO_ASKPASS|ZDOTDIR|PERL5DB|PERLDB_OPTS|PYTHONBREAKPOINT|PYTHONWARNINGS|NODE_PATH|"
+    r"NPM_CONFIG_\w+|npm_config_\w+|FZF_DEFAULT_\w+|SYSTEMD_PAGER|GH_PAGER|AWS_PAGER|PSQL_PAGER|BROWSER|"
+    r"KUBECONFIG|DOCKER_CONFIG|AWS_CONFIG_FILE|CARGO_HOME|RUSTC_WRAPPER|GOFLAGS|MAKEFLAGS|INPUTRC)$"
+)
+SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
+FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")
+UNKNOWN = Word("…", "…", why="computed at run time")
+
+
+@dataclass(frozen=True)
+class WriteTarget:
+    word: Word | None  # None: a path computed at run time
+    recursive: bool = False  # the whole tree below (rm -r, mv): a protected path inside counts
+
+
+@dataclass
+class Part:
+    """One simple command as the permission layer sees it."""
+
+    command: Command
+    argv: tuple[Word, ...]  # the words after `NAME=value` prefixes
+    effective: tuple[Word, ...]  # behind wrappers that run it unchanged (`timeout 5 npm test` is `npm test`)
+    deny_forms: list[tuple[Word, ...]] = field(default_factory=list)  # what deny and ask rules are matched on
+    nested: bool = False  # parsed out of `bash -c '…'`, `xargs`, `find -exec`…: for deny and ask rules only
+    hazard: str | None = None  # why it must ask even under a broad allow rule
+    hazard_command: str | None = None  # a rule naming this command lets the hazard run (`Bash(sudo apt update)`)
+    unknown_program: str | None = None  # why its program can't be known before it runs
+    opaque: str | None = None  # why what it finally runs can't be known (code given as text, recipes): deny
+    # and ask rules count it as matching, nothing else changes (`python3 -c …` is judged as python3 otherwise)
+    probe_forms: list[tuple[Word, ...]] = field(default_factory=list)  # its arguments read as commands
+    effects: Effects | None = None  # what its program does, flag by flag (None: no program)
+    read_only: bool = False
+    why: str = ""  # why it is not read-only
+    reads_only: bool = False  # read-only but for its output redirections (`ls > out.txt`)
+    reads: list[Access] = field(default_factory=list)
+    writes: list[WriteTarget] = field(default_factory=list)
+    unknown_reads: bool = False  # may read paths that can't be known here
+    cd: Word | None = None  # `cd DIR`: where later parts run
+    env_set: list[str] = field(default_factory=list)  # variables a wrapper sets for it (`env CI=1 …`)
+    span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
+    environment: bool = False  # it reads environment variables that may hold secrets
+
+    @property
+    def text(self) -> str:
+        return self.command.text
+
+    @property
+    def static(self) -> bool:
+        return all(w.static for w in self.effective)
+
+    @property
+    def canonical(self) -> str:
+        return shlex.join(w.value for w in self.argv)
+
+    def forms(self, *, for_deny: bool) -> list[tuple[Word, ...]]:
+        return self.deny_forms + self.probe_forms if for_deny else [f for f in (self.argv, self.effective) if f]
+
+
+def safe_device(target: str) -> bool:
+    """A device a command may read or write without it counting as a path (`/dev/null`, `/dev/fd/3`)."""
+    return target in SAFE_DEVICES or FD_DEVICE.fullmatch(target) is not None

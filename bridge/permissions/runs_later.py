@@ -1,0 +1,263 @@
+"""What runs later: files whose content a program runs, or takes the commands it runs from, after the command
+that wrote them has ended — outside the sandbox, and without anyone asking for that code to run.
+
+The line. A file is held when some program acts on it *by itself*:
+- when a folder opens: editor and IDE settings and tasks (`.vscode/`, `.idea/`, `.zed/`, `.helix/`, `.fleet/`,
+  `.theia/`), dev-container definitions (`initializeCommand` runs on the host), Vim's and Emacs's per-folder
+  files (`.exrc`, `.nvim.lua`, `.dir-locals.el`);
+- when a shell enters the folder: environment loaders (`.envrc`, mise's `mise.toml` and kin);
+- when git runs — any git command, the editor's own included: the repository's configuration and hooks and
+  everything that moves git to another configuration (`.git/config`, `.git/hooks/`, `.git/commondir`,
+  `.git/config.worktree`, a `.git` file naming the git directory, submodules' and worktrees' git directories,
+  the targets of `core.hooksPath` and `include.path`, and workspace files that git settings name as programs),
+  and the hook managers a commit runs (`.husky/`, `.pre-commit-config.yaml`, lefthook, overcommit);
+- at the bridge's next tool call or session: its settings, hooks and MCP servers and the files their commands
+  name (`sh .claude/hooks/fmt.sh` holds that script), memory files and agent/command definitions.
+
+Not held, on purpose: project code and build definitions (a Makefile, `package.json` scripts, `build.rs`,
+`conftest.py`, `.cargo/config.toml`): they run when the user builds or tests, which is the user asking, and
+writing them is the agent's work — review them as code. Installed dependencies (`node_modules/`, a virtualenv's
+`site-packages` and its `.pth` files): editors' language tooling does load them on open (ESLint, the Python
+extension's interpreter), but they are what `npm install` and `pip install` write; the line can't be drawn
+there. Files git reads as data whose programs come from configuration (`.gitattributes`, `.git/info/attributes`
+pick filter and diff drivers that only the held configuration defines; `.gitmodules`, whose `update = !command`
+git ignores). Version pins (`.nvmrc`, `.tool-versions`). Interactive-rebase todo files (git itself rewrites
+them as a rebase goes). A new `*.code-workspace` file (it runs nothing until the user opens it; an existing one
+is held). Repositories deeper than one level below a root (only the root's and its subfolders' are held).
+
+Where it is held:
+- the permission engine (step 7 of its order): a write through the file tools, or a Bash command known to
+  write one (a redirection, `git config`…), asks in every mode with no always-option, saying why in words;
+  what the user allows is granted to that call (`Decision.grants`);
+- the OS sandbox (bridge/execution/sandbox.py): read-only for every Bash command, at each workspace root, except
+  what the command was granted. The engine asks for these names at any depth; the sandbox holds them at the
+  roots (and in git's directories), where the programs above look.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bridge.permissions.git_held import git_held, nested_git_held
+from bridge.permissions.held import Held, HeldPath, PathKind, Protection, command_paths, stat_key
+
+if TYPE_CHECKING:
+    from bridge.permissions.settings import SettingsStore
+
+__all__ = ["Held", "HeldPath", "PathKind", "Protection"]
+
+
+_VSCODE = "VS Code reads its workspace settings, tasks and launch configurations from it"
+_IDEA = "JetBrains IDEs run the run configurations and startup tasks it holds"
+_CONTAINER = "a dev container definition runs its commands (initializeCommand on this machine) when the folder " \
+             "is reopened in a container"
+_MISE = "mise runs the hooks and scripts it names when a shell enters the folder"
+_LEFTHOOK = "lefthook runs the commands it lists at git commit and push"
+_VIM = "Vim and Neovim run it when they start in the folder (exrc)"
+_EMACS = "Emacs applies (and may evaluate) its local variables when a file in the folder opens"
+
+BRIDGE_HELD: tuple[Held, ...] = (
+    Held(".agent-bridge", "dir", "it holds the bridge's settings, hooks and definitions"),
+    Held(".claude", "dir", "it holds Claude Code's settings, hooks and definitions"),
+    Held(".mcp.json", "file", "it configures MCP servers (programs the bridge starts)"),
+    Held("CLAUDE.md", "file", "it is a memory file (it loads into the next session's prompt)", "memory"),
+    Held("CLAUDE.local.md", "file", "it is a memory file (it loads into the next session's prompt)", "memory"),
+    Held("AGENTS.md", "file", "it is a memory file (it loads into the next session's prompt)", "memory"),
+)
+"""The bridge's and Claude Code's own (containment.py words the engine's questions about them)."""
+
+RUNS_ON_OPEN: tuple[Held, ...] = (
+    # editors and IDEs
+    Held(".vscode/tasks.json", "file", "VS Code can run its tasks by itself when the folder opens"),
+    Held(".vscode/settings.json", "file", "it can name programs VS Code runs (terminal profiles, interpreters, "
+                                          "tool paths)"),
+    Held(".vscode/launch.json", "file", "it defines what VS Code's debugger runs"),
+    Held(".vscode", "dir", _VSCODE),
+    Held(".idea", "dir", _IDEA),
+    Held(".fleet", "dir", "JetBrains Fleet runs the run configurations it holds"),
+    Held(".zed", "dir", "Zed starts the language servers and tasks its settings name"),
+    Held(".helix", "dir", "Helix starts the language servers its languages.toml names"),
+    Held(".theia", "dir", "Theia reads its workspace settings and tasks from it"),
+    Held(".devcontainer", "dir", _CONTAINER),
+    Held(".devcontainer.json", "file", _CONTAINER),
+    Held(".exrc", "file", _VIM),
+    Held(".nvimrc", "file", _VIM),
+    Held(".nvim.lua", "file", _VIM),
+    Held(".dir-locals.el", "file", _EMACS),
+    Held(".dir-locals-2.el", "file", _EMACS),
+    # environment loaders
+    Held(".envrc", "file", "direnv runs it when a shell enters the folder"),
+    Held("mise.toml", "file", _MISE),
+    Held("mise.local.toml", "file", _MISE),
+    Held(".mise.toml", "file", _MISE),
+    Held(".mise.local.toml", "file", _MISE),
+    Held(".mise", "dir", _MISE),
+    Held(".config/mise.toml", "file", _MISE),
+    Held(".config/mise", "dir", _MISE),
+    # what a git commit runs
+    Held(".pre-commit-config.yaml", "file", "pre-commit runs the hooks it lists at every git commit"),
+    Held(".husky", "dir", "husky's scripts run at git commit and push"),
+    Held("lefthook.yml", "file", _LEFTHOOK),
+    Held("lefthook.yaml", "file", _LEFTHOOK),
+    Held(".lefthook.yml", "file", _LEFTHOOK),
+    Held(".lefthook.yaml", "file", _LEFTHOOK),
+    Held("lefthook-local.yml", "file", _LEFTHOOK),
+    Held(".lefthook-local.yml", "file", _LEFTHOOK),
+    Held(".lefthook", "dir", _LEFTHOOK),
+    Held(".overcommit.yml", "file", "overcommit runs the hooks it lists at git commit"),
+)
+"""What other programs run by themselves. The engine asks for these names at any depth (a `.envrc` in a
+subfolder runs too); a more specific entry comes before the directory holding it (its reason is the more
+precise one)."""
+
+HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
+"""Held by the sandbox at every workspace root."""
+
+
+# -- files commands name -----------------------------------------------------------------------------------
+
+def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[HeldPath]:
+    """The files the configured hook commands name (they run outside the sandbox at every matching event)."""
+    variables = {"CLAUDE_PROJECT_DIR": str(cwd)}
+    out: list[HeldPath] = []
+    for event in events:
+        for matcher in store.hooks(event):
+            for hook in matcher.hooks:
+                for path in command_paths(hook.command, cwd, variables=variables):
+                    out.append(HeldPath(path, "file", f"the bridge runs it outside the sandbox (the {event} hook "
+                                                      f"`{_short(hook.command)}`)"))
+    return out
+
+
+_mcp_cache: dict[tuple[Path, Path], tuple[tuple[int, int, int] | None, list[HeldPath]]] = {}
+
+
+def mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
+    """The files the stdio MCP servers of a `.mcp.json`-style file name (started outside the sandbox). Cached
+    while the file stays the same."""
+    key = stat_key(config)
+    cached = _mcp_cache.get((config, cwd))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    found = _mcp_named(config, cwd) if key is not None else []
+    _mcp_cache[(config, cwd)] = (key, found)
+    return found
+
+
+def _mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    out: list[HeldPath] = []
+    for name, spec in (servers.items() if isinstance(servers, dict) else []):
+        if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
+            continue
+        args = [a for a in spec.get("args") or [] if isinstance(a, str)]
+        line = " ".join([spec["command"], *args])
+        for path in command_paths(line, cwd):
+            out.append(HeldPath(path, "file", f"the bridge starts it as the MCP server {name!r} (from {config.name})"))
+    return out
+
+
+def _short(command: str) -> str:
+    first = command.strip().splitlines()[0] if command.strip() else ""
+    return first if len(first) <= 60 else first[:59] + "…"
+
+
+# -- the held paths of a workspace -------------------------------------------------------------------------
+
+
+def held_at(root: Path) -> list[HeldPath]:
+    """Everything held at one workspace root: the names of HELD, git's (the root's repository and those one level
+    below it), and what the MCP file names."""
+    out = [HeldPath(root / h.name, h.kind, h.why, h.strength) for h in HELD]
+    out += git_held(root)
+    out += nested_git_held(root)
+    out += mcp_named(root / ".mcp.json", root)
+    with contextlib.suppress(OSError):
+        out += [HeldPath(root / name, "file", _CODE_WORKSPACE) for name in sorted(os.listdir(root))
+                if name.endswith(".code-workspace")]
+    return out
+
+
+_CODE_WORKSPACE = "VS Code runs the tasks and applies the settings of a workspace file when it is opened"
+
+
+def name_reason(path: Path) -> str | None:
+    """Why writing `path` asks by its name alone (a RUNS_ON_OPEN name at any depth, case folded), or None."""
+    if path.name.casefold().endswith(".code-workspace"):
+        return f"{path}: {_CODE_WORKSPACE}"
+    parts = [p.casefold() for p in path.parts]
+    for held in RUNS_ON_OPEN:
+        want = [p.casefold() for p in held.parts]
+        n = len(want)
+        for i in range(len(parts) - n + 1):
+            if parts[i:i + n] == want and (held.kind == "dir" or i + n == len(parts)):
+                if i + n == len(parts):
+                    return f"{path}: {held.why}"
+                return f"{path} (in {'/'.join(path.parts[i:i + n])}/): {held.why}"
+    return None
+
+
+# -- grants in flight --------------------------------------------------------------------------------------
+
+
+class Grants:
+    """Protected paths that calls now running were allowed to write (the user said yes to a question naming
+    them). The sandbox's watcher leaves what they create alone. A grant lingers a moment after its call ends:
+    the watcher may read the event of the last write after the call has returned.
+
+    Before a grant takes effect its listeners hear of it, synchronously: a sandbox that started while such a
+    path did not exist has no read-only mount for it, and could rewrite what the allowed call writes — the
+    sandbox ends those at once, before the write happens."""
+
+    LINGER = 2.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: dict[int, tuple[Path, ...]] = {}
+        self._ended: list[tuple[float, tuple[Path, ...]]] = []
+        self._next = 0
+        self.listeners: list[Callable[[tuple[Path, ...]], None]] = []
+
+    @contextlib.contextmanager
+    def hold(self, paths: Iterable[Path]) -> Iterator[None]:
+        held = tuple(paths)
+        if not held:
+            yield
+            return
+        for listener in list(self.listeners):
+            listener(held)
+        with self._lock:
+            key = self._next = self._next + 1
+            self._active[key] = held
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._active.pop(key, None)
+                self._ended.append((time.monotonic() + self.LINGER, held))
+
+    def covers(self, path: Path) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            self._ended = [(until, paths) for until, paths in self._ended if until > now]
+            pools = [*self._active.values(), *(paths for _, paths in self._ended)]
+        return any(granted_covers(paths, path) for paths in pools)
+
+
+def granted_covers(grants: Iterable[Path], path: Path) -> bool:
+    """Whether a grant of `grants` is `path` or holds it."""
+    return any(path == g or path.is_relative_to(g) for g in grants)
+
+
+GRANTS = Grants()

@@ -1,0 +1,380 @@
+"""Commands that run other commands, seen through: `timeout 5 npm test` is `npm test` for every question, while what
+`sudo`, `xargs`, `find -exec`, `env -S`, `sh -c`, `eval`, `watch`, `trap` and `flock` run becomes a part of its
+own (`nested`). Each runner reads its own options, flag by flag; an option it doesn't know makes the program
+unknown (`Unknown`). git is here too: its configuration can name programs it runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bridge.permissions.command_parts import DANGEROUS_ENV, UNKNOWN, Part
+from bridge.permissions.command_tables import GIT_SUBCOMMANDS
+from bridge.permissions.shell_syntax import Word
+
+if TYPE_CHECKING:
+    from bridge.permissions.shell_build import Builder
+
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "rbash", "yash"})
+# `git -c` keys that run nothing whatever their value (lower case); `pager.*` and signing only as booleans
+_GIT_INERT_KEYS = re.compile(
+    r"(user|author|committer)\.(name|email)|color\.[a-z.]+|column\.[a-z]+|advice\.[a-z]+|i18n\.[a-z]+|"
+    r"init\.defaultbranch|core\.(quotepath|autocrlf|safecrlf|filemode|ignorecase|abbrev|eol|whitespace|"
+    r"precomposeunicode|longpaths|symlinks|logallrefupdates|compression|bigfilethreshold|checkstat|trustctime|"
+    r"untrackedcache|preloadindex|commentchar|commentstring)|diff\.(noprefix|mnemonicprefix|renames|renamelimit|"
+    r"algorithm|context|interhunkcontext|indentheuristic|colormoved|colormovedws|relative|statgraphwidth|"
+    r"statnamewidth|suppressblankempty|submodule|ignoresubmodules|dirstat|wserrorhighlight)|log\.(date|decorate|"
+    r"abbrevcommit|follow|graphcolors|showroot|mailmap)|pull\.(rebase|ff)|merge\.(ff|conflictstyle|log|renames|"
+    r"renamelimit|stat|verbosity|autostash)|rebase\.(autosquash|autostash|stat|updaterefs|abbreviatecommands)|"
+    r"fetch\.(prune|prunetags|parallel|writecommitgraph|showforcedupdates)|push\.(default|autosetupremote|"
+    r"followtags)|branch\.(autosetupmerge|autosetuprebase|sort)|commit\.(verbose|cleanup|status)|tag\.sort|"
+    r"gc\.auto|maintenance\.auto|status\.(short|branch|showuntrackedfiles|relativepaths|showstash|aheadbehind|"
+    r"renames|renamelimit|submodulesummary)|grep\.(linenumber|column|patterntype|extendedregexp|fullname)|"
+    r"blame\.(date|coloring|showemail|blankboundary|showroot)|protocol\.version|http\.(version|postbuffer)")
+_GIT_BOOLEAN_KEYS = re.compile(r"pager\.[a-z0-9.-]+|(commit|tag)\.gpgsign")
+
+
+@dataclass(frozen=True)
+class Unknown:
+    why: str
+
+
+Outcome = tuple[tuple[Word, ...], bool] | Unknown | None
+Step = Callable[[tuple[Word, ...], Part, "Builder", int], Outcome]
+
+
+def options(words: tuple[Word, ...], start: int, *, flags: str = "", values: str = "", long_flags: str = "",
+             long_values: str = "") -> int | Unknown:
+    """Index of the first operand after getopt-style options; Unknown when an option is not understood."""
+    longs = {"--" + n: False for n in long_flags.split()} | {"--" + n: True for n in long_values.split()}
+    i = start
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return Unknown(f"an option of `{words[0].value}` is computed at run time")
+        text = word.value
+        if text == "--":
+            return i + 1
+        if not text.startswith("-") or text == "-":
+            return i
+        if text.startswith("--"):
+            name, eq, _ = text.partition("=")
+            found = [k for k in longs if k == name] or [k for k in longs if k.startswith(name)]
+            if len(found) != 1:
+                return Unknown(f"`{words[0].value} {name}` is not an option the checker knows")
+            if longs[found[0]] and not eq:
+                i += 1
+            i += 1
+            continue
+        j = 1
+        while j < len(text):
+            letter = text[j]
+            if letter in flags:
+                j += 1
+                continue
+            if letter in values:
+                if j + 1 == len(text):
+                    i += 1
+                break
+            return Unknown(f"`{words[0].value} -{letter}` is not an option the checker knows")
+        i += 1
+    return i
+
+
+def _after(words: tuple[Word, ...], at: int | Unknown, *, safe: bool) -> Outcome:
+    if isinstance(at, Unknown):
+        return at
+    if at >= len(words):
+        return None  # the wrapper alone (`nohup`, `env`): nothing more to see
+    return words[at:], safe
+
+
+def _simple_runner(flags: str = "", values: str = "", long_flags: str = "", long_values: str = "", *,
+                   safe: bool = False, skip: int = 0) -> Step:
+    def step(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+        at = options(words, 1, flags=flags, values=values, long_flags=long_flags, long_values=long_values)
+        if not isinstance(at, Unknown):
+            at += skip
+        return _after(words, at, safe=safe)
+    return step
+
+
+def _command(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    if len(words) > 1 and words[1].static and words[1].value in ("-v", "-V"):
+        return None  # a lookup, nothing runs
+    return _after(words, options(words, 1, flags="p"), safe=True)
+
+
+def _timeout(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="v", values="sk", long_flags="preserve-status foreground verbose help version",
+                  long_values="signal kill-after")
+    if isinstance(at, Unknown):
+        return at
+    return _after(words, at + 1, safe=True)  # the duration
+
+
+def _time(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="pavq", values="fo", long_flags="portability append verbose quiet help version",
+                  long_values="format output")
+    writes = any(w.static and (w.value.startswith(("-o", "--o")) or w.value == "-a") for w in words[1:3])
+    return _after(words, at, safe=not writes)
+
+
+def _env(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    i = 1
+    safe = True
+    split: list[Word] = []
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return Unknown("an argument of `env` is computed at run time")
+        text = word.value
+        if text in ("-i", "--ignore-environment", "-0", "--null", "-v", "--debug"):
+            i += 1
+        elif text in ("-u", "--unset"):
+            i += 2
+        elif text.startswith(("--unset=", "-u")):
+            i += 1
+        elif text in ("-S", "--split-string") or text.startswith(("--split-string=", "-S")):
+            value = text.split("=", 1)[1] if text.startswith("--split-string=") else text[2:]
+            if text in ("-S", "--split-string"):
+                if i + 1 >= len(words) or not words[i + 1].static:
+                    return Unknown("the string given to `env -S` is computed at run time")
+                value = words[i + 1].value
+                i += 1
+            if "$" in value or "\\" in value:
+                return Unknown("the string given to `env -S` expands variables or escapes")
+            try:
+                split.extend(Word(w, w) for w in shlex.split(value))
+            except ValueError:
+                return Unknown("the string given to `env -S` can't be split")
+            safe = False
+            i += 1
+        elif text in ("-C", "--chdir") or text.startswith(("--chdir=", "-C")):
+            safe = False  # another directory: relative paths change meaning
+            i += 2 if text in ("-C", "--chdir") else 1
+        elif text == "--":
+            i += 1
+            break
+        elif text.startswith("-"):
+            return Unknown(f"`env {text}` is not an option the checker knows")
+        elif "=" in text:
+            name = text.split("=", 1)[0]
+            if DANGEROUS_ENV.match(name):
+                part.unknown_program = part.unknown_program or f"`env {name}=…` changes what the command runs"
+                safe = False
+            part.env_set.append(name)
+            builder.probe_setting(word, part, depth)
+            i += 1
+        else:
+            break
+    inner = (*split, *words[i:])
+    if not inner:
+        return None
+    return tuple(inner), safe
+
+
+def _sudo(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="AbEHKklnPSVv", values="CDghpRrtTUu",
+                  long_flags="askpass background preserve-env set-home login non-interactive preserve-groups stdin "
+                             "shell version validate remove-timestamp reset-timestamp list",
+                  long_values="close-from chdir group host prompt chroot role type command-timeout other-user user")
+    if isinstance(at, Unknown):
+        return at
+    if any(w.static and w.value in ("-s", "--shell", "-i", "--login", "-e", "--edit") for w in words[1:at]):
+        return Unknown("`sudo -s/-i/-e` runs a shell or an editor")
+    while at < len(words) and words[at].static and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", words[at].value):
+        if DANGEROUS_ENV.match(words[at].value.split("=", 1)[0]):
+            part.unknown_program = part.unknown_program or "sudo sets a variable that changes what runs"
+        at += 1
+    return _after(words, at, safe=False)
+
+
+def _xargs(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="0prtxoiel", values="adEILnPs",
+                  long_flags="null interactive no-run-if-empty verbose exit open-tty show-limits help version "
+                             "eof replace max-lines",
+                  long_values="arg-file delimiter max-args max-procs max-chars process-slot-var")
+    if isinstance(at, Unknown):
+        return at
+    replace = None
+    for w in words[1:at]:
+        if w.value.startswith("-I") and len(w.value) > 2:
+            replace = w.value[2:]
+        elif w.value.startswith(("-i", "--replace")):
+            replace = "{}"
+    for i, w in enumerate(words[1:at], 1):
+        if w.value == "-I" and i + 1 < at:
+            replace = words[i + 1].value
+    inner = list(words[at:]) or [Word("echo", "echo")]
+    inner = [UNKNOWN if replace and replace in w.value else w for w in inner]
+    return (*inner, UNKNOWN), False  # xargs adds the words it reads
+
+
+def _find_exec(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    if not all(w.static for w in words[1:]):
+        return Unknown("`find` has words computed at run time (one could be -exec)")
+    i = 1
+    while i < len(words):
+        if words[i].static and words[i].value in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            inner: list[Word] = []
+            while j < len(words) and not (words[j].static and words[j].value in (";", "+")):
+                inner.append(UNKNOWN if "{}" in words[j].value else words[j])
+                j += 1
+            builder.nested_argv(inner, part, depth)
+            i = j
+        i += 1
+    return None
+
+
+def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    name = words[0].value.rsplit("/", 1)[-1]
+    if len(words) == 2 and words[1].static and words[1].value in ("--version", "--help"):
+        return None
+    if part.hazard is None:
+        part.hazard, part.hazard_command = f"{name} runs a command string or standard input as a script", name
+    i = 1
+    command_string = False
+    while i < len(words):
+        word = words[i]
+        if not word.static:
+            return Unknown(f"an argument of `{name}` is computed at run time")
+        text = word.value
+        if text == "--":
+            i += 1
+            break
+        if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if text.startswith("--"):
+            i += 1
+            continue
+        if text.startswith(("-", "+")) and len(text) > 1:
+            command_string = command_string or "c" in text[1:]
+            i += 1
+            continue
+        break
+    if command_string:
+        if i >= len(words):
+            return Unknown(f"`{name} -c` without a command string")
+        builder.nested_string(words[i].value if words[i].static else None, part, depth, f"the string `{name} -c` runs")
+        return None
+    return Unknown(f"`{name}` runs a script or its standard input, which the checker can't see")
+
+
+def _eval(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    static = all(w.static for w in words[1:])
+    builder.nested_string(" ".join(w.value for w in words[1:]) if static else None, part, depth, "the string eval runs")
+    return None
+
+
+def _trap(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    args = [w for w in words[1:] if not (w.static and w.value in ("-p", "-l", "--"))]
+    if len(args) >= 2:
+        builder.nested_string(args[0].value if args[0].static else None, part, depth, "the string trap runs")
+    return None
+
+
+def _watch(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="tbegcxpwdhv", values="nq",
+                  long_flags="no-title beep errexit chgexit color no-color exec precise no-wrap differences help "
+                             "version", long_values="interval equexit")
+    if isinstance(at, Unknown):
+        return at
+    rest = words[at:]
+    if not rest:
+        return None
+    if any(w.static and w.value in ("-x", "--exec") for w in words[1:at]):
+        return rest, False
+    static = all(w.static for w in rest)
+    builder.nested_string(" ".join(w.value for w in rest) if static else None, part, depth, "the command watch runs")
+    return None
+
+
+def _flock(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    at = options(words, 1, flags="sxunoFhV", values="wEc",
+                  long_flags="shared exclusive unlock nonblock close no-fork verbose help version",
+                  long_values="timeout conflict-exit-code command")
+    if isinstance(at, Unknown):
+        return at
+    for i, w in enumerate(words[1:], 1):
+        if w.static and w.value in ("-c", "--command") and i + 1 < len(words):
+            builder.nested_string(words[i + 1].value if words[i + 1].static else None, part, depth,
+                                  "the command flock runs")
+            return None
+    return _after(words, at + 1, safe=False)  # the lock file
+
+
+def _git(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    """git runs programs its configuration names: `-c` may set only keys known to run nothing; options that
+    name another configuration, and `ext::` remotes, make what runs unknown. A subcommand that is not a
+    read-only one may run its arguments (`rebase -x CMD`, `ls-remote --upload-pack=CMD`, `bisect run CMD`,
+    `submodule foreach CMD`): they are probed like an unknown program's."""
+    if any(w.static and "ext::" in w.value for w in words[1:]):
+        return Unknown("a git `ext::` remote runs a command")
+    for i, word in enumerate(words[1:], 1):
+        if not word.static:
+            return None
+        value = word.value
+        if value == "-c":
+            pair = words[i + 1] if i + 1 < len(words) else None
+            if pair is None or not pair.static or not _inert_git_setting(pair.value):
+                shown = pair.value if pair is not None else ""
+                return Unknown(f"`git -c {shown}` sets a configuration the checker does not know to be inert "
+                                "(it could run a program)")
+        elif value.startswith(("--config-env", "--exec-path", "--git-dir", "--work-tree")):
+            return Unknown(f"`git {value}` changes which configuration or programs git uses")
+        elif not value.startswith("-") and words[i - 1].value not in ("-c", "-C"):
+            if value not in GIT_SUBCOMMANDS:
+                builder.probe_arguments(words[i:], part, depth)
+            return None
+    return None
+
+
+def _inert_git_setting(pair: str) -> bool:
+    """`key=value` of `git -c`: a key known to change only how git shows or records things (an allowlist: git
+    has too many keys that run programs to list those)."""
+    key, _, value = pair.partition("=")
+    key = key.lower()
+    if _GIT_BOOLEAN_KEYS.fullmatch(key):
+        return value.lower() in ("", "true", "false", "yes", "no", "on", "off", "1", "0")
+    return _GIT_INERT_KEYS.fullmatch(key) is not None
+
+
+def _unknown_runner(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
+    return Unknown(f"`{words[0].value}` runs another command the checker can't pick out")
+
+
+RUNNERS: dict[str, Step] = {
+    "command": _command,
+    "builtin": _simple_runner(safe=False),
+    "exec": _simple_runner("cl", "a", safe=False),
+    "nice": _simple_runner("", "n", long_values="adjustment", safe=True),
+    "nohup": _simple_runner(long_flags="help version", safe=True),
+    "timeout": _timeout,
+    "time": _time,
+    "stdbuf": _simple_runner("", "ioe", long_values="input output error", safe=True),
+    "setsid": _simple_runner("cfw", long_flags="ctty fork wait help version"),
+    "ionice": _simple_runner("tP", "cnp", long_values="class classdata pid pgid uid", long_flags="ignore"),
+    "env": _env,
+    "sudo": _sudo,
+    "doas": _simple_runner("nsL", "uC"),
+    "xargs": _xargs,
+    "find": _find_exec,
+    "eval": _eval,
+    "trap": _trap,
+    "watch": _watch,
+    "flock": _flock,
+    "git": _git,
+    **{name: _shell for name in SHELLS},
+    **{name: _unknown_runner for name in (
+        "chrt", "taskset", "unshare", "nsenter", "strace", "ltrace", "parallel", "su", "runuser", "script",
+        "pkexec", "busybox", "chroot", "firejail", "bwrap", "systemd-run", "dbus-launch", "xvfb-run", "gdb",
+        "valgrind", "perf", "numactl", "cgexec", "sg", "newgrp", "caffeinate", "fakeroot", "proot", "tsp",
+        "nq", "batch", "at", "source", ".")},
+}

@@ -1,0 +1,178 @@
+"""ripgrep as the search tools (Grep, Glob) run it: the binary, a bounded run killed on cancellation, the search
+root and how paths are shown, the arguments' checks and the errors in words."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+from anyio.abc import ByteReceiveStream
+
+from bridge.tools.base import Location, ToolError
+from bridge.tools.paths import path_problem
+
+MAX_SCAN_LINES = 200_000  # files / count entries read from rg before we stop it
+MAX_LINE_COLUMNS = 500
+MAX_STDERR = 8192
+VCS_EXCLUDES = ("!.git", "!.svn", "!.hg", "!.jj", "!.bzr")
+
+
+def rg_binary() -> str:
+    """ripgrep from PATH, else the `ripgrep` wheel's binary next to our interpreter."""
+    found = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
+    if not os.access(found, os.X_OK):
+        raise ToolError("ripgrep (rg) is not installed; use Bash with grep/find instead.")
+    return found
+
+
+@dataclass
+class RgRun:
+    lines: list[str]
+    complete: bool  # rg ran to its end; False when we stopped it after `max_lines`
+    returncode: int | None
+    stderr: str
+
+
+async def run_rg(args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n",
+                 pass_fds: tuple[int, ...] = ()) -> RgRun:
+    """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
+    `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
+    `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass)."""
+    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL,
+                                       pass_fds=pass_fds)
+    lines: list[str] = []
+    err = bytearray()
+    complete = True
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        async with anyio.create_task_group() as group:
+            group.start_soon(_collect_stderr, process.stderr, err)
+            partial = b""
+            async for chunk in process.stdout:
+                parts = (partial + chunk).split(separator)
+                partial = parts.pop()
+                lines.extend(p.decode("utf-8", errors="replace") for p in parts)
+                if len(lines) > max_lines:
+                    complete = False
+                    del lines[max_lines:]
+                    break
+            if complete and partial:
+                lines.append(partial.decode("utf-8", errors="replace"))
+            if not complete:
+                _kill(process)
+                group.cancel_scope.cancel()
+        await process.wait()
+    except BaseException:
+        _kill(process)  # cancelled (or failed): rg only reads, no grace needed
+        raise
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await process.aclose()
+    return RgRun(lines, complete, process.returncode, err.decode("utf-8", errors="replace"))
+
+
+def _kill(process: anyio.abc.Process) -> None:
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
+async def _collect_stderr(stream: ByteReceiveStream, into: bytearray) -> None:
+    async for chunk in stream:
+        if len(into) < MAX_STDERR:
+            into += chunk[: MAX_STDERR - len(into)]
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        rel = path.relative_to(cwd)
+    except ValueError:
+        return str(path)
+    return str(rel) if str(rel) != "." else "."
+
+
+def search_root(raw: str | None, cwd: Path) -> Path:
+    """The directory or file to search (relative to cwd), `~` expanded and `..` folded, symlinks kept.
+    `raw` must have passed `path_problem`."""
+    if not raw:
+        return cwd
+    expanded = Path(os.path.expanduser(raw))
+    return Path(os.path.normpath(expanded if expanded.is_absolute() else cwd / expanded))
+
+
+def root_args(root: Path, cwd: Path) -> list[str]:
+    """What to pass rg so that it prints paths relative to cwd (it runs in cwd), else absolute."""
+    if root == cwd:
+        return []
+    shown = display_path(root, cwd)
+    return ["--", shown]
+
+
+def root_location(raw: str | None) -> list[Location]:
+    """The editor's follow-along location of an absolute search root (none for an invalid one)."""
+    if not raw or path_problem(raw, field="path") is not None:
+        return []
+    expanded = os.path.expanduser(raw)
+    return [Location(os.path.normpath(expanded))] if os.path.isabs(expanded) else []
+
+
+def split_globs(raw: str) -> list[str]:
+    """`*.ts *.tsx`, `*.ts,*.tsx` or `*.{ts,tsx}`: split on blanks and on commas outside braces."""
+    parts: list[str] = []
+    current = ""
+    depth = 0
+    for ch in raw:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        if depth == 0 and (ch.isspace() or ch == ","):
+            if current:
+                parts.append(current)
+            current = ""
+            continue
+        current += ch
+    if current:
+        parts.append(current)
+    return parts
+
+
+def argument_problem(value: str | None, field: str) -> str | None:
+    """Why a text field cannot be passed to rg (an argument is a C string), or None."""
+    if value is None:
+        return None
+    if "\x00" in value:
+        escape = " (to match a NUL byte, write the regex escape \\x00)" if field == "pattern" else ""
+        return f"{field} contains a NUL byte, which cannot be passed to ripgrep{escape}."
+    try:
+        os.fsencode(value)
+    except UnicodeEncodeError as error:
+        return f"{field} contains {value[error.start:error.end]!r}, a lone UTF-16 surrogate; send plain text."
+    return None
+
+
+def hidden_note(count: int, tool: str) -> str:
+    """What the model is told of results left out by the guard (never their names)."""
+    files = "1 file was" if count == 1 else f"{count} files were"
+    return (f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
+            "names them, or they are outside the workspace).]")
+
+
+def rg_error(run: RgRun) -> ToolError:
+    message = run.stderr.strip() or f"rg exited with status {run.returncode}"
+    message = "\n".join(line.removeprefix("rg: ") for line in message.splitlines()[:12])
+    hint = ""
+    if "regex parse error" in message:
+        hint = (
+            "\nThe pattern is a Rust regex: escape literal ( ) [ ] { } . * + ? | \\ with a backslash "
+            "(e.g. `interface\\{\\}` for `interface{}`)."
+        )
+    elif "unrecognized file type" in message:
+        hint = "\nUse a ripgrep type name such as py, js, ts, rust, go, java, cpp, or use glob instead."
+    return ToolError(f"Search failed: {message}{hint}")

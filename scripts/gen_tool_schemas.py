@@ -1,0 +1,54 @@
+"""Write bridge/cli/tool_schemas.json: the tools a new session offers when no agent types, skills or plugins add
+to them, as the model sees them — what `run` sends ahead before the bridge has loaded (bridge/cli/
+first_request.py). tests/test_first_request.py fails when it differs from the code; then run this.
+
+    .venv/bin/python scripts/gen_tool_schemas.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bridge.cli.first_request import SCHEMAS
+
+
+async def _schemas(root: Path) -> list[dict[str, Any]]:
+    from bridge.agent import Agent
+    from bridge.config import BridgeConfig
+    from bridge.loop.permission import deny_all
+    from bridge.session import Frontend
+
+    (root / "ws").mkdir()
+    agent = Agent(BridgeConfig(api_key="unused", dataDir=root / "data"))
+    session = agent.new_session(root / "ws", Frontend(emit=lambda _event: None, prompter=deny_all))
+    try:
+        return [tool.schema() for tool in session.toolset.tools.values()]
+    finally:
+        await agent.shutdown()
+
+
+def current() -> list[dict[str, Any]]:
+    """What a new session offers in an empty folder, for a user with no agent types, skills or plugins."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        saved = {k: os.environ.get(k) for k in ("HOME", "AGENT_BRIDGE_CONFIG_DIR", "CLAUDE_CONFIG_DIR")}
+        os.environ.update(HOME=str(root / "home"), AGENT_BRIDGE_CONFIG_DIR=str(root / "cfg"),
+                          CLAUDE_CONFIG_DIR=str(root / "claude"))
+        try:
+            return asyncio.run(_schemas(root))
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+if __name__ == "__main__":
+    SCHEMAS.write_text(json.dumps(current(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {SCHEMAS}")

@@ -1,0 +1,74 @@
+"""What the OS sandbox under every command is given by the permission layer (`policy_from_engine`, the policy the
+sandbox runs with): writable roots, protected paths, the paths deny rules about reads mask — from the engine's own
+compiled rules, the session's included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
+from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR
+
+
+def test_the_sandbox_policy_follows_the_settings(tmp_path: Path) -> None:
+    ws, extra = tmp_path / "ws", tmp_path / "lib"
+    (ws / ".agent-bridge").mkdir(parents=True)
+    extra.mkdir()
+    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {
+        "additionalDirectories": [str(extra)], "deny": ["Read(.env)", "Read(~/.ssh/**)", "Bash(rm *)"]}}))
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR,
+                              session_rules=RuleSet.of(deny=["Read(secrets/**)"]))
+    policy = policy_from_engine(engine, sandbox_settings(store))
+    protected = [held.path for held in policy.protected]
+    assert policy.writable == (ws.resolve(), extra.resolve())
+    root = ws.resolve()
+    for name in (".agent-bridge", ".claude", ".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md"):
+        assert root / name in protected
+    assert root / ".git" in protected  # not a repository yet: a new one's settings are watched
+    for name in (".vscode", ".idea", ".envrc", ".devcontainer", ".husky", ".pre-commit-config.yaml"):
+        assert root / name in protected
+    assert tmp_path / "cfg" / "settings.json" in protected
+    assert tmp_path / "claude" / "CLAUDE.md" in protected
+    assert sorted(p.pattern for p in policy.masked) == [".env", ".ssh/**", "secrets/**"]
+    assert all(p.matches(root / ".env") or p.pattern != ".env" for p in policy.masked)
+
+
+def test_a_repository_holds_what_git_reads_its_settings_and_hooks_from(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.hooksPath", "tools/hooks"], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", "tools/watch.sh"], check=True)
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
+    protected = [held.path for held in policy_from_engine(engine, sandbox_settings(store)).protected]
+    root = ws.resolve()
+    for name in ("config", "hooks", "commondir", "config.worktree"):
+        assert root / ".git" / name in protected
+    assert root / ".git" not in protected  # the rest of it (objects, refs, index) stays writable for commits
+    assert root / "tools" / "hooks" in protected and root / "tools" / "watch.sh" in protected
+
+
+def test_each_store_gets_its_own_sandbox_settings_even_when_python_reuses_an_id(tmp_path: Path) -> None:
+    # the cache was keyed by id(store): a store made after another was freed often gets its id, and got
+    # the freed one's allowWrite (a flaky write failure in the sandbox tests, seen in CI)
+    seen: set[int] = set()
+    reused = False
+    for n in range(40):
+        ws = tmp_path / f"ws{n}"
+        (ws / ".agent-bridge").mkdir(parents=True)
+        (ws / ".agent-bridge" / "settings.json").write_text(
+            json.dumps({"sandbox": {"filesystem": {"allowWrite": [f"//tmp/only-{n}"]}}})
+        )
+        store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+        reused = reused or id(store) in seen
+        seen.add(id(store))
+        allowed = [str(p) for p in sandbox_settings(store).allow_write]
+        assert len(allowed) == 1 and f"only-{n}" in allowed[0], (n, allowed)
+        del store
+    assert reused, "no id was reused: the test did not exercise what it is for"
