@@ -91,7 +91,7 @@ async def test_rewind_as_a_slash_command_and_fork_from_a_prompt(workspace: Path,
         assert await editor.prompt(sid, "/rewind 2 code") == {"stopReason": "end_turn"}
         question = editor.permission_requests[asked]["toolCall"]
         assert question["title"] == "Rewind code to before prompt 2"
-        shown = question["content"][0]["content"]["text"]
+        shown = "\n".join(c["content"]["text"] for c in question["content"])  # (the first block: the question)
         assert "restore a.txt" in shown and "delete b.txt" in shown and "sed -i" in shown
         assert (workspace / "a.txt").read_text() == "one\ntwo\nthree\n" and not (workspace / "b.txt").exists()
 
