@@ -103,9 +103,9 @@ class Session:
         """The running (or last) turn's id: what a rewind names."""
         return self.turns.turn_id
 
-    async def prompt(self, blocks: list[Block]) -> StopReason:
-        """Run a turn for `blocks`, interrupting a running one (bridge/turns.py)."""
-        return await self.turns.prompt(blocks)
+    async def prompt(self, blocks: list[Block], told: Callable[[str], None] | None = None) -> StopReason:
+        """Run a turn for `blocks`, interrupting a running one (bridge/turns.py); `told`: given its turn id."""
+        return await self.turns.prompt(blocks, told)
 
     def cancel_tool_call(self, tool_call_id: str) -> bool:
         """Stop one tool call alone — a sub-agent with everything it runs, or any other running call — without

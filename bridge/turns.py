@@ -42,9 +42,10 @@ class Turns:
     def busy(self) -> bool:
         return self._turn is not None and not self._turn.done()
 
-    async def prompt(self, blocks: list[Block]) -> StopReason:
+    async def prompt(self, blocks: list[Block], told: Callable[[str], None] | None = None) -> StopReason:
         """Run a turn for `blocks`. A turn already running is interrupted first: its `block` tools finish and
-        keep their real results, then this turn sees everything."""
+        keep their real results, then this turn sees everything. `told`: given this turn's id as it starts (an
+        editor names the prompt by it later: a rewind, a fork)."""
         async with self._start_lock:
             previous = self._turn
             if previous is not None and not previous.done():
@@ -52,7 +53,10 @@ class Turns:
                 self._abort.abort(AbortReason.INTERRUPT)
                 await asyncio.wait([previous])
             abort = Abort()
-            turn = asyncio.ensure_future(self._framed(blocks, abort))
+            turn_id = new_turn_id()
+            if told is not None:
+                told(turn_id)
+            turn = asyncio.ensure_future(self._framed(blocks, abort, turn_id))
             self._abort, self._turn = abort, turn
         try:
             return await asyncio.shield(turn)
@@ -80,10 +84,10 @@ class Turns:
         """`undo` runs when the running turn ends, however it ends."""
         self._for_turn.append(undo)
 
-    async def _framed(self, blocks: list[Block], abort: Abort) -> StopReason:
+    async def _framed(self, blocks: list[Block], abort: Abort, turn_id: str) -> StopReason:
         """One turn, framed in the transcript by its start and end lines (a replay shows how each turn ended)."""
         try:
-            self.turn_id = new_turn_id()
+            self.turn_id = turn_id
             if self._started is not None:
                 self._started(self.turn_id)
             if self._transcript is None:

@@ -491,15 +491,19 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             # error after the retries, when the API is not reachable), which sends people looking elsewhere.
             raise auth_required(NO_API_KEY, {"kind": "authentication", "status": None})
         stream = ls.stream(session.id)
+        turn: list[str] = []
         try:
-            stop = await session.prompt(blocks)
+            stop = await session.prompt(blocks, turn.append)
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
         except Exception as error:  # a model failure, or anything else: one clear message
             raise _internal_error(error) from None
         finally:
             stream.flush()  # what the turn streamed arrives before its answer
-        return {"stopReason": stop}
+        # Asked for (`_meta.turnId: true`, the panel's rewind-to-here): the turn's id, what `_bridge/rewind`,
+        # `_bridge/fork` and `_bridge/changes` take. Only when asked: the answer stays ACP's plain one otherwise.
+        asked = bool(parsed.meta and parsed.meta.get("turnId") is True)
+        return {"stopReason": stop, **({"_meta": {"turnId": turn[0]}} if asked and turn else {})}
 
     @feature("session/cancel")
     def session_cancel(ls: BridgeServer, params: Any) -> None:

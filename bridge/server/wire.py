@@ -47,6 +47,7 @@ class NewSessionParams(WireModel):
 class PromptParams(WireModel):
     session_id: str = Field(alias="sessionId")
     prompt: list[dict[str, Any]]
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")  # `{turnId: true}`: answer with the turn's id
 
 
 class SessionParams(WireModel):

@@ -112,3 +112,17 @@ async def _error(editor: Editor, method: str, params: dict[str, Any]) -> str:
     except Exception as error:  # pygls raises the JSON-RPC error as an exception
         return str(error)
     raise AssertionError(f"{method} succeeded")
+
+
+async def test_a_prompt_answers_its_turn_id_when_asked(workspace: Path, data_dir: Path) -> None:
+    """The panel asks (`_meta.turnId: true`) so its rewind-to-here and Changes name a live prompt; an ACP client
+    that does not ask gets the plain answer."""
+    async with running_editor(_scenario(workspace), workspace, data_dir, env=ENV,
+                              initialization_options=OPTIONS) as editor:
+        sid = await editor.new_session()
+        first = await editor.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "a"}],
+                                                        "_meta": {"turnId": True}})
+        assert await editor.prompt(sid, "b") == {"stopReason": "end_turn"}
+        listed = (await editor.request("_bridge/prompts", {"sessionId": sid}))["prompts"]
+        assert first == {"stopReason": "end_turn", "_meta": {"turnId": listed[0]["turnId"]}}
+        assert listed[0]["turnId"] != listed[1]["turnId"]
