@@ -4,8 +4,10 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +140,33 @@ class Agent:
                               last_running=live and session.busy)
         return Reopened(session, notices, events)
 
+    async def fork_session(self, source: Session, frontend: Callable[[str], Frontend], *, before_turn: str | None,
+                           cwd: Path | None = None) -> Session:
+        """A new session with `source`'s conversation — all of it, or as it was before the prompt of `before_turn`
+        — the original untouched. Its transcript is the source's lines (so it replays the same) under a header of
+        its own, then a rewind line when it forks from an earlier prompt; its sub-agents' transcripts and its
+        checkpoints (the same workspace's) come along. `frontend(id)`: how the new session is shown."""
+        if source.transcript is None:
+            raise ValueError("This session keeps no transcript, so it can't be forked.")
+        sid = new_session_id()
+        target = transcript_path(self.config.data_dir, sid)
+        where = cwd or source.cwd
+        await asyncio.to_thread(_copy_transcript, source.transcript.path, target, sid, where,
+                                {"sessionId": source.id, "turn": before_turn})
+        if before_turn is not None:
+            forked = Transcript(target)
+            forked.rewound(before_turn, conversation=True, code=False)
+            forked.close()
+        agents = source.data_dir / "agents"
+        if agents.is_dir():
+            await asyncio.to_thread(shutil.copytree, agents, self.config.data_dir / "sessions" / sid / "agents")
+        if where == source.cwd:
+            await source.checkpoints.fork_to(self.config.data_dir, sid)
+        session, problems = self.load_session(sid, frontend(sid))
+        for problem in problems:
+            log.warning("forked %s: %s", sid, problem)
+        return session
+
     def _open(
         self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message],
         directories: Sequence[Path] = (),
@@ -210,6 +239,7 @@ class Agent:
             session.transcript.close()
         if session.toolset.mcp is not None:
             await session.toolset.mcp.release()
+        await session.checkpoints.close()
 
     async def delete_session(self, session_id: str) -> None:
         """`session/delete`: the session is closed if open here, and its transcript, its sub-agents' and what its
@@ -267,9 +297,24 @@ class Agent:
             await self._mcp.close()
         if self._supervisor is not None:
             await self._supervisor.shutdown(grace=grace)
+        # The last checkpoints once nothing runs any more (waiting for them must not hold up a kill).
+        await asyncio.gather(*(s.checkpoints.close() for s in self.sessions.values()), return_exceptions=True)
         close = getattr(self.model, "aclose", None)
         if close is not None:
             await close()
+
+
+def _copy_transcript(source: Path, target: Path, session_id: str, cwd: Path, forked_from: dict[str, Any]) -> None:
+    """A fork's transcript: the source's complete lines under a header of its own (a line a writer is still
+    writing, without its newline, is left out)."""
+    with open(source, encoding="utf-8", errors="replace") as lines:
+        header = json.loads(lines.readline())
+        rest = [line for line in lines if line.endswith("\n")]
+    header.update(sessionId=session_id, cwd=str(cwd), createdAt=time.time(), forkedFrom=forked_from)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "x", encoding="utf-8") as out:
+        out.write(json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n")
+        out.writelines(rest)
 
 
 def _env_of(settings: SettingsStore) -> Callable[[], Mapping[str, str]]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import platformdirs
 
 from bridge.abort import Abort
+from bridge.checkpoint_commands import changes_command, rewind_command
 from bridge.loop.events import TextDelta
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
 from bridge.permissions.modes import MODES, PermissionModeError
@@ -33,6 +34,10 @@ BUILTINS: dict[str, tuple[str, str | None]] = {
     "mode": ("Show or change the permission mode", "mode"),
     "plugins": ("Show the plugins that loaded, and why any did not", None),
     "skills": ("Show the skills this session has", None),
+    "rewind": ("Go back to before an earlier prompt: code, conversation or both (lists the prompts)",
+               "N [both|code|conversation] [keep|merge|overwrite]"),
+    "changes": ("Show what the agent changed (pending, or prompt N's) and keep or undo it per file or hunk",
+                "[N] [undo|keep PATH[#HUNK]|all]"),
 }
 
 
@@ -227,6 +232,6 @@ async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
 
 _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
     "compact": _compact, "clear": _clear, "cost": _cost, "status": _status, "mode": _mode, "plugins": _plugins,
-    "skills": _skills,
+    "skills": _skills, "rewind": rewind_command, "changes": changes_command,
 }
 """How each of `BUILTINS` runs: the text it answers, or None when it was cancelled."""

@@ -13,6 +13,7 @@ the tools say their calls did (`Tool.replayed_effects`): the last one the sessio
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from bridge.display import Display, PlanEntry
@@ -47,6 +48,8 @@ def replay_turns(turns: list[StoredTurn], tools: Tools, sidechain: Sidechain = _
     plan: list[PlanEntry] | None = None
     for index, turn in enumerate(turns):
         part, turn_plan = _replay(repair_pairing(turn.messages), tools, sidechain)
+        if turn.id is not None:  # its prompt's text carries the turn's id (the editor's "rewind to here")
+            part = _prompt_tagged(part, turn.id)
         plan = turn_plan if turn_plan is not None else plan
         if turn.responses:
             part.append(_stored_usage(turn, context_size))
@@ -64,6 +67,16 @@ def replay_history(messages: list[Message], tools: Tools, sidechain: Sidechain =
     if plan is not None:
         events.append(PlanUpdate(plan))
     return events
+
+
+def _prompt_tagged(events: list[LoopEvent], turn_id: str) -> list[LoopEvent]:
+    """The turn's leading user text (its prompt) tagged with the turn's id."""
+    tagged: list[LoopEvent] = []
+    for at, event in enumerate(events):
+        if not isinstance(event, UserText):
+            return tagged + events[at:]
+        tagged.append(dataclasses.replace(event, message_id=turn_id))
+    return tagged
 
 
 def _turn_end(turn: StoredTurn) -> TurnEnded:

@@ -15,6 +15,8 @@ from pathlib import Path
 from bridge import commands
 from bridge.abort import Abort, cancel_on_abort
 from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
+from bridge.checkpoints.observer import CheckpointSteps
+from bridge.checkpoints.recorder import Checkpoints
 from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
 from bridge.loop.compact import compact_conversation
@@ -85,19 +87,27 @@ class Session:
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = setup.system
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
+        self.checkpoints = Checkpoints.open(config.data_dir, cwd, session_id,
+                                            tell=lambda text: self.frontend.emit(Notice(text, "warning")))
+        self._steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
         self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
         self.thought_level = thinking.DEFAULT  # how much the model thinks first (bridge/model/thinking.py)
-        self.turns = Turns(self._run, transcript)
+        self.turns = Turns(self._run, transcript, started=self.checkpoints.turn_started)
         self.effects = SessionEffects(cwd, self.engine, setup.trust.admits, self.turns, frontend.emit)
 
     @property
     def busy(self) -> bool:
         return self.turns.busy
 
-    async def prompt(self, blocks: list[Block]) -> StopReason:
-        """Run a turn for `blocks`, interrupting a running one (bridge/turns.py)."""
-        return await self.turns.prompt(blocks)
+    @property
+    def turn_id(self) -> str | None:
+        """The running (or last) turn's id: what a rewind names."""
+        return self.turns.turn_id
+
+    async def prompt(self, blocks: list[Block], told: Callable[[str], None] | None = None) -> StopReason:
+        """Run a turn for `blocks`, interrupting a running one (bridge/turns.py); `told`: given its turn id."""
+        return await self.turns.prompt(blocks, told)
 
     def cancel_tool_call(self, tool_call_id: str) -> bool:
         """Stop one tool call alone — a sub-agent with everything it runs, or any other running call — without
@@ -106,7 +116,8 @@ class Session:
         return self.running.stop(tool_call_id) or self.subagents.stop_call(tool_call_id)
 
     async def close(self) -> None:
-        """The session ends: its background agents stop (its turn is cancelled by whoever ends it)."""
+        """The session ends: its background agents stop (its turn is cancelled by whoever ends it). Its last
+        checkpoints are written by whoever ends it, once the processes are stopped (`checkpoints.close`)."""
         await self.subagents.shutdown()
 
     def cancel(self, *, force: bool = False) -> bool:
@@ -220,7 +231,7 @@ class Session:
             deferred=lambda: self.toolset.deferred, unavailable=self.toolset.unavailable, policy=self.policy,
             hooks=self.engine.hooks, prompter=self.frontend.prompter, emit=self.frontend.emit,
             context=lambda: self._tool_context(Abort()),
-            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(),
+            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(), steps=self._steps.under,
         )
 
     def _roll_up(self, report: UsageReport) -> UsageReport:
@@ -231,7 +242,7 @@ class Session:
             tools=self.toolset.tools, policy=self.policy, prompter=self.frontend.prompter, emit=self.frontend.emit,
             context=lambda _use_id: self._tool_context(abort), apply=self.effects.apply,
             held_back=self.toolset.deferred.held_back, unavailable=self.toolset.unavailable, running=self.running,
-            notifications=self.subagents.main.drain, hooks=self.engine.hooks,
+            notifications=self.subagents.main.drain, hooks=self.engine.hooks, steps=self._steps,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:
@@ -243,3 +254,4 @@ class Session:
 
 def new_session_id() -> str:
     return f"sess_{uuid.uuid4().hex[:20]}"
+

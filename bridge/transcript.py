@@ -6,11 +6,15 @@ most the message in flight. After each response a `{"type": "usage", ...}` line 
 so a loaded session's totals go on from where they were. A turn is framed by `{"type": "turn", "event":
 "start"}` and `{"type": "turn", "event": "end", "stopReason": ...}` (or `"error": ...`), so a replay shows each
 prompt as its own turn with how it ended and what it cost; a turn with no end line was cut off (a crash). A
-corrupt line is reported and skipped on load, never fatal.
+turn's start line carries its `id` (what a rewind or a fork names). A rewind of the conversation is a line of its
+own, `{"type": "rewind", "turn": ID, ...}`: from there on the history is what it was before that turn's prompt
+(the lines before it stay as they were: the file is only ever appended to). A corrupt line is reported and skipped
+on load, never fatal.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -73,8 +77,17 @@ class Transcript:
             "cacheWriteTokens": usage.cache_write_tokens,
         })
 
-    def turn_started(self) -> None:
-        self._write({"type": "turn", "event": "start"})
+    def turn_started(self, turn_id: str | None = None) -> None:
+        record: dict[str, Any] = {"type": "turn", "event": "start"}
+        if turn_id is not None:
+            record["id"] = turn_id
+        self._write(record)
+
+    def rewound(self, turn_id: str, *, conversation: bool, code: bool) -> None:
+        """A rewind to before the prompt of `turn_id`: of the conversation (the history goes back there on load),
+        of the code, or both (the code's is recorded for the record: the files are the checkpoints' business)."""
+        self._write({"type": "rewind", "turn": turn_id, "conversation": conversation, "code": code,
+                     "at": time.time()})
 
     def turn_ended(self, stop_reason: str | None, error: str | None = None) -> None:
         """`stop_reason` as the prompt was answered; None with `error` when the turn failed."""
@@ -127,6 +140,7 @@ class StoredTurn:
     session_cost_usd: float = 0.0
     context_tokens: int = 0
     framed: bool = True  # opened by a start line; False: found by its prompt (an older transcript)
+    id: str | None = None  # its start line's id (None: an older transcript's turn)
 
 
 @dataclass
@@ -197,24 +211,51 @@ class _Records:
 class _Turns:
     """Groups the records since the last restart into turns. A start line opens a turn and an end line closes
     it; a message with no turn open (an older transcript) opens one, and there a prompt after a prompt opens
-    the next (`inferred`: no start line framed it, so the user's words are the only boundary)."""
+    the next (`inferred`: no start line framed it, so the user's words are the only boundary).
+
+    The turns of every earlier history (before a restart) are kept by id, so a rewind can go back past a
+    compaction: the history is then that earlier one's turns up to the one named."""
 
     def __init__(self) -> None:
         self.turns: list[StoredTurn] = []
         self._open: StoredTurn | None = None
         self._inferred = False
+        self._earlier: list[list[StoredTurn]] = []  # the turn lists that restarts replaced
 
     def restart(self, messages: list[Message]) -> None:
         """The history starts again from `messages` (a compaction in a turn, `/clear`): the turn goes on."""
         framed = self._open is not None and not self._inferred
+        turn_id = self._open.id if self._open is not None else None
+        self._earlier.append(self.turns)
         self.turns, self._open = [], None
         if framed:
-            self.start()
+            self.start(turn_id=turn_id)
         for message in messages:
             self.message(message)
 
-    def start(self, *, framed: bool = True) -> None:
-        self._open, self._inferred = StoredTurn(framed=framed), not framed
+    def rewind(self, turn_id: str) -> bool:
+        """The history as it was before the prompt of `turn_id`; the turn running now (the one that rewinds) goes
+        on. False: no such turn."""
+        for turns in [self.turns, *reversed(self._earlier)]:
+            index = next((i for i, t in enumerate(turns) if t.id == turn_id), None)
+            if index is None:
+                continue
+            kept = [_copy_turn(t) for t in turns[:index]]
+            if turns is self.turns:
+                self._earlier.append(self.turns)
+            if self._open is not None and self._open.id != turn_id and not self._open.messages:
+                kept.append(self._open)  # the rewinding turn itself (a command's: it adds no message)
+            else:
+                self._open = None  # (a fork's copy of a turn still running in the original: not this history's)
+            self.turns = kept
+            return True
+        return False
+
+    def messages(self) -> list[Message]:
+        return [m for turn in self.turns for m in turn.messages]
+
+    def start(self, *, framed: bool = True, turn_id: str | None = None) -> None:
+        self._open, self._inferred = StoredTurn(framed=framed, id=turn_id), not framed
         self.turns.append(self._open)
 
     def message(self, message: Message) -> None:
@@ -294,7 +335,10 @@ def _records(path: Path, kind: str) -> _Records:
                 usage += response
                 turns.usage(response, record["costUsd"], cost)
             elif record_kind == "turn" and record.get("event") == "start":
-                turns.start()
+                turns.start(turn_id=record["id"] if isinstance(record.get("id"), str) else None)
+            elif record_kind == "rewind" and isinstance(record.get("turn"), str):
+                if record.get("conversation") and turns.rewind(record["turn"]):
+                    messages = turns.messages()
             elif record_kind == "turn" and record.get("event") == "end":
                 turns.end(record, cost)
             else:
@@ -302,6 +346,10 @@ def _records(path: Path, kind: str) -> _Records:
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
     return _Records(header, messages, problems, cost, usage, turns.finish())
+
+
+def _copy_turn(turn: StoredTurn) -> StoredTurn:
+    return dataclasses.replace(turn, messages=list(turn.messages))
 
 
 def _is_usage(record: dict[str, Any]) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Awaitable, Callable
 
 from bridge.abort import Abort, AbortReason
@@ -20,10 +21,18 @@ from bridge.transcript import Transcript
 RunTurn = Callable[[list[Block], Abort], Awaitable[StopReason]]
 
 
+def new_turn_id() -> str:
+    """A prompt's id: in its transcript's turn line and its checkpoints, what a rewind or a fork names."""
+    return f"turn_{uuid.uuid4().hex[:16]}"
+
+
 class Turns:
-    def __init__(self, run: RunTurn, transcript: Transcript | None) -> None:
+    def __init__(self, run: RunTurn, transcript: Transcript | None,
+                 started: Callable[[str], None] | None = None) -> None:
         self._run = run
         self._transcript = transcript
+        self._started = started  # told each turn's id as it starts, before its transcript line (the checkpoints)
+        self.turn_id: str | None = None  # the running (or last) turn's id
         self._turn: asyncio.Task[StopReason] | None = None
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
@@ -33,9 +42,10 @@ class Turns:
     def busy(self) -> bool:
         return self._turn is not None and not self._turn.done()
 
-    async def prompt(self, blocks: list[Block]) -> StopReason:
+    async def prompt(self, blocks: list[Block], told: Callable[[str], None] | None = None) -> StopReason:
         """Run a turn for `blocks`. A turn already running is interrupted first: its `block` tools finish and
-        keep their real results, then this turn sees everything."""
+        keep their real results, then this turn sees everything. `told`: given this turn's id as it starts (an
+        editor names the prompt by it later: a rewind, a fork)."""
         async with self._start_lock:
             previous = self._turn
             if previous is not None and not previous.done():
@@ -43,7 +53,10 @@ class Turns:
                 self._abort.abort(AbortReason.INTERRUPT)
                 await asyncio.wait([previous])
             abort = Abort()
-            turn = asyncio.ensure_future(self._framed(blocks, abort))
+            turn_id = new_turn_id()
+            if told is not None:
+                told(turn_id)
+            turn = asyncio.ensure_future(self._framed(blocks, abort, turn_id))
             self._abort, self._turn = abort, turn
         try:
             return await asyncio.shield(turn)
@@ -71,12 +84,15 @@ class Turns:
         """`undo` runs when the running turn ends, however it ends."""
         self._for_turn.append(undo)
 
-    async def _framed(self, blocks: list[Block], abort: Abort) -> StopReason:
+    async def _framed(self, blocks: list[Block], abort: Abort, turn_id: str) -> StopReason:
         """One turn, framed in the transcript by its start and end lines (a replay shows how each turn ended)."""
         try:
+            self.turn_id = turn_id
+            if self._started is not None:
+                self._started(self.turn_id)
             if self._transcript is None:
                 return await self._run(blocks, abort)
-            self._transcript.turn_started()
+            self._transcript.turn_started(self.turn_id)
             try:
                 stop = await self._run(blocks, abort)
             except asyncio.CancelledError:

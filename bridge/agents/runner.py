@@ -33,7 +33,7 @@ from bridge.display import PlanEntry, SubAgentLabel
 from bridge.errors import cause_text, root_cause
 from bridge.loop.conversation import Conversation
 from bridge.loop.events import AgentProgress, LoopEvent, SubAgentEvent, ToolCallStarted, UsageReport
-from bridge.loop.executor import RunningCalls, ToolEnvironment
+from bridge.loop.executor import RunningCalls, StepObserver, ToolEnvironment, no_steps
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import TurnSettings, run_turn
 from bridge.messages import Block, Message, text_block, valid_tool_use_id
@@ -78,6 +78,7 @@ class AgentHost:
     running: RunningCalls
     roll_up: Callable[[UsageReport], UsageReport]  # a sub-agent's response into the session's totals
     sidechains: Path | None = None  # where sub-agent transcripts go (None: not stored)
+    steps: Callable[[str], StepObserver] = lambda _call: no_steps  # the session's checkpoints, for the agent of a call
 
 
 @dataclass
@@ -334,7 +335,7 @@ class SubAgents:
         env = ToolEnvironment(
             tools=tools, policy=policy, prompter=child.prompter, emit=child.emit, context=context, apply=task.apply,
             held_back=held_back, unavailable=self.host.unavailable, running=self.host.running,
-            notifications=child.drain, hooks=self.host.hooks,
+            notifications=child.drain, hooks=self.host.hooks, steps=self.host.steps(task.tool_call_id),
         )
         settings = dataclasses.replace(
             self.host.settings(), model=task.model, prompt_hook=None, stop_hook="SubagentStop",

@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
+    going_on = run.add_mutually_exclusive_group()
+    going_on.add_argument("--continue", dest="continue_", action="store_true",
+                        help="go on with the latest session of --cwd (then /rewind, /changes work on it)")
+    going_on.add_argument("--resume", metavar="SESSION", help="go on with that stored session")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
     run.add_argument("--show-thinking", action="store_true",
                      help="show the model's thinking in full (otherwise one line says how long it thought)")
@@ -114,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         interactive = not args.non_interactive
         import asyncio
 
+        resume = args.resume or ("latest" if args.continue_ else None)
         return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
                                        approve_all=args.dangerously_approve_all, offline=args.offline,
-                                       show_thinking=args.show_thinking))
+                                       show_thinking=args.show_thinking, resume=resume))
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
@@ -125,15 +130,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
-                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False) -> int:
-    """`run`: the first model request goes out first (when it can be told ahead), then the rest of the bridge
-    loads, then the turn runs."""
+                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False,
+                      resume: str | None = None) -> int:
+    """`run`: the first model request goes out first (when it can be told ahead: a new session's), then the rest
+    of the bridge loads, then the turn runs. `resume`: a stored session's id, or `latest` (of `cwd`)."""
     import asyncio
     import importlib
 
     from bridge.cli.first_request import send_ahead
 
-    early = send_ahead(text, cwd, overrides)
+    early = send_ahead(text, cwd, overrides) if resume is None else None
     if early is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
@@ -143,7 +149,7 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
                                                 approve_all=approve_all, ahead=early[0] if early else None,
                                                 offline=Path(offline).stem if offline else None,
-                                                show_thinking=show_thinking)
+                                                show_thinking=show_thinking, resume=resume)
     return code
 
 

@@ -245,6 +245,19 @@ async def _read_line(stdin: TextIO) -> str:
         loop.remove_reader(fd)
 
 
+def _resumed(agent: Agent, resume: str, cwd: Path, frontend: Frontend) -> Session:
+    """The stored session to go on with: `resume`'s id, or the newest of `cwd` for `latest`."""
+    if resume == "latest":
+        stored = agent.stored_sessions(cwd)
+        if not stored:
+            raise LookupError(f"No stored session for {cwd} to continue.")
+        resume = stored[0].session_id
+    session, problems = agent.load_session(resume, frontend)
+    for problem in problems:
+        log.warning("%s", problem)
+    return session
+
+
 async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
                                stops: TerminalSignals | None = None) -> int:
     """The turn, with SIGINT (Ctrl-C) and SIGTERM cancelling it (`stops`: the handlers, else installed here for
@@ -355,10 +368,12 @@ async def run_prompt_async(
     ahead: AnthropicModel | None = None,
     offline: str | None = None,
     show_thinking: bool = False,
+    resume: str | None = None,
 ) -> int:
     """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
     was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same.
-    `offline`: the offline scenario answering (named instead of a cost)."""
+    `offline`: the offline scenario answering (named instead of a cost). `resume`: go on with that stored session
+    (`latest`: the newest of `cwd`) instead of a new one."""
     config, problems = BridgeConfig.load(overrides)
     view = TerminalView(offline=offline, show_thinking=show_thinking)
     for problem in problems:
@@ -372,15 +387,22 @@ async def run_prompt_async(
     terminal = TerminalPrompter(view, approve_all=approve_all)
     prompter = asking(view, terminal) if interactive else deny_all
     ask_trust = trust_asking(view, terminal_trust(terminal)) if interactive and terminal.can_ask else None
-    session = agent.new_session(cwd, Frontend(emit=view.emit, prompter=prompter, interactive=interactive,
-                                              ask_trust=ask_trust))
+    frontend = Frontend(emit=view.emit, prompter=prompter, interactive=interactive, ask_trust=ask_trust)
+    try:
+        session = _resumed(agent, resume, cwd, frontend) if resume else agent.new_session(cwd, frontend)
+    except LookupError as error:
+        view.line(view.paint(RED, str(error)))
+        await agent.shutdown()
+        return 2
     for notice in session.setup.startup_notices():
         view.line(view.paint(RED, notice))
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()
     try:
-        return await run_turn_in_terminal(session, text, view, signals)
+        code = await run_turn_in_terminal(session, text, view, signals)
+        view.line(view.paint(DIM, f"(session {session.id}: go on with `agent-bridge run --continue`)"))
+        return code
     finally:
         try:
             await agent.shutdown(grace=True)  # a cancelled command's SIGINT -> SIGTERM -> SIGKILL runs its course

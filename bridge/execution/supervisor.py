@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from bridge.execution import host, proctable, signals
 from bridge.execution.linux import pdeathsig_prefix, set_child_subreaper
 from bridge.execution.managed import CommandWrapper, ExternalProcess, Launch, ManagedProcess, _Protocol
@@ -117,17 +119,21 @@ class ProcessSupervisor:
         managed = ManagedProcess(argv, token)
         managed.wrapped, managed.release, managed.run = launch.wrapped, launch.release, launch.run
         try:
-            # Forked from the loop's thread: a parent-death signal follows the thread that forked.
-            transport, _ = await asyncio.get_running_loop().subprocess_exec(
-                lambda: _Protocol(managed),
-                *launch.argv,
-                cwd=str(cwd),
-                env=launch.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                **signals.own_group(),
-            )
+            # Forked from the loop's thread: a parent-death signal follows the thread that forked. Shielded: a
+            # cancel in the middle would SIGKILL bwrap alone while it starts, and its inner half (the pid
+            # namespace's init) can miss its die-with-parent and live on untracked with the command; once the
+            # process is tracked, the caller's cancel stops its whole tree.
+            with anyio.CancelScope(shield=True):
+                transport, _ = await asyncio.get_running_loop().subprocess_exec(
+                    lambda: _Protocol(managed),
+                    *launch.argv,
+                    cwd=str(cwd),
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    **signals.own_group(),
+                )
         except BaseException:
             self._release(managed)
             raise

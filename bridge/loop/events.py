@@ -146,6 +146,7 @@ class UserText:
     sub-agent's prompt comes up as its call's."""
 
     text: str
+    message_id: str | None = None  # a replayed prompt's turn id (what a rewind or a fork names)
     kind: Literal["user_text"] = "user_text"
 
 

@@ -15,9 +15,11 @@ paths the permission step judged go to the tool (`ToolContext.granted`): it open
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -79,6 +81,17 @@ class RunningCalls:
         return use_id in self._aborts
 
 
+StepFinished = Callable[[ToolResult | None], None]
+StepObserver = Callable[[AnyTool, Any, ToolContext, bool], AbstractAsyncContextManager[StepFinished]]
+"""`steps(tool, input, ctx, read_only)`: entered just before a tool's `call` runs and left when it returned, failed or
+was cancelled; what it yields is told the result. The session's checkpoints use it (bridge/checkpoints/observer.py)."""
+
+
+@contextlib.asynccontextmanager
+async def no_steps(_tool: AnyTool, _data: Any, _ctx: ToolContext, _read_only: bool) -> AsyncIterator[StepFinished]:
+    yield lambda _result: None
+
+
 @dataclass
 class ToolEnvironment:
     """What the executor needs from the session, built once per turn."""
@@ -95,6 +108,7 @@ class ToolEnvironment:
     notifications: Callable[[], list[Block]] = list  # drained before each request: news for the model (a
     # background agent that ended), added to the history as user text
     hooks: HookRunner = field(default_factory=NoHooks)  # every hook event (PreToolUse … Stop)
+    steps: StepObserver = no_steps  # around each call that runs (checkpoints)
 
 
 @dataclass
@@ -260,7 +274,10 @@ class ToolExecutor:
             self._env.emit(ToolCallInProgress(use_id))
             ctx.grants = call.grants
             with GRANTS.hold(call.grants):  # what it was allowed to write, the sandbox's watcher leaves alone
-                result = await self._call_tool(call, tool, data, ctx)
+                async with self._env.steps(tool, data, ctx, call.read_only) as finished:
+                    # (a cancel while the step's checkpoint was taken: the tool does not start)
+                    result = None if ctx.abort.aborted else await self._call_tool(call, tool, data, ctx)
+                    finished(result)
             if result is not None and call.edited is not None and not result.is_error:
                 result.content = _with_user_edit(result.content, *call.edited)
         except ToolError as error:
@@ -490,7 +507,7 @@ def _validation_message(tool_name: str, error: ValidationError) -> str:
     return f"Invalid input for {tool_name}: " + "; ".join(validation_problems(error, whole="input"))
 
 
-__all__ = ["AbortReason", "RunningCalls", "ToolEnvironment", "ToolExecutor"]
+__all__ = ["AbortReason", "RunningCalls", "StepObserver", "ToolEnvironment", "ToolExecutor", "no_steps"]
 
 
 def replayed_effects(block: Block, tool: AnyTool | None) -> list[Effect]:

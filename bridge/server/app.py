@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
-from bridge.server import questions, wire
+from bridge.server import history_handlers, questions, wire
 from bridge.server.jsonrpc import (
     AcpProtocol,
     BridgeProtocol,
@@ -423,8 +423,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             # error after the retries, when the API is not reachable), which sends people looking elsewhere.
             raise auth_required(NO_API_KEY, {"kind": "authentication", "status": None})
         stream = ls.stream(session.id)
+        turn: list[str] = []
         try:
-            stop = await session.prompt(blocks) if await ls.sdk_ready(session.id) else "cancelled"
+            stop = await session.prompt(blocks, turn.append) if await ls.sdk_ready(session.id) else "cancelled"
         except asyncio.CancelledError:  # `$/cancelRequest`: the turn was cancelled and its history repaired
             stop = "cancelled"
         except Exception as error:  # a model failure, or anything else: one clear message
@@ -432,7 +433,10 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         finally:
             stream.end_turn()  # what the turn streamed (and held notices) arrive before its answer
             ls.turn_ended(session)
-        return {"stopReason": stop}
+        # Asked for (`_meta.turnId: true`, the panel's rewind-to-here): the turn's id, what `_bridge/rewind`,
+        # `_bridge/fork` and `_bridge/changes` take. Only when asked: the answer stays ACP's plain one otherwise.
+        asked = bool(parsed.meta and parsed.meta.get("turnId") is True)
+        return {"stopReason": stop, **({"_meta": {"turnId": turn[0]}} if asked and turn else {})}
 
     @feature("session/cancel")
     def session_cancel(ls: BridgeServer, params: Any) -> None:
@@ -525,6 +529,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         session.set_model(parsed.model_id)
         ls.bridge_protocol.after_reply(lambda: ls.config_changed(session))
         return {}
+
+    history_handlers.register(feature)
 
     if os.environ.get(DEBUG_STATS_ENV):
 

@@ -170,6 +170,8 @@ class UpdateStream:
                 self.chunk("agent_message_chunk", text, parent)
             case ThinkingDelta(text=text):
                 self.chunk("agent_thought_chunk", text, parent)
+            case UserText(text=text, message_id=str(message_id)):  # a replayed prompt: ACP's `messageId`
+                self.update({**wire.chunk("user_message_chunk", text), "messageId": message_id}, parent)
             case UserText(text=text):
                 self.chunk("user_message_chunk", text, parent)
             case TurnEnded():

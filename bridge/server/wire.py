@@ -39,7 +39,8 @@ AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
     "mcpCapabilities": {"http": True, "sse": True},
-    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "additionalDirectories": {}},
+    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "fork": {},
+                            "additionalDirectories": {}},
     "auth": {"logout": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
@@ -100,6 +101,7 @@ class NewSessionParams(WireModel):
 class PromptParams(WireModel):
     session_id: str = Field(alias="sessionId")
     prompt: list[dict[str, Any]]
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")  # `{turnId: true}`: answer with the turn's id
 
 
 class SessionParams(WireModel):

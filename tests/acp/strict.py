@@ -47,6 +47,7 @@ RESPONSES: dict[str, type[BaseModel]] = {
     "session/delete": schema.DeleteSessionResponse,
     "session/set_config_option": schema.SetSessionConfigOptionResponse,
     "logout": schema.LogoutResponse,
+    "session/fork": schema.ForkSessionResponse,
 }
 # `_`-prefixed extension methods the bridge may send (README, "Protocol"): none today.
 EXTENSIONS: dict[str, type[BaseModel] | None] = {}

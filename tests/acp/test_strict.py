@@ -66,5 +66,5 @@ def test_an_answer_to_session_close_is_checked_and_one_to_a_method_the_oracle_do
     assert problems({"jsonrpc": "2.0", "id": 1, "result": {}}, asked={1: "session/close"}) == []
     [extra] = problems({"jsonrpc": "2.0", "id": 1, "result": {"closed": True}}, asked={1: "session/close"})
     assert extra == "closed: unknown field (not in the schema)"
-    [unknown] = problems({"jsonrpc": "2.0", "id": 2, "result": {}}, asked={2: "session/fork"})
-    assert "session/fork" in unknown and "no schema" in unknown
+    [unknown] = problems({"jsonrpc": "2.0", "id": 2, "result": {}}, asked={2: "session/archive"})
+    assert "session/archive" in unknown and "no schema" in unknown

@@ -111,6 +111,11 @@ export class Conversation implements Disposable {
     return this.session?.sessionId;
   }
 
+  /** The bridge session shown (for its checkpoint methods: rewind, fork, review); none before it exists. */
+  get agentSession(): AgentSession | undefined {
+    return this.session;
+  }
+
   get sessionState(): SessionState {
     return this.panelSession;
   }
@@ -419,7 +424,8 @@ export class Conversation implements Disposable {
     this.sessionChanged.fire(this.panelSession);
   }
 
-  private notice(text: string, key?: string): void {
+  /** A line in the conversation (not part of it: the model never sees it). */
+  notice(text: string, key?: string): void {
     this.store.dispatch(key ? { type: "notice", text, key } : { type: "notice", text });
   }
 }

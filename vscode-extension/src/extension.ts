@@ -14,6 +14,7 @@ import { WorkspaceFiles } from "./panel/workspaceFiles";
 import { PermissionRequests } from "./permissionRequests";
 import { PermissionPrompter } from "./permissions";
 import { vscodePickers } from "./pickers";
+import { CheckpointActions } from "./review";
 import { route, webviewRoutes } from "./router";
 import { readMcpServers, readSettings } from "./settings";
 import { sessionModels } from "./sessionModels";
@@ -47,7 +48,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const prompter = new PermissionPrompter(permissions, edits, presence);
   const client = new BridgeClient(log, redactingChannel(log, keys), (event) => lifecycle.onClientEvent(event));
   const lifecycle = new BridgeLifecycle(context, client, conversations, keys, log);
-  const routes = webviewRoutes({ view, files, editorContext, conversations, permissions, prompter, log });
+  const checkpoints = new CheckpointActions(conversations, view, () => vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir(), log);
+  const routes = webviewRoutes({ view, files, editorContext, conversations, permissions, prompter, checkpoints, log });
   const postSession = (): void => {
     const state = conversations.active.sessionState;
     view.post({ type: "model", model: state.model, modelId: state.modelId });
@@ -66,6 +68,7 @@ export function activate(context: vscode.ExtensionContext): void {
     files,
     view,
     prompter,
+    checkpoints,
     conversations,
     client,
     lifecycle,

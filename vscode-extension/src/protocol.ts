@@ -18,6 +18,16 @@ export const Method = {
   requestPermission: "session/request_permission",
   /** Our extension: stop one running tool call alone (a sub-agent and all it runs); the turn goes on. */
   cancelToolCall: "_bridge/cancel_tool_call",
+  /** Ours (issue 23, the bridge's README): what a rewind to before a prompt does, or doing it. */
+  rewind: "_bridge/rewind",
+  /** Ours: a new session with the conversation before a prompt (the original untouched). */
+  fork: "_bridge/fork",
+  /** Ours: what the agent changed, in the session (pending review) or in one prompt's turn, per file and hunk. */
+  changes: "_bridge/changes",
+  /** Ours: undo a change (a file, a hunk, or everything shown), three-way on top of the user's edits. */
+  undo: "_bridge/undo",
+  /** Ours: keep a change (the review's baseline takes it; no file is written). */
+  keep: "_bridge/keep",
 } as const;
 export type MethodName = (typeof Method)[keyof typeof Method];
 
@@ -130,11 +140,103 @@ export interface ListSessionsResult {
 export interface PromptParams {
   sessionId: string;
   prompt: ContentBlock[];
+  /** `turnId: true`: the answer names the turn (`_meta.turnId`), what a rewind, fork or Changes take. */
+  _meta?: { turnId?: boolean };
 }
 export const StopReasons = ["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"] as const;
 export type StopReason = (typeof StopReasons)[number];
 export interface PromptResult {
   stopReason: StopReason;
+  _meta?: { turnId?: string };
+}
+
+// --- checkpoints: rewind, fork, review (the bridge's `_bridge/*` methods) ------------------------
+
+export type RewindMode = "both" | "code" | "conversation";
+/** What to do with a file changed since by someone else: keep it, take the agent's changes out of it, or overwrite. */
+export type RewindResolution = "keep" | "merge" | "overwrite";
+
+export interface RewindParams {
+  sessionId: string;
+  turnId: string;
+  mode: RewindMode;
+  confirm?: boolean;
+  resolutions?: Record<string, RewindResolution>;
+}
+export interface RewindFile {
+  path: string;
+  action: "restore" | "recreate" | "delete" | "mode";
+  /** Why the file is a conflict (changed since, outside the agent's steps); null: none. */
+  conflict: string | null;
+  /** The steps (tool calls' titles) that changed it. */
+  steps: string[];
+}
+export interface RewindPreview {
+  prompt: { index: number; turnId: string; text: string };
+  mode: RewindMode;
+  text: string;
+  files: RewindFile[];
+  /** What no rewind undoes (a command's effects outside the workspace, a network request). */
+  irreversible: string[];
+  codeProblem: string | null;
+}
+export interface RewindOutcome {
+  text: string;
+  conversation: boolean;
+  restored: string[];
+  merged: string[];
+  overwritten: string[];
+  kept: { path: string; why: string }[];
+}
+
+export interface ReviewHunk {
+  index: number;
+  id: string;
+  /** 0-based lines; a hunk is a contiguous changed region, no context. */
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+}
+export interface ChangedFile {
+  path: string;
+  status: "added" | "deleted" | "modified" | "mode";
+  binary: boolean;
+  tooBig: boolean;
+  oldText: string | null;
+  newText: string | null;
+  oldMode: string | null;
+  newMode: string | null;
+  /** Changed since by someone other than the agent. */
+  editedSince: boolean;
+  hunks: ReviewHunk[];
+  steps: { toolCallId: string | null; tool: string; title: string; turnId: string | null }[];
+}
+export interface ChangesParams {
+  sessionId: string;
+  turnId?: string;
+}
+export interface ChangesResult {
+  scope: "session" | "turn";
+  turnId: string | null;
+  files: ChangedFile[];
+}
+export interface ReviewParams extends ChangesParams {
+  path?: string;
+  hunk?: number;
+  hunkId?: string;
+}
+export interface ReviewResult {
+  done: { path: string; hunk: number | null }[];
+  conflicts: { path: string; hunk: number | null; why: string }[];
+}
+export interface ForkParams {
+  sessionId: string;
+  turnId?: string;
+}
+export interface ForkResult {
+  sessionId: string;
+  modes?: SessionModes | null;
 }
 
 export interface CancelParams {
@@ -267,7 +369,8 @@ export interface UsageMeta {
 export type SessionUpdate =
   | { sessionUpdate: "agent_message_chunk"; content: ContentBlock; _meta?: ChunkMeta }
   | { sessionUpdate: "agent_thought_chunk"; content: ContentBlock; _meta?: NestingMeta }
-  | { sessionUpdate: "user_message_chunk"; content: ContentBlock; _meta?: NestingMeta }
+  /** `messageId` (a replayed prompt): its turn id, what a rewind, fork or Changes take. */
+  | { sessionUpdate: "user_message_chunk"; content: ContentBlock; messageId?: string; _meta?: NestingMeta }
   | ({ sessionUpdate: "tool_call" } & ToolCall)
   | ({ sessionUpdate: "tool_call_update" } & Partial<ToolCall> & { toolCallId: string })
   | { sessionUpdate: "plan"; entries: PlanEntry[] }

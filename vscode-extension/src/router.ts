@@ -13,6 +13,7 @@ import type { WorkspaceFiles } from "./panel/workspaceFiles";
 import type { PermissionRequests } from "./permissionRequests";
 import type { PermissionPrompter } from "./permissions";
 import type { ContentBlock } from "./protocol";
+import type { CheckpointActions } from "./review";
 
 export type WebviewRoutes = { [K in FromWebview["type"]]: (message: Extract<FromWebview, { type: K }>) => unknown };
 
@@ -23,10 +24,11 @@ export interface RouteDeps {
   conversations: Conversations;
   permissions: PermissionRequests;
   prompter: PermissionPrompter;
+  checkpoints: CheckpointActions;
   log: Logger;
 }
 
-export function webviewRoutes({ view, files, editorContext, conversations, permissions, prompter }: RouteDeps): WebviewRoutes {
+export function webviewRoutes({ view, files, editorContext, conversations, permissions, prompter, checkpoints }: RouteDeps): WebviewRoutes {
   const shown = (): Conversations["active"] => conversations.active;
   const postContext = (): void => view.post({ type: "context", label: editorContext.label(), problems: editorContext.problemCount() });
   return {
@@ -64,6 +66,12 @@ export function webviewRoutes({ view, files, editorContext, conversations, permi
     checkPaths: (msg) => files.check(msg.paths, (status) => view.post({ type: "paths", status })),
     copy: (msg) => vscode.env.clipboard.writeText(msg.text),
     // Only the extension's own commands (the welcome's buttons, the model name) and Workspace Trust's manager.
+    rewindPreview: (msg) => checkpoints.preview(msg),
+    rewindConfirm: (msg) => checkpoints.confirm(msg),
+    fork: (msg) => checkpoints.fork(msg),
+    showChanges: (msg) => checkpoints.showChanges(msg),
+    review: (msg) => checkpoints.review(msg),
+    openChange: (msg) => checkpoints.openChange(msg),
     command: (msg) => (/^agentBridge\.\w+$/.test(msg.command) || msg.command === "workbench.trust.manage" ? vscode.commands.executeCommand(msg.command) : undefined),
   };
 }

@@ -2,6 +2,15 @@ import type { AgentConnection } from "./connection";
 import { Emitter } from "./events";
 import {
   type CancelParams,
+  type ChangesParams,
+  type ChangesResult,
+  type ForkParams,
+  type ForkResult,
+  type ReviewParams,
+  type ReviewResult,
+  type RewindOutcome,
+  type RewindParams,
+  type RewindPreview,
   type CancelToolCallParams,
   type ContentBlock,
   Method,
@@ -26,7 +35,7 @@ export interface TurnStarted {
  * `interrupted`: the turn got no answer because the bridge went away (what happened, for people). `code`: the
  * JSON-RPC error's code when the bridge answered one (`authRequired`: no usable API key).
  */
-export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string; code?: number } | { turnId: number; interrupted: string };
+export type TurnEnded = { turnId: number; stopReason: StopReason; bridgeTurnId?: string } | { turnId: number; error: string; code?: number } | { turnId: number; interrupted: string };
 
 /** How long a turn whose connection closed waits to hear how the bridge ended (`abandon`), which the client
  * learns up to 1.5 s after the pipe closes. */
@@ -103,11 +112,13 @@ export class AgentSession {
     this.openTurns.push(turnId);
     this.setPhase("running");
     this.started.fire({ turnId, prompt });
-    const params: PromptParams = { sessionId: this.sessionId, prompt };
+    // The bridge names the turn in its answer (what rewind-to-here, fork and a prompt's Changes take).
+    const params: PromptParams = { sessionId: this.sessionId, prompt, _meta: { turnId: true } };
     let outcome: TurnEnded;
     try {
       const result = await this.connection.sendRequest<PromptResult>(Method.sessionPrompt, params);
-      outcome = { turnId, stopReason: result.stopReason };
+      const named = result._meta?.turnId;
+      outcome = { turnId, stopReason: result.stopReason, ...(typeof named === "string" ? { bridgeTurnId: named } : {}) };
     } catch (err) {
       const message = errorMessage(err);
       if (!isConnectionLost(message)) outcome = { turnId, error: message, ...errorCode(err) };
@@ -173,6 +184,26 @@ export class AgentSession {
     const known = this.modelsValue?.availableModels ?? [];
     const availableModels = known.some((m) => m.modelId === modelId) ? known : [...known, { modelId, name: modelId }];
     this.modelsValue = { currentModelId: modelId, availableModels };
+  }
+
+  /** The bridge's checkpoint methods (`_bridge/rewind`, `_bridge/changes`, `_bridge/keep`, `_bridge/undo`,
+   * `_bridge/fork`): params without the session, which is this one. */
+  async rewind(params: Omit<RewindParams, "sessionId">): Promise<RewindPreview | RewindOutcome> {
+    return this.connection.sendRequest<RewindPreview | RewindOutcome>(Method.rewind, { sessionId: this.sessionId, ...params });
+  }
+
+  async changes(turnId?: string): Promise<ChangesResult> {
+    const params: ChangesParams = { sessionId: this.sessionId, ...(turnId ? { turnId } : {}) };
+    return this.connection.sendRequest<ChangesResult>(Method.changes, params);
+  }
+
+  async review(action: "keep" | "undo", params: Omit<ReviewParams, "sessionId">): Promise<ReviewResult> {
+    return this.connection.sendRequest<ReviewResult>(action === "keep" ? Method.keep : Method.undo, { sessionId: this.sessionId, ...params });
+  }
+
+  async fork(turnId?: string): Promise<ForkResult> {
+    const params: ForkParams = { sessionId: this.sessionId, ...(turnId ? { turnId } : {}) };
+    return this.connection.sendRequest<ForkResult>(Method.fork, params);
   }
 
   async setMode(modeId: string): Promise<void> {

@@ -30,7 +30,14 @@ export function fileLinkHtml(path: string, line: number | undefined, label: stri
 
 export function userHtml(item: Of<"user">): string {
   const chips = item.attachments.map((a) => chipHtml(a)).join("");
-  return `<div class="who">You</div><div class="text">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ""}`;
+  // A prompt the bridge named: go back to before it, see what it changed, or branch off from it.
+  const actions = item.bridgeTurn
+    ? `<div class="user-actions" data-turn="${escapeHtml(item.bridgeTurn)}">` +
+      `<button type="button" class="secondary" data-user="rewind" title="Rewind to before this message: the code, the conversation or both (a preview first)">↶ Rewind</button>` +
+      `<button type="button" class="secondary" data-user="changes" title="What the agent changed for this message: keep or undo per file and per hunk">Changes</button>` +
+      `<button type="button" class="secondary" data-user="fork" title="A new conversation from before this message; this one stays as it is">Fork</button></div>`
+    : "";
+  return `<div class="who">You</div><div class="text">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ""}${actions}`;
 }
 
 function chipHtml(a: Attachment): string {

@@ -3,7 +3,9 @@
  * renders at most once per animation frame, re-rendering only the items whose object changed; a streamed
  * message re-renders only its last markdown block (markdownView.ts).
  */
-import type { FromWebview, TabInfo, ToWebview } from "../src/panel/messages";
+import type { ChangesView, FromWebview, RewindDialog, TabInfo, ToWebview } from "../src/panel/messages";
+import type { RewindMode, RewindResolution } from "../src/protocol";
+import { changesHtml, rewindHtml } from "./checkpoints";
 import { type ConversationItem, initialState, type PanelState, reduce } from "../src/panel/state";
 import { Composer } from "./composer";
 import { PathLinks } from "./files";
@@ -37,6 +39,7 @@ const trustBanner = $("trust-banner");
 const meter = $("meter");
 const meterFill = meter.querySelector<HTMLElement>(".meter-fill");
 const meterLabel = meter.querySelector<HTMLElement>(".meter-text");
+const overlay = $("overlay");
 
 let state: PanelState = initialState();
 /** From the host's `sessionState`; until it says, a session exists once `sessionStarted` was seen. */
@@ -116,9 +119,78 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
     case "fileNotFound":
       showToast(`Not found: ${msg.path}`);
       return;
+    case "toast":
+      showToast(msg.text);
+      return;
+    case "draft":
+      composer.draft = msg.text;
+      composer.focus();
+      return;
+    case "rewind":
+      showDialog(msg.dialog ? { kind: "rewind", dialog: msg.dialog } : undefined);
+      return;
+    case "changes":
+      showDialog(msg.view ? { kind: "changes", view: msg.view } : undefined);
+      return;
   }
   schedule();
 });
+
+// --- the rewind dialog and the Changes view (issue 23): one overlay over the conversation ---------------
+type Dialog = { kind: "rewind"; dialog: RewindDialog } | { kind: "changes"; view: ChangesView };
+let dialog: Dialog | undefined;
+
+function showDialog(next: Dialog | undefined): void {
+  dialog = next;
+  overlay.hidden = !next;
+  if (!next) return;
+  overlay.className = `overlay ${next.kind}`;
+  overlay.innerHTML = next.kind === "rewind" ? rewindHtml(next.dialog) : changesHtml(next.view, ctx.folders);
+}
+
+function closeDialog(): void {
+  dialog = undefined;
+  overlay.hidden = true;
+  overlay.innerHTML = "";
+}
+
+overlay.addEventListener("change", (e) => {
+  const radio = (e.target as HTMLElement).closest<HTMLInputElement>("input[name='rewind-mode']");
+  if (radio && dialog?.kind === "rewind") post({ type: "rewindPreview", turnId: dialog.dialog.turnId, text: dialog.dialog.text, mode: radio.value as RewindMode });
+});
+
+overlay.addEventListener("click", (e) => {
+  const target = e.target as HTMLElement;
+  const button = target.closest<HTMLButtonElement>("button");
+  if (!button || button.disabled) return;
+  if (button.dataset.dialog === "close") return closeDialog();
+  if (button.dataset.dialog === "rewind-confirm" && dialog?.kind === "rewind") {
+    const resolutions: Record<string, RewindResolution> = {};
+    for (const select of overlay.querySelectorAll<HTMLSelectElement>("select.resolution")) if (select.dataset.path) resolutions[select.dataset.path] = select.value as RewindResolution;
+    for (const b of overlay.querySelectorAll("button")) b.disabled = true;
+    const { turnId, text, mode } = dialog.dialog;
+    post({ type: "rewindConfirm", turnId, text, mode, resolutions });
+    return;
+  }
+  const turnId = dialog?.kind === "changes" ? dialog.view.turnId : undefined;
+  const scope = turnId ? { turnId } : {};
+  if (button.dataset.open) return post({ type: "openChange", path: button.dataset.open, ...scope });
+  const action = button.dataset.review;
+  if (action === "keep" || action === "undo") {
+    const hunk = button.dataset.hunk !== undefined ? Number(button.dataset.hunk) : undefined;
+    for (const b of overlay.querySelectorAll("button[data-review]")) (b as HTMLButtonElement).disabled = true;
+    post({
+      type: "review",
+      action,
+      ...scope,
+      ...(button.dataset.path ? { path: button.dataset.path } : {}),
+      ...(hunk !== undefined ? { hunk } : {}),
+      ...(button.dataset.hunkId ? { hunkId: button.dataset.hunkId } : {}),
+    });
+  }
+});
+
+$("changes").addEventListener("click", () => post({ type: "showChanges" }));
 
 /**
  * Typing comes first: the frame after a keystroke paints the character and nothing else, and the stream's
@@ -364,6 +436,11 @@ function rejectOption(card: HTMLElement): string | undefined {
 
 document.addEventListener("keydown", (e) => {
   if (e.isComposing || e.defaultPrevented) return;
+  if (e.key === "Escape" && !overlay.hidden) {
+    e.preventDefault();
+    e.stopPropagation();
+    return closeDialog();
+  }
   const card = newestPendingCard();
   if (card) {
     const active = document.activeElement;
@@ -441,6 +518,16 @@ log.addEventListener("click", (e) => {
       copy.textContent = "Copy";
       copy.classList.remove("copied");
     }, 1500);
+    return;
+  }
+  const user = target.closest<HTMLButtonElement>("button[data-user]");
+  const turn = user?.closest<HTMLElement>(".user-actions")?.dataset.turn;
+  if (user && turn) {
+    const item = rendered.get(user.closest<HTMLElement>(".item")?.dataset.id ?? "")?.item;
+    const text = item?.kind === "user" ? item.text : "";
+    if (user.dataset.user === "rewind") post({ type: "rewindPreview", turnId: turn, text, mode: "both" });
+    else if (user.dataset.user === "changes") post({ type: "showChanges", turnId: turn, title: `“${text.split("\n")[0]?.slice(0, 60) ?? ""}”` });
+    else if (user.dataset.user === "fork") post({ type: "fork", turnId: turn, text });
     return;
   }
   const stop = target.closest<HTMLButtonElement>("button[data-action='cancelToolCall']");

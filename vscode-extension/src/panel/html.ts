@@ -36,6 +36,7 @@ export function panelHtml(p: PanelHtmlParts): string {
 <header id="toolbar">
   <label class="mode">Mode <select id="mode" title="Permission mode"></select></label>
   <button id="model" class="model" hidden title="The model this session runs: click to choose another"></button>
+  <button id="changes" type="button" class="secondary changes-button" title="What the agent changed in this session that you have not kept yet: keep or undo per file and per hunk">Changes</button>
   <span id="connection" class="connection" role="status"></span>
 </header>
 <div id="mode-desc" class="mode-desc" hidden></div>
@@ -61,6 +62,7 @@ export function panelHtml(p: PanelHtmlParts): string {
   <main id="log" aria-live="polite"></main>
   <button id="jump" class="jump" hidden title="Scroll to the latest message">↓ Latest</button>
 </div>
+<section id="overlay" class="overlay" role="dialog" aria-modal="true" hidden></section>
 <div id="toast" role="alert" hidden></div>
 <section id="plan" hidden></section>
 <footer id="composer">

@@ -1,4 +1,4 @@
-import type { ContentBlock, ImageContent } from "../protocol";
+import type { ChangedFile, ContentBlock, ImageContent, RewindMode, RewindPreview, RewindResolution } from "../protocol";
 import type { TurnPhase } from "../session";
 import type { PanelAction, PanelState } from "./state";
 
@@ -21,6 +21,29 @@ export interface TabInfo {
  * (hooks, env, allow rules, modes, directories, sandbox and network settings, MCP servers) is inert.
  */
 export type FolderTrust = "trusted" | "restricted";
+
+/** The rewind dialog of a user message: its preview (what will be restored, the conflicts, what no rewind undoes). */
+export interface RewindDialog {
+  turnId: string;
+  /** The prompt's words (the dialog's title). */
+  text: string;
+  mode: RewindMode;
+  /** Absent while it is being fetched. */
+  preview?: RewindPreview;
+  /** Why there is no preview, or the rewind failed. */
+  error?: string;
+}
+
+/** The Changes view: the session's pending changes, or one prompt's (`turnId`), per file and hunk. */
+export interface ChangesView {
+  turnId?: string;
+  /** "This session" or the prompt's words. */
+  title: string;
+  files: ChangedFile[];
+  /** Absent while it is being fetched. */
+  loaded: boolean;
+  error?: string;
+}
 
 /** Extension host → webview. */
 export type ToWebview =
@@ -46,7 +69,15 @@ export type ToWebview =
   /** The answer to `checkPaths`: which of the asked paths name a file. */
   | { type: "paths"; status: Record<string, "exists" | "missing"> }
   /** An `openFile` whose file is not there. */
-  | { type: "fileNotFound"; path: string };
+  | { type: "fileNotFound"; path: string }
+  /** A line for the person, briefly (a review's conflicts, a fork that opened). */
+  | { type: "toast"; text: string }
+  /** The input's text (a rewound prompt comes back to be edited and sent again). */
+  | { type: "draft"; text: string }
+  /** The rewind dialog (none: closed). */
+  | { type: "rewind"; dialog?: RewindDialog }
+  /** The Changes view (none: closed). */
+  | { type: "changes"; view?: ChangesView };
 
 /** Webview → extension host. */
 export type FromWebview =
@@ -87,4 +118,16 @@ export type FromWebview =
   /** A code block's copy button. */
   | { type: "copy"; text: string }
   /** A command button (the welcome's "Set API key", the model name): one of the extension's own commands. */
-  | { type: "command"; command: string };
+  | { type: "command"; command: string }
+  /** A user message's "Rewind": the preview of going back to before it (`mode`: what goes back). */
+  | { type: "rewindPreview"; turnId: string; text: string; mode: RewindMode }
+  /** The dialog's "Rewind": do it, with a decision for each conflict. */
+  | { type: "rewindConfirm"; turnId: string; text: string; mode: RewindMode; resolutions: Record<string, RewindResolution> }
+  /** The Changes view: the session's pending changes, or one prompt's. */
+  | { type: "showChanges"; turnId?: string; title?: string }
+  /** Keep or undo a change of the view: a hunk of a file, a whole file, or (no path) everything shown. */
+  | { type: "review"; action: "keep" | "undo"; turnId?: string; path?: string; hunk?: number; hunkId?: string }
+  /** A changed file in VS Code's diff editor (before the change ↔ the file now). */
+  | { type: "openChange"; turnId?: string; path: string }
+  /** A new conversation from before this prompt (the original untouched). */
+  | { type: "fork"; turnId: string; text: string };

@@ -52,7 +52,9 @@ export interface Attachment {
 export type Review = "proposed" | "accepted" | "rejected";
 
 export type ConversationItem =
-  | { kind: "user"; id: string; turnId: number; text: string; attachments: Attachment[] }
+  /** `bridgeTurn`: the bridge's id of the prompt's turn (its answer's `_meta.turnId`, a replay's `messageId`): what
+   * rewind-to-here, fork and the prompt's Changes name. Absent: the bridge did not say (an older bridge, a failed turn). */
+  | { kind: "user"; id: string; turnId: number; text: string; attachments: Attachment[]; bridgeTurn?: string }
   | { kind: "agent"; id: string; turnId: number; text: string }
   | { kind: "thought"; id: string; turnId: number; text: string }
   | {
@@ -159,7 +161,7 @@ export type PanelAction =
   | { type: "sessionStarted"; sessionId: string; modes?: SessionModes; keep?: boolean }
   | { type: "turnStarted"; turnId: number; text: string; attachments: (string | Attachment)[] }
   /** `code`: the JSON-RPC error code of a failed turn. */
-  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; code?: number; interrupted?: string }
+  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; code?: number; interrupted?: string; bridgeTurnId?: string }
   | { type: "phase"; phase: TurnPhase }
   /** `turnId`: the turn the update belongs to (the oldest unanswered prompt); none: the current one. */
   | { type: "update"; update: SessionUpdate; turnId?: number }
@@ -287,8 +289,10 @@ function endTurn(state: PanelState, action: Extract<PanelAction, { type: "turnEn
     usage: turn?.usage,
   };
   const cutOff: "interrupted" | "cancelled" | "failed" = action.interrupted ? "interrupted" : action.stopReason === "cancelled" ? "cancelled" : "failed";
+  const named = action.bridgeTurnId;
   const items = state.items
     .filter((i) => !(i.kind === "permission" && i.turnId === action.turnId && i.answer === undefined))
+    .map((i) => (named && i.kind === "user" && i.turnId === action.turnId && !i.bridgeTurn ? { ...i, bridgeTurn: named } : i))
     .map((i) => ("turnId" in i && i.turnId === action.turnId ? settleTools(i, cutOff) : i));
   const at = items.findIndex((i) => "turnId" in i && i.turnId > action.turnId);
   const placed = at < 0 ? [...items, item] : [...items.slice(0, at), item, ...items.slice(at)];
@@ -391,7 +395,8 @@ function applyOwnUpdate(before: PanelState, update: SessionUpdate, turnId: numbe
       if (open && last?.kind === "user") return replaceLast(state, { ...last, text: last.text + contentText(update.content) });
       const next = open ? state : { ...state, currentTurn: current + 1, turns: { ...state.turns, [current + 1]: { usage: emptyUsage(), startCost: state.sessionCost } } };
       const n = state.items.length;
-      const item: ConversationItem = { kind: "user", id: `replay-${n}`, turnId: next.currentTurn, text: contentText(update.content), attachments: [] };
+      const named = update.messageId ? { bridgeTurn: update.messageId } : {};
+      const item: ConversationItem = { kind: "user", id: `replay-${n}`, turnId: next.currentTurn, text: contentText(update.content), attachments: [], ...named };
       return { ...next, items: [...next.items, item] };
     }
     case "tool_call": {

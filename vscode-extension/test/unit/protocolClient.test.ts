@@ -92,11 +92,18 @@ describe("protocol client", () => {
     session.onPhase((p) => phases.push(p));
     const done = session.prompt([{ type: "text", text: "hello" }]);
     const [req] = conn.pending(Method.sessionPrompt);
-    assert.deepEqual(req?.params, { sessionId: "s1", prompt: [{ type: "text", text: "hello" }] });
+    // (issue 23) the prompt asks the bridge to name its turn: what rewind-to-here, fork and Changes take
+    assert.deepEqual(req?.params, { sessionId: "s1", prompt: [{ type: "text", text: "hello" }], _meta: { turnId: true } });
     assert.equal(session.phase, "running");
     req.resolve({ stopReason: "end_turn" });
     assert.deepEqual(await done, { turnId: 1, stopReason: "end_turn" });
     assert.deepEqual(phases, ["running", "idle"]);
+  });
+
+  it("keeps the turn id the bridge names in its answer", async () => {
+    const done = session.prompt([{ type: "text", text: "hello" }]);
+    conn.pending(Method.sessionPrompt)[0]?.resolve({ stopReason: "end_turn", _meta: { turnId: "turn_abc" } });
+    assert.deepEqual(await done, { turnId: 1, stopReason: "end_turn", bridgeTurnId: "turn_abc" });
   });
 
   it("cancels, and a second cancel while unwinding forces", async () => {

@@ -1,0 +1,359 @@
+"""A session's checkpoints: a snapshot before and after each step that can change files, attributed to its call
+and prompt, in the session's log; rewinds and reviews (bridge/checkpoints/rewind.py, review.py) read them.
+
+Snapshots are taken one at a time, in order (an asyncio lock: FIFO), with git in a worker thread. The snapshot
+after a step that was cancelled is taken in the background: the cancel answers at once, and the next step's
+snapshot waits for it. A file tool's step (kind `edit` with locations) looks only at its paths; any other step
+(a command, an MCP tool) scans the workspace. The first snapshot of a session starts with the session
+(`warm`), so the first step does not wait for a cold index.
+
+When the store can't work (no git, a workspace too big) the session says so once and goes on without
+checkpoints: `enabled` is False and every call here does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+
+from bridge.checkpoints.log import Effect, Keep, Step, StepLog, TurnMark
+from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+CLOSE_WAIT = 10.0  # seconds a closing session waits for its last snapshots
+OFF_ENV = "AGENT_BRIDGE_CHECKPOINTS"  # `0`: no checkpoints (no rewind of the code, no /changes)
+CHAIN_EVERY = 16  # step trees chained on the session's ref in one commit
+Waiter = Callable[[], Awaitable[Any]]  # what waits for a background command's end
+
+
+@dataclass(frozen=True)
+class StepCall:
+    """What a step is, as the session tells it: the call and what the tool says of it."""
+
+    call: str
+    tool: str
+    title: str
+    kind: str
+    paths: Sequence[str] | None = None  # workspace-relative paths it may change; None: it may change anything
+    agent: str | None = None
+    outside: str | None = None  # what it may do that no checkpoint undoes
+
+
+class Checkpoints:
+    def __init__(self, store: Store | None, name: str, log_path: Path | None, *,
+                 tell: Callable[[str], None] = lambda _text: None, problem: str | None = None) -> None:
+        """`store` None: checkpoints are off (`problem` says why; told once, at the first step)."""
+        self.store = store
+        self.index = SessionIndex(store, name) if store is not None else None
+        self.log = StepLog(log_path)
+        self.turn: str | None = None
+        self._tell = tell
+        self._problem = problem
+        self._told = False
+        self._lock = asyncio.Lock()
+        self._tree: str | None = None  # the last snapshot's tree (what the index holds)
+        # The tree the log accounts for: the last recorded step's after (a reopened session's, from its log: what
+        # changed while it was closed is then the user's, as it should be).
+        self._accounted: str | None = next((s.after for s in reversed(self.log.steps)), None)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._waiting: set[asyncio.Task[Any]] = set()  # background commands' ends awaited
+        self._running: dict[str, StepCall] = {}
+        self._warming = False
+        self._closed = False
+        self._unchained: list[str] = []  # step trees not on the session's ref yet
+        self._chained_last: str | None = None
+
+    @classmethod
+    def open(cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None],
+             **limits: int) -> Checkpoints:
+        log_path = data_dir / "sessions" / session_id / "checkpoints.jsonl"
+        if os.environ.get(OFF_ENV) == "0":  # the user's choice: off, and nothing to tell
+            off = cls(None, session_id, log_path, tell=tell, problem=f"turned off ({OFF_ENV}=0)")
+            off._told = True
+            return off
+        try:
+            store = Store.for_workspace(data_dir, workspace, **limits)
+        except (StoreError, OSError) as error:
+            log.warning("checkpoints off for %s: %s", workspace, error)
+            return cls(None, session_id, log_path, tell=tell, problem=str(error))
+        return cls(store, session_id, log_path, tell=tell)
+
+    @property
+    def enabled(self) -> bool:
+        return self.index is not None and self._problem is None
+
+    @property
+    def workspace(self) -> Path | None:
+        return self.store.workspace if self.store is not None else None
+
+    def relative(self, path: str | Path) -> str | None:
+        """`path` as the store names it (relative to the workspace's real path), or None: outside it."""
+        if self.store is None:
+            return None
+        full = os.path.join(self.store.workspace, path)
+        parent, name = os.path.split(os.path.abspath(full))
+        with contextlib.suppress(OSError):
+            parent = os.path.realpath(parent)
+        relative = os.path.relpath(os.path.join(parent, name), self.store.workspace)
+        return None if relative == "." or relative.startswith("..") else relative.replace(os.sep, "/")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    # -- the session's hooks ------------------------------------------------------------------------------------
+
+    async def _first(self) -> None:
+        async with self._lock:
+            if self._tree is None:
+                try:
+                    await self._checkpoint(None)
+                except StoreError as error:
+                    self._off(str(error))
+
+    def turn_started(self, turn: str) -> None:
+        """A prompt starts: its anchor in the log; the session's first snapshot starts now, in the background."""
+        self.turn = turn
+        if self.enabled:
+            self.log.add(TurnMark(turn))
+            if self._tree is None and not self._warming:
+                self._warming = True
+                self._background(self._first())
+
+    def effect(self, call: str, text: str) -> None:
+        """A call that changes no file but can't be undone (a network request), named by a later rewind."""
+        if self.enabled:
+            self.log.add(Effect(self.turn, call, text))
+
+    @contextlib.asynccontextmanager
+    async def step(self, call: StepCall, *, aborted: Callable[[], bool] = lambda: False,
+                   ) -> AsyncIterator[Callable[[Waiter | None], None]]:
+        """Brackets one call: the snapshot before, then after (in the background when it was cancelled). Yields
+        `ended(waiter)`: a background command's call passes what waits for its end, for one more checkpoint then."""
+        if not self.enabled:
+            yield lambda _waiter: None
+            return
+        turn = self.turn
+        waiters: list[Waiter] = []
+        before = await self._before(call)
+        if before is None:
+            yield lambda _waiter: None
+            return
+        self._running[call.call] = call
+        cancelled = False
+        try:
+            yield lambda waiter: waiters.append(waiter) if waiter is not None else None
+        except BaseException as error:
+            cancelled = not isinstance(error, Exception)
+            raise
+        finally:
+            self._running.pop(call.call, None)
+            ending = self._after(call, turn, before, interrupted=cancelled or aborted())
+            if cancelled or aborted():
+                self._background(ending)
+            else:
+                await ending
+            for waiter in waiters:
+                self._await_end(call, turn, waiter)
+
+    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change]] | None:
+        async with self._lock:
+            try:
+                shot = await self._checkpoint(call.paths)
+            except StoreError as error:
+                self._off(str(error))
+                return None
+            return shot, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
+
+    async def _after(self, call: StepCall, turn: str | None, before: tuple[Snapshot, list[Change]], *,
+                     interrupted: bool) -> None:
+        shot, external = before
+        async with self._lock:
+            try:
+                after = await self._checkpoint(call.paths)
+                changes = await self.run(self.store_diff, shot.tree, after.tree)
+            except StoreError as error:
+                self._off(str(error))
+                return
+            self._record(Step(self.log.next_number(), turn, call.call, call.tool, call.title, call.kind, shot.tree,
+                              after.tree, changes, external, [*shot.skipped, *after.skipped], call.agent,
+                              call.outside, interrupted))
+
+    def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
+        """Once the background command ends, one more checkpoint. The wait is not a snapshot in progress: what
+        waits for the snapshots (`settle`) does not wait for it, and a closing session drops it."""
+
+        async def wait() -> None:
+            with contextlib.suppress(Exception):
+                await waiter()
+            self._background(self._at_end(call, turn))
+
+        task = asyncio.get_running_loop().create_task(wait())
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
+    async def _at_end(self, call: StepCall, turn: str | None) -> None:
+        """A background command ended: what changed since the last step is its doing, or the user's (both ran
+        meanwhile): the step is marked `background`, and a rewind asks before undoing it."""
+        async with self._lock:
+            last = self._accounted or EMPTY_TREE
+            try:
+                after = await self._checkpoint(None)
+                changes = await self.run(self.store_diff, last, after.tree)
+            except StoreError as error:
+                self._off(str(error))
+                return
+            self._record(Step(self.log.next_number(), turn, call.call, call.tool, call.title, call.kind, last,
+                              after.tree, changes, [], after.skipped, call.agent, call.outside, background=True))
+
+    async def now(self) -> tuple[str, list[Change]]:
+        """A snapshot of the workspace now, and what changed outside any step since the last one (not recorded:
+        the next step's `external` still says it)."""
+        async with self._lock:
+            return await self.now_locked()
+
+    async def now_locked(self) -> tuple[str, list[Change]]:
+        shot = await self._checkpoint(None)
+        return shot.tree, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        """The lock every snapshot takes (a rewind holds it while it writes files)."""
+        return self._lock
+
+    def record_step(self, step: Step) -> None:
+        """A step built elsewhere (a rewind, an undo), with the lock held by the caller."""
+        self._record(step)
+
+    def keep(self, path: str, blob: str | None, mode: str | None) -> None:
+        self.log.add(Keep(path, blob, mode))
+
+    async def checkpoint(self, paths: Sequence[str] | None) -> Snapshot:
+        """A snapshot, with the lock held by the caller."""
+        return await self._checkpoint(paths)
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    async def _checkpoint(self, paths: Sequence[str] | None) -> Snapshot:
+        """A snapshot (of `paths` only, once a whole one was taken: a partial first one would make the rest of
+        the workspace look new at the next whole one)."""
+        assert self.index is not None
+        shot = await self.run(self.index.snapshot, paths if self._tree is not None else None)
+        self._tree = shot.tree
+        if self._accounted is None:
+            self._accounted = shot.tree
+        return shot
+
+    def store_diff(self, old: str, new: str) -> list[Change]:
+        assert self.store is not None
+        return self.store.diff(old, new)
+
+    def tree_entries(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        assert self.store is not None
+        return self.store.entries(tree, paths)
+
+
+    def _record(self, step: Step) -> None:
+        step.at = time.time()
+        self._accounted = step.after
+        self.log.add(step)
+        for tree in (step.before, step.after):
+            if tree not in self._unchained and tree != self._chained_last:
+                self._unchained.append(tree)
+        if len(self._unchained) >= CHAIN_EVERY:
+            self._background(self._chain())
+
+    async def _chain(self) -> None:
+        """The trees of the steps since the last time, in one commit on the session's ref (so a gc of the store
+        keeps them): batched, as a commit costs more than a snapshot's share of the machine."""
+        trees, self._unchained = self._unchained, []
+        if not trees or self.index is None:
+            return
+        steps = [s.number for s in self.log.steps[-len(trees):]]
+        message = json.dumps({"session": self.index.name, "steps": [steps[0], steps[-1]] if steps else []})
+        with contextlib.suppress(StoreError):
+            await self.run(self.index.record, trees, message)
+            self._chained_last = trees[-1]
+
+    def _background(self, work: Awaitable[Any]) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("checkpoint failed")
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _off(self, problem: str) -> None:
+        """The store failed: no more checkpoints this session; said once."""
+        log.warning("checkpoints off: %s", problem)
+        self._problem = problem
+        self.tell_problem()
+
+    def tell_problem(self) -> None:
+        if self._problem is not None and not self._told:
+            self._told = True
+            self._tell(f"Checkpoints are off: {self._problem}")
+
+    @property
+    def problem(self) -> str | None:
+        return self._problem
+
+    async def fork_to(self, data_dir: Path, session_id: str) -> None:
+        """Give a forked session this one's checkpoints: its log (the steps happened in the same workspace), a
+        warm index, and its ref."""
+        await self.settle()
+        target = data_dir / "sessions" / session_id / "checkpoints.jsonl"
+        async with self._lock:
+            if self.log.path is not None and self.log.path.is_file():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                await self.run(shutil.copyfile, self.log.path, target)
+            if self.index is not None and self.store is not None and self.enabled:
+                index = self.index
+                with contextlib.suppress(OSError, StoreError):
+                    if index.path.exists():
+                        await self.run(shutil.copyfile, index.path, index.path.with_name(f"index-{session_id}"))
+                    head = await self.run(lambda: index.head)
+                    if head is not None:
+                        await self.run(self.store.set_ref, session_id, head)
+
+    async def settle(self) -> None:
+        """Every snapshot started so far is taken, and every step's trees are on the session's ref (a test's, a
+        fork's or a closing session's wait)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._unchained:
+            await self._chain()
+
+    async def close(self) -> None:
+        """The last snapshots written and chained; a store with many loose objects is packed (with deltas: a
+        changed line of a big file then costs about its own size, not the file's)."""
+        if self._closed:
+            return
+        self._closed = True
+        for task in list(self._waiting):  # a background shell still running: its end is the next session's
+            task.cancel()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.settle(), CLOSE_WAIT)
+        self.log.close()
+        if self.store is not None and self.enabled and self._tree is not None:  # (a store this session used)
+            with contextlib.suppress(StoreError, OSError):
+                await self.run(self.store.pack_if_loose)
+
+
+def skipped_text(skipped: list[Skipped]) -> list[str]:
+    return [f"{s.path}: {s.why}" for s in skipped]

@@ -1,0 +1,223 @@
+"""Rewinding the code to before a prompt, three-way: the agent's changes since then are undone; the user's are
+never silently lost.
+
+For each file a step changed after the prompt's anchor, the target is what the file was just before the first of
+those steps touched it (so an edit the user made after the prompt but before the agent's step is kept too). The
+file is restored silently only when nothing outside the steps changed it after that first touch. Otherwise it is
+a conflict, shown with why, and the user decides:
+- `keep` (the default): the file stays as it is now;
+- `merge`: each of the agent's changes to it is taken out of the current text, newest first (`git merge-file`,
+  as `git revert` does); the file is kept as it is when that does not apply cleanly or the file is binary;
+- `overwrite`: the file becomes the checkpoint's version (the version it replaces stays in the store: the
+  rewind's own step records it).
+What no checkpoint can undo — what commands did outside the workspace or to ignored files, network requests,
+files left out for their size — is listed in the plan, before the user confirms.
+
+A plan is made, shown, confirmed, then applied; `apply` plans again under the snapshot lock and applies a
+decision only to a file that was a conflict in the plan the user saw (a file that became one since is kept).
+The rewind itself is a step (`kind: rewind`), so the log stays the whole story.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from bridge.checkpoints import files
+from bridge.checkpoints.log import Effect, Step
+from bridge.checkpoints.recorder import Checkpoints
+from bridge.checkpoints.store import Change, StoreError
+
+Resolution = Literal["keep", "merge", "overwrite"]
+RESOLUTIONS: tuple[Resolution, ...] = ("keep", "merge", "overwrite")
+
+
+class RewindError(Exception):
+    """The code can't go back there (no checkpoints reach it, or they are off): a message for the user."""
+
+
+@dataclass
+class FilePlan:
+    path: str
+    target_blob: str | None  # None: the file did not exist then
+    target_mode: str | None
+    touches: list[tuple[Step, Change]]  # the steps after the anchor that changed it, in order
+    conflict: str | None = None  # why the user must decide (None: restored silently)
+    now: tuple[str, str] | None = None  # (mode, blob) as it is now (None: absent or not storable)
+
+    @property
+    def action(self) -> str:
+        if self.target_blob is None:
+            return "delete"
+        if self.now is None:
+            return "recreate"
+        return "mode" if self.now[1] == self.target_blob else "restore"
+
+
+@dataclass
+class RewindPlan:
+    turn: str
+    files: list[FilePlan]
+    irreversible: list[str]
+    steps: int  # how many steps it goes back over
+
+    @property
+    def conflicts(self) -> list[FilePlan]:
+        return [f for f in self.files if f.conflict is not None]
+
+    @property
+    def restores(self) -> list[FilePlan]:
+        return [f for f in self.files if f.conflict is None]
+
+
+@dataclass
+class RewindResult:
+    restored: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    overwritten: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    step: int | None = None
+
+
+async def plan_rewind(checkpoints: Checkpoints, turn: str) -> RewindPlan:
+    if not checkpoints.enabled:
+        raise RewindError(f"Checkpoints are off, so the code can't be rewound: {checkpoints.problem or 'unknown'}")
+    async with checkpoints.lock:
+        tree, external = await _now(checkpoints)
+        return await _plan(checkpoints, turn, tree, external)
+
+
+async def apply_rewind(checkpoints: Checkpoints, shown: RewindPlan,
+                       resolutions: dict[str, Resolution] | None = None) -> RewindResult:
+    """Apply `shown` as the user confirmed it: decisions for its conflicts in `resolutions` (absent: keep)."""
+    resolutions = resolutions or {}
+    decided = {f.path for f in shown.conflicts}
+    async with checkpoints.lock:
+        tree, external = await _now(checkpoints)
+        plan = await _plan(checkpoints, shown.turn, tree, external)
+        result = RewindResult()
+        views: dict[str, tuple[str | None, str | None]] = {}
+        # Removals first, deepest first, then writes: a file where a directory was (or the reverse) has room.
+        ordered = sorted(plan.files, key=lambda f: (f.target_blob is not None, -f.path.count("/") if
+                                                    f.target_blob is None else f.path.count("/"), f.path))
+        for item in ordered:
+            choice: Resolution = "overwrite" if item.conflict is None else (
+                resolutions.get(item.path, "keep") if item.path in decided else "keep")
+            if choice == "keep":
+                result.kept.append((item.path, item.conflict or "kept"))
+            elif choice == "overwrite":
+                await checkpoints.run(_restore, checkpoints, item)
+                (result.restored if item.conflict is None else result.overwritten).append(item.path)
+            else:
+                why = await checkpoints.run(_merge, checkpoints, item)
+                if why is None:
+                    result.merged.append(item.path)
+                    views[item.path] = (item.target_blob, item.target_mode)
+                else:
+                    result.kept.append((item.path, why))
+        touched = [*result.restored, *result.merged, *result.overwritten]
+        if touched or plan.files:
+            after = await checkpoints.checkpoint(None)
+            changes = await checkpoints.run(checkpoints.store_diff, tree, after.tree)
+            step = Step(checkpoints.log.next_number(), checkpoints.turn, "", "Rewind", f"Rewind to {shown.turn}",
+                        "rewind", tree, after.tree, changes, external, after.skipped, views=views, at=time.time())
+            checkpoints.record_step(step)
+            result.step = step.number
+        return result
+
+
+async def _now(checkpoints: Checkpoints) -> tuple[str, list[Change]]:
+    try:
+        return await checkpoints.now_locked()
+    except StoreError as error:
+        raise RewindError(f"The workspace can't be read for a rewind: {error}") from None
+
+
+async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[Change]) -> RewindPlan:
+    log = checkpoints.log
+    anchor = log.anchor(turn)
+    if anchor is None:
+        raise RewindError("No checkpoint reaches back to that message (it came before checkpoints were kept for "
+                          "this session), so its code can't be restored; the conversation can still be rewound.")
+    later = log.entries[anchor + 1:]
+    steps = [e for e in later if isinstance(e, Step)]
+    first: dict[str, int] = {}
+    touches: dict[str, list[tuple[Step, Change]]] = {}
+    for index, step in enumerate(steps):
+        for change in step.changes:
+            first.setdefault(change.path, index)
+            touches.setdefault(change.path, []).append((step, change))
+    edited: dict[str, str] = {}  # path -> when the user (or something outside the steps) changed it
+    for index, step in enumerate(steps):
+        for change in step.external:
+            if change.path in first and first[change.path] < index:
+                edited.setdefault(change.path, "changed outside the agent's steps (by you, or a command still "
+                                               f"running) before step {step.number}")
+    for change in external:
+        if change.path in first:
+            edited.setdefault(change.path, "changed outside the agent's steps (by you, or a command still running) "
+                                           "since its last step")
+    for path, changes in touches.items():
+        background = next((step for step, _c in changes if step.background), None)
+        if background is not None:
+            edited.setdefault(path, f"changed while {background.title} ran in the background (by it, or by you?)")
+    now = await checkpoints.run(checkpoints.tree_entries, tree, sorted(first))
+    plans: list[FilePlan] = []
+    for path in sorted(first):
+        _step, change = touches[path][0]
+        item = FilePlan(path, change.old, change.old_mode, touches[path], now=now.get(path))
+        if item.now == (item.target_mode, item.target_blob) or (item.now is None and item.target_blob is None):
+            continue  # already as it was
+        if path in edited:
+            item.conflict = f"{edited[path]}: it is not overwritten silently"
+        plans.append(item)
+    return RewindPlan(turn, plans, _irreversible(later, steps), len(steps))
+
+
+def _irreversible(later: Sequence[object], steps: list[Step]) -> list[str]:
+    said: list[str] = []
+    for entry in later:
+        if isinstance(entry, Step) and entry.outside:
+            said.append(entry.outside)
+        elif isinstance(entry, Effect):
+            said.append(entry.text)
+    for step in steps:
+        said += [f"{s.path}: {s.why} — its changes are not in any checkpoint" for s in step.skipped]
+    return list(dict.fromkeys(said))
+
+
+def _restore(checkpoints: Checkpoints, item: FilePlan) -> None:
+    root = str(checkpoints.workspace)
+    if item.target_blob is None:
+        files.remove(root, item.path)
+        return
+    assert checkpoints.store is not None
+    data = checkpoints.store.read_blobs([item.target_blob])[item.target_blob]
+    files.write(root, item.path, files.Entry(data, item.target_mode or "100644"))
+
+
+def _merge(checkpoints: Checkpoints, item: FilePlan) -> str | None:
+    """The agent's changes taken out of the file as it is now, newest first; None when written, else why not."""
+    store, root = checkpoints.store, str(checkpoints.workspace)
+    assert store is not None
+    current = files.read(root, item.path)
+    if current is not None and current.mode == "120000":
+        return "a symbolic link: it can't be merged (keep it, or overwrite it)"
+    blobs = store.read_blobs([b for _s, c in item.touches for b in (c.old, c.new) if b is not None])
+    text = current.data if current is not None else b""
+    for _step, change in reversed(item.touches):
+        base, theirs = blobs.get(change.new or "", b""), blobs.get(change.old or "", b"")
+        if any(b"\0" in part[:8000] for part in (text, base, theirs)):
+            return "binary: it can't be merged (keep it, or overwrite it)"
+        text, clean = store.merge(text, base, theirs, ("yours", "agent", "checkpoint"))
+        if not clean:
+            return "the agent's changes and yours overlap: it can't be merged (keep it, or overwrite it)"
+    if item.target_blob is None and not text:
+        files.remove(root, item.path)
+    else:
+        last_mode = item.touches[-1][1].new_mode
+        mode = item.target_mode if current is None or current.mode == last_mode else current.mode
+        files.write(root, item.path, files.Entry(text, mode or "100644"))
+    return None
