@@ -145,6 +145,8 @@ describe("rewind to a message and review per hunk in a real VS Code", () => {
     // The other hunk is still there to review, in the panel too.
     await panel.locator("#overlay.changes .change-hunk", { hasText: "EPSILON" }).waitFor({ timeout: 20000 });
     assert.equal(await panel.locator("#overlay.changes .change-hunk").count(), 1);
+    // The diff editor shows the file as it is now.
+    await diff.locator(".editor.modified .view-line", { hasText: /^gamma$/ }).waitFor({ timeout: 20000 });
     await shot("08-diff-editor-hunk-undone");
   });
 });
