@@ -17,7 +17,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+def _flag(name: str) -> int:
+    """An `os.O_*` flag, 0 where the platform has none (Windows: no O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC): this
+    module is imported at start-up everywhere."""
+    return int(getattr(os, name, 0))
+
+
+_NOFOLLOW, _CLOEXEC = _flag("O_NOFOLLOW"), _flag("O_CLOEXEC")
+_DIR = os.O_RDONLY | _flag("O_DIRECTORY") | _NOFOLLOW | _CLOEXEC
 
 
 class EscapeRefused(OSError):
@@ -73,7 +81,7 @@ def read(root: str, relative: str) -> Entry | None:
                 return Entry(os.fsencode(os.readlink(name, dir_fd=fd)), "120000")
             if not stat.S_ISREG(st.st_mode):
                 return None
-            file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            file = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             with os.fdopen(file, "rb") as handle:
                 data = handle.read()
             return Entry(data, "100755" if st.st_mode & 0o100 else "100644")
@@ -89,7 +97,7 @@ def write(root: str, relative: str, entry: Entry) -> None:
             os.symlink(os.fsdecode(entry.data), temp, dir_fd=fd)
         else:
             mode = 0o755 if entry.mode == "100755" else 0o644
-            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode,
                           dir_fd=fd)
             try:
                 with os.fdopen(out, "wb") as handle:

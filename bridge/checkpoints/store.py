@@ -24,13 +24,13 @@ one process only.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
@@ -136,7 +136,7 @@ class Store:
                 return
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
             with open(self.git_dir.with_name(self.git_dir.name + ".lock"), "a") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+                _lock_file(lock.fileno())
                 self._make()
             self._ready = True
 
@@ -458,3 +458,20 @@ def _write_if_changed(path: Path, data: bytes) -> None:
     except OSError:
         pass
     path.write_bytes(data)
+
+
+def _lock_file(fd: int) -> None:
+    """An exclusive lock on the open file `fd` until it is closed: `flock` on POSIX; on Windows (no fcntl)
+    `msvcrt.locking` of its first byte, retried until it is free."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # (itself retries for 10 s, then raises)
+                return
+            except OSError:
+                continue
+    import fcntl
+
+    fcntl.flock(fd, fcntl.LOCK_EX)

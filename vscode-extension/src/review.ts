@@ -32,6 +32,8 @@ interface OpenDiff {
   conversation: Conversation;
   turnId?: string;
   file: ChangedFile;
+  /** Which side of the diff this editor is: the cursor's line counts in the file now, or before the change. */
+  side: "modified" | "original";
 }
 
 /** The review's "before" side of a diff: the baseline text, read-only, refreshed after a keep moves it. */
@@ -166,7 +168,9 @@ export class CheckpointActions implements vscode.Disposable {
     const scope = msg.turnId ?? "session";
     const before = vscode.Uri.from({ scheme: reviewScheme, path: `/${scope}/${file.path}` });
     this.baselines.set(before, file.oldText ?? "");
-    this.diffs.set(onDisk.toString(), { conversation, file, ...(msg.turnId ? { turnId: msg.turnId } : {}) });
+    const scoped = { conversation, file, ...(msg.turnId ? { turnId: msg.turnId } : {}) };
+    this.diffs.set(onDisk.toString(), { ...scoped, side: "modified" });
+    this.diffs.set(before.toString(), { ...scoped, side: "original" });
     const right = file.status === "deleted" ? vscode.Uri.from({ scheme: reviewScheme, path: `/${scope}/${file.path}`, query: "now" }) : onDisk;
     await vscode.commands.executeCommand("vscode.diff", before, right, `${path.basename(file.path)} (agent's changes: ${msg.turnId ? "this prompt" : "the session"})`, { preview: false });
     await this.setContext();
@@ -212,7 +216,7 @@ export class CheckpointActions implements vscode.Disposable {
     if (!session) return;
     let hunk: ReviewHunk | undefined;
     if (hunkOnly) {
-      hunk = hunkAt(open.file.hunks, editor.selection.active.line);
+      hunk = hunkAt(open.file.hunks, editor.selection.active.line, open.side);
       if (!hunk) return void vscode.window.showInformationMessage("The cursor is on no change of the agent's: put it in a changed block.");
     }
     try {

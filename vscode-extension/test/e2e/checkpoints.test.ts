@@ -124,4 +124,29 @@ describe("rewind to a message and review per hunk in a real VS Code", () => {
     await diff.locator(".editor.modified .view-lines", { hasText: "BETA" }).waitFor({ timeout: 20000 });
     await shot("06-diff-editor");
   });
+
+  it("undoes the hunk at the cursor from the diff editor's title bar", async () => {
+    await panel.locator("#overlay.changes button[data-dialog='close']").click();
+    await send("run: sed -i 's/gamma/GAMMA/; s/epsilon/EPSILON/' notes.txt");
+    await panel.locator("#changes").click();
+    const open = panel.locator("#overlay.changes .change-file[data-path='notes.txt'] button[data-open='notes.txt']").first();
+    await open.waitFor({ timeout: 20000 });
+    await open.click();
+    const diff = cs.page.locator(".monaco-diff-editor").first();
+    await cs.page.locator(".tab", { hasText: "notes.txt (agent's changes: the session)" }).waitFor({ timeout: 20000 });
+    const gamma = diff.locator(".editor.modified .view-line", { hasText: "GAMMA" });
+    await gamma.waitFor({ timeout: 20000 });
+    await gamma.click();
+    const undoHunk = cs.page.locator('.editor-actions a.action-label[aria-label^="Undo This Change"]');
+    await undoHunk.waitFor({ timeout: 20000 });
+    await shot("07-diff-editor-hunk-actions");
+    await undoHunk.click();
+    await poll("the hunk at the cursor undone on disk", () => fs.readFileSync(file("notes.txt"), "utf8") === "alpha\nBETA\ngamma\ndelta\nEPSILON\n", 20000, 100);
+    // The other hunk is still there to review, in the panel too.
+    await panel.locator("#overlay.changes .change-hunk", { hasText: "EPSILON" }).waitFor({ timeout: 20000 });
+    assert.equal(await panel.locator("#overlay.changes .change-hunk").count(), 1);
+    // The diff editor shows the file as it is now.
+    await diff.locator(".editor.modified .view-line", { hasText: /^gamma$/ }).waitFor({ timeout: 20000 });
+    await shot("08-diff-editor-hunk-undone");
+  });
 });

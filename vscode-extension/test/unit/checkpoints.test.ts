@@ -96,5 +96,7 @@ describe("the hunk at the cursor", () => {
   const hunks: ReviewHunk[] = [{ index: 0, id: "a", oldStart: 1, oldLines: 1, newStart: 1, newLines: 2 }, { index: 1, id: "b", oldStart: 6, oldLines: 2, newStart: 7, newLines: 0 }];
   it("is the one whose new lines hold the line; a deletion answers at its place or the line before", () => {
     assert.deepEqual([0, 1, 2, 3, 6, 7, 8].map((line) => hunkAt(hunks, line)?.id), [undefined, "a", "a", undefined, "b", "b", undefined]);
+    // The left side counts the lines before the change: hunk b's deleted lines are 6 and 7 there.
+    assert.deepEqual([1, 2, 5, 6, 7, 8].map((line) => hunkAt(hunks, line, "original")?.id), ["a", undefined, undefined, "b", "b", undefined]);
   });
 });
