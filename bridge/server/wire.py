@@ -39,8 +39,10 @@ AGENT_CAPABILITIES: dict[str, Any] = {
     "loadSession": True,
     "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
     "mcpCapabilities": {"http": True, "sse": True},
-    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "fork": {},
-                            "additionalDirectories": {}},
+    # session/fork works, but it is not in ACP v1's stable schema (strict clients refuse an unknown field there):
+    # it is named in the capabilities' _meta, which every client may ignore.
+    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "additionalDirectories": {},
+                            "_meta": {"fork": {}}},
     "auth": {"logout": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
