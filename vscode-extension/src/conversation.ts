@@ -380,6 +380,7 @@ export class Conversation implements Disposable {
         this.store.dispatch(turnId === undefined ? { type: "update", update } : { type: "update", update, turnId });
       }),
       session.onTurnStarted((t) => this.store.dispatch({ type: "turnStarted", turnId: t.turnId, ...describePrompt(t.prompt) })),
+      session.onTurnNamed((t) => this.store.dispatch({ type: "turnNamed", ...t })),
       session.onTurnEnded((t) => {
         this.store.dispatch({ type: "turnEnded", ...t });
         this.turnEnded.fire(t);

@@ -35,7 +35,7 @@ export interface TurnStarted {
  * `interrupted`: the turn got no answer because the bridge went away (what happened, for people). `code`: the
  * JSON-RPC error's code when the bridge answered one (`authRequired`: no usable API key).
  */
-export type TurnEnded = { turnId: number; stopReason: StopReason; bridgeTurnId?: string } | { turnId: number; error: string; code?: number } | { turnId: number; interrupted: string };
+export type TurnEnded = { turnId: number; stopReason: StopReason } | { turnId: number; error: string; code?: number } | { turnId: number; interrupted: string };
 
 /** How long a turn whose connection closed waits to hear how the bridge ended (`abandon`), which the client
  * learns up to 1.5 s after the pipe closes. */
@@ -53,7 +53,10 @@ export class AgentSession {
   private readonly started = new Emitter<TurnStarted>();
   private readonly ended = new Emitter<TurnEnded>();
   private readonly phases = new Emitter<TurnPhase>();
+  private readonly named = new Emitter<{ turnId: number; bridgeTurnId: string }>();
   readonly onUpdate = this.updates.event;
+  /** The bridge named a turn in its answer (before the turn's end is told): what a rewind, fork or Changes take. */
+  readonly onTurnNamed = this.named.event;
   readonly onTurnStarted = this.started.event;
   readonly onTurnEnded = this.ended.event;
   readonly onPhase = this.phases.event;
@@ -118,7 +121,8 @@ export class AgentSession {
     try {
       const result = await this.connection.sendRequest<PromptResult>(Method.sessionPrompt, params);
       const named = result._meta?.turnId;
-      outcome = { turnId, stopReason: result.stopReason, ...(typeof named === "string" ? { bridgeTurnId: named } : {}) };
+      if (typeof named === "string") this.named.fire({ turnId, bridgeTurnId: named });
+      outcome = { turnId, stopReason: result.stopReason };
     } catch (err) {
       const message = errorMessage(err);
       if (!isConnectionLost(message)) outcome = { turnId, error: message, ...errorCode(err) };
@@ -220,7 +224,7 @@ export class AgentSession {
   }
 
   dispose(): void {
-    for (const emitter of [this.updates, this.started, this.ended, this.phases]) emitter.dispose();
+    for (const emitter of [this.updates, this.started, this.ended, this.phases, this.named]) emitter.dispose();
   }
 
   private setPhase(phase: TurnPhase): void {

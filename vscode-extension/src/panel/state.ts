@@ -161,7 +161,9 @@ export type PanelAction =
   | { type: "sessionStarted"; sessionId: string; modes?: SessionModes; keep?: boolean }
   | { type: "turnStarted"; turnId: number; text: string; attachments: (string | Attachment)[] }
   /** `code`: the JSON-RPC error code of a failed turn. */
-  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; code?: number; interrupted?: string; bridgeTurnId?: string }
+  | { type: "turnEnded"; turnId: number; stopReason?: StopReason; error?: string; code?: number; interrupted?: string }
+  /** The bridge's id of a turn (its prompt's answer): the turn's user message can be rewound to, forked, reviewed. */
+  | { type: "turnNamed"; turnId: number; bridgeTurnId: string }
   | { type: "phase"; phase: TurnPhase }
   /** `turnId`: the turn the update belongs to (the oldest unanswered prompt); none: the current one. */
   | { type: "update"; update: SessionUpdate; turnId?: number }
@@ -225,6 +227,10 @@ export function reduce(state: PanelState, action: PanelAction): PanelState {
     }
     case "turnEnded":
       return endTurn(state, action);
+    case "turnNamed": {
+      const items = state.items.map((i) => (i.kind === "user" && i.turnId === action.turnId && !i.bridgeTurn ? { ...i, bridgeTurn: action.bridgeTurnId } : i));
+      return items.some((i, n) => i !== state.items[n]) ? { ...state, items } : state;
+    }
     case "phase":
       return { ...state, phase: action.phase };
     case "update": {
@@ -289,10 +295,8 @@ function endTurn(state: PanelState, action: Extract<PanelAction, { type: "turnEn
     usage: turn?.usage,
   };
   const cutOff: "interrupted" | "cancelled" | "failed" = action.interrupted ? "interrupted" : action.stopReason === "cancelled" ? "cancelled" : "failed";
-  const named = action.bridgeTurnId;
   const items = state.items
     .filter((i) => !(i.kind === "permission" && i.turnId === action.turnId && i.answer === undefined))
-    .map((i) => (named && i.kind === "user" && i.turnId === action.turnId && !i.bridgeTurn ? { ...i, bridgeTurn: named } : i))
     .map((i) => ("turnId" in i && i.turnId === action.turnId ? settleTools(i, cutOff) : i));
   const at = items.findIndex((i) => "turnId" in i && i.turnId > action.turnId);
   const placed = at < 0 ? [...items, item] : [...items.slice(0, at), item, ...items.slice(at)];

@@ -21,7 +21,7 @@ describe("a user message's turn id", () => {
     const [before] = users(started.items);
     assert.ok(before && before.bridgeTurn === undefined);
     assert.doesNotMatch(userHtml(before), /data-user=/, "no id yet: nothing to rewind to");
-    const ended = reduce(started, { type: "turnEnded", turnId: 1, stopReason: "end_turn", bridgeTurnId: "turn_1" });
+    const ended = run({ type: "connection", status: "ready" }, { type: "sessionStarted", sessionId: "s" }, { type: "turnStarted", turnId: 1, text: "fix it", attachments: [] }, { type: "turnNamed", turnId: 1, bridgeTurnId: "turn_1" }, { type: "turnEnded", turnId: 1, stopReason: "end_turn" });
     const [after] = users(ended.items);
     assert.equal(after?.bridgeTurn, "turn_1");
     assert.ok(after);

@@ -100,10 +100,14 @@ describe("protocol client", () => {
     assert.deepEqual(phases, ["running", "idle"]);
   });
 
-  it("keeps the turn id the bridge names in its answer", async () => {
+  it("tells the turn id the bridge names in its answer, before the turn's end", async () => {
+    const told: string[] = [];
+    session.onTurnNamed((t) => told.push(`named ${t.turnId} ${t.bridgeTurnId}`));
+    session.onTurnEnded((t) => told.push(`ended ${t.turnId}`));
     const done = session.prompt([{ type: "text", text: "hello" }]);
     conn.pending(Method.sessionPrompt)[0]?.resolve({ stopReason: "end_turn", _meta: { turnId: "turn_abc" } });
-    assert.deepEqual(await done, { turnId: 1, stopReason: "end_turn", bridgeTurnId: "turn_abc" });
+    assert.deepEqual(await done, { turnId: 1, stopReason: "end_turn" });
+    assert.deepEqual(told, ["named 1 turn_abc", "ended 1"]);
   });
 
   it("cancels, and a second cancel while unwinding forces", async () => {
