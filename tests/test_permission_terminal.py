@@ -10,19 +10,19 @@ import asyncio
 import contextlib
 import json
 import os
-import pty
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyte
 import pytest
 
 from tests.poll import poll
+from tests.pty_terminal import PtyRun, run_in_pty
 
 AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 COLUMNS, ROWS = 220, 60
@@ -60,32 +60,8 @@ def places(tmp_path: Path) -> Iterator[Places]:
     shutil.rmtree(outside, ignore_errors=True)
 
 
-@dataclass
-class Terminal:
+class Terminal(PtyRun):
     """`agent-bridge run` in a pseudo-terminal; `screen` is what a terminal shows of its output."""
-
-    process: asyncio.subprocess.Process
-    master: int
-    screen: pyte.Screen = field(default_factory=lambda: pyte.Screen(COLUMNS, ROWS))
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    raw: bytearray = field(default_factory=bytearray)
-
-    def __post_init__(self) -> None:
-        self.stream = pyte.ByteStream(self.screen)
-
-    def on_output(self) -> None:
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:  # the other side closed
-            data = b""
-        if not data:
-            asyncio.get_running_loop().remove_reader(self.master)
-        self.raw += data
-        self.stream.feed(data)
-        self.changed.set()
-
-    def lines(self) -> list[str]:
-        return [line.rstrip() for line in self.screen.display]
 
     def text(self) -> str:
         return "\n".join(line for line in self.lines() if line)
@@ -97,9 +73,6 @@ class Terminal:
         """The question is on the screen and waits for an answer (its `  > ` prompt)."""
         await poll(lambda: "  >" in self.lines(), timeout=60, what="the question's prompt", changed=self.changed)
 
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
     def block(self, first: str, last: str) -> list[str]:
         """The screen's lines from the one starting with `first` to the one starting with `last`."""
         lines = self.lines()
@@ -110,25 +83,10 @@ class Terminal:
 
 @contextlib.asynccontextmanager
 async def terminal(places: Places, prompt: str, *flags: str) -> AsyncIterator[Terminal]:
-    master, slave = pty.openpty()
-    os.set_blocking(master, False)
-    with open(places.root / "stderr.log", "ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            AGENT_BRIDGE, "run", "--offline", "playground", *flags, prompt, cwd=places.ws, env=places.env(),
-            stdin=slave, stdout=slave, stderr=log, start_new_session=True)
-    os.close(slave)
-    term = Terminal(process, master)
-    asyncio.get_running_loop().add_reader(master, term.on_output)
-    try:
+    argv = [AGENT_BRIDGE, "run", "--offline", "playground", *flags, prompt]
+    async with run_in_pty(Terminal, argv, cwd=places.ws, env=places.env(), log=places.root / "stderr.log",
+                          columns=COLUMNS, rows=ROWS) as term:
         yield term
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            if process.returncode is None:
-                process.kill()
-        await process.wait()
-        with contextlib.suppress(ValueError, OSError):
-            asyncio.get_running_loop().remove_reader(master)
-        os.close(master)
 
 
 async def finished(term: Terminal) -> int:

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
-import pty
 import re
 import signal
-import struct
 import subprocess
 import sys
-import termios
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyte
-
 from tests.poll import poll
+from tests.pty_terminal import PtyRun, run_in_pty
 
 AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 COLUMNS, ROWS = 80, 24
@@ -93,33 +87,8 @@ LONG = {"responses": [
 ]}
 
 
-@dataclass
-class Screen:
+class Screen(PtyRun):
     """What a terminal shows of `agent-bridge run`: the lines that scrolled away, then the screen."""
-
-    process: asyncio.subprocess.Process
-    master: int
-    screen: pyte.HistoryScreen = field(default_factory=lambda: pyte.HistoryScreen(COLUMNS, ROWS, history=2000))
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    raw: bytearray = field(default_factory=bytearray)
-
-    def __post_init__(self) -> None:
-        self.stream = pyte.ByteStream(self.screen)
-
-    def on_output(self) -> None:
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:
-            data = b""
-        if not data:
-            asyncio.get_running_loop().remove_reader(self.master)
-        self.raw += data
-        self.stream.feed(data)
-        self.changed.set()
-
-    def lines(self) -> list[str]:
-        history = ["".join(line[x].data for x in range(COLUMNS)).rstrip() for line in self.screen.history.top]
-        return [*history, *(line.rstrip() for line in self.screen.display)]
 
     def text(self) -> str:
         return "\n".join(self.lines()).strip("\n")
@@ -158,27 +127,11 @@ def workspace(tmp_path: Path) -> Path:
 @contextlib.asynccontextmanager
 async def terminal(tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str,
                    **env: str) -> AsyncIterator[Screen]:
-    cwd = workspace(tmp_path)
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    os.set_blocking(master, False)
-    with open(tmp_path / "stderr.log", "ab") as log:
-        process = await asyncio.create_subprocess_exec(
-            AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, scenario), *flags, prompt, cwd=cwd,
-            env=environment(tmp_path, **env), stdin=slave, stdout=slave, stderr=log, start_new_session=True)
-    os.close(slave)
-    term = Screen(process, master)
-    asyncio.get_running_loop().add_reader(master, term.on_output)
-    try:
+    cwd = workspace(tmp_path)  # (makes tmp_path's folders, the scenario file's among them)
+    argv = [AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, scenario), *flags, prompt]
+    async with run_in_pty(Screen, argv, cwd=cwd, env=environment(tmp_path, **env),
+                          log=tmp_path / "stderr.log", columns=COLUMNS, rows=ROWS, history=2000) as term:
         yield term
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            if process.returncode is None:
-                process.kill()
-        await process.wait()
-        with contextlib.suppress(ValueError, OSError):
-            asyncio.get_running_loop().remove_reader(master)
-        os.close(master)
 
 
 async def finished(term: Screen) -> None:
