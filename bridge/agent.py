@@ -87,15 +87,17 @@ class Agent:
             self._supervisor = ProcessSupervisor(data_dir=self.config.data_dir)
         return self._supervisor
 
-    def new_session(self, cwd: Path, frontend: Frontend, *, session_id: str | None = None,
-                    directories: Sequence[Path] = ()) -> Session:
+    def new_session(
+        self, cwd: Path, frontend: Frontend, *, session_id: str | None = None, directories: Sequence[Path] = ()
+    ) -> Session:
         """`directories`: more workspace roots for this session alone (ACP's `additionalDirectories`)."""
         sid = session_id or new_session_id()
         transcript = Transcript.create(self.config.data_dir, sid, cwd)
         return self._open(sid, cwd, frontend, transcript, [], directories)
 
-    def load_session(self, session_id: str, frontend: Frontend,
-                     directories: Sequence[Path] = ()) -> tuple[Session, list[str]]:
+    def load_session(
+        self, session_id: str, frontend: Frontend, directories: Sequence[Path] = ()
+    ) -> tuple[Session, list[str]]:
         """A stored session, its history repaired; returns it with the problems found in its transcript. A session
         already open here keeps the directories it was opened with."""
         if session_id in self.sessions:
@@ -115,8 +117,16 @@ class Agent:
         session.conversation.cost_usd, session.conversation.usage_total = loaded.cost_usd, loaded.usage_total
         return session, loaded.problems
 
-    def reopen(self, session_id: str, frontend: Frontend, servers: list[dict[str, Any]],
-               host: Callable[[Session], Any], *, directories: Sequence[Path] = (), replay: bool = True) -> Reopened:
+    def reopen(
+        self,
+        session_id: str,
+        frontend: Frontend,
+        servers: list[dict[str, Any]],
+        host: Callable[[Session], Any],
+        *,
+        directories: Sequence[Path] = (),
+        replay: bool = True,
+    ) -> Reopened:
         """`session/load` (and `session/resume`, without `replay`): the stored session (already running here, or
         opened from its transcript with its MCP servers — `host(session)` shows their notices and questions), and
         its replay. Raises UnknownSession."""
@@ -136,12 +146,18 @@ class Agent:
                 turns = load_transcript(session.transcript.path).turns
             except (OSError, ValueError) as error:
                 log.warning("cannot read %s for the replay: %s", session.transcript.path, error)
-        events = replay_turns(turns, session.toolset.get, session.sidechain, context_size=self.config.context_window,
-                              last_running=live and session.busy)
+        events = replay_turns(
+            turns,
+            session.toolset.get,
+            session.sidechain,
+            context_size=self.config.context_window,
+            last_running=live and session.busy,
+        )
         return Reopened(session, notices, events)
 
-    async def fork_session(self, source: Session, frontend: Callable[[str], Frontend], *, before_turn: str | None,
-                           cwd: Path | None = None) -> Session:
+    async def fork_session(
+        self, source: Session, frontend: Callable[[str], Frontend], *, before_turn: str | None, cwd: Path | None = None
+    ) -> Session:
         """A new session with `source`'s conversation — all of it, or as it was before the prompt of `before_turn`
         — the original untouched. Its transcript is the source's lines (so it replays the same) under a header of
         its own, then a rewind line when it forks from an earlier prompt; its sub-agents' transcripts and its
@@ -151,8 +167,9 @@ class Agent:
         sid = new_session_id()
         target = transcript_path(self.config.data_dir, sid)
         where = cwd or source.cwd
-        await asyncio.to_thread(_copy_transcript, source.transcript.path, target, sid, where,
-                                {"sessionId": source.id, "turn": before_turn})
+        await asyncio.to_thread(
+            _copy_transcript, source.transcript.path, target, sid, where, {"sessionId": source.id, "turn": before_turn}
+        )
         if before_turn is not None:
             forked = Transcript(target)
             forked.rewound(before_turn, conversation=True, code=False)
@@ -168,14 +185,24 @@ class Agent:
         return session
 
     def _open(
-        self, sid: str, cwd: Path, frontend: Frontend, transcript: Transcript, history: list[Message],
+        self,
+        sid: str,
+        cwd: Path,
+        frontend: Frontend,
+        transcript: Transcript,
+        history: list[Message],
         directories: Sequence[Path] = (),
     ) -> Session:
         settings = SettingsStore.for_project(cwd)
         if self.config.folder_trust is not None:
             settings.trust.set_policy(self.config.folder_trust)
-        config = self.config.model_copy(update={"additional_directories": [
-            *self.config.additional_directories, *(str(d) for d in directories)]}) if directories else self.config
+        config = (
+            self.config.model_copy(
+                update={"additional_directories": [*self.config.additional_directories, *(str(d) for d in directories)]}
+            )
+            if directories
+            else self.config
+        )
         setup = SessionSetup.compose(cwd, config, settings, interactive=frontend.interactive)
         services = Services(  # the one place a session's services are built
             processes=self.supervisor,
@@ -217,14 +244,23 @@ class Agent:
             settings, problems = McpSettings.load(self.config.mcp)
             for problem in problems:
                 host.notice(problem, "warning")
-            self._mcp = McpManager(self.config.data_dir, settings, context_window=self.config.context_window,
-                                   track=self.supervisor.track_external)
+            self._mcp = McpManager(
+                self.config.data_dir,
+                settings,
+                context_window=self.config.context_window,
+                track=self.supervisor.track_external,
+            )
         roots = (session.cwd, *session.engine.settings.additional_directories)
         from bridge.plugins import plugin_servers
 
         plugins = [(p.name, plugin_servers(p)) for p in session.setup.plugins.plugins]
-        session.toolset.mcp = self._mcp.open(session.cwd, servers, host, roots=tuple(dict.fromkeys(roots)),
-                                             plugins=[(name, found) for name, found in plugins if found])
+        session.toolset.mcp = self._mcp.open(
+            session.cwd,
+            servers,
+            host,
+            roots=tuple(dict.fromkeys(roots)),
+            plugins=[(name, found) for name, found in plugins if found],
+        )
 
     async def close_session(self, session_id: str) -> None:
         """`session/close`: stop its turn and its background agents, close its transcript, let go of its MCP

@@ -52,11 +52,21 @@ async def rewind_command(session: Session, arguments: str, abort: Abort) -> str 
     if preview.code is not None and preview.code.conflicts:
         text += f"\nFor those: {resolution}."
     request = PermissionRequest(
-        tool_call_id=f"rewind_{uuid.uuid4().hex[:12]}", tool_name="Rewind",
-        title=f"Rewind {mode} to before prompt {preview.prompt.index}", kind="other",
-        raw_input={"prompt": preview.prompt.index, "turnId": preview.prompt.turn, "mode": mode,
-                   "conflicts": resolution},
-        display=[TextContent(text)], locations=[], reason="a rewind", suggestions=[])
+        tool_call_id=f"rewind_{uuid.uuid4().hex[:12]}",
+        tool_name="Rewind",
+        title=f"Rewind {mode} to before prompt {preview.prompt.index}",
+        kind="other",
+        raw_input={
+            "prompt": preview.prompt.index,
+            "turnId": preview.prompt.turn,
+            "mode": mode,
+            "conflicts": resolution,
+        },
+        display=[TextContent(text)],
+        locations=[],
+        reason="a rewind",
+        suggestions=[],
+    )
     answer = None
     with cancel_on_abort(abort):
         answer = await session.frontend.prompter(request)
@@ -93,8 +103,9 @@ async def changes_command(session: Session, arguments: str, abort: Abort) -> str
         if words[0] not in ("undo", "keep") or len(words) != 2:
             return CHANGES_USAGE
         address = _address(words[1])
-        result = await (undo(session.checkpoints, turn, address) if words[0] == "undo"
-                        else keep(session.checkpoints, turn, address))
+        result = await (
+            undo(session.checkpoints, turn, address) if words[0] == "undo" else keep(session.checkpoints, turn, address)
+        )
     except (history.HistoryError, ReviewError, ValueError) as error:
         return str(error)
     return _result_text(words[0], result)
@@ -130,8 +141,11 @@ async def _show(session: Session, turn: str | None) -> str:
     call = f"changes_{uuid.uuid4().hex[:12]}"
     root = session.checkpoints.workspace or session.cwd
     title = f"Changes in {scope}: {len(reviews)} file{'s' if len(reviews) != 1 else ''}"
-    session.frontend.emit(ToolCallStarted(call, "Changes", title, "edit", {"turnId": turn},
-                                          [Location(str(root / r.path)) for r in reviews]))
+    session.frontend.emit(
+        ToolCallStarted(
+            call, "Changes", title, "edit", {"turnId": turn}, [Location(str(root / r.path)) for r in reviews]
+        )
+    )
     text = "\n".join(_describe(r) for r in reviews)
     session.frontend.emit(ToolCallFinished(call, "completed", text, [_display(root, r) for r in reviews]))
     lines = text.splitlines()
@@ -147,10 +161,11 @@ def _describe(review: FileReview) -> str:
     old, new = (review.old_text or "").splitlines(), (review.new_text or "").splitlines()
     lines = [head]
     for hunk in review.hunks:
-        lines.append(f"  hunk #{hunk.index + 1} (-{hunk.old_start + 1},{hunk.old_lines} "
-                     f"+{hunk.new_start + 1},{hunk.new_lines})")
-        lines += [f"  -{line}" for line in old[hunk.old_start:hunk.old_start + hunk.old_lines]]
-        lines += [f"  +{line}" for line in new[hunk.new_start:hunk.new_start + hunk.new_lines]]
+        lines.append(
+            f"  hunk #{hunk.index + 1} (-{hunk.old_start + 1},{hunk.old_lines} +{hunk.new_start + 1},{hunk.new_lines})"
+        )
+        lines += [f"  -{line}" for line in old[hunk.old_start : hunk.old_start + hunk.old_lines]]
+        lines += [f"  +{line}" for line in new[hunk.new_start : hunk.new_start + hunk.new_lines]]
     if review.status == "mode":
         lines.append(f"  mode {review.old.mode} -> {review.new.mode}")
     return "\n".join(lines)

@@ -34,10 +34,14 @@ BUILTINS: dict[str, tuple[str, str | None]] = {
     "mode": ("Show or change the permission mode", "mode"),
     "plugins": ("Show the plugins that loaded, and why any did not", None),
     "skills": ("Show the skills this session has", None),
-    "rewind": ("Go back to before an earlier prompt: code, conversation or both (lists the prompts)",
-               "N [both|code|conversation] [keep|merge|overwrite]"),
-    "changes": ("Show what the agent changed (pending, or prompt N's) and keep or undo it per file or hunk",
-                "[N] [undo|keep PATH[#HUNK]|all]"),
+    "rewind": (
+        "Go back to before an earlier prompt: code, conversation or both (lists the prompts)",
+        "N [both|code|conversation] [keep|merge|overwrite]",
+    ),
+    "changes": (
+        "Show what the agent changed (pending, or prompt N's) and keep or undo it per file or hunk",
+        "[N] [undo|keep PATH[#HUNK]|all]",
+    ),
 }
 
 
@@ -66,8 +70,13 @@ def command_dirs(cwd: Path) -> list[Path]:
     ]
 
 
-def available_commands(cwd: Path, provided: Iterable[Command] = (), *, plugins: Iterable[tuple[str, Path]] = (),
-                       skills: Iterable[Skill] = ()) -> dict[str, Command]:
+def available_commands(
+    cwd: Path,
+    provided: Iterable[Command] = (),
+    *,
+    plugins: Iterable[tuple[str, Path]] = (),
+    skills: Iterable[Skill] = (),
+) -> dict[str, Command]:
     """Built-ins, then `provided` ones (MCP: `/mcp` and servers' prompts), then custom files, plugins' commands
     (`plugins`: name, folder) and skills the user may start (names not taken)."""
     commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
@@ -89,8 +98,9 @@ def available_commands(cwd: Path, provided: Iterable[Command] = (), *, plugins: 
             commands[name] = Command(name, description or f"Custom command ({path.name})", "arguments", template)
     for skill in skills:
         if skill.user_invocable and skill.name not in commands:
-            commands[skill.name] = Command(skill.name, f"Skill: {skill.description}", skill.argument_hint or
-                                           "arguments", skill=skill.name)
+            commands[skill.name] = Command(
+                skill.name, f"Skill: {skill.description}", skill.argument_hint or "arguments", skill=skill.name
+            )
     return commands
 
 
@@ -129,8 +139,10 @@ def skill_prompt(skill: Skill, arguments: str) -> str | None:
         body = skill.expand(arguments)
     except SkillError:
         return None
-    return (f"The user started the skill `{skill.name}` (its folder is {skill.directory}: read its other files "
-            f"there, run its scripts with Bash). Follow it:\n\n{body}")
+    return (
+        f"The user started the skill `{skill.name}` (its folder is {skill.directory}: read its other files "
+        f"there, run its scripts with Bash). Follow it:\n\n{body}"
+    )
 
 
 async def expand(session: Session, blocks: list[Block], abort: Abort) -> list[Block] | StopReason:
@@ -212,8 +224,11 @@ async def _plugins(session: Session, arguments: str, abort: Abort) -> str | None
 
 async def _skills(session: Session, arguments: str, abort: Abort) -> str | None:
     catalog = session.setup.skills
-    lines = [f"  {s.name} ({s.source}{', model only' if not s.user_invocable else ''}"
-             f"{', user only' if not s.model_invocable else ''}): {s.description}" for s in catalog.skills.values()]
+    lines = [
+        f"  {s.name} ({s.source}{', model only' if not s.user_invocable else ''}"
+        f"{', user only' if not s.model_invocable else ''}): {s.description}"
+        for s in catalog.skills.values()
+    ]
     text = "Skills:\n" + ("\n".join(lines) or "  none")
     if catalog.problems:
         text += "\nNot loaded:\n" + "\n".join(f"  {p}" for p in catalog.problems)
@@ -231,7 +246,14 @@ async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
 
 
 _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
-    "compact": _compact, "clear": _clear, "cost": _cost, "status": _status, "mode": _mode, "plugins": _plugins,
-    "skills": _skills, "rewind": rewind_command, "changes": changes_command,
+    "compact": _compact,
+    "clear": _clear,
+    "cost": _cost,
+    "status": _status,
+    "mode": _mode,
+    "plugins": _plugins,
+    "skills": _skills,
+    "rewind": rewind_command,
+    "changes": changes_command,
 }
 """How each of `BUILTINS` runs: the text it answers, or None when it was cancelled."""

@@ -27,23 +27,104 @@ from bridge.secrets import looks_secret
 
 BRIDGE_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 
-_REFUSED_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_", "PYTHON", "PERL", "RUBY", "NODE_", "NPM_CONFIG_",
-                     "JAVA_", "_JAVA_", "JDK_JAVA_", "LESS", "XDG_CONFIG", "GCONV", "MALLOC_", "GLIBC_")
-_REFUSED = frozenset({
-    "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS4", "IFS", "ZDOTDIR",
-    "HOME", "CLASSPATH", "NLSPATH", "LOCPATH", "HOSTALIASES", "RESOLV_HOST_CONF", "TERMINFO", "TERMINFO_DIRS",
-    "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS", "INPUTRC", "CURL_HOME",
-    "WGETRC", "GNUPGHOME", "DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER", "OPENSSL_CONF", "OPENSSL_ENGINES",
-    "GETCONF_DIR", "TZDIR", "DOCKER_CONFIG", "KUBECONFIG", "PIP_CONFIG_FILE", "CARGO_HOME", "RUSTC_WRAPPER",
-    "CC", "CXX", "LDSHARED", "MAKEFLAGS", "MFLAGS", "CMAKE_TOOLCHAIN_FILE", "R_PROFILE_USER", "R_ENVIRON_USER",
-})
+_REFUSED_PREFIXES = (
+    "LD_",
+    "DYLD_",
+    "BASH_FUNC_",
+    "GIT_",
+    "PYTHON",
+    "PERL",
+    "RUBY",
+    "NODE_",
+    "NPM_CONFIG_",
+    "JAVA_",
+    "_JAVA_",
+    "JDK_JAVA_",
+    "LESS",
+    "XDG_CONFIG",
+    "GCONV",
+    "MALLOC_",
+    "GLIBC_",
+)
+_REFUSED = frozenset(
+    {
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PROMPT_COMMAND",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS4",
+        "IFS",
+        "ZDOTDIR",
+        "HOME",
+        "CLASSPATH",
+        "NLSPATH",
+        "LOCPATH",
+        "HOSTALIASES",
+        "RESOLV_HOST_CONF",
+        "TERMINFO",
+        "TERMINFO_DIRS",
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "BROWSER",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "INPUTRC",
+        "CURL_HOME",
+        "WGETRC",
+        "GNUPGHOME",
+        "DOTNET_STARTUP_HOOKS",
+        "CORECLR_PROFILER",
+        "OPENSSL_CONF",
+        "OPENSSL_ENGINES",
+        "GETCONF_DIR",
+        "TZDIR",
+        "DOCKER_CONFIG",
+        "KUBECONFIG",
+        "PIP_CONFIG_FILE",
+        "CARGO_HOME",
+        "RUSTC_WRAPPER",
+        "CC",
+        "CXX",
+        "LDSHARED",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "CMAKE_TOOLCHAIN_FILE",
+        "R_PROFILE_USER",
+        "R_ENVIRON_USER",
+    }
+)
 # git identity and harmless switches: the rest of GIT_* can point git at configuration, hooks or programs
-_GIT_HARMLESS = frozenset({
-    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-    "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS", "GIT_FLUSH", "GIT_TRACE",
-})
-_HARMLESS = _GIT_HARMLESS | {"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING",
-                             "PYTHONUTF8", "PYTHONWARNINGS", "NODE_ENV", "NODE_NO_WARNINGS", "LESS"}
+_GIT_HARMLESS = frozenset(
+    {
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_OPTIONAL_LOCKS",
+        "GIT_FLUSH",
+        "GIT_TRACE",
+    }
+)
+_HARMLESS = _GIT_HARMLESS | {
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONWARNINGS",
+    "NODE_ENV",
+    "NODE_NO_WARNINGS",
+    "LESS",
+}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PASSWORD_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 
@@ -66,8 +147,10 @@ def refused_reason(name: str, *, project: bool) -> str | None:
     if upper in _HARMLESS:
         return None
     if upper in _REFUSED or upper.startswith(_REFUSED_PREFIXES):
-        return ("it changes how programs load or start, or where they read their configuration; set it in a "
-                "command itself if it is needed")
+        return (
+            "it changes how programs load or start, or where they read their configuration; set it in a "
+            "command itself if it is needed"
+        )
     if upper == "PATH" and project:
         return "a folder's own settings may not change which programs commands run"
     if upper in BRIDGE_CREDENTIALS:

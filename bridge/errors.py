@@ -31,5 +31,4 @@ def for_person(error: BaseException) -> str:
 def validation_problems(error: ValidationError, *, whole: str = "", limit: int | None = None) -> list[str]:
     """Each problem pydantic found, as `where: what` — `where` the dotted path of the field, `whole` when it is
     the value itself — the first `limit` of them: how invalid settings, tool input and params read everywhere."""
-    return [f"{'.'.join(str(part) for part in item['loc']) or whole}: {item['msg']}"
-            for item in error.errors()[:limit]]
+    return [f"{'.'.join(str(part) for part in item['loc']) or whole}: {item['msg']}" for item in error.errors()[:limit]]

@@ -47,8 +47,9 @@ def prompts(session: Session) -> list[Prompt]:
     for turn in turns:
         if turn.id is None or not turn.messages or not is_prompt(turn.messages[0]):
             continue
-        text = next((str(b.get("text", "")) for b in turn.messages[0]["content"] if b.get("type") == "text"),
-                    "(an image)")
+        text = next(
+            (str(b.get("text", "")) for b in turn.messages[0]["content"] if b.get("type") == "text"), "(an image)"
+        )
         first = text.strip().splitlines()[0] if text.strip() else ""
         found.append(Prompt(len(found) + 1, turn.id, first[:100]))
     return found
@@ -76,8 +77,11 @@ class RewindPreview:
     def describe(self) -> str:
         lines = [f"Rewind {_what(self.mode)} to before prompt {self.prompt.index}: “{self.prompt.text}”."]
         if self.mode != "code":
-            lines.append(f"The conversation loses that prompt and the {self.later_prompts - 1} after it."
-                         if self.later_prompts > 1 else "The conversation loses that prompt and its answer.")
+            lines.append(
+                f"The conversation loses that prompt and the {self.later_prompts - 1} after it."
+                if self.later_prompts > 1
+                else "The conversation loses that prompt and its answer."
+            )
         if self.code_problem is not None:
             lines.append(self.code_problem)
         if self.code is not None:
@@ -98,8 +102,11 @@ class RewindOutcome:
         if self.code is not None:
             code = self.code
             done = [*code.restored, *code.overwritten]
-            lines.append(f"Restored {len(done)} file{'s' if len(done) != 1 else ''}" +
-                         (f": {', '.join(done)}" if done else "") + ".")
+            lines.append(
+                f"Restored {len(done)} file{'s' if len(done) != 1 else ''}"
+                + (f": {', '.join(done)}" if done else "")
+                + "."
+            )
             if code.merged:
                 lines.append(f"Took the agent's changes out of: {', '.join(code.merged)}.")
             lines += [f"Kept {path}: {why}" for path, why in code.kept]
@@ -121,8 +128,11 @@ async def preview_rewind(session: Session, target: str | int, mode: RewindMode) 
     return preview
 
 
-async def rewind(session: Session, preview: RewindPreview, resolutions: dict[str, Resolution] | None = None,
-                 ) -> RewindOutcome:
+async def rewind(
+    session: Session,
+    preview: RewindPreview,
+    resolutions: dict[str, Resolution] | None = None,
+) -> RewindOutcome:
     """Apply a confirmed preview: the code first (three-way: see bridge/checkpoints/rewind.py), then the
     conversation (a `rewind` line in the transcript, and the history as it was before the prompt)."""
     outcome = RewindOutcome()
@@ -155,7 +165,7 @@ def changed_after(session: Session, turn: str) -> int:
     anchor = log.anchor(turn)
     if anchor is None:
         return 0
-    return len({c.path for e in log.entries[anchor + 1:] if isinstance(e, Step) for c in e.changes})
+    return len({c.path for e in log.entries[anchor + 1 :] if isinstance(e, Step) for c in e.changes})
 
 
 def _what(mode: RewindMode) -> str:
@@ -170,8 +180,9 @@ def _code_lines(plan: RewindPlan) -> list[str]:
         by = ", ".join(dict.fromkeys(step.title for step, _c in item.touches))
         lines.append(f"  {item.action} {item.path} (changed by {by})")
     if plan.conflicts:
-        lines.append("Changed since by someone else — you decide (kept as they are unless you choose merge or "
-                     "overwrite):")
+        lines.append(
+            "Changed since by someone else — you decide (kept as they are unless you choose merge or overwrite):"
+        )
         lines += [f"  {item.path}: {item.conflict}" for item in plan.conflicts]
     if plan.irreversible:
         lines.append("Not undone by a rewind:")

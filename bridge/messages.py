@@ -24,6 +24,7 @@ def valid_tool_use_id(value: object) -> bool:
     (a gateway at ANTHROPIC_BASE_URL), and `../x` must never become a path."""
     return isinstance(value, str) and _TOOL_USE_ID.fullmatch(value) is not None
 
+
 INTERRUPTED_RESULT = "Interrupted by user"
 MARKER = "[Request interrupted by user]"
 MARKER_TOOL_USE = "[Request interrupted by user for tool use]"

@@ -65,8 +65,11 @@ class PluginSet:
 def enabled_ids(path: Path) -> dict[str, bool]:
     data, _ = read_json(path)
     found = data.get("enabledPlugins") if isinstance(data, dict) else None
-    return {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bool)} \
-        if isinstance(found, dict) else {}
+    return (
+        {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bool)}
+        if isinstance(found, dict)
+        else {}
+    )
 
 
 def plugin_items(cwd: Path) -> list[TrustItem]:
@@ -100,8 +103,10 @@ def load_plugins(cwd: Path, claude_home: Path, admits: Any) -> PluginSet:
     for plugin_id, by in enabled.items():
         root = installed.get(plugin_id)
         if root is None:
-            result.skipped.append(f"{plugin_id}: enabled in {by} but not installed (no entry in "
-                                  f"{claude_home / 'plugins' / 'installed_plugins.json'})")
+            result.skipped.append(
+                f"{plugin_id}: enabled in {by} but not installed (no entry in "
+                f"{claude_home / 'plugins' / 'installed_plugins.json'})"
+            )
             continue
         if not root.is_dir():
             result.skipped.append(f"{plugin_id}: its folder {root} is missing")
@@ -120,7 +125,7 @@ def _installed(path: Path) -> dict[str, Path]:
     data, _ = read_json(path)
     plugins = data.get("plugins") if isinstance(data, dict) else None
     out: dict[str, Path] = {}
-    for plugin_id, entry in (plugins.items() if isinstance(plugins, dict) else []):
+    for plugin_id, entry in plugins.items() if isinstance(plugins, dict) else []:
         entries = entry if isinstance(entry, list) else [entry]
         for item in entries:
             where = item.get("installPath") if isinstance(item, dict) else None

@@ -41,8 +41,14 @@ def _no_sidechain(_call: str) -> list[Message] | None:
     return None
 
 
-def replay_turns(turns: list[StoredTurn], tools: Tools, sidechain: Sidechain = _no_sidechain, *,
-                 context_size: int = 0, last_running: bool = False) -> list[LoopEvent]:
+def replay_turns(
+    turns: list[StoredTurn],
+    tools: Tools,
+    sidechain: Sidechain = _no_sidechain,
+    *,
+    context_size: int = 0,
+    last_running: bool = False,
+) -> list[LoopEvent]:
     """The events of a stored session, turn by turn (module docstring)."""
     events: list[LoopEvent] = []
     plan: list[PlanEntry] | None = None
@@ -90,13 +96,21 @@ def _turn_end(turn: StoredTurn) -> TurnEnded:
 def _stored_usage(turn: StoredTurn, context_size: int) -> UsageReport:
     """A turn's stored usage as one report (live there is one per response; the totals are the same)."""
     usage = turn.usage
-    return UsageReport(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                       context_used=turn.context_tokens, context_size=context_size, cost_usd=turn.cost_usd,
-                       session_cost_usd=turn.session_cost_usd)
+    return UsageReport(
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        context_used=turn.context_tokens,
+        context_size=context_size,
+        cost_usd=turn.cost_usd,
+        session_cost_usd=turn.session_cost_usd,
+    )
 
 
-def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain, *,
-            sub_agent: bool = False) -> tuple[list[LoopEvent], list[PlanEntry] | None]:
+def _replay(
+    messages: list[Message], tools: Tools, sidechain: Sidechain, *, sub_agent: bool = False
+) -> tuple[list[LoopEvent], list[PlanEntry] | None]:
     """The events of `messages` (a sub-agent's: no user text), and the plan the last of their calls set (None:
     none did)."""
     events: list[LoopEvent] = []
@@ -129,8 +143,10 @@ def _replay(messages: list[Message], tools: Tools, sidechain: Sidechain, *,
 
 def _finished(block: Block, uses: dict[str, Block], tools: Tools) -> ToolCallFinished:
     content = block.get("content")
-    text = content if isinstance(content, str) else " ".join(
-        str(b.get("text", "")) for b in content or [] if isinstance(b, dict)
+    text = (
+        content
+        if isinstance(content, str)
+        else " ".join(str(b.get("text", "")) for b in content or [] if isinstance(b, dict))
     )
     failed = bool(block.get("is_error"))
     use = uses.get(str(block.get("tool_use_id")))

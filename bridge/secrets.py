@@ -12,19 +12,60 @@ from __future__ import annotations
 import re
 
 # Any of these anywhere in the name (TOKEN but not TOKENIZERS_PARALLELISM and kin).
-_ANYWHERE = re.compile(r"SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE_?KEY|ACCESS_?KEY|APIKEY|TOKEN(?!IZ)|"
-                       r"COOKIE|AUTHORIZATION|SIGNING_?KEY|CONNECTION_?STRING|DATABASE_URL|WEBHOOK_URL")
+_ANYWHERE = re.compile(
+    r"SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE_?KEY|ACCESS_?KEY|APIKEY|TOKEN(?!IZ)|"
+    r"COOKIE|AUTHORIZATION|SIGNING_?KEY|CONNECTION_?STRING|DATABASE_URL|WEBHOOK_URL"
+)
 # A whole `_`-separated part of the name: `API_KEY`, `KEY_ID`, `SMTP_PASS`, `MYSQL_PWD`, `NPM_CONFIG__AUTH`.
 _PART = re.compile(r"(?:^|_)(?:KEYS?|PASS|PWD|AUTH|DSN|OTP|PIN|SALT|HMAC|JWT|SAS|BEARER|LICENSE)(?:$|_)")
 # Whole families: cloud and service credentials live under these prefixes (their non-secret members, like
 # AWS_REGION, are a fair price for not missing AWS_SECRET_ACCESS_KEY's next spelling).
-_PREFIXES = ("AWS_", "AZURE_", "ARM_CLIENT", "GOOGLE_APPLICATION_CREDENTIALS", "GCP_", "GCLOUD_", "DIGITALOCEAN_",
-             "HEROKU_API", "VAULT_", "OP_SERVICE_ACCOUNT", "CLOUDFLARE_API", "NETLIFY_AUTH", "VERCEL_",
-             "TF_TOKEN_", "TWILIO_", "SENDGRID_", "STRIPE_", "SLACK_", "DOCKER_AUTH", "KAGGLE_", "HUGGING",
-             "OPENAI_", "ANTHROPIC_API", "ANTHROPIC_AUTH", "CLAUDE_CODE_OAUTH", "GEMINI_API", "MISTRAL_API",
-             "COHERE_API", "GROQ_API", "REPLICATE_API", "PGPASS", "MYSQL_PWD", "REDIS_URL", "MONGODB_URI",
-             "MONGO_URL", "NETRC", "GH_", "GITHUB_TOKEN", "GITLAB_", "NPM_TOKEN", "NODE_AUTH", "PYPI_",
-             "TWINE_", "CARGO_REGISTRY")
+_PREFIXES = (
+    "AWS_",
+    "AZURE_",
+    "ARM_CLIENT",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GCP_",
+    "GCLOUD_",
+    "DIGITALOCEAN_",
+    "HEROKU_API",
+    "VAULT_",
+    "OP_SERVICE_ACCOUNT",
+    "CLOUDFLARE_API",
+    "NETLIFY_AUTH",
+    "VERCEL_",
+    "TF_TOKEN_",
+    "TWILIO_",
+    "SENDGRID_",
+    "STRIPE_",
+    "SLACK_",
+    "DOCKER_AUTH",
+    "KAGGLE_",
+    "HUGGING",
+    "OPENAI_",
+    "ANTHROPIC_API",
+    "ANTHROPIC_AUTH",
+    "CLAUDE_CODE_OAUTH",
+    "GEMINI_API",
+    "MISTRAL_API",
+    "COHERE_API",
+    "GROQ_API",
+    "REPLICATE_API",
+    "PGPASS",
+    "MYSQL_PWD",
+    "REDIS_URL",
+    "MONGODB_URI",
+    "MONGO_URL",
+    "NETRC",
+    "GH_",
+    "GITHUB_TOKEN",
+    "GITLAB_",
+    "NPM_TOKEN",
+    "NODE_AUTH",
+    "PYPI_",
+    "TWINE_",
+    "CARGO_REGISTRY",
+)
 # The shell's own variables that only look like it (`PWD` is the working directory).
 _NOT_SECRET = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_TTY", "KEYTIMEOUT", "TOKENIZERS_PARALLELISM"})
 

@@ -87,8 +87,9 @@ class Session:
         self.data_dir = config.data_dir / "sessions" / session_id
         self._system = setup.system
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
-        self.checkpoints = Checkpoints.open(config.data_dir, cwd, session_id,
-                                            tell=lambda text: self.frontend.emit(Notice(text, "warning")))
+        self.checkpoints = Checkpoints.open(
+            config.data_dir, cwd, session_id, tell=lambda text: self.frontend.emit(Notice(text, "warning"))
+        )
         self._steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
         self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
@@ -149,15 +150,18 @@ class Session:
         with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
             await self.sync_mcp()
         env = self._environment(abort)
-        return await run_turn(self.conversation, expanded, model=self.model, settings=self._settings(), tools=env,
-                              abort=abort)
+        return await run_turn(
+            self.conversation, expanded, model=self.model, settings=self._settings(), tools=env, abort=abort
+        )
 
     async def _settle_trust(self) -> None:
         """The folder's own settings nobody has answered yet: asked before anything of the turn runs."""
         before = self.engine.mode
-        await self.setup.settle_trust(self.frontend.ask_trust if self.frontend.interactive else None,
-                                      lambda text: self.frontend.emit(Notice(text, "warning")),
-                                      mode_chosen=self.config.permission_mode is not None)
+        await self.setup.settle_trust(
+            self.frontend.ask_trust if self.frontend.interactive else None,
+            lambda text: self.frontend.emit(Notice(text, "warning")),
+            mode_chosen=self.config.permission_mode is not None,
+        )
         if self.engine.mode != before:
             self.announce_mode()
 
@@ -165,8 +169,12 @@ class Session:
         """Summarize the history and continue from the summary (`/compact`). False when aborted."""
         settings = self._settings()
         return await compact_conversation(
-            self.conversation, model=self.model, model_name=settings.model, system=settings.system,
-            tools=offered_schemas(self._environment(abort), self.conversation.messages), abort=abort,
+            self.conversation,
+            model=self.model,
+            model_name=settings.model,
+            system=settings.system,
+            tools=offered_schemas(self._environment(abort), self.conversation.messages),
+            abort=abort,
             instructions=instructions,
         )
 
@@ -227,11 +235,21 @@ class Session:
 
     def _agent_host(self, environment: str) -> AgentHost:
         return AgentHost(
-            model=self.model, settings=self._settings, environment=environment, tools=lambda: self.toolset.tools,
-            deferred=lambda: self.toolset.deferred, unavailable=self.toolset.unavailable, policy=self.policy,
-            hooks=self.engine.hooks, prompter=self.frontend.prompter, emit=self.frontend.emit,
+            model=self.model,
+            settings=self._settings,
+            environment=environment,
+            tools=lambda: self.toolset.tools,
+            deferred=lambda: self.toolset.deferred,
+            unavailable=self.toolset.unavailable,
+            policy=self.policy,
+            hooks=self.engine.hooks,
+            prompter=self.frontend.prompter,
+            emit=self.frontend.emit,
             context=lambda: self._tool_context(Abort()),
-            running=self.running, roll_up=self._roll_up, sidechains=self._sidechains(), steps=self._steps.under,
+            running=self.running,
+            roll_up=self._roll_up,
+            sidechains=self._sidechains(),
+            steps=self._steps.under,
         )
 
     def _roll_up(self, report: UsageReport) -> UsageReport:
@@ -239,19 +257,32 @@ class Session:
 
     def _environment(self, abort: Abort) -> ToolEnvironment:
         return ToolEnvironment(
-            tools=self.toolset.tools, policy=self.policy, prompter=self.frontend.prompter, emit=self.frontend.emit,
-            context=lambda _use_id: self._tool_context(abort), apply=self.effects.apply,
-            held_back=self.toolset.deferred.held_back, unavailable=self.toolset.unavailable, running=self.running,
-            notifications=self.subagents.main.drain, hooks=self.engine.hooks, steps=self._steps,
+            tools=self.toolset.tools,
+            policy=self.policy,
+            prompter=self.frontend.prompter,
+            emit=self.frontend.emit,
+            context=lambda _use_id: self._tool_context(abort),
+            apply=self.effects.apply,
+            held_back=self.toolset.deferred.held_back,
+            unavailable=self.toolset.unavailable,
+            running=self.running,
+            notifications=self.subagents.main.drain,
+            hooks=self.engine.hooks,
+            steps=self._steps,
         )
 
     def _tool_context(self, abort: Abort) -> ToolContext:
         # read_guard: Grep/Glob results are checked against the rules file by file
-        return ToolContext(cwd=self.cwd, abort=abort, data_dir=self.data_dir, read_files=self.read_files,
-                           documents=self.frontend.documents, services=self.services,
-                           read_guard=self.engine.read_guard())
+        return ToolContext(
+            cwd=self.cwd,
+            abort=abort,
+            data_dir=self.data_dir,
+            read_files=self.read_files,
+            documents=self.frontend.documents,
+            services=self.services,
+            read_guard=self.engine.read_guard(),
+        )
 
 
 def new_session_id() -> str:
     return f"sess_{uuid.uuid4().hex[:20]}"
-

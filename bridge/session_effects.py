@@ -16,8 +16,14 @@ from bridge.turns import Turns
 
 
 class SessionEffects:
-    def __init__(self, cwd: Path, engine: PermissionEngine, trusted: Callable[[TrustItem], bool], turns: Turns,
-                 emit: Callable[[LoopEvent], None]) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        engine: PermissionEngine,
+        trusted: Callable[[TrustItem], bool],
+        turns: Turns,
+        emit: Callable[[LoopEvent], None],
+    ) -> None:
         self._cwd, self._engine, self._trusted, self._turns, self._emit = cwd, engine, trusted, turns, emit
         self.plan: list[PlanEntry] = []  # the agent's todo list (cleared once every entry is completed)
 
@@ -44,7 +50,12 @@ class SessionEffects:
             file = source.relative_to(self._cwd).as_posix() if source.is_relative_to(self._cwd) else str(source)
             inert = [r for r in rules if not self._trusted(TrustItem(file, "allow", r))]
             if inert:
-                self._emit(Notice(f"{file} asks to allow {', '.join(inert)} without asking; this folder's "
-                                  "skills are not trusted, so each call still asks.", "warning"))
+                self._emit(
+                    Notice(
+                        f"{file} asks to allow {', '.join(inert)} without asking; this folder's "
+                        "skills are not trusted, so each call still asks.",
+                        "warning",
+                    )
+                )
                 return
         self._turns.hold_for_turn(self._engine.allow_for_now(rules))

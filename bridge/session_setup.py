@@ -52,8 +52,9 @@ class SessionSetup:
             interactive=interactive,
         )
         # the bridge's own secrets: its MCP sign-in tokens and Claude Code's credentials are never a command's
-        sandbox = Sandbox.for_engine(engine, hidden=(config.data_dir / "mcp-auth",
-                                                     settings.claude_home / ".credentials.json"))
+        sandbox = Sandbox.for_engine(
+            engine, hidden=(config.data_dir / "mcp-auth", settings.claude_home / ".credentials.json")
+        )
         engine.unsandboxed = lambda: sandbox.unavailable
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")
@@ -63,10 +64,16 @@ class SessionSetup:
         dirs = {"user_config_dir": settings.user_config_dir, "claude_home": settings.claude_home}
         skills = load_skills(cwd, plugins=plugins.skill_folders(), **dirs)
         return cls(
-            settings=settings, engine=engine, sandbox=sandbox,
+            settings=settings,
+            engine=engine,
+            sandbox=sandbox,
             trust=TrustPrompt(settings, cwd, lambda: skill_items(skills, cwd) + plugin_items(cwd)),
-            agent_types=load_catalog(cwd, plugins=plugins.agent_folders(), **dirs), plugins=plugins, skills=skills,
-            memory=memory, system=system_prompt(cwd, memory=memory.section), environment=environment,
+            agent_types=load_catalog(cwd, plugins=plugins.agent_folders(), **dirs),
+            plugins=plugins,
+            skills=skills,
+            memory=memory,
+            system=system_prompt(cwd, memory=memory.section),
+            environment=environment,
         )
 
     def settings_problems(self) -> list[str]:
@@ -75,11 +82,13 @@ class SessionSetup:
     def startup_notices(self) -> list[str]:
         """What the user should hear when the session opens: invalid settings, agent files and memory files
         skipped."""
-        return ([f"Invalid settings (skipped): {problem}" for problem in self.settings_problems()]
-                + [f"Invalid agent file (skipped): {problem}" for problem in self.agent_types.problems]
-                + [f"Skill skipped: {problem}" for problem in self.skills.problems]
-                + [f"Plugin not loaded: {problem}" for problem in self.plugins.skipped]
-                + [f"Memory file skipped: {problem}" for problem in self.memory.skipped])
+        return (
+            [f"Invalid settings (skipped): {problem}" for problem in self.settings_problems()]
+            + [f"Invalid agent file (skipped): {problem}" for problem in self.agent_types.problems]
+            + [f"Skill skipped: {problem}" for problem in self.skills.problems]
+            + [f"Plugin not loaded: {problem}" for problem in self.plugins.skipped]
+            + [f"Memory file skipped: {problem}" for problem in self.memory.skipped]
+        )
 
     async def settle_trust(self, ask: Ask | None, tell: Tell, *, mode_chosen: bool) -> None:
         """Before anything of a turn runs (its hooks included): ask about the folder's own settings nobody has

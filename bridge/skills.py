@@ -127,17 +127,24 @@ class SkillCatalog:
 def skill_dirs(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> list[tuple[Path, SkillSource]]:
     """Where skills are read from, first-defining first."""
     home = Path(os.environ.get("HOME") or Path.home())
-    return [(user_config_dir / "skills", "user"), (claude_home / "skills", "user"),
-            (home / ".agents" / "skills", "user"), (cwd / ".claude" / "skills", "project"),
-            (cwd / ".agents" / "skills", "project"), (cwd / ".agent-bridge" / "skills", "project")]
+    return [
+        (user_config_dir / "skills", "user"),
+        (claude_home / "skills", "user"),
+        (home / ".agents" / "skills", "user"),
+        (cwd / ".claude" / "skills", "project"),
+        (cwd / ".agents" / "skills", "project"),
+        (cwd / ".agent-bridge" / "skills", "project"),
+    ]
 
 
-def load_skills(cwd: Path, *, user_config_dir: Path, claude_home: Path,
-                plugins: Iterable[tuple[str, Path]] = ()) -> SkillCatalog:
+def load_skills(
+    cwd: Path, *, user_config_dir: Path, claude_home: Path, plugins: Iterable[tuple[str, Path]] = ()
+) -> SkillCatalog:
     """Every skill's name and description (not its body). `plugins`: (plugin name, its skills folder)."""
     catalog = SkillCatalog()
     places: list[tuple[Path, SkillSource, str | None]] = [
-        (d, s, None) for d, s in skill_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)]
+        (d, s, None) for d, s in skill_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)
+    ]
     places += [(folder, "plugin", plugin) for plugin, folder in plugins]
     seen_dirs: set[Path] = set()
     for directory, source, plugin in places:
@@ -146,8 +153,9 @@ def load_skills(cwd: Path, *, user_config_dir: Path, claude_home: Path,
             continue
         seen_dirs.add(real)
         for folder in _skill_folders(directory, catalog.problems):
-            skill = parse_skill(folder, source, root=cwd if source == "project" else None, plugin=plugin,
-                                problems=catalog.problems)
+            skill = parse_skill(
+                folder, source, root=cwd if source == "project" else None, plugin=plugin, problems=catalog.problems
+            )
             if skill is not None and skill.name not in catalog.skills:
                 catalog.skills[skill.name] = skill
     return catalog
@@ -166,8 +174,9 @@ def _skill_folders(directory: Path, problems: list[str]) -> list[Path]:
     return [p for p in entries[:MAX_SKILLS] if os.path.lexists(p / "SKILL.md")]
 
 
-def parse_skill(folder: Path, source: SkillSource, *, root: Path | None, plugin: str | None,
-                problems: list[str]) -> Skill | None:
+def parse_skill(
+    folder: Path, source: SkillSource, *, root: Path | None, plugin: str | None, problems: list[str]
+) -> Skill | None:
     path = folder / "SKILL.md"
     try:
         text = _read(path, root)
@@ -201,12 +210,18 @@ def parse_skill(folder: Path, source: SkillSource, *, root: Path | None, plugin:
         problems.append(f"{path}: `description` is over {MAX_DESCRIPTION} characters; cut to fit")
         description = description[:MAX_DESCRIPTION]
     return Skill(
-        name=f"{plugin}:{name}" if plugin else name, description=description, directory=folder, source=source,
-        root=root, allowed_tools=_allowed_tools(meta.get("allowed-tools"), path, problems),
-        model=_text(meta.get("model")), fork=meta.get("context") == "fork",
+        name=f"{plugin}:{name}" if plugin else name,
+        description=description,
+        directory=folder,
+        source=source,
+        root=root,
+        allowed_tools=_allowed_tools(meta.get("allowed-tools"), path, problems),
+        model=_text(meta.get("model")),
+        fork=meta.get("context") == "fork",
         argument_hint=_text(meta.get("argument-hint")),
         model_invocable=meta.get("disable-model-invocation") is not True,
-        user_invocable=meta.get("user-invocable") is not False, plugin=plugin,
+        user_invocable=meta.get("user-invocable") is not False,
+        plugin=plugin,
     )
 
 
@@ -222,8 +237,9 @@ def skill_items(catalog: SkillCatalog, cwd: Path) -> list[TrustItem]:
 
 def _read(path: Path, root: Path | None) -> str:
     try:
-        data = read_project_file(root, path, MAX_FILE_BYTES) if root is not None else read_user_file(path,
-                                                                                                  MAX_FILE_BYTES)
+        data = (
+            read_project_file(root, path, MAX_FILE_BYTES) if root is not None else read_user_file(path, MAX_FILE_BYTES)
+        )
     except MemoryRefused as refused:
         raise SkillError(str(refused)) from None
     return data.decode("utf-8", errors="replace")

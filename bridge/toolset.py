@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 
 class SessionTools:
-    def __init__(self, cwd: Path, tools: list[AnyTool], *, skills: SkillCatalog | None = None,
-                 plugins: PluginSet | None = None) -> None:
+    def __init__(
+        self, cwd: Path, tools: list[AnyTool], *, skills: SkillCatalog | None = None, plugins: PluginSet | None = None
+    ) -> None:
         self.cwd = cwd
         self.skills = skills or SkillCatalog()
         self.plugins = plugins or PluginSet()
@@ -73,8 +74,11 @@ class SessionTools:
         """A history's MCP tools whose configured server never came up answer with the server's failure (not
         "no such tool"): the model hears why, and that it is the server, not the name."""
         assert self.mcp is not None
-        failed = {name_part(name): c.error for name, c in self.mcp.connections.items()
-                  if c.state == "failed" and not c.ever_ready}
+        failed = {
+            name_part(name): c.error
+            for name, c in self.mcp.connections.items()
+            if c.state == "failed" and not c.ever_ready
+        }
         for name in used_tool_names(messages):
             server = server_of(name)
             if name not in self.tools and server in failed:
@@ -89,8 +93,9 @@ class SessionTools:
     def refresh_commands(self) -> None:
         """The slash commands again (an MCP server's prompts came or went)."""
         provided = [commands.Command(c.name, c.description, c.hint) for c in self.mcp.commands()] if self.mcp else []
-        self.commands = available_commands(self.cwd, provided, plugins=self.plugins.command_folders(),
-                                           skills=self.skills.skills.values())
+        self.commands = available_commands(
+            self.cwd, provided, plugins=self.plugins.command_folders(), skills=self.skills.skills.values()
+        )
 
     def missing_tools(self, messages: list[Message]) -> list[str]:
         """Tools the history calls that this session does not have (an MCP server gone, renamed or failing; a
@@ -112,6 +117,9 @@ class SessionTools:
                 self.unavailable[name] = "this tool does not exist in this session"
                 warnings.append(f"Tool {name} of this session's history does not exist here; calls to it will fail.")
         for server, names in by_server.items():
-            warnings.insert(0, f"MCP server {server!r} of this session's history is not connected: its tools "
-                               f"{', '.join(names)} will answer that they are not connected.")
+            warnings.insert(
+                0,
+                f"MCP server {server!r} of this session's history is not connected: its tools "
+                f"{', '.join(names)} will answer that they are not connected.",
+            )
         return warnings

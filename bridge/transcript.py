@@ -68,14 +68,16 @@ class Transcript:
         self._write({"type": "message", "message": message})
 
     def usage(self, usage: Usage, cost_usd: float) -> None:
-        self._write({
-            "type": "usage",
-            "costUsd": cost_usd,
-            "inputTokens": usage.input_tokens,
-            "outputTokens": usage.output_tokens,
-            "cacheReadTokens": usage.cache_read_tokens,
-            "cacheWriteTokens": usage.cache_write_tokens,
-        })
+        self._write(
+            {
+                "type": "usage",
+                "costUsd": cost_usd,
+                "inputTokens": usage.input_tokens,
+                "outputTokens": usage.output_tokens,
+                "cacheReadTokens": usage.cache_read_tokens,
+                "cacheWriteTokens": usage.cache_write_tokens,
+            }
+        )
 
     def turn_started(self, turn_id: str | None = None) -> None:
         record: dict[str, Any] = {"type": "turn", "event": "start"}
@@ -86,8 +88,7 @@ class Transcript:
     def rewound(self, turn_id: str, *, conversation: bool, code: bool) -> None:
         """A rewind to before the prompt of `turn_id`: of the conversation (the history goes back there on load),
         of the code, or both (the code's is recorded for the record: the files are the checkpoints' business)."""
-        self._write({"type": "rewind", "turn": turn_id, "conversation": conversation, "code": code,
-                     "at": time.time()})
+        self._write({"type": "rewind", "turn": turn_id, "conversation": conversation, "code": code, "at": time.time()})
 
     def turn_ended(self, stop_reason: str | None, error: str | None = None) -> None:
         """`stop_reason` as the prompt was answered; None with `error` when the turn failed."""
@@ -157,8 +158,13 @@ class LoadedTranscript:
 def load(path: Path) -> LoadedTranscript:
     found = _records(path, "session")
     return LoadedTranscript(
-        str(found.header["sessionId"]), Path(found.header["cwd"]), repair_pairing(found.messages), found.problems,
-        found.cost_usd, found.usage, found.turns,
+        str(found.header["sessionId"]),
+        Path(found.header["cwd"]),
+        repair_pairing(found.messages),
+        found.problems,
+        found.cost_usd,
+        found.usage,
+        found.turns,
     )
 
 
@@ -179,8 +185,8 @@ def is_prompt(message: Message) -> bool:
     if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
         return False
     return any(
-        isinstance(b, dict) and (b.get("type") == "image" or (b.get("type") == "text"
-                                 and not str(b.get("text", "")).startswith("[")))
+        isinstance(b, dict)
+        and (b.get("type") == "image" or (b.get("type") == "text" and not str(b.get("text", "")).startswith("[")))
         for b in blocks
     )
 
@@ -259,8 +265,9 @@ class _Turns:
         self.turns.append(self._open)
 
     def message(self, message: Message) -> None:
-        if self._open is None or (self._inferred and is_prompt(message)
-                                  and any(is_prompt(m) for m in self._open.messages)):
+        if self._open is None or (
+            self._inferred and is_prompt(message) and any(is_prompt(m) for m in self._open.messages)
+        ):
             self.start(framed=False)
         assert self._open is not None
         self._open.messages.append(message)
@@ -276,7 +283,8 @@ class _Turns:
             if last.get("role") == "user" and (MARKER in texts or MARKER_TOOL_USE in texts):
                 turn.ended, turn.stop_reason = True, "cancelled"
             elif last.get("role") == "assistant" and not any(
-                    isinstance(b, dict) and b.get("type") == "tool_use" for b in last.get("content", [])):
+                isinstance(b, dict) and b.get("type") == "tool_use" for b in last.get("content", [])
+            ):
                 turn.ended, turn.stop_reason = True, "end_turn"
         return self.turns
 

@@ -27,8 +27,9 @@ def new_turn_id() -> str:
 
 
 class Turns:
-    def __init__(self, run: RunTurn, transcript: Transcript | None,
-                 started: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, run: RunTurn, transcript: Transcript | None, started: Callable[[str], None] | None = None
+    ) -> None:
         self._run = run
         self._transcript = transcript
         self._started = started  # told each turn's id as it starts, before its transcript line (the checkpoints)

@@ -47,9 +47,17 @@ def visible(text: str, *, keep_newlines: bool = False, keep_tabs: bool = False) 
     return "".join(_escape(c) if _hidden(c) and c not in kept else c for c in text)
 
 
-_ASCII_HIDDEN = {(newlines, tabs): re.compile("[" + "".join(
-    re.escape(chr(c)) for c in [*range(0x20), 0x7F] if not (newlines and c == 10) and not (tabs and c == 9)) + "]")
-    for newlines in (False, True) for tabs in (False, True)}
+_ASCII_HIDDEN = {
+    (newlines, tabs): re.compile(
+        "["
+        + "".join(
+            re.escape(chr(c)) for c in [*range(0x20), 0x7F] if not (newlines and c == 10) and not (tabs and c == 9)
+        )
+        + "]"
+    )
+    for newlines in (False, True)
+    for tabs in (False, True)
+}
 
 
 def has_hidden(text: str) -> bool:

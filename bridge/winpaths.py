@@ -31,7 +31,7 @@ def posix_form(path: str) -> str:
     text = path.replace("\\", "/")
     drive = _DRIVE.match(text)
     if drive is not None:
-        return f"/{drive[1].lower()}/{text[drive.end():]}".rstrip("/") or "/"
+        return f"/{drive[1].lower()}/{text[drive.end() :]}".rstrip("/") or "/"
     return text
 
 
@@ -42,7 +42,7 @@ def native_form(path: str, *, windows: bool | None = None) -> str:
         return path
     drive = _MSYS_DRIVE.match(path)
     if drive is not None:
-        path = f"{drive[1].upper()}:\\{path[drive.end():].lstrip('/')}"
+        path = f"{drive[1].upper()}:\\{path[drive.end() :].lstrip('/')}"
     return ntpath.normpath(path) if path else path
 
 

@@ -95,8 +95,17 @@ async def start_up(data: Path, workspace: Path) -> tuple[float, float, float, fl
     """One spawn: (spawn -> initialize answered, spawn -> session/new answered, the second session/new's latency,
     a warm session/new's latency)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bridge.cli.main", "acp", "--offline", "playground", env=agent_env(data),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "bridge.cli.main",
+        "acp",
+        "--offline",
+        "playground",
+        env=agent_env(data),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     assert process.stdin is not None and process.stdout is not None
     stdin, stdout = process.stdin, process.stdout
     started = time.perf_counter()

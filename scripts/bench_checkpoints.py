@@ -29,8 +29,15 @@ from bridge.checkpoints.recorder import Checkpoints, StepCall
 FILES, DIRS = 10_000, 200
 STEPS = 40
 GOAL_MS = 50.0
-GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "b",
-           "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x"}
+GIT_ENV = {
+    **os.environ,
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@x",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@x",
+}
 
 
 def p95(samples: list[float]) -> float:
@@ -83,8 +90,12 @@ async def main() -> None:
         make_workspace(ws)
         scratch = root / "scratch.git"
         git(root, "init", "-q", "--bare", str(scratch))
-        scratch_env = {**GIT_ENV, "GIT_DIR": str(scratch), "GIT_WORK_TREE": str(ws),
-                       "GIT_INDEX_FILE": str(root / "scratch-index")}
+        scratch_env = {
+            **GIT_ENV,
+            "GIT_DIR": str(scratch),
+            "GIT_WORK_TREE": str(ws),
+            "GIT_INDEX_FILE": str(root / "scratch-index"),
+        }
         git(ws, "config", "core.bare", "false", env=scratch_env)
         git(ws, "add", "-A", env=scratch_env)
 
@@ -137,8 +148,10 @@ async def main() -> None:
         print(line("baseline: git add -A && git write-tree (warm index)", add_all))
         median_checkpoint = ms(checkpoints)[0]
         verdict = "PASS" if median_checkpoint <= GOAL_MS else "FAIL"
-        print(f"goal: a checkpoint ≤ {GOAL_MS:g} ms after the first: {verdict} (median {median_checkpoint} ms, "
-              f"{median_checkpoint / ms(stash)[0]:.2f}× git stash create)")
+        print(
+            f"goal: a checkpoint ≤ {GOAL_MS:g} ms after the first: {verdict} (median {median_checkpoint} ms, "
+            f"{median_checkpoint / ms(stash)[0]:.2f}× git stash create)"
+        )
 
         big = ws / "pkg5" / "big.txt"
         rng = random.Random(11)
@@ -161,24 +174,38 @@ async def main() -> None:
         await first.settle()
         growth = first.store.size_bytes() - size_before
         per_byte = growth / changed
-        print(f"{'store growth per changed byte (1 KB of 40 KB, x40)':<52} {per_byte:7.2f} bytes "
-              f"({growth:,} bytes for {changed:,} changed; loose objects, as the session goes)")
+        print(
+            f"{'store growth per changed byte (1 KB of 40 KB, x40)':<52} {per_byte:7.2f} bytes "
+            f"({growth:,} bytes for {changed:,} changed; loose objects, as the session goes)"
+        )
         first.store.pack_if_loose(threshold=0)  # what a session's close does past 2,000 loose objects
         packed = first.store.size_bytes()
         packed_per_byte = (packed - packed_before) / changed
         print(f"{'  once packed (as a closing session packs it)':<52} {packed_per_byte:7.2f} bytes")
-        print(f"{'the whole store, packed (10,000 files + all steps)':<52} {packed / 1e6:7.2f} MB "
-              f"(the workspace: {sum(p.stat().st_size for p in ws.rglob('*.py')) / 1e6:.2f} MB of .py)")
+        print(
+            f"{'the whole store, packed (10,000 files + all steps)':<52} {packed / 1e6:7.2f} MB "
+            f"(the workspace: {sum(p.stat().st_size for p in ws.rglob('*.py')) / 1e6:.2f} MB of .py)"
+        )
         await first.close()
         await second.close()
-        print(json.dumps({
-            "files": FILES, "first_cold_ms": round(cold * 1000), "first_warm_ms": round(warm * 1000),
-            "checkpoint_ms": ms(checkpoints), "command_step_ms": ms(command_steps), "file_step_ms": ms(file_steps),
-            "git_stash_create_ms": ms(stash), "git_add_write_tree_ms": ms(add_all),
-            "store_bytes_per_changed_byte": round(per_byte, 2), "packed_store_mb": round(packed / 1e6, 2),
-            "packed_bytes_per_changed_byte": round(packed_per_byte, 2),
-            "goal": verdict,
-        }))
+        print(
+            json.dumps(
+                {
+                    "files": FILES,
+                    "first_cold_ms": round(cold * 1000),
+                    "first_warm_ms": round(warm * 1000),
+                    "checkpoint_ms": ms(checkpoints),
+                    "command_step_ms": ms(command_steps),
+                    "file_step_ms": ms(file_steps),
+                    "git_stash_create_ms": ms(stash),
+                    "git_add_write_tree_ms": ms(add_all),
+                    "store_bytes_per_changed_byte": round(per_byte, 2),
+                    "packed_store_mb": round(packed / 1e6, 2),
+                    "packed_bytes_per_changed_byte": round(packed_per_byte, 2),
+                    "goal": verdict,
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

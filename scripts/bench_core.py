@@ -46,19 +46,24 @@ def bench_initialize(data: Path) -> dict[str, float]:
             subprocess.run([sys.executable, "-c", "pass"], check=True)
             baseline.append(time.perf_counter() - start)
             start = time.perf_counter()
-            proc = subprocess.Popen(server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                    stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, stderr=subprocess.DEVNULL
+            )
             assert proc.stdin and proc.stdout
-            proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                     "params": {"capabilities": {}}}))
+            proc.stdin.write(
+                _frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+            )
             proc.stdin.flush()
             while proc.stdout.readline().strip():
                 pass
             ours.append(time.perf_counter() - start)
             proc.stdin.close()
             proc.wait(10)
-    return {"initialize_ms": _median(ours) * 1000, "python_start_ms": _median(baseline) * 1000,
-            "ratio": _median(ours) / _median(baseline)}
+    return {
+        "initialize_ms": _median(ours) * 1000,
+        "python_start_ms": _median(baseline) * 1000,
+        "ratio": _median(ours) / _median(baseline),
+    }
 
 
 def sleeping(duration: str) -> list[int]:
@@ -83,17 +88,30 @@ async def bench_turns(root: Path) -> dict[str, float]:
     for _ in range(RUNS):
         responses.append({"content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn"})  # first-request
     for _ in range(RUNS):  # tool round trips: a trivial Bash, then text
-        responses.append({"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(ws / "f")}}],
-                          "stop_reason": "tool_use"})
+        responses.append(
+            {
+                "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(ws / "f")}}],
+                "stop_reason": "tool_use",
+            }
+        )
         responses.append({"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"})
     deltas = 5000
     responses.append({"content": [{"type": "text", "deltas": [text] * deltas}], "stop_reason": "end_turn"})
     # ctrl-c during a command; each sleeps a time of its own: found by its command line (its $$ is the sandbox's)
     sleeps = [f"60.{os.getpid()}{i}" for i in range(RUNS)]
     for duration in sleeps:
-        responses.append({"content": [{"type": "tool_use", "name": "Bash",
-                                       "input": {"command": f"echo $$ > {ws / 'pid'}; echo go; sleep {duration}"}}],
-                          "stop_reason": "tool_use"})
+        responses.append(
+            {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "name": "Bash",
+                        "input": {"command": f"echo $$ > {ws / 'pid'}; echo go; sleep {duration}"},
+                    }
+                ],
+                "stop_reason": "tool_use",
+            }
+        )
     (ws / "f").write_text("hello\n")
     out: dict[str, float] = {}
     async with running_editor({"responses": responses}, ws, data) as editor:
@@ -120,12 +138,16 @@ async def bench_turns(root: Path) -> dict[str, float]:
         start = time.perf_counter()
         await editor.prompt(sid, "stream")
         elapsed = time.perf_counter() - start
-        got = "".join(u["update"]["content"]["text"] for u in editor.updates[before:]
-                      if u["update"]["sessionUpdate"] == "agent_message_chunk")
+        got = "".join(
+            u["update"]["content"]["text"]
+            for u in editor.updates[before:]
+            if u["update"]["sessionUpdate"] == "agent_message_chunk"
+        )
         assert got == text * deltas, "every delta arrived"
         out["deltas_per_s"] = deltas / elapsed
-        out["updates_sent"] = len([u for u in editor.updates[before:]
-                                   if u["update"]["sessionUpdate"] == "agent_message_chunk"])
+        out["updates_sent"] = len(
+            [u for u in editor.updates[before:] if u["update"]["sessionUpdate"] == "agent_message_chunk"]
+        )
         cancel_answer, child_gone = [], []
         for duration in sleeps:
             (ws / "pid").unlink(missing_ok=True)
@@ -147,8 +169,9 @@ async def bench_turns(root: Path) -> dict[str, float]:
         client = anthropic.AsyncAnthropic(base_url=model.base_url, api_key="x", max_retries=0)
         for _warm_then_measure in range(2):  # the second run is measured: connection and SDK warm, like ours
             start = time.perf_counter()
-            stream = await client.messages.create(model="m", max_tokens=10, stream=True,
-                                                  messages=[{"role": "user", "content": "x"}])
+            stream = await client.messages.create(
+                model="m", max_tokens=10, stream=True, messages=[{"role": "user", "content": "x"}]
+            )
             async for _ in stream:  # raw events, as the bridge reads them
                 pass
             raw = time.perf_counter() - start

@@ -50,8 +50,7 @@ def old_module(relative: str) -> types.ModuleType | None:
     """The module at `relative` as it was at BASE (it imports today's helpers, which kept their names), or None
     when git cannot show it."""
     root = Path(__file__).resolve().parent.parent
-    shown = subprocess.run(["git", "show", f"{BASE}:{relative}"], cwd=root, capture_output=True, text=True,
-                           check=False)
+    shown = subprocess.run(["git", "show", f"{BASE}:{relative}"], cwd=root, capture_output=True, text=True, check=False)
     if shown.returncode != 0:
         return None
     name = "old_" + relative.replace("/", "_").removesuffix(".py")
@@ -67,13 +66,15 @@ def p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=20)[-1]
 
 
-def line(name: str, samples: list[float], base: list[float] | None = None, unit: float = 1e6,
-         mark: str = "µs") -> str:
-    text = (f"  {name:<50} median {statistics.median(samples) * unit:8.1f} {mark}   "
-            f"p95 {p95(samples) * unit:8.1f} {mark}")
+def line(name: str, samples: list[float], base: list[float] | None = None, unit: float = 1e6, mark: str = "µs") -> str:
+    text = (
+        f"  {name:<50} median {statistics.median(samples) * unit:8.1f} {mark}   p95 {p95(samples) * unit:8.1f} {mark}"
+    )
     if base is not None:
-        text += (f"   x{statistics.median(samples) / statistics.median(base):.2f} median, "
-                 f"x{p95(samples) / p95(base):.2f} p95")
+        text += (
+            f"   x{statistics.median(samples) / statistics.median(base):.2f} median, "
+            f"x{p95(samples) / p95(base):.2f} p95"
+        )
     return text
 
 
@@ -152,8 +153,9 @@ def bench_read_write(root: Path, runs: int) -> None:
     data = ReadInput(file_path=str(target))
     old = old_module("bridge/tools/read.py")
     if old is not None:
-        before, now = asyncio.run(interleaved_async([lambda: old.ReadTool().call(data, ctx),
-                                                     lambda: ReadTool().call(data, ctx)], runs))
+        before, now = asyncio.run(
+            interleaved_async([lambda: old.ReadTool().call(data, ctx), lambda: ReadTool().call(data, ctx)], runs)
+        )
         print(line("the Read tool call as it was (by name)", before))
         print(line("the Read tool call now (exact)", now, before))
 
@@ -172,8 +174,9 @@ def bench_read_write(root: Path, runs: int) -> None:
 
     print("Write of the same file (temp file, fsync, rename, directory fsync; run in turn):")
     if old_io is not None:
-        before, kernel, walk = interleaved([lambda: old_io.atomic_write(target, payload), exact_write, walked_write],
-                                           max(100, runs // 5))
+        before, kernel, walk = interleaved(
+            [lambda: old_io.atomic_write(target, payload), exact_write, walked_write], max(100, runs // 5)
+        )
         print(line("the tools' atomic_write as it was (by name)", before))
         print(line("safefs.write_exact (openat2)", kernel, before))
         print(line("safefs.write_exact (O_NOFOLLOW walk)", walk, before))
@@ -189,36 +192,69 @@ def bench_search(runs: int) -> None:
         print("Search: the tools as they were cannot be loaded (no git history here); skipped")
         return
     cases = [
-        ("files_with_matches 'def __init__' (6k files)", GrepInput(pattern="def __init__"),
-         ["--files-with-matches", "--hidden", "--no-follow", "--regexp", "def __init__"]),
-        ("files_with_matches 'class HTTPServer' (few)", GrepInput(pattern="class HTTPServer"),
-         ["--files-with-matches", "--hidden", "--no-follow", "--regexp", "class HTTPServer"]),
-        ("content 'class .*Error', head 250", GrepInput(pattern="class .*Error", output_mode="content"),
-         ["--line-number", "--with-filename", "--no-heading", "--sort", "path", "--regexp", "class .*Error"]),
-        ("count 'import os'", GrepInput(pattern="import os", output_mode="count"),
-         ["--count", "--with-filename", "--regexp", "import os"]),
+        (
+            "files_with_matches 'def __init__' (6k files)",
+            GrepInput(pattern="def __init__"),
+            ["--files-with-matches", "--hidden", "--no-follow", "--regexp", "def __init__"],
+        ),
+        (
+            "files_with_matches 'class HTTPServer' (few)",
+            GrepInput(pattern="class HTTPServer"),
+            ["--files-with-matches", "--hidden", "--no-follow", "--regexp", "class HTTPServer"],
+        ),
+        (
+            "content 'class .*Error', head 250",
+            GrepInput(pattern="class .*Error", output_mode="content"),
+            ["--line-number", "--with-filename", "--no-heading", "--sort", "path", "--regexp", "class .*Error"],
+        ),
+        (
+            "count 'import os'",
+            GrepInput(pattern="import os", output_mode="count"),
+            ["--count", "--with-filename", "--regexp", "import os"],
+        ),
     ]
     print(f"Search over the Python standard library ({stdlib}; ms; run in turn):")
 
     def raw(args: list[str]) -> Callable[[], Awaitable[object]]:
         async def run() -> object:
-            return await asyncio.to_thread(subprocess.run, [rg, "--no-config", "--null", *args], cwd=stdlib,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            return await asyncio.to_thread(
+                subprocess.run,
+                [rg, "--no-config", "--null", *args],
+                cwd=stdlib,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+
         return run
 
     for name, data, args in cases:
         print(f" Grep {name}")
-        base, before, now = asyncio.run(interleaved_async([
-            raw(args), lambda d=data: old_grep.GrepTool().call(d, ctx),  # type: ignore[misc]
-            lambda d=data: GrepTool().call(d, ctx)], runs))  # type: ignore[misc]
+        base, before, now = asyncio.run(
+            interleaved_async(
+                [
+                    raw(args),
+                    lambda d=data: old_grep.GrepTool().call(d, ctx),  # type: ignore[misc]
+                    lambda d=data: GrepTool().call(d, ctx),  # type: ignore[misc]
+                ],
+                runs,
+            )
+        )
         print(line("raw rg", base, unit=1e3, mark="ms"))
         print(line("the Grep tool as it was", before, unit=1e3, mark="ms"))
         print(line("the Grep tool now (exact second pass)", now, before, unit=1e3, mark="ms"))
     glob = GlobInput(pattern="**/*.py")
     print(" Glob '**/*.py'")
-    base, before, now = asyncio.run(interleaved_async([
-        raw(["--files", "--hidden", "--no-follow"]), lambda: old_glob.GlobTool().call(glob, ctx),
-        lambda: GlobTool().call(glob, ctx)], runs))
+    base, before, now = asyncio.run(
+        interleaved_async(
+            [
+                raw(["--files", "--hidden", "--no-follow"]),
+                lambda: old_glob.GlobTool().call(glob, ctx),
+                lambda: GlobTool().call(glob, ctx),
+            ],
+            runs,
+        )
+    )
     print(line("raw rg --files", base, unit=1e3, mark="ms"))
     print(line("the Glob tool as it was", before, unit=1e3, mark="ms"))
     print(line("the Glob tool now (each match re-checked exactly)", now, before, unit=1e3, mark="ms"))
@@ -237,9 +273,11 @@ async def bench_races(iterations: int) -> bool:
                 took = time.perf_counter() - started
             good = tally.leaks == 0 and not tally.outside_changed and tally.worked > 0 and tally.contested > 0
             ok &= good
-            print(f"  {'walk' if walk else 'openat2':<7} {tool:<12} calls {tally.calls:5}  flips {tally.flips:7}  "
-                  f"reached by the race {tally.contested:4}  did its job {tally.worked:5}  leaks {tally.leaks}  "
-                  f"outside changed {int(tally.outside_changed)}  ({took:.1f} s)  {'ok' if good else 'FAIL'}")
+            print(
+                f"  {'walk' if walk else 'openat2':<7} {tool:<12} calls {tally.calls:5}  flips {tally.flips:7}  "
+                f"reached by the race {tally.contested:4}  did its job {tally.worked:5}  leaks {tally.leaks}  "
+                f"outside changed {int(tally.outside_changed)}  ({took:.1f} s)  {'ok' if good else 'FAIL'}"
+            )
     with_backend(False)
     print("The by-name control in the same kind of race (tries until it leaked):")
     for tool in tools:

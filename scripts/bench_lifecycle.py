@@ -63,11 +63,24 @@ class Child:
     _reader: threading.Thread | None = None
 
     @classmethod
-    def spawn(cls, argv: list[str], env: dict[str, str], *, stdin: int | None = None,
-              read_stdout: bool = True, cwd: Path | None = None) -> Child:
+    def spawn(
+        cls,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        stdin: int | None = None,
+        read_stdout: bool = True,
+        cwd: Path | None = None,
+    ) -> Child:
         started = time.monotonic()
-        proc = subprocess.Popen(argv, env=env, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=stdin if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+        )
         child = cls(proc, started)
         if read_stdout:
             child._reader = threading.Thread(target=child._read, args=(proc.stdout,), daemon=True)
@@ -118,15 +131,23 @@ def rss(pid: int) -> int:
 def env_for(model: OfflineServer, home: Path, **extra: str) -> dict[str, str]:
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENT_BRIDGE_"))}
-    env.update(ANTHROPIC_BASE_URL=model.base_url, ANTHROPIC_API_KEY="bench-key", HOME=str(home),
-               AGENT_BRIDGE_DATA_DIR=str(home / "data"), AGENT_BRIDGE_CONFIG_DIR=str(home / "config"),
-               AGENT_BRIDGE_LOG="ERROR", **extra)
+    env.update(
+        ANTHROPIC_BASE_URL=model.base_url,
+        ANTHROPIC_API_KEY="bench-key",
+        HOME=str(home),
+        AGENT_BRIDGE_DATA_DIR=str(home / "data"),
+        AGENT_BRIDGE_CONFIG_DIR=str(home / "config"),
+        AGENT_BRIDGE_LOG="ERROR",
+        **extra,
+    )
     return env
 
 
 def text(answer: str, *, chunks: int = 1, delay_ms: int = 0) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": answer, "chunks": chunks, "delay_ms": delay_ms}],
-            "stop_reason": "end_turn"}
+    return {
+        "content": [{"type": "text", "text": answer, "chunks": chunks, "delay_ms": delay_ms}],
+        "stop_reason": "end_turn",
+    }
 
 
 FLOOR = """\
@@ -143,9 +164,21 @@ with httpx2.stream("POST", sys.argv[1] + "/v1/messages", json=body, headers={"x-
 
 def bench_start(root: Path) -> dict[str, float]:
     """python -c pass, the bare-httpx floor and `run`, interleaved, against one server."""
-    out: dict[str, list[float]] = {k: [] for k in (
-        "python_pass_s", "python_pass_cpu_s", "floor_first_request_s", "floor_wall_s", "floor_cpu_s",
-        "run_first_request_s", "run_wall_s", "run_cpu_s", "run_peak_rss_mib", "run_done_to_exit_s")}
+    out: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "python_pass_s",
+            "python_pass_cpu_s",
+            "floor_first_request_s",
+            "floor_wall_s",
+            "floor_cpu_s",
+            "run_first_request_s",
+            "run_wall_s",
+            "run_cpu_s",
+            "run_peak_rss_mib",
+            "run_done_to_exit_s",
+        )
+    }
     ws = root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     with OfflineServer({"responses": [], "after_last": "end_turn_text"}) as model:
@@ -188,8 +221,10 @@ def bench_sigint(root: Path) -> dict[str, float]:
     ws = root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     streaming, command, signals_seen = [], [], []
-    slow = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400, "delay_ms": 10}],
-            "stop_reason": "end_turn"}
+    slow = {
+        "content": [{"type": "text", "text": "word " * 400, "chunks": 400, "delay_ms": 10}],
+        "stop_reason": "end_turn",
+    }
     with OfflineServer({"responses": [slow], "after_last": "repeat_last"}) as model:
         for i in range(RUNS):
             env = env_for(model, root / f"sig{i}")
@@ -202,11 +237,15 @@ def bench_sigint(root: Path) -> dict[str, float]:
     log, ready = ws / "signals.log", ws / "ready"
     # an executable run by its path: the permission layer asks about `trap` in a command line and `sh FILE`
     script = ws / "traps.sh"
-    script.write_text(f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
-                      f"touch {ready}\nwhile true; do sleep 0.02; done\n")
+    script.write_text(
+        f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
+        f"touch {ready}\nwhile true; do sleep 0.02; done\n"
+    )
     script.chmod(0o755)
-    tool = {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": str(script)}}],
-            "stop_reason": "tool_use"}
+    tool = {
+        "content": [{"type": "tool_use", "name": "Bash", "input": {"command": str(script)}}],
+        "stop_reason": "tool_use",
+    }
     with OfflineServer({"responses": [tool], "after_last": "repeat_last"}) as model:
         for i in range(max(3, RUNS // 2)):
             log.unlink(missing_ok=True)
@@ -224,8 +263,11 @@ def bench_sigint(root: Path) -> dict[str, float]:
             command.append(child.ended - sent)
             seen = log.read_text().split() if log.exists() else []
             signals_seen.append(float(("INT" in seen) + ("TERM" in seen)))
-    return {"sigint_streaming_to_exit_s": median(streaming), "sigint_command_to_exit_s": median(command),
-            "command_signals_seen_of_2": median(signals_seen)}
+    return {
+        "sigint_streaming_to_exit_s": median(streaming),
+        "sigint_command_to_exit_s": median(command),
+        "command_signals_seen_of_2": median(signals_seen),
+    }
 
 
 # ---- serve ----------------------------------------------------------------------------------------------
@@ -241,8 +283,9 @@ class Lsp:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
         self.messages: list[tuple[float, dict[str, Any]]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -281,9 +324,19 @@ class Lsp:
 def bench_serve(root: Path) -> dict[str, float]:
     ws = root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
-    out: dict[str, list[float]] = {k: [] for k in (
-        "python_pass_s", "initialize_s", "rss_after_initialize_mib", "first_request_s", "prompt_to_request_s",
-        "rss_after_turn_mib", "sigterm_to_exit_s", "eof_to_exit_s")}
+    out: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "python_pass_s",
+            "initialize_s",
+            "rss_after_initialize_mib",
+            "first_request_s",
+            "prompt_to_request_s",
+            "rss_after_turn_mib",
+            "sigterm_to_exit_s",
+            "eof_to_exit_s",
+        )
+    }
     with OfflineServer({"responses": [], "after_last": "end_turn_text"}) as model:
         env = env_for(model, root / "serve")  # one data dir: what an editor's starts share
         for i in range(RUNS + 1):
@@ -307,8 +360,14 @@ def bench_serve(root: Path) -> dict[str, float]:
             _, new = lsp.answer(2)
             sid = new["result"]["sessionId"]
             sent = time.monotonic()
-            lsp.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}})
+            lsp.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 3,
+                    "method": "session/prompt",
+                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]},
+                }
+            )
             lsp.answer(3)
             request = model.wait_for_requests_sync(n + 1)[n]
             add("first_request_s", request.received_at - lsp.started)
@@ -353,8 +412,10 @@ def bench_signals(root: Path) -> dict[str, float]:
     cancelled turn's answer -> process gone (the issue's "within 50 ms of the turn's end")."""
     ws = root / "ws"
     ws.mkdir(parents=True, exist_ok=True)
-    slow = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400, "delay_ms": 10}],
-            "stop_reason": "end_turn"}
+    slow = {
+        "content": [{"type": "text", "text": "word " * 400, "chunks": 400, "delay_ms": 10}],
+        "stop_reason": "end_turn",
+    }
     out: dict[str, list[float]] = {}
     with OfflineServer({"responses": [slow], "after_last": "repeat_last"}) as model:
         for mode in ("serve", "acp"):
@@ -366,14 +427,24 @@ def bench_signals(root: Path) -> dict[str, float]:
                 client.answer(1)
                 if mode == "serve":
                     client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-                client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                             "params": {"cwd": str(ws), "mcpServers": []}})
+                client.send(
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(ws), "mcpServers": []}}
+                )
                 sid = client.answer(2)[1]["result"]["sessionId"]
-                client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                             "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "talk"}]}})
+                client.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 3,
+                        "method": "session/prompt",
+                        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "talk"}]},
+                    }
+                )
                 deadline = time.monotonic() + 60
-                while not any(m.get("method") == "session/update" and m["params"]["update"].get("sessionUpdate")
-                              == "agent_message_chunk" for _, m in list(client.messages)):
+                while not any(
+                    m.get("method") == "session/update"
+                    and m["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+                    for _, m in list(client.messages)
+                ):
                     if time.monotonic() > deadline:
                         raise TimeoutError("no text streamed")
                     time.sleep(0.001)
@@ -440,8 +511,9 @@ STEPS = {
 
 def bench_rss(root: Path) -> dict[str, float]:
     """Where `serve`'s RSS after a turn goes (the anthropic SDK is not among it: it is not imported)."""
-    out = subprocess.run([PY, "-c", RSS_STEPS, *STEPS.values()], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout.splitlines()
+    out = subprocess.run(
+        [PY, "-c", RSS_STEPS, *STEPS.values()], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.splitlines()
     names = {v: k for k, v in STEPS.items()}
     figures = {}
     for line in out:
@@ -470,9 +542,14 @@ CHECKS = (  # (group, figure, limit, what)
 
 
 def main() -> None:
-    groups = {"start": bench_start, "stop": bench_sigint, "signals": bench_signals, "serve": bench_serve,
-              "parallel": bench_parallel,
-              "rss": bench_rss}
+    groups = {
+        "start": bench_start,
+        "stop": bench_sigint,
+        "signals": bench_signals,
+        "serve": bench_serve,
+        "parallel": bench_parallel,
+        "rss": bench_rss,
+    }
     only = sys.argv[1:] or list(groups)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {RUNS} runs, medians")
     results: dict[str, dict[str, float]] = {}

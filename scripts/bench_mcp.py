@@ -22,8 +22,9 @@ FIXTURE = str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "m
 
 def import_seconds(statement: str, runs: int = 5) -> float:
     code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    return statistics.median(float(subprocess.check_output([sys.executable, "-c", code], text=True))
-                             for _ in range(runs))
+    return statistics.median(
+        float(subprocess.check_output([sys.executable, "-c", code], text=True)) for _ in range(runs)
+    )
 
 
 def descendants(pid: int) -> list[int]:
@@ -62,13 +63,20 @@ def rss_kb(pid: int) -> int:
 
 
 def server(name: str, tag: str) -> dict[str, object]:
-    return {"name": name, "command": sys.executable, "args": [FIXTURE, "--name", name],
-            "env": [{"name": "BENCH_TAG", "value": tag}]}
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [FIXTURE, "--name", name],
+        "env": [{"name": "BENCH_TAG", "value": tag}],
+    }
 
 
 async def connected(editor: Editor, count: int) -> None:
-    await poll(lambda: sum("connected" in m.message for m in editor.client.log_messages) >= count, timeout=600,
-               what=f"{count} servers to connect")
+    await poll(
+        lambda: sum("connected" in m.message for m in editor.client.log_messages) >= count,
+        timeout=600,
+        what=f"{count} servers to connect",
+    )
 
 
 async def five_by_three(shared: bool) -> tuple[int, int, float]:
@@ -81,8 +89,12 @@ async def five_by_three(shared: bool) -> tuple[int, int, float]:
             assert editor.client._server is not None
             bridge = editor.client._server.pid
             began = time.monotonic()
-            sids = [await editor.new_session(mcp_servers=[server(n, "same" if shared else f"s{i}")
-                                                          for n in ("one", "two", "three")]) for i in range(5)]
+            sids = [
+                await editor.new_session(
+                    mcp_servers=[server(n, "same" if shared else f"s{i}") for n in ("one", "two", "three")]
+                )
+                for i in range(5)
+            ]
             await connected(editor, 15)
             ready = time.monotonic() - began
             children = servers_of(bridge)
@@ -114,17 +126,23 @@ async def main() -> None:
     lazy = import_seconds("import bridge.agent, bridge.mcp.manager, bridge.mcp.connection")
     sdk = import_seconds("import mcp.client.session, mcp.client.stdio, mcp.client.streamable_http, mcp.client.auth")
     anthropic = import_seconds("import anthropic")
-    print(f"import: bridge.agent {base:.3f} s; + bridge.mcp (no SDK) {lazy:.3f} s ({lazy / base:.2f}x); the mcp SDK "
-          f"client {sdk:.3f} s (anthropic SDK {anthropic:.3f} s, in the same run)")
+    print(
+        f"import: bridge.agent {base:.3f} s; + bridge.mcp (no SDK) {lazy:.3f} s ({lazy / base:.2f}x); the mcp SDK "
+        f"client {sdk:.3f} s (anthropic SDK {anthropic:.3f} s, in the same run)"
+    )
     plain, _ = await session_new_seconds(False)
     answered, ready = await session_new_seconds(True)
-    print(f"session/new: no servers {plain * 1000:.0f} ms; 3 stdio servers {answered * 1000:.0f} ms to answer "
-          f"({answered / plain:.2f}x), {ready:.2f} s until all 3 connected")
+    print(
+        f"session/new: no servers {plain * 1000:.0f} ms; 3 stdio servers {answered * 1000:.0f} ms to answer "
+        f"({answered / plain:.2f}x), {ready:.2f} s until all 3 connected"
+    )
     copies, copies_kb, copies_s = await five_by_three(shared=False)
     shared, shared_kb, shared_s = await five_by_three(shared=True)
-    print(f"5 sessions x 3 servers: own copies {copies} processes, {copies_kb / 1024:.0f} MiB RSS "
-          f"({copies_s:.1f} s to connect); shared {shared} processes, {shared_kb / 1024:.0f} MiB RSS "
-          f"({shared_s:.1f} s); after session/close of all five: 0 processes")
+    print(
+        f"5 sessions x 3 servers: own copies {copies} processes, {copies_kb / 1024:.0f} MiB RSS "
+        f"({copies_s:.1f} s to connect); shared {shared} processes, {shared_kb / 1024:.0f} MiB RSS "
+        f"({shared_s:.1f} s); after session/close of all five: 0 processes"
+    )
     ok = shared == 3
     print(f"{'ok' if ok else 'FAIL'}: 5 sessions x 3 servers on one cwd share {shared} server processes (expected 3)")
     if not ok:

@@ -71,9 +71,16 @@ def calls(ws: Path) -> list[BoundCall]:
     ]
 
 
-SIZES = [("ls", "ls"), ("1 kB", "ls; " * 256), ("10 kB", "ls; " * 2_560), ("50 kB of words", "echo " + "ab " * 16_000),
-         ("100 kB heredoc", "cat > f <<'EOF'\n" + "line of text\n" * 7_600 + "EOF"),
-         ("1 MB", "true; " * 170_000), ("3 MB", "true; " * 500_000), ("10 MB", "true; " * 1_750_000)]
+SIZES = [
+    ("ls", "ls"),
+    ("1 kB", "ls; " * 256),
+    ("10 kB", "ls; " * 2_560),
+    ("50 kB of words", "echo " + "ab " * 16_000),
+    ("100 kB heredoc", "cat > f <<'EOF'\n" + "line of text\n" * 7_600 + "EOF"),
+    ("1 MB", "true; " * 170_000),
+    ("3 MB", "true; " * 500_000),
+    ("10 MB", "true; " * 1_750_000),
+]
 
 
 def sizes(engine: PermissionEngine) -> None:

@@ -68,8 +68,9 @@ async def main() -> None:
         supervisor = ProcessSupervisor(data_dir=root / "data")
         sandbox = Sandbox.for_engine(engine)
         plain = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data", services=Services(processes=supervisor))
-        boxed = ToolContext(cwd=ws, abort=Abort(), data_dir=root / "data",
-                            services=Services(processes=supervisor, sandbox=sandbox))
+        boxed = ToolContext(
+            cwd=ws, abort=Abort(), data_dir=root / "data", services=Services(processes=supervisor, sandbox=sandbox)
+        )
         results: dict[str, list[float]] = {}
         for command in ("true", "echo x"):
             for _ in range(3):  # warm up both
@@ -94,8 +95,10 @@ async def main() -> None:
         os.environ.pop(limits.LIMITS_ENV, None)
         # how long a file made at a protected name that did not exist stays before it is set aside (the window a
         # program outside the sandbox has to read it), timed inside the command
-        made = ("import os, time\nt = time.perf_counter()\nopen('.envrc', 'w').close()\n"
-                 "while os.path.lexists('.envrc'):\n    time.sleep(0.0001)\nprint(time.perf_counter() - t)\n")
+        made = (
+            "import os, time\nt = time.perf_counter()\nopen('.envrc', 'w').close()\n"
+            "while os.path.lexists('.envrc'):\n    time.sleep(0.0001)\nprint(time.perf_counter() - t)\n"
+        )
         for _ in range(RUNS // 2):
             result = await BASH.call(BashInput(command=f"python3 -c {shlex.quote(made)}"), boxed)
             first = str(result.content).split()[0]
@@ -121,9 +124,11 @@ async def main() -> None:
     for name, samples in results.items():
         if name.startswith("'echo x' sandboxed, limits ") and not name.endswith(" off"):
             median = statistics.median(samples)
-            print(f"{name.split('limits ')[1]} limits: median ratio to limits off {median / off:.2f} "
-                  f"(+{(median - off) * 1000:.1f} ms), p95 {p95(samples) * 1000:.1f} ms vs "
-                  f"{p95(results[chr(39) + 'echo x' + chr(39) + ' sandboxed, limits off']) * 1000:.1f} ms")
+            print(
+                f"{name.split('limits ')[1]} limits: median ratio to limits off {median / off:.2f} "
+                f"(+{(median - off) * 1000:.1f} ms), p95 {p95(samples) * 1000:.1f} ms vs "
+                f"{p95(results[chr(39) + 'echo x' + chr(39) + ' sandboxed, limits off']) * 1000:.1f} ms"
+            )
 
 
 if __name__ == "__main__":

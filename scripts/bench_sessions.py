@@ -26,11 +26,17 @@ def write_transcript(data: Path, cwd: Path, sid: str) -> Path:
             use = f"toolu_{i:06d}"
             records = [
                 {"role": "user", "content": [{"type": "text", "text": f"question {i} " + "lorem ipsum " * 20}]},
-                {"role": "assistant", "content": [{"type": "text", "text": "let me look"},
-                                                  {"type": "tool_use", "id": use, "name": "Read",
-                                                   "input": {"file_path": f"/tmp/f{i}.py"}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use,
-                                              "content": "     1\tprint('x')\n" * 20}]},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "let me look"},
+                        {"type": "tool_use", "id": use, "name": "Read", "input": {"file_path": f"/tmp/f{i}.py"}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use, "content": "     1\tprint('x')\n" * 20}],
+                },
                 {"role": "assistant", "content": [{"type": "text", "text": f"answer {i} " + "dolor sit " * 30}]},
             ]
             for message in records:
@@ -65,8 +71,7 @@ async def main() -> None:
             replayed = len(editor.updates)
         print(f"transcript: {MESSAGES} messages, {path.stat().st_size / 1e6:.1f} MB")
         print(f"session/load answered in {loaded * 1000:.0f} ms ({replayed} updates replayed)")
-        print(f"bridge RSS idle {idle / 1024:.1f} MB -> after load {after / 1024:.1f} MB "
-              f"(ratio {after / idle:.2f})")
+        print(f"bridge RSS idle {idle / 1024:.1f} MB -> after load {after / 1024:.1f} MB (ratio {after / idle:.2f})")
 
 
 if __name__ == "__main__":

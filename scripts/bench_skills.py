@@ -46,8 +46,10 @@ def main() -> None:
             catalog = load_skills(base / f"ws{count}", user_config_dir=base / "cfg", claude_home=home / ".claude")
             sizes[count] = len(json.dumps(SkillTool(catalog).schema())) if catalog.for_model() else 0
             lines, more = catalog.listing()
-            print(f"  {count:3d} skills: +{sizes[count]:6,} bytes in the first request ({len(lines)} listed, "
-                  f"{more} found by query){'  ok' if sizes[count] <= LISTING_BUDGET + 2_000 else '  FAIL'}")
+            print(
+                f"  {count:3d} skills: +{sizes[count]:6,} bytes in the first request ({len(lines)} listed, "
+                f"{more} found by query){'  ok' if sizes[count] <= LISTING_BUDGET + 2_000 else '  FAIL'}"
+            )
         config, _ = BridgeConfig.load({})
         for count in (0, 200):
             ws, home = base / f"ws{count}", base / f"home{count}" / ".claude"
@@ -58,8 +60,10 @@ def main() -> None:
                 SessionSetup.compose(ws, config, store, interactive=False)
                 times.append((time.perf_counter() - start) * 1000)
             times.sort()
-            print(f"  session start with {count:3d} skills: median {statistics.median(times):6.1f} ms, "
-                  f"p95 {times[int(len(times) * 0.95) - 1]:6.1f} ms")
+            print(
+                f"  session start with {count:3d} skills: median {statistics.median(times):6.1f} ms, "
+                f"p95 {times[int(len(times) * 0.95) - 1]:6.1f} ms"
+            )
 
 
 if __name__ == "__main__":

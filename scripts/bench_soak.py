@@ -57,8 +57,10 @@ TURN_TIMEOUT = 120.0
 GOALS = {"rss_growth_pct": 10.0}
 FIXTURE = str(Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mcp_server.py")
 PLAN = "soak-plan "
-ESCAPING = ("setsid sleep 300 & (trap '' TERM INT; sleep 300; sleep 300) & (nohup sleep 300 >/dev/null 2>&1 &) ; "
-            "echo started; sleep 300")
+ESCAPING = (
+    "setsid sleep 300 & (trap '' TERM INT; sleep 300; sleep 300) & (nohup sleep 300 >/dev/null 2>&1 &) ; "
+    "echo started; sleep 300"
+)
 COUNTER = re.compile(r"counter = (\d+)")
 
 # -- the model: a reactive scenario that plays the plan written in the prompt ----------------------------
@@ -75,8 +77,11 @@ def _call(spec: Json) -> Json:
         found = COUNTER.search(path.read_text()) if path.exists() else None
         old = found.group(0) if found else "counter = 0"
         new = f"counter = {int(found.group(1)) + 1 if found else 1}"
-        return {"type": "tool_use", "name": "Edit", "input": {"file_path": str(path), "old_string": old,
-                                                              "new_string": new}}
+        return {
+            "type": "tool_use",
+            "name": "Edit",
+            "input": {"file_path": str(path), "old_string": old, "new_string": new},
+        }
     return {"type": "tool_use", "name": spec["name"], "input": spec["input"]}
 
 
@@ -86,15 +91,18 @@ def respond(request: RecordedRequest) -> Json:
     turn = current_turn(request.body)
     if not turn.prompt.startswith(PLAN):
         return text_response(f"You said: {turn.prompt[:100]}", delay_ms=2)
-    plan = json.loads(turn.prompt[len(PLAN):])
+    plan = json.loads(turn.prompt[len(PLAN) :])
     if plan.get("long"):
         deltas = [f"Part {i + 1} of a long answer. " for i in range(400)]
         return {"content": [{"type": "text", "deltas": deltas}], "stop_reason": "end_turn", "delay_ms": 5}
     done = len(turn.calls)
     for step in plan["steps"]:
         if done < len(step):
-            return {"content": [{"type": "text", "text": "On it."}, *map(_call, step)], "stop_reason": "tool_use",
-                    "delay_ms": 2}
+            return {
+                "content": [{"type": "text", "text": "On it."}, *map(_call, step)],
+                "stop_reason": "tool_use",
+                "delay_ms": 2,
+            }
         done -= len(step)
     results = [f"{c.name}: {'error' if c.is_error else 'ok'} ({len(c.result or '')} chars)" for c in turn.calls]
     return text_response("Done. " + "; ".join(results or ["no tools"]), delay_ms=2)
@@ -178,13 +186,28 @@ def make_workspace(root: Path, index: int) -> Path:
 
 
 def mcp_server(session: SoakSession, mark: str) -> dict[str, Any]:
-    return {"name": "fixture", "command": sys.executable, "args": [FIXTURE],
-            "env": [{"name": "MCP_FIXTURE_LOG", "value": str(session.mcp_log)}, {"name": "SOAK_MARK", "value": mark}]}
+    return {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": [FIXTURE],
+        "env": [{"name": "MCP_FIXTURE_LOG", "value": str(session.mcp_log)}, {"name": "SOAK_MARK", "value": mark}],
+    }
 
 
 KINDS = {  # weight of each kind of turn
-    "text": 8, "bash": 20, "read": 10, "grep": 10, "edit": 10, "parallel": 8, "write": 4, "mcp": 6,
-    "cancel-stream": 5, "cancel-command": 6, "cancel-permission": 5, "cancel-mcp": 3, "cancel-random": 5,
+    "text": 8,
+    "bash": 20,
+    "read": 10,
+    "grep": 10,
+    "edit": 10,
+    "parallel": 8,
+    "write": 4,
+    "mcp": 6,
+    "cancel-stream": 5,
+    "cancel-command": 6,
+    "cancel-permission": 5,
+    "cancel-mcp": 3,
+    "cancel-random": 5,
 }
 
 
@@ -196,13 +219,29 @@ def plan_for(kind: str, s: SoakSession, turn: int) -> Json:
     rng, ws = s.rng, s.workspace
     src = str(ws / "src" / f"mod{rng.randrange(20)}.py")
     notes = str(ws / "notes.txt")
-    commands = ["ls -la src | head -5", "wc -l src/*.py | tail -1", "grep -c note notes.txt",
-                "python3 -c 'print(sum(range(10**5)))'", f"echo turn {turn} >> log.txt && tail -n 2 log.txt",
-                "sort -n data.csv | head -3", "find . -name '*.py' | wc -l", "seq 1 3000", "cat notes.txt | head -3"]
-    read: Json = {"name": "Read", "input": {"file_path": src, **({"offset": 5, "limit": 20} if rng.random() < .5
-                                                                 else {})}}
-    grep: Json = {"name": "Grep", "input": {"pattern": f"def f_{rng.randrange(20)}_", "path": str(ws),
-                                            "output_mode": rng.choice(["content", "files_with_matches", "count"])}}
+    commands = [
+        "ls -la src | head -5",
+        "wc -l src/*.py | tail -1",
+        "grep -c note notes.txt",
+        "python3 -c 'print(sum(range(10**5)))'",
+        f"echo turn {turn} >> log.txt && tail -n 2 log.txt",
+        "sort -n data.csv | head -3",
+        "find . -name '*.py' | wc -l",
+        "seq 1 3000",
+        "cat notes.txt | head -3",
+    ]
+    read: Json = {
+        "name": "Read",
+        "input": {"file_path": src, **({"offset": 5, "limit": 20} if rng.random() < 0.5 else {})},
+    }
+    grep: Json = {
+        "name": "Grep",
+        "input": {
+            "pattern": f"def f_{rng.randrange(20)}_",
+            "path": str(ws),
+            "output_mode": rng.choice(["content", "files_with_matches", "count"]),
+        },
+    }
     glob: Json = {"name": "Glob", "input": {"pattern": "src/*.py", "path": str(ws)}}
     steps: list[list[Json]]
     if kind in ("text",):
@@ -223,8 +262,10 @@ def plan_for(kind: str, s: SoakSession, turn: int) -> Json:
         steps = [[read, grep, glob], [bash(rng.choice(commands))]]
     elif kind == "write":
         path = str(ws / "out" / f"t{turn}.txt")
-        steps = [[{"name": "Write", "input": {"file_path": path, "content": f"turn {turn}\n" * 50}}],
-                 [bash(f"wc -c out/t{turn}.txt")]]
+        steps = [
+            [{"name": "Write", "input": {"file_path": path, "content": f"turn {turn}\n" * 50}}],
+            [bash(f"wc -c out/t{turn}.txt")],
+        ]
     elif kind == "mcp":
         steps = [[{"name": "mcp__fixture__echo", "input": {"text": f"turn {turn}"}}]]
     elif kind == "cancel-command":
@@ -257,8 +298,11 @@ async def until(predicate: Any, done: asyncio.Future[Any], timeout: float = 60.0
 async def run_turn(editor: Editor, s: SoakSession, turn: int, tally: Tally, size: Size) -> None:
     s.played += 1
     drawn = {kind: weight for kind, weight in KINDS.items() if size.mcp or "mcp" not in kind}
-    kind = (size.kinds[(s.played - 1) % len(size.kinds)] if size.kinds
-            else s.rng.choices(list(drawn), weights=list(drawn.values()))[0])
+    kind = (
+        size.kinds[(s.played - 1) % len(size.kinds)]
+        if size.kinds
+        else s.rng.choices(list(drawn), weights=list(drawn.values()))[0]
+    )
     plan = plan_for(kind, s, turn)
     chunks_wanted = s.rng.randint(1, 30)
     delay = s.rng.uniform(0.0, 0.5)
@@ -272,17 +316,28 @@ async def run_turn(editor: Editor, s: SoakSession, turn: int, tally: Tally, size
     s.prompts_sent += 1
     reached = True
     if kind == "cancel-stream":
-        reached = await until(lambda: sum(u["sessionUpdate"] == "agent_message_chunk"
-                                          for u in session_updates(editor, s.id, start)) >= chunks_wanted, future)
+        reached = await until(
+            lambda: (
+                sum(u["sessionUpdate"] == "agent_message_chunk" for u in session_updates(editor, s.id, start))
+                >= chunks_wanted
+            ),
+            future,
+        )
     elif kind == "cancel-command":
-        reached = await until(lambda: any("started" in json.dumps(u.get("content"))
-                                          for u in session_updates(editor, s.id, start)
-                                          if u["sessionUpdate"] == "tool_call_update"), future)
+        reached = await until(
+            lambda: any(
+                "started" in json.dumps(u.get("content"))
+                for u in session_updates(editor, s.id, start)
+                if u["sessionUpdate"] == "tool_call_update"
+            ),
+            future,
+        )
     elif kind == "cancel-permission":
         reached = await until(s.asked.is_set, future)
     elif kind == "cancel-mcp":
-        reached = await until(lambda: s.mcp_log.exists() and s.mcp_log.read_text().count("wait ") > waits_before,
-                              future)
+        reached = await until(
+            lambda: s.mcp_log.exists() and s.mcp_log.read_text().count("wait ") > waits_before, future
+        )
     elif kind == "cancel-random":
         await asyncio.sleep(delay)
     if kind.startswith("cancel"):
@@ -403,9 +458,20 @@ async def sample(editor: Editor, label: str, turn: int, mark: str) -> Sample:
     kinds = fd_kinds(pid)
     port = urllib.parse.urlsplit(editor.model.base_url).port or 80
     threads = Counter(re.sub(r"[-_\d]+$", "", name) for name in stats["threadNames"])
-    return Sample(label, turn, rss_kb(pid), sum(kinds.values()), int(stats["tasks"]), int(stats["threads"]),
-                  dict(stats["taskNames"]), dict(threads), kinds, model_sockets(pid, port), len(marked(mark)),
-                  time.monotonic() - began)
+    return Sample(
+        label,
+        turn,
+        rss_kb(pid),
+        sum(kinds.values()),
+        int(stats["tasks"]),
+        int(stats["threads"]),
+        dict(stats["taskNames"]),
+        dict(threads),
+        kinds,
+        model_sockets(pid, port),
+        len(marked(mark)),
+        time.monotonic() - began,
+    )
 
 
 def fd_kinds(pid: int) -> dict[str, int]:
@@ -437,8 +503,15 @@ class Bridge:
     base: int  # the turn after which its baseline is sampled
 
 
-async def rounds(editor: Editor, sessions: list[SoakSession], bridge: Bridge, tally: Tally,
-                 samples: list[Sample], size: Size, seen: int) -> int:
+async def rounds(
+    editor: Editor,
+    sessions: list[SoakSession],
+    bridge: Bridge,
+    tally: Tally,
+    samples: list[Sample],
+    size: Size,
+    seen: int,
+) -> int:
     """Turns `first`..`last - 1` of every session (the sessions side by side, turn by turn); a sample every
     SAMPLE_EVERY turns from the baseline turn, and at the end, while every session is idle."""
     for turn in range(bridge.first, bridge.last):
@@ -453,8 +526,13 @@ async def rounds(editor: Editor, sessions: list[SoakSession], bridge: Bridge, ta
 
 def bridge_env(mark: str, tmp: Path) -> dict[str, str]:
     """`tmp`: the bridges' TMPDIR (the sandbox's private /tmp is made there), so that what is left is ours."""
-    return {"SOAK_MARK": mark, "AGENT_BRIDGE_DEBUG_STATS": "1", "AGENT_BRIDGE_LOG": "WARNING", "TMPDIR": str(tmp),
-            "AGENT_BRIDGE_SANDBOX": "1"}  # soak with the sandbox on, whatever the caller's environment says
+    return {
+        "SOAK_MARK": mark,
+        "AGENT_BRIDGE_DEBUG_STATS": "1",
+        "AGENT_BRIDGE_LOG": "WARNING",
+        "TMPDIR": str(tmp),
+        "AGENT_BRIDGE_SANDBOX": "1",
+    }  # soak with the sandbox on, whatever the caller's environment says
 
 
 async def soak(root: Path, size: Size) -> dict[str, Any]:
@@ -464,8 +542,9 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
     run = uuid.uuid4().hex[:12]
     one = Bridge("bridge 1", f"{run}-1", 0, size.kill_at, size.warm_up)
     two = Bridge("bridge 2", f"{run}-2", size.kill_at + 1, size.turns, min(size.turns, size.kill_at + 1 + size.warm_up))
-    sessions = [SoakSession(i, make_workspace(root, i), random.Random(size.seed * 1000 + i))
-                for i in range(size.sessions)]
+    sessions = [
+        SoakSession(i, make_workspace(root, i), random.Random(size.seed * 1000 + i)) for i in range(size.sessions)
+    ]
     by_id: dict[str, SoakSession] = {}
     tally = Tally()
     samples: list[Sample] = []
@@ -474,8 +553,9 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
     options = {"mcp": {"turnWait": 120}}
 
     # bridge 1: turns 0 .. kill_at-1, then every session runs an escaping command tree and the bridge is killed
-    async with running_editor(scenario, root, data, env=bridge_env(one.mark, tmp),
-                              initialization_options=options) as editor:
+    async with running_editor(
+        scenario, root, data, env=bridge_env(one.mark, tmp), initialization_options=options
+    ) as editor:
         editor.on_permission = permission_handler(editor, by_id, tally)
         for s in sessions:
             s.mcp_log = root / f"mcp{s.index}-1.log"
@@ -489,9 +569,14 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
             s.prompts_sent += 1
         never = asyncio.get_running_loop().create_future()
         for s in sessions:
-            await until(lambda s=s: any("started" in json.dumps(u.get("content"))
-                                        for u in session_updates(editor, s.id, start)
-                                        if u["sessionUpdate"] == "tool_call_update"), never)
+            await until(
+                lambda s=s: any(
+                    "started" in json.dumps(u.get("content"))
+                    for u in session_updates(editor, s.id, start)
+                    if u["sessionUpdate"] == "tool_call_update"
+                ),
+                never,
+            )
         report["before_kill"] = marked(one.mark)
         report["tmp_before_kill"] = sorted(p.name for p in tmp.iterdir())
         assert editor.client._server is not None
@@ -505,15 +590,22 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
 
     # bridge 2, on the same data dir: load the sessions, turns kill_at+1 .. turns-1, then one last prompt each
     # (its request carries the whole history to the validator)
-    async with running_editor(scenario, root, data, env=bridge_env(two.mark, tmp),
-                              initialization_options=options) as editor:
+    async with running_editor(
+        scenario, root, data, env=bridge_env(two.mark, tmp), initialization_options=options
+    ) as editor:
         editor.on_permission = permission_handler(editor, by_id, tally)
         report["left_of_1_after_2_started"] = marked(one.mark)
         loaded = time.monotonic()
         for s in sessions:
             s.mcp_log = root / f"mcp{s.index}-2.log"
-            await editor.request("session/load", {"sessionId": s.id, "cwd": str(s.workspace),
-                                                  "mcpServers": [mcp_server(s, two.mark)] if size.mcp else []})
+            await editor.request(
+                "session/load",
+                {
+                    "sessionId": s.id,
+                    "cwd": str(s.workspace),
+                    "mcpServers": [mcp_server(s, two.mark)] if size.mcp else [],
+                },
+            )
         report["load_s"] = time.monotonic() - loaded
         report["after_load"] = await sample(editor, "after load", size.kill_at + 1, two.mark)
         seen = await rounds(editor, sessions, two, tally, samples, size, 0)
@@ -531,11 +623,22 @@ async def soak(root: Path, size: Size) -> dict[str, Any]:
     for s in sessions:
         body = tally.last_request.get(str(s.workspace), {})
         messages = body.get("messages", [])
-        prompts = sum(1 for m in messages if m.get("role") == "user" for b in m.get("content", [])
-                      if isinstance(b, dict) and b.get("type") == "text"
-                      and (b["text"].startswith(PLAN) or b["text"].startswith("hello ") or "that is all" in b["text"]))
-        histories[s.index] = (len(messages), history_errors(messages), prompts, s.prompts_sent,
-                              len(json.dumps(messages)))
+        prompts = sum(
+            1
+            for m in messages
+            if m.get("role") == "user"
+            for b in m.get("content", [])
+            if isinstance(b, dict)
+            and b.get("type") == "text"
+            and (b["text"].startswith(PLAN) or b["text"].startswith("hello ") or "that is all" in b["text"])
+        )
+        histories[s.index] = (
+            len(messages),
+            history_errors(messages),
+            prompts,
+            s.prompts_sent,
+            len(json.dumps(messages)),
+        )
     report.update(tally=tally, samples=samples, histories=histories, bridges=[one, two])
     return report
 
@@ -551,21 +654,37 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
     sandbox = probe()
     cancels = sum(n for kind, n in tally.outcomes.items() if kind.startswith("cancel"))
     turns_run = sum(tally.outcomes.values())
-    print(f"soak: {size.sessions} sessions x {size.turns} turns (seed {size.seed}), kill -9 + restart at turn "
-          f"{size.kill_at}, sandbox {'on' if sandbox.ok else 'off (' + sandbox.reason + ')'}; {seconds:.0f} s wall")
+    print(
+        f"soak: {size.sessions} sessions x {size.turns} turns (seed {size.seed}), kill -9 + restart at turn "
+        f"{size.kill_at}, sandbox {'on' if sandbox.ok else 'off (' + sandbox.reason + ')'}; {seconds:.0f} s wall"
+    )
     la = report["loadavg"]
-    print(f"load average (1/5/15 min) at start {la[0][0]:.2f} {la[0][1]:.2f} {la[0][2]:.2f}, "
-          f"at end {la[1][0]:.2f} {la[1][1]:.2f} {la[1][2]:.2f} on {os.cpu_count()} cores")
+    print(
+        f"load average (1/5/15 min) at start {la[0][0]:.2f} {la[0][1]:.2f} {la[0][2]:.2f}, "
+        f"at end {la[1][0]:.2f} {la[1][1]:.2f} {la[1][2]:.2f} on {os.cpu_count()} cores"
+    )
     cold = samples[0]
-    print(f"bridge 1 cold (sessions made, no turn yet): RSS {cold.rss_kb / 1024:.1f} MB, {cold.fds} fds, "
-          f"{cold.tasks} tasks, {cold.processes} processes")
+    print(
+        f"bridge 1 cold (sessions made, no turn yet): RSS {cold.rss_kb / 1024:.1f} MB, {cold.fds} fds, "
+        f"{cold.tasks} tasks, {cold.processes} processes"
+    )
     after_load = report["after_load"]
-    print(f"bridge 2 right after session/load x{size.sessions} ({report['load_s'] * 1000:.0f} ms): "
-          f"RSS {after_load.rss_kb / 1024:.1f} MB, {after_load.fds} fds, {after_load.tasks} tasks")
+    print(
+        f"bridge 2 right after session/load x{size.sessions} ({report['load_s'] * 1000:.0f} ms): "
+        f"RSS {after_load.rss_kb / 1024:.1f} MB, {after_load.fds} fds, {after_load.tasks} tasks"
+    )
     print(f"{'':34}{'baseline':>12}{'end':>12}{'growth':>12}   goal")
-    summary: dict[str, Any] = {"bench": "soak", "sessions": size.sessions, "turns": size.turns, "seed": size.seed,
-                               "turns_run": turns_run + size.sessions * 2, "cancels": cancels,
-                               "killed_turns": size.sessions, "wall_s": round(seconds, 1), "sandbox": sandbox.ok}
+    summary: dict[str, Any] = {
+        "bench": "soak",
+        "sessions": size.sessions,
+        "turns": size.turns,
+        "seed": size.seed,
+        "turns_run": turns_run + size.sessions * 2,
+        "cancels": cancels,
+        "killed_turns": size.sessions,
+        "wall_s": round(seconds, 1),
+        "sandbox": sandbox.ok,
+    }
     goals: dict[str, bool] = {"rss_growth": True, "fds_flat": True, "tasks_flat": True}
     bridges: list[Bridge] = report["bridges"]
     for bridge in bridges:
@@ -583,73 +702,119 @@ def print_report(report: dict[str, Any], size: Size, seconds: float) -> dict[str
         goals["fds_flat"] &= fds_ok
         goals["tasks_flat"] &= tasks_ok
         print(f"{f'{bridge.label} (turn {base.turn} -> {end.turn})':34}")
-        print(f"{'  RSS':34}{base.rss_kb / 1024:>9.1f} MB{end.rss_kb / 1024:>9.1f} MB{rss_pct:>+10.1f} %   "
-              f"<= 10 %  {verdict(rss_ok)}")
+        print(
+            f"{'  RSS':34}{base.rss_kb / 1024:>9.1f} MB{end.rss_kb / 1024:>9.1f} MB{rss_pct:>+10.1f} %   "
+            f"<= 10 %  {verdict(rss_ok)}"
+        )
         print(f"{'  open fds':34}{base.fds:>12}{end.fds:>12}{end.fds - base.fds:>+12}")
-        print(f"{'    model connections (pool)':34}{base.model_sockets:>12}{end.model_sockets:>12}"
-              f"{end.model_sockets - base.model_sockets:>+12}   <= {size.sessions} (max seen {pool_max})")
+        print(
+            f"{'    model connections (pool)':34}{base.model_sockets:>12}{end.model_sockets:>12}"
+            f"{end.model_sockets - base.model_sockets:>+12}   <= {size.sessions} (max seen {pool_max})"
+        )
         print(f"{'    all others':34}{own_base:>12}{own_end:>12}{own_end - own_base:>+12}   flat     {verdict(fds_ok)}")
-        print(f"{'  asyncio tasks':34}{base.tasks:>12}{end.tasks:>12}{end.tasks - base.tasks:>+12}   flat     "
-              f"{verdict(tasks_ok)}")
+        print(
+            f"{'  asyncio tasks':34}{base.tasks:>12}{end.tasks:>12}{end.tasks - base.tasks:>+12}   flat     "
+            f"{verdict(tasks_ok)}"
+        )
         print(f"{'  threads':34}{base.threads:>12}{end.threads:>12}{end.threads - base.threads:>+12}")
         print(f"{'  processes (idle)':34}{base.processes:>12}{end.processes:>12}{end.processes - base.processes:>+12}")
         trace = "  ".join(f"{x.turn}:{x.rss_kb / 1024:.0f}MB/{x.fds}fd/{x.tasks}t" for x in mine)
         print(f"  trace (turn:RSS/fds/tasks) {trace}")
         print(f"  longest wait for terminations to settle before a sample: {max(x.settle_s for x in mine):.2f} s")
         if end.tasks != base.tasks:
-            print(f"  tasks that grew: {dict(Counter(end.task_names) - Counter(base.task_names))}, "
-                  f"shrank: {dict(Counter(base.task_names) - Counter(end.task_names))}")
+            print(
+                f"  tasks that grew: {dict(Counter(end.task_names) - Counter(base.task_names))}, "
+                f"shrank: {dict(Counter(base.task_names) - Counter(end.task_names))}"
+            )
         if end.threads != base.threads:
-            print(f"  threads that grew: {dict(Counter(end.thread_names) - Counter(base.thread_names))}, "
-                  f"at the end: {end.thread_names}")
+            print(
+                f"  threads that grew: {dict(Counter(end.thread_names) - Counter(base.thread_names))}, "
+                f"at the end: {end.thread_names}"
+            )
         if own_end != own_base:
-            print(f"  fds that grew: {dict(Counter(end.fd_kinds) - Counter(base.fd_kinds))}, "
-                  f"shrank: {dict(Counter(base.fd_kinds) - Counter(end.fd_kinds))}")
+            print(
+                f"  fds that grew: {dict(Counter(end.fd_kinds) - Counter(base.fd_kinds))}, "
+                f"shrank: {dict(Counter(base.fd_kinds) - Counter(end.fd_kinds))}"
+            )
         key = bridge.label.replace(" ", "")
         summary[key] = {
-            "turn_base": base.turn, "turn_end": end.turn, "rss_base_kb": base.rss_kb, "rss_end_kb": end.rss_kb,
-            "rss_growth_pct": round(rss_pct, 2), "fds_base": base.fds, "fds_end": end.fds,
-            "fds_other_base": own_base, "fds_other_end": own_end, "model_sockets_base": base.model_sockets,
-            "model_sockets_end": end.model_sockets, "model_sockets_max": pool_max, "tasks_base": base.tasks,
-            "tasks_end": end.tasks, "threads_base": base.threads, "threads_end": end.threads}
+            "turn_base": base.turn,
+            "turn_end": end.turn,
+            "rss_base_kb": base.rss_kb,
+            "rss_end_kb": end.rss_kb,
+            "rss_growth_pct": round(rss_pct, 2),
+            "fds_base": base.fds,
+            "fds_end": end.fds,
+            "fds_other_base": own_base,
+            "fds_other_end": own_end,
+            "model_sockets_base": base.model_sockets,
+            "model_sockets_end": end.model_sockets,
+            "model_sockets_max": pool_max,
+            "tasks_base": base.tasks,
+            "tasks_end": end.tasks,
+            "threads_base": base.threads,
+            "threads_end": end.threads,
+        }
     before = report["before_kill"]
     gone = report["kill_gone_s"]
-    print(f"kill -9 of bridge 1 with {len(before)} processes of it running (bridge, watchdog, shells, "
-          f"escaping trees, MCP servers): "
-          + (f"all gone in {gone:.2f} s" if gone is not None else f"LEFT after 10 s: {report['kill_left']}")
-          + f"; left when bridge 2 started: {len(report['left_of_1_after_2_started'])}; "
-          f"registry files after the kill: {len(report['registry_after_kill'])}; temp dirs before the kill "
-          f"{len(report['tmp_before_kill'])}, when bridge 2 started: {report['tmp_after_kill'] or 'none'}")
+    print(
+        f"kill -9 of bridge 1 with {len(before)} processes of it running (bridge, watchdog, shells, "
+        f"escaping trees, MCP servers): "
+        + (f"all gone in {gone:.2f} s" if gone is not None else f"LEFT after 10 s: {report['kill_left']}")
+        + f"; left when bridge 2 started: {len(report['left_of_1_after_2_started'])}; "
+        f"registry files after the kill: {len(report['registry_after_kill'])}; temp dirs before the kill "
+        f"{len(report['tmp_before_kill'])}, when bridge 2 started: {report['tmp_after_kill'] or 'none'}"
+    )
     end_gone = report["end_gone_s"]
     left = {**report["end_left"], **report["end_left_of_1"]}
-    print("after the end: " + (f"every process of bridge 2 gone in {end_gone:.2f} s" if end_gone is not None
-                                else f"LEFT after 10 s: {report['end_left']}")
-          + f"; of bridge 1: {len(report['end_left_of_1'])} left; registry files left: "
-          f"{report['registry_at_end'] or 'none'}; temp dirs left: {report['tmp_at_end'] or 'none'}")
+    print(
+        "after the end: "
+        + (
+            f"every process of bridge 2 gone in {end_gone:.2f} s"
+            if end_gone is not None
+            else f"LEFT after 10 s: {report['end_left']}"
+        )
+        + f"; of bridge 1: {len(report['end_left_of_1'])} left; registry files left: "
+        f"{report['registry_at_end'] or 'none'}; temp dirs left: {report['tmp_at_end'] or 'none'}"
+    )
     goals["no_processes_left"] = not left and not report["left_of_1_after_2_started"] and not report["registry_at_end"]
-    summary.update(processes_before_kill=len(before), kill_gone_s=None if gone is None else round(gone, 2),
-                   processes_left=len(left), registry_left=len(report["registry_at_end"]))
-    print(f"model requests: {tally.requests}, rejected by the offline API's validator: {len(tally.rejected)}"
-          + (f" (first: {tally.rejected[0]})" if tally.rejected else "")
-          + (f"; unanswered/failed: {len(tally.unanswered)} ({tally.unanswered[0]})" if tally.unanswered else ""))
+    summary.update(
+        processes_before_kill=len(before),
+        kill_gone_s=None if gone is None else round(gone, 2),
+        processes_left=len(left),
+        registry_left=len(report["registry_at_end"]),
+    )
+    print(
+        f"model requests: {tally.requests}, rejected by the offline API's validator: {len(tally.rejected)}"
+        + (f" (first: {tally.rejected[0]})" if tally.rejected else "")
+        + (f"; unanswered/failed: {len(tally.unanswered)} ({tally.unanswered[0]})" if tally.unanswered else "")
+    )
     histories_ok = True
     for index, (count, errors, prompts, sent, size_bytes) in report["histories"].items():
-        print(f"session {index}: final history {count} messages ({size_bytes / 1024:.0f} KB as JSON), "
-              f"history_errors: {errors or 'none'}; prompts kept {prompts} of {sent} sent")
+        print(
+            f"session {index}: final history {count} messages ({size_bytes / 1024:.0f} KB as JSON), "
+            f"history_errors: {errors or 'none'}; prompts kept {prompts} of {sent} sent"
+        )
         histories_ok &= not errors and count > 0
     times = tally.turn_seconds
     window = SAMPLE_EVERY * size.sessions
-    print(f"turn time: median {statistics.median(times) * 1000:.0f} ms; first {window} turns "
-          f"{statistics.median(times[:window]) * 1000:.0f} ms, last {statistics.median(times[-window:]) * 1000:.0f} ms")
+    print(
+        f"turn time: median {statistics.median(times) * 1000:.0f} ms; first {window} turns "
+        f"{statistics.median(times[:window]) * 1000:.0f} ms, last {statistics.median(times[-window:]) * 1000:.0f} ms"
+    )
     print(f"permission questions by tool: {dict(tally.asked)}")
     print("turns by kind and stop reason: " + ", ".join(f"{k} {v}" for k, v in sorted(tally.outcomes.items())))
     if tally.errors:
         print(f"turns that failed: {len(tally.errors)}")
         for error in tally.errors[:10]:
             print(f"  {error}")
-    checks = {"kill_gone_within_2s": gone is not None and gone <= 2.0, "no_request_rejected": not tally.rejected,
-              "histories_valid": histories_ok, "no_turn_failed": not tally.errors,
-              "no_temp_dir_left": not report["tmp_at_end"]}
+    checks = {
+        "kill_gone_within_2s": gone is not None and gone <= 2.0,
+        "no_request_rejected": not tally.rejected,
+        "histories_valid": histories_ok,
+        "no_turn_failed": not tally.errors,
+        "no_temp_dir_left": not report["tmp_at_end"],
+    }
     print("goals:  " + "  ".join(f"{name} {verdict(ok)}" for name, ok in goals.items()))
     print("checks: " + "  ".join(f"{name} {verdict(ok)}" for name, ok in checks.items()))
     summary["goals"] = {name: verdict(ok) for name, ok in goals.items()}

@@ -48,8 +48,10 @@ def answer(request: RecordedRequest) -> dict[str, Any]:
     """Every turn alike: ROUNDS `echo hi` calls, then a line of text (by the assistant messages so far)."""
     rounds = sum(1 for message in request.body.get("messages", []) if message.get("role") == "assistant")
     if rounds < ROUNDS:
-        return {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}],
-                "stop_reason": "tool_use"}
+        return {
+            "content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}],
+            "stop_reason": "tool_use",
+        }
     return {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}
 
 
@@ -74,8 +76,14 @@ def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path) -> 
             client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(ws), "mcpServers": []}})
         sid = client.answer(2)[1]["result"]["sessionId"]
-        client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                     "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}})
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+            }
+        )
         client.answer(3, timeout=120)
         assert client.proc.stdin is not None
         client.proc.stdin.close()
@@ -86,8 +94,12 @@ def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path) -> 
     for before, after in itertools.pairwise(requests):
         assert before.answered_at is not None, "a response that did not end cleanly"
         gaps.append(after.received_at - before.answered_at)
-    return {"first_request_s": requests[0].received_at - started, "first_gap_s": gaps[0],
-            "later_gaps_s": statistics.median(gaps[1:]), "peak_rss_mib": rss}
+    return {
+        "first_request_s": requests[0].received_at - started,
+        "first_gap_s": gaps[0],
+        "later_gaps_s": statistics.median(gaps[1:]),
+        "peak_rss_mib": rss,
+    }
 
 
 def floor_run(model: OfflineServer, env: dict[str, str], body: Path) -> float:
@@ -126,10 +138,14 @@ def main() -> None:
                 samples[cell].append(one_run(front, model, env, ws))
                 floors.append(floor_run(model, env_for(model, root / f"floor-{i}"), body))
     floor = statistics.median(floors)
-    print(f"floor (python + httpx2 posting the bridge's first request): median {floor * 1000:.0f} ms, "
-          f"p95 {p95(floors) * 1000:.0f} ms, {len(floors)} runs")
-    print(f"{'front':6} {'HOME':5} {'NO_PROXY':8}  {'first request ms (x floor)':30} {'gap 1 / later':14} "
-          f"{'peak RSS MiB':12} verdict")
+    print(
+        f"floor (python + httpx2 posting the bridge's first request): median {floor * 1000:.0f} ms, "
+        f"p95 {p95(floors) * 1000:.0f} ms, {len(floors)} runs"
+    )
+    print(
+        f"{'front':6} {'HOME':5} {'NO_PROXY':8}  {'first request ms (x floor)':30} {'gap 1 / later':14} "
+        f"{'peak RSS MiB':12} verdict"
+    )
     failed = 0
     for cell in cells:
         front, used, proxy = cell
@@ -142,10 +158,14 @@ def main() -> None:
         ok = ratio <= limit and gap_ratio <= 1.5 and (front != "run" or rss <= 0.3 * CLAUDE_CODE_RSS_MIB)
         failed += not ok
         first_text = f"{statistics.median(first) * 1000:4.0f} / p95 {p95(first) * 1000:4.0f} ({ratio:.2f}x <= {limit})"
-        gaps = f"{statistics.median([r['first_gap_s'] for r in runs]) * 1000:3.0f}/" \
-               f"{statistics.median([r['later_gaps_s'] for r in runs]) * 1000:3.0f} ms {gap_ratio:.2f}x"
-        print(f"{front:6} {'used' if used else 'fresh':5} {'set' if proxy else '-':8}  {first_text:30} {gaps:14} "
-              f"{'' if rss != rss else f'{rss:.0f}':12} {'ok' if ok else 'FAIL'}")
+        gaps = (
+            f"{statistics.median([r['first_gap_s'] for r in runs]) * 1000:3.0f}/"
+            f"{statistics.median([r['later_gaps_s'] for r in runs]) * 1000:3.0f} ms {gap_ratio:.2f}x"
+        )
+        print(
+            f"{front:6} {'used' if used else 'fresh':5} {'set' if proxy else '-':8}  {first_text:30} {gaps:14} "
+            f"{'' if rss != rss else f'{rss:.0f}':12} {'ok' if ok else 'FAIL'}"
+        )
     print(f"{len(cells) - failed} of {len(cells)} cells ok")
 
 

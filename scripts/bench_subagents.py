@@ -28,8 +28,12 @@ def command(mark: str, name: str) -> str:
 
 
 def printed(editor: Editor, text: str) -> bool:
-    return any(u["update"]["sessionUpdate"] == "tool_call_update" and "agent" not in (u["update"].get("_meta") or {})
-               and text in str(u["update"].get("content")) for u in editor.updates)
+    return any(
+        u["update"]["sessionUpdate"] == "tool_call_update"
+        and "agent" not in (u["update"].get("_meta") or {})
+        and text in str(u["update"].get("content"))
+        for u in editor.updates
+    )
 
 
 async def cancel_once(root: Path, agents: bool) -> tuple[float, float]:
@@ -41,8 +45,10 @@ async def cancel_once(root: Path, agents: bool) -> tuple[float, float]:
         calls = [("Agent", {"description": f"job {n}", "prompt": f"job {n}"}) for n in "ab"]
         scenario: dict[str, Any] = {
             "responses": [tool_response(*calls), text_response("ok")],
-            "agents": [{"prompt": f"job {n}", "responses": [tool_response(("Bash", {"command": command(mark, n)}))]}
-                       for n in "ab"],
+            "agents": [
+                {"prompt": f"job {n}", "responses": [tool_response(("Bash", {"command": command(mark, n)}))]}
+                for n in "ab"
+            ],
         }
         names = "ab"
     else:
@@ -67,9 +73,10 @@ async def turn_time(root: Path, agents: bool) -> float:
     ws.mkdir()
     data.mkdir()
     if agents:
-        scenario: dict[str, Any] = {"responses": [tool_response(("Agent", {"description": "d", "prompt": "p"})),
-                                                  text_response("ok")],
-                                    "agents": [{"prompt": "p", "responses": [text_response("done")]}]}
+        scenario: dict[str, Any] = {
+            "responses": [tool_response(("Agent", {"description": "d", "prompt": "p"})), text_response("ok")],
+            "agents": [{"prompt": "p", "responses": [text_response("done")]}],
+        }
     else:
         scenario = {"responses": [tool_response(("Glob", {"pattern": "*"})), text_response("ok")]}
     async with running_editor(scenario, ws, data) as editor:
@@ -90,14 +97,18 @@ async def main() -> None:
     for label, runs in figures.items():
         answered = statistics.median(a for a, _ in runs)
         gone = statistics.median(g for _, g in runs)
-        print(f"cancel, {label:15}: answered in {answered * 1000:6.1f} ms (median of {ROUNDS}, "
-              f"ratio {answered / base:.2f}), every process gone after {gone * 1000:6.1f} ms")
+        print(
+            f"cancel, {label:15}: answered in {answered * 1000:6.1f} ms (median of {ROUNDS}, "
+            f"ratio {answered / base:.2f}), every process gone after {gone * 1000:6.1f} ms"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         plain = await turn_time(Path(tmp), agents=False)
     with tempfile.TemporaryDirectory() as tmp:
         nested = await turn_time(Path(tmp), agents=True)
-    print(f"a turn with one Glob call: {plain * 1000:.0f} ms; with one sub-agent instead (one more model "
-          f"request): {nested * 1000:.0f} ms (ratio {nested / plain:.2f})")
+    print(
+        f"a turn with one Glob call: {plain * 1000:.0f} ms; with one sub-agent instead (one more model "
+        f"request): {nested * 1000:.0f} ms (ratio {nested / plain:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,10 @@ from bridge.offline import OfflineServer  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
-ANSWER = ("# Notes\n\nThe **parser** is faster:\n\n- one\n- two\n\n```python\ndef f(x):\n    return x * 2\n```\n\n"
-          "| a | b |\n|---|---|\n| 1 | 2 |\n\nDone.")
+ANSWER = (
+    "# Notes\n\nThe **parser** is faster:\n\n- one\n- two\n\n```python\ndef f(x):\n    return x * 2\n```\n\n"
+    "| a | b |\n|---|---|\n| 1 | 2 |\n\nDone."
+)
 
 
 def children_cpu() -> float:
@@ -74,15 +76,24 @@ def one(argv: list[str], env: dict[str, str], cwd: Path, *, tty: bool) -> tuple[
 def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores, {RUNS} runs, medians; {BRIDGE}")
     figures: dict[str, list[float]] = {}
-    scenario = {"responses": [{"content": [{"type": "text", "text": ANSWER, "chunks": 20}], "stop_reason": "end_turn"}],
-                "after_last": "repeat_last"}
+    scenario = {
+        "responses": [{"content": [{"type": "text", "text": ANSWER, "chunks": 20}], "stop_reason": "end_turn"}],
+        "after_last": "repeat_last",
+    }
     with tempfile.TemporaryDirectory() as tmp, OfflineServer(scenario) as model:
         root = Path(tmp)
         (root / "ws").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENT_BRIDGE_", "NO_COLOR"))}
-        env |= {"HOME": str(root), "AGENT_BRIDGE_DATA_DIR": str(root / "data"), "TERM": "xterm",
-                "AGENT_BRIDGE_CONFIG_DIR": str(root / "cfg"), "ANTHROPIC_BASE_URL": model.base_url,
-                "ANTHROPIC_API_KEY": "bench", "COLUMNS": "80", "LINES": "24"}
+        env |= {
+            "HOME": str(root),
+            "AGENT_BRIDGE_DATA_DIR": str(root / "data"),
+            "TERM": "xterm",
+            "AGENT_BRIDGE_CONFIG_DIR": str(root / "cfg"),
+            "ANTHROPIC_BASE_URL": model.base_url,
+            "ANTHROPIC_API_KEY": "bench",
+            "COLUMNS": "80",
+            "LINES": "24",
+        }
         argv = [BRIDGE, "run", "hi", "--non-interactive"]
         one(argv, env, root / "ws", tty=False)  # warm the page cache
         for _ in range(RUNS):
@@ -91,8 +102,12 @@ def main() -> None:
                 started = time.monotonic()
                 wall, cpu, written = one(argv, env, root / "ws", tty=kind == "terminal")
                 first = model.wait_for_requests_sync(n + 1)[n].received_at - started
-                for key, value in (("first_request_s", first), ("wall_s", wall), ("cpu_s", cpu),
-                                   ("bytes", float(written))):
+                for key, value in (
+                    ("first_request_s", first),
+                    ("wall_s", wall),
+                    ("cpu_s", cpu),
+                    ("bytes", float(written)),
+                ):
                     figures.setdefault(f"{kind}_{key}", []).append(value)
     medians = {key: statistics.median(values) for key, values in figures.items()}
     for key in ("first_request_s", "wall_s", "cpu_s"):

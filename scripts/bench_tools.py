@@ -69,8 +69,9 @@ async def main() -> None:
         ctx = _ctx(stdlib, data)
         grep, glob = GrepTool(), GlobTool()
         store = SettingsStore(stdlib, user_config_dir=data / "cfg", claude_home=data / "home")
-        engine = PermissionEngine(cwd=stdlib, settings=store, grammar=rule_grammar(),
-                                  session_rules=RuleSet.of(deny=["Read(**/secret*)"]))
+        engine = PermissionEngine(
+            cwd=stdlib, settings=store, grammar=rule_grammar(), session_rules=RuleSet.of(deny=["Read(**/secret*)"])
+        )
 
         def guarded() -> ToolContext:  # a session builds one per call, with the guard snapshot of the rules
             return ToolContext(cwd=stdlib, abort=Abort(), data_dir=data, read_guard=engine.read_guard())
@@ -78,19 +79,25 @@ async def main() -> None:
         queries = {
             "grep files_with_matches 'def __init__'": (
                 lambda: grep.call(GrepInput(pattern="def __init__"), ctx),
-                [rg, "--hidden", "-l", "def __init__", "."]),
+                [rg, "--hidden", "-l", "def __init__", "."],
+            ),
             "grep content -n 'TODO'": (
                 lambda: grep.call(GrepInput.model_validate({"pattern": "TODO", "output_mode": "content"}), ctx),
-                [rg, "--hidden", "-n", "TODO", "."]),
+                [rg, "--hidden", "-n", "TODO", "."],
+            ),
             "grep files_with_matches, engine guard": (
                 lambda: grep.call(GrepInput(pattern="def __init__"), guarded()),
-                [rg, "--hidden", "-l", "def __init__", "."]),
+                [rg, "--hidden", "-l", "def __init__", "."],
+            ),
             "grep content -n, engine guard": (
                 lambda: grep.call(GrepInput.model_validate({"pattern": "TODO", "output_mode": "content"}), guarded()),
-                [rg, "--hidden", "-n", "TODO", "."]),
+                [rg, "--hidden", "-n", "TODO", "."],
+            ),
             "glob **/*.py": (lambda: glob.call(GlobInput(pattern="**/*.py"), ctx), [rg, "--files", "-g", "*.py", "."]),
-            "glob **/*.py, engine guard": (lambda: glob.call(GlobInput(pattern="**/*.py"), guarded()),
-                                           [rg, "--files", "-g", "*.py", "."]),
+            "glob **/*.py, engine guard": (
+                lambda: glob.call(GlobInput(pattern="**/*.py"), guarded()),
+                [rg, "--files", "-g", "*.py", "."],
+            ),
         }
         print(f"stdlib: {stdlib}")
         for name, (ours, raw) in queries.items():
@@ -129,13 +136,17 @@ async def main() -> None:
         text = ten.read_text()
         ten.write_text(text.replace("ROW", "row 250000 value", 1))
         plain = time.perf_counter() - start
-        print(f"Edit on a {size / 1e6:.1f} MB file: {edit_s * 1000:.1f} ms vs plain read+replace+write "
-              f"{plain * 1000:.1f} ms (ratio {edit_s / plain:.2f})")
+        print(
+            f"Edit on a {size / 1e6:.1f} MB file: {edit_s * 1000:.1f} ms vs plain read+replace+write "
+            f"{plain * 1000:.1f} ms (ratio {edit_s / plain:.2f})"
+        )
 
     tools = [tool.schema() for tool in core_tools()]
     system = system_prompt(Path.cwd())
-    print(f"first request: system {len(json.dumps(system)):,} + tools {len(json.dumps(tools)):,} chars "
-          f"({len(tools)} tools); Claude Code sends ~78,000")
+    print(
+        f"first request: system {len(json.dumps(system)):,} + tools {len(json.dumps(tools)):,} chars "
+        f"({len(tools)} tools); Claude Code sends ~78,000"
+    )
 
 
 if __name__ == "__main__":

@@ -22,10 +22,17 @@ from bridge.permissions.trust import TrustPolicy
 def project(root: Path) -> Path:
     ws = root / "ws"
     settings = {
-        "permissions": {"allow": [f"Bash(tool{i} *)" for i in range(40)], "deny": ["Read(.env)"],
-                        "defaultMode": "acceptEdits", "additionalDirectories": ["../shared"]},
-        "hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": f"fmt {i}"}]}
-                                 for i in range(10)]},
+        "permissions": {
+            "allow": [f"Bash(tool{i} *)" for i in range(40)],
+            "deny": ["Read(.env)"],
+            "defaultMode": "acceptEdits",
+            "additionalDirectories": ["../shared"],
+        },
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": f"fmt {i}"}]} for i in range(10)
+            ]
+        },
         "env": {f"VAR{i}": str(i) for i in range(20)},
         "sandbox": {"network": {"allowedDomains": ["*"]}},
     }
@@ -63,6 +70,7 @@ def main() -> None:
             def run() -> object:
                 store = SettingsStore(ws, user_config_dir=root / "cfg", claude_home=root / "claude", trust=policy)
                 return store.pending_trust(), store.rules, store.hooks("PreToolUse"), store.env
+
             return run
 
         warm = SettingsStore(ws, user_config_dir=root / "cfg", claude_home=root / "claude", trust="ask")
@@ -71,11 +79,15 @@ def main() -> None:
             return warm.pending_trust(), warm.rules, warm.hooks("PreToolUse"), warm.env
 
         pending = len(warm.pending_trust())
-        rows = [("uncached, trust asked (new bridge)", measure(args.runs, start("ask"))),
-                ("uncached, trust off (baseline)", measure(args.runs, start("trusted"))),
-                ("cached, trust asked (same store)", measure(args.runs, cached))]
-        print(f"folder: {len(warm.trust_items)} widening items ({pending} pending), 2 settings files, a trust store "
-              f"of 201 folders; {args.runs} runs")
+        rows = [
+            ("uncached, trust asked (new bridge)", measure(args.runs, start("ask"))),
+            ("uncached, trust off (baseline)", measure(args.runs, start("trusted"))),
+            ("cached, trust asked (same store)", measure(args.runs, cached)),
+        ]
+        print(
+            f"folder: {len(warm.trust_items)} widening items ({pending} pending), 2 settings files, a trust store "
+            f"of 201 folders; {args.runs} runs"
+        )
         base = rows[1][1][0]
         for name, (median, p95) in rows:
             print(f"  {name:38s} median {median:7.3f} ms  p95 {p95:7.3f} ms  ×{median / base:.2f} of the baseline")

@@ -36,8 +36,10 @@ PLATFORMS = {
     "darwin-x64": re.compile(r"^macosx_\d+_\d+_(?:x86_64|intel|universal2|universal)$"),
     "win32-x64": re.compile(r"^win_amd64$"),
 }
-WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)"
-                   r"\.whl$")
+WHEEL = re.compile(
+    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-\d[^-]*)?-(?P<py>[^-]+)-(?P<abi>[^-]+)-(?P<plat>[^-]+)"
+    r"\.whl$"
+)
 
 
 def fits(filename: str, target: str, python: str) -> str | None:
@@ -62,14 +64,30 @@ def fits(filename: str, target: str, python: str) -> str | None:
 
 
 ENVIRONMENTS = {
-    "linux-x64": {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
-                  "platform_machine": "x86_64"},
-    "linux-arm64": {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
-                    "platform_machine": "aarch64"},
-    "darwin-arm64": {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix",
-                     "platform_machine": "arm64"},
-    "darwin-x64": {"sys_platform": "darwin", "platform_system": "Darwin", "os_name": "posix",
-                   "platform_machine": "x86_64"},
+    "linux-x64": {
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "platform_machine": "x86_64",
+    },
+    "linux-arm64": {
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "os_name": "posix",
+        "platform_machine": "aarch64",
+    },
+    "darwin-arm64": {
+        "sys_platform": "darwin",
+        "platform_system": "Darwin",
+        "os_name": "posix",
+        "platform_machine": "arm64",
+    },
+    "darwin-x64": {
+        "sys_platform": "darwin",
+        "platform_system": "Darwin",
+        "os_name": "posix",
+        "platform_machine": "x86_64",
+    },
     "win32-x64": {"sys_platform": "win32", "platform_system": "Windows", "os_name": "nt", "platform_machine": "AMD64"},
 }
 
@@ -94,20 +112,35 @@ def read_wheel(filename: str, data: bytes) -> Wheel:
 
 def closure(wheels: list[Wheel], root: Requirement, target: str, python: str) -> tuple[list[Wheel], list[str]]:
     """The wheels that install `root` on CPython `python` for `target`, and what can't be met."""
-    environment = {**ENVIRONMENTS[target], "python_version": python, "python_full_version": f"{python}.0",
-                   "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    environment = {
+        **ENVIRONMENTS[target],
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     chosen: dict[str, Wheel] = {}
     missing: list[str] = []
     queue: list[tuple[Requirement, frozenset[str]]] = [(root, frozenset())]
     while queue:
         requirement, extras = queue.pop()
         if requirement.marker is not None and not any(
-                requirement.marker.evaluate({**environment, "extra": extra}) for extra in (extras or {""})):
+            requirement.marker.evaluate({**environment, "extra": extra}) for extra in (extras or {""})
+        ):
             continue
         name = canonicalize_name(requirement.name)
-        fitting = sorted((w for w in wheels if w.name == name and requirement.specifier.contains(w.version, True)
-                          and fits(w.filename, target, python) is None and w.requires_python.contains(python)),
-                         key=lambda w: w.version, reverse=True)
+        fitting = sorted(
+            (
+                w
+                for w in wheels
+                if w.name == name
+                and requirement.specifier.contains(w.version, True)
+                and fits(w.filename, target, python) is None
+                and w.requires_python.contains(python)
+            ),
+            key=lambda w: w.version,
+            reverse=True,
+        )
         if not fitting:
             missing.append(str(requirement))
             continue
@@ -125,20 +158,29 @@ def check(vsix: Path) -> list[str]:
     with zipfile.ZipFile(vsix) as archive:
         declared = re.search(r'TargetPlatform="([^"]+)"', archive.read("extension.vsixmanifest").decode())
         bundle = json.loads(archive.read("extension/bridge/manifest.json"))
-        wheels = [read_wheel(Path(member).name, archive.read(member)) for member in archive.namelist()
-                  if member.startswith("extension/bridge/wheels/") and member.endswith(".whl")]
+        wheels = [
+            read_wheel(Path(member).name, archive.read(member))
+            for member in archive.namelist()
+            if member.startswith("extension/bridge/wheels/") and member.endswith(".whl")
+        ]
     target = bundle["target"]
     if declared is None or declared[1] != target:
-        problems.append(f"{vsix.name}: the .vsix targets {declared[1] if declared else 'every platform'}, "
-                        f"its wheels {target}")
+        problems.append(
+            f"{vsix.name}: the .vsix targets {declared[1] if declared else 'every platform'}, its wheels {target}"
+        )
     root = Requirement(f"agent-bridge=={bundle['version']}")
     for python in PYTHONS:
         chosen, missing = closure(wheels, root, target, python)
         problems += [f"{vsix.name}: CPython {python}: no fitting wheel for {what}" for what in missing]
-        native = sorted(f"{m['name']} {m['py']}-{m['abi']}-{m['plat'].split('.')[0]}" for w in chosen
-                        if not w.filename.endswith("-none-any.whl") and (m := WHEEL.match(w.filename)))
-        print(f"{target:13} cp{python.replace('.', ''):4} {len(chosen):3} wheels {'ok' if not missing else 'MISSING'}; "
-              f"native: {', '.join(native)}")
+        native = sorted(
+            f"{m['name']} {m['py']}-{m['abi']}-{m['plat'].split('.')[0]}"
+            for w in chosen
+            if not w.filename.endswith("-none-any.whl") and (m := WHEEL.match(w.filename))
+        )
+        print(
+            f"{target:13} cp{python.replace('.', ''):4} {len(chosen):3} wheels {'ok' if not missing else 'MISSING'}; "
+            f"native: {', '.join(native)}"
+        )
     return problems
 
 

@@ -37,8 +37,9 @@ def current() -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         saved = {k: os.environ.get(k) for k in ("HOME", "AGENT_BRIDGE_CONFIG_DIR", "CLAUDE_CONFIG_DIR")}
-        os.environ.update(HOME=str(root / "home"), AGENT_BRIDGE_CONFIG_DIR=str(root / "cfg"),
-                          CLAUDE_CONFIG_DIR=str(root / "claude"))
+        os.environ.update(
+            HOME=str(root / "home"), AGENT_BRIDGE_CONFIG_DIR=str(root / "cfg"), CLAUDE_CONFIG_DIR=str(root / "claude")
+        )
         try:
             return asyncio.run(_schemas(root))
         finally:

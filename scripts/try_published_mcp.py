@@ -46,8 +46,9 @@ SCRIPT = [
     answer("Hello."),  # turn 1: the servers start in the background
     tool_use("mcp__everything__echo", {"message": "hello from the bridge"}),  # turn 3 (turn 2 is /mcp)
     tool_use("mcp__time__get_current_time", {"timezone": "Europe/Paris"}),
-    tool_use("mcp__time__convert_time", {"source_timezone": "Europe/Paris", "time": "16:30",
-                                         "target_timezone": "Asia/Tokyo"}),
+    tool_use(
+        "mcp__time__convert_time", {"source_timezone": "Europe/Paris", "time": "16:30", "target_timezone": "Asia/Tokyo"}
+    ),
     tool_use("ListMcpResourcesTool", {"server": "everything"}),
     tool_use("ReadMcpResourceTool", {"server": "everything", "uri": RESOURCE}),
     tool_use("mcp__everything__get-tiny-image", {}),
@@ -85,7 +86,7 @@ class Transcript:
 
     def turn(self, title: str) -> None:
         print(f"\n=== {title}")
-        updates = [u for s, u in self.editor.updates[self.mark:] if s == self.sid]
+        updates = [u for s, u in self.editor.updates[self.mark :] if s == self.sid]
         self.mark = len(self.editor.updates)
         text = ""
         for update in updates:
@@ -107,7 +108,7 @@ class Transcript:
                     print(f"    {update.status}")
         if text:
             print(f"  agent: {short(text, 1200) if len(text) < 1500 else text}")
-        for request in self.editor.permission_requests[self.asked:]:
+        for request in self.editor.permission_requests[self.asked :]:
             options = ", ".join(o.name for o in request.options)
             print(f"  asked: {request.tool_call.title} — options: {options}")
         self.asked = len(self.editor.permission_requests)
@@ -126,8 +127,9 @@ async def main() -> int:
         scenario.write_text(json.dumps({"name": "published-mcp", "responses": SCRIPT}))
         editor = Editor()
         servers: list[schema.HttpMcpServer | schema.SseMcpServer | schema.AcpMcpServer | schema.McpServerStdio] = [
-                   schema.McpServerStdio(name="everything", command=EVERYTHING, args=[], env=[]),
-                   schema.McpServerStdio(name="time", command=TIME, args=[], env=[])]
+            schema.McpServerStdio(name="everything", command=EVERYTHING, args=[], env=[]),
+            schema.McpServerStdio(name="time", command=TIME, args=[], env=[]),
+        ]
         async with running_agent(editor, str(scenario), root / "data") as (conn, _):
             await conn.initialize(protocol_version=1, client_capabilities=schema.ClientCapabilities())
             began = time.monotonic()
@@ -139,15 +141,19 @@ async def main() -> int:
                 return editor.text(sid)
 
             await editor.until(lambda: text().count("connected") >= 2, timeout=120, what="both servers")
-            print(f"session/new answered in {answered * 1000:.0f} ms; both servers connected after "
-                  f"{time.monotonic() - began:.1f} s")
+            print(
+                f"session/new answered in {answered * 1000:.0f} ms; both servers connected after "
+                f"{time.monotonic() - began:.1f} s"
+            )
             commands = editor.of_kind("available_commands_update", sid)[-1].available_commands
             print("slash commands offered:", ", ".join(f"/{c.name}" for c in commands))
             transcript.turn("session/new")
-            for title, prompt in (("prompt: hello", "hello"), ("prompt: /mcp", "/mcp"),
-                                  ("prompt: use the tools", "use the tools"),
-                                  ("prompt: /mcp__everything__args-prompt Paris France",
-                                   "/mcp__everything__args-prompt Paris France")):
+            for title, prompt in (
+                ("prompt: hello", "hello"),
+                ("prompt: /mcp", "/mcp"),
+                ("prompt: use the tools", "use the tools"),
+                ("prompt: /mcp__everything__args-prompt Paris France", "/mcp__everything__args-prompt Paris France"),
+            ):
                 done = await conn.prompt(session_id=sid, prompt=[schema.TextContentBlock(type="text", text=prompt)])
                 transcript.turn(f"{title} → {done.stop_reason}")
             await conn.close_session(session_id=sid)

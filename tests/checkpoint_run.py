@@ -24,8 +24,10 @@ def use(name: str, **data: Any) -> dict[str, Any]:
 
 
 def step(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"content": list(blocks), "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks)
-            else "end_turn"}
+    return {
+        "content": list(blocks),
+        "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+    }
 
 
 def say(text: str) -> dict[str, Any]:
@@ -51,8 +53,9 @@ class Run:
 
 
 @contextlib.asynccontextmanager
-async def checkpoint_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                         responses: list[dict[str, Any]] | dict[str, Any]) -> AsyncIterator[Run]:
+async def checkpoint_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]] | dict[str, Any]
+) -> AsyncIterator[Run]:
     """`responses`: the model's scripted answers, or a whole scenario (with sub-agents' `agents`)."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AGENT_BRIDGE_CONFIG_DIR", str(tmp_path / "config"))
@@ -64,8 +67,15 @@ async def checkpoint_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     workspace.mkdir(exist_ok=True)
     model = OfflineServer(responses if isinstance(responses, dict) else {"responses": responses})
     model.start()
-    agent = Agent(BridgeConfig(data_dir=tmp_path / "data", base_url=model.base_url, api_key="k", max_retries=0,
-                               permission_mode="acceptEdits"))
+    agent = Agent(
+        BridgeConfig(
+            data_dir=tmp_path / "data",
+            base_url=model.base_url,
+            api_key="k",
+            max_retries=0,
+            permission_mode="acceptEdits",
+        )
+    )
     run: Run | None = None
 
     async def answer(request: PermissionRequest) -> PermissionAnswer:

@@ -30,8 +30,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             target = ARTIFACTS / re.sub(r"[^\w.-]+", "_", item.nodeid)[:150]
             shutil.rmtree(target, ignore_errors=True)
             try:
-                shutil.copytree(tmp, target, symlinks=True, dirs_exist_ok=True,
-                                ignore=lambda d, names: [n for n in names if _left_out(Path(d) / n)])
+                shutil.copytree(
+                    tmp,
+                    target,
+                    symlinks=True,
+                    dirs_exist_ok=True,
+                    ignore=lambda d, names: [n for n in names if _left_out(Path(d) / n)],
+                )
             except (OSError, shutil.Error) as error:  # keeping evidence must never break the run
                 print(f"artifacts of {item.nodeid}: {error}", file=sys.stderr)
     return report

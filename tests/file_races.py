@@ -51,8 +51,14 @@ from tests.poll import poll
 SECRET = "SSH-PRIVATE-KEY-MATERIAL"
 HIDDEN_NAME = "hidden-outside-name.txt"
 PLANTED = "PWNED-BY-RACE"
-NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [],
-                       "source": "alpha = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {}, "outputs": [], "source": "alpha = 1"}
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
 
 # The flipper: `file` mode alternates NAME between a hard link to REGULAR (the same inode each time, so a
 # snapshot of it stays fresh) and a symlink to TARGET; `dir` mode swaps NAME with a symlink to TARGET atomically
@@ -173,8 +179,16 @@ class Flipper:
     def __init__(self, mode: str, name: Path, target: Path, regular: Path | None = None) -> None:
         self._counter = name.parent / ".flip-count"
         self._counter.write_bytes(bytes(8))
-        self.argv = [sys.executable, "-c", FLIPPER, mode, str(name), str(target), str(regular or ""),
-                     str(self._counter)]
+        self.argv = [
+            sys.executable,
+            "-c",
+            FLIPPER,
+            mode,
+            str(name),
+            str(target),
+            str(regular or ""),
+            str(self._counter),
+        ]
         self.flips = 0
         self._process: subprocess.Popen[str] | None = None
         self._shared: mmap.mmap | None = None
@@ -195,6 +209,7 @@ class Flipper:
     async def flipped(self, since: int, *, link: bool, timeout: float = 1.0) -> int:
         """Wait (bounded) until the name changed since the count `since` and is now the link (`link`) or what
         the check should see: calls start in both states, and the flips go on during them. The count now."""
+
         def there() -> bool:
             now = self.count()
             return now > since and now % 2 == link
@@ -221,7 +236,6 @@ async def run_call(arena: Arena, engine: PermissionEngine, tool_name: str, raw: 
         if isinstance(event, ToolCallFinished) and event.raw_output:
             arena.changed += int(event.raw_output.get("changed") or 0)
 
-
     async def refuse(request: PermissionRequest) -> PermissionAnswer:
         arena.asked.append(request.title)
         return PermissionAnswer("reject_once")
@@ -229,10 +243,18 @@ async def run_call(arena: Arena, engine: PermissionEngine, tool_name: str, raw: 
     every: list[AnyTool] = [ReadTool(), WriteTool(), EditTool(), NotebookEditTool(), GrepTool(), GlobTool()]
     tools = {t.name: t for t in every}
     env = ToolEnvironment(
-        tools=tools, policy=engine, prompter=refuse, emit=seen,
-        context=lambda _id: ToolContext(cwd=arena.ws, abort=Abort(), data_dir=arena.tmp / "data",
-                                        read_files=arena.read_files, read_guard=engine.read_guard(),
-                                        documents=arena.documents),
+        tools=tools,
+        policy=engine,
+        prompter=refuse,
+        emit=seen,
+        context=lambda _id: ToolContext(
+            cwd=arena.ws,
+            abort=Abort(),
+            data_dir=arena.tmp / "data",
+            read_files=arena.read_files,
+            read_guard=engine.read_guard(),
+            documents=arena.documents,
+        ),
     )
     block: Block = {"type": "tool_use", "id": f"toolu_{time.monotonic_ns()}", "name": tool_name, "input": raw}
     async with anyio.create_task_group() as group:
@@ -280,8 +302,11 @@ async def race(arena: Arena, tool: str, iterations: int) -> Tally:
         flip, engine = ws / "flip", arena.engine("acceptEdits")
         target = outside / ("planted.txt" if tool == "Write" else "victim.txt")  # Write: O_CREAT on a dangling link
         flipper = Flipper("file", flip, target, ws / ".real")
-        raw: dict[str, Any] = ({"file_path": str(flip), "content": PLANTED + "\n"} if tool == "Write" else
-                               {"file_path": str(flip), "old_string": "alpha", "new_string": PLANTED})
+        raw: dict[str, Any] = (
+            {"file_path": str(flip), "content": PLANTED + "\n"}
+            if tool == "Write"
+            else {"file_path": str(flip), "old_string": "alpha", "new_string": PLANTED}
+        )
 
         async def once() -> None:
             arena.read_files[flip] = snapshot(ws / ".real")  # the model read it (the same inode each flip)
@@ -301,9 +326,11 @@ async def race(arena: Arena, tool: str, iterations: int) -> Tally:
     elif tool == "Grep":
         flip, engine = ws / "g" / "flip.txt", arena.engine("default")
         flipper = Flipper("file", flip, outside / "id_rsa", ws / "g" / ".real")
-        modes = [{"pattern": "SSH-PRIVATE|harmless", "path": str(ws / "g"), "output_mode": "content"},
-                 {"pattern": "SSH-PRIVATE", "path": str(ws / "g")},  # the oracle: does the secret match?
-                 {"pattern": "SSH-PRIVATE", "path": str(ws / "g"), "output_mode": "count"}]
+        modes = [
+            {"pattern": "SSH-PRIVATE|harmless", "path": str(ws / "g"), "output_mode": "content"},
+            {"pattern": "SSH-PRIVATE", "path": str(ws / "g")},  # the oracle: does the secret match?
+            {"pattern": "SSH-PRIVATE", "path": str(ws / "g"), "output_mode": "count"},
+        ]
 
         async def once() -> None:
             for grep_raw in modes:
@@ -339,7 +366,8 @@ async def race(arena: Arena, tool: str, iterations: int) -> Tally:
     tally.flips = flipper.flips
     tally.contested = contested()
     tally.outside_changed = arena.outside_state() != before or any(
-        p.name in ("planted.txt",) for p in outside.rglob("*"))
+        p.name in ("planted.txt",) for p in outside.rglob("*")
+    )
     return tally
 
 
@@ -367,8 +395,9 @@ def _by_name_write(name: Path, ws: Path, outside: Path) -> bool:
 
 
 def _rg_first_pass(args: list[str], needle: str, cwd: Path) -> bool:
-    out = subprocess.run([rg_binary(), "--no-config", "--no-follow", *args], cwd=cwd, capture_output=True,
-                         text=True, check=False).stdout
+    out = subprocess.run(
+        [rg_binary(), "--no-config", "--no-follow", *args], cwd=cwd, capture_output=True, text=True, check=False
+    ).stdout
     return needle in out
 
 
@@ -381,9 +410,11 @@ def control(arena: Arena, tool: str, deadline_s: float = 30.0) -> int:
         regular = ws / ("g/.real" if tool == "Grep" else ".real")
         flipper = Flipper("file", name, outside / "id_rsa", regular)
         if tool != "Grep":
+
             def attempt() -> bool:
                 return _by_name_read(name, ws)
         else:
+
             def attempt() -> bool:
                 return _rg_first_pass(["SSH-PRIVATE|harmless", str(ws / "g")], SECRET, ws)
     elif tool in ("Write", "Edit", "NotebookEdit"):
@@ -411,8 +442,9 @@ def control(arena: Arena, tool: str, deadline_s: float = 30.0) -> int:
     raise AssertionError(f"the by-name control for {tool} never leaked in {tries} tries: the race did not happen")
 
 
-async def run_all(tmp: Path, tools: list[str], iterations: int,
-                  on_result: Callable[[str, Tally], Awaitable[None]] | None = None) -> dict[str, Tally]:
+async def run_all(
+    tmp: Path, tools: list[str], iterations: int, on_result: Callable[[str, Tally], Awaitable[None]] | None = None
+) -> dict[str, Tally]:
     out: dict[str, Tally] = {}
     for tool in tools:
         arena = Arena.build(tmp / tool)

@@ -48,8 +48,14 @@ class StatedCall:
         return self.bound.facts(rewritten)
 
 
-def call(cwd: Path, tool: str, raw: dict[str, Any] | None = None, *, paths: Sequence[tuple[Path, Access]] | None = None,
-         read_only: bool | None = None) -> StatedCall:
+def call(
+    cwd: Path,
+    tool: str,
+    raw: dict[str, Any] | None = None,
+    *,
+    paths: Sequence[tuple[Path, Access]] | None = None,
+    read_only: bool | None = None,
+) -> StatedCall:
     """A call of `tool` with `raw` as its input, its facts stated by the tool (a name no tool has: a tool that
     states nothing, like an MCP server's); `paths` and `read_only` replace what the tool states."""
     raw = dict(raw or {})
@@ -64,8 +70,13 @@ def call(cwd: Path, tool: str, raw: dict[str, Any] | None = None, *, paths: Sequ
             data = found.input_model.model_construct(**raw)
         ctx = ToolContext(cwd=cwd, abort=Abort(), data_dir=cwd)
         bound = BoundCall(found, data, raw, ctx, found.traits(data).read_only)
-        facts = found.permission_facts(data, ctx) if paths is None else CallFacts(
-            tool, found.rule_form, read_only=found.traits(data).read_only, leaves_plan=found.leaves_plan_mode)
+        facts = (
+            found.permission_facts(data, ctx)
+            if paths is None
+            else CallFacts(
+                tool, found.rule_form, read_only=found.traits(data).read_only, leaves_plan=found.leaves_plan_mode
+            )
+        )
     if paths is not None:
         facts = dataclasses.replace(facts, paths=tuple(paths))
     if read_only is not None:
@@ -73,13 +84,20 @@ def call(cwd: Path, tool: str, raw: dict[str, Any] | None = None, *, paths: Sequ
     return StatedCall(facts, raw, bound)
 
 
-def decide(engine: PermissionEngine, tool: str, raw: dict[str, Any] | None = None, *,
-           paths: Sequence[tuple[Path, Access]] | None = None, read_only: bool | None = None,
-           hook: HookOutcome | None = None) -> Decision:
+def decide(
+    engine: PermissionEngine,
+    tool: str,
+    raw: dict[str, Any] | None = None,
+    *,
+    paths: Sequence[tuple[Path, Access]] | None = None,
+    read_only: bool | None = None,
+    hook: HookOutcome | None = None,
+) -> Decision:
     """The engine's decision on a call of `tool` (see `call`)."""
     return engine.decide(call(engine.cwd, tool, raw, paths=paths, read_only=read_only), hook=hook)
 
 
-async def decide_async(engine: PermissionEngine, tool: str, raw: dict[str, Any] | None = None, *,
-                       hook: HookOutcome | None = None) -> Decision:
+async def decide_async(
+    engine: PermissionEngine, tool: str, raw: dict[str, Any] | None = None, *, hook: HookOutcome | None = None
+) -> Decision:
     return await engine.decide_async(call(engine.cwd, tool, raw), hook=hook)

@@ -7,5 +7,6 @@ import pytest
 
 from bridge.execution import host
 
-linux_extras = pytest.mark.skipif(not host.linux_extras(),
-                                  reason="a Linux extra, switched off by AGENT_BRIDGE_PORTABLE=1 (the portable run)")
+linux_extras = pytest.mark.skipif(
+    not host.linux_extras(), reason="a Linux extra, switched off by AGENT_BRIDGE_PORTABLE=1 (the portable run)"
+)

@@ -21,11 +21,13 @@ import pyte
 class PtyRun:
     """A process writing to a pty; `screen` is what the terminal shows (with `history` rows kept above it)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, master: int, columns: int, rows: int,
-                 history: int = 0) -> None:
+    def __init__(
+        self, process: asyncio.subprocess.Process, master: int, columns: int, rows: int, history: int = 0
+    ) -> None:
         self.process, self.master, self.columns = process, master, columns
-        self.screen: pyte.Screen = pyte.HistoryScreen(columns, rows, history=history) if history else \
-            pyte.Screen(columns, rows)
+        self.screen: pyte.Screen = (
+            pyte.HistoryScreen(columns, rows, history=history) if history else pyte.Screen(columns, rows)
+        )
         self.stream = pyte.ByteStream(self.screen)
         self.changed = asyncio.Event()
         self.raw = bytearray()
@@ -55,16 +57,26 @@ Run = TypeVar("Run", bound=PtyRun)
 
 
 @contextlib.asynccontextmanager
-async def run_in_pty(kind: type[Run], argv: list[str], *, cwd: Path, env: dict[str, str], log: Path, columns: int,
-                     rows: int, history: int = 0) -> AsyncIterator[Run]:
+async def run_in_pty(
+    kind: type[Run],
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    log: Path,
+    columns: int,
+    rows: int,
+    history: int = 0,
+) -> AsyncIterator[Run]:
     """`argv` started in its own session on a `columns` x `rows` pty (stderr to `log`), seen through `kind` (a
     PtyRun with a test's own ways of reading the screen); killed if still running when the block ends."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     os.set_blocking(master, False)
     with open(log, "ab") as err:
-        process = await asyncio.create_subprocess_exec(*argv, cwd=cwd, env=env, stdin=slave, stdout=slave,
-                                                       stderr=err, start_new_session=True)
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=err, start_new_session=True
+        )
     os.close(slave)
     run = kind(process, master, columns, rows, history)
     asyncio.get_running_loop().add_reader(master, run.on_output)

@@ -37,32 +37,45 @@ def test_the_built_in_types() -> None:
 def test_files_from_every_place_later_ones_winning_a_name(tmp_path: Path) -> None:
     write(tmp_path / "claude" / "agents", "a.md", "---\nname: reviewer\ndescription: user's\n---\nUser prompt.\n")
     write(tmp_path / "config" / "agents", "b.md", "---\nname: tester\ndescription: runs tests\n---\nTest.\n")
-    write(tmp_path / "project" / ".claude" / "agents", "c.md",
-          "---\nname: reviewer\ndescription: the project's\ntools: Read, Grep\nmodel: opus\ncolor: red\n---\n"
-          "Review carefully.\n")
-    write(tmp_path / "project" / ".agent-bridge" / "agents", "d.md",
-          "---\nname: general-purpose\ndescription: overridden\ntools:\n  - Read\n  - Bash\n---\nMine.\n")
+    write(
+        tmp_path / "project" / ".claude" / "agents",
+        "c.md",
+        "---\nname: reviewer\ndescription: the project's\ntools: Read, Grep\nmodel: opus\ncolor: red\n---\n"
+        "Review carefully.\n",
+    )
+    write(
+        tmp_path / "project" / ".agent-bridge" / "agents",
+        "d.md",
+        "---\nname: general-purpose\ndescription: overridden\ntools:\n  - Read\n  - Bash\n---\nMine.\n",
+    )
     found = catalog(tmp_path)
     assert found.problems == []
     assert found.names() == ["Explore", "tester", "reviewer", "general-purpose"]
     reviewer = found.types["reviewer"]
     assert (reviewer.description, reviewer.tools, reviewer.model, reviewer.prompt) == (
-        "the project's", ("Read", "Grep"), "opus", "Review carefully.")
+        "the project's",
+        ("Read", "Grep"),
+        "opus",
+        "Review carefully.",
+    )
     assert reviewer.model_for("claude-x") == "claude-opus-4-5"
     assert found.types["tester"].tools is None and found.types["tester"].model is None
     assert found.types["general-purpose"].tools == ("Read", "Bash")
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("no front matter here\n", "no YAML front matter"),
-    ("---\nname: x\ndescription: y\n", "no YAML front matter"),
-    ("---\nname: [x\n---\nbody\n", "invalid YAML front matter"),
-    ("---\n- a list\n---\nbody\n", "must be a mapping"),
-    ("---\ndescription: no name\n---\nbody\n", "`name` is required"),
-    ("---\nname: has space\ndescription: d\n---\nbody\n", "`name` is required"),
-    ("---\nname: x\n---\nbody\n", "`description` is required"),
-    ("---\nname: x\ndescription: d\n---\n\n", "the system prompt"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("no front matter here\n", "no YAML front matter"),
+        ("---\nname: x\ndescription: y\n", "no YAML front matter"),
+        ("---\nname: [x\n---\nbody\n", "invalid YAML front matter"),
+        ("---\n- a list\n---\nbody\n", "must be a mapping"),
+        ("---\ndescription: no name\n---\nbody\n", "`name` is required"),
+        ("---\nname: has space\ndescription: d\n---\nbody\n", "`name` is required"),
+        ("---\nname: x\n---\nbody\n", "`description` is required"),
+        ("---\nname: x\ndescription: d\n---\n\n", "the system prompt"),
+    ],
+)
 def test_an_invalid_file_is_reported_and_skipped(tmp_path: Path, text: str, problem: str) -> None:
     path = write(tmp_path / "project" / ".claude" / "agents", "bad.md", text)
     write(tmp_path / "project" / ".claude" / "agents", "good.md", "---\nname: good\ndescription: d\n---\nOk.\n")
@@ -100,22 +113,31 @@ def tool_for(found: AgentCatalog) -> AgentTool:
 
 
 async def test_the_agent_tool_lists_the_types_in_bytes_that_never_change(tmp_path: Path) -> None:
-    write(tmp_path / "project" / ".claude" / "agents", "r.md", "---\nname: reviewer\ndescription: Reviews.\n"
-                                                               "tools: Read\n---\nR.\n")
+    write(
+        tmp_path / "project" / ".claude" / "agents",
+        "r.md",
+        "---\nname: reviewer\ndescription: Reviews.\ntools: Read\n---\nR.\n",
+    )
     tool = tool_for(catalog(tmp_path))
     schema = tool.schema()
     assert json.dumps(schema) == json.dumps(tool.schema()) == json.dumps(tool_for(catalog(tmp_path)).schema())
     description = schema["description"]
     assert "- general-purpose: General-purpose agent" in description and "(Tools: all tools)" in description
     assert "- reviewer: Reviews. (Tools: Read)" in description
-    assert set(schema["input_schema"]["properties"]) == {"description", "prompt", "subagent_type", "model",
-                                                         "run_in_background"}
+    assert set(schema["input_schema"]["properties"]) == {
+        "description",
+        "prompt",
+        "subagent_type",
+        "model",
+        "run_in_background",
+    }
     assert schema["input_schema"]["required"] == ["description", "prompt"]
     ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path)
     unknown = await tool.validate_input(AgentInput(description="d", prompt="p", subagent_type="wizard"), ctx)
     assert unknown == "Unknown subagent_type 'wizard'. Available agent types: general-purpose, Explore, reviewer."
     assert await tool.validate_input(AgentInput(description="d", prompt=" "), ctx) == (
-        "prompt is empty: give the agent its task.")
+        "prompt is empty: give the agent its task."
+    )
     data = AgentInput(description="Find it", prompt="p", run_in_background=True)
     assert tool.is_read_only(data) and tool.is_concurrency_safe(data) and tool.answers_abort
     assert tool.user_facing_title(data) == "Find it (background)"

@@ -31,8 +31,18 @@ check_vsix = load_checker()
 
 def wheel(filename: str, requires: tuple[str, ...] = (), requires_python: str = ">=3.11") -> tuple[str, bytes]:
     name, version = filename.split("-")[:2]
-    meta = "\n".join(["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}",
-                      f"Requires-Python: {requires_python}", *(f"Requires-Dist: {r}" for r in requires)]) + "\n"
+    meta = (
+        "\n".join(
+            [
+                "Metadata-Version: 2.1",
+                f"Name: {name}",
+                f"Version: {version}",
+                f"Requires-Python: {requires_python}",
+                *(f"Requires-Dist: {r}" for r in requires),
+            ]
+        )
+        + "\n"
+    )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(f"{name}-{version}.dist-info/METADATA", meta)
@@ -68,24 +78,29 @@ def test_a_dependency_only_the_targets_markers_ask_for_is_required(tmp_path: Pat
     assert check_vsix.check(linux) == []  # the control: on Linux the marker is false
 
 
-@pytest.mark.parametrize(("filename", "target", "python", "why"), [
-    ("psutil-7.2.2-cp36-abi3-manylinux2014_x86_64.whl", "darwin-arm64", "3.11", "platform"),
-    ("psutil-7.2.2-cp36-abi3-macosx_11_0_x86_64.whl", "darwin-arm64", "3.11", "platform"),
-    ("jiter-0.19.0-cp312-cp312-macosx_11_0_arm64.whl", "darwin-arm64", "3.11", "does not run"),
-    ("cryptography-50-cp312-abi3-win_amd64.whl", "win32-x64", "3.11", "does not run"),
-    ("jiter-0.19.0-cp311-cp311-manylinux2014_aarch64.whl", "linux-x64", "3.11", "platform"),
-])
-def test_a_wheel_for_another_platform_or_python_does_not_fit(filename: str, target: str, python: str,
-                                                             why: str) -> None:
+@pytest.mark.parametrize(
+    ("filename", "target", "python", "why"),
+    [
+        ("psutil-7.2.2-cp36-abi3-manylinux2014_x86_64.whl", "darwin-arm64", "3.11", "platform"),
+        ("psutil-7.2.2-cp36-abi3-macosx_11_0_x86_64.whl", "darwin-arm64", "3.11", "platform"),
+        ("jiter-0.19.0-cp312-cp312-macosx_11_0_arm64.whl", "darwin-arm64", "3.11", "does not run"),
+        ("cryptography-50-cp312-abi3-win_amd64.whl", "win32-x64", "3.11", "does not run"),
+        ("jiter-0.19.0-cp311-cp311-manylinux2014_aarch64.whl", "linux-x64", "3.11", "platform"),
+    ],
+)
+def test_a_wheel_for_another_platform_or_python_does_not_fit(filename: str, target: str, python: str, why: str) -> None:
     assert why in (check_vsix.fits(filename, target, python) or "")
 
 
-@pytest.mark.parametrize(("filename", "target", "python"), [
-    ("cryptography-50-cp311-abi3-macosx_10_9_universal2.whl", "darwin-x64", "3.14"),
-    ("psutil-7.2.2-cp36-abi3-manylinux2010_x86_64.manylinux_2_12_x86_64.whl", "linux-x64", "3.13"),
-    ("pydantic_core-2.50.5-cp314-cp314-manylinux_2_17_aarch64.whl", "linux-arm64", "3.14"),
-    ("ripgrep-14.1.0-py3-none-win_amd64.whl", "win32-x64", "3.12"),
-])
+@pytest.mark.parametrize(
+    ("filename", "target", "python"),
+    [
+        ("cryptography-50-cp311-abi3-macosx_10_9_universal2.whl", "darwin-x64", "3.14"),
+        ("psutil-7.2.2-cp36-abi3-manylinux2010_x86_64.manylinux_2_12_x86_64.whl", "linux-x64", "3.13"),
+        ("pydantic_core-2.50.5-cp314-cp314-manylinux_2_17_aarch64.whl", "linux-arm64", "3.14"),
+        ("ripgrep-14.1.0-py3-none-win_amd64.whl", "win32-x64", "3.12"),
+    ],
+)
 def test_the_wheels_that_do_fit(filename: str, target: str, python: str) -> None:
     assert check_vsix.fits(filename, target, python) is None
 
@@ -95,8 +110,11 @@ def test_a_missing_python_and_a_mislabelled_vsix_are_named(tmp_path: Path) -> No
     path = vsix(tmp_path, "darwin-arm64", [BRIDGE, wheel("mcp-2.3.0-py3-none-any.whl"), only_311], declared="linux-x64")
     problems = check_vsix.check(path)
     assert any("targets linux-x64, its wheels darwin-arm64" in p for p in problems)
-    assert sorted(p.split(":")[1].strip() for p in problems if "psutil" in p) == ["CPython 3.12", "CPython 3.13",
-                                                                                  "CPython 3.14"]
+    assert sorted(p.split(":")[1].strip() for p in problems if "psutil" in p) == [
+        "CPython 3.12",
+        "CPython 3.13",
+        "CPython 3.14",
+    ]
 
 
 def test_the_extension_runs_where_the_files_are() -> None:

@@ -146,8 +146,14 @@ def _digest_tree(root: Path) -> dict[str, str]:
 
 
 def test_the_users_own_git_repository_is_never_touched(tmp_path: Path, workspace: Path) -> None:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
-           "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "u",
+        "GIT_AUTHOR_EMAIL": "u@x",
+        "GIT_COMMITTER_NAME": "u",
+        "GIT_COMMITTER_EMAIL": "u@x",
+    }
     subprocess.run(["git", "init", "-q"], cwd=workspace, env=env, check=True)
     (workspace / "tracked.txt").write_text("v1\n")
     subprocess.run(["git", "add", "tracked.txt"], cwd=workspace, env=env, check=True)
@@ -169,8 +175,9 @@ def test_the_users_own_git_repository_is_never_touched(tmp_path: Path, workspace
     assert store_dir(tmp_path / "data", workspace).is_relative_to(tmp_path / "data")
 
 
-def test_no_filter_hook_or_fsmonitor_of_the_user_or_the_repository_runs(tmp_path: Path, workspace: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_filter_hook_or_fsmonitor_of_the_user_or_the_repository_runs(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A user's global config may define filter drivers (git-lfs does) and an fsmonitor hook; the workspace's
     .gitattributes names the filter. A normal `git add` runs them (the control); the store runs neither, and
     stores the file's own bytes."""
@@ -179,7 +186,8 @@ def test_no_filter_hook_or_fsmonitor_of_the_user_or_the_repository_runs(tmp_path
     marker = tmp_path / "ran"
     (home / ".gitconfig").write_text(
         f'[filter "evil"]\n\tclean = "sh -c \'echo filter >> {marker}; tr a-z A-Z\'"\n\trequired = true\n'
-        f'[core]\n\tfsmonitor = "{tmp_path}/fsmonitor.sh"\n')
+        f'[core]\n\tfsmonitor = "{tmp_path}/fsmonitor.sh"\n'
+    )
     (tmp_path / "fsmonitor.sh").write_text(f"#!/bin/sh\necho fsmonitor >> {marker}\nexit 1\n")
     (tmp_path / "fsmonitor.sh").chmod(0o755)
     (workspace / ".gitattributes").write_text("* filter=evil\n")

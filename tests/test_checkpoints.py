@@ -18,8 +18,9 @@ def _steps(run_log: Sequence[object]) -> list[Step]:
     return [e for e in run_log if isinstance(e, Step)]
 
 
-async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "gone.txt").write_text("bye\n")
@@ -28,8 +29,13 @@ async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(tmp_
         step(use("Write", file_path=str(ws / "a.txt"), content="one\n")),
         step(use("Read", file_path=str(ws / "a.txt"))),
         step(use("Edit", file_path=str(ws / "a.txt"), old_string="one", new_string="two")),
-        step(use("Bash", command="echo made > made.txt && rm gone.txt && chmod +x tool.sh && mkdir -p d && "
-                                 "printf '\\0\\1' > d/bin.dat")),
+        step(
+            use(
+                "Bash",
+                command="echo made > made.txt && rm gone.txt && chmod +x tool.sh && mkdir -p d && "
+                "printf '\\0\\1' > d/bin.dat",
+            )
+        ),
         step(use("Bash", command="ls")),  # read-only: no step
         say("done"),
         step(use("Bash", command="mv made.txt moved.txt")),
@@ -46,9 +52,19 @@ async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(tmp_
     steps = _steps(entries)
     assert [s.tool for s in steps] == ["Write", "Edit", "Bash", "Bash"]
     assert [[c.path for c in s.changes] for s in steps] == [
-        ["a.txt"], ["a.txt"], ["d/bin.dat", "gone.txt", "made.txt", "tool.sh"], ["made.txt", "moved.txt"]]
-    calls = [b["id"] for r in run.model.valid_requests for m in r.body["messages"] if m["role"] == "assistant"
-             for b in m["content"] if b["type"] == "tool_use" and b["name"] in ("Write", "Edit", "Bash")]
+        ["a.txt"],
+        ["a.txt"],
+        ["d/bin.dat", "gone.txt", "made.txt", "tool.sh"],
+        ["made.txt", "moved.txt"],
+    ]
+    calls = [
+        b["id"]
+        for r in run.model.valid_requests
+        for m in r.body["messages"]
+        if m["role"] == "assistant"
+        for b in m["content"]
+        if b["type"] == "tool_use" and b["name"] in ("Write", "Edit", "Bash")
+    ]
     assert [s.call for s in steps] == list(dict.fromkeys(c for c in calls if c != _ls_call(run.model)))
     assert [s.turn for s in steps[:3]] == [first_turn] * 3 and steps[3].turn == run.session.turn_id != first_turn
     marks = [e.turn for e in entries if isinstance(e, TurnMark)]
@@ -72,22 +88,31 @@ def _ls_call(model: object) -> str:
     return ""
 
 
-async def test_a_background_command_is_checkpointed_again_when_it_ends(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_background_command_is_checkpointed_again_when_it_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "go").mkdir()
     responses = [
-        step(use("Bash", command="while [ ! -e go/now ]; do sleep 0.02; done; echo late > late.txt",
-                 run_in_background=True)),
+        step(
+            use(
+                "Bash",
+                command="while [ ! -e go/now ]; do sleep 0.02; done; echo late > late.txt",
+                run_in_background=True,
+            )
+        ),
         say("started"),
     ]
     async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
         assert await run.prompt("start it") == "end_turn"
         (ws / "go" / "now").write_text("")  # the user lets it finish
         log = run.session.checkpoints.log
-        ended = await poll(lambda: [s for s in _steps(log.entries) if s.background], timeout=20,
-                           what="the background command's end checkpoint")
+        ended = await poll(
+            lambda: [s for s in _steps(log.entries) if s.background],
+            timeout=20,
+            what="the background command's end checkpoint",
+        )
         started = _steps(log.entries)[0]
 
     assert started.tool == "Bash" and not started.background and started.changes == []
@@ -96,7 +121,8 @@ async def test_a_background_command_is_checkpointed_again_when_it_ends(tmp_path:
 
 
 async def test_a_network_request_is_named_as_an_effect_and_read_only_calls_are_no_steps(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text("a\n")
@@ -147,7 +173,8 @@ async def test_every_steps_trees_survive_a_gc_of_the_store(tmp_path: Path) -> No
 
 
 async def test_a_session_closes_without_waiting_for_a_background_command_to_end(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The end of a background command is awaited for one more checkpoint, but a closing session drops that wait
     (the shell is stopped after the sessions close): the close is not held up by it."""
     import asyncio
@@ -160,31 +187,47 @@ async def test_a_session_closes_without_waiting_for_a_background_command_to_end(
         assert [s.background for s in run.session.checkpoints.log.steps] == [False]
 
 
-async def test_a_sub_agents_steps_are_checkpointed_under_its_call(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_sub_agents_steps_are_checkpointed_under_its_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     scenario = {
-        "responses": [step(use("Agent", description="Write it", prompt="write the file",
-                               subagent_type="general-purpose")), say("the agent wrote it")],
-        "agents": [{"prompt": "write the file", "responses": [
-            step(use("Write", file_path=str(ws / "by_agent.txt"), content="from the sub-agent\n")),
-            say("written")]}],
+        "responses": [
+            step(use("Agent", description="Write it", prompt="write the file", subagent_type="general-purpose")),
+            say("the agent wrote it"),
+        ],
+        "agents": [
+            {
+                "prompt": "write the file",
+                "responses": [
+                    step(use("Write", file_path=str(ws / "by_agent.txt"), content="from the sub-agent\n")),
+                    say("written"),
+                ],
+            }
+        ],
     }
     async with checkpoint_run(tmp_path, monkeypatch, scenario) as run:
         assert await run.prompt("delegate") == "end_turn"
         await run.session.checkpoints.settle()
         steps = _steps(run.session.checkpoints.log.entries)
-        agent_call = next(b["id"] for r in run.model.valid_requests for m in r.body["messages"]
-                          for b in m["content"] if b.get("type") == "tool_use" and b["name"] == "Agent")
+        agent_call = next(
+            b["id"]
+            for r in run.model.valid_requests
+            for m in r.body["messages"]
+            for b in m["content"]
+            if b.get("type") == "tool_use" and b["name"] == "Agent"
+        )
 
     assert [(s.tool, s.agent, [c.path for c in s.changes]) for s in steps] == [
-        ("Write", agent_call, ["by_agent.txt"])], "the Agent call itself is no step: its agent's calls are"
+        ("Write", agent_call, ["by_agent.txt"])
+    ], "the Agent call itself is no step: its agent's calls are"
     assert steps[0].turn == run.session.turn_id
 
 
-async def test_a_cancelled_command_is_checkpointed_after_its_cancel(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_cancelled_command_is_checkpointed_after_its_cancel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import asyncio
 
     ws = tmp_path / "ws"
@@ -201,8 +244,9 @@ async def test_a_cancelled_command_is_checkpointed_after_its_cancel(tmp_path: Pa
     assert recorded.interrupted and {c.path for c in recorded.changes} == {"half.txt", "started"}
 
 
-async def test_a_call_cancelled_while_its_step_is_checkpointed_never_starts(tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_call_cancelled_while_its_step_is_checkpointed_never_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The snapshot before a step can take a while (a big workspace, a slow disk): a cancel meanwhile means the
     call does not start at all (the executor looks at the signal again once the snapshot is taken)."""
     import asyncio

@@ -19,8 +19,14 @@ AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AGENT_BRIDGE, *args], capture_output=True, text=True, timeout=60,
-                          env=env or dict(os.environ), stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [AGENT_BRIDGE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env or dict(os.environ),
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_version_and_help_with_the_scenarios() -> None:
@@ -34,16 +40,25 @@ def test_version_and_help_with_the_scenarios() -> None:
     assert "answer one prompt in this terminal, then exit" in run("--help").stdout
 
 
-@pytest.mark.parametrize(("args", "env_change", "said"), [
-    (["run", "--offline", "bogus", "hi"], {}, "agent-bridge: --offline: unknown scenario 'bogus': built-in "
-     "scenarios are todo-demo, playground, echo, or give the path of a .json scenario file"),
-    (["run", "hi"], {"ANTHROPIC_API_KEY": None, "ANTHROPIC_AUTH_TOKEN": None},
-     'agent-bridge: No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no '
-     'key needed: agent-bridge run --offline playground "run: ls"'),
-    (["run", "--no-such-flag", "hi"], {}, "agent-bridge: error: unrecognized arguments: --no-such-flag"),
-])
-def test_a_mistake_is_one_line_and_exit_code_2(args: list[str], env_change: dict[str, str | None],
-                                               said: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "env_change", "said"),
+    [
+        (
+            ["run", "--offline", "bogus", "hi"],
+            {},
+            "agent-bridge: --offline: unknown scenario 'bogus': built-in "
+            "scenarios are todo-demo, playground, echo, or give the path of a .json scenario file",
+        ),
+        (
+            ["run", "hi"],
+            {"ANTHROPIC_API_KEY": None, "ANTHROPIC_AUTH_TOKEN": None},
+            "agent-bridge: No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no "
+            'key needed: agent-bridge run --offline playground "run: ls"',
+        ),
+        (["run", "--no-such-flag", "hi"], {}, "agent-bridge: error: unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_a_mistake_is_one_line_and_exit_code_2(args: list[str], env_change: dict[str, str | None], said: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in env_change}
     done = run(*args, env=env)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -54,9 +69,14 @@ def test_a_mistake_is_one_line_and_exit_code_2(args: list[str], env_change: dict
 def test_ctrl_c_on_an_idle_server_exits_quietly(command: str) -> None:
     # as a terminal starts it (its foreground job): with SIGINT's default action, even when this test run is a
     # script's background job, whose children inherit SIGINT ignored (then Python never sees the Ctrl-C)
-    process = subprocess.Popen([AGENT_BRIDGE, command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        [AGENT_BRIDGE, command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _reading_stdin(process.pid):
         time.sleep(0.02)  # polling the process's own state: it waits for its first message
@@ -67,7 +87,9 @@ def test_ctrl_c_on_an_idle_server_exits_quietly(command: str) -> None:
 
 def _reading_stdin(pid: int) -> bool:
     try:
-        return Path(f"/proc/{pid}/wchan").read_text() not in ("", "0") and \
-            Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+        return (
+            Path(f"/proc/{pid}/wchan").read_text() not in ("", "0")
+            and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+        )
     except OSError:
         return False

@@ -27,8 +27,9 @@ def test_a_group_is_unwrapped_to_its_first_cause() -> None:
 def test_the_editor_gets_the_cause_and_a_model_failure_keeps_its_data() -> None:
     answer = _internal_error(_grouped(RuntimeError("disk on fire")))
     assert "disk on fire" in answer.message and "Group" not in answer.message and answer.data is None
-    model = _internal_error(_grouped(ModelError("Rate limited (429). Try again in 3 s.", kind="rate_limited",
-                                                status=429)))
+    model = _internal_error(
+        _grouped(ModelError("Rate limited (429). Try again in 3 s.", kind="rate_limited", status=429))
+    )
     assert model.message == "Rate limited (429). Try again in 3 s."
     assert model.data == {"kind": "rate_limited", "status": 429}
 
@@ -45,8 +46,10 @@ def test_invalid_values_read_the_same_everywhere() -> None:
         Outer.model_validate({"name": 1, "inner": {"depth": "deep"}})
     except ValidationError as error:
         found = validation_problems(error)
-        assert found == ["name: Input should be a valid string",
-                         "inner.depth: Input should be a valid integer, unable to parse string as an integer"]
+        assert found == [
+            "name: Input should be a valid string",
+            "inner.depth: Input should be a valid integer, unable to parse string as an integer",
+        ]
         assert validation_problems(error, limit=1) == found[:1]
     try:
         TypeAdapter(list[str]).validate_python("not a list")

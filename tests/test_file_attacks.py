@@ -55,10 +55,18 @@ class Arena:
             return PermissionAnswer("reject_once")
 
         env = ToolEnvironment(
-            tools=self.tools, policy=self.engine, prompter=refuse, emit=lambda _event: None,
-            context=lambda _id: ToolContext(cwd=self.ws, abort=Abort(), data_dir=self.tmp / "data",
-                                            read_files=self.read_files, read_guard=self.engine.read_guard(),
-                                            documents=self.documents),
+            tools=self.tools,
+            policy=self.engine,
+            prompter=refuse,
+            emit=lambda _event: None,
+            context=lambda _id: ToolContext(
+                cwd=self.ws,
+                abort=Abort(),
+                data_dir=self.tmp / "data",
+                read_files=self.read_files,
+                read_guard=self.engine.read_guard(),
+                documents=self.documents,
+            ),
         )
         async with anyio.create_task_group() as group:
             executor = ToolExecutor(env, Abort(), group)
@@ -135,8 +143,9 @@ async def test_a_hard_link_to_a_protected_file_is_replaced_not_written_through(t
     os.link(settings, arena.ws / "notes.json")
     st = os.stat(arena.ws / "notes.json")
     arena.read_files[arena.ws / "notes.json"] = FileSnapshot(st.st_mtime_ns, st.st_size)
-    said = await arena.call("Write", {"file_path": str(arena.ws / "notes.json"),
-                                      "content": '{"permissions": {"allow": ["Bash"]}}\n'})
+    said = await arena.call(
+        "Write", {"file_path": str(arena.ws / "notes.json"), "content": '{"permissions": {"allow": ["Bash"]}}\n'}
+    )
     assert "overwritten" in said, said
     assert settings.read_text() == '{"permissions": {"allow": []}}\n'
     assert os.stat(arena.ws / "notes.json").st_ino != os.stat(settings).st_ino
@@ -168,8 +177,9 @@ async def test_the_sandbox_cannot_hard_link_a_file_from_outside_into_the_workspa
     supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude-home")
     sandbox = Sandbox.for_engine(PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="bypassPermissions"))
-    ctx = ToolContext(cwd=ws, abort=Abort(), data_dir=tmp_path / "data",
-                      services=Services(processes=supervisor, sandbox=sandbox))
+    ctx = ToolContext(
+        cwd=ws, abort=Abort(), data_dir=tmp_path / "data", services=Services(processes=supervisor, sandbox=sandbox)
+    )
     try:
         result = await BashTool().call(BashInput(command=f"ln {secret_outside_tmp} {ws}/hl; echo rc=$?"), ctx)
         assert "cross-device" in str(result.content) and not (ws / "hl").exists(), result.content

@@ -40,17 +40,24 @@ def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:
     assert first_request.hook_sources(tmp_path, env) == ours
 
 
-VALUES = st.one_of(st.just(""), st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]),
-                                         max_size=8), st.sampled_from(
-    ["1", "0", "42", "1.5", "-3", "1e3", " 7", "inf", "nan", "0.0", "90", "abc", "1_000", "٣"]))
+VALUES = st.one_of(
+    st.just(""),
+    st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=8),
+    st.sampled_from(["1", "0", "42", "1.5", "-3", "1e3", " 7", "inf", "nan", "0.0", "90", "abc", "1_000", "٣"]),
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(model=VALUES, stall=VALUES, key=VALUES, url=VALUES, override=st.sampled_from([None, "m", "", "x y"]))
-def test_the_settings_read_ahead_are_bridge_configs(model: str, stall: str, key: str, url: str,
-                                                    override: str | None) -> None:
-    env = {"AGENT_BRIDGE_MODEL": model, "AGENT_BRIDGE_STALL_TIMEOUT": stall, "ANTHROPIC_API_KEY": key,
-           "ANTHROPIC_BASE_URL": url}
+def test_the_settings_read_ahead_are_bridge_configs(
+    model: str, stall: str, key: str, url: str, override: str | None
+) -> None:
+    env = {
+        "AGENT_BRIDGE_MODEL": model,
+        "AGENT_BRIDGE_STALL_TIMEOUT": stall,
+        "ANTHROPIC_API_KEY": key,
+        "ANTHROPIC_BASE_URL": url,
+    }
     overrides: dict[str, Any] = {"allow": ["Read"], "ask": [], "deny": []}
     if override is not None:
         overrides["model"] = override
@@ -66,15 +73,24 @@ def test_the_settings_read_ahead_are_bridge_configs(model: str, stall: str, key:
             else:
                 os.environ[k] = v
     if ahead is not None:  # unsure is always allowed; wrong never
-        real = {"model": config.model, "api_key": config.api_key, "base_url": config.base_url,
-                "max_tokens": config.max_tokens, "stall_timeout": config.stall_timeout}
+        real = {
+            "model": config.model,
+            "api_key": config.api_key,
+            "base_url": config.base_url,
+            "max_tokens": config.max_tokens,
+            "stall_timeout": config.stall_timeout,
+        }
         assert ahead == real
 
 
 def _empty_home(tmp_path: Path) -> dict[str, str]:
     """A user with no agent types, skills or plugins: what a new session offers is what ships."""
-    return {"AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
-            "HOME": str(tmp_path / "home"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    return {
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
 
 
 def test_the_shipped_schemas_are_what_a_new_session_offers() -> None:
@@ -82,8 +98,9 @@ def test_the_shipped_schemas_are_what_a_new_session_offers() -> None:
     tool changes, this fails: run scripts/gen_tool_schemas.py."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("gen_tool_schemas", Path(__file__).parent.parent / "scripts" /
-                                                  "gen_tool_schemas.py")
+    spec = importlib.util.spec_from_file_location(
+        "gen_tool_schemas", Path(__file__).parent.parent / "scripts" / "gen_tool_schemas.py"
+    )
     assert spec is not None and spec.loader is not None
     script: Any = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
@@ -113,7 +130,8 @@ def test_a_prediction_needs_everything_sure(tmp_path: Path) -> None:
     assert predicted is not None
     request, _ = predicted
     assert [t["name"] for t in request.tools][-1] == "Agent" and request.tools[-1]["cache_control"] == {
-        "type": "ephemeral"}
+        "type": "ephemeral"
+    }
     assert first_request.predict("/compact", ws, {}, env) is None  # maybe a command
     assert first_request.predict("hi", ws / "missing", {}, env) is None
     assert first_request.predict("hi", ws, {"maxTokens": 300}, env) is None
@@ -127,9 +145,14 @@ def test_a_prediction_needs_everything_sure(tmp_path: Path) -> None:
 
 
 async def test_a_request_sent_ahead_that_differs_is_discarded_and_never_used() -> None:
-    with OfflineServer({"responses": [{"content": [{"type": "text", "text": "first"}], "stop_reason": "end_turn"},
-                                      {"content": [{"type": "text", "text": "second"}], "stop_reason": "end_turn"}]}
-                       ) as server:
+    with OfflineServer(
+        {
+            "responses": [
+                {"content": [{"type": "text", "text": "first"}], "stop_reason": "end_turn"},
+                {"content": [{"type": "text", "text": "second"}], "stop_reason": "end_turn"},
+            ]
+        }
+    ) as server:
         early = AnthropicModel(api_key="k", base_url=server.base_url)
         guess = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "guess"}])
         written = early.send_ahead(guess)
@@ -148,8 +171,9 @@ async def test_a_request_sent_ahead_that_differs_is_discarded_and_never_used() -
 async def test_other_settings_discard_a_request_sent_ahead() -> None:
     with OfflineServer({"responses": []}) as server:
         early = AnthropicModel(api_key="k", base_url=server.base_url)
-        written = early.send_ahead(ModelRequest(model="m", system=[], tools=[], messages=[
-            {"role": "user", "content": "x"}]))
+        written = early.send_ahead(
+            ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "x"}])
+        )
         assert written is not None
         other = AnthropicModel(api_key="another", base_url=server.base_url)
         assert not other.adopt(early)
@@ -172,8 +196,18 @@ async def test_run_sends_ahead_from_a_fresh_home_and_not_when_the_user_changed_t
 
         async def run() -> str:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bridge.cli.main", "run", "hello", "--non-interactive", "--cwd", str(ws),
-                env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                sys.executable,
+                "-m",
+                "bridge.cli.main",
+                "run",
+                "hello",
+                "--non-interactive",
+                "--cwd",
+                str(ws),
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
             out, err = await asyncio.wait_for(process.communicate(), 120)
             assert process.returncode == 0, err.decode()
             return out.decode() + err.decode()

@@ -37,10 +37,14 @@ def hook(matcher: str, command: str, timeout: float | None = None) -> dict[str, 
     return {"matcher": matcher, "hooks": [entry]}
 
 
-BLOCK = py("import sys, json; d = json.load(sys.stdin); "
-           "print('no edits to ' + d['tool_input']['file_path'], file=sys.stderr); sys.exit(2)")
-ALLOW = py("import json; print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
-           "'permissionDecision': 'allow', 'permissionDecisionReason': 'checked by the hook'}}))")
+BLOCK = py(
+    "import sys, json; d = json.load(sys.stdin); "
+    "print('no edits to ' + d['tool_input']['file_path'], file=sys.stderr); sys.exit(2)"
+)
+ALLOW = py(
+    "import json; print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
+    "'permissionDecision': 'allow', 'permissionDecisionReason': 'checked by the hook'}}))"
+)
 
 
 async def test_blocking_hook_reaches_the_reason(tmp_path: Path) -> None:
@@ -49,8 +53,9 @@ async def test_blocking_hook_reaches_the_reason(tmp_path: Path) -> None:
     outcome = await engine.run_hooks("PreToolUse", payload, tool_name="Edit")
     assert outcome.blocked and outcome.decision == "deny"
     assert outcome.reason == "no edits to /x/a.py"
-    decision = decide(engine, "Edit", payload["tool_input"], read_only=False, paths=[(engine.cwd / "a.py", "write")],
-                      hook=outcome)
+    decision = decide(
+        engine, "Edit", payload["tool_input"], read_only=False, paths=[(engine.cwd / "a.py", "write")], hook=outcome
+    )
     assert (decision.behavior, decision.reason) == ("deny", "no edits to /x/a.py")
 
 
@@ -74,8 +79,10 @@ async def test_hook_allow_does_not_beat_deny_rules_or_protected_paths(tmp_path: 
 
 
 async def test_json_ask_and_updated_input(tmp_path: Path) -> None:
-    code = ("import json; print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'ask', "
-            "'permissionDecisionReason': 'double-check', 'updatedInput': {'command': 'make -n'}}}))")
+    code = (
+        "import json; print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'ask', "
+        "'permissionDecisionReason': 'double-check', 'updatedInput': {'command': 'make -n'}}}))"
+    )
     engine = engine_with_hooks(tmp_path, {"PreToolUse": [hook("*", py(code))]}, mode="bypassPermissions")
     outcome = await engine.run_hooks("PreToolUse", {}, tool_name="Bash")
     decision = decide(engine, "Bash", {"command": "make"}, hook=outcome)
@@ -105,18 +112,26 @@ async def test_failing_hook_is_reported_not_fatal(tmp_path: Path) -> None:
 
 async def test_matchers_filter_by_tool(tmp_path: Path) -> None:
     marker = tmp_path / "ran.txt"
-    record = py(f"import sys, json; d = json.load(sys.stdin); "
-                f"open({str(marker)!r}, 'a').write(d['tool_name'] + ' ' + d['hook_event_name'] + '\\n')")
-    engine = engine_with_hooks(tmp_path, {
-        "PreToolUse": [hook("Edit|Write", record), hook("^mcp__github__.*", record)],
-        "PostToolUse": [hook("Bash", record)],
-    })
+    record = py(
+        f"import sys, json; d = json.load(sys.stdin); "
+        f"open({str(marker)!r}, 'a').write(d['tool_name'] + ' ' + d['hook_event_name'] + '\\n')"
+    )
+    engine = engine_with_hooks(
+        tmp_path,
+        {
+            "PreToolUse": [hook("Edit|Write", record), hook("^mcp__github__.*", record)],
+            "PostToolUse": [hook("Bash", record)],
+        },
+    )
     for tool in ["Bash", "Edit", "Read", "Write", "mcp__github__create_issue", "mcp__gitlab__x", "EditX"]:
         await engine.run_hooks("PreToolUse", {}, tool_name=tool)
     await engine.run_hooks("PostToolUse", {"tool_response": {}}, tool_name="Bash")
     await engine.run_hooks("PostToolUse", {"tool_response": {}}, tool_name="Edit")
     assert marker.read_text().splitlines() == [
-        "Edit PreToolUse", "Write PreToolUse", "mcp__github__create_issue PreToolUse", "Bash PostToolUse",
+        "Edit PreToolUse",
+        "Write PreToolUse",
+        "mcp__github__create_issue PreToolUse",
+        "Bash PostToolUse",
     ]
 
 
@@ -132,8 +147,10 @@ async def test_stdin_payload_and_prompt_hooks(tmp_path: Path) -> None:
 
 
 async def test_stop_hook_can_block_and_end_the_turn(tmp_path: Path) -> None:
-    code = "import json; print(json.dumps({'decision': 'block', 'reason': 'tests still fail', 'continue': False, " \
-           "'stopReason': 'halt'}))"
+    code = (
+        "import json; print(json.dumps({'decision': 'block', 'reason': 'tests still fail', 'continue': False, "
+        "'stopReason': 'halt'}))"
+    )
     engine = engine_with_hooks(tmp_path, {"Stop": [{"hooks": [{"type": "command", "command": py(code)}]}]})
     outcome = await engine.run_hooks("Stop", {"stop_hook_active": False})
     assert outcome.blocked and outcome.reason == "tests still fail"

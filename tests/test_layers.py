@@ -13,12 +13,42 @@ BRIDGE = Path(__file__).resolve().parents[1] / "bridge"
 
 FRONT = ("bridge.server", "bridge.cli")
 # modules every layer may use: the shared vocabulary (DESIGN.md's "ground")
-GROUND = ("abort", "messages", "errors", "display", "config", "jsonfile", "safefs", "environment", "visible",
-          "secrets", "memory", "prompt", "mcp_names", "winpaths", "cache")
-ABOVE_GROUND = ("bridge.loop", "bridge.tools", "bridge.session", "bridge.turns", "bridge.session_effects",
-                "bridge.session_setup", "bridge.toolset", "bridge.agent", "bridge.agents", "bridge.mcp",
-                "bridge.commands", "bridge.replay", "bridge.server", "bridge.cli", "bridge.execution",
-                "bridge.model", "bridge.permissions")
+GROUND = (
+    "abort",
+    "messages",
+    "errors",
+    "display",
+    "config",
+    "jsonfile",
+    "safefs",
+    "environment",
+    "visible",
+    "secrets",
+    "memory",
+    "prompt",
+    "mcp_names",
+    "winpaths",
+    "cache",
+)
+ABOVE_GROUND = (
+    "bridge.loop",
+    "bridge.tools",
+    "bridge.session",
+    "bridge.turns",
+    "bridge.session_effects",
+    "bridge.session_setup",
+    "bridge.toolset",
+    "bridge.agent",
+    "bridge.agents",
+    "bridge.mcp",
+    "bridge.commands",
+    "bridge.replay",
+    "bridge.server",
+    "bridge.cli",
+    "bridge.execution",
+    "bridge.model",
+    "bridge.permissions",
+)
 
 # (layer, what it must never import)
 NEVER: list[tuple[str, tuple[str, ...]]] = [
@@ -62,15 +92,24 @@ def breaks(name: str, forbidden: tuple[str, ...]) -> bool:
 def test_no_layer_imports_what_it_must_never_import(layer: str, forbidden: tuple[str, ...]) -> None:
     files = modules(layer)
     assert files, f"{layer}: no such module (the layer list is out of date)"
-    broken = {f"{path.relative_to(BRIDGE.parent)} imports {name}"
-              for path in files for name in imports(path) if breaks(name, forbidden)}
+    broken = {
+        f"{path.relative_to(BRIDGE.parent)} imports {name}"
+        for path in files
+        for name in imports(path)
+        if breaks(name, forbidden)
+    }
     assert not broken, "\n".join(sorted(broken))
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
     """The control: a module that imports upward, in a function and under TYPE_CHECKING, is caught."""
     bad = tmp_path / "bad.py"
-    bad.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bridge.server import wire\n"
-                   "def f():\n    import bridge.session\n")
+    bad.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bridge.server import wire\n"
+        "def f():\n    import bridge.session\n"
+    )
     assert {n for n in imports(bad) if breaks(n, (*FRONT, "bridge.session"))} == {
-        "bridge.server", "bridge.server.wire", "bridge.session"}
+        "bridge.server",
+        "bridge.server.wire",
+        "bridge.session",
+    }

@@ -100,13 +100,21 @@ async def _turn(
     client = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0)
     conversation = Conversation()
     env = ToolEnvironment(
-        tools={t.name: t for t in tools}, policy=ReadOnlyGate(), prompter=_allow, emit=events.append,
+        tools={t.name: t for t in tools},
+        policy=ReadOnlyGate(),
+        prompter=_allow,
+        emit=events.append,
         context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
     )
     try:
-        stop = await run_turn(conversation, [{"type": "text", "text": "go"}], model=client,
-                              settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
-                              tools=env, abort=abort or Abort())
+        stop = await run_turn(
+            conversation,
+            [{"type": "text", "text": "go"}],
+            model=client,
+            settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
+            tools=env,
+            abort=abort or Abort(),
+        )
     finally:
         await client.aclose()
         server.stop()
@@ -115,8 +123,10 @@ async def _turn(
 
 async def test_consecutive_concurrency_safe_calls_overlap(tmp_path: Path) -> None:
     tool = Rendezvous()
-    responses = [{"content": [_use("a"), _use("b")], "stop_reason": "tool_use"},
-                 {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
+    responses = [
+        {"content": [_use("a"), _use("b")], "stop_reason": "tool_use"},
+        {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"},
+    ]
     stop, _conversation, _events, server = await _turn(responses, [tool], tmp_path)
     assert stop == "end_turn" and sorted(tool.started) == ["a", "b"]
     results = server.valid_requests[1].body["messages"][-1]["content"]
@@ -128,8 +138,10 @@ async def test_a_tool_starts_while_the_model_is_still_streaming(tmp_path: Path) 
     tool = Rendezvous()
     tool.expected = 1
     tail = {"type": "text", "text": "x" * 40, "chunks": 40}
-    responses: list[dict[str, Any]] = [{"content": [_use("early"), tail], "stop_reason": "tool_use", "delay_ms": 15},
-                 {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]
+    responses: list[dict[str, Any]] = [
+        {"content": [_use("early"), tail], "stop_reason": "tool_use", "delay_ms": 15},
+        {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"},
+    ]
     _stop, _conversation, events, _server = await _turn(responses, [tool], tmp_path)
     started = next(i for i, e in enumerate(events) if isinstance(e, ToolCallInProgress))
     last_delta = max(i for i, e in enumerate(events) if isinstance(e, TextDelta) and e.text == "x")
@@ -196,6 +208,7 @@ async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> No
                 collecting["since"] = time.thread_time()
             else:
                 collecting["spent"] += time.thread_time() - collecting["since"]
+
     moments: dict[str, float] = {}
 
     async def ticker() -> None:
@@ -212,24 +225,39 @@ async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> No
         asked.set()
         return PermissionAnswer("reject_once")
 
-    server = OfflineServer({"responses": [
-        {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}], "stop_reason": "tool_use"},
-        {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}]})
+    server = OfflineServer(
+        {
+            "responses": [
+                {
+                    "content": [{"type": "tool_use", "name": "Bash", "input": {"command": command}}],
+                    "stop_reason": "tool_use",
+                },
+                {"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"},
+            ]
+        }
+    )
     server.start()
     client = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0)
     store = SettingsStore(tmp_path, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home")
     env = ToolEnvironment(
-        tools={"Bash": BashTool()}, policy=PermissionEngine(cwd=tmp_path, settings=store, grammar=GRAMMAR),
+        tools={"Bash": BashTool()},
+        policy=PermissionEngine(cwd=tmp_path, settings=store, grammar=GRAMMAR),
         prompter=prompter,
-        emit=emit, context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
+        emit=emit,
+        context=lambda _id: ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path),
     )
     gc.callbacks.append(collection)
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(ticker)
-            stop = await run_turn(Conversation(), [{"type": "text", "text": "go"}], model=client,
-                                  settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
-                                  tools=env, abort=Abort())
+            stop = await run_turn(
+                Conversation(),
+                [{"type": "text", "text": "go"}],
+                model=client,
+                settings=TurnSettings(model="m", system=[{"type": "text", "text": "sys"}]),
+                tools=env,
+                abort=Abort(),
+            )
             asked.set()
     finally:
         gc.callbacks.remove(collection)

@@ -49,8 +49,11 @@ class Editor:
         def changed() -> None:
             self.changes += 1
 
-        return McpHost(notice=lambda text, level: self.notices.append((level, text)),
-                       ask=ask if interactive else None, changed=changed)
+        return McpHost(
+            notice=lambda text, level: self.notices.append((level, text)),
+            ask=ask if interactive else None,
+            changed=changed,
+        )
 
     def said(self, text: str) -> bool:
         return any(text in notice for _, notice in self.notices)
@@ -75,8 +78,12 @@ async def ready(handle: McpSession, timeout: float = 90) -> dict[str, AnyTool]:
 
 
 def context(root: Path, progress: list[str] | None = None) -> ToolContext:
-    return ToolContext(cwd=root, abort=Abort(), data_dir=root / "data",
-                       progress=(progress.append if progress is not None else lambda _t: None))
+    return ToolContext(
+        cwd=root,
+        abort=Abort(),
+        data_dir=root / "data",
+        progress=(progress.append if progress is not None else lambda _t: None),
+    )
 
 
 async def call(tools: dict[str, AnyTool], name: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -108,9 +115,13 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shar
     before = os.environ.get("ANTHROPIC_API_KEY")
     os.environ["ANTHROPIC_API_KEY"] = "sk-the-bridges-own"
     try:
-        handle = manager.open(root, [server("fx", log, "--instructions", "Use echo to echo.",
-                                            env={"FIXTURE_FLAG": "1"})],
-                              editor.host(), roots=(root, extra), files=files_for(root))
+        handle = manager.open(
+            root,
+            [server("fx", log, "--instructions", "Use echo to echo.", env={"FIXTURE_FLAG": "1"})],
+            editor.host(),
+            roots=(root, extra),
+            files=files_for(root),
+        )
     finally:
         if before is None:
             del os.environ["ANTHROPIC_API_KEY"]
@@ -199,8 +210,17 @@ async def test_the_server_gets_a_minimal_environment_and_its_own_env_never_the_b
 ) -> None:
     names = str((await call(shared.tools, "mcp__fx__env", {}, context(shared.root))).content).split()
     assert "ANTHROPIC_API_KEY" not in names and "FIXTURE_FLAG" in names and "MCP_FIXTURE_LOG" in names
-    assert set(names) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LC_CTYPE", "FIXTURE_FLAG",
-                          "MCP_FIXTURE_LOG"}
+    assert set(names) <= {
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LC_CTYPE",
+        "FIXTURE_FLAG",
+        "MCP_FIXTURE_LOG",
+    }
 
 
 @module
@@ -208,8 +228,10 @@ async def test_resources_are_listed_read_and_linked(shared: Shared) -> None:
     ctx = context(shared.root)
     listed = json.loads(str((await call(shared.tools, "ListMcpResourcesTool", {}, ctx)).content))
     assert [(r["server"], r["uri"], r.get("mimeType")) for r in listed] == [
-        ("fx", "mem://readme", "text/markdown"), ("fx", "mem://logo.png", "image/png"),
-        ("fx", "mem://data.bin", "application/octet-stream")]
+        ("fx", "mem://readme", "text/markdown"),
+        ("fx", "mem://logo.png", "image/png"),
+        ("fx", "mem://data.bin", "application/octet-stream"),
+    ]
     only = await call(shared.tools, "ListMcpResourcesTool", {"server": "fx"}, ctx)
     assert json.loads(str(only.content)) == listed
     with pytest.raises(ToolError, match=r"No MCP server named 'nope' in this session \(connected: fx\)"):
@@ -243,8 +265,10 @@ async def test_prompts_are_slash_commands(shared: Shared) -> None:
 async def test_server_instructions_are_a_stable_system_prompt_section(shared: Shared) -> None:
     last = shared.handle._last
     assert last is not None
-    assert last.instructions == ("# MCP server instructions\nThe following MCP servers gave instructions for "
-                                 "their tools and resources:\n\n## fx\nUse echo to echo.")
+    assert last.instructions == (
+        "# MCP server instructions\nThe following MCP servers gave instructions for "
+        "their tools and resources:\n\n## fx\nUse echo to echo."
+    )
     assert shared.handle.snapshot() is None, "nothing changed: the same snapshot (and bytes) stay in use"
     assert not last.defer, "16 tools are far below a tenth of the context window"
 
@@ -264,11 +288,16 @@ async def test_a_call_that_takes_too_long_is_cancelled_at_the_server(shared: Sha
     handle = manager.open(shared.root, [server("slowpoke", log)], Editor().host(), files=files_for(shared.root))
     try:
         tools = await ready(handle)
-        with pytest.raises(ToolError, match=r"'slowpoke' did not answer tools/call within 0.5 s; the request was "
-                                             "cancelled"):
+        with pytest.raises(
+            ToolError,
+            match=r"'slowpoke' did not answer tools/call within 0.5 s; the request was "
+            "cancelled",
+        ):
             await call(tools, "mcp__slowpoke__wait", {}, context(shared.root))
-        request_id = await poll(lambda: "wait " in log.read_text() and log.read_text().split("wait ")[1].split()[0],
-                                 what="the call at the server")
+        request_id = await poll(
+            lambda: "wait " in log.read_text() and log.read_text().split("wait ")[1].split()[0],
+            what="the call at the server",
+        )
         await poll(lambda: f"cancelled {request_id}" in log.read_text(), what="notifications/cancelled")
     finally:
         await handle.release()
@@ -277,8 +306,10 @@ async def test_a_call_that_takes_too_long_is_cancelled_at_the_server(shared: Sha
 @module
 async def test_a_cancelled_call_tells_the_server_and_it_goes_on_serving(shared: Shared) -> None:
     task = asyncio.ensure_future(call(shared.tools, "mcp__fx__wait", {}, context(shared.root)))
-    request_id = await poll(lambda: "wait " in shared.log.read_text()
-                             and shared.log.read_text().split("wait ")[-1].split()[0], what="the call at the server")
+    request_id = await poll(
+        lambda: "wait " in shared.log.read_text() and shared.log.read_text().split("wait ")[-1].split()[0],
+        what="the call at the server",
+    )
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -309,8 +340,11 @@ async def test_a_dead_server_fails_its_call_at_once_and_restarts_on_next_use_a_b
     try:
         tools = await ready(handle)
         ctx = context(tmp_path)
-        with pytest.raises(ToolError, match=r"MCP server 'fx' exited; its stderr ends: .*crashing on purpose "
-                                             r"\(during tools/call\)\. It will be restarted on the next call\."):
+        with pytest.raises(
+            ToolError,
+            match=r"MCP server 'fx' exited; its stderr ends: .*crashing on purpose "
+            r"\(during tools/call\)\. It will be restarted on the next call\.",
+        ):
             await call(tools, "mcp__fx__crash", {}, ctx)
         assert editor.said("MCP server 'fx' exited")
         assert handle.snapshot() is None, "a dead server's tools stay offered: the request prefix does not change"
@@ -339,8 +373,10 @@ async def test_list_changed_refreshes_the_tools(tmp_path: Path) -> None:
         await call(tools, "mcp__fx__grow", {}, context(tmp_path))
         snapshot = await poll(handle.snapshot, what="the new tool list")
         assert "mcp__fx__extra" in {t.name for t in snapshot.deferrable}
-        assert snapshot.notice == ("MCP tools changed (1 added): the request prefix changes once, so the prompt "
-                                   "cache is written again from here")
+        assert snapshot.notice == (
+            "MCP tools changed (1 added): the request prefix changes once, so the prompt "
+            "cache is written again from here"
+        )
         await poll(lambda: editor.said("changed its tools: 16 → 17"), what="the notice")
     finally:
         await handle.release()
@@ -352,18 +388,29 @@ async def test_servers_start_in_the_background_and_a_hung_one_is_reported_after_
     editor = Editor()
     manager = McpManager(tmp_path / "data", McpSettings(startupTimeout=1, turnWait=0.2))
     began = time.monotonic()
-    handle = manager.open(tmp_path, [server("stuck", tmp_path / "log", "--hang"),
-                                     {"name": "gone", "command": "/no/such/mcp-server", "args": [], "env": []}],
-                          editor.host(), files=files_for(tmp_path))
+    handle = manager.open(
+        tmp_path,
+        [
+            server("stuck", tmp_path / "log", "--hang"),
+            {"name": "gone", "command": "/no/such/mcp-server", "args": [], "env": []},
+        ],
+        editor.host(),
+        files=files_for(tmp_path),
+    )
     assert time.monotonic() - began < 0.5 and handle.connections["stuck"].state == "starting", "open never waits"
     await handle.before_turn()
-    assert editor.said("still starting: their tools join at a later prompt") or \
-        handle.connections["stuck"].state != "starting"
+    assert (
+        editor.said("still starting: their tools join at a later prompt")
+        or handle.connections["stuck"].state != "starting"
+    )
     try:
-        await poll(lambda: all(c.state == "failed" for c in handle.connections.values()), what="both to fail",
-                   timeout=90)
-        assert handle.connections["stuck"].error == ("MCP server 'stuck' did not answer within 1 s (MCP_TIMEOUT / "
-                                                     "mcp.startupTimeout); its stderr ends: fixture server stderr line")
+        await poll(
+            lambda: all(c.state == "failed" for c in handle.connections.values()), what="both to fail", timeout=90
+        )
+        assert handle.connections["stuck"].error == (
+            "MCP server 'stuck' did not answer within 1 s (MCP_TIMEOUT / "
+            "mcp.startupTimeout); its stderr ends: fixture server stderr line"
+        )
         assert handle.connections["gone"].error is not None
         assert "could not start '/no/such/mcp-server'" in handle.connections["gone"].error
         assert editor.said("'stuck' did not answer within 1 s")
@@ -444,8 +491,9 @@ async def test_an_idle_server_is_stopped_and_started_again_when_used(tmp_path: P
 
 async def test_many_tools_are_deferred_past_the_fraction_of_the_context_window(tmp_path: Path) -> None:
     manager = McpManager(tmp_path / "data", McpSettings(deferFraction=0.1), context_window=50_000)
-    handle = manager.open(tmp_path, [server("fx", tmp_path / "log", "--many")], Editor().host(),
-                          files=files_for(tmp_path))
+    handle = manager.open(
+        tmp_path, [server("fx", tmp_path / "log", "--many")], Editor().host(), files=files_for(tmp_path)
+    )
     try:
         await ready(handle)
         assert handle._last is not None and handle._last.defer and len(handle._last.deferrable) == 76
@@ -454,8 +502,19 @@ async def test_many_tools_are_deferred_past_the_fraction_of_the_context_window(t
 
 
 async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {
-        "command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(tmp_path / "log")}}}}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "proj": {
+                        "command": sys.executable,
+                        "args": [FIXTURE],
+                        "env": {"MCP_FIXTURE_LOG": str(tmp_path / "log")},
+                    }
+                }
+            }
+        )
+    )
     manager = McpManager(tmp_path / "data")
     quiet = manager.open(tmp_path, [], Editor().host(interactive=False), files=files_for(tmp_path))
     await quiet.before_turn()
@@ -490,8 +549,9 @@ async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> Non
 
 
 async def test_approving_once_starts_it_for_this_session_only(tmp_path: Path) -> None:
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {
-        "command": sys.executable, "args": [FIXTURE]}}}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"proj": {"command": sys.executable, "args": [FIXTURE]}}})
+    )
     manager = McpManager(tmp_path / "data")
     editor = Editor(answer=lambda q: Reply("once"))
     handle = manager.open(tmp_path, [], editor.host(), files=files_for(tmp_path))
@@ -502,8 +562,6 @@ async def test_approving_once_starts_it_for_this_session_only(tmp_path: Path) ->
     finally:
         await handle.release()
         await manager.close()
-
-
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -523,9 +581,15 @@ async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_
         return {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker[name])}}
 
     (origin / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": fixture_config("proj")}}))
-    (origin / ".agent-bridge" / "settings.local.json").write_text(json.dumps({
-        "mcpServers": {"evil": fixture_config("evil")}, "enableAllProjectMcpServers": True,
-        "enabledMcpjsonServers": ["proj"]}))
+    (origin / ".agent-bridge" / "settings.local.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {"evil": fixture_config("evil")},
+                "enableAllProjectMcpServers": True,
+                "enabledMcpjsonServers": ["proj"],
+            }
+        )
+    )
     (origin / ".claude" / "settings.local.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
     git(tmp_path, "init", "-q", str(origin))
     git(origin, "add", "-f", ".")
@@ -548,8 +612,10 @@ async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_
         editor = Editor(answer=answer)
         handle = manager.open(cwd, [], editor.host(), files=files)
         await handle.before_turn()
-        assert sorted(q.title for q in editor.questions) == ["Use the MCP server 'evil' from this project?",
-                                                             "Use the MCP server 'proj' from this project?"]
+        assert sorted(q.title for q in editor.questions) == [
+            "Use the MCP server 'evil' from this project?",
+            "Use the MCP server 'proj' from this project?",
+        ]
         assert "mcp__proj__echo" in await ready(handle)
         assert marker["proj"].exists() and not marker["evil"].exists()
         saved = json.loads(files.approval_store.read_text())

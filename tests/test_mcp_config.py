@@ -43,15 +43,18 @@ def test_a_project_server_waits_for_approval_and_the_approval_comes_from_files_t
     files: ConfigFiles,
 ) -> None:
     write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server", "args": ["--ro"]}}})
-    write(files.cwd / ".agent-bridge" / "settings.json", {"enableAllProjectMcpServers": True,
-                                                           "enabledMcpjsonServers": ["db"]})
+    write(
+        files.cwd / ".agent-bridge" / "settings.json",
+        {"enableAllProjectMcpServers": True, "enabledMcpjsonServers": ["db"]},
+    )
     write(files.cwd / ".claude" / "settings.json", {"enableAllProjectMcpServers": True})
     write(files.local_settings, {"enabledMcpjsonServers": ["db"], "enableAllProjectMcpServers": True})
     write(files.cwd / ".claude" / "settings.local.json", {"enabledMcpjsonServers": ["db"]})
     entry = by_name(files)["db"]
     assert (entry.scope, entry.approval) == ("project", "pending"), "nothing in the workspace approves anything"
-    assert entry.spec == ServerSpec("db", "stdio", "project", str(files.cwd / ".mcp.json"), command="db-server",
-                                    args=("--ro",))
+    assert entry.spec == ServerSpec(
+        "db", "stdio", "project", str(files.cwd / ".mcp.json"), command="db-server", args=("--ro",)
+    )
     write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
     assert by_name(files)["db"].approval == "approved", "Claude Code's answer, where Claude Code keeps it"
     write(files.claude_home / "settings.json", {"disabledMcpjsonServers": ["db"]})
@@ -85,8 +88,12 @@ def test_saving_an_approval_keeps_the_rest_of_the_store_and_binds_it_to_the_conf
     write(files.approval_store, {"projects": {key: {"disabledMcpjsonServers": ["db"], "note": 1}, "/else": {}}})
     save_approval(files, [db], True)
     data = json.loads(files.approval_store.read_text())
-    assert data == {"projects": {key: {"note": 1, "disabledMcpjsonServers": [],
-                                       "approvedConfigs": {"db": db.approval_key}}, "/else": {}}}
+    assert data == {
+        "projects": {
+            key: {"note": 1, "disabledMcpjsonServers": [], "approvedConfigs": {"db": db.approval_key}},
+            "/else": {},
+        }
+    }
     save_approval(files, [db], True)
     save_approval(files, [other], False)
     data = json.loads(files.approval_store.read_text())["projects"][key]
@@ -102,14 +109,21 @@ def test_saving_an_approval_keeps_the_rest_of_the_store_and_binds_it_to_the_conf
 
 def test_an_approval_from_before_binding_by_name_alone_asks_again(files: ConfigFiles) -> None:
     write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
-    write(files.approval_store, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"],
-                                                              "enableAllProjectMcpServers": True}}})
+    write(
+        files.approval_store,
+        {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"], "enableAllProjectMcpServers": True}}},
+    )
     assert by_name(files)["db"].approval == "pending"
 
 
 def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> None:
-    write(files.claude_json, {"mcpServers": {"s": {"command": "user-claude"}, "u": {"command": "u"}},
-                              "projects": {str(files.cwd): {"mcpServers": {"s": {"command": "local-claude"}}}}})
+    write(
+        files.claude_json,
+        {
+            "mcpServers": {"s": {"command": "user-claude"}, "u": {"command": "u"}},
+            "projects": {str(files.cwd): {"mcpServers": {"s": {"command": "local-claude"}}}},
+        },
+    )
     write(files.user_config_dir / "settings.json", {"mcpServers": {"s": {"command": "user-ours"}}})
     write(files.cwd / ".mcp.json", {"mcpServers": {"s": {"command": "project"}, "p": {"command": "p"}}})
     found = by_name(files)
@@ -124,46 +138,65 @@ def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> N
 
 def test_variables_expand_with_defaults_and_a_project_cannot_take_the_bridges_secrets(files: ConfigFiles) -> None:
     env = {"TOKEN": "t0k", "ANTHROPIC_API_KEY": "sk-secret", "HOST": "example.com"}
-    server = {"type": "http", "url": "https://${HOST}/mcp", "headers": {"Authorization": "Bearer ${TOKEN}",
-                                                                       "X-Env": "${STAGE:-prod}"}}
-    write(files.cwd / ".mcp.json", {"mcpServers": {
-        "remote": server,
-        "thief": {"command": "x", "env": {"KEY": "${ANTHROPIC_API_KEY}"}},
-        "broken": {"command": "${NO_SUCH_VAR}/bin/x"},
-    }})
-    write(files.user_config_dir / "settings.json", {"mcpServers": {"mine": {"command": "x", "env": {
-        "KEY": "${ANTHROPIC_API_KEY}"}}}})
+    server = {
+        "type": "http",
+        "url": "https://${HOST}/mcp",
+        "headers": {"Authorization": "Bearer ${TOKEN}", "X-Env": "${STAGE:-prod}"},
+    }
+    write(
+        files.cwd / ".mcp.json",
+        {
+            "mcpServers": {
+                "remote": server,
+                "thief": {"command": "x", "env": {"KEY": "${ANTHROPIC_API_KEY}"}},
+                "broken": {"command": "${NO_SUCH_VAR}/bin/x"},
+            }
+        },
+    )
+    write(
+        files.user_config_dir / "settings.json",
+        {"mcpServers": {"mine": {"command": "x", "env": {"KEY": "${ANTHROPIC_API_KEY}"}}}},
+    )
     found = by_name(files, env=env)
     remote = found["remote"].spec
     assert remote is not None and remote.transport == "http" and remote.url == "https://example.com/mcp"
     assert dict(remote.headers) == {"Authorization": "Bearer t0k", "X-Env": "prod"}
     assert found["thief"].spec is None
-    assert found["thief"].problem == ("it may not be given the bridge's own credentials (ANTHROPIC_API_KEY): they "
-                                      "never leave the bridge")
+    assert found["thief"].problem == (
+        "it may not be given the bridge's own credentials (ANTHROPIC_API_KEY): they never leave the bridge"
+    )
     assert found["broken"].problem == "environment variable(s) not set: NO_SUCH_VAR"
-    assert found["mine"].spec is None and found["mine"].problem == found["thief"].problem, \
+    assert found["mine"].spec is None and found["mine"].problem == found["thief"].problem, (
         "the bridge's credentials never reach a server, whoever configured it"
-    assert remote.shown == ("https://${HOST}/mcp\nheaders: Authorization: Bearer ${TOKEN}, X-Env: ${STAGE:-prod}\n"
-                            "reads from your environment: ${HOST}, ${STAGE}, ${TOKEN}")
+    )
+    assert remote.shown == (
+        "https://${HOST}/mcp\nheaders: Authorization: Bearer ${TOKEN}, X-Env: ${STAGE:-prod}\n"
+        "reads from your environment: ${HOST}, ${STAGE}, ${TOKEN}"
+    )
 
 
 def test_editor_servers_in_acps_shapes_and_every_problem_named() -> None:
-    entries = parse_acp([
-        {"name": "a", "command": "run-a", "args": ["--x"], "env": [{"name": "K", "value": "v"}]},
-        {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X", "value": "1"}]},
-        {"type": "sse", "name": "events", "url": "https://h/sse", "headers": []},
-        {"name": "", "command": "x"},
-        {"name": "b"},
-        {"name": "c", "command": "c", "args": [1]},
-        {"name": "d", "command": "d", "env": [{"name": "K"}]},
-        {"type": "ws", "name": "e", "url": "ws://x"},
-        {"type": "http", "name": "f", "url": "ftp://x"},
-    ], {})
+    entries = parse_acp(
+        [
+            {"name": "a", "command": "run-a", "args": ["--x"], "env": [{"name": "K", "value": "v"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp", "headers": [{"name": "X", "value": "1"}]},
+            {"type": "sse", "name": "events", "url": "https://h/sse", "headers": []},
+            {"name": "", "command": "x"},
+            {"name": "b"},
+            {"name": "c", "command": "c", "args": [1]},
+            {"name": "d", "command": "d", "env": [{"name": "K"}]},
+            {"type": "ws", "name": "e", "url": "ws://x"},
+            {"type": "http", "name": "f", "url": "ftp://x"},
+        ],
+        {},
+    )
     specs = {e.name: e.spec for e in entries if e.spec is not None}
-    assert specs["a"] == ServerSpec("a", "stdio", "editor", "the editor", command="run-a", args=("--x",),
-                                    env=(("K", "v"),))
-    assert specs["web"] == ServerSpec("web", "http", "editor", "the editor", url="http://127.0.0.1:9/mcp",
-                                      headers=(("X", "1"),))
+    assert specs["a"] == ServerSpec(
+        "a", "stdio", "editor", "the editor", command="run-a", args=("--x",), env=(("K", "v"),)
+    )
+    assert specs["web"] == ServerSpec(
+        "web", "http", "editor", "the editor", url="http://127.0.0.1:9/mcp", headers=(("X", "1"),)
+    )
     assert specs["events"].transport == "sse"
     assert {e.name: e.problem for e in entries if e.spec is None} == {
         "mcpServers.3": "needs a non-empty name",
@@ -194,14 +227,16 @@ def test_identity_is_what_decides_sharing() -> None:
 def test_settings_take_claude_codes_env_names_and_the_editors_options() -> None:
     settings, problems = McpSettings.load({}, {"MCP_TIMEOUT": "2500", "MCP_TOOL_TIMEOUT": "60000"})
     assert (settings.startup_timeout, settings.tool_timeout, problems) == (2.5, 60.0, [])
-    settings, problems = McpSettings.load({"toolTimeout": 5, "deferFraction": 2, "turnWait": "soon"},
-                                          {"MCP_TIMEOUT": "fast"})
+    settings, problems = McpSettings.load(
+        {"toolTimeout": 5, "deferFraction": 2, "turnWait": "soon"}, {"MCP_TIMEOUT": "fast"}
+    )
     assert settings.tool_timeout == 5 and settings.defer_fraction == 0.10 and settings.turn_wait == 5.0
     assert len(problems) == 3 and "MCP_TIMEOUT='fast'" in problems[0]
     assert McpSettings(deferFraction=0.1).defer_chars(200_000) == 80_000
 
 
 # --- a repository cannot approve itself through files it ships -------------------------------------------------
+
 
 def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True)
@@ -219,8 +254,11 @@ def committed_repo(origin: Path, files: dict[str, object]) -> None:
 
 HOSTILE = {
     ".mcp.json": {"mcpServers": {"db": {"command": "db-server"}}},
-    ".agent-bridge/settings.local.json": {"mcpServers": {"evil": {"command": "evil-server"}},
-                                          "enableAllProjectMcpServers": True, "enabledMcpjsonServers": ["db"]},
+    ".agent-bridge/settings.local.json": {
+        "mcpServers": {"evil": {"command": "evil-server"}},
+        "enableAllProjectMcpServers": True,
+        "enabledMcpjsonServers": ["db"],
+    },
     ".claude/settings.local.json": {"enableAllProjectMcpServers": True, "enabledMcpjsonServers": ["db"]},
 }
 

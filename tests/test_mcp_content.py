@@ -14,14 +14,17 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 
 def test_images_the_api_takes_stay_images_and_others_become_notes() -> None:
     svg = base64.b64encode(b"<svg/>" * 10).decode()
-    blocks = blocks_of([
-        {"type": "image", "data": PNG, "mimeType": "image/png"},
-        {"type": "image", "data": svg, "mimeType": "image/svg+xml"},
-        {"type": "image", "data": PNG, "mimeType": "image/bmp"},
-        {"type": "image", "data": "%%%", "mimeType": "image/png"},
-        {"type": "audio", "data": PNG, "mimeType": "audio/wav"},
-        {"type": "mystery"},
-    ], "srv")
+    blocks = blocks_of(
+        [
+            {"type": "image", "data": PNG, "mimeType": "image/png"},
+            {"type": "image", "data": svg, "mimeType": "image/svg+xml"},
+            {"type": "image", "data": PNG, "mimeType": "image/bmp"},
+            {"type": "image", "data": "%%%", "mimeType": "image/png"},
+            {"type": "audio", "data": PNG, "mimeType": "audio/wav"},
+            {"type": "mystery"},
+        ],
+        "srv",
+    )
     assert blocks[0] == {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
     assert [b["text"] for b in blocks[1:]] == [
         "[image/svg+xml image omitted (60 bytes): the model takes only jpeg, png, gif and webp]",
@@ -33,15 +36,26 @@ def test_images_the_api_takes_stay_images_and_others_become_notes() -> None:
 
 
 def test_resource_links_and_embedded_resources_are_readable(tmp_path: Path) -> None:
-    [link] = blocks_of([{"type": "resource_link", "uri": "mem://readme", "name": "readme",
-                         "mimeType": "text/markdown"}], "docs")
-    assert link["text"] == ("[resource link readme (mem://readme, text/markdown) — read it with ReadMcpResourceTool "
-                            "(server 'docs', uri 'mem://readme')]")
-    blocks = resource_blocks([
-        {"uri": "mem://a.txt", "text": "hello"},
-        {"uri": "mem://logo.png", "mimeType": "image/png", "blob": PNG},
-        {"uri": "mem://x/data.bin", "mimeType": "application/octet-stream", "blob": base64.b64encode(b"\0\1").decode()},
-    ], "docs", data_dir=tmp_path)
+    [link] = blocks_of(
+        [{"type": "resource_link", "uri": "mem://readme", "name": "readme", "mimeType": "text/markdown"}], "docs"
+    )
+    assert link["text"] == (
+        "[resource link readme (mem://readme, text/markdown) — read it with ReadMcpResourceTool "
+        "(server 'docs', uri 'mem://readme')]"
+    )
+    blocks = resource_blocks(
+        [
+            {"uri": "mem://a.txt", "text": "hello"},
+            {"uri": "mem://logo.png", "mimeType": "image/png", "blob": PNG},
+            {
+                "uri": "mem://x/data.bin",
+                "mimeType": "application/octet-stream",
+                "blob": base64.b64encode(b"\0\1").decode(),
+            },
+        ],
+        "docs",
+        data_dir=tmp_path,
+    )
     assert blocks[0]["text"] == "[mem://a.txt]\nhello"
     assert blocks[2]["type"] == "image"
     saved = Path(blocks[3]["text"].split("saved to ")[1].rstrip("]"))
@@ -55,18 +69,31 @@ def test_a_tool_result_is_text_unless_it_carries_an_image() -> None:
     structured = tool_result({"content": [], "structuredContent": {"n": 1}, "isError": True}, "s", data_dir=None)
     assert structured.content == '{\n  "n": 1\n}' and structured.is_error
     assert tool_result({"content": []}, "s", data_dir=None).content == "(no output)"
-    mixed = tool_result({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"},
-                                     {"type": "image", "data": PNG, "mimeType": "image/png"}]}, "s", data_dir=None)
+    mixed = tool_result(
+        {
+            "content": [
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b"},
+                {"type": "image", "data": PNG, "mimeType": "image/png"},
+            ]
+        },
+        "s",
+        data_dir=None,
+    )
     assert isinstance(mixed.content, list) and [b["type"] for b in mixed.content] == ["text", "image"]
     assert mixed.content[0]["text"] == "a\nb"
 
 
-SCHEMA = {"type": "object", "properties": {
-    "colour": {"type": "string", "enum": ["red", "blue"]},
-    "count": {"type": "integer"},
-    "sure": {"type": "boolean", "default": False},
-    "tags": {"type": "array", "items": {"type": "string"}},
-}, "required": ["colour"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "colour": {"type": "string", "enum": ["red", "blue"]},
+        "count": {"type": "integer"},
+        "sure": {"type": "boolean", "default": False},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["colour"],
+}
 FORM = {"mode": "form", "message": "Pick", "requestedSchema": SCHEMA}
 
 
@@ -74,8 +101,9 @@ def test_an_elicitation_is_a_permission_style_question_with_its_schema() -> None
     question = question_for("srv", FORM, "q1")
     assert question.title == "MCP server 'srv' asks: Pick"
     assert [(c.id, c.kind) for c in question.choices] == [("accept", "allow_once"), ("decline", "reject_once")]
-    assert question.meta == {"elicitation": {"server": "srv", "mode": "form", "message": "Pick",
-                                             "requestedSchema": SCHEMA}}
+    assert question.meta == {
+        "elicitation": {"server": "srv", "mode": "form", "message": "Pick", "requestedSchema": SCHEMA}
+    }
     assert "- colour: string, one of red, blue, required" in question.text
     url = question_for("srv", {"mode": "url", "message": "Pay", "url": "https://pay"}, "q2")
     assert url.meta["elicitation"]["url"] == "https://pay" and url.choices[0].name == "Open https://pay"

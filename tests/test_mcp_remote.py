@@ -25,8 +25,13 @@ from tests.test_mcp_client import FIXTURE, Editor, call, context, files_for, rea
 async def remote(*flags: str) -> AsyncIterator[str]:
     """The fixture server as an HTTP server of its own; yields its MCP URL."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, FIXTURE, *flags, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        sys.executable,
+        FIXTURE,
+        *flags,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     try:
         assert process.stdout is not None
         line = await asyncio.wait_for(process.stdout.readline(), 90)
@@ -45,14 +50,16 @@ def http_server(url: str, kind: str = "http", **headers: str) -> dict[str, objec
 async def test_a_streamable_http_server_gets_its_headers(tmp_path: Path) -> None:
     async with remote("--http") as url:
         manager = McpManager(tmp_path / "data")
-        handle = manager.open(tmp_path, [http_server(url, **{"X-Test": "abc"})], Editor().host(),
-                              files=files_for(tmp_path))
+        handle = manager.open(
+            tmp_path, [http_server(url, **{"X-Test": "abc"})], Editor().host(), files=files_for(tmp_path)
+        )
         try:
             tools = await ready(handle)
             assert (await call(tools, "mcp__remote__header", {}, context(tmp_path))).content == "x-test: abc"
             progress: list[str] = []
-            assert (await call(tools, "mcp__remote__slow", {"steps": 2}, context(tmp_path, progress))).content == \
-                "did 2 steps"
+            assert (
+                await call(tools, "mcp__remote__slow", {"steps": 2}, context(tmp_path, progress))
+            ).content == "did 2 steps"
             assert progress[-1] == "Progress 2/2 — step 2"
         finally:
             await handle.release()
@@ -64,8 +71,9 @@ async def test_an_sse_server_works_too(tmp_path: Path) -> None:
         handle = manager.open(tmp_path, [http_server(url, "sse")], Editor().host(), files=files_for(tmp_path))
         try:
             tools = await ready(handle)
-            assert (await call(tools, "mcp__remote__echo", {"text": "over sse"}, context(tmp_path))).content == \
-                "echo: over sse"
+            assert (
+                await call(tools, "mcp__remote__echo", {"text": "over sse"}, context(tmp_path))
+            ).content == "echo: over sse"
         finally:
             await handle.release()
 
@@ -76,8 +84,11 @@ async def test_oauth_shows_the_url_signs_in_through_the_browser_and_keeps_the_to
         manager = McpManager(tmp_path / "data", McpSettings(authTimeout=60))
         handle = manager.open(tmp_path, [http_server(url)], editor.host(), files=files_for(tmp_path))
         try:
-            shown = await poll(lambda: next((t for _, t in editor.notices if "needs you to sign in" in t), None),
-                                what="the sign-in URL", timeout=90)
+            shown = await poll(
+                lambda: next((t for _, t in editor.notices if "needs you to sign in" in t), None),
+                what="the sign-in URL",
+                timeout=90,
+            )
             assert handle.connections["remote"].state == "signing-in"
             assert "needs you to sign in: open" in handle.status_text()
             authorize = shown.split("open ", 1)[1]
@@ -88,16 +99,18 @@ async def test_oauth_shows_the_url_signs_in_through_the_browser_and_keeps_the_to
             assert str(page.url).startswith("http://127.0.0.1:") and "/callback?code=" in str(page.url)
             await poll(lambda: handle.connections["remote"].state != "signing-in", what="the sign-in to be taken")
             tools = await ready(handle)
-            assert (await call(tools, "mcp__remote__echo", {"text": "signed"}, context(tmp_path))).content == \
-                "echo: signed"
+            assert (
+                await call(tools, "mcp__remote__echo", {"text": "signed"}, context(tmp_path))
+            ).content == "echo: signed"
             stored = token_file(tmp_path / "data", "remote", url)
             assert stat.S_IMODE(stored.stat().st_mode) == 0o600
             assert stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
         finally:
             await handle.release()
         again = Editor()
-        later = McpManager(tmp_path / "data").open(tmp_path, [http_server(url)], again.host(),
-                                                   files=files_for(tmp_path))
+        later = McpManager(tmp_path / "data").open(
+            tmp_path, [http_server(url)], again.host(), files=files_for(tmp_path)
+        )
         try:
             await ready(later)
             assert not again.said("sign in"), "the stored token is used: no second sign-in"
@@ -114,8 +127,9 @@ async def test_a_sign_in_nobody_finishes_ends_with_a_clear_error(tmp_path: Path)
             connection = handle.connections["remote"]
             await poll(lambda: connection.state == "failed", what="the sign-in to time out", timeout=90)
             assert connection.error is not None
-            assert connection.error == ("MCP server 'remote' sign-in failed: no sign-in within 0.5 s (the "
-                                        "mcp.authTimeout setting)")
+            assert connection.error == (
+                "MCP server 'remote' sign-in failed: no sign-in within 0.5 s (the mcp.authTimeout setting)"
+            )
             assert handle.status_text().startswith("MCP servers (1):\n- remote: failed: MCP server 'remote' sign-in")
         finally:
             await handle.release()
@@ -123,8 +137,7 @@ async def test_a_sign_in_nobody_finishes_ends_with_a_clear_error(tmp_path: Path)
 
 async def test_an_unreachable_url_is_reported(tmp_path: Path) -> None:
     manager = McpManager(tmp_path / "data", McpSettings(startupTimeout=5))
-    handle = manager.open(tmp_path, [http_server("http://127.0.0.1:9/mcp")], Editor().host(),
-                          files=files_for(tmp_path))
+    handle = manager.open(tmp_path, [http_server("http://127.0.0.1:9/mcp")], Editor().host(), files=files_for(tmp_path))
     try:
         connection = handle.connections["remote"]
         await poll(lambda: connection.state == "failed", what="the failure", timeout=60)
@@ -132,4 +145,3 @@ async def test_an_unreachable_url_is_reported(tmp_path: Path) -> None:
         assert connection.error.startswith("MCP server 'remote' cannot be reached at http://127.0.0.1:9/mcp: ")
     finally:
         await handle.release()
-

@@ -27,9 +27,14 @@ def request_of(**changes: Any) -> ModelRequest:
     base: dict[str, Any] = dict(
         model="claude-sonnet-4-5",
         system=[{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}],
-        tools=[{"name": "Read", "description": "Read a file", "input_schema": {
-            "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-            "cache_control": {"type": "ephemeral"}}],
+        tools=[
+            {
+                "name": "Read",
+                "description": "Read a file",
+                "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
         messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
     )
     return ModelRequest(**{**base, **changes})
@@ -59,25 +64,55 @@ REQUESTS = {
     "plain": request_of(),
     "no system, no tools": request_of(system=[], tools=[]),
     "tricky text": request_of(messages=[{"role": "user", "content": [{"type": "text", "text": TRICKY_TEXT}]}]),
-    "history with tool use": request_of(messages=[
-        {"role": "user", "content": [{"type": "text", "text": "read it"}]},
-        {"role": "assistant", "content": [
-            {"signature": "sig", "thinking": "hmm", "type": "thinking"},
-            {"id": "toolu_1", "input": {"path": "/x", "n": 1.5, "big": 10**30, "none": None}, "name": "Read",
-             "type": "tool_use"}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x",
-                                      "cache_control": {"type": "ephemeral"}}]}]),
-    "thinking and max_tokens": request_of(max_tokens=32_000, extra={"thinking": {"type": "enabled",
-                                                                                  "budget_tokens": 2048}}),
-    "image": request_of(messages=[{"role": "user", "content": [
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-        {"type": "text", "text": "what is this?"}]}]),
+    "history with tool use": request_of(
+        messages=[
+            {"role": "user", "content": [{"type": "text", "text": "read it"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"signature": "sig", "thinking": "hmm", "type": "thinking"},
+                    {
+                        "id": "toolu_1",
+                        "input": {"path": "/x", "n": 1.5, "big": 10**30, "none": None},
+                        "name": "Read",
+                        "type": "tool_use",
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "x",
+                        "cache_control": {"type": "ephemeral"},
+                    }
+                ],
+            },
+        ]
+    ),
+    "thinking and max_tokens": request_of(
+        max_tokens=32_000, extra={"thinking": {"type": "enabled", "budget_tokens": 2048}}
+    ),
+    "image": request_of(
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                    {"type": "text", "text": "what is this?"},
+                ],
+            }
+        ]
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(REQUESTS))
-@pytest.mark.parametrize("options", [{}, {"stall_timeout": 42}, {"stall_timeout": 0.25, "timeout": 30.0},
-                                     {"api_key": None}])
+@pytest.mark.parametrize(
+    "options", [{}, {"stall_timeout": 42}, {"stall_timeout": 0.25, "timeout": 30.0}, {"api_key": None}]
+)
 async def test_the_request_bytes_are_the_sdks(name: str, options: dict[str, Any]) -> None:
     sent: dict[str, tuple[list[str], bytes]] = {}
     for transport in TRANSPORTS:
@@ -115,8 +150,11 @@ TEXT = "An answer in several pieces, with ✓ and 日本."
 FAULTS: dict[str, dict[str, Any]] = {
     "clean": {},
     "garbage": {"type": "garbage", "after_events": 4},
-    "garbage in a closed block": {"type": "garbage", "after_events": 4, "data": json.dumps(
-        {"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}})},
+    "garbage in a closed block": {
+        "type": "garbage",
+        "after_events": 4,
+        "data": json.dumps({"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}),
+    },
     "message_start without message": {"type": "garbage", "after_events": 4, "data": '{"type": "message_start"}'},
     "null event": {"type": "garbage", "after_events": 3, "data": "null"},
     "truncated": {"type": "truncated_event", "after_events": 4},
@@ -155,11 +193,21 @@ async def test_events_and_errors_are_the_sdks(name: str) -> None:
         if FAULTS[name]:
             response["fault"] = FAULTS[name]
         with OfflineServer({"responses": [response, response], "after_last": "repeat_last"}) as server:
-            model = AnthropicModel(api_key="k", base_url=server.base_url, transport=transport, max_retries=2,
-                                   max_retry_wait=0.01, stall_timeout=0.5)
+            model = AnthropicModel(
+                api_key="k",
+                base_url=server.base_url,
+                transport=transport,
+                max_retries=2,
+                max_retry_wait=0.01,
+                stall_timeout=0.5,
+            )
             events, failure = await outcome(model, request_of())
-            results[transport] = (_comparable(events), failure, [head_of(r.head) for r in server.requests],
-                                  [r.raw for r in server.requests])
+            results[transport] = (
+                _comparable(events),
+                failure,
+                [head_of(r.head) for r in server.requests],
+                [r.raw for r in server.requests],
+            )
     assert results["wire"] == results["sdk"]
 
 
@@ -167,8 +215,13 @@ async def test_events_and_errors_are_the_sdks(name: str) -> None:
 async def test_nothing_listening(transport: str) -> None:
     with OfflineServer({"responses": []}) as server:
         url = server.base_url
-    model = AnthropicModel(api_key="k", base_url=url, transport=transport, max_retries=1,  # type: ignore[arg-type]
-                           max_retry_wait=0.01)
+    model = AnthropicModel(
+        api_key="k",
+        base_url=url,
+        transport=transport,  # type: ignore[arg-type]
+        max_retries=1,
+        max_retry_wait=0.01,
+    )
     events, failure = await outcome(model, request_of())
     assert failure is not None and failure[0] == "connection"
     assert "Cannot reach the model API at" in failure[1] and "the connection was refused" in failure[1], failure
@@ -189,8 +242,11 @@ async def canned(bodies: list[tuple[int, bytes]]) -> AsyncIterator[str]:
         await reader.readexactly(length)
         status, body = next(answers)
         kind = b"text/event-stream" if status == 200 else b"application/json"
-        writer.write(b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
-                     % (status, kind, len(body)) + body)
+        writer.write(
+            b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\nconnection: close\r\n\r\n"
+            % (status, kind, len(body))
+            + body
+        )
         await writer.drain()
         writer.close()
 
@@ -212,16 +268,28 @@ def sse(events: list[Any]) -> bytes:
 
 def valid_stream() -> list[dict[str, Any]]:
     return [
-        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-                                              "model": "m", "stop_reason": None, "stop_sequence": None,
-                                              "usage": {"input_tokens": 10, "output_tokens": 1,
-                                                        "cache_read_input_tokens": 3}}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "m",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 3},
+            },
+        },
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "R",
-                                                                      "input": {}}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t", "name": "R", "input": {}},
+        },
         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a":'}},
         {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": " 1}"}},
         {"type": "content_block_stop", "index": 1},
@@ -241,8 +309,11 @@ def mutated_streams(draw: st.DrawFn) -> list[Any]:
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(events) - 1))
         event = events[i]
-        action = draw(st.sampled_from(["drop_event", "drop_key", "odd_value", "odd_nested", "extra_key",
-                                       "unknown_type", "duplicate"]))
+        action = draw(
+            st.sampled_from(
+                ["drop_event", "drop_key", "odd_value", "odd_nested", "extra_key", "unknown_type", "duplicate"]
+            )
+        )
         if action == "drop_event":
             del events[i]
         elif action == "duplicate":
@@ -279,9 +350,17 @@ async def test_any_mutated_stream_gives_the_sdks_outcome(events: list[Any]) -> N
     assert results[0] == results[1], events
 
 
-@pytest.mark.parametrize("body", [b"", b"not json", b'{"error": {"type": "x"}}', b'{"type": "error"}', b"[1, 2]",
-                                  json.dumps({"type": "error", "error": {"type": "overloaded_error",
-                                                                         "message": "Overloaded"}}).encode()])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"not json",
+        b'{"error": {"type": "x"}}',
+        b'{"type": "error"}',
+        b"[1, 2]",
+        json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode(),
+    ],
+)
 @pytest.mark.parametrize("status", [400, 401, 404, 413, 500, 529])
 async def test_any_error_body_gives_the_sdks_error(status: int, body: bytes) -> None:
     results = []
@@ -297,17 +376,38 @@ async def test_a_block_only_the_sdk_can_dump_is_dumped_by_the_sdk() -> None:
     them (the history sent back must not change)."""
     stream = [
         *valid_stream()[:1],
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "", "citations": [
-            {"type": "char_location", "cited_text": "x", "document_index": 0, "document_title": None,
-             "start_char_index": 0, "end_char_index": 1}]}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {
+                "type": "text",
+                "text": "",
+                "citations": [
+                    {
+                        "type": "char_location",
+                        "cited_text": "x",
+                        "document_index": 0,
+                        "document_title": None,
+                        "start_char_index": 0,
+                        "end_char_index": 1,
+                    }
+                ],
+            },
+        },
         {"type": "content_block_stop", "index": 0},
-        {"type": "content_block_start", "index": 1, "content_block": {"type": "server_tool_use", "id": "s",
-                                                                      "name": "web_search", "input": {"q": 1}}},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "server_tool_use", "id": "s", "name": "web_search", "input": {"q": 1}},
+        },
         {"type": "content_block_stop", "index": 1},
         {"type": "content_block_start", "index": 2, "content_block": {"type": "future_block", "b": 1, "a": None}},
         {"type": "content_block_stop", "index": 2},
-        {"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "t", "name": "R",
-                                                                      "input": {}, "caller": {"type": "direct"}}},
+        {
+            "type": "content_block_start",
+            "index": 3,
+            "content_block": {"type": "tool_use", "id": "t", "name": "R", "input": {}, "caller": {"type": "direct"}},
+        },
         {"type": "content_block_stop", "index": 3},
         *valid_stream()[-2:],
     ]
@@ -340,12 +440,15 @@ def test_the_installed_sdk_has_a_profile_that_matches_it() -> None:
     assert profile is not None, f"add a wire profile for anthropic {anthropic.__version__} (bridge/model/direct.py)"
     assert profile.api_version == ANTHROPIC_API_VERSION
     source = inspect.getsource(AsyncMessages.create)
-    body = source[source.index("body={"):]
+    body = source[source.index("body={") :]
     keys = re.findall(r'^\s+"(\w+)": \w+,$', body[: body.index("}")], re.MULTILINE)
     assert tuple(keys) == profile.body_keys
     models: dict[str, type[pydantic.BaseModel]] = {
-        "text": types.TextBlock, "tool_use": types.ToolUseBlock, "thinking": types.ThinkingBlock,
-        "redacted_thinking": types.RedactedThinkingBlock}
+        "text": types.TextBlock,
+        "tool_use": types.ToolUseBlock,
+        "thinking": types.ThinkingBlock,
+        "redacted_thinking": types.RedactedThinkingBlock,
+    }
     for name, model in models.items():
         fields = profile.block_fields[name]
         assert [f for f, _ in fields] == list(model.model_fields), name
@@ -367,16 +470,19 @@ def test_without_a_profile_or_with_custom_headers_the_sdk_sends() -> None:
     assert wire.supported({"HTTPS_PROXY": "http://proxy:3128"}) is not None
 
 
-@pytest.mark.parametrize(("env", "base_url", "fast"), [
-    ({"NO_PROXY": "127.0.0.1,localhost"}, None, True),
-    ({"no_proxy": "*"}, None, True),
-    ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "127.0.0.1,localhost"}, "http://127.0.0.1:8080", True),
-    ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".anthropic.com"}, None, True),
-    ({"HTTP_PROXY": "http://p:3128"}, None, True),  # the API is https: an http proxy does not apply
-    ({"https_proxy": "http://p:3128"}, None, False),
-    ({"ALL_PROXY": "socks5://p:1080", "NO_PROXY": "example.com"}, None, False),
-    ({"HTTP_PROXY": "http://p:3128"}, "http://gateway.internal:8080", False),
-])
+@pytest.mark.parametrize(
+    ("env", "base_url", "fast"),
+    [
+        ({"NO_PROXY": "127.0.0.1,localhost"}, None, True),
+        ({"no_proxy": "*"}, None, True),
+        ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": "127.0.0.1,localhost"}, "http://127.0.0.1:8080", True),
+        ({"HTTPS_PROXY": "http://p:3128", "NO_PROXY": ".anthropic.com"}, None, True),
+        ({"HTTP_PROXY": "http://p:3128"}, None, True),  # the API is https: an http proxy does not apply
+        ({"https_proxy": "http://p:3128"}, None, False),
+        ({"ALL_PROXY": "socks5://p:1080", "NO_PROXY": "example.com"}, None, False),
+        ({"HTTP_PROXY": "http://p:3128"}, "http://gateway.internal:8080", False),
+    ],
+)
 def test_the_sdk_is_needed_only_when_a_proxy_applies_to_the_apis_host(
     env: dict[str, str], base_url: str | None, fast: bool
 ) -> None:

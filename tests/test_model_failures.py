@@ -29,8 +29,13 @@ AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 
 
 async def failure(base_url: str, transport: str = "wire", **options: Any) -> ModelError:
-    model = AnthropicModel(api_key="k", base_url=base_url, max_retries=0, transport=transport,  # type: ignore[arg-type]
-                           **options)
+    model = AnthropicModel(
+        api_key="k",
+        base_url=base_url,
+        max_retries=0,
+        transport=transport,  # type: ignore[arg-type]
+        **options,
+    )
     request = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}])
     try:
         with pytest.raises(ModelError) as caught:
@@ -65,8 +70,10 @@ async def test_an_overloaded_api_says_whose_trouble_it_is_and_when_to_try(transp
     with OfflineServer(scenario) as server:
         error = await failure(server.base_url, transport)
     assert error.kind == "overloaded"
-    assert "The API is overloaded (529) after 1 attempts: the trouble is on Anthropic's side. Try again in a " \
-           "minute" in str(error)
+    assert (
+        "The API is overloaded (529) after 1 attempts: the trouble is on Anthropic's side. Try again in a "
+        "minute" in str(error)
+    )
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -74,8 +81,10 @@ async def test_nothing_listening_is_a_refused_connection(transport: str) -> None
     port = closed_port()
     error = await failure(f"http://127.0.0.1:{port}", transport)
     assert error.kind == "connection"
-    assert str(error) == (f"Cannot reach the model API at http://127.0.0.1:{port}: the connection was refused "
-                          f"(nothing listens at 127.0.0.1:{port}). Check ANTHROPIC_BASE_URL.")
+    assert str(error) == (
+        f"Cannot reach the model API at http://127.0.0.1:{port}: the connection was refused "
+        f"(nothing listens at 127.0.0.1:{port}). Check ANTHROPIC_BASE_URL."
+    )
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -90,9 +99,28 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A self-signed certificate for 127.0.0.1 (and its key, in the same PEM file)."""
     folder = tmp_path_factory.mktemp("tls")
     pem = folder / "self-signed.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"), "-out",
-                    str(folder / "cert.pem")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(folder / "key.pem"),
+            "-out",
+            str(folder / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     pem.write_text((folder / "cert.pem").read_text() + (folder / "key.pem").read_text())
     return pem
 
@@ -127,13 +155,16 @@ def tls_server(pem: Path) -> Iterator[int]:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_an_untrusted_certificate_is_a_tls_failure_with_the_way_out(
-        transport: str, certificate: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    transport: str, certificate: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with tls_server(certificate) as port:
         error = await failure(f"https://127.0.0.1:{port}", transport)
         assert error.kind == "tls"
-        assert str(error).startswith(f"The secure connection to the model API at https://127.0.0.1:{port} failed: "
-                                     "its certificate is not trusted (self")
+        assert str(error).startswith(
+            f"The secure connection to the model API at https://127.0.0.1:{port} failed: "
+            "its certificate is not trusted (self"
+        )
         assert "point SSL_CERT_FILE at its CA certificate" in str(error)
         # the control: trusting that certificate, as the message says, gets past TLS (to a server that says
         # nothing: another failure, not TLS)
@@ -149,9 +180,11 @@ async def test_a_proxy_that_fails_is_named_without_its_password(monkeypatch: pyt
         monkeypatch.delenv(name, raising=False)
     error = await failure("https://api.anthropic.com", "sdk")  # a proxy sends requests through the SDK
     assert error.kind == "proxy"
-    assert str(error) == (f"Cannot reach the model API through the proxy http://127.0.0.1:{port} (from HTTPS_PROXY): "
-                          "the connection was refused. Check HTTPS_PROXY, or add api.anthropic.com to NO_PROXY to "
-                          "connect directly.")
+    assert str(error) == (
+        f"Cannot reach the model API through the proxy http://127.0.0.1:{port} (from HTTPS_PROXY): "
+        "the connection was refused. Check HTTPS_PROXY, or add api.anthropic.com to NO_PROXY to "
+        "connect directly."
+    )
     assert "hunter2" not in str(error)
 
 
@@ -159,10 +192,20 @@ def test_the_terminal_shows_the_cause_in_one_line(tmp_path: Path) -> None:
     scenario = tmp_path / "refused.json"
     scenario.write_text('{"responses": [{"fault": {"type": "status", "status": 401, "times": 9}}]}')
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENT_BRIDGE_"))}
-    env |= {"HOME": str(tmp_path), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
-            "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg")}
-    done = subprocess.run([AGENT_BRIDGE, "run", "--offline", str(scenario), "hi"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    env |= {
+        "HOME": str(tmp_path),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    done = subprocess.run(
+        [AGENT_BRIDGE, "run", "--offline", str(scenario), "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1, done.stderr
     [line] = [line for line in done.stdout.splitlines() if line.startswith("Error:")]
     assert line.startswith("Error: Authentication failed (401): the API key was refused (")

@@ -38,20 +38,35 @@ async def run(fault: dict[str, Any] | None, **options: Any) -> tuple[str, ModelE
     return text, failure, events
 
 
-@pytest.mark.parametrize(("fault", "kind", "says"), [
-    ({"type": "garbage", "after_events": 4}, "stream_invalid", "not valid JSON"),
-    ({"type": "garbage", "after_events": 4, "data": '{"type": "content_block_delta", "index": 7, '
-                                                    '"delta": {"type": "text_delta", "text": "x"}}'},
-     "stream_invalid", "not open"),
-    ({"type": "garbage", "after_events": 4, "data": '{"type": "message_start"}'}, "stream_invalid",
-     "could not be read"),
-    ({"type": "truncated_event", "after_events": 4}, "stream_dropped", "ended before it was complete"),
-    ({"type": "unclosed_block"}, "stream_invalid", "never finished"),
-    ({"type": "sse_error", "after_events": 4, "error_type": "api_error", "message": "Internal trouble"}, "api",
-     "Internal trouble"),
-    ({"type": "drop", "after_events": 4}, "stream_dropped", "dropped mid-response"),
-    ({"type": "stall", "after_events": 4}, "stream_stalled", "sent nothing for 0.5 s"),
-])
+@pytest.mark.parametrize(
+    ("fault", "kind", "says"),
+    [
+        ({"type": "garbage", "after_events": 4}, "stream_invalid", "not valid JSON"),
+        (
+            {
+                "type": "garbage",
+                "after_events": 4,
+                "data": '{"type": "content_block_delta", "index": 7, "delta": {"type": "text_delta", "text": "x"}}',
+            },
+            "stream_invalid",
+            "not open",
+        ),
+        (
+            {"type": "garbage", "after_events": 4, "data": '{"type": "message_start"}'},
+            "stream_invalid",
+            "could not be read",
+        ),
+        ({"type": "truncated_event", "after_events": 4}, "stream_dropped", "ended before it was complete"),
+        ({"type": "unclosed_block"}, "stream_invalid", "never finished"),
+        (
+            {"type": "sse_error", "after_events": 4, "error_type": "api_error", "message": "Internal trouble"},
+            "api",
+            "Internal trouble",
+        ),
+        ({"type": "drop", "after_events": 4}, "stream_dropped", "dropped mid-response"),
+        ({"type": "stall", "after_events": 4}, "stream_stalled", "sent nothing for 0.5 s"),
+    ],
+)
 async def test_every_fault_is_one_clear_model_error(fault: dict[str, Any], kind: str, says: str) -> None:
     text, failure, _ = await run(fault, stall_timeout=0.5)
     assert failure is not None

@@ -16,8 +16,9 @@ from bridge.offline.builtins import todo_demo
 
 RG = str(Path(sys.executable).with_name("rg"))
 PROMPT = "find all TODO/FIXME comments in this project"
-TOOLS: Any = [{"name": name, "description": name, "input_schema": {"type": "object"}}
-              for name in ("Grep", "Read", "Bash", "Glob")]
+TOOLS: Any = [
+    {"name": name, "description": name, "input_schema": {"type": "object"}} for name in ("Grep", "Read", "Bash", "Glob")
+]
 
 
 class Conversation:
@@ -32,14 +33,21 @@ class Conversation:
     async def say(self, *blocks: dict[str, Any]) -> Any:
         self.messages.append({"role": "user", "content": list(blocks)})
         self.text_deltas = 0
-        async with self.client.messages.stream(model="m", max_tokens=4000, system=self.system, tools=TOOLS,
-                                               messages=self.messages) as stream:
+        async with self.client.messages.stream(
+            model="m", max_tokens=4000, system=self.system, tools=TOOLS, messages=self.messages
+        ) as stream:
             async for event in stream:
                 self.text_deltas += event.type == "text"
             message = await stream.get_final_message()
-        self.messages.append({"role": "assistant", "content": [
-            {k: v for k, v in b.model_dump(mode="json", exclude_none=True).items() if k != "parsed_output"}
-            for b in message.content]})
+        self.messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {k: v for k, v in b.model_dump(mode="json", exclude_none=True).items() if k != "parsed_output"}
+                    for b in message.content
+                ],
+            }
+        )
         return message
 
 
@@ -70,7 +78,8 @@ async def todo_client() -> AsyncIterator[tuple[OfflineServer, anthropic.AsyncAnt
 def project(tmp_path: Path) -> Path:
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "app.py").write_text(
-        "# TODO: load settings from disk\nx = 1  # FIXME: off by one\n# TODO: log this\n")
+        "# TODO: load settings from disk\nx = 1  # FIXME: off by one\n# TODO: log this\n"
+    )
     (tmp_path / "src" / "util.py").write_text("def f():\n    pass  # TODO: implement f\n")
     (tmp_path / "README.md").write_text("Nothing to do here.\n")
     (tmp_path / "notes.txt").write_text("FIXME: the build is slow\nFIXME: and flaky\n")
@@ -87,7 +96,8 @@ def ripgrep(cwd: Path, *paths: str) -> str:
 
 
 async def test_todo_demo_plays_grep_read_bash_summary(
-        todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], project: Path) -> None:
+    todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], project: Path
+) -> None:
     server, client = todo_client
     chat = Conversation(client, cwd=project)
     first = await chat.say(text(PROMPT))
@@ -100,8 +110,11 @@ async def test_todo_demo_plays_grep_read_bash_summary(
     reads = uses(second)
     assert all_text(second) and len(reads) == 3
     assert [r.name for r in reads] == ["Read"] * 3
-    assert {r.input["file_path"] for r in reads} == {str(project / "src" / "app.py"), str(project / "notes.txt"),
-                                                     str(project / "src" / "util.py")}
+    assert {r.input["file_path"] for r in reads} == {
+        str(project / "src" / "app.py"),
+        str(project / "notes.txt"),
+        str(project / "src" / "util.py"),
+    }
     assert reads[0].input["file_path"] == str(project / "src" / "app.py")  # most markers first
 
     contents = files_of(project)
@@ -126,7 +139,8 @@ async def test_todo_demo_plays_grep_read_bash_summary(
 
 
 async def test_todo_demo_with_absolute_paths_and_a_denied_command(
-        todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], project: Path) -> None:
+    todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], project: Path
+) -> None:
     _, client = todo_client
     chat = Conversation(client)  # no working directory in the system prompt: paths are used as given
     (grep,) = uses(await chat.say(text(PROMPT)))
@@ -140,7 +154,8 @@ async def test_todo_demo_with_absolute_paths_and_a_denied_command(
 
 
 async def test_todo_demo_when_nothing_is_found(
-        todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], tmp_path: Path) -> None:
+    todo_client: tuple[OfflineServer, anthropic.AsyncAnthropic], tmp_path: Path
+) -> None:
     server, client = todo_client
     chat = Conversation(client, cwd=tmp_path)
     (grep,) = uses(await chat.say(text(PROMPT)))
@@ -150,11 +165,14 @@ async def test_todo_demo_when_nothing_is_found(
 
 
 def test_todo_demo_summary_streams_with_a_visible_delay() -> None:
-    body = {"messages": [
-        {"role": "user", "content": PROMPT},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "g", "name": "Grep", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g", "content": "a.py:1:# TODO x"}]},
-    ], "tools": [{"name": "Grep"}]}  # no Read or Bash offered: straight to the summary
+    body = {
+        "messages": [
+            {"role": "user", "content": PROMPT},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "g", "name": "Grep", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g", "content": "a.py:1:# TODO x"}]},
+        ],
+        "tools": [{"name": "Grep"}],
+    }  # no Read or Bash offered: straight to the summary
     response = todo_demo.respond(RecordedRequest(body=body, raw=b"", headers={}))
     assert response["delay_ms"] == todo_demo.SUMMARY_DELAY_MS
     assert len(response["content"][0]["deltas"]) > 20
@@ -162,8 +180,10 @@ def test_todo_demo_summary_streams_with_a_visible_delay() -> None:
 
 
 def test_parse_grep_tolerates_notes_and_windows_paths() -> None:
-    report = todo_demo.parse_grep("Found 2 matches\nC:\\src\\a.py:3:# TODO one\nb.py:10:  FIXME two TODO\n"
-                                  "b.py-11-context line\n[Showing results with pagination]\n")
+    report = todo_demo.parse_grep(
+        "Found 2 matches\nC:\\src\\a.py:3:# TODO one\nb.py:10:  FIXME two TODO\n"
+        "b.py-11-context line\n[Showing results with pagination]\n"
+    )
     assert (report.todo, report.fixme) == (2, 1)
     assert report.per_file == {"C:\\src\\a.py": 1, "b.py": 2}
     assert todo_demo.parse_grep("No matches found").hits == []
@@ -176,8 +196,7 @@ async def playground() -> AsyncIterator[tuple[OfflineServer, anthropic.AsyncAnth
             yield server, client
 
 
-async def test_playground_run_then_quote_the_output(
-        playground: tuple[OfflineServer, anthropic.AsyncAnthropic]) -> None:
+async def test_playground_run_then_quote_the_output(playground: tuple[OfflineServer, anthropic.AsyncAnthropic]) -> None:
     server, client = playground
     chat = Conversation(client)
     (bash,) = uses(await chat.say(text("run: echo hello")))
@@ -191,7 +210,8 @@ async def test_playground_run_then_quote_the_output(
 
 
 async def test_playground_read_think_long_and_echo(
-        playground: tuple[OfflineServer, anthropic.AsyncAnthropic], tmp_path: Path) -> None:
+    playground: tuple[OfflineServer, anthropic.AsyncAnthropic], tmp_path: Path
+) -> None:
     _, client = playground
     chat = Conversation(client)
     (read,) = uses(await chat.say(text(f"read: {tmp_path / 'a.txt'}")))
@@ -239,7 +259,9 @@ def test_playground_hands_prompts_to_sub_agents_and_reports_what_they_said() -> 
     asked = _playground([{"role": "user", "content": "agents: run: echo a ;; read: /x"}], ["Agent", "Bash"])
     calls = [b for b in asked["content"] if b["type"] == "tool_use"]
     assert [(c["name"], c["input"]["prompt"], c["input"]["subagent_type"]) for c in calls] == [
-        ("Agent", "run: echo a", "general-purpose"), ("Agent", "read: /x", "general-purpose")]
+        ("Agent", "run: echo a", "general-purpose"),
+        ("Agent", "read: /x", "general-purpose"),
+    ]
     background = _playground([{"role": "user", "content": "background: run: sleep 1"}], ["Agent"])
     assert background["content"][1]["input"]["run_in_background"] is True
     explore = _playground([{"role": "user", "content": "explore: run: ls"}], ["Agent"])
@@ -248,25 +270,48 @@ def test_playground_hands_prompts_to_sub_agents_and_reports_what_they_said() -> 
     refused = _playground([{"role": "user", "content": "agent: x"}], ["Bash"])
     assert "".join(refused["content"][0]["deltas"]) == "I can't do that here: the Agent tool is not available."
     uses = [{"type": "tool_use", "id": f"u{i}", "name": "Agent", "input": c["input"]} for i, c in enumerate(calls)]
-    results = [{"type": "tool_result", "tool_use_id": "u0", "content": "Output of `echo a`:\n\n```\na\n```"},
-               {"type": "tool_result", "tool_use_id": "u1", "content": "The first lines"}]
-    report = _playground([{"role": "user", "content": "agents: ..."}, {"role": "assistant", "content": uses},
-                          {"role": "user", "content": results}], ["Agent"])
+    results = [
+        {"type": "tool_result", "tool_use_id": "u0", "content": "Output of `echo a`:\n\n```\na\n```"},
+        {"type": "tool_result", "tool_use_id": "u1", "content": "The first lines"},
+    ]
+    report = _playground(
+        [
+            {"role": "user", "content": "agents: ..."},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": results},
+        ],
+        ["Agent"],
+    )
     said = "".join(report["content"][0]["deltas"])
     assert "Output of `echo a`: — a" in said and "The first lines" in said
 
 
 def test_a_json_scenario_scripts_each_sub_agents_own_turns() -> None:
-    scenario = {"responses": [{"content": [{"type": "text", "text": "main 1"}]}],
-                "agents": [{"prompt": "job a", "responses": [{"content": [{"type": "text", "text": "a 1"}]},
-                                                             {"content": [{"type": "text", "text": "a 2"}]}]}]}
+    scenario = {
+        "responses": [{"content": [{"type": "text", "text": "main 1"}]}],
+        "agents": [
+            {
+                "prompt": "job a",
+                "responses": [
+                    {"content": [{"type": "text", "text": "a 1"}]},
+                    {"content": [{"type": "text", "text": "a 2"}]},
+                ],
+            }
+        ],
+    }
     with OfflineServer(scenario) as server:
         client = anthropic.Anthropic(base_url=server.base_url, api_key="t", max_retries=0)
+
         def ask(first: str) -> str:
             message = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": first}])
             return "".join(b.text for b in message.content if b.type == "text")
+
         assert [ask("job a"), ask("the user"), ask("job a"), ask("job a")] == [
-            "a 1", "main 1", "a 2", "(offline scenario 'scenario/agent' has no more responses)"]
+            "a 1",
+            "main 1",
+            "a 2",
+            "(offline scenario 'scenario/agent' has no more responses)",
+        ]
         client.close()
     with pytest.raises(ValueError, match=r"agents.0: needs a prompt"):
         OfflineServer({"responses": [], "agents": [{"responses": []}]})

@@ -16,10 +16,15 @@ import pytest
 from bridge.offline import OfflineServer, RecordedRequest, Scenario, ScenarioError, load_scenario
 from tests.poll import poll
 
-HELLO: dict[str, Any] = {"content": [{"type": "text", "text": "Hello there, world", "chunks": 4}],
-                         "stop_reason": "end_turn", "delay_ms": 5}
-TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}},
-         {"name": "Read", "description": "read", "input_schema": {"type": "object"}}]
+HELLO: dict[str, Any] = {
+    "content": [{"type": "text", "text": "Hello there, world", "chunks": 4}],
+    "stop_reason": "end_turn",
+    "delay_ms": 5,
+}
+TOOLS = [
+    {"name": "Bash", "description": "run", "input_schema": {"type": "object"}},
+    {"name": "Read", "description": "read", "input_schema": {"type": "object"}},
+]
 USER: Any = [{"role": "user", "content": "hi"}]
 
 ServerFactory = Callable[..., OfflineServer]
@@ -41,15 +46,16 @@ def make_server() -> Iterator[ServerFactory]:
 
 
 def sdk(server: OfflineServer, **options: Any) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test", max_retries=options.pop("retries", 0),
-                                    **options)
+    return anthropic.AsyncAnthropic(
+        base_url=server.base_url, api_key="test", max_retries=options.pop("retries", 0), **options
+    )
 
 
-async def stream(client: anthropic.AsyncAnthropic, messages: Any = None,
-                 **kwargs: Any) -> tuple[Any, list[Any]]:
+async def stream(client: anthropic.AsyncAnthropic, messages: Any = None, **kwargs: Any) -> tuple[Any, list[Any]]:
     events: list[Any] = []
-    async with client.messages.stream(model="claude-offline", max_tokens=1000, messages=messages or USER,
-                                      **kwargs) as s:
+    async with client.messages.stream(
+        model="claude-offline", max_tokens=1000, messages=messages or USER, **kwargs
+    ) as s:
         async for event in s:
             events.append(event)
         return await s.get_final_message(), events
@@ -70,12 +76,16 @@ async def test_streams_text_in_the_requested_chunks(make_server: ServerFactory) 
 
 
 async def test_thinking_text_and_tool_use_blocks(make_server: ServerFactory) -> None:
-    server = make_server({"content": [
-        {"type": "thinking", "thinking": "hmm", "signature": "sig1"},
-        {"type": "text", "deltas": ["Let me ", "check."]},
-        {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi", "nested": {"a": [1, 2]}}},
-        {"type": "tool_use", "name": "Read", "input": {"file_path": "/x"}, "id": "toolu_given"},
-    ]})
+    server = make_server(
+        {
+            "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig1"},
+                {"type": "text", "deltas": ["Let me ", "check."]},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi", "nested": {"a": [1, 2]}}},
+                {"type": "tool_use", "name": "Read", "input": {"file_path": "/x"}, "id": "toolu_given"},
+            ]
+        }
+    )
     async with sdk(server) as client:
         message, events = await stream(client, tools=TOOLS)
     thinking, text, bash, read = message.content
@@ -99,8 +109,14 @@ async def test_generated_ids_are_unique(make_server: ServerFactory) -> None:
 
 
 async def test_non_stream_request_gets_the_full_message(make_server: ServerFactory) -> None:
-    server = make_server({"content": [{"type": "text", "text": "plain"},
-                                      {"type": "tool_use", "name": "Read", "input": {"file_path": "/a"}}]})
+    server = make_server(
+        {
+            "content": [
+                {"type": "text", "text": "plain"},
+                {"type": "tool_use", "name": "Read", "input": {"file_path": "/a"}},
+            ]
+        }
+    )
     async with sdk(server) as client:
         message = await client.messages.create(model="m", max_tokens=100, messages=USER, tools=TOOLS)  # type: ignore[arg-type]
     assert message.content[0].text == "plain"  # type: ignore[union-attr]
@@ -132,25 +148,42 @@ async def test_sdk_retries_honour_retry_after(make_server: ServerFactory) -> Non
     assert [r.status for r in server.requests] == [429, 429, 200]
 
 
-@pytest.mark.parametrize(("status", "error"), [
-    (429, anthropic.RateLimitError), (401, anthropic.AuthenticationError), (404, anthropic.NotFoundError),
-    (500, anthropic.InternalServerError), (403, anthropic.PermissionDeniedError),
-])
-async def test_status_faults_raise_the_sdk_error(make_server: ServerFactory, status: int,
-                                               error: type[anthropic.APIStatusError]) -> None:
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (429, anthropic.RateLimitError),
+        (401, anthropic.AuthenticationError),
+        (404, anthropic.NotFoundError),
+        (500, anthropic.InternalServerError),
+        (403, anthropic.PermissionDeniedError),
+    ],
+)
+async def test_status_faults_raise_the_sdk_error(
+    make_server: ServerFactory, status: int, error: type[anthropic.APIStatusError]
+) -> None:
     server = make_server({"fault": {"type": "status", "status": status}})
     async with sdk(server) as client:
         with pytest.raises(error) as caught:
             await stream(client)
     assert caught.value.status_code == status
     body: Any = caught.value.body
-    assert body["error"]["type"] in {"rate_limit_error", "authentication_error", "not_found_error", "api_error",
-                                     "permission_error"}
+    assert body["error"]["type"] in {
+        "rate_limit_error",
+        "authentication_error",
+        "not_found_error",
+        "api_error",
+        "permission_error",
+    }
 
 
 async def test_drop_cuts_the_stream_and_the_server_keeps_serving(make_server: ServerFactory) -> None:
-    server = make_server({"fault": {"type": "drop", "after_events": 5},
-                          "content": [{"type": "text", "text": "partial text that is cut", "chunks": 6}]}, HELLO)
+    server = make_server(
+        {
+            "fault": {"type": "drop", "after_events": 5},
+            "content": [{"type": "text", "text": "partial text that is cut", "chunks": 6}],
+        },
+        HELLO,
+    )
     async with sdk(server) as client:
         received: list[str] = []
         with pytest.raises(httpx2.RemoteProtocolError):
@@ -163,8 +196,10 @@ async def test_drop_cuts_the_stream_and_the_server_keeps_serving(make_server: Se
 
 
 async def test_sse_error_raises_api_status_error(make_server: ServerFactory) -> None:
-    server = make_server({"fault": {"type": "sse_error", "after_events": 3, "error_type": "overloaded_error",
-                                    "message": "Overloaded"}}, HELLO)
+    server = make_server(
+        {"fault": {"type": "sse_error", "after_events": 3, "error_type": "overloaded_error", "message": "Overloaded"}},
+        HELLO,
+    )
     async with sdk(server) as client:
         with pytest.raises(anthropic.APIStatusError) as caught:
             await stream(client)
@@ -291,8 +326,10 @@ async def test_twenty_concurrent_streams(make_server: ServerFactory) -> None:
 async def test_keep_alive_serves_several_requests_on_one_connection(make_server: ServerFactory) -> None:
     server = make_server(HELLO, after_last="repeat_last")
     body = json.dumps({"model": "m", "max_tokens": 10, "messages": USER, "stream": True}).encode()
-    request = (b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-               b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    request = (
+        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     reader, writer = await asyncio.open_connection(server.host, server.port)
     try:
         for _ in range(2):
@@ -379,8 +416,16 @@ async def test_command_line_prints_the_url_and_serves(tmp_path: Path) -> None:
     path = tmp_path / "hello.json"
     path.write_text(json.dumps({"responses": [HELLO]}))
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bridge.offline", "--scenario", str(path), "--port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "bridge.offline",
+        "--scenario",
+        str(path),
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     try:
         assert process.stdout is not None
         line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()

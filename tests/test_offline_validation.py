@@ -57,8 +57,12 @@ def server() -> Iterator[OfflineServer]:
 async def test_invalid_history_is_rejected_and_recorded(server: OfflineServer, case: str) -> None:
     async with anthropic.AsyncAnthropic(base_url=server.base_url, api_key="t", max_retries=0) as client:
         with pytest.raises(anthropic.BadRequestError) as caught:
-            await client.messages.create(model="m", max_tokens=10, messages=INVALID_HISTORIES[case],  # type: ignore[arg-type]
-                                         tools=TOOLS)  # type: ignore[arg-type]
+            await client.messages.create(
+                model="m",
+                max_tokens=10,
+                messages=INVALID_HISTORIES[case],  # type: ignore[arg-type]
+                tools=TOOLS,  # type: ignore[arg-type]
+            )
         assert caught.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
         assert [r.status for r in server.rejected] == [400]
         assert server.rejected[0].errors
@@ -66,18 +70,29 @@ async def test_invalid_history_is_rejected_and_recorded(server: OfflineServer, c
     assert message.content[0].text == "first response"  # type: ignore[union-attr]  # nothing was consumed
 
 
-@pytest.mark.parametrize("body", [
-    {"max_tokens": 10, "messages": [user(text("a"))]},
-    {"model": "m", "messages": [user(text("a"))]},
-    {"model": "m", "max_tokens": 0, "messages": [user(text("a"))]},
-    {"model": "m", "max_tokens": 10},
-    {"model": "m", "max_tokens": 10, "messages": [user(text("go")), assistant(USE), user(RESULT)]},  # no tools
-    {"model": "m", "max_tokens": 10, "messages": [user(text("go")), assistant(USE), user(RESULT)],
-     "tools": [{"name": "Read", "input_schema": {}}]},  # tool_use names a tool that is not offered
-    {"model": "m", "max_tokens": 10, "messages": [user(text("a"))], "tools": [{"name": "Bash"}]},
-    {"model": "m", "max_tokens": 2000, "messages": [user(text("a"))],
-     "thinking": {"type": "enabled", "budget_tokens": 4000}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"max_tokens": 10, "messages": [user(text("a"))]},
+        {"model": "m", "messages": [user(text("a"))]},
+        {"model": "m", "max_tokens": 0, "messages": [user(text("a"))]},
+        {"model": "m", "max_tokens": 10},
+        {"model": "m", "max_tokens": 10, "messages": [user(text("go")), assistant(USE), user(RESULT)]},  # no tools
+        {
+            "model": "m",
+            "max_tokens": 10,
+            "messages": [user(text("go")), assistant(USE), user(RESULT)],
+            "tools": [{"name": "Read", "input_schema": {}}],
+        },  # tool_use names a tool that is not offered
+        {"model": "m", "max_tokens": 10, "messages": [user(text("a"))], "tools": [{"name": "Bash"}]},
+        {
+            "model": "m",
+            "max_tokens": 2000,
+            "messages": [user(text("a"))],
+            "thinking": {"type": "enabled", "budget_tokens": 4000},
+        },
+    ],
+)
 def test_request_fields_are_checked(server: OfflineServer, body: dict[str, Any]) -> None:
     with httpx2.Client(base_url=server.base_url) as http:
         response = http.post("/v1/messages", json=body)
@@ -96,8 +111,12 @@ def test_bad_json_is_rejected(server: OfflineServer) -> None:
 
 
 def test_a_valid_tool_round_trip_is_accepted(server: OfflineServer) -> None:
-    body = {"model": "m", "max_tokens": 10, "tools": TOOLS,
-            "messages": [user(text("go")), assistant(text("running"), USE), user(RESULT, text("and then?"))]}
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "tools": TOOLS,
+        "messages": [user(text("go")), assistant(text("running"), USE), user(RESULT, text("and then?"))],
+    }
     with httpx2.Client(base_url=server.base_url) as http:
         response = http.post("/v1/messages", content=json.dumps(body))
     assert response.status_code == 200, response.text
@@ -108,9 +127,16 @@ def test_repair_pairing_answers_what_the_oracle_rejects() -> None:
     """What the bridge repairs, the independent oracle accepts (it shares no code with the repair)."""
     # The shapes a conversation of ours can take (not: string content, unknown roles, repeated ids, which no
     # history of ours holds — ids come from the model, and the repair does not rename them).
-    ours = ["tool_use without result", "tool_use at the end", "tool_result without tool_use", "empty content",
-            "whitespace-only text", "two user messages", "first message from the assistant",
-            "text before the tool_result"]
+    ours = [
+        "tool_use without result",
+        "tool_use at the end",
+        "tool_result without tool_use",
+        "empty content",
+        "whitespace-only text",
+        "two user messages",
+        "first message from the assistant",
+        "text before the tool_result",
+    ]
     for name in ours:
         repaired = repair_pairing(INVALID_HISTORIES[name])
         if repaired and repaired[-1]["role"] == "user" and history_errors(repaired) == []:

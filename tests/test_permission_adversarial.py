@@ -54,7 +54,7 @@ SHELL_ATTACKS = [
     "pushd /etc && cat passwd",
     "echo $(rm -rf x)",
     "echo `rm -rf x`",
-    "echo \"$(rm -rf x)\"",
+    'echo "$(rm -rf x)"',
     "echo ${x:-$(rm -rf x)}",
     "echo ${x:=`rm -rf x`}",
     "x=$(rm -rf x)",
@@ -174,10 +174,10 @@ SHELL_ATTACKS = [
     "`echo rm` -rf ~",
     "r\\m -rf ~",
     "'r'm -rf ~",
-    "\"rm\" -rf ~",
+    '"rm" -rf ~',
     "echo $'\\x72\\x6d' | sh",
     "$'\\x72m' -rf ~",
-    "echo \"unterminated",
+    'echo "unterminated',
     "echo $((1+2)) ; rm x",
     "case x in x) rm -rf ~;; esac",
     "[[ -f x ]] && rm x",
@@ -211,7 +211,7 @@ SHELL_ATTACKS = [
     "ln -s /etc/passwd src/p",
     "chmod 777 src",
     "python3 -c 'import shutil; shutil.rmtree(\"/\")'",
-    "node -e 'require(\"fs\").rmSync(\"/\")'",
+    'node -e \'require("fs").rmSync("/")\'',
     "awk 'BEGIN{system(\"rm -rf ~\")}'",
     "sed -i s/a/b/ src/a",
     "less src/a",
@@ -290,8 +290,17 @@ def test_deny_rule_sees_through_symlink_and_wrappers(ws: Path) -> None:
     rules = RuleSet.of(allow=["Bash", "Read"], deny=["Read(~/.ssh/**)", "Bash(curl *)"])
     engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, session_rules=rules)
     (ws / "keys").symlink_to(ws.parent / "home" / ".ssh", target_is_directory=True)
-    for command in ["cat ~/.ssh/id_rsa", "cat keys/id_rsa", "/usr/bin/curl x", "sudo curl x", "echo $(curl x)",
-                    "bash -c 'curl x'", "ls; curl x", "timeout 3 curl x", "xargs curl < list"]:
+    for command in [
+        "cat ~/.ssh/id_rsa",
+        "cat keys/id_rsa",
+        "/usr/bin/curl x",
+        "sudo curl x",
+        "echo $(curl x)",
+        "bash -c 'curl x'",
+        "ls; curl x",
+        "timeout 3 curl x",
+        "xargs curl < list",
+    ]:
         assert decide(engine, "Bash", {"command": command}).behavior == "deny", command
     decision = decide(engine, "Read", read_only=True, paths=[(ws / "keys" / "id_rsa", "read")])
     assert decision.behavior == "deny"
@@ -301,7 +310,7 @@ def test_bare_bash_allow_does_not_cover_risky_commands(ws: Path) -> None:
     store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws / "nohome")
     engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, session_rules=RuleSet.of(allow=["Bash"]))
     assert decide(engine, "Bash", {"command": "make"}).behavior == "allow"
-    for command in ["sudo make", "eval make", "bash -c make", "echo \"x", "cd / && make", "make > ~/.bashrc"]:
+    for command in ["sudo make", "eval make", "bash -c make", 'echo "x', "cd / && make", "make > ~/.bashrc"]:
         assert decide(engine, "Bash", {"command": command}).behavior == "ask", command
 
 

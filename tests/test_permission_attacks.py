@@ -57,19 +57,32 @@ Config = tuple[Mode, Rules]
 NO_RULES: Rules = {}
 CONFIGS: dict[str, list[Config]] = {
     "write-as-read": [("default", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
-    "protected-write": [("bypassPermissions", NO_RULES), ("acceptEdits", NO_RULES), ("default", {"allow": ("Bash",)}),
-                        ("plan", NO_RULES), ("dontAsk", NO_RULES)],
+    "protected-write": [
+        ("bypassPermissions", NO_RULES),
+        ("acceptEdits", NO_RULES),
+        ("default", {"allow": ("Bash",)}),
+        ("plan", NO_RULES),
+        ("dontAsk", NO_RULES),
+    ],
     "exec-option": [("default", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
     "exec-env": [("default", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
     "deny-dodge": [("bypassPermissions", {"deny": RM}), ("default", {"allow": ("Bash",), "deny": RM})],
     "ask-dodge": [("bypassPermissions", {"ask": RM}), ("default", {"allow": ("Bash",), "ask": RM})],
     "read-deny": [("bypassPermissions", {"deny": READ_DENY}), ("default", {"allow": ("Bash",), "deny": READ_DENY})],
     "outside-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES)],
-    "memory": [("acceptEdits", NO_RULES), ("default", {"allow": ("Bash", "Edit", "Write")}), ("plan", NO_RULES),
-               ("dontAsk", NO_RULES)],
+    "memory": [
+        ("acceptEdits", NO_RULES),
+        ("default", {"allow": ("Bash", "Edit", "Write")}),
+        ("plan", NO_RULES),
+        ("dontAsk", NO_RULES),
+    ],
     "oracle": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("dontAsk", NO_RULES), ("plan", NO_RULES)],
-    "exec-deny": [("bypassPermissions", {"deny": EXEC_RULES}), ("default", {"allow": ("Bash",), "deny": EXEC_RULES}),
-                  ("bypassPermissions", {"ask": EXEC_RULES}), ("default", {"allow": ("Bash",), "ask": EXEC_RULES})],
+    "exec-deny": [
+        ("bypassPermissions", {"deny": EXEC_RULES}),
+        ("default", {"allow": ("Bash",), "deny": EXEC_RULES}),
+        ("bypassPermissions", {"ask": EXEC_RULES}),
+        ("default", {"allow": ("Bash",), "ask": EXEC_RULES}),
+    ],
     "env-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
 }
 
@@ -84,6 +97,7 @@ def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
         found = build(tmp_path, git=git, parent_repo=parent_repo)
         setup_env(monkeypatch, found)
         return found
+
     return build_it
 
 
@@ -111,8 +125,11 @@ async def test_attack_is_stopped(attack: Attack, make: Any) -> None:
 async def test_memory_file_writes_ask_in_every_mode_but_bypass(tool: str, relative: str, make: Any) -> None:
     found: Workspace = make()
     path = Path(os.path.normpath(found.ws / relative))
-    raw: dict[str, Any] = ({"file_path": str(path), "content": "pwned"} if tool == "Write" else
-                           {"file_path": str(path), "old_string": "original", "new_string": "pwned"})
+    raw: dict[str, Any] = (
+        {"file_path": str(path), "content": "pwned"}
+        if tool == "Write"
+        else {"file_path": str(path), "old_string": "original", "new_string": "pwned"}
+    )
     real = path.resolve()
     for mode, rules in CONFIGS["memory"]:
         decision = decide(engine(found, mode, **rules), tool, raw, read_only=False, paths=[(path, "write")])
@@ -134,6 +151,7 @@ async def test_memory_file_writes_ask_in_every_mode_but_bypass(tool: str, relati
 
 
 # --- denial of service -----------------------------------------------------------------------------------
+
 
 def _backticks(command: str, levels: int) -> str:
     for _ in range(levels):
@@ -157,7 +175,7 @@ DOS = [
     ("deep backticks", "echo " + _backticks("touch pwned", 12)),
     ("line continuations", "touch pwned" + " \\\n" * 60_000),
     ("many quotes", "echo " + "'a'" * 40_000 + "; touch pwned"),
-    ("nested bash -c", "bash -c " + "\"bash -c " * 30 + "touch pwned" + "\"" * 30),
+    ("nested bash -c", "bash -c " + '"bash -c ' * 30 + "touch pwned" + '"' * 30),
     ("NUL byte", "ls\x00; touch pwned"),
     ("escape sequence", "ls\x1b[2J; touch pwned"),
     ("unicode line separator", "ls\u2028touch pwned"),
@@ -171,8 +189,9 @@ async def test_huge_or_odd_commands_get_an_answer_not_a_hang(what: str, command:
     started = time.monotonic()
     decision = decide(engine(found, mode), "Bash", {"command": command})
     elapsed = time.monotonic() - started
-    assert decision.behavior in ("ask", "deny") or (mode == "bypassPermissions" and shell.verdict(command).ok), \
+    assert decision.behavior in ("ask", "deny") or (mode == "bypassPermissions" and shell.verdict(command).ok), (
         decision.reason
+    )
     # issue 9: an answer within 1 s (the largest under the size limit takes ~0.1 s alone; over it, microseconds)
     assert elapsed <= ANSWER_WITHIN_S, f"{elapsed:.2f} s"
     if len(command) > shell.MAX_COMMAND_CHARS:
@@ -268,16 +287,19 @@ def test_read_only_means_one_thing_in_plan_mode_the_allow_decision_and_parallel_
     for raw in raws:
         plan_lets_run, default_allows, parallel = _three_uses(plan, default, raw)
         if plan_lets_run != parallel or (default_allows and not plan_lets_run):
-            disagreements.append((raw, {"plan": plan_lets_run, "default allows": default_allows,
-                                        "parallel": parallel}))
+            disagreements.append((raw, {"plan": plan_lets_run, "default allows": default_allows, "parallel": parallel}))
     assert disagreements == []
 
 
 @pytest.mark.parametrize("command", BACKGROUND)
 def test_a_background_job_is_not_read_only_anywhere(command: str, make: Any) -> None:
     found: Workspace = make(git=True)
-    expectations: list[tuple[Mode, str]] = [("default", "ask"), ("dontAsk", "deny"), ("plan", "deny"),
-                                            ("acceptEdits", "ask")]
+    expectations: list[tuple[Mode, str]] = [
+        ("default", "ask"),
+        ("dontAsk", "deny"),
+        ("plan", "deny"),
+        ("acceptEdits", "ask"),
+    ]
     for mode, expected in expectations:
         decision = decide(engine(found, mode), "Bash", {"command": command})
         assert decision.behavior == expected, f"{mode}: {decision.behavior} ({decision.reason})"
@@ -285,8 +307,11 @@ def test_a_background_job_is_not_read_only_anywhere(command: str, make: Any) -> 
     if "$(" in command:
         return  # `echo $(…)`: no rule can name a computed word; the echo runs as read-only, so it asks
     # a rule that names the command still lets it run in the background
-    allowed = engine(found, "default", allow=("Bash(ls:*)", "Bash(cat:*)", "Bash(git status:*)", "Bash(grep:*)",
-                                              "Bash(sleep:*)", "Bash(echo:*)"))
+    allowed = engine(
+        found,
+        "default",
+        allow=("Bash(ls:*)", "Bash(cat:*)", "Bash(git status:*)", "Bash(grep:*)", "Bash(sleep:*)", "Bash(echo:*)"),
+    )
     assert decide(allowed, "Bash", {"command": command}).behavior == "allow"
 
 

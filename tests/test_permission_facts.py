@@ -87,8 +87,9 @@ def engine(tmp_path: Path, mode: Mode = "default", **rules: list[str]) -> Permis
     (ws / ".agent-bridge").mkdir(parents=True, exist_ok=True)
     (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {"deny": rules.get("deny", [])}}))
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode,
-                            session_rules=RuleSet.of(allow=rules.get("allow", [])))
+    return PermissionEngine(
+        cwd=ws, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet.of(allow=rules.get("allow", []))
+    )
 
 
 def decide(judge: PermissionEngine, tool: AnyTool, raw: dict[str, Any]) -> Decision:
@@ -137,8 +138,9 @@ def test_a_new_fetching_tool_asks_unless_a_domain_rule_allows(tmp_path: Path) ->
 def test_rules_wait_for_the_grammar_before_they_are_compiled(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / ".agent-bridge").mkdir(parents=True)
-    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {
-        "deny": ["WebFetch(example.com)", 'Bash("unclosed)', "Edit(src/**)"]}}))
+    (ws / ".agent-bridge" / "settings.json").write_text(
+        json.dumps({"permissions": {"deny": ["WebFetch(example.com)", 'Bash("unclosed)', "Edit(src/**)"]}})
+    )
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
     assert [r.text for r in store.rules] == ["WebFetch(example.com)", 'Bash("unclosed)', "Edit(src/**)"]
     assert not store.issues  # read as written: what a specifier means is its tool's form
@@ -163,7 +165,9 @@ def test_the_sandbox_reads_the_engines_compiled_rules(tmp_path: Path) -> None:
 
 
 def test_the_permission_layer_imports_no_tool() -> None:
-    code = ("import sys, bridge.permissions.engine, bridge.permissions.sandbox_policy, bridge.permissions.settings; "
-            "print([m for m in sys.modules if m.startswith(('bridge.tools', 'bridge.loop', 'bridge.server'))])")
+    code = (
+        "import sys, bridge.permissions.engine, bridge.permissions.sandbox_policy, bridge.permissions.settings; "
+        "print([m for m in sys.modules if m.startswith(('bridge.tools', 'bridge.loop', 'bridge.server'))])"
+    )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert found == "[]"

@@ -50,9 +50,17 @@ class Setup:
             return PermissionAnswer("reject_once")
 
         env = ToolEnvironment(
-            tools=self.tools, policy=self.engine, prompter=refuse, emit=lambda _event: None,
-            context=lambda _id: ToolContext(cwd=self.ws, abort=Abort(), data_dir=self.ws.parent / "data",
-                                            read_files=self.read_files, read_guard=self.engine.read_guard()),
+            tools=self.tools,
+            policy=self.engine,
+            prompter=refuse,
+            emit=lambda _event: None,
+            context=lambda _id: ToolContext(
+                cwd=self.ws,
+                abort=Abort(),
+                data_dir=self.ws.parent / "data",
+                read_files=self.read_files,
+                read_guard=self.engine.read_guard(),
+            ),
         )
         async with anyio.create_task_group() as group:
             executor = ToolExecutor(env, Abort(), group)
@@ -75,8 +83,7 @@ def calls(where: Path) -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "dontAsk"])
 @pytest.mark.parametrize("index", range(6), ids=[name for name, _ in calls(Path("/x"))])
-async def test_a_path_outside_answers_the_same_whether_it_exists_or_not(tmp_path: Path, mode: Mode,
-                                                                      index: int) -> None:
+async def test_a_path_outside_answers_the_same_whether_it_exists_or_not(tmp_path: Path, mode: Mode, index: int) -> None:
     setup = Setup(tmp_path, mode)
     there, absent = setup.outside / "there", setup.outside / "absent"
     name, raw_there = calls(there)[index]

@@ -42,12 +42,23 @@ def ask(judge: PermissionEngine, command: str, **raw: Any) -> Decision:
     return decision
 
 
-def request_of(decision: Decision, tool: str = "Bash", raw: dict[str, Any] | None = None,
-               title: str = "") -> PermissionRequest:
+def request_of(
+    decision: Decision, tool: str = "Bash", raw: dict[str, Any] | None = None, title: str = ""
+) -> PermissionRequest:
     """The request the executor builds from a decision (the tool's title, the decision's facts)."""
     raw = raw if raw is not None else {"command": decision.shown.command}
-    return PermissionRequest("toolu_1", tool, title or f"`{raw.get('command', '')}`", "execute", raw, [], [],
-                             decision.reason, decision.suggestions, shown=decision.shown)
+    return PermissionRequest(
+        "toolu_1",
+        tool,
+        title or f"`{raw.get('command', '')}`",
+        "execute",
+        raw,
+        [],
+        [],
+        decision.reason,
+        decision.suggestions,
+        shown=decision.shown,
+    )
 
 
 def strings_in(value: Any) -> list[str]:
@@ -62,7 +73,7 @@ def strings_in(value: Any) -> list[str]:
 
 def marked(decision: Decision) -> list[str]:
     command = decision.shown.command or ""
-    return [command[m.start:m.end] for m in decision.shown.marks]
+    return [command[m.start : m.end] for m in decision.shown.marks]
 
 
 # --- the data: the command, its marked parts, the paths ---------------------------------------------------------
@@ -77,7 +88,7 @@ def test_a_command_past_80_characters_is_whole_and_only_the_part_that_asks_is_ma
     assert TITLE_CUT in title and len(title) > 100, title
     question = params["_meta"]["question"]
     assert question["command"] == TITLE_CUT
-    assert [question["command"][m["start"]:m["end"]] for m in question["marks"]] == ["rm -f victim.txt"]
+    assert [question["command"][m["start"] : m["end"]] for m in question["marks"]] == ["rm -f victim.txt"]
     assert params["toolCall"]["content"][0]["content"]["text"].startswith(TITLE_CUT + "\n\n")
 
 
@@ -92,17 +103,20 @@ def test_every_line_of_a_multi_line_command_is_shown(found: Workspace) -> None:
     assert lines[1:5] == ["  │ ls", "  │ # nothing to worry about", "  │ rm -f victim.txt", "  │ ^^^^^^^^^^^^^^^^"]
 
 
-@pytest.mark.parametrize(("command", "parts"), [
-    ("ls && git push origin main", ["git push origin main"]),  # the ask rule's part
-    ("ls && echo x > .agent-bridge/settings.json", ["echo x > .agent-bridge/settings.json"]),  # protected
-    ("cat a.txt; bash -c 'rm victim.txt'", ["bash -c 'rm victim.txt'"]),  # a nested part: what runs it
-    ("echo `rm victim.txt` done", ["`rm victim.txt`"]),  # a backtick's commands: the backtick
-    ("echo $(rm victim.txt) done", ["rm victim.txt"]),
-    ("cd /tmp && ls", ["cd /tmp"]),
-    ("ls | tee out.txt | wc -l", ["tee out.txt"]),
-    ("cat a.txt && echo $ANTHROPIC_API_KEY", ["echo $ANTHROPIC_API_KEY"]),
-    ("cat a.txt ../outside/x.txt", ["cat a.txt ../outside/x.txt"]),
-])
+@pytest.mark.parametrize(
+    ("command", "parts"),
+    [
+        ("ls && git push origin main", ["git push origin main"]),  # the ask rule's part
+        ("ls && echo x > .agent-bridge/settings.json", ["echo x > .agent-bridge/settings.json"]),  # protected
+        ("cat a.txt; bash -c 'rm victim.txt'", ["bash -c 'rm victim.txt'"]),  # a nested part: what runs it
+        ("echo `rm victim.txt` done", ["`rm victim.txt`"]),  # a backtick's commands: the backtick
+        ("echo $(rm victim.txt) done", ["rm victim.txt"]),
+        ("cd /tmp && ls", ["cd /tmp"]),
+        ("ls | tee out.txt | wc -l", ["tee out.txt"]),
+        ("cat a.txt && echo $ANTHROPIC_API_KEY", ["echo $ANTHROPIC_API_KEY"]),
+        ("cat a.txt ../outside/x.txt", ["cat a.txt ../outside/x.txt"]),
+    ],
+)
 def test_the_marks_name_the_parts_that_made_it_ask(found: Workspace, command: str, parts: list[str]) -> None:
     assert marked(ask(engine(found, ask=("Bash(git push:*)",)), command)) == parts
 
@@ -110,13 +124,15 @@ def test_the_marks_name_the_parts_that_made_it_ask(found: Workspace, command: st
 def test_a_symlink_shows_where_it_leads(found: Workspace) -> None:
     judge = engine(found, "acceptEdits")
     path = found.ws / "rc"
-    decision = decide(judge, "Write", {"file_path": str(path), "content": "x"}, read_only=False,
-                      paths=[(path, "write")])
+    decision = decide(
+        judge, "Write", {"file_path": str(path), "content": "x"}, read_only=False, paths=[(path, "write")]
+    )
     assert decision.behavior == "ask"
     assert decision.shown.paths == (NamedPath(str(path), str(found.home / ".bashrc")),)
     raw = {"file_path": str(path), "content": "x"}
-    params = questions.permission_params("s1", request_of(decision, "Write", raw,
-                                                     WriteTool().user_facing_title(WriteInput(**raw))))
+    params = questions.permission_params(
+        "s1", request_of(decision, "Write", raw, WriteTool().user_facing_title(WriteInput(**raw)))
+    )
     assert params["toolCall"]["title"] == f"Write {path} → {found.home / '.bashrc'}"
     assert params["_meta"]["question"]["paths"] == [{"named": str(path), "resolved": str(found.home / ".bashrc")}]
     bash = ask(judge, "echo 'alias ls=rm' >> rc")
@@ -130,12 +146,15 @@ def test_a_plain_relative_path_is_not_shown_as_leading_elsewhere(found: Workspac
     assert decision.shown.paths == ()
 
 
-@pytest.mark.parametrize("command", [
-    "rm -f victim.txt #\r\x1b[2Kls -la",  # a carriage return and an erase: the line would read `ls -la`
-    "rm -f victim.txt \x1b[8m&& ls",  # concealed text
-    "ls\x08\x08rm -f victim.txt",  # backspaces
-    "rm -f victim.txt\u0085ls",  # NEL
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -f victim.txt #\r\x1b[2Kls -la",  # a carriage return and an erase: the line would read `ls -la`
+        "rm -f victim.txt \x1b[8m&& ls",  # concealed text
+        "ls\x08\x08rm -f victim.txt",  # backspaces
+        "rm -f victim.txt\u0085ls",  # NEL
+    ],
+)
 def test_control_characters_are_marked_and_shown_escaped(found: Workspace, command: str) -> None:
     decision = ask(engine(found), command)
     assert decision.shown.command == command
@@ -146,8 +165,10 @@ def test_control_characters_are_marked_and_shown_escaped(found: Workspace, comma
     assert texts and not [t for t in texts if has_hidden(t)], "no raw control character in anything shown"
     assert params["_meta"]["question"]["escaped"] is True
     assert visible(command) in params["toolCall"]["title"]
-    assert all(not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", line)
-               for line in question_lines(request_of(decision), lambda code, text: text))
+    assert all(
+        not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", line)
+        for line in question_lines(request_of(decision), lambda code, text: text)
+    )
 
 
 def test_bidi_and_zero_width_characters_are_made_visible_in_title_reason_and_rules(found: Workspace) -> None:
@@ -185,15 +206,25 @@ def test_the_answers_a_question_offers_have_one_order(found: Workspace) -> None:
     request = request_of(ask(engine(found), "npm test && rm -f victim.txt"))
     options = answer_options(request)
     assert [(o.option_id, o.kind) for o in options] == [
-        ("allow_once", "allow_once"), ("allow_always", "allow_always"), ("reject_once", "reject_once")]
-    assert options[1].suggestion is not None and options[1].suggestion.rules == ("Bash(npm test *)",
-                                                                                 "Bash(rm -f victim.txt)")
+        ("allow_once", "allow_once"),
+        ("allow_always", "allow_always"),
+        ("reject_once", "reject_once"),
+    ]
+    assert options[1].suggestion is not None and options[1].suggestion.rules == (
+        "Bash(npm test *)",
+        "Bash(rm -f victim.txt)",
+    )
     single = request_of(ask(engine(found), "rm -f victim.txt"))
-    assert [o.option_id for o in answer_options(single)] == ["allow_once", "allow_always", "reject_once",
-                                                             "reject_always"]
+    assert [o.option_id for o in answer_options(single)] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
     for shown in (request, single):  # the editor is offered them in that order
         assert [o["optionId"] for o in questions.permission_params("s1", shown)["options"]] == [
-            o.option_id for o in answer_options(shown)]
+            o.option_id for o in answer_options(shown)
+        ]
 
 
 def test_an_answer_naming_no_offered_option_saves_nothing(found: Workspace) -> None:
@@ -211,12 +242,26 @@ def test_a_rule_with_hidden_characters_is_not_offered(found: Workspace) -> None:
 # --- the ground function ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "shown"), [
-    ("ls -la", "ls -la"), ("a\rb", "a\\x0db"), ("\x1b[2J", "\\x1b[2J"), ("tab\there", "tab\\x09here"),
-    ("\u202eabc", "\\u{202e}abc"), ("a\u200bb", "a\\u{200b}b"), ("\ufeff", "\\u{feff}"), ("a\u00a0b", "a\\xa0b"),
-    ("\u2028", "\\u{2028}"), ("\x7f", "\\x7f"), ("\x85", "\\x85"), ("\u3164", "\\u{3164}"), ("é ü 中文", "é ü 中文"),
-    ("line\nbreak", "line\\x0abreak"), ("\U000e0041", "\\u{e0041}"),
-])
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("ls -la", "ls -la"),
+        ("a\rb", "a\\x0db"),
+        ("\x1b[2J", "\\x1b[2J"),
+        ("tab\there", "tab\\x09here"),
+        ("\u202eabc", "\\u{202e}abc"),
+        ("a\u200bb", "a\\u{200b}b"),
+        ("\ufeff", "\\u{feff}"),
+        ("a\u00a0b", "a\\xa0b"),
+        ("\u2028", "\\u{2028}"),
+        ("\x7f", "\\x7f"),
+        ("\x85", "\\x85"),
+        ("\u3164", "\\u{3164}"),
+        ("é ü 中文", "é ü 中文"),
+        ("line\nbreak", "line\\x0abreak"),
+        ("\U000e0041", "\\u{e0041}"),
+    ],
+)
 def test_visible_escapes_every_character_that_hides_or_redraws(text: str, shown: str) -> None:
     assert visible(text) == shown
     assert has_hidden(text) == (text != shown and "\n" not in text)  # (a line break is hidden only in a title)
@@ -233,8 +278,9 @@ def test_a_title_is_never_cut_silently() -> None:
     assert one_line(long) == "x" * MAX_TITLE_CHARS + "… (+10 more characters)"
 
 
-@pytest.mark.parametrize(("text", "span"), [("ls", "`ls`"), ("echo `id`", "`` echo `id` ``"),
-                                            ("a ``b`` *c*", "```a ``b`` *c*```")])
+@pytest.mark.parametrize(
+    ("text", "span"), [("ls", "`ls`"), ("echo `id`", "`` echo `id` ``"), ("a ``b`` *c*", "```a ``b`` *c*```")]
+)
 def test_a_title_is_a_code_span_no_backtick_inside_can_end(text: str, span: str) -> None:
     assert code_span(text) == span
 
@@ -263,15 +309,19 @@ def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Wor
     assert all(m["end"] <= len(question["command"]) for m in question["marks"])
 
 
-@pytest.mark.parametrize(("command", "rules"), [
-    ("cat ../outside/x.txt", [("Bash(cat ../outside/x.txt)",), ("Bash(cat ../outside/x.txt)",)]),
-    ("cat /proc/self/environ", [("Bash(cat /proc/self/environ)",), ("Bash(cat /proc/self/environ)",)]),
-    ("printenv", [("Bash(printenv)",), ("Bash(printenv)",)]),
-    ("echo $ANTHROPIC_API_KEY", []),  # no rule can allow a word computed at run time: no always-option
-    ("npm test && python3 x.py", [("Bash(npm test *)", "Bash(python3 x.py *)")]),
-])
-def test_an_always_rule_allows_no_more_than_the_question_was_about(found: Workspace, command: str,
-                                                                   rules: list[tuple[str, ...]]) -> None:
+@pytest.mark.parametrize(
+    ("command", "rules"),
+    [
+        ("cat ../outside/x.txt", [("Bash(cat ../outside/x.txt)",), ("Bash(cat ../outside/x.txt)",)]),
+        ("cat /proc/self/environ", [("Bash(cat /proc/self/environ)",), ("Bash(cat /proc/self/environ)",)]),
+        ("printenv", [("Bash(printenv)",), ("Bash(printenv)",)]),
+        ("echo $ANTHROPIC_API_KEY", []),  # no rule can allow a word computed at run time: no always-option
+        ("npm test && python3 x.py", [("Bash(npm test *)", "Bash(python3 x.py *)")]),
+    ],
+)
+def test_an_always_rule_allows_no_more_than_the_question_was_about(
+    found: Workspace, command: str, rules: list[tuple[str, ...]]
+) -> None:
     """A read that asks only for what it reads (outside, the environment) gets the exact command: `Bash(cat *)`
     would let `cat` read anything from then on."""
     assert [s.rules for s in ask(engine(found), command).suggestions] == rules

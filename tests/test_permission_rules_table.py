@@ -123,24 +123,28 @@ BASH_ROWS: list[tuple[str, str, bool, bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS,
-                         ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS])
+@pytest.mark.parametrize(
+    ("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS, ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS]
+)
 def test_bash_allow_rule(env: dict[str, Path], spec: str, command: str, allow_hit: bool, deny_hit: bool) -> None:
     got = bash(engine(env, RuleSet.of(allow=[f"Bash({spec})"])), command)
     assert got == ("allow" if allow_hit else "ask")
 
 
-@pytest.mark.parametrize(("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS,
-                         ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS])
+@pytest.mark.parametrize(
+    ("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS, ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS]
+)
 def test_bash_deny_rule(env: dict[str, Path], spec: str, command: str, allow_hit: bool, deny_hit: bool) -> None:
     got = bash(engine(env, RuleSet.of(deny=[f"Bash({spec})"])), command)
     assert (got == "deny") is deny_hit
 
 
-@pytest.mark.parametrize(("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS,
-                         ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS])
-def test_bash_ask_rule_even_in_bypass(env: dict[str, Path], spec: str, command: str, allow_hit: bool,
-                                      deny_hit: bool) -> None:
+@pytest.mark.parametrize(
+    ("spec", "command", "allow_hit", "deny_hit"), BASH_ROWS, ids=[f"{s} ~ {c!r}" for s, c, _, _ in BASH_ROWS]
+)
+def test_bash_ask_rule_even_in_bypass(
+    env: dict[str, Path], spec: str, command: str, allow_hit: bool, deny_hit: bool
+) -> None:
     got = bash(engine(env, RuleSet.of(ask=[f"Bash({spec})"]), mode="bypassPermissions"), command)
     assert got == ("ask" if deny_hit else "allow")
 
@@ -213,10 +217,12 @@ def _file_call(e: PermissionEngine, tool: str, path: Path) -> str:
     return decide(e, tool, read_only=kind == "read", paths=[(path, kind)]).behavior
 
 
-@pytest.mark.parametrize(("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS,
-                         ids=[f"{r} ~ {t} {p}" for r, t, p, _, _ in PATH_ROWS])
-def test_path_allow_rule(env: dict[str, Path], rule: str, tool: str, path: str, allow_hit: bool,
-                         deny_hit: bool) -> None:
+@pytest.mark.parametrize(
+    ("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS, ids=[f"{r} ~ {t} {p}" for r, t, p, _, _ in PATH_ROWS]
+)
+def test_path_allow_rule(
+    env: dict[str, Path], rule: str, tool: str, path: str, allow_hit: bool, deny_hit: bool
+) -> None:
     target = _path(path, env)
     e = engine(env, RuleSet.of(allow=[_rule(rule, env)]))
     got = _file_call(e, tool, target)
@@ -227,10 +233,10 @@ def test_path_allow_rule(env: dict[str, Path], rule: str, tool: str, path: str, 
         assert got == ("allow" if inside_read else "ask")
 
 
-@pytest.mark.parametrize(("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS,
-                         ids=[f"{r} ~ {t} {p}" for r, t, p, _, _ in PATH_ROWS])
-def test_path_deny_rule(env: dict[str, Path], rule: str, tool: str, path: str, allow_hit: bool,
-                        deny_hit: bool) -> None:
+@pytest.mark.parametrize(
+    ("rule", "tool", "path", "allow_hit", "deny_hit"), PATH_ROWS, ids=[f"{r} ~ {t} {p}" for r, t, p, _, _ in PATH_ROWS]
+)
+def test_path_deny_rule(env: dict[str, Path], rule: str, tool: str, path: str, allow_hit: bool, deny_hit: bool) -> None:
     got = _file_call(engine(env, RuleSet.of(deny=[_rule(rule, env)])), tool, _path(path, env))
     assert (got == "deny") is deny_hit
 
@@ -261,11 +267,15 @@ OTHER_ROWS: list[tuple[str, str, dict[str, Any], bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "tool", "raw", "hit"), OTHER_ROWS,
-                         ids=[f"{r} ~ {t} {json.dumps(i, ensure_ascii=False)}" for r, t, i, _ in OTHER_ROWS])
+@pytest.mark.parametrize(
+    ("rule", "tool", "raw", "hit"),
+    OTHER_ROWS,
+    ids=[f"{r} ~ {t} {json.dumps(i, ensure_ascii=False)}" for r, t, i, _ in OTHER_ROWS],
+)
 @pytest.mark.parametrize("behavior", ["allow", "deny"])
-def test_other_tool_rule(env: dict[str, Path], rule: str, tool: str, raw: dict[str, Any], hit: bool,
-                         behavior: str) -> None:
+def test_other_tool_rule(
+    env: dict[str, Path], rule: str, tool: str, raw: dict[str, Any], hit: bool, behavior: str
+) -> None:
     e = engine(env, RuleSet.of(**{behavior: [rule]}))
     got = decide(e, tool, raw, read_only=False).behavior
     assert (got == behavior) is hit
@@ -275,8 +285,15 @@ def test_other_tool_rule(env: dict[str, Path], rule: str, tool: str, raw: dict[s
 
 # --- precedence across sources: deny > ask > allow whatever the source -----------------------------------
 
-SOURCES = ["session", "localSettings", "projectSettings", "userSettings", "claudeLocalSettings",
-           "claudeProjectSettings", "claudeUserSettings"]
+SOURCES = [
+    "session",
+    "localSettings",
+    "projectSettings",
+    "userSettings",
+    "claudeLocalSettings",
+    "claudeProjectSettings",
+    "claudeUserSettings",
+]
 BEHAVIORS = ["allow", "ask", "deny"]
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -312,8 +329,9 @@ PRECEDENCE_ROWS = [((s, b),) for s in SOURCES for b in BEHAVIORS] + [
 ]
 
 
-@pytest.mark.parametrize("placements", PRECEDENCE_ROWS, ids=[" + ".join(f"{s}:{b}" for s, b in row)
-                                                             for row in PRECEDENCE_ROWS])
+@pytest.mark.parametrize(
+    "placements", PRECEDENCE_ROWS, ids=[" + ".join(f"{s}:{b}" for s, b in row) for row in PRECEDENCE_ROWS]
+)
 def test_precedence(env: dict[str, Path], placements: tuple[tuple[str, str], ...]) -> None:
     session = _place(env, list(placements), "Bash(make *)")
     decision = decide(engine(env, session), "Bash", {"command": "make all"})
@@ -327,25 +345,38 @@ def test_precedence(env: dict[str, Path], placements: tuple[tuple[str, str], ...
 
 # --- modes: what each call does in each mode -------------------------------------------------------------
 
-CALLS = ["read_in", "read_out", "edit_in", "edit_out", "edit_git", "bash_ro", "bash_rw", "bash_redirect_in",
-         "exit_plan", "mcp"]
+CALLS = [
+    "read_in",
+    "read_out",
+    "edit_in",
+    "edit_out",
+    "edit_git",
+    "bash_ro",
+    "bash_rw",
+    "bash_redirect_in",
+    "exit_plan",
+    "mcp",
+]
 MODE_TABLE: dict[str, list[str]] = {
-    "default":           ["allow", "ask", "ask", "ask", "ask", "allow", "ask", "ask", "allow", "ask"],
-    "acceptEdits":       ["allow", "ask", "allow", "ask", "ask", "allow", "ask", "allow", "allow", "ask"],
-    "plan":              ["allow", "ask", "deny", "deny", "deny", "allow", "deny", "deny", "ask", "deny"],
+    "default": ["allow", "ask", "ask", "ask", "ask", "allow", "ask", "ask", "allow", "ask"],
+    "acceptEdits": ["allow", "ask", "allow", "ask", "ask", "allow", "ask", "allow", "allow", "ask"],
+    "plan": ["allow", "ask", "deny", "deny", "deny", "allow", "deny", "deny", "ask", "deny"],
     "bypassPermissions": ["allow", "allow", "allow", "allow", "ask", "allow", "allow", "allow", "allow", "allow"],
-    "dontAsk":           ["allow", "deny", "deny", "deny", "deny", "allow", "deny", "deny", "allow", "deny"],
+    "dontAsk": ["allow", "deny", "deny", "deny", "deny", "allow", "deny", "deny", "allow", "deny"],
     "default/non-interactive": ["allow", "deny", "deny", "deny", "deny", "allow", "deny", "deny", "allow", "deny"],
 }
-MODE_ROWS = [(mode, call, expected) for mode, row in MODE_TABLE.items() for call, expected in zip(CALLS, row,
-                                                                                                  strict=True)]
+MODE_ROWS = [
+    (mode, call, expected) for mode, row in MODE_TABLE.items() for call, expected in zip(CALLS, row, strict=True)
+]
 
 
 def _call(e: PermissionEngine, env: dict[str, Path], call: str) -> str:
     ws, out = env["ws"], env["outside"]
     file_calls: dict[str, tuple[str, Path, Literal["read", "write"]]] = {
-        "read_in": ("Read", ws / "src" / "a.py", "read"), "read_out": ("Read", out / "f", "read"),
-        "edit_in": ("Edit", ws / "src" / "a.py", "write"), "edit_out": ("Edit", out / "f", "write"),
+        "read_in": ("Read", ws / "src" / "a.py", "read"),
+        "read_out": ("Read", out / "f", "read"),
+        "edit_in": ("Edit", ws / "src" / "a.py", "write"),
+        "edit_out": ("Edit", out / "f", "write"),
         "edit_git": ("Edit", ws / ".git" / "config", "write"),
     }
     if call in file_calls:

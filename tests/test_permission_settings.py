@@ -70,8 +70,13 @@ def test_default_mode_follows_precedence(ws: Path, tmp_path: Path) -> None:
 
 
 def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:
-    write(ws / ".claude/settings.json", {"permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(make *)"]},
-                                         "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}})
+    write(
+        ws / ".claude/settings.json",
+        {
+            "permissions": {"defaultMode": "bypassPermissions", "deny": ["Bash(make *)"]},
+            "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
+        },
+    )
     store = SettingsStore(ws)
     engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
     assert engine.mode == "default"
@@ -81,8 +86,10 @@ def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:
 
 def test_invalid_json_is_reported_and_every_call_asks(ws: Path) -> None:
     bad = write(ws / ".agent-bridge/settings.json", '{"permissions": {"allow": ["Bash(cargo build *)"],}')
-    write(ws / ".agent-bridge/settings.local.json", {"permissions": {"allow": ["Bash(npm test *)"],
-                                                                   "deny": ["Bash(rm *)"]}})
+    write(
+        ws / ".agent-bridge/settings.local.json",
+        {"permissions": {"allow": ["Bash(npm test *)"], "deny": ["Bash(rm *)"]}},
+    )
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     [issue] = engine.errors
     assert issue.file == bad and "not valid JSON" in issue.message and "line 1" in issue.message
@@ -100,12 +107,19 @@ def test_invalid_json_is_reported_and_every_call_asks(ws: Path) -> None:
 
 
 def test_invalid_fields_are_skipped_one_by_one(ws: Path) -> None:
-    path = write(ws / ".agent-bridge/settings.json", {"permissions": {
-        "allow": "Bash(make *)",  # not a list
-        "deny": ["Bash(rm *)", "Bash(unclosed", 42],
-        "ask": ["Bash(git push *)", "Bash("],
-        "defaultMode": "yolo",
-    }, "hooks": {"PreToolUse": [{"matcher": "Bash"}]}, "env": {"A": 1}})
+    path = write(
+        ws / ".agent-bridge/settings.json",
+        {
+            "permissions": {
+                "allow": "Bash(make *)",  # not a list
+                "deny": ["Bash(rm *)", "Bash(unclosed", 42],
+                "ask": ["Bash(git push *)", "Bash("],
+                "defaultMode": "yolo",
+            },
+            "hooks": {"PreToolUse": [{"matcher": "Bash"}]},
+            "env": {"A": 1},
+        },
+    )
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     messages = [i.message for i in engine.errors]
     assert all(i.file == path for i in engine.errors)
@@ -204,8 +218,10 @@ def test_edit_suggestion_is_the_directory(ws: Path) -> None:
 
 
 def test_disable_bypass_mode(ws: Path) -> None:
-    write(ws / ".agent-bridge/settings.json", {"permissions": {"disableBypassPermissionsMode": "disable",
-                                                               "defaultMode": "bypassPermissions"}})
+    write(
+        ws / ".agent-bridge/settings.json",
+        {"permissions": {"disableBypassPermissionsMode": "disable", "defaultMode": "bypassPermissions"}},
+    )
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert engine.mode == "default"
     assert any("bypassPermissions is disabled" in i.message for i in engine.errors)

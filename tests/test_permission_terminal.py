@@ -39,9 +39,15 @@ class Places:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENT_BRIDGE_"))}
-        return env | {"HOME": str(self.home), "AGENT_BRIDGE_DATA_DIR": str(self.root / "data"),
-                      "AGENT_BRIDGE_CONFIG_DIR": str(self.root / "cfg"), "CLAUDE_CONFIG_DIR": str(self.root / "claude"),
-                      "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(ROWS)}
+        return env | {
+            "HOME": str(self.home),
+            "AGENT_BRIDGE_DATA_DIR": str(self.root / "data"),
+            "AGENT_BRIDGE_CONFIG_DIR": str(self.root / "cfg"),
+            "CLAUDE_CONFIG_DIR": str(self.root / "claude"),
+            "TERM": "xterm",
+            "COLUMNS": str(COLUMNS),
+            "LINES": str(ROWS),
+        }
 
 
 @pytest.fixture
@@ -78,14 +84,15 @@ class Terminal(PtyRun):
         lines = self.lines()
         start = next(i for i, line in enumerate(lines) if line.startswith(first))
         end = next(i for i in range(start, len(lines)) if lines[i].startswith(last))
-        return lines[start:end + 1]
+        return lines[start : end + 1]
 
 
 @contextlib.asynccontextmanager
 async def terminal(places: Places, prompt: str, *flags: str) -> AsyncIterator[Terminal]:
     argv = [AGENT_BRIDGE, "run", "--offline", "playground", *flags, prompt]
-    async with run_in_pty(Terminal, argv, cwd=places.ws, env=places.env(), log=places.root / "stderr.log",
-                          columns=COLUMNS, rows=ROWS) as term:
+    async with run_in_pty(
+        Terminal, argv, cwd=places.ws, env=places.env(), log=places.root / "stderr.log", columns=COLUMNS, rows=ROWS
+    ) as term:
         yield term
 
 
@@ -123,7 +130,11 @@ async def test_every_line_of_a_multi_line_command_shows(places: Places) -> None:
     async with terminal(places, f"run: {command}") as term:
         await term.asked()
         assert term.block("? Allow", "  why:")[1:5] == [
-            "  │ ls", "  │ # just listing", "  │ rm -f victim.txt", "  │ ^^^^^^^^^^^^^^^^"]
+            "  │ ls",
+            "  │ # just listing",
+            "  │ rm -f victim.txt",
+            "  │ ^^^^^^^^^^^^^^^^",
+        ]
         term.type("n\n")
         assert await finished(term) == 0
     assert (places.ws / "victim.txt").exists()
@@ -199,13 +210,28 @@ def run_without_terminal(places: Places, prompt: str, stdin: str, *flags: str) -
     if prompt.startswith("write: "):  # a scenario: one Write, then an answer
         write = {"type": "tool_use", "name": "Write", "input": {"file_path": prompt[7:], "content": "pwned\n"}}
         model = str(places.root / "write.json")
-        Path(model).write_text(json.dumps({"responses": [
-            {"content": [write], "stop_reason": "tool_use"},
-            {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}]}))
+        Path(model).write_text(
+            json.dumps(
+                {
+                    "responses": [
+                        {"content": [write], "stop_reason": "tool_use"},
+                        {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"},
+                    ]
+                }
+            )
+        )
     argv = [AGENT_BRIDGE, "run", "--offline", model, *flags, prompt]
     feed = {"stdin": subprocess.DEVNULL} if stdin == "devnull" else {"input": "y\ny\ny\n"}
-    return subprocess.run(argv, cwd=places.ws, env=places.env(), capture_output=True, text=True, timeout=120,
-                          start_new_session=True, **feed)
+    return subprocess.run(
+        argv,
+        cwd=places.ws,
+        env=places.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+        **feed,
+    )
 
 
 def effect(places: Places, kind: str, output: str) -> bool:
@@ -214,8 +240,9 @@ def effect(places: Places, kind: str, output: str) -> bool:
 
 @pytest.mark.parametrize("stdin", ["devnull", "pipe"])
 @pytest.mark.parametrize(("prompt", "kind"), OUTSIDE_ATTEMPTS, ids=[p.split(":")[0] for p, _ in OUTSIDE_ATTEMPTS])
-def test_without_a_terminal_every_question_is_denied_and_says_so(places: Places, prompt: str, kind: str,
-                                                                  stdin: str) -> None:
+def test_without_a_terminal_every_question_is_denied_and_says_so(
+    places: Places, prompt: str, kind: str, stdin: str
+) -> None:
     done = run_without_terminal(places, prompt, stdin)
     assert done.returncode == 0, done.stderr[-2000:]
     assert not effect(places, kind, done.stdout), done.stdout
@@ -246,6 +273,13 @@ def test_a_denial_says_which_rule_would_allow_it(places: Places) -> None:
 
 
 def test_the_demo_still_runs_without_a_terminal(places: Places) -> None:
-    done = subprocess.run([AGENT_BRIDGE, "demo", "--yes"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          env=places.env(), timeout=120, start_new_session=True)
+    done = subprocess.run(
+        [AGENT_BRIDGE, "demo", "--yes"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=places.env(),
+        timeout=120,
+        start_new_session=True,
+    )
     assert done.returncode == 0 and "TODO / FIXME summary" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]

@@ -42,7 +42,8 @@ async def _worked(run: Run) -> tuple[str, str]:
 
 
 async def test_a_turn_and_the_session_show_every_change_by_any_tool_or_command(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -57,12 +58,16 @@ async def test_a_turn_and_the_session_show_every_change_by_any_tool_or_command(
     assert session["f.txt"].status == "added" and session["f.txt"].new_text == turn_two["f.txt"].new_text
     assert session["g.bin"].binary and session["g.bin"].hunks == []
     assert session["run.sh"].status == "mode" and (session["run.sh"].old.mode, session["run.sh"].new.mode) == (
-        "100644", "100755")
+        "100644",
+        "100755",
+    )
     assert session["h.txt"].old_text == "old text\n" and session["h.txt"].new_text == "new text\n"
     assert [s.tool for s in session["h.txt"].steps] == ["Bash"]
     assert set(turn_one) == {"f.txt", "g.bin", "h.txt", "run.sh"} and set(turn_two) == {"f.txt"}
     assert turn_two["f.txt"].old_text == LINES and [(h.old_start, h.new_start) for h in turn_two["f.txt"].hunks] == [
-        (1, 1), (7, 7)]
+        (1, 1),
+        (7, 7),
+    ]
     started = [e for e in events if isinstance(e, ToolCallStarted) and e.name == "Changes"]
     finished = [e for e in events if isinstance(e, ToolCallFinished) and e.tool_call_id == started[0].tool_call_id]
     assert isinstance(finished[0].display[0], Diff) and finished[0].display[0].path.endswith("/f.txt")
@@ -70,7 +75,8 @@ async def test_a_turn_and_the_session_show_every_change_by_any_tool_or_command(
 
 
 async def test_undo_a_hunk_on_top_of_the_users_edit_and_refuse_a_stale_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -86,7 +92,8 @@ async def test_undo_a_hunk_on_top_of_the_users_edit_and_refuse_a_stale_one(
 
         assert result.done == [("f.txt", 0)] and result.conflicts == []
         assert (ws / "f.txt").read_text() == LINES.replace("line 8", "line 8 changed").replace(
-            "line 10", "line 10 mine")
+            "line 10", "line 10 mine"
+        )
         session_view = {r.path: r for r in await view(checkpoints)}
         assert "line 2 changed" not in (session_view["f.txt"].new_text or ""), "the session's view follows the undo"
         assert "line 10 mine" not in (session_view["f.txt"].new_text or ""), "the user's edit is not the agent's"
@@ -95,7 +102,8 @@ async def test_undo_a_hunk_on_top_of_the_users_edit_and_refuse_a_stale_one(
 
 
 async def test_keep_settles_a_change_and_undo_of_a_whole_file_asks_before_losing_an_edit(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -133,5 +141,6 @@ async def test_changes_as_a_slash_command(tmp_path: Path, monkeypatch: pytest.Mo
         assert "Kept:" in run.said()
         assert await run.prompt("/changes") == "end_turn"
         assert "No changes of the agent's" in run.said()
-        assert not any(isinstance(d, TextContent) for e in run.events if isinstance(e, ToolCallFinished)
-                       for d in e.display)
+        assert not any(
+            isinstance(d, TextContent) for e in run.events if isinstance(e, ToolCallFinished) for d in e.display
+        )

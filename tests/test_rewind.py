@@ -52,7 +52,8 @@ def _strip_cache(value: Any) -> Any:
 
 
 async def test_rewind_both_restores_the_files_and_the_conversation_and_keeps_the_cache_prefix(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -91,8 +92,9 @@ async def test_rewind_both_restores_the_files_and_the_conversation_and_keeps_the
     assert len(messages_written) >= len(before_rewind) + 2, "the transcript only grew: what came before stays"
 
 
-async def test_a_reloaded_session_shows_the_rewound_conversation(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_reloaded_session_shows_the_rewound_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -103,8 +105,7 @@ async def test_a_reloaded_session_shows_the_rewound_conversation(tmp_path: Path,
         session_id = run.session.id
         await run.agent.close_session(session_id)
         events: list[LoopEvent] = []
-        reopened = run.agent.reopen(session_id, Frontend(emit=events.append, prompter=deny_all), [],
-                                    lambda _s: None)
+        reopened = run.agent.reopen(session_id, Frontend(emit=events.append, prompter=deny_all), [], lambda _s: None)
 
     said = [e.text for e in reopened.replay if isinstance(e, UserText)]
     assert said == ["write a", "third"]
@@ -112,7 +113,8 @@ async def test_a_reloaded_session_shows_the_rewound_conversation(tmp_path: Path,
 
 
 async def test_a_file_the_user_changed_since_is_a_conflict_kept_unless_they_choose(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     async with checkpoint_run(tmp_path, monkeypatch, _responses(ws)) as run:
@@ -136,14 +138,17 @@ async def test_a_file_the_user_changed_since_is_a_conflict_kept_unless_they_choo
         assert "Not rewound" in run.said() and (ws / "b.txt").read_text() == "untouched\n"
 
 
-async def test_merge_takes_the_agents_changes_out_of_the_users_text(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_merge_takes_the_agents_changes_out_of_the_users_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "code.py").write_text("a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
-    responses = [step(use("Read", file_path=str(ws / "code.py"))),
-                 step(use("Edit", file_path=str(ws / "code.py"), old_string="b = 2", new_string="b = 20")),
-                 say("edited")]
+    responses = [
+        step(use("Read", file_path=str(ws / "code.py"))),
+        step(use("Edit", file_path=str(ws / "code.py"), old_string="b = 2", new_string="b = 20")),
+        say("edited"),
+    ]
     async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
         assert await run.prompt("change b") == "end_turn"
         assert (ws / "code.py").read_text() == "a = 1\nb = 20\nc = 3\nd = 4\ne = 5\n"

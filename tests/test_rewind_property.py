@@ -40,10 +40,15 @@ command = st.one_of(
     st.tuples(st.just("rename"), path, path),
     st.tuples(st.just("chmod"), path, st.booleans()),
     st.tuples(st.just("link"), path),
-    st.tuples(st.just("unlink"),),
+    st.tuples(
+        st.just("unlink"),
+    ),
 )
-user = st.one_of(st.tuples(st.just("write"), path, content), st.tuples(st.just("delete"), path),
-                 st.tuples(st.just("chmod"), path, st.booleans()))
+user = st.one_of(
+    st.tuples(st.just("write"), path, content),
+    st.tuples(st.just("delete"), path),
+    st.tuples(st.just("chmod"), path, st.booleans()),
+)
 operation = st.one_of(
     st.tuples(st.just("turn")),
     agent_write,
@@ -100,8 +105,10 @@ def _apply_command(files: State, op: tuple[object, ...]) -> str:
         if source not in files or source == target:
             return "true"
         files[target] = files.pop(source)
-        return (f"mkdir -p {shlex.quote(os.path.dirname(target) or '.')} && "
-                f"mv -f {shlex.quote(source)} {shlex.quote(target)}")
+        return (
+            f"mkdir -p {shlex.quote(os.path.dirname(target) or '.')} && "
+            f"mv -f {shlex.quote(source)} {shlex.quote(target)}"
+        )
     target, executable = str(op[1]), bool(op[2])
     if target not in files:
         return "true"
@@ -145,7 +152,7 @@ def _disk(root: Path) -> State:
 def _expected(model: Model, turn: str, resolution: str) -> dict[str, list[Version]]:
     """For each path, the versions the rewind may leave (more than one only where either is safe)."""
     start = next(i for i, (kind, value) in enumerate(model.events) if kind == "mark" and value == turn)
-    later = model.events[start + 1:]
+    later = model.events[start + 1 :]
     before_first: dict[str, Version] = {}
     agent_last: dict[str, Version] = {}
     user_after: set[str] = set()
@@ -220,17 +227,23 @@ async def _scenario(root: Path, data_dir: Path, operations: list[tuple[object, .
             for name, versions in allowed.items():
                 assert after.get(name) in versions, (
                     f"{name} after rewinding to {turn} ({resolution}): {after.get(name)!r}, expected one of "
-                    f"{versions!r}; events: {model.events!r}")
+                    f"{versions!r}; events: {model.events!r}"
+                )
             model.files = after
             model.note_agent(before)
     await checkpoints.close()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
-          derandomize=os.environ.get("AGENT_BRIDGE_PROPERTY_EXAMPLES") is None)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=os.environ.get("AGENT_BRIDGE_PROPERTY_EXAMPLES") is None,
+)
 @given(st.lists(operation, min_size=4, max_size=22))
-def test_every_rewind_restores_the_recorded_state_and_loses_no_user_edit(operations: list[tuple[object, ...]],
-                                                                        ) -> None:
+def test_every_rewind_restores_the_recorded_state_and_loses_no_user_edit(
+    operations: list[tuple[object, ...]],
+) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "ws"
         root.mkdir()

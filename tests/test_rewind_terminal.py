@@ -13,11 +13,21 @@ AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 
 
 def _run(tmp_path: Path, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path / "home"),
-           "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"), "AGENT_BRIDGE_SANDBOX": "0"}
-    return subprocess.run([AGENT_BRIDGE, "run", "--offline", "playground", "--dangerously-approve-all", "--cwd",
-                           str(workspace), *args],
-                          capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
+        "AGENT_BRIDGE_SANDBOX": "0",
+    }
+    return subprocess.run(
+        [AGENT_BRIDGE, "run", "--offline", "playground", "--dangerously-approve-all", "--cwd", str(workspace), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_rewind_in_the_terminal_on_the_continued_session(tmp_path: Path) -> None:

@@ -19,11 +19,20 @@ def test_the_sandbox_policy_follows_the_settings(tmp_path: Path) -> None:
     ws, extra = tmp_path / "ws", tmp_path / "lib"
     (ws / ".agent-bridge").mkdir(parents=True)
     extra.mkdir()
-    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"permissions": {
-        "additionalDirectories": [str(extra)], "deny": ["Read(.env)", "Read(~/.ssh/**)", "Bash(rm *)"]}}))
+    (ws / ".agent-bridge" / "settings.json").write_text(
+        json.dumps(
+            {
+                "permissions": {
+                    "additionalDirectories": [str(extra)],
+                    "deny": ["Read(.env)", "Read(~/.ssh/**)", "Bash(rm *)"],
+                }
+            }
+        )
+    )
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR,
-                              session_rules=RuleSet.of(deny=["Read(secrets/**)"]))
+    engine = PermissionEngine(
+        cwd=ws, settings=store, grammar=GRAMMAR, session_rules=RuleSet.of(deny=["Read(secrets/**)"])
+    )
     policy = policy_from_engine(engine, sandbox_settings(store))
     protected = [held.path for held in policy.protected]
     assert policy.writable == (ws.resolve(), extra.resolve())

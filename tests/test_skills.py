@@ -25,21 +25,28 @@ def skill(root: Path, name: str, description: str, body: str = "Do it.", **meta:
 @pytest.fixture
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    found = {"cwd": tmp_path / "proj", "user_config_dir": tmp_path / "cfg",
-             "claude_home": tmp_path / "home" / ".claude"}
+    found = {
+        "cwd": tmp_path / "proj",
+        "user_config_dir": tmp_path / "cfg",
+        "claude_home": tmp_path / "home" / ".claude",
+    }
     for path in found.values():
         path.mkdir(parents=True)
     return found
 
 
 def catalog(dirs: dict[str, Path], **kwargs: object):  # type: ignore[no-untyped-def]
-    return load_skills(dirs["cwd"], user_config_dir=dirs["user_config_dir"], claude_home=dirs["claude_home"],
-                       **kwargs)  # type: ignore[arg-type]
+    return load_skills(dirs["cwd"], user_config_dir=dirs["user_config_dir"], claude_home=dirs["claude_home"], **kwargs)  # type: ignore[arg-type]
 
 
 def test_skills_from_every_location_the_first_name_wins_and_bodies_are_not_read(dirs: dict[str, Path]) -> None:
-    pdf = skill(dirs["cwd"] / ".claude" / "skills", "pdf-forms", "Fill PDF forms. Use for PDFs.",
-                body="BODY-SECRET-INSTRUCTIONS $ARGUMENTS", **{"allowed-tools": "Read, Bash(python3 scripts/*)"})
+    pdf = skill(
+        dirs["cwd"] / ".claude" / "skills",
+        "pdf-forms",
+        "Fill PDF forms. Use for PDFs.",
+        body="BODY-SECRET-INSTRUCTIONS $ARGUMENTS",
+        **{"allowed-tools": "Read, Bash(python3 scripts/*)"},
+    )
     (pdf / "references").mkdir()
     (pdf / "references" / "forms.md").write_text("field names")
     skill(dirs["claude_home"] / "skills", "changelog", "Write a changelog entry.", context="fork", model="haiku")
@@ -55,13 +62,17 @@ def test_skills_from_every_location_the_first_name_wins_and_bodies_are_not_read(
     assert found.skills["pdf-forms"].expand("a.pdf") == "BODY-SECRET-INSTRUCTIONS a.pdf"
 
 
-@pytest.mark.parametrize(("meta", "reason"), [
-    ({"name": "Bad_Name", "description": "x"}, "`name` must be lowercase letters"),
-    ({"name": "other", "description": "x"}, "must be the folder's name"),
-    ({"name": "broken"}, "`description`"),
-])
-def test_an_invalid_skill_is_reported_once_with_the_reason(dirs: dict[str, Path], meta: dict[str, str],
-                                                          reason: str) -> None:
+@pytest.mark.parametrize(
+    ("meta", "reason"),
+    [
+        ({"name": "Bad_Name", "description": "x"}, "`name` must be lowercase letters"),
+        ({"name": "other", "description": "x"}, "must be the folder's name"),
+        ({"name": "broken"}, "`description`"),
+    ],
+)
+def test_an_invalid_skill_is_reported_once_with_the_reason(
+    dirs: dict[str, Path], meta: dict[str, str], reason: str
+) -> None:
     folder = dirs["cwd"] / ".claude" / "skills" / ("Bad_Name" if meta["name"] == "Bad_Name" else "broken")
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\n" + "".join(f"{k}: {v}\n" for k, v in meta.items()) + "---\nbody\n")
@@ -109,11 +120,20 @@ def test_an_enabled_plugins_parts_load_and_the_others_say_why_not(dirs: dict[str
     (root / "commands").mkdir()
     (root / "commands" / "hello.md").write_text("Say hello to $ARGUMENTS")
     (home / "plugins").mkdir()
-    (home / "plugins" / "installed_plugins.json").write_text(json.dumps({"version": 2, "plugins": {
-        "tools@market": [{"scope": "user", "installPath": str(root)}],
-        "gone@market": [{"scope": "user", "installPath": str(tmp_path / "missing")}]}}))
-    (home / "settings.json").write_text(json.dumps({"enabledPlugins": {"tools@market": True, "gone@market": True,
-                                                                       "off@market": False}}))
+    (home / "plugins" / "installed_plugins.json").write_text(
+        json.dumps(
+            {
+                "version": 2,
+                "plugins": {
+                    "tools@market": [{"scope": "user", "installPath": str(root)}],
+                    "gone@market": [{"scope": "user", "installPath": str(tmp_path / "missing")}],
+                },
+            }
+        )
+    )
+    (home / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"tools@market": True, "gone@market": True, "off@market": False}})
+    )
     (dirs["cwd"] / ".claude").mkdir()
     (dirs["cwd"] / ".claude" / "settings.json").write_text(json.dumps({"enabledPlugins": {"repo@market": True}}))
     plugins = load_plugins(dirs["cwd"], home, lambda _item: False)

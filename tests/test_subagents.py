@@ -33,8 +33,7 @@ class Run:
 
     def requests_of(self, prompt: str) -> list[dict[str, Any]]:
         """The bodies of the requests whose first message is `prompt` (one agent's)."""
-        return [r.body for r in self.model.valid_requests
-                if r.body["messages"][0]["content"][0].get("text") == prompt]
+        return [r.body for r in self.model.valid_requests if r.body["messages"][0]["content"][0].get("text") == prompt]
 
 
 def use(name: str, **data: Any) -> dict[str, Any]:
@@ -42,8 +41,10 @@ def use(name: str, **data: Any) -> dict[str, Any]:
 
 
 def step(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"content": list(blocks), "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks)
-            else "end_turn"}
+    return {
+        "content": list(blocks),
+        "stop_reason": "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn",
+    }
 
 
 def say(text: str) -> dict[str, Any]:
@@ -86,15 +87,22 @@ def lead_agent(workspace: Path) -> None:
     (agents / "lead.md").write_text("---\nname: lead\ndescription: Delegates.\ntools: Agent, Glob\n---\nLead.\n")
 
 
-NESTED = ({
-    "responses": [step(use("Agent", description="Lead it", prompt="lead the work", subagent_type="lead")),
-                  say("all done")],
-    "agents": [
-        {"prompt": "lead the work", "responses": [step(use("Agent", description="Do it", prompt="do the work")),
-                                                  say("the helper did it")]},
-        {"prompt": "do the work", "responses": [step(use("Glob", pattern="*")), say("did the work")]},
-    ],
-}, lead_agent)
+NESTED = (
+    {
+        "responses": [
+            step(use("Agent", description="Lead it", prompt="lead the work", subagent_type="lead")),
+            say("all done"),
+        ],
+        "agents": [
+            {
+                "prompt": "lead the work",
+                "responses": [step(use("Agent", description="Do it", prompt="do the work")), say("the helper did it")],
+            },
+            {"prompt": "do the work", "responses": [step(use("Glob", pattern="*")), say("did the work")]},
+        ],
+    },
+    lead_agent,
+)
 
 
 @pytest.mark.parametrize("run", [NESTED], indirect=True)
@@ -108,8 +116,11 @@ async def test_an_agent_type_that_lists_agent_nests_once_and_events_name_their_o
     assert [e.name for e in top] == ["Agent"]
     lead_call = top[0].tool_call_id
     nested = [e for e in run.events if isinstance(e, SubAgentEvent)]
-    helper_call = next(e.event.tool_call_id for e in nested if isinstance(e.event, ToolCallStarted)
-                       and e.parent_tool_call_id == lead_call)
+    helper_call = next(
+        e.event.tool_call_id
+        for e in nested
+        if isinstance(e.event, ToolCallStarted) and e.parent_tool_call_id == lead_call
+    )
     glob = [e for e in nested if isinstance(e.event, ToolCallStarted) and e.event.name == "Glob"]
     assert [e.parent_tool_call_id for e in glob] == [helper_call], "tagged once, with the immediate parent"
     cards = {e.event.tool_call_id for e in nested if isinstance(e.event, AgentProgress)}
@@ -119,11 +130,18 @@ async def test_an_agent_type_that_lists_agent_nests_once_and_events_name_their_o
     assert final["content"] == "the helper did it"
 
 
-FAILING = ({
-    "responses": [step(use("Agent", description="Break", prompt="break please")), say("it broke; going on")],
-    "agents": [{"prompt": "break please", "responses": [
-        {"fault": {"type": "status", "status": 400, "message": "prompt is too long"}}]}],
-}, nothing)
+FAILING = (
+    {
+        "responses": [step(use("Agent", description="Break", prompt="break please")), say("it broke; going on")],
+        "agents": [
+            {
+                "prompt": "break please",
+                "responses": [{"fault": {"type": "status", "status": 400, "message": "prompt is too long"}}],
+            }
+        ],
+    },
+    nothing,
+)
 
 
 @pytest.mark.parametrize("run", [FAILING], indirect=True)
@@ -134,12 +152,23 @@ async def test_a_sub_agents_model_failure_is_its_calls_error_and_the_parent_goes
     assert "prompt is too long" in result["content"] and "Traceback" not in result["content"]
 
 
-TODO = ({
-    "responses": [step(use("Agent", description="Plan", prompt="plan it")), say("ok")],
-    "agents": [{"prompt": "plan it", "responses": [
-        step(use("TodoWrite", todos=[{"content": "its step", "status": "pending", "activeForm": "stepping"}])),
-        say("planned")]}],
-}, nothing)
+TODO = (
+    {
+        "responses": [step(use("Agent", description="Plan", prompt="plan it")), say("ok")],
+        "agents": [
+            {
+                "prompt": "plan it",
+                "responses": [
+                    step(
+                        use("TodoWrite", todos=[{"content": "its step", "status": "pending", "activeForm": "stepping"}])
+                    ),
+                    say("planned"),
+                ],
+            }
+        ],
+    },
+    nothing,
+)
 
 
 @pytest.mark.parametrize("run", [TODO], indirect=True)
@@ -153,15 +182,23 @@ async def test_a_sub_agents_todo_list_is_its_own(run: Run) -> None:
 def hooked(workspace: Path) -> None:
     log = workspace.parent / "hooks.log"
     command = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
-        f"import json, sys; open({str(log)!r}, 'a').write(json.load(sys.stdin)['hook_event_name'] + '\\n')")
-    hooks = {event: [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
-             for event in ("UserPromptSubmit", "Stop", "SubagentStop")}
+        f"import json, sys; open({str(log)!r}, 'a').write(json.load(sys.stdin)['hook_event_name'] + '\\n')"
+    )
+    hooks = {
+        event: [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
+        for event in ("UserPromptSubmit", "Stop", "SubagentStop")
+    }
     (workspace / ".agent-bridge").mkdir()
     (workspace / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": hooks}))
 
 
-HOOKED = ({"responses": [step(use("Agent", description="Help", prompt="help out")), say("ok")],
-           "agents": [{"prompt": "help out", "responses": [say("helped")]}]}, hooked)
+HOOKED = (
+    {
+        "responses": [step(use("Agent", description="Help", prompt="help out")), say("ok")],
+        "agents": [{"prompt": "help out", "responses": [say("helped")]}],
+    },
+    hooked,
+)
 
 
 @pytest.mark.parametrize("run", [HOOKED], indirect=True)
@@ -171,12 +208,18 @@ async def test_a_sub_agent_runs_subagent_stop_hooks_and_no_prompt_hook(run: Run)
     assert log.read_text().split() == ["UserPromptSubmit", "SubagentStop", "Stop"]
 
 
-BACKGROUND = ({
-    "responses": [step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
-                  say("started"),
-                  step(use("TaskStop", task_id="agent_1")), say("stopped it")],
-    "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="touch started; sleep 300"))]}],
-}, nothing)
+BACKGROUND = (
+    {
+        "responses": [
+            step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
+            say("started"),
+            step(use("TaskStop", task_id="agent_1")),
+            say("stopped it"),
+        ],
+        "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="touch started; sleep 300"))]}],
+    },
+    nothing,
+)
 
 
 @pytest.mark.parametrize("run", [BACKGROUND], indirect=True)
@@ -184,8 +227,12 @@ async def test_task_stop_stops_a_background_agent_and_everything_it_runs(run: Ru
     assert await run.session.prompt([{"type": "text", "text": "start"}]) == "end_turn"
     task = run.session.subagents.find("agent_1")
     assert task is not None and task.status == "running" and task.background
-    await poll(lambda: run.session.running and any(
-        isinstance(e, SubAgentEvent) and isinstance(e.event, ToolCallStarted) for e in run.events))
+    await poll(
+        lambda: (
+            run.session.running
+            and any(isinstance(e, SubAgentEvent) and isinstance(e.event, ToolCallStarted) for e in run.events)
+        )
+    )
     await poll(lambda: run.asked)  # the sub-agent's Bash asked (and was allowed): it runs now
     assert run.asked[0].agent is not None and run.asked[0].agent.description == "Forever"
     assert await run.session.prompt([{"type": "text", "text": "stop it"}]) == "end_turn"
@@ -195,10 +242,16 @@ async def test_task_stop_stops_a_background_agent_and_everything_it_runs(run: Ru
     assert note["text"].startswith("<task-notification>") and "<status>stopped</status>" in note["text"]
 
 
-SHUTDOWN = ({"responses": [step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
-                           say("started")],
-             "agents": [{"prompt": "run forever",
-                         "responses": [step(use("Bash", command="touch started; sleep 300"))]}]}, nothing)
+SHUTDOWN = (
+    {
+        "responses": [
+            step(use("Agent", description="Forever", prompt="run forever", run_in_background=True)),
+            say("started"),
+        ],
+        "agents": [{"prompt": "run forever", "responses": [step(use("Bash", command="touch started; sleep 300"))]}],
+    },
+    nothing,
+)
 
 
 @pytest.mark.parametrize("run", [SHUTDOWN], indirect=True)
@@ -214,5 +267,3 @@ async def test_background_agents_stop_with_their_session(run: Run) -> None:
 def status_of(task: SubAgentTask) -> TaskStatus:
     """Its status now (a call mypy cannot narrow from an earlier assert: the task changes in between)."""
     return task.status
-
-

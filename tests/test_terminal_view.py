@@ -35,11 +35,20 @@ def text(body: str, pieces: int = 12) -> dict[str, Any]:
     return {"type": "text", "text": body, "chunks": pieces}
 
 
-PARALLEL = {"responses": [
-    {"content": [text("Three checks at once."), bash("sleep 1.5; echo first"), bash("sleep 0.8; echo second"),
-                 bash("echo third")], "stop_reason": "tool_use"},
-    {"content": [text("All three done.")], "stop_reason": "end_turn"},
-]}
+PARALLEL = {
+    "responses": [
+        {
+            "content": [
+                text("Three checks at once."),
+                bash("sleep 1.5; echo first"),
+                bash("sleep 0.8; echo second"),
+                bash("echo third"),
+            ],
+            "stop_reason": "tool_use",
+        },
+        {"content": [text("All three done.")], "stop_reason": "end_turn"},
+    ]
+}
 
 MARKDOWN_ANSWER = """# Release notes
 
@@ -62,29 +71,55 @@ That is all."""
 MARKDOWN = {"responses": [{"content": [text(MARKDOWN_ANSWER, 40)], "stop_reason": "end_turn", "delay_ms": 5}]}
 
 THOUGHTS = "First, what is asked.\nThen, what is known.\nLast, the answer: SECRET-THOUGHT."
-THINKING = {"responses": [{"content": [
-    {"type": "thinking", "thinking": THOUGHTS, "chunks": 6, "signature": "offline-signature"},
-    text("The answer is 42."),
-], "stop_reason": "end_turn"}]}
+THINKING = {
+    "responses": [
+        {
+            "content": [
+                {"type": "thinking", "thinking": THOUGHTS, "chunks": 6, "signature": "offline-signature"},
+                text("The answer is 42."),
+            ],
+            "stop_reason": "end_turn",
+        }
+    ]
+}
 
 AGENT_PROMPT = "Find the nested marker and report it."
 SUB_AGENT = {
     "responses": [
-        {"content": [text("Asking a helper."), {"type": "tool_use", "name": "Agent", "input": {
-            "description": "find the marker", "prompt": AGENT_PROMPT, "subagent_type": "general-purpose"}}],
-         "stop_reason": "tool_use"},
+        {
+            "content": [
+                text("Asking a helper."),
+                {
+                    "type": "tool_use",
+                    "name": "Agent",
+                    "input": {
+                        "description": "find the marker",
+                        "prompt": AGENT_PROMPT,
+                        "subagent_type": "general-purpose",
+                    },
+                },
+            ],
+            "stop_reason": "tool_use",
+        },
         {"content": [text("The helper found it.")], "stop_reason": "end_turn"},
     ],
-    "agents": [{"prompt": AGENT_PROMPT, "responses": [
-        {"content": [bash("echo nested-marker")], "stop_reason": "tool_use"},
-        {"content": [text("## Found\n\nThe marker is **nested-marker**.")], "stop_reason": "end_turn"},
-    ]}],
+    "agents": [
+        {
+            "prompt": AGENT_PROMPT,
+            "responses": [
+                {"content": [bash("echo nested-marker")], "stop_reason": "tool_use"},
+                {"content": [text("## Found\n\nThe marker is **nested-marker**.")], "stop_reason": "end_turn"},
+            ],
+        }
+    ],
 }
 
-LONG = {"responses": [
-    {"content": [bash("for i in 1 2 3 4 5 6; do echo step $i; sleep 0.5; done")], "stop_reason": "tool_use"},
-    {"content": [text("Done.")], "stop_reason": "end_turn"},
-]}
+LONG = {
+    "responses": [
+        {"content": [bash("for i in 1 2 3 4 5 6; do echo step $i; sleep 0.5; done")], "stop_reason": "tool_use"},
+        {"content": [text("Done.")], "stop_reason": "end_turn"},
+    ]
+}
 
 
 class Screen(PtyRun):
@@ -96,7 +131,7 @@ class Screen(PtyRun):
     def block(self, first: str, count: int) -> list[str]:
         lines = self.lines()
         start = lines.index(first)
-        return lines[start:start + count]
+        return lines[start : start + count]
 
     async def until(self, predicate: Any, what: str) -> None:
         await poll(lambda: predicate(self.text()), timeout=60, what=what, changed=self.changed)
@@ -104,10 +139,17 @@ class Screen(PtyRun):
 
 def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AGENT_BRIDGE_", "NO_COLOR"))}
-    return env | {"HOME": str(tmp_path / "home"), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
-                  "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-                  "TERM": "xterm", "COLUMNS": str(COLUMNS), "LINES": str(ROWS), "TMPDIR": str(tmp_path / "tmp"),
-                  **extra}
+    return env | {
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+        "TERM": "xterm",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(ROWS),
+        "TMPDIR": str(tmp_path / "tmp"),
+        **extra,
+    }
 
 
 def scenario_file(tmp_path: Path, scenario: dict[str, Any] | str) -> str:
@@ -125,12 +167,21 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def terminal(tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str,
-                   **env: str) -> AsyncIterator[Screen]:
+async def terminal(
+    tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str, **env: str
+) -> AsyncIterator[Screen]:
     cwd = workspace(tmp_path)  # (makes tmp_path's folders, the scenario file's among them)
     argv = [AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, scenario), *flags, prompt]
-    async with run_in_pty(Screen, argv, cwd=cwd, env=environment(tmp_path, **env),
-                          log=tmp_path / "stderr.log", columns=COLUMNS, rows=ROWS, history=2000) as term:
+    async with run_in_pty(
+        Screen,
+        argv,
+        cwd=cwd,
+        env=environment(tmp_path, **env),
+        log=tmp_path / "stderr.log",
+        columns=COLUMNS,
+        rows=ROWS,
+        history=2000,
+    ) as term:
         yield term
 
 
@@ -139,8 +190,9 @@ async def finished(term: Screen) -> None:
     await term.until(lambda shown: "[end_turn]" in shown, "the end line")
 
 
-async def screen_of(tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str,
-                    **env: str) -> Screen:
+async def screen_of(
+    tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str, **env: str
+) -> Screen:
     async with terminal(tmp_path, scenario, prompt, *flags, **env) as term:
         await finished(term)
     return term
@@ -148,9 +200,15 @@ async def screen_of(tmp_path: Path, scenario: dict[str, Any] | str, prompt: str 
 
 def piped(tmp_path: Path, scenario: dict[str, Any] | str, prompt: str = "go", *flags: str) -> str:
     cwd = workspace(tmp_path)
-    done = subprocess.run([AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, scenario), *flags, prompt],
-                          cwd=cwd, env=environment(tmp_path), capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, scenario), *flags, prompt],
+        cwd=cwd,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -162,7 +220,7 @@ async def test_parallel_calls_show_each_result_under_its_call_in_call_order(tmp_
     term = await screen_of(tmp_path, PARALLEL)
     lines = term.lines()
     start = lines.index("Three checks at once.")
-    assert lines[start:start + 10] == [
+    assert lines[start : start + 10] == [
         "Three checks at once.",
         "",
         "● `sleep 1.5; echo first`",
@@ -181,21 +239,30 @@ async def test_parallel_calls_show_each_result_under_its_call_in_call_order(tmp_
 async def test_a_running_command_shows_its_output_and_elapsed_time_then_its_result(tmp_path: Path) -> None:
     async with terminal(tmp_path, LONG) as term:
         running = re.compile(r"^  ⎿ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] running · [1-9] s$", re.MULTILINE)
-        await term.until(lambda shown: running.search(shown) and "    step 2" in shown,
-                         "the command's last output lines and its spinner with the elapsed time")
+        await term.until(
+            lambda shown: running.search(shown) and "    step 2" in shown,
+            "the command's last output lines and its spinner with the elapsed time",
+        )
         await finished(term)
     lines = term.lines()
     start = lines.index("● `for i in 1 2 3 4 5 6; do echo step $i; sleep 0.5; done`")
-    assert lines[start + 1:start + 6] == ["  ⎿ step 1", "    step 2", "    step 3", "    step 4",
-                                          "    … 2 more lines"]
+    assert lines[start + 1 : start + 6] == [
+        "  ⎿ step 1",
+        "    step 2",
+        "    step 3",
+        "    step 4",
+        "    … 2 more lines",
+    ]
     assert not running.search(term.text()) and not SPINNER & set(term.text())
 
 
 async def test_the_model_working_shows_a_spinner_with_elapsed_time(tmp_path: Path) -> None:
     slow = {"responses": [{"content": [text("Finally.")], "stop_reason": "end_turn", "delay_ms": 2500}]}
     async with terminal(tmp_path, slow) as term:
-        await term.until(lambda shown: re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Waiting for the model · [1-9] s · ctrl-c cancels",
-                                                 shown), "the model's indicator")
+        await term.until(
+            lambda shown: re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Waiting for the model · [1-9] s · ctrl-c cancels", shown),
+            "the model's indicator",
+        )
         await finished(term)
     assert "Waiting for the model" not in term.text()
 
@@ -204,7 +271,7 @@ async def test_a_sub_agents_calls_show_under_its_call_and_its_report_rendered(tm
     term = await screen_of(tmp_path, SUB_AGENT)
     lines = term.lines()
     start = lines.index("● find the marker")
-    block = lines[start:start + 7]
+    block = lines[start : start + 7]
     assert block[1:3] == ["  ↳ `echo nested-marker`", "    ⎿ nested-marker"]
     assert re.fullmatch(r"  ⎿ Done · 1 tool call · [0-9.]+k? tokens · \d+ s", block[3]), block
     assert block[4:7] == ["    Found", "", "    The marker is nested-marker."]
@@ -231,7 +298,7 @@ async def test_a_questions_answers_are_never_cut_mid_word_at_the_width(tmp_path:
         os.write(term.master, b"n\n")
         await finished(term)
     start = next(i for i, line in enumerate(lines) if line.startswith("  [y]"))
-    block = lines[start:lines.index("  >", start)]
+    block = lines[start : lines.index("  >", start)]
     assert [line[:5] for line in block if line.startswith("  [")] == ["  [y]", "  [a]", "  [d]", "  [n]"], block
     joined = " ".join(line.strip() for line in block)
     assert "[a] always allow Bash(rm -f victim.txt) (saved to .agent-bridge/settings.local.json)" in joined, block
@@ -275,7 +342,7 @@ async def test_markdown_is_rendered_headings_lists_code_and_tables(tmp_path: Pat
     term = await screen_of(tmp_path, MARKDOWN)
     lines = term.lines()
     start = lines.index("Release notes")
-    assert lines[start:start + len(RENDERED)] == RENDERED
+    assert lines[start : start + len(RENDERED)] == RENDERED
     assert "```" not in term.text() and "**" not in term.text() and "|---" not in term.text()
     raw = term.raw.decode()
     assert "\x1b[1;4mRelease notes" in raw, "the heading: bold, underlined"
@@ -289,7 +356,7 @@ async def test_no_color_keeps_the_layout_and_drops_every_colour(tmp_path: Path) 
     assert COLOUR_SGR.search(coloured.raw.decode()), "the control: colours without NO_COLOR"
     assert not COLOUR_SGR.search(plain.raw.decode())
     assert "\x1b[1;4mRelease notes" in plain.raw.decode(), "bold and underline are not colours"
-    assert plain.lines()[plain.lines().index("Release notes"):][:len(RENDERED)] == RENDERED
+    assert plain.lines()[plain.lines().index("Release notes") :][: len(RENDERED)] == RENDERED
 
 
 async def test_thinking_is_one_dim_line_and_shown_on_request(tmp_path: Path) -> None:
@@ -301,14 +368,23 @@ async def test_thinking_is_one_dim_line_and_shown_on_request(tmp_path: Path) -> 
     assert "\x1b[2m✻ Thought" in term.raw.decode(), "dim"
     shown = await screen_of(tmp_path / "b", THINKING, "go", "--show-thinking")
     start = shown.lines().index("✻ Thinking (3 lines):")
-    assert shown.lines()[start:start + 5] == ["✻ Thinking (3 lines):", "  First, what is asked.",
-                                              "  Then, what is known.", "  Last, the answer: SECRET-THOUGHT.", ""]
+    assert shown.lines()[start : start + 5] == [
+        "✻ Thinking (3 lines):",
+        "  First, what is asked.",
+        "  Then, what is known.",
+        "  Last, the answer: SECRET-THOUGHT.",
+        "",
+    ]
 
 
 async def test_a_long_title_is_cut_to_the_width_not_wrapped(tmp_path: Path) -> None:
     long = "echo " + "x" * 120
-    scenario = {"responses": [{"content": [bash(long)], "stop_reason": "tool_use"},
-                              {"content": [text("ok")], "stop_reason": "end_turn"}]}
+    scenario = {
+        "responses": [
+            {"content": [bash(long)], "stop_reason": "tool_use"},
+            {"content": [text("ok")], "stop_reason": "end_turn"},
+        ]
+    }
     term = await screen_of(tmp_path, scenario)
     [header] = [line for line in term.lines() if line.startswith("● `echo")]
     assert len(header) == COLUMNS and header.endswith("…")
@@ -321,7 +397,7 @@ async def test_a_long_title_is_cut_to_the_width_not_wrapped(tmp_path: Path) -> N
 
 async def test_the_offline_model_is_named_instead_of_a_cost_and_nothing_is_left_in_temp(tmp_path: Path) -> None:
     term = await screen_of(tmp_path, PARALLEL)
-    end = "\n".join(term.lines()[term.lines().index(next(ln for ln in term.lines() if ln.startswith("[end_turn]"))):])
+    end = "\n".join(term.lines()[term.lines().index(next(ln for ln in term.lines() if ln.startswith("[end_turn]"))) :])
     assert "offline demo model (scenario)" in end and "$" not in end
     assert all(len(line) <= COLUMNS for line in term.lines())
     assert list((tmp_path / "tmp").iterdir()) == [], "the run's temp files are gone"
@@ -333,8 +409,10 @@ async def test_the_offline_model_is_named_instead_of_a_cost_and_nothing_is_left_
 def test_piped_output_is_plain_text_in_the_same_order(tmp_path: Path) -> None:
     out = piped(tmp_path / "a", PARALLEL)
     assert "\x1b" not in out and not SPINNER & set(out)
-    assert "Three checks at once.\n\n● `sleep 1.5; echo first`\n  ⎿ first\n\n● `sleep 0.8; echo second`\n" \
-           "  ⎿ second\n\n● `echo third`\n  ⎿ third\n\nAll three done.\n\n[end_turn]" in out
+    assert (
+        "Three checks at once.\n\n● `sleep 1.5; echo first`\n  ⎿ first\n\n● `sleep 0.8; echo second`\n"
+        "  ⎿ second\n\n● `echo third`\n  ⎿ third\n\nAll three done.\n\n[end_turn]" in out
+    )
     answer = piped(tmp_path / "b", MARKDOWN)
     assert MARKDOWN_ANSWER in answer and "\x1b" not in answer, "markdown as the model wrote it"
     thought = piped(tmp_path / "c", THINKING)
@@ -342,8 +420,12 @@ def test_piped_output_is_plain_text_in_the_same_order(tmp_path: Path) -> None:
 
 
 async def test_ctrl_c_while_a_command_runs_leaves_a_clean_screen(tmp_path: Path) -> None:
-    scenario = {"responses": [{"content": [bash("echo waiting; sleep 60")], "stop_reason": "tool_use"},
-                              {"content": [text("never")], "stop_reason": "end_turn"}]}
+    scenario = {
+        "responses": [
+            {"content": [bash("echo waiting; sleep 60")], "stop_reason": "tool_use"},
+            {"content": [text("never")], "stop_reason": "end_turn"},
+        ]
+    }
     async with terminal(tmp_path, scenario) as term:
         await term.until(lambda shown: "    waiting" in shown and re.search(r"⎿ . running", shown), "the command")
         term.process.send_signal(signal.SIGINT)  # what Ctrl-C sends (this pty is not the controlling terminal)
@@ -353,4 +435,4 @@ async def test_ctrl_c_while_a_command_runs_leaves_a_clean_screen(tmp_path: Path)
     assert "^C cancelling…" in lines
     assert not SPINNER & set(term.text()) and "running ·" not in term.text()
     start = lines.index("● `echo waiting; sleep 60`")
-    assert lines[start + 1:start + 3] == ["^C cancelling…", "  ⎿ Interrupted by user"], lines[start:]
+    assert lines[start + 1 : start + 3] == ["^C cancelling…", "  ⎿ Interrupted by user"], lines[start:]

@@ -24,7 +24,8 @@ def test_each_level_is_a_budget_the_api_accepts(level: str, max_tokens: int) -> 
 
 
 def test_levels_grow_and_unknown_ones_are_refused() -> None:
-    budgets = [thinking.request_fields(level, 16_000)[1]["thinking"]["budget_tokens"] for level in
-               ("low", "medium", "high")]
+    budgets = [
+        thinking.request_fields(level, 16_000)[1]["thinking"]["budget_tokens"] for level in ("low", "medium", "high")
+    ]
     assert budgets == sorted(budgets) and len(set(budgets)) == 3
     assert not thinking.is_level("enormous") and all(thinking.is_level(level) for level, _, _ in thinking.LEVELS)

@@ -328,8 +328,7 @@ async def test_task_output_blocks_until_the_shell_ends_or_the_timeout(bash: Harn
     assert "failed (Exit code 2)" in waited.content and "late" in waited.content
     assert waited.raw_output == {"task_id": shell_id, "status": "failed", "exit_code": 2}
     slow = await bash.run(command="sleep 300", run_in_background=True)
-    short = await TaskOutputTool().call(TaskOutputInput(task_id=slow.raw_output["background_id"], timeout=50),
-                                        bash.ctx)
+    short = await TaskOutputTool().call(TaskOutputInput(task_id=slow.raw_output["background_id"], timeout=50), bash.ctx)
     assert "running" in short.content, "the timeout answers with the status so far"
     done = await TaskStopTool().call(TaskStopInput(task_id=shell_id), bash.ctx)
     assert "already finished" in done.content

@@ -22,7 +22,6 @@ async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
     return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
 
 
-
 @pytest.fixture
 async def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")

@@ -156,16 +156,25 @@ async def test_parent_and_absolute_patterns_are_judged_as_reads_of_their_directo
     make_repo(root, {"a.txt": ""})
     engine = engine_for(root)
     ctx = ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data")
-    for pattern, listed in (("../*", tmp_path), (f"{outside}/*", outside), ("../outside/*.txt", outside),
-                            ("sub/../../outside/*", outside), ("~/x/*", Path.home() / "x")):
+    for pattern, listed in (
+        ("../*", tmp_path),
+        (f"{outside}/*", outside),
+        ("../outside/*.txt", outside),
+        ("sub/../../outside/*", outside),
+        ("~/x/*", Path.home() / "x"),
+    ):
         data = GlobInput(pattern=pattern)
         assert GLOB.permission_paths(data, ctx) == [(listed, "read")], pattern
         decision = decide(engine, "Glob", {"pattern": pattern}, read_only=True, paths=GLOB.permission_paths(data, ctx))
         assert decision.behavior == "ask" and "outside the workspace" in (decision.reason or ""), pattern
     inside = GlobInput(pattern="src/../*.txt")
     assert GLOB.permission_paths(inside, ctx) == [(root, "read")]
-    assert decide(engine, "Glob", {"pattern": "src/../*.txt"}, read_only=True,
-                  paths=GLOB.permission_paths(inside, ctx)).behavior == "allow"
+    assert (
+        decide(
+            engine, "Glob", {"pattern": "src/../*.txt"}, read_only=True, paths=GLOB.permission_paths(inside, ctx)
+        ).behavior
+        == "allow"
+    )
 
 
 async def test_an_allowed_outside_listing_still_keeps_deny_rules(tmp_path: Path) -> None:
@@ -191,13 +200,16 @@ async def test_symlinks_are_not_listed_through(tmp_path: Path) -> None:
     assert await glob(root, pattern="**/*.py") == "a.py"
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ({"pattern": "*.py\x00"}, "pattern contains a NUL byte"),
-    ({"pattern": "\ud800/*.py"}, "lone UTF-16 surrogate"),
-    ({"pattern": "~\x00/*"}, "pattern contains a NUL byte"),
-    ({"pattern": "n" * 300 + "/*.py"}, "at most 255 bytes"),
-    ({"pattern": "*.py", "path": "a\x00"}, "path contains a NUL byte"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"pattern": "*.py\x00"}, "pattern contains a NUL byte"),
+        ({"pattern": "\ud800/*.py"}, "lone UTF-16 surrogate"),
+        ({"pattern": "~\x00/*"}, "pattern contains a NUL byte"),
+        ({"pattern": "n" * 300 + "/*.py"}, "at most 255 bytes"),
+        ({"pattern": "*.py", "path": "a\x00"}, "path contains a NUL byte"),
+    ],
+)
 async def test_invalid_patterns_and_paths_are_a_clear_error(repo: Path, raw: dict[str, str], message: str) -> None:
     data = GlobInput.model_validate(raw)
     ctx = ToolContext(cwd=repo, abort=Abort(), data_dir=repo / ".data")

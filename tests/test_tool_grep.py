@@ -247,8 +247,9 @@ async def test_cancellation_kills_rg(tmp_path: Path) -> None:
 
 def engine_for(root: Path, *, deny: tuple[str, ...] | list[str] = (), mode: Mode = "default") -> PermissionEngine:
     store = SettingsStore(root, user_config_dir=root.parent / f"{root.name}-cfg", claude_home=root.parent / "no-home")
-    return PermissionEngine(cwd=root, settings=store, grammar=GRAMMAR, mode=mode,
-                            session_rules=RuleSet.of(deny=list(deny)))
+    return PermissionEngine(
+        cwd=root, settings=store, grammar=GRAMMAR, mode=mode, session_rules=RuleSet.of(deny=list(deny))
+    )
 
 
 async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> ToolResult:
@@ -265,8 +266,15 @@ async def guarded_grep(root: Path, engine: PermissionEngine, **raw: Any) -> Tool
 @pytest.fixture
 def secrets(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    make_repo(root, {"app.py": "token = 1\n", "secret.txt": "token = hunter2\n",
-                     "private/keys.txt": "token = k3y\n", "docs/a:b.md": "token in a name with a colon\n"})
+    make_repo(
+        root,
+        {
+            "app.py": "token = 1\n",
+            "secret.txt": "token = hunter2\n",
+            "private/keys.txt": "token = k3y\n",
+            "docs/a:b.md": "token in a name with a colon\n",
+        },
+    )
     return root
 
 
@@ -298,10 +306,18 @@ async def test_context_groups_of_hidden_files_leave_no_separators(secrets: Path)
     engine = engine_for(secrets, deny=["Read(secret.txt)", "Read(private/**)"])
     out = text(await guarded_grep(secrets, engine, pattern="token", output_mode="content", **{"-C": 1}))
     body = out.split("\n\n[")[0].splitlines()
-    assert body == ["app.py:1:token = 1", "--", "b.py-1-x", "b.py:2:token = 2", "b.py-3-y", "--",
-                    "docs/a:b.md:1:token in a name with a colon"]
-    unnumbered = text(await guarded_grep(secrets, engine, pattern="token", output_mode="content",
-                                         **{"-C": 1, "-n": False}))
+    assert body == [
+        "app.py:1:token = 1",
+        "--",
+        "b.py-1-x",
+        "b.py:2:token = 2",
+        "b.py-3-y",
+        "--",
+        "docs/a:b.md:1:token in a name with a colon",
+    ]
+    unnumbered = text(
+        await guarded_grep(secrets, engine, pattern="token", output_mode="content", **{"-C": 1, "-n": False})
+    )
     assert "b.py-x" in unnumbered and "b.py:token = 2" in unnumbered
 
 
@@ -348,16 +364,19 @@ async def test_the_default_guard_keeps_results_in_the_workspace_or_the_root(tmp_
     assert guard(root / "link.txt", root) is not None and guard(outside / "x.txt", None) is not None
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("pattern", "a\x00b", r"pattern contains a NUL byte.*\\x00"),
-    ("pattern", "a\ud800", "lone UTF-16 surrogate"),
-    ("glob", "*.py\x00", "glob contains a NUL byte"),
-    ("type", "py\x00", "type contains a NUL byte"),
-    ("path", "src\x00", "path contains a NUL byte"),
-    ("path", "~\x00/x", "path contains a NUL byte"),
-    ("path", "/tmp/\udcff\ud800", "lone UTF-16 surrogate"),
-    ("path", "/tmp/" + "n" * 300, "at most 255 bytes"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("pattern", "a\x00b", r"pattern contains a NUL byte.*\\x00"),
+        ("pattern", "a\ud800", "lone UTF-16 surrogate"),
+        ("glob", "*.py\x00", "glob contains a NUL byte"),
+        ("type", "py\x00", "type contains a NUL byte"),
+        ("path", "src\x00", "path contains a NUL byte"),
+        ("path", "~\x00/x", "path contains a NUL byte"),
+        ("path", "/tmp/\udcff\ud800", "lone UTF-16 surrogate"),
+        ("path", "/tmp/" + "n" * 300, "at most 255 bytes"),
+    ],
+)
 async def test_invalid_fields_are_a_clear_error_not_an_exception(
     repo: Path, field: str, value: str, message: str
 ) -> None:

@@ -1,7 +1,5 @@
 """NotebookEdit: one cell replaced, inserted or deleted; the notebook stays valid and in Jupyter's style."""
 
-
-
 from __future__ import annotations
 
 import json
@@ -19,7 +17,6 @@ from tests.test_tool_edit import Editor, editor_ctx, read_tool
 async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
     """validate_input then validate_target, as the loop runs them (the second once the permission step allows)."""
     return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
-
 
 
 def notebook(cells: list[dict[str, Any]], minor: int = 5) -> dict[str, Any]:

@@ -251,8 +251,9 @@ async def test_proc_and_sys_files_whose_size_says_zero_are_read_to_their_end(tmp
     assert text.startswith("     1\tName:\t") and "Pid:\t" in text
     first = text_of(await read(context(tmp_path), status, limit=1))
     assert "more lines; use offset=2" in first and "0 bytes" not in first
-    sys_file = next((p for p in (Path("/sys/kernel/mm/transparent_hugepage/enabled"), Path("/sys/power/state"))
-                     if p.exists()), None)
+    sys_file = next(
+        (p for p in (Path("/sys/kernel/mm/transparent_hugepage/enabled"), Path("/sys/power/state")) if p.exists()), None
+    )
     if sys_file is not None:
         assert sys_file.stat().st_size in (0, 4096)  # sysfs says 4096 (or 0) whatever the content
         assert text_of(await read(context(tmp_path), sys_file)).startswith("     1\t")

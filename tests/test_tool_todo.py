@@ -28,13 +28,20 @@ def todos(*items: tuple[str, str]) -> TodoWriteInput:
 async def test_the_effect_is_the_whole_new_plan(ctx: ToolContext) -> None:
     data = todos(("Write parser", "completed"), ("Test parser", "in_progress"), ("Ship", "pending"))
     result = await TodoWriteTool().call(data, ctx)
-    assert result.effects == [PlanChanged((
-        PlanEntry("Write parser", "completed"),
-        PlanEntry("Test parser", "in_progress"),
-        PlanEntry("Ship", "pending"),
-    ))]
+    assert result.effects == [
+        PlanChanged(
+            (
+                PlanEntry("Write parser", "completed"),
+                PlanEntry("Test parser", "in_progress"),
+                PlanEntry("Ship", "pending"),
+            )
+        )
+    ]
     assert result.raw_output is not None and [t["content"] for t in result.raw_output["todos"]] == [
-        "Write parser", "Test parser", "Ship"]
+        "Write parser",
+        "Test parser",
+        "Ship",
+    ]
     assert "1/3 completed" in str(result.content) and len(str(result.content)) < 200
     assert not result.is_error
 

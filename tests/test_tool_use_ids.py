@@ -31,15 +31,18 @@ def test_anything_else_is_not(value: Any) -> None:
 
 
 def _tool_response(block_id: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": "Let me look."},
-                        {"type": "tool_use", "id": block_id, "name": "Bash", "input": {"command": "ls"}}],
-            "stop_reason": "tool_use"}
+    return {
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": block_id, "name": "Bash", "input": {"command": "ls"}},
+        ],
+        "stop_reason": "tool_use",
+    }
 
 
 async def _stream(block_id: str, transport: str) -> tuple[list[Any], ModelError | None]:
     with OfflineServer({"responses": [_tool_response(block_id)]}) as server:
-        model = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0,
-                               transport=transport)  # type: ignore[arg-type]
+        model = AnthropicModel(api_key="k", base_url=server.base_url, max_retries=0, transport=transport)  # type: ignore[arg-type]
         request = ModelRequest(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}])
         events: list[Any] = []
         try:
@@ -59,8 +62,9 @@ async def test_the_stream_parser_refuses_a_bad_id_on_both_transports(transport: 
     assert failure is not None and failure.kind == "stream_invalid", failure
     assert "not an id the Messages API gives" in str(failure) and repr(bad) in str(failure)
     assert not any(isinstance(e, BlockComplete) and e.block.get("type") == "tool_use" for e in events)
-    assert any(isinstance(e, BlockComplete) and e.block.get("text") == "Let me look." for e in events), \
+    assert any(isinstance(e, BlockComplete) and e.block.get("text") == "Let me look." for e in events), (
         "what came before the bad block stands"
+    )
 
 
 @pytest.mark.parametrize("transport", ["wire", "sdk"])

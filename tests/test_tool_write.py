@@ -22,7 +22,6 @@ async def validated(tool: AnyTool, data: Any, ctx: ToolContext) -> str | None:
     return await tool.validate_input(data, ctx) or await tool.validate_target(data, ctx)
 
 
-
 @pytest.fixture
 async def ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
@@ -99,9 +98,7 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     assert (diff.old_text, diff.new_text) == ("old\n", "new\n")
     assert path.read_bytes() == b"old\n"
     fresh = tmp_path / "fresh.txt"
-    assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [
-        Diff(str(fresh), None, "hi")
-    ]
+    assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [Diff(str(fresh), None, "hi")]
     assert not fresh.exists()
 
 

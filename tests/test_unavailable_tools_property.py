@@ -54,7 +54,10 @@ def archives() -> list[AnyTool]:
 
 
 INPUTS: dict[str, dict[str, Any]] = {
-    "archive_0": {}, "archive_1": {"note": "x"}, "archive_2": {}, "archive_3": {},  # deferred
+    "archive_0": {},
+    "archive_1": {"note": "x"},
+    "archive_2": {},
+    "archive_3": {},  # deferred
     "ToolSearch": {"query": "select:archive_1,archive_3"},
     "ghost": {"anything": 1},  # no tool has this name
     "mcp__gone__lookup": {"q": "a"},  # a tool of an MCP server that is not connected
@@ -102,8 +105,9 @@ async def _allow(request: PermissionRequest) -> PermissionAnswer:
     return PermissionAnswer("allow_once")
 
 
-async def _example(root: Path, history: list[Message], plan: list[list[str]], moment: int | None,
-                   how: str) -> OfflineServer:
+async def _example(
+    root: Path, history: list[Message], plan: list[list[str]], moment: int | None, how: str
+) -> OfflineServer:
     workspace, data_dir = root / "ws", root / "data"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("hello\n")
@@ -165,7 +169,10 @@ def isolated_home() -> Iterator[None]:
     how=st.sampled_from(["cancel", "interrupt"]),
 )
 def test_every_request_is_valid_whatever_tools_the_history_calls(
-    isolated_home: None, history: list[tuple[list[str], int, bool]], plan: list[list[str]], moment: int | None,
+    isolated_home: None,
+    history: list[tuple[list[str], int, bool]],
+    plan: list[list[str]],
+    moment: int | None,
     how: str,
 ) -> None:
     with tempfile.TemporaryDirectory() as root:

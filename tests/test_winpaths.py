@@ -15,24 +15,30 @@ from bridge.winpaths import inside, native_form, posix_form, rule_base, rule_reg
 W = PureWindowsPath
 
 
-@pytest.mark.parametrize(("windows", "posix"), [
-    ("C:\\Users\\alice\\proj\\.env", "/c/Users/alice/proj/.env"),
-    ("c:/Users/alice", "/c/Users/alice"),
-    ("D:\\", "/d"),
-    ("\\\\server\\share\\x.txt", "//server/share/x.txt"),
-    ("/already/posix", "/already/posix"),
-])
+@pytest.mark.parametrize(
+    ("windows", "posix"),
+    [
+        ("C:\\Users\\alice\\proj\\.env", "/c/Users/alice/proj/.env"),
+        ("c:/Users/alice", "/c/Users/alice"),
+        ("D:\\", "/d"),
+        ("\\\\server\\share\\x.txt", "//server/share/x.txt"),
+        ("/already/posix", "/already/posix"),
+    ],
+)
 def test_the_posix_form_rules_see(windows: str, posix: str) -> None:
     assert posix_form(windows) == posix
 
 
-@pytest.mark.parametrize(("given", "native"), [
-    ("/c/Users/alice/x.py", "C:\\Users\\alice\\x.py"),  # Git Bash's form, after a Bash call
-    ("/d", "D:\\"),
-    ("C:/Users/alice/../bob", "C:\\Users\\bob"),
-    ("C:\\Users\\alice", "C:\\Users\\alice"),
-    ("/cd/x", "\\cd\\x"),  # not a drive: one letter only
-])
+@pytest.mark.parametrize(
+    ("given", "native"),
+    [
+        ("/c/Users/alice/x.py", "C:\\Users\\alice\\x.py"),  # Git Bash's form, after a Bash call
+        ("/d", "D:\\"),
+        ("C:/Users/alice/../bob", "C:\\Users\\bob"),
+        ("C:\\Users\\alice", "C:\\Users\\alice"),
+        ("/cd/x", "\\cd\\x"),  # not a drive: one letter only
+    ],
+)
 def test_paths_the_model_sends_become_what_windows_knows(given: str, native: str) -> None:
     assert native_form(given, windows=True) == native
     assert native_form(given, windows=False) == given  # the control: elsewhere nothing changes
@@ -75,13 +81,16 @@ def test_on_posix_the_same_rules_are_what_they_were() -> None:
     assert rule_relative(PurePosixPath("/a/b"), PurePosixPath("/a/b")) is None  # the base itself: no match
 
 
-@pytest.mark.parametrize(("path", "root", "inside_it"), [
-    ("C:\\Users\\alice\\proj\\src\\x.py", "C:\\Users\\alice\\proj", True),
-    ("c:/users/ALICE/proj", "C:\\Users\\alice\\proj", True),  # case and separators don't matter
-    ("C:\\Users\\alice\\project", "C:\\Users\\alice\\proj", False),  # a prefix is not a parent
-    ("D:\\Users\\alice\\proj", "C:\\Users\\alice\\proj", False),  # another drive
-    ("\\\\srv\\share\\proj\\x", "\\\\srv\\share\\proj", True),  # UNC
-])
+@pytest.mark.parametrize(
+    ("path", "root", "inside_it"),
+    [
+        ("C:\\Users\\alice\\proj\\src\\x.py", "C:\\Users\\alice\\proj", True),
+        ("c:/users/ALICE/proj", "C:\\Users\\alice\\proj", True),  # case and separators don't matter
+        ("C:\\Users\\alice\\project", "C:\\Users\\alice\\proj", False),  # a prefix is not a parent
+        ("D:\\Users\\alice\\proj", "C:\\Users\\alice\\proj", False),  # another drive
+        ("\\\\srv\\share\\proj\\x", "\\\\srv\\share\\proj", True),  # UNC
+    ],
+)
 def test_containment_with_drive_letters(path: str, root: str, inside_it: bool) -> None:
     assert inside(path, root, windows=True) is inside_it
     roots = (W(root),)

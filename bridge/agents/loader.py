@@ -49,17 +49,23 @@ class AgentCatalog:
 
 def agent_dirs(cwd: Path, *, user_config_dir: Path, claude_home: Path) -> list[Path]:
     """Where agent files are read from, lowest precedence first."""
-    return [claude_home / "agents", user_config_dir / "agents", cwd / ".claude" / "agents",
-            cwd / ".agent-bridge" / "agents"]
+    return [
+        claude_home / "agents",
+        user_config_dir / "agents",
+        cwd / ".claude" / "agents",
+        cwd / ".agent-bridge" / "agents",
+    ]
 
 
-def load_catalog(cwd: Path, *, user_config_dir: Path, claude_home: Path,
-                 plugins: Iterable[tuple[str, Path]] = ()) -> AgentCatalog:
+def load_catalog(
+    cwd: Path, *, user_config_dir: Path, claude_home: Path, plugins: Iterable[tuple[str, Path]] = ()
+) -> AgentCatalog:
     """Built-ins, the user's and the folder's agent files (a folder's are read as its memory files are: no link
     out of it), and the agents of enabled plugins (`plugins`: name, folder), named `plugin:agent`."""
     catalog = AgentCatalog({agent.name: agent for agent in BUILTIN_AGENTS})
     places: list[tuple[Path, str | None]] = [
-        (d, None) for d in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)]
+        (d, None) for d in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)
+    ]
     places += [(folder, name) for name, folder in plugins]
     for directory, plugin in places:
         try:
@@ -76,13 +82,15 @@ def load_catalog(cwd: Path, *, user_config_dir: Path, claude_home: Path,
     return catalog
 
 
-def parse_agent_file(path: Path, problems: list[str], *, root: Path | None = None,
-                     prefix: str = "") -> AgentDefinition | None:
+def parse_agent_file(
+    path: Path, problems: list[str], *, root: Path | None = None, prefix: str = ""
+) -> AgentDefinition | None:
     """The agent a file defines, or None (with the reason appended to `problems`). `root`: the folder a project's
     file must stay inside; `prefix`: a plugin's `name:`."""
     try:
-        data = read_project_file(root, path, MAX_FILE_BYTES) if root is not None else read_user_file(path,
-                                                                                                  MAX_FILE_BYTES)
+        data = (
+            read_project_file(root, path, MAX_FILE_BYTES) if root is not None else read_user_file(path, MAX_FILE_BYTES)
+        )
         text = data.decode("utf-8")
     except (MemoryRefused, UnicodeDecodeError) as error:
         problems.append(f"{path}: cannot read the agent file ({error}); skipped")
@@ -116,8 +124,12 @@ def parse_agent_file(path: Path, problems: list[str], *, root: Path | None = Non
         problems.append(f"{path}: `model` must be sonnet, opus, haiku, inherit or a model id; inheriting instead")
         model = None
     return AgentDefinition(
-        name=prefix + name.strip(), description=" ".join(description.split()), prompt=body.strip(), tools=tools,
-        model=model.strip() if isinstance(model, str) else None, source=path,
+        name=prefix + name.strip(),
+        description=" ".join(description.split()),
+        prompt=body.strip(),
+        tools=tools,
+        model=model.strip() if isinstance(model, str) else None,
+        source=path,
     )
 
 
@@ -152,7 +164,7 @@ def front_matter(text: str) -> tuple[str, str] | None:
         return None
     for index in range(1, len(lines)):
         if lines[index].strip() == "---":
-            return "".join(lines[1:index]), "".join(lines[index + 1:])
+            return "".join(lines[1:index]), "".join(lines[index + 1 :])
     return None
 
 

@@ -145,22 +145,40 @@ class SubAgentTask:
         return ""
 
     def describe(self) -> str:
-        state = {"running": "running", "completed": "completed", "failed": f"failed ({self.error})",
-                 "stopped": "stopped"}[self._status]
-        return (f"Agent {self.id} ({self.definition.name}: {self.label.description}): {state} · "
-                f"{self.tool_calls} tool calls · {self.tokens} tokens · {self.elapsed:.0f} s")
+        state = {
+            "running": "running",
+            "completed": "completed",
+            "failed": f"failed ({self.error})",
+            "stopped": "stopped",
+        }[self._status]
+        return (
+            f"Agent {self.id} ({self.definition.name}: {self.label.description}): {state} · "
+            f"{self.tool_calls} tool calls · {self.tokens} tokens · {self.elapsed:.0f} s"
+        )
 
     def progress(self) -> AgentProgress:
         return AgentProgress(
-            tool_call_id=self.tool_call_id, agent=self.label, status=self._status, started_at=self.started_at,
-            elapsed_s=self.elapsed, tool_calls=self.tool_calls, tokens=self.tokens, last_tool=self.last_tool,
+            tool_call_id=self.tool_call_id,
+            agent=self.label,
+            status=self._status,
+            started_at=self.started_at,
+            elapsed_s=self.elapsed,
+            tool_calls=self.tool_calls,
+            tokens=self.tokens,
+            last_tool=self.last_tool,
             background=self.background,
         )
 
     def stats(self) -> dict[str, Any]:
-        return {"agentId": self.id, "agentType": self.definition.name, "status": self._status,
-                "toolUses": self.tool_calls, "totalTokens": self.tokens, "durationMs": round(self.elapsed * 1000),
-                "costUsd": round(self.conversation.cost_usd, 6)}
+        return {
+            "agentId": self.id,
+            "agentType": self.definition.name,
+            "status": self._status,
+            "toolUses": self.tool_calls,
+            "totalTokens": self.tokens,
+            "durationMs": round(self.elapsed * 1000),
+            "costUsd": round(self.conversation.cost_usd, 6),
+        }
 
     def apply(self, effect: Effect) -> None:
         """A sub-agent's tool effects stay its own: its todo list is not the session's plan."""
@@ -185,8 +203,9 @@ class ReadOnlyPolicy:
 
     async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
         if not call.read_only:
-            return Decision("deny", f"the {self._agent_type} agent is read-only: this {call.tool_name} call may "
-                                    "change something")
+            return Decision(
+                "deny", f"the {self._agent_type} agent is read-only: this {call.tool_name} call may change something"
+            )
         return await self._inner.decide_async(call, hook=hook)
 
     def save_rule(self, suggestion: RuleSuggestion) -> None:
@@ -207,8 +226,10 @@ class Level:
     async def run_agent(self, data: AgentInput, ctx: ToolContext) -> ToolResult:
         definition = self.agents.catalog.get(data.subagent_type)
         if definition is None:
-            raise ToolError(f"Unknown subagent_type {data.subagent_type!r}. Available agent types: "
-                            f"{', '.join(self.agents.catalog.names())}.")
+            raise ToolError(
+                f"Unknown subagent_type {data.subagent_type!r}. Available agent types: "
+                f"{', '.join(self.agents.catalog.names())}."
+            )
         if self.depth >= MAX_DEPTH:
             raise ToolError(f"Sub-agents nest at most {MAX_DEPTH} deep: do this work yourself.")
         task = self.agents.new_task(definition, data, ctx.tool_use_id)
@@ -261,9 +282,12 @@ class SubAgents:
 
     def new_task(self, definition: AgentDefinition, data: AgentInput, tool_call_id: str) -> SubAgentTask:
         task = SubAgentTask(
-            id=f"agent_{self._next}", tool_call_id=tool_call_id, definition=definition,
+            id=f"agent_{self._next}",
+            tool_call_id=tool_call_id,
+            definition=definition,
             label=SubAgentLabel(definition.name, data.description.strip() or definition.name, tool_call_id),
-            prompt=data.prompt, model=definition.model_for(self.host.settings().model, data.model),
+            prompt=data.prompt,
+            model=definition.model_for(self.host.settings().model, data.model),
             background=bool(data.run_in_background),
         )
         self._next += 1
@@ -293,8 +317,7 @@ class SubAgents:
 
     def stop_call(self, tool_call_id: str) -> bool:
         """The editor cancelled the call that launched a background agent: stop that agent. False: none runs."""
-        task = next((t for t in self._tasks.values() if t.tool_call_id == tool_call_id and t.status == "running"),
-                    None)
+        task = next((t for t in self._tasks.values() if t.tool_call_id == tool_call_id and t.status == "running"), None)
         if task is None:
             return False
         task.abort.abort(AbortReason.FORCE if task.abort.aborted else AbortReason.CTRL_C)
@@ -330,21 +353,40 @@ class SubAgents:
             ctx.services = dataclasses.replace(ctx.services, agents=child if AGENT_TOOL in tools else None)
             return ctx
 
-        policy = ReadOnlyPolicy(self.host.policy, task.definition.name) if task.definition.read_only \
-            else self.host.policy
+        policy = (
+            ReadOnlyPolicy(self.host.policy, task.definition.name) if task.definition.read_only else self.host.policy
+        )
         env = ToolEnvironment(
-            tools=tools, policy=policy, prompter=child.prompter, emit=child.emit, context=context, apply=task.apply,
-            held_back=held_back, unavailable=self.host.unavailable, running=self.host.running,
-            notifications=child.drain, hooks=self.host.hooks, steps=self.host.steps(task.tool_call_id),
+            tools=tools,
+            policy=policy,
+            prompter=child.prompter,
+            emit=child.emit,
+            context=context,
+            apply=task.apply,
+            held_back=held_back,
+            unavailable=self.host.unavailable,
+            running=self.host.running,
+            notifications=child.drain,
+            hooks=self.host.hooks,
+            steps=self.host.steps(task.tool_call_id),
         )
         settings = dataclasses.replace(
-            self.host.settings(), model=task.model, prompt_hook=None, stop_hook="SubagentStop",
+            self.host.settings(),
+            model=task.model,
+            prompt_hook=None,
+            stop_hook="SubagentStop",
             system=[text_block(f"{task.definition.prompt}\n\n{self.host.environment}")],
         )
         level.emit(task.progress())
         try:
-            stop = await run_turn(task.conversation, [text_block(task.prompt)], model=self.host.model,
-                                  settings=settings, tools=env, abort=task.abort)
+            stop = await run_turn(
+                task.conversation,
+                [text_block(task.prompt)],
+                model=self.host.model,
+                settings=settings,
+                tools=env,
+                abort=task.abort,
+            )
             task.finish("stopped" if stop == "cancelled" else "completed")
         except Exception as error:  # a model failure (or a bug) ends this agent, not its parent
             expected = isinstance(root_cause(error), ModelError)
@@ -407,9 +449,15 @@ class SubAgents:
         directory = self.host.sidechains
         if directory is None or not valid_tool_use_id(task.tool_call_id):
             return None
-        header = {"type": "agent", "toolCallId": task.tool_call_id, "agentId": task.id,
-                  "agentType": task.definition.name, "description": task.label.description,
-                  "background": task.background, "createdAt": task.started_at}
+        header = {
+            "type": "agent",
+            "toolCallId": task.tool_call_id,
+            "agentId": task.id,
+            "agentType": task.definition.name,
+            "description": task.label.description,
+            "background": task.background,
+            "createdAt": task.started_at,
+        }
         return Transcript.create_sidechain(directory / f"{task.tool_call_id}.jsonl", header)
 
 

@@ -97,8 +97,7 @@ def write(root: str, relative: str, entry: Entry) -> None:
             os.symlink(os.fsdecode(entry.data), temp, dir_fd=fd)
         else:
             mode = 0o755 if entry.mode == "100755" else 0o644
-            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode,
-                          dir_fd=fd)
+            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
             try:
                 with os.fdopen(out, "wb") as handle:
                     handle.write(entry.data)

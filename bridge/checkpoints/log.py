@@ -51,9 +51,17 @@ class Step:
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
-            "type": "step", "step": self.number, "turn": self.turn, "call": self.call, "tool": self.tool,
-            "title": self.title, "kind": self.kind, "before": self.before, "after": self.after,
-            "changes": [c.to_json() for c in self.changes], "external": [c.to_json() for c in self.external],
+            "type": "step",
+            "step": self.number,
+            "turn": self.turn,
+            "call": self.call,
+            "tool": self.tool,
+            "title": self.title,
+            "kind": self.kind,
+            "before": self.before,
+            "after": self.after,
+            "changes": [c.to_json() for c in self.changes],
+            "external": [c.to_json() for c in self.external],
             "at": self.at,
         }
         if self.skipped:
@@ -73,13 +81,23 @@ class Step:
     def from_json(cls, data: dict[str, Any]) -> Step:
         views = data.get("views") or {}
         return cls(
-            int(data["step"]), data.get("turn"), str(data.get("call", "")), str(data["tool"]),
-            str(data.get("title", data["tool"])), str(data.get("kind", "other")), str(data["before"]),
-            str(data["after"]), [Change.from_json(c) for c in data.get("changes", [])],
+            int(data["step"]),
+            data.get("turn"),
+            str(data.get("call", "")),
+            str(data["tool"]),
+            str(data.get("title", data["tool"])),
+            str(data.get("kind", "other")),
+            str(data["before"]),
+            str(data["after"]),
+            [Change.from_json(c) for c in data.get("changes", [])],
             [Change.from_json(c) for c in data.get("external", [])],
-            [Skipped(str(s["path"]), str(s["why"])) for s in data.get("skipped", [])], data.get("agent"),
-            data.get("outside"), bool(data.get("interrupted")), bool(data.get("background")),
-            {str(p): (v[0], v[1]) for p, v in views.items()}, float(data.get("at", 0.0)),
+            [Skipped(str(s["path"]), str(s["why"])) for s in data.get("skipped", [])],
+            data.get("agent"),
+            data.get("outside"),
+            bool(data.get("interrupted")),
+            bool(data.get("background")),
+            {str(p): (v[0], v[1]) for p, v in views.items()},
+            float(data.get("at", 0.0)),
         )
 
     def touched(self) -> set[str]:

@@ -42,8 +42,15 @@ class CheckpointSteps:
                 checkpoints.effect(ctx.tool_use_id, f"{title}: a network request (it can't be taken back)")
             yield _ignore
             return
-        call = StepCall(ctx.tool_use_id, tool.name, title, tool.kind, self._paths(tool, data), self.agent,
-                        _outside(tool.kind, title))
+        call = StepCall(
+            ctx.tool_use_id,
+            tool.name,
+            title,
+            tool.kind,
+            self._paths(tool, data),
+            self.agent,
+            _outside(tool.kind, title),
+        )
         async with checkpoints.step(call, aborted=lambda: ctx.abort.aborted) as ended:
 
             def finished(result: ToolResult | None) -> None:
@@ -72,8 +79,10 @@ def _outside(kind: str, title: str) -> str | None:
     if kind == "edit":
         return None
     if kind == "execute":
-        return (f"{title} ran: what it did outside the workspace (or to files .gitignore leaves out, or over the "
-                "network) is not undone")
+        return (
+            f"{title} ran: what it did outside the workspace (or to files .gitignore leaves out, or over the "
+            "network) is not undone"
+        )
     return f"{title}: what it did outside the workspace is not undone"
 
 

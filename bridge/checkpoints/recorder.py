@@ -53,8 +53,15 @@ class StepCall:
 
 
 class Checkpoints:
-    def __init__(self, store: Store | None, name: str, log_path: Path | None, *,
-                 tell: Callable[[str], None] = lambda _text: None, problem: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store | None,
+        name: str,
+        log_path: Path | None,
+        *,
+        tell: Callable[[str], None] = lambda _text: None,
+        problem: str | None = None,
+    ) -> None:
         """`store` None: checkpoints are off (`problem` says why; told once, at the first step)."""
         self.store = store
         self.index = SessionIndex(store, name) if store is not None else None
@@ -77,8 +84,9 @@ class Checkpoints:
         self._chained_last: str | None = None
 
     @classmethod
-    def open(cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None],
-             **limits: int) -> Checkpoints:
+    def open(
+        cls, data_dir: Path, workspace: Path, session_id: str, *, tell: Callable[[str], None], **limits: int
+    ) -> Checkpoints:
         log_path = data_dir / "sessions" / session_id / "checkpoints.jsonl"
         if os.environ.get(OFF_ENV) == "0":  # the user's choice: off, and nothing to tell
             off = cls(None, session_id, log_path, tell=tell, problem=f"turned off ({OFF_ENV}=0)")
@@ -138,8 +146,12 @@ class Checkpoints:
             self.log.add(Effect(self.turn, call, text))
 
     @contextlib.asynccontextmanager
-    async def step(self, call: StepCall, *, aborted: Callable[[], bool] = lambda: False,
-                   ) -> AsyncIterator[Callable[[Waiter | None], None]]:
+    async def step(
+        self,
+        call: StepCall,
+        *,
+        aborted: Callable[[], bool] = lambda: False,
+    ) -> AsyncIterator[Callable[[Waiter | None], None]]:
         """Brackets one call: the snapshot before, then after (in the background when it was cancelled). Yields
         `ended(waiter)`: a background command's call passes what waits for its end, for one more checkpoint then."""
         if not self.enabled:
@@ -177,8 +189,9 @@ class Checkpoints:
                 return None
             return shot, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
 
-    async def _after(self, call: StepCall, turn: str | None, before: tuple[Snapshot, list[Change]], *,
-                     interrupted: bool) -> None:
+    async def _after(
+        self, call: StepCall, turn: str | None, before: tuple[Snapshot, list[Change]], *, interrupted: bool
+    ) -> None:
         shot, external = before
         async with self._lock:
             try:
@@ -187,9 +200,24 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            self._record(Step(self.log.next_number(), turn, call.call, call.tool, call.title, call.kind, shot.tree,
-                              after.tree, changes, external, [*shot.skipped, *after.skipped], call.agent,
-                              call.outside, interrupted))
+            self._record(
+                Step(
+                    self.log.next_number(),
+                    turn,
+                    call.call,
+                    call.tool,
+                    call.title,
+                    call.kind,
+                    shot.tree,
+                    after.tree,
+                    changes,
+                    external,
+                    [*shot.skipped, *after.skipped],
+                    call.agent,
+                    call.outside,
+                    interrupted,
+                )
+            )
 
     def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
         """Once the background command ends, one more checkpoint. The wait is not a snapshot in progress: what
@@ -215,8 +243,24 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            self._record(Step(self.log.next_number(), turn, call.call, call.tool, call.title, call.kind, last,
-                              after.tree, changes, [], after.skipped, call.agent, call.outside, background=True))
+            self._record(
+                Step(
+                    self.log.next_number(),
+                    turn,
+                    call.call,
+                    call.tool,
+                    call.title,
+                    call.kind,
+                    last,
+                    after.tree,
+                    changes,
+                    [],
+                    after.skipped,
+                    call.agent,
+                    call.outside,
+                    background=True,
+                )
+            )
 
     async def now(self) -> tuple[str, list[Change]]:
         """A snapshot of the workspace now, and what changed outside any step since the last one (not recorded:
@@ -264,7 +308,6 @@ class Checkpoints:
         assert self.store is not None
         return self.store.entries(tree, paths)
 
-
     def _record(self, step: Step) -> None:
         step.at = time.time()
         self._accounted = step.after
@@ -281,7 +324,7 @@ class Checkpoints:
         trees, self._unchained = self._unchained, []
         if not trees or self.index is None:
             return
-        steps = [s.number for s in self.log.steps[-len(trees):]]
+        steps = [s.number for s in self.log.steps[-len(trees) :]]
         message = json.dumps({"session": self.index.name, "steps": [steps[0], steps[-1]] if steps else []})
         with contextlib.suppress(StoreError):
             await self.run(self.index.record, trees, message)

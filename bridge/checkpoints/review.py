@@ -130,8 +130,11 @@ def _view(checkpoints: Checkpoints, turn: str | None) -> list[FileReview]:
             news[change.path] = Version(*view_blob) if view_blob else Version(change.new, change.new_mode)
             if entry.kind not in ("rewind", "review"):
                 steps.setdefault(change.path, []).append(StepRef(entry.call, entry.tool, entry.title, entry.turn))
-    reviews = [FileReview(path, olds[path], new, steps=steps.get(path, [])) for path, new in sorted(news.items())
-               if olds[path] != new]
+    reviews = [
+        FileReview(path, olds[path], new, steps=steps.get(path, []))
+        for path, new in sorted(news.items())
+        if olds[path] != new
+    ]
     _fill(checkpoints, reviews)
     return reviews
 
@@ -182,15 +185,21 @@ def _lines(text: str | None) -> list[str]:
 def without_hunk(review: FileReview, hunk: Hunk) -> str:
     """The view's new text with `hunk` taken back out."""
     new, old = _lines(review.new_text), _lines(review.old_text)
-    return "".join(new[:hunk.new_start] + old[hunk.old_start:hunk.old_start + hunk.old_lines]
-                   + new[hunk.new_start + hunk.new_lines:])
+    return "".join(
+        new[: hunk.new_start]
+        + old[hunk.old_start : hunk.old_start + hunk.old_lines]
+        + new[hunk.new_start + hunk.new_lines :]
+    )
 
 
 def with_hunk(review: FileReview, hunk: Hunk) -> str:
     """The view's old text with `hunk` applied."""
     new, old = _lines(review.new_text), _lines(review.old_text)
-    return "".join(old[:hunk.old_start] + new[hunk.new_start:hunk.new_start + hunk.new_lines]
-                   + old[hunk.old_start + hunk.old_lines:])
+    return "".join(
+        old[: hunk.old_start]
+        + new[hunk.new_start : hunk.new_start + hunk.new_lines]
+        + old[hunk.old_start + hunk.old_lines :]
+    )
 
 
 # -- keep and undo -------------------------------------------------------------------------------------------
@@ -206,8 +215,13 @@ class Address:
     hunk_id: str | None = None
 
 
-async def undo(checkpoints: Checkpoints, turn: str | None, address: Address, *, overwrite: bool = False,
-               ) -> ReviewResult:
+async def undo(
+    checkpoints: Checkpoints,
+    turn: str | None,
+    address: Address,
+    *,
+    overwrite: bool = False,
+) -> ReviewResult:
     """Take the addressed change out of the workspace (see the module docstring). `overwrite`: a whole file that
     changed since goes back to the view's old version anyway (what it held is kept in the store: the step)."""
     reviews = _select(await view(checkpoints, turn), address)
@@ -221,8 +235,7 @@ async def undo(checkpoints: Checkpoints, turn: str | None, address: Address, *, 
         views: dict[str, tuple[str | None, str | None]] = {}
         for review in reviews:
             latest = review if session is None else session.get(review.path)
-            label, why, agent_level = await checkpoints.run(_undo_one, checkpoints, review, address, overwrite,
-                                                            latest)
+            label, why, agent_level = await checkpoints.run(_undo_one, checkpoints, review, address, overwrite, latest)
             if why is None:
                 result.done.append(label)
                 views[review.path] = agent_level
@@ -232,8 +245,21 @@ async def undo(checkpoints: Checkpoints, turn: str | None, address: Address, *, 
             after = await checkpoints.checkpoint(sorted(views))
             changes = await checkpoints.run(checkpoints.store_diff, before, after.tree)
             title = "Undo " + ", ".join(p if h is None else f"{p} hunk {h + 1}" for p, h in result.done)
-            step = Step(checkpoints.log.next_number(), None, "", "Undo", title, "review", before, after.tree,
-                        changes, external, after.skipped, views=views, at=time.time())
+            step = Step(
+                checkpoints.log.next_number(),
+                None,
+                "",
+                "Undo",
+                title,
+                "review",
+                before,
+                after.tree,
+                changes,
+                external,
+                after.skipped,
+                views=views,
+                at=time.time(),
+            )
             checkpoints.record_step(step)
             result.step = step.number
     return result
@@ -248,8 +274,9 @@ async def keep(checkpoints: Checkpoints, turn: str | None, address: Address) -> 
         if session is not None and review.path not in session:  # nothing of it is pending: kept already
             result.done.append((review.path, address.hunk))
             continue
-        label, baseline, why = await checkpoints.run(_keep_one, checkpoints, review, address,
-                                                     None if session is None else session[review.path])
+        label, baseline, why = await checkpoints.run(
+            _keep_one, checkpoints, review, address, None if session is None else session[review.path]
+        )
         if baseline is None:
             result.conflicts.append((label, why or "it can't be kept"))
             continue
@@ -267,8 +294,9 @@ def _select(reviews: list[FileReview], address: Address) -> list[FileReview]:
     if address.hunk is not None:
         review = chosen[0]
         if not review.hunks:
-            raise ReviewError(f"{address.path}: this change is reviewed as a whole file (binary, a link, too big, "
-                              "or only its mode)")
+            raise ReviewError(
+                f"{address.path}: this change is reviewed as a whole file (binary, a link, too big, or only its mode)"
+            )
         if not 0 <= address.hunk < len(review.hunks):
             raise ReviewError(f"{address.path}: no hunk {address.hunk} (it has {len(review.hunks)})")
         if address.hunk_id is not None and review.hunks[address.hunk].id != address.hunk_id:
@@ -276,8 +304,9 @@ def _select(reviews: list[FileReview], address: Address) -> list[FileReview]:
     return chosen
 
 
-def _undo_one(checkpoints: Checkpoints, review: FileReview, address: Address, overwrite: bool,
-              latest: FileReview | None) -> tuple[Done, str | None, tuple[str | None, str | None]]:
+def _undo_one(
+    checkpoints: Checkpoints, review: FileReview, address: Address, overwrite: bool, latest: FileReview | None
+) -> tuple[Done, str | None, tuple[str | None, str | None]]:
     """(its label, why nothing was written or None, the agent's version of the file after it: what the session's
     view shows from now on). `latest`: the file in the session's view (the same as `review` there)."""
     store, root = checkpoints.store, str(checkpoints.workspace)
@@ -303,22 +332,30 @@ def _undo_one(checkpoints: Checkpoints, review: FileReview, address: Address, ov
     files.write(root, review.path, files.Entry(merged, mode or "100644"))
     agent = target.encode()
     if latest is not review and latest is not None and latest.new_text is not None:
-        agent, clean = store.merge(latest.new_text.encode(), review.new_text.encode(), agent,
-                                   ("session", "turn", "undone"))
+        agent, clean = store.merge(
+            latest.new_text.encode(), review.new_text.encode(), agent, ("session", "turn", "undone")
+        )
         agent = agent if clean else merged
     return label, None, (store.write_blob(agent), mode)
 
 
-def _undo_whole(checkpoints: Checkpoints, review: FileReview, disk: files.Entry | None, overwrite: bool,
-                ) -> tuple[str | None, tuple[str | None, str | None]]:
+def _undo_whole(
+    checkpoints: Checkpoints,
+    review: FileReview,
+    disk: files.Entry | None,
+    overwrite: bool,
+) -> tuple[str | None, tuple[str | None, str | None]]:
     store, root = checkpoints.store, str(checkpoints.workspace)
     assert store is not None
     new = store.read_blobs([review.new.blob])[review.new.blob] if review.new.blob else None
-    unchanged = (disk is None and new is None) or (disk is not None and new is not None and
-                                                   (disk.data, disk.mode) == (new, review.new.mode))
+    unchanged = (disk is None and new is None) or (
+        disk is not None and new is not None and (disk.data, disk.mode) == (new, review.new.mode)
+    )
     if not unchanged and not overwrite:
         return "the file changed since: undo it anyway with overwrite (what it holds stays in the checkpoints)", (
-            None, None)
+            None,
+            None,
+        )
     if review.old.blob is None:
         files.remove(root, review.path)
     else:
@@ -327,8 +364,12 @@ def _undo_whole(checkpoints: Checkpoints, review: FileReview, disk: files.Entry 
     return None, (review.old.blob, review.old.mode)
 
 
-def _keep_one(checkpoints: Checkpoints, review: FileReview, address: Address, session: FileReview | None,
-              ) -> tuple[Done, Version | None, str | None]:
+def _keep_one(
+    checkpoints: Checkpoints,
+    review: FileReview,
+    address: Address,
+    session: FileReview | None,
+) -> tuple[Done, Version | None, str | None]:
     """(its label, the new baseline or None, why not)."""
     store = checkpoints.store
     assert store is not None
@@ -343,8 +384,9 @@ def _keep_one(checkpoints: Checkpoints, review: FileReview, address: Address, se
     if (session.old_text is None and session.old.exists) or (review.old_text is None and review.old.exists):
         return label, None, "binary or too big: keep it from the session's view"
     baseline = (session.old_text or "").encode()
-    merged, clean = store.merge(baseline, (review.old_text or "").encode(), wanted.encode(),
-                                ("baseline", "turn", "kept"))
+    merged, clean = store.merge(
+        baseline, (review.old_text or "").encode(), wanted.encode(), ("baseline", "turn", "kept")
+    )
     if not clean:
         return label, None, "it overlaps other changes under review: keep it from the session's view"
     return label, Version(store.write_blob(merged), session.old.mode or review.new.mode), None

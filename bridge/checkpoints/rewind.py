@@ -89,8 +89,9 @@ async def plan_rewind(checkpoints: Checkpoints, turn: str) -> RewindPlan:
         return await _plan(checkpoints, turn, tree, external)
 
 
-async def apply_rewind(checkpoints: Checkpoints, shown: RewindPlan,
-                       resolutions: dict[str, Resolution] | None = None) -> RewindResult:
+async def apply_rewind(
+    checkpoints: Checkpoints, shown: RewindPlan, resolutions: dict[str, Resolution] | None = None
+) -> RewindResult:
     """Apply `shown` as the user confirmed it: decisions for its conflicts in `resolutions` (absent: keep)."""
     resolutions = resolutions or {}
     decided = {f.path for f in shown.conflicts}
@@ -100,11 +101,20 @@ async def apply_rewind(checkpoints: Checkpoints, shown: RewindPlan,
         result = RewindResult()
         views: dict[str, tuple[str | None, str | None]] = {}
         # Removals first, deepest first, then writes: a file where a directory was (or the reverse) has room.
-        ordered = sorted(plan.files, key=lambda f: (f.target_blob is not None, -f.path.count("/") if
-                                                    f.target_blob is None else f.path.count("/"), f.path))
+        ordered = sorted(
+            plan.files,
+            key=lambda f: (
+                f.target_blob is not None,
+                -f.path.count("/") if f.target_blob is None else f.path.count("/"),
+                f.path,
+            ),
+        )
         for item in ordered:
-            choice: Resolution = "overwrite" if item.conflict is None else (
-                resolutions.get(item.path, "keep") if item.path in decided else "keep")
+            choice: Resolution = (
+                "overwrite"
+                if item.conflict is None
+                else (resolutions.get(item.path, "keep") if item.path in decided else "keep")
+            )
             if choice == "keep":
                 result.kept.append((item.path, item.conflict or "kept"))
             elif choice == "overwrite":
@@ -121,8 +131,21 @@ async def apply_rewind(checkpoints: Checkpoints, shown: RewindPlan,
         if touched or plan.files:
             after = await checkpoints.checkpoint(None)
             changes = await checkpoints.run(checkpoints.store_diff, tree, after.tree)
-            step = Step(checkpoints.log.next_number(), checkpoints.turn, "", "Rewind", f"Rewind to {shown.turn}",
-                        "rewind", tree, after.tree, changes, external, after.skipped, views=views, at=time.time())
+            step = Step(
+                checkpoints.log.next_number(),
+                checkpoints.turn,
+                "",
+                "Rewind",
+                f"Rewind to {shown.turn}",
+                "rewind",
+                tree,
+                after.tree,
+                changes,
+                external,
+                after.skipped,
+                views=views,
+                at=time.time(),
+            )
             checkpoints.record_step(step)
             result.step = step.number
         return result
@@ -139,9 +162,11 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
     log = checkpoints.log
     anchor = log.anchor(turn)
     if anchor is None:
-        raise RewindError("No checkpoint reaches back to that message (it came before checkpoints were kept for "
-                          "this session), so its code can't be restored; the conversation can still be rewound.")
-    later = log.entries[anchor + 1:]
+        raise RewindError(
+            "No checkpoint reaches back to that message (it came before checkpoints were kept for "
+            "this session), so its code can't be restored; the conversation can still be rewound."
+        )
+    later = log.entries[anchor + 1 :]
     steps = [e for e in later if isinstance(e, Step)]
     first: dict[str, int] = {}
     touches: dict[str, list[tuple[Step, Change]]] = {}
@@ -153,12 +178,16 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
     for index, step in enumerate(steps):
         for change in step.external:
             if change.path in first and first[change.path] < index:
-                edited.setdefault(change.path, "changed outside the agent's steps (by you, or a command still "
-                                               f"running) before step {step.number}")
+                edited.setdefault(
+                    change.path,
+                    f"changed outside the agent's steps (by you, or a command still running) before step {step.number}",
+                )
     for change in external:
         if change.path in first:
-            edited.setdefault(change.path, "changed outside the agent's steps (by you, or a command still running) "
-                                           "since its last step")
+            edited.setdefault(
+                change.path,
+                "changed outside the agent's steps (by you, or a command still running) since its last step",
+            )
     for path, changes in touches.items():
         background = next((step for step, _c in changes if step.background), None)
         if background is not None:

@@ -47,12 +47,31 @@ FIRST_TIMEOUT = 300.0  # seconds a session's first snapshot may take (a slow dis
 _SNIFF = 8000  # as git: a NUL in the first 8000 bytes makes a file binary
 
 # Every git we start: nothing from the repository or the user can run (hooks, fsmonitor) or rewrite bytes.
-_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false",
-           "-c", "core.safecrlf=false", "-c", "core.symlinks=true", "-c", "core.bigFileThreshold=512m",
-           "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+    "-c",
+    "core.symlinks=true",
+    "-c",
+    "core.bigFileThreshold=512m",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+)
 _ATTRIBUTES = b"* -text -filter -ident -working-tree-encoding\n"
-_IDENTITY = {"GIT_AUTHOR_NAME": "agent-bridge", "GIT_AUTHOR_EMAIL": "checkpoints@agent-bridge.invalid",
-             "GIT_COMMITTER_NAME": "agent-bridge", "GIT_COMMITTER_EMAIL": "checkpoints@agent-bridge.invalid"}
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "agent-bridge",
+    "GIT_AUTHOR_EMAIL": "checkpoints@agent-bridge.invalid",
+    "GIT_COMMITTER_NAME": "agent-bridge",
+    "GIT_COMMITTER_EMAIL": "checkpoints@agent-bridge.invalid",
+}
 _PASSED = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "TMPDIR")  # HOME/XDG: the user's global excludes apply
 
 
@@ -71,8 +90,7 @@ class Change:
     new_mode: str | None = None
 
     def to_json(self) -> dict[str, str | None]:
-        return {"path": self.path, "old": self.old, "new": self.new, "oldMode": self.old_mode,
-                "newMode": self.new_mode}
+        return {"path": self.path, "old": self.old, "new": self.new, "oldMode": self.old_mode, "newMode": self.new_mode}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> Change:
@@ -108,8 +126,15 @@ def store_dir(data_dir: Path, workspace: Path) -> Path:
 class Store:
     """The git directory of one workspace; every git command of the checkpoints goes through `run`."""
 
-    def __init__(self, git_dir: Path, workspace: Path, *, max_file_bytes: int = MAX_FILE_BYTES,
-                 max_binary_bytes: int = MAX_BINARY_BYTES, max_files: int = MAX_FILES) -> None:
+    def __init__(
+        self,
+        git_dir: Path,
+        workspace: Path,
+        *,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_binary_bytes: int = MAX_BINARY_BYTES,
+        max_files: int = MAX_FILES,
+    ) -> None:
         git = _git()
         if git is None:
             raise StoreError("git is not installed: checkpoints (rewind, /changes) are off")
@@ -118,9 +143,18 @@ class Store:
         self.workspace = Path(os.path.realpath(workspace))
         self.max_file_bytes, self.max_binary_bytes, self.max_files = max_file_bytes, max_binary_bytes, max_files
         self._env = {k: os.environ[k] for k in _PASSED if k in os.environ}
-        self._env |= {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(self.workspace), "GIT_CONFIG_NOSYSTEM": "1",
-                      "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0", "GIT_LITERAL_PATHSPECS": "1",
-                      "GIT_NO_REPLACE_OBJECTS": "1", "GIT_ATTR_NOSYSTEM": "1", "LC_ALL": "C", **_IDENTITY}
+        self._env |= {
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(self.workspace),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_ATTR_NOSYSTEM": "1",
+            "LC_ALL": "C",
+            **_IDENTITY,
+        }
         self._ready = False
         self._init_lock = threading.Lock()
 
@@ -144,8 +178,12 @@ class Store:
         if not (self.git_dir / "HEAD").is_file():
             self.git_dir.mkdir(parents=True, exist_ok=True)
             self.run("init", "--quiet", "--bare", str(self.git_dir), index=None)
-            for key, value in (("core.bare", "false"), ("core.untrackedCache", "true"),
-                               ("core.logAllRefUpdates", "false"), ("index.version", "4")):
+            for key, value in (
+                ("core.bare", "false"),
+                ("core.untrackedCache", "true"),
+                ("core.logAllRefUpdates", "false"),
+                ("index.version", "4"),
+            ):
                 self.run("config", key, value, index=None)
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
@@ -163,8 +201,14 @@ class Store:
             pass
         return b""
 
-    def run(self, *args: str, index: Path | None, data: bytes | None = None, check: bool = True,
-            timeout: float | None = None) -> subprocess.CompletedProcess[bytes]:
+    def run(
+        self,
+        *args: str,
+        index: Path | None,
+        data: bytes | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
         if not self._ready and args[0] not in ("init", "config"):
             self._init()
         env = dict(self._env)
@@ -173,8 +217,15 @@ class Store:
         if args[0] == "init":
             del env["GIT_WORK_TREE"]
         try:
-            result = subprocess.run([self.git, *_CONFIG, *args], input=data, capture_output=True, env=env,
-                                    cwd=self.workspace, check=False, timeout=timeout)
+            result = subprocess.run(
+                [self.git, *_CONFIG, *args],
+                input=data,
+                capture_output=True,
+                env=env,
+                cwd=self.workspace,
+                check=False,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             if index is not None:  # git was killed holding the index's lock
                 with contextlib.suppress(OSError):
@@ -189,17 +240,24 @@ class Store:
     def diff(self, old_tree: str, new_tree: str) -> list[Change]:
         if old_tree == new_tree:
             return []
-        out = self.run("diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", old_tree,
-                       new_tree, index=None).stdout
+        out = self.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", old_tree, new_tree, index=None
+        ).stdout
         fields = out.split(b"\0")
         changes = []
         for meta, path in zip(fields[0::2], fields[1::2], strict=False):
             if not meta.startswith(b":"):
                 continue
             old_mode, new_mode, old, new, _status = meta[1:].decode().split(" ")
-            changes.append(Change(os.fsdecode(path), None if set(old) == {"0"} else old,
-                                  None if set(new) == {"0"} else new, None if old_mode == "000000" else old_mode,
-                                  None if new_mode == "000000" else new_mode))
+            changes.append(
+                Change(
+                    os.fsdecode(path),
+                    None if set(old) == {"0"} else old,
+                    None if set(new) == {"0"} else new,
+                    None if old_mode == "000000" else old_mode,
+                    None if new_mode == "000000" else new_mode,
+                )
+            )
         return changes
 
     def entries(self, tree: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -227,7 +285,7 @@ class Store:
             if len(header) < 3:  # "<id> missing"
                 raise StoreError(f"checkpoint object {blob_id} is missing from the store")
             size = int(header[2])
-            blobs[blob_id] = out[end + 1:end + 1 + size]
+            blobs[blob_id] = out[end + 1 : end + 1 + size]
             at = end + 1 + size + 1
         return blobs
 
@@ -242,8 +300,9 @@ class Store:
         self.run("update-ref", f"refs/sessions/{name}", commit, index=None)
 
     def ref(self, name: str) -> str | None:
-        found = self.run("rev-parse", "--verify", "--quiet", f"refs/sessions/{name}^{{commit}}", index=None,
-                         check=False)
+        found = self.run(
+            "rev-parse", "--verify", "--quiet", f"refs/sessions/{name}^{{commit}}", index=None, check=False
+        )
         return found.stdout.decode().strip() or None
 
     def merge(self, ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]) -> tuple[bytes, bool]:
@@ -256,8 +315,20 @@ class Store:
                 path = Path(scratch) / name
                 path.write_bytes(data)
                 names.append(str(path))
-            result = self.run("merge-file", "-p", "--quiet", "-L", labels[0], "-L", labels[1], "-L", labels[2],
-                              *names, index=None, check=False)
+            result = self.run(
+                "merge-file",
+                "-p",
+                "--quiet",
+                "-L",
+                labels[0],
+                "-L",
+                labels[1],
+                "-L",
+                labels[2],
+                *names,
+                index=None,
+                check=False,
+            )
         if result.returncode < 0 or result.returncode > 127:
             raise StoreError(f"git merge-file failed: {result.stderr.decode(errors='replace').strip()}")
         return result.stdout, result.returncode == 0
@@ -310,8 +381,10 @@ class SessionIndex:
             timeout = FIRST_TIMEOUT if first else None
             listed = self._changed(paths, timeout)
             if first and paths is None and len(listed) > self.store.max_files:
-                raise StoreError(f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
-                                 "checkpointed (rewind and /changes are off for it)")
+                raise StoreError(
+                    f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
+                    "checkpointed (rewind and /changes are off for it)"
+                )
             skipped = self._stage(listed, timeout)
             if listed or self._tree is None:
                 self._tree = self.store.run("write-tree", index=self.path).stdout.decode().strip()
@@ -322,8 +395,11 @@ class SessionIndex:
         first snapshot hashes only what changed since (a cold one hashes the whole workspace)."""
         if self.path.exists():
             return
-        others = sorted((p for p in self.store.git_dir.glob("index-*") if p.name.count(".") == 0),
-                        key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        others = sorted(
+            (p for p in self.store.git_dir.glob("index-*") if p.name.count(".") == 0),
+            key=lambda p: p.stat().st_mtime_ns,
+            reverse=True,
+        )
         for other in others:
             with contextlib.suppress(OSError):
                 shutil.copyfile(other, self.path)
@@ -334,8 +410,9 @@ class SessionIndex:
         spec = ["--", *paths] if paths is not None else []
         if paths is not None and not paths:
             return []
-        out = self.store.run("ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *spec,
-                             index=self.path, timeout=timeout).stdout
+        out = self.store.run(
+            "ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *spec, index=self.path, timeout=timeout
+        ).stdout
         seen: dict[bytes, str] = {}
         for entry in out.split(b"\0"):
             if len(entry) > 2:
@@ -372,11 +449,26 @@ class SessionIndex:
                 drop.append(raw)
             skipped += self._skip(raw, st, why)
         if drop:
-            self.store.run("update-index", "-z", "--force-remove", "--stdin", index=self.path,
-                           data=b"".join(p + b"\0" for p in drop))
+            self.store.run(
+                "update-index",
+                "-z",
+                "--force-remove",
+                "--stdin",
+                index=self.path,
+                data=b"".join(p + b"\0" for p in drop),
+            )
         if add:
-            self.store.run("update-index", "-z", "--add", "--remove", "--replace", "--stdin", index=self.path,
-                           data=b"".join(p + b"\0" for p in add), timeout=timeout)
+            self.store.run(
+                "update-index",
+                "-z",
+                "--add",
+                "--remove",
+                "--replace",
+                "--stdin",
+                index=self.path,
+                data=b"".join(p + b"\0" for p in add),
+                timeout=timeout,
+            )
         return skipped
 
     def _unstorable(self, raw: bytes, st: os.stat_result) -> str | None:
@@ -389,8 +481,9 @@ class SessionIndex:
         limit = self.store.max_file_bytes
         if st.st_size > limit:
             return f"{_size(st.st_size)}, over the {_size(limit)} limit"
-        if st.st_size > self.store.max_binary_bytes and _is_binary(os.path.join(self.store.workspace,
-                                                                                 os.fsdecode(raw))):
+        if st.st_size > self.store.max_binary_bytes and _is_binary(
+            os.path.join(self.store.workspace, os.fsdecode(raw))
+        ):
             return f"binary, {_size(st.st_size)}, over the {_size(self.store.max_binary_bytes)} limit for binaries"
         return None
 

@@ -42,8 +42,11 @@ def _render(item: Display) -> list[str]:
             lines = text.strip().splitlines()
         case Diff():
             old = (item.old_text or "").splitlines()
-            changed = [line for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
-                       if not line.startswith(("---", "+++", "@@"))]
+            changed = [
+                line
+                for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
+                if not line.startswith(("---", "+++", "@@"))
+            ]
             verb = "new file" if item.old_text is None else "edited"
             added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
             lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
@@ -67,7 +70,7 @@ class Calls:
 
     @property
     def pending(self) -> list[Call]:
-        return self.items[self.next:]
+        return self.items[self.next :]
 
 
 @dataclass
@@ -153,8 +156,11 @@ class CallTree:
         if call.agent is not None:  # a sub-agent: how it went, then the start of its report
             head = call.agent.summary() if call.agent.status != "running" else done.status.capitalize()
             rendered = self.markdown is not None and inner is not None
-            body = self.markdown(done.text.strip(), inner) if self.markdown and inner else \
-                shown(done.text.strip()).splitlines()
+            body = (
+                self.markdown(done.text.strip(), inner)
+                if self.markdown and inner
+                else shown(done.text.strip()).splitlines()
+            )
             limit = REPORT_LINES
         else:
             # blank lines off the ends only: a first line's indentation (`cat -n`'s numbers) lines up with the rest

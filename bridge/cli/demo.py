@@ -43,8 +43,13 @@ def run_demo(directory: Path | None, *, approve: bool = False) -> int:
     if approve and directory is not None:
         print("(--yes approves only in the demo's own sample project; here every question is asked)\n")
     try:
-        return run_prompt(PROMPT, cwd=root, overrides=start_offline("todo-demo"),
-                          approve_all=approve and sample is not None, offline="todo-demo")
+        return run_prompt(
+            PROMPT,
+            cwd=root,
+            overrides=start_offline("todo-demo"),
+            approve_all=approve and sample is not None,
+            offline="todo-demo",
+        )
     finally:
         if sample is not None:
             shutil.rmtree(sample, ignore_errors=True)

@@ -49,8 +49,11 @@ _NUMBER = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 def hook_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
     """The settings files hooks come from (SettingsStore's own files; Claude Code's never give hooks)."""
     user = Path(environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
-    return [cwd / ".agent-bridge" / "settings.local.json", cwd / ".agent-bridge" / "settings.json",
-            user / "settings.json"]
+    return [
+        cwd / ".agent-bridge" / "settings.local.json",
+        cwd / ".agent-bridge" / "settings.json",
+        user / "settings.json",
+    ]
 
 
 SCHEMAS = Path(__file__).with_name("tool_schemas.json")
@@ -74,9 +77,18 @@ def tool_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
     user = Path(environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
     home = Path(environ.get("HOME") or Path.home())
     claude = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    return [claude / "agents", user / "agents", cwd / ".claude" / "agents", cwd / ".agent-bridge" / "agents",
-            user / "skills", claude / "skills", home / ".agents" / "skills", cwd / ".claude" / "skills",
-            cwd / ".agents" / "skills", cwd / ".agent-bridge" / "skills"]
+    return [
+        claude / "agents",
+        user / "agents",
+        cwd / ".claude" / "agents",
+        cwd / ".agent-bridge" / "agents",
+        user / "skills",
+        claude / "skills",
+        home / ".agents" / "skills",
+        cwd / ".claude" / "skills",
+        cwd / ".agents" / "skills",
+        cwd / ".agent-bridge" / "skills",
+    ]
 
 
 def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
@@ -97,10 +109,19 @@ def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
 
 def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The settings the first request depends on, as `BridgeConfig.load` would give them; None when unsure."""
-    values: dict[str, Any] = {"model": DEFAULT_MODEL, "api_key": None, "base_url": None,
-                              "max_tokens": DEFAULT_MAX_TOKENS, "stall_timeout": DEFAULT_STALL_TIMEOUT}
-    for field, var in (("model", "AGENT_BRIDGE_MODEL"), ("api_key", "ANTHROPIC_API_KEY"),
-                       ("base_url", "ANTHROPIC_BASE_URL"), ("stall_timeout", "AGENT_BRIDGE_STALL_TIMEOUT")):
+    values: dict[str, Any] = {
+        "model": DEFAULT_MODEL,
+        "api_key": None,
+        "base_url": None,
+        "max_tokens": DEFAULT_MAX_TOKENS,
+        "stall_timeout": DEFAULT_STALL_TIMEOUT,
+    }
+    for field, var in (
+        ("model", "AGENT_BRIDGE_MODEL"),
+        ("api_key", "ANTHROPIC_API_KEY"),
+        ("base_url", "ANTHROPIC_BASE_URL"),
+        ("stall_timeout", "AGENT_BRIDGE_STALL_TIMEOUT"),
+    ):
         if environ.get(var):
             values[field] = environ[var]
     for key, value in overrides.items():
@@ -117,8 +138,9 @@ def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[
     return values
 
 
-def predict(text: str, cwd: Path, overrides: Mapping[str, Any],
-            environ: Mapping[str, str] | None = None) -> tuple[ModelRequest, dict[str, Any]] | None:
+def predict(
+    text: str, cwd: Path, overrides: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> tuple[ModelRequest, dict[str, Any]] | None:
     """The first request a new session in `cwd` sends for the prompt `text`, and the settings the model client
     needs; None when it cannot be told for sure."""
     env = os.environ if environ is None else environ
@@ -142,8 +164,9 @@ def predict(text: str, cwd: Path, overrides: Mapping[str, Any],
     system = system_prompt(cwd, memory=memory_section(cwd))
     system = [*system[:-1], {**system[-1], "cache_control": EPHEMERAL}] if system else []
     messages = with_cache_breakpoints(repair_pairing([user_message([{"type": "text", "text": text}])]))
-    request = ModelRequest(model=settings["model"], system=system, tools=tools, messages=messages,
-                           max_tokens=settings["max_tokens"])
+    request = ModelRequest(
+        model=settings["model"], system=system, tools=tools, messages=messages, max_tokens=settings["max_tokens"]
+    )
     return request, settings
 
 
@@ -158,7 +181,8 @@ def send_ahead(text: str, cwd: Path, overrides: Mapping[str, Any]) -> tuple[Anth
     request, settings = predicted
     from bridge.model.anthropic_client import AnthropicModel
 
-    model = AnthropicModel(api_key=settings["api_key"], base_url=settings["base_url"],
-                           stall_timeout=settings["stall_timeout"])
+    model = AnthropicModel(
+        api_key=settings["api_key"], base_url=settings["base_url"], stall_timeout=settings["stall_timeout"]
+    )
     written = model.send_ahead(request)
     return (model, written) if written is not None else None

@@ -15,16 +15,22 @@ from typing import Any, NoReturn
 # tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-TRUST_HELP = ("trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
-              "the same as AGENT_BRIDGE_TRUST_FOLDER=1")
+TRUST_HELP = (
+    "trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
+    "the same as AGENT_BRIDGE_TRUST_FOLDER=1"
+)
 
 
 SCENARIOS = ("todo-demo", "playground", "echo")  # bridge.offline.builtins.BUILTIN_NAMES (a test holds them equal)
-OFFLINE_HELP = (f"use the embedded offline model instead of the API (no key, no network): {', '.join(SCENARIOS)}, "
-                "or a .json scenario file")
-EPILOG = (f"Offline scenarios: {', '.join(SCENARIOS)} (`playground` understands `run: CMD`, `read: PATH`, "
-          "`agent: PROMPT`, `long`...). Without --offline, set ANTHROPIC_API_KEY. Logs go to stderr; "
-          "AGENT_BRIDGE_LOG=INFO shows more.")
+OFFLINE_HELP = (
+    f"use the embedded offline model instead of the API (no key, no network): {', '.join(SCENARIOS)}, "
+    "or a .json scenario file"
+)
+EPILOG = (
+    f"Offline scenarios: {', '.join(SCENARIOS)} (`playground` understands `run: CMD`, `read: PATH`, "
+    "`agent: PROMPT`, `long`...). Without --offline, set ANTHROPIC_API_KEY. Logs go to stderr; "
+    "AGENT_BRIDGE_LOG=INFO shows more."
+)
 
 
 class CliError(Exception):
@@ -36,54 +42,90 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
-    parser.add_argument("--log-level", default=os.environ.get("AGENT_BRIDGE_LOG", "WARNING"),
-                        help="how much to log on stderr: DEBUG, INFO, WARNING (default), ERROR")
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("AGENT_BRIDGE_LOG", "WARNING"),
+        help="how much to log on stderr: DEBUG, INFO, WARNING (default), ERROR",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="serve an editor on stdio: JSON-RPC with LSP framing (VS Code)",
-                                description="Serve an editor on stdin/stdout (JSON-RPC with LSP framing), as the "
-                                            "VS Code extension starts it. Many sessions per process.", epilog=EPILOG)
+    serve = commands.add_parser(
+        "serve",
+        help="serve an editor on stdio: JSON-RPC with LSP framing (VS Code)",
+        description="Serve an editor on stdin/stdout (JSON-RPC with LSP framing), as the "
+        "VS Code extension starts it. Many sessions per process.",
+        epilog=EPILOG,
+    )
     serve.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     serve.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     serve.add_argument("--stdio", action="store_true", help="accepted for LSP clients; stdio is the default")
     serve.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
-    acp = commands.add_parser("acp", help="serve ACP editors (Zed, Neovim, JetBrains...) on stdio",
-                              description="Serve an Agent Client Protocol editor on stdin/stdout: one JSON-RPC "
-                                          "message per line (Zed, codecompanion.nvim, acpx...).", epilog=EPILOG)
+    acp = commands.add_parser(
+        "acp",
+        help="serve ACP editors (Zed, Neovim, JetBrains...) on stdio",
+        description="Serve an Agent Client Protocol editor on stdin/stdout: one JSON-RPC "
+        "message per line (Zed, codecompanion.nvim, acpx...).",
+        epilog=EPILOG,
+    )
     acp.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     acp.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     acp.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
 
-    run = commands.add_parser("run", help="answer one prompt in this terminal, then exit",
-                              description="Run one prompt in this terminal: the answer streams, tool calls show "
-                                          "with their results, permission questions are asked here (denied when "
-                                          "stdin is not a terminal). Ctrl-C cancels; twice forces.", epilog=EPILOG)
+    run = commands.add_parser(
+        "run",
+        help="answer one prompt in this terminal, then exit",
+        description="Run one prompt in this terminal: the answer streams, tool calls show "
+        "with their results, permission questions are asked here (denied when "
+        "stdin is not a terminal). Ctrl-C cancels; twice forces.",
+        epilog=EPILOG,
+    )
     run.add_argument("prompt", help="what to ask (a slash command works too: /compact, /skills...)")
     run.add_argument("--cwd", type=Path, default=Path.cwd(), help="the project folder (default: here)")
     run.add_argument("--offline", metavar="SCENARIO", help=OFFLINE_HELP)
     run.add_argument("--model", help="model name (default: AGENT_BRIDGE_MODEL or claude-sonnet-4-5)")
     run.add_argument("--non-interactive", action="store_true", help="no one answers: permission asks are denied")
     going_on = run.add_mutually_exclusive_group()
-    going_on.add_argument("--continue", dest="continue_", action="store_true",
-                        help="go on with the latest session of --cwd (then /rewind, /changes work on it)")
+    going_on.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="go on with the latest session of --cwd (then /rewind, /changes work on it)",
+    )
     going_on.add_argument("--resume", metavar="SESSION", help="go on with that stored session")
     run.add_argument("--trust-folder", action="store_true", help=TRUST_HELP)
-    run.add_argument("--show-thinking", action="store_true",
-                     help="show the model's thinking in full (otherwise one line says how long it thought)")
-    run.add_argument("--dangerously-approve-all", action="store_true",
-                     help="answer yes to every permission question without asking (otherwise questions are asked "
-                          "at the terminal, and denied when standard input is not one)")
+    run.add_argument(
+        "--show-thinking",
+        action="store_true",
+        help="show the model's thinking in full (otherwise one line says how long it thought)",
+    )
+    run.add_argument(
+        "--dangerously-approve-all",
+        action="store_true",
+        help="answer yes to every permission question without asking (otherwise questions are asked "
+        "at the terminal, and denied when standard input is not one)",
+    )
     for flag in ("allow", "ask", "deny"):
-        run.add_argument(f"--{flag}", action="append", default=[], metavar="RULE",
-                         help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)")
+        run.add_argument(
+            f"--{flag}",
+            action="append",
+            default=[],
+            metavar="RULE",
+            help=f"a session {flag} rule, e.g. 'Bash(npm test *)' (repeatable)",
+        )
 
-    demo = commands.add_parser("demo", help="the TODO/FIXME demo on DIR with the offline model (no key needed)",
-                               description="Find the TODO and FIXME comments of DIR (or of a sample project made "
-                                           "for the demo and removed after it) with the offline model.")
+    demo = commands.add_parser(
+        "demo",
+        help="the TODO/FIXME demo on DIR with the offline model (no key needed)",
+        description="Find the TODO and FIXME comments of DIR (or of a sample project made "
+        "for the demo and removed after it) with the offline model.",
+    )
     demo.add_argument("dir", nargs="?", type=Path, help="a project folder (default: a sample project)")
-    demo.add_argument("--yes", action="store_true",
-                      help="approve the permission prompt without asking (only in the demo's own sample project)")
+    demo.add_argument(
+        "--yes",
+        action="store_true",
+        help="approve the permission prompt without asking (only in the demo's own sample project)",
+    )
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
@@ -94,8 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         from bridge.server.fast_initialize import read_first
 
         # `initialize` is answered from here when its answer is known (before the server is even imported)
-        first = read_first(sys.stdin.buffer, sys.stdout.buffer, acp=args.command == "acp",
-                           argv=[args.command, args.model or "", args.offline or ""])
+        first = read_first(
+            sys.stdin.buffer,
+            sys.stdout.buffer,
+            acp=args.command == "acp",
+            argv=[args.command, args.model or "", args.offline or ""],
+        )
         from bridge.server.stdio import serve as serve_stdio
 
         overrides: dict[str, Any] = {}
@@ -119,9 +165,18 @@ def main(argv: list[str] | None = None) -> int:
         import asyncio
 
         resume = args.resume or ("latest" if args.continue_ else None)
-        return asyncio.run(run_command(args.prompt, args.cwd.resolve(), overrides, interactive=interactive,
-                                       approve_all=args.dangerously_approve_all, offline=args.offline,
-                                       show_thinking=args.show_thinking, resume=resume))
+        return asyncio.run(
+            run_command(
+                args.prompt,
+                args.cwd.resolve(),
+                overrides,
+                interactive=interactive,
+                approve_all=args.dangerously_approve_all,
+                offline=args.offline,
+                show_thinking=args.show_thinking,
+                resume=resume,
+            )
+        )
     if args.command == "demo":
         from bridge.cli.demo import run_demo
 
@@ -129,9 +184,17 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, interactive: bool,
-                      approve_all: bool = False, offline: str | None = None, show_thinking: bool = False,
-                      resume: str | None = None) -> int:
+async def run_command(
+    text: str,
+    cwd: Path,
+    overrides: dict[str, Any],
+    *,
+    interactive: bool,
+    approve_all: bool = False,
+    offline: str | None = None,
+    show_thinking: bool = False,
+    resume: str | None = None,
+) -> int:
     """`run`: the first model request goes out first (when it can be told ahead: a new session's), then the rest
     of the bridge loads, then the turn runs. `resume`: a stored session's id, or `latest` (of `cwd`)."""
     import asyncio
@@ -146,10 +209,17 @@ async def run_command(text: str, cwd: Path, overrides: dict[str, Any], *, intera
     # Loaded here, the event loop waiting: the request is written, its answer waits in the socket. (Not in a
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
-    code: int = await terminal.run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                                approve_all=approve_all, ahead=early[0] if early else None,
-                                                offline=Path(offline).stem if offline else None,
-                                                show_thinking=show_thinking, resume=resume)
+    code: int = await terminal.run_prompt_async(
+        text,
+        cwd=cwd,
+        overrides=overrides,
+        interactive=interactive,
+        approve_all=approve_all,
+        ahead=early[0] if early else None,
+        offline=Path(offline).stem if offline else None,
+        show_thinking=show_thinking,
+        resume=resume,
+    )
     return code
 
 
@@ -179,8 +249,10 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-NO_KEY = ("No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no key needed: "
-          'agent-bridge run --offline playground "run: ls"')
+NO_KEY = (
+    "No API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) — or try the offline model, no key needed: "
+    'agent-bridge run --offline playground "run: ls"'
+)
 
 
 def entry() -> NoReturn:

@@ -33,20 +33,22 @@ from rich.theme import Theme
 
 CODE_THEME = "ansi_dark"  # the terminal's own 16 colours: readable on a dark and on a light background
 CODE_INDENT = 2
-STYLES = Theme({
-    # no background colours: they look wrong on a light terminal and leave blocks of colour when copied
-    "markdown.code": "bold cyan",
-    "markdown.code_block": "none",
-    "markdown.h1": "bold underline",
-    "markdown.h2": "bold",
-    "markdown.h3": "bold",
-    "markdown.h4": "bold italic",
-    "markdown.h5": "italic",
-    "markdown.h6": "dim",
-    "markdown.block_quote": "italic",
-    "markdown.table.border": "dim",
-    "markdown.table.header": "bold",
-})
+STYLES = Theme(
+    {
+        # no background colours: they look wrong on a light terminal and leave blocks of colour when copied
+        "markdown.code": "bold cyan",
+        "markdown.code_block": "none",
+        "markdown.h1": "bold underline",
+        "markdown.h2": "bold",
+        "markdown.h3": "bold",
+        "markdown.h4": "bold italic",
+        "markdown.h5": "italic",
+        "markdown.h6": "dim",
+        "markdown.block_quote": "italic",
+        "markdown.table.border": "dim",
+        "markdown.table.header": "bold",
+    }
+)
 
 
 class _Heading(Heading):
@@ -64,8 +66,14 @@ class _Code(CodeBlock):
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         code = str(self.text).rstrip("\n")
-        yield Syntax(code, self.lexer_name, theme=CODE_THEME, word_wrap=True, background_color="default",
-                     padding=(0, 0, 0, CODE_INDENT))
+        yield Syntax(
+            code,
+            self.lexer_name,
+            theme=CODE_THEME,
+            word_wrap=True,
+            background_color="default",
+            padding=(0, 0, 0, CODE_INDENT),
+        )
 
 
 class _Table(TableElement):
@@ -84,7 +92,12 @@ class _Table(TableElement):
 
 class _Markdown(Markdown):
     elements: ClassVar[dict[str, type[MarkdownElement]]] = {
-        **Markdown.elements, "heading_open": _Heading, "fence": _Code, "code_block": _Code, "table_open": _Table}
+        **Markdown.elements,
+        "heading_open": _Heading,
+        "fence": _Code,
+        "code_block": _Code,
+        "table_open": _Table,
+    }
 
 
 class Renderer:
@@ -93,14 +106,24 @@ class Renderer:
 
     def __init__(self, *, color: bool) -> None:
         self.color = color
-        self._console = Console(file=io.StringIO(), force_terminal=True, color_system="standard", theme=STYLES,
-                                highlight=False, emoji=False, markup=False, legacy_windows=False, width=80)
+        self._console = Console(
+            file=io.StringIO(),
+            force_terminal=True,
+            color_system="standard",
+            theme=STYLES,
+            highlight=False,
+            emoji=False,
+            markup=False,
+            legacy_windows=False,
+            width=80,
+        )
 
     def lines(self, markdown: str, width: int) -> list[str]:
         """`markdown` rendered `width` cells wide, without the blank lines around it."""
         options = self._console.options.update(width=max(20, width), height=None)
-        rendered = self._console.render_lines(_Markdown(markdown, hyperlinks=False, code_theme=CODE_THEME),
-                                              options, pad=False)
+        rendered = self._console.render_lines(
+            _Markdown(markdown, hyperlinks=False, code_theme=CODE_THEME), options, pad=False
+        )
         lines = [self._sgr(line) for line in rendered]
         while lines and not _plain(lines[-1]).strip():
             lines.pop()
@@ -158,7 +181,7 @@ class Blocks:
 
     def _final_up_to(self) -> int:
         """How many characters of `pending` are made of final blocks."""
-        complete = self.pending[:self.pending.rfind("\n") + 1]
+        complete = self.pending[: self.pending.rfind("\n") + 1]
         lines = complete.splitlines(keepends=True)
         starts = [t for t in self._parser.parse(complete) if t.level == 0 and t.nesting >= 0 and t.map]
         if not starts:

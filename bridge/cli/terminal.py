@@ -46,6 +46,7 @@ from bridge.visible import capped, one_line, visible, visible_spans
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True)
 class Choice:
     """One answer a terminal question accepts: what to type (`keys`, the first shown) and what it means."""
@@ -64,8 +65,13 @@ def choice_lines(choices: list[Choice], width: int | None) -> list[str]:
     one = "  " + "  ".join(choice.shown for choice in choices)
     if width is None or cells(one) < width:
         return [one]
-    return [row for choice in choices for row in textwrap.wrap(
-        choice.shown, width - 1, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False)]
+    return [
+        row
+        for choice in choices
+        for row in textwrap.wrap(
+            choice.shown, width - 1, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+        )
+    ]
 
 
 class TerminalPrompter:
@@ -124,10 +130,14 @@ class TerminalPrompter:
             return PermissionAnswer("allow_once")
         answer = await self.choose(lines, choices)
         if answer is None:
-            why = "The terminal's input ended" if self.can_ask else \
-                "There is no terminal to ask (standard input is not one)"
-            view.line(view.paint(RED, f"  ✗ Denied: {denied_what(request)}. {why}. To allow it: "
-                                      f"{how_to_allow(request)}"))
+            why = (
+                "The terminal's input ended"
+                if self.can_ask
+                else "There is no terminal to ask (standard input is not one)"
+            )
+            view.line(
+                view.paint(RED, f"  ✗ Denied: {denied_what(request)}. {why}. To allow it: {how_to_allow(request)}")
+            )
             return PermissionAnswer("reject_once", feedback=NO_TERMINAL)
         if answer == "y":
             return PermissionAnswer("allow_once")
@@ -258,8 +268,9 @@ def _resumed(agent: Agent, resume: str, cwd: Path, frontend: Frontend) -> Sessio
     return session
 
 
-async def run_turn_in_terminal(session: Session, text: str, view: TerminalView,
-                               stops: TerminalSignals | None = None) -> int:
+async def run_turn_in_terminal(
+    session: Session, text: str, view: TerminalView, stops: TerminalSignals | None = None
+) -> int:
     """The turn, with SIGINT (Ctrl-C) and SIGTERM cancelling it (`stops`: the handlers, else installed here for
     the turn). Exit code: 0, 1 (an error), 130 (cancelled by SIGINT), 143 (by SIGTERM)."""
     own = stops is None
@@ -354,8 +365,11 @@ def run_prompt(
     approve_all: bool = False,
     offline: str | None = None,
 ) -> int:
-    return asyncio.run(run_prompt_async(text, cwd=cwd, overrides=overrides, interactive=interactive,
-                                        approve_all=approve_all, offline=offline))
+    return asyncio.run(
+        run_prompt_async(
+            text, cwd=cwd, overrides=overrides, interactive=interactive, approve_all=approve_all, offline=offline
+        )
+    )
 
 
 async def run_prompt_async(
@@ -379,8 +393,9 @@ async def run_prompt_async(
     for problem in problems:
         view.line(view.paint(RED, problem))
     if approve_all:
-        view.line(view.paint(RED, "⚠ --dangerously-approve-all: every permission question is answered yes without "
-                                  "asking"))
+        view.line(
+            view.paint(RED, "⚠ --dangerously-approve-all: every permission question is answered yes without asking")
+        )
     agent = Agent(config)
     if ahead is not None and isinstance(agent.model, AnthropicModel):
         agent.model.adopt(ahead)

@@ -58,8 +58,15 @@ class TerminalView:
     """The loop's events → the screen (see the module's docstring). `line`, `write` and `paint` are what a
     question (bridge/cli/terminal.py) uses to ask; `asking` frames it."""
 
-    def __init__(self, out: TextIO = sys.stdout, *, color: bool | None = None, offline: str | None = None,
-                 show_thinking: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        out: TextIO = sys.stdout,
+        *,
+        color: bool | None = None,
+        offline: str | None = None,
+        show_thinking: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.color = is_terminal(out) if color is None else color  # escape sequences, and the live area
         self.screen = Screen(out, color=self.color, no_color=bool(os.environ.get("NO_COLOR")))
         self.offline = offline  # the offline scenario answering: named instead of a cost
@@ -114,13 +121,16 @@ class TerminalView:
     def _saved(self, suggestion: RuleSuggestion) -> None:
         try:
             kept = json.loads(Path(suggestion.destination).read_text(encoding="utf-8"))["permissions"][
-                suggestion.behavior]
+                suggestion.behavior
+            ]
         except (OSError, ValueError, KeyError, TypeError):
             return
         if isinstance(kept, list) and all(rule in kept for rule in suggestion.rules):
             rules = ", ".join(visible(rule) for rule in suggestion.rules)
-            self.screen.commit([self.paint(DIM, f"  ✓ {suggestion.behavior} {rules}: saved in "
-                                                f"{visible(suggestion.destination)}")], gap=False)
+            self.screen.commit(
+                [self.paint(DIM, f"  ✓ {suggestion.behavior} {rules}: saved in {visible(suggestion.destination)}")],
+                gap=False,
+            )
             self._draw()
 
     # --- the turn ------------------------------------------------------------------------------------------
@@ -159,8 +169,7 @@ class TerminalView:
                     self._thinking, self._thinking_since = [], self.clock()
                     self._doing("Thinking")
                 self._thinking.append(shown(text))
-            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | \
-                    AgentProgress():
+            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | AgentProgress():
                 self._end_text()
                 self._end_thinking()
                 self._on_call(event, None)
@@ -169,8 +178,7 @@ class TerminalView:
             case PlanUpdate(entries=entries):
                 self._end_text()
                 boxes = {"completed": "☒", "in_progress": "◐"}
-                self.screen.commit([f"  {boxes.get(e.status, '☐')} {one_line(e.content)}" for e in entries],
-                                   gap=True)
+                self.screen.commit([f"  {boxes.get(e.status, '☐')} {one_line(e.content)}" for e in entries], gap=True)
             case UsageReport():
                 self._end_text()
                 self._end_thinking()
@@ -178,8 +186,9 @@ class TerminalView:
                 if not self.calls.pending:
                     self._doing("Working")
             case Notice(message=message, level=level):
-                self.screen.commit([self.paint(RED if level == "error" else DIM, f"[{level}] {shown(message)}")],
-                                   gap=False)
+                self.screen.commit(
+                    [self.paint(RED if level == "error" else DIM, f"[{level}] {shown(message)}")], gap=False
+                )
             case RetryWait():
                 self.screen.commit([self.paint(DIM, f"[info] {event.summary()}")], gap=False)
                 self._doing("Waiting to retry")
@@ -192,8 +201,7 @@ class TerminalView:
     def _nested(self, parent: str, event: LoopEvent) -> None:
         """A sub-agent's event: its calls go under its call; its text is its own (its report shows it)."""
         match event:
-            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | \
-                    AgentProgress():
+            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | AgentProgress():
                 self.calls.on(event, parent, self.clock())
             case SubAgentEvent(parent_tool_call_id=deeper, event=inner):
                 self._nested(deeper, inner)
@@ -310,11 +318,16 @@ class TerminalView:
         tokens_in = sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens for u in self.usage)
         tokens_out = sum(u.output_tokens for u in self.usage)
         cache = sum(u.cache_read_tokens for u in self.usage)
-        cost = f"offline demo model ({self.offline}): no cost" if self.offline else \
-            f"${self.usage[-1].session_cost_usd:.4f}"
+        cost = (
+            f"offline demo model ({self.offline}): no cost"
+            if self.offline
+            else f"${self.usage[-1].session_cost_usd:.4f}"
+        )
         requests = len(self.usage)
-        return (f"{requests} model request{'s' if requests != 1 else ''} · {tokens_in:,} input tokens ({cache:,} "
-                f"from cache) · {tokens_out:,} output tokens · {cost}")
+        return (
+            f"{requests} model request{'s' if requests != 1 else ''} · {tokens_in:,} input tokens ({cache:,} "
+            f"from cache) · {tokens_out:,} output tokens · {cost}"
+        )
 
     def end(self, text: str, *, error: bool = False) -> None:
         """The turn's last line (how it ended, what it used), after a blank line; on a terminal folded at its

@@ -118,7 +118,12 @@ class BackgroundShells:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(
-        self, command: str, *, cwd: Path, env: Mapping[str, str], sandbox: CommandWrapper | None = None,
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        sandbox: CommandWrapper | None = None,
         argv: list[str] | None = None,
     ) -> BackgroundShell:
         """Start `command` (under `sandbox`, the session's, when given)."""

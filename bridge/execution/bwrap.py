@@ -67,8 +67,27 @@ def _probe(binary: str | None) -> Availability:
         return Availability(False, None, f"bubblewrap needs Linux; this is {sys.platform}")
     if binary is None:
         return Availability(False, None, "bubblewrap is not installed (`apt-get install bubblewrap`)")
-    argv = [binary, *die_with_parent(), "--unshare-pid", "--unshare-net", "--cap-drop", "ALL",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/sh", "-c", ":"]
+    argv = [
+        binary,
+        *die_with_parent(),
+        "--unshare-pid",
+        "--unshare-net",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--",
+        "/bin/sh",
+        "-c",
+        ":",
+    ]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:

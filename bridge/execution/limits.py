@@ -43,8 +43,12 @@ log = logging.getLogger(__name__)
 LIMITS_ENV = "AGENT_BRIDGE_LIMITS"
 Backend = Literal["cgroup2", "systemd", "cgroup1", "rlimit", "off"]
 BACKENDS: tuple[Backend, ...] = ("cgroup2", "systemd", "cgroup1", "rlimit")
-SETTING_EXAMPLE: dict[LimitName, str] = {"memory": '"16GB"', "processes": "8192", "fileSize": '"16GB"',
-                                         "cpuSeconds": "3600"}
+SETTING_EXAMPLE: dict[LimitName, str] = {
+    "memory": '"16GB"',
+    "processes": "8192",
+    "fileSize": '"16GB"',
+    "cpuSeconds": "3600",
+}
 
 
 def _own_memory_limit() -> int | None:
@@ -147,8 +151,9 @@ def _choose(forced: str) -> Backend:
                 return "rlimit"
             return name
     if forced != "auto":
-        log.warning("%s=%s is not one of auto, %s, off; choosing automatically", LIMITS_ENV, forced,
-                    ", ".join(BACKENDS))
+        log.warning(
+            "%s=%s is not one of auto, %s, off; choosing automatically", LIMITS_ENV, forced, ", ".join(BACKENDS)
+        )
     for name in BACKENDS[:-1]:
         if _available(name):
             return name
@@ -203,8 +208,13 @@ def _probe_systemd() -> bool:
     if shutil.which("systemd-run") is None:
         return False
     try:
-        done = subprocess.run(["systemd-run", "--user", "--scope", "--quiet", "--collect", "-p", "TasksMax=64",
-                               "true"], capture_output=True, timeout=10, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            ["systemd-run", "--user", "--scope", "--quiet", "--collect", "-p", "TasksMax=64", "true"],
+            capture_output=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -246,8 +256,11 @@ class Bounds:
                 for name, value in files:
                     if (folder / name).exists():
                         try:
-                            (folder / name).write_text("max" if value is None and name.endswith(".max")
-                                                       else str(-1 if value is None else value))
+                            (folder / name).write_text(
+                                "max"
+                                if value is None and name.endswith(".max")
+                                else str(-1 if value is None else value)
+                            )
                         except OSError:
                             if not name.endswith(("swap.max", "memsw.limit_in_bytes")):  # no swap accounting: fine
                                 raise
@@ -278,14 +291,25 @@ class Bounds:
             own = _own_cgroup2_dir()
             assert own is not None
             swap = 0 if limits.memory else None
-            return [(own / self._name, [("memory.max", limits.memory), ("memory.swap.max", swap),
-                                        ("pids.max", limits.processes)])]
+            return [
+                (
+                    own / self._name,
+                    [("memory.max", limits.memory), ("memory.swap.max", swap), ("pids.max", limits.processes)],
+                )
+            ]
         memory, pids = _own_cgroup1_dir("memory"), _own_cgroup1_dir("pids")
         assert memory is not None and pids is not None
-        return [(memory / self._name, [("memory.memsw.limit_in_bytes", None),  # lifted first: a pooled cgroup's
-                                       ("memory.limit_in_bytes", limits.memory),  # may be below the new limit
-                                       ("memory.memsw.limit_in_bytes", limits.memory)]),
-                (pids / self._name, [("pids.max", limits.processes)])]
+        return [
+            (
+                memory / self._name,
+                [
+                    ("memory.memsw.limit_in_bytes", None),  # lifted first: a pooled cgroup's
+                    ("memory.limit_in_bytes", limits.memory),  # may be below the new limit
+                    ("memory.memsw.limit_in_bytes", limits.memory),
+                ],
+            ),
+            (pids / self._name, [("pids.max", limits.processes)]),
+        ]
 
     def fallback(self) -> None:
         """A cgroup could not be made: this command runs with rlimits only."""
@@ -296,8 +320,9 @@ class Bounds:
         """(OOM kills, refused forks) counted in the command's cgroups so far (a pooled cgroup counts on)."""
         oom = forks = 0
         for folder in self.cgroups:
-            oom += _counter_of(folder / "memory.events", "oom_kill") + _counter_of(folder / "memory.oom_control",
-                                                                                    "oom_kill")
+            oom += _counter_of(folder / "memory.events", "oom_kill") + _counter_of(
+                folder / "memory.oom_control", "oom_kill"
+            )
             forks += _counter_of(folder / "pids.events", "max")
         return oom, forks
 
@@ -338,9 +363,11 @@ class Bounds:
             "fileSize": "A process of the command wrote a file larger than the sandbox allows",
             "cpuSeconds": "A process of the command used more CPU time than the sandbox allows",
         }[name]
-        return (f"{what} ({self.limits.describe(name)}), so the sandbox stopped it. If it needs more, raise the limit: "
-                f'"sandbox": {{"limits": {{"{name}": {SETTING_EXAMPLE[name]}}}}} in .agent-bridge/settings.json '
-                '("unlimited" lifts it).')
+        return (
+            f"{what} ({self.limits.describe(name)}), so the sandbox stopped it. If it needs more, raise the limit: "
+            f'"sandbox": {{"limits": {{"{name}": {SETTING_EXAMPLE[name]}}}}} in .agent-bridge/settings.json '
+            '("unlimited" lifts it).'
+        )
 
     def release(self) -> list[Path]:
         """The tree is gone: its cgroups go back to the pool (or are removed); the ones removed. What they
@@ -422,8 +449,11 @@ def _capped(name: str, value: int) -> int:
     return value if hard == resource.RLIM_INFINITY else max(1, min(value, hard))
 
 
-_OUT_OF_MEMORY = re.compile(r"Cannot allocate memory|MemoryError|std::bad_alloc|out of memory|JavaScript heap out of "
-                            r"memory|fatal error: runtime: cannot allocate memory", re.IGNORECASE)
+_OUT_OF_MEMORY = re.compile(
+    r"Cannot allocate memory|MemoryError|std::bad_alloc|out of memory|JavaScript heap out of "
+    r"memory|fatal error: runtime: cannot allocate memory",
+    re.IGNORECASE,
+)
 
 
 def _counter_of(path: Path, key: str) -> int:

@@ -175,5 +175,3 @@ class ExternalProcess:
     def close(self) -> None:
         if self._registry is not None:
             self._registry.untrack(f"external:{self.token}")
-
-

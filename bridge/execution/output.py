@@ -44,8 +44,14 @@ class OutputBuffer:
     """Head and rolling tail of a stream in bounded memory. Once anything would be dropped, the whole
     stream goes to `spill_path` as well, so nothing is lost: the note tells the model where it is."""
 
-    def __init__(self, head: int = HEAD_CHARS, tail: int = TAIL_CHARS, spill_path: Path | None = None,
-                 spill_head: int | None = None, spill_tail: int | None = None) -> None:
+    def __init__(
+        self,
+        head: int = HEAD_CHARS,
+        tail: int = TAIL_CHARS,
+        spill_path: Path | None = None,
+        spill_head: int | None = None,
+        spill_tail: int | None = None,
+    ) -> None:
         self._head_cap, self._tail_cap = head, tail
         self._spill_head_cap = SPILL_HEAD_CHARS if spill_head is None else spill_head
         self._spill_tail_cap = SPILL_TAIL_CHARS if spill_tail is None else spill_tail
@@ -140,8 +146,11 @@ class OutputBuffer:
         cut_lines = max(0, self.total_lines - head.count("\n") - tail.count("\n"))
         where = ""
         if self.spilled:
-            kept = (f"its first {self._spill_head_cap} and last {self._spill_tail_cap} characters are"
-                    if self.spill_dropped else "the full output is")
+            kept = (
+                f"its first {self._spill_head_cap} and last {self._spill_tail_cap} characters are"
+                if self.spill_dropped
+                else "the full output is"
+            )
             where = f"; {kept} in {self.spilled} (Read it with offset/limit)"
         note = f"\n[… {cut_lines} lines ({cut_chars} characters) cut from the middle{where} …]\n\n"
         return clean_output(head) + note + clean_output(tail)
@@ -151,9 +160,11 @@ class OutputBuffer:
             with contextlib.suppress(OSError):
                 if self.spill_dropped:
                     tail = "".join(self._spill_tail)
-                    self._spill.write(f"\n[… {self.spill_dropped} characters dropped here: this file keeps the first "
-                                      f"{self._spill_head_cap} and the last {self._spill_tail_cap} of "
-                                      f"{self.total_chars} …]\n")
+                    self._spill.write(
+                        f"\n[… {self.spill_dropped} characters dropped here: this file keeps the first "
+                        f"{self._spill_head_cap} and the last {self._spill_tail_cap} of "
+                        f"{self.total_chars} …]\n"
+                    )
                     self._spill.write(tail)
                 else:
                     self._spill.write("".join(self._spill_tail))

@@ -51,8 +51,13 @@ EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to becom
 RELEASED = b"released\n"  # the bridge to its watchdog, on a clean exit: go now
 
 
-def kill_registered(tokens: Iterable[str], processes: Iterable[tuple[int, int]], *, clock: Clock | None = None,
-                    timeout: float = KILL_DEADLINE) -> list[int]:
+def kill_registered(
+    tokens: Iterable[str],
+    processes: Iterable[tuple[int, int]],
+    *,
+    clock: Clock | None = None,
+    timeout: float = KILL_DEADLINE,
+) -> list[int]:
     """Kill every process the registry names (see the module docstring for what that means), again and again
     until none is left or `timeout` passes. `clock`: the one the start times were written in. Returns the pids
     killed."""
@@ -66,8 +71,12 @@ def kill_registered(tokens: Iterable[str], processes: Iterable[tuple[int, int]],
         targets = {pid for pid, info in table.items() if (pid, info.start) in exact}
         if wanted_tokens:
             for pid, info in table.items():
-                if pid not in targets and info.alive and proctable.owned(pid, uid) \
-                        and proctable.read_token(pid)[1] in wanted_tokens:
+                if (
+                    pid not in targets
+                    and info.alive
+                    and proctable.owned(pid, uid)
+                    and proctable.read_token(pid)[1] in wanted_tokens
+                ):
                     targets.add(pid)
         children: dict[int, list[int]] = {}
         for pid, info in table.items():
@@ -289,8 +298,13 @@ class ProcessRegistry:
             with contextlib.suppress(OSError):
                 self.path.unlink()
             return
-        data = {"bridge": list(self._me), "clock": self._clock, "tokens": tokens,
-                "processes": [list(p) for p in processes], "cleanup": list(self._cleanup.values())}
+        data = {
+            "bridge": list(self._me),
+            "clock": self._clock,
+            "tokens": tokens,
+            "processes": [list(p) for p in processes],
+            "cleanup": list(self._cleanup.values()),
+        }
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             temporary = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
@@ -299,8 +313,11 @@ class ProcessRegistry:
         except OSError as error:
             if not self._write_failed:
                 self._write_failed = True
-                log.warning("cannot write the process registry %s: %s (a killed bridge may leave processes "
-                            "behind)", self.path, error)
+                log.warning(
+                    "cannot write the process registry %s: %s (a killed bridge may leave processes behind)",
+                    self.path,
+                    error,
+                )
             return
         self._ensure_watchdog()
 
@@ -309,8 +326,11 @@ class ProcessRegistry:
             return
         try:
             self._watchdog = subprocess.Popen(
-                watchdog_argv(self.path, self._me, self._clock), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                close_fds=True, **signals.own_group()
+                watchdog_argv(self.path, self._me, self._clock),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                close_fds=True,
+                **signals.own_group(),
             )
         except OSError as error:
             log.warning("cannot start the process watchdog: %s", error)
@@ -344,8 +364,10 @@ class ProcessRegistry:
 
 # -- the watchdog's command line -----------------------------------------------------------------------------
 
-_BOOT = ("import os, sys; sys.path[:0] = sys.argv[1].split(os.pathsep); del sys.argv[1]; "
-         "from bridge.execution.watchdog import main; sys.exit(main(sys.argv[1:]))")
+_BOOT = (
+    "import os, sys; sys.path[:0] = sys.argv[1].split(os.pathsep); del sys.argv[1]; "
+    "from bridge.execution.watchdog import main; sys.exit(main(sys.argv[1:]))"
+)
 
 
 def watchdog_argv(path: Path, bridge: tuple[int, int], clock: Clock) -> list[str]:
@@ -353,5 +375,16 @@ def watchdog_argv(path: Path, bridge: tuple[int, int], clock: Clock) -> list[str
     package on its path, and psutil's where it reads processes through psutil."""
     root = str(Path(__file__).resolve().parents[2])
     paths = [root] + ([found] if clock == "ms" and (found := proctable.psutil_path()) else [])
-    return [sys.executable, "-I", "-S", "-c", _BOOT, os.pathsep.join(paths),
-            "--watch", str(path), str(bridge[0]), str(bridge[1]), clock]
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _BOOT,
+        os.pathsep.join(paths),
+        "--watch",
+        str(path),
+        str(bridge[0]),
+        str(bridge[1]),
+        clock,
+    ]

@@ -85,8 +85,15 @@ class SandboxRun:
     """One command in the sandbox, from its start until its whole tree is gone: its watch over the held
     paths that don't exist, its resource bounds, and what its result should say."""
 
-    def __init__(self, policy: SandboxPolicy, plan: MountPlan, watch: Watch | None, bounds: Bounds | None,
-                 grants: tuple[Path, ...] = (), registry: ProcessRegistry | None = None) -> None:
+    def __init__(
+        self,
+        policy: SandboxPolicy,
+        plan: MountPlan,
+        watch: Watch | None,
+        bounds: Bounds | None,
+        grants: tuple[Path, ...] = (),
+        registry: ProcessRegistry | None = None,
+    ) -> None:
         self.registry = registry
         self.policy = policy
         self.plan = plan
@@ -206,14 +213,20 @@ class Sandbox:
             except NoShell as missing:
                 found.append(str(missing))
         if sandbox_wanted(settings) and not (availability := probe()).ok:
-            then = ("Bash commands will fail (sandbox.failIfUnavailable)" if settings.fail_if_unavailable
-                    else "every Bash command that is not read-only will ask first")
-            found.append(f"OS sandbox unavailable — {availability.reason}; {then}. "
-                         'Set "sandbox": {"enabled": false} in .agent-bridge/settings.json to run without it.')
+            then = (
+                "Bash commands will fail (sandbox.failIfUnavailable)"
+                if settings.fail_if_unavailable
+                else "every Bash command that is not read-only will ask first"
+            )
+            found.append(
+                f"OS sandbox unavailable — {availability.reason}; {then}. "
+                'Set "sandbox": {"enabled": false} in .agent-bridge/settings.json to run without it.'
+            )
         return found
 
-    def for_call(self, *, grants: tuple[Path, ...] = (), timeout_s: float | None = None,
-                 data_dir: Path | None = None) -> CallSandbox:
+    def for_call(
+        self, *, grants: tuple[Path, ...] = (), timeout_s: float | None = None, data_dir: Path | None = None
+    ) -> CallSandbox:
         """This sandbox for one call: what it was allowed to write, its timeout (for the CPU bound; None for a
         background shell) and where set-aside files go."""
         return CallSandbox(self, grants, timeout_s, data_dir)
@@ -223,8 +236,9 @@ class Sandbox:
     ) -> Launch:
         return await self.for_call().prepare(argv, cwd=cwd, env=env, registry=registry)
 
-    async def _prepare(self, call: CallSandbox, argv: list[str], env: dict[str, str],
-                       registry: ProcessRegistry | None) -> Launch:
+    async def _prepare(
+        self, call: CallSandbox, argv: list[str], env: dict[str, str], registry: ProcessRegistry | None
+    ) -> Launch:
         settings = self._settings()
         if not sandbox_wanted(settings):
             return Launch(argv, env)
@@ -235,10 +249,15 @@ class Sandbox:
             if settings.fail_if_unavailable:
                 if bounds is not None:
                     bounds.release()
-                raise SandboxError(f"The OS sandbox cannot start ({availability.reason}) and "
-                                   "sandbox.failIfUnavailable is set: the command was not run.")
-            run = (SandboxRun(self._policy(settings), MountPlan(), None, bounds, registry=registry)
-                   if bounds is not None else None)
+                raise SandboxError(
+                    f"The OS sandbox cannot start ({availability.reason}) and "
+                    "sandbox.failIfUnavailable is set: the command was not run."
+                )
+            run = (
+                SandboxRun(self._policy(settings), MountPlan(), None, bounds, registry=registry)
+                if bounds is not None
+                else None
+            )
             return Launch([*prefix, *argv], env, run=run)
         policy = self._policy(settings)
         tmp = self._private_tmp(registry)
@@ -247,21 +266,34 @@ class Sandbox:
         for pattern in plan.truncated:
             if pattern not in self._warned:
                 self._warned.add(pattern)
-                log.warning("deny rule %s matches more paths than the sandbox checks per command; it masks only "
-                            "the first ones found", pattern)
+                log.warning(
+                    "deny rule %s matches more paths than the sandbox checks per command; it masks only "
+                    "the first ones found",
+                    pattern,
+                )
         run = SandboxRun(policy, plan, watch, bounds, call.grants, registry)
         if availability.backend == "seatbelt":
             plan.backend = "seatbelt"
             wrapper = seatbelt_argv(availability.binary, await asyncio.to_thread(profile, policy, plan, tmp))
-            return Launch([*prefix, *wrapper, *argv], {**env, "TMPDIR": str(tmp), "AGENT_BRIDGE_SANDBOXED": "1"},
-                          release=run.release, run=run)
+            return Launch(
+                [*prefix, *wrapper, *argv],
+                {**env, "TMPDIR": str(tmp), "AGENT_BRIDGE_SANDBOXED": "1"},
+                release=run.release,
+                run=run,
+            )
         wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan), *argv]
-        return Launch(wrapped, {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"}, wrapped=True,
-                      release=run.release, run=run)
+        return Launch(
+            wrapped,
+            {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"},
+            wrapped=True,
+            release=run.release,
+            run=run,
+        )
 
     @staticmethod
-    def _plan_and_watch(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...],
-                        quarantine: Path) -> tuple[MountPlan, Watch | None]:
+    def _plan_and_watch(
+        policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...], quarantine: Path
+    ) -> tuple[MountPlan, Watch | None]:
         """Plan the mounts and watch what is missing; a held path that appears meanwhile is planned again
         (it can be mounted read-only after all)."""
         for _ in range(REPLANS):
@@ -273,8 +305,10 @@ class Sandbox:
             if not [h for h in appeared if not h.new_repository]:
                 return plan, watch
             WATCHER.discard(watch)
-        raise SandboxError("The sandbox cannot hold the workspace's protected files: they keep appearing while the "
-                           "command is prepared. Try again.")
+        raise SandboxError(
+            "The sandbox cannot hold the workspace's protected files: they keep appearing while the "
+            "command is prepared. Try again."
+        )
 
     def _private_tmp(self, registry: ProcessRegistry | None) -> Path:
         if self._tmp is None or not self._tmp.is_dir():

@@ -23,15 +23,22 @@ def inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
     return max(holding, key=lambda r: len(str(r))) if holding else None
 
 
-_REFUSED = re.compile(r"Read-only file system|read-only file system|EROFS|\[Errno 30\]|Device or resource busy|"
-                      r"EBUSY|\[Errno 16\]")
-_NO_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
-                         r"Name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|No address associated|"
-                         r"Failed to establish a new connection|network is unreachable", re.IGNORECASE)
+_REFUSED = re.compile(
+    r"Read-only file system|read-only file system|EROFS|\[Errno 30\]|Device or resource busy|"
+    r"EBUSY|\[Errno 16\]"
+)
+_NO_NETWORK = re.compile(
+    r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
+    r"Name or service not known|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)|No address associated|"
+    r"Failed to establish a new connection|network is unreachable",
+    re.IGNORECASE,
+)
 _HOST_TMP = re.compile(r"(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
-_BEFORE = re.compile(r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy|"
-                     r"Operation not permitted)")
+_BEFORE = re.compile(
+    r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy|"
+    r"Operation not permitted)"
+)
 # Seatbelt refuses with EPERM, which other things say too: there, only a path the policy holds gets a note.
 _REFUSED_SEATBELT = re.compile(r"Operation not permitted|EPERM|\[Errno 1\]")
 
@@ -54,19 +61,25 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
     for shown, why in list(named.items())[:5]:
         notes.append(f"The sandbox keeps {shown} read-only: {why}")
     if lines and not named and plan.backend != "seatbelt":
-        notes.append("The OS sandbox refused a write: commands may write only the workspace, its added directories and "
-                     "/tmp, and never the files held there (settings, memory files, git's config and hooks, editor "
-                     "folders). Write a held file with the Write or Edit tool (it asks you); to let commands write "
-                     'another directory, add it to "sandbox": {"filesystem": {"allowWrite": [...]}} in '
-                     ".agent-bridge/settings.json.")
+        notes.append(
+            "The OS sandbox refused a write: commands may write only the workspace, its added directories and "
+            "/tmp, and never the files held there (settings, memory files, git's config and hooks, editor "
+            "folders). Write a held file with the Write or Edit tool (it asks you); to let commands write "
+            'another directory, add it to "sandbox": {"filesystem": {"allowWrite": [...]}} in '
+            ".agent-bridge/settings.json."
+        )
     hidden = [m for m in _HOST_TMP.findall(output)[:20] if os.path.exists(m) or os.path.isdir(os.path.dirname(m))]
     if any(inside(Path(m), policy.writable) is None for m in hidden):
-        notes.append("Commands have their own /tmp (private to this session): files in this machine's /tmp are not "
-                     "visible to them. Put shared files in the workspace, or add their directory to "
-                     '"sandbox": {"filesystem": {"allowWrite": [...]}} in .agent-bridge/settings.json.')
+        notes.append(
+            "Commands have their own /tmp (private to this session): files in this machine's /tmp are not "
+            "visible to them. Put shared files in the workspace, or add their directory to "
+            '"sandbox": {"filesystem": {"allowWrite": [...]}} in .agent-bridge/settings.json.'
+        )
     if not policy.network and _NO_NETWORK.search(output):
-        notes.append('The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
-                     "in .agent-bridge/settings.json.")
+        notes.append(
+            'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
+            "in .agent-bridge/settings.json."
+        )
     return notes
 
 
@@ -74,13 +87,17 @@ def _why_read_only(path: Path, policy: SandboxPolicy, plan: MountPlan) -> str | 
     real = Path(os.path.realpath(path))
     for mounted, held in plan.held:
         if real == mounted or real.is_relative_to(mounted):
-            return (f"{held.why}. To change it, use the Write or Edit tool (it asks you), or run a command that "
-                    "names it on its own line (the permission question says so, and allowing it lets that command "
-                    "write it).")
+            return (
+                f"{held.why}. To change it, use the Write or Edit tool (it asks you), or run a command that "
+                "names it on its own line (the permission question says so, and allowing it lets that command "
+                "write it)."
+            )
     if inside(real, policy.writable) is None:
-        return ("it is outside the workspace; commands may write only the workspace, its added directories and /tmp. "
-                'To allow it, add it to "sandbox": {"filesystem": {"allowWrite": ["//' + str(real).lstrip("/") + '"]}} '
-                "(or permissions.additionalDirectories) in .agent-bridge/settings.json.")
+        return (
+            "it is outside the workspace; commands may write only the workspace, its added directories and /tmp. "
+            'To allow it, add it to "sandbox": {"filesystem": {"allowWrite": ["//' + str(real).lstrip("/") + '"]}} '
+            "(or permissions.additionalDirectories) in .agent-bridge/settings.json."
+        )
     for pattern in policy.read_only:
         if pattern.matches(real) or pattern.matches(path):
             return f"an Edit deny rule ({pattern.base}/{pattern.pattern}) or sandbox.filesystem.denyWrite holds it."

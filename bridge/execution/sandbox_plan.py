@@ -136,8 +136,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     return plan
 
 
-def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str],
-           expect: dict[Path, Identity]) -> None:
+def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str], expect: dict[Path, Identity]) -> None:
     """`folder` held, but a grant lies inside it: everything in it read-only except the way to the grant;
     what is there now is `expect`ed (the watch judges only what appears)."""
     protect.setdefault(folder, "--bind")

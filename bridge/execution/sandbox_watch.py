@@ -33,18 +33,16 @@ import errno
 import logging
 import os
 import select
-import shutil
 import stat
 import struct
 import sys
 import threading
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge.execution import host
+from bridge.execution.quarantine import quarantine
 from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
 from bridge.permissions.held import HeldPath
 from bridge.permissions.runs_later import GRANTS, granted_covers
@@ -57,25 +55,65 @@ IN_ONLYDIR, IN_DONT_FOLLOW = 0x01000000, 0x02000000
 _MASK = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
 _REPOSITORY_MASK = _MASK | IN_CLOSE_WRITE  # in a new repository's `.git`: its config being rewritten too
 _EVENT = struct.Struct("iIII")
-QUARANTINE_COPY_BYTES = 16 * 1024 * 1024  # beyond this, what is set aside across file systems is only listed
 STRIKES = 2  # the protected creations a command may make before it is ended
 
 # A new repository's config may hold only these (as `git init`, `git clone` and ordinary git work write them).
-_INERT_EXACT = frozenset({
-    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
-    "core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf", "core.quotepath",
-    "core.sparsecheckout", "core.sparsecheckoutcone", "core.compression", "core.commentchar", "core.abbrev",
-    "core.checkstat", "core.trustctime", "core.untrackedcache", "core.splitindex", "core.multipackindex",
-    "user.name", "user.email", "init.defaultbranch", "extensions.objectformat", "extensions.refstorage",
-    "extensions.partialclone", "extensions.worktreeconfig", "extensions.preciousobjects", "pull.rebase", "pull.ff",
-    "push.default", "push.autosetupremote", "fetch.prune", "merge.ff", "rebase.autosquash", "rebase.autostash",
-    "branch.autosetupmerge", "branch.autosetuprebase", "gc.auto", "index.version", "feature.manyfiles",
-    "lfs.repositoryformatversion", "commit.gpgsign", "tag.gpgsign", "color.ui", "advice.detachedhead",
-})
-_INERT_TAILS = {"remote": {"url", "pushurl", "fetch", "push", "tagopt", "mirror", "prune", "partialclonefilter",
-                           "promisor"},
-                "branch": {"remote", "merge", "rebase", "pushremote", "description", "vscode-merge-base"},
-                "submodule": {"url", "active", "branch", "shallow"}}
+_INERT_EXACT = frozenset(
+    {
+        "core.repositoryformatversion",
+        "core.filemode",
+        "core.bare",
+        "core.logallrefupdates",
+        "core.ignorecase",
+        "core.precomposeunicode",
+        "core.symlinks",
+        "core.autocrlf",
+        "core.eol",
+        "core.safecrlf",
+        "core.quotepath",
+        "core.sparsecheckout",
+        "core.sparsecheckoutcone",
+        "core.compression",
+        "core.commentchar",
+        "core.abbrev",
+        "core.checkstat",
+        "core.trustctime",
+        "core.untrackedcache",
+        "core.splitindex",
+        "core.multipackindex",
+        "user.name",
+        "user.email",
+        "init.defaultbranch",
+        "extensions.objectformat",
+        "extensions.refstorage",
+        "extensions.partialclone",
+        "extensions.worktreeconfig",
+        "extensions.preciousobjects",
+        "pull.rebase",
+        "pull.ff",
+        "push.default",
+        "push.autosetupremote",
+        "fetch.prune",
+        "merge.ff",
+        "rebase.autosquash",
+        "rebase.autostash",
+        "branch.autosetupmerge",
+        "branch.autosetuprebase",
+        "gc.auto",
+        "index.version",
+        "feature.manyfiles",
+        "lfs.repositoryformatversion",
+        "commit.gpgsign",
+        "tag.gpgsign",
+        "color.ui",
+        "advice.detachedhead",
+    }
+)
+_INERT_TAILS = {
+    "remote": {"url", "pushurl", "fetch", "push", "tagopt", "mirror", "prune", "partialclonefilter", "promisor"},
+    "branch": {"remote", "merge", "rebase", "pushremote", "description", "vscode-merge-base"},
+    "submodule": {"url", "active", "branch", "shallow"},
+}
 
 
 def inert(key: str) -> bool:
@@ -99,12 +137,16 @@ class SetAside:
 
     def note(self) -> str:
         if self.kept:
-            return (f"Another call the user allowed wrote {self.path} while this command ran; this command started "
-                    "before it existed, so its sandbox could not hold it read-only, and it was stopped: run it again.")
+            return (
+                f"Another call the user allowed wrote {self.path} while this command ran; this command started "
+                "before it existed, so its sandbox could not hold it read-only, and it was stopped: run it again."
+            )
         where = f" It was moved to {self.to}." if self.to is not None else " It was removed."
-        return (f"The sandbox set aside {self.path}, which appeared while this command ran: {self.why}.{where} "
-                "Commands may not create it; write it with the Write tool (it asks you), or run a command that names "
-                "it (the permission question shows it, and allowing it lets that command write it).")
+        return (
+            f"The sandbox set aside {self.path}, which appeared while this command ran: {self.why}.{where} "
+            "Commands may not create it; write it with the Write tool (it asks you), or run a command that names "
+            "it (the permission question shows it, and allowing it lets that command write it)."
+        )
 
 
 @dataclass
@@ -202,7 +244,7 @@ class _Inotify:
         offset = 0
         while offset + _EVENT.size <= len(data):
             wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            name = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
+            name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
             out.append((wd, mask, os.fsdecode(name)))
             offset += _EVENT.size + length
         return out
@@ -276,8 +318,10 @@ class Watcher:
             self._inotify = _Inotify()
         except (OSError, AttributeError) as error:
             self._failed = True
-            log.warning("cannot watch protected paths that don't exist yet (%s): they are checked only after each "
-                        "command", error)
+            log.warning(
+                "cannot watch protected paths that don't exist yet (%s): they are checked only after each command",
+                error,
+            )
             return False
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         self._thread = threading.Thread(target=self._run, name="sandbox-watch", daemon=True)
@@ -436,8 +480,9 @@ class Watcher:
         entries = config_entries(config) if os.path.isfile(config) and not os.path.islink(config) else None
         bad = ["(unreadable)"] if entries is None else [k for k, _ in entries if not inert(k)]
         if bad:
-            self._set_aside(watch, held, config, f"git's settings there hold {', '.join(bad[:3])}, which can make git "
-                                                 "run programs")
+            self._set_aside(
+                watch, held, config, f"git's settings there hold {', '.join(bad[:3])}, which can make git run programs"
+            )
 
     def _new_hooks(self, watch: Watch, held: HeldPath, hooks: Path) -> None:
         """A hooks directory that was not there: only `*.sample` files (what `git init` copies) may be in it."""
@@ -497,64 +542,6 @@ def _listdir(path: Path) -> list[str]:
         return os.listdir(path)
     except OSError:
         return []
-
-
-# -- setting aside -----------------------------------------------------------------------------------------
-
-
-def quarantine(path: Path, into: Path) -> Path | bool | None:
-    """Move `path` out of the workspace into a fresh folder under `into`: by rename where `into` is on the same
-    file system; else renamed beside itself first (at once harmless: no program looks for that name), then
-    copied (bounded) and removed. The new path; None when it could only be removed; False when it was gone."""
-    target: Path | None = into / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}" / path.name
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
-    except OSError:
-        target = None
-    if target is not None:
-        try:
-            os.rename(path, target)
-            return target
-        except FileNotFoundError:
-            return False
-        except OSError as error:
-            if error.errno != errno.EXDEV:
-                log.warning("cannot set %s aside: %s", path, error)
-    beside = path.with_name(f".{path.name}.set-aside-{uuid.uuid4().hex[:8]}")
-    try:
-        os.rename(path, beside)
-    except FileNotFoundError:
-        return False
-    except OSError as error:
-        log.error("cannot set %s aside: %s", path, error)
-        return False
-    copied = _copy_bounded(beside, target) if target is not None else False
-    if os.path.isdir(beside) and not os.path.islink(beside):
-        shutil.rmtree(beside, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(beside)
-    return target if copied else None
-
-
-def _copy_bounded(source: Path, target: Path) -> bool:
-    budget = QUARANTINE_COPY_BYTES
-    try:
-        if os.path.isdir(source) and not os.path.islink(source):
-            for folder, _dirs, files in os.walk(source):
-                budget -= sum(os.lstat(os.path.join(folder, f)).st_size for f in files)
-                if budget < 0:
-                    return False
-            shutil.copytree(source, target, symlinks=True)
-        elif os.path.islink(source):
-            os.symlink(os.readlink(source), target)
-        else:
-            if os.lstat(source).st_size > budget:
-                return False
-            shutil.copy2(source, target, follow_symlinks=False)
-        return True
-    except OSError:
-        return False
 
 
 WATCHER = Watcher()

@@ -67,10 +67,18 @@ def _probe(binary: str) -> Availability:
     if not host.macos():
         return Availability(False, None, f"Seatbelt needs macOS; this is {sys.platform}", "seatbelt")
     if not os.access(binary, os.X_OK):
-        return Availability(False, None, f"{binary} is missing (macOS ships it; is this a restricted system?)",
-                            "seatbelt")
-    argv = [binary, "-p", "(version 1)\n(allow default)\n(deny network-outbound (remote ip \"*:*\"))", "--",
-            "/bin/sh", "-c", ":"]
+        return Availability(
+            False, None, f"{binary} is missing (macOS ships it; is this a restricted system?)", "seatbelt"
+        )
+    argv = [
+        binary,
+        "-p",
+        '(version 1)\n(allow default)\n(deny network-outbound (remote ip "*:*"))',
+        "--",
+        "/bin/sh",
+        "-c",
+        ":",
+    ]
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -99,20 +107,37 @@ def _subpaths(paths: list[Path] | tuple[Path, ...]) -> list[str]:
 def profile(policy: SandboxPolicy, plan: MountPlan, tmp: Path) -> str:
     """The SBPL profile for one command: what `plan` holds, in the order that makes the restrictive rules win."""
     held = [*plan.read_only, *(h.path for h in plan.missing if not h.checked)]  # checked ones: after the command
-    lines = ["(version 1)", "; agent-bridge: generated from the session's sandbox policy", "(allow default)",
-             "; everything read-only but what follows", "(deny file-write*)"]
-    lines += _rule("allow", "file-write*", _subpaths([Path(DEVICES), Path(os.path.realpath(tmp)), *policy.writable]),
-                   "writable: devices, the session's temp dir, the workspace roots")
+    lines = [
+        "(version 1)",
+        "; agent-bridge: generated from the session's sandbox policy",
+        "(allow default)",
+        "; everything read-only but what follows",
+        "(deny file-write*)",
+    ]
+    lines += _rule(
+        "allow",
+        "file-write*",
+        _subpaths([Path(DEVICES), Path(os.path.realpath(tmp)), *policy.writable]),
+        "writable: devices, the session's temp dir, the workspace roots",
+    )
     lines += _rule("deny", "file-write*", _subpaths(held), "held: settings, memory, what runs later")
-    lines += _rule("deny", "file-write-unlink", [f"(literal {quote(str(p))})" for p in dict.fromkeys(plan.ways)],
-                   "the way to what is held: it can't be moved away")
+    lines += _rule(
+        "deny",
+        "file-write-unlink",
+        [f"(literal {quote(str(p))})" for p in dict.fromkeys(plan.ways)],
+        "the way to what is held: it can't be moved away",
+    )
     granted = [g for g in plan.grants if inside(g, policy.writable) is not None]  # bwrap can't open others either
     lines += _rule("allow", "file-write*", _subpaths(granted), "what the user allowed this call to write")
     lines += _rule("deny", "file-write*", _subpaths(plan.edit_denied), "Edit deny rules")
     lines += _rule("deny", "file-read* file-write*", _subpaths(plan.masked), "Read deny rules: unreadable")
     if not policy.network:
-        lines += ["; no network", '(deny network-outbound (remote ip "*:*"))',
-                  '(deny network-inbound (local ip "*:*"))', '(deny network-bind (local ip "*:*"))']
+        lines += [
+            "; no network",
+            '(deny network-outbound (remote ip "*:*"))',
+            '(deny network-inbound (local ip "*:*"))',
+            '(deny network-bind (local ip "*:*"))',
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from bridge.execution import host
 
 GIT_BASH_ENV = "CLAUDE_CODE_GIT_BASH_PATH"
-NO_GIT_BASH = ("Commands on Windows run in Git Bash, and none was found (get it from "
-               "https://git-scm.com/downloads/win). If it is installed but git is not on PATH, set the environment "
-               f"variable {GIT_BASH_ENV} to its bash.exe, e.g. {GIT_BASH_ENV}=C:\\Program Files\\Git\\bin\\bash.exe")
+NO_GIT_BASH = (
+    "Commands on Windows run in Git Bash, and none was found (get it from "
+    "https://git-scm.com/downloads/win). If it is installed but git is not on PATH, set the environment "
+    f"variable {GIT_BASH_ENV} to its bash.exe, e.g. {GIT_BASH_ENV}=C:\\Program Files\\Git\\bin\\bash.exe"
+)
 
 # Non-interactive, plain output: no pagers waiting for a key, no credential prompts, no editors, no color
 # unless the command asks for it (`--color=always`, or FORCE_COLOR/CLICOLOR_FORCE in the user's env).
@@ -68,26 +70,39 @@ def git_bash() -> str:
     return _found[key]
 
 
-def find_git_bash(env: Mapping[str, str], *, which: Callable[[str], str | None] = shutil.which,
-                  exists: Callable[[str], bool] = os.path.isfile) -> str:
+def find_git_bash(
+    env: Mapping[str, str],
+    *,
+    which: Callable[[str], str | None] = shutil.which,
+    exists: Callable[[str], bool] = os.path.isfile,
+) -> str:
     """Where Git Bash is, by Claude Code's order; NoShell (saying what to do) when it is nowhere. Pure but for
     `which` and `exists`, so it is tested with Windows paths anywhere."""
     configured = env.get(GIT_BASH_ENV, "").strip().strip('"')
     if configured:
         if exists(configured):
             return configured
-        raise NoShell(f"{GIT_BASH_ENV} is set to {configured!r}, but there is no file there. Point it at Git Bash's "
-                      "bash.exe, e.g. C:\\Program Files\\Git\\bin\\bash.exe.")
+        raise NoShell(
+            f"{GIT_BASH_ENV} is set to {configured!r}, but there is no file there. Point it at Git Bash's "
+            "bash.exe, e.g. C:\\Program Files\\Git\\bin\\bash.exe."
+        )
     candidates: list[str] = []
     git = which("git")
     if git:  # <Git>\cmd\git.exe or <Git>\bin\git.exe
         candidates.append(ntpath.join(ntpath.dirname(ntpath.dirname(git)), "bin", "bash.exe"))
-    for variable, below in (("ProgramFiles", ""), ("ProgramW6432", ""), ("ProgramFiles(x86)", ""),
-                            ("LOCALAPPDATA", "Programs")):
+    for variable, below in (
+        ("ProgramFiles", ""),
+        ("ProgramW6432", ""),
+        ("ProgramFiles(x86)", ""),
+        ("LOCALAPPDATA", "Programs"),
+    ):
         base = env.get(variable)
         if base:
-            candidates.append(ntpath.join(base, below, "Git", "bin", "bash.exe") if below
-                              else ntpath.join(base, "Git", "bin", "bash.exe"))
+            candidates.append(
+                ntpath.join(base, below, "Git", "bin", "bash.exe")
+                if below
+                else ntpath.join(base, "Git", "bin", "bash.exe")
+            )
     for candidate in dict.fromkeys(candidates):
         if exists(candidate):
             return candidate

@@ -107,14 +107,28 @@ def _last_error() -> int:
 
 
 class _Basic(ctypes.Structure):
-    _fields_ = [("user_time", ctypes.c_int64), ("job_time", ctypes.c_int64), ("flags", ctypes.c_uint32),
-                ("min_ws", ctypes.c_size_t), ("max_ws", ctypes.c_size_t), ("processes", ctypes.c_uint32),
-                ("affinity", ctypes.c_size_t), ("priority", ctypes.c_uint32), ("scheduling", ctypes.c_uint32)]
+    _fields_ = [
+        ("user_time", ctypes.c_int64),
+        ("job_time", ctypes.c_int64),
+        ("flags", ctypes.c_uint32),
+        ("min_ws", ctypes.c_size_t),
+        ("max_ws", ctypes.c_size_t),
+        ("processes", ctypes.c_uint32),
+        ("affinity", ctypes.c_size_t),
+        ("priority", ctypes.c_uint32),
+        ("scheduling", ctypes.c_uint32),
+    ]
 
 
 class _Extended(ctypes.Structure):
-    _fields_ = [("basic", _Basic), ("io", ctypes.c_uint64 * 6), ("process_memory", ctypes.c_size_t),
-                ("job_memory", ctypes.c_size_t), ("peak_process", ctypes.c_size_t), ("peak_job", ctypes.c_size_t)]
+    _fields_ = [
+        ("basic", _Basic),
+        ("io", ctypes.c_uint64 * 6),
+        ("process_memory", ctypes.c_size_t),
+        ("job_memory", ctypes.c_size_t),
+        ("peak_process", ctypes.c_size_t),
+        ("peak_job", ctypes.c_size_t),
+    ]
 
 
 _warned: list[bool] = []  # said once per process
@@ -132,8 +146,9 @@ class Job:
             raise OSError(_last_error(), "CreateJobObjectW")
         limits = _Extended()
         limits.basic.flags = _KILL_ON_JOB_CLOSE
-        if not kernel32.SetInformationJobObject(handle, _JOB_EXTENDED_LIMITS, ctypes.byref(limits),
-                                                ctypes.sizeof(limits)):
+        if not kernel32.SetInformationJobObject(
+            handle, _JOB_EXTENDED_LIMITS, ctypes.byref(limits), ctypes.sizeof(limits)
+        ):
             kernel32.CloseHandle(handle)
             raise OSError(_last_error(), "SetInformationJobObject")
         self._kernel32, self._handle = kernel32, handle
@@ -157,8 +172,11 @@ class Job:
         except (OSError, AttributeError) as error:
             if not _warned:
                 _warned.append(True)
-                log.warning("cannot put commands in job objects (%s, pid %d): their trees are stopped member by member",
-                            error, pid)
+                log.warning(
+                    "cannot put commands in job objects (%s, pid %d): their trees are stopped member by member",
+                    error,
+                    pid,
+                )
             return None
 
     def terminate(self) -> None:
@@ -189,7 +207,12 @@ def default_signals_prefix() -> list[str]:
         return []
     if _DEFAULT_SIGNALS is None:
         found = shutil.which("env")
-        works = found is not None and subprocess.run(
-            [found, "--default-signal=INT,QUIT", "true"], capture_output=True, check=False).returncode == 0
+        works = (
+            found is not None
+            and subprocess.run(
+                [found, "--default-signal=INT,QUIT", "true"], capture_output=True, check=False
+            ).returncode
+            == 0
+        )
         _DEFAULT_SIGNALS = [found, "--default-signal=INT,QUIT", "--"] if works and found else []
     return _DEFAULT_SIGNALS

@@ -54,8 +54,15 @@ from bridge.execution.registry import ProcessRegistry
 from bridge.execution.shell import command_environment, shell_argv
 from bridge.execution.signals import Job, Step
 
-__all__ = ["CommandWrapper", "ExternalProcess", "Launch", "ManagedProcess", "ProcessSupervisor",
-           "command_environment", "shell_argv"]
+__all__ = [
+    "CommandWrapper",
+    "ExternalProcess",
+    "Launch",
+    "ManagedProcess",
+    "ProcessSupervisor",
+    "command_environment",
+    "shell_argv",
+]
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +149,7 @@ class ProcessSupervisor:
         managed.on_closed = self._closed_one
         if managed.run is not None:
             loop = asyncio.get_running_loop()
+
             def stop() -> None:
                 loop.call_soon_threadsafe(self._stop_for_limit, managed)
 
@@ -328,8 +336,10 @@ class ProcessSupervisor:
         try:
             start = time.monotonic()
             if not force:
-                steps: tuple[tuple[Step, float], ...] = (("interrupt", SIGINT_GRACE),
-                                                         ("terminate", SIGINT_GRACE + SIGTERM_GRACE))
+                steps: tuple[tuple[Step, float], ...] = (
+                    ("interrupt", SIGINT_GRACE),
+                    ("terminate", SIGINT_GRACE + SIGTERM_GRACE),
+                )
                 for step, until in steps:
                     if signals.number(step) is None:
                         continue  # the platform has no such signal (Windows: no SIGTERM)

@@ -48,5 +48,6 @@ class Conversation:
         """A sub-agent's response, counted in these totals: the report the editor gets for it."""
         usage = Usage(report.input_tokens, report.output_tokens, report.cache_read_tokens, report.cache_write_tokens)
         self.add(usage, report.cost_usd)
-        return dataclasses.replace(report, context_used=self.context_tokens, context_size=context_size,
-                                   session_cost_usd=self.cost_usd)
+        return dataclasses.replace(
+            report, context_used=self.context_tokens, context_size=context_size, session_cost_usd=self.cost_usd
+        )

@@ -125,8 +125,12 @@ class AgentProgress:
 
     def summary(self) -> str:
         """One line for a person: what it is doing, how much it has used, for how long."""
-        doing = {"running": f"Running: {self.last_tool}" if self.last_tool else "Thinking",
-                 "completed": "Done", "failed": "Failed", "stopped": "Stopped"}[self.status]
+        doing = {
+            "running": f"Running: {self.last_tool}" if self.last_tool else "Thinking",
+            "completed": "Done",
+            "failed": "Failed",
+            "stopped": "Stopped",
+        }[self.status]
         calls = f"{self.tool_calls} tool call{'s' if self.tool_calls != 1 else ''}"
         return f"{doing} · {calls} · {_tokens(self.tokens)} tokens · {self.elapsed_s:.0f} s"
 

@@ -191,8 +191,10 @@ class ToolExecutor:
     def _not_callable(self, name: str) -> str:
         """Why the model cannot call `name` from this request, and what to do instead."""
         if name in self._env.tools:  # held back: deferred and not loaded
-            return (f"{name} is a deferred tool and is not loaded: call ToolSearch with query \"select:{name}\" "
-                    f"first, then call {name} again.")
+            return (
+                f'{name} is a deferred tool and is not loaded: call ToolSearch with query "select:{name}" '
+                f"first, then call {name} again."
+            )
         if name in self._env.unavailable:
             return f"{name} is not connected: {self._env.unavailable[name]}. It cannot be called in this session."
         known = ", ".join(sorted(self._offered & self._env.tools.keys()))
@@ -335,9 +337,14 @@ class ToolExecutor:
     async def _after(self, call: _Call, result: ToolResult) -> ToolResult:
         """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran)."""
         assert call.tool is not None
-        payload = {"tool_input": dict(call.block.get("input") or {}), "tool_use_id": call.block["id"],
-                   "tool_response": {"content": result.content if isinstance(result.content, str) else "",
-                                     "is_error": result.is_error}}
+        payload = {
+            "tool_input": dict(call.block.get("input") or {}),
+            "tool_use_id": call.block["id"],
+            "tool_response": {
+                "content": result.content if isinstance(result.content, str) else "",
+                "is_error": result.is_error,
+            },
+        }
         outcome = await self._hooks("PostToolUse", payload, call.tool.name)
         notes = [*outcome.additional_context, *([outcome.reason] if outcome.blocked and outcome.reason else [])]
         if notes and isinstance(result.content, str):
@@ -351,8 +358,11 @@ class ToolExecutor:
         tool, data = call.tool, call.data
         assert tool is not None
         raw = dict(call.block.get("input") or {})
-        hook = await self._hooks("PreToolUse", {"tool_input": tool.backfill_observable_input(dict(raw)),
-                                                "tool_use_id": call.block["id"]}, tool.name)
+        hook = await self._hooks(
+            "PreToolUse",
+            {"tool_input": tool.backfill_observable_input(dict(raw)), "tool_use_id": call.block["id"]},
+            tool.name,
+        )
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
         paths = _safe(lambda: tool.permission_paths(data, ctx), [])
@@ -375,9 +385,16 @@ class ToolExecutor:
                 return problem, data
         started = self._started_event(call)
         request = PermissionRequest(
-            tool_call_id=started.tool_call_id, tool_name=tool.name, title=started.title, kind=started.tool_kind,
-            raw_input=started.raw_input, display=_preview(tool, data, ctx), locations=started.locations,
-            reason=decision.reason, suggestions=decision.suggestions, shown=decision.shown,
+            tool_call_id=started.tool_call_id,
+            tool_name=tool.name,
+            title=started.title,
+            kind=started.tool_kind,
+            raw_input=started.raw_input,
+            display=_preview(tool, data, ctx),
+            locations=started.locations,
+            reason=decision.reason,
+            suggestions=decision.suggestions,
+            shown=decision.shown,
         )
         call.display = request.display  # a rejected call keeps showing what it proposed
         answer = None
@@ -443,10 +460,17 @@ def _user_edit(edited: str | None, display: list[Display]) -> tuple[str, str] | 
 
 def _with_user_edit(content: str | list[Block], proposed: str, edited: str) -> str | list[Block]:
     """The tool result, told that the user changed the proposal and how (a diff from the proposal)."""
-    lines = difflib.unified_diff(proposed.splitlines(keepends=True), edited.splitlines(keepends=True),
-                                 "your proposal", "what the user accepted", n=2)
-    note = ("The user edited the proposed change before accepting it; the user's version was written. "
-            "The difference from your proposal:\n" + "".join(lines).rstrip("\n"))
+    lines = difflib.unified_diff(
+        proposed.splitlines(keepends=True),
+        edited.splitlines(keepends=True),
+        "your proposal",
+        "what the user accepted",
+        n=2,
+    )
+    note = (
+        "The user edited the proposed change before accepting it; the user's version was written. "
+        "The difference from your proposal:\n" + "".join(lines).rstrip("\n")
+    )
     if isinstance(content, str):
         return f"{content}\n\n{note}"
     return [*content, {"type": "text", "text": note}]

@@ -133,8 +133,11 @@ def used_tool_names(history: list[Message]) -> list[str]:
 def stand_in_schema(name: str, why: str | None) -> dict[str, Any]:
     """The definition of a tool this session does not have, kept because the history calls it."""
     reason = why or "no such tool"
-    return {"name": name, "description": f"Not available in this session ({reason}). Do not call it.",
-            "input_schema": {"type": "object"}}
+    return {
+        "name": name,
+        "description": f"Not available in this session ({reason}). Do not call it.",
+        "input_schema": {"type": "object"},
+    }
 
 
 async def run_turn(

@@ -122,7 +122,10 @@ def default_files(cwd: Path) -> ConfigFiles:
 
 
 def discover(
-    files: ConfigFiles, editor: list[Any], *, environ: Mapping[str, str] | None = None,
+    files: ConfigFiles,
+    editor: list[Any],
+    *,
+    environ: Mapping[str, str] | None = None,
     plugins: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> tuple[list[ServerEntry], list[str]]:
     """Every configured server (editor's first), one entry per name, and the problems with the files."""
@@ -136,8 +139,12 @@ def discover(
     sources: list[tuple[Scope, str, Any]] = []
     if "mcpServers" in project_state:
         sources.append(("local", f"{files.claude_json} (projects[{files.cwd}])", project_state["mcpServers"]))
-    for scope, path in (("project", files.local_settings), ("project", files.cwd / MCP_JSON),
-                        ("project", files.cwd / PROJECT_SETTINGS), ("user", files.user_config_dir / "settings.json")):
+    for scope, path in (
+        ("project", files.local_settings),
+        ("project", files.cwd / MCP_JSON),
+        ("project", files.cwd / PROJECT_SETTINGS),
+        ("user", files.user_config_dir / "settings.json"),
+    ):
         data, problem = read_json(path)
         if problem:
             problems.append(problem)
@@ -158,8 +165,14 @@ def discover(
         if entry.name in entries:
             continue  # a higher-precedence source defined it
         if entry.scope == "project" and entry.spec is not None:
-            entry = ServerEntry(entry.name, entry.scope, entry.source, entry.spec, entry.problem,
-                                approvals.state(entry.name, entry.spec.approval_key))
+            entry = ServerEntry(
+                entry.name,
+                entry.scope,
+                entry.source,
+                entry.spec,
+                entry.problem,
+                approvals.state(entry.name, entry.spec.approval_key),
+            )
         entries[entry.name] = entry
     return list(entries.values()), problems
 
@@ -176,10 +189,19 @@ def parse_acp(raw: list[Any], environ: Mapping[str, str]) -> list[ServerEntry]:
         for key in ("env", "headers"):
             pairs = item.get(key)
             if isinstance(pairs, list):
-                if not all(isinstance(p, dict) and isinstance(p.get("name"), str)
-                           and isinstance(p.get("value"), str) for p in pairs):
-                    entries.append(ServerEntry(name.strip(), "editor", "the editor", None,
-                                               f"{key} must be a list of {{name, value}} strings"))
+                if not all(
+                    isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("value"), str)
+                    for p in pairs
+                ):
+                    entries.append(
+                        ServerEntry(
+                            name.strip(),
+                            "editor",
+                            "the editor",
+                            None,
+                            f"{key} must be a list of {{name, value}} strings",
+                        )
+                    )
                     break
                 shaped[key] = {p["name"]: p["value"] for p in pairs}
         else:
@@ -217,26 +239,42 @@ def parse_claude(
                 return bad("args must be a list of strings")
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 return bad("env must be an object of strings")
-            spec = ServerSpec(name, "stdio", scope, source, command=text(command), args=tuple(text(a) for a in args),
-                              env=tuple((str(k), text(v)) for k, v in env.items()),
-                              approval_key=_key(["stdio", command, args, env]),
-                              shown=_shown(" ".join([command, *args]), env, "env", "="))
+            spec = ServerSpec(
+                name,
+                "stdio",
+                scope,
+                source,
+                command=text(command),
+                args=tuple(text(a) for a in args),
+                env=tuple((str(k), text(v)) for k, v in env.items()),
+                approval_key=_key(["stdio", command, args, env]),
+                shown=_shown(" ".join([command, *args]), env, "env", "="),
+            )
         else:
             url, headers = raw.get("url"), raw.get("headers", {})
             if not isinstance(url, str) or not url.strip():
                 return bad(f"a {kind} server needs a url")
             if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
                 return bad("headers must be an object of strings")
-            spec = ServerSpec(name, "sse" if kind == "sse" else "http", scope, source, url=text(url),
-                              headers=tuple((str(k), text(v)) for k, v in headers.items()),
-                              approval_key=_key([kind, url, headers]), shown=_shown(url, headers, "headers", ": "))
+            spec = ServerSpec(
+                name,
+                "sse" if kind == "sse" else "http",
+                scope,
+                source,
+                url=text(url),
+                headers=tuple((str(k), text(v)) for k, v in headers.items()),
+                approval_key=_key([kind, url, headers]),
+                shown=_shown(url, headers, "headers", ": "),
+            )
             if not spec.url.startswith(("http://", "https://")):
                 return bad(f"url {spec.url!r} is not an http(s) URL")
     except ValueError as error:
         return bad(str(error))
     if refused:
-        return bad(f"it may not be given the bridge's own credentials ({', '.join(sorted(set(refused)))}): they "
-                   "never leave the bridge")
+        return bad(
+            f"it may not be given the bridge's own credentials ({', '.join(sorted(set(refused)))}): they "
+            "never leave the bridge"
+        )
     if missing:
         return bad(f"environment variable(s) not set: {', '.join(sorted(set(missing)))}")
     return ServerEntry(name, scope, source, spec)

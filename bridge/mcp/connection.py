@@ -186,14 +186,17 @@ class Connection:
         async with contextlib.AsyncExitStack() as stack:
             read, write = await self._open(stack)
             closed = anyio.Event()
-            session = await stack.enter_async_context(session_class()(
-                Watched(read, closed), write,
-                read_timeout_seconds=self.settings.startup_timeout,
-                list_roots_callback=self._roots,
-                elicitation_callback=self._elicit,
-                message_handler=self._on_message,
-                client_info=types.Implementation(name="agent-bridge", version=bridge_version()),
-            ))
+            session = await stack.enter_async_context(
+                session_class()(
+                    Watched(read, closed),
+                    write,
+                    read_timeout_seconds=self.settings.startup_timeout,
+                    list_roots_callback=self._roots,
+                    elicitation_callback=self._elicit,
+                    message_handler=self._on_message,
+                    client_info=types.Implementation(name="agent-bridge", version=bridge_version()),
+                )
+            )
             init = await session.initialize()
             await self._read_lists(session, init)
             self._session = session
@@ -201,9 +204,13 @@ class Connection:
             self._set_state("ready")
             self._arm_idle()
             count = len(self.listing.tools)
-            self._tell(f"{self.label} connected: {count} tool{'s' * (count != 1)}"
-                       f"{f', {len(self.listing.prompts)} prompts' if self.listing.prompts else ''}", "info")
+            self._tell(
+                f"{self.label} connected: {count} tool{'s' * (count != 1)}"
+                f"{f', {len(self.listing.prompts)} prompts' if self.listing.prompts else ''}",
+                "info",
+            )
             async with anyio.create_task_group() as wait:
+
                 async def until(event: anyio.Event | asyncio.Event) -> None:
                     await event.wait()
                     wait.cancel_scope.cancel()
@@ -244,8 +251,9 @@ class Connection:
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
 
-            return await stack.enter_async_context(sse_client(spec.url, headers=headers, auth=auth,
-                                                              timeout=self.settings.startup_timeout))
+            return await stack.enter_async_context(
+                sse_client(spec.url, headers=headers, auth=auth, timeout=self.settings.startup_timeout)
+            )
         from mcp.client.streamable_http import streamable_http_client
 
         client = await stack.enter_async_context(create_mcp_http_client(headers=headers, auth=auth))
@@ -256,8 +264,15 @@ class Connection:
         tools = await self._list(session, "tools") if caps.tools is not None else ()
         prompts = await self._list(session, "prompts") if caps.prompts is not None else ()
         info = init.server_info
-        self._update(Listing(tools, prompts, caps.resources is not None, (init.instructions or "").strip(),
-                             f"{info.name} {info.version}".strip()))
+        self._update(
+            Listing(
+                tools,
+                prompts,
+                caps.resources is not None,
+                (init.instructions or "").strip(),
+                f"{info.name} {info.version}".strip(),
+            )
+        )
 
     async def _list(self, session: ClientSession, what: Literal["tools", "prompts"]) -> tuple[dict[str, Any], ...]:
         import mcp.types as types
@@ -305,8 +320,9 @@ class Connection:
                     if report is not None:
                         report(progress, total, message)
 
-                result: Any = await session.call_tool(str(args[0]), dict(args[1]), read_timeout_seconds=timeout,
-                                                      progress_callback=on_progress)
+                result: Any = await session.call_tool(
+                    str(args[0]), dict(args[1]), read_timeout_seconds=timeout, progress_callback=on_progress
+                )
             elif method == "resources/read":
                 result = await session.read_resource(args[0])
             elif method == "resources/list":
@@ -318,11 +334,15 @@ class Connection:
         except MCPError as error:
             if error.code == CONNECTION_CLOSED:
                 await self._wait_down()
-                raise Unavailable(f"{self.error or self.label + ' closed the connection'} (during {method}). "
-                                  "It will be restarted on the next call.") from None
+                raise Unavailable(
+                    f"{self.error or self.label + ' closed the connection'} (during {method}). "
+                    "It will be restarted on the next call."
+                ) from None
             if error.code == REQUEST_TIMEOUT:
-                raise CallFailed(f"{self.label} did not answer {method} within {timeout:g} s; the request was "
-                                 "cancelled (the limit is the mcp.toolTimeout setting or MCP_TOOL_TIMEOUT)") from None
+                raise CallFailed(
+                    f"{self.label} did not answer {method} within {timeout:g} s; the request was "
+                    "cancelled (the limit is the mcp.toolTimeout setting or MCP_TOOL_TIMEOUT)"
+                ) from None
             raise CallFailed(f"{self.label} answered {method} with an error: {error.message}") from None
         except RuntimeError as error:  # e.g. structured content that breaks the tool's output schema
             raise CallFailed(f"{self.label}: {error}") from None
@@ -350,11 +370,14 @@ class Connection:
                 raise Unavailable(f"{self.label} is waiting for you to sign in: open {self.auth_url}")
             if self.state == "failed":
                 if not self.ever_ready:
-                    raise Unavailable(f"{self.error or self.label + ' failed to start'}. Fix it, then /mcp restart "
-                                      f"{self.spec.name}.")
+                    raise Unavailable(
+                        f"{self.error or self.label + ' failed to start'}. Fix it, then /mcp restart {self.spec.name}."
+                    )
                 if self.restarts >= self.settings.max_restarts:
-                    raise Unavailable(f"{self.error}. It was restarted {self.restarts} time(s) and is left down: "
-                                      f"/mcp restart {self.spec.name} to try again.")
+                    raise Unavailable(
+                        f"{self.error}. It was restarted {self.restarts} time(s) and is left down: "
+                        f"/mcp restart {self.spec.name} to try again."
+                    )
                 self.restarts += 1
                 log.info("%s: restart %d of %d", self.label, self.restarts, self.settings.max_restarts)
                 self.start()
@@ -378,11 +401,15 @@ class Connection:
     async def _roots(self, context: ClientRequestContext) -> mcp_types.ListRootsResult:
         import mcp.types as types
 
-        return types.ListRootsResult(roots=[types.Root.model_validate({"uri": root.as_uri(), "name": root.name or
-                                                                       str(root)}) for root in self.roots])
+        return types.ListRootsResult(
+            roots=[
+                types.Root.model_validate({"uri": root.as_uri(), "name": root.name or str(root)}) for root in self.roots
+            ]
+        )
 
-    async def _elicit(self, context: ClientRequestContext,
-                      params: mcp_types.ElicitRequestParams) -> mcp_types.ElicitResult:
+    async def _elicit(
+        self, context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
         import mcp.types as types
 
         asker = self._callers[-1] if self._callers else (self.users[-1] if self.users else None)
@@ -412,8 +439,9 @@ class Connection:
         before = len(self.listing.tools)
         self._update(Listing(tools, prompts, self.listing.resources, self.listing.instructions, self.listing.server))
         if len(tools) != before:
-            self._tell(f"{self.label} changed its tools: {before} → {len(tools)} (offered from the next prompt)",
-                       "info")
+            self._tell(
+                f"{self.label} changed its tools: {before} → {len(tools)} (offered from the next prompt)", "info"
+            )
 
     async def _sign_in(self, url: str) -> None:
         self.auth_url = url
@@ -507,8 +535,13 @@ class Connection:
             if leaf.code == CONNECTION_CLOSED:
                 return "exited before it answered" if self.spec.transport == "stdio" else "closed the connection"
             return f"answered with an error: {leaf.message}"
-        if isinstance(leaf, OSError) and self.spec.transport == "stdio" and self.state == "starting" \
-                and not self.ever_ready and not self._stderr:
+        if (
+            isinstance(leaf, OSError)
+            and self.spec.transport == "stdio"
+            and self.state == "starting"
+            and not self.ever_ready
+            and not self._stderr
+        ):
             return f"could not start {self.spec.command!r}: {leaf.strerror or leaf}"
         if isinstance(leaf, SignInError):
             return f"sign-in failed: {leaf}"

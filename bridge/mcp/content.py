@@ -30,8 +30,12 @@ def blocks_of(items: list[dict[str, Any]], server: str, *, data_dir: Path | None
         elif kind == "image":
             out.append(image_block(item.get("data"), str(item.get("mimeType") or "image/png")))
         elif kind == "audio":
-            out.append(_text(f"[audio content ({item.get('mimeType') or 'audio'}, {_size(item.get('data'))}) "
-                             "omitted: the model cannot take audio]"))
+            out.append(
+                _text(
+                    f"[audio content ({item.get('mimeType') or 'audio'}, {_size(item.get('data'))}) "
+                    "omitted: the model cannot take audio]"
+                )
+            )
         elif kind == "resource" and isinstance(item.get("resource"), dict):
             out.extend(resource_blocks([item["resource"]], server, data_dir=data_dir))
         elif kind == "resource_link":
@@ -61,8 +65,7 @@ def resource_blocks(contents: list[dict[str, Any]], server: str, *, data_dir: Pa
             out.append(_text(f"[{uri}: no readable content]"))
         elif data_dir is not None:
             path = save_blob(data_dir, uri, raw)
-            out.append(_text(f"[{uri}: binary content ({mime or 'unknown type'}, {len(raw):,} bytes) saved to "
-                             f"{path}]"))
+            out.append(_text(f"[{uri}: binary content ({mime or 'unknown type'}, {len(raw):,} bytes) saved to {path}]"))
         else:
             out.append(_text(f"[{uri}: binary content ({mime or 'unknown type'}, {len(raw):,} bytes) omitted]"))
     return out
@@ -84,8 +87,10 @@ def link_text(item: dict[str, Any], server: str) -> str:
     name = item.get("title") or item.get("name") or ""
     mime = f", {item['mimeType']}" if item.get("mimeType") else ""
     about = f": {item['description']}" if item.get("description") else ""
-    return (f"[resource link {name!s} ({item.get('uri', '')}{mime}){about} — read it with ReadMcpResourceTool "
-            f"(server {server!r}, uri {item.get('uri', '')!r})]")
+    return (
+        f"[resource link {name!s} ({item.get('uri', '')}{mime}){about} — read it with ReadMcpResourceTool "
+        f"(server {server!r}, uri {item.get('uri', '')!r})]"
+    )
 
 
 def tool_result(result: dict[str, Any], server: str, *, data_dir: Path | None) -> ToolResult:

@@ -26,15 +26,21 @@ def question_for(server: str, params: dict[str, Any], question_id: str) -> Quest
     if params.get("mode") == "url":
         url = str(params.get("url", ""))
         return Question(
-            question_id, f"MCP server {server!r} asks you to open a page", f"{message}\n\n{url}",
+            question_id,
+            f"MCP server {server!r} asks you to open a page",
+            f"{message}\n\n{url}",
             (Choice(ACCEPT, f"Open {url}", "allow_once"), Choice(DECLINE, "Decline", "reject_once")),
             {"elicitation": {"server": server, "mode": "url", "message": message, "url": url}},
         )
     schema = _dict(params.get("requestedSchema"))
-    lines = [message, ""] + [f"- {name}: {_describe(spec, name in schema.get('required', []))}"
-                             for name, spec in (schema.get("properties") or {}).items()]
+    lines = [message, ""] + [
+        f"- {name}: {_describe(spec, name in schema.get('required', []))}"
+        for name, spec in (schema.get("properties") or {}).items()
+    ]
     return Question(
-        question_id, f"MCP server {server!r} asks: {message}", "\n".join(lines).strip(),
+        question_id,
+        f"MCP server {server!r} asks: {message}",
+        "\n".join(lines).strip(),
         (Choice(ACCEPT, "Submit", "allow_once"), Choice(DECLINE, "Decline", "reject_once")),
         {"elicitation": {"server": server, "mode": "form", "message": message, "requestedSchema": schema}},
     )

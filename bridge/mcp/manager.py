@@ -34,8 +34,9 @@ from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
 log = logging.getLogger(__name__)
 
 MAX_INSTRUCTIONS = 2_048  # characters of one server's instructions in the system prompt
-INSTRUCTIONS_HEADER = ("# MCP server instructions\n"
-                       "The following MCP servers gave instructions for their tools and resources:")
+INSTRUCTIONS_HEADER = (
+    "# MCP server instructions\nThe following MCP servers gave instructions for their tools and resources:"
+)
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,11 @@ class McpSession:
             connection.users.append(self)
             self._own_generation += 1
             if connection.state == "ready":
-                self.notice(f"{connection.label} connected (shared with another session): "
-                            f"{len(connection.listing.tools)} tools", "info")
+                self.notice(
+                    f"{connection.label} connected (shared with another session): "
+                    f"{len(connection.listing.tools)} tools",
+                    "info",
+                )
         connection.start()
         return connection
 
@@ -214,8 +218,9 @@ class McpSession:
         chars = sum(len(json.dumps(tool.schema(), ensure_ascii=False)) for tool in deferrable)
         defer = chars > self.manager.settings.defer_chars(self.manager.context_window)
         instructions = "\n\n".join([INSTRUCTIONS_HEADER, *sections]) if sections else ""
-        snapshot = McpSnapshot(generation, tools, deferrable, defer, instructions,
-                               self._change_notice(tools + deferrable, instructions))
+        snapshot = McpSnapshot(
+            generation, tools, deferrable, defer, instructions, self._change_notice(tools + deferrable, instructions)
+        )
         self._synced, self._last = generation, snapshot
         return snapshot
 
@@ -228,19 +233,32 @@ class McpSession:
         if before == after and last.instructions == instructions:
             return None
         added, removed = len(after - before), len(before - after)
-        parts = [f"{added} added" if added else "", f"{removed} removed" if removed else "",
-                 "server instructions changed" if last.instructions != instructions else ""]
-        return (f"MCP tools changed ({', '.join(p for p in parts if p)}): the request prefix changes once, "
-                "so the prompt cache is written again from here")
+        parts = [
+            f"{added} added" if added else "",
+            f"{removed} removed" if removed else "",
+            "server instructions changed" if last.instructions != instructions else "",
+        ]
+        return (
+            f"MCP tools changed ({', '.join(p for p in parts if p)}): the request prefix changes once, "
+            "so the prompt cache is written again from here"
+        )
 
     def commands(self) -> list[McpCommand]:
-        out = [McpCommand("mcp", "Show MCP servers, their state and tools (approve|reject|restart NAME)",
-                          "[approve|reject|restart NAME]")]
+        out = [
+            McpCommand(
+                "mcp",
+                "Show MCP servers, their state and tools (approve|reject|restart NAME)",
+                "[approve|reject|restart NAME]",
+            )
+        ]
         for server in sorted(self.connections):
             for prompt in self.connections[server].listing.prompts:
                 args = prompt.get("arguments") or []
-                hint = " ".join(a["name"] if a.get("required") else f"[{a['name']}]" for a in args
-                                if isinstance(a, dict) and isinstance(a.get("name"), str))
+                hint = " ".join(
+                    a["name"] if a.get("required") else f"[{a['name']}]"
+                    for a in args
+                    if isinstance(a, dict) and isinstance(a.get("name"), str)
+                )
                 description = prompt.get("description") or prompt.get("title") or f"Prompt from MCP server {server}"
                 out.append(McpCommand(prompt_command(server, str(prompt["name"])), str(description), hint or None))
         return out
@@ -292,11 +310,11 @@ class McpSession:
     async def list_resources(self, server: str | None, ctx: ToolContext) -> ToolResult:
         if server is not None:
             self._connection(server)
-        names = [n for n in sorted(self.connections) if server in (None, n)
-                 and self.connections[n].listing.resources]
+        names = [n for n in sorted(self.connections) if server in (None, n) and self.connections[n].listing.resources]
         if not names:
-            return ToolResult(f"MCP server {server!r} offers no resources." if server
-                              else "No connected MCP server offers resources.")
+            return ToolResult(
+                f"MCP server {server!r} offers no resources." if server else "No connected MCP server offers resources."
+            )
         found: list[dict[str, Any]] = []
         for name in names:
             try:
@@ -320,7 +338,8 @@ class McpSession:
 
     def _connection(self, server: str) -> Connection:
         found = self.connections.get(server) or next(
-            (c for n, c in self.connections.items() if name_part(n) == server), None)
+            (c for n, c in self.connections.items() if name_part(n) == server), None
+        )
         if found is None or self.released:
             known = ", ".join(sorted(self.connections)) or "none"
             raise ToolError(f"No MCP server named {server!r} in this session (connected: {known}).")
@@ -335,8 +354,9 @@ class McpSession:
             return self.status_text()
         entry = next((e for e in self.entries if e.name == name), None)
         if verb not in ("approve", "reject", "restart"):
-            return (f"Unknown /mcp subcommand {verb!r}: use /mcp, /mcp approve NAME, /mcp reject NAME, "
-                    "/mcp restart NAME.")
+            return (
+                f"Unknown /mcp subcommand {verb!r}: use /mcp, /mcp approve NAME, /mcp reject NAME, /mcp restart NAME."
+            )
         if verb == "approve" and name == "--all":
             pending = [e for e in self.entries if e.approval == "pending"]
             try:
@@ -375,8 +395,10 @@ class McpSession:
 
     def status_text(self) -> str:
         if not self.entries:
-            return ("No MCP servers. Add them to .mcp.json (the project), your settings' mcpServers, or the "
-                    "editor's MCP settings.")
+            return (
+                "No MCP servers. Add them to .mcp.json (the project), your settings' mcpServers, or the "
+                "editor's MCP settings."
+            )
         lines = [f"MCP servers ({len(self.entries)}):"]
         for entry in self.entries:
             where = "from the editor" if entry.scope == "editor" else f"{entry.scope}, {entry.source}"
@@ -388,8 +410,9 @@ class McpSession:
                 names = [str(t.get("name")) for t in connection.listing.tools]
                 line += f"\n  tools ({len(names)}): {', '.join(names)}"
             if connection is not None and connection.listing.prompts:
-                line += "\n  prompts: " + ", ".join(f"/{prompt_command(entry.name, str(p['name']))}"
-                                                   for p in connection.listing.prompts)
+                line += "\n  prompts: " + ", ".join(
+                    f"/{prompt_command(entry.name, str(p['name']))}" for p in connection.listing.prompts
+                )
             if connection is not None and connection.listing.resources:
                 line += "\n  resources: yes (ListMcpResourcesTool, ReadMcpResourceTool)"
             lines.append(line)
@@ -418,19 +441,29 @@ class McpSession:
             f"{entry.source} asks to start the MCP server {entry.name!r}:\n"
             + "\n".join(f"  {line}" for line in config.splitlines())
             + "\nIt runs with your permissions. Approve it only if you trust this project.",
-            (Choice("approve", "Use it (saved in your settings, not the project's)", "allow_always"),
-             Choice("approve_all", "Use it and every MCP server of this project (saved)", "allow_always"),
-             Choice("once", "Use it for this session only", "allow_once"),
-             Choice("reject", "Never use it (saved)", "reject_always"),
-             Choice("skip", "Not now", "reject_once")),
-            {"mcpServer": {"name": entry.name, "source": entry.source, "transport": entry.spec.transport,
-                           "command": entry.spec.describe(), "config": config}},
+            (
+                Choice("approve", "Use it (saved in your settings, not the project's)", "allow_always"),
+                Choice("approve_all", "Use it and every MCP server of this project (saved)", "allow_always"),
+                Choice("once", "Use it for this session only", "allow_once"),
+                Choice("reject", "Never use it (saved)", "reject_always"),
+                Choice("skip", "Not now", "reject_once"),
+            ),
+            {
+                "mcpServer": {
+                    "name": entry.name,
+                    "source": entry.source,
+                    "transport": entry.spec.transport,
+                    "command": entry.spec.describe(),
+                    "config": config,
+                }
+            },
         )
         reply = await self.host.question(question)
         try:
             if reply.choice in ("approve", "approve_all"):
-                chosen = [e for e in self.entries if e.approval == "pending"] if reply.choice == "approve_all" \
-                    else [entry]
+                chosen = (
+                    [e for e in self.entries if e.approval == "pending"] if reply.choice == "approve_all" else [entry]
+                )
                 save_approval(self.files, [e.spec for e in chosen if e.spec is not None], True)
             elif reply.choice == "reject":
                 save_approval(self.files, [entry.spec], False)
@@ -451,8 +484,12 @@ class McpSession:
             self._connect(entry.spec)
 
     def _replace(self, entry: ServerEntry, approval: Any) -> None:
-        self.entries = [ServerEntry(e.name, e.scope, e.source, e.spec, e.problem, approval) if e is entry
-                        or e.name == entry.name else e for e in self.entries]
+        self.entries = [
+            ServerEntry(e.name, e.scope, e.source, e.spec, e.problem, approval)
+            if e is entry or e.name == entry.name
+            else e
+            for e in self.entries
+        ]
         self.refresh()
 
     async def _prompt(self, server: str, prompt: dict[str, Any], arguments: str) -> CommandOutcome:

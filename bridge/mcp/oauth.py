@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/callback"
-DONE_PAGE = (b"<!doctype html><meta charset=utf-8><title>Signed in</title>"
-             b"<p>Signed in. You can close this tab and go back to your editor.</p>")
+DONE_PAGE = (
+    b"<!doctype html><meta charset=utf-8><title>Signed in</title>"
+    b"<p>Signed in. You can close this tab and go back to your editor.</p>"
+)
 
 
 class SignInError(Exception):
@@ -141,10 +143,15 @@ class LoopbackCallback:
                 writer.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                 return
             query = {k: v[0] for k, v in parse_qs(target.query).items()}
-            body = DONE_PAGE if "code" in query else (
-                b"<!doctype html><p>Sign-in failed: " + query.get("error", "no code").encode()[:200] + b"</p>")
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
-                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            body = (
+                DONE_PAGE
+                if "code" in query
+                else (b"<!doctype html><p>Sign-in failed: " + query.get("error", "no code").encode()[:200] + b"</p>")
+            )
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+            )
             if self._result is not None and not self._result.done():
                 self._result.set_result(query)
         except (TimeoutError, OSError, UnicodeError):
@@ -191,11 +198,13 @@ def oauth_provider(
             raise SignInError(f"the sign-in was refused: {query.get('error_description') or query.get('error')}")
         return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
 
-    metadata = OAuthClientMetadata.model_validate({
-        "client_name": "agent-bridge",
-        "redirect_uris": [callback.redirect_uri],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "response_types": ["code"],
-        "token_endpoint_auth_method": "none",
-    })
+    metadata = OAuthClientMetadata.model_validate(
+        {
+            "client_name": "agent-bridge",
+            "redirect_uris": [callback.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        }
+    )
     return OAuthClientProvider(server_url, metadata, storage, redirect_handler=redirect, callback_handler=come_back)

@@ -16,8 +16,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_SDK_MODULES = ("mcp.client.session", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse",
-                "mcp.client.auth", "mcp.shared._httpx_utils")
+_SDK_MODULES = (
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.client.sse",
+    "mcp.client.auth",
+    "mcp.shared._httpx_utils",
+)
 import_seconds: float | None = None  # how long the SDK took to import (None: not imported by us yet)
 
 
@@ -121,4 +127,3 @@ def bridge_version() -> str:
     from bridge import __version__
 
     return str(__version__)
-

@@ -86,17 +86,21 @@ def tools_of(calls: Calls, server: str, listed: list[dict[str, Any]], taken: set
         if len(description) > MAX_DESCRIPTION:
             description = description[: MAX_DESCRIPTION - 1] + "…"
         title = str(item.get("title") or (annotations or {}).get("title") or item["name"])
-        cls = type(f"McpTool_{name}", (McpTool,), {
-            "name": name,
-            "description": description,
-            "search_hint": f"{server} {title}",
-            "calls": calls,
-            "server": server,
-            "remote_name": item["name"],
-            "input_schema": schema,
-            "annotations": annotations,
-            "display_title": title,
-        })
+        cls = type(
+            f"McpTool_{name}",
+            (McpTool,),
+            {
+                "name": name,
+                "description": description,
+                "search_hint": f"{server} {title}",
+                "calls": calls,
+                "server": server,
+                "remote_name": item["name"],
+                "input_schema": schema,
+                "annotations": annotations,
+                "display_title": title,
+            },
+        )
         made.append(cls())
     return made
 
@@ -137,8 +141,10 @@ class ReadResourceInput(ToolInput):
 class ReadMcpResourceTool(Tool[ReadResourceInput]):
     name = "ReadMcpResourceTool"
     input_model = ReadResourceInput
-    description = "Read a resource from an MCP server by its server name and URI (from ListMcpResourcesTool, or a " \
-                  "resource link in a tool result)."
+    description = (
+        "Read a resource from an MCP server by its server name and URI (from ListMcpResourcesTool, or a "
+        "resource link in a tool result)."
+    )
     search_hint = "mcp resource read"
     kind = "read"
     interrupt_behavior = "cancel"
@@ -157,8 +163,13 @@ class ReadMcpResourceTool(Tool[ReadResourceInput]):
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "array": (list,), "object": (dict,), "null": (type(None),),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
 }
 
 

@@ -108,8 +108,12 @@ class AnthropicModel:
         if self._wire is None:
             from bridge.model.direct import WireClient
 
-            self._wire = WireClient(api_key=self._api_key or "missing-key", base_url=self._base_url,
-                                    timeout=self._timeout, stall_timeout=self.stall_timeout)
+            self._wire = WireClient(
+                api_key=self._api_key or "missing-key",
+                base_url=self._base_url,
+                timeout=self._timeout,
+                stall_timeout=self.stall_timeout,
+            )
         return self._wire
 
     def _sdk(self) -> Any:
@@ -145,6 +149,7 @@ class AnthropicModel:
             log.info("the request cannot be sent ahead", exc_info=True)
             return None
         task = asyncio.get_running_loop().create_task(client.send(built))
+
         def finished(done: asyncio.Task[Any]) -> None:
             written.set()
             if not done.cancelled():
@@ -161,8 +166,12 @@ class AnthropicModel:
         other._ahead, other._wire = None, None
         if ahead is None or client is None:
             return False
-        same = self.transport == "wire" and self._wire is None and self._ahead is None and (
-            client.settings() == self._wire_client().settings())
+        same = (
+            self.transport == "wire"
+            and self._wire is None
+            and self._ahead is None
+            and (client.settings() == self._wire_client().settings())
+        )
         if not same:
             log.warning("a model request sent ahead was discarded: the settings changed")
             _discard(ahead[1], client)
@@ -219,14 +228,24 @@ class AnthropicModel:
                     if status not in RETRYABLE or attempt > self.max_retries:
                         raise _status_error(error, request.model, attempt) from error
                     delay = self._delay(attempt, error.response.headers)  # type: ignore[attr-defined]
-                    yield Retrying(attempt, delay, f"{_reason(status)}; retrying in {delay:.1f} s",
-                                   _short_reason(status), self.max_retries + 1)
+                    yield Retrying(
+                        attempt,
+                        delay,
+                        f"{_reason(status)}; retrying in {delay:.1f} s",
+                        _short_reason(status),
+                        self.max_retries + 1,
+                    )
                 elif failure == "connection":
                     if attempt > self.max_retries:
                         raise connection_failure(error, url=self._where()) from error
                     delay = self._delay(attempt, {})
-                    yield Retrying(attempt, delay, f"connection failed; retrying in {delay:.1f} s",
-                                   "connection failed", self.max_retries + 1)
+                    yield Retrying(
+                        attempt,
+                        delay,
+                        f"connection failed; retrying in {delay:.1f} s",
+                        "connection failed",
+                        self.max_retries + 1,
+                    )
                 else:  # whatever else is raised before the answer starts
                     log.warning("the request to the model API failed", exc_info=True)
                     raise ModelError(
@@ -325,8 +344,13 @@ def _sdk_reading() -> _Reading:
         block: Block = event.content_block.model_dump(mode="json", exclude_none=True)
         return block
 
-    return _Reading(getattr, dump, (anthropic.APIStatusError,), (httpx2.TimeoutException, anthropic.APITimeoutError),
-                    (httpx2.HTTPError, anthropic.APIConnectionError))
+    return _Reading(
+        getattr,
+        dump,
+        (anthropic.APIStatusError,),
+        (httpx2.TimeoutException, anthropic.APITimeoutError),
+        (httpx2.HTTPError, anthropic.APIConnectionError),
+    )
 
 
 def _wire_reading(profile: Profile) -> _Reading:
@@ -516,5 +540,10 @@ def _message_of(error: Any) -> str:
 
 
 def _status_error(error: Any, model: str, attempts: int) -> ModelError:
-    return status_failure(error.status_code, _message_of(error), model=model, attempts=attempts,
-                          retry_after=_retry_after(error.response.headers))
+    return status_failure(
+        error.status_code,
+        _message_of(error),
+        model=model,
+        attempts=attempts,
+        retry_after=_retry_after(error.response.headers),
+    )

@@ -45,13 +45,35 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "2.16.0": Profile(
         api_version="2026-10-21",
-        body_keys=("max_tokens", "messages", "model", "cache_control", "container", "diagnostics", "inference_geo",
-                   "metadata", "output_config", "service_tier", "speed", "stop_sequences", "stream", "system",
-                   "thinking", "tool_choice", "tools"),
+        body_keys=(
+            "max_tokens",
+            "messages",
+            "model",
+            "cache_control",
+            "container",
+            "diagnostics",
+            "inference_geo",
+            "metadata",
+            "output_config",
+            "service_tier",
+            "speed",
+            "stop_sequences",
+            "stream",
+            "system",
+            "thinking",
+            "tool_choice",
+            "tools",
+        ),
         block_fields={
             "text": (("citations", NESTED), ("text", str), ("type", str)),
-            "tool_use": (("id", str), ("caller", NESTED), ("input", dict), ("name", str), ("type", str),
-                         ("toolset_name", str)),
+            "tool_use": (
+                ("id", str),
+                ("caller", NESTED),
+                ("input", dict),
+                ("name", str),
+                ("type", str),
+                ("toolset_name", str),
+            ),
             "thinking": (("signature", str), ("thinking", str), ("type", str)),
             "redacted_thinking": (("data", str), ("type", str)),
         },
@@ -117,8 +139,9 @@ def _bypasses(host: str, no_proxy: str) -> bool:
     for entry in (e.strip().lower() for e in no_proxy.split(",")):
         if entry == "*":
             return True
-        entry = entry.strip("[]") if entry.startswith("[") else entry.rsplit(":", 1)[0] if entry.count(":") == 1 \
-            else entry
+        entry = (
+            entry.strip("[]") if entry.startswith("[") else entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
+        )
         entry = entry.lstrip(".")
         if entry and (host == entry or host.endswith("." + entry)):
             return True
@@ -246,8 +269,9 @@ class WireClient:
     """`AsyncAnthropic(api_key=..., base_url=..., max_retries=0, timeout=Timeout(total, connect=5, read=stall))`
     for `messages.create(..., stream=True)`, as the SDK version `version` sends it."""
 
-    def __init__(self, *, api_key: str, base_url: str | None, timeout: float, stall_timeout: float,
-                 version: str | None = None) -> None:
+    def __init__(
+        self, *, api_key: str, base_url: str | None, timeout: float, stall_timeout: float, version: str | None = None
+    ) -> None:
         self.version = version or sdk_version() or ""
         self.profile = PROFILES[self.version]
         if base_url is None:
@@ -265,7 +289,11 @@ class WireClient:
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:
             self._client = httpx2.AsyncClient(
-                base_url=self.base_url, timeout=self.timeout, limits=_LIMITS, follow_redirects=True, mounts={},
+                base_url=self.base_url,
+                timeout=self.timeout,
+                limits=_LIMITS,
+                follow_redirects=True,
+                mounts={},
                 transport=_PREPARED.pop() if _PREPARED else _transport(),
             )
         return self._client
@@ -312,8 +340,14 @@ class WireClient:
         extensions: dict[str, Any] = {"sni_hostname": url.host.replace("_", "-")} if "_" in url.host else {}
         if trace is not None:
             extensions["trace"] = trace
-        return self._http().build_request(method="post", url=url, headers=self.headers(), content=content,
-                                          timeout=self.timeout, extensions=extensions or None)
+        return self._http().build_request(
+            method="post",
+            url=url,
+            headers=self.headers(),
+            content=content,
+            timeout=self.timeout,
+            extensions=extensions or None,
+        )
 
     def settings(self) -> tuple[str, str, httpx2.Timeout, float]:
         """What the bytes and the I/O depend on, besides the request itself."""

@@ -89,8 +89,18 @@ ModelEvent = BlockDelta | BlockComplete | ResponseComplete | Retrying
 
 
 ErrorKind = Literal[
-    "authentication", "not_found", "rate_limited", "overloaded", "connection", "tls", "proxy", "stream_dropped",
-    "stream_stalled", "stream_invalid", "invalid_request", "api",
+    "authentication",
+    "not_found",
+    "rate_limited",
+    "overloaded",
+    "connection",
+    "tls",
+    "proxy",
+    "stream_dropped",
+    "stream_stalled",
+    "stream_invalid",
+    "invalid_request",
+    "api",
 ]
 
 

@@ -1,7 +1,7 @@
 """The embedded offline Anthropic Messages API: a real HTTP server on loopback that streams scenario answers.
 
-    with OfflineServer(builtin_scenario("echo")) as server:
-        client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test")
+with OfflineServer(builtin_scenario("echo")) as server:
+    client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="test")
 """
 
 from bridge.offline.builtins import BUILTIN_NAMES, builtin_scenario

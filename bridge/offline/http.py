@@ -101,14 +101,26 @@ def _head(status: int, headers: dict[str, str]) -> bytes:
 
 def response_bytes(status: int, body: Json, headers: dict[str, str], *, keep_alive: bool) -> bytes:
     payload = json.dumps(body).encode()
-    all_headers = {"content-type": "application/json", "content-length": str(len(payload)),
-                   "connection": "keep-alive" if keep_alive else "close", **headers}
+    all_headers = {
+        "content-type": "application/json",
+        "content-length": str(len(payload)),
+        "connection": "keep-alive" if keep_alive else "close",
+        **headers,
+    }
     return _head(status, all_headers) + payload
 
 
 def stream_head(headers: dict[str, str]) -> bytes:
-    return _head(200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache",
-                       "transfer-encoding": "chunked", "connection": "keep-alive", **headers})
+    return _head(
+        200,
+        {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            "transfer-encoding": "chunked",
+            "connection": "keep-alive",
+            **headers,
+        },
+    )
 
 
 def chunk(data: bytes) -> bytes:

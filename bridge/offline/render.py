@@ -35,7 +35,7 @@ def split_text(text: str, chunks: int | None) -> list[str]:
         return []
     count = chunks if chunks and chunks > 0 else math.ceil(len(text) / DEFAULT_CHUNK_CHARS)
     size = math.ceil(len(text) / min(count, len(text)))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _pieces(block: Json, key: str) -> list[str]:
@@ -60,13 +60,24 @@ def final_blocks(response: Json) -> list[Json]:
         if kind == "text":
             blocks.append({"type": "text", "text": block_text(block)})
         elif kind == "thinking":
-            blocks.append({"type": "thinking", "thinking": block_text(block),
-                           "signature": str(block.get("signature", new_id("sig")))})
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": block_text(block),
+                    "signature": str(block.get("signature", new_id("sig"))),
+                }
+            )
         elif kind == "redacted_thinking":
             blocks.append({"type": "redacted_thinking", "data": str(block.get("data", ""))})
         else:
-            blocks.append({"type": "tool_use", "id": str(block.get("id") or new_id("toolu")),
-                           "name": block["name"], "input": dict(block.get("input", {}))})
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": str(block.get("id") or new_id("toolu")),
+                    "name": block["name"],
+                    "input": dict(block.get("input", {})),
+                }
+            )
     return blocks
 
 
@@ -86,14 +97,18 @@ def output_tokens(response: Json, blocks: list[Json]) -> int:
 
 def _split_json(text: str, pieces: int) -> list[str]:
     size = max(1, math.ceil(len(text) / max(1, pieces)))
-    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def message_json(response: Json, request: Json, usage: Usage, blocks: list[Json] | None = None) -> Json:
     blocks = final_blocks(response) if blocks is None else blocks
     return {
-        "id": new_id("msg"), "type": "message", "role": "assistant", "model": str(request.get("model", "")),
-        "content": blocks, "stop_reason": stop_reason(response, blocks),
+        "id": new_id("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": str(request.get("model", "")),
+        "content": blocks,
+        "stop_reason": stop_reason(response, blocks),
         "stop_sequence": response.get("stop_sequence"),
         "usage": {**usage.as_json(), "output_tokens": output_tokens(response, blocks)},
     }
@@ -106,8 +121,13 @@ def sse_events(response: Json, request: Json, usage: Usage) -> list[SseEvent]:
     source = list(response.get("content", []))
     blocks = final_blocks(response)
     message = message_json(response, request, usage, blocks)
-    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None,
-             "usage": {**usage.as_json(), "output_tokens": 1}}
+    start = {
+        **message,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**usage.as_json(), "output_tokens": 1},
+    }
     events = [SseEvent("message_start", {"type": "message_start", "message": start}, 0.0)]
 
     def add(kind: str, data: Json, delay: float) -> None:
@@ -135,8 +155,14 @@ def sse_events(response: Json, request: Json, usage: Usage) -> list[SseEvent]:
         for delta in deltas:
             add("content_block_delta", {"index": index, "delta": delta}, delay)
         add("content_block_stop", {"index": index}, delay)
-    add("message_delta", {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
-                          "usage": {"output_tokens": message["usage"]["output_tokens"]}}, default_delay)
+    add(
+        "message_delta",
+        {
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]},
+            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        },
+        default_delay,
+    )
     add("message_stop", {}, 0.0)
     return events
 
@@ -146,15 +172,25 @@ def error_json(error_type: str, message: str) -> Json:
 
 
 STATUS_ERROR_TYPES: dict[int, str] = {
-    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-    413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error",
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
 }
 ERROR_TYPE_STATUS: dict[str, int] = {v: k for k, v in STATUS_ERROR_TYPES.items()}
 DEFAULT_MESSAGES: dict[str, str] = {
-    "invalid_request_error": "Invalid request", "authentication_error": "invalid x-api-key",
+    "invalid_request_error": "Invalid request",
+    "authentication_error": "invalid x-api-key",
     "permission_error": "Your API key does not have permission to use the specified resource.",
-    "not_found_error": "Not found", "request_too_large": "Request exceeds the maximum allowed number of bytes.",
-    "rate_limit_error": "Rate limited", "api_error": "Internal server error", "overloaded_error": "Overloaded",
+    "not_found_error": "Not found",
+    "request_too_large": "Request exceeds the maximum allowed number of bytes.",
+    "rate_limit_error": "Rate limited",
+    "api_error": "Internal server error",
+    "overloaded_error": "Overloaded",
 }
 
 

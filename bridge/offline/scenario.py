@@ -140,8 +140,9 @@ class Scenario:
         return cls(name=name, responses=responses, after_last=after_last, agents=tuple(scripts))
 
     @classmethod
-    def from_responses(cls, responses: list[Json], *, name: str = "scenario",
-                       after_last: AfterLast = "end_turn_text") -> Scenario:
+    def from_responses(
+        cls, responses: list[Json], *, name: str = "scenario", after_last: AfterLast = "end_turn_text"
+    ) -> Scenario:
         return cls.from_dict({"name": name, "responses": responses, "after_last": after_last})
 
     @classmethod
@@ -193,8 +194,10 @@ def load_scenario(source: str | Path | Mapping[str, Any] | Scenario) -> Scenario
 
 
 def end_turn_text(scenario: str) -> Json:
-    return {"content": [{"type": "text", "text": f"(offline scenario '{scenario}' has no more responses)"}],
-            "stop_reason": "end_turn"}
+    return {
+        "content": [{"type": "text", "text": f"(offline scenario '{scenario}' has no more responses)"}],
+        "stop_reason": "end_turn",
+    }
 
 
 class _Position:
@@ -230,8 +233,9 @@ class ScenarioPlayer:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self._main = _Position(scenario.responses, scenario.after_last, scenario.name)
-        self._agents = {a.prompt: _Position(a.responses, a.after_last, f"{scenario.name}/agent") for a in
-                        reversed(scenario.agents)}  # the first script listed for a prompt wins
+        self._agents = {
+            a.prompt: _Position(a.responses, a.after_last, f"{scenario.name}/agent") for a in reversed(scenario.agents)
+        }  # the first script listed for a prompt wins
 
     def next_response(self, request: RecordedRequest) -> Json:
         scenario = self.scenario

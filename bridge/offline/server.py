@@ -44,8 +44,9 @@ class OfflineServer:
     # editor shows as such (its name, no cost) instead of pretending to be Claude.
     running: ClassVar[set[str]] = set()
 
-    def __init__(self, scenario: Scenario | Mapping[str, Any] | str | Path, *, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+    def __init__(
+        self, scenario: Scenario | Mapping[str, Any] | str | Path, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
         self.scenario = load_scenario(scenario)
         self.host = host
         self.port = port
@@ -94,8 +95,7 @@ class OfflineServer:
         self.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
     @property
@@ -129,10 +129,14 @@ class OfflineServer:
         return self._active_streams
 
     def _timeout_message(self, n: int, timeout: float) -> str:
-        seen = [f"#{i} status={r.status}{' errors=' + '; '.join(r.errors) if r.errors else ''}"
-                for i, r in enumerate(self._requests)]
-        return (f"offline server (scenario {self.scenario.name}): waited {timeout}s for {n} requests, "
-                f"got {len(self._requests)}: {', '.join(seen) or 'none'}")
+        seen = [
+            f"#{i} status={r.status}{' errors=' + '; '.join(r.errors) if r.errors else ''}"
+            for i, r in enumerate(self._requests)
+        ]
+        return (
+            f"offline server (scenario {self.scenario.name}): waited {timeout}s for {n} requests, "
+            f"got {len(self._requests)}: {', '.join(seen) or 'none'}"
+        )
 
     async def wait_for_requests(self, n: int, timeout: float = 10.0) -> list[RecordedRequest]:
         deadline = time.monotonic() + timeout
@@ -191,8 +195,9 @@ class OfflineServer:
                     request = await http.read_request(reader)
                 except http.BadRequest as exc:
                     self._other_requests.append(RecordedRequest({}, b"", {}, path="?", status=400, errors=[str(exc)]))
-                    writer.write(http.response_bytes(400, error_json("invalid_request_error", str(exc)), {},
-                                                     keep_alive=False))
+                    writer.write(
+                        http.response_bytes(400, error_json("invalid_request_error", str(exc)), {}, keep_alive=False)
+                    )
                     break
                 if request is None or not await self._dispatch(request, reader, writer):
                     break
@@ -212,30 +217,46 @@ class OfflineServer:
 
     # ---- requests --------------------------------------------------------------------------------------
 
-    async def _dispatch(self, request: http.HttpRequest, reader: asyncio.StreamReader,
-                        writer: asyncio.StreamWriter) -> bool:
+    async def _dispatch(
+        self, request: http.HttpRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         """Answer one request; True if the connection stays open for the next one."""
-        record = RecordedRequest(body={}, raw=request.body, headers=dict(request.headers), path=request.path,
-                                 method=request.method, head=request.head)
+        record = RecordedRequest(
+            body={},
+            raw=request.body,
+            headers=dict(request.headers),
+            path=request.path,
+            method=request.method,
+            head=request.head,
+        )
         keep_alive = request.keep_alive
         if request.method == "POST" and request.path == "/v1/messages":
             return await self._messages(request, record, reader, writer)
         self._other_requests.append(record)
         if request.method == "POST" and request.path == "/v1/messages/count_tokens":
             body = self._parse(record)
-            has_fields = body is not None and isinstance(body.get("messages"), list) and isinstance(
-                body.get("model"), str)
+            has_fields = (
+                body is not None and isinstance(body.get("messages"), list) and isinstance(body.get("model"), str)
+            )
             if body is not None and not has_fields:
                 record.errors.append("model and messages: Field required")
             if record.errors:
-                return await self._send(writer, record, 400, error_json("invalid_request_error",
-                                                                        "; ".join(record.errors)), {}, keep_alive)
+                return await self._send(
+                    writer, record, 400, error_json("invalid_request_error", "; ".join(record.errors)), {}, keep_alive
+                )
             return await self._send(writer, record, 200, {"input_tokens": estimate_tokens(body)}, {}, keep_alive)
         if request.method == "GET" and request.path in ("/health", "/v1/models"):
-            model = {"type": "model", "id": "claude-offline", "display_name": "Offline scenario model",
-                     "created_at": "2025-01-01T00:00:00Z"}
-            answer: Json = {"ok": True, "scenario": self.scenario.name} if request.path == "/health" else {
-                "data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]}
+            model = {
+                "type": "model",
+                "id": "claude-offline",
+                "display_name": "Offline scenario model",
+                "created_at": "2025-01-01T00:00:00Z",
+            }
+            answer: Json = (
+                {"ok": True, "scenario": self.scenario.name}
+                if request.path == "/health"
+                else {"data": [model], "has_more": False, "first_id": model["id"], "last_id": model["id"]}
+            )
             return await self._send(writer, record, 200, answer, {}, keep_alive)
         message = f"{request.method} {request.path} is not served by the offline API"
         return await self._send(writer, record, 404, error_json("not_found_error", message), {}, keep_alive)
@@ -252,16 +273,27 @@ class OfflineServer:
         record.body = body
         return body
 
-    async def _send(self, writer: asyncio.StreamWriter, record: RecordedRequest, status: int, body: Json,
-                    headers: dict[str, str], keep_alive: bool) -> bool:
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        record: RecordedRequest,
+        status: int,
+        body: Json,
+        headers: dict[str, str],
+        keep_alive: bool,
+    ) -> bool:
         record.status = status
-        writer.write(http.response_bytes(status, body, {"request-id": new_id("req"), **headers},
-                                         keep_alive=keep_alive))
+        writer.write(http.response_bytes(status, body, {"request-id": new_id("req"), **headers}, keep_alive=keep_alive))
         await writer.drain()
         return keep_alive
 
-    async def _messages(self, request: http.HttpRequest, record: RecordedRequest, reader: asyncio.StreamReader,
-                        writer: asyncio.StreamWriter) -> bool:
+    async def _messages(
+        self,
+        request: http.HttpRequest,
+        record: RecordedRequest,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
         keep_alive = request.keep_alive
         body = self._parse(record)
         if body is not None:
@@ -270,8 +302,9 @@ class OfflineServer:
             record.status = 400
             self._requests.append(record)
             log.warning("offline API rejected request %d: %s", len(self._requests) - 1, "; ".join(record.errors))
-            return await self._send(writer, record, 400, error_json("invalid_request_error",
-                                                                    "; ".join(record.errors)), {}, keep_alive)
+            return await self._send(
+                writer, record, 400, error_json("invalid_request_error", "; ".join(record.errors)), {}, keep_alive
+            )
         assert body is not None
         try:
             response = self._player.next_response(record)
@@ -302,8 +335,9 @@ class OfflineServer:
         finally:
             self._active_streams -= 1
 
-    async def _status_fault(self, writer: asyncio.StreamWriter, record: RecordedRequest, fault: Json,
-                            keep_alive: bool) -> bool:
+    async def _status_fault(
+        self, writer: asyncio.StreamWriter, record: RecordedRequest, fault: Json, keep_alive: bool
+    ) -> bool:
         status, error = fault_error(fault)
         headers: dict[str, str] = {}
         retry_after = fault.get("retry_after")
@@ -316,8 +350,16 @@ class OfflineServer:
         self._requests.append(record)
         return await self._send(writer, record, status, error, headers, keep_alive)
 
-    async def _non_stream(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader, record: RecordedRequest,
-                          response: Json, fault: Json, usage: Any, keep_alive: bool) -> bool:
+    async def _non_stream(
+        self,
+        writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader,
+        record: RecordedRequest,
+        response: Json,
+        fault: Json,
+        usage: Any,
+        keep_alive: bool,
+    ) -> bool:
         kind = fault.get("type")
         if kind in ("drop", "stall"):
             self._requests.append(record)  # status 0: never answered
@@ -354,8 +396,9 @@ class OfflineServer:
             while not writer.is_closing() and await reader.read(65536):
                 pass
 
-    async def _stream(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
-                      events: list[Any], fault: Json) -> bool:
+    async def _stream(
+        self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader, events: list[Any], fault: Json
+    ) -> bool:
         """Write the SSE events (and the fault, if any); True if the response ended cleanly."""
         kind = fault.get("type")
         if kind == "unclosed_block":
@@ -397,8 +440,9 @@ class OfflineServer:
         await writer.drain()
         return True
 
-    async def _write_events(self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader,
-                            events: list[Any]) -> bool:
+    async def _write_events(
+        self, writer: asyncio.StreamWriter, reader: asyncio.StreamReader, events: list[Any]
+    ) -> bool:
         for event in events:
             if event.delay:
                 await asyncio.sleep(event.delay)

@@ -25,8 +25,11 @@ class Usage:
     cache_creation_input_tokens: int = 0
 
     def as_json(self) -> Json:
-        return {"input_tokens": self.input_tokens, "cache_read_input_tokens": self.cache_read_input_tokens,
-                "cache_creation_input_tokens": self.cache_creation_input_tokens}
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+        }
 
 
 def estimate_tokens(body: Any) -> int:
@@ -93,5 +96,8 @@ class PromptCache:
             key, tokens = prefixes[point]
             self._written[key] = tokens
         created = max(0, last_tokens - read)
-        return Usage(input_tokens=max(1, total - read - created), cache_read_input_tokens=read,
-                     cache_creation_input_tokens=created)
+        return Usage(
+            input_tokens=max(1, total - read - created),
+            cache_read_input_tokens=read,
+            cache_creation_input_tokens=created,
+        )

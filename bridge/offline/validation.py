@@ -13,111 +13,27 @@ Every check belongs to a rule in `RULES`. A rule's `source` says where it comes 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import Any, TypeGuard
 
-Json = dict[str, Any]
-Source = Literal["api", "strict"]
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    source: Source
-    summary: str
-
-
-@dataclass(frozen=True)
-class Violation:
-    rule: str
-    message: str
-
-
-RULES: tuple[Rule, ...] = (
-    Rule("body.object", "api", "the request body is a JSON object"),
-    Rule("model.required", "api", "`model` is a non-empty string"),
-    Rule("max_tokens.required", "api", "`max_tokens` is a non-negative integer"),
-    Rule("max_tokens.zero", "strict",
-         "`max_tokens: 0` only pre-warms the prompt cache (no answer); the bridge always wants an answer"),
-    Rule("messages.required", "api", "`messages` is a list"),
-    Rule("messages.nonempty", "api", "at least one message"),
-    Rule("messages.max", "api", "at most 100,000 messages"),
-    Rule("message.shape", "api", "each message is an object with `role` and `content` (a string or a list of "
-                                 "content blocks, each an object with a `type`)"),
-    Rule("message.role", "api", "`role` is `user` or `assistant`"),
-    Rule("messages.first_user", "api", "the first message uses the user role"),
-    Rule("messages.alternate", "strict",
-         "roles alternate (the API merges consecutive turns of one role; the bridge's history never has them)"),
-    Rule("message.nonempty", "api", "every message has content, except an optional final assistant message"),
-    Rule("block.type", "api", "every content block has a type the API knows"),
-    Rule("block.role", "api", "tool_result blocks only in user messages; tool_use, thinking and "
-                              "redacted_thinking only in assistant messages"),
-    Rule("text.shape", "api", "a text block has a string `text`"),
-    Rule("text.nonempty", "api", "text blocks are non-empty"),
-    Rule("text.whitespace", "api", "text blocks contain non-whitespace text"),
-    Rule("image.source", "api", "an image is base64 (media type image/jpeg, image/png, image/gif or "
-                                "image/webp, string data), a url or a file id"),
-    Rule("image.size", "api", "a base64 image is at most 5 MB (5,242,880 bytes of data)"),
-    Rule("image.count", "api", "at most 100 images in a request"),
-    Rule("document.source", "api", "a document's source is a base64 PDF, plain text, content blocks, a url or a "
-                                   "file id"),
-    Rule("tool_use.shape", "api", "a tool_use has a string `id`, a string `name` and an object `input`"),
-    Rule("tool_use.id", "api", "a tool_use id matches ^[a-zA-Z0-9_-]+$"),
-    Rule("tool_use.name", "api", "a tool_use name matches ^[a-zA-Z0-9_-]{1,64}$"),
-    Rule("tool_use.unique", "api", "tool_use ids are unique in the request"),
-    Rule("tool_use.known", "strict",
-         "a tool_use names a tool of the request's `tools` (the API is not known to check this; a model that "
-         "sees a call it can never make again is the bug issue 11 item 4 describes)"),
-    Rule("tool_result.shape", "api", "a tool_result has a string `tool_use_id`, content that is a string or a "
-                                     "list of text/image/document/search_result/tool_reference blocks, and a "
-                                     "boolean `is_error` if any"),
-    Rule("pairing.missing", "api", "every tool_use has its tool_result in the next message"),
-    Rule("pairing.unexpected", "api", "every tool_result answers a tool_use of the previous message"),
-    Rule("pairing.duplicate", "api", "a tool_use has a single tool_result"),
-    Rule("pairing.first", "api", "a message following tool_use blocks begins with its tool_result blocks"),
-    Rule("tools.required", "api", "a request with tool_use or tool_result blocks defines tools"),
-    Rule("tools.shape", "api", "`tools` is a list of objects; a custom tool has a name and an object "
-                               "`input_schema` of type object"),
-    Rule("tools.name", "api", "a custom tool name matches ^[a-zA-Z0-9_-]{1,64}$"),
-    Rule("tools.unique", "api", "tool names are unique"),
-    Rule("thinking.config", "api", "`thinking` is enabled (budget_tokens >= 1024 and < max_tokens), disabled "
-                                   "or adaptive"),
-    Rule("thinking.signature", "api", "a thinking block has string `thinking` and `signature`; a "
-                                      "redacted_thinking block has string `data`"),
-    Rule("thinking.first", "api", "an assistant message with thinking blocks starts with one"),
-    Rule("thinking.final", "api", "with thinking enabled, the assistant message of the tool loop being "
-                                  "continued starts with a thinking block"),
-    Rule("thinking.disabled_final", "api",
-         "with thinking disabled, an assistant message in the final position has no thinking"),
-    Rule("cache_control.shape", "api", "cache_control is {type: ephemeral, ttl?: 5m | 1h}"),
-    Rule("cache_control.max", "api", "at most 4 blocks with cache_control"),
-    Rule("cache_control.ttl_order", "api", "a 1h breakpoint never comes after a 5m one (tools, system, messages)"),
-    Rule("cache_control.thinking", "api", "thinking blocks cannot carry cache_control"),
-    Rule("final.trailing_whitespace", "api", "final assistant content does not end with whitespace"),
-    Rule("system.shape", "api", "`system` is a string or a list of non-empty text blocks"),
-    Rule("sampling.range", "api", "temperature and top_p are numbers in [0, 1]; top_k a non-negative integer"),
-    Rule("stream.bool", "api", "`stream` is a boolean"),
+# A relative import: the oracle and its table are one unit, and neither imports the bridge.
+from .rules import (
+    ASSISTANT_BLOCKS,
+    BLOCK_TYPES,
+    IMAGE_MEDIA_TYPES,
+    MAX_CACHE_BREAKPOINTS,
+    MAX_IMAGE_BASE64_BYTES,
+    MAX_IMAGES,
+    MAX_MESSAGES,
+    RESULT_CONTENT_BLOCKS,
+    RULE_IDS,
+    THINKING_BLOCKS,
+    TOOL_ID,
+    TOOL_NAME,
+    USER_BLOCKS,
+    Json,
+    Violation,
 )
-RULE_IDS = frozenset(rule.id for rule in RULES)
-
-MAX_MESSAGES = 100_000
-MAX_IMAGES = 100
-MAX_IMAGE_BASE64_BYTES = 5 * 1024 * 1024
-MAX_CACHE_BREAKPOINTS = 4
-IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")
-TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-USER_BLOCKS = frozenset({"text", "image", "document", "search_result", "tool_result", "container_upload"})
-ASSISTANT_BLOCKS = frozenset({
-    "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "web_search_tool_result",
-    "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "tool_search_tool_result", "container_upload",
-})
-BLOCK_TYPES = USER_BLOCKS | ASSISTANT_BLOCKS | {"tool_use"}
-RESULT_CONTENT_BLOCKS = frozenset({"text", "image", "document", "search_result", "tool_reference"})
-THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def _is_int(value: Any) -> TypeGuard[int]:
@@ -181,14 +97,20 @@ class _Check:
                 self.add("image.source", f"{where}.source.file_id: Field required")
             return
         if source.get("media_type") not in IMAGE_MEDIA_TYPES:
-            self.add("image.source", f"{where}.source.base64.media_type: Input should be 'image/jpeg', "
-                                     f"'image/png', 'image/gif' or 'image/webp' (got {source.get('media_type')!r})")
+            self.add(
+                "image.source",
+                f"{where}.source.base64.media_type: Input should be 'image/jpeg', "
+                f"'image/png', 'image/gif' or 'image/webp' (got {source.get('media_type')!r})",
+            )
         data = source.get("data")
         if not isinstance(data, str):
             self.add("image.source", f"{where}.source.base64.data: Field required (a string)")
         elif len(data) > MAX_IMAGE_BASE64_BYTES:
-            self.add("image.size", f"{where}.source.base64: image exceeds 5 MB maximum: {len(data)} bytes > "
-                                   f"{MAX_IMAGE_BASE64_BYTES} bytes")
+            self.add(
+                "image.size",
+                f"{where}.source.base64: image exceeds 5 MB maximum: {len(data)} bytes > "
+                f"{MAX_IMAGE_BASE64_BYTES} bytes",
+            )
 
     def document(self, block: Json, where: str) -> None:
         source = block.get("source")
@@ -196,11 +118,17 @@ class _Check:
             self.add("document.source", f"{where}.source: Field required")
             return
         kind = source.get("type")
-        required = {"base64": ("data", "application/pdf"), "text": ("data", "text/plain"), "url": ("url", None),
-                    "file": ("file_id", None), "content": ("content", None)}
+        required = {
+            "base64": ("data", "application/pdf"),
+            "text": ("data", "text/plain"),
+            "url": ("url", None),
+            "file": ("file_id", None),
+            "content": ("content", None),
+        }
         if kind not in required:
-            self.add("document.source", f"{where}.source.type: Input should be 'base64', 'text', 'content', "
-                                        "'url' or 'file'")
+            self.add(
+                "document.source", f"{where}.source.type: Input should be 'base64', 'text', 'content', 'url' or 'file'"
+            )
             return
         field, media = required[str(kind)]
         if field == "content":
@@ -212,15 +140,17 @@ class _Check:
             self.add("document.source", f"{where}.source.media_type: Input should be '{media}'")
 
     def tool_use(self, block: Json, where: str) -> None:
-        if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str) \
-                or not isinstance(block.get("input"), dict):
+        if (
+            not isinstance(block.get("id"), str)
+            or not isinstance(block.get("name"), str)
+            or not isinstance(block.get("input"), dict)
+        ):
             self.add("tool_use.shape", f"{where}: a tool_use needs a string id, a string name and an object input")
             return
         if not TOOL_ID.fullmatch(block["id"]):
             self.add("tool_use.id", f"{where}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
         if not TOOL_NAME.fullmatch(block["name"]):
-            self.add("tool_use.name", f"{where}.tool_use.name: String should match pattern "
-                                      "'^[a-zA-Z0-9_-]{1,64}$'")
+            self.add("tool_use.name", f"{where}.tool_use.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
 
     def tool_result(self, block: Json, where: str) -> None:
         if not isinstance(block.get("tool_use_id"), str):
@@ -237,8 +167,11 @@ class _Check:
             here = f"{where}.content.{index}"
             if not isinstance(inner, dict) or inner.get("type") not in RESULT_CONTENT_BLOCKS:
                 kind = inner.get("type") if isinstance(inner, dict) else None
-                self.add("tool_result.shape", f"{here}: a tool_result holds text, image, document, search_result "
-                                              f"or tool_reference blocks (got {kind!r})")
+                self.add(
+                    "tool_result.shape",
+                    f"{here}: a tool_result holds text, image, document, search_result "
+                    f"or tool_reference blocks (got {kind!r})",
+                )
                 continue
             self.cache_control(inner, here)
             if inner["type"] == "text":
@@ -262,8 +195,10 @@ class _Check:
     def block(self, block: Json, role: str, where: str) -> None:
         kind = block["type"]
         if kind not in BLOCK_TYPES:
-            self.add("block.type", f"{where}.type: Input tag {kind!r} found using 'type' does not match any of "
-                                   "the expected tags")
+            self.add(
+                "block.type",
+                f"{where}.type: Input tag {kind!r} found using 'type' does not match any of the expected tags",
+            )
             return
         allowed = USER_BLOCKS if role == "user" else ASSISTANT_BLOCKS
         if kind not in allowed:
@@ -273,7 +208,10 @@ class _Check:
             return
         self.cache_control(block, where)
         handler: dict[str, Callable[[Json, str], None]] = {
-            "text": self.text, "image": self.image, "document": self.document, "tool_use": self.tool_use,
+            "text": self.text,
+            "image": self.image,
+            "document": self.document,
+            "tool_use": self.tool_use,
             "tool_result": self.tool_result,
         }
         if kind in handler:
@@ -290,8 +228,10 @@ class _Check:
         if not _is_int(max_tokens) or max_tokens < 0:
             self.add("max_tokens.required", "max_tokens: Field required (a positive integer)")
         elif max_tokens == 0:
-            self.add("max_tokens.zero", "max_tokens: 0 asks for no answer (cache pre-warming); the offline API "
-                                        "wants a positive integer")
+            self.add(
+                "max_tokens.zero",
+                "max_tokens: 0 asks for no answer (cache pre-warming); the offline API wants a positive integer",
+            )
         if "stream" in body and not isinstance(body["stream"], bool):
             self.add("stream.bool", "stream: Input should be a valid boolean")
         for name in ("temperature", "top_p"):
@@ -316,13 +256,15 @@ class _Check:
                 continue
             content = message.get("content")
             if not isinstance(content, (str, list)):
-                self.add("message.shape", f"messages.{index}.content: Input should be a valid string or list of "
-                                          "content blocks")
+                self.add(
+                    "message.shape",
+                    f"messages.{index}.content: Input should be a valid string or list of content blocks",
+                )
                 readable = False
-            elif isinstance(content, list) and not all(isinstance(b, dict) and isinstance(b.get("type"), str)
-                                                       for b in content):
-                self.add("message.shape", f"messages.{index}.content: each content block must be an object with "
-                                          "a type")
+            elif isinstance(content, list) and not all(
+                isinstance(b, dict) and isinstance(b.get("type"), str) for b in content
+            ):
+                self.add("message.shape", f"messages.{index}.content: each content block must be an object with a type")
                 readable = False
         return readable
 
@@ -386,8 +328,9 @@ class _Check:
             budget = thinking.get("budget_tokens")
             max_tokens = self.body.get("max_tokens")
             if not _is_int(budget) or budget < 1024:
-                self.add("thinking.config", "thinking.enabled.budget_tokens: Input should be greater than or equal "
-                                            "to 1024")
+                self.add(
+                    "thinking.config", "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                )
             elif _is_int(max_tokens) and budget >= max_tokens:
                 self.add("thinking.config", "`max_tokens` must be greater than `thinking.budget_tokens`")
         return bool(kind != "disabled")
@@ -408,14 +351,23 @@ class _Check:
             if index == 0 and role != "user":
                 self.add("messages.first_user", 'messages: first message must use the "user" role')
             if index and messages[index - 1].get("role") == role:
-                self.add("messages.alternate", f"{where}: roles must alternate between user and assistant (the "
-                                               "bridge never sends two messages of one role in a row)")
+                self.add(
+                    "messages.alternate",
+                    f"{where}: roles must alternate between user and assistant (the "
+                    "bridge never sends two messages of one role in a row)",
+                )
             content = message["content"]
-            blocks: list[Json] = [{"type": "text", "text": content}] if isinstance(content, str) and content else (
-                [] if isinstance(content, str) else content)
+            blocks: list[Json] = (
+                [{"type": "text", "text": content}]
+                if isinstance(content, str) and content
+                else ([] if isinstance(content, str) else content)
+            )
             if not blocks and not (role == "assistant" and index == last):
-                self.add("message.nonempty", f"{where}: all messages must have non-empty content except for the "
-                                             "optional final assistant message")
+                self.add(
+                    "message.nonempty",
+                    f"{where}: all messages must have non-empty content except for the "
+                    "optional final assistant message",
+                )
             for position, block in enumerate(blocks):
                 self.block(block, role, f"{where}.content.{position}")
                 if block["type"] in ("tool_use", "tool_result"):
@@ -436,8 +388,11 @@ class _Check:
                 seen_ids.add(block["id"])
                 pending.append(block["id"])
                 if tool_names and block.get("name") not in tool_names:
-                    self.add("tool_use.known", f"{where}.content.{position}: tool_use names tool "
-                                               f"{block.get('name')!r}, which is not among the request's tools")
+                    self.add(
+                        "tool_use.known",
+                        f"{where}.content.{position}: tool_use names tool "
+                        f"{block.get('name')!r}, which is not among the request's tools",
+                    )
             self.assistant(blocks, index, last, thinking_on, where)
         if pending:
             self.missing(pending, pending_at)
@@ -455,12 +410,18 @@ class _Check:
             use_id = block.get("tool_use_id")
             here = f"{where}.content.{position}"
             if use_id not in pending:
-                self.add("pairing.unexpected", f"{here}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                                               f"{use_id}. Each `tool_result` block must have a corresponding "
-                                               "`tool_use` block in the previous message.")
+                self.add(
+                    "pairing.unexpected",
+                    f"{here}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{use_id}. Each `tool_result` block must have a corresponding "
+                    "`tool_use` block in the previous message.",
+                )
             elif use_id in answered:
-                self.add("pairing.duplicate", f"{here}: each tool_use must have a single result. Found multiple "
-                                              f"`tool_result` blocks with id: {use_id}")
+                self.add(
+                    "pairing.duplicate",
+                    f"{here}: each tool_use must have a single result. Found multiple "
+                    f"`tool_result` blocks with id: {use_id}",
+                )
             else:
                 answered.add(str(use_id))
         missing = [i for i in pending if i not in answered]
@@ -471,30 +432,43 @@ class _Check:
             while leading < len(blocks) and blocks[leading]["type"] == "tool_result":
                 leading += 1
             if leading < len(pending):
-                self.add("pairing.first", f"{where}: Did not find {len(pending)} `tool_result` block(s) at the "
-                                          "beginning of this message. Messages following `tool_use` blocks must "
-                                          "begin with a matching number of `tool_result` blocks.")
+                self.add(
+                    "pairing.first",
+                    f"{where}: Did not find {len(pending)} `tool_result` block(s) at the "
+                    "beginning of this message. Messages following `tool_use` blocks must "
+                    "begin with a matching number of `tool_result` blocks.",
+                )
 
     def missing(self, ids: list[str], at: int) -> None:
-        self.add("pairing.missing", f"messages.{at}: `tool_use` ids were found without `tool_result` blocks "
-                                    f"immediately after: {', '.join(ids)}. Each `tool_use` block must have a "
-                                    "corresponding `tool_result` block in the next message.")
+        self.add(
+            "pairing.missing",
+            f"messages.{at}: `tool_use` ids were found without `tool_result` blocks "
+            f"immediately after: {', '.join(ids)}. Each `tool_use` block must have a "
+            "corresponding `tool_result` block in the next message.",
+        )
 
     def assistant(self, blocks: list[Json], index: int, last: int, thinking_on: bool, where: str) -> None:
         kinds = [b["type"] for b in blocks]
         if any(k in THINKING_BLOCKS for k in kinds) and kinds[0] not in THINKING_BLOCKS:
-            self.add("thinking.first", f"{where}.content.0: If an assistant message contains any thinking blocks, "
-                                       f"the first block must be thinking or redacted_thinking. Found {kinds[0]}.")
+            self.add(
+                "thinking.first",
+                f"{where}.content.0: If an assistant message contains any thinking blocks, "
+                f"the first block must be thinking or redacted_thinking. Found {kinds[0]}.",
+            )
         if index != last:
             return
         if not thinking_on and any(k in THINKING_BLOCKS for k in kinds):
-            self.add("thinking.disabled_final", f"{where}: When thinking is disabled, an `assistant` message in the "
-                                                "final position cannot contain `thinking`.")
+            self.add(
+                "thinking.disabled_final",
+                f"{where}: When thinking is disabled, an `assistant` message in the "
+                "final position cannot contain `thinking`.",
+            )
         if blocks and blocks[-1]["type"] == "text":
             text = blocks[-1].get("text")
             if isinstance(text, str) and text != text.rstrip():
-                self.add("final.trailing_whitespace", "messages: final assistant content cannot end with trailing "
-                                                      "whitespace")
+                self.add(
+                    "final.trailing_whitespace", "messages: final assistant content cannot end with trailing whitespace"
+                )
 
     def thinking_loop(self, messages: list[Json]) -> None:
         """With thinking on, a request that continues a tool loop (the last message answers tool_use blocks)
@@ -508,24 +482,32 @@ class _Check:
         blocks = previous["content"] if isinstance(previous["content"], list) else []
         first = blocks[0]["type"] if blocks else "nothing"
         if previous["role"] == "assistant" and first not in THINKING_BLOCKS:
-            self.add("thinking.final", f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or "
-                                       f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a "
-                                       "final `assistant` message must start with a thinking block (preceeding the "
-                                       "lastmost set of `tool_use` and `tool_result` blocks).")
+            self.add(
+                "thinking.final",
+                f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or "
+                f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a "
+                "final `assistant` message must start with a thinking block (preceeding the "
+                "lastmost set of `tool_use` and `tool_result` blocks).",
+            )
 
     def totals(self) -> None:
         if self.images > MAX_IMAGES:
             self.add("image.count", f"messages: too many images: {self.images} > {MAX_IMAGES}")
         if len(self.cache_ttls) > MAX_CACHE_BREAKPOINTS:
-            self.add("cache_control.max", f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
-                                          f"provided. Found {len(self.cache_ttls)}.")
+            self.add(
+                "cache_control.max",
+                f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
+                f"provided. Found {len(self.cache_ttls)}.",
+            )
         seen_short = None
         for where, ttl in self.cache_ttls:
             if ttl == "5m":
                 seen_short = seen_short or where
             elif seen_short is not None:
-                self.add("cache_control.ttl_order", f"{where}: a cache_control with ttl='1h' cannot come after one "
-                                                    f"with ttl='5m' ({seen_short})")
+                self.add(
+                    "cache_control.ttl_order",
+                    f"{where}: a cache_control with ttl='1h' cannot come after one with ttl='5m' ({seen_short})",
+                )
                 break
 
 
@@ -552,8 +534,9 @@ def request_errors(body: Any) -> list[str]:
 def history_errors(messages: list[Json], *, tools: list[Json] | None = None) -> list[str]:
     """The violations of a history alone (a stand-in model, max_tokens and the tools its tool_use blocks name)."""
     if tools is None:
-        blocks = [b for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
-                  for b in m["content"]]
+        blocks = [
+            b for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"]
+        ]
         names = sorted({str(b.get("name")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"})
         tools = [{"name": name, "input_schema": {"type": "object"}} for name in names]
     body: Json = {"model": "oracle", "max_tokens": 1024, "messages": messages}

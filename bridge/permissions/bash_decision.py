@@ -46,8 +46,7 @@ class BashJudge:
             if facts.unknown_writes is not None and facts.part.unknown_program is None:
                 return _ask(f"{facts.unknown_writes}, so it cannot be checked", [(facts.part, facts.unknown_writes)])
             for access in facts.writes + facts.write_trees:
-                if not self.workspace.contains(access.real) and self.rules.allow_for_path(
-                        access.real, "write") is None:
+                if not self.workspace.contains(access.real) and self.rules.allow_for_path(access.real, "write") is None:
                     why = f"The command writes {access.real}, outside the workspace"
                     return _ask(why, [(facts.part, f"writes {access.real}, outside the workspace")])
         unallowed: list[tuple[Part, str]] = []
@@ -66,8 +65,10 @@ class BashJudge:
             if rule is not None:
                 outside = self._option_writes_outside(part)
                 if outside is not None:
-                    return _ask(f"`{part.text}` writes {outside}, outside the workspace",
-                                [(part, f"writes {outside}, outside the workspace")])
+                    return _ask(
+                        f"`{part.text}` writes {outside}, outside the workspace",
+                        [(part, f"writes {outside}, outside the workspace")],
+                    )
                 first_rule = first_rule or rule
                 continue
             reason = self._read_only_reason(facts)
@@ -130,11 +131,12 @@ class BashJudge:
                 return f"`{part.text}` reads the environment of a process ({access.real}), which may hold secrets"
         for tree in facts.trees:
             if holds_environment_files(str(tree.root.real)):
-                return f"`{part.text}` reads below {tree.root.real}, where processes' environments are (they " \
-                       "may hold secrets)"
+                return (
+                    f"`{part.text}` reads below {tree.root.real}, where processes' environments are (they "
+                    "may hold secrets)"
+                )
         for access in facts.reads + [t.root for t in facts.trees]:
-            if not self.workspace.contains(access.real) and self.rules.allow_for_path(
-                    access.real, "read") is None:
+            if not self.workspace.contains(access.real) and self.rules.allow_for_path(access.real, "read") is None:
                 return f"`{part.text}` reads {access.real}, outside the workspace"
         for tree in facts.trees:
             if tree.follow:

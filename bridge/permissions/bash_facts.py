@@ -84,8 +84,10 @@ class BashFacts:
         for facts in self.parts:
             for listed in facts.lists:
                 if unknown is not None or any(listed.real == w or listed.real.is_relative_to(w) for w in written):
-                    facts.problems.append(f"`{facts.part.text}`: its file list {listed.written} may be written by "
-                                          "the command itself, so what it names can't be known")
+                    facts.problems.append(
+                        f"`{facts.part.text}`: its file list {listed.written} may be written by "
+                        "the command itself, so what it names can't be known"
+                    )
 
     # --- resolving one part ------------------------------------------------------------------------
 
@@ -126,15 +128,17 @@ class BashFacts:
             return
         paths = self._expand(access.word, base)
         if paths is None:
-            out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads paths that can't be listed " \
-                                                     f"({access.word.text})"
+            out.unknown_reads = (
+                out.unknown_reads or f"`{out.part.text}` reads paths that can't be listed ({access.word.text})"
+            )
             return
         where = top if access.repo_path and top is not None else base
         for path in paths:
             if safe_device(path):
                 if access.list_file:  # `sha256sum -c /dev/stdin`: the names come from a pipe
-                    out.unknown_reads = out.unknown_reads or f"`{out.part.text}` reads the names of the files " \
-                                                             f"it reads from {path}"
+                    out.unknown_reads = (
+                        out.unknown_reads or f"`{out.part.text}` reads the names of the files it reads from {path}"
+                    )
                 continue
             resolved = PathAccess.of(path, where)
             if access.recursive and not access.names_only:
@@ -178,8 +182,10 @@ class BashFacts:
         for line in names:
             found = checksum_names(line) if checksums else [line]
             if found is None:
-                out.problems.append(f"`{out.part.text}`: a line of its checklist {listed.written} can't be read "
-                                    f"for certain ({line[:80]!r})")
+                out.problems.append(
+                    f"`{out.part.text}`: a line of its checklist {listed.written} can't be read "
+                    f"for certain ({line[:80]!r})"
+                )
                 return
             for name in found:
                 try:
@@ -220,14 +226,14 @@ class BashFacts:
         for directory in (start, *start.parents):
             if (directory / ".git").exists():
                 if not self.workspace.contains(directory):
-                    out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the "
-                                        "workspace")
+                    out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the workspace")
                 elif (directory / ".git").is_file():
                     out.problems.append(f"`{part.text}`: {directory}/.git points to a repository elsewhere")
                 return directory
             if (directory / "HEAD").is_file() and (directory / "objects").is_dir() and (directory / "refs").is_dir():
-                out.problems.append(f"`{part.text}`: {directory} looks like a bare git repository; its configuration "
-                                    "could run programs")
+                out.problems.append(
+                    f"`{part.text}`: {directory} looks like a bare git repository; its configuration could run programs"
+                )
                 return directory
         return None
 
@@ -296,8 +302,11 @@ class BashFacts:
         if not self.verdict.ok or any(f.part.unknown_program or f.part.opaque for f in self.parts):
             return True
         by_head, headless = self._forms()
-        candidates = headless + by_head.get(rule.command_head, []) if rule.command_head is not None else [
-            form for forms in by_head.values() for form in forms] + headless
+        candidates = (
+            headless + by_head.get(rule.command_head, [])
+            if rule.command_head is not None
+            else [form for forms in by_head.values() for form in forms] + headless
+        )
         return any(form.hits(rule) for form in candidates)
 
     def _forms(self) -> tuple[dict[str, list[_Form]], list[_Form]]:
@@ -370,14 +379,20 @@ class BashFacts:
                 hit = True
             elif rule.command is not None:
                 hit = bool(part.unknown_program or part.opaque) or any(
-                    _Form.of(form).hits(rule) for form in part.forms(for_deny=True))
+                    _Form.of(form).hits(rule) for form in part.forms(for_deny=True)
+                )
             elif rule.path is not None and rule.form.access == "read":
-                hit = facts.unknown_reads is not None or any(
-                    path_hit(rule, a) for a in facts.reads + facts.maybe_reads) or any(
-                    self.tree_hit(tree, rule) for tree in facts.trees)
+                hit = (
+                    facts.unknown_reads is not None
+                    or any(path_hit(rule, a) for a in facts.reads + facts.maybe_reads)
+                    or any(self.tree_hit(tree, rule) for tree in facts.trees)
+                )
             elif rule.path is not None:
-                hit = facts.unknown_writes is not None or any(path_hit(rule, a) for a in facts.writes) or any(
-                    path_hit(rule, a) or may_hold(rule, a) for a in facts.write_trees)
+                hit = (
+                    facts.unknown_writes is not None
+                    or any(path_hit(rule, a) for a in facts.writes)
+                    or any(path_hit(rule, a) or may_hold(rule, a) for a in facts.write_trees)
+                )
             else:
                 hit = False
             if hit:

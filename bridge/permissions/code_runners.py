@@ -38,12 +38,20 @@ class _Interpreter:
 _PYTHON = _Interpreter("c", values="WX", attached="", info=_INFO | {"-VV"})
 _PERL = _Interpreter("eEMm", attached="IixdDCF", digits="l0", info=_INFO | {"-v"})
 _RUBY = _Interpreter("e", values="IrECFKTx", info=frozenset({"--version", "--help", "-h"}))
-_NODE = _Interpreter("ep", frozenset({"--eval", "--print"}), values="rC",
-                     long_values=frozenset({"--require", "--import", "--loader", "--experimental-loader",
-                                            "--conditions", "--input-type", "--env-file"}),
-                     info=_INFO | {"-v"})
+_NODE = _Interpreter(
+    "ep",
+    frozenset({"--eval", "--print"}),
+    values="rC",
+    long_values=frozenset(
+        {"--require", "--import", "--loader", "--experimental-loader", "--conditions", "--input-type", "--env-file"}
+    ),
+    info=_INFO | {"-v"},
+)
 _INTERPRETERS: dict[str, _Interpreter] = {
-    "perl": _PERL, "ruby": _RUBY, "node": _NODE, "nodejs": _NODE,
+    "perl": _PERL,
+    "ruby": _RUBY,
+    "node": _NODE,
+    "nodejs": _NODE,
     "bun": _Interpreter("ep", frozenset({"--eval", "--print"}), info=_INFO | {"-v"}),
     "php": _Interpreter("rRBE", values="cdfzt", info=_INFO | {"-v", "-i", "-m"}),
     "lua": _Interpreter("e", values="l", info=_INFO | {"-v"}),
@@ -53,8 +61,10 @@ _INTERPRETERS: dict[str, _Interpreter] = {
     "julia": _Interpreter("eE", frozenset({"--eval", "--print"}), values="JLp", info=_INFO | {"-v"}),
     "osascript": _Interpreter("e", values="l"),
     "expect": _Interpreter("c", values="f"),
-    "tclsh": _Interpreter(""), "wish": _Interpreter(""),
-    "irb": _Interpreter(""), "jshell": _Interpreter(""),
+    "tclsh": _Interpreter(""),
+    "wish": _Interpreter(""),
+    "irb": _Interpreter(""),
+    "jshell": _Interpreter(""),
 }
 _PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*")
 # Whatever they are given, they run commands from it (or from standard input): recipes, dot-commands, `!cmd`.
@@ -62,10 +72,14 @@ _ALWAYS = {
     **{name: "`{}` runs the recipes of a makefile (shell commands)" for name in ("make", "gmake", "bmake", "remake")},
     "just": "`just` runs the recipes of a justfile (shell commands)",
     "ninja": "`ninja` runs the commands of a build file",
-    **{name: "`{}` runs editor commands from its standard input (`!cmd` runs a shell command)"
-       for name in ("ex", "ed", "red")},
-    **{name: "`{}` runs database commands given as text (`.shell`, `\\!` run shell commands)"
-       for name in ("sqlite3", "psql", "mysql", "mariadb")},
+    **{
+        name: "`{}` runs editor commands from its standard input (`!cmd` runs a shell command)"
+        for name in ("ex", "ed", "red")
+    },
+    **{
+        name: "`{}` runs database commands given as text (`.shell`, `\\!` run shell commands)"
+        for name in ("sqlite3", "psql", "mysql", "mariadb")
+    },
     "dc": "`dc` runs its script (`!cmd` runs a shell command)",
     "m4": "`m4` runs its macros (`syscmd`, `esyscmd` run shell commands)",
     **{name: "`{}` runs a command string" for name in ("pwsh", "powershell")},
@@ -190,7 +204,7 @@ def _sed_code(args: Sequence[Word]) -> str | None:
             if letter == "f":
                 return "`sed` runs a script from a file"
             if letter in "el":
-                rest = text[j + 1:]
+                rest = text[j + 1 :]
                 if not rest:
                     rest, i = (args[i].value if i < len(args) and args[i].static else "e"), i + 1
                 if letter == "e":

@@ -41,8 +41,12 @@ class Limits:
     cpu_seconds: int | None
 
     def value(self, name: LimitName) -> int | None:
-        return {"memory": self.memory, "processes": self.processes, "fileSize": self.file_size,
-                "cpuSeconds": self.cpu_seconds}[name]
+        return {
+            "memory": self.memory,
+            "processes": self.processes,
+            "fileSize": self.file_size,
+            "cpuSeconds": self.cpu_seconds,
+        }[name]
 
     def describe(self, name: LimitName) -> str:
         value = self.value(name)
@@ -53,9 +57,25 @@ class Limits:
         return f"{value} s" if name == "cpuSeconds" else f"{value} processes and threads"
 
 
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024**2, "mb": 1000**2, "mib": 1024**2,
-          "g": 1024**3, "gb": 1000**3, "gib": 1024**3, "t": 1024**4, "tb": 1000**4, "tib": 1024**4}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
 class Unset(enum.Enum):
     UNSET = "default"
 
@@ -102,7 +122,11 @@ def ram_bytes() -> int:
 
 
 _DEFAULT_CEILING: dict[str, int | None] = {
-    "memory": None, "processes": DEFAULT_PROCESSES, "fileSize": DEFAULT_FILE_SIZE, "cpuSeconds": None}
+    "memory": None,
+    "processes": DEFAULT_PROCESSES,
+    "fileSize": DEFAULT_FILE_SIZE,
+    "cpuSeconds": None,
+}
 
 
 def widening_limits(raw: object, *, ram: int) -> list[tuple[str, str]]:
@@ -155,9 +179,17 @@ class LimitSettings:
 
     def without(self, keys: list[str]) -> LimitSettings:
         """These settings with the limits named (settings keys: memory, processes, fileSize, cpuSeconds) unset."""
-        return LimitSettings(*(UNSET if key in keys else value for key, value in (
-            ("memory", self.memory), ("processes", self.processes), ("fileSize", self.file_size),
-            ("cpuSeconds", self.cpu_seconds))))
+        return LimitSettings(
+            *(
+                UNSET if key in keys else value
+                for key, value in (
+                    ("memory", self.memory),
+                    ("processes", self.processes),
+                    ("fileSize", self.file_size),
+                    ("cpuSeconds", self.cpu_seconds),
+                )
+            )
+        )
 
     def merged_over(self, lower: LimitSettings) -> LimitSettings:
         """These values where set, else `lower`'s (files are read highest precedence first)."""

@@ -54,8 +54,13 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
         dynamic_here = (first_dynamic is not None and i >= first_dynamic) or word.pipe
         if not word.static and not dynamic_here:
             raise UnknownOption(f"`{word.text}` is computed at run time")
-        if word.pattern is not None and text.startswith("-") and not only_operands and not spec.no_options and (
-                not text.startswith("--") or "=" not in text or _has_glob_chars(word.pattern.split("=", 1)[0])):
+        if (
+            word.pattern is not None
+            and text.startswith("-")
+            and not only_operands
+            and not spec.no_options
+            and (not text.startswith("--") or "=" not in text or _has_glob_chars(word.pattern.split("=", 1)[0]))
+        ):
             raise UnknownOption(f"the option word `{word.text}` is a glob")  # only a `--opt=*.txt` value may be one
         if spec.no_options or only_operands or not word.static or not text.startswith("-") or text == "-":
             parsed.add(word, dashdash)
@@ -69,8 +74,11 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
             continue
         if spec.single_dash_long or text.startswith("--"):
             name, eq, value = text.partition("=")
-            key = name if spec.single_dash_long and name in table else (
-                _resolve_long(table, name) if text.startswith("--") else "")
+            key = (
+                name
+                if spec.single_dash_long and name in table
+                else (_resolve_long(table, name) if text.startswith("--") else "")
+            )
             if not key:
                 raise UnknownOption(f"the option {name} is not one the checker knows")
             opt = table[key]
@@ -106,7 +114,7 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
                 parsed.options.append((letter, None, None))
                 j += 1
                 continue
-            rest = text[j + 1:]
+            rest = text[j + 1 :]
             if rest:
                 parsed.options.append((letter, rest, Word(rest, rest)))
             elif opt_or_none.value == "optional":
@@ -209,21 +217,28 @@ def generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
             out.refuse("`strings` reads options from an @file")
             continue
         file_operands += 1
-        out.reads.append(Access(word, recursive=recursive, follow=follow, names_only=spec.names_only,
-                                list_file=check))
+        out.reads.append(Access(word, recursive=recursive, follow=follow, names_only=spec.names_only, list_file=check))
     if check and not operands:
         _names_from_input(out, program)
     if not file_operands and spec.default_operand is not None and (recursive or spec.recursive):
-        out.reads.append(Access(Word(spec.default_operand, spec.default_operand), recursive=True, follow=follow,
-                                names_only=spec.names_only))
+        out.reads.append(
+            Access(
+                Word(spec.default_operand, spec.default_operand),
+                recursive=True,
+                follow=follow,
+                names_only=spec.names_only,
+            )
+        )
     elif not file_operands and recursive and program in ("grep", "egrep", "fgrep"):
         out.reads.append(Access(Word(".", "."), recursive=True, follow=follow))
     return out
 
 
 def _names_from_input(out: Effects, program: str) -> None:
-    out.refuse(f"`{program} -c` reads the list of files to check from its input (each check tells whether a "
-               "guess of a file's content is right, so it is a read of that file)")
+    out.refuse(
+        f"`{program} -c` reads the list of files to check from its input (each check tells whether a "
+        "guess of a file's content is right, so it is a read of that file)"
+    )
     out.unknown_reads = True
 
 

@@ -29,29 +29,37 @@ from bridge.permissions.shell_syntax import Word
 def _shell_variables(program: str) -> Callable[[Sequence[Word]], Effects]:
     """`export`, `declare`, `typeset`, `readonly`, `set`, `local`: shell builtins that print variables (the
     environment, secrets included) or change them. Neither is read-only; the reason says which it is."""
+
     def judge(args: Sequence[Word]) -> Effects:
         out = Effects(program)
         names = [w for w in args if not (w.static and w.value.startswith(("-", "+")))]
-        printing = not names or (program in ("declare", "typeset", "readonly", "export") and any(
-            w.static and w.value.startswith("-") and "p" in w.value for w in args))
+        printing = not names or (
+            program in ("declare", "typeset", "readonly", "export")
+            and any(w.static and w.value.startswith("-") and "p" in w.value for w in args)
+        )
         if printing:
             out.refuse(f"`{program}` prints shell variables, the environment too (some may hold secrets)")
             out.environment = True
         else:
             out.refuse(f"`{program}` changes shell variables or options")
         return out
+
     return judge
 
 
 # --- find ---------------------------------------------------------------------------------------------
+
 
 def _find(args: Sequence[Word]) -> Effects:
     out = Effects("find")
     i = 0
     follow = False
     deletes = False
-    while i < len(args) and args[i].static and (args[i].value in ("-H", "-L", "-P")
-                                                 or args[i].value.startswith(("-D", "-O"))):
+    while (
+        i < len(args)
+        and args[i].static
+        and (args[i].value in ("-H", "-L", "-P") or args[i].value.startswith(("-D", "-O")))
+    ):
         if args[i].value == "-L":
             follow = True
         i += 2 if args[i].value == "-D" else 1
@@ -133,6 +141,7 @@ def _cd(args: Sequence[Word]) -> Effects:
 
 # --- git ----------------------------------------------------------------------------------------------
 
+
 def _git(args: Sequence[Word]) -> Effects:
     out = Effects("git", git=True)
     i = 0
@@ -166,7 +175,7 @@ def _git(args: Sequence[Word]) -> Effects:
         break
     if i >= len(args):
         return out
-    sub, rest = args[i].value, list(args[i + 1:])
+    sub, rest = args[i].value, list(args[i + 1 :])
     known_sub = GIT_SUBCOMMANDS.get(sub)
     if sub in ("branch", "tag") and rest and any(not w.value.startswith("-") for w in rest if w.static):
         known_sub = None  # `git branch NAME` creates a branch
@@ -175,16 +184,24 @@ def _git(args: Sequence[Word]) -> Effects:
     elif sub == "tag":
         known_sub = (GIT_TAG_LIST, False)
     elif sub == "config":
-        known_sub = (GIT_CONFIG_READ, False) if any(w.value in ("--get", "--get-all", "--get-regexp", "--list",
-                                                                  "-l") for w in rest) else None
+        known_sub = (
+            (GIT_CONFIG_READ, False)
+            if any(w.value in ("--get", "--get-all", "--get-regexp", "--list", "-l") for w in rest)
+            else None
+        )
     elif sub in ("stash", "worktree", "remote", "reflog"):
         first = rest[0].value if rest else ""
-        reads = {"stash": {"list": False, "show": True}, "worktree": {"list": False},
-                 "remote": {"": False, "-v": False, "--verbose": False, "get-url": False},
-                 "reflog": {"": False, "show": False}}[sub]
+        reads = {
+            "stash": {"list": False, "show": True},
+            "worktree": {"list": False},
+            "remote": {"": False, "-v": False, "--verbose": False, "get-url": False},
+            "reflog": {"": False, "show": False},
+        }[sub]
         if first in reads and (sub != "remote" or len(rest) <= 2):
-            known_sub = (GIT_LOG if sub in ("stash", "reflog") else git_table("v verbose push all porcelain z"),
-                         reads[first])
+            known_sub = (
+                GIT_LOG if sub in ("stash", "reflog") else git_table("v verbose push all porcelain z"),
+                reads[first],
+            )
             rest = rest[1:] if first and not first.startswith("-") else rest
         else:
             known_sub = None
@@ -253,6 +270,9 @@ def _env(args: Sequence[Word]) -> Effects:
 
 
 SPECIAL: dict[str, Callable[[Sequence[Word]], Effects]] = {
-    "find": _find, "git": _git, "cd": _cd, "env": _env,
+    "find": _find,
+    "git": _git,
+    "cd": _cd,
+    "env": _env,
     **{name: _shell_variables(name) for name in ("export", "declare", "typeset", "readonly", "set", "local")},
 }

@@ -7,8 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Role = Literal["inert", "read", "list", "write", "exec", "forbid", "pattern", "pattern_file", "recursive",
-               "follow", "check", "dir", "two_values"]
+Role = Literal[
+    "inert",
+    "read",
+    "list",
+    "write",
+    "exec",
+    "forbid",
+    "pattern",
+    "pattern_file",
+    "recursive",
+    "follow",
+    "check",
+    "dir",
+    "two_values",
+]
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,9 @@ def write_opt(why: str, value: Literal["none", "required", "optional"] = "requir
     return Opt(value, "write", why)
 
 
-def exec_opt(why: str, value: Literal["none", "required", "optional"] = "required",
-             programs: tuple[str, ...] = ()) -> Opt:
+def exec_opt(
+    why: str, value: Literal["none", "required", "optional"] = "required", programs: tuple[str, ...] = ()
+) -> Opt:
     """An option that runs a program: its value names it (a command line, for some), or `programs` are run;
     with neither, configuration names it (`git log --ext-diff`). Deny and ask rules see what it runs."""
     return Opt(value, "exec", why, programs)
@@ -72,6 +86,8 @@ class Spec:
     no_options: bool = False  # every word is an operand (echo, true)
 
 
+# Hand-laid tables: one command per line reads better than the formatter's one option per line.
+# fmt: off
 DECOMPRESSORS = ("gzip", "bzip2", "xz", "lz4", "lzma", "brotli", "zstd", "uncompress")  # what `rg -z` runs
 LS = opts("1aAbBcCdDfFgGhHiklLmnNopqQrsStuUvwxXZ", "ITw",
             "all almost-all author escape block-size= ignore-backups color=? directory dired classify=? file-type "
@@ -350,6 +366,7 @@ GIT_LOG_OPTS = (
     "log-size L= c cc dd m diff-merges= no-diff-merges combined-all-paths t since-as-filter= clear-decorations "
     "count"
 )
+# fmt: on
 def git_table(long: str, **roles: Opt) -> dict[str, Opt]:
     table = opts("", "", long, **roles)
     for key, opt in list(table.items()):
@@ -360,6 +377,7 @@ def git_table(long: str, **roles: Opt) -> dict[str, Opt]:
     return table
 
 
+# fmt: off
 GIT_LOG = git_table(GIT_DIFF_OPTS + " " + GIT_LOG_OPTS, output=write_opt("writes its output to a file"),
                       ext_diff=exec_opt("runs an external diff program", "none"), O=Opt("required", "read"),
                       no_index=Opt(role="forbid", why="compares files outside git"))

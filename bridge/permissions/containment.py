@@ -29,8 +29,12 @@ SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
 ROOT_SETTINGS = (".mcp.json",)
 MEMORY_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
-DEFINITION_DIRS = ((".claude", "agents"), (".claude", "commands"), (".agent-bridge", "agents"),
-                   (".agent-bridge", "commands"))
+DEFINITION_DIRS = (
+    (".claude", "agents"),
+    (".claude", "commands"),
+    (".agent-bridge", "agents"),
+    (".agent-bridge", "commands"),
+)
 _MEMORY_FOLDED = frozenset(name.casefold() for name in MEMORY_NAMES)
 
 __all__ = ["HeldPath", "PathKind", "Protection"]
@@ -71,8 +75,14 @@ class Workspace:
     named: tuple[HeldPath, ...] = ()  # files the configured hooks and MCP servers name (they run later)
 
     @classmethod
-    def of(cls, cwd: Path, additional: Iterable[Path] = (), protected_files: Iterable[Path] = (),
-           memory_files: Iterable[Path] = (), named: Iterable[HeldPath] = ()) -> Workspace:
+    def of(
+        cls,
+        cwd: Path,
+        additional: Iterable[Path] = (),
+        protected_files: Iterable[Path] = (),
+        memory_files: Iterable[Path] = (),
+        named: Iterable[HeldPath] = (),
+    ) -> Workspace:
         roots = [Path(os.path.realpath(cwd))]
         for extra in additional:
             real = Path(os.path.realpath(os.path.expanduser(os.fspath(extra))))
@@ -94,8 +104,10 @@ class Workspace:
         names and git's; the user's settings and memory files; the files hooks and MCP servers name."""
         out = [held for root in self.roots for held in held_at(root)]
         out += [HeldPath(p, "file", "it is a settings file of the bridge") for p in sorted(self.protected_files)]
-        out += [HeldPath(p, "file", "it is a memory file (it loads into the next session's prompt)", "memory")
-                for p in sorted(self.memory_files)]
+        out += [
+            HeldPath(p, "file", "it is a memory file (it loads into the next session's prompt)", "memory")
+            for p in sorted(self.memory_files)
+        ]
         out += self.named
         return list({h.path: h for h in reversed(out)}.values())[::-1]  # the first reason for a path wins
 

@@ -104,8 +104,9 @@ class PermissionEngine:
             self._add_session_rule(behavior, text)
         initial = mode if mode is not None else (settings.default_mode or "default")
         if initial == "bypassPermissions" and settings.bypass_disabled:
-            self._own_issues.append(SettingsIssue(Path("session"), "bypassPermissions is disabled by settings; "
-                                                                   "starting in default mode"))
+            self._own_issues.append(
+                SettingsIssue(Path("session"), "bypassPermissions is disabled by settings; starting in default mode")
+            )
             initial = "default"
         self._modes = ModeState(initial)
         self._generation = -1
@@ -131,8 +132,9 @@ class PermissionEngine:
         an unknown mode or a disabled bypassPermissions."""
         checked = parse_mode(mode)
         if checked == "bypassPermissions" and not self.bypass_available:
-            raise PermissionModeError("bypassPermissions mode is disabled by settings "
-                                      "(permissions.disableBypassPermissionsMode)")
+            raise PermissionModeError(
+                "bypassPermissions mode is disabled by settings (permissions.disableBypassPermissionsMode)"
+            )
         self._modes.set(checked)
 
     def exit_plan_mode(self, to: Mode | None = None) -> Mode:
@@ -201,8 +203,9 @@ class PermissionEngine:
         for file in self.settings.files:
             if not file.claude:
                 named += mcp_named(file.path, self.cwd)
-        self._workspace = Workspace.of(self.cwd, [*self._extra_dirs, *self.settings.additional_directories],
-                                       protected_files, memory, named)
+        self._workspace = Workspace.of(
+            self.cwd, [*self._extra_dirs, *self.settings.additional_directories], protected_files, memory, named
+        )
         self._generation = self.settings.generation
 
     def _compile_session(self) -> tuple[list[CompiledRule], list[SettingsIssue]]:
@@ -258,8 +261,9 @@ class PermissionEngine:
     def read_guard(self) -> ReadGuard:
         """For the file tools' results (Grep matches, Glob names), with the rules as they are now (read_guard.py)."""
         self._refresh()
-        return read_guard(CallRules(self._index, self._grammar), self._workspace.roots, self.cwd,
-                          bypass=self._bypassing)
+        return read_guard(
+            CallRules(self._index, self._grammar), self._workspace.roots, self.cwd, bypass=self._bypassing
+        )
 
     # --- hooks ---------------------------------------------------------------------------------------
 
@@ -291,8 +295,9 @@ class PermissionEngine:
             decision = dataclasses.replace(decision, updated_input=hook.updated_input)
         if decision.behavior == "ask" and (self.mode == "dontAsk" or not self.interactive):
             why = "dontAsk mode" if self.mode == "dontAsk" else "no one can answer a prompt in this run"
-            return dataclasses.replace(decision, behavior="deny", reason=f"{decision.reason} (denied: {why})",
-                                       suggestions=[])
+            return dataclasses.replace(
+                decision, behavior="deny", reason=f"{decision.reason} (denied: {why})", suggestions=[]
+            )
         return decision
 
     async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
@@ -334,8 +339,11 @@ class PermissionEngine:
             return Decision("allow", "bypassPermissions mode")
         if call.bash is not None and not call.read_only and self.unsandboxed():
             writers = [(p, p.why) for p in call.bash.verdict.parts if not p.nested and not p.read_only]
-            return Decision("ask", "The OS sandbox is unavailable, so commands that are not read-only ask first",
-                            shown=Shown(marks=marks(writers)))
+            return Decision(
+                "ask",
+                "The OS sandbox is unavailable, so commands that are not read-only ask first",
+                shown=Shown(marks=marks(writers)),
+            )
         suggester = Suggester(self.settings.local_settings_path, self._workspace, self._grammar, call.tool)
         if call.bash is not None:
             return BashJudge(call.bash, rules, self.mode, suggester).decide()

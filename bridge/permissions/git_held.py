@@ -41,7 +41,7 @@ def gitdir_of(dotgit: Path) -> Path | None:
         return None
     if len(data) > MAX_GIT_POINTER or not data.startswith(b"gitdir: "):
         return None
-    target = os.fsdecode(data[len(b"gitdir: "):].rstrip(b"\r\n"))
+    target = os.fsdecode(data[len(b"gitdir: ") :].rstrip(b"\r\n"))
     return Path(os.path.normpath(os.path.join(dotgit.parent, target))) if target else None
 
 
@@ -86,8 +86,9 @@ def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
         worktrees = []
     for entry in worktrees[:MAX_MODULES]:
         if entry.is_dir(follow_symlinks=False):
-            out += [_in_git_dir(Path(entry.path), name, kind, why) for name, kind, why in GIT_DIR_NAMES
-                    if name != "hooks"]
+            out += [
+                _in_git_dir(Path(entry.path), name, kind, why) for name, kind, why in GIT_DIR_NAMES if name != "hooks"
+            ]
     return out
 
 
@@ -102,8 +103,10 @@ def git_held(root: Path) -> list[HeldPath]:
     the same."""
     dotgit = root / ".git"
     gitdir = gitdir_of(dotgit) if os.path.isfile(dotgit) else dotgit
-    key: tuple[object, ...] = (stat_key(dotgit), *(stat_key(gitdir / n) if gitdir else None
-                                                   for n in ("config", "commondir", "modules", "worktrees")))
+    key: tuple[object, ...] = (
+        stat_key(dotgit),
+        *(stat_key(gitdir / n) if gitdir else None for n in ("config", "commondir", "modules", "worktrees")),
+    )
     with _config_lock:
         cached = _git_cache.get(root)
     if cached is not None and cached[0] == key:
@@ -141,7 +144,8 @@ _PROGRAM_KEYS = re.compile(
     r"^(core\.(fsmonitor|sshcommand|editor|pager|askpass|gitproxy)|sequence\.editor|gpg(\..+)?\.program"
     r"|credential(\..+)?\.helper|diff\.(.+\.)?(textconv|command)|diff\.external|filter\..+\.(clean|smudge|process)"
     r"|merge\..+\.driver|alias\..+|pager\..+|remote\..+\.(uploadpack|receivepack)|uploadpack\.packobjectshook"
-    r"|(diff|merge)tool\..+\.cmd|submodule\..+\.update)$")
+    r"|(diff|merge)tool\..+\.cmd|submodule\..+\.update)$"
+)
 _INCLUDE_KEYS = re.compile(r"^(include|includeif\..+)\.path$")
 _config_cache: dict[Path, tuple[tuple[int, int, int], list[tuple[str, str]]]] = {}
 _config_lock = threading.Lock()
@@ -162,8 +166,15 @@ def config_entries(config: Path) -> list[tuple[str, str]] | None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     try:
-        done = subprocess.run(["git", "config", "--file", str(config), "--null", "--list"], capture_output=True,
-                              timeout=5, env=env, cwd="/", stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            ["git", "config", "--file", str(config), "--null", "--list"],
+            capture_output=True,
+            timeout=5,
+            env=env,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
@@ -196,14 +207,52 @@ def config_named(config: Path, worktree: Path) -> list[HeldPath]:
 
 # -- git commands that write git's settings -----------------------------------------------------------------
 
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
-                                "--super-prefix", "--exec-path", "--attr-source", "--list-cmds"})
-_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
-                           "-l", "--list", "get", "list"})
+_GIT_VALUE_OPTIONS = frozenset(
+    {
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--config-env",
+        "--super-prefix",
+        "--exec-path",
+        "--attr-source",
+        "--list-cmds",
+    }
+)
+_CONFIG_READS = frozenset(
+    {
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--get-color",
+        "--get-colorbool",
+        "-l",
+        "--list",
+        "get",
+        "list",
+    }
+)
 _CONFIG_ELSEWHERE = frozenset({"--global", "--system", "--file", "-f", "--blob"})
-_CONFIG_ACTIONS = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "--rename-section",
-                             "--remove-section", "-e", "--edit", "set", "unset", "rename-section", "remove-section",
-                             "edit"})
+_CONFIG_ACTIONS = frozenset(
+    {
+        "--unset",
+        "--unset-all",
+        "--add",
+        "--replace-all",
+        "--rename-section",
+        "--remove-section",
+        "-e",
+        "--edit",
+        "set",
+        "unset",
+        "rename-section",
+        "remove-section",
+        "edit",
+    }
+)
 _CONFIG_VALUED = frozenset({"--type", "-t", "--default", "--comment", "--value", "--file", "-f", "--blob"})
 _SUBCOMMAND_WRITES: dict[str, frozenset[str]] = {
     "remote": frozenset({"add", "rename", "mv", "remove", "rm", "set-head", "set-branches", "set-url"}),
@@ -213,8 +262,22 @@ _SUBCOMMAND_WRITES: dict[str, frozenset[str]] = {
     "lfs": frozenset({"install", "uninstall"}),
 }
 _OPTION_WRITES: dict[str, frozenset[str]] = {
-    "branch": frozenset({"-m", "-M", "-c", "-C", "--move", "--copy", "-u", "--set-upstream-to", "--unset-upstream",
-                         "-t", "--track", "--edit-description"}),
+    "branch": frozenset(
+        {
+            "-m",
+            "-M",
+            "-c",
+            "-C",
+            "--move",
+            "--copy",
+            "-u",
+            "--set-upstream-to",
+            "--unset-upstream",
+            "-t",
+            "--track",
+            "--edit-description",
+        }
+    ),
     "checkout": frozenset({"-t", "--track"}),
     "switch": frozenset({"-t", "--track"}),
     "push": frozenset({"-u", "--set-upstream"}),
@@ -234,7 +297,7 @@ def git_settings_written(words: Sequence[str], *, repository_exists: bool) -> tu
         i += 2 if option in _GIT_VALUE_OPTIONS and "=" not in words[i] else 1
     if i >= len(words):
         return ()
-    sub, args = words[i], list(words[i + 1:])
+    sub, args = words[i], list(words[i + 1 :])
     if sub == "config":
         return _config_written(args)
     if sub == "init":
@@ -264,8 +327,10 @@ def _config_written(args: list[str]) -> tuple[str, ...]:
             positionals.append(arg)
     if flags & _CONFIG_READS or (positionals[:1] and positionals[0] in _CONFIG_READS):
         return ()
-    if not (flags & _CONFIG_ACTIONS or (positionals[:1] and positionals[0] in _CONFIG_ACTIONS)) \
-            and len(positionals) < 2:
+    if (
+        not (flags & _CONFIG_ACTIONS or (positionals[:1] and positionals[0] in _CONFIG_ACTIONS))
+        and len(positionals) < 2
+    ):
         return ()  # `git config KEY`: a read
     return ("config.worktree",) if "--worktree" in flags else ("config",)
 
@@ -299,8 +364,9 @@ def nested_git_held(root: Path) -> list[HeldPath]:
         folders = cached[1]
     else:
         try:
-            folders = sorted(Path(e.path) for e in os.scandir(root)
-                             if e.name != ".git" and e.is_dir(follow_symlinks=False))[:MAX_NESTED]
+            folders = sorted(
+                Path(e.path) for e in os.scandir(root) if e.name != ".git" and e.is_dir(follow_symlinks=False)
+            )[:MAX_NESTED]
         except OSError:
             folders = []
         with _config_lock:

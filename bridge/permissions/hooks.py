@@ -168,8 +168,12 @@ async def run_hooks(
     if not hooks:
         return outcome
     data = json.dumps(dict(payload)).encode()
-    hook_env = {**handed_out(os.environ, pass_env=pass_env), **(env or {}), "CLAUDE_PROJECT_DIR": str(cwd),
-                "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
+    hook_env = {
+        **handed_out(os.environ, pass_env=pass_env),
+        **(env or {}),
+        "CLAUDE_PROJECT_DIR": str(cwd),
+        "AGENT_BRIDGE_PROJECT_DIR": str(cwd),
+    }
     runs = await asyncio.gather(*(_run_one(hook, data, cwd=cwd, env=hook_env) for hook in hooks))
     for run in runs:
         _merge(outcome, run, event)

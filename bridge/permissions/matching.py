@@ -107,5 +107,6 @@ def subject_hit(rule: CompiledRule, call: Judged) -> bool:
 
 def by_rule(behavior: Behavior, rule: CompiledRule, reason: str) -> Decision:
     file = rule.origin.file
-    return Decision(behavior, reason, rule=rule.text, source=rule.origin.source,
-                    source_file=str(file) if file is not None else None)
+    return Decision(
+        behavior, reason, rule=rule.text, source=rule.origin.source, source_file=str(file) if file is not None else None
+    )

@@ -37,8 +37,10 @@ def protected(call: Judged, workspace: Workspace, *, memory_too: bool) -> Protec
     if call.bash is not None:
         unknown = _unknown_writes(call.bash)
         if unknown is not None:
-            return Protected(f"{unknown}: it can't be checked for writes to protected files (the sandbox keeps "
-                             "them read-only for it)")
+            return Protected(
+                f"{unknown}: it can't be checked for writes to protected files (the sandbox keeps "
+                "them read-only for it)"
+            )
         writes = _command_writes(call.bash, workspace)
     elif call.writes:
         later = workspace.runs_later()
@@ -96,6 +98,12 @@ def _git_settings(part: Part, bases: list[Path]) -> Found:
         for name in written:
             access = PathAccess.of(gitdir / name, where)
             what = "git's hooks" if name == "hooks" else "git's settings"
-            out.append((f"{access.written} (`{part.text}` changes {what}): settings there can make git run "
-                        "programs outside the sandbox (core.fsmonitor, core.hooksPath, aliases)", "settings", access))
+            out.append(
+                (
+                    f"{access.written} (`{part.text}` changes {what}): settings there can make git run "
+                    "programs outside the sandbox (core.fsmonitor, core.hooksPath, aliases)",
+                    "settings",
+                    access,
+                )
+            )
     return out

@@ -29,6 +29,9 @@ def shown(call: Judged, decision: Decision, *, memory_too: bool) -> Shown:
 
 
 def _unreadable_marks(command: str, why: str) -> tuple[Mark, ...]:
-    hidden = [Mark(i, i + 1, "a character that is not shown as itself") for i, c in enumerate(command[:10_000])
-              if has_hidden(c)]
+    hidden = [
+        Mark(i, i + 1, "a character that is not shown as itself")
+        for i, c in enumerate(command[:10_000])
+        if has_hidden(c)
+    ]
     return tuple(hidden[:100]) or (Mark(0, len(command), f"the command {why}"),)

@@ -19,8 +19,12 @@ ReadGuard = Callable[[Path, Path | None], str | None]
 
 def read_guard(rules: CallRules, roots: tuple[Path, ...], cwd: Path, *, bypass: bool) -> ReadGuard:
     """`guard(path, scope)`: why `path` may not be shown, or None when it may (`rules`: any call's)."""
-    patterns = [(r, r.path.regex, str(r.path.base).rstrip("/") + "/")
-                for b in ("deny", "ask") for r in rules.about(b, "read") if r.path is not None]
+    patterns = [
+        (r, r.path.regex, str(r.path.base).rstrip("/") + "/")
+        for b in ("deny", "ask")
+        for r in rules.about(b, "read")
+        if r.path is not None
+    ]
     shown_roots = [str(root) for root in roots]
     base = str(cwd)
     dirs: dict[str, str] = {}  # results share a few directories: resolve each once
@@ -39,7 +43,7 @@ def read_guard(rules: CallRules, roots: tuple[Path, ...], cwd: Path, *, bypass: 
         resolved = real(written)
         for rule, pattern, prefix in patterns:
             # PathPattern.matches on strings: the part below the rule's base, matched by its regex
-            if any(p.startswith(prefix) and pattern.match(p[len(prefix):]) for p in (written, resolved)):
+            if any(p.startswith(prefix) and pattern.match(p[len(prefix) :]) for p in (written, resolved)):
                 return f"{written} is named by the {rule.behavior} rule {rule.text}"
         if bypass or any(under(resolved, root) for root in shown_roots):
             return None

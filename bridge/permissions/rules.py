@@ -147,9 +147,14 @@ def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRu
     if form.specifier == "command":
         word = command_leading_word(spec)
         tokens, tail = command_tokens(spec)
-        return dataclass_replace(base, command=compile_command_pattern(spec), command_word=word,
-                                 command_head=shlex.quote(word) if word is not None else None,
-                                 command_tokens=tokens, command_tail=tail)
+        return dataclass_replace(
+            base,
+            command=compile_command_pattern(spec),
+            command_word=word,
+            command_head=shlex.quote(word) if word is not None else None,
+            command_tokens=tokens,
+            command_tail=tail,
+        )
     if form.specifier == "path":
         root = placed.origin.root or cwd
         return dataclass_replace(base, path=compile_path_specifier(spec, cwd=cwd, root=root))
@@ -168,8 +173,10 @@ class RuleIndex:
         default_factory=lambda: {"allow": {}, "ask": {}, "deny": {}}
     )
     mcp_globs: dict[Behavior, list[CompiledRule]] = field(default_factory=lambda: {"allow": [], "ask": [], "deny": []})
-    _heads: dict[tuple[Behavior, tuple[str, ...]], tuple[dict[str, list[tuple[int, CompiledRule]]],
-                                                          list[tuple[int, CompiledRule]]]] = field(default_factory=dict)
+    _heads: dict[
+        tuple[Behavior, tuple[str, ...]],
+        tuple[dict[str, list[tuple[int, CompiledRule]]], list[tuple[int, CompiledRule]]],
+    ] = field(default_factory=dict)
 
     def command_rules(self, behavior: Behavior, names: tuple[str, ...], heads: Iterable[str]) -> list[CompiledRule]:
         """The rules of `behavior` under `names` that may match a command starting with one of `heads` (shell-quoted

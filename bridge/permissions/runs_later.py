@@ -56,8 +56,10 @@ __all__ = ["Held", "HeldPath", "PathKind", "Protection"]
 
 _VSCODE = "VS Code reads its workspace settings, tasks and launch configurations from it"
 _IDEA = "JetBrains IDEs run the run configurations and startup tasks it holds"
-_CONTAINER = "a dev container definition runs its commands (initializeCommand on this machine) when the folder " \
-             "is reopened in a container"
+_CONTAINER = (
+    "a dev container definition runs its commands (initializeCommand on this machine) when the folder "
+    "is reopened in a container"
+)
 _MISE = "mise runs the hooks and scripts it names when a shell enters the folder"
 _LEFTHOOK = "lefthook runs the commands it lists at git commit and push"
 _VIM = "Vim and Neovim run it when they start in the folder (exrc)"
@@ -76,8 +78,11 @@ BRIDGE_HELD: tuple[Held, ...] = (
 RUNS_ON_OPEN: tuple[Held, ...] = (
     # editors and IDEs
     Held(".vscode/tasks.json", "file", "VS Code can run its tasks by itself when the folder opens"),
-    Held(".vscode/settings.json", "file", "it can name programs VS Code runs (terminal profiles, interpreters, "
-                                          "tool paths)"),
+    Held(
+        ".vscode/settings.json",
+        "file",
+        "it can name programs VS Code runs (terminal profiles, interpreters, tool paths)",
+    ),
     Held(".vscode/launch.json", "file", "it defines what VS Code's debugger runs"),
     Held(".vscode", "dir", _VSCODE),
     Held(".idea", "dir", _IDEA),
@@ -123,6 +128,7 @@ HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
 
 # -- files commands name -----------------------------------------------------------------------------------
 
+
 def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[HeldPath]:
     """The files the configured hook commands name (they run outside the sandbox at every matching event)."""
     variables = {"CLAUDE_PROJECT_DIR": str(cwd)}
@@ -131,8 +137,13 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
         for matcher in store.hooks(event):
             for hook in matcher.hooks:
                 for path in command_paths(hook.command, cwd, variables=variables):
-                    out.append(HeldPath(path, "file", f"the bridge runs it outside the sandbox (the {event} hook "
-                                                      f"`{_short(hook.command)}`)"))
+                    out.append(
+                        HeldPath(
+                            path,
+                            "file",
+                            f"the bridge runs it outside the sandbox (the {event} hook `{_short(hook.command)}`)",
+                        )
+                    )
     return out
 
 
@@ -158,7 +169,7 @@ def _mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
         return []
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     out: list[HeldPath] = []
-    for name, spec in (servers.items() if isinstance(servers, dict) else []):
+    for name, spec in servers.items() if isinstance(servers, dict) else []:
         if not isinstance(spec, dict) or not isinstance(spec.get("command"), str):
             continue
         args = [a for a in spec.get("args") or [] if isinstance(a, str)]
@@ -184,8 +195,11 @@ def held_at(root: Path) -> list[HeldPath]:
     out += nested_git_held(root)
     out += mcp_named(root / ".mcp.json", root)
     with contextlib.suppress(OSError):
-        out += [HeldPath(root / name, "file", _CODE_WORKSPACE) for name in sorted(os.listdir(root))
-                if name.endswith(".code-workspace")]
+        out += [
+            HeldPath(root / name, "file", _CODE_WORKSPACE)
+            for name in sorted(os.listdir(root))
+            if name.endswith(".code-workspace")
+        ]
     return out
 
 
@@ -201,10 +215,10 @@ def name_reason(path: Path) -> str | None:
         want = [p.casefold() for p in held.parts]
         n = len(want)
         for i in range(len(parts) - n + 1):
-            if parts[i:i + n] == want and (held.kind == "dir" or i + n == len(parts)):
+            if parts[i : i + n] == want and (held.kind == "dir" or i + n == len(parts)):
                 if i + n == len(parts):
                     return f"{path}: {held.why}"
-                return f"{path} (in {'/'.join(path.parts[i:i + n])}/): {held.why}"
+                return f"{path} (in {'/'.join(path.parts[i : i + n])}/): {held.why}"
     return None
 
 

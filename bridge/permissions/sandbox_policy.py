@@ -33,14 +33,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bridge.errors import validation_problems
 from bridge.permissions.command_limits import LimitSettings, LimitsModel, ram_bytes, widening_limits
 from bridge.permissions.runs_later import HeldPath
-from bridge.permissions.settings import (
-    SANDBOX_NETWORK,
-    SANDBOX_OFF,
-    SettingsFile,
-    SettingsStore,
-    sandbox_allow_write,
-)
+from bridge.permissions.settings import SettingsFile, SettingsStore
 from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_path_specifier
+from bridge.permissions.widening import SANDBOX_NETWORK, SANDBOX_OFF, sandbox_allow_write
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
@@ -121,6 +116,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
             where = "; ".join(validation_problems(error, whole="value", limit=3))
             problems.append(f"{loaded.file.path}: sandbox is invalid ({where}); it is skipped")
             continue
+
         def admitted(text: str, file: SettingsFile = loaded.file) -> bool:
             return store.admits_sandbox(file, text)
 
@@ -135,8 +131,10 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
             if not network or admitted(SANDBOX_NETWORK):
                 scalars.setdefault("network", network)
             if "*" not in model.network.allowedDomains and model.network.allowedDomains:
-                problems.append(f"{loaded.file.path}: sandbox.network.allowedDomains: the sandbox cannot filter "
-                                'by domain; the network stays off (list "*" to allow all of it)')
+                problems.append(
+                    f"{loaded.file.path}: sandbox.network.allowedDomains: the sandbox cannot filter "
+                    'by domain; the network stays off (list "*" to allow all of it)'
+                )
         root = loaded.file.root or store.cwd
         for key in lists:
             for spec in getattr(model.filesystem, key, None) or []:
@@ -196,7 +194,7 @@ def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
         if any(c in _GLOB for c in part):
             break
         literal.append(part)
-    rest = parts[len(literal):]
+    rest = parts[len(literal) :]
     path = pattern.base.joinpath(*[p for p in literal if p])
     return path, not rest or rest == ["**"]
 
@@ -242,8 +240,9 @@ class Expansion:
     truncated: list[str] = field(default_factory=list)  # patterns the bound cut short
 
 
-def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
-           seconds: float = EXPAND_SECONDS) -> Expansion:
+def expand(
+    patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES, seconds: float = EXPAND_SECONDS
+) -> Expansion:
     """The existing paths `patterns` match, breadth-first (the shallow ones first), a matching directory
     standing for everything below it; bounded in entries visited and time, shared by all patterns."""
     out = Expansion()
@@ -280,5 +279,8 @@ def expand(patterns: tuple[PathPattern, ...], *, entries: int = EXPAND_ENTRIES,
 
 def describe(policy: SandboxPolicy) -> dict[str, Any]:
     """For logs and tests."""
-    return {"writable": [str(p) for p in policy.writable], "network": policy.network,
-            "protected": [str(h.path) for h in policy.protected]}
+    return {
+        "writable": [str(p) for p in policy.writable],
+        "network": policy.network,
+        "protected": [str(h.path) for h in policy.protected],
+    }

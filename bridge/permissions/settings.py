@@ -37,13 +37,20 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from bridge.environment import refused_reason
 from bridge.errors import validation_problems
 from bridge.jsonfile import stat_key, write_json_atomic
-from bridge.permissions.command_limits import ram_bytes, widening_limits
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import CompiledRule, PlacedRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
 from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
+from bridge.permissions.widening import (
+    WIDENING_MODES,
+    hook_text,
+    relative_text,
+    sandbox_widening,
+    trust_item,
+    widening_items,
+)
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +89,6 @@ LOCKDOWN_NOTE = "; until it is fixed every tool call asks (it may hold deny rule
 _ENV = TypeAdapter(dict[str, str])
 _PASS_ENV = TypeAdapter(list[str])
 # Modes that allow more than `default` does: from a folder's own file, they wait for trust.
-WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
 
 
 @dataclass(frozen=True)
@@ -128,12 +134,19 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        loaded.issues.append(SettingsIssue(file.path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}): "
-                                                      f"{exc.msg}; the file is skipped{LOCKDOWN_NOTE}", lockdown=True))
+        loaded.issues.append(
+            SettingsIssue(
+                file.path,
+                f"is not valid JSON (line {exc.lineno}, column {exc.colno}): "
+                f"{exc.msg}; the file is skipped{LOCKDOWN_NOTE}",
+                lockdown=True,
+            )
+        )
         return loaded
     if not isinstance(data, dict):
-        loaded.issues.append(SettingsIssue(file.path, f"must hold a JSON object; the file is skipped{LOCKDOWN_NOTE}",
-                                           lockdown=True))
+        loaded.issues.append(
+            SettingsIssue(file.path, f"must hold a JSON object; the file is skipped{LOCKDOWN_NOTE}", lockdown=True)
+        )
         return loaded
     _load_permissions(loaded, data.get("permissions"))
     if not file.claude:
@@ -152,15 +165,17 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
     return loaded
 
 
-def _validated(loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], value: Any, *,
-               restricts: bool = False) -> Any:
+def _validated(
+    loaded: LoadedSettings, where: str, adapter: TypeAdapter[Any], value: Any, *, restricts: bool = False
+) -> Any:
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
         problems = "; ".join(validation_problems(exc, whole="value", limit=3))
         note = LOCKDOWN_NOTE if restricts else ""
-        loaded.issues.append(SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped{note}",
-                                           lockdown=restricts))
+        loaded.issues.append(
+            SettingsIssue(loaded.file.path, f"{where} is invalid ({problems}); it is skipped{note}", lockdown=restricts)
+        )
         return None
 
 
@@ -168,8 +183,11 @@ def _load_permissions(loaded: LoadedSettings, value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        loaded.issues.append(SettingsIssue(loaded.file.path, f"permissions must be an object; it is skipped"
-                                                             f"{LOCKDOWN_NOTE}", lockdown=True))
+        loaded.issues.append(
+            SettingsIssue(
+                loaded.file.path, f"permissions must be an object; it is skipped{LOCKDOWN_NOTE}", lockdown=True
+            )
+        )
         return
     for name, adapter in _FIELDS.items():
         if name not in value:
@@ -184,8 +202,11 @@ def _load_permissions(loaded: LoadedSettings, value: Any) -> None:
                 except RuleSyntaxError as exc:
                     restricts = name in _RESTRICTIONS
                     note = LOCKDOWN_NOTE if restricts else ""
-                    loaded.issues.append(SettingsIssue(loaded.file.path, f"permissions.{name}: {exc}; rule skipped"
-                                                                         f"{note}", lockdown=restricts))
+                    loaded.issues.append(
+                        SettingsIssue(
+                            loaded.file.path, f"permissions.{name}: {exc}; rule skipped{note}", lockdown=restricts
+                        )
+                    )
         elif name == "defaultMode" and not loaded.file.claude:
             loaded.default_mode = checked
         elif name == "additionalDirectories":
@@ -199,17 +220,19 @@ def _load_hooks(loaded: LoadedSettings, value: Any) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        loaded.issues.append(SettingsIssue(loaded.file.path, f"hooks must be an object of events; skipped"
-                                                             f"{LOCKDOWN_NOTE}", lockdown=True))
+        loaded.issues.append(
+            SettingsIssue(loaded.file.path, f"hooks must be an object of events; skipped{LOCKDOWN_NOTE}", lockdown=True)
+        )
         return
     for event, matchers in value.items():
         checked = _validated(loaded, f"hooks.{event}", _HOOKS, matchers, restricts=event == "PreToolUse")
         if checked is None:
             continue
         loaded.hooks[str(event)] = [
-            HookMatcher(m.matcher, tuple(
-                HookCommand(h.command, h.timeout or DEFAULT_TIMEOUT_S, loaded.file.path) for h in m.hooks
-            ))
+            HookMatcher(
+                m.matcher,
+                tuple(HookCommand(h.command, h.timeout or DEFAULT_TIMEOUT_S, loaded.file.path) for h in m.hooks),
+            )
             for m in checked
         ]
 
@@ -231,8 +254,14 @@ class SettingsStore:
     _cache: ClassVar[dict[tuple[Path, Path, Path], SettingsStore]] = {}
     _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, cwd: Path, *, user_config_dir: Path | None = None, claude_home: Path | None = None,
-                 trust: TrustPolicy | None = None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *,
+        user_config_dir: Path | None = None,
+        claude_home: Path | None = None,
+        trust: TrustPolicy | None = None,
+    ) -> None:
         self.cwd = Path(os.path.realpath(cwd))
         self.user_config_dir = user_config_dir or default_user_config_dir()
         self.claude_home = claude_home or default_claude_home()
@@ -246,10 +275,22 @@ class SettingsStore:
             SettingsFile("localSettings", root / LOCAL_SETTINGS, root, project=project(root / LOCAL_SETTINGS)),
             SettingsFile("projectSettings", root / PROJECT_SETTINGS, root, project=project(root / PROJECT_SETTINGS)),
             SettingsFile("userSettings", self.user_config_dir / "settings.json", None),
-            SettingsFile("claudeLocalSettings", root / ".claude" / "settings.local.json", root, True, False,
-                         project=project(root / ".claude" / "settings.local.json")),
-            SettingsFile("claudeProjectSettings", root / ".claude" / "settings.json", root, True, False,
-                         project=project(root / ".claude" / "settings.json")),
+            SettingsFile(
+                "claudeLocalSettings",
+                root / ".claude" / "settings.local.json",
+                root,
+                True,
+                False,
+                project=project(root / ".claude" / "settings.local.json"),
+            ),
+            SettingsFile(
+                "claudeProjectSettings",
+                root / ".claude" / "settings.json",
+                root,
+                True,
+                False,
+                project=project(root / ".claude" / "settings.json"),
+            ),
             SettingsFile("claudeUserSettings", self.claude_home / "settings.json", None, True, False),
         )
         self.trust = FolderTrust(self.cwd, self.user_config_dir, trust)
@@ -266,8 +307,9 @@ class SettingsStore:
         self.refresh()
 
     @classmethod
-    def for_project(cls, cwd: Path, *, user_config_dir: Path | None = None,
-                    claude_home: Path | None = None) -> SettingsStore:
+    def for_project(
+        cls, cwd: Path, *, user_config_dir: Path | None = None, claude_home: Path | None = None
+    ) -> SettingsStore:
         ucd = user_config_dir or default_user_config_dir()
         home = claude_home or default_claude_home()
         key = (Path(os.path.realpath(cwd)), ucd, home)
@@ -304,13 +346,16 @@ class SettingsStore:
     def _recompile(self) -> None:
         """The rules in effect, placed (the allow rules of the folder's own files once admitted); compiled per
         grammar by `compiled`."""
-        self._items = [item for loaded in self._loaded.values() for item in _widening_items(loaded, self.cwd)]
+        self._items = [item for loaded in self._loaded.values() for item in widening_items(loaded, self.cwd)]
         placed: list[PlacedRule] = []
         for file in self.files:
             loaded = self._loaded[file.path]
             origin = RuleOrigin(file.source, file.path, file.root)
-            placed += [PlacedRule(rule, behavior, origin) for behavior, rule in loaded.rules
-                       if behavior != "allow" or self._admits(loaded, "allow", rule.text)]
+            placed += [
+                PlacedRule(rule, behavior, origin)
+                for behavior, rule in loaded.rules
+                if behavior != "allow" or self._admits(loaded, "allow", rule.text)
+            ]
         self._placed = placed
 
     def compiled(self, grammar: RuleGrammar) -> tuple[list[CompiledRule], list[SettingsIssue]]:
@@ -329,9 +374,13 @@ class SettingsStore:
                     compiled.append(compile_rule(placed, grammar.form(placed.rule.tool), cwd=self.cwd))
                 except RuleSyntaxError as exc:
                     restricts = placed.behavior != "allow"
-                    issues.append(SettingsIssue(placed.origin.file or Path("session"),
-                                                f"permissions.{placed.behavior}: {exc}; rule skipped"
-                                                f"{LOCKDOWN_NOTE if restricts else ''}", lockdown=restricts))
+                    issues.append(
+                        SettingsIssue(
+                            placed.origin.file or Path("session"),
+                            f"permissions.{placed.behavior}: {exc}; rule skipped{LOCKDOWN_NOTE if restricts else ''}",
+                            lockdown=restricts,
+                        )
+                    )
             for issue in issues:
                 if issue not in self._logged:
                     self._logged.add(issue)
@@ -362,7 +411,7 @@ class SettingsStore:
     # --- trust ---------------------------------------------------------------------------------------
 
     def _admits(self, loaded: LoadedSettings, kind: TrustKind, text: str) -> bool:
-        return not loaded.file.project or self.trust.admits(_item(loaded, self.cwd, kind, text))
+        return not loaded.file.project or self.trust.admits(trust_item(loaded, self.cwd, kind, text))
 
     @property
     def trust_items(self) -> list[TrustItem]:
@@ -399,8 +448,12 @@ class SettingsStore:
 
     @property
     def additional_directories(self) -> list[Path]:
-        return [path for s in self.loaded() for text, path in s.additional_directories
-                if self._admits(s, "additionalDirectories", text)]
+        return [
+            path
+            for s in self.loaded()
+            for text, path in s.additional_directories
+            if self._admits(s, "additionalDirectories", text)
+        ]
 
     @property
     def env(self) -> dict[str, str]:
@@ -433,15 +486,18 @@ class SettingsStore:
             out += plugin.hooks.get(event, [])
         for loaded in self.loaded():
             for matcher in loaded.hooks.get(event, []):
-                hooks = tuple(h for h in matcher.hooks
-                              if self._admits(loaded, "hook", _hook_text(event, matcher.matcher, h.command)))
+                hooks = tuple(
+                    h
+                    for h in matcher.hooks
+                    if self._admits(loaded, "hook", hook_text(event, matcher.matcher, h.command))
+                )
                 if hooks:
                     out.append(HookMatcher(matcher.matcher, hooks))
         return out
 
     def admits_sandbox(self, file: SettingsFile, text: str) -> bool:
         """Whether a widening `sandbox` setting of `file` is in effect (the folder's own: once trusted)."""
-        return not file.project or self.trust.admits(TrustItem(_relative(file.path, self.cwd), "sandbox", text))
+        return not file.project or self.trust.admits(TrustItem(relative_text(file.path, self.cwd), "sandbox", text))
 
     @property
     def local_settings_path(self) -> Path:
@@ -483,7 +539,7 @@ class SettingsStore:
             existing.extend(rule.text for rule in added)
             if target.project and suggestion.behavior == "allow":
                 # the user chose these rules: they are the user's, not the folder's, wherever they are kept
-                self.trust.approve(TrustItem(_relative(dest, self.cwd), "allow", r.text) for r in added)
+                self.trust.approve(TrustItem(relative_text(dest, self.cwd), "allow", r.text) for r in added)
             write_json_atomic(dest, data)
             self.refresh(force=True)
             return True
@@ -503,61 +559,3 @@ class SettingsStore:
         if not isinstance(data, dict):
             raise SettingsWriteError(f"{dest} does not hold a JSON object; not overwriting it")
         return data
-
-
-SANDBOX_OFF = "enabled: false (commands run without the OS sandbox)"
-SANDBOX_NETWORK = 'network.allowedDomains: ["*"] (commands get the network)'
-
-
-def sandbox_allow_write(spec: str) -> str:
-    return f"filesystem.allowWrite: {spec} (commands may write there)"
-
-
-def sandbox_widening(raw: Any) -> list[str]:
-    """The parts of a `sandbox` settings object that loosen it, as the texts a trust question shows (the sandbox
-    policy asks `SettingsStore.admits_sandbox` with the same texts). Invalid parts are the policy's to report."""
-    if not isinstance(raw, dict):
-        return []
-    out: list[str] = []
-    if raw.get("enabled") is False:
-        out.append(SANDBOX_OFF)
-    network = raw.get("network")
-    if isinstance(network, dict) and isinstance(network.get("allowedDomains"), list) \
-            and "*" in network["allowedDomains"]:
-        out.append(SANDBOX_NETWORK)
-    filesystem = raw.get("filesystem")
-    if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
-        out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]
-    out += [text for _key, text in widening_limits(raw.get("limits"), ram=ram_bytes())]
-    return out
-
-
-def _relative(path: Path, cwd: Path) -> str:
-    try:
-        return path.relative_to(cwd).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def _hook_text(event: str, matcher: str, command: str) -> str:
-    return f"{event}{f' ({matcher})' if matcher not in ('', '*') else ''}: {command}"
-
-
-def _item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str) -> TrustItem:
-    return TrustItem(_relative(loaded.file.path, cwd), kind, text)
-
-
-def _widening_items(loaded: LoadedSettings, cwd: Path) -> list[TrustItem]:
-    """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy)."""
-    if not loaded.file.project:
-        return []
-    texts: list[tuple[TrustKind, str]] = [("allow", r.text) for behavior, r in loaded.rules if behavior == "allow"]
-    if loaded.default_mode in WIDENING_MODES:
-        texts.append(("defaultMode", loaded.default_mode))
-    texts += [("additionalDirectories", text) for text, _ in loaded.additional_directories]
-    texts += [("hook", _hook_text(event, m.matcher, h.command))
-              for event, matchers in loaded.hooks.items() for m in matchers for h in m.hooks]
-    texts += [("env", f"{k}={v}") for k, v in loaded.env.items()]
-    texts += [("passEnv", name) for name in loaded.pass_env]
-    texts += [("sandbox", text) for text in loaded.sandbox_widening]
-    return list(dict.fromkeys(_item(loaded, cwd, kind, text) for kind, text in texts))

@@ -32,8 +32,9 @@ ANALYSIS_DEADLINE_S = 5.0  # the bound on reading one command off the event loop
 _CACHE_SIZE = 512
 _LOOKALIKE_OPERATORS = frozenset(";|&<>$`()\n{}[]*?~'\"\\")
 _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u0085]")
-_DESTRUCTIVE = frozenset({"rm", "rmdir", "shred", "dd", "truncate", "mv", "kill", "pkill", "killall", "wipefs",
-                          "fdisk"})
+_DESTRUCTIVE = frozenset(
+    {"rm", "rmdir", "shred", "dd", "truncate", "mv", "kill", "pkill", "killall", "wipefs", "fdisk"}
+)
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,11 @@ class ShellVerdict:
 def verdict(command: str) -> ShellVerdict:
     """The verdict on `command`, parsed once however often it is asked (cached by text)."""
     if len(command) > MAX_COMMAND_CHARS:
-        return ShellVerdict(command[:200], error=f"is {len(command):,} characters long: the permission check reads at "
-                                                 f"most {MAX_COMMAND_CHARS:,} (MAX_COMMAND_CHARS)")
+        return ShellVerdict(
+            command[:200],
+            error=f"is {len(command):,} characters long: the permission check reads at "
+            f"most {MAX_COMMAND_CHARS:,} (MAX_COMMAND_CHARS)",
+        )
     return _cached_verdict(command)
 
 
@@ -126,13 +130,19 @@ def _analyze(command: str) -> ShellVerdict:
     for cmd in script.commands:
         builder.add(cmd, nested=False, depth=0)
     builder.finish()
-    return ShellVerdict(command, tuple(builder.parts), background=script.background,
-                        globs_unreliable=builder.globs_unreliable)
+    return ShellVerdict(
+        command, tuple(builder.parts), background=script.background, globs_unreliable=builder.globs_unreliable
+    )
 
 
 def _destructive(part: Part) -> bool:
-    if any(r.op in (">", ">|") and r.target is not None and not (r.target.static and safe_device(r.target.value))
-           and not r.target.pipe for r in part.command.redirects):
+    if any(
+        r.op in (">", ">|")
+        and r.target is not None
+        and not (r.target.static and safe_device(r.target.value))
+        and not r.target.pipe
+        for r in part.command.redirects
+    ):
         return True
     for form in part.deny_forms:
         if not form or not form[0].static:
@@ -150,7 +160,7 @@ def _destructive(part: Part) -> bool:
 
 def _git_destructive(args: list[str]) -> bool:
     sub = next((a for a in args if not a.startswith("-")), "")
-    rest = args[args.index(sub) + 1:] if sub else []
+    rest = args[args.index(sub) + 1 :] if sub else []
     if sub == "reset" and "--hard" in rest:
         return True
     if sub in ("clean", "restore"):

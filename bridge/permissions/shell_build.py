@@ -44,15 +44,40 @@ _HAZARD_COMMANDS = {
     "let": "let evaluates arithmetic (it can run commands through variables)",
 }
 # The only variables a read-only command may be given (`LANG=C sort x`): they change how output looks.
-_INERT_ENV = re.compile(r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
-                        r"TERM|POSIXLY_CORRECT)$")
+_INERT_ENV = re.compile(
+    r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|"
+    r"TERM|POSIXLY_CORRECT)$"
+)
 _COMMAND_LINE = re.compile(r"[\s;&|<>()`$]")  # a word that may hold a command line (`ssh host 'rm x'`)
 _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _SUBSCRIPT_EVALUATORS = _DECLARATIONS | {"read", "mapfile", "readarray", "unset", "getopts"}
 _SHELL_STATE = frozenset({"shopt", "set"})  # change how later words are expanded (globstar, dotglob, noglob…)
 _REDEFINERS = frozenset({"alias", "enable", "hash"})  # later command names may run something else
-_WRITERS = frozenset({"tee", "cp", "mv", "ln", "install", "touch", "truncate", "rm", "rmdir", "mkdir", "shred",
-                      "chmod", "chown", "chgrp", "dd", "sed", "rsync", "unlink", "link", "mkfifo", "mknod"})
+_WRITERS = frozenset(
+    {
+        "tee",
+        "cp",
+        "mv",
+        "ln",
+        "install",
+        "touch",
+        "truncate",
+        "rm",
+        "rmdir",
+        "mkdir",
+        "shred",
+        "chmod",
+        "chown",
+        "chgrp",
+        "dd",
+        "sed",
+        "rsync",
+        "unlink",
+        "link",
+        "mkfifo",
+        "mknod",
+    }
+)
 _LAST_IS_TARGET = frozenset({"cp", "ln", "install", "rsync", "link"})
 _RECURSIVE_WRITERS = frozenset({"rm", "mv", "chmod", "chown", "chgrp", "rsync"})
 
@@ -134,8 +159,9 @@ class Builder:
             return  # the tails of a probe are tails of the words probed already
         heads = [i for i in range(1, len(words)) if words[i].static and not words[i].value.startswith("-")]
         if len(heads) > MAX_PROBES:
-            part.opaque = part.opaque or (f"`{words[0].value}` has more than {MAX_PROBES} arguments that could be "
-                                          "a command it runs")
+            part.opaque = part.opaque or (
+                f"`{words[0].value}` has more than {MAX_PROBES} arguments that could be a command it runs"
+            )
             return
         probe = Builder(Script(), probing=True)
         for i in heads:
@@ -179,8 +205,10 @@ class Builder:
             if why is not None and part.opaque is None:
                 part.opaque = f"`{program}` may run `{found.text}`, which {why}"
         if probe.overflow and part.opaque is None:
-            part.opaque = f"`{program}` has more possible commands in its arguments than the checker reads " \
-                          f"({MAX_PROBE_PARTS}, MAX_PROBE_PARTS)"
+            part.opaque = (
+                f"`{program}` has more possible commands in its arguments than the checker reads "
+                f"({MAX_PROBE_PARTS}, MAX_PROBE_PARTS)"
+            )
 
     def probe_word(self, text: str, depth: int, *, whole: bool) -> None:
         """A word that may hold a command (`whole`: the word itself is an operand, not an option): read as a
@@ -197,8 +225,7 @@ class Builder:
             elif not is_word and (not whole or "/" in candidate):
                 # an option's value may be any program (`--rsh=rm`); an operand's (`-v x=rm`, `NAME=value`) one
                 # named by its path (`ProxyCommand=./x`). A whole word: a tail of `probe_arguments` reads it.
-                self.add(Command((Word(candidate, candidate), UNKNOWN), text=candidate), nested=True,
-                         depth=depth + 1)
+                self.add(Command((Word(candidate, candidate), UNKNOWN), text=candidate), nested=True, depth=depth + 1)
 
     def probe_string(self, text: str, depth: int) -> None:
         """A word read as a command line; one that isn't shell syntax can't be run by a shell: it is skipped.
@@ -309,7 +336,7 @@ def _values_in(text: str) -> list[str]:
         if len(out) >= MAX_VALUES:
             break
         if char in "=:" and index + 1 < len(text) and text[index + 1] not in "=:":
-            out.append(text[index + 1:])
+            out.append(text[index + 1 :])
     return list(dict.fromkeys(v for v in out if v))
 
 
@@ -332,7 +359,8 @@ def _peel(argv: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> _
         head = words[0]
         if not head.static or head.pattern is not None:
             part.unknown_program = part.unknown_program or (
-                f"the program name `{head.text}` is computed at run time ({head.why or 'a glob'})")
+                f"the program name `{head.text}` is computed at run time ({head.why or 'a glob'})"
+            )
             break
         name = head.value
         if "/" in name:
@@ -395,8 +423,9 @@ def _writer_targets(part: Part, name: str, args: Sequence[Word]) -> None:
             return
         operands = operands[1:] if not any(w.static and w.value in ("-e", "--expression") for w in args) else operands
     elif name in _LAST_IS_TARGET:
-        target_dir = next((args[i + 1] for i, w in enumerate(args[:-1]) if w.static and w.value in
-                           ("-t", "--target-directory")), None)
+        target_dir = next(
+            (args[i + 1] for i, w in enumerate(args[:-1]) if w.static and w.value in ("-t", "--target-directory")), None
+        )
         operands = [target_dir] if target_dir is not None else operands[-1:]
     recursive = name in _RECURSIVE_WRITERS
     for word in operands:

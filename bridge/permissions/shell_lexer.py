@@ -18,8 +18,31 @@ _NAME_START = re.compile(r"[A-Za-z_]")
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _SIMPLE_BRACED = re.compile(r"#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
 _METACHARS = frozenset(" \t\n;&|()<>")
-_OPERATORS = ("&>>", ";;&", "<<-", "<<<", "&&", "||", "|&", ";;", ";&", ">>", ">|", "<>", "<<", "<&", ">&", "&>",
-              ";", "&", "|", "(", ")", "<", ">")
+_OPERATORS = (
+    "&>>",
+    ";;&",
+    "<<-",
+    "<<<",
+    "&&",
+    "||",
+    "|&",
+    ";;",
+    ";&",
+    ">>",
+    ">|",
+    "<>",
+    "<<",
+    "<&",
+    ">&",
+    "&>",
+    ";",
+    "&",
+    "|",
+    "(",
+    ")",
+    "<",
+    ">",
+)
 _BY_FIRST: dict[str, tuple[str, ...]] = {c: tuple(op for op in _OPERATORS if op[0] == c) for c in ";&|()<>"}
 _PLAIN_RUN = re.compile(r"[^ \t\n;&|()<>\\'\"$`]+")
 _HEREDOC_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -44,8 +67,9 @@ class Heredoc:
 
 
 class Lexer:
-    def __init__(self, source: str, script: Script, depth: int, substituted: bool,
-                 span: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, source: str, script: Script, depth: int, substituted: bool, span: tuple[int, int] | None = None
+    ) -> None:
         self.src = source
         self.span = span  # every command's span, when this text is a part of another (a backtick's)
         self.last_end = 0  # where the last token taken ends
@@ -112,8 +136,7 @@ class Lexer:
         token = Token("word", start, self.pos, word=word)
         if word.text.isdigit() and self.pos < self.n and self.src[self.pos] in "<>":
             token.fd = True
-        elif (word.text.startswith("{") and word.text.endswith("}") and self.pos < self.n
-              and self.src[self.pos] in "<>"):
+        elif word.text.startswith("{") and word.text.endswith("}") and self.pos < self.n and self.src[self.pos] in "<>":
             raise ShellSyntaxError("uses a named file descriptor ({var}>…)")
         return token
 
@@ -144,7 +167,7 @@ class Lexer:
                 at = self.pos
                 self.pos += 2
                 self._substitution(")")
-                value.append(src[at:self.pos])
+                value.append(src[at : self.pos])
                 shape.append(EXPANDED)
                 why.append("uses a process substitution")
                 pipe_parts += 1
@@ -169,7 +192,7 @@ class Lexer:
                 end = src.find("'", self.pos + 1)
                 if end < 0:
                     raise ShellSyntaxError("has an unterminated single quote")
-                body = src[self.pos + 1:end]
+                body = src[self.pos + 1 : end]
                 value.append(body)
                 shape.append(QUOTED * len(body))
                 pattern.append(_escape_glob(body))
@@ -186,7 +209,7 @@ class Lexer:
                 shape.append(c)
                 pattern.append(c)
                 self.pos += 1
-        text = src[start:self.pos]
+        text = src[start : self.pos]
         joined_shape = "".join(shape)
         joined_value = "".join(value)
         reason = why[0] if why else None
@@ -240,10 +263,11 @@ class Lexer:
             end = src.find("}", at + 2)
             if end < 0:
                 raise ShellSyntaxError("has an unterminated ${")
-            inner = src[at + 2:end]
+            inner = src[at + 2 : end]
             if not _SIMPLE_BRACED.fullmatch(inner):
-                raise ShellSyntaxError("uses a parameter expansion with operators or subscripts "
-                                       "(it can run or hide commands)")
+                raise ShellSyntaxError(
+                    "uses a parameter expansion with operators or subscripts (it can run or hide commands)"
+                )
             self.pos = end + 1
             why.append(f"expands ${{{inner}}}")
             if _NAME_START.match(inner.lstrip("#")):
@@ -260,7 +284,7 @@ class Lexer:
             self.pos = at + 2
             inner_why: list[str] = []
             self._double_quoted([], [], [], inner_why)
-            why.append("uses $\"…\" quoting")
+            why.append('uses $"…" quoting')
         elif nxt and (nxt in _SPECIALS or _NAME_START.match(nxt)):
             i = at + 2
             if _NAME_START.match(nxt):
@@ -269,14 +293,14 @@ class Lexer:
             self.pos = i
             why.append(f"expands {src[at:i]}")
             if _NAME_START.match(nxt):
-                self.expanded.append(src[at + 1:i])
+                self.expanded.append(src[at + 1 : i])
         else:
             value.append("$")
             shape.append(QUOTED if quoted else "$")
             pattern.append("$")
             self.pos = at + 1
             return
-        value.append(src[at:self.pos])
+        value.append(src[at : self.pos])
         shape.append(EXPANDED)
 
     def _backtick(self, value: list[str], shape: list[str], why: list[str]) -> None:
@@ -286,7 +310,7 @@ class Lexer:
         inner: list[str] = []
         while i < n and src[i] != "`":
             if src[i] == "\\" and i + 1 < n:
-                inner.append(src[i + 1] if src[i + 1] in "$`\\" else src[i:i + 2])
+                inner.append(src[i + 1] if src[i + 1] in "$`\\" else src[i : i + 2])
                 i += 2
             else:
                 inner.append(src[i])
@@ -295,7 +319,7 @@ class Lexer:
             raise ShellSyntaxError("has an unterminated backtick")
         self.pos = i + 1
         self._nested("".join(inner), self.span or (at, self.pos))
-        value.append(src[at:self.pos])
+        value.append(src[at : self.pos])
         shape.append(EXPANDED)
         why.append("uses a command substitution `…`")
 
@@ -322,7 +346,7 @@ class Lexer:
                     break  # bash accepts a here-document that runs to the end of the text
                 end = self.src.find("\n", self.pos)
                 end = self.n if end < 0 else end
-                line = self.src[self.pos:end]
+                line = self.src[self.pos : end]
                 self.pos = min(end + 1, self.n)
                 if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
                     break
@@ -334,8 +358,7 @@ class Lexer:
                         self.expanded.extend(names)
                     else:
                         owner = self.script.commands[doc.owner]
-                        self.script.commands[doc.owner] = dataclasses.replace(owner,
-                                                                              expands=(*owner.expands, *names))
+                        self.script.commands[doc.owner] = dataclasses.replace(owner, expands=(*owner.expands, *names))
 
 
 def _escape_glob(text: str) -> str:
@@ -353,7 +376,7 @@ def _brace_or_tilde_problem(shape: str, value: str) -> str | None:
     open_at = shape.find("{")
     close_at = shape.rfind("}")
     if 0 <= open_at < close_at:
-        between = shape[open_at + 1:close_at]
+        between = shape[open_at + 1 : close_at]
         if "," in between or ".." in between:
             return "uses brace expansion {…}"
     if shape.startswith("~"):

@@ -46,8 +46,7 @@ def checksum_names(line: str) -> list[str] | None:
     rest = match.group(1)
     names = [rest, rest.lstrip(" \t*"), rest[1:] if rest[:1] in (" ", "*", "\t") else rest]
     if escaped:
-        names += [n.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
-                  for n in names]
+        names += [n.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\") for n in names]
     return [n for n in dict.fromkeys(names) if n]
 
 

@@ -34,7 +34,8 @@ _GIT_INERT_KEYS = re.compile(
     r"followtags)|branch\.(autosetupmerge|autosetuprebase|sort)|commit\.(verbose|cleanup|status)|tag\.sort|"
     r"gc\.auto|maintenance\.auto|status\.(short|branch|showuntrackedfiles|relativepaths|showstash|aheadbehind|"
     r"renames|renamelimit|submodulesummary)|grep\.(linenumber|column|patterntype|extendedregexp|fullname)|"
-    r"blame\.(date|coloring|showemail|blankboundary|showroot)|protocol\.version|http\.(version|postbuffer)")
+    r"blame\.(date|coloring|showemail|blankboundary|showroot)|protocol\.version|http\.(version|postbuffer)"
+)
 _GIT_BOOLEAN_KEYS = re.compile(r"pager\.[a-z0-9.-]+|(commit|tag)\.gpgsign")
 
 
@@ -47,8 +48,15 @@ Outcome = tuple[tuple[Word, ...], bool] | Unknown | None
 Step = Callable[[tuple[Word, ...], Part, "Builder", int], Outcome]
 
 
-def options(words: tuple[Word, ...], start: int, *, flags: str = "", values: str = "", long_flags: str = "",
-             long_values: str = "") -> int | Unknown:
+def options(
+    words: tuple[Word, ...],
+    start: int,
+    *,
+    flags: str = "",
+    values: str = "",
+    long_flags: str = "",
+    long_values: str = "",
+) -> int | Unknown:
     """Index of the first operand after getopt-style options; Unknown when an option is not understood."""
     longs = {"--" + n: False for n in long_flags.split()} | {"--" + n: True for n in long_values.split()}
     i = start
@@ -93,13 +101,15 @@ def _after(words: tuple[Word, ...], at: int | Unknown, *, safe: bool) -> Outcome
     return words[at:], safe
 
 
-def _simple_runner(flags: str = "", values: str = "", long_flags: str = "", long_values: str = "", *,
-                   safe: bool = False, skip: int = 0) -> Step:
+def _simple_runner(
+    flags: str = "", values: str = "", long_flags: str = "", long_values: str = "", *, safe: bool = False, skip: int = 0
+) -> Step:
     def step(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
         at = options(words, 1, flags=flags, values=values, long_flags=long_flags, long_values=long_values)
         if not isinstance(at, Unknown):
             at += skip
         return _after(words, at, safe=safe)
+
     return step
 
 
@@ -110,16 +120,28 @@ def _command(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) 
 
 
 def _timeout(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="v", values="sk", long_flags="preserve-status foreground verbose help version",
-                  long_values="signal kill-after")
+    at = options(
+        words,
+        1,
+        flags="v",
+        values="sk",
+        long_flags="preserve-status foreground verbose help version",
+        long_values="signal kill-after",
+    )
     if isinstance(at, Unknown):
         return at
     return _after(words, at + 1, safe=True)  # the duration
 
 
 def _time(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="pavq", values="fo", long_flags="portability append verbose quiet help version",
-                  long_values="format output")
+    at = options(
+        words,
+        1,
+        flags="pavq",
+        values="fo",
+        long_flags="portability append verbose quiet help version",
+        long_values="format output",
+    )
     writes = any(w.static and (w.value.startswith(("-o", "--o")) or w.value == "-a") for w in words[1:3])
     return _after(words, at, safe=not writes)
 
@@ -179,10 +201,15 @@ def _env(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> O
 
 
 def _sudo(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="AbEHKklnPSVv", values="CDghpRrtTUu",
-                  long_flags="askpass background preserve-env set-home login non-interactive preserve-groups stdin "
-                             "shell version validate remove-timestamp reset-timestamp list",
-                  long_values="close-from chdir group host prompt chroot role type command-timeout other-user user")
+    at = options(
+        words,
+        1,
+        flags="AbEHKklnPSVv",
+        values="CDghpRrtTUu",
+        long_flags="askpass background preserve-env set-home login non-interactive preserve-groups stdin "
+        "shell version validate remove-timestamp reset-timestamp list",
+        long_values="close-from chdir group host prompt chroot role type command-timeout other-user user",
+    )
     if isinstance(at, Unknown):
         return at
     if any(w.static and w.value in ("-s", "--shell", "-i", "--login", "-e", "--edit") for w in words[1:at]):
@@ -195,10 +222,15 @@ def _sudo(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> 
 
 
 def _xargs(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="0prtxoiel", values="adEILnPs",
-                  long_flags="null interactive no-run-if-empty verbose exit open-tty show-limits help version "
-                             "eof replace max-lines",
-                  long_values="arg-file delimiter max-args max-procs max-chars process-slot-var")
+    at = options(
+        words,
+        1,
+        flags="0prtxoiel",
+        values="adEILnPs",
+        long_flags="null interactive no-run-if-empty verbose exit open-tty show-limits help version "
+        "eof replace max-lines",
+        long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
+    )
     if isinstance(at, Unknown):
         return at
     replace = None
@@ -281,9 +313,14 @@ def _trap(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> 
 
 
 def _watch(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="tbegcxpwdhv", values="nq",
-                  long_flags="no-title beep errexit chgexit color no-color exec precise no-wrap differences help "
-                             "version", long_values="interval equexit")
+    at = options(
+        words,
+        1,
+        flags="tbegcxpwdhv",
+        values="nq",
+        long_flags="no-title beep errexit chgexit color no-color exec precise no-wrap differences help version",
+        long_values="interval equexit",
+    )
     if isinstance(at, Unknown):
         return at
     rest = words[at:]
@@ -297,15 +334,21 @@ def _watch(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
 
 
 def _flock(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
-    at = options(words, 1, flags="sxunoFhV", values="wEc",
-                  long_flags="shared exclusive unlock nonblock close no-fork verbose help version",
-                  long_values="timeout conflict-exit-code command")
+    at = options(
+        words,
+        1,
+        flags="sxunoFhV",
+        values="wEc",
+        long_flags="shared exclusive unlock nonblock close no-fork verbose help version",
+        long_values="timeout conflict-exit-code command",
+    )
     if isinstance(at, Unknown):
         return at
     for i, w in enumerate(words[1:], 1):
         if w.static and w.value in ("-c", "--command") and i + 1 < len(words):
-            builder.nested_string(words[i + 1].value if words[i + 1].static else None, part, depth,
-                                  "the command flock runs")
+            builder.nested_string(
+                words[i + 1].value if words[i + 1].static else None, part, depth, "the command flock runs"
+            )
             return None
     return _after(words, at + 1, safe=False)  # the lock file
 
@@ -325,8 +368,10 @@ def _git(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> O
             pair = words[i + 1] if i + 1 < len(words) else None
             if pair is None or not pair.static or not _inert_git_setting(pair.value):
                 shown = pair.value if pair is not None else ""
-                return Unknown(f"`git -c {shown}` sets a configuration the checker does not know to be inert "
-                                "(it could run a program)")
+                return Unknown(
+                    f"`git -c {shown}` sets a configuration the checker does not know to be inert "
+                    "(it could run a program)"
+                )
         elif value.startswith(("--config-env", "--exec-path", "--git-dir", "--work-tree")):
             return Unknown(f"`git {value}` changes which configuration or programs git uses")
         elif not value.startswith("-") and words[i - 1].value not in ("-c", "-C"):
@@ -372,9 +417,43 @@ RUNNERS: dict[str, Step] = {
     "flock": _flock,
     "git": _git,
     **{name: _shell for name in SHELLS},
-    **{name: _unknown_runner for name in (
-        "chrt", "taskset", "unshare", "nsenter", "strace", "ltrace", "parallel", "su", "runuser", "script",
-        "pkexec", "busybox", "chroot", "firejail", "bwrap", "systemd-run", "dbus-launch", "xvfb-run", "gdb",
-        "valgrind", "perf", "numactl", "cgexec", "sg", "newgrp", "caffeinate", "fakeroot", "proot", "tsp",
-        "nq", "batch", "at", "source", ".")},
+    **{
+        name: _unknown_runner
+        for name in (
+            "chrt",
+            "taskset",
+            "unshare",
+            "nsenter",
+            "strace",
+            "ltrace",
+            "parallel",
+            "su",
+            "runuser",
+            "script",
+            "pkexec",
+            "busybox",
+            "chroot",
+            "firejail",
+            "bwrap",
+            "systemd-run",
+            "dbus-launch",
+            "xvfb-run",
+            "gdb",
+            "valgrind",
+            "perf",
+            "numactl",
+            "cgexec",
+            "sg",
+            "newgrp",
+            "caffeinate",
+            "fakeroot",
+            "proot",
+            "tsp",
+            "nq",
+            "batch",
+            "at",
+            "source",
+            ".",
+        )
+    },
 }

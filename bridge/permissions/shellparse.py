@@ -56,7 +56,7 @@ class Parser(Lexer):
         self._list(stop_ops=frozenset(), stop_words=frozenset())
         token = self.peek()
         if token.kind != "eof":
-            raise ShellSyntaxError(f"has an unexpected `{self.src[token.start:token.end]}`")
+            raise ShellSyntaxError(f"has an unexpected `{self.src[token.start : token.end]}`")
         if self.heredocs:
             self._read_heredocs()
 
@@ -79,7 +79,7 @@ class Parser(Lexer):
             elif token.kind == "eof" or self._stops(token, stop_ops, stop_words):
                 return
             else:
-                raise ShellSyntaxError(f"has an unexpected `{self.src[token.start:token.end]}`")
+                raise ShellSyntaxError(f"has an unexpected `{self.src[token.start : token.end]}`")
 
     @staticmethod
     def _stops(token: Token, stop_ops: set[str] | frozenset[str], stop_words: frozenset[str]) -> bool:
@@ -204,7 +204,7 @@ class Parser(Lexer):
                 assert token.word is not None
                 words.append(token.word)
             # the list's words are expanded like a command's arguments: an `echo` stands for that
-            self._add(Command((Word("echo", "echo"), *words), text=self.src[name.start:self.last_end]), name.start)
+            self._add(Command((Word("echo", "echo"), *words), text=self.src[name.start : self.last_end]), name.start)
             token = self.peek()
             if token.kind == "op" and token.op == ";":
                 self.take()
@@ -224,7 +224,7 @@ class Parser(Lexer):
             else:
                 break
         if redirects:  # a group's redirection applies to everything inside: judged as a command of its own
-            self._add(Command((), redirects=tuple(redirects), text=self.src[start:self.last_end]), start)
+            self._add(Command((), redirects=tuple(redirects), text=self.src[start : self.last_end]), start)
 
     def _simple(self) -> None:
         start = self.peek().start
@@ -260,8 +260,8 @@ class Parser(Lexer):
             break
         if not words and not assignments and not redirects:
             token = self.peek()
-            raise ShellSyntaxError(f"has an unexpected `{self.src[token.start:token.end] or 'end of input'}`")
-        self._add(Command(tuple(words), tuple(assignments), tuple(redirects), self.src[start:self.last_end]), start)
+            raise ShellSyntaxError(f"has an unexpected `{self.src[token.start : token.end] or 'end of input'}`")
+        self._add(Command(tuple(words), tuple(assignments), tuple(redirects), self.src[start : self.last_end]), start)
 
     def _redirect(self, token: Token) -> Redirect:
         op = token.op
@@ -294,17 +294,19 @@ class Parser(Lexer):
         for doc in self.heredocs:
             if doc.owner is None:
                 doc.owner = len(self.script.commands)
-        self.script.commands.append(dataclasses.replace(command, text=text, substituted=self.substituted,
-                                                        span=span, expands=expands))
+        self.script.commands.append(
+            dataclasses.replace(command, text=text, substituted=self.substituted, span=span, expands=expands)
+        )
 
 
 def _is_assignment(word: Word) -> bool:
     match = ASSIGNMENT.match(word.text)
-    return match is not None and word.text[:match.end()] == word.value[:match.end()]
+    return match is not None and word.text[: match.end()] == word.value[: match.end()]
 
 
-def parse_into(source: str, script: Script, depth: int = 0, *, substituted: bool = False,
-               span: tuple[int, int] | None = None) -> None:
+def parse_into(
+    source: str, script: Script, depth: int = 0, *, substituted: bool = False, span: tuple[int, int] | None = None
+) -> None:
     """`span`: the text is a part of another (a backtick's), every command of it gets this span of that one."""
     if depth > MAX_DEPTH:
         raise ShellSyntaxError(f"nests deeper than {MAX_DEPTH} levels")

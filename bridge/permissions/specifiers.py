@@ -154,7 +154,6 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
     return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(compiled.regex))
 
 
-
 # --- hosts ---------------------------------------------------------------------------------------------
 
 

@@ -23,14 +23,54 @@ from bridge.visible import has_hidden
 _SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
 _RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
 # commands whose second word is a subcommand or target worth keeping in a suggested prefix
-_SUBCOMMAND_TOOLS = _RUNNERS | frozenset({
-    "git", "cargo", "go", "make", "docker", "kubectl", "pip", "pip3", "gh", "dotnet", "mvn", "gradle", "just",
-    "terraform", "helm", "brew", "apt", "conda", "rustup", "deno", "swift", "python", "python3", "pytest", "tox",
-    "nox", "ruff", "mypy",
-})
-_EXACT_SUGGESTION = frozenset({
-    "rm", "rmdir", "dd", "shred", "truncate", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "mkfs",
-})
+_SUBCOMMAND_TOOLS = _RUNNERS | frozenset(
+    {
+        "git",
+        "cargo",
+        "go",
+        "make",
+        "docker",
+        "kubectl",
+        "pip",
+        "pip3",
+        "gh",
+        "dotnet",
+        "mvn",
+        "gradle",
+        "just",
+        "terraform",
+        "helm",
+        "brew",
+        "apt",
+        "conda",
+        "rustup",
+        "deno",
+        "swift",
+        "python",
+        "python3",
+        "pytest",
+        "tox",
+        "nox",
+        "ruff",
+        "mypy",
+    }
+)
+_EXACT_SUGGESTION = frozenset(
+    {
+        "rm",
+        "rmdir",
+        "dd",
+        "shred",
+        "truncate",
+        "chmod",
+        "chown",
+        "chgrp",
+        "kill",
+        "pkill",
+        "killall",
+        "mkfs",
+    }
+)
 
 
 class Suggester:
@@ -59,8 +99,9 @@ class Suggester:
             return []
         return self.rules(f"{self.command_tool}({command_pattern(p, exact=exact)})" for p in parts)
 
-    def tool(self, tool: str, form: RuleForm, writes: Sequence[Path], outside_reads: Sequence[Path],
-             host: str | None) -> list[RuleSuggestion]:
+    def tool(
+        self, tool: str, form: RuleForm, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None
+    ) -> list[RuleSuggestion]:
         if form.specifier == "domain":
             return self.rules([f"{tool}(domain:{host})"] if host else [])
         rules = [f"{self.grammar.rule_name(tool, form, 'write')}({self.path_spec(p)})" for p in writes]
@@ -89,8 +130,14 @@ def command_pattern(part: Part, *, exact: bool) -> str:
     risky command, one that reads the environment, one that asks only for what it reads (outside the
     workspace, a process's environment): `Bash(cat *)` would let `cat` read anything."""
     words = [w.value for w in part.effective]
-    if exact or not words or words[0] in _EXACT_SUGGESTION or part.hazard is not None or part.environment or \
-            part.reads_only:
+    if (
+        exact
+        or not words
+        or words[0] in _EXACT_SUGGESTION
+        or part.hazard is not None
+        or part.environment
+        or part.reads_only
+    ):
         return part.canonical
     depth = 1
     if words[0] in _SUBCOMMAND_TOOLS:

@@ -29,8 +29,9 @@ class ToolJudge:
         whole = allow_rule(self.rules, call)
         if whole is not None:
             return by_rule("allow", whole, f"allowed by rule {whole.text}")
-        accesses: list[tuple[PathAccess, Access]] = [(a, "read") for a in call.reads] + [(a, "write")
-                                                                                          for a in call.writes]
+        accesses: list[tuple[PathAccess, Access]] = [(a, "read") for a in call.reads] + [
+            (a, "write") for a in call.writes
+        ]
         if accesses:
             hits = [self.rules.allow_for_path(a.real, access) for a, access in accesses]
             if all(hit is not None for hit in hits):

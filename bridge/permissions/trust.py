@@ -154,8 +154,11 @@ class FolderTrust:
             with keyed_entry(self.path, "folders", str(self.folder)) as entry:
                 add, drop = ("approved", "declined") if approve else ("declined", "approved")
                 chosen = set(items)
-                kept = [v for v in entry.get(drop, []) if TrustItem.from_json(v) not in chosen] \
-                    if isinstance(entry.get(drop), list) else []
+                kept = (
+                    [v for v in entry.get(drop, []) if TrustItem.from_json(v) not in chosen]
+                    if isinstance(entry.get(drop), list)
+                    else []
+                )
                 entry[drop] = kept
                 found = entry.get(add)
                 present: list[Any] = found if isinstance(found, list) else []
@@ -215,8 +218,11 @@ class TrustQuestion:
 
     @property
     def text(self) -> str:
-        lines = [f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
-                 "allowed. Until you trust them they stay off (their deny and ask rules apply already):", ""]
+        lines = [
+            f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
+            "allowed. Until you trust them they stay off (their deny and ask rules apply already):",
+            "",
+        ]
         lines += [f"  • {one_line(item.describe(), 2000)}" for item in self.items]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
@@ -283,10 +289,14 @@ class TrustPrompt:
     def _why_off(self, items: list[TrustItem], policy: TrustPolicy, *, can_ask: bool) -> str:
         listed = "\n".join(f"  • {one_line(item.describe(), 2000)}" for item in items)
         if policy == "restricted":
-            return (f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
-                    "Trust the folder (in VS Code: Manage Workspace Trust) to be asked about them.")
+            return (
+                f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
+                "Trust the folder (in VS Code: Manage Workspace Trust) to be asked about them."
+            )
         if not can_ask:
-            return (f"This folder's own settings stay off until you trust them:\n{listed}\n"
-                    "To trust them, run in a terminal and answer the question, or pass --trust-folder "
-                    f"(CI: {TRUST_ENV}=1).")
+            return (
+                f"This folder's own settings stay off until you trust them:\n{listed}\n"
+                "To trust them, run in a terminal and answer the question, or pass --trust-folder "
+                f"(CI: {TRUST_ENV}=1)."
+            )
         return f"These settings of this folder stay off (as you answered):\n{listed}"

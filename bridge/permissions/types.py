@@ -132,12 +132,17 @@ class AnswerOption:
 def answer_options(request: PermissionRequest) -> list[AnswerOption]:
     """Every answer a question offers, in the one order: allow once, always allow (one per allow suggestion),
     reject, always reject (one per deny suggestion). An answer naming no option here saves nothing."""
+
     def always(kind: OptionKind, behavior: str) -> list[AnswerOption]:
         chosen = [s for s in request.suggestions if s.behavior == behavior]
         return [AnswerOption(kind if i == 0 else f"{kind}:{i + 1}", kind, s) for i, s in enumerate(chosen)]
 
-    return [AnswerOption("allow_once", "allow_once"), *always("allow_always", "allow"),
-            AnswerOption("reject_once", "reject_once"), *always("reject_always", "deny")]
+    return [
+        AnswerOption("allow_once", "allow_once"),
+        *always("allow_always", "allow"),
+        AnswerOption("reject_once", "reject_once"),
+        *always("reject_always", "deny"),
+    ]
 
 
 @dataclass(frozen=True)

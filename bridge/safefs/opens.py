@@ -28,6 +28,7 @@ RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 _AT_FDCWD = -100
 
+
 def _flag(name: str) -> int:
     """An `os.O_*` flag, 0 where the platform has none (Windows has no O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC...):
     this module is imported at start-up everywhere."""
@@ -61,8 +62,11 @@ class LinkOut(UnsafePath):
     """A symbolic link on the way leads out of the allowed roots (it was not followed)."""
 
     def __init__(self, path: str, link: str) -> None:
-        super().__init__(errno.EXDEV, f"{path}: the symbolic link {link} leads outside the allowed directories; "
-                                      "it was not followed", path)
+        super().__init__(
+            errno.EXDEV,
+            f"{path}: the symbolic link {link} leads outside the allowed directories; it was not followed",
+            path,
+        )
         self.link = link
 
 
@@ -70,8 +74,12 @@ class Changed(UnsafePath):
     """A symbolic link appeared in a path that was link-free when it was checked (the tree is changing)."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(errno.ELOOP, f"{path} changed while it was being opened (a symbolic link appeared in "
-                                      "its path); nothing was read or written through it", path)
+        super().__init__(
+            errno.ELOOP,
+            f"{path} changed while it was being opened (a symbolic link appeared in "
+            "its path); nothing was read or written through it",
+            path,
+        )
 
 
 class NotRegular(UnsafePath):
@@ -90,9 +98,15 @@ class TooBig(UnsafePath):
 
 
 def describe_mode(mode: int) -> str:
-    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symbolic link"),
-             (stat.S_ISREG, "a regular file"))
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISREG, "a regular file"),
+    )
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
@@ -186,8 +200,7 @@ def _relative_parts(relative: str) -> list[str]:
 def _link_free(dirfd: int, parts: list[str], flags: int, mode: int, shown: str, *, beneath: bool) -> int:
     """Open `parts` under `dirfd` following no symlink: the kernel's `openat2` or the component walk."""
     if not parts:  # the directory itself
-        return os.open(".", (flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC | _NOFOLLOW)) | os.O_CLOEXEC,
-                       dir_fd=dirfd)
+        return os.open(".", (flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC | _NOFOLLOW)) | os.O_CLOEXEC, dir_fd=dirfd)
     if _KERNEL.available():
         resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (RESOLVE_BENEATH if beneath else 0)
         try:
@@ -345,8 +358,13 @@ def _approaches(roots: Sequence[str | Path], real: list[str]) -> set[str]:
     return out
 
 
-def resolve(path: str | Path, roots: Sequence[str | Path], *, follow_last: bool = True,
-            trail: list[tuple[str, str]] | None = None) -> str:
+def resolve(
+    path: str | Path,
+    roots: Sequence[str | Path],
+    *,
+    follow_last: bool = True,
+    trail: list[tuple[str, str]] | None = None,
+) -> str:
     """The real path `path` names, found in user space: each component is looked at with `O_NOFOLLOW`
     relative to the directory before it, so the walk sees exactly what the kernel would. Only places inside
     `roots` or on the way to one (their ancestors) are ever looked at: a path named elsewhere raises `Outside`
@@ -453,8 +471,14 @@ class Opened:
             self.fd = -1
 
 
-def open_beneath(path: str | Path, roots: Sequence[str | Path], flags: int = os.O_RDONLY, mode: int = 0o666,
-                 *, follow_last: bool = True) -> Opened:
+def open_beneath(
+    path: str | Path,
+    roots: Sequence[str | Path],
+    flags: int = os.O_RDONLY,
+    mode: int = 0o666,
+    *,
+    follow_last: bool = True,
+) -> Opened:
     """`resolve` then `open_exact` of the real path found; when the tree changes in between (a link appeared
     where there was none) it is resolved again, up to `RETRIES` times, then `Changed` is raised."""
     for attempt in range(RETRIES):

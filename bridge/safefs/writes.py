@@ -56,8 +56,9 @@ class Written:
     replaced: bool
 
 
-def write_exact(real: str | Path, data: bytes, *, mode: int | None = None, create_only: bool = False,
-                new_mode: int = 0o644) -> Written:
+def write_exact(
+    real: str | Path, data: bytes, *, mode: int | None = None, create_only: bool = False, new_mode: int = 0o644
+) -> Written:
     """Make `data` the content of the link-free path `real`, all or nothing: a temp file is created in the
     exactly opened parent directory (`O_CREAT | O_EXCL | O_NOFOLLOW`), written, fsynced and renamed over the
     name in that same directory (`renameat(dirfd, tmp, dirfd, name)`), then the directory is fsynced. The rename
@@ -91,8 +92,11 @@ def write_exact(real: str | Path, data: bytes, *, mode: int | None = None, creat
                 fh.write(data)
                 fh.flush()
                 os.fchmod(fh.fileno(), final_mode)
-                if existing is not None and stat.S_ISREG(existing.st_mode) and \
-                        (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid()):
+                if (
+                    existing is not None
+                    and stat.S_ISREG(existing.st_mode)
+                    and (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid())
+                ):
                     with contextlib.suppress(OSError):  # only root may give a file away; keep what we can
                         os.fchown(fh.fileno(), existing.st_uid, existing.st_gid)
                 os.fsync(fh.fileno())

@@ -153,9 +153,13 @@ class BridgeServer(LanguageServer):
         stream = self.streams.get(session_id)
         if stream is None:
             lsp = None if self.acp else lambda event: self.notice(session_id, event.message, event.level)
-            stream = UpdateStream(lambda update: self.send_update(session_id, update), lsp, features=self.features,
-                                  config=lambda: self.config_options(self.agent.get(session_id)),
-                                  offline=self.offline)
+            stream = UpdateStream(
+                lambda update: self.send_update(session_id, update),
+                lsp,
+                features=self.features,
+                config=lambda: self.config_options(self.agent.get(session_id)),
+                offline=self.offline,
+            )
             self.streams[session_id] = stream
         return stream
 
@@ -166,8 +170,10 @@ class BridgeServer(LanguageServer):
     def session_answer(self, session: Session) -> dict[str, Any]:
         """What `session/new`, `session/load` and `session/resume` answer about the session: its modes (for
         older clients) and its config options."""
-        answer: dict[str, Any] = {"modes": wire.modes_state(session.mode),
-                                  "configOptions": self.config_options(session)}
+        answer: dict[str, Any] = {
+            "modes": wire.modes_state(session.mode),
+            "configOptions": self.config_options(session),
+        }
         if not self.acp:  # the VS Code extension's model picker and header (ACP 1's schema has no `models`)
             answer["models"] = self.models(session)
         return answer
@@ -182,8 +188,7 @@ class BridgeServer(LanguageServer):
         title = known or next((t for m in session.conversation.messages if (t := title_of(m))), None)
         if title is not None:
             self._titles[session.id] = title
-        self.stream(session.id).update(wire.session_info(title if title != known else None, time.time()),
-                                       closes=False)
+        self.stream(session.id).update(wire.session_info(title if title != known else None, time.time()), closes=False)
 
     async def sdk_ready(self, session_id: str) -> bool:
         """Waits for the SDK's import if one is under way (start-up, off the loop); False when the session's
@@ -221,8 +226,7 @@ class BridgeServer(LanguageServer):
                 return None
             return questions.trust_answer(result)
 
-        return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id),
-                        ask_trust=ask_trust)
+        return Frontend(emit=stream.emit, prompter=prompter, documents=self.documents(session_id), ask_trust=ask_trust)
 
     def documents(self, session_id: str) -> SyncedDocuments:
         """Files through the client when it offers `fs/*` (ACP), else the synced documents (LSP)."""
@@ -244,8 +248,11 @@ class BridgeServer(LanguageServer):
             session.toolset.refresh_commands()
             self.advertise_commands(session)
 
-        return McpHost(notice=lambda text, level: session.frontend.emit(Notice(text, level)),
-                       ask=lambda question: self.ask_question(session.id, question), changed=changed)
+        return McpHost(
+            notice=lambda text, level: session.frontend.emit(Notice(text, level)),
+            ask=lambda question: self.ask_question(session.id, question),
+            changed=changed,
+        )
 
     async def ask_question(self, session_id: str, question: Question) -> Reply:
         """An MCP server's question (approve a project's server, fill a form) as `session/request_permission`;
@@ -255,8 +262,7 @@ class BridgeServer(LanguageServer):
         return questions.question_reply(result, question)
 
     def advertise_commands(self, session: Session) -> None:
-        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())),
-                                       closes=False)
+        self.stream(session.id).update(wire.available_commands(list(session.toolset.commands.values())), closes=False)
 
     def send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.protocol.notify("session/update", {"sessionId": session_id, "update": update})
@@ -367,8 +373,14 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         parsed = parse_params(wire.LoadSessionParams, params)
         added = directories(parsed.additional_directories)
         try:
-            reopened = ls.agent.reopen(parsed.session_id, ls.frontend(parsed.session_id), parsed.mcp_servers,
-                                       ls.mcp_host, directories=added, replay=replay)
+            reopened = ls.agent.reopen(
+                parsed.session_id,
+                ls.frontend(parsed.session_id),
+                parsed.mcp_servers,
+                ls.mcp_host,
+                directories=added,
+                replay=replay,
+            )
         except UnknownSession as error:
             raise unknown_session(error) from None
         session = reopened.session
@@ -495,8 +507,9 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             ids = ", ".join(option["id"] for option in options)
             raise JsonRpcInvalidParams(f"Invalid params: configId: unknown option {parsed.config_id!r}; one of {ids}")
         if parsed.value not in allowed:
-            raise JsonRpcInvalidParams(f"Invalid params: value: {parsed.config_id} takes one of "
-                                       f"{', '.join(allowed)}, not {parsed.value!r}")
+            raise JsonRpcInvalidParams(
+                f"Invalid params: value: {parsed.config_id} takes one of {', '.join(allowed)}, not {parsed.value!r}"
+            )
         value = str(parsed.value)
         if parsed.config_id == wire.MODE_OPTION:
             try:

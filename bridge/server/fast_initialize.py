@@ -47,11 +47,21 @@ class FirstMessage:
 
 def _key(message: dict[str, Any], framing: str, argv: Sequence[str], environ: Mapping[str, str]) -> str:
     params = message.get("params")
-    stable = {**message, "params": {k: v for k, v in params.items() if k != "processId"}} if isinstance(
-        params, dict) else message
+    stable = (
+        {**message, "params": {k: v for k, v in params.items() if k != "processId"}}
+        if isinstance(params, dict)
+        else message
+    )
     settings = sorted((k, v) for k, v in environ.items() if k.startswith(("AGENT_BRIDGE_", "ANTHROPIC_")))
-    return key_of([framing.encode(), code_key(LIBRARIES).encode(), json.dumps(list(argv)).encode(),
-                   json.dumps(settings).encode(), json.dumps(stable, sort_keys=True).encode()])
+    return key_of(
+        [
+            framing.encode(),
+            code_key(LIBRARIES).encode(),
+            json.dumps(list(argv)).encode(),
+            json.dumps(settings).encode(),
+            json.dumps(stable, sort_keys=True).encode(),
+        ]
+    )
 
 
 def _read_lsp(stream: BinaryIO) -> tuple[bytes, bytes | None]:
@@ -83,8 +93,9 @@ def _read_acp(stream: BinaryIO) -> tuple[bytes, bytes | None]:
     return line, line if line.endswith(b"\n") and line.strip() else None
 
 
-def read_first(stream: BinaryIO, out: BinaryIO, *, acp: bool, argv: Sequence[str],
-               environ: Mapping[str, str] | None = None) -> FirstMessage:
+def read_first(
+    stream: BinaryIO, out: BinaryIO, *, acp: bool, argv: Sequence[str], environ: Mapping[str, str] | None = None
+) -> FirstMessage:
     """Read the client's first message; answer it now if it is an `initialize` whose answer is kept."""
     env = os.environ if environ is None else environ
     consumed, body = (_read_acp if acp else _read_lsp)(stream)
@@ -96,8 +107,12 @@ def read_first(stream: BinaryIO, out: BinaryIO, *, acp: bool, argv: Sequence[str
     except (ValueError, RecursionError):
         return first
     msg_id = message.get("id") if isinstance(message, dict) else None
-    if (message.get("method") if isinstance(message, dict) else None) != "initialize" or isinstance(
-            msg_id, bool) or not isinstance(msg_id, (int, str)) or message.get("jsonrpc") != "2.0":
+    if (
+        (message.get("method") if isinstance(message, dict) else None) != "initialize"
+        or isinstance(msg_id, bool)
+        or not isinstance(msg_id, (int, str))
+        or message.get("jsonrpc") != "2.0"
+    ):
         return first
     first.msg_id = msg_id
     try:
@@ -172,8 +187,12 @@ class AnswerFilter:
             message = json.loads(data[start:])
         except (ValueError, RecursionError):
             return False
-        return isinstance(message, dict) and "method" not in message and message.get("id") == first.msg_id and (
-            "result" in message or "error" in message)
+        return (
+            isinstance(message, dict)
+            and "method" not in message
+            and message.get("id") == first.msg_id
+            and ("result" in message or "error" in message)
+        )
 
     def flush(self) -> None:
         self._stdout.flush()

@@ -41,8 +41,9 @@ async def turn_of(session: Session, target: str | int | None) -> str | None:
     return None if target is None else str(await served(find()))
 
 
-async def fork(ls: BridgeServer, source: Session, target: str | int | None, cwd: Path | None,
-                servers: list[dict[str, Any]]) -> dict[str, Any]:
+async def fork(
+    ls: BridgeServer, source: Session, target: str | int | None, cwd: Path | None, servers: list[dict[str, Any]]
+) -> dict[str, Any]:
     """`session/fork` and `_bridge/fork`: a new session from `source` (before prompt `target`, or all of it)."""
     before = await turn_of(source, target)
     session = await ls.agent.fork_session(source, ls.frontend, before_turn=before, cwd=cwd)
@@ -94,8 +95,9 @@ def register(feature: Callable[[str], Callable[[Any], Any]]) -> None:
         parsed, session = ls.session(params, wire_history.ForkParams)
         cwd = Path(parsed.cwd) if parsed.cwd else None
         if cwd is not None and (not cwd.is_absolute() or not cwd.is_dir()):
-            raise JsonRpcInvalidParams(f"Invalid params: cwd: must be an absolute path to an existing directory, "
-                                       f"got {parsed.cwd!r}")
+            raise JsonRpcInvalidParams(
+                f"Invalid params: cwd: must be an absolute path to an existing directory, got {parsed.cwd!r}"
+            )
         meta = parsed.meta or {}
         return await fork(ls, session, meta.get("turnId") or meta.get("prompt"), cwd, parsed.mcp_servers)
 
@@ -107,8 +109,11 @@ def register(feature: Callable[[str], Callable[[Any], Any]]) -> None:
         parsed, session = ls.session(params, wire_history.PromptParams)
         turn = await turn_of(session, parsed.target)
         reviews = await served(view(session.checkpoints, turn))
-        return {"scope": "session" if turn is None else "turn", "turnId": turn,
-                "files": [wire_history.file_review(review) for review in reviews]}
+        return {
+            "scope": "session" if turn is None else "turn",
+            "turnId": turn,
+            "files": [wire_history.file_review(review) for review in reviews],
+        }
 
     @feature("_bridge/undo")
     async def bridge_undo(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -117,8 +122,9 @@ def register(feature: Callable[[str], Callable[[Any], Any]]) -> None:
         parsed, session = ls.session(params, wire_history.ReviewParams)
         turn = await turn_of(session, parsed.target)
         address = Address(parsed.path, parsed.hunk, parsed.hunk_id)
-        return wire_history.review_result(await served(undo(session.checkpoints, turn, address,
-                                                              overwrite=parsed.overwrite)))
+        return wire_history.review_result(
+            await served(undo(session.checkpoints, turn, address, overwrite=parsed.overwrite))
+        )
 
     @feature("_bridge/keep")
     async def bridge_keep(ls: BridgeServer, params: Any) -> dict[str, Any]:

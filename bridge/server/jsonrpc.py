@@ -285,8 +285,10 @@ async def serve_lines(reader: AsyncReader, protocol: BridgeProtocol, stop: threa
 
 def _too_large(protocol: BridgeProtocol, head: bytes, size: int) -> None:
     msg_id = top_level_id(head)
-    message = (f"Invalid request: the message is {size:,} bytes, over the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB "
-               "limit; it was skipped unread")
+    message = (
+        f"Invalid request: the message is {size:,} bytes, over the {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB "
+        "limit; it was skipped unread"
+    )
     log.warning("%s (id %r)", message, msg_id)
     if msg_id is not None:
         protocol.reply_error(msg_id, JsonRpcInvalidRequest(message))
@@ -305,8 +307,9 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
         text = body.decode("utf-8")
     except UnicodeDecodeError as error:
         where = f"byte {body[error.start]:#04x} at offset {error.start}"
-        _parse_error(protocol, f"the message is not valid UTF-8 ({where})", _id_of_text(
-            body.decode("utf-8", "replace")))
+        _parse_error(
+            protocol, f"the message is not valid UTF-8 ({where})", _id_of_text(body.decode("utf-8", "replace"))
+        )
         return
     if not text.strip():
         _parse_error(protocol, "the message is empty", None)
@@ -347,12 +350,15 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
     except Exception:
         log.exception("handling %s failed", data.get("method"))
         if owed:
-            protocol.reply_error(msg_id, JsonRpcInvalidRequest(
-                f"Invalid request: {data['method']} could not be handled with these params"))
+            protocol.reply_error(
+                msg_id,
+                JsonRpcInvalidRequest(f"Invalid request: {data['method']} could not be handled with these params"),
+            )
         return
     if owed and not hasattr(message, "id"):  # pygls structured it as a notification (`initialized`, ...)
-        protocol.reply_error(msg_id, JsonRpcInvalidRequest(
-            f"Invalid request: {data['method']} is a notification; send it without an id"))
+        protocol.reply_error(
+            msg_id, JsonRpcInvalidRequest(f"Invalid request: {data['method']} is a notification; send it without an id")
+        )
 
 
 def _parse_error(protocol: BridgeProtocol, reason: str, msg_id: MsgId | None) -> None:
@@ -365,8 +371,9 @@ def _batch(data: list[Any], protocol: BridgeProtocol) -> None:
     """Batches are not supported: each request in it with a readable id gets its own error, so nothing waits."""
     reason = "Invalid request: batch messages are not supported; send each message on its own"
     log.warning("batch of %d messages refused", len(data))
-    ids: list[MsgId | None] = [i for i in (_valid_id(m) for m in data[:1000] if isinstance(m, dict) and "method" in m)
-                               if i is not None]
+    ids: list[MsgId | None] = [
+        i for i in (_valid_id(m) for m in data[:1000] if isinstance(m, dict) and "method" in m) if i is not None
+    ]
     for msg_id in ids or [None]:
         protocol.reply_error(msg_id, JsonRpcInvalidRequest(reason))
 
@@ -405,11 +412,11 @@ def top_level_id(data: bytes) -> MsgId | None:
     """The `id` member of the JSON object `data` begins with, read from its first bytes alone (a message too
     big or too deep to parse); None when it cannot be told for sure."""
     pos = _SPACE.match(data).end()  # type: ignore[union-attr]
-    if data[pos:pos + 1] != b"{":
+    if data[pos : pos + 1] != b"{":
         return None
     pos, depth, expect_key = pos + 1, 1, True
     while pos < len(data) and depth <= MAX_DEPTH:
-        char = data[pos:pos + 1]
+        char = data[pos : pos + 1]
         if char == b'"':
             string = _STRING.match(data, pos)
             if string is None:
@@ -417,7 +424,7 @@ def top_level_id(data: bytes) -> MsgId | None:
             pos = string.end()
             if depth == 1 and expect_key:
                 pos = _SPACE.match(data, pos).end()  # type: ignore[union-attr]
-                if data[pos:pos + 1] != b":":
+                if data[pos : pos + 1] != b":":
                     return None
                 pos = _SPACE.match(data, pos + 1).end()  # type: ignore[union-attr]
                 if string.group() == b'"id"':

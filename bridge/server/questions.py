@@ -48,7 +48,7 @@ def _question_title(request: PermissionRequest) -> str:
         background = " (background)" if request.raw_input.get("run_in_background") else ""
         title = code_span(one_line(shown.command)) + background
         if not fits(shown.command) and shown.marks:  # what asks may be past the cut: name it
-            asked = ", ".join(code_span(one_line(shown.command[m.start:m.end], 300)) for m in shown.marks[:5])
+            asked = ", ".join(code_span(one_line(shown.command[m.start : m.end], 300)) for m in shown.marks[:5])
             title += f" — it asks about {asked}"
         return title
     title = one_line(request.title)
@@ -78,15 +78,19 @@ def _question(request: PermissionRequest) -> dict[str, Any]:
         body, more = capped(shown.command)
         command, spans = visible_spans(body, [(m.start, m.end) for m in shown.marks])
         command += more
-        marks = [{"start": start, "end": end, "why": visible(mark.why)}
-                 for (start, end), mark in zip(spans, shown.marks, strict=True) if end > start]
+        marks = [
+            {"start": start, "end": end, "why": visible(mark.why)}
+            for (start, end), mark in zip(spans, shown.marks, strict=True)
+            if end > start
+        ]
     return {
         "command": command,
         "marks": marks,
         "reason": visible(request.reason),
         "paths": [{"named": visible(p.named), "resolved": visible(p.resolved)} for p in shown.paths],
-        "escaped": any(has_hidden(text) for text in (body, request.reason, request.title,
-                                                     *(p.named for p in shown.paths))),
+        "escaped": any(
+            has_hidden(text) for text in (body, request.reason, request.title, *(p.named for p in shown.paths))
+        ),
     }
 
 
@@ -97,12 +101,18 @@ def _always_options(kind: OptionKind, verb: str, suggestions: list[RuleSuggestio
     for option_id, suggestion in _always_ids(kind, suggestions):
         where = Path(suggestion.destination).name
         rules = ", ".join(visible(rule) for rule in suggestion.rules)
-        out.append({
-            "optionId": option_id,
-            "name": f"{verb} {rules} (saved to {where})",
-            "kind": kind,
-            "_meta": {"rule": suggestion.rule, "rules": list(suggestion.rules), "destination": suggestion.destination},
-        })
+        out.append(
+            {
+                "optionId": option_id,
+                "name": f"{verb} {rules} (saved to {where})",
+                "kind": kind,
+                "_meta": {
+                    "rule": suggestion.rule,
+                    "rules": list(suggestion.rules),
+                    "destination": suggestion.destination,
+                },
+            }
+        )
     return out
 
 
@@ -151,8 +161,9 @@ def question_params(session_id: str, question: Question) -> dict[str, Any]:
             "kind": "other",
             "status": "pending",
             "rawInput": question.meta,
-            "content": [{"type": "content", "content": {"type": "text",
-                                                        "text": visible(question.text, keep_newlines=True)}}],
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": visible(question.text, keep_newlines=True)}}
+            ],
             "locations": [],
         },
         "options": [{"optionId": c.id, "name": one_line(c.name), "kind": c.kind} for c in question.choices],
@@ -171,7 +182,10 @@ def question_reply(result: Any, question: Question) -> Reply:
 
 
 _TRUST_KINDS: dict[TrustAnswer, OptionKind] = {
-    "trust": "allow_always", "session": "allow_once", "not_now": "reject_once", "keep_off": "reject_always",
+    "trust": "allow_always",
+    "session": "allow_once",
+    "not_now": "reject_once",
+    "keep_off": "reject_always",
 }
 
 

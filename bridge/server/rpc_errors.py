@@ -34,9 +34,11 @@ def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcSe
     return JsonRpcServerError(message, AUTH_REQUIRED, data)  # type: ignore[no-untyped-call]
 
 
-NO_API_KEY = ("No Anthropic API key is set: set ANTHROPIC_API_KEY for agent-bridge (or apiKey in its settings; "
-              "in VS Code: “Agent Bridge: Set API Key”), or try it without one on the offline model "
-              "(--offline playground).")
+NO_API_KEY = (
+    "No Anthropic API key is set: set ANTHROPIC_API_KEY for agent-bridge (or apiKey in its settings; "
+    "in VS Code: “Agent Bridge: Set API Key”), or try it without one on the offline model "
+    "(--offline playground)."
+)
 
 
 def model_failure(error: ModelError) -> JsonRpcException:
@@ -62,8 +64,9 @@ def directory(value: str, field: str) -> Path:
     except (OSError, ValueError):
         exists = False
     if not exists:
-        raise JsonRpcInvalidParams(f"Invalid params: {field}: must be an absolute path to an existing directory, "
-                                   f"got {value!r}")
+        raise JsonRpcInvalidParams(
+            f"Invalid params: {field}: must be an absolute path to an existing directory, got {value!r}"
+        )
     return path
 
 

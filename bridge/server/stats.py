@@ -29,6 +29,11 @@ class BridgeStats(TypedDict):
 def debug_stats(agent: Agent | None) -> BridgeStats:
     tasks = asyncio.all_tasks()
     names = collections.Counter(getattr(task.get_coro(), "__qualname__", "?") for task in tasks)
-    return {"pid": os.getpid(), "tasks": len(tasks), "taskNames": dict(names), "threads": threading.active_count(),
-            "threadNames": sorted(thread.name for thread in threading.enumerate()),
-            "sessions": len(agent.sessions) if agent is not None else 0}
+    return {
+        "pid": os.getpid(),
+        "tasks": len(tasks),
+        "taskNames": dict(names),
+        "threads": threading.active_count(),
+        "threadNames": sorted(thread.name for thread in threading.enumerate()),
+        "sessions": len(agent.sessions) if agent is not None else 0,
+    }

@@ -297,8 +297,9 @@ class UpdateStream:
             self._close_message()
         self._send(update)
 
-    def notice(self, message: str, level: Level, meta: dict[str, Any] | None = None, *,
-               parent: str | None = None) -> None:
+    def notice(
+        self, message: str, level: Level, meta: dict[str, Any] | None = None, *, parent: str | None = None
+    ) -> None:
         """Something the user should see that is not part of the conversation (see the module docstring)."""
         if self.features.notices:
             self.flush()
@@ -374,8 +375,9 @@ class UpdateStream:
             self._open_window()
 
 
-def replayed(events: list[LoopEvent], features: ClientFeatures | None = None, *,
-             offline: bool = False) -> list[dict[str, Any]]:
+def replayed(
+    events: list[LoopEvent], features: ClientFeatures | None = None, *, offline: bool = False
+) -> list[dict[str, Any]]:
     """A stored session's updates (bridge/replay.py's events through the same mapping as live): each block its own
     update, each turn's last update marked with how the turn ended (`_meta.turnEnd`, our extension: an ACP
     client that ignores it still sees plain updates; one that knows it shows each prompt as its own turn)."""
@@ -386,8 +388,9 @@ def replayed(events: list[LoopEvent], features: ClientFeatures | None = None, *,
             last = out[-1]
             out[-1] = {**last, "_meta": {**(last.get("_meta") or {}), "turnEnd": turn_end}}
 
-    stream = UpdateStream(out.append, lambda _notice: None, features=features, interval=0, end_turn=end_turn,
-                          offline=offline)
+    stream = UpdateStream(
+        out.append, lambda _notice: None, features=features, interval=0, end_turn=end_turn, offline=offline
+    )
     for event in events:
         stream.emit(event)
     stream.close()

@@ -41,8 +41,14 @@ AGENT_CAPABILITIES: dict[str, Any] = {
     "mcpCapabilities": {"http": True, "sse": True},
     # session/fork works, but it is not in ACP v1's stable schema (strict clients refuse an unknown field there):
     # it is named in the capabilities' _meta, which every client may ignore.
-    "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}, "additionalDirectories": {},
-                            "_meta": {"fork": {}}},
+    "sessionCapabilities": {
+        "list": {},
+        "close": {},
+        "resume": {},
+        "delete": {},
+        "additionalDirectories": {},
+        "_meta": {"fork": {}},
+    },
     "auth": {"logout": {}},
 }
 API_KEY_METHOD = "anthropic-api-key"
@@ -52,7 +58,11 @@ AUTH_METHODS: list[dict[str, Any]] = [
         "name": "Anthropic API key",
         "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
         '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
-        "_meta": {"env": "ANTHROPIC_API_KEY", "setting": "apiKey", "link": "https://console.anthropic.com/settings/keys"},
+        "_meta": {
+            "env": "ANTHROPIC_API_KEY",
+            "setting": "apiKey",
+            "link": "https://console.anthropic.com/settings/keys",
+        },
     }
 ]
 SUB_AGENTS_META = "agent-bridge/subAgentUpdates"
@@ -76,13 +86,20 @@ def client_features(capabilities: Any, *, lsp: bool = False) -> ClientFeatures:
     session = caps.get("session")
     meta = caps.get("_meta")
     nested = isinstance(meta, dict) and meta.get(SUB_AGENTS_META) == "nested"
-    return ClientFeatures(notices=isinstance(session, dict) and isinstance(session.get("notices"), dict),
-                          nested_sub_agents=lsp or nested, session_metadata=not lsp)
+    return ClientFeatures(
+        notices=isinstance(session, dict) and isinstance(session.get("notices"), dict),
+        nested_sub_agents=lsp or nested,
+        session_metadata=not lsp,
+    )
 
 
 def initialize_result(agent_info: dict[str, Any]) -> dict[str, Any]:
-    return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": AGENT_CAPABILITIES, "authMethods": AUTH_METHODS,
-            "agentInfo": agent_info}
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": AGENT_CAPABILITIES,
+        "authMethods": AUTH_METHODS,
+        "agentInfo": agent_info,
+    }
 
 
 class WireModel(BaseModel):
@@ -173,8 +190,10 @@ def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
         elif kind == "image":
             media, data = item.get("mimeType"), item.get("data")
             if media not in IMAGE_TYPES:
-                raise ValueError(f"Invalid params: prompt.{index}.mimeType: an image must be one of "
-                                 f"{', '.join(IMAGE_TYPES)} (the model takes no other), got {media!r}")
+                raise ValueError(
+                    f"Invalid params: prompt.{index}.mimeType: an image must be one of "
+                    f"{', '.join(IMAGE_TYPES)} (the model takes no other), got {media!r}"
+                )
             if not isinstance(data, str) or not data:
                 raise ValueError(f"Invalid params: prompt.{index}.data: an image needs its base64 data")
             blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
@@ -193,8 +212,12 @@ def tool_content(item: Display) -> dict[str, Any]:
         case TextContent(text=text):
             return _text_content(text)
         case Diff():
-            diff: dict[str, Any] = {"type": "diff", "path": item.path, "oldText": item.old_text,
-                                    "newText": item.new_text}
+            diff: dict[str, Any] = {
+                "type": "diff",
+                "path": item.path,
+                "oldText": item.old_text,
+                "newText": item.new_text,
+            }
             if item.first_line is not None:
                 diff["_meta"] = {"partial": True, "line": item.first_line}
             return diff
@@ -260,12 +283,19 @@ def agent_progress(event: AgentProgress) -> dict[str, Any]:
         "sessionUpdate": "tool_call_update",
         "toolCallId": event.tool_call_id,
         "content": [_text_content(event.summary())],
-        "_meta": {"agent": {
-            "type": event.agent.agent_type, "description": event.agent.description, "status": event.status,
-            "background": event.background, "startedAt": round(event.started_at * 1000),
-            "elapsedMs": round(event.elapsed_s * 1000), "toolCalls": event.tool_calls, "tokens": event.tokens,
-            "lastTool": event.last_tool,
-        }},
+        "_meta": {
+            "agent": {
+                "type": event.agent.agent_type,
+                "description": event.agent.description,
+                "status": event.status,
+                "background": event.background,
+                "startedAt": round(event.started_at * 1000),
+                "elapsedMs": round(event.elapsed_s * 1000),
+                "toolCalls": event.tool_calls,
+                "tokens": event.tokens,
+                "lastTool": event.last_tool,
+            }
+        },
     }
 
 
@@ -286,8 +316,11 @@ def tool_in_progress(event: ToolCallInProgress) -> dict[str, Any]:
 
 
 def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
-    return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id,
-            "content": [_text_content(event.output)]}
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": event.tool_call_id,
+        "content": [_text_content(event.output)],
+    }
 
 
 NOTICE_LABELS = {"info": "", "warning": "**Warning:** ", "error": "**Error:** "}
@@ -298,7 +331,7 @@ def notice_update(message: str, level: Level, meta: dict[str, Any] | None = None
     """A notice for a client that advertised `session.notices`: ACP's `notice` update — a plain-text title that
     stands alone (the message's first line, cut), the whole message as its description when it says more."""
     first = message.strip().splitlines()[0] if message.strip() else level
-    title = first if len(first) <= NOTICE_TITLE_CHARS else first[:NOTICE_TITLE_CHARS - 1].rstrip() + "…"
+    title = first if len(first) <= NOTICE_TITLE_CHARS else first[: NOTICE_TITLE_CHARS - 1].rstrip() + "…"
     update: dict[str, Any] = {"sessionUpdate": "notice", "severity": level, "title": title}
     if message.strip() != title:
         update["description"] = message.strip()
@@ -307,8 +340,9 @@ def notice_update(message: str, level: Level, meta: dict[str, Any] | None = None
     return update
 
 
-def notice_chunk(message: str, level: Level, meta: dict[str, Any] | None = None,
-                 message_id: str | None = None) -> dict[str, Any]:
+def notice_chunk(
+    message: str, level: Level, meta: dict[str, Any] | None = None, message_id: str | None = None
+) -> dict[str, Any]:
     """A notice for a client without `session.notices` (ACP's advice: an agent message): a quoted paragraph,
     a message of its own (`messageId`), marked `_meta.notice` so a client may render it apart."""
     update = chunk("agent_message_chunk", f"\n\n> {NOTICE_LABELS[level]}{message}\n\n", message_id=message_id)
@@ -319,8 +353,14 @@ def notice_chunk(message: str, level: Level, meta: dict[str, Any] | None = None,
 def retry_meta(event: RetryWait) -> dict[str, Any]:
     """A retry the turn waits for, as data (`_meta.retry` of its notice): a client that knows it shows a
     countdown in its status instead (the VS Code panel does)."""
-    return {"retry": {"reason": event.reason, "attempt": event.attempt, "attempts": event.attempts,
-                      "delayMs": round(event.delay * 1000)}}
+    return {
+        "retry": {
+            "reason": event.reason,
+            "attempt": event.attempt,
+            "attempts": event.attempts,
+            "delayMs": round(event.delay * 1000),
+        }
+    }
 
 
 def tool_finished(event: ToolCallFinished, content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -406,20 +446,33 @@ def config_options(mode_id: str, models: dict[str, Any], thought_level: str) -> 
     the models the user can pick), thinking budget."""
     from bridge.model.thinking import LEVELS
 
-    def select(option_id: str, name: str, description: str, current: str,
-               options: Sequence[tuple[str, str, str]]) -> dict[str, Any]:
-        return {"id": option_id, "name": name, "description": description, "category": option_id, "type": "select",
-                "currentValue": current,
-                "options": [{"value": value, "name": label, "description": about} for value, label, about in options]}
+    def select(
+        option_id: str, name: str, description: str, current: str, options: Sequence[tuple[str, str, str]]
+    ) -> dict[str, Any]:
+        return {
+            "id": option_id,
+            "name": name,
+            "description": description,
+            "category": option_id,
+            "type": "select",
+            "currentValue": current,
+            "options": [{"value": value, "name": label, "description": about} for value, label, about in options],
+        }
 
     modes = [(m, MODE_NAMES[m], MODE_DESCRIPTIONS[m]) for m in MODES]
     choices = [(m["modelId"], m["name"], m["description"]) for m in models["availableModels"]]
     return [
         select(MODE_OPTION, "Mode", "What the agent may do without asking", mode_id, modes),
-        select(MODEL_OPTION, "Model", "The model that answers, from the next prompt on", models["currentModelId"],
-               choices),
-        select(THOUGHT_OPTION, "Thinking", "How much the model thinks before it answers, from the next prompt on",
-               thought_level, list(LEVELS)),
+        select(
+            MODEL_OPTION, "Model", "The model that answers, from the next prompt on", models["currentModelId"], choices
+        ),
+        select(
+            THOUGHT_OPTION,
+            "Thinking",
+            "How much the model thinks before it answers, from the next prompt on",
+            thought_level,
+            list(LEVELS),
+        ),
     ]
 
 
@@ -444,8 +497,11 @@ def models_state(current: str) -> dict[str, Any]:
     return {"currentModelId": current, "availableModels": listed}
 
 
-OFFLINE_MODEL = {"modelId": "offline-demo", "name": "Offline demo model",
-                 "description": "The bridge's built-in offline model: scripted answers, no network, no cost"}
+OFFLINE_MODEL = {
+    "modelId": "offline-demo",
+    "name": "Offline demo model",
+    "description": "The bridge's built-in offline model: scripted answers, no network, no cost",
+}
 
 
 def offline_models_state() -> dict[str, Any]:
@@ -459,8 +515,7 @@ def modes_state(current: str) -> dict[str, Any]:
     return {
         "currentModeId": current,
         "availableModes": [
-            {"id": mode_id, "name": MODE_NAMES[mode_id], "description": MODE_DESCRIPTIONS[mode_id]}
-            for mode_id in MODES
+            {"id": mode_id, "name": MODE_NAMES[mode_id], "description": MODE_DESCRIPTIONS[mode_id]} for mode_id in MODES
         ],
     }
 

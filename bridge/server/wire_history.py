@@ -58,35 +58,67 @@ def rewind_preview(preview: RewindPreview) -> dict[str, Any]:
     code = preview.code
     answer: dict[str, Any] = {
         "prompt": {"index": preview.prompt.index, "turnId": preview.prompt.turn, "text": preview.prompt.text},
-        "mode": preview.mode, "text": preview.describe(), "files": [], "irreversible": [], "codeProblem":
-        preview.code_problem}
+        "mode": preview.mode,
+        "text": preview.describe(),
+        "files": [],
+        "irreversible": [],
+        "codeProblem": preview.code_problem,
+    }
     if code is not None:
-        answer["files"] = [{"path": f.path, "action": f.action, "conflict": f.conflict,
-                            "steps": list(dict.fromkeys(step.title for step, _c in f.touches))} for f in code.files]
+        answer["files"] = [
+            {
+                "path": f.path,
+                "action": f.action,
+                "conflict": f.conflict,
+                "steps": list(dict.fromkeys(step.title for step, _c in f.touches)),
+            }
+            for f in code.files
+        ]
         answer["irreversible"] = list(code.irreversible)
     return answer
 
 
 def rewind_outcome(preview: RewindPreview, outcome: RewindOutcome) -> dict[str, Any]:
     code = outcome.code
-    return {"text": outcome.describe(preview), "conversation": outcome.conversation,
-            "restored": code.restored if code else [], "merged": code.merged if code else [],
-            "overwritten": code.overwritten if code else [],
-            "kept": [{"path": path, "why": why} for path, why in code.kept] if code else []}
+    return {
+        "text": outcome.describe(preview),
+        "conversation": outcome.conversation,
+        "restored": code.restored if code else [],
+        "merged": code.merged if code else [],
+        "overwritten": code.overwritten if code else [],
+        "kept": [{"path": path, "why": why} for path, why in code.kept] if code else [],
+    }
 
 
 def file_review(review: FileReview) -> dict[str, Any]:
     return {
-        "path": review.path, "status": review.status, "binary": review.binary, "tooBig": review.too_big,
-        "oldText": review.old_text, "newText": review.new_text, "oldMode": review.old.mode,
-        "newMode": review.new.mode, "editedSince": review.edited,
-        "hunks": [{"index": h.index, "id": h.id, "oldStart": h.old_start, "oldLines": h.old_lines,
-                   "newStart": h.new_start, "newLines": h.new_lines} for h in review.hunks],
+        "path": review.path,
+        "status": review.status,
+        "binary": review.binary,
+        "tooBig": review.too_big,
+        "oldText": review.old_text,
+        "newText": review.new_text,
+        "oldMode": review.old.mode,
+        "newMode": review.new.mode,
+        "editedSince": review.edited,
+        "hunks": [
+            {
+                "index": h.index,
+                "id": h.id,
+                "oldStart": h.old_start,
+                "oldLines": h.old_lines,
+                "newStart": h.new_start,
+                "newLines": h.new_lines,
+            }
+            for h in review.hunks
+        ],
         "steps": [{"toolCallId": s.call, "tool": s.tool, "title": s.title, "turnId": s.turn} for s in review.steps],
     }
 
 
 def review_result(result: ReviewResult) -> dict[str, Any]:
-    return {"done": [{"path": path, "hunk": hunk} for path, hunk in result.done],
-            "conflicts": [{"path": path, "hunk": hunk, "why": why} for (path, hunk), why in result.conflicts],
-            "step": result.step}
+    return {
+        "done": [{"path": path, "hunk": hunk} for path, hunk in result.done],
+        "conflicts": [{"path": path, "hunk": hunk, "why": why} for (path, hunk), why in result.conflicts],
+        "step": result.step,
+    }

@@ -274,10 +274,16 @@ class Tool(Generic[In]):
             read_only = self.is_read_only(data)
         except Exception:  # a question that fails is answered no, as in `traits`
             read_only = False
-        return CallFacts(self.name, self.rule_form, read_only=read_only,
-                         paths=tuple(self.permission_paths(data, ctx)), host=self.permission_host(data),
-                         shell=self.permission_command(data), subject=self.rule_subject(data),
-                         leaves_plan=self.leaves_plan_mode)
+        return CallFacts(
+            self.name,
+            self.rule_form,
+            read_only=read_only,
+            paths=tuple(self.permission_paths(data, ctx)),
+            host=self.permission_host(data),
+            shell=self.permission_command(data),
+            subject=self.rule_subject(data),
+            leaves_plan=self.leaves_plan_mode,
+        )
 
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes, and

@@ -112,8 +112,9 @@ class BashTool(Tool[BashInput]):
         if data.run_in_background:
             shells = required(ctx.services.background, "background shells")
             argv, env = command_launch(data.command, ctx)
-            shell = await shells.start(data.command, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=None),
-                                       argv=argv)
+            shell = await shells.start(
+                data.command, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=None), argv=argv
+            )
             text = (
                 f"Command running in background with ID: {shell.id}. "
                 f"Read its output with TaskOutput(task_id={shell.id!r}); stop it with TaskStop(task_id={shell.id!r})."
@@ -189,12 +190,27 @@ async def run_command(command: str, ctx: ToolContext, *, timeout_s: float) -> To
     text = output.render()
     breach = run.breach(text, proc.returncode) if run is not None else None
     notes = run.notes(text, proc.returncode) if run is not None else []
-    return _result(output, proc.returncode, timed_out=timed_out, timeout_s=timeout_s,
-                   elapsed=time.monotonic() - started, notes=notes, breach=breach)
+    return _result(
+        output,
+        proc.returncode,
+        timed_out=timed_out,
+        timeout_s=timeout_s,
+        elapsed=time.monotonic() - started,
+        notes=notes,
+        breach=breach,
+    )
 
 
-def _result(output: OutputBuffer, code: int | None, *, timed_out: bool, timeout_s: float, elapsed: float,
-            notes: list[str], breach: str | None) -> ToolResult:
+def _result(
+    output: OutputBuffer,
+    code: int | None,
+    *,
+    timed_out: bool,
+    timeout_s: float,
+    elapsed: float,
+    notes: list[str],
+    breach: str | None,
+) -> ToolResult:
     text = output.render().rstrip("\n")
     raw: dict[str, Any] = {
         "exit_code": code,

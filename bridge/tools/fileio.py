@@ -326,8 +326,9 @@ async def load_text(target: Target, ctx: ToolContext) -> TextFile | None:
     file, else the disk's. None: neither has it."""
     unsaved = await editor_text(target, ctx)
     if unsaved is not None:
-        return editor_file(target.path, unsaved, await anyio.to_thread.run_sync(_disk_beside_editor, target),
-                           target.real)
+        return editor_file(
+            target.path, unsaved, await anyio.to_thread.run_sync(_disk_beside_editor, target), target.real
+        )
     return await anyio.to_thread.run_sync(disk_file_or_none, target)
 
 
@@ -376,7 +377,12 @@ EDITOR_WRITE_TIMEOUT_S = 30.0
 
 
 async def commit_text(
-    target: Target, text: str, payload: bytes, ctx: ToolContext, *, disk_snapshot: FileSnapshot | None,
+    target: Target,
+    text: str,
+    payload: bytes,
+    ctx: ToolContext,
+    *,
+    disk_snapshot: FileSnapshot | None,
     base: TextFile | None = None,
 ) -> Literal["editor", "disk"]:
     """Make `text` the file's content: through the editor when it takes it, else `payload` (the text encoded
@@ -401,9 +407,11 @@ async def commit_text(
                 try:
                     written = await _editor_write(ctx, path, text)
                     if written and watch.changed():
-                        raise ToolError(f"A name on the way to {path} changed while the editor wrote the file "
-                                        "(something in the workspace is swapping files or links): the editor may "
-                                        "have written somewhere else. Look at what changed before going on.")
+                        raise ToolError(
+                            f"A name on the way to {path} changed while the editor wrote the file "
+                            "(something in the workspace is swapping files or links): the editor may "
+                            "have written somewhere else. Look at what changed before going on."
+                        )
                 finally:
                     watch.close()
         if written:
@@ -417,8 +425,10 @@ async def _editor_write(ctx: ToolContext, path: Path, text: str) -> bool:
     with anyio.move_on_after(EDITOR_WRITE_TIMEOUT_S) as waited:
         return await ctx.documents.write_text(path, text)
     if waited.cancelled_caught:
-        raise ToolError(f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
-                        "Read the file again to see whether the change was made.")
+        raise ToolError(
+            f"The editor did not confirm writing {path} within {EDITOR_WRITE_TIMEOUT_S:.0f} s; "
+            "Read the file again to see whether the change was made."
+        )
     return False
 
 

@@ -138,8 +138,9 @@ class GlobTool(Tool[GlobInput]):
             if run.returncode == 2 and not any(run.lines):
                 raise rg_error(run)
             guard = read_guard_of(ctx)
-            matched, hidden, changed = await anyio.to_thread.run_sync(_match_and_sort, run.lines, base, held, pattern,
-                                                                      guard)
+            matched, hidden, changed = await anyio.to_thread.run_sync(
+                _match_and_sort, run.lines, base, held, pattern, guard
+            )
         finally:
             held.close()
         note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""  # the changed count is not the model's:
@@ -173,8 +174,9 @@ def _hold(base: Path, ctx: ToolContext) -> safefs.Beneath:
         raise NotADirectoryError(str(error)) from None
 
 
-def _match_and_sort(listed: list[str], base: Path, held: safefs.Beneath, pattern: str,
-                    guard: ReadGuard) -> tuple[list[str], int, int]:
+def _match_and_sort(
+    listed: list[str], base: Path, held: safefs.Beneath, pattern: str, guard: ReadGuard
+) -> tuple[list[str], int, int]:
     """Absolute paths (as named: under `base`) of the listed files that match `pattern`, that the guard lets
     through and that are regular files under the held directory now (looked at following no link), newest
     first; how many matches the guard hid; how many changed since rg listed them.

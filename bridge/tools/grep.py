@@ -211,8 +211,6 @@ def _root_problem(root: Path, ctx: ToolContext) -> str | None:
     return None
 
 
-
-
 # ---- the exact second pass ---------------------------------------------------------------------------------
 
 FD_DIR = "/proc/self/fd" if sys.platform.startswith("linux") else "/dev/fd"
@@ -242,8 +240,15 @@ def _batch_size() -> int:
 def _second_pass_args(data: GrepInput) -> list[str]:
     """The first pass's output options without its file selection (the files are given)."""
     mode = data.output_mode or "files_with_matches"
-    args = ["--no-config", "--null", "--color", "never", "--max-columns", str(MAX_LINE_COLUMNS),
-            "--max-columns-preview"]
+    args = [
+        "--no-config",
+        "--null",
+        "--color",
+        "never",
+        "--max-columns",
+        str(MAX_LINE_COLUMNS),
+        "--max-columns-preview",
+    ]
     if data.case_insensitive:
         args.append("--ignore-case")
     if data.multiline:
@@ -273,8 +278,9 @@ def _named_files(lines: list[str], mode: str) -> list[str]:
     return list(seen)
 
 
-def _open_checked(shown: list[str], root: Path, real_root: str, cwd: Path, guard: ReadGuard,
-                  result: Confirmed) -> dict[str, int]:
+def _open_checked(
+    shown: list[str], root: Path, real_root: str, cwd: Path, guard: ReadGuard, result: Confirmed
+) -> dict[str, int]:
     """Open each file exactly under the judged real root (regular files only), after the guard allowed its real
     path; {shown path: fd}. The caller closes the fds."""
     fds: dict[str, int] = {}
@@ -306,8 +312,11 @@ def _open_checked(shown: list[str], root: Path, real_root: str, cwd: Path, guard
                 result.changed += 1
                 continue
             try:
-                fd = base.open(relative, safefs.READ_FLAGS) if base is not None else \
-                    safefs.open_exact(real_root, safefs.READ_FLAGS)
+                fd = (
+                    base.open(relative, safefs.READ_FLAGS)
+                    if base is not None
+                    else safefs.open_exact(real_root, safefs.READ_FLAGS)
+                )
             except (OSError, ValueError):
                 result.changed += 1
                 continue
@@ -335,8 +344,9 @@ def root_is_dir(real: str) -> bool:
         return False
 
 
-async def confirmed(lines: list[str], data: GrepInput, root: Path, real_root: str, ctx: ToolContext,
-                    guard: ReadGuard) -> Confirmed:
+async def confirmed(
+    lines: list[str], data: GrepInput, root: Path, real_root: str, ctx: ToolContext, guard: ReadGuard
+) -> Confirmed:
     """The first pass's result, searched again in the files as opened exactly (see the module docstring)."""
     mode = data.output_mode or "files_with_matches"
     result = Confirmed()
@@ -354,8 +364,13 @@ async def confirmed(lines: list[str], data: GrepInput, root: Path, real_root: st
             if not fds:
                 continue
             shown_of = {f"{FD_DIR}/{fd}": path for path, fd in fds.items()}
-            run = await run_rg([*args, "--", *shown_of], ctx.cwd, max_lines=MAX_SCAN_LINES, separator=separator,
-                               pass_fds=tuple(fds.values()))
+            run = await run_rg(
+                [*args, "--", *shown_of],
+                ctx.cwd,
+                max_lines=MAX_SCAN_LINES,
+                separator=separator,
+                pass_fds=tuple(fds.values()),
+            )
         finally:
             for fd in fds.values():
                 os.close(fd)

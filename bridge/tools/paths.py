@@ -21,21 +21,23 @@ def path_problem(raw: str, *, field: str = "file_path") -> str | None:
     looked at it first."""
     if "\x00" in raw:
         at = raw.index("\x00")
-        return (f"{field} contains a NUL byte (at character {at}), which no file name can hold; "
-                "send the path without it.")
+        return (
+            f"{field} contains a NUL byte (at character {at}), which no file name can hold; send the path without it."
+        )
     try:
         encoded = os.fsencode(raw)
     except UnicodeEncodeError as error:
         bad = raw[error.start : error.end]
-        return (f"{field} contains {bad!r}, a lone UTF-16 surrogate that cannot be part of a file name; "
-                "send the path as plain text.")
+        return (
+            f"{field} contains {bad!r}, a lone UTF-16 surrogate that cannot be part of a file name; "
+            "send the path as plain text."
+        )
     if len(encoded) >= PATH_MAX:
         return f"{field} is {len(encoded)} bytes long; a path can have at most {PATH_MAX - 1}."
     for name in encoded.split(b"/"):
         if len(name) > NAME_MAX:
             shown = os.fsdecode(name[:40])
-            return (f"{field} has a name of {len(name)} bytes ({shown}…); a file name can have at most "
-                    f"{NAME_MAX} bytes.")
+            return f"{field} has a name of {len(name)} bytes ({shown}…); a file name can have at most {NAME_MAX} bytes."
     return None
 
 
@@ -78,9 +80,11 @@ def read_error(path: Path, error: OSError, *, missing: str | None = None) -> Too
     """An OS error from opening or reading `path`, as a message the model can act on (Read, Write, Edit).
     `path` is the path as the model named it (the real path opened may differ by the links it went through)."""
     if isinstance(error, safefs.Changed):
-        return ToolError(f"{path} changed while it was being opened (a symbolic link appeared in its path since "
-                         "the permission check); nothing was read or written through it. If that was not you, "
-                         "something in the workspace is swapping files: look before retrying.")
+        return ToolError(
+            f"{path} changed while it was being opened (a symbolic link appeared in its path since "
+            "the permission check); nothing was read or written through it. If that was not you, "
+            "something in the workspace is swapping files: look before retrying."
+        )
     if isinstance(error, safefs.NotRegular):
         return ToolError(f"{path} is {safefs.describe_mode(error.mode)}, not a regular file.")
     if isinstance(error, safefs.UnsafePath):

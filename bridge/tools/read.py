@@ -86,8 +86,10 @@ class Window:
         if self.capped:
             notes.append(f"[Output capped at {MAX_OUTPUT_CHARS} characters; continue with offset={after}.]")
         elif self.stream:
-            notes.append(f"[The stream had more after line {after - 1}; Read stopped there. What a FIFO gave is "
-                         "gone once read: another Read gets what is written next.]")
+            notes.append(
+                f"[The stream had more after line {after - 1}; Read stopped there. What a FIFO gave is "
+                "gone once read: another Read gets what is written next.]"
+            )
         elif self.remaining:
             notes.append(f"[… {self.remaining} more lines; use offset={after} to read on.]")
         elif self.remaining is None:
@@ -409,8 +411,9 @@ async def _load_file(fd: int, st: os.stat_result, path: Path, offset: int, limit
 def _load(fd: int, st: os.stat_result, path: Path, offset: int, limit: int) -> _Loaded:
     with os.fdopen(fd, "rb") as fh:
         head = fh.read(8192)
-        special = _special(path, st.st_size, head, lambda: head + fh.read(), sized=st.st_size > 0,
-                           offset=offset, limit=limit)
+        special = _special(
+            path, st.st_size, head, lambda: head + fh.read(), sized=st.st_size > 0, offset=offset, limit=limit
+        )
         if special is not None:
             return _Loaded(special[0], snapshot_of(st), {"path": str(path), "size": st.st_size} | special[1])
         fh.seek(3 if head.startswith(b"\xef\xbb\xbf") else 0)
@@ -487,18 +490,24 @@ async def _load_stream(fd: int, st: os.stat_result, path: Path, offset: int, lim
     if window.lines or ended:
         text = _render(window, path, 0, offset)
     else:
-        text = (f"[The {kind} {path} gave {window.total} lines ({_size(len(data))}) before Read stopped; "
-                f"offset {offset} was not reached.]")
+        text = (
+            f"[The {kind} {path} gave {window.total} lines ({_size(len(data))}) before Read stopped; "
+            f"offset {offset} was not reached.]"
+        )
     return _Loaded(text, snapshot_of(st), raw | {"lines": len(window.lines), "ended": ended})
 
 
 def _nothing_came(path: Path, kind: str) -> str:
     if kind == "FIFO":
-        return (f"Nothing was written to the FIFO {path} within {STREAM_WAIT_S:g} s, so Read gave up (a FIFO "
-                "gives data only while a process writes to it). Start the writer first (e.g. in the background "
-                f"with Bash), then Read again; or read it with Bash and a timeout: `timeout 5 cat {path}`.")
-    return (f"The device {path} gave no data within {STREAM_WAIT_S:g} s, so Read gave up. Read it with Bash and "
-            f"a timeout instead, e.g. `timeout 5 head -c 4096 {path} | xxd | head`.")
+        return (
+            f"Nothing was written to the FIFO {path} within {STREAM_WAIT_S:g} s, so Read gave up (a FIFO "
+            "gives data only while a process writes to it). Start the writer first (e.g. in the background "
+            f"with Bash), then Read again; or read it with Bash and a timeout: `timeout 5 cat {path}`."
+        )
+    return (
+        f"The device {path} gave no data within {STREAM_WAIT_S:g} s, so Read gave up. Read it with Bash and "
+        f"a timeout instead, e.g. `timeout 5 head -c 4096 {path} | xxd | head`."
+    )
 
 
 async def _collect(fd: int, lines_wanted: int, *, fifo: bool, into: bytearray) -> tuple[bytes, bool]:
@@ -551,7 +560,6 @@ def _ended_now(fd: int) -> bool:
     with contextlib.suppress(OSError):
         return os.read(fd, 1) == b""
     return False
-
 
 
 def _under(cwd: Path, relative: str) -> str:

@@ -39,13 +39,13 @@ class RgRun:
     stderr: str
 
 
-async def run_rg(args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n",
-                 pass_fds: tuple[int, ...] = ()) -> RgRun:
+async def run_rg(
+    args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n", pass_fds: tuple[int, ...] = ()
+) -> RgRun:
     """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
     `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
     `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass)."""
-    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL,
-                                       pass_fds=pass_fds)
+    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL, pass_fds=pass_fds)
     lines: list[str] = []
     err = bytearray()
     complete = True
@@ -153,15 +153,17 @@ def argument_problem(value: str | None, field: str) -> str | None:
     try:
         os.fsencode(value)
     except UnicodeEncodeError as error:
-        return f"{field} contains {value[error.start:error.end]!r}, a lone UTF-16 surrogate; send plain text."
+        return f"{field} contains {value[error.start : error.end]!r}, a lone UTF-16 surrogate; send plain text."
     return None
 
 
 def hidden_note(count: int, tool: str) -> str:
     """What the model is told of results left out by the guard (never their names)."""
     files = "1 file was" if count == 1 else f"{count} files were"
-    return (f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
-            "names them, or they are outside the workspace).]")
+    return (
+        f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
+        "names them, or they are outside the workspace).]"
+    )
 
 
 def rg_error(run: RgRun) -> ToolError:

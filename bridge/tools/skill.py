@@ -56,7 +56,7 @@ class SkillTool(Tool[SkillInput]):
     def schema(self) -> dict[str, Any]:
         lines, more = self.catalog.listing()
         listing = "\n".join(lines) or "(none)"
-        extra = f"\n\n{more} more skills are installed: find them with {{\"query\": \"words\"}}." if more else ""
+        extra = f'\n\n{more} more skills are installed: find them with {{"query": "words"}}.' if more else ""
         text = f"{self.description}\n\nAvailable skills:\n{listing}{extra}"
         return {**super().schema(), "description": text}
 
@@ -107,13 +107,16 @@ async def use_skill(skill: Skill, arguments: str, ctx: ToolContext) -> ToolResul
         body = skill.expand(arguments)
     except SkillError as error:
         raise ToolError(f"Skill {skill.name!r} cannot be read now: {error}") from None
-    where = (f"Skill `{skill.name}` — its folder is {skill.directory} (read its other files there with Read; run "
-             "its scripts with Bash).")
+    where = (
+        f"Skill `{skill.name}` — its folder is {skill.directory} (read its other files there with Read; run "
+        "its scripts with Bash)."
+    )
     if skill.fork:  # its own context: its calls are asked as a sub-agent's (allowed-tools are for the turn's own)
         agents = required(ctx.services.agents, "sub-agents")
         model = _MODELS.get(skill.model or "")
         task = AgentInput(description=f"skill {skill.name}", prompt=f"{where}\n\n{body}", model=model)
         return await agents.run_agent(task, ctx)
-    effects: list[Effect] = [AllowForTurn(skill.allowed_tools, skill.path, skill.source == "project")] \
-        if skill.allowed_tools else []
+    effects: list[Effect] = (
+        [AllowForTurn(skill.allowed_tools, skill.path, skill.source == "project")] if skill.allowed_tools else []
+    )
     return ToolResult(f"{where}\n\n{body}", effects=effects)

@@ -19,8 +19,12 @@ MAX_WAIT_MS = 600_000
 class TaskOutputInput(ToolInput):
     task_id: str = Field(description="Id of a background shell (bash_N) or a background agent (agent_N)")
     block: bool = Field(default=True, description="Wait for the task to end (up to timeout) before answering")
-    timeout: float = Field(default=DEFAULT_WAIT_MS, ge=0, le=MAX_WAIT_MS,
-                           description=f"How long to wait, in ms (default {DEFAULT_WAIT_MS}, max {MAX_WAIT_MS})")
+    timeout: float = Field(
+        default=DEFAULT_WAIT_MS,
+        ge=0,
+        le=MAX_WAIT_MS,
+        description=f"How long to wait, in ms (default {DEFAULT_WAIT_MS}, max {MAX_WAIT_MS})",
+    )
 
 
 class TaskOutputTool(Tool[TaskOutputInput]):
@@ -53,8 +57,9 @@ class TaskOutputTool(Tool[TaskOutputInput]):
                 agents.mark_read(agent.id)
             text = agent.output().strip() or "(no text yet)"
             label = "Result" if agent.status != "running" else "Latest text"
-            return ToolResult(f"{agent.describe()}\n{label}:\n{text}",
-                              raw_output={"task_id": agent.id, "status": agent.status})
+            return ToolResult(
+                f"{agent.describe()}\n{label}:\n{text}", raw_output={"task_id": agent.id, "status": agent.status}
+            )
         shell = _shells(ctx, data.task_id).get(data.task_id)
         if wait and shell.status == "running":
             with anyio.move_on_after(wait):

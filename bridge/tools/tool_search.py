@@ -34,7 +34,7 @@ class DeferredTools:
     def search(self, query: str, limit: int) -> list[AnyTool]:
         query = query.strip()
         if query.lower().startswith("select:"):
-            names = [n.strip() for n in query[len("select:"):].split(",") if n.strip()]
+            names = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
             return [self.tools[n] for n in names if n in self.tools]
         terms = [t for t in re.split(r"[\s,]+", query.lower()) if t]
         scored: list[tuple[int, str]] = []

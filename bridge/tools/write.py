@@ -100,8 +100,10 @@ def _on_disk(target: Target) -> _OnDisk:
         text, encoding = decode(raw)
     except ToolError:  # a binary file: nothing to keep, nothing to show
         return _OnDisk(snapshot)
-    return _OnDisk(snapshot, TextFile(path, text, encoding, detect_line_ending(text), stat.S_IMODE(st.st_mode),
-                                      snapshot, real=target.real))
+    return _OnDisk(
+        snapshot,
+        TextFile(path, text, encoding, detect_line_ending(text), stat.S_IMODE(st.st_mode), snapshot, real=target.real),
+    )
 
 
 async def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
@@ -117,8 +119,9 @@ def _plan_from(data: WriteInput, ctx: ToolContext, target: Target, unsaved: str 
         file = editor_file(path, unsaved, disk.file, target.real)
         require_fresh_read(path, ctx, file)
         new = to_line_ending(data.content, file.line_ending) if unsaved else data.content
-        return WritePlan(target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True,
-                         base=file)
+        return WritePlan(
+            target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True, base=file
+        )
     if disk.snapshot is None:
         return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), None)
     if disk.file is None:  # replacing a binary file with text
@@ -204,14 +207,14 @@ class WriteTool(Tool[WriteInput]):
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
 
-
     def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
         return "Write", {"file_path": data.file_path, "content": text}
 
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot,
-                                    base=plan.base)
+        written = await commit_text(
+            plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot, base=plan.base
+        )
         lines = plan.new_text.count("\n") + (0 if plan.new_text.endswith("\n") or not plan.new_text else 1)
         raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | written_meta(written)
         if not plan.exists:

@@ -31,4 +31,3 @@ def editor(data_dir: Path) -> Iterator[Editor]:
         print("VIOLATION", violation)
     log = data_dir / "stderr.log"
     assert [str(v) for v in client.validator.violations] == [], log.read_text()[-3000:] if log.exists() else ""
-

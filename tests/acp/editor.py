@@ -70,8 +70,9 @@ class Editor:
         self._changed()
         return await self.on_permission(request)
 
-    async def read_text_file(self, path: str, session_id: str, limit: int | None = None,
-                             line: int | None = None, **kwargs: Any) -> schema.ReadTextFileResponse:
+    async def read_text_file(
+        self, path: str, session_id: str, limit: int | None = None, line: int | None = None, **kwargs: Any
+    ) -> schema.ReadTextFileResponse:
         self.reads.append(path)
         if path in self.buffers:
             return schema.ReadTextFileResponse(content=self.buffers[path])
@@ -80,8 +81,9 @@ class Editor:
         except OSError as error:
             raise RequestError.resource_not_found(path) from error
 
-    async def write_text_file(self, content: str, path: str, session_id: str,
-                              **kwargs: Any) -> schema.WriteTextFileResponse:
+    async def write_text_file(
+        self, content: str, path: str, session_id: str, **kwargs: Any
+    ) -> schema.WriteTextFileResponse:
         if self.fs_refuses:
             raise RequestError(-32603, f"the buffer of {path} is read-only")
         self.writes.append((path, content))
@@ -110,13 +112,19 @@ class Editor:
         return "".join(u.content.text for u in self.of_kind(kind, session_id) if u.content.type == "text")
 
     def incoming(self, method: str | None = None) -> list[dict[str, Any]]:
-        return [w.message for w in self.wire
-                if w.direction == "in" and (method is None or w.message.get("method") == method)]
+        return [
+            w.message
+            for w in self.wire
+            if w.direction == "in" and (method is None or w.message.get("method") == method)
+        ]
 
     def request_id(self, method: str, index: int = -1) -> Any:
         """The JSON-RPC id of the editor's `index`-th request of `method` (to cancel it)."""
-        ids = [w.message["id"] for w in self.wire if w.direction == "out" and w.message.get("method") == method
-               and "id" in w.message]
+        ids = [
+            w.message["id"]
+            for w in self.wire
+            if w.direction == "out" and w.message.get("method") == method and "id" in w.message
+        ]
         return ids[index]
 
     def observe(self, event: StreamEvent) -> None:
@@ -165,8 +173,12 @@ async def running_agent(
         # The SDK routes each request to the method of that name (absent: "method not found"), so an editor that
         # offers no terminals or elicitation is a client, though not every member of the `Client` protocol.
         async with spawn_agent_process(
-            cast(Client, editor), command[0], *command[1:], env=agent_env(data_dir, **(env or {})),
-            transport_kwargs={"stderr": stderr}, observers=[editor.observe],
+            cast(Client, editor),
+            command[0],
+            *command[1:],
+            env=agent_env(data_dir, **(env or {})),
+            transport_kwargs={"stderr": stderr},
+            observers=[editor.observe],
         ) as (conn, process):
             editor.conn = conn
             _route_cancel_request(conn, editor)

@@ -77,8 +77,11 @@ def differences(sent: Any, dumped: Any, where: str = "") -> list[str]:
     if isinstance(sent, list) and isinstance(dumped, list):
         if len(sent) != len(dumped):
             return [f"{where}: {len(sent) - len(dumped)} invalid item(s) dropped by the schema"]
-        return [p for index, (a, b) in enumerate(zip(sent, dumped, strict=True))
-                for p in differences(a, b, f"{where}.{index}")]
+        return [
+            p
+            for index, (a, b) in enumerate(zip(sent, dumped, strict=True))
+            for p in differences(a, b, f"{where}.{index}")
+        ]
     if type(sent) is bool or type(dumped) is bool:
         same = type(sent) is type(dumped) and sent == dumped
     else:

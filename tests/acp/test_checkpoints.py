@@ -37,8 +37,11 @@ async def test_rewind_changes_and_fork_in_an_acp_editor(editor: Editor, data_dir
         assert (workspace / "a.txt").read_text() == "two\n" and (workspace / "b.txt").exists()
 
         await conn.prompt(session_id=sid, prompt=text("/changes 2"))
-        [diffs] = [u for u in editor.of_kind("tool_call_update", sid) if u.content and any(
-            getattr(c, "type", "") == "diff" for c in u.content)]
+        [diffs] = [
+            u
+            for u in editor.of_kind("tool_call_update", sid)
+            if u.content and any(getattr(c, "type", "") == "diff" for c in u.content)
+        ]
         shown = {Path(c.path).name: (c.old_text, c.new_text) for c in diffs.content or [] if c.type == "diff"}
         assert shown == {"a.txt": ("one\n", "two\n"), "b.txt": (None, "b\n")}
 

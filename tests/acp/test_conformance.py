@@ -70,8 +70,9 @@ async def test_session_new_is_answered_before_any_update_of_that_session(
             session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
             sid = session.session_id
             await editor.until(lambda sid=sid: editor.of_kind("available_commands_update", sid), what="commands")
-            answered = position(editor, lambda m, sid=sid: isinstance(m.get("result"), dict)
-                                and m["result"].get("sessionId") == sid)
+            answered = position(
+                editor, lambda m, sid=sid: isinstance(m.get("result"), dict) and m["result"].get("sessionId") == sid
+            )
             first_update = position(editor, lambda m, sid=sid: (m.get("params") or {}).get("sessionId") == sid)
             assert answered < first_update, "an update for a session the editor does not know yet"
             commands = editor.of_kind("available_commands_update", sid)[0].available_commands
@@ -134,15 +135,21 @@ async def test_the_unsaved_label_is_only_for_text_that_differs_from_the_disk(
     changed.write_text("b = 1\n")
     editor.buffers[str(same)] = "a = 1\n"  # open in the editor, saved
     editor.buffers[str(changed)] = "b = 2\n"  # open in the editor, typed into
-    responses = [tool_use("Read", {"file_path": str(same)}), tool_use("Read", {"file_path": str(changed)}),
-                 answer("Read both.")]
+    responses = [
+        tool_use("Read", {"file_path": str(same)}),
+        tool_use("Read", {"file_path": str(changed)}),
+        answer("Read both."),
+    ]
     async with running_agent(editor, scenario_file(tmp_path, responses), data_dir) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=FS)
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=sid, prompt=text("read them"))).stop_reason == "end_turn"
     assert editor.reads == [str(same), str(changed)], "both were asked of the editor"
-    results = {u.tool_call_id: " ".join(c.content.text for c in u.content or [] if c.type == "content")
-               for u in editor.of_kind("tool_call_update", sid) if u.status == "completed"}
+    results = {
+        u.tool_call_id: " ".join(c.content.text for c in u.content or [] if c.type == "content")
+        for u in editor.of_kind("tool_call_update", sid)
+        if u.status == "completed"
+    }
     [same_result, changed_result] = results.values()
     assert "a = 1" in same_result and "unsaved" not in same_result
     assert "b = 2" in changed_result and "unsaved version" in changed_result
@@ -202,9 +209,10 @@ async def test_cancel_mid_stream_mid_command_and_mid_permission(
 
         # Mid-command: the command runs (allowed), then the turn is cancelled.
         turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("run: echo started; sleep 30")))
-        await editor.until(lambda: "started" in json.dumps([u.model_dump() for u in
-                                                             editor.of_kind("tool_call_update", sid)]),
-                           what="the command's output")
+        await editor.until(
+            lambda: "started" in json.dumps([u.model_dump() for u in editor.of_kind("tool_call_update", sid)]),
+            what="the command's output",
+        )
         await conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(turn, 15)).stop_reason == "cancelled"
 
@@ -238,9 +246,7 @@ async def test_cancel_mid_stream_mid_command_and_mid_permission(
         assert (await conn.prompt(session_id=sid, prompt=text("still there?"))).stop_reason == "end_turn"
 
 
-async def test_set_mode_then_list_then_load_in_a_new_process(
-    editor: Editor, data_dir: Path, workspace: Path
-) -> None:
+async def test_set_mode_then_list_then_load_in_a_new_process(editor: Editor, data_dir: Path, workspace: Path) -> None:
     async with running_agent(editor, "playground", data_dir) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=FS)
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
@@ -248,8 +254,9 @@ async def test_set_mode_then_list_then_load_in_a_new_process(
         await conn.set_session_mode(session_id=sid, mode_id="plan")
         await editor.until(lambda: editor.of_kind("current_mode_update", sid), what="the mode update")
         answered = position(editor, lambda m: "result" in m and m.get("id") == editor.request_id("session/set_mode"))
-        told = position(editor, lambda m: (m.get("params") or {}).get("update", {}).get("sessionUpdate")
-                        == "current_mode_update")
+        told = position(
+            editor, lambda m: (m.get("params") or {}).get("update", {}).get("sessionUpdate") == "current_mode_update"
+        )
         assert answered < told
         listed = await conn.list_sessions(cwd=str(workspace))
         assert sid in [s.session_id for s in listed.sessions]
@@ -286,9 +293,7 @@ async def test_errors_carry_acps_codes(editor: Editor, data_dir: Path, workspace
         assert (await conn.prompt(session_id=sid, prompt=text("again"))).stop_reason == "end_turn"
 
 
-async def test_warnings_reach_the_editor_as_a_message_it_shows(
-    editor: Editor, data_dir: Path, workspace: Path
-) -> None:
+async def test_warnings_reach_the_editor_as_a_message_it_shows(editor: Editor, data_dir: Path, workspace: Path) -> None:
     broken = schema.McpServerStdio(name="broken", command=str(workspace / "no-such-server"), args=[], env=[])
     async with running_agent(editor, "playground", data_dir) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=FS)
@@ -314,7 +319,8 @@ async def test_on_the_offline_demo_model_the_model_option_offers_that_model_alon
         model = options["model"]
         assert isinstance(model, schema.SessionConfigOptionSelect) and model.current_value == "offline-demo"
         assert [(o.value, o.name) for o in model.options if isinstance(o, schema.SessionConfigSelectOption)] == [
-            ("offline-demo", "Offline demo model")]
+            ("offline-demo", "Offline demo model")
+        ]
         assert {"mode", "thought_level"} <= options.keys()
         answered = await conn.set_config_option(config_id="model", session_id=sid, value="offline-demo")
         assert [o.current_value for o in answered.config_options if o.id == "model"] == ["offline-demo"]

@@ -21,13 +21,18 @@ async def reject_once(request: schema.RequestPermissionRequest) -> dict[str, Any
 
 
 def first_index(editor: Editor, method: str) -> int:
-    return next((i for i, w in enumerate(editor.wire) if w.direction == "in" and w.message.get("method") == method),
-                len(editor.wire))
+    return next(
+        (i for i, w in enumerate(editor.wire) if w.direction == "in" and w.message.get("method") == method),
+        len(editor.wire),
+    )
 
 
 def failures(editor: Editor, sid: str) -> list[str]:
-    return [json.dumps([c.model_dump() for c in u.content or []])
-            for u in editor.of_kind("tool_call_update", sid) if u.status == "failed"]
+    return [
+        json.dumps([c.model_dump() for c in u.content or []])
+        for u in editor.of_kind("tool_call_update", sid)
+        if u.status == "failed"
+    ]
 
 
 async def test_an_edit_outside_reads_nothing_before_or_without_permission(
@@ -62,21 +67,28 @@ async def test_an_allowed_edit_outside_is_read_only_after_the_question(
     outside.mkdir()
     target = outside / "there.txt"
     target.write_text("alpha\n")
-    responses = [tool_use("Read", {"file_path": str(target)}),
-                 tool_use("Edit", {"file_path": str(target), "old_string": "alpha", "new_string": "beta"}),
-                 answer("Done.")]
+    responses = [
+        tool_use("Read", {"file_path": str(target)}),
+        tool_use("Edit", {"file_path": str(target), "old_string": "alpha", "new_string": "beta"}),
+        answer("Done."),
+    ]
     async with running_agent(editor, scenario_file(tmp_path, responses), data_dir) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=FS)
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=sid, prompt=text("edit it"))).stop_reason == "end_turn"
-    asks = [i for i, w in enumerate(editor.wire)
-            if w.direction == "in" and w.message.get("method") == "session/request_permission"]
-    reads = [i for i, w in enumerate(editor.wire)
-             if w.direction == "in" and w.message.get("method") == "fs/read_text_file"]
+    asks = [
+        i
+        for i, w in enumerate(editor.wire)
+        if w.direction == "in" and w.message.get("method") == "session/request_permission"
+    ]
+    reads = [
+        i for i, w in enumerate(editor.wire) if w.direction == "in" and w.message.get("method") == "fs/read_text_file"
+    ]
     assert len(asks) == 2 and reads, (asks, reads)
     assert asks[0] < reads[0], "nothing was read before the first question"
-    assert any(asks[0] < r < asks[1] for r in reads) and any(r > asks[1] for r in reads), \
+    assert any(asks[0] < r < asks[1] for r in reads) and any(r > asks[1] for r in reads), (
         "each call's reads came after its own question"
+    )
     assert editor.writes == [] and target.read_text() == "beta\n", "no unsaved changes: the disk, exactly"
 
 
@@ -85,13 +97,18 @@ async def test_the_control_a_workspace_edit_is_read_through_the_editor_before_it
 ) -> None:
     source = workspace / "app.py"
     source.write_text("a = 1\n")
-    responses = [tool_use("Read", {"file_path": str(source)}),
-                 tool_use("Edit", {"file_path": str(source), "old_string": "a = 1", "new_string": "a = 2"}),
-                 answer("Done.")]
+    responses = [
+        tool_use("Read", {"file_path": str(source)}),
+        tool_use("Edit", {"file_path": str(source), "old_string": "a = 1", "new_string": "a = 2"}),
+        answer("Done."),
+    ]
     async with running_agent(editor, scenario_file(tmp_path, responses), data_dir) as (conn, _):
         await conn.initialize(protocol_version=1, client_capabilities=FS)
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         assert (await conn.prompt(session_id=sid, prompt=text("edit it"))).stop_reason == "end_turn"
-    reads_before = [w for w in editor.wire[:first_index(editor, "session/request_permission")]
-                    if w.direction == "in" and w.message.get("method") == "fs/read_text_file"]
+    reads_before = [
+        w
+        for w in editor.wire[: first_index(editor, "session/request_permission")]
+        if w.direction == "in" and w.message.get("method") == "fs/read_text_file"
+    ]
     assert len(reads_before) == 2, "the Read's, and the Edit's own before its question"

@@ -41,8 +41,9 @@ async def test_a_body_that_is_no_object_is_answered_invalid_request(bridge: RawB
 async def test_a_request_with_a_result_is_an_invalid_request(bridge: RawBridge) -> None:
     await bridge.send({"jsonrpc": "2.0", "id": "both", "method": "session/list", "params": {}, "result": {}})
     assert (await bridge.response("both"))["error"]["code"] == -32600
-    await bridge.send({"jsonrpc": "2.0", "id": "both-error", "method": "session/list",
-                       "error": {"code": 1, "message": "x"}})
+    await bridge.send(
+        {"jsonrpc": "2.0", "id": "both-error", "method": "session/list", "error": {"code": 1, "message": "x"}}
+    )
     assert (await bridge.response("both-error"))["error"]["code"] == -32600
     await bridge.prompt_works()
 

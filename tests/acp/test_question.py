@@ -24,6 +24,7 @@ async def asked_params(editor: Editor) -> list[dict[str, Any]]:
 def rejecting(editor: Editor) -> None:
     async def reject(request: schema.RequestPermissionRequest) -> dict[str, Any]:
         return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
     editor.on_permission = reject
 
 
@@ -32,8 +33,11 @@ async def test_the_title_is_the_whole_command_and_the_asking_part_is_marked(
 ) -> None:
     victim = workspace / "victim.txt"
     victim.write_text("keep\n")
-    commands = [f"{HARMLESS} && rm -f victim.txt", "ls\n# only listing\nrm -f victim.txt",
-                "rm -f victim.txt #\r\x1b[2Kls -la"]
+    commands = [
+        f"{HARMLESS} && rm -f victim.txt",
+        "ls\n# only listing\nrm -f victim.txt",
+        "rm -f victim.txt #\r\x1b[2Kls -la",
+    ]
     responses = [r for c in commands for r in (tool_use("Bash", {"command": c}), answer("no"))]
     rejecting(editor)
     async with running_agent(editor, scenario_file(tmp_path, responses), data_dir) as (conn, _):
@@ -45,14 +49,15 @@ async def test_the_title_is_the_whole_command_and_the_asking_part_is_marked(
     assert long["toolCall"]["title"] == f"`{commands[0]}`"
     assert long["toolCall"]["content"][0]["content"]["text"].startswith(commands[0] + "\n\n")
     question = long["_meta"]["question"]
-    assert [question["command"][m["start"]:m["end"]] for m in question["marks"]] == ["rm -f victim.txt"]
+    assert [question["command"][m["start"] : m["end"]] for m in question["marks"]] == ["rm -f victim.txt"]
     assert question["reason"] == long["_meta"]["reason"] and question["escaped"] is False
     assert lines["toolCall"]["title"] == "`ls ⏎ # only listing ⏎ rm -f victim.txt`"
     assert lines["_meta"]["question"]["command"] == commands[1]
     assert hidden["toolCall"]["title"] == "`rm -f victim.txt #\\x0d\\x1b[2Kls -la`"
     assert hidden["_meta"]["question"]["escaped"] is True
-    assert [hidden["_meta"]["question"]["command"][m["start"]:m["end"]] for m in hidden["_meta"]["question"]["marks"]
-            ] == ["\\x0d", "\\x1b"]
+    assert [
+        hidden["_meta"]["question"]["command"][m["start"] : m["end"]] for m in hidden["_meta"]["question"]["marks"]
+    ] == ["\\x0d", "\\x1b"]
     assert editor.permission_requests[0].tool_call.title == long["toolCall"]["title"], "as the SDK reads it"
     assert victim.read_text() == "keep\n"
 

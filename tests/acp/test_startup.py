@@ -24,8 +24,10 @@ async def test_two_connections_at_once_each_get_their_own_sessions(
         async with running_agent(client, scenario, data_dir) as (conn, _):
             await conn.initialize(protocol_version=1)
             # sent at once after the answer: queued behind nothing the client can see
-            first, second = await asyncio.gather(conn.new_session(cwd=str(workspace), mcp_servers=[]),
-                                                 conn.new_session(cwd=str(workspace), mcp_servers=[]))
+            first, second = await asyncio.gather(
+                conn.new_session(cwd=str(workspace), mcp_servers=[]),
+                conn.new_session(cwd=str(workspace), mcp_servers=[]),
+            )
             assert first.session_id != second.session_id
             sid = first.session_id
             await conn.prompt(session_id=sid, prompt=text(word))
@@ -70,15 +72,20 @@ async def test_a_cancel_while_the_sdk_still_loads_cancels_the_prompt(
 ) -> None:
     """A prompt sent at once after start-up may wait for the SDK's import (off the loop); a `session/cancel`
     meanwhile must cancel it, not be lost while no turn runs yet."""
-    long = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
-            "delay_ms": 20}
+    long = {
+        "content": [{"type": "text", "text": "word " * 400, "chunks": 400}],
+        "stop_reason": "end_turn",
+        "delay_ms": 20,
+    }
     scenario = scenario_file(tmp_path, [long, answer("short")])
     async with running_agent(editor, scenario, data_dir, env={"AGENT_BRIDGE_MODEL_TRANSPORT": "sdk"}) as (conn, _):
         await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=text("talk")))
-        await editor.until(lambda: any(w.message.get("method") == "session/prompt" for w in editor.wire
-                                       if w.direction == "out"), what="the prompt sent")
+        await editor.until(
+            lambda: any(w.message.get("method") == "session/prompt" for w in editor.wire if w.direction == "out"),
+            what="the prompt sent",
+        )
         await conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(turn, 60)).stop_reason == "cancelled"
         assert (await conn.prompt(session_id=sid, prompt=text("again"))).stop_reason == "end_turn"

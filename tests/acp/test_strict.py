@@ -21,8 +21,11 @@ def update(body: dict[str, Any], **params: Any) -> dict[str, Any]:
 
 
 def test_a_valid_update_passes_and_meta_may_hold_anything() -> None:
-    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"},
-             "_meta": {"anything": {"goes": [1, 2]}}}
+    chunk = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "hi"},
+        "_meta": {"anything": {"goes": [1, 2]}},
+    }
     assert problems(update(chunk, _meta={"x": 1})) == []
 
 
@@ -58,8 +61,12 @@ def test_acps_own_cancel_and_error_codes_pass() -> None:
 
 def test_a_response_to_nothing_and_an_unknown_envelope_member_fail() -> None:
     assert problems({"jsonrpc": "2.0", "id": 9, "result": {}}) != []
-    assert problems({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}, "extra": 1},
-                    asked={1: "session/prompt"}) != []
+    assert (
+        problems(
+            {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}, "extra": 1}, asked={1: "session/prompt"}
+        )
+        != []
+    )
 
 
 def test_an_answer_to_session_close_is_checked_and_one_to_a_method_the_oracle_does_not_know_fails() -> None:

@@ -44,8 +44,9 @@ OUTSIDE = "OUTSIDE-CONTENT"
 OUTSIDE_NAME = "hidden-outside-name.txt"
 MEMORY = "original memory"
 ENV_SECRET = "ENV-SECRET-VALUE-7f3a"  # the value of secret-looking variables (ENV_SECRETS) the commands get
-ENV_SECRETS = {name: ENV_SECRET for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD",
-                                              "AWS_SECRET_ACCESS_KEY")}
+ENV_SECRETS = {
+    name: ENV_SECRET for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY")
+}
 SETTINGS: dict[str, Any] = {"permissions": {"allow": []}}
 VENV_BIN = str(Path(sys.executable).parent)  # rg lives there (the ripgrep wheel)
 
@@ -59,8 +60,12 @@ class Workspace:
     secret_blob: str = ""
 
     def fill(self, text: str) -> str:
-        return text.replace("{outside}", str(self.outside)).replace("{ws}", str(self.ws)).replace(
-            "{secret_blob}", self.secret_blob).replace("{sha}", _sha256(self.outside / "x.txt"))
+        return (
+            text.replace("{outside}", str(self.outside))
+            .replace("{ws}", str(self.ws))
+            .replace("{secret_blob}", self.secret_blob)
+            .replace("{sha}", _sha256(self.outside / "x.txt"))
+        )
 
     def snapshot(self) -> dict[str, bytes | None]:
         """The files whose change an attack may be after."""
@@ -101,7 +106,7 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     (ws / ".claude" / "agents").mkdir(parents=True)
     (ws / ".claude" / "commands").mkdir(parents=True)
     evil = ws / "evil.sh"
-    evil.write_text(f"#!/bin/sh\n: > {ws / 'pwned'}\nif [ -f \"$1\" ]; then cat \"$1\"; else cat; fi\n")
+    evil.write_text(f'#!/bin/sh\n: > {ws / "pwned"}\nif [ -f "$1" ]; then cat "$1"; else cat; fi\n')
     evil.chmod(0o755)
     (ws / "bin").mkdir()
     for name in ("ls", "git-x"):
@@ -111,7 +116,7 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     (ws / "prog.awk").write_text('BEGIN { system("rm canary") }\n')
     (ws / "Makefile").write_text("all:\n\trm canary\n")
     for name, body in (("runner", 'exec "$@"'), ("runstr", 'exec sh -c "$*"')):  # runners the checker doesn't know
-        (ws / name).write_text(f"#!/bin/sh\n[ \"$1\" = -x ] && shift\n{body}\n")
+        (ws / name).write_text(f'#!/bin/sh\n[ "$1" = -x ] && shift\n{body}\n')
         (ws / name).chmod(0o755)
     (ws / "list").write_text("canary\n")
     (ws / "secretlist").write_text("secret.txt\n")
@@ -123,8 +128,9 @@ def build(tmp: Path, *, git: bool = False, parent_repo: bool = False) -> Workspa
     # checklists naming an outside file in the forms GNU `*sum -c` reads besides the plain one (issue 21: a
     # checksum verifier is a content oracle: its `OK` says a guess of the content is right)
     sha = _sha256(outside / "x.txt")
-    blake = subprocess.run(["b2sum", "-l", "256", "../outside/x.txt"], cwd=ws, capture_output=True,
-                           text=True).stdout.split()[0]
+    blake = subprocess.run(
+        ["b2sum", "-l", "256", "../outside/x.txt"], cwd=ws, capture_output=True, text=True
+    ).stdout.split()[0]
     (ws / "sumsesc").write_text(f"\\{sha}  ../outside/x.txt\n")
     (ws / "sumsspace").write_text(f"  {sha}  ../outside/x.txt\n")
     (ws / "sumsone").write_text(f"{sha} ../outside/x.txt\n")
@@ -165,24 +171,48 @@ def _sha256(path: Path) -> str:
 
 
 def _git(where: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_SYSTEM": "/dev/null"}
-    return subprocess.run(["git", *args], cwd=where, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
+    }
+    return subprocess.run(["git", *args], cwd=where, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def engine(found: Workspace, mode: Mode = "default", *, allow: tuple[str, ...] = (), deny: tuple[str, ...] = (),
-           ask: tuple[str, ...] = (), interactive: bool = True) -> PermissionEngine:
+def engine(
+    found: Workspace,
+    mode: Mode = "default",
+    *,
+    allow: tuple[str, ...] = (),
+    deny: tuple[str, ...] = (),
+    ask: tuple[str, ...] = (),
+    interactive: bool = True,
+) -> PermissionEngine:
     store = SettingsStore(found.ws, user_config_dir=found.tmp / "cfg", claude_home=found.home / ".claude")
-    return PermissionEngine(cwd=found.ws, settings=store, grammar=GRAMMAR, mode=mode,
-                            session_rules=RuleSet.of(allow=allow, deny=deny, ask=ask), interactive=interactive)
+    return PermissionEngine(
+        cwd=found.ws,
+        settings=store,
+        grammar=GRAMMAR,
+        mode=mode,
+        session_rules=RuleSet.of(allow=allow, deny=deny, ask=ask),
+        interactive=interactive,
+    )
 
 
 async def run_bash(found: Workspace, command: str) -> str:
     """The real Bash tool in the workspace; the output it returns."""
     supervisor = ProcessSupervisor()
-    ctx = ToolContext(cwd=found.ws, abort=Abort(), data_dir=found.tmp / "data", tool_use_id="toolu_attack",
-                      services=Services(processes=supervisor))
+    ctx = ToolContext(
+        cwd=found.ws,
+        abort=Abort(),
+        data_dir=found.tmp / "data",
+        tool_use_id="toolu_attack",
+        services=Services(processes=supervisor),
+    )
     try:
         result = await BashTool().call(BashInput(command=command, timeout=20_000), ctx)
         # what the command left running (`setsid …`, `… &`) gets to finish, bounded, before it is killed:
@@ -200,8 +230,14 @@ async def run_control(found: Workspace, command: str, env: dict[str, str] | None
     `&`, `nohup` included — has ended (bounded). A control proves the attack's effect is real."""
     mark = uuid.uuid4().hex
     proc = await asyncio.create_subprocess_exec(
-        *shell_argv(command), cwd=found.ws, env={**command_environment(), **(env or {}), "TEST_MARK": mark},
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        *shell_argv(command),
+        cwd=found.ws,
+        env={**command_environment(), **(env or {}), "TEST_MARK": mark},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         output, _ = await asyncio.wait_for(proc.communicate(), 20)
         await poll(lambda: not marked_pids(mark), timeout=10)

@@ -27,16 +27,44 @@ import tempfile
 from pathlib import Path
 
 GONE = {
-    "win32": ["killpg", "getpgid", "getsid", "getuid", "geteuid", "setsid", "pipe2", "pidfd_open", "O_NOFOLLOW",
-              "O_DIRECTORY", "O_PATH", "O_TMPFILE", "O_CLOEXEC", "sched_getaffinity"],
+    "win32": [
+        "killpg",
+        "getpgid",
+        "getsid",
+        "getuid",
+        "geteuid",
+        "setsid",
+        "pipe2",
+        "pidfd_open",
+        "O_NOFOLLOW",
+        "O_DIRECTORY",
+        "O_PATH",
+        "O_TMPFILE",
+        "O_CLOEXEC",
+        "sched_getaffinity",
+    ],
     "darwin": ["pipe2", "pidfd_open", "O_PATH", "O_TMPFILE", "sched_getaffinity"],
 }
 UNIMPORTABLE = {"win32": ["fcntl", "resource", "termios", "pwd", "grp", "posix"], "darwin": []}
 
 
 LOADED = (asyncio, selectors, shutil, signal, subprocess, tempfile)  # imported before the switch, on purpose
-PRELOADED = ("zoneinfo", "pydantic", "pydantic_core", "anyio", "anyio._backends._asyncio", "pygls.server",
-             "lsprotocol.types", "httpx", "httpx2", "anthropic", "truststore", "mimetypes", "uuid", "psutil")
+PRELOADED = (
+    "zoneinfo",
+    "pydantic",
+    "pydantic_core",
+    "anyio",
+    "anyio._backends._asyncio",
+    "pygls.server",
+    "lsprotocol.types",
+    "httpx",
+    "httpx2",
+    "anthropic",
+    "truststore",
+    "mimetypes",
+    "uuid",
+    "psutil",
+)
 
 
 def become(name: str) -> None:

@@ -89,17 +89,15 @@ class Editor:
         return "".join(u["content"]["text"] for u in self.of_kind(kind, session_id))
 
     def tool_updates(self, tool_call_id: str) -> list[dict[str, Any]]:
-        return [
-            u["update"]
-            for u in self.updates
-            if u["update"].get("toolCallId") == tool_call_id
-        ]
+        return [u["update"] for u in self.updates if u["update"].get("toolCallId") == tool_call_id]
 
     async def wait_for_output(self, session_id: str, text: str) -> dict[str, Any]:
         """The session's first tool call, once its streamed output (progress) contains `text`."""
         call: dict[str, Any] = (await poll(lambda: self.of_kind("tool_call", session_id), what="the tool call"))[0]
-        await poll(lambda: any(text in str(u.get("content")) for u in self.tool_updates(call["toolCallId"])),
-                   what=f"{text!r} in the tool's streamed output")
+        await poll(
+            lambda: any(text in str(u.get("content")) for u in self.tool_updates(call["toolCallId"])),
+            what=f"{text!r} in the tool's streamed output",
+        )
         return call
 
     def kill_server(self) -> None:
@@ -185,8 +183,11 @@ def pid_alive(pid: int) -> bool:
 
 
 def text_response(text: str, *, chunks: int = 4, delay_ms: int = 0) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": text, "chunks": chunks}], "stop_reason": "end_turn",
-            "delay_ms": delay_ms}
+    return {
+        "content": [{"type": "text", "text": text, "chunks": chunks}],
+        "stop_reason": "end_turn",
+        "delay_ms": delay_ms,
+    }
 
 
 def tool_response(*calls: tuple[str, dict[str, Any]], text: str = "", delay_ms: int = 0) -> dict[str, Any]:

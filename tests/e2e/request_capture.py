@@ -24,10 +24,14 @@ from tests.e2e.harness import running_editor, server_env
 PROMPT = 'héllo ✓ "quoted" \\ back\tslash — 日本 \U0001f600'
 
 THINK_READ_ANSWER: list[dict[str, Any]] = [
-    {"content": [{"type": "thinking", "thinking": "Let me look.", "signature": "sig_fixed_1"},
-                 {"type": "text", "text": "Reading it."},
-                 {"type": "tool_use", "id": "toolu_fixed_1", "name": "Read", "input": {"file_path": "@WS@/notes.txt"}}],
-     "stop_reason": "tool_use"},
+    {
+        "content": [
+            {"type": "thinking", "thinking": "Let me look.", "signature": "sig_fixed_1"},
+            {"type": "text", "text": "Reading it."},
+            {"type": "tool_use", "id": "toolu_fixed_1", "name": "Read", "input": {"file_path": "@WS@/notes.txt"}},
+        ],
+        "stop_reason": "tool_use",
+    },
     {"content": [{"type": "text", "text": "It says hello. ✓"}], "stop_reason": "end_turn"},
 ]
 RETRY_THEN_ANSWER: list[dict[str, Any]] = [
@@ -80,15 +84,25 @@ def _sdk_version() -> str:
 
 
 def _values(tmp: Path) -> dict[str, str]:
-    return {"<TMP>": str(tmp), "<DATE>": datetime.date.today().isoformat(),
-            "<RELEASE>": f"{platform.system().lower()} {platform.release()}"}
+    return {
+        "<TMP>": str(tmp),
+        "<DATE>": datetime.date.today().isoformat(),
+        "<RELEASE>": f"{platform.system().lower()} {platform.release()}",
+    }
 
 
 SENT_AHEAD = "the first request was sent ahead"
 
 
-async def _run(prompt: str, responses: list[dict[str, Any]], tmp: Path, env: dict[str, str],
-               args: tuple[str, ...] = (), *, times: int = 1) -> list[RecordedRequest]:
+async def _run(
+    prompt: str,
+    responses: list[dict[str, Any]],
+    tmp: Path,
+    env: dict[str, str],
+    args: tuple[str, ...] = (),
+    *,
+    times: int = 1,
+) -> list[RecordedRequest]:
     """`run` `times` times in the same data dir (from the second on, the first request is sent ahead unless the
     SDK sends requests); the last run's requests."""
     ws, data = tmp / "ws", tmp / "data"
@@ -99,9 +113,20 @@ async def _run(prompt: str, responses: list[dict[str, Any]], tmp: Path, env: dic
     for _ in range(times):
         with OfflineServer(scenario) as model:
             process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bridge.cli.main", "run", prompt, "--non-interactive", "--cwd", str(ws),
-                *args, env=server_env(model, data, **env), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                sys.executable,
+                "-m",
+                "bridge.cli.main",
+                "run",
+                prompt,
+                "--non-interactive",
+                "--cwd",
+                str(ws),
+                *args,
+                env=server_env(model, data, **env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
             out, err = await asyncio.wait_for(process.communicate(), 120)
             assert process.returncode == 0, (out.decode(), err.decode())
             ahead = SENT_AHEAD in err.decode()
@@ -132,13 +157,28 @@ async def capture(tmp: Path, env: dict[str, str] | None = None) -> dict[str, lis
     makers: tuple[tuple[str, Callable[[Path], Awaitable[list[RecordedRequest]]]], ...] = (
         ("run: thinking, text, a Read, the answer", lambda d: _run(PROMPT, THINK_READ_ANSWER, d, env)),
         ("run: 529 retried", lambda d: _run("retry me", RETRY_THEN_ANSWER, d, env)),
-        ("run: model and token settings", lambda d: _run("hi", RETRY_THEN_ANSWER[1:], d, {
-            **env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"})),
+        (
+            "run: model and token settings",
+            lambda d: _run(
+                "hi",
+                RETRY_THEN_ANSWER[1:],
+                d,
+                {**env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"},
+            ),
+        ),
         ("serve: two prompts", lambda d: _serve(d, env)),
         ("run: the first request sent ahead", lambda d: _run(PROMPT, THINK_READ_ANSWER, d, env, times=2)),
-        ("run: sent ahead with settings", lambda d: _run("hi", RETRY_THEN_ANSWER, d, {
-            **env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"}, ("--model", "m2"),
-            times=2)),
+        (
+            "run: sent ahead with settings",
+            lambda d: _run(
+                "hi",
+                RETRY_THEN_ANSWER,
+                d,
+                {**env, "AGENT_BRIDGE_MODEL": "claude-opus-4-1", "AGENT_BRIDGE_STALL_TIMEOUT": "42"},
+                ("--model", "m2"),
+                times=2,
+            ),
+        ),
     )
     for name, make in makers:
         where = tmp / f"flow{len(flows)}"
@@ -151,6 +191,10 @@ if __name__ == "__main__":
     import tempfile
 
     with tempfile.TemporaryDirectory() as directory:
-        result = asyncio.run(capture(Path(directory).resolve(), dict(
-            item.split("=", 1) for item in os.environ.get("CAPTURE_ENV", "").split(",") if item)))
+        result = asyncio.run(
+            capture(
+                Path(directory).resolve(),
+                dict(item.split("=", 1) for item in os.environ.get("CAPTURE_ENV", "").split(",") if item),
+            )
+        )
     Path(sys.argv[1]).write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

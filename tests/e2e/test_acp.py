@@ -17,8 +17,14 @@ async def test_a_turn_over_ndjson_with_a_permission(workspace: Path, data_dir: P
     scenario = {"responses": [tool_response(("Bash", {"command": f"touch {marker}"})), text_response("done")]}
     with OfflineServer(scenario) as model:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli.main", "acp", stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=server_env(model, data_dir),
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "acp",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=server_env(model, data_dir),
         )
         assert process.stdin is not None and process.stdout is not None
         stdin, stdout = process.stdin, process.stdout
@@ -42,16 +48,24 @@ async def test_a_turn_over_ndjson_with_a_permission(workspace: Path, data_dir: P
             assert init["result"]["protocolVersion"] == 1 and "agentCapabilities" in init["result"]
             send({"id": 1, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
             sid = (await next_message(lambda m: m.get("id") == 1))["result"]["sessionId"]
-            send({"id": 2, "method": "session/prompt",
-                  "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "make it"}]}})
+            send(
+                {
+                    "id": 2,
+                    "method": "session/prompt",
+                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "make it"}]},
+                }
+            )
             ask = await next_message(lambda m: m.get("method") == "session/request_permission")
             send({"id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}})
             answer = await next_message(lambda m: m.get("id") == 2)
             assert answer["result"] == {"stopReason": "end_turn"}
             assert marker.exists()
-            texts = [m["params"]["update"]["content"]["text"] for m in seen
-                     if m.get("method") == "session/update"
-                     and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+            texts = [
+                m["params"]["update"]["content"]["text"]
+                for m in seen
+                if m.get("method") == "session/update"
+                and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            ]
             assert "".join(texts) == "done"
             send({"id": 3, "method": "no/such/method"})  # errors are answered; the process goes on
             stdin.write(b"{not json\n")

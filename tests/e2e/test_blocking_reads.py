@@ -35,16 +35,19 @@ def holds(pid: int, path: Path) -> bool:
 async def test_a_cancel_while_read_waits_on_a_silent_fifo_answers_at_once(workspace: Path, data_dir: Path) -> None:
     fifo = workspace / "pipe"
     os.mkfifo(fifo)
-    scenario = {"responses": [tool_response(("Read", {"file_path": str(fifo)}), text="Reading it."),
-                              text_response("fine")]}
+    scenario = {
+        "responses": [tool_response(("Read", {"file_path": str(fifo)}), text="Reading it."), text_response("fine")]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         assert editor.client._server is not None
         pid = editor.client._server.pid
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "read the pipe")
         await poll(lambda: holds(pid, fifo), what="the bridge to wait on the FIFO")
-        await poll(lambda: any(u.get("status") == "in_progress" for u in editor.of_kind("tool_call_update", sid)),
-                   what="the Read to be in progress")
+        await poll(
+            lambda: any(u.get("status") == "in_progress" for u in editor.of_kind("tool_call_update", sid)),
+            what="the Read to be in progress",
+        )
         started = time.monotonic()
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}

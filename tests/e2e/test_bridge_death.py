@@ -56,8 +56,13 @@ async def test_kill_9_of_the_bridge_kills_its_commands_within_2_s(
     if sandbox == "1" and not probe().ok:
         pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
     mark = uuid.uuid4().hex
-    async with running_editor("playground", workspace, data_dir, env={"AGENT_BRIDGE_SANDBOX": sandbox},
-                              initialization_options={"permissionMode": "bypassPermissions"}) as editor:
+    async with running_editor(
+        "playground",
+        workspace,
+        data_dir,
+        env={"AGENT_BRIDGE_SANDBOX": sandbox},
+        initialization_options={"permissionMode": "bypassPermissions"},
+    ) as editor:
         await start_escaping_command(editor, mark)
         killed = time.monotonic()
         await kill_9(editor)
@@ -74,8 +79,13 @@ async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not
     mark = uuid.uuid4().hex
     unrelated = sleeper()
     try:
-        async with running_editor("playground", workspace, data_dir, env={"AGENT_BRIDGE_SANDBOX": "0"},
-                                  initialization_options={"permissionMode": "bypassPermissions"}) as editor:
+        async with running_editor(
+            "playground",
+            workspace,
+            data_dir,
+            env={"AGENT_BRIDGE_SANDBOX": "0"},
+            initialization_options={"permissionMode": "bypassPermissions"},
+        ) as editor:
             await start_escaping_command(editor, mark)
             [watchdog] = await poll(lambda: watchdogs(data_dir), what="the watchdog")
             os.kill(watchdog, signal.SIGKILL)
@@ -107,10 +117,16 @@ async def test_what_escapes_is_killed_by_the_next_bridge_but_a_reused_pid_is_not
 def escaping_mcp_server(mark: str, log: Path) -> dict[str, Any]:
     """A real MCP server (the SDK fixture) that ignores SIGTERM and SIGHUP and leaves a setsid'd child and a
     TERM-ignoring one behind: the SDK's own shutdown would never get to run."""
-    script = (f"export TEST_MARK={mark}; setsid sleep 300 & (trap '' TERM INT; sleep 300) & "
-              f"trap '' TERM HUP; exec {shlex.quote(sys.executable)} {shlex.quote(MCP_FIXTURE)}")
-    return {"name": "stubborn", "command": "sh", "args": ["-c", script],
-            "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}]}
+    script = (
+        f"export TEST_MARK={mark}; setsid sleep 300 & (trap '' TERM INT; sleep 300) & "
+        f"trap '' TERM HUP; exec {shlex.quote(sys.executable)} {shlex.quote(MCP_FIXTURE)}"
+    )
+    return {
+        "name": "stubborn",
+        "command": "sh",
+        "args": ["-c", script],
+        "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}],
+    }
 
 
 @pytest.mark.parametrize("watchdog", ["alive", pytest.param("killed", marks=linux_extras)])  # killed: pdeathsig
@@ -119,8 +135,9 @@ async def test_kill_9_of_the_bridge_kills_its_mcp_servers(workspace: Path, data_
     (parent-death signal) and what it forked is killed by the next bridge on the same data dir."""
     mark = uuid.uuid4().hex
     try:
-        async with running_editor("playground", workspace, data_dir,
-                                  initialization_options={"mcp": {"turnWait": 120}}) as editor:
+        async with running_editor(
+            "playground", workspace, data_dir, initialization_options={"mcp": {"turnWait": 120}}
+        ) as editor:
             await editor.new_session(mcp_servers=[escaping_mcp_server(mark, workspace.parent / "mcp.log")])
             await poll(lambda: (workspace.parent / "mcp.log").exists(), timeout=120, what="the server to start")
             await poll(lambda: len(marked_pids(mark)) >= 3, what="the server and its children")

@@ -12,8 +12,11 @@ from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 from tests.execution.test_processes import marked_pids
 
-LONG_TEXT = {"content": [{"type": "text", "text": "word " * 400, "chunks": 400}], "stop_reason": "end_turn",
-             "delay_ms": 10}
+LONG_TEXT = {
+    "content": [{"type": "text", "text": "word " * 400, "chunks": 400}],
+    "stop_reason": "end_turn",
+    "delay_ms": 10,
+}
 
 
 def _user_texts(message: dict[str, Any]) -> list[str]:
@@ -44,8 +47,9 @@ async def test_cancel_while_streaming_keeps_partial_text(workspace: Path, data_d
 async def test_cancel_during_bash_kills_the_process_group(workspace: Path, data_dir: Path) -> None:
     mark = uuid.uuid4().hex  # the command's own pids are its sandbox's: find its processes by TEST_MARK
     command = f"export TEST_MARK={mark}; exec bash -c 'sleep 300 & echo started; wait'"  # the shell marked too
-    scenario = {"responses": [tool_response(("Bash", {"command": command}), text="Running it."),
-                              text_response("ok, stopped")]}
+    scenario = {
+        "responses": [tool_response(("Bash", {"command": command}), text="Running it."), text_response("ok, stopped")]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run the long thing")
@@ -123,8 +127,9 @@ async def test_new_prompt_interrupts_and_block_tool_keeps_its_real_result(worksp
 
 async def test_second_cancel_forces(workspace: Path, data_dir: Path) -> None:
     mark = uuid.uuid4().hex
-    command = (f"export TEST_MARK={mark}; exec bash -c \"trap '' INT TERM; echo started; "
-               "while true; do sleep 0.05; done\"")
+    command = (
+        f"export TEST_MARK={mark}; exec bash -c \"trap '' INT TERM; echo started; while true; do sleep 0.05; done\""
+    )
     scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -157,8 +162,10 @@ async def test_the_playground_takes_the_next_prompt_after_a_cancel(workspace: Pa
     async with running_editor("playground", workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run: sleep 30")
-        await poll(lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
-                   what="the command running")
+        await poll(
+            lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
+            what="the command running",
+        )
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
         assert await editor.prompt(sid, "run: echo second-command") == {"stopReason": "end_turn"}

@@ -31,12 +31,16 @@ def responder(request: RecordedRequest) -> dict[str, Any]:
     answered = any(b.get("type") == "tool_result" for b in last if isinstance(b, dict))
     texts = [b["text"] for b in last if b.get("type") == "text"]
     if answered or (texts and texts[-1].startswith("again")):
-        return {"content": [{"type": "text", "text": "done " * 30, "chunks": 30}], "stop_reason": "end_turn",
-                "delay_ms": 2}
+        return {
+            "content": [{"type": "text", "text": "done " * 30, "chunks": 30}],
+            "stop_reason": "end_turn",
+            "delay_ms": 2,
+        }
     pidfile = texts[-1].split("pidfile=")[1].split()[0]
     # Pids as the command sees them are its sandbox's (a pid namespace): processes are found by TEST_MARK.
-    command = (f"export TEST_MARK={Path(pidfile).name}; echo $$ >> {pidfile}; sleep 30 & echo $! >> {pidfile}; "
-               "echo go; wait")
+    command = (
+        f"export TEST_MARK={Path(pidfile).name}; echo $$ >> {pidfile}; sleep 30 & echo $! >> {pidfile}; echo go; wait"
+    )
     return {
         "content": [
             {"type": "text", "text": "Let me look. " * 10, "chunks": 10},
@@ -59,13 +63,25 @@ def nested_responder(request: RecordedRequest) -> dict[str, Any]:
     answered = any(b.get("type") == "tool_result" for b in last if isinstance(b, dict))
     texts = [b["text"] for b in last if b.get("type") == "text"]
     if answered or (texts and texts[-1].startswith("again")):
-        return {"content": [{"type": "text", "text": "all done " * 20, "chunks": 20}], "stop_reason": "end_turn",
-                "delay_ms": 2}
+        return {
+            "content": [{"type": "text", "text": "all done " * 20, "chunks": 20}],
+            "stop_reason": "end_turn",
+            "delay_ms": 2,
+        }
     pidfile = texts[-1].split("pidfile=")[1].split()[0]
-    agents = [{"type": "tool_use", "name": "Agent",
-               "input": {"description": f"job {n}", "prompt": f"job {n} pidfile={pidfile}"}} for n in "ab"]
-    return {"content": [{"type": "text", "text": "Two jobs. " * 5, "chunks": 5}, *agents],
-            "stop_reason": "tool_use", "delay_ms": 3}
+    agents = [
+        {
+            "type": "tool_use",
+            "name": "Agent",
+            "input": {"description": f"job {n}", "prompt": f"job {n} pidfile={pidfile}"},
+        }
+        for n in "ab"
+    ]
+    return {
+        "content": [{"type": "text", "text": "Two jobs. " * 5, "chunks": 5}, *agents],
+        "stop_reason": "tool_use",
+        "delay_ms": 3,
+    }
 
 
 class Background:
@@ -115,6 +131,7 @@ async def _example(editor: Editor, cancel_after: int, force: bool, twice: bool) 
     sid = await editor.new_session()
     turn = editor.start_prompt(sid, f"go pidfile={pidfile}")
     seen = len(editor.updates)
+
     def moment() -> bool:  # after `cancel_after` updates — or once the long command runs, whichever is first
         return len(editor.updates) - seen >= cancel_after or turn.done() or len(pidfile.read_text().split()) >= 2
 
@@ -173,14 +190,22 @@ async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[
         assert (await asyncio.wait_for(again, 60))["stopReason"] in ("cancelled", "end_turn")
     else:
         if how == "stop-one":  # one sub-agent stopped alone (when one has started); then the rest by ctrl-c
-            cards = [u for u in editor.of_kind("tool_call", sid) if not (u.get("_meta") or {}).get("parentToolCallId")
-                     and "job a" in json.dumps(u.get("rawInput", {}))]
+            cards = [
+                u
+                for u in editor.of_kind("tool_call", sid)
+                if not (u.get("_meta") or {}).get("parentToolCallId") and "job a" in json.dumps(u.get("rawInput", {}))
+            ]
             if cards:
                 card = cards[0]["toolCallId"]
                 editor.notify("_bridge/cancel_tool_call", {"sessionId": sid, "toolCallId": card})
-                await poll(lambda: turn.done() or any(u.get("status") in ("completed", "failed")
-                                                      for u in editor.tool_updates(card)),
-                           timeout=20, what="the stopped sub-agent's call to end")
+                await poll(
+                    lambda: (
+                        turn.done()
+                        or any(u.get("status") in ("completed", "failed") for u in editor.tool_updates(card))
+                    ),
+                    timeout=20,
+                    what="the stopped sub-agent's call to end",
+                )
                 assert not turn.done() or turn.result()["stopReason"] == "end_turn", "stopping one stopped the turn"
         editor.cancel(sid, force=how == "force")
         if how == "twice":
@@ -193,8 +218,10 @@ async def _nested_example(editor: Editor, cancel_after: int, how: str) -> tuple[
 
 # ~45 updates go by until both sub-agents' commands run: the moments cover every stage up to there.
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(cancel_after=st.integers(min_value=0, max_value=55), how=st.sampled_from(["ctrl-c", "force", "twice",
-                                                                                 "interrupt", "stop-one"]))
+@given(
+    cancel_after=st.integers(min_value=0, max_value=55),
+    how=st.sampled_from(["ctrl-c", "force", "twice", "interrupt", "stop-one"]),
+)
 def test_cancel_nested_loops_at_any_moment_keeps_every_level_valid(
     nested: Background, cancel_after: int, how: str
 ) -> None:

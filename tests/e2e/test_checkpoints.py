@@ -15,13 +15,15 @@ OPTIONS = {"permissionMode": "acceptEdits"}
 
 
 def _scenario(ws: Path) -> dict[str, Any]:
-    return {"responses": [
-        tool_response(("Write", {"file_path": str(ws / "a.txt"), "content": "one\ntwo\nthree\n"})),
-        text_response("wrote a"),
-        tool_response(("Bash", {"command": "sed -i 's/two/TWO/' a.txt && echo made > b.txt"})),
-        text_response("changed a, made b"),
-        text_response("after the fork"),
-    ]}
+    return {
+        "responses": [
+            tool_response(("Write", {"file_path": str(ws / "a.txt"), "content": "one\ntwo\nthree\n"})),
+            text_response("wrote a"),
+            tool_response(("Bash", {"command": "sed -i 's/two/TWO/' a.txt && echo made > b.txt"})),
+            text_response("changed a, made b"),
+            text_response("after the fork"),
+        ]
+    }
 
 
 async def _two_prompts(editor: Editor) -> str:
@@ -32,27 +34,35 @@ async def _two_prompts(editor: Editor) -> str:
 
 
 async def test_review_and_rewind_through_the_bridge_methods(workspace: Path, data_dir: Path) -> None:
-    async with running_editor(_scenario(workspace), workspace, data_dir, env=ENV,
-                              initialization_options=OPTIONS) as editor:
+    async with running_editor(
+        _scenario(workspace), workspace, data_dir, env=ENV, initialization_options=OPTIONS
+    ) as editor:
         sid = await _two_prompts(editor)
 
         listed = (await editor.request("_bridge/prompts", {"sessionId": sid}))["prompts"]
         assert [(p["index"], p["text"], p["changedAfter"]) for p in listed] == [
-            (1, "write a", 2), (2, "change a, make b", 2)]
+            (1, "write a", 2),
+            (2, "change a, make b", 2),
+        ]
         session = await editor.request("_bridge/changes", {"sessionId": sid})
         assert session["scope"] == "session" and [f["path"] for f in session["files"]] == ["a.txt", "b.txt"]
         turn = await editor.request("_bridge/changes", {"sessionId": sid, "turnId": listed[1]["turnId"]})
         [a_file, b_file] = turn["files"]
-        assert (a_file["status"], a_file["oldText"], a_file["newText"]) == ("modified", "one\ntwo\nthree\n",
-                                                                            "one\nTWO\nthree\n")
+        assert (a_file["status"], a_file["oldText"], a_file["newText"]) == (
+            "modified",
+            "one\ntwo\nthree\n",
+            "one\nTWO\nthree\n",
+        )
         assert [s["tool"] for s in a_file["steps"]] == ["Bash"] and b_file["status"] == "added"
         [hunk] = a_file["hunks"]
 
-        stale = await _error(editor, "_bridge/undo", {"sessionId": sid, "prompt": 2, "path": "a.txt", "hunk": 0,
-                                                      "hunkId": "0000"})
+        stale = await _error(
+            editor, "_bridge/undo", {"sessionId": sid, "prompt": 2, "path": "a.txt", "hunk": 0, "hunkId": "0000"}
+        )
         assert "changed since it was shown" in stale
-        undone = await editor.request("_bridge/undo", {"sessionId": sid, "prompt": 2, "path": "a.txt", "hunk": 0,
-                                                       "hunkId": hunk["id"]})
+        undone = await editor.request(
+            "_bridge/undo", {"sessionId": sid, "prompt": 2, "path": "a.txt", "hunk": 0, "hunkId": hunk["id"]}
+        )
         assert undone["done"] == [{"path": "a.txt", "hunk": 0}] and undone["conflicts"] == []
         assert (workspace / "a.txt").read_text() == "one\ntwo\nthree\n"
         kept = await editor.request("_bridge/keep", {"sessionId": sid, "path": "b.txt"})
@@ -61,7 +71,9 @@ async def test_review_and_rewind_through_the_bridge_methods(workspace: Path, dat
         (workspace / "a.txt").write_text("one\ntwo\nthree\nmine\n")  # the user's edit
         preview = await editor.request("_bridge/rewind", {"sessionId": sid, "prompt": 1})
         assert {f["path"]: (f["action"], bool(f["conflict"])) for f in preview["files"]} == {
-            "a.txt": ("delete", True), "b.txt": ("delete", False)}
+            "a.txt": ("delete", True),
+            "b.txt": ("delete", False),
+        }
         assert any("sed -i" in item for item in preview["irreversible"])
         assert (workspace / "b.txt").exists(), "a preview changes nothing"
         done = await editor.request("_bridge/rewind", {"sessionId": sid, "prompt": 1, "confirm": True})
@@ -76,8 +88,9 @@ async def test_review_and_rewind_through_the_bridge_methods(workspace: Path, dat
 
 
 async def test_rewind_as_a_slash_command_and_fork_from_a_prompt(workspace: Path, data_dir: Path) -> None:
-    async with running_editor(_scenario(workspace), workspace, data_dir, env=ENV,
-                              initialization_options=OPTIONS) as editor:
+    async with running_editor(
+        _scenario(workspace), workspace, data_dir, env=ENV, initialization_options=OPTIONS
+    ) as editor:
         sid = await _two_prompts(editor)
         commands = editor.of_kind("available_commands_update", sid)[-1]["availableCommands"]
         assert {"rewind", "changes"} <= {c["name"] for c in commands}
@@ -117,11 +130,13 @@ async def _error(editor: Editor, method: str, params: dict[str, Any]) -> str:
 async def test_a_prompt_answers_its_turn_id_when_asked(workspace: Path, data_dir: Path) -> None:
     """The panel asks (`_meta.turnId: true`) so its rewind-to-here and Changes name a live prompt; an ACP client
     that does not ask gets the plain answer."""
-    async with running_editor(_scenario(workspace), workspace, data_dir, env=ENV,
-                              initialization_options=OPTIONS) as editor:
+    async with running_editor(
+        _scenario(workspace), workspace, data_dir, env=ENV, initialization_options=OPTIONS
+    ) as editor:
         sid = await editor.new_session()
-        first = await editor.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "a"}],
-                                                        "_meta": {"turnId": True}})
+        first = await editor.request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "a"}], "_meta": {"turnId": True}}
+        )
         assert await editor.prompt(sid, "b") == {"stopReason": "end_turn"}
         listed = (await editor.request("_bridge/prompts", {"sessionId": sid}))["prompts"]
         assert first == {"stopReason": "end_turn", "_meta": {"turnId": listed[0]["turnId"]}}

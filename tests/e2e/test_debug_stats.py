@@ -12,8 +12,9 @@ from tests.e2e.harness import running_editor, text_response
 
 
 async def test_stats_count_tasks_threads_sessions(workspace: Path, data_dir: Path) -> None:
-    async with running_editor({"responses": [text_response("hi")]}, workspace, data_dir,
-                              env={DEBUG_STATS_ENV: "1"}) as editor:
+    async with running_editor(
+        {"responses": [text_response("hi")]}, workspace, data_dir, env={DEBUG_STATS_ENV: "1"}
+    ) as editor:
         before = await editor.request("_bridge/stats", {})
         assert before["sessions"] == 0
         sid = await editor.new_session()

@@ -12,8 +12,9 @@ from tests.e2e.harness import running_editor, text_response, tool_response
 
 def _edit_scenario(target: Path) -> dict[str, Any]:
     edit = ("Edit", {"file_path": str(target), "old_string": "y = 2", "new_string": "y = 3"})
-    return {"responses": [tool_response(("Read", {"file_path": str(target)})), tool_response(edit),
-                          text_response("edited")]}
+    return {
+        "responses": [tool_response(("Read", {"file_path": str(target)})), tool_response(edit), text_response("edited")]
+    }
 
 
 def _last_result(editor: Any) -> dict[str, Any]:
@@ -22,8 +23,11 @@ def _last_result(editor: Any) -> dict[str, Any]:
 
 
 def _finished(editor: Any, sid: str) -> dict[str, Any]:
-    return next(u for u in editor.of_kind("tool_call_update", sid) if u.get("status") in ("completed", "failed")
-                and any(c.get("type") == "diff" for c in u.get("content") or []))
+    return next(
+        u
+        for u in editor.of_kind("tool_call_update", sid)
+        if u.get("status") in ("completed", "failed") and any(c.get("type") == "diff" for c in u.get("content") or [])
+    )
 
 
 async def test_an_edit_changed_by_the_user_is_written_as_changed_and_the_model_is_told(
@@ -32,11 +36,14 @@ async def test_an_edit_changed_by_the_user_is_written_as_changed_and_the_model_i
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
+
         async def accept_edited(params: dict[str, Any]) -> dict[str, Any]:
             [diff] = [c for c in params["toolCall"]["content"] if c["type"] == "diff"]
             assert diff["newText"] == "x = 1\ny = 3\n"
-            return {"outcome": {"outcome": "selected", "optionId": "allow_once"},
-                    "_meta": {"editedText": "x = 1\ny = 30  # the user's value\n"}}
+            return {
+                "outcome": {"outcome": "selected", "optionId": "allow_once"},
+                "_meta": {"editedText": "x = 1\ny = 30  # the user's value\n"},
+            }
 
         editor.on_permission = accept_edited
         sid = await editor.new_session()
@@ -55,9 +62,12 @@ async def test_an_unchanged_edit_text_is_a_plain_accept(workspace: Path, data_di
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
+
         async def accept_same(params: dict[str, Any]) -> dict[str, Any]:
-            return {"outcome": {"outcome": "selected", "optionId": "allow_once"},
-                    "_meta": {"editedText": "x = 1\ny = 3\n"}}
+            return {
+                "outcome": {"outcome": "selected", "optionId": "allow_once"},
+                "_meta": {"editedText": "x = 1\ny = 3\n"},
+            }
 
         editor.on_permission = accept_same
         sid = await editor.new_session()
@@ -72,9 +82,12 @@ async def test_edited_text_on_a_reject_writes_nothing_and_the_rejected_call_keep
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
+
         async def reject(params: dict[str, Any]) -> dict[str, Any]:
-            return {"outcome": {"outcome": "selected", "optionId": "reject_once"},
-                    "_meta": {"editedText": "oops\n", "feedback": "keep y"}}
+            return {
+                "outcome": {"outcome": "selected", "optionId": "reject_once"},
+                "_meta": {"editedText": "oops\n", "feedback": "keep y"},
+            }
 
         editor.on_permission = reject
         sid = await editor.new_session()
@@ -122,8 +135,9 @@ async def test_additional_directories_from_the_editor_are_workspace(
     extra = tmp_path / "shared-lib"
     extra.mkdir()
     target = extra / "notes.txt"
-    scenario = {"responses": [tool_response(("Write", {"file_path": str(target), "content": "hi\n"})),
-                              text_response("written")]}
+    scenario = {
+        "responses": [tool_response(("Write", {"file_path": str(target), "content": "hi\n"})), text_response("written")]
+    }
     options = {"additionalDirectories": [str(extra)], "permissionMode": "acceptEdits"}
     async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
         sid = await editor.new_session()
@@ -133,16 +147,25 @@ async def test_additional_directories_from_the_editor_are_workspace(
 
 
 async def test_a_loaded_session_replays_its_last_plan(workspace: Path, data_dir: Path) -> None:
-    first = [{"content": "Read the code", "status": "completed", "activeForm": "Reading"},
-             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing"}]
+    first = [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing"},
+    ]
     later = [{**first[0]}, {**first[1], "status": "completed"}]
-    scenario = {"responses": [tool_response(("TodoWrite", {"todos": first})),
-                              tool_response(("TodoWrite", {"todos": later})), text_response("planned")]}
+    scenario = {
+        "responses": [
+            tool_response(("TodoWrite", {"todos": first})),
+            tool_response(("TodoWrite", {"todos": later})),
+            text_response("planned"),
+        ]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "plan it")
     async with running_editor({"responses": []}, workspace, data_dir) as editor:
         await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
         [plan] = editor.of_kind("plan", sid)
-        assert [(e["content"], e["status"]) for e in plan["entries"]] == [("Read the code", "completed"),
-                                                                          ("Fix the bug", "completed")]
+        assert [(e["content"], e["status"]) for e in plan["entries"]] == [
+            ("Read the code", "completed"),
+            ("Fix the bug", "completed"),
+        ]

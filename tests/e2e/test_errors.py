@@ -43,13 +43,16 @@ async def test_overloaded_529_exhausted_is_a_clear_error(workspace: Path, data_d
 
 async def test_a_retry_is_a_session_update_the_editor_can_show_while_it_waits(workspace: Path, data_dir: Path) -> None:
     scenario = {"responses": [{"fault": {"type": "status", "status": 529, "retry_after": 0.3}}, text_response("ok")]}
-    async with running_editor(scenario, workspace, data_dir, env={"AGENT_BRIDGE_MAX_RETRIES": "3",
-                                                                "AGENT_BRIDGE_MAX_RETRY_WAIT": "5"}) as editor:
+    async with running_editor(
+        scenario, workspace, data_dir, env={"AGENT_BRIDGE_MAX_RETRIES": "3", "AGENT_BRIDGE_MAX_RETRY_WAIT": "5"}
+    ) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
         [notice] = [u for u in editor.of_kind("agent_message_chunk", sid) if "retry" in u.get("_meta", {})]
-        assert notice["_meta"] == {"notice": "info", "retry": {"reason": "API overloaded", "attempt": 2,
-                                                               "attempts": 4, "delayMs": 300}}
+        assert notice["_meta"] == {
+            "notice": "info",
+            "retry": {"reason": "API overloaded", "attempt": 2, "attempts": 4, "delayMs": 300},
+        }
         assert "API overloaded — retrying in 0.3 s (attempt 2/4)" in notice["content"]["text"]
         assert editor.text(sid).endswith("ok")
 
@@ -57,8 +60,10 @@ async def test_a_retry_is_a_session_update_the_editor_can_show_while_it_waits(wo
 async def test_dropped_stream_keeps_partial_text_and_history_valid(workspace: Path, data_dir: Path) -> None:
     scenario = {
         "responses": [
-            {"fault": {"type": "drop", "after_events": 5},
-             "content": [{"type": "text", "text": "partial answer that gets cut", "chunks": 8}]},
+            {
+                "fault": {"type": "drop", "after_events": 5},
+                "content": [{"type": "text", "text": "partial answer that gets cut", "chunks": 8}],
+            },
             text_response("recovered"),
         ]
     }
@@ -129,8 +134,11 @@ async def test_malformed_json_rpc_gets_errors_and_the_process_keeps_serving(work
     with OfflineServer({"responses": [text_response("still here")]}) as model:
         env = server_env(model, data_dir)
         process = await asyncio.create_subprocess_exec(
-            *server_command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=env,
+            *server_command(),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
         )
         assert process.stdin is not None and process.stdout is not None
         try:
@@ -145,7 +153,7 @@ async def test_malformed_json_rpc_gets_errors_and_the_process_keeps_serving(work
             send(_frame(b'{"id": 3, "method": "session/new"}'))
             invalid = await _response(process.stdout, 3)
             assert invalid["error"]["code"] == -32600
-            send(_frame(b'[1, 2]'))
+            send(_frame(b"[1, 2]"))
             assert (await _response(process.stdout, None))["error"]["code"] == -32600
             send(_frame(b'{"jsonrpc": "2.0", "id": 4, "method": "no/such/method", "params": {}}'))
             assert (await _response(process.stdout, 4))["error"]["code"] == -32601
@@ -155,8 +163,12 @@ async def test_malformed_json_rpc_gets_errors_and_the_process_keeps_serving(work
             send(_frame(new.encode()))
             created = await _response(process.stdout, 6)
             sid = created["result"]["sessionId"]
-            prompt = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
-                      "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}}
+            prompt = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]},
+            }
             send(_frame(json.dumps(prompt).encode()))
             assert (await _response(process.stdout, 7))["result"] == {"stopReason": "end_turn"}
         finally:
@@ -167,12 +179,14 @@ async def test_malformed_json_rpc_gets_errors_and_the_process_keeps_serving(work
 
 def test_initialize_is_answered_without_loading_the_sdk(data_dir: Path) -> None:
     """The anthropic SDK takes seconds to import: `initialize` must not wait for it."""
-    code = (
-        "import sys, bridge.server.app as app, bridge.cli.main;"
-        "print('anthropic' in sys.modules)"
-    )
+    code = "import sys, bridge.server.app as app, bridge.cli.main;print('anthropic' in sys.modules)"
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "AGENT_BRIDGE_DATA_DIR": str(data_dir)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "AGENT_BRIDGE_DATA_DIR": str(data_dir)},
+    )
     assert out.stdout.strip() == "False"

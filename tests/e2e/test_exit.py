@@ -25,17 +25,32 @@ def trapping_command(ws: Path) -> tuple[str, Path, Path]:
     # An executable file run by its path: `trap` on a command line, or `sh FILE`, make the permission layer ask
     # (it can't see what a script does), and `run --non-interactive` denies what asks.
     script = ws / "traps.sh"
-    script.write_text(f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
-                      f"echo $$ > {pid}\nwhile true; do sleep 0.02; done\n")
+    script.write_text(
+        f"#!/bin/sh\ntrap 'echo INT >> {log}' INT\ntrap 'echo TERM >> {log}' TERM\n"
+        f"echo $$ > {pid}\nwhile true; do sleep 0.02; done\n"
+    )
     script.chmod(0o755)
     return str(script), log, pid
 
 
 async def start_run(model: OfflineServer, ws: Path, data: Path, *args: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bridge.cli.main", "run", "go", "--non-interactive", "--cwd", str(ws),
-        "--allow", "Bash", *args, env=server_env(model, data), stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "bridge.cli.main",
+        "run",
+        "go",
+        "--non-interactive",
+        "--cwd",
+        str(ws),
+        "--allow",
+        "Bash",
+        *args,
+        env=server_env(model, data),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
 
 
 def running(command: str) -> list[int]:
@@ -66,10 +81,13 @@ async def test_a_finished_run_exits_with_its_code_and_its_transcript(workspace: 
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-async def test_a_signal_while_text_streams_cancels_and_exits(workspace: Path, data_dir: Path, signum: int,
-                                                            code: int) -> None:
-    slow = {"content": [{"type": "text", "text": "word " * 300, "chunks": 300, "delay_ms": 20}],
-            "stop_reason": "end_turn"}
+async def test_a_signal_while_text_streams_cancels_and_exits(
+    workspace: Path, data_dir: Path, signum: int, code: int
+) -> None:
+    slow = {
+        "content": [{"type": "text", "text": "word " * 300, "chunks": 300, "delay_ms": 20}],
+        "stop_reason": "end_turn",
+    }
     with OfflineServer({"responses": [slow]}) as model:
         process = await start_run(model, workspace, data_dir)
         assert process.stdout
@@ -83,8 +101,9 @@ async def test_a_signal_while_text_streams_cancels_and_exits(workspace: Path, da
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-async def test_a_signal_during_a_command_waits_for_its_escalation(workspace: Path, data_dir: Path, signum: int,
-                                                                 code: int) -> None:
+async def test_a_signal_during_a_command_waits_for_its_escalation(
+    workspace: Path, data_dir: Path, signum: int, code: int
+) -> None:
     command, log, pid_file = trapping_command(workspace)
     with OfflineServer({"responses": [tool_response(("Bash", {"command": command}))]}) as model:
         process = await start_run(model, workspace, data_dir)

@@ -18,9 +18,16 @@ from bridge.offline import OfflineServer
 from bridge.server.fast_initialize import Replay
 from tests.e2e.harness import server_env
 
-INITIALIZE: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"processId": 4242, "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
-                         "initializationOptions": {}}}
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "processId": 4242,
+        "capabilities": {"general": {"positionEncodings": ["utf-16"]}},
+        "initializationOptions": {},
+    },
+}
 
 
 def frame(message: dict[str, Any], *, acp: bool = False) -> bytes:
@@ -34,33 +41,54 @@ async def read_message(stream: asyncio.StreamReader, *, acp: bool = False) -> tu
         line = await stream.readline()
         return line, json.loads(line)
     head = await stream.readuntil(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(
-        b"content-length"))
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
     body = await stream.readexactly(length)
     return head + body, json.loads(body)
 
 
-async def session(env: dict[str, str], ws: Path, *, acp: bool = False,
-                  first: dict[str, Any] = INITIALIZE) -> tuple[bytes, list[dict[str, Any]]]:
+async def session(
+    env: dict[str, str], ws: Path, *, acp: bool = False, first: dict[str, Any] = INITIALIZE
+) -> tuple[bytes, list[dict[str, Any]]]:
     """Start the bridge, initialize, make a session, prompt; the raw initialize answer and every message."""
     command = "acp" if acp else "serve"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bridge.cli.main", command, env=env, stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        sys.executable,
+        "-m",
+        "bridge.cli.main",
+        command,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     assert process.stdin and process.stdout
     params = {"protocolVersion": 1, "clientCapabilities": {}} if acp else first["params"]
     process.stdin.write(frame({**first, "params": params}, acp=acp))
     await process.stdin.drain()
     raw, answer = await asyncio.wait_for(read_message(process.stdout, acp=acp), 60)
     seen = [answer]
-    process.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                               "params": {"cwd": str(ws), "mcpServers": []}}, acp=acp))
+    process.stdin.write(
+        frame(
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(ws), "mcpServers": []}}, acp=acp
+        )
+    )
     await process.stdin.drain()
     while not any(m.get("id") == 2 for m in seen):
         seen.append((await asyncio.wait_for(read_message(process.stdout, acp=acp), 60))[1])
     sid = next(m for m in seen if m.get("id") == 2)["result"]["sessionId"]
-    process.stdin.write(frame({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                               "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}}, acp=acp))
+    process.stdin.write(
+        frame(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]},
+            },
+            acp=acp,
+        )
+    )
     await process.stdin.drain()
     while not any(m.get("id") == 3 for m in seen):
         seen.append((await asyncio.wait_for(read_message(process.stdout, acp=acp), 60))[1])
@@ -79,8 +107,9 @@ async def test_the_second_start_answers_with_pyglss_bytes_once(workspace: Path, 
         cold, cold_seen = await session(env, workspace)
         assert len(kept_answers(data_dir)) == 1
         warm, warm_seen = await session(env, workspace)
-        other, _ = await session(env, workspace, first={**INITIALIZE, "params": {**INITIALIZE["params"],
-                                                                                 "processId": 7}})
+        other, _ = await session(
+            env, workspace, first={**INITIALIZE, "params": {**INITIALIZE["params"], "processId": 7}}
+        )
     assert warm == cold == other  # the kept answer is pygls's, byte for byte (processId does not count)
     for seen in (cold_seen, warm_seen):
         assert [m.get("id") for m in seen].count(1) == 1  # answered once
@@ -92,8 +121,10 @@ async def test_other_capabilities_get_pyglss_own_answer(workspace: Path, data_di
     with OfflineServer({"responses": []}) as model:
         env = server_env(model, data_dir)
         plain, _ = await session(env, workspace)
-        utf8 = {**INITIALIZE, "params": {**INITIALIZE["params"],
-                                         "capabilities": {"general": {"positionEncodings": ["utf-8"]}}}}
+        utf8 = {
+            **INITIALIZE,
+            "params": {**INITIALIZE["params"], "capabilities": {"general": {"positionEncodings": ["utf-8"]}}},
+        }
         first, _ = await session(env, workspace, first=utf8)
         again, _ = await session(env, workspace, first=utf8)
     assert first == again != plain
@@ -130,8 +161,10 @@ OPS = st.lists(st.tuples(st.sampled_from(["readline", "read"]), st.integers(-1, 
 
 @given(data=st.binary(max_size=60).map(lambda b: b.replace(b"x", b"\n")), split=st.integers(0, 60), ops=OPS)
 def test_replay_reads_as_the_stream_would(data: bytes, split: int, ops: list[tuple[str, int]]) -> None:
-    expected, replay = io.BufferedReader(io.BytesIO(data)), Replay(data[:split], io.BufferedReader(io.BytesIO(
-        data[split:])))
+    expected, replay = (
+        io.BufferedReader(io.BytesIO(data)),
+        Replay(data[:split], io.BufferedReader(io.BytesIO(data[split:]))),
+    )
     for op, n in ops:
         assert getattr(replay, op)(n) == getattr(expected, op)(n), (op, n)
     assert replay.read() == expected.read()

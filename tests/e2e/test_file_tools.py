@@ -61,8 +61,10 @@ async def test_a_fifo_read_waits_for_a_writer_and_a_cancel_ends_it(workspace: Pa
     async with running_editor("playground", workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, f"read: {fifo}")
-        await poll(lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
-                   what="the Read running")
+        await poll(
+            lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
+            what="the Read running",
+        )
         await poll(lambda: _has_reader(fifo), what="the bridge holding the FIFO open, waiting")
         editor.cancel(sid)
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
@@ -78,9 +80,7 @@ async def test_proc_files_whose_size_says_zero_are_read(workspace: Path, data_di
         assert "Name:" in editor.text(sid) and "Pid:" in editor.text(sid)
 
 
-async def test_a_nul_byte_in_a_path_is_an_error_result_and_the_session_goes_on(
-    workspace: Path, data_dir: Path
-) -> None:
+async def test_a_nul_byte_in_a_path_is_an_error_result_and_the_session_goes_on(workspace: Path, data_dir: Path) -> None:
     async with running_editor("playground", workspace, data_dir) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, f"read: {workspace}/a\x00b") == {"stopReason": "end_turn"}
@@ -111,13 +111,19 @@ async def test_an_edit_applies_to_the_unsaved_text_that_read_showed(workspace: P
     editor's text, as Read showed it, and written to disk."""
     target = workspace / "draft.py"
     target.write_text("on disk\n")
-    calls = [tool_response(("Read", {"file_path": str(target)})),
-             tool_response(("Edit", {"file_path": str(target), "old_string": "unsaved", "new_string": "edited"})),
-             text_response("done")]
+    calls = [
+        tool_response(("Read", {"file_path": str(target)})),
+        tool_response(("Edit", {"file_path": str(target), "old_string": "unsaved", "new_string": "edited"})),
+        text_response("done"),
+    ]
     async with running_editor({"responses": calls}, workspace, data_dir) as editor:
-        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=target.as_uri(), language_id="python", version=1,
-                                                 text="unsaved in the editor\n")))
+        editor.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=target.as_uri(), language_id="python", version=1, text="unsaved in the editor\n"
+                )
+            )
+        )
         sid = await editor.new_session()
         await editor.prompt(sid, "fix the draft")
         result = _tool_results(editor)[0]

@@ -29,8 +29,19 @@ GENERATED = 600  # per framing
 MiB = 1024 * 1024
 # JSON-RPC's codes, and ACP's auth_required (-32000) and resource_not_found (-32002)
 STANDARD_CODES = {-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002}
-METHODS = ["initialize", "session/new", "session/load", "session/list", "session/prompt", "session/cancel",
-           "session/set_mode", "$/cancelRequest", "initialized", "no/such/method", "authenticate"]
+METHODS = [
+    "initialize",
+    "session/new",
+    "session/load",
+    "session/list",
+    "session/prompt",
+    "session/cancel",
+    "session/set_mode",
+    "$/cancelRequest",
+    "initialized",
+    "no/such/method",
+    "authenticate",
+]
 LSP_ONLY = ["textDocument/didOpen", "workspace/didChangeConfiguration", "$/setTrace"]
 
 
@@ -49,15 +60,28 @@ class RawBridge:
 
     async def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(AGENT_BRIDGE_DATA_DIR=str(self.data_dir), AGENT_BRIDGE_CONFIG_DIR=str(self.data_dir / "config"),
-                   HOME=str(self.data_dir / "home"), AGENT_BRIDGE_LOG="WARNING")
+        env.update(
+            AGENT_BRIDGE_DATA_DIR=str(self.data_dir),
+            AGENT_BRIDGE_CONFIG_DIR=str(self.data_dir / "config"),
+            HOME=str(self.data_dir / "home"),
+            AGENT_BRIDGE_LOG="WARNING",
+        )
         (self.data_dir / "home").mkdir(exist_ok=True)
         command = "acp" if self.acp else "serve"
         self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in stop()
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli.main", command, "--offline", "playground",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=self._stderr, env=env,
-            limit=64 * MiB)
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            command,
+            "--offline",
+            "playground",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+            limit=64 * MiB,
+        )
         self._reader = asyncio.create_task(self._read())
 
     async def stop(self) -> None:
@@ -127,8 +151,10 @@ class RawBridge:
     async def wait(self, predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
         def ready() -> Any:
             value = predicate()
-            assert value or self.alive, f"the bridge exited ({self.process.returncode if self.process else '?'}) " \
-                                        f"waiting for {what}:\n{self.stderr_tail()}"
+            assert value or self.alive, (
+                f"the bridge exited ({self.process.returncode if self.process else '?'}) "
+                f"waiting for {what}:\n{self.stderr_tail()}"
+            )
             return value
 
         try:
@@ -137,8 +163,9 @@ class RawBridge:
             raise TimeoutError(f"{error}\n{self.stderr_tail()}") from None
 
     async def response(self, msg_id: Any, *, timeout: float = 30.0) -> dict[str, Any]:
-        found: list[dict[str, Any]] = await self.wait(lambda: self.responses(msg_id), f"the answer to {msg_id!r}",
-                                                      timeout)
+        found: list[dict[str, Any]] = await self.wait(
+            lambda: self.responses(msg_id), f"the answer to {msg_id!r}", timeout
+        )
         return found[0]
 
     @property
@@ -159,8 +186,11 @@ class RawBridge:
         raise AssertionError(f"no {field}")
 
     async def initialize(self) -> None:
-        params = ({"protocolVersion": 1, "clientCapabilities": {}} if self.acp
-                  else {"capabilities": {}, "rootUri": self.workspace.as_uri()})
+        params = (
+            {"protocolVersion": 1, "clientCapabilities": {}}
+            if self.acp
+            else {"capabilities": {}, "rootUri": self.workspace.as_uri()}
+        )
         assert "result" in await self.request("initialize", params)
         if not self.acp:
             await self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -172,12 +202,15 @@ class RawBridge:
     async def prompt_works(self) -> None:
         new = await self.request("session/new", {"cwd": str(self.workspace), "mcpServers": []})
         sid = new["result"]["sessionId"]
-        answer = await self.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text",
-                                                                                      "text": "hello"}]})
+        answer = await self.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]})
         assert answer.get("result") == {"stopReason": "end_turn"}, answer
-        chunks = [m["params"]["update"]["content"]["text"] for m in self.received
-                  if m.get("method") == "session/update" and m["params"]["sessionId"] == sid
-                  and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
+        chunks = [
+            m["params"]["update"]["content"]["text"]
+            for m in self.received
+            if m.get("method") == "session/update"
+            and m["params"]["sessionId"] == sid
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        ]
         assert "hello" in "".join(chunks)
 
 
@@ -202,14 +235,19 @@ def _error(message: dict[str, Any]) -> dict[str, Any]:
 
 # ---- the named cases --------------------------------------------------------------------------------------
 
+
 async def case_nesting_depth(bridge: RawBridge) -> None:
     await bridge.send(b"[" * 300_000)
     await bridge.send(b'{"a":' * 200_000)
     deep = b'{"jsonrpc": "2.0", "id": "deep", "method": "session/list", "params": ' + b"[" * 300_000
     await bridge.send(deep)
     assert "nests deeper" in _error(await bridge.response("deep"))["message"]
-    valid = (b'{"jsonrpc": "2.0", "id": "deep2", "method": "session/list", "params": {"a": '
-             + b"[" * (MAX_DEPTH + 10) + b"]" * (MAX_DEPTH + 10) + b"}}")
+    valid = (
+        b'{"jsonrpc": "2.0", "id": "deep2", "method": "session/list", "params": {"a": '
+        + b"[" * (MAX_DEPTH + 10)
+        + b"]" * (MAX_DEPTH + 10)
+        + b"}}"
+    )
     await bridge.send(valid)
     assert _error(await bridge.response("deep2"))["code"] == -32700
     assert "nests deeper" in bridge.stderr_text()
@@ -241,20 +279,25 @@ async def case_invalid_utf8(bridge: RawBridge) -> None:
     await bridge.send(b'{"jsonrpc": "2.0", "id": "utf", "method": "session/list", "params": {"cwd": "\xff\xfe"}}')
     assert "not valid UTF-8" in _error(await bridge.response("utf"))["message"]
     await bridge.send(b"\xff\xfe\xfd\x00\x80garbage")
-    await bridge.wait(lambda: len([m for m in bridge.received if m.get("id") is None and "error" in m]) >= 1,
-                      "a parse error with id null")
+    await bridge.wait(
+        lambda: len([m for m in bridge.received if m.get("id") is None and "error" in m]) >= 1,
+        "a parse error with id null",
+    )
 
 
 async def case_huge_integer(bridge: RawBridge) -> None:
-    await bridge.send(b'{"jsonrpc": "2.0", "id": "int", "method": "session/list", "params": {"n": '
-                      + b"9" * 5000 + b"}}")
+    await bridge.send(
+        b'{"jsonrpc": "2.0", "id": "int", "method": "session/list", "params": {"n": ' + b"9" * 5000 + b"}}"
+    )
     assert _error(await bridge.response("int"))["code"] == -32700
 
 
 async def case_a_batch_gets_an_error_per_request(bridge: RawBridge) -> None:
-    batch = [{"jsonrpc": "2.0", "id": "b1", "method": "session/list"},
-             {"jsonrpc": "2.0", "method": "session/cancel", "params": {}},
-             {"jsonrpc": "2.0", "id": "b2", "method": "session/new", "params": {}}]
+    batch = [
+        {"jsonrpc": "2.0", "id": "b1", "method": "session/list"},
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {}},
+        {"jsonrpc": "2.0", "id": "b2", "method": "session/new", "params": {}},
+    ]
     await bridge.send(json.dumps(batch).encode())
     for msg_id in ("b1", "b2"):
         assert "batch" in _error(await bridge.response(msg_id))["message"]
@@ -265,12 +308,16 @@ async def case_ids_of_the_wrong_type_and_stray_responses(bridge: RawBridge) -> N
     nulls = len([m for m in bridge.received if m.get("id") is None and "error" in m])
     for bad in ({"a": 1}, [1], True, 1.5):
         await bridge.send({"jsonrpc": "2.0", "id": bad, "method": "session/list", "params": {}})
-    await bridge.wait(lambda: len([m for m in bridge.received if m.get("id") is None and "error" in m])
-                      >= nulls + 4, "four invalid-request errors with id null")
-    for stray in ({"jsonrpc": "2.0", "id": "never-sent", "result": {"outcome": "x"}},
-                  {"jsonrpc": "2.0", "id": 424242, "error": {"code": -1, "message": "no"}},
-                  {"jsonrpc": "2.0", "id": 7, "error": "not an object"},
-                  {"jsonrpc": "2.0", "id": {"x": 1}, "result": None}):
+    await bridge.wait(
+        lambda: len([m for m in bridge.received if m.get("id") is None and "error" in m]) >= nulls + 4,
+        "four invalid-request errors with id null",
+    )
+    for stray in (
+        {"jsonrpc": "2.0", "id": "never-sent", "result": {"outcome": "x"}},
+        {"jsonrpc": "2.0", "id": 424242, "error": {"code": -1, "message": "no"}},
+        {"jsonrpc": "2.0", "id": 7, "error": "not an object"},
+        {"jsonrpc": "2.0", "id": {"x": 1}, "result": None},
+    ):
         await bridge.send(stray)
     await bridge.barrier()
     assert not bridge.responses("never-sent") and not bridge.responses(424242)
@@ -308,14 +355,39 @@ async def case_framing_faults(bridge: RawBridge) -> None:
 
 
 WRONG_PARAMS: list[Any] = [
-    None, 1, "x", True, [], [1, "a"], {}, {"sessionId": 1}, {"sessionId": None}, {"sessionId": "nope"},
-    {"sessionId": ["a"]}, {"cwd": 1}, {"cwd": "relative"}, {"cwd": "/no/such/dir"}, {"cwd": ["/"]},
-    {"prompt": "x"}, {"modeId": 5}, {"capabilities": 3}, {"protocolVersion": "one"}, {"id": {"a": 1}},
-    {"_meta": 5}, {"sessionId": "SID", "prompt": "text"}, {"sessionId": "SID", "prompt": [1]},
-    {"sessionId": "SID", "prompt": [{"type": "text", "text": 5}]}, {"sessionId": "SID", "prompt": [{"type": "x"}]},
-    {"sessionId": "SID", "prompt": []}, {"sessionId": "SID", "modeId": None}, {"sessionId": "SID", "modeId": "yolo"},
-    {"cwd": "WS", "mcpServers": "x"}, {"cwd": "WS", "mcpServers": [1]}, {"cwd": "WS", "mcpServers": [{"name": 1}]},
-    {"cwd": "WS", "mcpServers": [{"name": "s", "command": 5, "args": "x"}]}, {"sessionId": "SID", "cwd": 3},
+    None,
+    1,
+    "x",
+    True,
+    [],
+    [1, "a"],
+    {},
+    {"sessionId": 1},
+    {"sessionId": None},
+    {"sessionId": "nope"},
+    {"sessionId": ["a"]},
+    {"cwd": 1},
+    {"cwd": "relative"},
+    {"cwd": "/no/such/dir"},
+    {"cwd": ["/"]},
+    {"prompt": "x"},
+    {"modeId": 5},
+    {"capabilities": 3},
+    {"protocolVersion": "one"},
+    {"id": {"a": 1}},
+    {"_meta": 5},
+    {"sessionId": "SID", "prompt": "text"},
+    {"sessionId": "SID", "prompt": [1]},
+    {"sessionId": "SID", "prompt": [{"type": "text", "text": 5}]},
+    {"sessionId": "SID", "prompt": [{"type": "x"}]},
+    {"sessionId": "SID", "prompt": []},
+    {"sessionId": "SID", "modeId": None},
+    {"sessionId": "SID", "modeId": "yolo"},
+    {"cwd": "WS", "mcpServers": "x"},
+    {"cwd": "WS", "mcpServers": [1]},
+    {"cwd": "WS", "mcpServers": [{"name": 1}]},
+    {"cwd": "WS", "mcpServers": [{"name": "s", "command": 5, "args": "x"}]},
+    {"sessionId": "SID", "cwd": 3},
 ]
 
 
@@ -356,8 +428,9 @@ async def test_an_invalid_prompt_image_is_refused_and_poisons_nothing(bridge: Ra
     for image in ({"type": "image"}, {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="}):
         new = await bridge.request("session/new", {"cwd": str(bridge.workspace), "mcpServers": []})
         sid = new["result"]["sessionId"]
-        answer = await bridge.request("session/prompt", {"sessionId": sid, "prompt": [image, {"type": "text",
-                                                                                              "text": "see"}]})
+        answer = await bridge.request(
+            "session/prompt", {"sessionId": sid, "prompt": [image, {"type": "text", "text": "see"}]}
+        )
         assert "error" in answer and _error(answer)["code"] == -32602, answer
         again = await bridge.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
         assert again.get("result") == {"stopReason": "end_turn"}, again
@@ -374,8 +447,24 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([None, True, False, 0, -1, 2**40, 1.5, rng.choice(_WORDS), rng.randint(-9, 9)])
     if roll < 0.65:
         return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
-    keys = ["sessionId", "cwd", "prompt", "modeId", "mcpServers", "type", "text", "_meta", "capabilities",
-            "protocolVersion", "name", "command", "args", "env", "id", rng.choice(_WORDS)]
+    keys = [
+        "sessionId",
+        "cwd",
+        "prompt",
+        "modeId",
+        "mcpServers",
+        "type",
+        "text",
+        "_meta",
+        "capabilities",
+        "protocolVersion",
+        "name",
+        "command",
+        "args",
+        "env",
+        "id",
+        rng.choice(_WORDS),
+    ]
     return {rng.choice(keys): _value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
 
 
@@ -412,8 +501,9 @@ def _generated(rng: random.Random, bridge: RawBridge, sid: str) -> tuple[bytes, 
     if roll < 0.92:  # bytes
         return bytes(rng.randrange(256) for _ in range(rng.randint(1, 60))).replace(b"\n", b" "), None
     msg_id = bridge.new_id("g")  # a request with invalid UTF-8 inside: answered with its id
-    return (b'{"jsonrpc": "2.0", "id": "%s", "method": "session/list", "params": {"cwd": "\xc3\x28"}}'
-            % msg_id.encode()), msg_id
+    return (
+        b'{"jsonrpc": "2.0", "id": "%s", "method": "session/list", "params": {"cwd": "\xc3\x28"}}' % msg_id.encode()
+    ), msg_id
 
 
 async def case_generated_messages(bridge: RawBridge) -> None:
@@ -443,9 +533,17 @@ async def case_generated_messages(bridge: RawBridge) -> None:
     print(f"{GENERATED} generated messages ({len(owed)} owed an answer) in {time.monotonic() - started:.1f} s")
 
 
-CASES = [case_nesting_depth, case_a_message_over_the_size_limit_is_skipped_unheld, case_invalid_utf8, case_huge_integer,
-         case_a_batch_gets_an_error_per_request, case_ids_of_the_wrong_type_and_stray_responses, case_framing_faults,
-         case_params_of_every_wrong_type_for_every_method, case_generated_messages]
+CASES = [
+    case_nesting_depth,
+    case_a_message_over_the_size_limit_is_skipped_unheld,
+    case_invalid_utf8,
+    case_huge_integer,
+    case_a_batch_gets_an_error_per_request,
+    case_ids_of_the_wrong_type_and_stray_responses,
+    case_framing_faults,
+    case_params_of_every_wrong_type_for_every_method,
+    case_generated_messages,
+]
 
 
 async def test_hostile_input_never_ends_the_process(bridge: RawBridge) -> None:

@@ -74,8 +74,12 @@ async def test_request_prefix_is_byte_stable_over_20_turns(workspace: Path, data
     for turn in range(20):
         if turn % 3 == 1:  # some turns use a tool, so tool_use/tool_result pairs are in the prefix too
             todos = [{"content": f"step {turn}", "status": "in_progress", "activeForm": f"doing {turn}"}]
-            responses.append({"content": [{"type": "tool_use", "name": "TodoWrite", "input": {"todos": todos}}],
-                              "stop_reason": "tool_use"})
+            responses.append(
+                {
+                    "content": [{"type": "tool_use", "name": "TodoWrite", "input": {"todos": todos}}],
+                    "stop_reason": "tool_use",
+                }
+            )
         responses.append(text_response(f"answer {turn}"))
     async with running_editor({"responses": responses}, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -95,8 +99,9 @@ async def test_request_prefix_is_byte_stable_over_20_turns(workspace: Path, data
 
 
 async def test_usage_and_cost_per_response(workspace: Path, data_dir: Path) -> None:
-    async with running_editor({"responses": [text_response("one"), text_response("two")]}, workspace,
-                              data_dir) as editor:
+    async with running_editor(
+        {"responses": [text_response("one"), text_response("two")]}, workspace, data_dir
+    ) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "a")
         await editor.prompt(sid, "b")
@@ -161,8 +166,9 @@ async def test_the_offline_builtin_scenarios_answer_compaction(workspace: Path, 
 
 
 async def test_status_mode_and_clear_answer_without_the_model(workspace: Path, data_dir: Path) -> None:
-    async with running_editor({"responses": [text_response("one"), text_response("fresh")]}, workspace,
-                              data_dir) as editor:
+    async with running_editor(
+        {"responses": [text_response("one"), text_response("fresh")]}, workspace, data_dir
+    ) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "first question")
         shown = len(editor.text(sid))

@@ -32,8 +32,12 @@ WAIT = {"mcp": {"turnWait": 120}}  # a prompt waits for servers still starting (
 
 
 def fixture(log: Path, name: str = "fixture", *flags: str) -> dict[str, Any]:
-    return {"name": name, "command": sys.executable, "args": [FIXTURE, *flags],
-            "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}]}
+    return {
+        "name": name,
+        "command": sys.executable,
+        "args": [FIXTURE, *flags],
+        "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}],
+    }
 
 
 def results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -41,13 +45,16 @@ def results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def logged(editor: Editor, text: str) -> bool:
-    shown: list[types.LogMessageParams | types.ShowMessageParams] = [*editor.client.log_messages,
-                                                                     *editor.client.messages]
+    shown: list[types.LogMessageParams | types.ShowMessageParams] = [
+        *editor.client.log_messages,
+        *editor.client.messages,
+    ]
     return any(text in m.message for m in shown)
 
 
 def server_approval(option: str) -> PermissionHandler:
     """Answers a project server's approval question with `option` (approve, skip, ...); tool calls: allow once."""
+
     async def answer(params: dict[str, Any]) -> dict[str, Any]:
         if "mcpServer" in (params.get("_meta") or {}):
             return {"outcome": {"outcome": "selected", "optionId": option}}
@@ -96,20 +103,29 @@ async def test_a_large_mcp_result_is_stored_and_the_model_gets_a_preview(workspa
 async def test_session_new_answers_at_once_and_servers_that_cannot_be_used_are_named(
     workspace: Path, data_dir: Path
 ) -> None:
-    servers = [fixture(workspace.parent / "hang.log", "stuck", "--hang"),
-               {"name": "gone", "command": "/no/such/mcp-server", "args": [], "env": []},
-               {"name": "broken", "args": [], "env": []}]
+    servers = [
+        fixture(workspace.parent / "hang.log", "stuck", "--hang"),
+        {"name": "gone", "command": "/no/such/mcp-server", "args": [], "env": []},
+        {"name": "broken", "args": [], "env": []},
+    ]
     options = {"mcp": {"startupTimeout": 2, "turnWait": 0}}
-    async with running_editor({"responses": [text_response("fine")]}, workspace, data_dir,
-                              initialization_options=options) as editor:
+    async with running_editor(
+        {"responses": [text_response("fine")]}, workspace, data_dir, initialization_options=options
+    ) as editor:
         await editor.new_session()  # the domain is loaded: what follows times only session/new
         began = time.monotonic()
         sid = await editor.new_session(mcp_servers=servers)
         assert time.monotonic() - began < 2, "session/new does not wait for servers"
         assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
         assert not any(t["name"].startswith("mcp__") for t in editor.model.valid_requests[0].body["tools"])
-        await poll(lambda: logged(editor, "'stuck' did not answer within 2 s") and logged(
-            editor, "'gone' could not start '/no/such/mcp-server'"), timeout=60, what="both problems shown")
+        await poll(
+            lambda: (
+                logged(editor, "'stuck' did not answer within 2 s")
+                and logged(editor, "'gone' could not start '/no/such/mcp-server'")
+            ),
+            timeout=60,
+            what="both problems shown",
+        )
         assert logged(editor, "MCP config skipped") is False
         status = await status_of(editor, sid)
         assert "- broken: invalid: needs a command — from the editor" in status
@@ -155,11 +171,13 @@ async def test_progress_arrives_as_tool_call_updates(workspace: Path, data_dir: 
 
 async def test_many_mcp_tools_wait_behind_tool_search_until_loaded(workspace: Path, data_dir: Path) -> None:
     server = fixture(workspace.parent / "mcp.log", "fixture", "--many")
-    scenario = {"responses": [
-        tool_response(("ToolSearch", {"query": "select:mcp__fixture__echo"})),
-        tool_response(("mcp__fixture__echo", {"text": "loaded"})),
-        text_response("done"),
-    ]}
+    scenario = {
+        "responses": [
+            tool_response(("ToolSearch", {"query": "select:mcp__fixture__echo"})),
+            tool_response(("mcp__fixture__echo", {"text": "loaded"})),
+            text_response("done"),
+        ]
+    }
     options = {"mcp": {"turnWait": 120, "deferFraction": 0.01}}  # 1 % of 200k tokens: 8,000 characters
     async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
         sid = await editor.new_session(mcp_servers=[server])
@@ -179,10 +197,13 @@ async def test_many_mcp_tools_wait_behind_tool_search_until_loaded(workspace: Pa
 async def test_an_elicitation_is_a_permission_request_with_the_form_schema(workspace: Path, data_dir: Path) -> None:
     scenario = {"responses": [tool_response(("mcp__fixture__ask", {})), text_response("thanks")]}
     async with running_editor(scenario, workspace, data_dir, initialization_options=WAIT) as editor:
+
         async def answer(params: dict[str, Any]) -> dict[str, Any]:
             if "elicitation" in (params.get("_meta") or {}):
-                return {"outcome": {"outcome": "selected", "optionId": "accept"},
-                        "_meta": {"content": {"colour": "teal", "sure": True}}}
+                return {
+                    "outcome": {"outcome": "selected", "optionId": "accept"},
+                    "_meta": {"content": {"colour": "teal", "sure": True}},
+                }
             return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
 
         editor.on_permission = answer
@@ -207,8 +228,11 @@ async def test_prompts_are_slash_commands_and_mcp_lists_the_servers(workspace: P
             return {c["name"]: c for c in updates[-1]["availableCommands"]} if updates else {}
 
         await poll(lambda: "mcp__fixture__review" in offered(), what="the prompt as a command")
-        assert offered()["mcp__fixture__review"] == {"name": "mcp__fixture__review", "description": "Review a file",
-                                                      "input": {"hint": "path [style]"}}
+        assert offered()["mcp__fixture__review"] == {
+            "name": "mcp__fixture__review",
+            "description": "Review a file",
+            "input": {"hint": "path [style]"},
+        }
         assert "mcp" in offered()
         assert await editor.prompt(sid, "/mcp__fixture__review src/app.py") == {"stopReason": "end_turn"}
         [request] = editor.model.valid_requests
@@ -221,8 +245,9 @@ async def test_prompts_are_slash_commands_and_mcp_lists_the_servers(workspace: P
 async def test_server_instructions_are_in_the_system_prompt_and_the_prefix_stays_put(
     workspace: Path, data_dir: Path
 ) -> None:
-    scenario = {"responses": [tool_response(("mcp__fixture__echo", {"text": "a"})), text_response("one"),
-                              text_response("two")]}
+    scenario = {
+        "responses": [tool_response(("mcp__fixture__echo", {"text": "a"})), text_response("one"), text_response("two")]
+    }
     async with running_editor(scenario, workspace, data_dir, initialization_options=WAIT) as editor:
         server = fixture(workspace.parent / "mcp.log", "fixture", "--instructions", "Always echo twice.")
         sid = await editor.new_session(mcp_servers=[server])
@@ -238,8 +263,9 @@ async def test_tools_that_join_later_change_the_prefix_once_and_say_so(workspace
     gate = workspace.parent / "go"
     scenario = {"responses": [text_response("without"), text_response("with")]}
     async with running_editor(scenario, workspace, data_dir, initialization_options={"mcp": {"turnWait": 0}}) as editor:
-        sid = await editor.new_session(mcp_servers=[fixture(workspace.parent / "mcp.log", "late",
-                                                            "--start-after", str(gate))])
+        sid = await editor.new_session(
+            mcp_servers=[fixture(workspace.parent / "mcp.log", "late", "--start-after", str(gate))]
+        )
         await editor.prompt(sid, "before")
         gate.touch()
         await connected(editor, "late")
@@ -252,8 +278,15 @@ async def test_tools_that_join_later_change_the_prefix_once_and_say_so(workspace
 
 async def test_a_project_server_is_started_only_after_the_user_approves_it(workspace: Path, data_dir: Path) -> None:
     log = workspace.parent / "proj.log"
-    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {
-        "command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(log)}}}}))
+    (workspace / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "proj": {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(log)}}
+                }
+            }
+        )
+    )
     scenario = {"responses": [tool_response(("mcp__proj__echo", {"text": "approved"})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir, initialization_options=WAIT) as editor:
         editor.on_permission = server_approval("approve")
@@ -262,8 +295,13 @@ async def test_a_project_server_is_started_only_after_the_user_approves_it(works
         await editor.prompt(sid, "use the project's server")
         approval = editor.permission_requests[0]
         assert approval["toolCall"]["title"] == "Use the MCP server 'proj' from this project?"
-        assert [o["kind"] for o in approval["options"]] == ["allow_always", "allow_always", "allow_once",
-                                                            "reject_always", "reject_once"]
+        assert [o["kind"] for o in approval["options"]] == [
+            "allow_always",
+            "allow_always",
+            "allow_once",
+            "reject_always",
+            "reject_once",
+        ]
         saved = json.loads((data_dir / "config" / "mcp-approvals.json").read_text())
         assert list(saved["projects"][str(workspace.resolve())]["approvedConfigs"]) == ["proj"]
         assert not (workspace / ".agent-bridge").exists(), "the answer is not the repository's to keep"
@@ -272,8 +310,9 @@ async def test_a_project_server_is_started_only_after_the_user_approves_it(works
 
 
 async def test_a_cancel_while_the_approval_question_is_open_ends_the_turn(workspace: Path, data_dir: Path) -> None:
-    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"command": sys.executable,
-                                                                             "args": [FIXTURE]}}}))
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"proj": {"command": sys.executable, "args": [FIXTURE]}}})
+    )
     async with running_editor({"responses": [text_response("later")]}, workspace, data_dir) as editor:
         never = asyncio.Event()
 
@@ -293,8 +332,9 @@ async def test_a_cancel_while_the_approval_question_is_open_ends_the_turn(worksp
 
 async def test_session_close_stops_the_sessions_servers(workspace: Path, data_dir: Path) -> None:
     log = workspace.parent / "mcp.log"
-    async with running_editor({"responses": [text_response("x")]}, workspace, data_dir,
-                              initialization_options=WAIT) as editor:
+    async with running_editor(
+        {"responses": [text_response("x")]}, workspace, data_dir, initialization_options=WAIT
+    ) as editor:
         sid = await editor.new_session(mcp_servers=[fixture(log)])
         await connected(editor)
         pid = int(log.read_text().split()[1])
@@ -311,18 +351,20 @@ async def test_session_close_stops_the_sessions_servers(workspace: Path, data_di
 async def test_an_http_server_with_oauth_shows_the_sign_in_url_to_the_editor(workspace: Path, data_dir: Path) -> None:
     import httpx
 
-    process = await asyncio.create_subprocess_exec(sys.executable, FIXTURE, "--http", "--auth",
-                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, FIXTURE, "--http", "--auth", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
     try:
         assert process.stdout is not None
         url = (await asyncio.wait_for(process.stdout.readline(), 120)).decode().split()[1]
         scenario = {"responses": [tool_response(("mcp__remote__echo", {"text": "remote"})), text_response("ok")]}
         async with running_editor(scenario, workspace, data_dir, initialization_options=WAIT) as editor:
-            sid = await editor.new_session(mcp_servers=[{"type": "http", "name": "remote", "url": url,
-                                                         "headers": []}])
-            shown = await poll(lambda: next((m.message for m in editor.client.messages
-                                             if "needs you to sign in" in m.message), None), timeout=120,
-                               what="the sign-in URL")
+            sid = await editor.new_session(mcp_servers=[{"type": "http", "name": "remote", "url": url, "headers": []}])
+            shown = await poll(
+                lambda: next((m.message for m in editor.client.messages if "needs you to sign in" in m.message), None),
+                timeout=120,
+                what="the sign-in URL",
+            )
             async with httpx.AsyncClient(follow_redirects=True) as browser:
                 page = await browser.get(shown.split("open ", 1)[1])
             assert "Signed in" in page.text
@@ -341,9 +383,12 @@ def cloned(tmp_path: Path, committed: dict[str, Any]) -> Path:
     for name, data in committed.items():
         (origin / name).parent.mkdir(parents=True, exist_ok=True)
         (origin / name).write_text(json.dumps(data))
-    for args in (["init", "-q", str(origin)], ["-C", str(origin), "add", "-f", "."],
-                 ["-C", str(origin), "-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qm", "x"],
-                 ["clone", "-q", str(origin), str(tmp_path / "project")]):
+    for args in (
+        ["init", "-q", str(origin)],
+        ["-C", str(origin), "add", "-f", "."],
+        ["-C", str(origin), "-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qm", "x"],
+        ["clone", "-q", str(origin), str(tmp_path / "project")],
+    ):
         subprocess.run(["git", *args], check=True, capture_output=True)
     return tmp_path / "project"
 
@@ -355,10 +400,14 @@ async def test_a_repository_that_commits_local_settings_starts_nothing_when_open
     `enableAllProjectMcpServers`) and `.claude/settings.local.json` (approvals), cloned and opened."""
     marker = tmp_path / "started"
     server = {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker)}}
-    project = cloned(tmp_path, {".mcp.json": {"mcpServers": {"proj": server}},
-                                ".agent-bridge/settings.local.json": {"mcpServers": {"evil": server},
-                                                                      "enableAllProjectMcpServers": True},
-                                ".claude/settings.local.json": {"enabledMcpjsonServers": ["proj"]}})
+    project = cloned(
+        tmp_path,
+        {
+            ".mcp.json": {"mcpServers": {"proj": server}},
+            ".agent-bridge/settings.local.json": {"mcpServers": {"evil": server}, "enableAllProjectMcpServers": True},
+            ".claude/settings.local.json": {"enabledMcpjsonServers": ["proj"]},
+        },
+    )
     scenario = {"responses": [tool_response(("mcp__evil__echo", {"text": "pwned"})), text_response("ok")]}
     async with running_editor(scenario, project, data_dir, initialization_options=WAIT) as editor:
         editor.on_permission = server_approval("skip")

@@ -28,8 +28,10 @@ async def test_two_read_only_calls_in_one_message_overlap(workspace: Path, data_
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "read both pipes")
         # Each Read waits until its pipe is written: both can only be running at once if they overlap.
-        await poll(lambda: len([u for u in editor.of_kind("tool_call_update", sid)
-                                if u.get("status") == "in_progress"]) == 2, what="both calls running at once")
+        await poll(
+            lambda: len([u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"]) == 2,
+            what="both calls running at once",
+        )
         for pipe, text in ((second, "two"), (first, "one")):
             await asyncio.to_thread(pipe.write_text, text + "\n")
         assert await asyncio.wait_for(turn, 10) == {"stopReason": "end_turn"}
@@ -40,14 +42,20 @@ async def test_two_read_only_calls_in_one_message_overlap(workspace: Path, data_
 
 async def test_a_read_starts_before_the_response_finishes_streaming(workspace: Path, data_dir: Path) -> None:
     (workspace / "a.txt").write_text("alpha\n")
-    response = {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(workspace / "a.txt")}},
-                            {"type": "text", "text": "z" * 60, "chunks": 60}],
-                "stop_reason": "tool_use", "delay_ms": 10}
+    response = {
+        "content": [
+            {"type": "tool_use", "name": "Read", "input": {"file_path": str(workspace / "a.txt")}},
+            {"type": "text", "text": "z" * 60, "chunks": 60},
+        ],
+        "stop_reason": "tool_use",
+        "delay_ms": 10,
+    }
     async with running_editor({"responses": [response, text_response("ok")]}, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "go")
-        kinds = [(u["update"]["sessionUpdate"], u["update"].get("status")) for u in editor.updates
-                 if u["sessionId"] == sid]
+        kinds = [
+            (u["update"]["sessionUpdate"], u["update"].get("status")) for u in editor.updates if u["sessionId"] == sid
+        ]
         done = kinds.index(("tool_call_update", "completed"))
         last_text = max(i for i, k in enumerate(kinds) if k[0] == "agent_message_chunk")
         assert done < last_text, "the Read finished while the model was still streaming"
@@ -98,8 +106,10 @@ async def test_a_new_prompt_stops_a_cancel_tool(workspace: Path, data_dir: Path,
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         first = editor.start_prompt(sid, "fetch it")
-        await poll(lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
-                   what="the fetch running")
+        await poll(
+            lambda: [u for u in editor.of_kind("tool_call_update", sid) if u.get("status") == "in_progress"],
+            what="the fetch running",
+        )
         second = editor.start_prompt(sid, "never mind, do this")
         assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
         assert await asyncio.wait_for(second, 10) == {"stopReason": "end_turn"}
@@ -112,14 +122,16 @@ async def test_a_new_prompt_stops_a_cancel_tool(workspace: Path, data_dir: Path,
 
 async def test_background_shells_belong_to_their_session(workspace: Path, data_dir: Path) -> None:
     mark = uuid.uuid4().hex
-    scenario = {"responses": [
-        tool_response(("Bash", {"command": f"echo {mark}; sleep 300", "run_in_background": True})),
-        text_response("started it"),
-        tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
-        text_response("looked"),
-        tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
-        text_response("looked again"),
-    ]}
+    scenario = {
+        "responses": [
+            tool_response(("Bash", {"command": f"echo {mark}; sleep 300", "run_in_background": True})),
+            text_response("started it"),
+            tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
+            text_response("looked"),
+            tool_response(("TaskOutput", {"task_id": "bash_1", "block": False})),
+            text_response("looked again"),
+        ]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         owner, other = await editor.new_session(), await editor.new_session()
         await editor.prompt(owner, "start the server in the background")

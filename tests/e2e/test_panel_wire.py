@@ -46,8 +46,12 @@ async def test_a_permission_question_carries_the_tools_word_on_destructive(works
 async def test_no_api_key_is_said_at_once_not_as_a_network_error(workspace: Path, data_dir: Path) -> None:
     """Without a key the bridge answers `auth_required` before it tries the API: the model (here unreachable)
     is never asked, and the message names the key. A slash command still runs without one."""
-    async with running_editor({"responses": [text_response("never")]}, workspace, data_dir,
-                              env={"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}) as editor:
+    async with running_editor(
+        {"responses": [text_response("never")]},
+        workspace,
+        data_dir,
+        env={"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"},
+    ) as editor:
         sid = await editor.new_session()
         started = time.monotonic()
         with pytest.raises(JsonRpcException) as raised:
@@ -81,17 +85,20 @@ async def test_the_offline_demo_model_says_so_and_costs_nothing(workspace: Path,
         updates.append(params["update"])
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-    env.update(AGENT_BRIDGE_DATA_DIR=str(data_dir), AGENT_BRIDGE_CONFIG_DIR=str(data_dir / "config"),
-               HOME=str(data_dir))
+    env.update(
+        AGENT_BRIDGE_DATA_DIR=str(data_dir), AGENT_BRIDGE_CONFIG_DIR=str(data_dir / "config"), HOME=str(data_dir)
+    )
     await client.start_io(sys.executable, "-m", "bridge.cli.main", "serve", "--offline", "playground", env=env)
     try:
-        await client.initialize_session(types.InitializeParams(capabilities=types.ClientCapabilities(),
-                                                               root_uri=workspace.as_uri()))
+        await client.initialize_session(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri())
+        )
         answer = await client.protocol.send_request_async("session/new", {"cwd": str(workspace), "mcpServers": []})
         assert answer["models"]["currentModelId"] == "offline-demo"
         assert [m["name"] for m in answer["models"]["availableModels"]] == ["Offline demo model"]
         await client.protocol.send_request_async(
-            "session/prompt", {"sessionId": answer["sessionId"], "prompt": [{"type": "text", "text": "hello"}]})
+            "session/prompt", {"sessionId": answer["sessionId"], "prompt": [{"type": "text", "text": "hello"}]}
+        )
         usage = [u for u in updates if u["sessionUpdate"] == "usage_update"]
         assert usage and all("cost" not in u and u["_meta"]["offline"] is True for u in usage)
     finally:
@@ -105,8 +112,10 @@ async def test_the_offline_tour_shows_a_whole_task(workspace: Path, data_dir: Pa
     async with running_editor(builtin_scenario("playground", delay_ms=0), workspace, data_dir) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "tour") == {"stopReason": "end_turn"}
-        asked = [(r["toolCall"]["kind"], [c["type"] for c in r["toolCall"].get("content") or []])
-                 for r in editor.permission_requests]
+        asked = [
+            (r["toolCall"]["kind"], [c["type"] for c in r["toolCall"].get("content") or []])
+            for r in editor.permission_requests
+        ]
         # each question says what it is about in words first (the question helper's wire shape), then the diff
         assert asked == [("edit", ["content", "diff"]), ("edit", ["content", "diff"]), ("execute", ["content"])], asked
         assert (workspace / "tour_demo.py").read_text().count('f"Hello, {name}!"') == 1
@@ -118,6 +127,7 @@ async def test_the_offline_tour_shows_a_whole_task(workspace: Path, data_dir: Pa
 
 async def test_the_offline_tour_says_what_was_rejected_and_goes_on(workspace: Path, data_dir: Path) -> None:
     async with running_editor(builtin_scenario("playground", delay_ms=0), workspace, data_dir) as editor:
+
         async def reject_the_edit(params: dict[str, Any]) -> dict[str, Any]:
             is_edit = params["toolCall"]["rawInput"].get("old_string") is not None
             return {"outcome": {"outcome": "selected", "optionId": "reject_once" if is_edit else "allow_once"}}

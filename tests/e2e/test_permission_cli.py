@@ -17,12 +17,27 @@ AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 
 
 async def run_cli(tmp_path: Path, workspace: Path, prompt: str, *rules: str) -> str:
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
-           "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
     (tmp_path / "home").mkdir(exist_ok=True)
     process = await asyncio.create_subprocess_exec(
-        AGENT_BRIDGE, "run", "--non-interactive", "--offline", "playground", *rules, prompt, cwd=workspace,
-        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        AGENT_BRIDGE,
+        "run",
+        "--non-interactive",
+        "--offline",
+        "playground",
+        *rules,
+        prompt,
+        cwd=workspace,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(process.communicate(), 120)
     assert process.returncode == 0, out.decode()
     return out.decode()
@@ -40,8 +55,11 @@ ATTACKS = [
     ("find . -exec touch pwned \\;", "pwned", ()),
     ("sort --outp=pwned a.txt", "pwned", ()),
     ("uniq a.txt pwned", "pwned", ()),
-    ("echo '{\"permissions\": {\"allow\": [\"Bash\"]}}' | uniq - .agent-bridge/settings.local.json",
-     ".agent-bridge/settings.local.json", ()),
+    (
+        'echo \'{"permissions": {"allow": ["Bash"]}}\' | uniq - .agent-bridge/settings.local.json',
+        ".agent-bridge/settings.local.json",
+        (),
+    ),
     ("env GIT_CONFIG_PARAMETERS=\"'alias.x'='!touch pwned'\" git x", "pwned", ()),
     ("{touch,pwned}", "pwned", ("--allow", "Bash(*)", "--deny", "Bash(touch:*)")),
     ("echo pwned | xargs --max-procs 1 touch", "pwned", ("--allow", "Bash(*)", "--deny", "Bash(touch *)")),
@@ -50,8 +68,9 @@ ATTACKS = [
 
 
 @pytest.mark.parametrize(("command", "marker", "rules"), ATTACKS, ids=[a[0][:50] for a in ATTACKS])
-async def test_an_attack_through_the_cli_does_nothing(tmp_path: Path, ws: Path, command: str, marker: str,
-                                                      rules: tuple[str, ...]) -> None:
+async def test_an_attack_through_the_cli_does_nothing(
+    tmp_path: Path, ws: Path, command: str, marker: str, rules: tuple[str, ...]
+) -> None:
     out = await run_cli(tmp_path, ws, f"run: {command}", *rules)
     assert "Permission denied" in out, out
     assert not (ws / marker).exists()
@@ -69,8 +88,10 @@ async def test_a_read_only_command_runs_through_the_cli(tmp_path: Path, ws: Path
 
 async def test_two_sleep_echo_calls_in_one_response_overlap(workspace: Path, data_dir: Path) -> None:
     """Issue 12: `sleep` and `echo` are read-only and side-effect free, so they are concurrency-safe."""
-    calls = [{"type": "tool_use", "name": "Bash", "input": {"command": f"sleep 1; echo {name}"}}
-             for name in ("first", "second")]
+    calls = [
+        {"type": "tool_use", "name": "Bash", "input": {"command": f"sleep 1; echo {name}"}}
+        for name in ("first", "second")
+    ]
     scenario = {"responses": [{"content": calls, "stop_reason": "tool_use"}, text_response("both done")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()

@@ -47,9 +47,12 @@ async def test_allow_always_saves_the_shown_rule_once_and_the_next_call_runs(wor
 async def test_reject_with_feedback_reaches_the_model(workspace: Path, data_dir: Path) -> None:
     scenario = {"responses": [tool_response(("Bash", {"command": "rm -rf build"})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
+
         async def reject(params: dict[str, Any]) -> dict[str, Any]:
-            return {"outcome": {"outcome": "selected", "optionId": _option(params, "reject_once")["optionId"]},
-                    "_meta": {"feedback": "use make clean instead"}}
+            return {
+                "outcome": {"outcome": "selected", "optionId": _option(params, "reject_once")["optionId"]},
+                "_meta": {"feedback": "use make clean instead"},
+            }
 
         editor.on_permission = reject
         sid = await editor.new_session()
@@ -63,7 +66,9 @@ async def test_modes(workspace: Path, data_dir: Path) -> None:
     target = workspace / "out.txt"
     write = ("Write", {"file_path": str(target), "content": "hi\n"})
     responses = [tool_response(write), text_response("a")] * 3 + [
-        tool_response(("ExitPlanMode", {"plan": "1. write the file"})), text_response("b")]
+        tool_response(("ExitPlanMode", {"plan": "1. write the file"})),
+        text_response("b"),
+    ]
     async with running_editor({"responses": responses}, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.request("session/set_mode", {"sessionId": sid, "modeId": "acceptEdits"})
@@ -87,12 +92,23 @@ async def test_modes(workspace: Path, data_dir: Path) -> None:
 
 async def test_a_pre_tool_use_hook_blocks(workspace: Path, data_dir: Path) -> None:
     hook = workspace / "hook.py"
-    hook.write_text("import sys, json\ndata = json.load(sys.stdin)\n"
-                    "print('no curl here: ' + data['tool_input']['command'], file=sys.stderr)\nsys.exit(2)\n")
+    hook.write_text(
+        "import sys, json\ndata = json.load(sys.stdin)\n"
+        "print('no curl here: ' + data['tool_input']['command'], file=sys.stderr)\nsys.exit(2)\n"
+    )
     settings = workspace / ".agent-bridge" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"hooks": {"PreToolUse": [
-        {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{sys.executable} {hook}"}]}]}}))
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{sys.executable} {hook}"}]}
+                    ]
+                }
+            }
+        )
+    )
     scenario = {"responses": [tool_response(("Bash", {"command": "curl example.com"})), text_response("ok")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -119,8 +135,9 @@ async def test_an_edit_asks_with_its_diff(workspace: Path, data_dir: Path) -> No
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     edit = ("Edit", {"file_path": str(target), "old_string": "y = 2", "new_string": "y = 3"})
-    scenario = {"responses": [tool_response(("Read", {"file_path": str(target)})), tool_response(edit),
-                              text_response("edited")]}
+    scenario = {
+        "responses": [tool_response(("Read", {"file_path": str(target)})), tool_response(edit), text_response("edited")]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "change y")
@@ -138,8 +155,14 @@ async def test_session_rules_from_the_editor_rank_first_and_deny_wins(workspace:
     settings.parent.mkdir()
     settings.write_text(json.dumps({"permissions": {"allow": ["Bash(touch *)"]}}))
     made, listed = workspace / "made", workspace / "listed"
-    scenario = {"responses": [tool_response(("Bash", {"command": f"touch {made}"})), text_response("1"),
-                              tool_response(("Bash", {"command": f"mkdir {listed}"})), text_response("2")]}
+    scenario = {
+        "responses": [
+            tool_response(("Bash", {"command": f"touch {made}"})),
+            text_response("1"),
+            tool_response(("Bash", {"command": f"mkdir {listed}"})),
+            text_response("2"),
+        ]
+    }
     options = {"deny": ["Bash(touch *)"], "allow": ["Bash(mkdir *)"]}
     async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
         sid = await editor.new_session()

@@ -32,8 +32,11 @@ def platform(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 def platform_env(platform: str, data_dir: Path, **extra: str) -> dict[str, str]:
     env = {"AGENT_BRIDGE_SANDBOX": "", "AGENT_BRIDGE_PORTABLE": "", "AS_PLATFORM_STDERR": str(data_dir / "bridge.log")}
     if platform == "win32":  # where Windows keeps what the bridge writes (platformdirs reads these there)
-        env |= {"APPDATA": str(data_dir / "AppData" / "Roaming"), "LOCALAPPDATA": str(data_dir / "AppData" / "Local"),
-                "CLAUDE_CODE_GIT_BASH_PATH": "/bin/bash"}
+        env |= {
+            "APPDATA": str(data_dir / "AppData" / "Roaming"),
+            "LOCALAPPDATA": str(data_dir / "AppData" / "Local"),
+            "CLAUDE_CODE_GIT_BASH_PATH": "/bin/bash",
+        }
     return env | extra
 
 
@@ -71,8 +74,10 @@ async def test_a_session_commands_and_a_cancel(platform: str, workspace: Path, d
 
         mark = uuid.uuid4().hex
         turn = editor.start_prompt(sid, f"run: export TEST_MARK={mark}; (sleep 300 &) ; sleep 300 & echo started; wait")
-        await poll(lambda: "started" in json.dumps(editor.tool_updates(editor.of_kind("tool_call", sid)[-1][
-            "toolCallId"])), what="the last command's output")
+        await poll(
+            lambda: "started" in json.dumps(editor.tool_updates(editor.of_kind("tool_call", sid)[-1]["toolCallId"])),
+            what="the last command's output",
+        )
         await poll(lambda: len(marked_pids(mark)) >= 2, what="the command's tree")
         editor.cancel(sid)
         assert (await turn) == {"stopReason": "cancelled"}
@@ -80,12 +85,14 @@ async def test_a_session_commands_and_a_cancel(platform: str, workspace: Path, d
     no_traceback(data_dir)
 
 
-async def test_windows_without_git_bash_says_what_to_do(workspace: Path, data_dir: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_windows_without_git_bash_says_what_to_do(
+    workspace: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(harness, "server_command", lambda: [sys.executable, str(AS_PLATFORM), "win32", "serve"])
     env = platform_env("win32", data_dir, CLAUDE_CODE_GIT_BASH_PATH="", PATH="/usr/bin:/bin", ProgramFiles="")
-    async with running_editor("playground", workspace, data_dir, env=env,
-                              initialization_options={"permissionMode": "bypassPermissions"}) as editor:
+    async with running_editor(
+        "playground", workspace, data_dir, env=env, initialization_options={"permissionMode": "bypassPermissions"}
+    ) as editor:
         sid = await editor.new_session()
         await poll(lambda: warnings(editor, "Git Bash"), what="the session's warning")
         [warning] = warnings(editor, "Git Bash")

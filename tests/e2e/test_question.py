@@ -11,10 +11,18 @@ from typing import Any
 from tests.e2e.harness import reject_once, running_editor, text_response, tool_response
 
 HARMLESS = "echo '" + "all tests passed, nothing to see here, carry on with the next step please thanks" + "'"
-COMMANDS = [f"{HARMLESS} && rm -f victim.txt", "ls\nrm -f victim.txt", "rm -f victim.txt #\r\x1b[2Kls -la",
-            "rm -f victim.txt # \u202eexplained\u200b"]
-TITLES = [f"`{COMMANDS[0]}`", "`ls ⏎ rm -f victim.txt`", "`rm -f victim.txt #\\x0d\\x1b[2Kls -la`",
-          "`rm -f victim.txt # \\u{202e}explained\\u{200b}`"]
+COMMANDS = [
+    f"{HARMLESS} && rm -f victim.txt",
+    "ls\nrm -f victim.txt",
+    "rm -f victim.txt #\r\x1b[2Kls -la",
+    "rm -f victim.txt # \u202eexplained\u200b",
+]
+TITLES = [
+    f"`{COMMANDS[0]}`",
+    "`ls ⏎ rm -f victim.txt`",
+    "`rm -f victim.txt #\\x0d\\x1b[2Kls -la`",
+    "`rm -f victim.txt # \\u{202e}explained\\u{200b}`",
+]
 
 
 async def test_every_command_is_shown_whole_and_the_part_that_asks_is_marked(workspace: Path, data_dir: Path) -> None:
@@ -32,8 +40,10 @@ async def test_every_command_is_shown_whole_and_the_part_that_asks_is_marked(wor
         shown = question["command"]
         assert params["toolCall"]["content"][0]["content"]["text"] == f"{shown}\n\n{question['reason']}"
         assert shown == f"{params['toolCall']['title'][1:-1]}".replace(" ⏎ ", "\n")
-    marks = [[a["_meta"]["question"]["command"][m["start"]:m["end"]] for m in a["_meta"]["question"]["marks"]]
-             for a in asked]
+    marks = [
+        [a["_meta"]["question"]["command"][m["start"] : m["end"]] for m in a["_meta"]["question"]["marks"]]
+        for a in asked
+    ]
     assert marks == [["rm -f victim.txt"], ["rm -f victim.txt"], ["\\x0d", "\\x1b"], ["rm -f victim.txt"]]
     assert [a["_meta"]["question"]["escaped"] for a in asked] == [False, False, True, True]
     assert (workspace / "victim.txt").read_text() == "keep\n"
@@ -43,6 +53,7 @@ async def test_an_always_answer_saves_exactly_the_rules_its_option_names(workspa
     command = "npm test && make build"
     scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("done")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
+
         async def always(params: dict[str, Any]) -> dict[str, Any]:
             option = next(o for o in params["options"] if o["kind"] == "allow_always")
             return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}

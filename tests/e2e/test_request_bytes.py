@@ -24,6 +24,8 @@ async def test_every_flow_sends_the_sdks_bytes(tmp_path: Path) -> None:
             assert mine["headers"] == theirs["headers"], (flow, n)
             assert mine["body"] == theirs["body"], (flow, n)
     recorded = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    heads = {flow: [{"request_line": r["request_line"], "headers": r["headers"]} for r in requests]
-             for flow, requests in ours.items()}
+    heads = {
+        flow: [{"request_line": r["request_line"], "headers": r["headers"]} for r in requests]
+        for flow, requests in ours.items()
+    }
     assert heads == recorded

@@ -68,15 +68,23 @@ async def test_an_unavailable_sandbox_is_said_once_and_commands_ask(workspace: P
 
 # -- the workspace as it is, through the real protocol --------------------------------------------------------
 
-GIT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-       "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-       "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+GIT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
+    "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
 
 
 def outside(cwd: Path, command: str) -> str:
     """The same command as the user would run it, outside the sandbox (the oracle)."""
-    done = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, check=False,
-                          env={**os.environ, **GIT})
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=cwd, capture_output=True, text=True, check=False, env={**os.environ, **GIT}
+    )
     return (done.stdout + done.stderr).strip()
 
 
@@ -118,8 +126,11 @@ async def test_git_through_the_bash_tool_changes_exactly_what_it_would_outside(
         (workspace / "README.md").write_text("# r\n")
     copy = tmp_path / "copy"
     shutil.copytree(workspace, copy, symlinks=True)
-    commands = (["git add -A && git commit -q -m x && git log --format=%H"] if repository else
-                ["git init -q && git add -A && git commit -q -m first && git log --format=%H"])
+    commands = (
+        ["git add -A && git commit -q -m x && git log --format=%H"]
+        if repository
+        else ["git init -q && git add -A && git commit -q -m first && git log --format=%H"]
+    )
     commands += ["git config user.name someone", "ls -A; git status --porcelain --untracked-files=all"]
     async with running_editor("playground", workspace, data_dir, env=GIT) as editor:
         sid = await editor.new_session()
@@ -138,8 +149,9 @@ async def test_a_command_over_a_limit_ends_cleanly_and_the_next_prompt_works(wor
     if not probe().ok:
         pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
     (workspace / ".agent-bridge").mkdir()
-    (workspace / ".agent-bridge" / "settings.json").write_text(json.dumps({
-        "sandbox": {"limits": {"processes": 30, "memory": "100MB"}}}))
+    (workspace / ".agent-bridge" / "settings.json").write_text(
+        json.dumps({"sandbox": {"limits": {"processes": 30, "memory": "100MB"}}})
+    )
     async with running_editor("playground", workspace, data_dir, initialization_options=BYPASS) as editor:
         sid = await editor.new_session()
         fork_bomb = await run(editor, sid, "for i in $(seq 100); do sleep 30 & done; wait")

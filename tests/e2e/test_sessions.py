@@ -11,8 +11,7 @@ from bridge.messages import MARKER, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
 
-LONG = {"content": [{"type": "text", "text": "slow " * 500, "chunks": 500}], "stop_reason": "end_turn",
-        "delay_ms": 10}
+LONG = {"content": [{"type": "text", "text": "slow " * 500, "chunks": 500}], "stop_reason": "end_turn", "delay_ms": 10}
 
 
 async def test_kill_9_mid_turn_then_load(workspace: Path, data_dir: Path) -> None:
@@ -83,11 +82,13 @@ async def test_a_loaded_session_replays_tool_calls_as_they_showed_live_and_hides
     workspace: Path, data_dir: Path
 ) -> None:
     (workspace / "notes.txt").write_text("alpha\nbeta\n")
-    scenario = {"responses": [
-        tool_response(("Read", {"file_path": str(workspace / "notes.txt")})),
-        text_response("read it"),
-        tool_response(("Bash", {"command": "echo started; sleep 300"})),
-    ]}
+    scenario = {
+        "responses": [
+            tool_response(("Read", {"file_path": str(workspace / "notes.txt")})),
+            text_response("read it"),
+            tool_response(("Bash", {"command": "echo started; sleep 300"})),
+        ]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "read the notes")
@@ -119,12 +120,14 @@ async def test_a_loaded_session_replays_each_turn_with_how_it_ended_and_its_usag
 ) -> None:
     """Two prompts in a row (the first cut off by a kill -9) stay two turns; each ends as it did, with usage."""
     (workspace / "a.txt").write_text("one\ntwo\n")
-    scenario = {"responses": [
-        tool_response(("Read", {"file_path": str(workspace / "a.txt")})),
-        tool_response(("Edit", {"file_path": str(workspace / "a.txt"), "old_string": "two", "new_string": "TWO"})),
-        text_response("edited"),
-        LONG,
-    ]}
+    scenario = {
+        "responses": [
+            tool_response(("Read", {"file_path": str(workspace / "a.txt")})),
+            tool_response(("Edit", {"file_path": str(workspace / "a.txt"), "old_string": "two", "new_string": "TWO"})),
+            text_response("edited"),
+            LONG,
+        ]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "edit it") == {"stopReason": "end_turn"}
@@ -149,13 +152,14 @@ async def test_a_loaded_session_replays_each_turn_with_how_it_ended_and_its_usag
         assert usage["_meta"]["outputTokens"] == sum(u["_meta"]["outputTokens"] for u in live_usage)
         assert usage["cost"] == live_usage[-1]["cost"] and usage["size"] == live_usage[-1]["size"]
         # turn 2: only its prompt was stored before the kill; it is a bubble of its own, marked cut off
-        cut = replay[first_end + 1:]
+        cut = replay[first_end + 1 :]
         assert [u["sessionUpdate"] for u in cut] == ["user_message_chunk"]
         assert cut[0]["content"]["text"] == "long"
         # the replayed Edit shows its diff, as it did live
         edit = next(u for u in replay if u["sessionUpdate"] == "tool_call" and u["title"].startswith("Edit"))
-        result = next(u for u in replay if u.get("toolCallId") == edit["toolCallId"]
-                      and u["sessionUpdate"] == "tool_call_update")
+        result = next(
+            u for u in replay if u.get("toolCallId") == edit["toolCallId"] and u["sessionUpdate"] == "tool_call_update"
+        )
         [diff] = [c for c in result["content"] if c["type"] == "diff"]
         assert diff["oldText"] == "two" and diff["newText"] == "TWO" and diff["path"] == str(workspace / "a.txt")
         assert diff["_meta"] == {"partial": True, "line": 2}

@@ -27,10 +27,12 @@ def pdf_skill(project: Path) -> Path:
     (folder / "SKILL.md").write_text(
         "---\nname: pdf-forms\ndescription: Fill in PDF forms. Use when the user asks to fill a PDF.\n"
         "allowed-tools: Bash(python3 .claude/skills/pdf-forms/scripts/fill.py *)\n"
-        f"argument-hint: <file>\n---\n{BODY} $ARGUMENTS\n")
+        f"argument-hint: <file>\n---\n{BODY} $ARGUMENTS\n"
+    )
     (folder / "references" / "forms.md").write_text("FORM-REFERENCE: the fields are name and date\n")
     (folder / "scripts" / "fill.py").write_text(
-        "import sys, pathlib\npathlib.Path('filled.txt').write_text('filled ' + sys.argv[1])\n")
+        "import sys, pathlib\npathlib.Path('filled.txt').write_text('filled ' + sys.argv[1])\n"
+    )
     return folder
 
 
@@ -38,15 +40,22 @@ SCRIPT = "python3 .claude/skills/pdf-forms/scripts/fill.py a.pdf"
 
 
 def skill_turn(folder: Path) -> list[dict[str, Any]]:
-    return [tool_response(("Skill", {"skill": "pdf-forms", "args": "a.pdf"})),
-            tool_response(("Read", {"file_path": str(folder / "references" / "forms.md")})),
-            tool_response(("Bash", {"command": SCRIPT})),
-            text_response("filled")]
+    return [
+        tool_response(("Skill", {"skill": "pdf-forms", "args": "a.pdf"})),
+        tool_response(("Read", {"file_path": str(folder / "references" / "forms.md")})),
+        tool_response(("Bash", {"command": SCRIPT})),
+        text_response("filled"),
+    ]
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
-    return [json.dumps(b.get("content")) for m in body["messages"] if m["role"] == "user"
-            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [
+        json.dumps(b.get("content"))
+        for m in body["messages"]
+        if m["role"] == "user"
+        for b in m["content"]
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
 
 
 async def test_the_model_sees_descriptions_loads_the_skill_reads_its_reference_and_runs_its_script(
@@ -75,8 +84,9 @@ async def test_an_untrusted_projects_skill_cannot_widen_permissions(workspace: P
             return {"outcome": {"outcome": "selected", "optionId": "not_now"}}
         return await reject_once(params)
 
-    async with running_editor({"responses": skill_turn(folder)}, workspace, data_dir,
-                              env={"AGENT_BRIDGE_TRUST_FOLDER": ""}) as editor:
+    async with running_editor(
+        {"responses": skill_turn(folder)}, workspace, data_dir, env={"AGENT_BRIDGE_TRUST_FOLDER": ""}
+    ) as editor:
         editor.on_permission = answer
         sid = await editor.new_session()
         await editor.prompt(sid, "fill a.pdf")
@@ -114,11 +124,24 @@ async def test_the_skill_as_a_slash_command_in_the_editor_and_over_acp(
 
 async def test_the_skill_as_a_slash_command_in_the_terminal(workspace: Path, tmp_path: Path) -> None:
     pdf_skill(workspace)
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "d"),
-           "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg")}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "d"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
     process = await asyncio.create_subprocess_exec(
-        AGENT_BRIDGE, "run", "--offline", "echo", "/pdf-forms c.pdf", cwd=workspace, env=env,
-        stdin=subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        AGENT_BRIDGE,
+        "run",
+        "--offline",
+        "echo",
+        "/pdf-forms c.pdf",
+        cwd=workspace,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     out, _ = await asyncio.wait_for(process.communicate(), 120)
     assert f"{BODY} c.pdf" in out.decode(), out.decode()
 
@@ -135,19 +158,25 @@ async def test_a_plugins_skills_commands_agents_hooks_and_servers_all_load(
         "skills/lint/SKILL.md": "---\nname: lint\ndescription: Lint the code base.\n---\nLINT-BODY\n",
         "commands/hello.md": "---\ndescription: Say hello\n---\nHELLO-COMMAND $ARGUMENTS",
         "agents/reviewer.md": "---\nname: reviewer\ndescription: Reviews diffs.\n---\nYou review diffs.",
-        "hooks/hooks.json": {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
-                                                                        "command": f"touch {marker}"}]}]}},
+        "hooks/hooks.json": {
+            "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]}
+        },
         ".mcp.json": {"mcpServers": {"helper": {"command": sys.executable, "args": [fixture]}}},
     }.items():
         path = root / part
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content if isinstance(content, str) else json.dumps(content))
     (home / "plugins").mkdir(parents=True)
-    (home / "plugins" / "installed_plugins.json").write_text(json.dumps(
-        {"version": 2, "plugins": {"tools@market": [{"scope": "user", "installPath": str(root)}]}}))
+    (home / "plugins" / "installed_plugins.json").write_text(
+        json.dumps({"version": 2, "plugins": {"tools@market": [{"scope": "user", "installPath": str(root)}]}})
+    )
     (home / "settings.json").write_text(json.dumps({"enabledPlugins": {"tools@market": True}}))
-    async with running_editor({"responses": [text_response("a"), text_response("b")]}, workspace, data_dir,
-                              initialization_options={"mcp": {"turnWait": 60}}) as editor:
+    async with running_editor(
+        {"responses": [text_response("a"), text_response("b")]},
+        workspace,
+        data_dir,
+        initialization_options={"mcp": {"turnWait": 60}},
+    ) as editor:
         sid = await editor.new_session()
         await editor.prompt(sid, "/tools:hello world")
         first = editor.model.valid_requests[-1].body

@@ -26,10 +26,19 @@ def _event(kind: str, data: dict[str, Any]) -> bytes:
 
 def _opening() -> bytes:
     usage = {"input_tokens": 10, "output_tokens": 1}
-    message: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [],
-               "stop_reason": None, "stop_sequence": None, "usage": usage}
+    message: dict[str, Any] = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
     return _event("message_start", {"message": message}) + _event(
-        "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+        "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
+    )
 
 
 def _text(piece: str) -> bytes:
@@ -37,10 +46,14 @@ def _text(piece: str) -> bytes:
 
 
 def _closing() -> bytes:
-    return (_event("content_block_stop", {"index": 0})
-            + _event("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                       "usage": {"output_tokens": 5}})
-            + _event("message_stop", {}))
+    return (
+        _event("content_block_stop", {"index": 0})
+        + _event(
+            "message_delta",
+            {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}},
+        )
+        + _event("message_stop", {})
+    )
 
 
 BROKEN = _opening() + _text("partial ") * 3 + b"event: content_block_delta\ndata: {not json\n\n"
@@ -64,8 +77,9 @@ class BrokenStreamApi:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-            length = next(int(line.split(":", 1)[1]) for line in head.split("\r\n")
-                          if line.lower().startswith("content-length:"))
+            length = next(
+                int(line.split(":", 1)[1]) for line in head.split("\r\n") if line.lower().startswith("content-length:")
+            )
             self.requests.append(json.loads(await reader.readexactly(length)))
             body = self.bodies[min(len(self.requests), len(self.bodies)) - 1]
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + body)

@@ -38,20 +38,31 @@ def sidechain(data_dir: Path, sid: str, call_id: str) -> list[dict[str, Any]]:
 
 
 def nested(editor: Editor, parent: str, kind: str | None = None) -> list[dict[str, Any]]:
-    return [u["update"] for u in editor.updates if (u["update"].get("_meta") or {}).get("parentToolCallId") == parent
-            and kind in (None, u["update"]["sessionUpdate"])]
+    return [
+        u["update"]
+        for u in editor.updates
+        if (u["update"].get("_meta") or {}).get("parentToolCallId") == parent
+        and kind in (None, u["update"]["sessionUpdate"])
+    ]
 
 
 def agent_cards(editor: Editor, sid: str) -> list[dict[str, Any]]:
-    return [c for c in editor.of_kind("tool_call", sid) if c["rawInput"].get("prompt") is not None
-            and "parentToolCallId" not in (c.get("_meta") or {})]
+    return [
+        c
+        for c in editor.of_kind("tool_call", sid)
+        if c["rawInput"].get("prompt") is not None and "parentToolCallId" not in (c.get("_meta") or {})
+    ]
 
 
 def printed(editor: Editor, text: str) -> bool:
     """A command's streamed output (any level's) contains `text` (an Agent card's progress line does not count:
     it names the command)."""
-    return any(u["update"]["sessionUpdate"] == "tool_call_update" and "agent" not in (u["update"].get("_meta") or {})
-               and text in str(u["update"].get("content")) for u in editor.updates)
+    return any(
+        u["update"]["sessionUpdate"] == "tool_call_update"
+        and "agent" not in (u["update"].get("_meta") or {})
+        and text in str(u["update"].get("content"))
+        for u in editor.updates
+    )
 
 
 def texts_of(message: dict[str, Any]) -> list[str]:
@@ -70,11 +81,17 @@ def long_command(mark: str, name: str) -> str:
 
 async def test_a_sub_agent_runs_its_own_loop_and_returns_its_final_message(workspace: Path, data_dir: Path) -> None:
     scenario = {
-        "responses": [tool_response(agent_call("count the files", "Count files"), text="Delegating."),
-                      text_response("There are three files.")],
-        "agents": [script("count the files",
-                          tool_response(("Glob", {"pattern": "*.txt"}), text="Looking."),
-                          text_response("I found 3 files: a.txt, b.txt, c.txt."))],
+        "responses": [
+            tool_response(agent_call("count the files", "Count files"), text="Delegating."),
+            text_response("There are three files."),
+        ],
+        "agents": [
+            script(
+                "count the files",
+                tool_response(("Glob", {"pattern": "*.txt"}), text="Looking."),
+                text_response("I found 3 files: a.txt, b.txt, c.txt."),
+            )
+        ],
     }
     for name in "abc":
         (workspace / f"{name}.txt").write_text(name)
@@ -92,8 +109,11 @@ async def test_a_sub_agent_runs_its_own_loop_and_returns_its_final_message(works
         # Its final message is the parent's tool result; its text is not the parent's.
         [result] = results_of(parent_final.body["messages"][-1])
         assert result["content"] == "I found 3 files: a.txt, b.txt, c.txt." and not result.get("is_error")
-        own = "".join(u["content"]["text"] for u in editor.of_kind("agent_message_chunk", sid)
-                      if "parentToolCallId" not in (u.get("_meta") or {}))
+        own = "".join(
+            u["content"]["text"]
+            for u in editor.of_kind("agent_message_chunk", sid)
+            if "parentToolCallId" not in (u.get("_meta") or {})
+        )
         assert own == "Delegating.There are three files.", "the sub-agent's text is tagged as its own"
         [card] = agent_cards(editor, sid)
         assert card["title"] == "Count files" and card["kind"] == "think"
@@ -109,7 +129,11 @@ async def test_a_sub_agent_runs_its_own_loop_and_returns_its_final_message(works
         # Usage: the sub-agent's responses count in the session's total.
         usage = editor.of_kind("usage_update", sid)
         assert len(usage) == 4 and [bool((u.get("_meta") or {}).get("parentToolCallId")) for u in usage] == [
-            False, True, True, False]
+            False,
+            True,
+            True,
+            False,
+        ]
         assert abs(usage[-1]["cost"]["amount"] - sum(u["_meta"]["responseCost"] for u in usage)) < 1e-5
         stored = sidechain(data_dir, sid, card["toolCallId"])
         assert history_errors(stored) == [] and stored[-1]["content"][-1]["text"].startswith("I found 3 files")
@@ -121,16 +145,23 @@ async def test_two_parallel_sub_agents_cancelled_every_process_gone_every_histor
 ) -> None:
     mark = uuid.uuid4().hex
     scenario = {
-        "responses": [tool_response(agent_call("run job A", "Job A"), agent_call("run job B", "Job B")),
-                      text_response("what now?")],
-        "agents": [script("run job A", tool_response(("Bash", {"command": long_command(mark, "a")}), text="A runs.")),
-                   script("run job B", tool_response(("Bash", {"command": long_command(mark, "b")}), text="B runs."))],
+        "responses": [
+            tool_response(agent_call("run job A", "Job A"), agent_call("run job B", "Job B")),
+            text_response("what now?"),
+        ],
+        "agents": [
+            script("run job A", tool_response(("Bash", {"command": long_command(mark, "a")}), text="A runs.")),
+            script("run job B", tool_response(("Bash", {"command": long_command(mark, "b")}), text="B runs.")),
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run both jobs")
-        await poll(lambda: all(printed(editor, f"started-{n}") for n in "ab"), timeout=20,
-                   what="both sub-agents' commands running")
+        await poll(
+            lambda: all(printed(editor, f"started-{n}") for n in "ab"),
+            timeout=20,
+            what="both sub-agents' commands running",
+        )
         await poll(lambda: len(marked_pids(mark)) >= 4, what="both commands and their children")
         asked = [p["_meta"]["agent"] for p in editor.permission_requests]
         assert sorted(a["description"] for a in asked) == ["Job A", "Job B"], "each sub-agent named in its ask"
@@ -191,8 +222,12 @@ async def test_a_new_prompt_interrupts_sub_agents_whose_commands_finish(workspac
 
 
 def mcp_fixture(log: Path) -> dict[str, Any]:
-    return {"name": "fixture", "command": sys.executable, "args": [FIXTURE],
-            "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}]}
+    return {
+        "name": "fixture",
+        "command": sys.executable,
+        "args": [FIXTURE],
+        "env": [{"name": "MCP_FIXTURE_LOG", "value": str(log)}],
+    }
 
 
 @pytest.mark.parametrize("how", ["_bridge/cancel_tool_call", "session/cancel"])
@@ -201,9 +236,11 @@ async def test_a_sub_agent_stopped_alone_the_parent_goes_on_and_mcp_still_answer
 ) -> None:
     log = workspace.parent / "mcp.log"
     scenario = {
-        "responses": [tool_response(agent_call("wait on the server", "Wait on MCP")),
-                      tool_response(("mcp__fixture__echo", {"text": "still here"})),
-                      text_response("carried on")],
+        "responses": [
+            tool_response(agent_call("wait on the server", "Wait on MCP")),
+            tool_response(("mcp__fixture__echo", {"text": "still here"})),
+            text_response("carried on"),
+        ],
         "agents": [script("wait on the server", tool_response(("mcp__fixture__wait", {}), text="Waiting."))],
     }
     wait = {"mcp": {"turnWait": 120}}  # the prompt waits for the server (it takes seconds to start on a busy box)
@@ -231,9 +268,12 @@ async def test_a_sub_agent_stopped_alone_the_parent_goes_on_and_mcp_still_answer
 
 async def test_any_running_call_can_be_stopped_alone_and_the_turn_goes_on(workspace: Path, data_dir: Path) -> None:
     mark = uuid.uuid4().hex
-    scenario = {"responses": [tool_response(("Bash", {"command": long_command(mark, "x")}),
-                                            ("Bash", {"command": "echo quick"})),
-                              text_response("went on")]}
+    scenario = {
+        "responses": [
+            tool_response(("Bash", {"command": long_command(mark, "x")}), ("Bash", {"command": "echo quick"})),
+            text_response("went on"),
+        ]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "run them")
@@ -255,11 +295,18 @@ async def test_any_running_call_can_be_stopped_alone_and_the_turn_goes_on(worksp
 
 async def test_a_background_agent_reaches_the_parents_next_request(workspace: Path, data_dir: Path) -> None:
     scenario = {
-        "responses": [tool_response(agent_call("count slowly", "Count slowly", run_in_background=True)),
-                      text_response("It is running."),
-                      text_response("It said 42.")],
-        "agents": [script("count slowly", tool_response(("Bash", {"command": "sleep 0.3; echo counted"})),
-                          text_response("The count is 42."))],
+        "responses": [
+            tool_response(agent_call("count slowly", "Count slowly", run_in_background=True)),
+            text_response("It is running."),
+            text_response("It said 42."),
+        ],
+        "agents": [
+            script(
+                "count slowly",
+                tool_response(("Bash", {"command": "sleep 0.3; echo counted"})),
+                text_response("The count is 42."),
+            )
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -267,9 +314,14 @@ async def test_a_background_agent_reaches_the_parents_next_request(workspace: Pa
         [card] = agent_cards(editor, sid)
         launched = [u for u in editor.tool_updates(card["toolCallId"]) if u.get("status") == "completed"]
         assert "agent_1" in str(launched[0]["content"]) and "TaskOutput" in str(launched[0]["content"])
-        await poll(lambda: any((u.get("_meta") or {}).get("agent", {}).get("status") == "completed"
-                               for u in editor.tool_updates(card["toolCallId"])), timeout=20,
-                   what="the background agent to end")
+        await poll(
+            lambda: any(
+                (u.get("_meta") or {}).get("agent", {}).get("status") == "completed"
+                for u in editor.tool_updates(card["toolCallId"])
+            ),
+            timeout=20,
+            what="the background agent to end",
+        )
         assert await editor.prompt(sid, "and?") == {"stopReason": "end_turn"}
         last = editor.last_request_messages()[-1]
         [note] = [t for t in texts_of(last) if t.startswith("<task-notification>")]
@@ -281,11 +333,15 @@ async def test_a_background_agent_reaches_the_parents_next_request(workspace: Pa
 
 async def test_task_output_waits_for_a_background_agent(workspace: Path, data_dir: Path) -> None:
     scenario = {
-        "responses": [tool_response(agent_call("slow answer", run_in_background=True)),
-                      tool_response(("TaskOutput", {"task_id": "agent_1", "timeout": 20_000})),
-                      text_response("Got it."), text_response("ok")],
-        "agents": [script("slow answer", tool_response(("Bash", {"command": "sleep 0.2"})),
-                          text_response("Slow answer: 7."))],
+        "responses": [
+            tool_response(agent_call("slow answer", run_in_background=True)),
+            tool_response(("TaskOutput", {"task_id": "agent_1", "timeout": 20_000})),
+            text_response("Got it."),
+            text_response("ok"),
+        ],
+        "agents": [
+            script("slow answer", tool_response(("Bash", {"command": "sleep 0.2"})), text_response("Slow answer: 7."))
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -300,19 +356,28 @@ async def test_task_output_waits_for_a_background_agent(workspace: Path, data_di
 async def test_a_custom_agent_cannot_call_a_tool_outside_its_list(workspace: Path, data_dir: Path) -> None:
     agents = workspace / ".claude" / "agents"
     agents.mkdir(parents=True)
-    (agents / "reader.md").write_text("---\nname: reader\ndescription: Reads files and says what is in them.\n"
-                                      "tools: Read, Glob\nmodel: haiku\n---\nYou only read.\n")
+    (agents / "reader.md").write_text(
+        "---\nname: reader\ndescription: Reads files and says what is in them.\n"
+        "tools: Read, Glob\nmodel: haiku\n---\nYou only read.\n"
+    )
     (agents / "broken.md").write_text("---\nname: [oops\n---\nbody\n")
     target = workspace / "written.txt"
     scenario = {
         "responses": [tool_response(agent_call("write a file", subagent_type="reader")), text_response("ok")],
-        "agents": [script("write a file", tool_response(("Write", {"file_path": str(target), "content": "x"})),
-                          text_response("I could not write it."))],
+        "agents": [
+            script(
+                "write a file",
+                tool_response(("Write", {"file_path": str(target), "content": "x"})),
+                text_response("I could not write it."),
+            )
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
-        shown = await poll(lambda: [m.message for m in editor.client.messages if "broken.md" in m.message],
-                           what="the invalid agent file reported")
+        shown = await poll(
+            lambda: [m.message for m in editor.client.messages if "broken.md" in m.message],
+            what="the invalid agent file reported",
+        )
         assert shown and "Invalid agent file" in shown[0], "an invalid agent file is reported, not fatal"
         await editor.prompt(sid, "write it through the reader")
         parent, child, child_after, _ = editor.model.valid_requests
@@ -341,8 +406,13 @@ async def test_plan_mode_applies_to_sub_agents(workspace: Path, data_dir: Path) 
     target = workspace / "plan.txt"
     scenario = {
         "responses": [tool_response(agent_call("write in plan mode")), text_response("ok")],
-        "agents": [script("write in plan mode", tool_response(("Write", {"file_path": str(target), "content": "x"})),
-                          text_response("Denied."))],
+        "agents": [
+            script(
+                "write in plan mode",
+                tool_response(("Write", {"file_path": str(target), "content": "x"})),
+                text_response("Denied."),
+            )
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -358,9 +428,13 @@ async def test_an_explore_agent_runs_only_read_only_commands(workspace: Path, da
     (workspace / "notes.txt").write_text("alpha\n")
     scenario = {
         "responses": [tool_response(agent_call("look around", subagent_type="Explore")), text_response("ok")],
-        "agents": [script("look around",
-                          tool_response(("Bash", {"command": "cat notes.txt"}), ("Bash", {"command": "touch made"})),
-                          text_response("notes.txt says alpha."))],
+        "agents": [
+            script(
+                "look around",
+                tool_response(("Bash", {"command": "cat notes.txt"}), ("Bash", {"command": "touch made"})),
+                text_response("notes.txt says alpha."),
+            )
+        ],
     }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
@@ -385,11 +459,17 @@ async def test_a_loaded_session_replays_sub_agents_nested_under_their_card(works
         [card] = agent_cards(editor, sid)
     async with running_editor({"responses": []}, workspace, data_dir) as editor:
         await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
-        kinds = [(u["update"]["sessionUpdate"], u["update"].get("toolCallId"),
-                  (u["update"].get("_meta") or {}).get("parentToolCallId")) for u in editor.updates]
+        kinds = [
+            (
+                u["update"]["sessionUpdate"],
+                u["update"].get("toolCallId"),
+                (u["update"].get("_meta") or {}).get("parentToolCallId"),
+            )
+            for u in editor.updates
+        ]
         at = kinds.index(("tool_call", card["toolCallId"], None))
         inner = [k for k in kinds if k[2] == card["toolCallId"]]
         # (its prompt is its parent's, not the user's: no user message, as live — issue 22)
         assert [k[0] for k in inner] == ["tool_call", "tool_call_update", "agent_message_chunk"]
-        assert kinds[at + 1:at + 1 + len(inner)] == inner, "the sub-agent's work right after its card"
+        assert kinds[at + 1 : at + 1 + len(inner)] == inner, "the sub-agent's work right after its card"
         assert kinds[at + 1 + len(inner)] == ("tool_call_update", card["toolCallId"], None)

@@ -17,18 +17,22 @@ LOUD = "head -c 80000 /dev/zero | tr '\\0' x; touch ran-marker"  # beyond the ou
 
 
 def _bash(block_id: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": "Running it."},
-                        {"type": "tool_use", "id": block_id, "name": "Bash", "input": {"command": LOUD}}],
-            "stop_reason": "tool_use"}
+    return {
+        "content": [
+            {"type": "text", "text": "Running it."},
+            {"type": "tool_use", "id": block_id, "name": "Bash", "input": {"command": LOUD}},
+        ],
+        "stop_reason": "tool_use",
+    }
 
 
 def _files_outside(tmp_path: Path, data_dir: Path) -> list[Path]:
-    return [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_relative_to(data_dir)
-            and "planted" in p.name]
+    return [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_relative_to(data_dir) and "planted" in p.name]
 
 
-async def test_an_id_that_climbs_out_is_refused_and_nothing_runs(tmp_path: Path, workspace: Path,
-                                                                 data_dir: Path) -> None:
+async def test_an_id_that_climbs_out_is_refused_and_nothing_runs(
+    tmp_path: Path, workspace: Path, data_dir: Path
+) -> None:
     bad = "../" * 8 + str(tmp_path).lstrip("/") + "/planted"
     scenario = {"responses": [_bash(bad), text_response("recovered")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
@@ -49,8 +53,9 @@ async def test_an_id_that_climbs_out_is_refused_and_nothing_runs(tmp_path: Path,
 
 async def test_an_honest_id_spills_inside_the_data_dir(tmp_path: Path, workspace: Path, data_dir: Path) -> None:
     scenario = {"responses": [_bash("toolu_01HonestId"), text_response("done")]}
-    async with running_editor(scenario, workspace, data_dir, initialization_options={
-            "permissionMode": "bypassPermissions"}) as editor:
+    async with running_editor(
+        scenario, workspace, data_dir, initialization_options={"permissionMode": "bypassPermissions"}
+    ) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "run it") == {"stopReason": "end_turn"}
         assert (workspace / "ran-marker").exists()

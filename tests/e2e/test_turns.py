@@ -129,9 +129,13 @@ async def test_read_sees_the_editors_unsaved_text(workspace: Path, data_dir: Pat
     target.write_text("on disk\n")
     scenario = {"responses": [tool_response(("Read", {"file_path": str(target)})), text_response("seen")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
-        editor.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=target.as_uri(), language_id="python", version=1,
-                                                 text="unsaved in the editor\n")))
+        editor.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=target.as_uri(), language_id="python", version=1, text="unsaved in the editor\n"
+                )
+            )
+        )
         sid = await editor.new_session()
         await editor.prompt(sid, "read the draft")
         result = editor.last_request_messages()[-1]["content"][0]
@@ -139,15 +143,19 @@ async def test_read_sees_the_editors_unsaved_text(workspace: Path, data_dir: Pat
 
 
 async def test_a_todo_list_shows_as_the_plan(workspace: Path, data_dir: Path) -> None:
-    todos = [{"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
-             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}]
+    todos = [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+    ]
     scenario = {"responses": [tool_response(("TodoWrite", {"todos": todos})), text_response("on it")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "plan it") == {"stopReason": "end_turn"}
         [plan] = editor.of_kind("plan", sid)
-        assert plan["entries"] == [{"content": "Read the code", "status": "completed", "priority": "medium"},
-                                   {"content": "Fix the bug", "status": "in_progress", "priority": "medium"}]
+        assert plan["entries"] == [
+            {"content": "Read the code", "status": "completed", "priority": "medium"},
+            {"content": "Fix the bug", "status": "in_progress", "priority": "medium"},
+        ]
         kinds = editor.kinds(sid)
         assert kinds.index("plan") < max(i for i, k in enumerate(kinds) if k == "tool_call_update"), (
             "the plan is shown as the call finishes"

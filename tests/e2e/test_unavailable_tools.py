@@ -22,12 +22,14 @@ def _tool_names(body: dict[str, Any]) -> list[str]:
 async def test_a_deferred_tool_called_before_it_is_loaded_says_how_to_load_it(workspace: Path, data_dir: Path) -> None:
     server = fixture(workspace.parent / "mcp.log")
     server["args"].append("--many")
-    scenario = {"responses": [
-        tool_response(("mcp__fixture__echo", {"text": "too early"})),
-        tool_response(("ToolSearch", {"query": "select:mcp__fixture__echo"})),
-        tool_response(("mcp__fixture__echo", {"text": "loaded"})),
-        text_response("done"),
-    ]}
+    scenario = {
+        "responses": [
+            tool_response(("mcp__fixture__echo", {"text": "too early"})),
+            tool_response(("ToolSearch", {"query": "select:mcp__fixture__echo"})),
+            tool_response(("mcp__fixture__echo", {"text": "loaded"})),
+            text_response("done"),
+        ]
+    }
     options = {"mcp": {"turnWait": 120, "deferFraction": 0.01}}  # 1 % of 200k tokens: 8,000 characters
     async with running_editor(scenario, workspace, data_dir, initialization_options=options) as editor:
         sid = await editor.new_session(mcp_servers=[server])
@@ -46,8 +48,9 @@ async def test_a_deferred_tool_called_before_it_is_loaded_says_how_to_load_it(wo
 async def test_a_made_up_tool_name_answers_no_such_tool_and_the_session_goes_on(
     workspace: Path, data_dir: Path
 ) -> None:
-    scenario = {"responses": [tool_response(("Teleport", {"to": "mars"})), text_response("sorry"),
-                              text_response("still here")]}
+    scenario = {
+        "responses": [tool_response(("Teleport", {"to": "mars"})), text_response("sorry"), text_response("still here")]
+    }
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         assert await editor.prompt(sid, "go") == {"stopReason": "end_turn"}
@@ -69,17 +72,27 @@ async def test_a_stored_session_whose_mcp_server_is_gone_loads_warns_and_goes_on
         sid = await editor.new_session(mcp_servers=[fixture(log)])
         assert await editor.prompt(sid, "echo") == {"stopReason": "end_turn"}
 
-    servers = {"removed": [], "renamed": [fixture(log, "other")],
-               "failing": [{"name": "fixture", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"],
-                            "env": []}]}[how]
-    later = {"responses": [text_response("without it"), tool_response(("mcp__fixture__echo", {"text": "again"})),
-                           text_response("it is gone")]}
+    servers = {
+        "removed": [],
+        "renamed": [fixture(log, "other")],
+        "failing": [{"name": "fixture", "command": sys.executable, "args": ["-c", "raise SystemExit(3)"], "env": []}],
+    }[how]
+    later = {
+        "responses": [
+            text_response("without it"),
+            tool_response(("mcp__fixture__echo", {"text": "again"})),
+            text_response("it is gone"),
+        ]
+    }
     async with running_editor(later, workspace, data_dir) as editor:
         params = {"sessionId": sid, "cwd": str(workspace), "mcpServers": servers}
         assert "modes" in await editor.request("session/load", params)
         warnings = await poll(
-            lambda: [m.message for m in editor.client.messages if "mcp__fixture__echo" in m.message
-                     or "'fixture'" in m.message],
+            lambda: [
+                m.message
+                for m in editor.client.messages
+                if "mcp__fixture__echo" in m.message or "'fixture'" in m.message
+            ],
             what="a warning naming the missing tool or its server",
         )
         assert "'fixture'" in warnings[0], warnings

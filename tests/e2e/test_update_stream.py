@@ -9,8 +9,7 @@ from typing import Any
 
 from tests.e2e.harness import Editor, poll, running_editor, text_response
 
-FAST = {"content": [{"type": "text", "text": "tick " * 400, "chunks": 400}], "stop_reason": "end_turn",
-        "delay_ms": 1}
+FAST = {"content": [{"type": "text", "text": "tick " * 400, "chunks": 400}], "stop_reason": "end_turn", "delay_ms": 1}
 
 
 def _assistant_text_after(messages: list[dict[str, Any]], prompt: str) -> str:

@@ -11,10 +11,32 @@ from pathlib import Path
 import pytest
 
 BRIDGE = Path(__file__).resolve().parents[2] / "bridge"
-NEVER = ("bridge.tools", "bridge.loop", "bridge.session", "bridge.server", "bridge.mcp", "bridge.agents",
-         "bridge.agent", "bridge.cli", "bridge.commands", "bridge.toolset", "bridge.model")
-PROCESS_HALF = ("host", "proctable", "signals", "shell", "linux", "managed", "supervisor", "registry", "watchdog",
-                "output", "background")
+NEVER = (
+    "bridge.tools",
+    "bridge.loop",
+    "bridge.session",
+    "bridge.server",
+    "bridge.mcp",
+    "bridge.agents",
+    "bridge.agent",
+    "bridge.cli",
+    "bridge.commands",
+    "bridge.toolset",
+    "bridge.model",
+)
+PROCESS_HALF = (
+    "host",
+    "proctable",
+    "signals",
+    "shell",
+    "linux",
+    "managed",
+    "supervisor",
+    "registry",
+    "watchdog",
+    "output",
+    "background",
+)
 GROUND = ("bridge.messages",)
 
 
@@ -39,10 +61,15 @@ def crossing(imports: set[str], prefixes: tuple[str, ...]) -> list[str]:
 
 def test_the_checker_sees_a_forbidden_import() -> None:
     """The control: an import of a tool (in a function, under TYPE_CHECKING) is found."""
-    source = "import typing\nif typing.TYPE_CHECKING:\n    from bridge.tools.base import ToolError\n" \
-             "def f():\n    import bridge.loop.executor\n"
-    assert crossing(bridge_imports(source), NEVER) == ["bridge.loop.executor", "bridge.tools.base",
-                                                       "bridge.tools.base.ToolError"]
+    source = (
+        "import typing\nif typing.TYPE_CHECKING:\n    from bridge.tools.base import ToolError\n"
+        "def f():\n    import bridge.loop.executor\n"
+    )
+    assert crossing(bridge_imports(source), NEVER) == [
+        "bridge.loop.executor",
+        "bridge.tools.base",
+        "bridge.tools.base.ToolError",
+    ]
 
 
 @pytest.mark.parametrize("module", sorted(modules_of("execution")))
@@ -59,6 +86,10 @@ def test_the_process_half_stands_on_the_ground_only(module: str) -> None:
 
 
 def test_the_permission_layer_uses_only_the_process_half() -> None:
-    used = {i.split(".")[2] for imports in modules_of("permissions").values() for i in imports
-            if i.startswith("bridge.execution.")}
+    used = {
+        i.split(".")[2]
+        for imports in modules_of("permissions").values()
+        for i in imports
+        if i.startswith("bridge.execution.")
+    }
     assert used and used <= set(PROCESS_HALF)

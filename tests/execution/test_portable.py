@@ -58,8 +58,14 @@ def facts(tmp_path: Path, portable: bool) -> dict[str, Any]:
         env[host.PORTABLE_ENV] = "1"
     data = tmp_path / ("portable" if portable else "linux")
     data.mkdir()
-    child = subprocess.Popen([sys.executable, "-c", FACTS, str(data)], cwd=ROOT, env=env, text=True,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", FACTS, str(data)],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     assert child.stdout is not None and child.stdin is not None
     found: dict[str, Any] = json.loads(child.stdout.readline())
     with open(f"/proc/{found['watchdog']}/cmdline", "rb") as fh:

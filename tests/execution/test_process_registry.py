@@ -125,10 +125,16 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
     running.mkdir()
     lone_start, unrelated_start = start_time(lone.pid), start_time(unrelated.pid)
     assert lone_start is not None and unrelated_start is not None
-    (running / f"{gone.pid}-1.json").write_text(json.dumps({
-        "bridge": [gone.pid, 1], "tokens": [token],
-        "processes": [[lone.pid, lone_start], [unrelated.pid, unrelated_start + 12345]], "cleanup": [],
-    }))
+    (running / f"{gone.pid}-1.json").write_text(
+        json.dumps(
+            {
+                "bridge": [gone.pid, 1],
+                "tokens": [token],
+                "processes": [[lone.pid, lone_start], [unrelated.pid, unrelated_start + 12345]],
+                "cleanup": [],
+            }
+        )
+    )
     killed = reap_leftovers(tmp_path)
     await poll(lambda: not marked_pids(by_token) and not marked_pids(by_pid))
     assert lone.wait(5) == -signal.SIGKILL
@@ -195,15 +201,22 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
         pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
     mark = uuid.uuid4().hex
     script = BRIDGE.format(root=str(ROOT), escaping=ESCAPING)
-    bridge = start([sys.executable, "-c", script, str(tmp_path), mark, "1" if sandboxed else "0"],
-                              stdout=subprocess.PIPE, start_new_session=True)
+    bridge = start(
+        [sys.executable, "-c", script, str(tmp_path), mark, "1" if sandboxed else "0"],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
     assert bridge.stdout is not None
     assert bridge.stdout.readline() == b"ready\n"
     await poll(lambda: len(marked_pids(mark)) >= 6, timeout=10)
     if sandboxed:  # the sandbox makes no placeholders for protected paths; the command's cgroups are noted
         assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == []
-        cgroups = [Path(e["path"]) for f in registry_files(tmp_path)
-                   for e in json.loads(f.read_text())["cleanup"] if e["kind"] == "cgroup"]
+        cgroups = [
+            Path(e["path"])
+            for f in registry_files(tmp_path)
+            for e in json.loads(f.read_text())["cleanup"]
+            if e["kind"] == "cgroup"
+        ]
         assert all(c.is_dir() for c in cgroups)
         assert cgroups or limits_backend() not in ("cgroup1", "cgroup2")
     bridge.kill()

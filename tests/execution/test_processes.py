@@ -169,7 +169,8 @@ async def test_sigint_first_lets_a_command_clean_up(supervisor: ProcessSuperviso
 
 @pytest.mark.parametrize("reset", [True, False], ids=["reset", "control"])
 async def test_a_bridge_started_with_sigint_ignored_still_lets_commands_clean_up(
-        supervisor: ProcessSupervisor, monkeypatch: pytest.MonkeyPatch, reset: bool) -> None:
+    supervisor: ProcessSupervisor, monkeypatch: pytest.MonkeyPatch, reset: bool
+) -> None:
     """A background job of a script starts with SIGINT ignored, and its commands would inherit that (a shell
     cannot trap a signal ignored when it started): their clean-up never ran, SIGTERM ended them (exit -15) —
     what two test runs started with `&` saw as a flaky test. The control: without the reset, exactly that."""
@@ -216,8 +217,9 @@ async def test_force_cuts_a_running_escalation_short(supervisor: ProcessSupervis
     await poll(lambda: not marked_pids(mark), timeout=20)
 
 
-async def test_the_control_a_graceful_stop_waits_for_the_escalation(supervisor: ProcessSupervisor,
-                                                                     slow_escalation: None) -> None:
+async def test_the_control_a_graceful_stop_waits_for_the_escalation(
+    supervisor: ProcessSupervisor, slow_escalation: None
+) -> None:
     """Without force the same tree outlives the tests' bound above: what they see is force, not the escalation."""
     mark = uuid.uuid4().hex
     proc, _ = await spawn_marked(supervisor, "trap '' TERM INT; sleep 300 & sleep 300", mark)
@@ -239,8 +241,9 @@ async def test_shutdown_kills_everything(supervisor: ProcessSupervisor) -> None:
 
 
 @linux_extras  # the subreaper
-async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supervisor: ProcessSupervisor,
-                                                                            tmp_path: Path) -> None:
+async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(
+    supervisor: ProcessSupervisor, tmp_path: Path
+) -> None:
     assert supervisor.subreaper
     earlier = our_children()  # other tests' orphans, reparented to this subreaper: not this test's
     mark = uuid.uuid4().hex
@@ -250,8 +253,9 @@ async def test_orphans_are_reaped_but_asyncio_children_keep_their_exit_code(supe
     wait = f"until [ -e {ends} ]; do sleep 0.02; done"
     proc, _ = await spawn_marked(supervisor, f"(sh -c '{wait}' &); sleep 300", mark)
     other = await asyncio.create_subprocess_exec("/bin/sh", "-c", f"{wait}; exit 5")
-    [orphan] = await poll(lambda: [p for p in marked_pids(mark) if cmdline(p) == f"sh -c {wait}" and
-                                   parent(p) == os.getpid()])  # (its `sleep`s, forked, wear its name a moment)
+    [orphan] = await poll(
+        lambda: [p for p in marked_pids(mark) if cmdline(p) == f"sh -c {wait}" and parent(p) == os.getpid()]
+    )  # (its `sleep`s, forked, wear its name a moment)
     ends.touch()
 
     def swept_until_both_ended() -> bool:

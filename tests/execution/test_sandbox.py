@@ -55,7 +55,9 @@ class Project:
         self.background = BackgroundShells(supervisor)
         self.abort = Abort()
         self.ctx = ToolContext(
-            cwd=self.ws, abort=self.abort, data_dir=root / "data",
+            cwd=self.ws,
+            abort=self.abort,
+            data_dir=root / "data",
             services=Services(processes=supervisor, background=self.background, sandbox=self.sandbox),
         )
 
@@ -172,8 +174,15 @@ async def test_existing_protected_paths_stay_read_only(project: Project, relativ
     assert f"[sandbox] The sandbox keeps {path} read-only: " in output(result)
 
 
-@pytest.mark.parametrize("relative", [p for p in PROTECTED if not p.startswith(".git/")  # the repository exists
-                                      and not p.endswith(".code-workspace")])  # held only once it exists
+@pytest.mark.parametrize(
+    "relative",
+    [
+        p
+        for p in PROTECTED
+        if not p.startswith(".git/")  # the repository exists
+        and not p.endswith(".code-workspace")
+    ],
+)  # held only once it exists
 async def test_protected_paths_that_do_not_exist_are_set_aside_when_created(project: Project, relative: str) -> None:
     path = project.ws / relative
     held = ".config/mise" if relative.startswith(".config/") else relative.split("/")[0]  # what is protected
@@ -216,8 +225,13 @@ async def test_git_still_commits(project: Project) -> None:
 
 
 async def test_read_deny_rules_are_masked(project: Project) -> None:
-    for relative, text in [("secrets/token.txt", "S1"), (".env", "S2"), ("sub/.env", "S3"), ("sub/key.pem", "S4"),
-                           ("visible.txt", "V1")]:
+    for relative, text in [
+        ("secrets/token.txt", "S1"),
+        (".env", "S2"),
+        ("sub/.env", "S3"),
+        ("sub/key.pem", "S4"),
+        ("visible.txt", "V1"),
+    ]:
         (project.ws / relative).parent.mkdir(parents=True, exist_ok=True)
         (project.ws / relative).write_text(text)
     project.settings({"permissions": {"deny": ["Read(./secrets/**)", "Read(.env)", "Read(*.pem)"]}})
@@ -244,8 +258,12 @@ async def test_allow_write_and_additional_directories_are_writable(project: Proj
     extra, more = project.root / "extra", project.root / "more"
     extra.mkdir()
     more.mkdir()
-    project.settings({"permissions": {"additionalDirectories": [str(extra)]},
-                      "sandbox": {"filesystem": {"allowWrite": [f"/{more}"]}}})
+    project.settings(
+        {
+            "permissions": {"additionalDirectories": [str(extra)]},
+            "sandbox": {"filesystem": {"allowWrite": [f"/{more}"]}},
+        }
+    )
     result = await project.run(f"echo a > {extra}/a && echo b > {more}/b && echo x > {extra}/.mcp.json; exit 0")
     assert (extra / "a").read_text() == "a\n" and (more / "b").read_text() == "b\n", output(result)
     assert not (extra / ".mcp.json").exists()  # an added directory's protected names are protected too
@@ -316,9 +334,14 @@ async def test_cancel_kills_everything_inside(project: Project) -> None:
 async def test_sigint_reaches_the_command_inside(project: Project) -> None:
     mark = uuid.uuid4().hex
     proc = await project.supervisor.spawn(
-        ["/bin/bash", "-c", marked(mark, "trap 'echo cleaned up; exit 7' INT; echo ready; "
-                                         "while true; do sleep 0.05; done")],
-        cwd=project.ws, env=dict(os.environ), sandbox=project.sandbox,
+        [
+            "/bin/bash",
+            "-c",
+            marked(mark, "trap 'echo cleaned up; exit 7' INT; echo ready; while true; do sleep 0.05; done"),
+        ],
+        cwd=project.ws,
+        env=dict(os.environ),
+        sandbox=project.sandbox,
     )
     chunks: list[bytes] = []
     proc.on_output = chunks.append
@@ -334,7 +357,9 @@ async def test_force_kills_a_term_ignoring_tree_inside_at_once(project: Project)
     mark = uuid.uuid4().hex
     proc = await project.supervisor.spawn(
         ["/bin/bash", "-c", marked(mark, "trap '' TERM INT; setsid sleep 300 & (nohup sleep 300 &); sleep 300")],
-        cwd=project.ws, env=dict(os.environ), sandbox=project.sandbox,
+        cwd=project.ws,
+        env=dict(os.environ),
+        sandbox=project.sandbox,
     )
     await poll(lambda: len(marked_pids(mark)) >= 3)
     project.supervisor.terminate(proc, force=True)
@@ -350,8 +375,9 @@ async def test_a_timeout_kills_the_tree_inside(project: Project) -> None:
 
 async def test_background_shells_are_sandboxed_and_killed(project: Project) -> None:
     mark = uuid.uuid4().hex
-    started = await project.run(marked(mark, f"echo x > {project.outside}/bg; setsid sleep 300 & sleep 300"),
-                                run_in_background=True)
+    started = await project.run(
+        marked(mark, f"echo x > {project.outside}/bg; setsid sleep 300 & sleep 300"), run_in_background=True
+    )
     shell_id = started.raw_output["background_id"] if started.raw_output else ""
     await poll(lambda: len(marked_pids(mark)) >= 2)
     assert not (project.outside / "bg").exists()

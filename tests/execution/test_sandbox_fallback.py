@@ -85,8 +85,12 @@ async def test_fail_if_unavailable_refuses_to_run(tmp_path: Path, supervisor: Pr
     engine = engine_for(tmp_path, {"sandbox": {"failIfUnavailable": True}}, mode="bypassPermissions")
     sandbox = Sandbox.for_engine(engine)
     assert "will fail" in sandbox.problems()[0]
-    ctx = ToolContext(cwd=engine.cwd, abort=Abort(), data_dir=tmp_path / "data",
-                      services=Services(processes=supervisor, sandbox=sandbox))
+    ctx = ToolContext(
+        cwd=engine.cwd,
+        abort=Abort(),
+        data_dir=tmp_path / "data",
+        services=Services(processes=supervisor, sandbox=sandbox),
+    )
     marker = tmp_path / "ran"
     with pytest.raises(Exception, match="failIfUnavailable"):
         await BashTool().call(BashInput(command=f"touch {marker}"), ctx)
@@ -98,8 +102,12 @@ async def test_without_fail_if_unavailable_the_approved_command_runs_unsandboxed
     tmp_path: Path, supervisor: ProcessSupervisor
 ) -> None:
     engine = engine_for(tmp_path, mode="bypassPermissions")
-    ctx = ToolContext(cwd=engine.cwd, abort=Abort(), data_dir=tmp_path / "data",
-                      services=Services(processes=supervisor, sandbox=Sandbox.for_engine(engine)))
+    ctx = ToolContext(
+        cwd=engine.cwd,
+        abort=Abort(),
+        data_dir=tmp_path / "data",
+        services=Services(processes=supervisor, sandbox=Sandbox.for_engine(engine)),
+    )
     marker = tmp_path / "ran"
     await BashTool().call(BashInput(command=f"touch {marker}"), ctx)
     assert marker.exists()
@@ -117,11 +125,16 @@ def test_policy_from_the_engine(tmp_path: Path) -> None:
     extra.mkdir()
     npm = tmp_path / "npm-cache"
     npm.mkdir()
-    engine = engine_for(tmp_path, {"permissions": {
-        "additionalDirectories": [str(extra)],
-        "allow": [f"Edit(/{npm}/**)"],
-        "deny": ["Read(./secrets/**)", "Edit(./vendor/**)"],
-    }})
+    engine = engine_for(
+        tmp_path,
+        {
+            "permissions": {
+                "additionalDirectories": [str(extra)],
+                "allow": [f"Edit(/{npm}/**)"],
+                "deny": ["Read(./secrets/**)", "Edit(./vendor/**)"],
+            }
+        },
+    )
     policy: SandboxPolicy = policy_from_engine(engine, sandbox_settings(engine.settings))
     assert policy.writable[:2] == (engine.cwd, extra.resolve())
     assert npm.resolve() in policy.writable

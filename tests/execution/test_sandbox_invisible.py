@@ -17,9 +17,16 @@ from bridge.execution.supervisor import ProcessSupervisor
 from tests.execution.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
-FIXED = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
-         "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-         "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+FIXED = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
+    "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+}
 
 
 @pytest.fixture
@@ -148,8 +155,11 @@ async def test_a_grant_inside_a_held_directory_opens_only_that_file(repo: Projec
     claude.mkdir()
     (claude / "settings.json").write_text("{}")
     local = claude / "settings.local.json"
-    result = await repo.run("echo '{\"ok\": 1}' > .claude/settings.local.json && echo '{}x' > .claude/settings.json; "
-                            "echo more > .claude/new.md; exit 0", grants=(local,))
+    result = await repo.run(
+        "echo '{\"ok\": 1}' > .claude/settings.local.json && echo '{}x' > .claude/settings.json; "
+        "echo more > .claude/new.md; exit 0",
+        grants=(local,),
+    )
     assert local.read_text() == '{"ok": 1}\n', output(result)
     assert (claude / "settings.json").read_text() == "{}"
     assert not (claude / "new.md").exists()
@@ -188,8 +198,9 @@ async def test_the_hosts_tmp_is_not_the_sandboxes_and_the_result_says_so(repo: P
 async def test_no_network_is_said_with_the_setting(repo: Project) -> None:
     result = await repo.run("python3 -c \"import socket; socket.getaddrinfo('example.com', 443)\"")
     assert result.is_error
-    assert 'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}}' \
-        in output(result)
+    assert 'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}}' in output(
+        result
+    )
 
 
 async def test_an_allowed_write_of_a_missing_memory_file_is_made(repo: Project) -> None:

@@ -87,8 +87,10 @@ async def test_a_command_over_a_limit_ends_with_a_result_that_names_it(
 
 async def test_within_the_limits_nothing_is_said(project: Project, backend: str) -> None:
     project.settings({"sandbox": {"limits": LIMITED}})
-    result = await project.run("python3 -c \"b = b'x' * (10 * 1024 * 1024); print('ok')\" && "
-                               "for i in 1 2 3; do sleep 0.01 & done; wait; head -c 1000 /dev/zero > small.bin")
+    result = await project.run(
+        "python3 -c \"b = b'x' * (10 * 1024 * 1024); print('ok')\" && "
+        "for i in 1 2 3; do sleep 0.01 & done; wait; head -c 1000 /dev/zero > small.bin"
+    )
     assert output(result) == "ok"
 
 

@@ -26,8 +26,14 @@ from tests.execution.test_sandbox import AVAILABLE, Project, output
 from tests.permission_calls import GRAMMAR, decide
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
-GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
 
 
 @pytest.fixture
@@ -64,7 +70,8 @@ async def test_a_commondir_made_in_the_sandbox_moves_nothing(project: Project, g
     result = await project.run(
         "cp -r .git evil && "
         f"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch {marker}; :\\n' > evil/config && "
-        "echo ../evil > .git/commondir; echo done")
+        "echo ../evil > .git/commondir; echo done"
+    )
     git(project.ws, "status")
     assert marker.exists() is not guarded, output(result)
     if guarded:
@@ -77,7 +84,8 @@ async def test_hooks_under_core_hooks_path_cannot_be_planted(project: Project, g
     marker = project.root / "hook-ran"
     result = await project.run(
         f"mkdir -p tools/hooks && printf '#!/bin/sh\\ntouch {marker}\\n' > tools/hooks/pre-commit && "
-        "chmod +x tools/hooks/pre-commit; echo done")
+        "chmod +x tools/hooks/pre-commit; echo done"
+    )
     git(project.ws, "commit", "-q", "--allow-empty", "-m", "later")
     assert marker.exists() is not guarded, output(result)
     if guarded:
@@ -93,8 +101,9 @@ async def test_an_existing_hooks_path_and_a_script_git_settings_name_stay_read_o
     watch.write_text("#!/bin/sh\n")
     git(project.ws, "config", "core.hooksPath", "githooks")
     git(project.ws, "config", "alias.fmt", "!sh ./watch.sh")
-    result = await project.run("echo 'touch x' >> githooks/pre-commit; echo 'touch y' >> watch.sh; "
-                               "echo ok > other.sh; exit 0")
+    result = await project.run(
+        "echo 'touch x' >> githooks/pre-commit; echo 'touch y' >> watch.sh; echo ok > other.sh; exit 0"
+    )
     assert (hooks / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
     assert watch.read_text() == "#!/bin/sh\n"
     assert (project.ws / "other.sh").read_text() == "ok\n"  # a file git settings don't name: writable
@@ -109,8 +118,9 @@ async def test_a_new_repository_may_appear_but_not_with_settings_that_run_progra
     fresh = project.ws
     marker = tmp_path / "fsmonitor-ran"
     try:
-        result = await project.run(f"git init -q && git config user.name someone && "
-                                   f"git config core.fsmonitor 'touch {marker}; :'; echo done")
+        result = await project.run(
+            f"git init -q && git config user.name someone && git config core.fsmonitor 'touch {marker}; :'; echo done"
+        )
         git(fresh, "status")
         assert marker.exists() is not guarded, output(result)
         assert (fresh / ".git" / "HEAD").is_file()  # the repository itself is there either way
@@ -129,8 +139,13 @@ async def test_a_script_a_hook_names_is_held(project: Project) -> None:
     script = project.ws / "scripts" / "fmt.sh"
     script.parent.mkdir()
     script.write_text("#!/bin/sh\necho formatted\n")
-    project.settings({"hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [
-        {"type": "command", "command": "sh scripts/fmt.sh"}]}]}})
+    project.settings(
+        {
+            "hooks": {
+                "PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "sh scripts/fmt.sh"}]}]
+            }
+        }
+    )
     marker = project.root / "hook-script-ran"
     result = await project.run(f"echo 'touch {marker}' >> scripts/fmt.sh; echo ok > scripts/other.sh; exit 0")
     run_outside(project.ws, "sh", "scripts/fmt.sh")  # the hook, later
@@ -159,8 +174,9 @@ async def test_an_older_sandbox_cannot_rewrite_what_an_allowed_call_writes(proje
     from tests.poll import poll
 
     # started while CLAUDE.md does not exist (so without a read-only mount for it): it waits for the file
-    started = await project.run("while [ ! -s CLAUDE.md ]; do sleep 0.005; done; echo injected > CLAUDE.md",
-                                run_in_background=True)
+    started = await project.run(
+        "while [ ! -s CLAUDE.md ]; do sleep 0.005; done; echo injected > CLAUDE.md", run_in_background=True
+    )
     shell_id = started.raw_output["background_id"] if started.raw_output else ""
     shell = project.background.get(shell_id)
     memory = project.ws / "CLAUDE.md"
@@ -183,26 +199,41 @@ def repo(tmp_path: Path) -> Path:
     (ws / "scripts").mkdir()
     (ws / "scripts" / "fmt.sh").write_text("#!/bin/sh\n")
     (ws / ".agent-bridge").mkdir()
-    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [
-        {"matcher": "", "hooks": [{"type": "command", "command": "sh $CLAUDE_PROJECT_DIR/scripts/fmt.sh"}]}]}}))
+    (ws / ".agent-bridge" / "settings.json").write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "PreToolUse": [
+                        {
+                            "matcher": "",
+                            "hooks": [{"type": "command", "command": "sh $CLAUDE_PROJECT_DIR/scripts/fmt.sh"}],
+                        }
+                    ]
+                }
+            }
+        )
+    )
     return ws
 
 
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
-@pytest.mark.parametrize(("relative", "words"), [
-    (".vscode/tasks.json", "run its tasks by itself when the folder opens"),
-    (".vscode/settings.json", "terminal profiles"),
-    (".vscode/extensions.json", "VS Code reads its workspace settings"),
-    (".idea/runConfigurations/x.xml", "run configurations"),
-    (".devcontainer/devcontainer.json", "initializeCommand"),
-    (".envrc", "direnv runs it"),
-    ("sub/.envrc", "direnv runs it"),
-    (".husky/pre-commit", "husky"),
-    (".pre-commit-config.yaml", "pre-commit runs the hooks"),
-    (".git/config", "make git run programs"),
-    ("scripts/fmt.sh", "PreToolUse hook"),
-    ("team.code-workspace", "workspace file"),
-])
+@pytest.mark.parametrize(
+    ("relative", "words"),
+    [
+        (".vscode/tasks.json", "run its tasks by itself when the folder opens"),
+        (".vscode/settings.json", "terminal profiles"),
+        (".vscode/extensions.json", "VS Code reads its workspace settings"),
+        (".idea/runConfigurations/x.xml", "run configurations"),
+        (".devcontainer/devcontainer.json", "initializeCommand"),
+        (".envrc", "direnv runs it"),
+        ("sub/.envrc", "direnv runs it"),
+        (".husky/pre-commit", "husky"),
+        (".pre-commit-config.yaml", "pre-commit runs the hooks"),
+        (".git/config", "make git run programs"),
+        ("scripts/fmt.sh", "PreToolUse hook"),
+        ("team.code-workspace", "workspace file"),
+    ],
+)
 def test_the_file_tools_ask_for_what_runs_later_in_every_mode(
     tmp_path: Path, repo: Path, mode: str, relative: str, words: str
 ) -> None:
@@ -229,15 +260,18 @@ def test_a_makefile_is_project_code_not_held(tmp_path: Path, repo: Path) -> None
         assert decision.behavior == "allow", name
 
 
-@pytest.mark.parametrize(("command", "held"), [
-    ("git config user.name x", ".git/config"),
-    ("git config --unset core.editor", ".git/config"),
-    ("git remote add origin https://example.com/x.git", ".git/config"),
-    ("git push -u origin main", ".git/config"),
-    ("git lfs install", ".git/hooks"),
-    ("echo x > .vscode/tasks.json", ".vscode/tasks.json"),
-    ("cat notes >> CLAUDE.md", "CLAUDE.md"),
-])
+@pytest.mark.parametrize(
+    ("command", "held"),
+    [
+        ("git config user.name x", ".git/config"),
+        ("git config --unset core.editor", ".git/config"),
+        ("git remote add origin https://example.com/x.git", ".git/config"),
+        ("git push -u origin main", ".git/config"),
+        ("git lfs install", ".git/hooks"),
+        ("echo x > .vscode/tasks.json", ".vscode/tasks.json"),
+        ("cat notes >> CLAUDE.md", "CLAUDE.md"),
+    ],
+)
 def test_a_command_that_writes_what_runs_later_asks_even_in_bypass_and_grants_exactly_that(
     tmp_path: Path, repo: Path, command: str, held: str
 ) -> None:
@@ -261,8 +295,9 @@ def test_a_command_whose_writes_cannot_be_known_is_granted_nothing(tmp_path: Pat
 
 
 def test_hooks_and_mcp_servers_name_what_they_run(tmp_path: Path, repo: Path) -> None:
-    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"tools": {"command": "node",
-                                                                         "args": ["./mcp/server.js"]}}}))
+    (repo / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"tools": {"command": "node", "args": ["./mcp/server.js"]}}})
+    )
     store = SettingsStore(repo, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude-home")
     engine = PermissionEngine(cwd=repo, settings=store, grammar=GRAMMAR)
     held = [h.path for h in policy_from_engine(engine, sandbox_settings(store)).protected]
@@ -278,8 +313,10 @@ async def test_a_repository_made_one_level_down_may_not_run_programs_either(
     if folder == "existing":
         (project.ws / "lib").mkdir()
     marker = project.root / "nested-fsmonitor-ran"
-    result = await project.run(f"mkdir -p lib && cd lib && git init -q && git config user.name x && "
-                               f"git config core.fsmonitor 'touch {marker}; :'; echo done")
+    result = await project.run(
+        f"mkdir -p lib && cd lib && git init -q && git config user.name x && "
+        f"git config core.fsmonitor 'touch {marker}; :'; echo done"
+    )
     git(project.ws / "lib", "status")  # an editor opens a repository it finds in a subfolder, and runs git there
     assert marker.exists() is not guarded, output(result)
     if guarded:
@@ -292,8 +329,9 @@ async def test_an_existing_repository_one_level_down_keeps_its_settings_and_hook
     lib = project.ws / "lib"
     git(project.ws, "init", "-q", str(lib))
     config = (lib / ".git" / "config").read_bytes()
-    result = await project.run("git -C lib config core.fsmonitor true; echo x > lib/.git/hooks/pre-commit; "
-                               "echo y > lib/code.py; exit 0")
+    result = await project.run(
+        "git -C lib config core.fsmonitor true; echo x > lib/.git/hooks/pre-commit; echo y > lib/code.py; exit 0"
+    )
     assert (lib / ".git" / "config").read_bytes() == config
     assert not (lib / ".git" / "hooks" / "pre-commit").exists()
     assert (lib / "code.py").read_text() == "y\n", output(result)  # the rest of it is ordinary work

@@ -38,7 +38,7 @@ def read(text: str) -> list[Expr]:
     while position < len(text):
         token = _TOKEN.match(text, position)
         if token is None:
-            raise ValueError(f"unreadable at {position}: {text[position:position + 20]!r}")
+            raise ValueError(f"unreadable at {position}: {text[position : position + 20]!r}")
         position = token.end()
         if token["open"]:
             stack.append([])
@@ -57,8 +57,15 @@ def read(text: str) -> list[Expr]:
     return stack[0]
 
 
-OPERATIONS = {"default", "file-write*", "file-read*", "file-write-unlink", "network-outbound", "network-inbound",
-              "network-bind"}
+OPERATIONS = {
+    "default",
+    "file-write*",
+    "file-read*",
+    "file-write-unlink",
+    "network-outbound",
+    "network-inbound",
+    "network-bind",
+}
 
 
 def check_sbpl(forms: list[Expr]) -> list[tuple[str, tuple[str, ...], list[Expr]]]:
@@ -85,7 +92,9 @@ def check_sbpl(forms: list[Expr]) -> list[tuple[str, tuple[str, ...], list[Expr]
 def test_the_reader_refuses_what_is_not_an_s_expression() -> None:
     """The oracle's own check: it would catch a broken profile."""
     assert read('(version 1)\n; a comment\n(allow file-write* (subpath "/a \\"b\\""))') == [
-        ["version", 1], ["allow", "file-write*", ["subpath", Str('/a "b"')]]]
+        ["version", 1],
+        ["allow", "file-write*", ["subpath", Str('/a "b"')]],
+    ]
     for broken in ("(allow default", "(allow default))", '(deny file-write* (subpath "/x))'):
         with pytest.raises(ValueError):
             read(broken)
@@ -109,12 +118,22 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
-def policy_for(ws: Path, *, network: bool = False, held: tuple[HeldPath, ...] = (), edit_deny: tuple[str, ...] = (),
-               read_deny: tuple[str, ...] = ()) -> SandboxPolicy:
+def policy_for(
+    ws: Path,
+    *,
+    network: bool = False,
+    held: tuple[HeldPath, ...] = (),
+    edit_deny: tuple[str, ...] = (),
+    read_deny: tuple[str, ...] = (),
+) -> SandboxPolicy:
     return SandboxPolicy(
-        cwd=ws, writable=(ws,), protected=held, network=network,
+        cwd=ws,
+        writable=(ws,),
+        protected=held,
+        network=network,
         read_only=tuple(compile_path_specifier(s, cwd=ws, root=ws) for s in edit_deny),
-        masked=tuple(compile_path_specifier(s, cwd=ws, root=ws) for s in read_deny))
+        masked=tuple(compile_path_specifier(s, cwd=ws, root=ws) for s in read_deny),
+    )
 
 
 def render(ws: Path, policy: SandboxPolicy, grants: tuple[Path, ...] = ()) -> tuple[str, str, MountPlan]:
@@ -211,8 +230,9 @@ def test_held_missing_edit_and_read_deny(ws: Path) -> None:
     check_sbpl(read(text))
     # the same plan bubblewrap mounts: what the profile denies, bwrap binds read-only or masks
     assert plan.args[plan.args.index(str(ws / "secrets")) - 1] == "--ro-bind"
-    assert ["--ro-bind", "/dev/null", str(ws / ".env")] == plan.args[plan.args.index(str(ws / ".env")) - 2:
-                                                                      plan.args.index(str(ws / ".env")) + 1]
+    assert ["--ro-bind", "/dev/null", str(ws / ".env")] == plan.args[
+        plan.args.index(str(ws / ".env")) - 2 : plan.args.index(str(ws / ".env")) + 1
+    ]
 
 
 def test_what_the_user_allowed_this_call_is_writable_but_not_outside_the_workspace(ws: Path) -> None:
@@ -222,7 +242,7 @@ def test_what_the_user_allowed_this_call_is_writable_but_not_outside_the_workspa
     held = [p for r in rules if r[:2] == ("deny", ("file-write*",)) for p in paths(r[2])]
     assert str(granted[0]) not in held  # granted: not held at all (bwrap doesn't mount it read-only either)
     assert str(ws / ".git" / "hooks") in held
-    allowed_after_held = rules[[r[0] for r in rules].index("deny", 2) + 1:]
+    allowed_after_held = rules[[r[0] for r in rules].index("deny", 2) + 1 :]
     grants = [p for r in allowed_after_held if r[0] == "allow" for p in paths(r[2])]
     assert grants == [str(granted[0]), str(granted[1])]  # /etc/hosts is outside the workspace: stays read-only
 
@@ -257,8 +277,9 @@ async def test_the_seatbelt_backend_runs_behind_the_sandbox_interface(
 
     given = ws.parent / "profile.sb"
     fake = ws.parent / "sandbox-exec"
-    fake.write_text(f'#!/bin/sh\n[ "$1" = -p ] || exit 64\nprintf %s "$2" > {given}\nshift 2\n'
-                    '[ "$1" = -- ] && shift\nexec "$@"\n')
+    fake.write_text(
+        f'#!/bin/sh\n[ "$1" = -p ] || exit 64\nprintf %s "$2" > {given}\nshift 2\n[ "$1" = -- ] && shift\nexec "$@"\n'
+    )
     fake.chmod(0o755)
     monkeypatch.setattr(host, "macos", lambda: True)
     monkeypatch.setenv(SANDBOX_EXEC_ENV, str(fake))
@@ -270,8 +291,9 @@ async def test_the_seatbelt_backend_runs_behind_the_sandbox_interface(
     assert sandbox.enforced and sandbox.problems() == []
     supervisor = ProcessSupervisor()
     try:
-        ctx = ToolContext(cwd=ws, abort=Abort(), data_dir=ws.parent / "data",
-                          services=Services(processes=supervisor, sandbox=sandbox))
+        ctx = ToolContext(
+            cwd=ws, abort=Abort(), data_dir=ws.parent / "data", services=Services(processes=supervisor, sandbox=sandbox)
+        )
         result = await BashTool().call(BashInput(command='echo "tmp=$TMPDIR sandboxed=$AGENT_BRIDGE_SANDBOXED"'), ctx)
     finally:
         await supervisor.shutdown()

@@ -11,16 +11,20 @@ from bridge.offline.scenario import Json, RecordedRequest, Scenario, ScenarioErr
 BUILTIN_NAMES = ("todo-demo", "playground", "echo")
 
 
-def _with_delay(responder: Callable[[RecordedRequest], Json], delay_ms: int | None) -> Callable[[RecordedRequest],
-                                                                                                   Json]:
+def _with_delay(
+    responder: Callable[[RecordedRequest], Json], delay_ms: int | None
+) -> Callable[[RecordedRequest], Json]:
     if delay_ms is None:
         return responder
 
     def respond(request: RecordedRequest) -> Json:
         response = dict(responder(request))
         response["delay_ms"] = delay_ms
-        response["content"] = [{k: v for k, v in dict(b).items() if k != "delay_ms"}
-                               for b in response.get("content", []) if isinstance(b, Mapping)]
+        response["content"] = [
+            {k: v for k, v in dict(b).items() if k != "delay_ms"}
+            for b in response.get("content", [])
+            if isinstance(b, Mapping)
+        ]
         return response
 
     return respond
@@ -34,8 +38,10 @@ def builtin_scenario(name: str, *, delay_ms: int | None = None) -> Scenario:
         "echo": playground.echo,
     }
     if name not in responders:
-        raise ScenarioError(f"unknown scenario {name!r}: built-in scenarios are {', '.join(BUILTIN_NAMES)}, "
-                            "or give the path of a .json scenario file")
+        raise ScenarioError(
+            f"unknown scenario {name!r}: built-in scenarios are {', '.join(BUILTIN_NAMES)}, "
+            "or give the path of a .json scenario file"
+        )
     return Scenario.from_responder(_with_delay(responders[name], delay_ms), name=name)
 
 

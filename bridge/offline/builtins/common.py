@@ -41,8 +41,11 @@ def notifications(body: Json) -> list[str]:
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
     if not messages or messages[-1].get("role") != "user":
         return []
-    return [str(b["text"]) for b in _blocks(messages[-1])
-            if b.get("type") == "text" and str(b.get("text", "")).startswith(NOTIFICATION)]
+    return [
+        str(b["text"])
+        for b in _blocks(messages[-1])
+        if b.get("type") == "text" and str(b.get("text", "")).startswith(NOTIFICATION)
+    ]
 
 
 def tag(text: str, name: str) -> str:
@@ -103,11 +106,15 @@ def current_turn(body: Json) -> Turn:
         for block in _blocks(message):
             if block.get("type") == "tool_use":
                 result = results.get(str(block.get("id")))
-                calls.append(ToolCall(
-                    id=str(block.get("id")), name=str(block.get("name")), input=dict(block.get("input") or {}),
-                    result=None if result is None else result_text(result),
-                    is_error=bool(result and result.get("is_error")),
-                ))
+                calls.append(
+                    ToolCall(
+                        id=str(block.get("id")),
+                        name=str(block.get("name")),
+                        input=dict(block.get("input") or {}),
+                        result=None if result is None else result_text(result),
+                        is_error=bool(result and result.get("is_error")),
+                    )
+                )
     return Turn(prompt=prompt, calls=calls)
 
 
@@ -137,12 +144,15 @@ def tool_names(body: Json) -> set[str]:
 def words(text: str, per_delta: int = 2) -> list[str]:
     """Split text into small deltas of a few words each, keeping every character (so they join back)."""
     tokens = re.findall(r"\S+\s*|\s+", text)
-    return ["".join(tokens[i:i + per_delta]) for i in range(0, len(tokens), per_delta)] or [text]
+    return ["".join(tokens[i : i + per_delta]) for i in range(0, len(tokens), per_delta)] or [text]
 
 
 def text_response(text: str, *, delay_ms: int = 0, per_delta: int = 2) -> Json:
-    return {"content": [{"type": "text", "deltas": words(text, per_delta)}], "stop_reason": "end_turn",
-            "delay_ms": delay_ms}
+    return {
+        "content": [{"type": "text", "deltas": words(text, per_delta)}],
+        "stop_reason": "end_turn",
+        "delay_ms": delay_ms,
+    }
 
 
 COMPACTION_MARK = "[compaction]"

@@ -27,8 +27,12 @@ HELP = """Commands this offline model understands:
 - `agents: <prompt> ;; <prompt> ...` starts several sub-agents in parallel
 - `explore: <prompt>` hands it to a read-only Explore agent; `background: <prompt>` to a background agent
 - anything else is echoed back"""
-AGENT_COMMANDS = {"agent": ("general-purpose", False), "agents": ("general-purpose", False),
-                  "explore": ("Explore", False), "background": ("general-purpose", True)}
+AGENT_COMMANDS = {
+    "agent": ("general-purpose", False),
+    "agents": ("general-purpose", False),
+    "explore": ("Explore", False),
+    "background": ("general-purpose", True),
+}
 
 
 def echo(request: RecordedRequest, *, delay_ms: int = 0) -> Json:
@@ -48,8 +52,7 @@ def _first_lines(text: str) -> str:
 def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
     if name == "Agent":
         head = "The agent was stopped or failed" if is_error else "The agent reported"
-        return text_response(f"{head} (`{subject}`):\n\n> " + _first_lines(result).replace("\n", "\n> "),
-                             delay_ms=10)
+        return text_response(f"{head} (`{subject}`):\n\n> " + _first_lines(result).replace("\n", "\n> "), delay_ms=10)
     if is_error:
         text = f"`{name}` failed for `{subject}`:\n\n```\n{_first_lines(result)}\n```"
     elif name == "Bash":
@@ -76,13 +79,18 @@ def _images(body: Json) -> list[str]:
 def _echo_markdown(prompt: str, images: list[str] | None = None) -> Json:
     plural = "s" if images and len(images) > 1 else ""
     seen = f"I see {len(images)} image{plural} ({', '.join(images)}) with it.\n\n" if images else ""
-    text = (f"## You said\n\n{prompt}\n\n{seen}This is the **offline playground** model. It can:\n\n"
-            "- `run: <command>` — run a command\n- `read: <path>` — read a file\n"
-            "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n"
-            "- `tour` — a whole small task: a plan, an edit you review, a command that asks\n\n"
-            f"```text\n{prompt[:200]}\n```")
-    return {"content": [{"type": "text", "text": text, "chunks": ECHO_DELTAS}], "stop_reason": "end_turn",
-            "delay_ms": 10}
+    text = (
+        f"## You said\n\n{prompt}\n\n{seen}This is the **offline playground** model. It can:\n\n"
+        "- `run: <command>` — run a command\n- `read: <path>` — read a file\n"
+        "- `think: <text>` — think, then answer\n- `long` — stream a long answer\n"
+        "- `tour` — a whole small task: a plan, an edit you review, a command that asks\n\n"
+        f"```text\n{prompt[:200]}\n```"
+    )
+    return {
+        "content": [{"type": "text", "text": text, "chunks": ECHO_DELTAS}],
+        "stop_reason": "end_turn",
+        "delay_ms": 10,
+    }
 
 
 def playground(request: RecordedRequest) -> Json:
@@ -100,8 +108,9 @@ def playground(request: RecordedRequest) -> Json:
             reports = [f"- `{c.input.get('description')}`: {_gist(c.result or '')}" for c in agents]
             return text_response("The agents reported:\n\n" + "\n".join(reports), delay_ms=10)
         call = turn.calls[-1]
-        subject = str(call.input.get("command") or call.input.get("file_path") or call.input.get("description")
-                      or call.name)
+        subject = str(
+            call.input.get("command") or call.input.get("file_path") or call.input.get("description") or call.name
+        )
         return _after_tool(call.name, subject, call.result or "", call.is_error)
     wanted_tools = {"run": "Bash", "read": "Read", **{name: "Agent" for name in AGENT_COMMANDS}}
     if command in wanted_tools and argument and wanted_tools[command] not in tool_names(request.body):
@@ -109,19 +118,35 @@ def playground(request: RecordedRequest) -> Json:
     if command in AGENT_COMMANDS and argument:
         return _agents(command, argument)
     if command == "run" and argument:
-        return {"content": [{"type": "text", "text": f"Running `{argument}`."},
-                            {"type": "tool_use", "name": "Bash",
-                             "input": {"command": argument, "description": "Run a command from the playground"}}],
-                "stop_reason": "tool_use"}
+        return {
+            "content": [
+                {"type": "text", "text": f"Running `{argument}`."},
+                {
+                    "type": "tool_use",
+                    "name": "Bash",
+                    "input": {"command": argument, "description": "Run a command from the playground"},
+                },
+            ],
+            "stop_reason": "tool_use",
+        }
     if command == "read" and argument:
-        return {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": argument}}],
-                "stop_reason": "tool_use"}
+        return {
+            "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": argument}}],
+            "stop_reason": "tool_use",
+        }
     if command == "think" and argument:
-        return {"content": [
-            {"type": "thinking", "deltas": ["The user wants me to think about ", f"{argument!r}. ",
-                                            "Let me consider it briefly."], "signature": "offline-signature"},
-            {"type": "text", "deltas": ["After thinking about ", f"*{argument}*", ": it is worth thinking about."]},
-        ], "stop_reason": "end_turn", "delay_ms": 10}
+        return {
+            "content": [
+                {
+                    "type": "thinking",
+                    "deltas": ["The user wants me to think about ", f"{argument!r}. ", "Let me consider it briefly."],
+                    "signature": "offline-signature",
+                },
+                {"type": "text", "deltas": ["After thinking about ", f"*{argument}*", ": it is worth thinking about."]},
+            ],
+            "stop_reason": "end_turn",
+            "delay_ms": 10,
+        }
     if prompt.lower() == "long":
         return _long_answer()
     if command == "long" and argument.isdigit():  # `long: 150`: a shorter one (150 parts, 3 s)
@@ -130,10 +155,13 @@ def playground(request: RecordedRequest) -> Json:
         return text_response(HELP, delay_ms=10)
     news = notifications(request.body)
     if news:  # a background agent ended since the last request
-        lines = [f"- `{tag(n, 'task-id')}` {tag(n, 'status')}: {_first_lines(tag(n, 'result')).splitlines()[0]}"
-                 for n in news]
-        return text_response("News from the background:\n\n" + "\n".join(lines) + f"\n\nYou said: {prompt}",
-                             delay_ms=10)
+        lines = [
+            f"- `{tag(n, 'task-id')}` {tag(n, 'status')}: {_first_lines(tag(n, 'result')).splitlines()[0]}"
+            for n in news
+        ]
+        return text_response(
+            "News from the background:\n\n" + "\n".join(lines) + f"\n\nYou said: {prompt}", delay_ms=10
+        )
     return _echo_markdown(prompt, _images(request.body))
 
 
@@ -149,8 +177,9 @@ def _agents(command: str, argument: str) -> Json:
             data["run_in_background"] = True
         calls.append({"type": "tool_use", "name": "Agent", "input": data})
     kind = "a background" if background else ("an " if agent_type[0] in "AEIOU" else "a ") + agent_type
-    said = f"Handing this to {len(calls)} sub-agents in parallel." if len(calls) > 1 else \
-        f"Handing this to {kind} agent."
+    said = (
+        f"Handing this to {len(calls)} sub-agents in parallel." if len(calls) > 1 else f"Handing this to {kind} agent."
+    )
     return {"content": [{"type": "text", "text": said}, *calls], "stop_reason": "tool_use"}
 
 

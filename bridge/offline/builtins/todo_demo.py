@@ -22,8 +22,10 @@ from bridge.offline.builtins.common import (
 from bridge.offline.scenario import Json, RecordedRequest
 
 GREP_INPUT: Json = {"pattern": "TODO|FIXME", "output_mode": "content", "-n": True}
-BASH_INPUT: Json = {"command": "git log -1 --format=%cd 2>/dev/null || date",
-                    "description": "Show when the project last changed"}
+BASH_INPUT: Json = {
+    "command": "git log -1 --format=%cd 2>/dev/null || date",
+    "description": "Show when the project last changed",
+}
 MAX_READS = 3
 TOP_FILES = 10
 SUMMARY_DELAY_MS = 15
@@ -86,10 +88,13 @@ def _summary(report: GrepReport, cwd: str | None, last_change: str) -> str:
 
     total = report.todo + report.fixme
     lines = [
-        "## TODO / FIXME summary", "",
+        "## TODO / FIXME summary",
+        "",
         f"Found **{total}** markers in **{len(report.per_file)}** "
-        f"file{'s' if len(report.per_file) != 1 else ''}: **{report.todo}** TODO and **{report.fixme}** FIXME.", "",
-        "### By file", "",
+        f"file{'s' if len(report.per_file) != 1 else ''}: **{report.todo}** TODO and **{report.fixme}** FIXME.",
+        "",
+        "### By file",
+        "",
     ]
     for path in report.files[:TOP_FILES]:
         lines.append(f"- `{shown(path)}`: {report.per_file[path]}")
@@ -132,9 +137,13 @@ def respond(request: RecordedRequest, *, delay_ms: int = SUMMARY_DELAY_MS) -> Js
     if not greps:
         if "Grep" not in tools:
             return text_response("I can't search this project: the Grep tool is not available.")
-        return {"content": [{"type": "text", "text": "I'll search the project for TODO and FIXME comments."},
-                            {"type": "tool_use", "name": "Grep", "input": dict(GREP_INPUT)}],
-                "stop_reason": "tool_use"}
+        return {
+            "content": [
+                {"type": "text", "text": "I'll search the project for TODO and FIXME comments."},
+                {"type": "tool_use", "name": "Grep", "input": dict(GREP_INPUT)},
+            ],
+            "stop_reason": "tool_use",
+        }
     grep = greps[-1]
     if grep.is_error:
         return text_response(f"The search failed, so I can't count the markers:\n\n```\n{grep.result}\n```")
@@ -149,9 +158,13 @@ def respond(request: RecordedRequest, *, delay_ms: int = SUMMARY_DELAY_MS) -> Js
         intro = f"Found {report.todo + report.fixme} markers. Let me read the file{plural} with the most of them."
         return {"content": [{"type": "text", "text": intro}, *reads], "stop_reason": "tool_use"}
     if not turn.of("Bash") and "Bash" in tools:
-        return {"content": [{"type": "text", "text": "Now let me check when the project last changed."},
-                            {"type": "tool_use", "name": "Bash", "input": dict(BASH_INPUT)}],
-                "stop_reason": "tool_use"}
+        return {
+            "content": [
+                {"type": "text", "text": "Now let me check when the project last changed."},
+                {"type": "tool_use", "name": "Bash", "input": dict(BASH_INPUT)},
+            ],
+            "stop_reason": "tool_use",
+        }
     bash = turn.of("Bash")
     if not bash:
         last_change = ""

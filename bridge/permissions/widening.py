@@ -1,0 +1,79 @@
+"""What a folder's own settings file says that widens what runs or what is allowed, as the `TrustItem`s a trust
+question shows and `FolderTrust` remembers (bridge/permissions/trust.py). The settings store loads; this names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bridge.permissions.command_limits import ram_bytes, widening_limits
+from bridge.permissions.trust import TrustItem, TrustKind
+
+if TYPE_CHECKING:
+    from bridge.permissions.settings import LoadedSettings
+
+WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
+SANDBOX_OFF = "enabled: false (commands run without the OS sandbox)"
+SANDBOX_NETWORK = 'network.allowedDomains: ["*"] (commands get the network)'
+
+
+def sandbox_allow_write(spec: str) -> str:
+    return f"filesystem.allowWrite: {spec} (commands may write there)"
+
+
+def sandbox_widening(raw: Any) -> list[str]:
+    """The parts of a `sandbox` settings object that loosen it, as the texts a trust question shows (the sandbox
+    policy asks `SettingsStore.admits_sandbox` with the same texts). Invalid parts are the policy's to report."""
+    if not isinstance(raw, dict):
+        return []
+    out: list[str] = []
+    if raw.get("enabled") is False:
+        out.append(SANDBOX_OFF)
+    network = raw.get("network")
+    if (
+        isinstance(network, dict)
+        and isinstance(network.get("allowedDomains"), list)
+        and "*" in network["allowedDomains"]
+    ):
+        out.append(SANDBOX_NETWORK)
+    filesystem = raw.get("filesystem")
+    if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
+        out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]
+    out += [text for _key, text in widening_limits(raw.get("limits"), ram=ram_bytes())]
+    return out
+
+
+def relative_text(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def hook_text(event: str, matcher: str, command: str) -> str:
+    return f"{event}{f' ({matcher})' if matcher not in ('', '*') else ''}: {command}"
+
+
+def trust_item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str) -> TrustItem:
+    return TrustItem(relative_text(loaded.file.path, cwd), kind, text)
+
+
+def widening_items(loaded: LoadedSettings, cwd: Path) -> list[TrustItem]:
+    """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy)."""
+    if not loaded.file.project:
+        return []
+    texts: list[tuple[TrustKind, str]] = [("allow", r.text) for behavior, r in loaded.rules if behavior == "allow"]
+    if loaded.default_mode in WIDENING_MODES:
+        texts.append(("defaultMode", loaded.default_mode))
+    texts += [("additionalDirectories", text) for text, _ in loaded.additional_directories]
+    texts += [
+        ("hook", hook_text(event, m.matcher, h.command))
+        for event, matchers in loaded.hooks.items()
+        for m in matchers
+        for h in m.hooks
+    ]
+    texts += [("env", f"{k}={v}") for k, v in loaded.env.items()]
+    texts += [("passEnv", name) for name in loaded.pass_env]
+    texts += [("sandbox", text) for text in loaded.sandbox_widening]
+    return list(dict.fromkeys(trust_item(loaded, cwd, kind, text) for kind, text in texts))
