@@ -4,6 +4,7 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import shutil
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bridge.agents.runner import sidechain_messages
 from bridge.config import BridgeConfig
 from bridge.environment import register_secret
 from bridge.loop.events import LoopEvent
@@ -149,7 +151,7 @@ class Agent:
         events = replay_turns(
             turns,
             session.toolset.get,
-            session.sidechain,
+            functools.partial(sidechain_messages, session.sidechains),
             context_size=self.config.context_window,
             last_running=live and session.busy,
         )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import platformdirs
 
+from bridge import session_wiring
 from bridge.abort import Abort
 from bridge.checkpoint_commands import changes_command, rewind_command
 from bridge.loop.events import TextDelta
@@ -190,7 +191,7 @@ async def _compact(session: Session, arguments: str, abort: Abort) -> str | None
     before = len(session.conversation.messages)
     if before == 0:
         return "Nothing to compact yet."
-    if not await session.compact(abort, instructions=arguments):
+    if not await session_wiring.compact(session, abort, instructions=arguments):
         return None
     size = len(session.conversation.messages[0]["content"][0]["text"])
     return f"Compacted {before} messages into a summary of {size:,} characters."

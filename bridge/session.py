@@ -13,18 +13,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bridge import commands
+from bridge import session_wiring as wiring
 from bridge.abort import Abort, cancel_on_abort
-from bridge.agents.runner import AgentHost, SubAgents, sidechain_messages
+from bridge.agents.runner import SubAgents
 from bridge.checkpoints.observer import CheckpointSteps
 from bridge.checkpoints.recorder import Checkpoints
 from bridge.config import BridgeConfig
 from bridge.display import PlanEntry
-from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
-from bridge.loop.events import LoopEvent, Notice, UsageReport
-from bridge.loop.executor import RunningCalls, ToolEnvironment
+from bridge.loop.events import LoopEvent, Notice
+from bridge.loop.executor import RunningCalls
 from bridge.loop.permission import PermissionPolicy, Prompter
-from bridge.loop.query import StopReason, TurnSettings, offered_schemas, run_turn
+from bridge.loop.query import StopReason, run_turn
 from bridge.messages import Block, Message
 from bridge.model import thinking
 from bridge.model.types import ModelClient
@@ -32,7 +32,7 @@ from bridge.permissions.trust import Ask as AskTrust
 from bridge.session_effects import SessionEffects
 from bridge.session_setup import SessionSetup
 from bridge.tools.agent import AgentTool
-from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services, ToolContext
+from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services
 from bridge.toolset import SessionTools
 from bridge.transcript import Transcript
 from bridge.turns import Turns
@@ -85,13 +85,14 @@ class Session:
         self.read_files: dict[Path, FileSnapshot] = {}
         self.services = dataclasses.replace(services, sandbox=setup.sandbox)  # the sandbox follows this engine
         self.data_dir = config.data_dir / "sessions" / session_id
-        self._system = setup.system
+        self.system = setup.system  # the setup's, plus the MCP servers' instructions as of the last turn
+        self.sidechains = self.data_dir / "agents" if transcript is not None else None  # sub-agents' histories
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
         self.checkpoints = Checkpoints.open(
             config.data_dir, cwd, session_id, tell=lambda text: self.frontend.emit(Notice(text, "warning"))
         )
-        self._steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
-        self.subagents = SubAgents(self._agent_host(setup.environment), setup.agent_types)
+        self.steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
+        self.subagents = SubAgents(wiring.agent_host(self, setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main
         self.thought_level = thinking.DEFAULT  # how much the model thinks first (bridge/model/thinking.py)
         self.turns = Turns(self._run, transcript, started=self.checkpoints.turn_started)
@@ -128,18 +129,6 @@ class Session:
     async def wait_idle(self) -> None:
         await self.turns.wait_idle()
 
-    def _settings(self) -> TurnSettings:
-        max_tokens, extra = thinking.request_fields(self.thought_level, self.config.max_tokens)
-        return TurnSettings(
-            model=self.config.model,
-            system=self._system,
-            max_turns=self.config.max_turns,
-            max_tokens=max_tokens,
-            context_window=self.config.context_window,
-            compact_threshold=self.config.compact_threshold,
-            extra=extra,
-        )
-
     async def _run(self, blocks: list[Block], abort: Abort) -> StopReason:
         """What one turn does: the folder's trust settled, a slash command expanded (bridge/commands.py), then the
         loop's turn with the MCP servers' tools as of now."""
@@ -149,10 +138,9 @@ class Session:
             return expanded
         with cancel_on_abort(abort):  # a cancel during an approval question or the start-up wait ends them
             await self.sync_mcp()
-        env = self._environment(abort)
-        return await run_turn(
-            self.conversation, expanded, model=self.model, settings=self._settings(), tools=env, abort=abort
-        )
+        env = wiring.tool_environment(self, abort)
+        settings = wiring.turn_settings(self)
+        return await run_turn(self.conversation, expanded, model=self.model, settings=settings, tools=env, abort=abort)
 
     async def _settle_trust(self) -> None:
         """The folder's own settings nobody has answered yet: asked before anything of the turn runs."""
@@ -164,19 +152,6 @@ class Session:
         )
         if self.engine.mode != before:
             self.announce_mode()
-
-    async def compact(self, abort: Abort, instructions: str = "") -> bool:
-        """Summarize the history and continue from the summary (`/compact`). False when aborted."""
-        settings = self._settings()
-        return await compact_conversation(
-            self.conversation,
-            model=self.model,
-            model_name=settings.model,
-            system=settings.system,
-            tools=offered_schemas(self._environment(abort), self.conversation.messages),
-            abort=abort,
-            instructions=instructions,
-        )
 
     def clear(self) -> None:
         """Start over with an empty conversation (`/clear`); the transcript keeps what came before."""
@@ -213,7 +188,7 @@ class Session:
         tell = lambda text: self.frontend.emit(Notice(text, "info"))  # noqa: E731
         instructions = await self.toolset.sync_mcp(self.conversation.messages, tell)
         if instructions is not None:
-            self._system = [*self.setup.system, *([{"type": "text", "text": instructions}] if instructions else [])]
+            self.system = [*self.setup.system, *([{"type": "text", "text": instructions}] if instructions else [])]
 
     def announce_mode(self) -> None:
         self.effects.announce_mode()
@@ -224,64 +199,6 @@ class Session:
     @property
     def plan(self) -> list[PlanEntry]:
         return self.effects.plan
-
-    def sidechain(self, tool_call_id: str) -> list[Message] | None:
-        """The stored history of the sub-agent the call `tool_call_id` started, if any (for a replay)."""
-        directory = self._sidechains()
-        return sidechain_messages(directory, tool_call_id) if directory is not None else None
-
-    def _sidechains(self) -> Path | None:
-        return self.data_dir / "agents" if self.transcript is not None else None
-
-    def _agent_host(self, environment: str) -> AgentHost:
-        return AgentHost(
-            model=self.model,
-            settings=self._settings,
-            environment=environment,
-            tools=lambda: self.toolset.tools,
-            deferred=lambda: self.toolset.deferred,
-            unavailable=self.toolset.unavailable,
-            policy=self.policy,
-            hooks=self.engine.hooks,
-            prompter=self.frontend.prompter,
-            emit=self.frontend.emit,
-            context=lambda: self._tool_context(Abort()),
-            running=self.running,
-            roll_up=self._roll_up,
-            sidechains=self._sidechains(),
-            steps=self._steps.under,
-        )
-
-    def _roll_up(self, report: UsageReport) -> UsageReport:
-        return self.conversation.roll_up(report, self.config.context_window)
-
-    def _environment(self, abort: Abort) -> ToolEnvironment:
-        return ToolEnvironment(
-            tools=self.toolset.tools,
-            policy=self.policy,
-            prompter=self.frontend.prompter,
-            emit=self.frontend.emit,
-            context=lambda _use_id: self._tool_context(abort),
-            apply=self.effects.apply,
-            held_back=self.toolset.deferred.held_back,
-            unavailable=self.toolset.unavailable,
-            running=self.running,
-            notifications=self.subagents.main.drain,
-            hooks=self.engine.hooks,
-            steps=self._steps,
-        )
-
-    def _tool_context(self, abort: Abort) -> ToolContext:
-        # read_guard: Grep/Glob results are checked against the rules file by file
-        return ToolContext(
-            cwd=self.cwd,
-            abort=abort,
-            data_dir=self.data_dir,
-            read_files=self.read_files,
-            documents=self.frontend.documents,
-            services=self.services,
-            read_guard=self.engine.read_guard(),
-        )
 
 
 def new_session_id() -> str:

@@ -493,11 +493,11 @@ def notification(task: SubAgentTask) -> str:
     )
 
 
-def sidechain_messages(directory: Path, tool_call_id: str) -> list[Message] | None:
-    """A stored sub-agent's history (repaired), or None when there is none."""
+def sidechain_messages(directory: Path | None, tool_call_id: str) -> list[Message] | None:
+    """A stored sub-agent's history (repaired), or None when there is none (no `directory`: nothing is stored)."""
     from bridge.transcript import load_sidechain
 
-    if not valid_tool_use_id(tool_call_id):
+    if directory is None or not valid_tool_use_id(tool_call_id):
         return None
     path = directory / f"{tool_call_id}.jsonl"
     if not path.is_file():
