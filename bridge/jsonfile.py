@@ -29,6 +29,22 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return None, f"{path}: not valid JSON (line {error.lineno}: {error.msg}); skipped"
 
 
+def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    """A JSON-lines file's records as (line number, the object with a `type`), blank lines passed over; a line
+    that is not such an object comes as (number, what is wrong with it), for the reader to report and skip."""
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                record["type"]
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                yield number, str(error)
+                continue
+            yield number, record
+
+
 def write_json_atomic(path: Path, data: Any, *, mode: int | None = None) -> None:
     """Replace `path` with `data` as indented JSON; readers see the old file or the new one, never a part.
     `mode`: the new file's permission bits (default: the temp file's 0600)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from bridge.jsonfile import jsonl_records
 from bridge.messages import MARKER, MARKER_TOOL_USE, Message, repair_pairing
 from bridge.model.types import Usage
 
@@ -317,40 +318,35 @@ def _records(path: Path, kind: str) -> _Records:
     cost = 0.0
     usage = Usage()
     turns = _Turns()
-    with open(path, encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                record_kind = record["type"]
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                problems.append(f"{path.name}:{number}: corrupt line skipped ({error})")
-                continue
-            if record_kind == kind:
-                header = record
-            elif record_kind == "message" and _is_message(record.get("message")):
-                messages.append(record["message"])
-                turns.message(record["message"])
-            elif record_kind == "restart" and isinstance(record.get("messages"), list):
-                messages = [m for m in record["messages"] if _is_message(m)]
-                turns.restart(messages)
-            elif record_kind == "usage" and _is_usage(record):
-                cost += record["costUsd"]
-                response = Usage(
-                    record["inputTokens"], record["outputTokens"], record["cacheReadTokens"], record["cacheWriteTokens"]
-                )
-                usage += response
-                turns.usage(response, record["costUsd"], cost)
-            elif record_kind == "turn" and record.get("event") == "start":
-                turns.start(turn_id=record["id"] if isinstance(record.get("id"), str) else None)
-            elif record_kind == "rewind" and isinstance(record.get("turn"), str):
-                if record.get("conversation") and turns.rewind(record["turn"]):
-                    messages = turns.messages()
-            elif record_kind == "turn" and record.get("event") == "end":
-                turns.end(record, cost)
-            else:
-                problems.append(f"{path.name}:{number}: unknown record skipped")
+    for number, record in jsonl_records(path):
+        if isinstance(record, str):
+            problems.append(f"{path.name}:{number}: corrupt line skipped ({record})")
+            continue
+        record_kind = record["type"]
+        if record_kind == kind:
+            header = record
+        elif record_kind == "message" and _is_message(record.get("message")):
+            messages.append(record["message"])
+            turns.message(record["message"])
+        elif record_kind == "restart" and isinstance(record.get("messages"), list):
+            messages = [m for m in record["messages"] if _is_message(m)]
+            turns.restart(messages)
+        elif record_kind == "usage" and _is_usage(record):
+            cost += record["costUsd"]
+            response = Usage(
+                record["inputTokens"], record["outputTokens"], record["cacheReadTokens"], record["cacheWriteTokens"]
+            )
+            usage += response
+            turns.usage(response, record["costUsd"], cost)
+        elif record_kind == "turn" and record.get("event") == "start":
+            turns.start(turn_id=record["id"] if isinstance(record.get("id"), str) else None)
+        elif record_kind == "rewind" and isinstance(record.get("turn"), str):
+            if record.get("conversation") and turns.rewind(record["turn"]):
+                messages = turns.messages()
+        elif record_kind == "turn" and record.get("event") == "end":
+            turns.end(record, cost)
+        else:
+            problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
     return _Records(header, messages, problems, cost, usage, turns.finish())

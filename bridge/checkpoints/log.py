@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bridge.checkpoints.store import Change, Skipped
+from bridge.jsonfile import jsonl_records
 
 log = logging.getLogger(__name__)
 
@@ -186,21 +187,19 @@ def _to_json(entry: Entry) -> dict[str, Any]:
 
 def _read(path: Path) -> list[Entry]:
     entries: list[Entry] = []
-    with open(path, encoding="utf-8", errors="replace") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                kind = record["type"]
-                if kind == "step":
-                    entries.append(Step.from_json(record))
-                elif kind == "turn":
-                    entries.append(TurnMark(str(record["turn"])))
-                elif kind == "keep":
-                    entries.append(Keep(str(record["path"]), record.get("blob"), record.get("mode")))
-                elif kind == "effect":
-                    entries.append(Effect(record.get("turn"), str(record.get("call", "")), str(record["text"])))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-                log.warning("%s:%d: corrupt checkpoint record skipped (%s)", path, number, error)
+    for number, record in jsonl_records(path):
+        try:
+            if isinstance(record, str):
+                raise ValueError(record)
+            kind = record["type"]
+            if kind == "step":
+                entries.append(Step.from_json(record))
+            elif kind == "turn":
+                entries.append(TurnMark(str(record["turn"])))
+            elif kind == "keep":
+                entries.append(Keep(str(record["path"]), record.get("blob"), record.get("mode")))
+            elif kind == "effect":
+                entries.append(Effect(record.get("turn"), str(record.get("call", "")), str(record["text"])))
+        except (KeyError, TypeError, ValueError) as error:
+            log.warning("%s:%d: corrupt checkpoint record skipped (%s)", path, number, error)
     return entries

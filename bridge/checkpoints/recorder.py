@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from bridge.checkpoints.log import Effect, Keep, Step, StepLog, TurnMark
+from bridge.checkpoints.log import Effect, Keep, Step, StepKind, StepLog, TurnMark
 from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -200,24 +200,8 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            self._record(
-                Step(
-                    self.log.next_number(),
-                    turn,
-                    call.call,
-                    call.tool,
-                    call.title,
-                    call.kind,
-                    shot.tree,
-                    after.tree,
-                    changes,
-                    external,
-                    [*shot.skipped, *after.skipped],
-                    call.agent,
-                    call.outside,
-                    interrupted,
-                )
-            )
+            skipped = [*shot.skipped, *after.skipped]
+            self._record_call(call, turn, shot.tree, after.tree, changes, external, skipped, interrupted=interrupted)
 
     def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
         """Once the background command ends, one more checkpoint. The wait is not a snapshot in progress: what
@@ -243,24 +227,25 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            self._record(
-                Step(
-                    self.log.next_number(),
-                    turn,
-                    call.call,
-                    call.tool,
-                    call.title,
-                    call.kind,
-                    last,
-                    after.tree,
-                    changes,
-                    [],
-                    after.skipped,
-                    call.agent,
-                    call.outside,
-                    background=True,
-                )
-            )
+            self._record_call(call, turn, last, after.tree, changes, [], after.skipped, background=True)
+
+    def _record_call(
+        self,
+        call: StepCall,
+        turn: str | None,
+        before: str,
+        after: str,
+        changes: list[Change],
+        external: list[Change],
+        skipped: list[Skipped],
+        *,
+        interrupted: bool = False,
+        background: bool = False,
+    ) -> None:
+        """A tool call's step: what it changed between the trees `before` and `after`."""
+        number = self.log.next_number()
+        head = (number, turn, call.call, call.tool, call.title, call.kind, before, after)
+        self._record(Step(*head, changes, external, skipped, call.agent, call.outside, interrupted, background))
 
     async def now(self) -> tuple[str, list[Change]]:
         """A snapshot of the workspace now, and what changed outside any step since the last one (not recorded:
@@ -277,9 +262,24 @@ class Checkpoints:
         """The lock every snapshot takes (a rewind holds it while it writes files)."""
         return self._lock
 
-    def record_step(self, step: Step) -> None:
-        """A step built elsewhere (a rewind, an undo), with the lock held by the caller."""
-        self._record(step)
+    def record_step(
+        self,
+        turn: str | None,
+        name: str,
+        title: str,
+        kind: StepKind,
+        before: str,
+        after: Snapshot,
+        changes: list[Change],
+        external: list[Change],
+        views: dict[str, tuple[str | None, str | None]],
+    ) -> int:
+        """A step of the user's own (a rewind, an undo; `name` shows as its tool), with the lock held by the
+        caller. Its number."""
+        number = self.log.next_number()
+        head = (number, turn, "", name, title, kind, before, after.tree)
+        self._record(Step(*head, changes, external, after.skipped, views=views, at=time.time()))
+        return number
 
     def keep(self, path: str, blob: str | None, mode: str | None) -> None:
         self.log.add(Keep(path, blob, mode))

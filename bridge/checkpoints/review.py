@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -245,23 +244,9 @@ async def undo(
             after = await checkpoints.checkpoint(sorted(views))
             changes = await checkpoints.run(checkpoints.store_diff, before, after.tree)
             title = "Undo " + ", ".join(p if h is None else f"{p} hunk {h + 1}" for p, h in result.done)
-            step = Step(
-                checkpoints.log.next_number(),
-                None,
-                "",
-                "Undo",
-                title,
-                "review",
-                before,
-                after.tree,
-                changes,
-                external,
-                after.skipped,
-                views=views,
-                at=time.time(),
+            result.step = checkpoints.record_step(
+                None, "Undo", title, "review", before, after, changes, external, views
             )
-            checkpoints.record_step(step)
-            result.step = step.number
     return result
 
 

@@ -20,7 +20,6 @@ The rewind itself is a step (`kind: rewind`), so the log stays the whole story.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -131,23 +130,9 @@ async def apply_rewind(
         if touched or plan.files:
             after = await checkpoints.checkpoint(None)
             changes = await checkpoints.run(checkpoints.store_diff, tree, after.tree)
-            step = Step(
-                checkpoints.log.next_number(),
-                checkpoints.turn,
-                "",
-                "Rewind",
-                f"Rewind to {shown.turn}",
-                "rewind",
-                tree,
-                after.tree,
-                changes,
-                external,
-                after.skipped,
-                views=views,
-                at=time.time(),
-            )
-            checkpoints.record_step(step)
-            result.step = step.number
+            title = f"Rewind to {shown.turn}"
+            args = (checkpoints.turn, "Rewind", title, "rewind", tree, after, changes, external, views)
+            result.step = checkpoints.record_step(*args)
         return result
 
 

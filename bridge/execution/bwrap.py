@@ -24,18 +24,16 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import threading
 
 from bridge.execution import host
-from bridge.execution.sandbox_plan import Availability, MountPlan
+from bridge.execution.sandbox_plan import Availability, MountPlan, probe
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
 BWRAP_ENV = "AGENT_BRIDGE_BWRAP"  # the bwrap binary to use (tests point it at a missing one)
-PROBE_TIMEOUT = 10.0
 
 
 _probes: dict[tuple[str | None, bool], Availability] = {}
@@ -88,14 +86,7 @@ def _probe(binary: str | None) -> Availability:
         "-c",
         ":",
     ]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Availability(False, binary, f"{binary} cannot start: {error}")
-    if done.returncode != 0:
-        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
-        return Availability(False, binary, f"{binary} cannot start a sandbox here: {why}")
-    return Availability(True, binary)
+    return probe(binary, argv, "bwrap")
 
 
 def die_with_parent() -> list[str]:

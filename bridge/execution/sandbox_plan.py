@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,22 @@ class Availability:
     binary: str | None
     reason: str = ""
     backend: str = "bwrap"
+
+
+PROBE_TIMEOUT = 10.0
+
+
+def probe(binary: str, argv: list[str], backend: str) -> Availability:
+    """Start an empty sandbox (`argv` runs `sh -c :` inside): available when it exits 0, else why not, in the
+    sandbox program's own words."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Availability(False, binary, f"{binary} cannot start: {error}", backend)
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
+        return Availability(False, binary, f"{binary} cannot start a sandbox here: {why}", backend)
+    return Availability(True, binary, "", backend)
 
 
 @dataclass

@@ -26,21 +26,19 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
 
 from bridge.execution import host
 from bridge.execution.sandbox_notes import inside
-from bridge.execution.sandbox_plan import Availability, MountPlan
+from bridge.execution.sandbox_plan import Availability, MountPlan, probe
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
 log = logging.getLogger(__name__)
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 SANDBOX_EXEC_ENV = "AGENT_BRIDGE_SANDBOX_EXEC"  # the sandbox-exec to use (tests point it elsewhere)
-PROBE_TIMEOUT = 10.0
 DEVICES = "/dev"  # ttys, /dev/null, /dev/fd: writable, as bwrap's fresh /dev is
 
 _probes: dict[str, Availability] = {}
@@ -79,14 +77,7 @@ def _probe(binary: str) -> Availability:
         "-c",
         ":",
     ]
-    try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Availability(False, binary, f"{binary} cannot start: {error}", "seatbelt")
-    if done.returncode != 0:
-        why = done.stderr.decode(errors="replace").strip() or f"exit code {done.returncode}"
-        return Availability(False, binary, f"{binary} cannot start a sandbox here: {why}", "seatbelt")
-    return Availability(True, binary, "", "seatbelt")
+    return probe(binary, argv, "seatbelt")
 
 
 def quote(text: str) -> str:

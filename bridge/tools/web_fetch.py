@@ -100,6 +100,7 @@ _BLOCK = {
 _LINE = {"div", "tr", "dt", "dd", "caption", "summary", "figcaption", "option"}
 _SKIP = {"script", "style", "noscript", "template", "svg", "nav", "head", "iframe", "canvas", "select", "object"}
 _VOID = {"br", "img", "hr", "meta", "link", "input", "area", "base", "col", "embed", "source", "track", "wbr"}
+_INLINE = {"code": "`", "strong": "**", "b": "**", "em": "*", "i": "*"}  # the same mark opens and closes
 
 
 class _Markdown(HTMLParser):
@@ -180,12 +181,8 @@ class _Markdown(HTMLParser):
             self._newlines(2)
             self._emit("```\n")
             self._pre += 1
-        elif tag == "code" and not self._pre:
-            self._emit("`")
-        elif tag in ("strong", "b") and not self._pre:
-            self._emit("**")
-        elif tag in ("em", "i") and not self._pre:
-            self._emit("*")
+        elif tag in _INLINE and not self._pre:
+            self._emit(_INLINE[tag])
         elif tag in ("td", "th"):
             if self._cells:
                 self._emit(" | ")
@@ -222,12 +219,8 @@ class _Markdown(HTMLParser):
             self._newlines(1)
             self._emit("```")
             self._newlines(2)
-        elif tag == "code" and not self._pre:
-            self._emit("`")
-        elif tag in ("strong", "b") and not self._pre:
-            self._emit("**")
-        elif tag in ("em", "i") and not self._pre:
-            self._emit("*")
+        elif tag in _INLINE and not self._pre:
+            self._emit(_INLINE[tag])
         elif tag == "a" and self._links:
             start, href = self._links.pop()
             text = "".join(self.out[start:]).strip()
