@@ -21,23 +21,15 @@ and `--cap-drop ALL` (as root, bwrap keeps every capability: the command could u
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import sys
-import threading
 
 from bridge.execution import host
-from bridge.execution.sandbox_plan import Availability, MountPlan, probe
+from bridge.execution.sandbox_plan import Availability, MountPlan, probe, probed_once
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
-log = logging.getLogger(__name__)
-
 BWRAP_ENV = "AGENT_BRIDGE_BWRAP"  # the bwrap binary to use (tests point it at a missing one)
-
-
-_probes: dict[tuple[str | None, bool], Availability] = {}
-_probe_lock = threading.Lock()
 
 
 def bwrap_path() -> str | None:
@@ -50,14 +42,7 @@ def bwrap_path() -> str | None:
 def probe_bwrap() -> Availability:
     """Whether bwrap can start a sandbox like ours; checked once per process (and bwrap binary)."""
     binary = bwrap_path()
-    key = (binary, host.linux_extras())
-    with _probe_lock:
-        found = _probes.get(key)
-        if found is None:
-            found = _probes[key] = _probe(binary)
-            if not found.ok:
-                log.warning("OS sandbox unavailable: %s", found.reason)
-        return found
+    return probed_once(("bwrap", binary, host.linux_extras()), lambda: _probe(binary))
 
 
 def _probe(binary: str | None) -> Availability:

@@ -14,8 +14,11 @@ each backend: bubblewrap's mounts (`MountPlan.args`, bridge/execution/bwrap.py) 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +39,21 @@ class Availability:
 
 
 PROBE_TIMEOUT = 10.0
+_probes: dict[tuple[object, ...], Availability] = {}
+_probe_lock = threading.Lock()
+log = logging.getLogger(__name__)
+
+
+def probed_once(key: tuple[object, ...], start: Callable[[], Availability]) -> Availability:
+    """A sandbox program's availability, checked once per process and `key` (the backend, its binary...); an
+    unavailable one is logged once."""
+    with _probe_lock:
+        found = _probes.get(key)
+        if found is None:
+            found = _probes[key] = start()
+            if not found.ok:
+                log.warning("OS sandbox unavailable: %s", found.reason)
+        return found
 
 
 def probe(binary: str, argv: list[str], backend: str) -> Availability:

@@ -24,25 +24,18 @@ macOS accepts it is for a Mac to show (README's platform table says so).
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import threading
 from pathlib import Path
 
 from bridge.execution import host
 from bridge.execution.sandbox_notes import inside
-from bridge.execution.sandbox_plan import Availability, MountPlan, probe
+from bridge.execution.sandbox_plan import Availability, MountPlan, probe, probed_once
 from bridge.permissions.sandbox_policy import SandboxPolicy
-
-log = logging.getLogger(__name__)
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
 SANDBOX_EXEC_ENV = "AGENT_BRIDGE_SANDBOX_EXEC"  # the sandbox-exec to use (tests point it elsewhere)
 DEVICES = "/dev"  # ttys, /dev/null, /dev/fd: writable, as bwrap's fresh /dev is
-
-_probes: dict[str, Availability] = {}
-_probe_lock = threading.Lock()
 
 
 def sandbox_exec_path() -> str:
@@ -52,13 +45,7 @@ def sandbox_exec_path() -> str:
 def probe_seatbelt() -> Availability:
     """Whether sandbox-exec can start a profile like ours; checked once per process (and binary)."""
     binary = sandbox_exec_path()
-    with _probe_lock:
-        found = _probes.get(binary)
-        if found is None:
-            found = _probes[binary] = _probe(binary)
-            if not found.ok:
-                log.warning("OS sandbox unavailable: %s", found.reason)
-        return found
+    return probed_once(("seatbelt", binary), lambda: _probe(binary))
 
 
 def _probe(binary: str) -> Availability:
