@@ -34,6 +34,7 @@ import asyncio
 import atexit
 import contextlib
 import logging
+import math
 import os
 import subprocess
 import time
@@ -66,8 +67,32 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SIGINT_GRACE = 0.3  # then SIGTERM
-SIGTERM_GRACE = 0.7  # then SIGKILL, 1 s after the start
+STOP_GRACE_ENV = "AGENT_BRIDGE_STOP_GRACE"
+DEFAULT_STOP_GRACE = 1.0
+
+
+def stop_grace() -> float:
+    """The seconds a stopped command gets to end on its own before SIGKILL: `AGENT_BRIDGE_STOP_GRACE` (0.1 to
+    60; a command that flushes or cleans up on SIGTERM may want more), else 1 s. An invalid value is logged
+    and the default used."""
+    raw = os.environ.get(STOP_GRACE_ENV)
+    if not raw:
+        return DEFAULT_STOP_GRACE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0.1 <= value <= 60:
+        log.warning(
+            "%s=%r is not a number of seconds from 0.1 to 60; using %s", STOP_GRACE_ENV, raw, DEFAULT_STOP_GRACE
+        )
+        return DEFAULT_STOP_GRACE
+    return value
+
+
+_STOP_GRACE = stop_grace()
+SIGINT_GRACE = 0.3 * _STOP_GRACE  # then SIGTERM
+SIGTERM_GRACE = 0.7 * _STOP_GRACE  # then SIGKILL, at the grace's end
 GRACE = SIGINT_GRACE + SIGTERM_GRACE + 0.5  # the longest a graceful shutdown waits for commands to end
 POLL = 0.02
 KILL_SWEEP_LIMIT = 10.0  # give up re-killing after this long (logged; should never happen)

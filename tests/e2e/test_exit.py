@@ -33,7 +33,14 @@ def trapping_command(ws: Path) -> tuple[str, Path, Path]:
     return str(script), log, pid
 
 
-async def start_run(model: OfflineServer, ws: Path, data: Path, *args: str) -> asyncio.subprocess.Process:
+# The escalation's grace, widened for the tests that watch it run its course: a shell's trap that runs a beat
+# late on a loaded machine must still land before SIGKILL (the order, not the default 1 s, is what they check).
+GRACE_ENV = {"AGENT_BRIDGE_STOP_GRACE": "4"}
+
+
+async def start_run(
+    model: OfflineServer, ws: Path, data: Path, *args: str, env: dict[str, str] | None = None
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -46,7 +53,7 @@ async def start_run(model: OfflineServer, ws: Path, data: Path, *args: str) -> a
         "--allow",
         "Bash",
         *args,
-        env=server_env(model, data),
+        env={**server_env(model, data), **(env or {})},
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -106,7 +113,7 @@ async def test_a_signal_during_a_command_waits_for_its_escalation(
 ) -> None:
     command, log, pid_file = trapping_command(workspace)
     with OfflineServer({"responses": [tool_response(("Bash", {"command": command}))]}) as model:
-        process = await start_run(model, workspace, data_dir)
+        process = await start_run(model, workspace, data_dir, env=GRACE_ENV)
         await poll(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the command")
         assert running(command)
         process.send_signal(signum)
@@ -119,7 +126,7 @@ async def test_a_signal_during_a_command_waits_for_its_escalation(
 async def test_serve_on_sigterm_cancels_the_turn_and_leaves_nothing(workspace: Path, data_dir: Path) -> None:
     command, log, pid_file = trapping_command(workspace)
     responses = [tool_response(("Bash", {"command": command})), text_response("never")]
-    async with running_editor({"responses": responses}, workspace, data_dir) as editor:
+    async with running_editor({"responses": responses}, workspace, data_dir, env=GRACE_ENV) as editor:
         sid = await editor.new_session()
         turn = editor.start_prompt(sid, "go")
         await poll(lambda: pid_file.exists() and pid_file.read_text().strip(), timeout=60, what="the command")

@@ -275,3 +275,53 @@ async def test_wait_all_gone_and_live_pids_when_idle(supervisor: ProcessSupervis
     proc = await supervisor.spawn(shell_argv("exit 0"), cwd="/", env={})
     assert await proc.wait() == 0
     assert await supervisor.wait_all_gone(5)
+
+
+@pytest.mark.parametrize(
+    ("raw", "grace", "warned"),
+    [
+        (None, 1.0, False),
+        ("4", 4.0, False),
+        ("0.5", 0.5, False),
+        ("0", 1.0, True),
+        ("soon", 1.0, True),
+        ("nan", 1.0, True),
+    ],
+)
+def test_the_stop_grace_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, raw: str | None, grace: float, warned: bool
+) -> None:
+    """AGENT_BRIDGE_STOP_GRACE: how long a stopped command gets before SIGKILL; a bad value is said and ignored."""
+    if raw is None:
+        monkeypatch.delenv(processes.STOP_GRACE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(processes.STOP_GRACE_ENV, raw)
+    with caplog.at_level("WARNING", logger=processes.__name__):
+        assert processes.stop_grace() == grace
+    assert bool([r for r in caplog.records if processes.STOP_GRACE_ENV in r.getMessage()]) == warned
+
+
+async def test_a_wider_stop_grace_delays_the_escalation(tmp_path: Path) -> None:
+    """The grace is what the escalation waits: with 4 s, SIGTERM comes 1.2 s after SIGINT (30%), not 0.3 s —
+    timed by the command's own traps in a bridge process started with the variable."""
+    log = tmp_path / "signals.log"
+    script = (
+        "import asyncio\n"
+        "from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv\n"
+        "async def main():\n"
+        "    supervisor = ProcessSupervisor()\n"
+        f"    cmd = \"trap 'date +%s.%N >> {log}' INT TERM; echo go; while :; do sleep 0.05; done\"\n"
+        "    proc = await supervisor.spawn(shell_argv(cmd), cwd='/', env=command_environment())\n"
+        "    started = asyncio.Event()\n"
+        "    proc.on_output = lambda chunk: started.set()\n"
+        "    await started.wait()\n"
+        "    supervisor.terminate(proc)\n"
+        "    await proc.wait()\n"
+        "    await supervisor.wait_all_gone(30)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, processes.STOP_GRACE_ENV: "4"}
+    done = await asyncio.create_subprocess_exec(sys.executable, "-c", script, env=env)
+    assert await asyncio.wait_for(done.wait(), 60) == 0
+    stamps = [float(line) for line in log.read_text().split()]
+    assert len(stamps) == 2 and stamps[1] - stamps[0] >= 1.0, stamps
