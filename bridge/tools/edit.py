@@ -14,7 +14,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from pydantic import Field
@@ -22,7 +22,7 @@ from pydantic import Field
 from bridge import safefs
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
-from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     MAX_TEXT_BYTES,
     UTF8,
@@ -30,7 +30,6 @@ from bridge.tools.fileio import (
     PlanCache,
     Target,
     TextFile,
-    backfill_path,
     commit_text,
     load_text,
     require_fresh_read,
@@ -38,10 +37,10 @@ from bridge.tools.fileio import (
     to_line_ending,
     validated_plan,
     written_meta,
-    written_path,
 )
-from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.paths import absolute_path
 from bridge.tools.textdiff import diff_display, line_number_at, numbered_snippet
+from bridge.tools.writes_a_file import WritesAFile
 
 MAX_EDIT_BYTES = MAX_TEXT_BYTES
 
@@ -221,7 +220,7 @@ def _offset_of_line(text: str, line: int) -> int:
     return pos
 
 
-class EditTool(Tool[EditInput]):
+class EditTool(WritesAFile[EditInput]):
     name = "Edit"
     input_model = EditInput
     description = (
@@ -239,12 +238,8 @@ class EditTool(Tool[EditInput]):
     """`Edit(...)` rules speak about every path tool's writes (Write, NotebookEdit) and, with Write's, about a
     command's (`echo > f`)."""
 
-    async def validate_input(self, data: EditInput, ctx: ToolContext) -> str | None:
-        try:
-            _edited_path(data)
-        except ToolError as error:
-            return str(error)
-        return None
+    def checked_path(self, data: EditInput) -> Path:
+        return _edited_path(data)
 
     async def validate_target(self, data: EditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
@@ -262,17 +257,6 @@ class EditTool(Tool[EditInput]):
         if not data.old_string:
             return [Diff(str(path), None, data.new_string)]
         return [Diff(str(path), data.old_string, data.new_string, first_line=_first_line_of(path, data.new_string))]
-
-    def permission_paths(self, data: EditInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        return written_path(data.file_path, field="file_path")
-
-    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
-        return backfill_path(raw, "file_path")
-
-    def locations(self, data: EditInput) -> list[Location]:
-        """The file, without a line: the line of old_string would mean reading the file before the permission
-        step allowed it (and a FIFO named there would block the read)."""
-        return path_locations(data.file_path)
 
     def user_facing_title(self, data: EditInput) -> str:
         return f"Edit {data.file_path}"

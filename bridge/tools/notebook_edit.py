@@ -20,13 +20,12 @@ from pydantic import Field
 
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
-from bridge.tools.base import Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     Encoding,
     PlanCache,
     Target,
     TextFile,
-    backfill_path,
     commit_text,
     load_text,
     require_fresh_read,
@@ -34,10 +33,10 @@ from bridge.tools.fileio import (
     to_line_ending,
     validated_plan,
     written_meta,
-    written_path,
 )
-from bridge.tools.paths import absolute_path, path_locations
+from bridge.tools.paths import absolute_path
 from bridge.tools.textdiff import changed_spans, diff_display
+from bridge.tools.writes_a_file import WritesAFile
 
 CellType = Literal["code", "markdown"]
 EditMode = Literal["replace", "insert", "delete"]
@@ -231,7 +230,7 @@ def _keys_sorted(notebook: dict[str, Any]) -> bool:
     return all(list(d) == sorted(d) for d in dicts)
 
 
-class NotebookEditTool(Tool[NotebookEditInput]):
+class NotebookEditTool(WritesAFile[NotebookEditInput]):
     name = "NotebookEdit"
     input_model = NotebookEditInput
     description = (
@@ -246,16 +245,13 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     interrupt_behavior = "block"
     max_result_chars = 50_000
     rule_form = RuleForm("path", "write")
+    path_field = "notebook_path"
+
+    def checked_path(self, data: NotebookEditInput) -> Path:
+        return _notebook_path(data)
 
     def is_destructive(self, data: NotebookEditInput) -> bool:
         return data.edit_mode == "delete"
-
-    async def validate_input(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
-        try:
-            _notebook_path(data)
-        except ToolError as error:
-            return str(error)
-        return None
 
     async def validate_target(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
@@ -263,17 +259,6 @@ class NotebookEditTool(Tool[NotebookEditInput]):
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_notebook_edit(data, ctx)]
-
-    def permission_paths(
-        self, data: NotebookEditInput, ctx: ToolContext
-    ) -> list[tuple[Path, Literal["read", "write"]]]:
-        return written_path(data.notebook_path, field="notebook_path")
-
-    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
-        return backfill_path(raw, "notebook_path")
-
-    def locations(self, data: NotebookEditInput) -> list[Location]:
-        return path_locations(data.notebook_path, field="notebook_path")
 
     def user_facing_title(self, data: NotebookEditInput) -> str:
         where = f" cell {data.cell_id}" if data.cell_id else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from pydantic import Field
@@ -17,14 +17,13 @@ from pydantic import Field
 from bridge import safefs
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
-from bridge.tools.base import FileSnapshot, Location, Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.tools.base import FileSnapshot, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.fileio import (
     UTF8,
     Encoding,
     PlanCache,
     Target,
     TextFile,
-    backfill_path,
     commit_text,
     decode,
     detect_line_ending,
@@ -37,10 +36,10 @@ from bridge.tools.fileio import (
     to_line_ending,
     validated_plan,
     written_meta,
-    written_path,
 )
-from bridge.tools.paths import absolute_path, path_locations, read_error
+from bridge.tools.paths import absolute_path, read_error
 from bridge.tools.textdiff import changed_spans, diff_display
+from bridge.tools.writes_a_file import WritesAFile
 
 
 class WriteInput(ToolInput):
@@ -159,7 +158,7 @@ def _check_parent(target: Target) -> None:
         return
 
 
-class WriteTool(Tool[WriteInput]):
+class WriteTool(WritesAFile[WriteInput]):
     name = "Write"
     input_model = WriteInput
     description = (
@@ -181,28 +180,12 @@ class WriteTool(Tool[WriteInput]):
         except ToolError:
             return False
 
-    async def validate_input(self, data: WriteInput, ctx: ToolContext) -> str | None:
-        try:
-            absolute_path(data.file_path)
-        except ToolError as error:
-            return str(error)
-        return None
-
     async def validate_target(self, data: WriteInput, ctx: ToolContext) -> str | None:
         return await validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
         return [preview_write(data, ctx)]
-
-    def permission_paths(self, data: WriteInput, ctx: ToolContext) -> list[tuple[Path, Literal["read", "write"]]]:
-        return written_path(data.file_path, field="file_path")
-
-    def backfill_observable_input(self, raw: dict[str, Any]) -> dict[str, Any]:
-        return backfill_path(raw, "file_path")
-
-    def locations(self, data: WriteInput) -> list[Location]:
-        return path_locations(data.file_path)
 
     def user_facing_title(self, data: WriteInput) -> str:
         return f"Write {data.file_path}"
