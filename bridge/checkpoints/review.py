@@ -183,22 +183,18 @@ def _lines(text: str | None) -> list[str]:
 
 def without_hunk(review: FileReview, hunk: Hunk) -> str:
     """The view's new text with `hunk` taken back out."""
-    new, old = _lines(review.new_text), _lines(review.old_text)
-    return "".join(
-        new[: hunk.new_start]
-        + old[hunk.old_start : hunk.old_start + hunk.old_lines]
-        + new[hunk.new_start + hunk.new_lines :]
-    )
+    taken = _lines(review.old_text)[hunk.old_start : hunk.old_start + hunk.old_lines]
+    return _splice(_lines(review.new_text), hunk.new_start, hunk.new_lines, taken)
 
 
 def with_hunk(review: FileReview, hunk: Hunk) -> str:
     """The view's old text with `hunk` applied."""
-    new, old = _lines(review.new_text), _lines(review.old_text)
-    return "".join(
-        old[: hunk.old_start]
-        + new[hunk.new_start : hunk.new_start + hunk.new_lines]
-        + old[hunk.old_start + hunk.old_lines :]
-    )
+    given = _lines(review.new_text)[hunk.new_start : hunk.new_start + hunk.new_lines]
+    return _splice(_lines(review.old_text), hunk.old_start, hunk.old_lines, given)
+
+
+def _splice(lines: list[str], start: int, count: int, replacement: list[str]) -> str:
+    return "".join(lines[:start] + replacement + lines[start + count :])
 
 
 # -- keep and undo -------------------------------------------------------------------------------------------

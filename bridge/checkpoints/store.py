@@ -449,27 +449,14 @@ class SessionIndex:
                 drop.append(raw)
             skipped += self._skip(raw, st, why)
         if drop:
-            self.store.run(
-                "update-index",
-                "-z",
-                "--force-remove",
-                "--stdin",
-                index=self.path,
-                data=b"".join(p + b"\0" for p in drop),
-            )
+            self._update_index(drop, "--force-remove")
         if add:
-            self.store.run(
-                "update-index",
-                "-z",
-                "--add",
-                "--remove",
-                "--replace",
-                "--stdin",
-                index=self.path,
-                data=b"".join(p + b"\0" for p in add),
-                timeout=timeout,
-            )
+            self._update_index(add, "--add", "--remove", "--replace", timeout=timeout)
         return skipped
+
+    def _update_index(self, paths: list[bytes], *flags: str, timeout: float | None = None) -> None:
+        data = b"".join(p + b"\0" for p in paths)
+        self.store.run("update-index", "-z", *flags, "--stdin", index=self.path, data=data, timeout=timeout)
 
     def _unstorable(self, raw: bytes, st: os.stat_result) -> str | None:
         if stat.S_ISLNK(st.st_mode):

@@ -258,9 +258,6 @@ class EditTool(WritesAFile[EditInput]):
             return [Diff(str(path), None, data.new_string)]
         return [Diff(str(path), data.old_string, data.new_string, first_line=_first_line_of(path, data.new_string))]
 
-    def user_facing_title(self, data: EditInput) -> str:
-        return f"Edit {data.file_path}"
-
     def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
         """The user edited the whole proposed file: it is written as a Write of that text."""
         return "Write", {"file_path": data.file_path, "content": text}

@@ -187,9 +187,6 @@ class WriteTool(WritesAFile[WriteInput]):
         """The permission dialog's diff."""
         return [preview_write(data, ctx)]
 
-    def user_facing_title(self, data: WriteInput) -> str:
-        return f"Write {data.file_path}"
-
     def edited_input(self, data: WriteInput, text: str) -> tuple[str, dict[str, Any]] | None:
         return "Write", {"file_path": data.file_path, "content": text}
 

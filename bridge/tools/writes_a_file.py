@@ -39,3 +39,6 @@ class WritesAFile(Tool[In]):
         """The file, without a line: a line would mean reading the file before the permission step allowed it
         (and a FIFO named there would block the read)."""
         return path_locations(self.written(data), field=self.path_field)
+
+    def user_facing_title(self, data: In) -> str:
+        return f"{self.name} {self.written(data)}"
