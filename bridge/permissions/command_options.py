@@ -90,12 +90,8 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
                 glob = word.pattern.split("=", 1)[1] if word.pattern is not None else None
                 parsed.options.append((key, value, Word(value, value, pattern=glob)))
             elif opt.value == "required":
-                if i + 1 >= len(args):
-                    raise UnknownOption(f"the option {key} needs a value")
                 i += 1
-                if not args[i].static:
-                    raise UnknownOption(f"the value of {key} is computed at run time")
-                parsed.options.append((key, args[i].value, args[i]))
+                parsed.options.append((key, *_value_at(args, i, key)))
             else:
                 parsed.options.append((key, None, None))
             i += 1
@@ -120,12 +116,8 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
             elif opt_or_none.value == "optional":
                 parsed.options.append((letter, None, None))
             else:
-                if i + 1 >= len(args):
-                    raise UnknownOption(f"the option -{letter} needs a value")
                 i += 1
-                if not args[i].static:
-                    raise UnknownOption(f"the value of -{letter} is computed at run time")
-                parsed.options.append((letter, args[i].value, args[i]))
+                parsed.options.append((letter, *_value_at(args, i, f"-{letter}")))
             break
         i += 1
     return parsed
@@ -320,3 +312,12 @@ def _test(out: Effects, args: Sequence[Word]) -> None:
     for word in words:
         if word.value not in TEST_OPERATORS and word.value:
             out.reads.append(Access(word, names_only=True))
+
+
+def _value_at(args: Sequence[Word], i: int, option: str) -> tuple[str, Word]:
+    """The word after `option` as its value: there must be one, and it must be known before the command runs."""
+    if i >= len(args):
+        raise UnknownOption(f"the option {option} needs a value")
+    if not args[i].static:
+        raise UnknownOption(f"the value of {option} is computed at run time")
+    return args[i].value, args[i]
