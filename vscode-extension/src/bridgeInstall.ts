@@ -36,7 +36,7 @@ export interface FoundPython {
 }
 
 export interface InstalledBridge {
-  /** The venv's Python: the bridge runs as `<python> -m bridge.cli.main serve`. */
+  /** The venv's Python: the bridge runs as `<python> -P -m bridge.cli.main serve` (bridgeArgs.ts). */
   python: string;
   dir: string;
   /** True when this call installed it (first start, or a new version). */

@@ -12,7 +12,8 @@ import {
   readManifest,
   venvPython,
 } from "./bridgeInstall";
-import { bundledArgs, type BridgeLaunch, type ExtensionSettings } from "./settings";
+import { bundledArgs } from "./bridgeArgs";
+import type { BridgeLaunch, ExtensionSettings } from "./settings";
 
 /** A start that cannot happen, with the message and the buttons that help. */
 export class LaunchError extends Error {

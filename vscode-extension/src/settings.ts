@@ -78,10 +78,6 @@ export function launchFor(
   return { command: base.command, args, source: base.source, options };
 }
 
-export function bundledArgs(): string[] {
-  return ["-m", "bridge.cli.main", "serve"];
-}
-
 export function describeCommand(s: { command: string; args: string[] }): string {
   return [s.command, ...s.args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");
 }
