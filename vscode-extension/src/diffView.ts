@@ -26,6 +26,8 @@ interface Entry {
  */
 export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposable {
   private readonly files = new Map<string, Entry>();
+  /** The requests answered (their diff must not open, or must close, whenever their `open` gets there). */
+  private readonly answered = new Set<string>();
   private readonly changed = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
   readonly onDidChangeFile = this.changed.event;
   private readonly registration = vscode.workspace.registerFileSystemProvider(proposedScheme, this, { isCaseSensitive: true });
@@ -36,6 +38,10 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
   private readonly encoder = new TextEncoder();
   private readonly decoder = new TextDecoder();
 
+  constructor() {
+    void this.closeLeftovers();
+  }
+
   /**
    * Opens the diff for a permission request; the request id rides in the URI query. Both documents are
    * loaded before the diff editor opens, so it never shows empty panes while their text is fetched.
@@ -45,13 +51,18 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
     const left = this.uriFor(permissionId, diff.path, "current");
     const right = this.uriFor(permissionId, diff.path, "proposed");
     const now = Date.now();
+    if (this.answered.has(permissionId)) return;
     if (!this.files.has(right.toString())) {
       this.files.set(left.toString(), { permissionId, side: "current", data: this.encoder.encode(diff.oldText ?? ""), mtime: now });
       this.files.set(right.toString(), { permissionId, side: "proposed", data: this.encoder.encode(diff.newText), mtime: now, proposed: diff.newText });
     }
     await Promise.all([vscode.workspace.openTextDocument(left), vscode.workspace.openTextDocument(right)]);
+    // Answered while its documents loaded (a digit pressed in the panel at once): no diff opens for it any more.
+    if (this.answered.has(permissionId)) return;
     // The panel keeps the focus (its question card takes the keyboard); a click goes into the diff to change it.
     await vscode.commands.executeCommand("vscode.diff", left, right, `${base} ↔ proposed edit (editable)`, { preview: false, preserveFocus: true });
+    // Answered while the diff editor opened: its close ran before this tab existed, so it closes now.
+    if (this.answered.has(permissionId)) await this.close(permissionId);
   }
 
   /** The proposed side's text when the user changed it (saved or not); undefined when it is as proposed. */
@@ -74,20 +85,46 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
   /** Closes every tab of a settled request (unsaved edits are saved first: no prompt); its files go once VS Code
    * closes their documents. */
   async close(permissionId: string): Promise<void> {
+    this.answered.add(permissionId);
     for (const entry of this.files.values()) if (entry.permissionId === permissionId) entry.settled = true;
-    for (const doc of vscode.workspace.textDocuments) {
-      if (doc.isDirty && this.permissionIdOf(doc.uri) === permissionId) await doc.save();
-    }
     const ours = (uri: unknown): boolean => uri instanceof vscode.Uri && this.permissionIdOf(uri) === permissionId;
+    const tabsOf = (): vscode.Tab[] =>
+      vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((tab) => {
+        const input = tab.input;
+        if (input instanceof vscode.TabInputTextDiff) return ours(input.modified) || ours(input.original);
+        return input instanceof vscode.TabInputText && ours(input.uri);
+      });
+    // Keys typed into the proposal after the answer make it dirty again, and VS Code asks "Do you want to save the
+    // changes you made to <file>?" for a dirty tab it closes (issue 24 item 2: a Cancel there left the tab). The
+    // answer's text is already taken, so changes are saved (into memory) right before the close, again while keys
+    // keep coming. Known gap: a key landing between the last save and the close still gets VS Code's question.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await Promise.all(vscode.workspace.textDocuments.filter((doc) => doc.isDirty && ours(doc.uri)).map((doc) => doc.save()));
+      const tabs = tabsOf();
+      if (!tabs.length) break;
+      if (attempt < 4 && tabs.some((tab) => tab.isDirty)) continue;
+      await vscode.window.tabGroups.close(tabs, true);
+    }
+    // A document VS Code no longer holds is forgotten now; one it still holds, when it lets go of it.
+    const open = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
+    for (const [key, entry] of [...this.files]) if (entry.permissionId === permissionId && !open.has(key)) this.files.delete(key);
+  }
+
+  /**
+   * Tabs of proposals from before this extension host (it restarted, or the window came back with them): no
+   * request of theirs is pending any more, and nothing here remembers their text. They close (a changed one is
+   * saved first, into memory: no prompt), instead of staying as diffs nobody can answer or save.
+   */
+  private async closeLeftovers(): Promise<void> {
+    const ours = (uri: unknown): boolean => uri instanceof vscode.Uri && uri.scheme === proposedScheme;
     const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((tab) => {
       const input = tab.input;
       if (input instanceof vscode.TabInputTextDiff) return ours(input.modified) || ours(input.original);
       return input instanceof vscode.TabInputText && ours(input.uri);
     });
-    if (tabs.length) await vscode.window.tabGroups.close(tabs);
-    // A document VS Code no longer holds is forgotten now; one it still holds, when it lets go of it.
-    const open = new Set(vscode.workspace.textDocuments.map((d) => d.uri.toString()));
-    for (const [key, entry] of [...this.files]) if (entry.permissionId === permissionId && !open.has(key)) this.files.delete(key);
+    if (!tabs.length) return;
+    for (const doc of vscode.workspace.textDocuments) if (doc.isDirty && ours(doc.uri)) await doc.save();
+    await vscode.window.tabGroups.close(tabs);
   }
 
   // --- FileSystemProvider ------------------------------------------------------------------------
@@ -108,8 +145,17 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
   }
 
   writeFile(uri: vscode.Uri, content: Uint8Array): void {
-    const entry = this.entry(uri);
-    if (entry.side !== "proposed") throw vscode.FileSystemError.NoPermissions(uri);
+    const side = new URLSearchParams(uri.query).get("side");
+    const entry = this.files.get(uri.toString());
+    if (side !== "proposed" || entry?.side === "current") throw vscode.FileSystemError.NoPermissions(uri);
+    if (!entry) {
+      // A proposal VS Code still holds after this provider forgot it (a save that came after its request was
+      // answered and its documents let go, or a dirty editor restored into a new extension host): the save is
+      // kept here, where it changes nothing. Refusing it would leave an editor with unsaved changes that can never
+      // be saved (VS Code's "Failed to save … NoPermissions", issue 24 item 2).
+      this.files.set(uri.toString(), { permissionId: this.permissionIdOf(uri) ?? "", side: "proposed", data: content, mtime: Date.now(), settled: true });
+      return;
+    }
     // The editor saved it: no change event (it knows), which would only make it read the file back.
     entry.data = content;
     entry.mtime = Date.now();
@@ -119,8 +165,10 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
     return [];
   }
 
-  createDirectory(uri: vscode.Uri): void {
-    throw vscode.FileSystemError.NoPermissions(uri);
+  /** Folders are implied by the files' paths: VS Code asks for one before it saves a file it cannot stat (the
+   * forgotten proposal above), and refusing would fail that save. */
+  createDirectory(): void {
+    // Nothing to make.
   }
 
   delete(uri: vscode.Uri): void {

@@ -26,10 +26,10 @@ export interface CodeServer {
 }
 
 export interface CodeServerOptions {
-  /** User settings beside the quiet defaults. */
+  /** User settings beside the quiet defaults (`$WORKSPACE` in a string value is the workspace folder). */
   settings?: Record<string, unknown>;
-  /** Files to write in the workspace (relative path → text; `$USER_DATA` in a text is the user-data dir), before
-   * code-server opens it. */
+  /** Files to write in the workspace (relative path → text; `$USER_DATA` in a text is the user-data dir,
+   * `$WORKSPACE` the workspace folder), before code-server opens it. */
   files?: Record<string, string>;
   /** Start with Workspace Trust on (no `--disable-workspace-trust`): the folder opens in Restricted Mode
    * unless the test trusts it. */
@@ -51,7 +51,7 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
   fs.mkdirSync(workspace, { recursive: true });
   for (const [file, text] of Object.entries(opts.files ?? {})) {
     fs.mkdirSync(path.dirname(path.join(workspace, file)), { recursive: true });
-    fs.writeFileSync(path.join(workspace, file), text.replaceAll("$USER_DATA", userData));
+    fs.writeFileSync(path.join(workspace, file), text.replaceAll("$USER_DATA", userData).replaceAll("$WORKSPACE", workspace));
   }
   fs.writeFileSync(
     path.join(userData, "User/settings.json"),
@@ -63,7 +63,7 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
       "workbench.secondarySideBar.defaultVisibility": "hidden",
       "extensions.autoCheckUpdates": false,
       "extensions.autoUpdate": false,
-      ...opts.settings,
+      ...Object.fromEntries(Object.entries(opts.settings ?? {}).map(([k, v]) => [k, typeof v === "string" ? v.replaceAll("$WORKSPACE", workspace) : v])),
     }),
   );
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANTHROPIC_|AGENT_BRIDGE|VIRTUAL_ENV$)/.test(k)));
