@@ -26,24 +26,7 @@ from typing import TYPE_CHECKING, TextIO, assert_never
 
 from bridge.cli.calls import CallEvent, CallTree, duration, shown
 from bridge.cli.screen import BOLD, DIM, RED, Screen, cells, clip, is_terminal, wrap
-from bridge.loop.events import (
-    AgentProgress,
-    LoopEvent,
-    ModeChanged,
-    Notice,
-    PlanUpdate,
-    RetryWait,
-    SubAgentEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallFinished,
-    ToolCallInProgress,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnEnded,
-    UsageReport,
-    UserText,
-)
+from bridge.loop import events as ev
 from bridge.permissions.types import RuleSuggestion
 from bridge.visible import one_line, visible
 
@@ -72,7 +55,7 @@ class TerminalView:
         self.offline = offline  # the offline scenario answering: named instead of a cost
         self.show_thinking = show_thinking
         self.clock = clock
-        self.usage: list[UsageReport] = []
+        self.usage: list[ev.UsageReport] = []
         self.calls = CallTree(self.screen, self._markdown if self.color else None)
         self._blocks: Blocks | None = None  # the text streaming, on a terminal
         self._renderer: Renderer | None = None
@@ -159,55 +142,62 @@ class TerminalView:
             await asyncio.sleep(TICK)
             self._draw()
 
-    def emit(self, event: LoopEvent) -> None:
+    def emit(self, event: ev.LoopEvent) -> None:
         match event:
-            case TextDelta(text=text):
+            case ev.TextDelta(text=text):
                 self._on_text(shown(text))
-            case ThinkingDelta(text=text):
+            case ev.ThinkingDelta(text=text):
                 self._end_text()
                 if self._thinking is None:
                     self._thinking, self._thinking_since = [], self.clock()
                     self._doing("Thinking")
                 self._thinking.append(shown(text))
-            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | AgentProgress():
+            case (
+                ev.ToolCallStarted()
+                | ev.ToolCallInProgress()
+                | ev.ToolCallProgress()
+                | ev.ToolCallFinished()
+                | ev.AgentProgress()
+            ):
                 self._end_text()
                 self._end_thinking()
                 self._on_call(event, None)
-            case SubAgentEvent(parent_tool_call_id=parent, event=inner):
+            case ev.SubAgentEvent(parent_tool_call_id=parent, event=inner):
                 self._nested(parent, inner)
-            case PlanUpdate(entries=entries):
+            case ev.PlanUpdate(entries=entries):
                 self._end_text()
                 boxes = {"completed": "☒", "in_progress": "◐"}
                 self.screen.commit([f"  {boxes.get(e.status, '☐')} {one_line(e.content)}" for e in entries], gap=True)
-            case UsageReport():
+            case ev.UsageReport():
                 self._end_text()
                 self._end_thinking()
                 self.usage.append(event)
                 if not self.calls.pending:
                     self._doing("Working")
-            case Notice(message=message, level=level):
+            case ev.Notice(message=message, level=level):
                 self.screen.commit(
                     [self.paint(RED if level == "error" else DIM, f"[{level}] {shown(message)}")], gap=False
                 )
-            case RetryWait():
+            case ev.RetryWait():
                 self.screen.commit([self.paint(DIM, f"[info] {event.summary()}")], gap=False)
                 self._doing("Waiting to retry")
-            case ModeChanged() | UserText() | TurnEnded():
+            case ev.ModeChanged() | ev.UserText() | ev.TurnEnded():
                 pass  # the terminal keeps no mode indicator; the prompt is the user's own; the end line says it
             case _:
                 assert_never(event)
         self._draw(soon=True)
 
-    def _nested(self, parent: str, event: LoopEvent) -> None:
+    def _nested(self, parent: str, event: ev.LoopEvent) -> None:
         """A sub-agent's event: its calls go under its call; its text is its own (its report shows it)."""
+        if isinstance(event, CallEvent):
+            self.calls.on(event, parent, self.clock())
+            return
         match event:
-            case ToolCallStarted() | ToolCallInProgress() | ToolCallProgress() | ToolCallFinished() | AgentProgress():
-                self.calls.on(event, parent, self.clock())
-            case SubAgentEvent(parent_tool_call_id=deeper, event=inner):
+            case ev.SubAgentEvent(parent_tool_call_id=deeper, event=inner):
                 self._nested(deeper, inner)
-            case UsageReport():
+            case ev.UsageReport():
                 self.usage.append(event)
-            case Notice() | RetryWait():
+            case ev.Notice() | ev.RetryWait():
                 self.emit(event)
             case _:
                 pass

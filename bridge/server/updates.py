@@ -25,24 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, assert_never
 
-from bridge.loop.events import (
-    AgentProgress,
-    LoopEvent,
-    ModeChanged,
-    Notice,
-    PlanUpdate,
-    RetryWait,
-    SubAgentEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallFinished,
-    ToolCallInProgress,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnEnded,
-    UsageReport,
-    UserText,
-)
+from bridge.loop import events as ev
 from bridge.server import wire
 from bridge.server.wire import ChunkKind, ClientFeatures, Level
 
@@ -60,7 +43,7 @@ class _Card:
     """What an `Agent` call shows of its sub-agent's work (folded form): its progress, its messages and its tool
     calls in order."""
 
-    progress: AgentProgress | None = None
+    progress: ev.AgentProgress | None = None
     items: list[list[str]] = field(default_factory=list)  # ["text", text] | ["tool", id, title, status]
     tools: dict[str, list[str]] = field(default_factory=dict)
     dirty: bool = False
@@ -133,7 +116,7 @@ class UpdateStream:
     def __init__(
         self,
         send: Send,
-        notice: Callable[[Notice], None] | None = None,
+        notice: Callable[[ev.Notice], None] | None = None,
         *,
         features: ClientFeatures | None = None,
         interval: float = 0.016,
@@ -160,91 +143,98 @@ class UpdateStream:
         self._cards: dict[str, _Card] = {}  # folded form: each `Agent` call's view of its sub-agent
         self._owner: dict[str, str] = {}  # a deeper agent's call -> the session's own `Agent` call it is under
 
-    def emit(self, event: LoopEvent, parent: str | None = None) -> None:
+    def emit(self, event: ev.LoopEvent, parent: str | None = None) -> None:
         """`parent`: the `Agent` call whose sub-agent `event` comes from."""
         if parent is not None and not self.features.nested_sub_agents:
             self._fold(event, parent)
             return
         match event:
-            case TextDelta(text=text):
+            case ev.TextDelta(text=text):
                 self.chunk("agent_message_chunk", text, parent)
-            case ThinkingDelta(text=text):
+            case ev.ThinkingDelta(text=text):
                 self.chunk("agent_thought_chunk", text, parent)
-            case UserText(text=text, message_id=str(message_id)):  # a replayed prompt: ACP's `messageId`
+            case ev.UserText(text=text, message_id=str(message_id)):  # a replayed prompt: ACP's `messageId`
                 self.update({**wire.chunk("user_message_chunk", text), "messageId": message_id}, parent)
-            case UserText(text=text):
+            case ev.UserText(text=text):
                 self.chunk("user_message_chunk", text, parent)
-            case TurnEnded():
+            case ev.TurnEnded():
                 self.end_turn()
                 if self._end_turn is not None:
                     self._end_turn(wire.turn_end(event))
-            case Notice():
+            case ev.Notice():
                 self._show_notice(event.message, event.level)
-            case RetryWait():
+            case ev.RetryWait():
                 log.info("%s", event.summary())
                 self.notice(event.summary(), "info", wire.retry_meta(event), parent=parent)
-            case SubAgentEvent(parent_tool_call_id=call, event=inner):
+            case ev.SubAgentEvent(parent_tool_call_id=call, event=inner):
                 self.emit(inner, call)
-            case ToolCallStarted():
+            case ev.ToolCallStarted():
                 self.update(wire.tool_call(event), parent)
-            case ToolCallInProgress():
+            case ev.ToolCallInProgress():
                 self.update(wire.tool_in_progress(event), parent)
-            case ToolCallProgress():
+            case ev.ToolCallProgress():
                 self.update(wire.tool_progress(event), parent)
-            case ToolCallFinished():
+            case ev.ToolCallFinished():
                 card = self._cards.pop(event.tool_call_id, None) if parent is None else None
                 before = card.content(event.text) if card is not None else None
                 self.update(wire.tool_finished(event, content=before), parent)
-            case UsageReport():
+            case ev.UsageReport():
                 self.update(wire.usage(event, offline=self._offline), parent)
-            case AgentProgress():
+            case ev.AgentProgress():
                 if self.features.nested_sub_agents:
                     self.update(wire.agent_progress(event), parent)
                 else:
                     card = self._cards.setdefault(event.tool_call_id, _Card())
                     card.progress, card.dirty = event, True
                     self._send_card(event.tool_call_id)
-            case ModeChanged():
+            case ev.ModeChanged():
                 if parent is None:  # a sub-agent cannot change the session's mode
                     self.update(wire.mode(event))
                     if self._config is not None and self.features.session_metadata:
                         self.update(wire.config_update(self._config()), closes=False)
-            case PlanUpdate():
+            case ev.PlanUpdate():
                 if parent is None:  # a sub-agent's todo list is its own, not the session's plan
                     self.update(wire.plan(event))
             case _:
                 assert_never(event)
 
-    def _fold(self, event: LoopEvent, parent: str) -> None:
+    def _fold(self, event: ev.LoopEvent, parent: str) -> None:
         """A sub-agent's event, as part of the content of the session's own `Agent` call it is under."""
         owner = self._owner.get(parent, parent)
         card = self._cards.setdefault(owner, _Card())
         match event:
-            case TextDelta(text=text):
+            case ev.TextDelta(text=text):
                 if owner == parent:  # a deeper agent's words reach its parent as its call's result
                     card.text(text)
-            case ToolCallStarted():
+            case ev.ToolCallStarted():
                 self._owner[event.tool_call_id] = owner
                 card.tool(event.tool_call_id, event.title)
-            case ToolCallInProgress() | ToolCallProgress():
+            case ev.ToolCallInProgress() | ev.ToolCallProgress():
                 card.status(event.tool_call_id, "in_progress")
-            case ToolCallFinished():
+            case ev.ToolCallFinished():
                 card.status(event.tool_call_id, event.status)
-            case SubAgentEvent(parent_tool_call_id=call, event=inner):
+            case ev.SubAgentEvent(parent_tool_call_id=call, event=inner):
                 self._owner.setdefault(call, owner)
                 self._fold(inner, call)
                 return
-            case UsageReport():  # the session's totals (sub-agents included): the session's own update
+            case ev.UsageReport():  # the session's totals (sub-agents included): the session's own update
                 self.update(wire.usage(event))
                 return
-            case RetryWait():
+            case ev.RetryWait():
                 log.info("%s", event.summary())
                 self.notice(event.summary(), "info", wire.retry_meta(event))
                 return
-            case Notice():
+            case ev.Notice():
                 self._show_notice(event.message, event.level)
                 return
-            case ThinkingDelta() | UserText() | AgentProgress() | TurnEnded() | ModeChanged() | PlanUpdate():
+            case (
+                ev.ThinkingDelta()
+                | ev.UserText()
+                | ev.AgentProgress()
+                | ev.TurnEnded()
+                | ev.ModeChanged()
+                | ev.PlanUpdate()
+            ):
                 return  # its thoughts, its prompt (the call's input says it), a deeper card, its own plan
             case _:
                 assert_never(event)
@@ -318,7 +308,7 @@ class UpdateStream:
 
     def _show_notice(self, message: str, level: Level) -> None:
         if self._notice is not None:
-            self._notice(Notice(message, level))
+            self._notice(ev.Notice(message, level))
         else:
             self.notice(message, level)
 
@@ -376,7 +366,7 @@ class UpdateStream:
 
 
 def replayed(
-    events: list[LoopEvent], features: ClientFeatures | None = None, *, offline: bool = False
+    events: list[ev.LoopEvent], features: ClientFeatures | None = None, *, offline: bool = False
 ) -> list[dict[str, Any]]:
     """A stored session's updates (bridge/replay.py's events through the same mapping as live): each block its own
     update, each turn's last update marked with how the turn ended (`_meta.turnEnd`, our extension: an ACP

@@ -15,18 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bridge.commands import Command
 from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
-from bridge.loop.events import (
-    AgentProgress,
-    ModeChanged,
-    PlanUpdate,
-    RetryWait,
-    ToolCallFinished,
-    ToolCallInProgress,
-    ToolCallProgress,
-    ToolCallStarted,
-    TurnEnded,
-    UsageReport,
-)
+from bridge.loop import events as ev
 from bridge.messages import Block
 from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.transcript import StoredSession
@@ -243,7 +232,7 @@ def tool_line(title: str, status: str) -> str:
     return f"{TOOL_MARKS.get(status, '○')} {title}"
 
 
-def agent_card(call: str, content: list[dict[str, Any]], progress: AgentProgress | None) -> dict[str, Any]:
+def agent_card(call: str, content: list[dict[str, Any]], progress: ev.AgentProgress | None) -> dict[str, Any]:
     """The `Agent` call's update while its sub-agent works, its work as the call's own content (what a client
     that knows nothing of `_meta` shows); `_meta.agent` has the figures, as `agent_progress`'s."""
     update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call, "content": content}
@@ -277,7 +266,7 @@ def agent_label(label: SubAgentLabel) -> dict[str, Any]:
     return {"type": label.agent_type, "description": label.description, "parentToolCallId": label.parent_tool_call_id}
 
 
-def agent_progress(event: AgentProgress) -> dict[str, Any]:
+def agent_progress(event: ev.AgentProgress) -> dict[str, Any]:
     """The `Agent` call's card while its sub-agent works: a line for people, the figures in `_meta.agent`."""
     return {
         "sessionUpdate": "tool_call_update",
@@ -299,7 +288,7 @@ def agent_progress(event: AgentProgress) -> dict[str, Any]:
     }
 
 
-def tool_call(event: ToolCallStarted) -> dict[str, Any]:
+def tool_call(event: ev.ToolCallStarted) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": event.tool_call_id,
@@ -311,11 +300,11 @@ def tool_call(event: ToolCallStarted) -> dict[str, Any]:
     }
 
 
-def tool_in_progress(event: ToolCallInProgress) -> dict[str, Any]:
+def tool_in_progress(event: ev.ToolCallInProgress) -> dict[str, Any]:
     return {"sessionUpdate": "tool_call_update", "toolCallId": event.tool_call_id, "status": "in_progress"}
 
 
-def tool_progress(event: ToolCallProgress) -> dict[str, Any]:
+def tool_progress(event: ev.ToolCallProgress) -> dict[str, Any]:
     return {
         "sessionUpdate": "tool_call_update",
         "toolCallId": event.tool_call_id,
@@ -350,7 +339,7 @@ def notice_chunk(
     return update
 
 
-def retry_meta(event: RetryWait) -> dict[str, Any]:
+def retry_meta(event: ev.RetryWait) -> dict[str, Any]:
     """A retry the turn waits for, as data (`_meta.retry` of its notice): a client that knows it shows a
     countdown in its status instead (the VS Code panel does)."""
     return {
@@ -363,7 +352,7 @@ def retry_meta(event: RetryWait) -> dict[str, Any]:
     }
 
 
-def tool_finished(event: ToolCallFinished, content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def tool_finished(event: ev.ToolCallFinished, content: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """`content`: what the call shows in place of its result text (an `Agent` call's: its sub-agent's work and
     then the result)."""
     if content is None:
@@ -380,7 +369,7 @@ def tool_finished(event: ToolCallFinished, content: list[dict[str, Any]] | None 
     return update
 
 
-def usage(event: UsageReport, *, offline: bool = False) -> dict[str, Any]:
+def usage(event: ev.UsageReport, *, offline: bool = False) -> dict[str, Any]:
     """`offline`: the offline demo model answered: no `cost` (it costs nothing), `_meta.offline`."""
     update: dict[str, Any] = {
         "sessionUpdate": "usage_update",
@@ -401,11 +390,11 @@ def usage(event: UsageReport, *, offline: bool = False) -> dict[str, Any]:
     return update
 
 
-def mode(event: ModeChanged) -> dict[str, Any]:
+def mode(event: ev.ModeChanged) -> dict[str, Any]:
     return {"sessionUpdate": "current_mode_update", "currentModeId": event.mode}
 
 
-def plan(event: PlanUpdate) -> dict[str, Any]:
+def plan(event: ev.PlanUpdate) -> dict[str, Any]:
     return {"sessionUpdate": "plan", "entries": [plan_entry(entry) for entry in event.entries]}
 
 
@@ -531,7 +520,7 @@ class ListSessionsParams(WireModel):
     cwd: str | None = None
 
 
-def turn_end(event: TurnEnded) -> dict[str, Any]:
+def turn_end(event: ev.TurnEnded) -> dict[str, Any]:
     """How a replayed turn ended, for its last update's `_meta.turnEnd`."""
     if event.error is not None:
         return {"stopReason": None, "error": event.error}

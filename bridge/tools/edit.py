@@ -22,27 +22,13 @@ from pydantic import Field
 from bridge import safefs
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
+from bridge.tools import fileio
 from bridge.tools.base import ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.fileio import (
-    MAX_TEXT_BYTES,
-    UTF8,
-    Encoding,
-    PlanCache,
-    Target,
-    TextFile,
-    commit_text,
-    load_text,
-    require_fresh_read,
-    target_of,
-    to_line_ending,
-    validated_plan,
-    written_meta,
-)
 from bridge.tools.paths import absolute_path
 from bridge.tools.textdiff import diff_display, line_number_at, numbered_snippet
 from bridge.tools.writes_a_file import WritesAFile
 
-MAX_EDIT_BYTES = MAX_TEXT_BYTES
+MAX_EDIT_BYTES = fileio.MAX_TEXT_BYTES
 
 
 class EditInput(ToolInput):
@@ -54,15 +40,15 @@ class EditInput(ToolInput):
 
 @dataclass(frozen=True)
 class EditPlan:
-    target: Target
+    target: fileio.Target
     old_text: str | None  # None: the edit creates the file
     new_text: str
-    encoding: Encoding
+    encoding: fileio.Encoding
     payload: bytes  # new_text encoded as the file is
     replacements: int
     old_span: tuple[int, int]  # changed range in old_text (first match start .. last match end)
     new_span: tuple[int, int]
-    base: TextFile | None  # the file as planned against (from the editor or the disk); None for a new file
+    base: fileio.TextFile | None  # the file as planned against (from the editor or the disk); None for a new file
 
     @property
     def path(self) -> Path:
@@ -74,8 +60,8 @@ class EditPlan:
 
 async def plan_edit(data: EditInput, ctx: ToolContext) -> EditPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = await target_of(_edited_path(data), ctx)
-    file = await load_text(target, ctx)
+    target = await fileio.target_of(_edited_path(data), ctx)
+    file = await fileio.load_text(target, ctx)
     return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
 
@@ -89,19 +75,19 @@ def _edited_path(data: EditInput) -> Path:
     return path
 
 
-def _plan_from(data: EditInput, ctx: ToolContext, target: Target, file: TextFile | None) -> EditPlan:
+def _plan_from(data: EditInput, ctx: ToolContext, target: fileio.Target, file: fileio.TextFile | None) -> EditPlan:
     path = target.path
     if file is None:
         if data.old_string == "":
             new = data.new_string
-            return EditPlan(target, None, new, UTF8, UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
+            return EditPlan(target, None, new, fileio.UTF8, fileio.UTF8.encode(new), 1, (0, 0), (0, len(new)), None)
         raise ToolError(
             f"File does not exist: {path} (cwd is {ctx.cwd}). "
             "To create a file, use Write, or Edit with an empty old_string."
         )
     if len(file.text) > MAX_EDIT_BYTES:
         raise ToolError(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MB; too large to edit as text.")
-    require_fresh_read(path, ctx, file)
+    fileio.require_fresh_read(path, ctx, file)
     text = file.text
 
     if data.old_string == "":
@@ -110,7 +96,7 @@ def _plan_from(data: EditInput, ctx: ToolContext, target: Target, file: TextFile
                 "old_string is empty but the file has content; give the exact text to replace "
                 "(an empty old_string only fills an empty file)."
             )
-        new = to_line_ending(data.new_string, file.line_ending)
+        new = fileio.to_line_ending(data.new_string, file.line_ending)
         enc = file.encoding
         return EditPlan(target, text, new, enc, enc.encode(new), 1, (0, len(text)), (0, len(new)), file)
 
@@ -142,7 +128,7 @@ def _plan_from(data: EditInput, ctx: ToolContext, target: Target, file: TextFile
     return EditPlan(target, text, new, file.encoding, payload, count, old_span, new_span, file)
 
 
-_PLANS: PlanCache[EditPlan] = PlanCache()
+_PLANS: fileio.PlanCache[EditPlan] = fileio.PlanCache()
 
 
 def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
@@ -157,7 +143,7 @@ def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
 def _match(text: str, old: str, new: str, ending: str) -> tuple[str, str, int]:
     """The model writes `\\n`: try the file's line ending first, then the strings as sent (a mixed file),
     then the other ending. Returns the variant that matched and its count (0 when none did)."""
-    variants = [(to_line_ending(old, "\r\n"), to_line_ending(new, "\r\n")), (old, new)]
+    variants = [(fileio.to_line_ending(old, "\r\n"), fileio.to_line_ending(new, "\r\n")), (old, new)]
     if ending == "\n":
         variants.reverse()
     for needle, replacement in variants:
@@ -242,7 +228,7 @@ class EditTool(WritesAFile[EditInput]):
         return _edited_path(data)
 
     async def validate_target(self, data: EditInput, ctx: ToolContext) -> str | None:
-        return await validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
+        return await fileio.validated_plan(lambda: plan_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: EditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -265,9 +251,11 @@ class EditTool(WritesAFile[EditInput]):
     async def call(self, data: EditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot if plan.base is not None else None
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
+        written = await fileio.commit_text(
+            plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base
+        )
         display: list[Display] = [plan.diff()]
-        raw_output = {"path": str(plan.path), "replacements": plan.replacements} | written_meta(written)
+        raw_output = {"path": str(plan.path), "replacements": plan.replacements} | fileio.written_meta(written)
         if plan.old_text is None:
             return ToolResult(f"File created successfully at: {plan.path}", display=display, raw_output=raw_output)
         what = f"All {plan.replacements} occurrences were replaced. " if data.replace_all else ""

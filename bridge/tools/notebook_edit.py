@@ -20,20 +20,8 @@ from pydantic import Field
 
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
+from bridge.tools import fileio
 from bridge.tools.base import ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.fileio import (
-    Encoding,
-    PlanCache,
-    Target,
-    TextFile,
-    commit_text,
-    load_text,
-    require_fresh_read,
-    target_of,
-    to_line_ending,
-    validated_plan,
-    written_meta,
-)
 from bridge.tools.paths import absolute_path
 from bridge.tools.textdiff import changed_spans, diff_display
 from bridge.tools.writes_a_file import WritesAFile
@@ -54,12 +42,12 @@ class NotebookEditInput(ToolInput):
 
 @dataclass(frozen=True)
 class NotebookPlan:
-    target: Target
+    target: fileio.Target
     old_text: str
     new_text: str
-    encoding: Encoding
+    encoding: fileio.Encoding
     payload: bytes
-    base: TextFile  # the notebook as planned against (from the editor or the disk)
+    base: fileio.TextFile  # the notebook as planned against (from the editor or the disk)
     summary: str  # for the model
     cell_id: str  # the cell changed, inserted or deleted
 
@@ -74,8 +62,8 @@ class NotebookPlan:
 
 async def plan_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> NotebookPlan:
     """What the edit would write, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = await target_of(_notebook_path(data), ctx)
-    file = await load_text(target, ctx)
+    target = await fileio.target_of(_notebook_path(data), ctx)
+    file = await fileio.load_text(target, ctx)
     return await anyio.to_thread.run_sync(_plan_from, data, ctx, target, file)
 
 
@@ -86,11 +74,13 @@ def _notebook_path(data: NotebookEditInput) -> Path:
     return path
 
 
-def _plan_from(data: NotebookEditInput, ctx: ToolContext, target: Target, file: TextFile | None) -> NotebookPlan:
+def _plan_from(
+    data: NotebookEditInput, ctx: ToolContext, target: fileio.Target, file: fileio.TextFile | None
+) -> NotebookPlan:
     path = target.path
     if file is None:
         raise ToolError(f"Notebook does not exist: {path}. Create it with Write first.")
-    require_fresh_read(path, ctx, file)
+    fileio.require_fresh_read(path, ctx, file)
     try:
         notebook = json.loads(file.text)
     except json.JSONDecodeError as exc:
@@ -131,12 +121,12 @@ def _plan_from(data: NotebookEditInput, ctx: ToolContext, target: Target, file: 
         cell_id = _id_of(cell, index)
         summary = f"Updated {cell['cell_type']} cell {cell_id}."
 
-    new_text = to_line_ending(_dump(notebook, file.text, sort_keys=sort_keys), file.line_ending)
+    new_text = fileio.to_line_ending(_dump(notebook, file.text, sort_keys=sort_keys), file.line_ending)
     payload = file.encoding.encode(new_text)
     return NotebookPlan(target, file.text, new_text, file.encoding, payload, file, summary, cell_id)
 
 
-_PLANS: PlanCache[NotebookPlan] = PlanCache()
+_PLANS: fileio.PlanCache[NotebookPlan] = fileio.PlanCache()
 
 
 def preview_notebook_edit(data: NotebookEditInput, ctx: ToolContext) -> Diff:
@@ -254,7 +244,7 @@ class NotebookEditTool(WritesAFile[NotebookEditInput]):
         return data.edit_mode == "delete"
 
     async def validate_target(self, data: NotebookEditInput, ctx: ToolContext) -> str | None:
-        return await validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
+        return await fileio.validated_plan(lambda: plan_notebook_edit(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: NotebookEditInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -268,7 +258,9 @@ class NotebookEditTool(WritesAFile[NotebookEditInput]):
     async def call(self, data: NotebookEditInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_notebook_edit(data, ctx)  # again: the file may have changed while the user decided
         disk = plan.base.disk_snapshot
-        written = await commit_text(plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base)
+        written = await fileio.commit_text(
+            plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=disk, base=plan.base
+        )
         raw_output = {"path": str(plan.path), "cell_id": plan.cell_id, "edit_mode": data.edit_mode}
-        raw_output |= written_meta(written)
+        raw_output |= fileio.written_meta(written)
         return ToolResult(plan.summary, display=[plan.diff()], raw_output=raw_output)

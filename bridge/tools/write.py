@@ -17,26 +17,8 @@ from pydantic import Field
 from bridge import safefs
 from bridge.display import Diff, Display
 from bridge.permissions.facts import RuleForm
+from bridge.tools import fileio
 from bridge.tools.base import FileSnapshot, ToolContext, ToolError, ToolInput, ToolResult
-from bridge.tools.fileio import (
-    UTF8,
-    Encoding,
-    PlanCache,
-    Target,
-    TextFile,
-    commit_text,
-    decode,
-    detect_line_ending,
-    editor_file,
-    editor_text,
-    read_bytes,
-    require_fresh_read,
-    snapshot_of,
-    target_of,
-    to_line_ending,
-    validated_plan,
-    written_meta,
-)
 from bridge.tools.paths import absolute_path, read_error
 from bridge.tools.textdiff import changed_spans, diff_display
 from bridge.tools.writes_a_file import WritesAFile
@@ -49,14 +31,14 @@ class WriteInput(ToolInput):
 
 @dataclass(frozen=True)
 class WritePlan:
-    target: Target
+    target: fileio.Target
     old_text: str | None  # None: a new file (or a binary one being replaced)
     new_text: str
-    encoding: Encoding
+    encoding: fileio.Encoding
     payload: bytes
     snapshot: FileSnapshot | None  # the disk file as planned against; None: it does not exist on disk yet
     exists: bool = False  # on disk or in the editor: replaced, not created
-    base: TextFile | None = None  # the editor's text it was planned on, when the editor had the file
+    base: fileio.TextFile | None = None  # the editor's text it was planned on, when the editor had the file
 
     @property
     def path(self) -> Path:
@@ -74,10 +56,10 @@ class _OnDisk:
     """What the disk has at the path: nothing (`snapshot` None), a text file, or bytes that are not text."""
 
     snapshot: FileSnapshot | None
-    file: TextFile | None = None
+    file: fileio.TextFile | None = None
 
 
-def _on_disk(target: Target) -> _OnDisk:
+def _on_disk(target: fileio.Target) -> _OnDisk:
     path = target.path
     try:
         st = safefs.stat_exact(target.real)
@@ -91,48 +73,54 @@ def _on_disk(target: Target) -> _OnDisk:
     if stat.S_ISLNK(st.st_mode):  # a link where the permission check saw none
         raise read_error(path, safefs.Changed(target.real))
     try:
-        raw, st = read_bytes(target.real, path)
+        raw, st = fileio.read_bytes(target.real, path)
     except OSError as exc:
         raise read_error(path, exc) from None
-    snapshot = snapshot_of(st)
+    snapshot = fileio.snapshot_of(st)
     try:
-        text, encoding = decode(raw)
+        text, encoding = fileio.decode(raw)
     except ToolError:  # a binary file: nothing to keep, nothing to show
         return _OnDisk(snapshot)
     return _OnDisk(
         snapshot,
-        TextFile(path, text, encoding, detect_line_ending(text), stat.S_IMODE(st.st_mode), snapshot, real=target.real),
+        fileio.TextFile(
+            path, text, encoding, fileio.detect_line_ending(text), stat.S_IMODE(st.st_mode), snapshot, real=target.real
+        ),
     )
 
 
 async def plan_write(data: WriteInput, ctx: ToolContext) -> WritePlan:
     """What Write would put in the file, or a `ToolError` saying why it cannot. Reads, never writes."""
-    target = await target_of(absolute_path(data.file_path), ctx)
-    unsaved = await editor_text(target, ctx)
+    target = await fileio.target_of(absolute_path(data.file_path), ctx)
+    unsaved = await fileio.editor_text(target, ctx)
     return _plan_from(data, ctx, target, unsaved, await anyio.to_thread.run_sync(_on_disk, target))
 
 
-def _plan_from(data: WriteInput, ctx: ToolContext, target: Target, unsaved: str | None, disk: _OnDisk) -> WritePlan:
+def _plan_from(
+    data: WriteInput, ctx: ToolContext, target: fileio.Target, unsaved: str | None, disk: _OnDisk
+) -> WritePlan:
     path = target.path
     if unsaved is not None:
-        file = editor_file(path, unsaved, disk.file, target.real)
-        require_fresh_read(path, ctx, file)
-        new = to_line_ending(data.content, file.line_ending) if unsaved else data.content
+        file = fileio.editor_file(path, unsaved, disk.file, target.real)
+        fileio.require_fresh_read(path, ctx, file)
+        new = fileio.to_line_ending(data.content, file.line_ending) if unsaved else data.content
         return WritePlan(
             target, unsaved, new, file.encoding, file.encoding.encode(new), disk.snapshot, exists=True, base=file
         )
     if disk.snapshot is None:
-        return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), None)
+        return WritePlan(target, None, data.content, fileio.UTF8, fileio.UTF8.encode(data.content), None)
     if disk.file is None:  # replacing a binary file with text
-        require_fresh_read(path, ctx, disk.snapshot)
-        return WritePlan(target, None, data.content, UTF8, UTF8.encode(data.content), disk.snapshot, exists=True)
-    require_fresh_read(path, ctx, disk.file)
+        fileio.require_fresh_read(path, ctx, disk.snapshot)
+        return WritePlan(
+            target, None, data.content, fileio.UTF8, fileio.UTF8.encode(data.content), disk.snapshot, exists=True
+        )
+    fileio.require_fresh_read(path, ctx, disk.file)
     old, encoding = disk.file.text, disk.file.encoding
-    new = to_line_ending(data.content, detect_line_ending(old)) if old else data.content
+    new = fileio.to_line_ending(data.content, fileio.detect_line_ending(old)) if old else data.content
     return WritePlan(target, old, new, encoding, encoding.encode(new), disk.snapshot, exists=True)
 
 
-_PLANS: PlanCache[WritePlan] = PlanCache()
+_PLANS: fileio.PlanCache[WritePlan] = fileio.PlanCache()
 
 
 def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
@@ -144,7 +132,7 @@ def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
     return diff_display(absolute_path(data.file_path), None, data.content)
 
 
-def _check_parent(target: Target) -> None:
+def _check_parent(target: fileio.Target) -> None:
     """Why the file cannot be created: a file where a directory of its real path should be."""
     for parent in Path(target.real).parents:
         try:
@@ -181,7 +169,7 @@ class WriteTool(WritesAFile[WriteInput]):
             return False
 
     async def validate_target(self, data: WriteInput, ctx: ToolContext) -> str | None:
-        return await validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
+        return await fileio.validated_plan(lambda: plan_write(data, ctx), _PLANS, ctx, data)
 
     def preview(self, data: WriteInput, ctx: ToolContext) -> list[Display]:
         """The permission dialog's diff."""
@@ -192,11 +180,11 @@ class WriteTool(WritesAFile[WriteInput]):
 
     async def call(self, data: WriteInput, ctx: ToolContext) -> ToolResult:
         plan = await plan_write(data, ctx)  # again: the file may have changed while the user decided
-        written = await commit_text(
+        written = await fileio.commit_text(
             plan.target, plan.new_text, plan.payload, ctx, disk_snapshot=plan.snapshot, base=plan.base
         )
         lines = plan.new_text.count("\n") + (0 if plan.new_text.endswith("\n") or not plan.new_text else 1)
-        raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | written_meta(written)
+        raw_output = {"path": str(plan.path), "created": not plan.exists, "lines": lines} | fileio.written_meta(written)
         if not plan.exists:
             text = f"File created successfully at: {plan.path} ({lines} lines)"
         else:
