@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.execution import signals
+from bridge.execution import proctable, signals
 from bridge.execution import supervisor as processes
 from bridge.execution.supervisor import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
 from tests.platforms import linux_extras
@@ -274,4 +274,21 @@ async def test_wait_all_gone_and_live_pids_when_idle(supervisor: ProcessSupervis
     assert await supervisor.wait_all_gone(0.1)
     proc = await supervisor.spawn(shell_argv("exit 0"), cwd="/", env={})
     assert await proc.wait() == 0
+    assert await supervisor.wait_all_gone(5)
+
+
+async def test_the_environments_of_processes_older_than_the_bridge_are_never_read(
+    supervisor: ProcessSupervisor,
+) -> None:
+    """The tracking token is only in what our commands started, all of it younger than this process: reading every
+    older process's environment made the first sweep on a busy machine tens of milliseconds (issue 26)."""
+    born = proctable.start_time(os.getpid())
+    assert born is not None
+    assert any(info.start < born for info in proctable.scan().values())  # (init, at least)
+    mark = uuid.uuid4().hex
+    proc, _ = await spawn_marked(supervisor, ESCAPING, mark)
+    await poll(lambda: len(marked_pids(mark)) >= 4)
+    assert set(marked_pids(mark)) <= set(supervisor.live_pids())  # what escaped is still found by its token
+    assert not [key for key in supervisor._env_tokens if key[1] < born]
+    supervisor.terminate(proc)
     assert await supervisor.wait_all_gone(5)
