@@ -102,6 +102,12 @@ class ProcessSupervisor:
         self._closed = False
         _ALL.add(self)
 
+    def warm_up(self) -> None:
+        """What the first command's start would do once (start the registry's watchdog: a process spawn), done
+        ahead: a front end calls this on a worker thread while the bridge loads or a session starts."""
+        if self.registry is not None:
+            self.registry.start_watchdog()
+
     # -- spawning --------------------------------------------------------------------------------------
 
     async def spawn(
