@@ -8,6 +8,7 @@ import functools
 import json
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -80,6 +81,13 @@ class Agent:
         self._supervisor: ProcessSupervisor | None = None
         self._shells: list[BackgroundShells] = []  # every session's, for shutdown
         self._mcp: McpManager | None = None  # made when a session first needs it
+
+    def start_warming(self) -> None:
+        """Start, on a worker thread, what the first command would do once (the process registry's watchdog), so
+        its start doesn't wait for it: a front end calls this when a session is coming. The supervisor is made
+        here, on the caller's thread."""
+        supervisor = self.supervisor
+        threading.Thread(target=supervisor.warm_up, name="supervisor-warm-up", daemon=True).start()
 
     @property
     def supervisor(self) -> ProcessSupervisor:

@@ -9,21 +9,32 @@ For each cell, median and p95 of
 
 Limits (ok / FAIL): `run` <= 1.5x the floor, `serve`/`acp` <= 2x, first gap <= 1.5x the later gaps, `run`'s peak RSS
 <= 0.3x Claude Code's 200 MiB. BENCH_RUNS (default 7) runs per cell. Every child gets its own HOME; a used HOME has
-had one run of the same front end before.
+had one run of the same front end before. Each cell also shows start -> the first tool's result at the model (the
+second request): where the loading went, whichever of the two ratios it lands in; and for `serve`/`acp`, spawn ->
+`initialize` answered.
+
+`--mechanisms`: each start-up mechanism on and off instead (`mechanism_cells`), to tell what each one buys.
+
+The bridge's bytecode is compiled first (`compileall`, into its own `__pycache__` folders, ignored by git), as
+installing a wheel does: with PYTHONDONTWRITEBYTECODE set (as on the machines this runs on) an editable install
+would otherwise compile its ~190 modules from source at every start, a cost no installed bridge pays.
 """
 
 from __future__ import annotations
 
+import argparse
+import compileall
 import itertools
 import os
 import statistics
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_lifecycle import BRIDGE, MIB, PY, Child, Lsp, Ndjson, env_for
+from bench_lifecycle import BRIDGE, MIB, PY, ROOT, Child, Lsp, Ndjson, env_for
 
 from bridge.offline import OfflineServer
 from bridge.offline.scenario import RecordedRequest, Scenario
@@ -44,14 +55,17 @@ with httpx2.stream("POST", sys.argv[1] + "/v1/messages", content=body, headers=h
 """
 
 
+MODEL_MS = 0.0  # `--model-ms`: how long the model takes over each tool call it answers
+
+
 def answer(request: RecordedRequest) -> dict[str, Any]:
     """Every turn alike: ROUNDS `echo hi` calls, then a line of text (by the assistant messages so far)."""
     rounds = sum(1 for message in request.body.get("messages", []) if message.get("role") == "assistant")
     if rounds < ROUNDS:
-        return {
-            "content": [{"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}],
-            "stop_reason": "tool_use",
-        }
+        call: dict[str, Any] = {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}
+        if MODEL_MS:  # the block's three events (start, one delta, stop) each wait a third of it
+            call |= {"pieces": 1, "delay_ms": MODEL_MS / 3}
+        return {"content": [call], "stop_reason": "tool_use"}
     return {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}
 
 
@@ -67,11 +81,12 @@ def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path) -> 
         child = Child.spawn([BRIDGE, "run", "go", "--non-interactive", "--cwd", str(ws)], env)
         child.reap(120)
         started, rss = child.started, child.maxrss / MIB
+        initialized = float("nan")
     else:
         client = (Lsp if front == "serve" else Ndjson)([BRIDGE, front], env)
         init = {"capabilities": {}} if front == "serve" else {"protocolVersion": 1, "clientCapabilities": {}}
         client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
-        client.answer(1)
+        initialized = client.answer(1)[0]
         if front == "serve":
             client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(ws), "mcpServers": []}})
@@ -97,6 +112,8 @@ def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path) -> 
     return {
         "first_request_s": requests[0].received_at - started,
         "first_gap_s": gaps[0],
+        "first_result_s": requests[1].received_at - started,
+        "initialize_s": initialized - started,
         "later_gaps_s": statistics.median(gaps[1:]),
         "peak_rss_mib": rss,
     }
@@ -109,9 +126,56 @@ def floor_run(model: OfflineServer, env: dict[str, str], body: Path) -> float:
     return model.wait_for_requests_sync(n + 1)[n].received_at - child.started
 
 
-def main() -> None:
-    cells = [(front, used, proxy) for front in FRONT_ENDS for used in (False, True) for proxy in (False, True)]
-    samples: dict[tuple[str, bool, bool], list[dict[str, float]]] = {cell: [] for cell in cells}
+@dataclass(frozen=True)
+class Cell:
+    """One line of a table: a front end started in one setting (`env`: variables set, or removed when None;
+    `settings`: the user's settings.json; `used`: the HOME had one start before)."""
+
+    front: str
+    label: str
+    used: bool = False
+    env: tuple[tuple[str, str | None], ...] = ()
+    settings: str | None = None
+
+
+def matrix_cells() -> list[Cell]:
+    return [
+        Cell(front, f"{'used' if used else 'fresh':5} {'set' if proxy else '-':8}", used, no_proxy(proxy))
+        for front in FRONT_ENDS
+        for used in (False, True)
+        for proxy in (False, True)
+    ]
+
+
+def no_proxy(on: bool) -> tuple[tuple[str, str | None], ...]:
+    return tuple((name, NO_PROXY if on else None) for name in ("NO_PROXY", "no_proxy"))
+
+
+def mechanism_cells() -> list[Cell]:
+    """Each start-up mechanism (issue 26 item 5) on and off, the rest alike (used HOME, no NO_PROXY):
+    - the kept `initialize` answer (bridge/server/fast_initialize.py): off in a fresh HOME, which has none;
+    - the predicted first request sent ahead (bridge/cli/first_request.py): off where the user's settings name
+      `hooks` (an empty object: nothing runs, but a hook could change the prompt, so nothing is sent ahead);
+    - the SDK's bytes sent without the SDK (bridge/model/direct.py): off with AGENT_BRIDGE_MODEL_TRANSPORT=sdk (the
+      SDK's import; send-ahead needs the direct transport, so it is off too)."""
+    sdk = (("AGENT_BRIDGE_MODEL_TRANSPORT", "sdk"),)
+    cells = [
+        Cell("run", "all on", True),
+        Cell("run", "no send-ahead", True, settings='{"hooks": {}}'),
+        Cell("run", "SDK transport", True, sdk),
+    ]
+    for front in ("serve", "acp"):
+        cells += [
+            Cell(front, "all on", True),
+            Cell(front, "no kept initialize", False),
+            Cell(front, "SDK transport", True, sdk),
+        ]
+    return cells
+
+
+def measure(cells: list[Cell]) -> tuple[dict[Cell, list[dict[str, float]]], list[float]]:
+    """Every cell RUNS times, interleaved with the floor (load changes hit every cell and the floor alike)."""
+    samples: dict[Cell, list[dict[str, float]]] = {cell: [] for cell in cells}
     floors: list[float] = []
     scenario = Scenario.from_responder(answer, name="startup")
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp, OfflineServer(scenario) as model:
@@ -124,49 +188,84 @@ def main() -> None:
         Child.spawn([BRIDGE, "run", "go", "--non-interactive", "--cwd", str(ws)], warm).reap(120)
         body.write_bytes(model.requests[0].raw)
         for i in range(RUNS):
-            for cell in cells:  # interleaved: load changes hit every cell and the floor alike
-                front, used, proxy = cell
-                home = root / f"{front}-{'used' if used else 'fresh'}-{int(proxy)}-{i}"
-                env = env_for(model, home)
-                for name in ("NO_PROXY", "no_proxy"):
-                    if proxy:
-                        env[name] = NO_PROXY
-                    else:
+            for n, cell in enumerate(cells):
+                env = env_for(model, root / f"{cell.front}-{n}-{i}")
+                for name, value in cell.env:
+                    if value is None:
                         env.pop(name, None)
-                if used:
-                    one_run(front, model, env, ws)  # the HOME's first start: not counted
-                samples[cell].append(one_run(front, model, env, ws))
+                    else:
+                        env[name] = value
+                if cell.settings is not None:
+                    config = Path(env["AGENT_BRIDGE_CONFIG_DIR"])
+                    config.mkdir(parents=True, exist_ok=True)
+                    (config / "settings.json").write_text(cell.settings)
+                if cell.used:
+                    one_run(cell.front, model, env, ws)  # the HOME's first start: not counted
+                samples[cell].append(one_run(cell.front, model, env, ws))
                 floors.append(floor_run(model, env_for(model, root / f"floor-{i}"), body))
-    floor = statistics.median(floors)
+    return samples, floors
+
+
+def report(cells: list[Cell], samples: dict[Cell, list[dict[str, float]]], floor: float, *, verdicts: bool) -> int:
+    """One line a cell; the cells that fail their limits (counted only with `verdicts`)."""
     print(
-        f"floor (python + httpx2 posting the bridge's first request): median {floor * 1000:.0f} ms, "
-        f"p95 {p95(floors) * 1000:.0f} ms, {len(floors)} runs"
-    )
-    print(
-        f"{'front':6} {'HOME':5} {'NO_PROXY':8}  {'first request ms (x floor)':30} {'gap 1 / later':14} "
-        f"{'peak RSS MiB':12} verdict"
+        f"{'front':6} {'setting':19} {'init':7} {'first request ms (x floor)':30} {'gap 1 / later':16} "
+        f"{'to 1st result':13} {'peak RSS MiB':12} {'verdict' if verdicts else ''}"
     )
     failed = 0
     for cell in cells:
-        front, used, proxy = cell
         runs = samples[cell]
         first = [r["first_request_s"] for r in runs]
         ratio = statistics.median(first) / floor
         gap_ratio = statistics.median([r["first_gap_s"] / r["later_gaps_s"] for r in runs])
         rss = statistics.median([r["peak_rss_mib"] for r in runs])
-        limit = 1.5 if front == "run" else 2.0
-        ok = ratio <= limit and gap_ratio <= 1.5 and (front != "run" or rss <= 0.3 * CLAUDE_CODE_RSS_MIB)
+        limit = 1.5 if cell.front == "run" else 2.0
+        ok = ratio <= limit and gap_ratio <= 1.5 and (cell.front != "run" or rss <= 0.3 * CLAUDE_CODE_RSS_MIB)
         failed += not ok
         first_text = f"{statistics.median(first) * 1000:4.0f} / p95 {p95(first) * 1000:4.0f} ({ratio:.2f}x <= {limit})"
         gaps = (
             f"{statistics.median([r['first_gap_s'] for r in runs]) * 1000:3.0f}/"
             f"{statistics.median([r['later_gaps_s'] for r in runs]) * 1000:3.0f} ms {gap_ratio:.2f}x"
         )
+        result = f"{statistics.median([r['first_result_s'] for r in runs]) * 1000:5.0f} ms"
+        verdict = ("ok" if ok else "FAIL") if verdicts else ""
+        init = statistics.median([r["initialize_s"] for r in runs]) * 1000
         print(
-            f"{front:6} {'used' if used else 'fresh':5} {'set' if proxy else '-':8}  {first_text:30} {gaps:14} "
-            f"{'' if rss != rss else f'{rss:.0f}':12} {'ok' if ok else 'FAIL'}"
+            f"{cell.front:6} {cell.label:19} {'' if init != init else f'{init:4.0f} ms':7} {first_text:30} {gaps:16} "
+            f"{result:13} {'' if rss != rss else f'{rss:.0f}':12} {verdict}"
         )
-    print(f"{len(cells) - failed} of {len(cells)} cells ok")
+    return failed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--mechanisms",
+        action="store_true",
+        help="instead of the matrix: each start-up mechanism on and off (what each one buys), no verdicts",
+    )
+    parser.add_argument(
+        "--model-ms",
+        type=float,
+        default=0.0,
+        help="the model takes this long over each answer (default 0: it answers at once, so nothing the bridge "
+        "loads after the first request overlaps it; a real model takes 0.5-2 s)",
+    )
+    args = parser.parse_args()
+    global MODEL_MS
+    MODEL_MS = args.model_ms
+    if not compileall.compile_dir(ROOT / "bridge", quiet=1):
+        sys.exit("compiling the bridge's bytecode failed")
+    cells = mechanism_cells() if args.mechanisms else matrix_cells()
+    samples, floors = measure(cells)
+    floor = statistics.median(floors)
+    print(
+        f"floor (python + httpx2 posting the bridge's first request): median {floor * 1000:.0f} ms, "
+        f"p95 {p95(floors) * 1000:.0f} ms, {len(floors)} runs"
+    )
+    failed = report(cells, samples, floor, verdicts=not args.mechanisms)
+    if not args.mechanisms:
+        print(f"{len(cells) - failed} of {len(cells)} cells ok")
 
 
 if __name__ == "__main__":

@@ -40,3 +40,17 @@ def test_every_tool_schema_has_a_description_and_no_pydantic_titles() -> None:
         assert schema["description"].strip(), tool.name
         assert schema["input_schema"]["type"] == "object", tool.name
         assert "title" not in _keys(schema["input_schema"]), tool.name
+
+
+def test_each_request_gets_its_own_copy_of_the_schemas_worked_out_once() -> None:
+    """Every request sends every tool's schema: pydantic works each out once per process (issue 26: it was a
+    tenth of each tool round trip), and whoever changes the copy it got changes no other request's."""
+    from bridge.tools.base import lean_schema
+
+    for tool in core_tools():
+        first = tool.schema()
+        first["input_schema"]["properties"].clear()
+        first["input_schema"]["required"] = ["changed"]
+        again = tool.schema()
+        assert again["input_schema"] == lean_schema(tool.input_model.model_json_schema()), tool.name
+        assert again["input_schema"] is not tool.schema()["input_schema"]

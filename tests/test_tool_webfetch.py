@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -274,3 +276,15 @@ def test_contract_fields() -> None:
     assert tool.kind == "fetch" and tool.interrupt_behavior == "cancel"
     assert tool.is_read_only(data) and tool.is_concurrency_safe(data)
     assert tool.user_facing_title(data) == "Fetch https://example.com"
+
+
+def test_loading_the_bridge_leaves_httpx_to_the_first_fetch() -> None:
+    """httpx (a tenth of a second to import) is WebFetch's alone: a session loads without it, so the first tool
+    call after `run`'s early request doesn't wait for it (issue 26 item 3); a URL checked loads it."""
+    probe = (
+        "import sys; sys.modules.setdefault('httpx._main', None); import bridge.cli.terminal; "
+        "print('httpx' in sys.modules); from bridge.tools.web_fetch import parse_url; "
+        "parse_url('https://example.com/'); print('httpx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"]

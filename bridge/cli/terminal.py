@@ -397,6 +397,7 @@ async def run_prompt_async(
             view.paint(RED, "⚠ --dangerously-approve-all: every permission question is answered yes without asking")
         )
     agent = Agent(config)
+    agent.start_warming()
     if ahead is not None and isinstance(agent.model, AnthropicModel):
         agent.model.adopt(ahead)
     terminal = TerminalPrompter(view, approve_all=approve_all)

@@ -321,6 +321,13 @@ class ProcessRegistry:
             return
         self._ensure_watchdog()
 
+    def start_watchdog(self) -> None:
+        """Start the watchdog now instead of with the first entry, whose command would wait for its spawn (see
+        `ProcessSupervisor.warm_up`). With no file yet, a bridge that dies leaves it nothing to do."""
+        with self._lock:
+            if not self._closed:
+                self._ensure_watchdog()
+
     def _ensure_watchdog(self) -> None:
         if self._watchdog is not None and self._watchdog.poll() is None:
             return

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from bridge.execution import host
 from bridge.execution.bwrap import bwrap_argv, probe_bwrap
-from bridge.execution.limits import Bounds, bounds_for, limits_for
+from bridge.execution.limits import Bounds, backend, bounds_for, limits_for
 from bridge.execution.managed import Launch
 from bridge.execution.registry import ProcessRegistry
 from bridge.execution.sandbox_notes import refusal_notes
@@ -76,6 +76,19 @@ def probe() -> Availability:
     if host.windows():
         return Availability(False, None, "Windows has no OS sandbox the bridge can use", "none")
     return probe_bwrap()
+
+
+def warm_up() -> None:
+    """Make ahead the once-per-process checks the first command would make: which resource limits this machine
+    has (cgroup probes) and whether the sandbox can start (a trial `bwrap`). Tens of milliseconds, mostly spent
+    waiting on the kernel: a front end runs this on a worker thread while the rest of the bridge loads, so they
+    overlap the load instead of adding to the first tool call. Both answers are kept for the process; whatever
+    fails here is met again, and reported, by the first command that needs it."""
+    try:
+        backend()
+        probe()
+    except Exception:
+        log.info("checking the sandbox ahead failed; the first command checks again", exc_info=True)
 
 
 # -- one command -----------------------------------------------------------------------------------------

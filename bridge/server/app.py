@@ -92,6 +92,7 @@ class BridgeServer(LanguageServer):
             for problem in problems:
                 self.notice(None, problem, "warning")
             self._agent = Agent(config)
+            self._agent.start_warming()
         return self._agent
 
     @property

@@ -1,6 +1,7 @@
 """Start-up of `serve` and `acp` after `initialize` is answered: the rest of the bridge loads in steps, one turn
 of the event loop each, so a request that arrives meanwhile is answered in order between them; the anthropic SDK,
-when no wire profile covers it, loads on a thread of its own (`sdk_loaded` is what a prompt waits for)."""
+when no wire profile covers it, loads on a thread of its own (`sdk_loaded` is what a prompt waits for), and so do
+the sandbox's once-per-process checks."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def warm_up() -> None:
     is imported here, on the loop, before that thread starts, so the two never import the same modules at once
     (Python's import locks)."""
     loop = asyncio.get_running_loop()
-    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _load_transport]
+    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _warm_sandbox, _load_transport]
 
     def step(index: int) -> None:
         try:
@@ -45,6 +46,14 @@ def _load_tools() -> None:
 
     for tool in core_tools():  # loads what writing the schemas takes
         tool.schema()
+
+
+def _warm_sandbox() -> None:
+    """The first command's once-per-process checks, on a thread of their own (they wait on the kernel, and import
+    nothing: `_load_domain` did)."""
+    from bridge.execution.sandbox import warm_up
+
+    threading.Thread(target=warm_up, name="sandbox-warm-up", daemon=True).start()
 
 
 _sdk_import: concurrent.futures.Future[None] | None = None

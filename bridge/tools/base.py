@@ -17,6 +17,7 @@ plan mode); the engine judges by them and names no tool (bridge/permissions/fact
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -318,11 +319,20 @@ class Tool(Generic[In]):
 
     def schema(self) -> dict[str, Any]:
         """The tool definition sent to the model."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": lean_schema(self.input_model.model_json_schema()),
-        }
+        return {"name": self.name, "description": self.description, "input_schema": input_schema(self.input_model)}
+
+
+_INPUT_SCHEMAS: dict[type[BaseModel], str] = {}
+
+
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`model`'s lean JSON schema. Every request sends every tool's: pydantic works each out once per process (it
+    took about a tenth of a tool round trip), kept as JSON text so each caller gets a copy of its own."""
+    text = _INPUT_SCHEMAS.get(model)
+    if text is None:
+        text = _INPUT_SCHEMAS[model] = json.dumps(lean_schema(model.model_json_schema()), ensure_ascii=False)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def lean_schema(schema: Any, *, _in_properties: bool = False) -> Any:

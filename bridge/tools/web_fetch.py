@@ -13,17 +13,19 @@ import functools
 import ipaddress
 import re
 from html.parser import HTMLParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 import anyio
-import httpx
 from pydantic import Field
 
 from bridge.abort import cancel_on_abort
 from bridge.permissions.facts import RuleForm
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
 from bridge.tools.paths import looks_binary
+
+if TYPE_CHECKING:
+    import httpx  # imported by the calls that fetch: a tenth of a second no session pays until it fetches
 
 MAX_URL_CHARS = 2_000
 REDIRECT_CODES = {301, 302, 303, 307, 308}
@@ -40,6 +42,8 @@ class WebFetchInput(ToolInput):
 
 def parse_url(raw: str) -> httpx.URL:
     """The URL to fetch, or a `ToolError`. http becomes https unless the host is loopback."""
+    import httpx
+
     if len(raw) > MAX_URL_CHARS:
         raise ToolError(f"The URL is longer than {MAX_URL_CHARS} characters.")
     try:
@@ -335,6 +339,8 @@ class WebFetchTool(Tool[WebFetchInput]):
         return f"Fetch {data.url}"
 
     async def call(self, data: WebFetchInput, ctx: ToolContext) -> ToolResult:
+        import httpx
+
         url = parse_url(data.url)
         result: ToolResult | None = None
         with cancel_on_abort(ctx.abort):
@@ -350,6 +356,8 @@ class WebFetchTool(Tool[WebFetchInput]):
         return result
 
     async def _fetch(self, url: httpx.URL, prompt: str) -> ToolResult:
+        import httpx
+
         timeout = httpx.Timeout(self.timeout_s)
         headers = {"User-Agent": USER_AGENT, "Accept": "text/html, text/markdown, text/plain, */*;q=0.5"}
         # Proxies from the environment apply to the web, not to this machine's own loopback servers.

@@ -6,6 +6,7 @@ Survivors are found independently, through the TEST_MARK each test command expor
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -230,3 +231,25 @@ async def test_a_killed_bridge_leaves_nothing_running(tmp_path: Path, sandboxed:
     if sandboxed:
         assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == []
         assert not any(c.exists() for c in cgroups)  # the command's cgroups were removed too
+
+
+async def test_the_watchdog_started_ahead_watches_the_first_command_and_goes_at_a_clean_exit(tmp_path: Path) -> None:
+    """`warm_up` (off the loop, while a front end loads) starts the watchdog before any command, so the first
+    command's start doesn't wait for it (issue 26 item 3); the first command is then in the registry it watches,
+    and a clean shutdown still lets it go at once."""
+    supervisor = ProcessSupervisor(data_dir=tmp_path)
+    assert supervisor.registry is not None and supervisor.registry.watchdog_pid is None  # the control
+    await asyncio.to_thread(supervisor.warm_up)
+    watchdog = supervisor.registry.watchdog_pid
+    assert watchdog is not None and alive(watchdog)
+    assert not registry_files(tmp_path)  # nothing to name yet
+    proc = await supervisor.spawn(shell_argv("sleep 300"), cwd="/", env=command_environment())
+    (file,) = registry_files(tmp_path)
+    assert json.loads(file.read_text())["tokens"] == [proc.token]
+    assert supervisor.registry.watchdog_pid == watchdog  # the same one, not a second
+    supervisor.terminate(proc)
+    assert await supervisor.wait_gone(proc, 5)
+    started = time.monotonic()
+    await supervisor.shutdown()
+    assert time.monotonic() - started < EXIT_GRACE / 2
+    assert not alive(watchdog) and not registry_files(tmp_path)

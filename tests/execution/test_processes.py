@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.execution import signals
+from bridge.execution import proctable, signals
 from bridge.execution import supervisor as processes
 from bridge.execution.supervisor import ManagedProcess, ProcessSupervisor, command_environment, shell_argv
 from tests.platforms import linux_extras
@@ -325,3 +325,20 @@ async def test_a_wider_stop_grace_delays_the_escalation(tmp_path: Path) -> None:
     assert await asyncio.wait_for(done.wait(), 60) == 0
     stamps = [float(line) for line in log.read_text().split()]
     assert len(stamps) == 2 and stamps[1] - stamps[0] >= 1.0, stamps
+
+
+async def test_the_environments_of_processes_older_than_the_bridge_are_never_read(
+    supervisor: ProcessSupervisor,
+) -> None:
+    """The tracking token is only in what our commands started, all of it younger than this process: reading every
+    older process's environment made the first sweep on a busy machine tens of milliseconds (issue 26)."""
+    born = proctable.start_time(os.getpid())
+    assert born is not None
+    assert any(info.start < born for info in proctable.scan().values())  # (init, at least)
+    mark = uuid.uuid4().hex
+    proc, _ = await spawn_marked(supervisor, ESCAPING, mark)
+    await poll(lambda: len(marked_pids(mark)) >= 4)
+    assert set(marked_pids(mark)) <= set(supervisor.live_pids())  # what escaped is still found by its token
+    assert not [key for key in supervisor._env_tokens if key[1] < born]
+    supervisor.terminate(proc)
+    assert await supervisor.wait_all_gone(5)
