@@ -32,28 +32,29 @@ component walk (tests cover both). Only the standard library is used: this is th
 
 from __future__ import annotations
 
+from bridge.safefs.errors import (
+    Changed,
+    LinkOut,
+    NotRegular,
+    Outside,
+    TooBig,
+    UnsafePath,
+    Unverifiable,
+    WrittenElsewhere,
+    describe_mode,
+)
 from bridge.safefs.opens import (
     FORCE_ENV,
     O_PATH,
     READ_FLAGS,
     Beneath,
-    Changed,
-    LinkOut,
-    NotRegular,
-    Opened,
-    Outside,
-    TooBig,
-    UnsafePath,
-    describe_mode,
-    open_beneath,
+    backend,
     open_exact,
     openat2_available,
     read_all,
-    read_regular,
-    real_roots,
-    resolve,
     stat_exact,
 )
+from bridge.safefs.resolution import Opened, open_beneath, read_regular, real_roots, resolve
 from bridge.safefs.watch import NameWatch
 from bridge.safefs.writes import Written, make_dirs_exact, write_exact
 
@@ -70,7 +71,10 @@ __all__ = [
     "Outside",
     "TooBig",
     "UnsafePath",
+    "Unverifiable",
     "Written",
+    "WrittenElsewhere",
+    "backend",
     "describe_mode",
     "make_dirs_exact",
     "open_beneath",
