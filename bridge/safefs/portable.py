@@ -9,9 +9,10 @@ path, opens it by name, then proves that what it opened is what it judged, and r
    serial number and the file index) is kept;
 2. the final name is looked at: a link there is refused before anything is opened;
 3. it is opened by name: `O_NOFOLLOW` where the OS has it (Windows has not: there the open follows, and the
-   checks below catch it; forced on Linux, it is left out too, so the tests here run what Windows runs); `O_TRUNC` is held back until the proof is done, so a victim reached through a link
-   is never truncated; `O_CREAT` only with `O_EXCL` for a name that did not exist (POSIX fails it on a link
-   rather than create through one);
+   checks below catch it; forced on Linux, it is left out too, so the tests here run what Windows runs);
+   `O_TRUNC` is held back until the proof is done, so a victim reached through a link is never truncated;
+   `O_CREAT` only with `O_EXCL` for a name that did not exist (POSIX fails it on a link rather than create
+   through one);
 4. the handle's identity (`fstat`) must be the identity the final name had before the open and has after it
    (`lstat`), and the directories on the way are looked at again, once before and once after that `lstat`,
    and must be the same directories, still not links.
