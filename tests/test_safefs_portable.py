@@ -142,6 +142,28 @@ def test_a_file_without_identity_is_refused() -> None:
     assert "no identity" in str(caught.value)
 
 
+# ---- opens that create and truncate ----------------------------------------------------------------------------
+
+
+def test_creating_and_truncating_opens_do_what_open_does(backend: str, arena: Arena) -> None:
+    """The portable back end rewrites the flags (`O_EXCL` for a new name, `O_TRUNC` after the proof): what the
+    caller sees is still `open(2)`'s answer."""
+    new = arena.ws / "d" / "new.txt"
+    fd = safefs.open_exact(new, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"made\n")
+    os.close(fd)
+    assert new.read_bytes() == b"made\n"
+    os.close(safefs.open_exact(new, os.O_WRONLY | os.O_CREAT))  # exists: opened, not recreated
+    assert new.read_bytes() == b"made\n"
+    with pytest.raises(FileExistsError):
+        safefs.open_exact(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.close(safefs.open_exact(new, os.O_WRONLY | os.O_TRUNC))
+    assert new.read_bytes() == b""
+    with pytest.raises(FileNotFoundError):
+        safefs.open_exact(arena.ws / "d" / "missing.txt", os.O_WRONLY)
+    assert sorted(p.name for p in (arena.ws / "d").iterdir()) == ["f", "new.txt"]
+
+
 # ---- races -----------------------------------------------------------------------------------------------------
 
 

@@ -184,11 +184,12 @@ def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
         if not flags & os.O_CREAT:
             raise
         before = None
+    exclusive = flags & os.O_CREAT and flags & os.O_EXCL  # the caller's: a name that exists is its error
     flags |= NOFOLLOW | ALWAYS
     if before is not None:
         if is_link(before):
             raise Changed(shown)
-        if flags & os.O_CREAT and flags & os.O_EXCL:
+        if exclusive:
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
         if DIRECTORY and flags & DIRECTORY and not stat.S_ISDIR(before.st_mode):
             raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
@@ -204,6 +205,8 @@ def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
         fd = os.open(path, flags & ~os.O_TRUNC, mode)
     except OSError as error:
         # ELOOP (EMLINK on FreeBSD): O_NOFOLLOW met a link; EEXIST/ENOENT: the name changed since it was looked at
+        if error.errno == errno.EEXIST and exclusive:
+            raise
         if error.errno in (errno.ELOOP, errno.EMLINK, errno.EEXIST if before is None else errno.ENOENT):
             raise Changed(shown) from None
         raise
