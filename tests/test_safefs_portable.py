@@ -146,6 +146,17 @@ def test_symlinks_and_junctions_are_links_cloud_files_are_not(tmp_path: Path) ->
     assert portable.is_link(os.lstat(tmp_path / "l"))  # and a real one here
 
 
+def test_windows_identities_agree_on_the_volume_serials_low_32_bits() -> None:
+    """Windows gives a volume's serial number as 64 bits on one path and 32 on another: a file is the same file
+    whichever `fstat` and `lstat` took; on POSIX the device number is compared whole."""
+    wide = os.stat_result((stat.S_IFREG, 5, 0xABCD_1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    narrow = os.stat_result((stat.S_IFREG, 5, 0x1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    other_file = os.stat_result((stat.S_IFREG, 6, 0x1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    assert portable.identity(wide, "x", windows=True) == portable.identity(narrow, "x", windows=True)
+    assert portable.identity(other_file, "x", windows=True) != portable.identity(narrow, "x", windows=True)
+    assert portable.identity(wide, "x", windows=False) != portable.identity(narrow, "x", windows=False)
+
+
 def test_a_file_without_identity_is_refused() -> None:
     """A file system that gives no file index (st_ino 0) leaves nothing to prove an open by: refused."""
     with pytest.raises(safefs.Unverifiable) as caught:

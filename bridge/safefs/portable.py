@@ -81,10 +81,14 @@ def is_link(st: os.stat_result) -> bool:
     return tag is None or bool(tag & _NAME_SURROGATE)
 
 
-def identity(st: os.stat_result, path: str) -> Identity:
+def identity(st: os.stat_result, path: str, *, windows: bool = os.name == "nt") -> Identity:
+    """(device, file) as a stat result says. On Windows the device is the volume serial number, which the OS
+    gives as 64 bits on one path and 32 on another (`GetFileInformationByName` and `FileIdInfo` against the
+    older calls: libuv and Node met `fstat` and `lstat` disagreeing on it); its low 32 bits are what both carry.
+    A file without an index (`st_ino` 0) has no identity to prove anything by: `Unverifiable`."""
     if st.st_ino == 0:
         raise Unverifiable(path)
-    return (st.st_dev, st.st_ino)
+    return (st.st_dev & 0xFFFFFFFF if windows else st.st_dev, st.st_ino)
 
 
 # ---- paths: POSIX's and Windows' (the functions take the flavour, so Windows paths are tested here) ----------
