@@ -27,7 +27,9 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import pytest
 
+from bridge import safefs
 from bridge.abort import Abort
 from bridge.loop.events import LoopEvent, ToolCallFinished
 from bridge.loop.executor import ToolEnvironment, ToolExecutor
@@ -118,6 +120,25 @@ while not stop:
             shared[:8] = struct.pack("Q", changes)
 print(flips, flush=True)
 """
+
+
+BACKENDS = ["openat2", "walk", "portable"]
+
+
+def use_backend(name: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Make bridge/safefs open files through the back end `name` for this test, or skip: `openat2` where the
+    kernel has it, the `O_NOFOLLOW` walk (forced), the portable check-after-open back end (forced). A run that
+    takes the portable back end anyway (`AGENT_BRIDGE_PORTABLE=1`, or no `dir_fd` here) runs only that one."""
+    monkeypatch.delenv(safefs.FORCE_ENV, raising=False)
+    natural = safefs.backend()
+    if name != "portable" and natural == "portable":
+        pytest.skip("this run takes the portable back end only (AGENT_BRIDGE_PORTABLE=1, or no dir_fd here)")
+    if name == "openat2" and natural != "openat2":
+        pytest.skip("openat2 is not available on this kernel")
+    if name != "openat2":
+        monkeypatch.setenv(safefs.FORCE_ENV, name)
+    assert safefs.backend() == name
+    return name
 
 
 class ByNameEditor(DocumentSource):

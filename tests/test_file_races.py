@@ -7,8 +7,9 @@ race and must leak, so the race is real.
 `ReadViaEditor` is Read through an ACP editor that reads files by name (as Zed does for a file it has no buffer
 for): the names on the way are watched while it answers.
 
-`FSRACE_ITERATIONS` calls per tool (default small for CI; scripts/bench_fsrace.py runs 1,000). Both back ends:
-the kernel's openat2 and the O_NOFOLLOW walk (`AGENT_BRIDGE_SAFEFS=walk`)."""
+`FSRACE_ITERATIONS` calls per tool (default small for CI; scripts/bench_fsrace.py runs 1,000). Every back end:
+the kernel's openat2, the O_NOFOLLOW walk (`AGENT_BRIDGE_SAFEFS=walk`) and the portable check-after-open one
+that Windows takes (`AGENT_BRIDGE_SAFEFS=portable`)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from bridge import safefs
-from tests.file_races import Arena, control, race
+from tests.file_races import BACKENDS, Arena, control, race, use_backend
 
 ITERATIONS = int(os.environ.get("FSRACE_ITERATIONS", "40"))
 TOOLS = ["Read", "ReadViaEditor", "Write", "Edit", "NotebookEdit", "Grep", "Glob"]
 
 
-@pytest.fixture(params=["openat2", "walk"])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "walk":
-        monkeypatch.setenv(safefs.FORCE_ENV, "walk")
-    elif not safefs.openat2_available():
-        pytest.skip("openat2 is not available on this kernel")
-    return str(request.param)
+    return use_backend(str(request.param), monkeypatch)
 
 
 @pytest.mark.parametrize("tool", TOOLS)

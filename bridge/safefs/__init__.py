@@ -25,35 +25,41 @@ the time it is opened). So every open here is *exact*:
   name in that directory, whatever it is at that moment, so a flip to a symlink cannot redirect the write.
   The mode (and, where allowed, the owner) of the file replaced is kept.
 
-Nothing here follows a path by name after checking it. Errors are `OSError`s (the kernel's, or the
-subclasses of `UnsafePath` below, with a message a person can act on). `AGENT_BRIDGE_SAFEFS=walk` forces the
-component walk (tests cover both). Only the standard library is used: this is the ground layer.
+Nothing here follows a path by name after checking it — where the OS has `dir_fd`. Where it has not (Windows),
+the same interface runs on the check-after-open back end (portable.py): open by name, then prove that the
+handle is the file judged (its identity against the name's, the directories on the way unchanged and not
+links, before and after), refusing with the same errors; weaker by a window its docstring names.
+`backend()` says which runs: chosen by capability; `AGENT_BRIDGE_SAFEFS=walk` forces the component walk and
+`AGENT_BRIDGE_SAFEFS=portable` (or the bridge-wide `AGENT_BRIDGE_PORTABLE=1`) the portable back end (tests
+cover all three). Errors are `OSError`s (the kernel's, or the subclasses of `UnsafePath`, errors.py, with a
+message a person can act on). Only the standard library is used: this is the ground layer.
 """
 
 from __future__ import annotations
 
+from bridge.safefs.errors import (
+    Changed,
+    LinkOut,
+    NotRegular,
+    Outside,
+    TooBig,
+    UnsafePath,
+    Unverifiable,
+    WrittenElsewhere,
+    describe_mode,
+)
 from bridge.safefs.opens import (
     FORCE_ENV,
     O_PATH,
     READ_FLAGS,
     Beneath,
-    Changed,
-    LinkOut,
-    NotRegular,
-    Opened,
-    Outside,
-    TooBig,
-    UnsafePath,
-    describe_mode,
-    open_beneath,
+    backend,
     open_exact,
     openat2_available,
     read_all,
-    read_regular,
-    real_roots,
-    resolve,
     stat_exact,
 )
+from bridge.safefs.resolution import Opened, open_beneath, read_regular, real_roots, resolve
 from bridge.safefs.watch import NameWatch
 from bridge.safefs.writes import Written, make_dirs_exact, write_exact
 
@@ -70,7 +76,10 @@ __all__ = [
     "Outside",
     "TooBig",
     "UnsafePath",
+    "Unverifiable",
     "Written",
+    "WrittenElsewhere",
+    "backend",
     "describe_mode",
     "make_dirs_exact",
     "open_beneath",

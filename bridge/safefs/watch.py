@@ -6,6 +6,7 @@ import ctypes
 import errno
 import os
 import struct
+import sys
 from collections.abc import Sequence
 
 from bridge.safefs.opens import _DIR_FLAGS, open_exact
@@ -55,7 +56,7 @@ class NameWatch:
 
     @staticmethod
     def available() -> bool:
-        return os.uname().sysname == "Linux" and os.path.isdir("/proc/self/fd")
+        return sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
 
     def changed(self) -> bool:
         """Any watched name changed (or something was lost) since the watch was set."""

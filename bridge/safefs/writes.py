@@ -9,20 +9,18 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.safefs.opens import (
-    _DIR_FLAGS,
-    _NOFOLLOW,
-    Beneath,
-    Changed,
-    _checked_fd,
-    _is_link,
-    _parts,
-)
+from bridge.safefs import portable
+from bridge.safefs.errors import Changed
+from bridge.safefs.opens import _DIR_FLAGS, _NOFOLLOW, Beneath, _checked_fd, _is_link, _parts, backend
 
 
 def make_dirs_exact(real_dir: str | Path, mode: int = 0o777) -> None:
     """`mkdir -p` of the link-free path `real_dir`: each missing directory is created in its exactly opened
-    parent (`mkdirat`), and a symlink on the way raises `Changed` (nothing is created through it)."""
+    parent (`mkdirat`), and a symlink on the way raises `Changed` (nothing is created through it). The portable
+    back end looks at each directory by name instead (portable.py says what that leaves open)."""
+    if backend() == "portable":
+        portable.make_dirs(os.fspath(real_dir), mode)
+        return
     parts = _parts(os.fspath(real_dir))
     fd = os.open("/", _DIR_FLAGS)
     try:
@@ -66,8 +64,13 @@ def write_exact(
     None keeps the replaced file's mode (and owner, where allowed), `new_mode` for a new file.
     `create_only`: refuse (`FileExistsError`) when the name exists (checked again just before the rename). A
     directory at `real` is refused
-    (`IsADirectoryError`); a symlink there, which the caller's check did not see, raises `Changed`."""
+    (`IsADirectoryError`); a symlink there, which the caller's check did not see, raises `Changed`.
+    The portable back end (no `dir_fd`) proves the temp file's place before and after writing it and the
+    name's after the rename (`WrittenElsewhere` when that fails): portable.py says what that leaves open."""
     text = os.fspath(real)
+    if backend() == "portable":
+        st, replaced = portable.replace_file(text, data, mode=mode, create_only=create_only, new_mode=new_mode)
+        return Written(st, replaced)
     parts = _parts(text)
     if not parts:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), text)

@@ -1,0 +1,420 @@
+"""The check-after-open back end, for platforms whose `os.open` takes no `dir_fd` (Windows).
+
+Without `openat` nothing can be opened relative to a directory already checked: every open is by full name,
+and the OS follows whatever symlinks and junctions are on the way at that moment. So this back end judges the
+path, opens it by name, then proves that what it opened is what it judged, and refuses (`Changed`) otherwise:
+
+1. every directory on the way is looked at (`lstat`): it must be a directory, not a symlink or a junction (a
+   name-surrogate reparse point), and its identity (`st_dev`, `st_ino`; Windows fills them from the volume
+   serial number and the file index) is kept;
+2. the final name is looked at: a link there is refused before anything is opened;
+3. it is opened by name: `O_NOFOLLOW` where the OS has it (Windows has not: there the open follows, and the
+   checks below catch it; forced on Linux, it is left out too, so the tests here run what Windows runs);
+   `O_TRUNC` is held back until the proof is done, so a victim reached through a link is never truncated;
+   `O_CREAT` only with `O_EXCL` for a name that did not exist (POSIX fails it on a link rather than create
+   through one);
+4. the handle's identity (`fstat`) must be the identity the final name had before the open and has after it
+   (`lstat`), and the directories on the way are looked at again, once before and once after that `lstat`,
+   and must be the same directories, still not links.
+
+A write creates a temp file beside the target (`O_EXCL`), proves it is where it was judged to be (as above),
+writes it, proves it again just before `os.replace` renames it over the name, and proves after the rename that
+the name now holds the file written, in the same directories (`WrittenElsewhere` when not).
+
+What this guarantees: a link (or junction) at the final name, there before the open or after it, is never read
+through or written through (its identity is not the name's); a directory on the way that is a link when it is
+looked at, or that is a different directory after the open than before, refuses the open; what the caller gets
+is a handle to the file that the judged path named, as far as anyone looking at that path between the checks
+could tell.
+
+What it cannot guarantee (the residual): each look is its own system call, by name. An attacker who can swap a
+directory on the way for a link to a place that holds a same-named file, *and back*, twice, inside the few
+microseconds between our looks (a link during the open and the final `lstat`, a directory during each look at
+the chain around it) gets a handle to the file out there. The flipping attacker of the race tests does not
+manage it (tests/test_safefs_portable.py; 0 in 400,000 opens under a swapping directory, measured once here),
+but it is possible in principle; the `dir_fd` back ends (opens.py) have no such window. Also: a file created
+before a proof failed (the temp file, or `O_CREAT`'s new file) is left where the swapped link led, empty (or,
+past such a double swap, with our content); a directory made by `make_dirs` likewise. While a directory on the
+way keeps flipping, nearly every write is refused (each look must find it in place), and a write that did land
+may be reported as `WrittenElsewhere` (the look after it met the link): refusals, never a write outside of the
+file judged. Hard links are out of scope here as in the other back ends. On Windows, `O_CREAT | O_EXCL`
+(CreateFile's `CREATE_NEW`) on a name that became a dangling symlink between the look and the open may create
+the link's target (POSIX refuses it), and a directory cannot be opened with `os.open` at all, so `Pinned.fd` is
+-1 there (its identities, kept, are what pin it). What would close the window on Windows is `NtCreateFile`
+relative to a directory handle (its `RootDirectory`, with `OBJ_DONT_REPARSE`): Windows' `openat`, not used here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ntpath
+import os
+import re
+import stat
+from types import ModuleType
+
+from bridge.safefs.errors import Changed, Unverifiable, WrittenElsewhere
+
+
+def _flag(name: str) -> int:
+    return int(getattr(os, name, 0))
+
+
+# O_NOFOLLOW where the OS has it and chose this back end (no dir_fd). Where the back end is only forced (Linux,
+# `AGENT_BRIDGE_SAFEFS=portable`), it is left out, so what runs there is what Windows runs: the proof alone.
+NOFOLLOW = 0 if os.open in os.supports_dir_fd else _flag("O_NOFOLLOW")
+ALWAYS = _flag("O_CLOEXEC") | _flag("O_NOINHERIT") | _flag("O_BINARY")  # Windows' os.open is text mode without
+DIRECTORY = _flag("O_DIRECTORY")
+CAN_OPEN_DIRS = os.name != "nt"  # Windows' os.open (the CRT's _wopen) refuses a directory
+_REPARSE_POINT = int(getattr(stat, "FILE_ATTRIBUTE_REPARSE_POINT", 0x400))
+_NAME_SURROGATE = 0x20000000  # IsReparseTagNameSurrogate: symlinks, junctions (not OneDrive or dedup files)
+
+Identity = tuple[int, int]
+Chain = list[tuple[str, Identity]]
+
+
+def is_link(st: os.stat_result) -> bool:
+    """A symlink, or a Windows reparse point that names another path (a junction, a mount point): what must not
+    be passed through. Other reparse points (cloud placeholders, deduplicated files) are files."""
+    if stat.S_ISLNK(st.st_mode):
+        return True
+    if not getattr(st, "st_file_attributes", 0) & _REPARSE_POINT:
+        return False
+    tag = getattr(st, "st_reparse_tag", None)
+    return tag is None or bool(tag & _NAME_SURROGATE)
+
+
+def identity(st: os.stat_result, path: str, *, windows: bool = os.name == "nt") -> Identity:
+    """(device, file) as a stat result says. On Windows the device is the volume serial number, which the OS
+    gives as 64 bits on one path and 32 on another (`GetFileInformationByName` and `FileIdInfo` against the
+    older calls: libuv and Node met `fstat` and `lstat` disagreeing on it); its low 32 bits are what both carry.
+    A file without an index (`st_ino` 0) has no identity to prove anything by: `Unverifiable`."""
+    if st.st_ino == 0:
+        raise Unverifiable(path)
+    return (st.st_dev & 0xFFFFFFFF if windows else st.st_dev, st.st_ino)
+
+
+# ---- paths: POSIX's and Windows' (the functions take the flavour, so Windows paths are tested here) ----------
+
+
+def _separators(flavour: ModuleType) -> str:
+    both: str = flavour.sep + (flavour.altsep or "")
+    return re.escape(both)
+
+
+def split_absolute(real: str, flavour: ModuleType = os.path) -> tuple[str, list[str]]:
+    """(anchor, components) of an absolute, normalized path: `/` or `C:\\` or `\\\\server\\share\\`, then names
+    without `.` or `..`. ValueError for anything else (a caller's bug: these are judged real paths)."""
+    drive, rest = flavour.splitdrive(real)
+    if flavour is ntpath and drive.startswith("\\\\?\\") and re.fullmatch(r"\\\\\?\\[A-Za-z]:", drive):
+        drive = drive[4:]  # the extended-length form of a drive path names the same place
+    if (flavour is ntpath and not drive) or not rest or rest[0] not in flavour.sep + (flavour.altsep or ""):
+        raise ValueError(f"not an absolute path: {real!r}")
+    parts = [p for p in re.split(f"[{_separators(flavour)}]", rest) if p]
+    if any(p in (".", "..") for p in parts):
+        raise ValueError(f"not a normalized path: {real!r}")
+    return drive + flavour.sep, parts
+
+
+def split_named(path: str, flavour: ModuleType = os.path) -> tuple[str, list[str]]:
+    """(anchor, components) of a path as named or as a link's target, `.` and `..` kept: anchor `` when
+    relative, the root (`/`, `C:\\`, `\\\\server\\share\\`) when absolute, and on Windows a bare separator for
+    a path rooted on the current drive (`\\x`). ValueError for Windows' drive-relative `C:x`."""
+    drive, rest = flavour.splitdrive(path)
+    if flavour is ntpath and re.fullmatch(r"\\\\\?\\[A-Za-z]:", drive):
+        drive = drive[4:]
+    rooted = rest[:1] in (flavour.sep, flavour.altsep or flavour.sep)
+    if drive and not rooted:
+        raise ValueError(f"a drive-relative path: {path!r}")
+    parts = re.split(f"[{_separators(flavour)}]", rest)
+    return (drive + flavour.sep if rooted else ""), parts
+
+
+def split_relative(relative: str, flavour: ModuleType = os.path) -> list[str]:
+    """The components of a plain relative path (no `..`, not absolute, no drive)."""
+    parts = [p for p in re.split(f"[{_separators(flavour)}]", relative) if p and p != "."]
+    if any(p == ".." for p in parts) or flavour.isabs(relative) or flavour.splitdrive(relative)[0]:
+        raise ValueError(f"not a plain relative path: {relative!r}")
+    return parts
+
+
+# ---- the chain of directories ------------------------------------------------------------------------------
+
+
+def chain_of(base: str, parts: list[str], shown: str) -> Chain:
+    """Look at each directory `base/parts[0]`, `base/parts[0]/parts[1]`, …: each must be a directory and not a
+    link (`Changed`); missing: `FileNotFoundError`; a file: `NotADirectoryError`. Their identities."""
+    out: Chain = []
+    path = base
+    for name in parts:
+        path = os.path.join(path, name)
+        st = os.lstat(path)
+        if is_link(st):
+            raise Changed(shown)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+        out.append((path, identity(st, path)))
+    return out
+
+
+def same_chain(chain: Chain, shown: str) -> None:
+    """The directories looked at before are the same directories now, and still not links (else `Changed`)."""
+    for path, known in chain:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            raise Changed(shown) from None
+        if is_link(st) or not stat.S_ISDIR(st.st_mode) or identity(st, path) != known:
+            raise Changed(shown)
+
+
+def _holds(chain: Chain, path: str, known: Identity, shown: str) -> None:
+    """`path` (in the last directory of `chain`) is the file `known`, looked at between two looks at the chain."""
+    same_chain(chain, shown)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        raise Changed(shown) from None
+    if is_link(st) or identity(st, path) != known:
+        raise Changed(shown)
+    same_chain(chain, shown)
+
+
+# ---- opens -----------------------------------------------------------------------------------------------
+
+
+def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
+    """Open `path`, whose directories `chain` were looked at just now, and prove the handle is the file there."""
+    try:
+        before: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        if not flags & os.O_CREAT:
+            raise
+        before = None
+    exclusive = flags & os.O_CREAT and flags & os.O_EXCL  # the caller's: a name that exists is its error
+    flags |= NOFOLLOW | ALWAYS
+    if before is not None:
+        if is_link(before):
+            raise Changed(shown)
+        if exclusive:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+        if DIRECTORY and flags & DIRECTORY and not stat.S_ISDIR(before.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+        if stat.S_ISDIR(before.st_mode) and not CAN_OPEN_DIRS:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        expected: Identity | None = identity(before, path)
+        flags &= ~(os.O_CREAT | os.O_EXCL)
+    else:
+        expected = None
+        flags |= os.O_EXCL  # never create through a link that appears meanwhile (POSIX fails it with EEXIST)
+    truncate = flags & os.O_TRUNC
+    try:
+        fd = os.open(path, flags & ~os.O_TRUNC, mode)
+    except OSError as error:
+        # ELOOP (EMLINK on FreeBSD): O_NOFOLLOW met a link; EEXIST/ENOENT: the name changed since it was looked at
+        if error.errno == errno.EEXIST and exclusive:
+            raise
+        if error.errno in (errno.ELOOP, errno.EMLINK, errno.EEXIST if before is None else errno.ENOENT):
+            raise Changed(shown) from None
+        raise
+    got: Identity | None = None
+    try:
+        got = identity(os.fstat(fd), path)
+        if expected is not None and got != expected:
+            raise Changed(shown)
+        _holds(chain, path, got, shown)
+        if truncate:
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        if before is None:  # the file this open created, when it is where it was meant to be
+            remove_if(path, got)
+        raise
+    return fd
+
+
+def remove_if(path: str, known: Identity | None) -> None:
+    """Unlink `path` only while it is the file `known` (what we created), never something that took its name."""
+    if known is None:
+        return
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if not is_link(st) and identity(st, path) == known:
+            os.unlink(path)
+
+
+def open_path(real: str, flags: int, mode: int) -> int:
+    anchor, parts = split_absolute(real)
+    if not parts:
+        if not CAN_OPEN_DIRS:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), real)
+        return os.open(anchor, (flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC)) | ALWAYS)
+    chain = chain_of(anchor, parts[:-1], real)
+    return open_in(chain, real, flags, mode, real)
+
+
+def stat_path(real: str) -> os.stat_result:
+    """`lstat` of `real` between two looks at its directories (a link on the way: `Changed`)."""
+    anchor, parts = split_absolute(real)
+    if not parts:
+        return os.stat(anchor)
+    chain = chain_of(anchor, parts[:-1], real)
+    st = os.lstat(real)
+    same_chain(chain, real)
+    return st
+
+
+class Pinned:
+    """A directory, checked: the identities of it and of every directory on its way. What is opened under it
+    must be reached through those same directories (a directory renamed away and replaced refuses the open:
+    without `dir_fd` there is no following it, unlike the `dir_fd` back ends). `fd`: the directory open
+    read-only where the OS opens directories (POSIX), for callers that list it; -1 on Windows."""
+
+    def __init__(self, real: str) -> None:
+        self.real = real
+        anchor, parts = split_absolute(real)
+        self.chain: Chain = [(anchor, identity(os.lstat(anchor), anchor)), *chain_of(anchor, parts, real)]
+        self.fd = -1
+        if CAN_OPEN_DIRS:
+            self.fd = os.open(real, os.O_RDONLY | DIRECTORY | NOFOLLOW | ALWAYS)
+            try:
+                if identity(os.fstat(self.fd), real) != self.chain[-1][1]:
+                    raise Changed(real)
+                same_chain(self.chain, real)
+            except BaseException:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _way(self, parts: list[str], shown: str) -> Chain:
+        same_chain(self.chain, shown)
+        return self.chain + chain_of(self.real, parts, shown)
+
+    def open(self, parts: list[str], flags: int, mode: int, shown: str) -> int:
+        if not parts:
+            fd = open_in(self.chain[:-1], self.real, flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC), 0, shown)
+            if identity(os.fstat(fd), self.real) != self.chain[-1][1]:
+                os.close(fd)
+                raise Changed(shown)
+            return fd
+        return open_in(self._way(parts[:-1], shown), os.path.join(self.real, *parts), flags, mode, shown)
+
+    def lstat(self, parts: list[str], shown: str) -> os.stat_result:
+        way = self._way(parts[:-1], shown)
+        st = os.lstat(os.path.join(self.real, *parts))
+        same_chain(way, shown)
+        return st
+
+
+# ---- writes ------------------------------------------------------------------------------------------------
+
+
+def make_dirs(real: str, mode: int) -> None:
+    """`mkdir -p`, each directory looked at (not a link) and the ones above it looked at again after each
+    `mkdir`. A directory made while one above was swapped may be left where the link led (empty)."""
+    anchor, parts = split_absolute(real)
+    chain: Chain = []
+    path = anchor
+    for name in parts:
+        path = os.path.join(path, name)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            same_chain(chain, path)
+            with contextlib.suppress(FileExistsError):  # made meanwhile: looked at below
+                os.mkdir(path, mode)
+            st = os.lstat(path)
+        if is_link(st):
+            raise Changed(path)
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+        chain.append((path, identity(st, path)))
+    same_chain(chain, real)
+
+
+def replace_file(
+    real: str, data: bytes, *, mode: int | None, create_only: bool, new_mode: int
+) -> tuple[os.stat_result, bool]:
+    """`write_exact` here: a temp file beside `real`, proved, written, proved, renamed over the name with
+    `os.replace` (which replaces a link there, never follows it), proved after. (stat written, replaced)."""
+    anchor, parts = split_absolute(real)
+    if not parts:
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), real)
+    chain = chain_of(anchor, parts[:-1], real)
+    parent = os.path.join(anchor, *parts[:-1])
+    try:
+        existing: os.stat_result | None = os.lstat(real)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None:
+        if create_only:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), real)
+        if is_link(existing):
+            raise Changed(real)
+        if stat.S_ISDIR(existing.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), real)
+    keep = stat.S_IMODE(existing.st_mode) if existing is not None and stat.S_ISREG(existing.st_mode) else None
+    final_mode = mode if mode is not None else keep if keep is not None else new_mode
+    tmp, fd = _temp_in(parent, parts[-1])
+    ours: Identity | None = None
+    try:
+        with os.fdopen(fd, "wb", closefd=True) as fh:
+            ours = identity(os.fstat(fh.fileno()), tmp)
+            _holds(chain, tmp, ours, real)  # the temp file is in the judged directory (not where a link led)
+            fh.write(data)
+            fh.flush()
+            _chmod(fh.fileno(), tmp, final_mode)
+            _chown_like(fh.fileno(), existing)
+            os.fsync(fh.fileno())
+            written = os.fstat(fh.fileno())
+        if create_only and os.path.lexists(real):  # made meanwhile: not ours to replace
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), real)
+        _holds(chain, tmp, ours, real)
+        os.replace(tmp, real)
+    except BaseException:
+        remove_if(tmp, ours)
+        raise
+    try:
+        _holds(chain, real, ours, real)
+    except Changed:
+        raise WrittenElsewhere(real) from None
+    if CAN_OPEN_DIRS:
+        with contextlib.suppress(OSError):  # not every file system lets a directory be synced
+            dfd = os.open(parent, os.O_RDONLY | DIRECTORY | ALWAYS)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+    return written, existing is not None
+
+
+def _chmod(fd: int, path: str, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # Windows: only the read-only bit, set by name on the temp file just proved to be ours
+        os.chmod(path, mode)
+
+
+def _chown_like(fd: int, existing: os.stat_result | None) -> None:
+    if existing is None or not stat.S_ISREG(existing.st_mode) or not hasattr(os, "fchown"):
+        return
+    if (existing.st_uid, existing.st_gid) != (os.getuid(), os.getgid()):
+        with contextlib.suppress(OSError):  # only root may give a file away; keep what we can
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+
+
+def _temp_in(parent: str, name: str) -> tuple[str, int]:
+    """A new temp file beside `name` (`O_EXCL | O_NOFOLLOW`: never an existing file or a link)."""
+    for _ in range(100):
+        tmp = os.path.join(parent, f".{name[:200]}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | ALWAYS, 0o600)
+        except FileExistsError:
+            continue
+        return tmp, fd
+    raise FileExistsError(errno.EEXIST, "no free temp file name", name)

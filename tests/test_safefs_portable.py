@@ -1,0 +1,291 @@
+"""bridge/safefs's portable back end (check after open, for Windows, where `os.open` takes no `dir_fd`), and
+races that matter most to it: a truncating open, and a directory on the way swapped for a link and back.
+
+Forced here with `AGENT_BRIDGE_SAFEFS=portable`, it leaves `O_NOFOLLOW` out as Windows must, so the open does
+follow a link flipped in and only the proof after it stands in the way. Windows' own path syntax and reparse
+points are tested through the pure functions (`ntpath`, stat results as Windows fills them); nothing here ran on
+Windows. The races run on every back end; each has a control (the by-name way, in the same race) that must do
+the damage, so the race is real."""
+
+from __future__ import annotations
+
+import ntpath
+import os
+import posixpath
+import stat
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from bridge import safefs
+from bridge.safefs import Changed, portable
+from tests.file_races import BACKENDS, Flipper, use_backend
+
+SECRET = b"SECRET-KEY-MATERIAL\n"
+VICTIM = b"precious content outside\n"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    return use_backend(str(request.param), monkeypatch)
+
+
+@dataclass
+class Arena:
+    ws: Path
+    outside: Path
+
+
+@pytest.fixture
+def arena(tmp_path: Path) -> Arena:
+    root = Path(os.path.realpath(tmp_path))
+    ws, outside = root / "ws", root / "outside"
+    (ws / "d").mkdir(parents=True)
+    (outside / "dir").mkdir(parents=True)
+    (ws / "d" / "f").write_bytes(b"harmless\n")
+    (outside / "dir" / "f").write_bytes(SECRET)
+    (ws / ".real").write_bytes(b"harmless\n")
+    (outside / "victim").write_bytes(VICTIM)
+    return Arena(ws, outside)
+
+
+def _rounds(at_least: int, done: Callable[[], bool], seconds: float = 20.0) -> Iterator[int]:
+    """At least `at_least` rounds, then on (bounded) until `done()`: a loaded machine may deschedule the flipper
+    with the name in one state through a whole run of quick refusals."""
+    end = time.monotonic() + seconds
+    i = 0
+    while i < at_least or (not done() and time.monotonic() < end):
+        yield i
+        i += 1
+
+
+def _until(attempt: Callable[[], bool], seconds: float = 30.0) -> int:
+    """Tries of `attempt` until it did the damage (the control); 0 when it never did within `seconds`."""
+    tries = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        tries += 1
+        if attempt():
+            return tries
+    return 0
+
+
+# ---- the switch ------------------------------------------------------------------------------------------------
+
+
+def test_the_back_end_is_chosen_by_capability_and_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(safefs.FORCE_ENV, raising=False)
+    monkeypatch.delenv("AGENT_BRIDGE_PORTABLE", raising=False)
+    here = safefs.backend()
+    assert here == ("portable" if os.open not in os.supports_dir_fd else here)
+    assert here in ("openat2", "walk", "portable")
+    monkeypatch.setenv("AGENT_BRIDGE_PORTABLE", "1")  # the bridge-wide portable run takes it too
+    assert safefs.backend() == "portable"
+    monkeypatch.setenv(safefs.FORCE_ENV, "walk")  # unless safefs's own switch names another
+    assert safefs.backend() == ("walk" if os.open in os.supports_dir_fd else "portable")
+    monkeypatch.setenv(safefs.FORCE_ENV, "portable")
+    monkeypatch.delenv("AGENT_BRIDGE_PORTABLE")
+    assert safefs.backend() == "portable" and not safefs.openat2_available()
+
+
+# ---- Windows' paths and reparse points, as pure functions ----------------------------------------------------------
+
+
+def test_windows_paths_split_into_their_root_and_names() -> None:
+    split = portable.split_absolute
+    assert split("C:\\Users\\alice\\x.txt", ntpath) == ("C:\\", ["Users", "alice", "x.txt"])
+    assert split("c:/Users/alice", ntpath) == ("c:\\", ["Users", "alice"])
+    assert split("\\\\srv\\share\\x", ntpath) == ("\\\\srv\\share\\", ["x"])
+    assert split("\\\\?\\C:\\x", ntpath) == ("C:\\", ["x"])  # the extended-length form names the same place
+    assert split("C:\\", ntpath) == ("C:\\", [])
+    assert split("/a/b", posixpath) == ("/", ["a", "b"])
+    for bad in ("relative\\x", "\\x", "C:x", "C:\\a\\..\\b", "C:\\a\\.\\b"):
+        with pytest.raises(ValueError):
+            split(bad, ntpath)
+    for bad in ("a/b", "/a/../b"):
+        with pytest.raises(ValueError):
+            split(bad, posixpath)
+
+
+def test_windows_link_targets_and_relative_names_split_as_windows_reads_them() -> None:
+    assert portable.split_named("..\\x", ntpath) == ("", ["..", "x"])
+    assert portable.split_named("\\x\\y", ntpath) == ("\\", ["", "x", "y"])  # rooted on the current drive
+    assert portable.split_named("D:\\t", ntpath) == ("D:\\", ["", "t"])
+    assert portable.split_named("\\\\?\\D:\\t", ntpath) == ("D:\\", ["", "t"])
+    with pytest.raises(ValueError):  # relative to D:'s current directory: not a place
+        portable.split_named("D:t", ntpath)
+    assert portable.split_relative("a\\b/c", ntpath) == ["a", "b", "c"]
+    for bad in ("..\\x", "C:x", "\\x", "C:\\x"):
+        with pytest.raises(ValueError):
+            portable.split_relative(bad, ntpath)
+
+
+def _windows_stat(mode: int, attributes: int = 0, tag: int | None = None) -> Any:
+    """A stat result as Python fills it on Windows (st_file_attributes, st_reparse_tag)."""
+    fields: dict[str, int] = {"st_mode": mode, "st_file_attributes": attributes}
+    if tag is not None:
+        fields["st_reparse_tag"] = tag
+    return SimpleNamespace(**fields)
+
+
+def test_symlinks_and_junctions_are_links_cloud_files_are_not(tmp_path: Path) -> None:
+    reparse = 0x400  # FILE_ATTRIBUTE_REPARSE_POINT
+    assert portable.is_link(_windows_stat(stat.S_IFLNK, reparse, 0xA000000C))  # IO_REPARSE_TAG_SYMLINK
+    assert portable.is_link(_windows_stat(stat.S_IFDIR, reparse | 0x10, 0xA0000003))  # a junction (mount point)
+    assert portable.is_link(_windows_stat(stat.S_IFDIR, reparse | 0x10))  # a reparse point of unknown kind
+    assert not portable.is_link(_windows_stat(stat.S_IFREG, reparse, 0x9000001A))  # a OneDrive placeholder
+    assert not portable.is_link(_windows_stat(stat.S_IFREG, reparse, 0x80000013))  # a deduplicated file
+    assert not portable.is_link(_windows_stat(stat.S_IFDIR, 0x10))
+    (tmp_path / "l").symlink_to("nowhere")
+    assert portable.is_link(os.lstat(tmp_path / "l"))  # and a real one here
+
+
+def test_windows_identities_agree_on_the_volume_serials_low_32_bits() -> None:
+    """Windows gives a volume's serial number as 64 bits on one path and 32 on another: a file is the same file
+    whichever `fstat` and `lstat` took; on POSIX the device number is compared whole."""
+    wide = os.stat_result((stat.S_IFREG, 5, 0xABCD_1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    narrow = os.stat_result((stat.S_IFREG, 5, 0x1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    other_file = os.stat_result((stat.S_IFREG, 6, 0x1234_5678, 1, 0, 0, 0, 0, 0, 0))
+    assert portable.identity(wide, "x", windows=True) == portable.identity(narrow, "x", windows=True)
+    assert portable.identity(other_file, "x", windows=True) != portable.identity(narrow, "x", windows=True)
+    assert portable.identity(wide, "x", windows=False) != portable.identity(narrow, "x", windows=False)
+
+
+def test_a_file_without_identity_is_refused() -> None:
+    """A file system that gives no file index (st_ino 0) leaves nothing to prove an open by: refused."""
+    with pytest.raises(safefs.Unverifiable) as caught:
+        portable.identity(os.stat_result((stat.S_IFREG, 0, 7, 1, 0, 0, 0, 0, 0, 0)), "x")
+    assert "no identity" in str(caught.value)
+
+
+# ---- opens that create and truncate ----------------------------------------------------------------------------
+
+
+def test_creating_and_truncating_opens_do_what_open_does(backend: str, arena: Arena) -> None:
+    """The portable back end rewrites the flags (`O_EXCL` for a new name, `O_TRUNC` after the proof): what the
+    caller sees is still `open(2)`'s answer."""
+    new = arena.ws / "d" / "new.txt"
+    fd = safefs.open_exact(new, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"made\n")
+    os.close(fd)
+    assert new.read_bytes() == b"made\n"
+    os.close(safefs.open_exact(new, os.O_WRONLY | os.O_CREAT))  # exists: opened, not recreated
+    assert new.read_bytes() == b"made\n"
+    with pytest.raises(FileExistsError):
+        safefs.open_exact(new, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.close(safefs.open_exact(new, os.O_WRONLY | os.O_TRUNC))
+    assert new.read_bytes() == b""
+    with pytest.raises(FileNotFoundError):
+        safefs.open_exact(arena.ws / "d" / "missing.txt", os.O_WRONLY)
+    assert sorted(p.name for p in (arena.ws / "d").iterdir()) == ["f", "new.txt"]
+
+
+# ---- races -----------------------------------------------------------------------------------------------------
+
+
+def test_a_truncating_open_never_truncates_what_a_flipped_link_leads_to(backend: str, arena: Arena) -> None:
+    """`ws/flip` flips between a regular file and a link to a victim outside. An open with `O_TRUNC` through the
+    link would empty the victim before any check after it could object: the portable back end holds `O_TRUNC`
+    back until its proof is done, so the victim keeps its content; the by-name way (look, then open) empties it."""
+    name, victim = arena.ws / "flip", arena.outside / "victim"
+    n: Counter[str] = Counter()
+    with Flipper("file", name, victim, arena.ws / ".real"):
+        for _ in _rounds(1500, lambda: n["opened"] > 0):
+            try:
+                fd = safefs.open_exact(name, os.O_WRONLY | os.O_TRUNC)
+            except (Changed, FileNotFoundError):
+                continue
+            os.close(fd)
+            n["opened"] += 1
+        assert victim.read_bytes() == VICTIM and n["opened"] > 0, n
+
+        def by_name() -> bool:
+            try:
+                if not stat.S_ISLNK(os.lstat(name).st_mode):
+                    os.close(os.open(name, os.O_WRONLY | os.O_TRUNC))
+            except OSError:
+                pass
+            return victim.read_bytes() != VICTIM
+
+        assert _until(by_name), "the control never truncated the victim: the race did not happen"
+
+
+def test_opens_under_a_flipping_directory_never_return_the_secret(backend: str, arena: Arena) -> None:
+    """`ws/d` swaps (atomically) with a link to a directory outside holding a same-named secret. The `dir_fd` back
+    ends never pass through the link; the portable one proves the directories before and after its look at the
+    file. None returns the secret; the by-name way (resolve, check, open) does in the same race."""
+    named = arena.ws / "d" / "f"
+    n: Counter[str] = Counter()
+    with Flipper("dir", arena.ws / "d", arena.outside / "dir"):
+        for _ in _rounds(3000, lambda: n["read"] > 0):
+            try:
+                fd = safefs.open_exact(named)
+            except (Changed, FileNotFoundError, NotADirectoryError):
+                continue
+            try:
+                data = os.read(fd, 100)
+            finally:
+                os.close(fd)
+            n["read"] += 1
+            n["leaked"] += data == SECRET
+
+        def by_name() -> bool:
+            try:
+                return os.path.realpath(named).startswith(f"{arena.ws}/") and named.read_bytes() == SECRET
+            except OSError:
+                return False
+
+        control = _until(by_name)
+    assert n["leaked"] == 0 and n["read"] > 0, n
+    assert control, "the control never leaked: the race did not happen"
+
+
+def test_writes_under_a_flipping_directory_change_nothing_outside(backend: str, arena: Arena) -> None:
+    """The same swap under `write_exact`: the file outside never gets our content. The `dir_fd` back ends create
+    nothing outside at all; the portable one may leave an empty temp file there (created while the link was in
+    place, refused by the proof, out of its reach to remove): the residual its docstring names, and nothing more.
+    While the directory flips, the portable back end refuses nearly every write (it needs the directory in place
+    at each of its looks); it writes once the tree holds still."""
+    named = arena.ws / "d" / "f"
+    n: Counter[str] = Counter()
+    with Flipper("dir", arena.ws / "d", arena.outside / "dir"):
+        for i in _rounds(600, lambda: n["refused"] > 0 and (n["wrote"] > 0 or backend == "portable")):
+            try:
+                safefs.write_exact(named, b"ours %d\n" % i)
+            except (Changed, safefs.WrittenElsewhere, FileNotFoundError, NotADirectoryError):
+                n["refused"] += 1
+                continue
+            n["wrote"] += 1
+        planted = arena.outside / "dir" / "g"
+
+        def by_name() -> bool:
+            try:
+                if os.path.realpath(arena.ws / "d" / "g").startswith(f"{arena.ws}/"):
+                    (arena.ws / "d" / "g").write_bytes(b"planted\n")
+            except OSError:
+                pass
+            return planted.exists()
+
+        control = _until(by_name)
+    assert control, "the control never wrote outside: the race did not happen"
+    planted.unlink()
+    # the race reached the writes; the dir_fd back ends wrote whenever the directory was in place at the open,
+    # the portable one only when it was in place at each of its looks (rare here: it refuses instead)
+    assert n["refused"] > 0 and (n["wrote"] > 0 or backend == "portable"), n
+    if (arena.ws / "d").is_symlink():  # the flipper stopped with the link in place: put the directory back
+        (arena.ws / "d").unlink()
+        (arena.ws / ".flip-other").rename(arena.ws / "d")
+    safefs.write_exact(named, b"after\n")  # and it writes once the tree holds still
+    assert named.read_bytes() == b"after\n"
+    assert (arena.outside / "dir" / "f").read_bytes() == SECRET
+    extra = {p.name: p.read_bytes() for p in (arena.outside / "dir").iterdir() if p.name != "f"}
+    if backend == "portable":
+        assert all(name.startswith(".f.") and name.endswith(".tmp") and data == b"" for name, data in extra.items())
+    else:
+        assert extra == {}
