@@ -149,13 +149,17 @@ def chain_of(base: str, parts: list[str], shown: str) -> Chain:
     path = base
     for name in parts:
         path = os.path.join(path, name)
-        st = os.lstat(path)
-        if is_link(st):
-            raise Changed(shown)
-        if not stat.S_ISDIR(st.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-        out.append((path, identity(st, path)))
+        out.append(_link(path, os.lstat(path), shown))
     return out
+
+
+def _link(path: str, st: os.stat_result, shown: str) -> tuple[str, Identity]:
+    """One directory of a chain, with its identity: not a link (`Changed(shown)`), a directory."""
+    if is_link(st):
+        raise Changed(shown)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+    return path, identity(st, path)
 
 
 def same_chain(chain: Chain, shown: str) -> None:
@@ -329,11 +333,7 @@ def make_dirs(real: str, mode: int) -> None:
             with contextlib.suppress(FileExistsError):  # made meanwhile: looked at below
                 os.mkdir(path, mode)
             st = os.lstat(path)
-        if is_link(st):
-            raise Changed(path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-        chain.append((path, identity(st, path)))
+        chain.append(_link(path, st, path))
     same_chain(chain, real)
 
 
