@@ -42,7 +42,8 @@ from bridge.offline import OfflineServer  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_RUNS", "7"))
 PY = sys.executable
-BRIDGE = str(Path(PY).parent / "agent-bridge")
+# BENCH_BRIDGE: another checkout's `agent-bridge` to measure (a before/after pair: run the bench once with each).
+BRIDGE = os.environ.get("BENCH_BRIDGE") or str(Path(PY).parent / "agent-bridge")
 MIB = 1024 * 1024
 
 
