@@ -141,6 +141,11 @@ def env_for(model: OfflineServer, home: Path, **extra: str) -> dict[str, str]:
         AGENT_BRIDGE_LOG="ERROR",
         **extra,
     )
+    # BENCH_ENV: more of the bridge's variables, `K=V,K=V` (AGENT_BRIDGE_CHECKPOINTS=0: a feature's part of a figure).
+    for item in os.environ.get("BENCH_ENV", "").split(","):
+        if "=" in item:
+            key, value = item.split("=", 1)
+            env[key] = value
     return env
 
 
