@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +69,13 @@ def facts(tmp_path: Path, portable: bool) -> dict[str, Any]:
     )
     assert child.stdout is not None and child.stdin is not None
     found: dict[str, Any] = json.loads(child.stdout.readline())
-    with open(f"/proc/{found['watchdog']}/cmdline", "rb") as fh:
-        found["watchdog_argv"] = [a.decode() for a in fh.read().split(b"\0") if a]
+    # The watchdog may not have exec'd yet (its cmdline reads empty until it has): read until it has, with a deadline.
+    deadline = time.monotonic() + 20
+    while True:
+        with open(f"/proc/{found['watchdog']}/cmdline", "rb") as fh:
+            found["watchdog_argv"] = [a.decode() for a in fh.read().split(b"\0") if a]
+        if "--watch" in found["watchdog_argv"] or time.monotonic() > deadline:
+            break
     child.stdin.write("\n")
     child.stdin.close()
     assert child.wait(20) == 0
