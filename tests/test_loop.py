@@ -268,5 +268,6 @@ async def test_a_huge_command_is_judged_off_the_event_loop(tmp_path: Path) -> No
     window = [(a, b) for a, b in itertools.pairwise(ticks) if b[0] >= moments["started"] and a[0] <= moments["asked"]]
     busiest = max(b[1] - a[1] for a, b in window)
     judged = moments["asked"] - moments["started"]
-    assert judged > alone / 2, f"judging took {judged:.3f} s, reading alone {alone:.3f} s of CPU: the work was not done"
+    # /4: the two readings are timed on a loaded machine (CI saw 0.24 of 0.66 s); it was not done is ~0
+    assert judged > alone / 4, f"judging took {judged:.3f} s, reading alone {alone:.3f} s of CPU: the work was not done"
     assert busiest < alone / 3, f"the loop worked {busiest:.3f} s between two turns; reading the command: {alone:.3f} s"
