@@ -13,6 +13,7 @@ import pytest
 
 from bridge.execution.sandbox import probe
 from tests.e2e.harness import Editor, poll, running_editor
+from tests.git_env import GIT_TEST_ENV
 
 BYPASS = {"permissionMode": "bypassPermissions"}
 
@@ -68,16 +69,7 @@ async def test_an_unavailable_sandbox_is_said_once_and_commands_ask(workspace: P
 
 # -- the workspace as it is, through the real protocol --------------------------------------------------------
 
-GIT = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-    "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-}
+GIT = GIT_TEST_ENV
 
 
 def outside(cwd: Path, command: str) -> str:

@@ -15,18 +15,10 @@ import pytest
 
 from bridge.execution.supervisor import ProcessSupervisor
 from tests.execution.test_sandbox import AVAILABLE, Project, output
+from tests.git_env import GIT_TEST_ENV
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
-FIXED = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@t",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@t",
-    "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
-    "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-}
+FIXED = GIT_TEST_ENV
 
 
 @pytest.fixture
