@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pytest
 
@@ -13,6 +13,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.types import SourceName
 from tests.permission_calls import GRAMMAR, decide
 
 
@@ -285,15 +286,7 @@ def test_other_tool_rule(
 
 # --- precedence across sources: deny > ask > allow whatever the source -----------------------------------
 
-SOURCES = [
-    "session",
-    "localSettings",
-    "projectSettings",
-    "userSettings",
-    "claudeLocalSettings",
-    "claudeProjectSettings",
-    "claudeUserSettings",
-]
+SOURCES = list(get_args(SourceName))  # every source the engine knows, so a new one is covered at once
 BEHAVIORS = ["allow", "ask", "deny"]
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
