@@ -16,7 +16,6 @@ import platformdirs
 
 from bridge import session_wiring
 from bridge.abort import Abort
-from bridge.checkpoint_commands import changes_command, rewind_command
 from bridge.loop.events import TextDelta
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
 from bridge.permissions.modes import MODES, PermissionModeError
@@ -246,6 +245,18 @@ async def _mode(session: Session, arguments: str, abort: Abort) -> str | None:
     return f"Mode set to {session.mode}."
 
 
+async def _rewind(session: Session, arguments: str, abort: Abort) -> str | None:
+    from bridge import checkpoint_commands  # with the history and review modules: ~9 ms no start needs
+
+    return await checkpoint_commands.rewind_command(session, arguments, abort)
+
+
+async def _changes(session: Session, arguments: str, abort: Abort) -> str | None:
+    from bridge import checkpoint_commands
+
+    return await checkpoint_commands.changes_command(session, arguments, abort)
+
+
 _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
     "compact": _compact,
     "clear": _clear,
@@ -254,7 +265,7 @@ _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
     "mode": _mode,
     "plugins": _plugins,
     "skills": _skills,
-    "rewind": rewind_command,
-    "changes": changes_command,
+    "rewind": _rewind,
+    "changes": _changes,
 }
 """How each of `BUILTINS` runs: the text it answers, or None when it was cancelled."""

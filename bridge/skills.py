@@ -34,9 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
-from bridge.agents.loader import front_matter
+from bridge.agents.loader import front_matter, load_yaml
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
 from bridge.permissions.trust import TrustItem
 
@@ -188,8 +186,8 @@ def parse_skill(
         problems.append(f"{path}: no front matter (`---` lines with name and description); skipped")
         return None
     try:
-        meta = yaml.safe_load(parts[0]) or {}
-    except yaml.YAMLError as error:
+        meta = load_yaml(parts[0]) or {}
+    except ValueError as error:
         problems.append(f"{path}: the front matter is not valid YAML ({str(error).splitlines()[0]}); skipped")
         return None
     if not isinstance(meta, dict):

@@ -29,7 +29,7 @@ import os
 import statistics
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +74,16 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path) -> dict[str, float]:
+def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path, bridge: str = BRIDGE) -> dict[str, float]:
     """One start of `front` through a whole turn: start -> first request, the tool gaps, peak RSS (run)."""
     n = len(model.requests)
     if front == "run":
-        child = Child.spawn([BRIDGE, "run", "go", "--non-interactive", "--cwd", str(ws)], env)
+        child = Child.spawn([bridge, "run", "go", "--non-interactive", "--cwd", str(ws)], env)
         child.reap(120)
         started, rss = child.started, child.maxrss / MIB
         initialized = float("nan")
     else:
-        client = (Lsp if front == "serve" else Ndjson)([BRIDGE, front], env)
+        client = (Lsp if front == "serve" else Ndjson)([bridge, front], env)
         init = {"capabilities": {}} if front == "serve" else {"protocolVersion": 1, "clientCapabilities": {}}
         client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
         initialized = client.answer(1)[0]
@@ -136,6 +136,7 @@ class Cell:
     used: bool = False
     env: tuple[tuple[str, str | None], ...] = ()
     settings: str | None = None
+    bridge: str = BRIDGE
 
 
 def matrix_cells() -> list[Cell]:
@@ -200,8 +201,8 @@ def measure(cells: list[Cell]) -> tuple[dict[Cell, list[dict[str, float]]], list
                     config.mkdir(parents=True, exist_ok=True)
                     (config / "settings.json").write_text(cell.settings)
                 if cell.used:
-                    one_run(cell.front, model, env, ws)  # the HOME's first start: not counted
-                samples[cell].append(one_run(cell.front, model, env, ws))
+                    one_run(cell.front, model, env, ws, cell.bridge)  # the HOME's first start: not counted
+                samples[cell].append(one_run(cell.front, model, env, ws, cell.bridge))
                 floors.append(floor_run(model, env_for(model, root / f"floor-{i}"), body))
     return samples, floors
 
@@ -237,6 +238,23 @@ def report(cells: list[Cell], samples: dict[Cell, list[dict[str, float]]], floor
     return failed
 
 
+def checkout_of(bridge: str) -> Path:
+    """The checkout an `agent-bridge` console script runs: <checkout>/.venv/bin/agent-bridge."""
+    return Path(bridge).resolve().parents[2] if Path(bridge).name == "agent-bridge" else ROOT
+
+
+def compare(now: list[Cell], before: list[Cell], samples: dict[Cell, list[dict[str, float]]]) -> None:
+    """Each cell's medians now and before, measured interleaved: ratios over 1 are slower now."""
+    print(f"{'front':6} {'setting':19} {'first request now/before ms':28} {'to 1st result now/before ms':28}")
+    for cell, old in zip(now, before, strict=True):
+        texts = []
+        for key in ("first_request_s", "first_result_s"):
+            a = statistics.median([r[key] for r in samples[cell]]) * 1000
+            b = statistics.median([r[key] for r in samples[old]]) * 1000
+            texts.append(f"{a:5.0f} / {b:5.0f} ({a / b:.2f}x)")
+        print(f"{cell.front:6} {cell.label:19} {texts[0]:28} {texts[1]:28}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
@@ -251,11 +269,24 @@ def main() -> None:
         help="the model takes this long over each answer (default 0: it answers at once, so nothing the bridge "
         "loads after the first request overlaps it; a real model takes 0.5-2 s)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="AGENT_BRIDGE",
+        help="another checkout's `agent-bridge` (e.g. the commit before a change, in its own venv): the matrix for "
+        "both, interleaved in one run, and each cell's figures now / before",
+    )
     args = parser.parse_args()
     global MODEL_MS
     MODEL_MS = args.model_ms
-    if not compileall.compile_dir(ROOT / "bridge", quiet=1):
-        sys.exit("compiling the bridge's bytecode failed")
+    for bridge in (BRIDGE, *([args.against] if args.against else [])):
+        if not compileall.compile_dir(checkout_of(bridge) / "bridge", quiet=1):
+            sys.exit(f"compiling the bytecode of {checkout_of(bridge)} failed")
+    if args.against:
+        now = matrix_cells()
+        before = [replace(cell, bridge=args.against) for cell in now]
+        samples, floors = measure([cell for pair in zip(now, before, strict=True) for cell in pair])
+        compare(now, before, samples)
+        return
     cells = mechanism_cells() if args.mechanisms else matrix_cells()
     samples, floors = measure(cells)
     floor = statistics.median(floors)

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bridge.agents.definitions import AGENT_TOOL, BUILTIN_AGENTS, AgentDefinition
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
 
@@ -101,8 +99,8 @@ def parse_agent_file(
         return None
     head, body = parsed
     try:
-        meta = yaml.safe_load(head)
-    except yaml.YAMLError as error:
+        meta = load_yaml(head)
+    except ValueError as error:
         problems.append(f"{path}: invalid YAML front matter ({_first_line(error)}); skipped")
         return None
     if not isinstance(meta, dict):
@@ -166,6 +164,17 @@ def front_matter(text: str) -> tuple[str, str] | None:
         if lines[index].strip() == "---":
             return "".join(lines[1:index]), "".join(lines[index + 1 :])
     return None
+
+
+def load_yaml(text: str) -> Any:
+    """A front matter's YAML (`ValueError` when it isn't). PyYAML loads here, on the first agent or skill file:
+    most starts have none, and its ~10 ms import would sit between `run`'s first request and its first tool."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ValueError(str(error)) from None
 
 
 def _first_line(error: Exception) -> str:

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import Literal
 
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
-
 from bridge.winpaths import rule_base, rule_regex, rule_relative
 
 
@@ -144,6 +142,9 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
         pattern += "**"
     # every pattern is anchored at its base; a slash-free name like `*.env` still matches at any depth below
     anchored = pattern if "/" not in pattern or pattern.startswith("**/") else "/" + pattern
+    # pathspec loads on the first path rule (~8 ms): most starts have none before their first tool runs
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+
     try:
         compiled = GitIgnoreSpecPattern(anchored)
     except Exception as exc:  # pathspec raises plain ValueError / GitIgnorePatternError
