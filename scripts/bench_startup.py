@@ -285,6 +285,7 @@ def main() -> None:
         now = matrix_cells()
         before = [replace(cell, bridge=args.against) for cell in now]
         samples, floors = measure([cell for pair in zip(now, before, strict=True) for cell in pair])
+        print(f"floor: median {statistics.median(floors) * 1000:.0f} ms, {len(floors)} runs")
         compare(now, before, samples)
         return
     cells = mechanism_cells() if args.mechanisms else matrix_cells()
