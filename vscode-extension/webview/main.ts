@@ -12,6 +12,7 @@ import { PathLinks } from "./files";
 import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
 import { escapeHtml } from "./markdown";
 import { MarkdownView } from "./markdownView";
+import { renderDelay } from "./pacing";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 const vscode = acquireVsCodeApi();
@@ -193,14 +194,11 @@ overlay.addEventListener("click", (e) => {
 $("changes").addEventListener("click", () => post({ type: "showChanges" }));
 
 /**
- * Typing comes first: the frame after a keystroke paints the character and nothing else, and the stream's
- * render waits until the person pauses (`typingGraceMs` after the last key), though never longer than
- * `maxDeferMs` since the last render, so the answer keeps moving while someone types on.
+ * Typing comes first: the frame after a keystroke paints the character and nothing else, and while the person
+ * types the stream renders a few times a second, in a pause between keys (pacing.ts says when, and why).
  */
-const typingGraceMs = 60;
-const maxDeferMs = 250;
 let inputAt = Number.NEGATIVE_INFINITY;
-let renderedAt = 0;
+let renderedAt = Number.NEGATIVE_INFINITY;
 for (const type of ["keydown", "input", "compositionupdate"]) document.addEventListener(type, () => (inputAt = performance.now()), true);
 
 function schedule(): void {
@@ -209,17 +207,16 @@ function schedule(): void {
   later();
 }
 
-/** A frame for the render, unless the person is typing: then not even a frame is asked for until they pause. */
+/** A frame for the render when it is due: while the person types, not even a frame is asked for before that. */
 function later(): void {
-  const now = performance.now();
-  const wait = Math.min(typingGraceMs - (now - inputAt), maxDeferMs - (now - renderedAt));
+  const wait = renderDelay(performance.now(), inputAt, renderedAt);
   if (wait > 0) setTimeout(later, wait);
   else requestAnimationFrame(frame);
 }
 
 function frame(): void {
   // A key pressed after the frame was asked for: its frame paints the character only.
-  if (performance.now() - inputAt < typingGraceMs && performance.now() - renderedAt < maxDeferMs) return later();
+  if (renderDelay(performance.now(), inputAt, renderedAt) > 0) return later();
   scheduled = false;
   renderedAt = performance.now();
   render();
