@@ -34,6 +34,13 @@ describe("render pacing while typing", () => {
     assert.equal(renderDelay(1_000, 995, Number.NEGATIVE_INFINITY), keyFrameMs - 5);
   });
 
+  it("a change that is not the stream's text (a question, the session ready) renders right after the key's frame", () => {
+    assert.equal(renderDelay(1_000, 995, 990, true), keyFrameMs - 5);
+    assert.ok(renderDelay(1_000, 970, 990, true) <= 0);
+    // The same moment for the stream's text: it waits for the pacing.
+    assert.equal(renderDelay(1_000, 970, 990, false), typingEveryMs - 10);
+  });
+
   it("a key every 100 ms: a render every third key or so, each in a pause", () => {
     const { renders, sinceKey } = simulate(100, 3_000);
     for (const s of sinceKey) assert.ok(s >= typingGraceMs, `a render ${s} ms after a key`);
