@@ -143,8 +143,8 @@ function analyse(events: TraceEvent[]): void {
         if (e.ts >= k.end || e.ts + (e.dur ?? 0) <= k.start || e.name.includes("RunTask")) continue;
         const part = inside(e);
         if (part <= 0) continue;
-        const frame = e.args?.data?.frame ? (frames.get(e.args.data.frame) ?? "?") : "";
-        const label = e.name === "FunctionCall" || e.name === "EventDispatch" || e.name === "TimerFire" || e.name === "FireAnimationFrame" ? `${e.name}${e.args?.data?.type ? `(${e.args.data.type})` : ""} [${frame || shortUrl(e.args?.data?.url)}]` : e.name;
+        const frame = e.args?.data?.frame ? frames.get(e.args.data.frame) : undefined;
+        const label = e.name === "FunctionCall" || e.name === "EventDispatch" || e.name === "TimerFire" || e.name === "FireAnimationFrame" ? `${e.name}${e.args?.data?.type ? `(${e.args.data.type})` : ""} [${frame ?? shortUrl(e.args?.data?.url)}]` : e.name;
         add(`  ${label}`, part);
       }
       for (const e of onCompositor) if (e.ts < k.end && e.ts + (e.dur ?? 0) > k.start && !e.name.includes("RunTask")) add(`compositor: ${e.name}`, inside(e));
