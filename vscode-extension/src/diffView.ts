@@ -97,7 +97,8 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
     // Keys typed into the proposal after the answer make it dirty again, and VS Code asks "Do you want to save the
     // changes you made to <file>?" for a dirty tab it closes (issue 24 item 2: a Cancel there left the tab). The
     // answer's text is already taken, so changes are saved (into memory) right before the close, again while keys
-    // keep coming. Known gap: a key landing between the last save and the close still gets VS Code's question.
+    // keep coming. The diff's ✓ moves the keyboard to the read-only side before it answers (permissions.ts), so
+    // no key lands between the last save and the close.
     for (let attempt = 0; attempt < 5; attempt++) {
       await Promise.all(vscode.workspace.textDocuments.filter((doc) => doc.isDirty && ours(doc.uri)).map((doc) => doc.save()));
       const tabs = tabsOf();

@@ -45,7 +45,16 @@ export class PermissionPrompter implements vscode.Disposable {
   async answerActiveDiff(accept: boolean): Promise<boolean> {
     const id = this.edits.permissionIdOf(vscode.window.activeTextEditor?.document.uri) ?? this.requests.all().find((r) => r.diffs.length)?.id;
     if (!id) return false;
-    if (accept) return this.requests.answerWithKind(id, ["allow_once", "allow_always"]);
+    if (accept) {
+      // The keyboard leaves the proposal's editable side first, for its read-only one: keys typed on right after ✓
+      // can no longer change it, so it is saved as it stands and its tab closes without VS Code asking "Do you want
+      // to save the changes…?" (issue 24 item 2; a key between the last save and the close used to get that).
+      // The command resolves once the focus moved, after the edits typed before it reached this host.
+      if (this.edits.permissionIdOf(vscode.window.activeTextEditor?.document.uri) === id) {
+        await Promise.resolve(vscode.commands.executeCommand("workbench.action.compareEditor.focusSecondarySide")).catch(() => undefined);
+      }
+      return this.requests.answerWithKind(id, ["allow_once", "allow_always"]);
+    }
     const feedback = await vscode.window.showInputBox({
       title: "Reject the proposed edit",
       prompt: "What should the agent do instead? (optional — Enter rejects, Escape keeps the edit pending)",

@@ -6,12 +6,13 @@
 import type { ChangesView, FromWebview, RewindDialog, TabInfo, ToWebview } from "../src/panel/messages";
 import type { RewindMode, RewindResolution } from "../src/protocol";
 import { changesHtml, rewindHtml } from "./checkpoints";
-import { type ConversationItem, initialState, type PanelState, reduce } from "../src/panel/state";
+import { type ConversationItem, initialState, type PanelAction, type PanelState, reduce } from "../src/panel/state";
 import { Composer } from "./composer";
 import { PathLinks } from "./files";
 import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
 import { escapeHtml } from "./markdown";
 import { MarkdownView } from "./markdownView";
+import { renderDelay, streamedUpdates } from "./pacing";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
 const vscode = acquireVsCodeApi();
@@ -48,7 +49,6 @@ let needsKey = false;
 let tabs: TabInfo[] = [];
 /** What was typed in each tab and not sent: a tab shown again gets its draft back. */
 const drafts = new Map<string, string>();
-let scheduled = false;
 const rendered = new Map<string, { item: ConversationItem; el: HTMLElement; md?: MarkdownView }>();
 let renderedPlan: PanelState["plan"] | undefined;
 let renderedModes: PanelState["modes"] | undefined;
@@ -74,6 +74,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
   const msg = event.data;
   switch (msg.type) {
     case "reset":
+      urgent = true;
       state = msg.state;
       for (const { el } of rendered.values()) el.remove();
       rendered.clear();
@@ -82,9 +83,11 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       break;
     case "action":
       state = reduce(state, msg.action);
+      if (!streamed(msg.action)) urgent = true;
       break;
     case "actions":
       for (const action of msg.actions) state = reduce(state, action);
+      if (!msg.actions.every(streamed)) urgent = true;
       break;
     case "context":
       composer.showContext(msg.label, msg.problems);
@@ -98,6 +101,7 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       modelButton.title = `The model this session runs${msg.modelId && msg.modelId !== msg.model ? ` (${msg.modelId})` : ""}: click to choose another`;
       return;
     case "sessionState":
+      urgent = true;
       sessionReadyFromHost = msg.ready;
       needsKey = msg.needsKey ?? false;
       break;
@@ -193,34 +197,44 @@ overlay.addEventListener("click", (e) => {
 $("changes").addEventListener("click", () => post({ type: "showChanges" }));
 
 /**
- * Typing comes first: the frame after a keystroke paints the character and nothing else, and the stream's
- * render waits until the person pauses (`typingGraceMs` after the last key), though never longer than
- * `maxDeferMs` since the last render, so the answer keeps moving while someone types on.
+ * Typing comes first: the frame after a keystroke paints the character and nothing else, and while the person
+ * types the stream's text renders a few times a second, in a pause between keys; any other change renders right
+ * after the key's frame (pacing.ts says when, and why).
  */
-const typingGraceMs = 60;
-const maxDeferMs = 250;
 let inputAt = Number.NEGATIVE_INFINITY;
-let renderedAt = 0;
+let renderedAt = Number.NEGATIVE_INFINITY;
+/** A change waits to be rendered that is not only the stream's text. */
+let urgent = false;
+let timer: ReturnType<typeof setTimeout> | undefined;
+let frameAsked = false;
 for (const type of ["keydown", "input", "compositionupdate"]) document.addEventListener(type, () => (inputAt = performance.now()), true);
 
+const streamed = (action: PanelAction): boolean => action.type === "update" && streamedUpdates.has(action.update.sessionUpdate);
+
+/** Asks for a render; a change that came while the render waited may make it due sooner (an urgent one). */
 function schedule(): void {
-  if (scheduled) return;
-  scheduled = true;
+  if (frameAsked) return;
+  if (timer) clearTimeout(timer);
   later();
 }
 
-/** A frame for the render, unless the person is typing: then not even a frame is asked for until they pause. */
+/** A frame for the render when it is due: while the person types, not even a frame is asked for before that. */
 function later(): void {
-  const now = performance.now();
-  const wait = Math.min(typingGraceMs - (now - inputAt), maxDeferMs - (now - renderedAt));
-  if (wait > 0) setTimeout(later, wait);
-  else requestAnimationFrame(frame);
+  timer = undefined;
+  const wait = renderDelay(performance.now(), inputAt, renderedAt, urgent);
+  if (wait > 0) {
+    timer = setTimeout(later, wait);
+  } else {
+    frameAsked = true;
+    requestAnimationFrame(frame);
+  }
 }
 
 function frame(): void {
+  frameAsked = false;
   // A key pressed after the frame was asked for: its frame paints the character only.
-  if (performance.now() - inputAt < typingGraceMs && performance.now() - renderedAt < maxDeferMs) return later();
-  scheduled = false;
+  if (renderDelay(performance.now(), inputAt, renderedAt, urgent) > 0) return later();
+  urgent = false;
   renderedAt = performance.now();
   render();
 }
