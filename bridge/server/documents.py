@@ -107,7 +107,7 @@ def _text_file(path: Path) -> bool:
     """A regular file, small enough, that does not look binary: the client's text API can carry it. Opened
     where the name leads now, following no link after it is resolved, without blocking."""
     try:
-        opened = safefs.open_beneath(path, ["/"], safefs.READ_FLAGS)
+        opened = safefs.open_beneath(path, safefs.ANYWHERE, safefs.READ_FLAGS)
     except (OSError, ValueError):
         return False
     try:
@@ -138,7 +138,7 @@ def _same_as_disk(path: Path, text: str) -> bool:
 def _writable(path: Path) -> bool:
     """A new file, or an existing one the client could also have read."""
     try:
-        safefs.stat_exact(safefs.resolve(path, ["/"]))
+        safefs.stat_exact(safefs.resolve(path, safefs.ANYWHERE))
     except (FileNotFoundError, NotADirectoryError):
         return True
     except (OSError, ValueError):
