@@ -21,6 +21,8 @@ the time it is opened). So every open here is *exact*:
   in between (a bounded number of times).
 - `read_regular(root, path, max_bytes)` is the one-call form for small files a feature reads from the project
   (memory files): a regular file inside `root`, opened without following a link out, at most `max_bytes`.
+- `Held(real_dir)` is an exactly opened directory for steps on the names in it (read, create, link, rename,
+  unlink, rmdir): a restore's. The portable back end holds it in place meanwhile (portable.py).
 - `write_exact(real, data)` replaces (or creates) the file at `real` through a temp file created in the
   exactly opened parent directory and renamed there (`renameat` with both dir fds): the rename replaces the
   name in that directory, whatever it is at that moment, so a flip to a symlink cannot redirect the write.
@@ -49,6 +51,7 @@ from bridge.safefs.errors import (
     WrittenElsewhere,
     describe_mode,
 )
+from bridge.safefs.held import Held
 from bridge.safefs.opens import (
     FORCE_ENV,
     O_PATH,
@@ -71,6 +74,7 @@ __all__ = [
     "READ_FLAGS",
     "Beneath",
     "Changed",
+    "Held",
     "LinkOut",
     "NameWatch",
     "NotRegular",
