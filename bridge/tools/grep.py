@@ -20,7 +20,8 @@ Choices (so the model and the tests know what to expect):
   rg reading those open files (`/proc/self/fd/N`; on the portable back end, Windows', copies made through those
   open files in a private temp directory: no descriptor can be handed to rg there). Only the second pass's lines,
   counts and names are shown; a file that changed in between is left out silently: the model is not told how
-  many (what the first pass saw through a link would show in that count, a bit at a time). The editor sees it in `rawOutput.changed`.
+  many (what the first pass saw through a link would show in that count, a bit at a time). The editor sees it
+  in `rawOutput.changed`.
 """
 
 from __future__ import annotations
