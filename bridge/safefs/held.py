@@ -127,12 +127,23 @@ class Held:
         else:
             os.rename(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
-    def listdir(self) -> list[str]:
-        """The names here (an `O_PATH` fd cannot be listed: the same directory is reopened through it)."""
+    def listdir(self, limit: int | None = None) -> list[str]:
+        """The names here, at most `limit` (an `O_PATH` fd cannot be listed: the same directory is reopened
+        through it; the portable back end lists the held directory by its name: Windows lists no fd)."""
         if self._pinned is not None:
-            return os.listdir(self.real)
+            return _names(self.real, limit)
         fd = os.open(".", os.O_RDONLY | _flag("O_DIRECTORY") | _CLOEXEC, dir_fd=self.fd)
         try:
-            return os.listdir(fd)
+            return _names(fd, limit)
         finally:
             os.close(fd)
+
+
+def _names(where: str | int, limit: int | None) -> list[str]:
+    out: list[str] = []
+    with os.scandir(where) as entries:
+        for entry in entries:
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(entry.name)
+    return out

@@ -125,7 +125,7 @@ def _same_as_disk(path: Path, text: str) -> bool:
     """Whether the editor's `text` is byte for byte the file's content on disk (as UTF-8)."""
     encoded = text.encode("utf-8", "surrogatepass")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, safefs.READ_FLAGS)  # O_NONBLOCK, O_NOCTTY where the OS has them (not Windows)
     except OSError:
         return False
     try:
