@@ -81,7 +81,7 @@ def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> byt
 def read_user_file(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
     """The user's own memory file (links followed), if it is a regular file within the size cap."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, safefs.READ_FLAGS)  # O_NONBLOCK where the OS has it (not Windows)
     except OSError as error:
         raise MemoryRefused(_why(error)) from None
     return _read_regular(fd, max_bytes)

@@ -5,6 +5,8 @@ survive the store, the log and the restore."""
 from __future__ import annotations
 
 import os
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,16 @@ import pytest
 from bridge.checkpoints import files
 from bridge.checkpoints.recorder import Checkpoints, StepCall
 from bridge.checkpoints.rewind import apply_rewind, plan_rewind
+from tests.file_races import BACKENDS, Flipper, use_backend
 
 
-def test_a_restore_does_not_follow_a_link_on_the_way(tmp_path: Path) -> None:
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every safefs back end (the portable one is what Windows runs, where `dir_fd` is missing)."""
+    return use_backend(str(request.param), monkeypatch)
+
+
+def test_a_restore_does_not_follow_a_link_on_the_way(backend: str, tmp_path: Path) -> None:
     root, outside = tmp_path / "ws", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
@@ -30,7 +39,7 @@ def test_a_restore_does_not_follow_a_link_on_the_way(tmp_path: Path) -> None:
     assert not (outside / "x.txt").exists() and (outside / "victim.txt").read_text() == "keep me"
 
 
-async def test_a_rewind_after_a_directory_became_a_link_writes_nothing_outside(tmp_path: Path) -> None:
+async def test_a_rewind_after_a_directory_became_a_link_writes_nothing_outside(backend: str, tmp_path: Path) -> None:
     root, outside = tmp_path / "ws", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
@@ -50,6 +59,47 @@ async def test_a_rewind_after_a_directory_became_a_link_writes_nothing_outside(t
     assert list(outside.iterdir()) == [], "nothing was written through the link"
     assert (root / "d" / "x.txt").read_text() == "original\n" and not (root / "d").is_symlink()
     assert "d/x.txt" in result.restored and "d" in result.restored
+
+
+def test_restores_under_a_flipping_directory_change_nothing_outside(backend: str, tmp_path: Path) -> None:
+    """`ws/d` swaps with a link to a directory outside holding same-named files, while restores write, link and
+    remove files in `d`: nothing outside changes, appears or goes. The control (the same steps by name, the
+    directory looked at just before) does the damage in the same race."""
+    root = Path(os.path.realpath(tmp_path))
+    ws, outside = root / "ws", root / "outside"
+    (ws / "d").mkdir(parents=True)
+    (outside / "dir").mkdir(parents=True)
+    for name in ("f.txt", "gone.txt", "l"):
+        (outside / "dir" / name).write_bytes(b"outside " + name.encode())
+    before = {p.name: p.read_bytes() for p in (outside / "dir").iterdir()}
+    n: Counter[str] = Counter()
+    with Flipper("dir", ws / "d", outside / "dir"):
+        end = time.monotonic() + 20
+        i = 0
+        while i < 1500 or (n["done"] == 0 and time.monotonic() < end):
+            i += 1
+            try:
+                files.write(str(ws), "d/f.txt", files.Entry(b"restored %d" % i, "100644"))
+                files.write(str(ws), "d/l", files.Entry(b"target", "120000"))
+                files.remove(str(ws), "d/gone.txt")
+                n["done"] += 1
+            except OSError:
+                n["refused"] += 1
+        assert {p.name: p.read_bytes() for p in (outside / "dir").iterdir()} == before, n
+
+        def by_name() -> bool:
+            try:
+                if not (ws / "d").is_symlink():
+                    (ws / "d" / "f.txt").write_bytes(b"restored by name")
+            except OSError:
+                pass
+            return (outside / "dir" / "f.txt").read_bytes() != before["f.txt"]
+
+        end = time.monotonic() + 30
+        while not by_name() and time.monotonic() < end:
+            pass
+    assert (outside / "dir" / "f.txt").read_bytes() != before["f.txt"], "the control never wrote outside"
+    assert n["done"] > 0 and n["refused"] + n["done"] >= 1500, n
 
 
 async def test_file_names_that_are_not_utf8_survive_a_rewind(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ outside, and the control (plain `open`, which follows links) shows the effect is
 from __future__ import annotations
 
 import errno
+import ntpath
 import os
+import posixpath
 import stat
 import time
 from dataclasses import dataclass
@@ -202,6 +204,31 @@ def test_a_root_named_through_a_link_is_reached(backend: str, tree: Tree, tmp_pa
     alias = tmp_path / "alias-of-ws"
     alias.symlink_to(tree.ws, target_is_directory=True)
     assert safefs.resolve(alias / "a.txt", [alias]) == str(tree.ws / "a.txt")
+
+
+def test_anywhere_allows_every_place_and_no_empty_list_does(backend: str, tree: Tree) -> None:
+    """The file tools resolve with `ANYWHERE` (their containment is the permission step's): a link anywhere is
+    followed to its real path. An empty list of roots is not that: it allows nothing."""
+    (tree.ws / "key").symlink_to(tree.secret)
+    assert safefs.resolve(tree.ws / "key", safefs.ANYWHERE) == str(tree.secret)
+    opened = safefs.open_beneath(tree.ws / "key", safefs.ANYWHERE)
+    assert opened.real == str(tree.secret) and _read(opened.fd) == SECRET
+    with pytest.raises(Outside):
+        safefs.resolve(tree.ws / "a.txt", [])
+
+
+def test_windows_drives_are_judged_by_drive_and_anywhere_holds_them_all() -> None:
+    """Windows' `/` is the current drive's root (`os.path.realpath("/")` is `C:\\` there): roots of `["/"]`
+    would call `D:\\x` outside. `ANYWHERE` holds every drive and share; a real root holds its own drive only,
+    names compared ignoring case. (Windows' rules as pure functions: nothing here ran on Windows.)"""
+    assert safefs.inside("D:\\data\\x.txt", safefs.ANYWHERE, ntpath)
+    assert safefs.inside("\\\\srv\\share\\x", safefs.ANYWHERE, ntpath)
+    assert not safefs.inside("D:\\data\\x.txt", ["C:\\"], ntpath)  # the control: one drive's root
+    assert safefs.inside("d:\\DATA\\x.txt", ["D:\\"], ntpath)
+    assert safefs.inside("C:\\Work\\App\\x", ["c:\\work\\app"], ntpath)
+    assert not safefs.inside("C:\\Work\\Apple", ["C:\\Work\\App"], ntpath)
+    assert not safefs.inside("D:\\Work\\App\\x", ["C:\\Work\\App"], ntpath)
+    assert safefs.inside("/anything", safefs.ANYWHERE, posixpath) and not safefs.inside("/x", [], posixpath)
 
 
 # ---- read_regular ---------------------------------------------------------------------------------------------

@@ -388,3 +388,27 @@ async def test_invalid_fields_are_a_clear_error_not_an_exception(
     GREP.permission_paths(data, ctx)  # does not raise
     GREP.locations(data)
     GREP.user_facing_title(data)
+
+
+def test_the_portable_second_pass_reads_what_the_proven_handle_holds(tmp_path: Path) -> None:
+    """Where no descriptor can be handed to rg (Windows: the portable back end), the second pass copies each file
+    through its exactly opened fd: a name replaced (by a link to a secret, here) after the open does not change
+    what rg reads. The control: a copy by name reads the secret."""
+    from bridge import safefs
+    from bridge.tools.grep import _copied
+
+    ws = Path(os.path.realpath(tmp_path))
+    (ws / "a.txt").write_text("needle inside\n")
+    (ws / "secret").write_text("needle SECRET\n")
+    fd = safefs.open_exact(ws / "a.txt", safefs.READ_FLAGS)
+    try:
+        (ws / "flip").symlink_to(ws / "secret")
+        os.replace(ws / "flip", ws / "a.txt")  # the name now leads to the secret
+        copies = ws / "copies"
+        copies.mkdir()
+        shown_of = _copied({"a.txt": fd}, str(copies))
+    finally:
+        os.close(fd)
+    [(copy, shown)] = shown_of.items()
+    assert shown == "a.txt" and Path(copy).read_text() == "needle inside\n"
+    assert (ws / "a.txt").read_text() == "needle SECRET\n"  # the control: by name, the secret

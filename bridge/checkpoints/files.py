@@ -1,10 +1,8 @@
-"""Reading and writing workspace files for a rewind or an undo, exactly: every path is walked one component at a
-time from the opened workspace directory without following a link (`O_NOFOLLOW`), so a directory a command
-swapped for a symlink can't send a restored file outside the workspace. Writes go to a temporary file in the
-opened parent, then are renamed over the name (a reader never sees half a file).
-
-(bridge/safefs.py, on its way in from the file-tool work, does the same for the tools; this module is the few
-operations a restore needs and can move onto it.)
+"""Reading and writing workspace files for a rewind or an undo, exactly (bridge/safefs): each step happens in the
+parent directory opened exactly (`safefs.Held`: no link followed on the way; the portable back end proves and
+holds it), so a directory a command swapped for a symlink can't send a restored file, or a deletion, outside the
+workspace. Writes go to a temporary file in that parent, then are renamed over the name (a reader never sees half
+a file). Every back end safefs has runs this (the portable one: Windows).
 """
 
 from __future__ import annotations
@@ -17,15 +15,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-
-def _flag(name: str) -> int:
-    """An `os.O_*` flag, 0 where the platform has none (Windows: no O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC): this
-    module is imported at start-up everywhere."""
-    return int(getattr(os, name, 0))
-
-
-_NOFOLLOW, _CLOEXEC = _flag("O_NOFOLLOW"), _flag("O_CLOEXEC")
-_DIR = os.O_RDONLY | _flag("O_DIRECTORY") | _NOFOLLOW | _CLOEXEC
+from bridge import safefs
 
 
 class EscapeRefused(OSError):
@@ -48,72 +38,66 @@ def _parts(relative: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def _parent(root: str, relative: str, *, create: bool) -> Iterator[tuple[int, str]]:
-    """The opened directory that holds `relative`, and the last name; `create`: make missing directories."""
+def _parent(root: str, relative: str, *, create: bool) -> Iterator[tuple[safefs.Held, str]]:
+    """The exactly opened directory that holds `relative`, and the last name; `create`: make missing directories
+    (each in its exactly opened parent)."""
     parts = _parts(relative)
-    fd = os.open(root, _DIR)
+    real = os.path.join(os.path.realpath(root), *parts[:-1])
     try:
-        for name in parts[:-1]:
-            try:
-                child = os.open(name, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(name, 0o777, dir_fd=fd)
-                child = os.open(name, _DIR, dir_fd=fd)
-            except OSError as error:
-                if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise EscapeRefused(error.errno, f"{relative}: {name} on the way is not a directory") from None
-                raise
-            os.close(fd)
-            fd = child
-        yield fd, parts[-1]
+        if create:
+            safefs.make_dirs_exact(real)
+        held = safefs.Held(real)
+    except safefs.Changed:
+        raise EscapeRefused(errno.ELOOP, f"{relative}: a directory on the way is a link") from None
+    except NotADirectoryError:
+        raise EscapeRefused(errno.ENOTDIR, f"{relative}: something on the way is not a directory") from None
+    try:
+        yield held, parts[-1]
     finally:
-        os.close(fd)
+        held.close()
 
 
 def read(root: str, relative: str) -> Entry | None:
     """The file now (None: absent, or something git does not store: a directory, a FIFO...)."""
     try:
-        with _parent(root, relative, create=False) as (fd, name):
-            st = os.lstat(name, dir_fd=fd)
+        with _parent(root, relative, create=False) as (held, name):
+            st = held.lstat(name)
             if stat.S_ISLNK(st.st_mode):
-                return Entry(os.fsencode(os.readlink(name, dir_fd=fd)), "120000")
+                return Entry(os.fsencode(held.readlink(name)), "120000")
             if not stat.S_ISREG(st.st_mode):
                 return None
-            file = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
-            with os.fdopen(file, "rb") as handle:
+            with os.fdopen(held.open(name, safefs.READ_FLAGS), "rb") as handle:
                 data = handle.read()
             return Entry(data, "100755" if st.st_mode & 0o100 else "100644")
-    except (FileNotFoundError, NotADirectoryError, EscapeRefused):
+    except (FileNotFoundError, NotADirectoryError, EscapeRefused, safefs.Changed):
         return None
 
 
 def write(root: str, relative: str, entry: Entry) -> None:
     """Make `relative` exactly `entry` (replacing whatever is there: a file, a link, an empty directory)."""
-    with _parent(root, relative, create=True) as (fd, name):
+    with _parent(root, relative, create=True) as (held, name):
         temp = f".{name}.{uuid.uuid4().hex[:8]}.restore"
         if entry.mode == "120000":
-            os.symlink(os.fsdecode(entry.data), temp, dir_fd=fd)
+            held.symlink(os.fsdecode(entry.data), temp)
         else:
             mode = 0o755 if entry.mode == "100755" else 0o644
-            out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
+            out = held.create(temp, os.O_WRONLY, mode)
             try:
                 with os.fdopen(out, "wb") as handle:
                     handle.write(entry.data)
-                    os.fchmod(handle.fileno(), mode)  # exactly, whatever the umask
+                    held.chmod(handle.fileno(), temp, mode)  # exactly, whatever the umask
             except BaseException:
                 with contextlib.suppress(OSError):
-                    os.unlink(temp, dir_fd=fd)
+                    held.unlink(temp)
                 raise
         try:
-            os.rename(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            held.rename(temp, name)
         except IsADirectoryError:
-            _remove_empty_tree(fd, name)
-            os.rename(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            _remove_empty_tree(held, name)
+            held.rename(temp, name)
         except OSError:
             with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=fd)
+                held.unlink(temp)
             raise
 
 
@@ -121,27 +105,26 @@ def remove(root: str, relative: str) -> None:
     """`relative` gone (a file or a link; nothing to do when it is absent), then the directories that only held it."""
     parts = _parts(relative)
     try:
-        with _parent(root, relative, create=False) as (fd, name):
-            st = os.lstat(name, dir_fd=fd)
-            if stat.S_ISDIR(st.st_mode):
+        with _parent(root, relative, create=False) as (held, name):
+            if stat.S_ISDIR(held.lstat(name).st_mode):
                 return
-            os.unlink(name, dir_fd=fd)
+            held.unlink(name)
     except (FileNotFoundError, NotADirectoryError, EscapeRefused):
         return
     for depth in range(len(parts) - 1, 0, -1):  # the emptied directories, deepest first
         try:
-            with _parent(root, "/".join(parts[:depth]), create=False) as (fd, name):
-                os.rmdir(name, dir_fd=fd)
+            with _parent(root, "/".join(parts[:depth]), create=False) as (held, name):
+                held.rmdir(name)
         except OSError:
             return
 
 
-def _remove_empty_tree(fd: int, name: str) -> None:
+def _remove_empty_tree(held: safefs.Held, name: str) -> None:
     """An empty directory (or one holding only empty directories) where a file goes back."""
-    inner = os.open(name, _DIR, dir_fd=fd)
+    inner = safefs.Held(held.path_of(name))
     try:
-        for child in os.listdir(inner):
+        for child in inner.listdir():
             _remove_empty_tree(inner, child)
     finally:
-        os.close(inner)
-    os.rmdir(name, dir_fd=fd)
+        inner.close()
+    held.rmdir(name)

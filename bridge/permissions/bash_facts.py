@@ -15,6 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge import safefs
 from bridge.permissions.command_effects import Access
 from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import InvalidPath, Workspace, resolve
@@ -196,7 +197,7 @@ class BashFacts:
     def _list_text(self, listed: PathAccess, out: PartFacts) -> str | None:
         where = f"`{out.part.text}`: its file list {listed.written}"
         try:
-            fd = os.open(listed.real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(listed.real, safefs.READ_FLAGS)  # O_NONBLOCK, O_NOCTTY where the OS has them
         except FileNotFoundError:
             out.problems.append(f"{where} does not exist yet (what it will name can't be known)")
             return None

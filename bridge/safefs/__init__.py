@@ -16,10 +16,13 @@ the time it is opened). So every open here is *exact*:
 - `resolve(path, roots)` finds the real path of a path that may contain symlinks, in user space, one
   component at a time with `O_NOFOLLOW` opens relative to directory fds: a symlink is followed only while its
   target stays inside `roots`, and a target outside them is refused before anything out there is touched
-  (`LinkOut`). `open_beneath` is `resolve` then `open_exact` of the result, re-resolved if the tree changed
+  (`LinkOut`); `ANYWHERE` as the roots allows every place on every drive (Windows' `/` is one drive's root).
+  `open_beneath` is `resolve` then `open_exact` of the result, re-resolved if the tree changed
   in between (a bounded number of times).
 - `read_regular(root, path, max_bytes)` is the one-call form for small files a feature reads from the project
   (memory files): a regular file inside `root`, opened without following a link out, at most `max_bytes`.
+- `Held(real_dir)` is an exactly opened directory for steps on the names in it (read, create, link, rename,
+  unlink, rmdir): a restore's. The portable back end holds it in place meanwhile (portable.py).
 - `write_exact(real, data)` replaces (or creates) the file at `real` through a temp file created in the
   exactly opened parent directory and renamed there (`renameat` with both dir fds): the rename replaces the
   name in that directory, whatever it is at that moment, so a flip to a symlink cannot redirect the write.
@@ -48,6 +51,7 @@ from bridge.safefs.errors import (
     WrittenElsewhere,
     describe_mode,
 )
+from bridge.safefs.held import Held
 from bridge.safefs.opens import (
     FORCE_ENV,
     O_PATH,
@@ -59,16 +63,18 @@ from bridge.safefs.opens import (
     read_all,
     stat_exact,
 )
-from bridge.safefs.resolution import Opened, open_beneath, read_regular, real_roots, resolve
+from bridge.safefs.resolution import ANYWHERE, Opened, inside, open_beneath, read_regular, real_roots, resolve
 from bridge.safefs.watch import NameWatch
 from bridge.safefs.writes import Written, make_dirs_exact, write_exact
 
 __all__ = [
+    "ANYWHERE",
     "FORCE_ENV",
     "O_PATH",
     "READ_FLAGS",
     "Beneath",
     "Changed",
+    "Held",
     "LinkOut",
     "NameWatch",
     "NotRegular",
@@ -81,6 +87,7 @@ __all__ = [
     "WrittenElsewhere",
     "backend",
     "describe_mode",
+    "inside",
     "make_dirs_exact",
     "open_beneath",
     "open_exact",

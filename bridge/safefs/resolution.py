@@ -9,6 +9,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from bridge.safefs import portable
 from bridge.safefs.errors import Changed, LinkOut, NotRegular, Outside, TooBig, UnsafePath
@@ -17,11 +18,29 @@ from bridge.safefs.opens import _DIR_FLAGS, READ_FLAGS, RETRIES, backend, open_e
 MAX_LINKS = 40  # symlinks followed in one resolution, as the kernel's ELOOP limit
 
 
-def _within(path: str, root: str) -> bool:
-    if os.path.dirname(root) == root:  # a file system's root (`/`, `C:\`): everything on it
-        return os.path.normcase(path).startswith(os.path.normcase(root))
-    path, root = os.path.normcase(path), os.path.normcase(root)
-    return path == root or path.startswith(root + os.sep)
+class _Anywhere(tuple[str, ...]):
+    """The roots that allow every place on every file system (see `ANYWHERE`)."""
+
+
+ANYWHERE: Sequence[str] = _Anywhere()
+"""`roots` that allow every place: the file tools' own containment is the permission step's, so all they ask of
+`resolve` is the real path, links followed wherever they lead. Not `["/"]`: on Windows `/` is the root of the
+current drive only, so a path on another drive (`D:\\x`, `\\\\server\\share\\x`), or a link leading there,
+would be refused as outside. (A sentinel rather than an empty list, so that no list that happens to be empty
+ever means everywhere.)"""
+
+
+def _within(path: str, root: str, flavour: ModuleType = os.path) -> bool:
+    if flavour.dirname(root) == root:  # a file system's root (`/`, `C:\`): everything on it
+        return bool(flavour.normcase(path).startswith(flavour.normcase(root)))
+    path, root = flavour.normcase(path), flavour.normcase(root)
+    return path == root or path.startswith(root + flavour.sep)
+
+
+def inside(path: str, roots: Sequence[str], flavour: ModuleType = os.path) -> bool:
+    """`path` (absolute, normalized) is in one of the real `roots` (names compared as the platform compares
+    them: ignoring case on Windows), or `roots` is `ANYWHERE`."""
+    return isinstance(roots, _Anywhere) or any(_within(path, root, flavour) for root in roots)
 
 
 def real_roots(roots: Sequence[str | Path]) -> list[str]:
@@ -127,8 +146,8 @@ def resolve(
     cur, first = _split(named)
     if not cur or cur == os.sep != "/":
         raise ValueError(f"not an absolute path: {named!r}")
-    allowed = real_roots(roots)
-    approach = _approaches(roots, allowed)
+    allowed: Sequence[str] = ANYWHERE if isinstance(roots, _Anywhere) else real_roots(roots)
+    approach = _approaches(roots, list(allowed))
     todo = list(reversed(first))
     missing = 0  # how many trailing components of `cur` do not exist
     links = 0
@@ -151,7 +170,7 @@ def resolve(
                     look.restart(cur)
                 continue
             nxt = os.path.join(cur, name)
-            if os.path.normcase(nxt) not in approach and not any(_within(nxt, root) for root in allowed):
+            if os.path.normcase(nxt) not in approach and not inside(nxt, allowed):
                 raise refuse()
             if missing:
                 cur, missing = nxt, missing + 1
@@ -194,7 +213,7 @@ def resolve(
             cur = nxt
     finally:
         look.close()
-    if not any(_within(cur, root) for root in allowed):
+    if not inside(cur, allowed):
         raise refuse()
     return cur
 

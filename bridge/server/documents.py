@@ -107,7 +107,7 @@ def _text_file(path: Path) -> bool:
     """A regular file, small enough, that does not look binary: the client's text API can carry it. Opened
     where the name leads now, following no link after it is resolved, without blocking."""
     try:
-        opened = safefs.open_beneath(path, ["/"], safefs.READ_FLAGS)
+        opened = safefs.open_beneath(path, safefs.ANYWHERE, safefs.READ_FLAGS)
     except (OSError, ValueError):
         return False
     try:
@@ -125,7 +125,7 @@ def _same_as_disk(path: Path, text: str) -> bool:
     """Whether the editor's `text` is byte for byte the file's content on disk (as UTF-8)."""
     encoded = text.encode("utf-8", "surrogatepass")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, safefs.READ_FLAGS)  # O_NONBLOCK, O_NOCTTY where the OS has them (not Windows)
     except OSError:
         return False
     try:
@@ -138,7 +138,7 @@ def _same_as_disk(path: Path, text: str) -> bool:
 def _writable(path: Path) -> bool:
     """A new file, or an existing one the client could also have read."""
     try:
-        safefs.stat_exact(safefs.resolve(path, ["/"]))
+        safefs.stat_exact(safefs.resolve(path, safefs.ANYWHERE))
     except (FileNotFoundError, NotADirectoryError):
         return True
     except (OSError, ValueError):

@@ -273,7 +273,7 @@ def _first_line_of(path: Path, needle: str, cap: int = 4 * 1024 * 1024) -> int |
     if not needle:
         return None
     try:
-        opened = safefs.open_beneath(path, ["/"], safefs.READ_FLAGS)
+        opened = safefs.open_beneath(path, safefs.ANYWHERE, safefs.READ_FLAGS)
     except (OSError, ValueError):
         return None
     try:

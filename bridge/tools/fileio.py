@@ -246,7 +246,7 @@ def _disk_beside_editor(target: Target) -> TextFile | None:
 def still_leads_there(target: Target) -> bool:
     """The name still leads to the real path that was judged."""
     try:
-        return safefs.resolve(target.path, ["/"]) == target.real
+        return safefs.resolve(target.path, safefs.ANYWHERE) == target.real
     except OSError:
         return False
 
@@ -268,7 +268,7 @@ def watch_names(target: Target) -> safefs.NameWatch | _Unwatched | None:
     that what the editor read or wrote was the judged file."""
     trail: list[tuple[str, str]] = []
     try:
-        if safefs.resolve(target.path, ["/"], trail=trail) != target.real:
+        if safefs.resolve(target.path, safefs.ANYWHERE, trail=trail) != target.real:
             return None
         if not safefs.NameWatch.available():
             return _Unwatched()
@@ -277,7 +277,7 @@ def watch_names(target: Target) -> safefs.NameWatch | _Unwatched | None:
         return None
     again: list[tuple[str, str]] = []
     try:
-        steady = safefs.resolve(target.path, ["/"], trail=again) == target.real and again == trail
+        steady = safefs.resolve(target.path, safefs.ANYWHERE, trail=again) == target.real and again == trail
     except OSError:
         steady = False
     if not steady:
@@ -502,7 +502,7 @@ def write_file(target: Target, data: bytes, *, create_only: bool = False) -> Non
 def atomic_write(path: Path, data: bytes) -> None:
     """`write_file` for a path the bridge chose itself (its data dir): resolved now, then written exactly."""
     try:
-        real = safefs.resolve(path, ["/"])
+        real = safefs.resolve(path, safefs.ANYWHERE)
     except OSError as exc:
         raise ToolError(f"Cannot write {path}: {exc.strerror or exc}") from None
     write_file(Target(path, real), data)

@@ -133,8 +133,12 @@ class GlobTool(Tool[GlobInput]):
             args += ["--glob", exclude]
         # rg runs in `base` (as held open), so it prints paths relative to it: what the pattern is matched against.
         try:
-            where = Path(f"/proc/self/fd/{held.fd}") if sys.platform.startswith("linux") else Path(held.real)
-            run = await run_rg(args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=(held.fd,))
+            # The portable back end (Windows: no descriptor handed to a child, a held directory has no fd) starts
+            # rg by the real path: what it lists is only shown when found again under the held directory, below.
+            by_fd = sys.platform.startswith("linux") and held.fd >= 0 and safefs.backend() != "portable"
+            where = Path(f"/proc/self/fd/{held.fd}") if by_fd else Path(held.real)
+            passed = (held.fd,) if held.fd >= 0 and safefs.backend() != "portable" else ()
+            run = await run_rg(args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=passed)
             if run.returncode == 2 and not any(run.lines):
                 raise rg_error(run)
             guard = read_guard_of(ctx)

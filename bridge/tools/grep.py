@@ -17,9 +17,11 @@ Choices (so the model and the tests know what to expect):
   link between rg's look at the directory and its open (rg then searches the link's target). So rg's first
   pass only names the files; each of them is then opened exactly under the judged real search root
   (`bridge.safefs`: no link followed), checked by the guard on that real path, and searched again by a second
-  rg reading those open files (`/proc/self/fd/N`). Only the second pass's lines, counts and names are shown;
-  a file that changed in between is left out silently: the model is not told how many (what the first pass
-  saw through a link would show in that count, a bit at a time). The editor sees it in `rawOutput.changed`.
+  rg reading those open files (`/proc/self/fd/N`; on the portable back end, Windows', copies made through those
+  open files in a private temp directory: no descriptor can be handed to rg there). Only the second pass's lines,
+  counts and names are shown; a file that changed in between is left out silently: the model is not told how
+  many (what the first pass saw through a link would show in that count, a bit at a time). The editor sees it
+  in `rawOutput.changed`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -198,8 +201,10 @@ class GrepTool(Tool[GrepInput]):
 def _root_problem(root: Path, ctx: ToolContext) -> str | None:
     """The search root must be a directory or a regular file (rg would wait forever on a FIFO with no writer)."""
     try:
-        st = os.fstat(fd := safefs.open_exact(opened_path(root, ctx), safefs.O_PATH or safefs.READ_FLAGS))
-        os.close(fd)
+        real = opened_path(root, ctx)
+        st = safefs.stat_exact(real)  # not an open: Windows' os.open cannot open a directory
+        if stat.S_ISLNK(st.st_mode):  # the judged real path has no link: one there now is a flip
+            raise safefs.Changed(real)
     except (FileNotFoundError, NotADirectoryError):
         return f"Path does not exist: {root} (cwd is {ctx.cwd})."
     except ToolError as error:
@@ -337,6 +342,21 @@ def _open_checked(
     return fds
 
 
+def _copied(fds: dict[str, int], into: str) -> dict[str, str]:
+    """The portable back end's second pass (Windows: no `/dev/fd`, no descriptors handed to a child): each file
+    as opened exactly is copied, through its fd, into a private temp directory, and rg reads the copies. Nothing
+    rg reads was reached by a name that a command could flip: what is shown is what the proven handles held. It
+    costs one more read and write of each file the first pass named. {copy path: shown path}."""
+    out: dict[str, str] = {}
+    for i, (path, fd) in enumerate(fds.items()):
+        copy = os.path.join(into, str(i))
+        with open(copy, "xb") as sink:
+            while chunk := os.read(fd, 1 << 20):
+                sink.write(chunk)
+        out[copy] = path
+    return out
+
+
 def root_is_dir(real: str) -> bool:
     try:
         return stat.S_ISDIR(safefs.stat_exact(real).st_mode)
@@ -363,14 +383,19 @@ async def confirmed(
         try:
             if not fds:
                 continue
-            shown_of = {f"{FD_DIR}/{fd}": path for path, fd in fds.items()}
-            run = await run_rg(
-                [*args, "--", *shown_of],
-                ctx.cwd,
-                max_lines=MAX_SCAN_LINES,
-                separator=separator,
-                pass_fds=tuple(fds.values()),
-            )
+            if safefs.backend() == "portable":
+                with tempfile.TemporaryDirectory(prefix="bridge-grep-") as copies:
+                    shown_of = await anyio.to_thread.run_sync(_copied, fds, copies)
+                    run = await run_rg([*args, "--", *shown_of], ctx.cwd, max_lines=MAX_SCAN_LINES, separator=separator)
+            else:
+                shown_of = {f"{FD_DIR}/{fd}": path for path, fd in fds.items()}
+                run = await run_rg(
+                    [*args, "--", *shown_of],
+                    ctx.cwd,
+                    max_lines=MAX_SCAN_LINES,
+                    separator=separator,
+                    pass_fds=tuple(fds.values()),
+                )
         finally:
             for fd in fds.values():
                 os.close(fd)

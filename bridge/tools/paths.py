@@ -71,7 +71,7 @@ def opened_path(path: Path, ctx: ToolContext) -> str:
         if judged is not None:
             return os.fspath(judged)
     try:
-        return safefs.resolve(path, ["/"])
+        return safefs.resolve(path, safefs.ANYWHERE)
     except OSError as error:
         raise read_error(path, error) from None
 

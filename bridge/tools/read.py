@@ -235,22 +235,17 @@ def missing_file_message(path: Path, real: str, cwd: Path) -> str:
     message = f"File does not exist: {path}."
     parent = path.parent
     try:
-        fd = safefs.open_exact(os.path.dirname(real), os.O_RDONLY | os.O_DIRECTORY)
+        held = safefs.Held(os.path.dirname(real))
     except (FileNotFoundError, NotADirectoryError):
         return f"{message} Its directory {parent} does not exist either (cwd is {cwd})."
     except OSError:
         return message
-    names: list[str] = []
     try:
-        with os.scandir(fd) as entries:
-            for i, entry in enumerate(entries):
-                if i >= 5000:  # a huge directory: not worth it
-                    break
-                names.append(entry.name)
+        names = held.listdir(limit=5000)  # a huge directory: not worth more
     except OSError:
         return message
     finally:
-        os.close(fd)
+        held.close()
     lowered = {name.lower(): name for name in names}
     close = [lowered[path.name.lower()]] if path.name.lower() in lowered else []
     close += [n for n in difflib.get_close_matches(path.name, names, n=3, cutoff=0.7) if n not in close]
