@@ -61,7 +61,7 @@ def test_the_settings_read_ahead_are_bridge_configs(
     overrides: dict[str, Any] = {"allow": ["Read"], "ask": [], "deny": []}
     if override is not None:
         overrides["model"] = override
-    ahead = first_request._settings(overrides, env)
+    ahead = first_request.settings_of(overrides, env)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

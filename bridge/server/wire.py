@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -17,7 +16,6 @@ from bridge.commands import Command
 from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
 from bridge.loop import events as ev
 from bridge.messages import Block
-from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.transcript import StoredSession
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
@@ -427,43 +425,6 @@ def iso_time(seconds: float) -> str:
 
 # ---- session configuration: `configOptions` (and the older `modes`) ------------------------------------------
 
-MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION = "mode", "model", "thought_level"
-
-
-def config_options(mode_id: str, models: dict[str, Any], thought_level: str) -> list[dict[str, Any]]:
-    """The session's selectors with their current values: permission mode, model (`models`: a `models_state`,
-    the models the user can pick), thinking budget."""
-    from bridge.model.thinking import LEVELS
-
-    def select(
-        option_id: str, name: str, description: str, current: str, options: Sequence[tuple[str, str, str]]
-    ) -> dict[str, Any]:
-        return {
-            "id": option_id,
-            "name": name,
-            "description": description,
-            "category": option_id,
-            "type": "select",
-            "currentValue": current,
-            "options": [{"value": value, "name": label, "description": about} for value, label, about in options],
-        }
-
-    modes = [(m, MODE_NAMES[m], MODE_DESCRIPTIONS[m]) for m in MODES]
-    choices = [(m["modelId"], m["name"], m["description"]) for m in models["availableModels"]]
-    return [
-        select(MODE_OPTION, "Mode", "What the agent may do without asking", mode_id, modes),
-        select(
-            MODEL_OPTION, "Model", "The model that answers, from the next prompt on", models["currentModelId"], choices
-        ),
-        select(
-            THOUGHT_OPTION,
-            "Thinking",
-            "How much the model thinks before it answers, from the next prompt on",
-            thought_level,
-            list(LEVELS),
-        ),
-    ]
-
 
 def config_update(options: list[dict[str, Any]]) -> dict[str, Any]:
     return {"sessionUpdate": "config_option_update", "configOptions": options}
@@ -473,40 +434,6 @@ def option_values(options: list[dict[str, Any]], option_id: str) -> list[str]:
     """The values a select option `option_id` takes (none: no such option)."""
     option = next((o for o in options if o["id"] == option_id), None)
     return [str(item["value"]) for item in option["options"]] if option is not None else []
-
-
-def models_state(current: str) -> dict[str, Any]:
-    """ACP's (unstable) session model state: the picker's models, with the current one listed first when it is
-    not one of them (a model set by settings)."""
-    from bridge.model.pricing import MODELS
-
-    listed = [{"modelId": m, "name": name, "description": about} for m, name, about in MODELS]
-    if current not in {m for m, _, _ in MODELS}:
-        listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
-    return {"currentModelId": current, "availableModels": listed}
-
-
-OFFLINE_MODEL = {
-    "modelId": "offline-demo",
-    "name": "Offline demo model",
-    "description": "The bridge's built-in offline model: scripted answers, no network, no cost",
-}
-
-
-def offline_models_state() -> dict[str, Any]:
-    """The models of a bridge on its offline demo model: that one (an editor must not show a Claude model and
-    a price for it)."""
-    return {"currentModelId": OFFLINE_MODEL["modelId"], "availableModels": [OFFLINE_MODEL]}
-
-
-def modes_state(current: str) -> dict[str, Any]:
-    """`session/new`'s `modes`: the current mode and every mode, named and described."""
-    return {
-        "currentModeId": current,
-        "availableModes": [
-            {"id": mode_id, "name": MODE_NAMES[mode_id], "description": MODE_DESCRIPTIONS[mode_id]} for mode_id in MODES
-        ],
-    }
 
 
 class LoadSessionParams(NewSessionParams):
