@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -79,6 +80,8 @@ class BridgeServer(LanguageServer):
         # answered before the server was loaded (bridge/server/early_session.py): `session/new` id -> session id
         self.early_ids: dict[Any, str] = {}
         self.ahead: AnthropicModel | None = None  # the first prompt's model request, sent before the server loaded
+        self.reader: Any = None  # stdin, as the serving loop reads it (bridge/server/stdio.py)
+        self.stop = threading.Event()  # the serving loop ends when set
 
     @property
     def bridge_protocol(self) -> BridgeProtocol:
