@@ -20,6 +20,7 @@ from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
 from bridge.server import history_handlers, questions, session_state, wire
+from bridge.server.handshake import AGENT_INFO, API_KEY_METHOD, initialize_result
 from bridge.server.jsonrpc import (
     AcpProtocol,
     BridgeProtocol,
@@ -39,7 +40,6 @@ from bridge.server.rpc_errors import (
 from bridge.server.stats import DEBUG_STATS_ENV, BridgeStats, debug_stats
 from bridge.server.updates import UpdateStream, tool_meta
 from bridge.server.warmup import sdk_loaded, sdk_loading, warm_up
-from bridge.server.wire import API_KEY_METHOD
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
@@ -54,7 +54,6 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
 log = logging.getLogger(__name__)
 
 Level = wire.Level
-AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
 
 
 class BridgeServer(LanguageServer):
@@ -329,7 +328,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
         warm_up()
-        return wire.initialize_result(AGENT_INFO)
+        return initialize_result(AGENT_INFO)
 
     @feature("authenticate")
     def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:

@@ -192,6 +192,17 @@ def read_first(
         if message is None or message["method"] != "initialize" or "id" not in message:
             return first
         first.msg_id = message["id"]
+        params = message.get("params")
+        if acp and isinstance(params, dict):  # ACP's answer takes nothing from the request: no need to keep it
+            from bridge.server.handshake import initialize_result
+
+            body = json.dumps({"id": first.msg_id, "jsonrpc": "2.0", "result": initialize_result()})
+            first.answered = (body + "\n").encode()
+            out.write(first.answered)
+            out.flush()
+            if overrides is not None:
+                _early_session(inbox, out, first, overrides, env)
+            return first
         try:
             first.cache_file = cache_dir(env) / f"initialize-{_key(message, 'acp' if acp else 'lsp', argv, env)}"
             kept = first.cache_file.read_bytes()
@@ -201,7 +212,6 @@ def read_first(
             out.write(kept)
             out.flush()
             first.answered = kept
-        params = message.get("params")
         options = params.get("initializationOptions") if isinstance(params, dict) else None
         if first.answered is not None and overrides is not None and (acp or not options):
             _early_session(inbox, out, first, overrides, env)
@@ -244,6 +254,7 @@ def _early_session(
             out.flush()
             first.early[msg_id] = data
             first.session_ids[msg_id] = result["sessionId"]
+            log.info("session/new %r answered before the server loaded", msg_id)
             minted[result["sessionId"]] = cwd
             continue
         if method == "session/prompt" and msg_id is not None and isinstance(params, dict):
@@ -306,7 +317,9 @@ class AnswerFilter:
 
     def __init__(self, stdout: BinaryIO, first: FirstMessage) -> None:
         self._stdout = stdout
-        self._first: FirstMessage | None = first if first.msg_id is not None and first.cache_file else None
+        self._first: FirstMessage | None = (
+            first if first.msg_id is not None and (first.cache_file or first.answered) else None
+        )
         self._early = dict(first.early)
 
     def write(self, data: bytes) -> int:
@@ -316,8 +329,8 @@ class AnswerFilter:
             if first.answered is not None:
                 if data != first.answered:
                     log.error("the early initialize answer differs from the server's; it is no longer kept")
-                    assert first.cache_file is not None
-                    first.cache_file.unlink(missing_ok=True)
+                    if first.cache_file is not None:
+                        first.cache_file.unlink(missing_ok=True)
                 return len(data)
             if b'"result"' in data and first.cache_file is not None:
                 write_atomically(first.cache_file, data)

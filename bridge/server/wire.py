@@ -21,37 +21,6 @@ from bridge.transcript import StoredSession
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 Level = Literal["info", "warning", "error"]
 
-PROTOCOL_VERSION = 1
-AGENT_CAPABILITIES: dict[str, Any] = {
-    "loadSession": True,
-    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": True, "sse": True},
-    # session/fork works, but it is not in ACP v1's stable schema (strict clients refuse an unknown field there):
-    # it is named in the capabilities' _meta, which every client may ignore.
-    "sessionCapabilities": {
-        "list": {},
-        "close": {},
-        "resume": {},
-        "delete": {},
-        "additionalDirectories": {},
-        "_meta": {"fork": {}},
-    },
-    "auth": {"logout": {}},
-}
-API_KEY_METHOD = "anthropic-api-key"
-AUTH_METHODS: list[dict[str, Any]] = [
-    {
-        "id": API_KEY_METHOD,
-        "name": "Anthropic API key",
-        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
-        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
-        "_meta": {
-            "env": "ANTHROPIC_API_KEY",
-            "setting": "apiKey",
-            "link": "https://console.anthropic.com/settings/keys",
-        },
-    }
-]
 SUB_AGENTS_META = "agent-bridge/subAgentUpdates"
 """`clientCapabilities._meta` key: `"nested"` asks for a sub-agent's own updates (each with
 `_meta.parentToolCallId`) instead of its work inside the `Agent` call's content."""
@@ -78,15 +47,6 @@ def client_features(capabilities: Any, *, lsp: bool = False) -> ClientFeatures:
         nested_sub_agents=lsp or nested,
         session_metadata=not lsp,
     )
-
-
-def initialize_result(agent_info: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": AGENT_CAPABILITIES,
-        "authMethods": AUTH_METHODS,
-        "agentInfo": agent_info,
-    }
 
 
 class WireModel(BaseModel):
