@@ -40,6 +40,18 @@ def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:
     assert first_request.hook_sources(tmp_path, env) == ours
 
 
+def test_the_settings_files_are_the_ones_settings_store_reads(tmp_path: Path) -> None:
+    """session/new is answered early only when none of these exist (bridge/server/early_session.py): a file the
+    store reads and this list missed could change the answer (a folder's mode)."""
+    env = {
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
+    store = SettingsStore(tmp_path, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude")
+    assert sorted(first_request.settings_files(tmp_path, env)) == sorted(f.path for f in store.files)
+
+
 VALUES = st.one_of(
     st.just(""),
     st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=8),
