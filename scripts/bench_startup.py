@@ -154,7 +154,7 @@ def no_proxy(on: bool) -> tuple[tuple[str, str | None], ...]:
 def mechanism_cells() -> list[Cell]:
     """Each start-up mechanism (issue 26 item 5) on and off, the rest alike (used HOME, no NO_PROXY):
     - the kept `initialize` answer (bridge/server/fast_initialize.py): off in a fresh HOME, which has none;
-    - the predicted first request sent ahead (bridge/cli/first_request.py): off where the user's settings name
+    - the predicted first request sent ahead (bridge/first_request.py): off where the user's settings name
       `hooks` (an empty object: nothing runs, but a hook could change the prompt, so nothing is sent ahead);
     - the SDK's bytes sent without the SDK (bridge/model/direct.py): off with AGENT_BRIDGE_MODEL_TRANSPORT=sdk (the
       SDK's import; send-ahead needs the direct transport, so it is off too)."""

@@ -1,4 +1,4 @@
-"""`run` sends its first model request ahead (bridge/cli/first_request.py): the prediction reads the settings as
+"""`run` sends its first model request ahead (bridge/first_request.py): the prediction reads the settings as
 `BridgeConfig` does and the settings files SettingsStore reads; it is only sent when it can be sure; a request
 sent ahead that differs from the loop's is discarded, never used."""
 
@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge import cache
-from bridge.cli import first_request
+from bridge import cache, first_request
 from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import BlockDelta, ModelRequest

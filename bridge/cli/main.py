@@ -202,7 +202,7 @@ async def run_command(
     import asyncio
     import importlib
 
-    from bridge.cli.first_request import send_ahead
+    from bridge.first_request import send_ahead
 
     early = send_ahead(text, cwd, overrides) if resume is None else None
     if early is not None:

@@ -6,7 +6,7 @@ second. Yet for a new session in a plain setting the answer is known beforehand:
 rest (modes, config options, models) is what bridge/server/session_state.py makes of the defaults. So it goes out
 at once, the server later creates the session under that very id (`BridgeServer.early_ids`) and its own answer —
 the same bytes — is held back (`fast_initialize.AnswerFilter`); and the first prompt's model request is sent ahead
-(bridge/cli/first_request.py, as `run` does), the session's model client taking it over.
+(bridge/first_request.py, as `run` does), the session's model client taking it over.
 
 "Plain" is decided on what could change the answer, never guessed: no settings file of the session's exists (the
 folder's own, the user's, Claude Code's: nothing is read from the folder before trust, so nothing can widen), no
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bridge.cli.first_request import settings_files
-from bridge.cli.first_request import settings_of as first_request_settings
+from bridge.first_request import settings_files
+from bridge.first_request import settings_of as first_request_settings
 from bridge.model.thinking import DEFAULT as DEFAULT_THOUGHT_LEVEL
 from bridge.server.session_state import models_state, session_answer
 from bridge.session_id import new_session_id

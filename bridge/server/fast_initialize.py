@@ -232,7 +232,7 @@ def _early_session(
     `session/prompt` of such a session noted, for its model request to go out ahead; the first message of any
     other kind (an unknown method, a malformed one, a cancel, nothing in time, EOF) ends this, and the server
     reads it, and answers it, as always."""
-    from bridge.cli.first_request import settings_of
+    from bridge.first_request import settings_of
     from bridge.server.early_session import answer_new_session
 
     minted: dict[str, Path] = {}

@@ -72,11 +72,11 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
 
 
 async def _send_ahead(first: FirstMessage, overrides: dict[str, Any]) -> Any:
-    """The first prompt's model request, sent before the server loads (bridge/cli/first_request.py, `run`'s
+    """The first prompt's model request, sent before the server loads (bridge/first_request.py, `run`'s
     own): the model client holding it (the session's takes it over), or None."""
     if first.prompt is None:
         return None
-    from bridge.cli.first_request import send_ahead
+    from bridge.first_request import send_ahead
 
     text, cwd = first.prompt
     early = send_ahead(text, cwd, overrides)
