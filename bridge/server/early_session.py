@@ -10,9 +10,9 @@ the same bytes — is held back (`fast_initialize.AnswerFilter`); and the first 
 
 "Plain" is decided on what could change the answer, never guessed: no settings file of the session's exists (the
 folder's own, the user's, Claude Code's: nothing is read from the folder before trust, so nothing can widen), no
-editor options (LSP `initializationOptions`) and no command-line settings beyond the model and `--trust-folder`,
-no offline model, the params exactly a new session's with no MCP servers and no extra directories. Anything else
-is left to the server, which answers it as always.
+editor options (LSP `initializationOptions`) or command-line settings beyond the model, the API key and URL and
+the folder trust (fast_initialize.EDITOR_OPTIONS), no offline model, the params exactly a new session's with no
+MCP servers and no extra directories. Anything else is left to the server, which answers it as always.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def answer_new_session(
             return None
     except (OSError, ValueError):
         return None
-    if not set(overrides) <= {"model", "folderTrust"} or "base_url" in overrides:
+    if not set(overrides) <= {"model", "api_key", "base_url", "folderTrust"}:
         return None
     settings = first_request_settings(overrides, environ)
     if settings is None or not isinstance(settings["model"], str):

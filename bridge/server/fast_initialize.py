@@ -50,6 +50,7 @@ class FirstMessage:
         self.early: dict[int | str, bytes] = {}  # `session/new` answers written early (early_session.py), by id
         self.session_ids: dict[int | str, str] = {}  # the session ids they minted, by the request's id
         self.prompt: tuple[str, Path] | None = None  # the first prompt's text and folder, when sent ahead is wise
+        self.overrides: dict[str, Any] = {}  # the settings the early answers were given with (options included)
 
 
 def _key(message: dict[str, Any], framing: str, argv: Sequence[str], environ: Mapping[str, str]) -> str:
@@ -201,6 +202,7 @@ def read_first(
             out.write(first.answered)
             out.flush()
             if overrides is not None:
+                first.overrides = dict(overrides)
                 _early_session(inbox, out, first, overrides, env)
             return first
         try:
@@ -213,11 +215,28 @@ def read_first(
             out.flush()
             first.answered = kept
         options = params.get("initializationOptions") if isinstance(params, dict) else None
-        if first.answered is not None and overrides is not None and (acp or not options):
-            _early_session(inbox, out, first, overrides, env)
+        settings = None if overrides is None else with_editor_options(options, overrides)
+        if first.answered is not None and settings is not None:
+            _early_session(inbox, out, first, settings, env)
         return first
     finally:
         first.consumed = bytes(inbox.data)
+
+
+EDITOR_OPTIONS = {"apiKey": "api_key", "baseUrl": "base_url", "model": "model", "folderTrust": "folderTrust"}
+"""The LSP `initializationOptions` the early phase understands (the VS Code extension's usual ones), as the
+settings they are (BridgeConfig's aliases); `clientCapabilities` changes no answer. Any other option (a permission
+mode, a settings object...) leaves everything to the server."""
+
+
+def with_editor_options(options: Any, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The command line's settings over the editor's options, as `BridgeServer.agent` merges them; None when an
+    option could change what is answered in a way only the server can tell."""
+    if options is None:
+        options = {}
+    if not isinstance(options, dict) or not set(options) <= {*EDITOR_OPTIONS, "clientCapabilities"}:
+        return None
+    return {**{EDITOR_OPTIONS[k]: v for k, v in options.items() if k in EDITOR_OPTIONS}, **overrides}
 
 
 WAIT = 0.25
@@ -235,6 +254,7 @@ def _early_session(
     from bridge.first_request import settings_of
     from bridge.server.early_session import answer_new_session
 
+    first.overrides = dict(overrides)
     minted: dict[str, Path] = {}
     while True:
         message = _request(inbox.next(WAIT))

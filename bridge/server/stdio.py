@@ -27,7 +27,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     signalled: list[int] = []
 
     async def main() -> None:
-        ahead = await _send_ahead(first, overrides or {})
+        ahead = await _send_ahead(first)
         server = _start(overrides, acp=acp, first=first)
         server.ahead = ahead
         servers.append(server)
@@ -71,15 +71,16 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     return 128 + signalled[0] if signalled else 0
 
 
-async def _send_ahead(first: FirstMessage, overrides: dict[str, Any]) -> Any:
+async def _send_ahead(first: FirstMessage) -> Any:
     """The first prompt's model request, sent before the server loads (bridge/first_request.py, `run`'s
-    own): the model client holding it (the session's takes it over), or None."""
+    own), with the settings the early answers had (the editor's options under the command line's): the model
+    client holding it (the session's takes it over), or None."""
     if first.prompt is None:
         return None
     from bridge.first_request import send_ahead
 
     text, cwd = first.prompt
-    early = send_ahead(text, cwd, overrides)
+    early = send_ahead(text, cwd, first.overrides)
     if early is None:
         return None
     with contextlib.suppress(TimeoutError):

@@ -84,8 +84,10 @@ class Client:
             if message.get("id") == msg_id and "method" not in message:
                 return raw, message
 
-    async def initialize(self) -> None:
-        params = {"protocolVersion": 1, "clientCapabilities": {}} if self.acp else {"capabilities": {}}
+    async def initialize(self, options: dict[str, Any] | None = None) -> None:
+        params: dict[str, Any] = {"protocolVersion": 1, "clientCapabilities": {}} if self.acp else {"capabilities": {}}
+        if options is not None:
+            params["initializationOptions"] = options
         await self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
         await self.answer(1)
         if not self.acp:
@@ -116,10 +118,12 @@ class Client:
         return stderr.decode(errors="replace")
 
 
-async def one_session(env: dict[str, str], ws: Path, *, acp: bool) -> tuple[bytes, Client, str]:
+async def one_session(
+    env: dict[str, str], ws: Path, *, acp: bool, options: dict[str, Any] | None = None
+) -> tuple[bytes, Client, str]:
     """initialize, session/new, a prompt answered: the raw session/new answer, the client, the log."""
     client = await Client.start(env, acp=acp)
-    await client.initialize()
+    await client.initialize(options)
     raw, answer = await client.new_session(ws)
     await client.prompt(answer["result"]["sessionId"])
     assert (await client.answer(3))[1]["result"] == {"stopReason": "end_turn"}
@@ -231,3 +235,42 @@ async def test_a_disconnect_after_the_early_answer_ends_cleanly(workspace: Path,
         log = await client.close()  # exit status 0
     assert EARLY in log and "Traceback" not in log
     assert answer["result"]["sessionId"]
+
+
+VS_CODE_OPTIONS = {
+    "clientCapabilities": {"session": {"notices": {}}},
+    "folderTrust": "ask",
+    "apiKey": "test-key",
+    "model": "claude-opus-4-5",
+}
+
+
+async def test_the_vs_code_extensions_options_are_answered_early_as_the_server_would(
+    workspace: Path, data_dir: Path
+) -> None:
+    """The extension sends its settings as `initializationOptions` (key, model, trust): the early answer takes
+    them as the server does (the model named is the current one) and the request sent ahead is the session's."""
+    with OfflineServer({"responses": []}) as model:
+        env = server_env(model, data_dir)
+        await one_session(env, workspace, acp=False, options=VS_CODE_OPTIONS)
+        early, _, early_log = await one_session(env, workspace, acp=False, options=VS_CODE_OPTIONS)
+        (data_dir / "config").mkdir(exist_ok=True)
+        (data_dir / "config" / "settings.json").write_text("{}")
+        late, _, late_log = await one_session(env, workspace, acp=False, options=VS_CODE_OPTIONS)
+    assert EARLY in early_log and AHEAD in early_log and "differs" not in early_log
+    assert EARLY not in late_log
+    early_answer, late_answer = (json.loads(raw[raw.index(b"{") :])["result"] for raw in (early, late))
+    assert early_answer["models"]["currentModelId"] == "claude-opus-4-5"
+    early_sid, late_sid = early_answer.pop("sessionId"), late_answer.pop("sessionId")
+    assert early_answer == late_answer
+    assert early.replace(early_sid.encode(), b"SID") == late.replace(late_sid.encode(), b"SID")
+
+
+async def test_an_option_that_changes_the_answer_is_left_to_the_server(workspace: Path, data_dir: Path) -> None:
+    with OfflineServer({"responses": []}) as model:
+        env = server_env(model, data_dir)
+        options = {**VS_CODE_OPTIONS, "permissionMode": "plan"}
+        await one_session(env, workspace, acp=False, options=options)
+        raw, _, log = await one_session(env, workspace, acp=False, options=options)
+    assert EARLY not in log
+    assert json.loads(raw[raw.index(b"{") :])["result"]["modes"]["currentModeId"] == "plan"
