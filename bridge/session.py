@@ -7,7 +7,6 @@ A session knows nothing of JSON-RPC: its front end (the editor server, the termi
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from bridge.model import thinking
 from bridge.model.types import ModelClient
 from bridge.permissions.trust import Ask as AskTrust
 from bridge.session_effects import SessionEffects
+from bridge.session_id import new_session_id as new_session_id
 from bridge.session_setup import SessionSetup
 from bridge.tools.agent import AgentTool
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services
@@ -199,7 +199,3 @@ class Session:
     @property
     def plan(self) -> list[PlanEntry]:
         return self.effects.plan
-
-
-def new_session_id() -> str:
-    return f"sess_{uuid.uuid4().hex[:20]}"

@@ -154,11 +154,15 @@ def no_proxy(on: bool) -> tuple[tuple[str, str | None], ...]:
 
 def mechanism_cells() -> list[Cell]:
     """Each start-up mechanism (issue 26 item 5) on and off, the rest alike (used HOME, no NO_PROXY):
-    - the kept `initialize` answer (bridge/server/fast_initialize.py): off in a fresh HOME, which has none;
-    - the predicted first request sent ahead (bridge/cli/first_request.py): off where the user's settings name
+    - the kept `initialize` answer (bridge/server/fast_initialize.py): off in a fresh HOME, which has none (`serve`
+      only: `acp`'s answer is the same for every client, given without keeping it);
+    - the predicted first request sent ahead (bridge/first_request.py): off where the user's settings name
       `hooks` (an empty object: nothing runs, but a hook could change the prompt, so nothing is sent ahead);
     - the SDK's bytes sent without the SDK (bridge/model/direct.py): off with AGENT_BRIDGE_MODEL_TRANSPORT=sdk (the
-      SDK's import; send-ahead needs the direct transport, so it is off too)."""
+      SDK's import; send-ahead needs the direct transport, so it is off too);
+    - `session/new` answered, and the first prompt's request sent, before the server loads
+      (bridge/server/early_session.py): off where the user has a settings file (an empty one: nothing changes, but
+      a settings file could change the answer, so the server answers)."""
     sdk = (("AGENT_BRIDGE_MODEL_TRANSPORT", "sdk"),)
     cells = [
         Cell("run", "all on", True),
@@ -169,6 +173,7 @@ def mechanism_cells() -> list[Cell]:
         cells += [
             Cell(front, "all on", True),
             Cell(front, "no kept initialize", False),
+            Cell(front, "no early session", True, settings="{}"),
             Cell(front, "SDK transport", True, sdk),
         ]
     return cells

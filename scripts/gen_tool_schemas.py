@@ -1,4 +1,4 @@
-"""Write bridge/cli/tool_schemas.json: the tools a new session offers when no agent types, skills or plugins add
+"""Write bridge/tool_schemas.json: the tools a new session offers when no agent types, skills or plugins add
 to them, as the model sees them — what `run` sends ahead before the bridge has loaded (bridge/cli/
 first_request.py). tests/test_first_request.py fails when it differs from the code; then run this.
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bridge.cli.first_request import SCHEMAS
+from bridge.first_request import SCHEMAS
 
 
 async def _schemas(root: Path) -> list[dict[str, Any]]:

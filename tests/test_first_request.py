@@ -1,4 +1,4 @@
-"""`run` sends its first model request ahead (bridge/cli/first_request.py): the prediction reads the settings as
+"""`run` sends its first model request ahead (bridge/first_request.py): the prediction reads the settings as
 `BridgeConfig` does and the settings files SettingsStore reads; it is only sent when it can be sure; a request
 sent ahead that differs from the loop's is discarded, never used."""
 
@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge import cache
-from bridge.cli import first_request
+from bridge import cache, first_request
 from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import BlockDelta, ModelRequest
@@ -40,6 +39,18 @@ def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:
     assert first_request.hook_sources(tmp_path, env) == ours
 
 
+def test_the_settings_files_are_the_ones_settings_store_reads(tmp_path: Path) -> None:
+    """session/new is answered early only when none of these exist (bridge/server/early_session.py): a file the
+    store reads and this list missed could change the answer (a folder's mode)."""
+    env = {
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "config"),
+        "HOME": str(tmp_path / "home"),
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
+    store = SettingsStore(tmp_path, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude")
+    assert sorted(first_request.settings_files(tmp_path, env)) == sorted(f.path for f in store.files)
+
+
 VALUES = st.one_of(
     st.just(""),
     st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=8),
@@ -61,7 +72,7 @@ def test_the_settings_read_ahead_are_bridge_configs(
     overrides: dict[str, Any] = {"allow": ["Read"], "ask": [], "deny": []}
     if override is not None:
         overrides["model"] = override
-    ahead = first_request._settings(overrides, env)
+    ahead = first_request.settings_of(overrides, env)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

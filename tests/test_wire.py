@@ -20,7 +20,7 @@ from bridge.loop.events import (
 from bridge.permissions.modes import MODES
 from bridge.permissions.types import PermissionRequest
 from bridge.replay import replay_history, replay_turns
-from bridge.server import questions, wire
+from bridge.server import questions, session_state, wire
 from bridge.server.updates import UpdateStream, replayed
 from bridge.tools.base import AnyTool
 
@@ -55,7 +55,7 @@ def test_content_locations_and_plan_entries() -> None:
 
 
 def test_the_modes_offered_are_the_one_mode_list() -> None:
-    state = wire.modes_state("plan")
+    state = session_state.modes_state("plan")
     assert state["currentModeId"] == "plan"
     assert [m["id"] for m in state["availableModes"]] == list(MODES)
     assert all(m["name"] and m["description"] for m in state["availableModes"])
@@ -299,7 +299,7 @@ async def test_notices_by_the_clients_capability_and_never_inside_an_answer() ->
 
 
 def test_config_options_offer_mode_model_and_thinking() -> None:
-    options = wire.config_options("plan", wire.models_state("claude-opus-4-5"), "high")
+    options = session_state.config_options("plan", session_state.models_state("claude-opus-4-5"), "high")
     assert [(o["id"], o["category"], o["currentValue"]) for o in options] == [
         ("mode", "mode", "plan"),
         ("model", "model", "claude-opus-4-5"),
@@ -309,8 +309,10 @@ def test_config_options_offer_mode_model_and_thinking() -> None:
     assert "claude-sonnet-4-5" in wire.option_values(options, "model")
     assert all(item["name"] for o in options for item in o["options"])
     assert (
-        wire.option_values(wire.config_options("default", wire.models_state("my-model"), "off"), "model")[0]
+        wire.option_values(
+            session_state.config_options("default", session_state.models_state("my-model"), "off"), "model"
+        )[0]
         == "my-model"
     )
-    offline = wire.config_options("default", wire.offline_models_state(), "off")
+    offline = session_state.config_options("default", session_state.offline_models_state(), "off")
     assert wire.option_values(offline, "model") == ["offline-demo"], "no Claude model (and price) on the demo model"

@@ -135,22 +135,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ("serve", "acp"):
         from bridge.server.fast_initialize import read_first
 
-        # `initialize` is answered from here when its answer is known (before the server is even imported)
-        first = read_first(
-            sys.stdin.buffer,
-            sys.stdout.buffer,
-            acp=args.command == "acp",
-            argv=[args.command, args.model or "", args.offline or ""],
-        )
-        from bridge.server.stdio import serve as serve_stdio
-
         overrides: dict[str, Any] = {}
         if args.model:
             overrides["model"] = args.model
-        if args.offline:
-            overrides |= start_offline(args.offline)
         if args.trust_folder:
             overrides["folderTrust"] = "trusted"
+        # `initialize` is answered from here when its answer is known (before the server is even imported), and
+        # a new session's `session/new` too when its answer is sure (not with an offline model: not started yet)
+        first = read_first(
+            sys.stdin.fileno(),
+            sys.stdout.buffer,
+            acp=args.command == "acp",
+            argv=[args.command, args.model or "", args.offline or ""],
+            overrides=None if args.offline else overrides,
+        )
+        from bridge.server.stdio import serve as serve_stdio
+
+        if args.offline:
+            overrides |= start_offline(args.offline)
         return serve_stdio(overrides, acp=args.command == "acp", first=first)
     if args.command == "run":
         if not args.offline and not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
@@ -200,7 +202,7 @@ async def run_command(
     import asyncio
     import importlib
 
-    from bridge.cli.first_request import send_ahead
+    from bridge.first_request import send_ahead
 
     early = send_ahead(text, cwd, overrides) if resume is None else None
     if early is not None:

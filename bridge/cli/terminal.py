@@ -385,7 +385,7 @@ async def run_prompt_async(
     resume: str | None = None,
 ) -> int:
     """One prompt's turn. `ahead`: a model client holding this turn's first request, sent while the process
-    was loading (bridge/cli/first_request.py); the session's client takes it over when it is the same.
+    was loading (bridge/first_request.py); the session's client takes it over when it is the same.
     `offline`: the offline scenario answering (named instead of a cost). `resume`: go on with that stored session
     (`latest`: the newest of `cwd`) instead of a new one."""
     config, problems = BridgeConfig.load(overrides)

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from bridge import __version__
-from bridge.server import history_handlers, questions, wire
+from bridge.server import history_handlers, questions, session_state, wire
+from bridge.server.handshake import AGENT_INFO, API_KEY_METHOD, initialize_result
 from bridge.server.jsonrpc import (
     AcpProtocol,
     BridgeProtocol,
@@ -38,12 +40,12 @@ from bridge.server.rpc_errors import (
 from bridge.server.stats import DEBUG_STATS_ENV, BridgeStats, debug_stats
 from bridge.server.updates import UpdateStream, tool_meta
 from bridge.server.warmup import sdk_loaded, sdk_loading, warm_up
-from bridge.server.wire import API_KEY_METHOD
 
 if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is answered at once
     from bridge.agent import Agent
     from bridge.mcp.host import McpHost, Question, Reply
     from bridge.messages import Block
+    from bridge.model.anthropic_client import AnthropicModel
     from bridge.permissions.trust import TrustAnswer, TrustQuestion
     from bridge.permissions.types import PermissionAnswer, PermissionRequest
     from bridge.server.documents import SyncedDocuments
@@ -52,7 +54,6 @@ if TYPE_CHECKING:  # the domain is imported on first use, so `initialize` is ans
 log = logging.getLogger(__name__)
 
 Level = wire.Level
-AGENT_INFO = {"name": "agent-bridge", "title": "Agent Bridge", "version": __version__}
 
 
 class BridgeServer(LanguageServer):
@@ -75,6 +76,11 @@ class BridgeServer(LanguageServer):
         self.signed_out = False  # `logout`: no request goes to the model until `authenticate`
         self.starting: dict[str, set[asyncio.Future[None]]] = {}  # prompts waiting for the SDK's import
         self._unshown: list[tuple[str, Level]] = []  # ACP: notices from before any session existed
+        # answered before the server was loaded (bridge/server/early_session.py): `session/new` id -> session id
+        self.early_ids: dict[Any, str] = {}
+        self.ahead: AnthropicModel | None = None  # the first prompt's model request, sent before the server loaded
+        self.reader: Any = None  # stdin, as the serving loop reads it (bridge/server/stdio.py)
+        self.stop = threading.Event()  # the serving loop ends when set
 
     @property
     def bridge_protocol(self) -> BridgeProtocol:
@@ -92,6 +98,12 @@ class BridgeServer(LanguageServer):
             for problem in problems:
                 self.notice(None, problem, "warning")
             self._agent = Agent(config)
+            ahead, self.ahead = self.ahead, None
+            if ahead is not None:
+                from bridge.model.anthropic_client import AnthropicModel
+
+                if isinstance(self._agent.model, AnthropicModel):
+                    self._agent.model.adopt(ahead)
             self._agent.start_warming()
         return self._agent
 
@@ -103,7 +115,7 @@ class BridgeServer(LanguageServer):
 
     def models(self, session: Session) -> dict[str, Any]:
         """`models` of a `session/new` or `session/load` answer: the session's, or the offline demo model."""
-        return wire.offline_models_state() if self.offline else wire.models_state(session.model_name)
+        return session_state.offline_models_state() if self.offline else session_state.models_state(session.model_name)
 
     def configure(self, options: dict[str, Any], client_capabilities: Any = None) -> None:
         self.options = options
@@ -166,18 +178,12 @@ class BridgeServer(LanguageServer):
 
     def config_options(self, session: Session) -> list[dict[str, Any]]:
         """The session's config options; on the offline demo model its model option offers that model alone."""
-        return wire.config_options(session.mode, self.models(session), session.thought_level)
+        return session_state.config_options(session.mode, self.models(session), session.thought_level)
 
     def session_answer(self, session: Session) -> dict[str, Any]:
         """What `session/new`, `session/load` and `session/resume` answer about the session: its modes (for
         older clients) and its config options."""
-        answer: dict[str, Any] = {
-            "modes": wire.modes_state(session.mode),
-            "configOptions": self.config_options(session),
-        }
-        if not self.acp:  # the VS Code extension's model picker and header (ACP 1's schema has no `models`)
-            answer["models"] = self.models(session)
-        return answer
+        return session_state.session_answer(session.mode, self.models(session), session.thought_level, lsp=not self.acp)
 
     def turn_ended(self, session: Session) -> None:
         """After a turn: the session's title (once it has one) and its last activity (`session_info_update`)."""
@@ -322,7 +328,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     def acp_initialize(ls: BridgeServer, params: Any) -> dict[str, Any]:
         ls.configure({}, params.get("clientCapabilities") if isinstance(params, dict) else None)
         warm_up()
-        return wire.initialize_result(AGENT_INFO)
+        return initialize_result(AGENT_INFO)
 
     @feature("authenticate")
     def authenticate(ls: BridgeServer, params: Any) -> dict[str, Any]:
@@ -358,7 +364,8 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
         added = directories(parsed.additional_directories)
         from bridge.session import new_session_id
 
-        session_id = new_session_id()
+        # minted already when `session/new` was answered before the server was loaded (early_session.py)
+        session_id = ls.early_ids.pop(ls.bridge_protocol.msg_id, None) or new_session_id()
         session = ls.agent.new_session(cwd, ls.frontend(session_id), session_id=session_id, directories=added)
         notices = session.setup.startup_notices()
         ls.agent.connect_mcp(session, parsed.mcp_servers, ls.mcp_host(session))  # they start in the background
@@ -512,13 +519,13 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
                 f"Invalid params: value: {parsed.config_id} takes one of {', '.join(allowed)}, not {parsed.value!r}"
             )
         value = str(parsed.value)
-        if parsed.config_id == wire.MODE_OPTION:
+        if parsed.config_id == session_state.MODE_OPTION:
             try:
                 session.set_mode(value, announce=False)
             except PermissionModeError as error:
                 raise JsonRpcInvalidParams(f"Invalid params: value: {error}") from None
             ls.bridge_protocol.after_reply(session.announce_mode)
-        elif parsed.config_id == wire.MODEL_OPTION:
+        elif parsed.config_id == session_state.MODEL_OPTION:
             session.set_model(value)
         else:
             session.set_thought_level(value)

@@ -19,13 +19,15 @@ import json
 import logging
 import os
 import re
+import select
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.cache import cache_dir, code_key, key_of, write_atomically
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from pathlib import Path
     from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
@@ -38,11 +40,17 @@ _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]{1,9})[ \t]*$",
 
 
 class FirstMessage:
+    """What the client sent before the server was loaded, and what of it was answered already."""
+
     def __init__(self, consumed: bytes) -> None:
         self.consumed = consumed  # every byte read from stdin, to be replayed to the server
         self.answered: bytes | None = None  # the `initialize` answer already written, if any
         self.cache_file: Path | None = None  # where pygls's answer to this `initialize` is kept
         self.msg_id: int | str | None = None
+        self.early: dict[int | str, bytes] = {}  # `session/new` answers written early (early_session.py), by id
+        self.session_ids: dict[int | str, str] = {}  # the session ids they minted, by the request's id
+        self.prompt: tuple[str, Path] | None = None  # the first prompt's text and folder, when sent ahead is wise
+        self.overrides: dict[str, Any] = {}  # the settings the early answers were given with (options included)
 
 
 def _key(message: dict[str, Any], framing: str, argv: Sequence[str], environ: Mapping[str, str]) -> str:
@@ -64,67 +72,231 @@ def _key(message: dict[str, Any], framing: str, argv: Sequence[str], environ: Ma
     )
 
 
-def _read_lsp(stream: BinaryIO) -> tuple[bytes, bytes | None]:
-    """The first LSP message's body, and every byte read; None when it is not a plain small message."""
-    consumed = b""
+_INCOMPLETE = -1
+
+
+def _parse_lsp(data: bytearray, pos: int) -> tuple[bytes, int] | int | None:
+    """The LSP message at `pos`: its body and where the next begins; `_INCOMPLETE` when more bytes are needed;
+    None when it is not a plain small message."""
     length: int | None = None
+    start = pos
     for _ in range(MAX_HEADERS):
-        line = stream.readline(MAX_LINE + 2)
-        consumed += line
-        if not line.endswith(b"\n"):
-            return consumed, None
-        stripped = line.rstrip(b"\r\n")
+        end = data.find(b"\n", pos, pos + MAX_LINE + 2)
+        if end < 0:
+            return _INCOMPLETE if len(data) - pos < MAX_LINE + 2 else None
+        stripped = bytes(data[pos:end]).rstrip(b"\r")
+        pos = end + 1
         if not stripped:
             break
         match = _CONTENT_LENGTH.match(stripped)
         if match is not None:
             length = int(match.group(1))
     else:
-        return consumed, None
-    if length is None or not 0 < length <= MAX_BODY or consumed.startswith((b"\r\n", b"\n")):
-        return consumed, None
-    body = stream.read(length)
-    consumed += body
-    return consumed, body if len(body) == length else None
+        return None
+    if length is None or not 0 < length <= MAX_BODY or pos - start <= 2:
+        return None
+    if len(data) < pos + length:
+        return _INCOMPLETE
+    return bytes(data[pos : pos + length]), pos + length
 
 
-def _read_acp(stream: BinaryIO) -> tuple[bytes, bytes | None]:
-    line = stream.readline(MAX_BODY + 1)
-    return line, line if line.endswith(b"\n") and line.strip() else None
+def _parse_acp(data: bytearray, pos: int) -> tuple[bytes, int] | int | None:
+    end = data.find(b"\n", pos)
+    if end < 0:
+        return _INCOMPLETE if len(data) - pos <= MAX_BODY else None
+    line = bytes(data[pos : end + 1])
+    return (line, end + 1) if line.strip() and len(line) <= MAX_BODY + 1 else None
 
 
-def read_first(
-    stream: BinaryIO, out: BinaryIO, *, acp: bool, argv: Sequence[str], environ: Mapping[str, str] | None = None
-) -> FirstMessage:
-    """Read the client's first message; answer it now if it is an `initialize` whose answer is kept."""
-    env = os.environ if environ is None else environ
-    consumed, body = (_read_acp if acp else _read_lsp)(stream)
-    first = FirstMessage(consumed)
+class Inbox:
+    """stdin read straight from its file descriptor, so that no byte sits in a buffer the server's reader would
+    not see: every byte read is kept (`data`) and handed to the server (`Replay`); `next` gives the next whole
+    message, waiting for it at most `timeout` s (select: where that fails, e.g. a pipe on Windows, the early
+    phase ends and the server reads on)."""
+
+    def __init__(self, fd: int, *, acp: bool) -> None:
+        self.fd = fd
+        self.acp = acp
+        self.data = bytearray()
+        self.pos = 0
+        self.eof = False
+
+    def next(self, timeout: float | None) -> bytes | None:
+        """The next message's body; None when none comes in time, at EOF, or when it is not a plain small
+        message (left to the server)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            parsed = (_parse_acp if self.acp else _parse_lsp)(self.data, self.pos)
+            if isinstance(parsed, tuple):
+                body, self.pos = parsed
+                return body
+            if parsed is None or not self._fill(None if deadline is None else deadline - time.monotonic()):
+                return None
+
+    def _fill(self, timeout: float | None) -> bool:
+        if self.eof or len(self.data) > 2 * MAX_BODY:
+            return False
+        if timeout is not None:
+            try:
+                ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+            except (OSError, ValueError):
+                return False
+            if not ready:
+                return False
+        try:
+            chunk = os.read(self.fd, 64 * 1024)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            return False
+        self.data += chunk
+        return True
+
+
+def _request(body: bytes | None) -> dict[str, Any] | None:
+    """`body` as a JSON-RPC request or notification of the plain kind (else None: left to the server)."""
     if body is None:
-        return first
+        return None
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
-        return first
-    msg_id = message.get("id") if isinstance(message, dict) else None
+        return None
     if (
-        (message.get("method") if isinstance(message, dict) else None) != "initialize"
-        or isinstance(msg_id, bool)
-        or not isinstance(msg_id, (int, str))
+        not isinstance(message, dict)
         or message.get("jsonrpc") != "2.0"
+        or not isinstance(message.get("method"), str)
+        or not set(message) <= {"jsonrpc", "id", "method", "params"}
     ):
-        return first
-    first.msg_id = msg_id
+        return None
+    msg_id = message.get("id", 0)
+    return None if isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)) else message
+
+
+def read_first(
+    fd: int,
+    out: BinaryIO,
+    *,
+    acp: bool,
+    argv: Sequence[str],
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> FirstMessage:
+    """Read the client's first message; answer it now if it is an `initialize` whose answer is kept. Then, when
+    `overrides` are given (None: the settings are not known yet, e.g. an offline model), the messages an editor
+    sends next as soon as the protocol lets it, answered early when that is sure (`_early_session`)."""
+    env = os.environ if environ is None else environ
+    inbox = Inbox(fd, acp=acp)
+    first = FirstMessage(b"")
     try:
-        first.cache_file = cache_dir(env) / f"initialize-{_key(message, 'acp' if acp else 'lsp', argv, env)}"
-        kept = first.cache_file.read_bytes()
-    except (OSError, TypeError, ValueError):
+        message = _request(inbox.next(None))
+        if message is None or message["method"] != "initialize" or "id" not in message:
+            return first
+        first.msg_id = message["id"]
+        params = message.get("params")
+        if acp and isinstance(params, dict):  # ACP's answer takes nothing from the request: no need to keep it
+            from bridge.server.handshake import initialize_result
+
+            body = json.dumps({"id": first.msg_id, "jsonrpc": "2.0", "result": initialize_result()})
+            first.answered = (body + "\n").encode()
+            out.write(first.answered)
+            out.flush()
+            if overrides is not None:
+                first.overrides = dict(overrides)
+                _early_session(inbox, out, first, overrides, env)
+            return first
+        try:
+            first.cache_file = cache_dir(env) / f"initialize-{_key(message, 'acp' if acp else 'lsp', argv, env)}"
+            kept = first.cache_file.read_bytes()
+        except (OSError, TypeError, ValueError):
+            return first
+        if kept:
+            out.write(kept)
+            out.flush()
+            first.answered = kept
+        options = params.get("initializationOptions") if isinstance(params, dict) else None
+        settings = None if overrides is None else with_editor_options(options, overrides)
+        if first.answered is not None and settings is not None:
+            _early_session(inbox, out, first, settings, env)
         return first
-    if kept:
-        out.write(kept)
-        out.flush()
-        first.answered = kept
-    return first
+    finally:
+        first.consumed = bytes(inbox.data)
+
+
+EDITOR_OPTIONS = {"apiKey": "api_key", "baseUrl": "base_url", "model": "model", "folderTrust": "folderTrust"}
+"""The LSP `initializationOptions` the early phase understands (the VS Code extension's usual ones), as the
+settings they are (BridgeConfig's aliases); `clientCapabilities` changes no answer. Any other option (a permission
+mode, a settings object...) leaves everything to the server."""
+
+
+def with_editor_options(options: Any, overrides: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The command line's settings over the editor's options, as `BridgeServer.agent` merges them; None when an
+    option could change what is answered in a way only the server can tell."""
+    if options is None:
+        options = {}
+    if not isinstance(options, dict) or not set(options) <= {*EDITOR_OPTIONS, "clientCapabilities"}:
+        return None
+    return {**{EDITOR_OPTIONS[k]: v for k, v in options.items() if k in EDITOR_OPTIONS}, **overrides}
+
+
+WAIT = 0.25
+"""How long (s) the early phase waits for the editor's next message: one that prompts at once sends it within
+milliseconds; one that waits for its user gets the server loaded meanwhile."""
+
+
+def _early_session(
+    inbox: Inbox, out: BinaryIO, first: FirstMessage, overrides: Mapping[str, Any], environ: Mapping[str, str]
+) -> None:
+    """`session/new` answered now when its answer is sure (bridge/server/early_session.py), and the first
+    `session/prompt` of such a session noted, for its model request to go out ahead; the first message of any
+    other kind (an unknown method, a malformed one, a cancel, nothing in time, EOF) ends this, and the server
+    reads it, and answers it, as always."""
+    from bridge.first_request import settings_of
+    from bridge.server.early_session import answer_new_session
+
+    first.overrides = dict(overrides)
+    minted: dict[str, Path] = {}
+    while True:
+        message = _request(inbox.next(WAIT))
+        if message is None:
+            return
+        method, msg_id, params = message["method"], message.get("id"), message.get("params")
+        if method == "initialized" and msg_id is None and not inbox.acp:
+            continue
+        if method == "session/new" and msg_id is not None and msg_id not in first.early:
+            early = answer_new_session(params, overrides, environ, lsp=not inbox.acp)
+            if early is None:
+                return
+            result, cwd = early
+            body = json.dumps({"id": msg_id, "jsonrpc": "2.0", "result": result})
+            data = (body + "\n" if inbox.acp else LSP_HEAD.format(len(body)) + body).encode()
+            out.write(data)
+            out.flush()
+            first.early[msg_id] = data
+            first.session_ids[msg_id] = result["sessionId"]
+            log.info("session/new %r answered before the server loaded", msg_id)
+            minted[result["sessionId"]] = cwd
+            continue
+        if method == "session/prompt" and msg_id is not None and isinstance(params, dict):
+            prompt = params.get("prompt")
+            settings = settings_of(overrides, environ)
+            if (
+                set(params) == {"sessionId", "prompt"}
+                and params["sessionId"] in minted
+                and isinstance(prompt, list)
+                and len(prompt) == 1
+                and isinstance(prompt[0], dict)
+                and set(prompt[0]) == {"type", "text"}
+                and prompt[0]["type"] == "text"
+                and isinstance(prompt[0]["text"], str)
+                and settings is not None
+                and settings["api_key"]
+            ):
+                first.prompt = (prompt[0]["text"], minted[params["sessionId"]])
+        return
+
+
+LSP_HEAD = "Content-Length: {}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"  # as pygls's
 
 
 class Replay:
@@ -159,29 +331,40 @@ class Replay:
 
 
 class AnswerFilter:
-    """stdout for the server's writer (each message is one `write`): holds back pygls's answer to an
-    `initialize` already answered, and keeps it, for the next start, when it was not."""
+    """stdout for the server's writer (each message is one `write`): holds back the server's answers to requests
+    answered already — an `initialize` (its answer kept, for the next start, when it was not) and `session/new`s
+    (early_session.py) — each checked against what was sent."""
 
     def __init__(self, stdout: BinaryIO, first: FirstMessage) -> None:
         self._stdout = stdout
-        self._first: FirstMessage | None = first if first.msg_id is not None and first.cache_file else None
+        self._first: FirstMessage | None = (
+            first if first.msg_id is not None and (first.cache_file or first.answered) else None
+        )
+        self._early = dict(first.early)
 
     def write(self, data: bytes) -> int:
         first = self._first
-        if first is not None and self._is_answer(data, first):
+        if first is not None and self._is_answer(data, first.msg_id):
             self._first = None
             if first.answered is not None:
                 if data != first.answered:
                     log.error("the early initialize answer differs from the server's; it is no longer kept")
-                    assert first.cache_file is not None
-                    first.cache_file.unlink(missing_ok=True)
+                    if first.cache_file is not None:
+                        first.cache_file.unlink(missing_ok=True)
                 return len(data)
             if b'"result"' in data and first.cache_file is not None:
                 write_atomically(first.cache_file, data)
+        elif self._early:
+            for msg_id, sent in self._early.items():
+                if self._is_answer(data, msg_id):
+                    del self._early[msg_id]
+                    if data != sent:
+                        log.error("the early session/new answer differs from the server's: %r, then %r", sent, data)
+                    return len(data)
         return self._stdout.write(data)
 
     @staticmethod
-    def _is_answer(data: bytes, first: FirstMessage) -> bool:
+    def _is_answer(data: bytes, msg_id: int | str | None) -> bool:
         start = data.find(b"{")
         try:
             message = json.loads(data[start:])
@@ -190,7 +373,7 @@ class AnswerFilter:
         return (
             isinstance(message, dict)
             and "method" not in message
-            and message.get("id") == first.msg_id
+            and message.get("id") == msg_id
             and ("result" in message or "error" in message)
         )
 

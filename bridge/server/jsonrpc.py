@@ -92,7 +92,7 @@ class BridgeProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        from bridge.server.wire import AGENT_CAPABILITIES, PROTOCOL_VERSION
+        from bridge.server.handshake import AGENT_CAPABILITIES, PROTOCOL_VERSION
 
         result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": PROTOCOL_VERSION}
         return result

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcServerError
 
 from bridge.server import wire
-from bridge.server.wire import AUTH_METHODS
+from bridge.server.handshake import AUTH_METHODS
 
 if TYPE_CHECKING:
     from bridge.model.types import ModelError

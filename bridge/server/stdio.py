@@ -10,34 +10,27 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter
-
-from bridge.server.app import build_server
-from bridge.server.jsonrpc import LineWriter, run_until_eof, serve_lines
-
 if TYPE_CHECKING:
+    from bridge.server.app import BridgeServer
     from bridge.server.fast_initialize import FirstMessage
 
 
 def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: FirstMessage | None = None) -> int:
     """Serve on stdio until the client goes away; then kill everything we started. `acp`: ACP's own
     framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
-    answered) before the server was loaded (bridge/server/fast_initialize.py)."""
-    from bridge.server.fast_initialize import AnswerFilter, FirstMessage, Replay
+    answered) before the server was loaded (bridge/server/fast_initialize.py); when it holds a first prompt, its
+    model request goes out before the server framework loads (as `run`'s does)."""
+    from bridge.server.fast_initialize import FirstMessage
 
     first = first or FirstMessage(b"")
-    server = build_server(overrides, acp=acp)
-    reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
-    stdout = AnswerFilter(sys.stdout.buffer, first)
-    if acp:
-        server.protocol.set_writer(LineWriter(stdout), include_headers=False)
-    else:
-        server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
-    stop = threading.Event()
-    server._stop_event = stop
+    servers: list[BridgeServer] = []
     signalled: list[int] = []
 
     async def main() -> None:
+        ahead = await _send_ahead(first)
+        server = _start(overrides, acp=acp, first=first)
+        server.ahead = ahead
+        servers.append(server)
         reading = asyncio.current_task()
         assert reading is not None
 
@@ -54,11 +47,13 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
         for signum in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(signum, on_signal, signum)
+        from bridge.server.jsonrpc import run_until_eof, serve_lines
+
         try:
             if acp:
-                await serve_lines(reader, server.protocol, stop)  # type: ignore[arg-type]
+                await serve_lines(server.reader, server.protocol, server.stop)  # type: ignore[arg-type]
             else:
-                await run_until_eof(reader, server.protocol, stop)  # type: ignore[arg-type]
+                await run_until_eof(server.reader, server.protocol, server.stop)  # type: ignore[arg-type]
         except asyncio.CancelledError:
             if not signalled:
                 raise
@@ -71,6 +66,45 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     except (KeyboardInterrupt, SystemExit, BrokenPipeError):
         pass
     finally:
-        if not signalled:  # (after a signal, stdin may still be open: its reader thread is never joined)
-            server.shutdown()  # type: ignore[no-untyped-call]
+        if servers and not signalled:  # (after a signal, stdin may still be open: its reader thread is never joined)
+            servers[0].shutdown()  # type: ignore[no-untyped-call]
     return 128 + signalled[0] if signalled else 0
+
+
+async def _send_ahead(first: FirstMessage) -> Any:
+    """The first prompt's model request, sent before the server loads (bridge/first_request.py, `run`'s
+    own), with the settings the early answers had (the editor's options under the command line's): the model
+    client holding it (the session's takes it over), or None."""
+    if first.prompt is None:
+        return None
+    from bridge.first_request import send_ahead
+
+    text, cwd = first.prompt
+    early = send_ahead(text, cwd, first.overrides)
+    if early is None:
+        return None
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(early[1].wait(), 1.0)  # written: its answer waits in the socket while we load
+    return early[0]
+
+
+def _start(overrides: dict[str, Any] | None, *, acp: bool, first: FirstMessage) -> BridgeServer:
+    """The server, reading what was read already and then stdin, writing to stdout but for the answers sent
+    already."""
+    from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+    from bridge.server.app import build_server
+    from bridge.server.fast_initialize import AnswerFilter, Replay
+    from bridge.server.jsonrpc import LineWriter
+
+    server = build_server(overrides, acp=acp)
+    server.early_ids = dict(first.session_ids)
+    server.reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
+    stdout = AnswerFilter(sys.stdout.buffer, first)
+    if acp:
+        server.protocol.set_writer(LineWriter(stdout), include_headers=False)
+    else:
+        server.protocol.set_writer(StdoutWriter(stdout))  # type: ignore[arg-type]
+    server.stop = threading.Event()
+    server._stop_event = server.stop
+    return server

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
@@ -17,43 +16,11 @@ from bridge.commands import Command
 from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
 from bridge.loop import events as ev
 from bridge.messages import Block
-from bridge.permissions.modes import MODE_DESCRIPTIONS, MODE_NAMES, MODES
 from bridge.transcript import StoredSession
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 Level = Literal["info", "warning", "error"]
 
-PROTOCOL_VERSION = 1
-AGENT_CAPABILITIES: dict[str, Any] = {
-    "loadSession": True,
-    "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-    "mcpCapabilities": {"http": True, "sse": True},
-    # session/fork works, but it is not in ACP v1's stable schema (strict clients refuse an unknown field there):
-    # it is named in the capabilities' _meta, which every client may ignore.
-    "sessionCapabilities": {
-        "list": {},
-        "close": {},
-        "resume": {},
-        "delete": {},
-        "additionalDirectories": {},
-        "_meta": {"fork": {}},
-    },
-    "auth": {"logout": {}},
-}
-API_KEY_METHOD = "anthropic-api-key"
-AUTH_METHODS: list[dict[str, Any]] = [
-    {
-        "id": API_KEY_METHOD,
-        "name": "Anthropic API key",
-        "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
-        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
-        "_meta": {
-            "env": "ANTHROPIC_API_KEY",
-            "setting": "apiKey",
-            "link": "https://console.anthropic.com/settings/keys",
-        },
-    }
-]
 SUB_AGENTS_META = "agent-bridge/subAgentUpdates"
 """`clientCapabilities._meta` key: `"nested"` asks for a sub-agent's own updates (each with
 `_meta.parentToolCallId`) instead of its work inside the `Agent` call's content."""
@@ -80,15 +47,6 @@ def client_features(capabilities: Any, *, lsp: bool = False) -> ClientFeatures:
         nested_sub_agents=lsp or nested,
         session_metadata=not lsp,
     )
-
-
-def initialize_result(agent_info: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": AGENT_CAPABILITIES,
-        "authMethods": AUTH_METHODS,
-        "agentInfo": agent_info,
-    }
 
 
 class WireModel(BaseModel):
@@ -427,43 +385,6 @@ def iso_time(seconds: float) -> str:
 
 # ---- session configuration: `configOptions` (and the older `modes`) ------------------------------------------
 
-MODE_OPTION, MODEL_OPTION, THOUGHT_OPTION = "mode", "model", "thought_level"
-
-
-def config_options(mode_id: str, models: dict[str, Any], thought_level: str) -> list[dict[str, Any]]:
-    """The session's selectors with their current values: permission mode, model (`models`: a `models_state`,
-    the models the user can pick), thinking budget."""
-    from bridge.model.thinking import LEVELS
-
-    def select(
-        option_id: str, name: str, description: str, current: str, options: Sequence[tuple[str, str, str]]
-    ) -> dict[str, Any]:
-        return {
-            "id": option_id,
-            "name": name,
-            "description": description,
-            "category": option_id,
-            "type": "select",
-            "currentValue": current,
-            "options": [{"value": value, "name": label, "description": about} for value, label, about in options],
-        }
-
-    modes = [(m, MODE_NAMES[m], MODE_DESCRIPTIONS[m]) for m in MODES]
-    choices = [(m["modelId"], m["name"], m["description"]) for m in models["availableModels"]]
-    return [
-        select(MODE_OPTION, "Mode", "What the agent may do without asking", mode_id, modes),
-        select(
-            MODEL_OPTION, "Model", "The model that answers, from the next prompt on", models["currentModelId"], choices
-        ),
-        select(
-            THOUGHT_OPTION,
-            "Thinking",
-            "How much the model thinks before it answers, from the next prompt on",
-            thought_level,
-            list(LEVELS),
-        ),
-    ]
-
 
 def config_update(options: list[dict[str, Any]]) -> dict[str, Any]:
     return {"sessionUpdate": "config_option_update", "configOptions": options}
@@ -473,40 +394,6 @@ def option_values(options: list[dict[str, Any]], option_id: str) -> list[str]:
     """The values a select option `option_id` takes (none: no such option)."""
     option = next((o for o in options if o["id"] == option_id), None)
     return [str(item["value"]) for item in option["options"]] if option is not None else []
-
-
-def models_state(current: str) -> dict[str, Any]:
-    """ACP's (unstable) session model state: the picker's models, with the current one listed first when it is
-    not one of them (a model set by settings)."""
-    from bridge.model.pricing import MODELS
-
-    listed = [{"modelId": m, "name": name, "description": about} for m, name, about in MODELS]
-    if current not in {m for m, _, _ in MODELS}:
-        listed.insert(0, {"modelId": current, "name": current, "description": "Set by the bridge's settings"})
-    return {"currentModelId": current, "availableModels": listed}
-
-
-OFFLINE_MODEL = {
-    "modelId": "offline-demo",
-    "name": "Offline demo model",
-    "description": "The bridge's built-in offline model: scripted answers, no network, no cost",
-}
-
-
-def offline_models_state() -> dict[str, Any]:
-    """The models of a bridge on its offline demo model: that one (an editor must not show a Claude model and
-    a price for it)."""
-    return {"currentModelId": OFFLINE_MODEL["modelId"], "availableModels": [OFFLINE_MODEL]}
-
-
-def modes_state(current: str) -> dict[str, Any]:
-    """`session/new`'s `modes`: the current mode and every mode, named and described."""
-    return {
-        "currentModeId": current,
-        "availableModes": [
-            {"id": mode_id, "name": MODE_NAMES[mode_id], "description": MODE_DESCRIPTIONS[mode_id]} for mode_id in MODES
-        ],
-    }
 
 
 class LoadSessionParams(NewSessionParams):

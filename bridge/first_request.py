@@ -56,6 +56,20 @@ def hook_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
     ]
 
 
+def settings_files(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Every settings file a session in `cwd` reads (bridge/permissions/settings.py's `SettingsStore.files`; a
+    test holds them equal): the folder's own, the user's, Claude Code's."""
+    root = Path(os.path.realpath(cwd))
+    home = Path(environ.get("HOME") or Path.home())
+    claude = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    return [
+        *hook_sources(root, environ),
+        root / ".claude" / "settings.local.json",
+        root / ".claude" / "settings.json",
+        claude / "settings.json",
+    ]
+
+
 SCHEMAS = Path(__file__).with_name("tool_schemas.json")
 
 
@@ -107,7 +121,7 @@ def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
         return False
 
 
-def _settings(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
+def settings_of(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The settings the first request depends on, as `BridgeConfig.load` would give them; None when unsure."""
     values: dict[str, Any] = {
         "model": DEFAULT_MODEL,
@@ -154,7 +168,7 @@ def predict(
             continue
         except OSError:
             return None
-    settings = _settings(overrides, env)
+    settings = settings_of(overrides, env)
     if settings is None or _customized(cwd, env):
         return None
     schemas = shipped_schemas()
