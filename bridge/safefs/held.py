@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from bridge.safefs import portable
 from bridge.safefs.errors import Changed
-from bridge.safefs.opens import _DIR_FLAGS, _NOFOLLOW, _checked_fd, _flag, backend, open_exact
+from bridge.safefs.opens import _DIR_FLAGS, _NOFOLLOW, ClosedOnExit, _checked_fd, _flag, backend, open_exact
 
 _CLOEXEC = _flag("O_CLOEXEC")
 
 
-class Held:
+class Held(ClosedOnExit):
     """The directory at the link-free real path `real`, opened exactly (a link on the way: `Changed`), and the
     steps on single names in it: by its fd on the `dir_fd` back ends (`*at` calls, `O_NOFOLLOW`), so they happen
     in that directory wherever it is moved; on the portable back end proven and held (`portable.Pinned.hold`:
@@ -35,12 +36,6 @@ class Held:
             self.fd = pinned.fd
         else:
             self.fd = open_exact(self.real, _DIR_FLAGS)
-
-    def __enter__(self) -> Held:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._pinned is not None:
@@ -106,17 +101,15 @@ class Held:
 
     def unlink(self, name: str) -> None:
         self.path_of(name)
-        if self._pinned is not None:
-            self._pinned.unlink(name)
-        else:
-            os.unlink(name, dir_fd=self.fd)
+        (self._pinned.unlink if self._pinned is not None else self._at(os.unlink))(name)
 
     def rmdir(self, name: str) -> None:
         self.path_of(name)
-        if self._pinned is not None:
-            self._pinned.rmdir(name)
-        else:
-            os.rmdir(name, dir_fd=self.fd)
+        (self._pinned.rmdir if self._pinned is not None else self._at(os.rmdir))(name)
+
+    def _at(self, call: Callable[..., None]) -> Callable[[str], None]:
+        """`call` on a name in this directory by its fd (the `dir_fd` back ends)."""
+        return lambda name: call(name, dir_fd=self.fd)
 
     def rename(self, src: str, dst: str) -> None:
         """`src` over `dst`, both names here (a file or a link at `dst` is replaced, never followed)."""

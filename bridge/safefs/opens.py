@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Self
 
 from bridge.safefs import portable
 from bridge.safefs.errors import Changed, TooBig
@@ -239,7 +240,20 @@ def stat_exact(real: str | Path) -> os.stat_result:
         return os.stat(parts[-1], dir_fd=parent.fd, follow_symlinks=False)
 
 
-class Beneath:
+class ClosedOnExit:
+    """`with x:` closes `x` at the end (an opened directory of this package: `close()`)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class Beneath(ClosedOnExit):
     """An exactly opened directory (`real`: its real path), under which link-free relative paths are opened:
     `openat2(fd, relative, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` or the component walk from `fd`; in the
     portable back end a `portable.Pinned` directory (its identity and its way's, checked at each open; `fd` is
@@ -249,12 +263,6 @@ class Beneath:
         self.real = os.fspath(real)
         self._pinned = portable.Pinned(self.real) if backend() == "portable" else None
         self.fd = self._pinned.fd if self._pinned is not None else open_exact(self.real, _DIR_FLAGS)
-
-    def __enter__(self) -> Beneath:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def close(self) -> None:
         if self._pinned is not None:

@@ -62,7 +62,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 from bridge.safefs.errors import Changed, Unverifiable, WrittenElsewhere
@@ -252,14 +252,20 @@ def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
     return fd
 
 
-def remove_if(path: str, known: Identity | None) -> None:
-    """Unlink `path` only while it is the file `known` (what we created), never something that took its name."""
+def remove_if(
+    path: str,
+    known: Identity | None,
+    lstat: Callable[[str], os.stat_result] = os.lstat,
+    unlink: Callable[[str], None] = os.unlink,
+) -> None:
+    """Unlink `path` only while it is the file `known` (what we created), never something that took its name;
+    `lstat`/`unlink`: in a held directory, its own (`Pinned.lstat_name`, `Pinned.unlink`)."""
     if known is None:
         return
     with contextlib.suppress(OSError):
-        st = os.lstat(path)
+        st = lstat(path)
         if not is_link(st) and identity(st, path) == known:
-            os.unlink(path)
+            unlink(path)
 
 
 def open_path(real: str, flags: int, mode: int) -> int:
@@ -527,7 +533,7 @@ def _replace_in(
         _holds(chain, tmp_path, ours, real)
         parent.rename(tmp, name)
     except BaseException:
-        _remove_own(parent, tmp, ours)
+        remove_if(tmp, ours, parent.lstat_name, parent.unlink)
         raise
     try:
         _holds(chain, real, ours, real)
@@ -549,16 +555,6 @@ def _exists(parent: Pinned, name: str) -> bool:
     except FileNotFoundError:
         return False
     return True
-
-
-def _remove_own(parent: Pinned, name: str, known: Identity | None) -> None:
-    """Unlink `name` in the held `parent` only while it is the file `known` (what we created)."""
-    if known is None:
-        return
-    with contextlib.suppress(OSError):
-        st = parent.lstat_name(name)
-        if not is_link(st) and identity(st, name) == known:
-            parent.unlink(name)
 
 
 def _chmod(fd: int, path: str, mode: int) -> None:
