@@ -420,11 +420,13 @@ class ProcessSupervisor:
         return proc.closed and not self._sweep().get(proc, set())
 
     async def wait_all_gone(self, timeout: float) -> bool:
-        """Wait until no supervised process or descendant is alive; False on timeout."""
+        """Wait until no supervised process or descendant is alive and every stop under way has finished (its
+        sandbox and cgroups released); False on timeout."""
         deadline = time.monotonic() + timeout
         while True:
-            # closed first: the sweep in live_pids() then forgets (and releases the sandbox of) them all
-            if all(p.closed for p in self._managed) and not self.live_pids():
+            # closed first: the sweep in live_pids() then forgets (and releases the sandbox of) them all; a
+            # termination still running keeps its command (released when it ends, a poll later)
+            if all(p.closed for p in self._managed) and not self._terminations and not self.live_pids():
                 return True
             if time.monotonic() >= deadline:
                 return False

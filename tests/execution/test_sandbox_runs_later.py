@@ -320,7 +320,8 @@ async def test_a_repository_made_one_level_down_may_not_run_programs_either(
     git(project.ws / "lib", "status")  # an editor opens a repository it finds in a subfolder, and runs git there
     assert marker.exists() is not guarded, output(result)
     if guarded:
-        assert (project.ws / "lib" / ".git" / "HEAD").is_file()  # the repository may be made: `cargo new` does
+        # the repository may be made: `cargo new` does
+        assert (project.ws / "lib" / ".git" / "HEAD").is_file(), output(result)
         assert not (project.ws / "lib" / ".git" / "config").exists()
         assert "[sandbox] The sandbox set aside" in output(result)
 
