@@ -139,6 +139,9 @@ def env_for(model: OfflineServer, home: Path, **extra: str) -> dict[str, str]:
         AGENT_BRIDGE_DATA_DIR=str(home / "data"),
         AGENT_BRIDGE_CONFIG_DIR=str(home / "config"),
         AGENT_BRIDGE_LOG="ERROR",
+        # the generated methods' kept code (bridge/codecache.py), written as a first start writes it wherever
+        # Python writes bytecode (the machines this runs on set PYTHONDONTWRITEBYTECODE)
+        AGENT_BRIDGE_CODE_CACHE="write",
         **extra,
     )
     # BENCH_ENV: more of the bridge's variables, `K=V,K=V` (AGENT_BRIDGE_CHECKPOINTS=0: a feature's part of a figure).

@@ -17,7 +17,9 @@ second request): where the loading went, whichever of the two ratios it lands in
 
 The bridge's bytecode is compiled first (`compileall`, into its own `__pycache__` folders, ignored by git), as
 installing a wheel does: with PYTHONDONTWRITEBYTECODE set (as on the machines this runs on) an editable install
-would otherwise compile its ~190 modules from source at every start, a cost no installed bridge pays.
+would otherwise compile its ~190 modules from source at every start, a cost no installed bridge pays. For the
+same reason every start may write the generated methods' kept code (bridge/codecache.py: AGENT_BRIDGE_CODE_CACHE=write,
+from bench_lifecycle.env_for), as a start does wherever Python writes bytecode; the warm-up runs fill it.
 """
 
 from __future__ import annotations
@@ -162,12 +164,15 @@ def mechanism_cells() -> list[Cell]:
       SDK's import; send-ahead needs the direct transport, so it is off too);
     - `session/new` answered, and the first prompt's request sent, before the server loads
       (bridge/server/early_session.py): off where the user has a settings file (an empty one: nothing changes, but
-      a settings file could change the answer, so the server answers)."""
+      a settings file could change the answer, so the server answers);
+    - the generated methods' kept code (bridge/codecache.py): off with AGENT_BRIDGE_CODE_CACHE=0."""
     sdk = (("AGENT_BRIDGE_MODEL_TRANSPORT", "sdk"),)
+    uncached = (("AGENT_BRIDGE_CODE_CACHE", "0"),)
     cells = [
         Cell("run", "all on", True),
         Cell("run", "no send-ahead", True, settings='{"hooks": {}}'),
         Cell("run", "SDK transport", True, sdk),
+        Cell("run", "no kept code", True, uncached),
     ]
     for front in ("serve", "acp"):
         cells += [
@@ -175,6 +180,7 @@ def mechanism_cells() -> list[Cell]:
             Cell(front, "no kept initialize", False),
             Cell(front, "no early session", True, settings="{}"),
             Cell(front, "SDK transport", True, sdk),
+            Cell(front, "no kept code", True, uncached),
         ]
     return cells
 
@@ -193,6 +199,8 @@ def measure(cells: list[Cell]) -> tuple[dict[Cell, list[dict[str, float]]], list
         warm = env_for(model, root / "first")
         Child.spawn([BRIDGE, "run", "go", "--non-interactive", "--cwd", str(ws)], warm).reap(120)
         body.write_bytes(model.requests[0].raw)
+        for n, bridge in enumerate(dict.fromkeys(cell.bridge for cell in cells)):  # and the server's first start
+            one_run("serve", model, env_for(model, root / f"first-serve-{n}"), ws, bridge)
         for i in range(RUNS):
             for n, cell in enumerate(cells):
                 env = env_for(model, root / f"{cell.front}-{n}-{i}")

@@ -10,10 +10,15 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from bridge import codecache
+
 # `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
 # are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
 # tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+# The methods `@dataclass` generates, compiled once and kept (bridge/codecache.py): before any dataclass is made.
+codecache.install_dataclasses()
 
 TRUST_HELP = (
     "trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "
@@ -253,6 +258,7 @@ def exit_now(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     logging.shutdown()
+    codecache.save()
     os._exit(code)
 
 

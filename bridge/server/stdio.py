@@ -91,6 +91,9 @@ async def _send_ahead(first: FirstMessage) -> Any:
 def _start(overrides: dict[str, Any] | None, *, acp: bool, first: FirstMessage) -> BridgeServer:
     """The server, reading what was read already and then stdin, writing to stdout but for the answers sent
     already."""
+    from bridge import codecache
+
+    codecache.install_attrs()  # before pygls and lsprotocol make their ~560 attrs classes
     from pygls.io_ import StdinAsyncReader, StdoutWriter
 
     from bridge.server.app import build_server

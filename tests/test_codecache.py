@@ -1,0 +1,173 @@
+"""The kept code of generated methods (bridge/codecache.py): a start that uses it makes classes that behave as
+freshly compiled ones, compiles nothing it kept, and never trusts a file it can't read as its own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.codecache import SAVE_AT
+
+# Classes as the bridge and lsprotocol make them; what each start prints about them must not depend on the cache.
+SCRIPT = r"""
+import json, sys, inspect
+from pathlib import Path
+from bridge import codecache
+codecache.path = lambda name: Path(f"{sys.argv[1]}.{name}")
+codecache.install_dataclasses()
+codecache.install_attrs()
+import dataclasses
+from dataclasses import dataclass, field
+import attrs
+
+@dataclass(frozen=True)
+class Point:
+    x: int
+    y: "int" = 2
+    tags: tuple[str, ...] = ()
+
+@dataclass(order=True)
+class Ranked:
+    rank: int
+    name: str = "n"
+    items: list[int] = field(default_factory=list, compare=False)
+
+@attrs.define
+class Shape:
+    sides: int
+    label: str = "s"
+
+@attrs.frozen
+class Pinned:
+    value: int
+
+made = [dataclasses.make_dataclass(f"D{i}", [(f"f{i}", int)])(i) for i in range(12)]
+shapes = {f"kind{i}": attrs.make_class(f"Kind{i}", {f"a{i}": attrs.field(default=i)}) for i in range(20)}
+p = Point(1)
+out = {
+    "repr": [repr(p), repr(Ranked(1)), repr(Shape(3)), repr(Pinned(4))],
+    "eq": [p == Point(1), p == Point(1, 3), Shape(3) == Shape(3), Pinned(1) == Pinned(2)],
+    "order": sorted([Ranked(2), Ranked(1, "b")]) == [Ranked(1, "b"), Ranked(2)],
+    "hash": hash(p) == hash(Point(1)) and hash(Pinned(4)) == hash(Pinned(4)),
+    "frozen": False,
+    "signature": str(inspect.signature(Point.__init__)),
+    "annotations": {k: str(v) for k, v in Point.__init__.__annotations__.items()},
+    "made": [repr(m) for m in made],
+    "defaults": [getattr(shapes[f"kind{i}"](), f"a{i}") for i in range(20)],
+    "filename": Point.__init__.__code__.co_filename,
+    "attrs_filename": Shape.__init__.__code__.co_filename,
+    "installed": codecache.installed(),
+}
+try:
+    p.x = 3
+except Exception as error:
+    out["frozen"] = type(error).__name__
+out["new"] = sum(kept.new for kept in codecache.KEPT.values())
+print(json.dumps(out))
+codecache.save()
+"""
+
+
+def start(cache: Path, mode: str | None = "write", *, seed: str = "0") -> dict[str, object]:
+    """One interpreter's start. `seed`: PYTHONHASHSEED, fixed by default (attrs salts a frozen class's hash with
+    a string's hash, which differs at every start otherwise: "random")."""
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_BRIDGE_CODE_CACHE"}
+    env["PYTHONHASHSEED"] = seed
+    if mode is not None:
+        env["AGENT_BRIDGE_CODE_CACHE"] = mode
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(cache)], env=env, capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def files(cache: Path) -> list[Path]:
+    """The two files a start keeps (its own for each generator), under the name the script gives them."""
+    return [cache.with_name(f"{cache.name}.{name}") for name in ("dataclasses", "attrs")]
+
+
+def exists(cache: Path) -> bool:
+    return all(f.exists() for f in files(cache))
+
+
+def kept(cache: Path) -> list[tuple[int, bytes]]:
+    return [(f.stat().st_mtime_ns, f.read_bytes()) for f in files(cache)]
+
+
+def same(a: dict[str, object], b: dict[str, object]) -> bool:
+    """The classes behave alike (what was compiled, and whether the cache was in use, aside)."""
+    return {k: v for k, v in a.items() if k not in ("new", "installed")} == {
+        k: v for k, v in b.items() if k not in ("new", "installed")
+    }
+
+
+def test_a_start_with_the_kept_code_compiles_nothing_and_makes_the_same_classes(tmp_path: Path) -> None:
+    cache = tmp_path / "generated.marshal"
+    plain = start(cache, "0")  # the control: no cache at all
+    assert (
+        not any(f.exists() for f in files(cache))
+        and plain["installed"] == []
+        and plain["frozen"] == "FrozenInstanceError"
+    )
+    first = start(cache)
+    assert exists(cache) and first["installed"] == ["attrs", "dataclasses"]
+    assert isinstance(first["new"], int) and first["new"] >= SAVE_AT
+    second = start(cache)
+    assert second["new"] == 0  # every generated method came from the file
+    assert same(plain, first) and same(first, second)
+    assert second["filename"] == "<string>" and str(second["attrs_filename"]).startswith("<attrs generated")
+
+
+def test_what_changes_at_every_start_is_compiled_each_time_without_rewriting_the_file(tmp_path: Path) -> None:
+    cache = tmp_path / "generated.marshal"
+    start(cache, seed="random")
+    before = kept(cache)
+    for _ in range(3):
+        assert start(cache, seed="random")["new"] == 1  # the frozen attrs class's salted __hash__: compiled again
+    assert kept(cache) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not marshal at all", b"\xe3" + b"\0" * 40, None],
+    ids=["empty", "garbage", "truncated", "foreign"],
+)
+def test_a_file_that_is_not_its_own_is_ignored_and_replaced(tmp_path: Path, content: bytes | None) -> None:
+    import marshal
+
+    cache = tmp_path / "generated.marshal"
+    # foreign: valid marshal of the wrong shape (a dict of code objects keyed by something else)
+    for each in files(cache):
+        each.write_bytes(content if content is not None else marshal.dumps({"x": compile("1", "f", "exec")}))
+    control = start(tmp_path / "none.marshal", "0")
+    result = start(cache)
+    assert same(control, result)
+    assert isinstance(result["new"], int) and result["new"] >= SAVE_AT  # nothing was taken from it
+    assert start(cache)["new"] == 0  # replaced by a good one
+
+
+def test_it_is_written_only_where_python_writes_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "generated.marshal"
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as for .pyc files: no variable of ours, no writing
+    start(cache, None)
+    assert not any(f.exists() for f in files(cache))
+    start(cache, "write")  # the bench's (and an installer's) explicit choice
+    assert exists(cache)
+    assert start(cache, None)["new"] == 0  # read, even where it is never written
+    assert start(cache, "0")["installed"] == []
+
+
+def test_the_file_is_kept_beside_the_bridges_own_bytecode() -> None:
+    from bridge import codecache
+
+    for name in codecache.KEPT:
+        where = codecache.path(name)
+        assert where.parent == Path(codecache.__file__).parent / "__pycache__"
+        assert sys.implementation.cache_tag in where.name and name in where.name
