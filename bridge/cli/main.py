@@ -258,7 +258,8 @@ def exit_now(code: int) -> NoReturn:
         with contextlib.suppress(Exception):
             stream.flush()
     logging.shutdown()
-    codecache.save()
+    with contextlib.suppress(Exception):  # nothing it could meet may keep the process from ending
+        codecache.save()
     os._exit(code)
 
 
