@@ -13,7 +13,8 @@ miss is compiled as before.
   start-up bench, as it runs compileall); AGENT_BRIDGE_CODE_CACHE=0: not used at all.
 - Files per interpreter (`cache_tag`: the bytecode's version), one per generator (`run` never reads
   lsprotocol's); an unreadable or foreign file is ignored and replaced. Looked up by the whole source text, so a
-  hit is the code `compile` would make (its file name is set to the one asked for: only tracebacks show it).
+  hit is the code `compile` would make (renamed to the file name asked for, the functions in it too: tracebacks
+  show it).
 - Written once, at exit (`save`), when this start compiled `SAVE_AT` or more new ones (a few differ at every
   start: attrs salts a frozen class's hash with the process's string hash; they are compiled each time); capped
   (`LIMIT` entries), beyond which it starts again from what this start used.
@@ -77,7 +78,7 @@ class Kept:
             self.codes[key] = code
             self.new += 1
         elif code.co_filename != filename:
-            code = code.replace(co_filename=filename)
+            code = _renamed(code, filename)
         self.used.add(key)
         return code
 
@@ -93,6 +94,12 @@ class Kept:
             os.replace(temporary, target)
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    """`code` as compiled under `filename`: the functions it defines carry the name too (tracebacks show it)."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 KEPT = {name: Kept(name) for name in ("dataclasses", "attrs")}

@@ -46,6 +46,7 @@ class Shape:
 class Pinned:
     value: int
 
+twins = [attrs.make_class(name, {"same": attrs.field(default=0)}) for name in ("TwinOne", "TwinTwo")]
 made = [dataclasses.make_dataclass(f"D{i}", [(f"f{i}", int)])(i) for i in range(12)]
 shapes = {f"kind{i}": attrs.make_class(f"Kind{i}", {f"a{i}": attrs.field(default=i)}) for i in range(20)}
 p = Point(1)
@@ -61,6 +62,7 @@ out = {
     "defaults": [getattr(shapes[f"kind{i}"](), f"a{i}") for i in range(20)],
     "filename": Point.__init__.__code__.co_filename,
     "attrs_filename": Shape.__init__.__code__.co_filename,
+    "twins": [t.__init__.__code__.co_filename for t in twins],
     "installed": codecache.installed(),
 }
 try:
@@ -123,6 +125,9 @@ def test_a_start_with_the_kept_code_compiles_nothing_and_makes_the_same_classes(
     assert second["new"] == 0  # every generated method came from the file
     assert same(plain, first) and same(first, second)
     assert second["filename"] == "<string>" and str(second["attrs_filename"]).startswith("<attrs generated")
+    # two classes alike but for their names share one kept code; each method still names its own class
+    twins = second["twins"]
+    assert isinstance(twins, list) and "TwinOne" in twins[0] and "TwinTwo" in twins[1]
 
 
 def test_what_changes_at_every_start_is_compiled_each_time_without_rewriting_the_file(tmp_path: Path) -> None:
