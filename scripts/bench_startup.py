@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import itertools
+import json
 import os
 import statistics
 import sys
@@ -76,7 +77,9 @@ def p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path, bridge: str = BRIDGE) -> dict[str, float]:
+def one_run(
+    front: str, model: OfflineServer, env: dict[str, str], ws: Path, bridge: str = BRIDGE, capabilities: str = "{}"
+) -> dict[str, float]:
     """One start of `front` through a whole turn: start -> first request, the tool gaps, peak RSS (run)."""
     n = len(model.requests)
     if front == "run":
@@ -86,7 +89,11 @@ def one_run(front: str, model: OfflineServer, env: dict[str, str], ws: Path, bri
         initialized = float("nan")
     else:
         client = (Lsp if front == "serve" else Ndjson)([bridge, front], env)
-        init = {"capabilities": {}} if front == "serve" else {"protocolVersion": 1, "clientCapabilities": {}}
+        init = (
+            {"processId": os.getpid(), "capabilities": json.loads(capabilities)}
+            if front == "serve"
+            else {"protocolVersion": 1, "clientCapabilities": {}}
+        )
         client.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
         initialized = client.answer(1)[0]
         if front == "serve":
@@ -131,7 +138,8 @@ def floor_run(model: OfflineServer, env: dict[str, str], body: Path) -> float:
 @dataclass(frozen=True)
 class Cell:
     """One line of a table: a front end started in one setting (`env`: variables set, or removed when None;
-    `settings`: the user's settings.json; `used`: the HOME had one start before)."""
+    `settings`: the user's settings.json; `used`: the HOME had one start before; `capabilities`: `serve`'s
+    `initialize` capabilities, as JSON)."""
 
     front: str
     label: str
@@ -139,6 +147,7 @@ class Cell:
     env: tuple[tuple[str, str | None], ...] = ()
     settings: str | None = None
     bridge: str = BRIDGE
+    capabilities: str = "{}"
 
 
 def matrix_cells() -> list[Cell]:
@@ -156,8 +165,9 @@ def no_proxy(on: bool) -> tuple[tuple[str, str | None], ...]:
 
 def mechanism_cells() -> list[Cell]:
     """Each start-up mechanism (issue 26 item 5) on and off, the rest alike (used HOME, no NO_PROXY):
-    - the kept `initialize` answer (bridge/server/fast_initialize.py): off in a fresh HOME, which has none (`serve`
-      only: `acp`'s answer is the same for every client, given without keeping it);
+    - `initialize` answered before the server loads (bridge/server/fast_initialize.py): off for capabilities it
+      cannot be sure how pygls reads (position encodings given as a string; `serve` only: `acp`'s answer is the
+      same for every client);
     - the predicted first request sent ahead (bridge/first_request.py): off where the user's settings name
       `hooks` (an empty object: nothing runs, but a hook could change the prompt, so nothing is sent ahead);
     - the SDK's bytes sent without the SDK (bridge/model/direct.py): off with AGENT_BRIDGE_MODEL_TRANSPORT=sdk (the
@@ -177,11 +187,13 @@ def mechanism_cells() -> list[Cell]:
     for front in ("serve", "acp"):
         cells += [
             Cell(front, "all on", True),
-            Cell(front, "no kept initialize", False),
             Cell(front, "no early session", True, settings="{}"),
             Cell(front, "SDK transport", True, sdk),
             Cell(front, "no kept code", True, uncached),
         ]
+    cells.insert(
+        5, Cell("serve", "no early initialize", True, capabilities='{"general": {"positionEncodings": "utf-16"}}')
+    )
     return cells
 
 
@@ -214,8 +226,8 @@ def measure(cells: list[Cell]) -> tuple[dict[Cell, list[dict[str, float]]], list
                     config.mkdir(parents=True, exist_ok=True)
                     (config / "settings.json").write_text(cell.settings)
                 if cell.used:
-                    one_run(cell.front, model, env, ws, cell.bridge)  # the HOME's first start: not counted
-                samples[cell].append(one_run(cell.front, model, env, ws, cell.bridge))
+                    one_run(cell.front, model, env, ws, cell.bridge, cell.capabilities)  # not counted
+                samples[cell].append(one_run(cell.front, model, env, ws, cell.bridge, cell.capabilities))
                 floors.append(floor_run(model, env_for(model, root / f"floor-{i}"), body))
     return samples, floors
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bridge import cache, first_request
-from bridge.config import DEFAULT_MODEL, BridgeConfig, default_data_dir
+from bridge import first_request
+from bridge.config import DEFAULT_MODEL, BridgeConfig
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import BlockDelta, ModelRequest
 from bridge.offline import OfflineServer
@@ -29,7 +29,6 @@ def test_the_defaults_are_bridge_configs() -> None:
     assert first_request.DEFAULT_MODEL == DEFAULT_MODEL == config.model
     assert config.max_tokens == first_request.DEFAULT_MAX_TOKENS
     assert config.stall_timeout == first_request.DEFAULT_STALL_TIMEOUT
-    assert cache.data_dir(os.environ) == default_data_dir()
 
 
 def test_hooks_come_from_the_files_settings_store_reads(tmp_path: Path) -> None:

@@ -151,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdin.fileno(),
             sys.stdout.buffer,
             acp=args.command == "acp",
-            argv=[args.command, args.model or "", args.offline or ""],
             overrides=None if args.offline else overrides,
         )
         from bridge.server.stdio import serve as serve_stdio

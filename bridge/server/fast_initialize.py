@@ -1,13 +1,13 @@
 """`initialize` answered before the server is loaded (pygls and lsprotocol take most of a second to import).
 
-The answer pygls gives depends on the code and on what the client sends (its capabilities, the options); an
-editor sends the same every time it starts the bridge. So the bytes pygls wrote for an `initialize` are kept on
-disk, keyed by the code (bridge/cache.py), the server's own settings (command line and environment) and the
-message itself (all but the client's `processId`, which changes every start). At the next start the first
-message is read here with light imports only; when it is an `initialize` with a kept answer, those exact bytes
-go out at once. Then everything read is handed to the server unchanged (`Replay`): pygls handles the
-`initialize` as always (its workspace, our options, the warm-up), and its answer — the same bytes — is not sent
-again (`AnswerFilter`; were it different, it is logged and the kept answer dropped).
+The answer depends on one thing the editor sends: the position encodings it takes (LSP; ACP's answer takes nothing
+from the request). bridge/server/handshake.py reads that as pygls does and builds the answer, by the very
+functions the server answers with. So the first message is read here with light imports only; when it is an
+`initialize` plain enough to be sure of (a JSON object, not nested too deep, capabilities `position_encoding` can
+read), its answer goes out at once — from the first start on, nothing kept. Then everything read is handed to
+the server unchanged (`Replay`): pygls handles the `initialize` as always (its workspace, our options, the
+warm-up), and its answer — the same bytes — is not sent again (`AnswerFilter`; were it different, that is
+logged). Params pygls's types cannot read whole are read as `readable_initialize` has them, in both places.
 
 Whatever the first message is (not an `initialize`, unreadable, too big, nothing at all), the server reads
 exactly the bytes the client sent, as if nothing had looked at them.
@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.cache import cache_dir, code_key, key_of, write_atomically
+from bridge.server.nesting import too_deep
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 MAX_LINE = 8 * 1024  # as bridge.server.jsonrpc's header line limit: a longer line is left to the server
 MAX_BODY = 1024 * 1024  # an `initialize` is small; anything bigger is left to the server
 MAX_HEADERS = 16
-LIBRARIES = ("pygls", "lsprotocol", "cattrs", "pydantic")
 _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]{1,9})[ \t]*$", re.IGNORECASE)
 
 
@@ -45,31 +44,11 @@ class FirstMessage:
     def __init__(self, consumed: bytes) -> None:
         self.consumed = consumed  # every byte read from stdin, to be replayed to the server
         self.answered: bytes | None = None  # the `initialize` answer already written, if any
-        self.cache_file: Path | None = None  # where pygls's answer to this `initialize` is kept
         self.msg_id: int | str | None = None
         self.early: dict[int | str, bytes] = {}  # `session/new` answers written early (early_session.py), by id
         self.session_ids: dict[int | str, str] = {}  # the session ids they minted, by the request's id
         self.prompt: tuple[str, Path] | None = None  # the first prompt's text and folder, when sent ahead is wise
         self.overrides: dict[str, Any] = {}  # the settings the early answers were given with (options included)
-
-
-def _key(message: dict[str, Any], framing: str, argv: Sequence[str], environ: Mapping[str, str]) -> str:
-    params = message.get("params")
-    stable = (
-        {**message, "params": {k: v for k, v in params.items() if k != "processId"}}
-        if isinstance(params, dict)
-        else message
-    )
-    settings = sorted((k, v) for k, v in environ.items() if k.startswith(("AGENT_BRIDGE_", "ANTHROPIC_")))
-    return key_of(
-        [
-            framing.encode(),
-            code_key(LIBRARIES).encode(),
-            json.dumps(list(argv)).encode(),
-            json.dumps(settings).encode(),
-            json.dumps(stable, sort_keys=True).encode(),
-        ]
-    )
 
 
 _INCOMPLETE = -1
@@ -178,11 +157,10 @@ def read_first(
     out: BinaryIO,
     *,
     acp: bool,
-    argv: Sequence[str],
     overrides: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> FirstMessage:
-    """Read the client's first message; answer it now if it is an `initialize` whose answer is kept. Then, when
+    """Read the client's first message; answer it now if it is an `initialize` whose answer is sure. Then, when
     `overrides` are given (None: the settings are not known yet, e.g. an offline model), the messages an editor
     sends next as soon as the protocol lets it, answered early when that is sure (`_early_session`)."""
     env = os.environ if environ is None else environ
@@ -190,33 +168,30 @@ def read_first(
     first = FirstMessage(b"")
     try:
         message = _request(inbox.next(None))
-        if message is None or message["method"] != "initialize" or "id" not in message:
+        if message is None or message["method"] != "initialize" or "id" not in message or too_deep(message):
             return first
-        first.msg_id = message["id"]
         params = message.get("params")
-        if acp and isinstance(params, dict):  # ACP's answer takes nothing from the request: no need to keep it
-            from bridge.server.handshake import initialize_result
+        if not isinstance(params, dict):
+            return first
+        from bridge.server.handshake import initialize_result, lsp_initialize_result, position_encoding
 
-            body = json.dumps({"id": first.msg_id, "jsonrpc": "2.0", "result": initialize_result()})
-            first.answered = (body + "\n").encode()
-            out.write(first.answered)
-            out.flush()
-            if overrides is not None:
-                first.overrides = dict(overrides)
-                _early_session(inbox, out, first, overrides, env)
+        if acp:
+            result = initialize_result()
+        else:
+            encoding = position_encoding(params.get("capabilities"))
+            if encoding is None:
+                return first
+            result = lsp_initialize_result(encoding)
+        first.msg_id = message["id"]
+        body = json.dumps({"id": first.msg_id, "jsonrpc": "2.0", "result": result})
+        first.answered = (body + "\n" if acp else LSP_HEAD.format(len(body)) + body).encode()
+        out.write(first.answered)
+        out.flush()
+        log.info("initialize answered ahead of the server")
+        if overrides is None:
             return first
-        try:
-            first.cache_file = cache_dir(env) / f"initialize-{_key(message, 'acp' if acp else 'lsp', argv, env)}"
-            kept = first.cache_file.read_bytes()
-        except (OSError, TypeError, ValueError):
-            return first
-        if kept:
-            out.write(kept)
-            out.flush()
-            first.answered = kept
-        options = params.get("initializationOptions") if isinstance(params, dict) else None
-        settings = None if overrides is None else with_editor_options(options, overrides)
-        if first.answered is not None and settings is not None:
+        settings = dict(overrides) if acp else with_editor_options(params.get("initializationOptions"), overrides)
+        if settings is not None:
             _early_session(inbox, out, first, settings, env)
         return first
     finally:
@@ -332,35 +307,23 @@ class Replay:
 
 class AnswerFilter:
     """stdout for the server's writer (each message is one `write`): holds back the server's answers to requests
-    answered already — an `initialize` (its answer kept, for the next start, when it was not) and `session/new`s
-    (early_session.py) — each checked against what was sent."""
+    answered already — the `initialize` and `session/new`s (early_session.py) — each checked against what was
+    sent."""
 
     def __init__(self, stdout: BinaryIO, first: FirstMessage) -> None:
         self._stdout = stdout
-        self._first: FirstMessage | None = (
-            first if first.msg_id is not None and (first.cache_file or first.answered) else None
-        )
-        self._early = dict(first.early)
+        # in the order they were answered (and are answered by the server): an id may be used again once answered
+        self._early = list(first.early.items())
+        if first.msg_id is not None and first.answered is not None:
+            self._early.insert(0, (first.msg_id, first.answered))
 
     def write(self, data: bytes) -> int:
-        first = self._first
-        if first is not None and self._is_answer(data, first.msg_id):
-            self._first = None
-            if first.answered is not None:
-                if data != first.answered:
-                    log.error("the early initialize answer differs from the server's; it is no longer kept")
-                    if first.cache_file is not None:
-                        first.cache_file.unlink(missing_ok=True)
+        for index, (msg_id, sent) in enumerate(self._early):
+            if self._is_answer(data, msg_id):
+                del self._early[index]
+                if data != sent:
+                    log.error("the early answer to %r differs from the server's: %r, then %r", msg_id, sent, data)
                 return len(data)
-            if b'"result"' in data and first.cache_file is not None:
-                write_atomically(first.cache_file, data)
-        elif self._early:
-            for msg_id, sent in self._early.items():
-                if self._is_answer(data, msg_id):
-                    del self._early[msg_id]
-                    if data != sent:
-                        log.error("the early session/new answer differs from the server's: %r, then %r", sent, data)
-                    return len(data)
         return self._stdout.write(data)
 
     @staticmethod

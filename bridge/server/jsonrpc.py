@@ -25,6 +25,8 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from bridge.server.nesting import MAX_DEPTH, too_deep
+
 if TYPE_CHECKING:
     from pygls.io_ import AsyncReader
 
@@ -90,12 +92,30 @@ class BridgeProtocol(LanguageServerProtocol):
         self.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
+    def lsp_initialize(  # type: ignore[override]  # our answer is JSON, as every handler's
+        self, params: types.InitializeParams
+    ) -> Generator[Any, Any, dict[str, Any]]:
+        """pygls's `initialize` (the workspace, our handler), answered by the function that answers it before the
+        server is loaded (bridge/server/fast_initialize.py), with the position encoding pygls chose."""
         result: types.InitializeResult = yield from super().lsp_initialize(params)
-        from bridge.server.handshake import AGENT_CAPABILITIES, PROTOCOL_VERSION
+        from bridge.server.handshake import lsp_initialize_result
 
-        result.capabilities.experimental = {"agent": AGENT_CAPABILITIES, "protocolVersion": PROTOCOL_VERSION}
-        return result
+        encoding = result.capabilities.position_encoding
+        return lsp_initialize_result(getattr(encoding, "value", str(encoding)), list(self.fm.commands))
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """pygls's reading of a message; an `initialize` whose params its types cannot read whole is read as
+        `readable_initialize` has it (a log line says so), as the answer given before the server loaded assumed."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException:
+            params = data.get("params")
+            if data.get("method") != types.INITIALIZE or "id" not in data or not isinstance(params, dict):
+                raise
+            from bridge.server.handshake import readable_initialize
+
+            log.warning("the editor's initialize params could not be read whole: going on with the parts that could")
+            return super().structure_message({**data, "params": readable_initialize(params)})
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
         before = set(self._request_futures)
@@ -138,7 +158,6 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """The largest message read (32 MiB, the Messages API's own request limit: a bigger prompt could never reach the
 model). A bigger one is skipped in pieces — never held — and answered with an error."""
 MAX_HEADER_LINE = 8 * 1024  # one LSP header line; a longer one is discarded in pieces
-MAX_DEPTH = 64  # nesting of a message's JSON (editor messages nest < 10 deep)
 _PIECE = 1024 * 1024
 _ID_SCAN_BYTES = 64 * 1024  # how much of a refused message is looked at for its `id`
 
@@ -325,7 +344,7 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
     except ValueError as error:  # valid JSON Python refuses, e.g. an integer of more than 4300 digits
         _parse_error(protocol, str(error), top_level_id(body[:_PIECE]))
         return
-    if _too_deep(data, MAX_DEPTH):
+    if too_deep(data, MAX_DEPTH):
         _parse_error(protocol, f"the message nests deeper than {MAX_DEPTH} levels", _valid_id(data))
         return
     if isinstance(data, list):
@@ -387,20 +406,6 @@ def _valid_id(data: Any) -> MsgId | None:
 
 def _is_response(data: Any) -> bool:
     return isinstance(data, dict) and "method" not in data and ("result" in data or "error" in data)
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    """Whether `value` nests containers deeper than `limit` (a scalar message, e.g. `null` or `123`, does not)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if not isinstance(item, (dict, list)):
-            continue
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)

@@ -134,13 +134,13 @@ async def one_session(
 async def test_the_early_answer_is_the_servers(workspace: Path, data_dir: Path, acp: bool) -> None:
     with OfflineServer({"responses": []}) as model:
         env = server_env(model, data_dir)
-        await one_session(env, workspace, acp=acp)  # serve: its initialize answer is kept from here on
+        first_log = (await one_session(env, workspace, acp=acp))[2]  # a fresh HOME's first start
         early, early_client, early_log = await one_session(env, workspace, acp=acp)
         # control: a user settings file (empty: nothing changes) leaves session/new to the server
         (data_dir / "config").mkdir(exist_ok=True)
         (data_dir / "config" / "settings.json").write_text("{}")
         late, late_client, late_log = await one_session(env, workspace, acp=acp)
-    assert EARLY in early_log and AHEAD in early_log
+    assert EARLY in first_log and EARLY in early_log and AHEAD in early_log
     assert EARLY not in late_log and AHEAD not in late_log
     assert "differs" not in early_log
     early_sid = json.loads(early[early.index(b"{") :])["result"]["sessionId"]

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from bridge.server.jsonrpc import MAX_DEPTH, MAX_MESSAGE_BYTES
+from bridge.server.jsonrpc import MAX_MESSAGE_BYTES
+from bridge.server.nesting import MAX_DEPTH
 from tests.poll import poll
 
 SEED = 20261203
