@@ -28,7 +28,6 @@ GROUND = (
     "prompt",
     "mcp_names",
     "winpaths",
-    "cache",
 )
 ABOVE_GROUND = (
     "bridge.loop",

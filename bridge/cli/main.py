@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command in ("serve", "acp"):
-        from bridge.server.fast_initialize import read_first
+        from bridge.server.fast_initialize import hold_signals, read_first
+
+        hold_signals()  # until the server's own handlers are in place: see bridge/server/stdio.py
 
         overrides: dict[str, Any] = {}
         if args.model:

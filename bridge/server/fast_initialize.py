@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import select
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +50,21 @@ class FirstMessage:
         self.session_ids: dict[int | str, str] = {}  # the session ids they minted, by the request's id
         self.prompt: tuple[str, Path] | None = None  # the first prompt's text and folder, when sent ahead is wise
         self.overrides: dict[str, Any] = {}  # the settings the early answers were given with (options included)
+
+
+HELD_SIGNALS: list[int] = []
+"""SIGINT/SIGTERM that came before the server's own handlers were in place (bridge/server/stdio.py acts on them
+then): an editor that has its `initialize` and `session/new` answered early may stop the bridge at once."""
+
+
+def hold_signals() -> None:
+    """Until the server takes them over, SIGINT and SIGTERM are noted, not acted on: acted on mid-start (a
+    KeyboardInterrupt in an import, say) they would leave stdin's reader waiting and the bridge running."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            signal.signal(signum, lambda received, _frame: HELD_SIGNALS.append(received))
+        except (ValueError, OSError):  # not the main thread
+            return
 
 
 _INCOMPLETE = -1

@@ -45,8 +45,15 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
 
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            try:
                 loop.add_signal_handler(signum, on_signal, signum)
+            except (NotImplementedError, RuntimeError):  # Windows: Python's own
+                signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        from bridge.server.fast_initialize import HELD_SIGNALS
+
+        held, HELD_SIGNALS[:] = list(HELD_SIGNALS), []
+        for early in held[:2]:  # a signal that came while the server loaded (fast_initialize.hold_signals)
+            on_signal(early)
         from bridge.server.jsonrpc import run_until_eof, serve_lines
 
         try:

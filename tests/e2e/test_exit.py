@@ -151,3 +151,41 @@ async def test_serve_on_sigint_when_idle_exits(workspace: Path, data_dir: Path) 
         server.send_signal(signal.SIGINT)
         await asyncio.wait_for(server.wait(), 30)
         assert server.returncode == 130
+
+
+@pytest.mark.parametrize("delay_ms", [0, 20, 150, 300, 400, 500, 700, 1000])
+async def test_serve_on_sigint_while_it_still_loads_exits(workspace: Path, data_dir: Path, delay_ms: int) -> None:
+    """`initialize` and `session/new` are answered before the server loads (bridge/server/fast_initialize.py): an
+    editor may stop the bridge at once, while it reads, waits for a prompt or imports; it ends all the same."""
+    with OfflineServer({"responses": []}) as model:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "serve",
+            env=server_env(model, data_dir),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin and process.stdout and process.stderr
+        for message in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}},
+        ):
+            body = json.dumps(message).encode()
+            process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await process.stdin.drain()
+        seen = b""
+        while b'"id": 2' not in seen:
+            seen += await asyncio.wait_for(process.stdout.read(4096), 30)
+        await asyncio.sleep(delay_ms / 1000)
+        process.send_signal(signal.SIGINT)
+        try:
+            code = await asyncio.wait_for(process.wait(), 20)
+        finally:
+            if process.returncode is None:
+                process.kill()
+        log = (await process.stderr.read()).decode(errors="replace")
+    assert code == 130, log
+    assert "Traceback" not in log, log
