@@ -138,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command in ("serve", "acp"):
-        from bridge.server.fast_initialize import hold_signals, read_first
-
-        hold_signals()  # until the server's own handlers are in place: see bridge/server/stdio.py
+        from bridge.server.fast_initialize import read_first
 
         overrides: dict[str, Any] = {}
         if args.model:

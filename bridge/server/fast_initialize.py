@@ -53,13 +53,15 @@ class FirstMessage:
 
 
 HELD_SIGNALS: list[int] = []
-"""SIGINT/SIGTERM that came before the server's own handlers were in place (bridge/server/stdio.py acts on them
-then): an editor that has its `initialize` and `session/new` answered early may stop the bridge at once."""
+"""SIGINT/SIGTERM that came while the server loaded, before its own handlers were in place (bridge/server/stdio.py
+acts on them then): an editor that has its `initialize` and `session/new` answered early may stop the bridge at
+once."""
 
 
 def hold_signals() -> None:
-    """Until the server takes them over, SIGINT and SIGTERM are noted, not acted on: acted on mid-start (a
-    KeyboardInterrupt in an import, say) they would leave stdin's reader waiting and the bridge running."""
+    """From the end of the early phase until the server takes them over, SIGINT and SIGTERM are noted, not acted
+    on: acted on mid-start (a KeyboardInterrupt in an import, say) they ended the bridge with 0, or left stdin's
+    reader waiting. (While the first message is awaited, Ctrl-C ends the bridge at once, as always.)"""
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
             signal.signal(signum, lambda received, _frame: HELD_SIGNALS.append(received))
@@ -183,6 +185,7 @@ def read_first(
     inbox = Inbox(fd, acp=acp)
     first = FirstMessage(b"")
     try:
+        log.debug("waiting for the editor's first message")
         message = _request(inbox.next(None))
         if message is None or message["method"] != "initialize" or "id" not in message or too_deep(message):
             return first

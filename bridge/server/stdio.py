@@ -20,8 +20,9 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
     answered) before the server was loaded (bridge/server/fast_initialize.py); when it holds a first prompt, its
     model request goes out before the server framework loads (as `run`'s does)."""
-    from bridge.server.fast_initialize import FirstMessage
+    from bridge.server.fast_initialize import FirstMessage, hold_signals
 
+    hold_signals()  # until main() puts its own handlers in place
     first = first or FirstMessage(b"")
     servers: list[BridgeServer] = []
     signalled: list[int] = []

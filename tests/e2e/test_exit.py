@@ -189,3 +189,32 @@ async def test_serve_on_sigint_while_it_still_loads_exits(workspace: Path, data_
         log = (await process.stderr.read()).decode(errors="replace")
     assert code == 130, log
     assert "Traceback" not in log, log
+
+
+async def test_serve_on_sigint_before_any_message_exits(data_dir: Path) -> None:
+    """A person who started `agent-bridge serve` by hand and presses Ctrl-C before sending anything."""
+    with OfflineServer({"responses": []}) as model:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "--log-level",
+            "debug",
+            "serve",
+            env=server_env(model, data_dir),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stderr is not None
+        line = b""
+        while b"waiting for the editor's first message" not in line:
+            line = await asyncio.wait_for(process.stderr.readline(), 30)
+            assert line, "the bridge ended before it waited"
+        process.send_signal(signal.SIGINT)
+        try:
+            code = await asyncio.wait_for(process.wait(), 20)
+        finally:
+            if process.returncode is None:
+                process.kill()
+    assert code == 130
