@@ -59,9 +59,32 @@ const sessionReady = (): boolean => state.connection.status === "ready" && (sess
 const composer = new Composer(post, () => sessionReady(), () => (stickToBottom = true), (text) => showToast(text));
 
 // --- auto-scroll: follow the stream until the user scrolls up; resume once back at the bottom ---------
+// A resize (the sidebar narrowed or widened) reflows the whole log under the view: the scroll that causes is
+// not the person's, so a view that follows the stream is put back at the bottom rather than let go. A scroll
+// by the person (wheel, touch, keys, the scrollbar) lets go as always, resize or not.
 let stickToBottom = true;
+let resizedAt = -Infinity;
+let userScrolledAt = -Infinity;
+let pointerHeld = false;
+const RESIZE_SETTLES_MS = 300;
+const byUser = (): boolean => pointerHeld || performance.now() - userScrolledAt < RESIZE_SETTLES_MS;
+for (const type of ["wheel", "touchmove", "keydown"]) {
+  log.addEventListener(type, () => (userScrolledAt = performance.now()), { passive: true });
+}
+log.addEventListener("pointerdown", () => (pointerHeld = true));
+window.addEventListener("pointerup", () => ((pointerHeld = false), (userScrolledAt = performance.now())));
+window.addEventListener("pointercancel", () => (pointerHeld = false));
+new ResizeObserver(() => {
+  resizedAt = performance.now();
+  if (stickToBottom) log.scrollTop = log.scrollHeight;
+}).observe(log);
 log.addEventListener("scroll", () => {
-  stickToBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  if (!atBottom && stickToBottom && !byUser() && performance.now() - resizedAt < RESIZE_SETTLES_MS) {
+    log.scrollTop = log.scrollHeight;
+    return;
+  }
+  stickToBottom = atBottom;
   jump.hidden = stickToBottom;
 });
 jump.addEventListener("click", () => {

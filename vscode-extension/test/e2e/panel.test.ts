@@ -267,6 +267,46 @@ describe("the panel in chromium", () => {
     }
   });
 
+  it("a resize never unpins a panel that follows the stream: no '↓ Latest' after the sidebar narrows or widens, and one scrolled up stays put", async () => {
+    const { page } = panel;
+    const paragraph = (i: number): string => `Paragraph ${i}: ${"words that wrap differently at every width of the sidebar, ".repeat(5)}\n\n`;
+    const code = "```ts\n" + Array.from({ length: 30 }, (_, i) => `const line${i} = "${"x".repeat(i * 3)}";`).join("\n") + "\n```\n\n";
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "hi", attachments: [] }, { type: "phase", phase: "running" });
+    for (let i = 0; i < 40; i++) await act(say(paragraph(i) + (i % 8 === 0 ? code : "")));
+    const view = (): Promise<{ gap: number; jump: boolean; scrollable: number }> =>
+      page.evaluate(() => {
+        const log = document.getElementById("log") as HTMLElement;
+        const jump = document.getElementById("jump") as HTMLButtonElement;
+        return { gap: log.scrollHeight - log.scrollTop - log.clientHeight, jump: !jump.hidden, scrollable: log.scrollHeight - log.clientHeight };
+      });
+    const settled = (): Promise<unknown> => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
+    await poll("the whole answer rendered", async () => ((await page.locator("#log").textContent()) ?? "").includes("Paragraph 39"), 10000);
+    await poll("at the bottom", async () => (await view()).gap < 2, 5000);
+    assert.ok((await view()).scrollable > 3000, "several screens of answer");
+    for (const [width, height] of [[230, 760], [760, 760], [300, 500], [420, 900], [230, 400]] as const) {
+      await page.setViewportSize({ width, height });
+      await settled();
+      for (const moment of ["idle", "streaming"]) {
+        if (moment === "streaming") await act(say(`after the resize to ${width}\n\n`));
+        await settled();
+        const seen = await view();
+        assert.equal(seen.jump, false, `no '↓ Latest' at ${width}x${height}, ${moment}: ${JSON.stringify(seen)}`);
+        assert.ok(seen.gap < 2, `still at the bottom at ${width}x${height}, ${moment}: ${JSON.stringify(seen)}`);
+      }
+    }
+    // the person scrolls up: the view stays where they put it, through a resize and more stream
+    await page.mouse.move(100, 200);
+    await page.mouse.wheel(0, -2500);
+    await poll("'↓ Latest' once scrolled up", async () => (await view()).jump, 5000);
+    await page.setViewportSize({ width: 420, height: 760 });
+    await act(say("more\n\n"));
+    await settled();
+    const up = await view();
+    assert.ok(up.jump && up.gap > 1000, `still scrolled up, '↓ Latest' shown: ${JSON.stringify(up)}`);
+    await page.locator("#jump").click();
+    await poll("back at the bottom", async () => (await view()).gap < 2 && !(await view()).jump, 5000);
+  });
+
   it("the question's whole truth: every line of the command, the parts that made it ask marked, the reason, the resolved path (issue 21)", async () => {
     const { page } = panel;
     const command = "echo 'harmless' &&\nrm -f victim.txt";
