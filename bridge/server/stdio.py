@@ -48,8 +48,9 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
         for signum in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(signum, on_signal, signum)
-            except (NotImplementedError, RuntimeError):  # Windows: Python's own
-                signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+            except (NotImplementedError, RuntimeError):  # Windows, or not the main thread: Python's own
+                with contextlib.suppress(ValueError):
+                    signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
         from bridge.server.fast_initialize import HELD_SIGNALS
 
         held, HELD_SIGNALS[:] = list(HELD_SIGNALS), []
