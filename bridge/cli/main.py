@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
     if args.command in ("serve", "acp"):
-        from bridge.server.fast_initialize import read_first
+        from bridge.server.fast_initialize import catch_signals, read_first
+
+        catch_signals()  # SIGINT/SIGTERM end the bridge at once until the server loads (then: stdio.serve)
 
         overrides: dict[str, Any] = {}
         if args.model:

@@ -56,15 +56,29 @@ HELD_SIGNALS: list[int] = []
 """SIGINT/SIGTERM that came while the server loaded, before its own handlers were in place (bridge/server/stdio.py
 acts on them then): an editor that has its `initialize` and `session/new` answered early may stop the bridge at
 once."""
+_holding = False
 
 
-def hold_signals() -> None:
-    """From the end of the early phase until the server takes them over, SIGINT and SIGTERM are noted, not acted
-    on: acted on mid-start (a KeyboardInterrupt in an import, say) they ended the bridge with 0, or left stdin's
-    reader waiting. (While the first message is awaited, Ctrl-C ends the bridge at once, as always.)"""
+def _on_signal(signum: int, _frame: Any) -> None:
+    if _holding:
+        HELD_SIGNALS.append(signum)
+    elif signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    else:
+        raise SystemExit(128 + signum)
+
+
+def catch_signals(*, hold: bool = False) -> None:
+    """SIGINT and SIGTERM, from the start of `serve`/`acp` until the server's own handlers take them over
+    (whatever the bridge inherited: a shell starts background jobs with SIGINT ignored). While the first messages
+    are read nothing has started: they end the bridge at once (130, 143). From `hold` on — the server loading —
+    they are noted and acted on once it can (acted on mid-import, a KeyboardInterrupt ended the bridge with 0 or
+    left stdin's reader waiting)."""
+    global _holding
+    _holding = hold
     for signum in (signal.SIGINT, signal.SIGTERM):
         try:
-            signal.signal(signum, lambda received, _frame: HELD_SIGNALS.append(received))
+            signal.signal(signum, _on_signal)
         except (ValueError, OSError):  # not the main thread
             return
 

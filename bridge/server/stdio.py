@@ -20,9 +20,9 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     framing (one message per line) instead of LSP's Content-Length headers. `first`: what was read (and maybe
     answered) before the server was loaded (bridge/server/fast_initialize.py); when it holds a first prompt, its
     model request goes out before the server framework loads (as `run`'s does)."""
-    from bridge.server.fast_initialize import FirstMessage, hold_signals
+    from bridge.server.fast_initialize import FirstMessage, catch_signals
 
-    hold_signals()  # until main() puts its own handlers in place
+    catch_signals(hold=True)  # until main() puts its own handlers in place
     first = first or FirstMessage(b"")
     servers: list[BridgeServer] = []
     signalled: list[int] = []
@@ -54,7 +54,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
         from bridge.server.fast_initialize import HELD_SIGNALS
 
         held, HELD_SIGNALS[:] = list(HELD_SIGNALS), []
-        for early in held[:2]:  # a signal that came while the server loaded (fast_initialize.hold_signals)
+        for early in held[:2]:  # a signal that came while the server loaded (fast_initialize.catch_signals)
             on_signal(early)
         from bridge.server.jsonrpc import run_until_eof, serve_lines
 

@@ -153,8 +153,19 @@ async def test_serve_on_sigint_when_idle_exits(workspace: Path, data_dir: Path) 
         assert server.returncode == 130
 
 
+def ignoring_sigint() -> None:
+    """As a shell starts a background job (and CI runners their steps): SIGINT ignored, inherited through exec."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+INHERITED = pytest.mark.parametrize("inherited", [None, ignoring_sigint], ids=["default", "ignored"])
+
+
+@INHERITED
 @pytest.mark.parametrize("delay_ms", [0, 20, 150, 300, 400, 500, 700, 1000])
-async def test_serve_on_sigint_while_it_still_loads_exits(workspace: Path, data_dir: Path, delay_ms: int) -> None:
+async def test_serve_on_sigint_while_it_still_loads_exits(
+    workspace: Path, data_dir: Path, delay_ms: int, inherited: Any
+) -> None:
     """`initialize` and `session/new` are answered before the server loads (bridge/server/fast_initialize.py): an
     editor may stop the bridge at once, while it reads, waits for a prompt or imports; it ends all the same."""
     with OfflineServer({"responses": []}) as model:
@@ -167,6 +178,7 @@ async def test_serve_on_sigint_while_it_still_loads_exits(workspace: Path, data_
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=inherited,
         )
         assert process.stdin and process.stdout and process.stderr
         for message in (
@@ -191,7 +203,8 @@ async def test_serve_on_sigint_while_it_still_loads_exits(workspace: Path, data_
     assert "Traceback" not in log, log
 
 
-async def test_serve_on_sigint_before_any_message_exits(data_dir: Path) -> None:
+@INHERITED
+async def test_serve_on_sigint_before_any_message_exits(data_dir: Path, inherited: Any) -> None:
     """A person who started `agent-bridge serve` by hand and presses Ctrl-C before sending anything."""
     with OfflineServer({"responses": []}) as model:
         process = await asyncio.create_subprocess_exec(
@@ -205,6 +218,7 @@ async def test_serve_on_sigint_before_any_message_exits(data_dir: Path) -> None:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            preexec_fn=inherited,
         )
         assert process.stderr is not None
         line = b""

@@ -552,8 +552,22 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
         }).length;
         return { overflow: document.documentElement.scrollWidth - width, mode: document.getElementById("mode")?.getBoundingClientRect().right ?? 0, width, broken };
       });
+    /** The view follows the stream through a resize: at the bottom, no "↓ Latest" (unless nothing scrolls). */
+    const followed = (): Promise<{ gap: number; jump: boolean }> =>
+      panel.locator("body").evaluate(() => {
+        const log = document.getElementById("log") as HTMLElement;
+        return { gap: log.scrollHeight - log.scrollTop - log.clientHeight, jump: !(document.getElementById("jump") as HTMLElement).hidden };
+      });
+    const stillFollows = async (where: string): Promise<void> => {
+      // a view let go stays let go: this would time out (with the old panel, "↓ Latest" after a resize)
+      await poll(`the view to follow the stream after a resize to ${where}`, async () => {
+        const seen = await followed();
+        return !seen.jump && seen.gap < 2;
+      }, 3000);
+    };
     await resize(230);
     await poll("a narrow sidebar", async () => (await fits()).width < 220, 10000);
+    await stillFollows("narrow");
     const narrow = await fits();
     assert.ok(narrow.overflow <= 0, `nothing wider than the panel (${JSON.stringify(narrow)})`);
     assert.ok(narrow.mode <= narrow.width, `the mode picker fits (${JSON.stringify(narrow)})`);
@@ -561,10 +575,12 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await shot("17a-narrow-sidebar");
     await resize(760);
     await poll("a wide sidebar", async () => (await fits()).width > 600, 10000);
+    await stillFollows("wide");
     const wide = await fits();
     assert.ok(wide.overflow <= 0 && wide.broken === 0, JSON.stringify(wide));
     await shot("17b-wide-sidebar");
     await resize(420);
+    await stillFollows("the usual width");
   });
 
   it("kill -9 while a tool runs: its card says the turn was interrupted instead of running forever (issue 24 item 4)", async () => {
