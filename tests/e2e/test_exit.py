@@ -162,9 +162,10 @@ INHERITED = pytest.mark.parametrize("inherited", [None, ignoring_sigint], ids=["
 
 
 @INHERITED
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
 @pytest.mark.parametrize("delay_ms", [0, 20, 150, 300, 400, 500, 700, 1000])
-async def test_serve_on_sigint_while_it_still_loads_exits(
-    workspace: Path, data_dir: Path, delay_ms: int, inherited: Any
+async def test_serve_on_a_stop_signal_while_it_still_loads_exits(
+    workspace: Path, data_dir: Path, delay_ms: int, inherited: Any, signum: int
 ) -> None:
     """`initialize` and `session/new` are answered before the server loads (bridge/server/fast_initialize.py): an
     editor may stop the bridge at once, while it reads, waits for a prompt or imports; it ends all the same."""
@@ -192,14 +193,14 @@ async def test_serve_on_sigint_while_it_still_loads_exits(
         while b'"id": 2' not in seen:
             seen += await asyncio.wait_for(process.stdout.read(4096), 30)
         await asyncio.sleep(delay_ms / 1000)
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signum)
         try:
             code = await asyncio.wait_for(process.wait(), 20)
         finally:
             if process.returncode is None:
                 process.kill()
         log = (await process.stderr.read()).decode(errors="replace")
-    assert code == 130, log
+    assert code == 128 + signum, log
     assert "Traceback" not in log, log
 
 
