@@ -161,6 +161,33 @@ def ignoring_sigint() -> None:
 INHERITED = pytest.mark.parametrize("inherited", [None, ignoring_sigint], ids=["default", "ignored"])
 
 
+async def spawn_serve(model: OfflineServer, data_dir: Path, inherited: Any, *options: str) -> Any:
+    """`agent-bridge [options] serve`, its pipes open, SIGINT as `inherited` leaves it."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bridge.cli.main",
+        *options,
+        "serve",
+        env=server_env(model, data_dir),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=inherited,
+    )
+
+
+async def stopped(process: Any, signum: int) -> int:
+    """Its exit code after `signum` (killed if it is still running 20 s later)."""
+    process.send_signal(signum)
+    try:
+        code: int = await asyncio.wait_for(process.wait(), 20)
+    finally:
+        if process.returncode is None:
+            process.kill()
+    return code
+
+
 @INHERITED
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
 @pytest.mark.parametrize("delay_ms", [0, 20, 150, 300, 400, 500, 700, 1000])
@@ -170,17 +197,7 @@ async def test_serve_on_a_stop_signal_while_it_still_loads_exits(
     """`initialize` and `session/new` are answered before the server loads (bridge/server/fast_initialize.py): an
     editor may stop the bridge at once, while it reads, waits for a prompt or imports; it ends all the same."""
     with OfflineServer({"responses": []}) as model:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "serve",
-            env=server_env(model, data_dir),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            preexec_fn=inherited,
-        )
+        process = await spawn_serve(model, data_dir, inherited)
         assert process.stdin and process.stdout and process.stderr
         for message in (
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}},
@@ -193,12 +210,7 @@ async def test_serve_on_a_stop_signal_while_it_still_loads_exits(
         while b'"id": 2' not in seen:
             seen += await asyncio.wait_for(process.stdout.read(4096), 30)
         await asyncio.sleep(delay_ms / 1000)
-        process.send_signal(signum)
-        try:
-            code = await asyncio.wait_for(process.wait(), 20)
-        finally:
-            if process.returncode is None:
-                process.kill()
+        code = await stopped(process, signum)
         log = (await process.stderr.read()).decode(errors="replace")
     assert code == 128 + signum, log
     assert "Traceback" not in log, log
@@ -208,28 +220,9 @@ async def test_serve_on_a_stop_signal_while_it_still_loads_exits(
 async def test_serve_on_sigint_before_any_message_exits(data_dir: Path, inherited: Any) -> None:
     """A person who started `agent-bridge serve` by hand and presses Ctrl-C before sending anything."""
     with OfflineServer({"responses": []}) as model:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "--log-level",
-            "debug",
-            "serve",
-            env=server_env(model, data_dir),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            preexec_fn=inherited,
-        )
-        assert process.stderr is not None
+        process = await spawn_serve(model, data_dir, inherited, "--log-level", "debug")
         line = b""
         while b"waiting for the editor's first message" not in line:
             line = await asyncio.wait_for(process.stderr.readline(), 30)
             assert line, "the bridge ended before it waited"
-        process.send_signal(signal.SIGINT)
-        try:
-            code = await asyncio.wait_for(process.wait(), 20)
-        finally:
-            if process.returncode is None:
-                process.kill()
-    assert code == 130
+        assert await stopped(process, signal.SIGINT) == 130
