@@ -106,15 +106,18 @@ class BridgeProtocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         """pygls's reading of a message; an `initialize` whose params its types cannot read whole is read as
         `readable_initialize` has it (a log line says so), as the answer given before the server loaded assumed."""
-        try:
+        params = data.get("params")
+        if data.get("method") != types.INITIALIZE or "id" not in data or not isinstance(params, dict):
             return super().structure_message(data)
-        except JsonRpcException:
-            params = data.get("params")
-            if data.get("method") != types.INITIALIZE or "id" not in data or not isinstance(params, dict):
-                raise
+        try:
+            return self._converter.structure(data, types.InitializeRequest)
+        except Exception as error:
             from bridge.server.handshake import readable_initialize
 
-            log.warning("the editor's initialize params could not be read whole: going on with the parts that could")
+            where = cattrs.transform_error(error) if isinstance(error, cattrs.BaseValidationError) else [str(error)]
+            log.warning(
+                "the editor's initialize could not be read whole (%s): going on with what could", "; ".join(where)
+            )
             return super().structure_message({**data, "params": readable_initialize(params)})
 
     def _handle_notification(self, method_name: str, params: Any) -> None:
