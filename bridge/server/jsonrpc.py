@@ -107,7 +107,8 @@ class BridgeProtocol(LanguageServerProtocol):
         """pygls's reading of a message; an `initialize` whose params its types cannot read whole is read as
         `readable_initialize` has it (a log line says so), as the answer given before the server loaded assumed."""
         params = data.get("params")
-        if data.get("method") != types.INITIALIZE or "id" not in data or not isinstance(params, dict):
+        lsp_initialize = data.get("method") == types.INITIALIZE and self.get_message_type(types.INITIALIZE) is not None
+        if not lsp_initialize or "id" not in data or not isinstance(params, dict):  # (ACP's params stay a dict)
             return super().structure_message(data)
         try:
             return self._converter.structure(data, types.InitializeRequest)
