@@ -205,8 +205,9 @@ export class Composer {
   private submit(): void {
     const images = this.images.map(({ type, mimeType, data }) => ({ type, mimeType, data }));
     const text = this.input.value.trim() || (images.length ? "What do you see in this image?" : "");
-    // Nothing is lost: without a session the text stays in the input (Send is disabled meanwhile).
-    if (!text || this.send.disabled || !this.canSend()) return;
+    // Nothing is lost: without a session the text stays in the input (Send is disabled meanwhile). The state
+    // decides, not the button: the button is drawn at the next frame, and a key pressed before that counts.
+    if (!text || !this.canSend()) return;
     const mentions = mentionsIn(text, this.mentions);
     const attachProblems = this.problems.checked && !this.problemsLabel.hidden;
     this.post({

@@ -83,10 +83,24 @@ describe("the panel in chromium", () => {
     // The host's word wins over the state's: a session being reloaded is not ready.
     await panel.send({ type: "sessionState", ready: false });
     await page.locator("#send[disabled]").waitFor();
-    await panel.send({ type: "sessionState", ready: true });
-    await page.locator("#input").press("Enter");
+    // Enter right after the host says ready, in the same task, before any frame draws the button (CI once
+    // pressed it in that window and the key was dropped): the state decides, so the prompt goes.
+    await page.evaluate(() => {
+      window.dispatchEvent(new MessageEvent("message", { data: { type: "sessionState", ready: true } }));
+      document.querySelector("#input")?.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    });
     assert.deepEqual(await posted("submit"), { type: "submit", text: "first prompt", attachContext: false });
     assert.equal(await page.locator("#input").inputValue(), "");
+    await page.locator("#send:not([disabled])").waitFor();
+    // And the other way: not ready in the same task, before the button is drawn disabled: nothing goes.
+    await page.locator("#input").fill("second prompt");
+    await page.evaluate(() => {
+      window.dispatchEvent(new MessageEvent("message", { data: { type: "sessionState", ready: false } }));
+      document.querySelector("#input")?.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    });
+    await page.locator("#send[disabled]").waitFor();
+    assert.equal(await count("submit"), 1);
+    assert.equal(await page.locator("#input").inputValue(), "second prompt", "nothing was lost");
   });
 
   it("permission keys: digits answer the newest card, Escape rejects it (not the turn), typing in the input answers nothing", async () => {
