@@ -92,8 +92,13 @@ export class BridgeLifecycle implements vscode.Disposable {
     for (const s of this.subscriptions) s.dispose();
   }
 
-  /** A settings change restarts the bridge (keeping the conversation); during a turn, once it ends. */
-  private restartForSettings(): void {
+  /**
+   * A settings change restarts the bridge (keeping the conversation); during a turn, once it ends. `next` is the
+   * server settings it restarts with: taken as started now, so that the events that say the same change (trusting
+   * a folder is a trust event and a configuration change) make one restart, not two.
+   */
+  private restartForSettings(next?: string): void {
+    if (next !== undefined) this.startedWith = next;
     if (this.conversation.busy) {
       if (!this.restartWhenIdle) for (const tab of this.conversation.all) if (tab.busy) tab.store.dispatch({ type: "notice", text: "Settings changed: the bridge restarts when this turn ends." });
       this.restartWhenIdle = true;
@@ -110,7 +115,7 @@ export class BridgeLifecycle implements vscode.Disposable {
 
   private async settingsChanged(): Promise<void> {
     const current = this.currentKey(readSettings(), await this.keys.get());
-    if (current !== this.startedWith) this.restartForSettings();
+    if (current !== this.startedWith) this.restartForSettings(current);
   }
 
   /** The server settings, the key, and whether the folder is trusted (a bridge runs with all three). */

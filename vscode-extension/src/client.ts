@@ -192,13 +192,18 @@ export class BridgeClient implements vscode.Disposable {
     }, delay);
   }
 
-  /** Stops the running client. One still starting is left to its own `run`, which stops it once it is up. */
+  /**
+   * Stops the running client. One still starting is left to its own `run`, which stops it once it is up. The
+   * conversation lets go of it at once, before it has stopped: said after, a start that superseded this one may
+   * already be up (a bridge that answers `initialize` early is ready in ~50 ms), and "stopped" would detach the
+   * conversation from the new bridge — the panel said "starting the bridge…" forever.
+   */
   private async stopCurrent(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.readyAt = 0;
-    if (client) await this.stopClient(client);
     this.onEvent({ kind: "stopped" });
+    if (client) await this.stopClient(client);
   }
 
   private async stopClient(client: LanguageClient): Promise<void> {

@@ -2,7 +2,8 @@
  * A code-server of its own for one test file (or the latency bench): the packaged .vsix installed into a fresh
  * user-data and extensions dir, started on a free port in its own process group, opened in headless chromium
  * with the Agent Bridge panel shown. Nothing of the repository's bridge leaks in: the extension installs its own.
- * Needs E2E_NODE_BIN, E2E_CODE_SERVER, E2E_CHROMIUM (printed by scripts/setup-vscode-e2e).
+ * Needs E2E_NODE_BIN, E2E_CODE_SERVER, E2E_CHROMIUM (printed by scripts/setup-vscode-e2e). E2E_KEEP=dir keeps each
+ * code-server's logs there (a folder per run), the extension's own log among them.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -94,6 +95,8 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
         // already gone
       }
     }
+    // The logs (VS Code's and the extension's "Agent Bridge.log") for a failure to be read after the fact.
+    if (process.env.E2E_KEEP) fs.cpSync(path.join(root, "user-data/logs"), path.join(process.env.E2E_KEEP, path.basename(root)), { recursive: true });
     fs.rmSync(root, { recursive: true, force: true });
   };
   return { root, workspace, userData, page, panel, log: () => log, stop, browser, server };
