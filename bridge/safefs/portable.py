@@ -28,6 +28,13 @@ Before, the rename was by name, and a rename looks its two paths up one after th
 between sent a proven temp file over a same-named file outside (7 in 203,224 writes under a flipping directory,
 measured here; since, 0 in 169,191, and 0 in 583,826 with a CPU-bound process beside it, and no temp file left).
 
+A look without an open (`lstat` of a name under a held directory: Glob's check of what rg listed, the checkpoint
+walk; `stat_exact`) has no handle whose identity could prove it, so it is not taken by name between two looks
+at the directories (a swap and back between them passed it through a link: Glob reported a name outside, once in
+40 calls under load). Where the OS has `dir_fd` (this back end forced on POSIX) it is taken through the
+directories, each opened from the last following no link; on Windows with the directories on the way held
+(as a write's are) and looked at again.
+
 What this guarantees: a link (or junction) at the final name, there before the open or after it, is never read
 through or written through (its identity is not the name's); a directory on the way that is a link when it is
 looked at, or that is a different directory after the open than before, refuses the open; what the caller gets
@@ -77,6 +84,7 @@ def _flag(name: str) -> int:
 NOFOLLOW = 0 if os.open in os.supports_dir_fd else _flag("O_NOFOLLOW")
 ALWAYS = _flag("O_CLOEXEC") | _flag("O_NOINHERIT") | _flag("O_BINARY")  # Windows' os.open is text mode without
 DIRECTORY = _flag("O_DIRECTORY")
+_NOFOLLOW_ALWAYS = _flag("O_NOFOLLOW")  # for a directory opened to look through (POSIX only: `_look_at`)
 CAN_OPEN_DIRS = os.name != "nt"  # Windows' os.open (the CRT's _wopen) refuses a directory
 AT = os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd
 """POSIX (this back end forced): a step in a held directory (`Pinned.hold`) takes its proven fd (`openat`,
@@ -279,14 +287,57 @@ def open_path(real: str, flags: int, mode: int) -> int:
 
 
 def stat_path(real: str) -> os.stat_result:
-    """`lstat` of `real` between two looks at its directories (a link on the way: `Changed`)."""
+    """`lstat` of `real`, its directories passed following no link (a link on the way: `Changed`); see `_look`."""
     anchor, parts = split_absolute(real)
     if not parts:
         return os.stat(anchor)
-    chain = chain_of(anchor, parts[:-1], real)
-    st = os.lstat(real)
-    same_chain(chain, real)
-    return st
+    if AT:
+        root = os.open(anchor, os.O_RDONLY | DIRECTORY | ALWAYS)
+        try:
+            return _look_at(root, parts, real)
+        finally:
+            os.close(root)
+    return _look(chain_of(anchor, parts[:-1], real), real, real)
+
+
+def _look(way: Chain, path: str, shown: str) -> os.stat_result:
+    """`lstat` of `path`, a name in the last directory of `way`, with no directory of `way` swapped meanwhile.
+
+    A look by name between two looks at the directories (as before) proves nothing: a directory swapped for a
+    link and back between them lets the look in the middle pass through the link while both looks around it see
+    the directory — a name outside reported as the workspace's (Glob listed one, 1 in 40 calls, in CI). An open
+    is proved by its handle's identity; a look has no handle. So on POSIX the look is taken through the
+    directories themselves (`_look_at`), and on Windows with them held (`_hold_windows`: none can be renamed,
+    deleted or replaced until it is done), then looked at again by name: the same directories, not links."""
+    handles = _hold_windows([p for p, _ in way]) if os.name == "nt" else []
+    try:
+        same_chain(way, shown)
+        st = os.lstat(path)
+        same_chain(way, shown)
+        return st
+    finally:
+        _release_windows(handles)
+
+
+def _look_at(fd: int, parts: list[str], shown: str) -> os.stat_result:
+    """POSIX (`dir_fd`): `lstat` of `parts` under the directory `fd`, each directory on the way opened from the
+    last following no link (one that is a link: `Changed`): no swap can send the look elsewhere."""
+    current = fd
+    try:
+        for name in parts[:-1]:
+            try:
+                opened = os.open(name, os.O_RDONLY | DIRECTORY | _NOFOLLOW_ALWAYS | ALWAYS, dir_fd=current)
+            except OSError as error:
+                if error.errno in (errno.ELOOP, errno.EMLINK):
+                    raise Changed(shown) from None
+                raise
+            if current != fd:
+                os.close(current)
+            current = opened
+        return os.stat(parts[-1], dir_fd=current, follow_symlinks=False)
+    finally:
+        if current != fd:
+            os.close(current)
 
 
 class Pinned:
@@ -329,10 +380,10 @@ class Pinned:
         return open_in(self._way(parts[:-1], shown), os.path.join(self.real, *parts), flags, mode, shown)
 
     def lstat(self, parts: list[str], shown: str) -> os.stat_result:
-        way = self._way(parts[:-1], shown)
-        st = os.lstat(os.path.join(self.real, *parts))
-        same_chain(way, shown)
-        return st
+        if parts and AT and self.fd >= 0:
+            same_chain(self.chain, shown)  # moved or replaced: refused, as on Windows (which has no fd to follow)
+            return _look_at(self.fd, parts, shown)
+        return _look(self._way(parts[:-1], shown), os.path.join(self.real, *parts), shown)
 
     # -- steps on one name in this directory, inside `hold()` ------------------------------------------------
 
