@@ -21,6 +21,8 @@ export class BridgeLifecycle implements vscode.Disposable {
   /** What the panel says when the restarted bridge has the session again. */
   private resumeNotice: string | undefined;
   private restartWhenIdle = false;
+  /** Counts calls of `start`: one that a newer call overtook while it awaited gives way to it. */
+  private starts = 0;
   private readonly subscriptions: Disposable[];
 
   constructor(
@@ -63,8 +65,12 @@ export class BridgeLifecycle implements vscode.Disposable {
 
   /** (Re)starts the bridge with the settings and key as they are now; `resume` keeps the conversation. */
   async start(opts: { resume: boolean; notice?: string }): Promise<void> {
+    const started = ++this.starts;
     const settings = readSettings();
     const key = await this.keys.get();
+    // Two starts at once (trusting a folder is a trust event and a configuration change): the newer one's
+    // settings are the ones that hold, whichever of the two finishes its awaits first.
+    if (started !== this.starts) return;
     this.startedWith = this.currentKey(settings, key);
     this.startedTrusted = vscode.workspace.isTrusted;
     this.conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
@@ -81,6 +87,7 @@ export class BridgeLifecycle implements vscode.Disposable {
       void vscode.window.showErrorMessage(problem.message, ...problem.actions.map((a) => a.title)).then((choice) => problem.actions.find((a) => a.title === choice)?.run());
       return;
     }
+    if (started !== this.starts) return;
     await this.client.start(launchFor(settings, base, key, vscode.workspace.isTrusted ? "ask" : "restricted"), vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, { resume: opts.resume, resetCrashes: true });
   }
 
