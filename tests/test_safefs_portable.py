@@ -224,9 +224,12 @@ class _SwapEveryCall:
     from the last. A by-name look at `ws/d/f` between two looks at `ws/d` then passes through the link while
     both looks see the directory."""
 
-    def __init__(self, arena: Arena, monkeypatch: pytest.MonkeyPatch, *, start_as_link: bool) -> None:
+    def __init__(
+        self, arena: Arena, monkeypatch: pytest.MonkeyPatch, *, start_as_link: bool, oracle: bool = False
+    ) -> None:
         self.d, self.parked, self.target = arena.ws / "d", arena.ws / ".d-parked", arena.outside / "dir"
         self.link = False
+        self.oracle = oracle
         if start_as_link:
             self.flip()
         for name in ("lstat", "stat", "open"):
@@ -244,7 +247,15 @@ class _SwapEveryCall:
     def _swapping(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def swapped(*args: Any, **kwargs: Any) -> Any:
             named = os.fspath(args[0]) if args and isinstance(args[0], (str, Path)) else ""
-            if named.startswith(str(self.d)) or (kwargs.get("dir_fd") is not None and named in ("d", "f")):
+            if self.oracle:
+                # as if it saw each call coming: the directory to a look at it, the link to a look inside it
+                inside = named.startswith(f"{self.d}{os.sep}") or (kwargs.get("dir_fd") is not None and named == "f")
+                if named == str(self.d) or (kwargs.get("dir_fd") is not None and named == "d"):
+                    if self.link:
+                        self.flip()
+                elif inside and not self.link:
+                    self.flip()
+            elif named.startswith(str(self.d)) or (kwargs.get("dir_fd") is not None and named in ("d", "f")):
                 self.flip()
             return call(*args, **kwargs)
 
@@ -377,3 +388,35 @@ def test_writes_under_a_flipping_directory_change_nothing_outside(backend: str, 
     assert named.read_bytes() == b"after\n"
     extra = {p.name: p.read_bytes() for p in (arena.outside / "dir").iterdir() if p.name != "f"}
     assert extra == {}, (n, extra)
+
+
+@pytest.mark.parametrize("how", ["open_exact", "Beneath.open", "stat_exact", "Beneath.lstat"])
+def test_an_attacker_that_sees_each_call_coming_gets_nothing_outside(
+    backend: str, arena: Arena, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The strongest attacker: the directory whenever the directory is looked at, the link whenever a name in it
+    is. Against the looks by name it won every time, opens too (the proof of the handle's identity: it showed the
+    link to the look before the open, to the open and to the look after). Through the directories, or with them
+    held, it gets nothing; the control (the by-name way) does."""
+    outside = (arena.outside / "dir" / "f").stat()
+    got: list[tuple[int, int]] = []
+    with safefs.Beneath(arena.ws) as held:
+        swap = _SwapEveryCall(arena, monkeypatch, start_as_link=False, oracle=True)
+        for _ in range(5):
+            with contextlib.suppress(Changed, FileNotFoundError, NotADirectoryError):
+                if how in ("open_exact", "Beneath.open"):
+                    fd = safefs.open_exact(arena.ws / "d" / "f") if how == "open_exact" else held.open("d/f")
+                    st = os.fstat(fd)
+                    os.close(fd)
+                else:
+                    st = safefs.stat_exact(arena.ws / "d" / "f") if how == "stat_exact" else held.lstat("d/f")
+                got.append((st.st_dev, st.st_ino))
+        control = _checked_by_name(arena)
+        monkeypatch.undo()
+        if swap.link:
+            swap.flip()
+    leaked = got.count((outside.st_dev, outside.st_ino))
+    assert not leaked, f"{backend} {how}: {leaked} of {len(got)} reached the file outside"
+    inside = (arena.ws / "d" / "f").stat()
+    assert (inside.st_dev, inside.st_ino) in got, f"{backend} {how}: never reached the file inside"
+    assert control is not None and control.st_ino == outside.st_ino

@@ -28,12 +28,16 @@ Before, the rename was by name, and a rename looks its two paths up one after th
 between sent a proven temp file over a same-named file outside (7 in 203,224 writes under a flipping directory,
 measured here; since, 0 in 169,191, and 0 in 583,826 with a CPU-bound process beside it, and no temp file left).
 
-A look without an open (`lstat` of a name under a held directory: Glob's check of what rg listed, the checkpoint
-walk; `stat_exact`) has no handle whose identity could prove it, so it is not taken by name between two looks
-at the directories (a swap and back between them passed it through a link: Glob reported a name outside, once in
-40 calls under load). Where the OS has `dir_fd` (this back end forced on POSIX) it is taken through the
-directories, each opened from the last following no link; on Windows with the directories on the way held
-(as a write's are) and looked at again.
+Every look and open of a name under directories is taken with those directories kept from moving (`_through`,
+`_held`): by name between two looks at them, as this back end first did, a directory swapped for a link and
+back between the looks passed the step through the link while both looks saw the directory. A look (`lstat`:
+Glob's check of what rg listed, `stat_exact`) has no handle to prove anything by, and Glob reported a name
+outside the workspace that way (once in 40 calls under load, in CI); an open needed the swap twice, in step with
+the checks, which an attacker that sees each call coming does every time (tests/test_safefs_portable.py). On
+POSIX (this back end forced) the step goes through the directories, each opened from the last following no link,
+and only the final name is judged by the proof above; on Windows the directories on the way are held as a
+write's are (opened sharing read and write but not delete: none can be renamed, deleted or replaced until the
+step is done) and looked at again.
 
 What this guarantees: a link (or junction) at the final name, there before the open or after it, is never read
 through or written through (its identity is not the name's); a directory on the way that is a link when it is
@@ -41,23 +45,17 @@ looked at, or that is a different directory after the open than before, refuses 
 is a handle to the file that the judged path named, as far as anyone looking at that path between the checks
 could tell.
 
-What it cannot guarantee (the residual): each look is its own system call, by name. An attacker who can swap a
-directory on the way for a link to a place that holds a same-named file, *and back*, twice, inside the few
-microseconds between our looks (a link during the open and the final `lstat`, a directory during each look at
-the chain around it) gets a handle to the file out there. The flipping attacker of the race tests does not
-manage it (tests/test_safefs_portable.py; 0 in 400,000 opens under a swapping directory, measured once here),
-but it is possible in principle for a *read* (a held step changes nothing outside); the `dir_fd` back ends
-(opens.py) have no such window. Opens that create (`O_CREAT` for a name that did not exist) and `make_dirs` are
-by name under the way proven before and after: one made while a directory above was swapped may be left, empty,
-where the link led (removed when it can be told to be ours). While a directory on the way keeps flipping, nearly
-every write is refused (each look must find it in place), and a write that did land may be reported as
-`WrittenElsewhere`: refusals, never a write outside. Hard links are out of scope here as in the other back ends.
+What it cannot guarantee (the residual): the Windows hold (`_hold_windows`, ctypes `CreateFileW`) has not run:
+nothing here is Windows; the tests run the POSIX way (`dir_fd`). Were the hold to fail open there, the looks
+around each step would be all that stood in the way (the window described above). `make_dirs` is by name under
+the way proven before and after: a directory made while one above was swapped may be left, empty, where the link
+led. While a directory on the way keeps flipping, nearly every write is refused (each look must find it in
+place), and a write that did land may be reported as `WrittenElsewhere`: refusals, never a write outside. Hard
+links are out of scope here as in the other back ends.
 On Windows, `O_CREAT | O_EXCL` (CreateFile's `CREATE_NEW`) on a name that became a dangling symlink between the
 look and the open may create the link's target (POSIX refuses it), and a directory cannot be opened with
-`os.open` at all, so `Pinned.fd` is -1 there (its identities, kept, are what pin it). The Windows hold
-(`_hold_windows`, ctypes `CreateFileW`) has not run: nothing here is Windows; the tests run the POSIX hold.
-What would close the read window on Windows too is `NtCreateFile` relative to a directory handle (its
-`RootDirectory`): Windows' `openat`, not used here.
+`os.open` at all, so `Pinned.fd` is -1 there (its identities, kept, are what pin it). `NtCreateFile` relative
+to a directory handle (its `RootDirectory`: Windows' `openat`) would do without the hold; not used here.
 """
 
 from __future__ import annotations
@@ -195,11 +193,16 @@ def same_chain(chain: Chain, shown: str) -> None:
             raise Changed(shown)
 
 
-def _holds(chain: Chain, path: str, known: Identity, shown: str) -> None:
+def _lstat(path: str, at: int | None) -> os.stat_result:
+    """`lstat` of `path`, or of the name `path` in the directory `at` (an fd)."""
+    return os.lstat(path) if at is None else os.stat(path, dir_fd=at, follow_symlinks=False)
+
+
+def _holds(chain: Chain, path: str, known: Identity, shown: str, at: int | None = None) -> None:
     """`path` (in the last directory of `chain`) is the file `known`, looked at between two looks at the chain."""
     same_chain(chain, shown)
     try:
-        st = os.lstat(path)
+        st = _lstat(path, at)
     except OSError:
         raise Changed(shown) from None
     if is_link(st) or identity(st, path) != known:
@@ -210,10 +213,11 @@ def _holds(chain: Chain, path: str, known: Identity, shown: str) -> None:
 # ---- opens -----------------------------------------------------------------------------------------------
 
 
-def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
-    """Open `path`, whose directories `chain` were looked at just now, and prove the handle is the file there."""
+def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str, at: int | None = None) -> int:
+    """Open `path`, whose directories `chain` were looked at just now, and prove the handle is the file there.
+    `at`: `path` is a name in the directory open as `at` (POSIX: `_through`), which no swap can move."""
     try:
-        before: os.stat_result | None = os.lstat(path)
+        before: os.stat_result | None = _lstat(path, at)
     except FileNotFoundError:
         if not flags & os.O_CREAT:
             raise
@@ -236,7 +240,7 @@ def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
         flags |= os.O_EXCL  # never create through a link that appears meanwhile (POSIX fails it with EEXIST)
     truncate = flags & os.O_TRUNC
     try:
-        fd = os.open(path, flags & ~os.O_TRUNC, mode)
+        fd = os.open(path, flags & ~os.O_TRUNC, mode, dir_fd=at)
     except OSError as error:
         # ELOOP (EMLINK on FreeBSD): O_NOFOLLOW met a link; EEXIST/ENOENT: the name changed since it was looked at
         if error.errno == errno.EEXIST and exclusive:
@@ -249,13 +253,16 @@ def open_in(chain: Chain, path: str, flags: int, mode: int, shown: str) -> int:
         got = identity(os.fstat(fd), path)
         if expected is not None and got != expected:
             raise Changed(shown)
-        _holds(chain, path, got, shown)
+        _holds(chain, path, got, shown, at)
         if truncate:
             os.ftruncate(fd, 0)
     except BaseException:
         os.close(fd)
         if before is None:  # the file this open created, when it is where it was meant to be
-            remove_if(path, got)
+            if at is None:
+                remove_if(path, got)
+            else:
+                remove_if(path, got, lambda name: _lstat(name, at), lambda name: os.unlink(name, dir_fd=at))
         raise
     return fd
 
@@ -282,8 +289,16 @@ def open_path(real: str, flags: int, mode: int) -> int:
         if not CAN_OPEN_DIRS:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), real)
         return os.open(anchor, (flags & ~(os.O_CREAT | os.O_EXCL | os.O_TRUNC)) | ALWAYS)
+    if AT:
+        root = os.open(anchor, os.O_RDONLY | DIRECTORY | ALWAYS)
+        try:
+            with _through(root, parts[:-1], real) as at:
+                return open_in([], parts[-1], flags, mode, real, at)
+        finally:
+            os.close(root)
     chain = chain_of(anchor, parts[:-1], real)
-    return open_in(chain, real, flags, mode, real)
+    with _held(chain):
+        return open_in(chain, real, flags, mode, real)
 
 
 def stat_path(real: str) -> os.stat_result:
@@ -294,50 +309,77 @@ def stat_path(real: str) -> os.stat_result:
     if AT:
         root = os.open(anchor, os.O_RDONLY | DIRECTORY | ALWAYS)
         try:
-            return _look_at(root, parts, real)
+            with _through(root, parts[:-1], real) as at:
+                return _lstat(parts[-1], at)
         finally:
             os.close(root)
-    return _look(chain_of(anchor, parts[:-1], real), real, real)
+    chain = chain_of(anchor, parts[:-1], real)
+    with _held(chain):
+        return _look(chain, real, real)
 
 
-def _look(way: Chain, path: str, shown: str) -> os.stat_result:
-    """`lstat` of `path`, a name in the last directory of `way`, with no directory of `way` swapped meanwhile.
-
-    A look by name between two looks at the directories (as before) proves nothing: a directory swapped for a
-    link and back between them lets the look in the middle pass through the link while both looks around it see
-    the directory — a name outside reported as the workspace's (Glob listed one, 1 in 40 calls, in CI). An open
-    is proved by its handle's identity; a look has no handle. So on POSIX the look is taken through the
-    directories themselves (`_look_at`), and on Windows with them held (`_hold_windows`: none can be renamed,
-    deleted or replaced until it is done), then looked at again by name: the same directories, not links."""
-    handles = _hold_windows([p for p, _ in way]) if os.name == "nt" else []
-    try:
-        same_chain(way, shown)
-        st = os.lstat(path)
-        same_chain(way, shown)
-        return st
-    finally:
-        _release_windows(handles)
+# ---- the directories on the way, kept from being swapped while a name in them is looked at or opened ----------
+#
+# Looked at by name between two looks at the directories (as this back end first did), a name proves nothing
+# about where it was reached: a directory swapped for a link and back between the looks passes the step in the
+# middle through the link while both looks see the directory. An open's handle carries an identity, so the swap
+# had to come twice, in step with the checks; a look (`lstat`) has none, and Glob reported a name outside the
+# workspace that way (1 in 40 calls under load, in CI); an attacker that sees each call coming defeats both,
+# every time (tests/test_safefs_portable.py). So the directories do not move while the step runs: on POSIX (this
+# back end forced) it is taken through them, each opened from the last following no link (`_through`); on
+# Windows they are held (`_held`: opened sharing read and write but not delete, so none can be renamed, deleted
+# or replaced until the step is done) and looked at again: the same directories, not links.
 
 
-def _look_at(fd: int, parts: list[str], shown: str) -> os.stat_result:
-    """POSIX (`dir_fd`): `lstat` of `parts` under the directory `fd`, each directory on the way opened from the
-    last following no link (one that is a link: `Changed`): no swap can send the look elsewhere."""
+@contextlib.contextmanager
+def _through(fd: int, names: list[str], shown: str) -> Iterator[int]:
+    """POSIX (`dir_fd`): the directory `names` under the directory `fd`, each opened from the last following no
+    link (a link on the way: `Changed`), for the step to take as its `dir_fd`."""
     current = fd
     try:
-        for name in parts[:-1]:
+        for name in names:
             try:
                 opened = os.open(name, os.O_RDONLY | DIRECTORY | _NOFOLLOW_ALWAYS | ALWAYS, dir_fd=current)
             except OSError as error:
-                if error.errno in (errno.ELOOP, errno.EMLINK):
+                # O_NOFOLLOW met a link: ELOOP (EMLINK on FreeBSD), or ENOTDIR with O_DIRECTORY (Linux)
+                if error.errno in (errno.ELOOP, errno.EMLINK) or (
+                    error.errno == errno.ENOTDIR and _link_at(current, name)
+                ):
                     raise Changed(shown) from None
                 raise
             if current != fd:
                 os.close(current)
             current = opened
-        return os.stat(parts[-1], dir_fd=current, follow_symlinks=False)
+        yield current
     finally:
         if current != fd:
             os.close(current)
+
+
+def _link_at(fd: int, name: str) -> bool:
+    try:
+        return is_link(os.stat(name, dir_fd=fd, follow_symlinks=False))
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _held(chain: Chain) -> Iterator[None]:
+    """Windows: the directories of `chain` kept from being renamed, deleted or replaced meanwhile (elsewhere,
+    without `dir_fd`, no platform is known: the looks around the step are all there is)."""
+    handles = _hold_windows([p for p, _ in chain]) if os.name == "nt" else []
+    try:
+        yield
+    finally:
+        _release_windows(handles)
+
+
+def _look(way: Chain, path: str, shown: str) -> os.stat_result:
+    """`lstat` of `path`, a name in the last directory of `way`, between two looks at `way` (held meanwhile)."""
+    same_chain(way, shown)
+    st = os.lstat(path)
+    same_chain(way, shown)
+    return st
 
 
 class Pinned:
@@ -377,13 +419,22 @@ class Pinned:
                 os.close(fd)
                 raise Changed(shown)
             return fd
-        return open_in(self._way(parts[:-1], shown), os.path.join(self.real, *parts), flags, mode, shown)
+        if AT and self.fd >= 0:
+            same_chain(self.chain, shown)  # moved or replaced: refused, as on Windows (which has no fd to follow)
+            with _through(self.fd, parts[:-1], shown) as at:
+                return open_in([], parts[-1], flags, mode, shown, at)
+        way = self._way(parts[:-1], shown)
+        with _held(way):
+            return open_in(way, os.path.join(self.real, *parts), flags, mode, shown)
 
     def lstat(self, parts: list[str], shown: str) -> os.stat_result:
         if parts and AT and self.fd >= 0:
             same_chain(self.chain, shown)  # moved or replaced: refused, as on Windows (which has no fd to follow)
-            return _look_at(self.fd, parts, shown)
-        return _look(self._way(parts[:-1], shown), os.path.join(self.real, *parts), shown)
+            with _through(self.fd, parts[:-1], shown) as at:
+                return _lstat(parts[-1], at)
+        way = self._way(parts[:-1], shown)
+        with _held(way):
+            return _look(way, os.path.join(self.real, *parts), shown)
 
     # -- steps on one name in this directory, inside `hold()` ------------------------------------------------
 
