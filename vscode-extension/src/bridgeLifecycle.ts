@@ -71,6 +71,7 @@ export class BridgeLifecycle implements vscode.Disposable {
     // Two starts at once (trusting a folder is a trust event and a configuration change): the newer one's
     // settings are the ones that hold, whichever of the two finishes its awaits first.
     if (started !== this.starts) return;
+    if (opts.resume && vscode.workspace.isTrusted && !this.startedTrusted) this.log.info("The workspace is trusted now: restarting the bridge with the folder's configuration");
     this.startedWith = this.currentKey(settings, key);
     this.startedTrusted = vscode.workspace.isTrusted;
     this.conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
@@ -113,7 +114,6 @@ export class BridgeLifecycle implements vscode.Disposable {
     }
     this.restartWhenIdle = false;
     const trusted = vscode.workspace.isTrusted && !this.startedTrusted;
-    if (trusted) this.log.info("The workspace is trusted now: restarting the bridge with the folder's configuration");
     const notice = trusted
       ? "This folder is trusted now: the bridge restarted with its own configuration; the conversation goes on."
       : "Settings changed: the bridge restarted with them; the conversation goes on.";
