@@ -70,7 +70,7 @@ import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
-from bridge.safefs.errors import Changed, Unverifiable, WrittenElsewhere
+from bridge.safefs.errors import Changed, UnsafePath, Unverifiable, WrittenElsewhere
 
 
 def _flag(name: str) -> int:
@@ -82,7 +82,7 @@ def _flag(name: str) -> int:
 NOFOLLOW = 0 if os.open in os.supports_dir_fd else _flag("O_NOFOLLOW")
 ALWAYS = _flag("O_CLOEXEC") | _flag("O_NOINHERIT") | _flag("O_BINARY")  # Windows' os.open is text mode without
 DIRECTORY = _flag("O_DIRECTORY")
-_NOFOLLOW_ALWAYS = _flag("O_NOFOLLOW")  # for a directory opened to look through (POSIX only: `_look_at`)
+_NOFOLLOW_ALWAYS = _flag("O_NOFOLLOW")  # for a directory opened to pass through (POSIX only: `_through`)
 CAN_OPEN_DIRS = os.name != "nt"  # Windows' os.open (the CRT's _wopen) refuses a directory
 AT = os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd
 """POSIX (this back end forced): a step in a held directory (`Pinned.hold`) takes its proven fd (`openat`,
@@ -334,7 +334,8 @@ def stat_path(real: str) -> os.stat_result:
 @contextlib.contextmanager
 def _through(fd: int, names: list[str], shown: str) -> Iterator[int]:
     """POSIX (`dir_fd`): the directory `names` under the directory `fd`, each opened from the last following no
-    link (a link on the way: `Changed`), for the step to take as its `dir_fd`."""
+    link (a link on the way: `Changed`), for the step to take as its `dir_fd`. An error of the step or of the way
+    names the whole path `shown`, as a step by name would."""
     current = fd
     try:
         for name in names:
@@ -351,6 +352,10 @@ def _through(fd: int, names: list[str], shown: str) -> Iterator[int]:
                 os.close(current)
             current = opened
         yield current
+    except OSError as error:
+        if error.filename is not None and not isinstance(error, UnsafePath):
+            error.filename = shown
+        raise
     finally:
         if current != fd:
             os.close(current)
