@@ -547,6 +547,19 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
     @feature("session/set_model")
     def session_set_model(ls: BridgeServer, params: Any) -> dict[str, Any]:
         parsed, session = ls.session(params, wire.SetModelParams)
+        offline_id = session_state.OFFLINE_MODEL["modelId"]
+        if ls.offline and parsed.model_id != offline_id:
+            raise JsonRpcInvalidParams(
+                f"Invalid params: modelId: this bridge answers with the offline demo model only ({offline_id}), "
+                f"not {parsed.model_id!r}"
+            )
+        if ls.offline:
+            return {}  # the one model it has: nothing changes
+        if parsed.model_id == offline_id:
+            raise JsonRpcInvalidParams(
+                f"Invalid params: modelId: {offline_id} is the offline demo model, which only a bridge started with "
+                "--offline answers with"
+            )
         session.set_model(parsed.model_id)
         ls.bridge_protocol.after_reply(lambda: ls.config_changed(session))
         return {}

@@ -106,6 +106,53 @@ async def test_the_offline_demo_model_says_so_and_costs_nothing(workspace: Path,
         await client.stop()
 
 
+async def test_the_offline_bridge_takes_no_other_model_and_a_claude_bridge_not_the_offline_one(
+    workspace: Path, data_dir: Path
+) -> None:
+    """A restart between the offline demo model and Claude (“Try it offline”, then a key) reloads the session and
+    puts its model back: the offline bridge refuses a Claude model (the panel showed `claude-sonnet-4-5` on the
+    demo model) and a Claude bridge refuses `offline-demo` (every request would have asked the API for a model
+    named so). Each refusal is Invalid params saying why; the session keeps the model it had."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(
+        AGENT_BRIDGE_DATA_DIR=str(data_dir), AGENT_BRIDGE_CONFIG_DIR=str(data_dir / "config"), HOME=str(data_dir)
+    )
+    client = LanguageClient(converter_factory=dict_converter)
+    register_lsp_features(client)
+    await client.start_io(sys.executable, "-m", "bridge.cli.main", "serve", "--offline", "playground", env=env)
+    try:
+        await client.initialize_session(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=workspace.as_uri())
+        )
+        sid = (await client.protocol.send_request_async("session/new", {"cwd": str(workspace), "mcpServers": []}))[
+            "sessionId"
+        ]
+        with pytest.raises(JsonRpcException) as refused:
+            await client.protocol.send_request_async(
+                "session/set_model", {"sessionId": sid, "modelId": "claude-sonnet-4-5"}
+            )
+        assert refused.value.code == -32602
+        assert "offline demo model" in str(refused.value.message) and "offline-demo" in str(refused.value.message)
+        assert (
+            await client.protocol.send_request_async("session/set_model", {"sessionId": sid, "modelId": "offline-demo"})
+            == {}
+        )
+        loaded = await client.protocol.send_request_async(
+            "session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []}
+        )
+        assert loaded["models"]["currentModelId"] == "offline-demo"
+    finally:
+        await asyncio.wait_for(client.shutdown_session(), 15)
+        await client.stop()
+    async with running_editor({"responses": [text_response("on claude")]}, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        with pytest.raises(JsonRpcException) as refused:
+            await editor.request("session/set_model", {"sessionId": sid, "modelId": "offline-demo"})
+        assert refused.value.code == -32602 and "--offline" in str(refused.value.message)
+        await editor.prompt(sid, "hello")
+        assert editor.model.valid_requests[-1].body["model"] == "claude-sonnet-4-5"
+
+
 async def test_the_offline_tour_shows_a_whole_task(workspace: Path, data_dir: Path) -> None:
     """`tour` on the playground: a plan, a look around, a new file and an edit that ask with their diffs, a
     command that asks, the plan ticked off and a summary — real tools on real files."""

@@ -20,6 +20,8 @@ export class BridgeLifecycle implements vscode.Disposable {
   private startedTrusted = false;
   /** What the panel says when the restarted bridge has the session again. */
   private resumeNotice: string | undefined;
+  /** The notice says only that the conversation goes on: a conversation with nothing in it yet keeps its welcome. */
+  private noticeIfBlank = true;
   private restartWhenIdle = false;
   /** Counts calls of `start`: one that a newer call overtook while it awaited gives way to it. */
   private starts = 0;
@@ -51,8 +53,10 @@ export class BridgeLifecycle implements vscode.Disposable {
   readonly onClientEvent = (event: ClientEvent): void => {
     if (event.kind === "ready") {
       const notice = event.resume ? (this.resumeNotice ?? "The bridge is back; the conversation goes on.") : undefined;
+      const ifBlank = this.noticeIfBlank;
       this.resumeNotice = undefined;
-      void this.conversation.attach(event.connection, { resume: event.resume, notice });
+      this.noticeIfBlank = true;
+      void this.conversation.attach(event.connection, { resume: event.resume, notice, noticeIfBlank: ifBlank });
     } else if (event.kind === "crashed") {
       this.conversation.crashed(event.reason, event.restart);
     } else if (event.kind === "failed") {
@@ -64,7 +68,7 @@ export class BridgeLifecycle implements vscode.Disposable {
   };
 
   /** (Re)starts the bridge with the settings and key as they are now; `resume` keeps the conversation. */
-  async start(opts: { resume: boolean; notice?: string }): Promise<void> {
+  async start(opts: { resume: boolean; notice?: string; noticeIfBlank?: boolean }): Promise<void> {
     const started = ++this.starts;
     const settings = readSettings();
     const key = await this.keys.get();
@@ -77,6 +81,7 @@ export class BridgeLifecycle implements vscode.Disposable {
     this.conversation.setNeedsKey(!key && !process.env.ANTHROPIC_API_KEY && !settings.offlineScenario);
     this.conversation.starting("starting");
     this.resumeNotice = opts.notice;
+    this.noticeIfBlank = opts.noticeIfBlank ?? true;
     let base;
     try {
       base = await resolveBridge(this.context, settings, this.log, () => this.conversation.starting("installing", "setting up the bridge (first start)…"));
@@ -117,7 +122,8 @@ export class BridgeLifecycle implements vscode.Disposable {
     const notice = trusted
       ? "This folder is trusted now: the bridge restarted with its own configuration; the conversation goes on."
       : "Settings changed: the bridge restarted with them; the conversation goes on.";
-    void this.start({ resume: true, notice });
+    // "Try it offline" or a key set before the first message: the welcome (and its hint) stays, no notice.
+    void this.start({ resume: true, notice, noticeIfBlank: trusted });
   }
 
   private async settingsChanged(): Promise<void> {

@@ -49,7 +49,7 @@ export function registerCommands({ conversations, view, prompter, log, keys, res
     vscode.commands.registerCommand("agentBridge.tryOffline", async () => {
       await config().update("offlineScenario", "playground", vscode.ConfigurationTarget.Global);
       await view.reveal();
-      void vscode.window.showInformationMessage("Agent Bridge runs offline with the playground model: type `help` in the panel to see what it can do.");
+      void vscode.window.showInformationMessage("Agent Bridge runs offline on its demo model (no key, no cost): type “tour” in the panel to watch a whole task, or “help” to see what else it does.");
     }),
     vscode.commands.registerCommand("agentBridge.askAboutSelection", async () => {
       const editor = vscode.window.activeTextEditor;

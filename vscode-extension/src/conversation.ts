@@ -4,7 +4,7 @@ import { describePrompt } from "./panel/attachments";
 import type { ConnectionStatus } from "./panel/state";
 import { PanelStore } from "./panel/store";
 import type { Pickers } from "./pickers";
-import type { ContentBlock, McpServer, ResourceContent, SessionModels, SessionModes } from "./protocol";
+import { carriesModel, type ContentBlock, type McpServer, type ResourceContent, type SessionModels, type SessionModes } from "./protocol";
 import { type AgentSession, describeError, isConnectionLost, type TurnEnded, type TurnPhase } from "./session";
 
 const duplicateCancelMs = 120;
@@ -130,7 +130,7 @@ export class Conversation implements Disposable {
    * why the bridge restarted); `sessionId`: load that stored session into this (empty) tab, replaying it;
    * otherwise, or when a reload fails, open a fresh session.
    */
-  async attach(client: AgentClient, opts: { resume: boolean; notice?: string; sessionId?: string } = { resume: false }): Promise<void> {
+  async attach(client: AgentClient, opts: { resume: boolean; notice?: string; noticeIfBlank?: boolean; sessionId?: string } = { resume: false }): Promise<void> {
     this.detach();
     this.client = client;
     if (opts.sessionId) return this.open(opts.sessionId);
@@ -142,7 +142,9 @@ export class Conversation implements Disposable {
         const crash = this.lastCrash;
         this.lastCrash = undefined;
         const notice = crash ? `The bridge ${crash}. It is back; the conversation goes on.` : opts.notice;
-        if (notice) this.notice(notice, bridgeNotice);
+        // A conversation with nothing in it has nothing to go on with: it keeps its welcome (unless told).
+        const blank = this.store.state.items.length === 0;
+        if (notice && (crash || !blank || opts.noticeIfBlank !== false)) this.notice(notice, bridgeNotice);
         this.sessionReady();
         return;
       }
@@ -203,7 +205,7 @@ export class Conversation implements Disposable {
       this.adopt(session, { fresh: !opts.keep });
       this.log.info(`Session ${session.sessionId} in ${cwd}`);
       const wanted = this.host.defaultModel();
-      if (wanted && session.models?.currentModelId !== wanted) await this.applyModel(session, wanted);
+      if (wanted && session.models?.currentModelId !== wanted && carriesModel(wanted, session.models)) await this.applyModel(session, wanted);
       else if (session.models?.currentModelId) this.host.rememberModel(session.sessionId, session.models.currentModelId);
       this.sessionReady();
     } catch (err) {
@@ -330,7 +332,7 @@ export class Conversation implements Disposable {
   /** A loaded session goes on with the model it ran (as this editor remembers it), not the bridge's default. */
   private async restoreModel(session: AgentSession): Promise<void> {
     const model = this.host.rememberedModel(session.sessionId);
-    if (model && model !== session.models?.currentModelId) {
+    if (model && model !== session.models?.currentModelId && carriesModel(model, session.models)) {
       await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${describeError(err)}`));
       this.lastModels = session.models;
     }
@@ -353,7 +355,8 @@ export class Conversation implements Disposable {
       });
       replaying = false;
       if (mode) await session.setMode(mode).catch((err: unknown) => this.log.warn(`Restoring the mode ${mode}: ${describeError(err)}`));
-      if (model) await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${describeError(err)}`));
+      if (model && carriesModel(model, session.models)) await session.setModel(model).catch((err: unknown) => this.log.warn(`Restoring the model ${model}: ${describeError(err)}`));
+      if (session.models) this.lastModels = session.models;
       this.log.info(`Reloaded session ${id}`);
       return true;
     } catch (err) {

@@ -76,7 +76,7 @@ export class Conversations implements Disposable {
   }
 
   /** The bridge is up: one client for the connection; every tab reloads its session (or opens one). */
-  async attach(connection: AgentConnection, opts: { resume: boolean; notice?: string }): Promise<void> {
+  async attach(connection: AgentConnection, opts: { resume: boolean; notice?: string; noticeIfBlank?: boolean }): Promise<void> {
     this.detach();
     const client = new AgentClient(connection, this.permissions);
     this.client = client;

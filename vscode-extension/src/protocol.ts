@@ -105,6 +105,17 @@ export interface SessionModels {
   currentModelId: string;
   availableModels: ModelInfo[];
 }
+/** The model id of a bridge started `--offline` (its demo model, its only one); a Claude bridge refuses it. */
+export const OFFLINE_MODEL_ID = "offline-demo";
+
+/**
+ * Whether `modelId` may be put back on a session whose bridge lists `models` (after a restart, or for a stored
+ * session): never across the offline demo model's edge — a Claude model onto the demo bridge, or the demo model
+ * onto a Claude bridge (each bridge refuses the other's).
+ */
+export function carriesModel(modelId: string, models: SessionModels | undefined): boolean {
+  return (modelId === OFFLINE_MODEL_ID) === (models?.currentModelId === OFFLINE_MODEL_ID);
+}
 
 export interface NewSessionResult {
   sessionId: string;

@@ -21,10 +21,10 @@ export function questionText(params: RequestPermissionParams): string {
   if (isQuestion(question)) {
     const subject = typeof question.command === "string" ? ` to run: ${oneLine(question.command)}` : `: ${plain(params.toolCall.title)}`;
     const paths = question.paths.map((p) => `${p.named} → ${p.resolved}`).join(", ");
-    const reason = question.reason || (meta?.reason ?? "");
+    const reason = plain(question.reason || (meta?.reason ?? ""));
     return cap(`${who}${subject}${paths ? ` (${paths})` : ""}${reason ? ` — ${reason}` : ""}`);
   }
-  const reason = meta?.reason ? ` — ${meta.reason}` : "";
+  const reason = meta?.reason ? ` — ${plain(meta.reason)}` : "";
   return cap(`${who}: ${plain(params.toolCall.title)}${reason}`);
 }
 

@@ -202,7 +202,7 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   const warning = item.destructive ? `<div class="warning">⚠ This deletes or overwrites: check it before you allow it.</div>` : "";
   const diffs = item.diffs.map((d) => diffHtml(d, ctx, "proposed")).join("");
   const keys = options.filter((o) => o.key !== undefined).length;
-  const body = item.trust ? trustHtml(item.trust) : item.question ? questionHtml(item.question, item.title, ctx) : `<div class="perm-title">Allow <strong>${renderInline(item.title, ctx.paths)}</strong>?</div>${item.reason ? `<div class="perm-reason">${escapeHtml(item.reason)}</div>` : ""}`;
+  const body = item.trust ? trustHtml(item.trust) : item.question ? questionHtml(item.question, item.title, ctx) : `<div class="perm-title">Allow <strong>${renderInline(item.title, ctx.paths)}</strong>?</div>${item.reason ? `<div class="perm-reason">${codeSpans(item.reason)}</div>` : ""}`;
   return (
     (item.agent ? `<div class="perm-agent">Sub-agent “${escapeHtml(item.agent)}” asks</div>` : "") +
     `${body}${warning}${diffs}` +
@@ -224,6 +224,7 @@ export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): 
   // text (a number there could be read as part of it): the reasons are a tooltip and a legend below.
   const chars = Array.from(q.command ?? "");
   const legend: string[] = [];
+  const said = new Set<string>();
   let command = "";
   let at = 0;
   for (const m of marks) {
@@ -231,10 +232,16 @@ export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): 
     const end = Math.min(m.end, chars.length);
     if (end <= start) continue;
     const part = chars.slice(start, end).join("");
-    command += `${escapeHtml(chars.slice(at, start).join(""))}<mark title="${escapeHtml(m.why)}">${escapeHtml(part)}</mark>`;
-    legend.push(`<li><code>${escapeHtml(oneLine(part))}</code>: ${escapeHtml(m.why)}</li>`);
+    command += `${escapeHtml(chars.slice(at, start).join(""))}<mark title="${escapeHtml(m.why.replaceAll("`", ""))}">${escapeHtml(part)}</mark>`;
+    legend.push(`<li><code>${escapeHtml(oneLine(part))}</code>: ${codeSpans(m.why)}</li>`);
+    said.add(m.why);
     at = end;
   }
+  // The reason in words is the marks' reasons joined ("; "): only what the legend does not already say.
+  const reason = q.reason
+    .split("; ")
+    .filter((r) => r && !said.has(r))
+    .join("; ");
   command += escapeHtml(chars.slice(at).join(""));
   const marked = legend.length ? `<ul class="marks">${legend.join("")}</ul>` : "";
   const paths = q.paths.length ? `<ul class="perm-paths">${q.paths.map((p) => `<li><code>${escapeHtml(p.named)}</code> → <code>${escapeHtml(p.resolved)}</code></li>`).join("")}</ul>` : "";
@@ -243,10 +250,15 @@ export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): 
     head +
     (q.command !== null ? `<pre class="perm-command">${command}</pre>` : "") +
     marked +
-    (q.reason ? `<div class="perm-reason">${escapeHtml(q.reason)}</div>` : "") +
+    (reason ? `<div class="perm-reason">${codeSpans(reason)}</div>` : "") +
     paths +
     escaped
   );
+}
+
+/** A reason the bridge wrote: plain text whose `backticked` names show as code (nothing else is markup). */
+function codeSpans(text: string): string {
+  return escapeHtml(text).replace(/`([^`\n]+)`/g, "<code>$1</code>");
 }
 
 /** A folder-trust question: what the folder's own files would enable, every item verbatim. */

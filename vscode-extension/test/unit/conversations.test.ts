@@ -164,6 +164,73 @@ describe("conversations", () => {
     assert.equal(resumed.active.title, "refactor");
   });
 
+  it("a restart onto the offline demo model keeps its model, and back onto Claude does not carry the demo's (issue 24 item 9)", async () => {
+    const tab = conversations.active;
+    tab.submit("hello", false);
+    conn.pending(Method.sessionPrompt)[0]?.resolve({ stopReason: "end_turn" });
+    await settle();
+    const offline = { currentModelId: "offline-demo", availableModels: [{ modelId: "offline-demo", name: "Offline demo model" }] };
+    // "Try it offline": the bridge restarts on the demo model and reloads the session.
+    const demo = new FakeConnection();
+    demo.autoAnswer.set(Method.sessionSetMode, () => ({}));
+    const setOnDemo: unknown[] = [];
+    demo.autoAnswer.set(Method.sessionSetModel, (params) => (setOnDemo.push(params), {}));
+    let attaching = conversations.attach(demo, { resume: true, notice: "Settings changed: the bridge restarted with them; the conversation goes on." });
+    await settle();
+    demo.pending(Method.sessionLoad)[0]?.resolve({ modes, models: offline });
+    await attaching;
+    assert.deepEqual(setOnDemo, [], "no Claude model is put on the demo bridge");
+    assert.equal(tab.sessionState.modelId, "offline-demo");
+    assert.equal(tab.sessionState.model, "Offline demo model", "the header says so");
+    // A key set: back on Claude, the session goes on with the bridge's model, not "offline-demo".
+    const claude = new FakeConnection();
+    claude.autoAnswer.set(Method.sessionSetMode, () => ({}));
+    const setOnClaude: unknown[] = [];
+    claude.autoAnswer.set(Method.sessionSetModel, (params) => (setOnClaude.push(params), {}));
+    attaching = conversations.attach(claude, { resume: true, notice: "Settings changed: the bridge restarted with them; the conversation goes on." });
+    await settle();
+    claude.pending(Method.sessionLoad)[0]?.resolve({ modes, models });
+    await attaching;
+    assert.deepEqual(setOnClaude, [], "the demo model is not put on a Claude bridge");
+    assert.equal(tab.sessionState.modelId, "claude-sonnet-4-5");
+    // And a Claude model chosen before is put back on Claude as before.
+    host.pickers.pickModel = () => Promise.resolve("claude-opus-4-5");
+    claude.autoAnswer.set(Method.sessionSetModel, () => ({}));
+    await tab.selectModel();
+    const again = new FakeConnection();
+    again.autoAnswer.set(Method.sessionSetMode, () => ({}));
+    const setAgain: unknown[] = [];
+    again.autoAnswer.set(Method.sessionSetModel, (params) => (setAgain.push(params), {}));
+    attaching = conversations.attach(again, { resume: true });
+    await settle();
+    again.pending(Method.sessionLoad)[0]?.resolve({ modes, models });
+    await attaching;
+    assert.deepEqual(setAgain, [{ sessionId: "s1", modelId: "claude-opus-4-5" }]);
+  });
+
+  it("a settings restart before the first message keeps the welcome: no notice in an empty conversation; a trust restart still says so", async () => {
+    const tab = conversations.active;
+    const restart = async (opts: { notice: string; noticeIfBlank?: boolean }): Promise<FakeConnection> => {
+      const next = new FakeConnection();
+      next.autoAnswer.set(Method.sessionSetMode, () => ({}));
+      next.autoAnswer.set(Method.sessionSetModel, () => ({}));
+      const attaching = conversations.attach(next, { resume: true, ...opts });
+      await settle();
+      next.pending(Method.sessionLoad)[0]?.resolve({ modes, models });
+      await attaching;
+      return next;
+    };
+    await restart({ notice: "Settings changed: the bridge restarted with them; the conversation goes on.", noticeIfBlank: false });
+    assert.equal(tab.store.state.items.length, 0, "the welcome stays");
+    const trusted = await restart({ notice: "This folder is trusted now: the bridge restarted with its own configuration; the conversation goes on.", noticeIfBlank: true });
+    assert.equal(tab.store.state.items.filter((i) => i.kind === "notice").length, 1);
+    tab.submit("hello", false);
+    trusted.pending(Method.sessionPrompt)[0]?.resolve({ stopReason: "end_turn" });
+    await settle();
+    await restart({ notice: "Settings changed: the bridge restarted with them; the conversation goes on.", noticeIfBlank: false });
+    assert.match(JSON.stringify(tab.store.state.items.at(-1)), /Settings changed/, "once there is a conversation, it says it goes on");
+  });
+
   it("two conversations at once: each has its own session and turn; switching does not stop the other; a question goes to its own tab", async () => {
     const first = conversations.active;
     first.submit("long task", false);

@@ -57,8 +57,20 @@ describe("the question's whole truth on the card", () => {
     assert.equal(pre.replace(/<[^>]+>/g, "").replace(/&#39;/g, "'").replace(/&amp;/g, "&"), command, "nothing cut, nothing added");
     assert.match(pre, /<mark title="rm deletes files">rm -f victim\.txt<\/mark>/);
     assert.match(html, /<ul class="marks"><li><code>rm -f victim\.txt<\/code>: rm deletes files<\/li><\/ul>/);
-    assert.match(html, /<div class="perm-reason">rm deletes files; python3 runs code<\/div>/);
+    assert.match(html, /<div class="perm-reason">python3 runs code<\/div>/, "the reason the legend does not already give");
     assert.match(html, /<code>victim\.txt<\/code> → <code>\/home\/u\/\.ssh\/id_rsa<\/code>/);
+  });
+
+  it("says a mark's reason once (the legend), with its `names` as code (seen in the offline tour: the reason twice, backticks literal)", () => {
+    const text = "python3 tour_demo.py";
+    const why = "`python3` is not a known read-only command";
+    const html = card(request({ reason: why, question: { ...question, command: text, marks: [{ start: 0, end: text.length, why }], reason: why, paths: [] } }));
+    assert.match(html, /<li><code>python3 tour_demo\.py<\/code>: <code>python3<\/code> is not a known read-only command<\/li>/);
+    assert.doesNotMatch(html, /perm-reason/, "the same reason is not said again below");
+    assert.doesNotMatch(html.replace(/title="[^"]*"/g, ""), /`/, "no literal backtick");
+    assert.match(html, /<mark title="python3 is not a known read-only command">/);
+    const older = card(request({ reason: "`npm` runs scripts" }, "`npm test`"));
+    assert.match(older, /<div class="perm-reason"><code>npm<\/code> runs scripts<\/div>/);
   });
 
   it("counts marks in code points: a character outside the BMP before the mark does not shift it", () => {
@@ -151,6 +163,10 @@ describe("the notification when nobody sees the card", () => {
 
   it("without _meta.question: the title as plain text (no markdown backticks) and the reason (issue 24 item 12)", () => {
     assert.equal(questionText(request({ reason: "not read-only" }, "`rm -rf build`")), "Agent Bridge asks: rm -rf build — not read-only");
+    // The reason's code ticks are the panel's too (a notification showed "— `python3` is not…").
+    const why = "`python3` is not a known read-only command";
+    assert.equal(questionText(request({ reason: why, question: { ...question, command: "python3 x.py", marks: [], paths: [], reason: why } })), "Agent Bridge asks to run: python3 x.py — python3 is not a known read-only command");
+    assert.equal(questionText(request({ reason: why }, "`python3 x.py`")), "Agent Bridge asks: python3 x.py — python3 is not a known read-only command");
   });
 
   it("a very long command is not cut at a width but capped far out, saying how much more there is", () => {
