@@ -36,6 +36,10 @@ const tabsEl = $("tabs");
 const modeDesc = $("mode-desc");
 const bypass = $("bypass");
 const keyBanner = $("key-banner");
+const welcomeKey = $("welcome-key");
+const welcomeOffline = $("welcome-offline");
+/** The session runs on the bridge's offline demo model (its wire id): the welcome says how to use it. */
+let onOfflineModel = false;
 const trustBanner = $("trust-banner");
 const meter = $("meter");
 const meterFill = meter.querySelector<HTMLElement>(".meter-fill");
@@ -119,6 +123,8 @@ window.addEventListener("message", (event: MessageEvent<ToWebview>) => {
       composer.focus();
       return;
     case "model":
+      onOfflineModel = msg.modelId === "offline-demo";
+      showWelcomeParts();
       modelButton.hidden = !msg.model;
       modelButton.textContent = msg.model ?? "";
       modelButton.title = `The model this session runs${msg.modelId && msg.modelId !== msg.model ? ` (${msg.modelId})` : ""}: click to choose another`;
@@ -397,6 +403,7 @@ function renderChrome(): void {
   setHidden(welcome, state.items.length > 0);
   // Without a key the way to one stays in view (the welcome goes with the first message).
   setHidden(keyBanner, !needsKey || !welcome.hidden);
+  showWelcomeParts();
   composer.setState(phase, ready);
   if (modes !== renderedModes) {
     renderedModes = modes;
@@ -439,6 +446,12 @@ function setText(el: HTMLElement, text: string): void {
 function setClass(el: HTMLElement, cls: string): void {
   if (el.className !== cls) el.className = cls;
 }
+/** The welcome's last part: the key and offline buttons without a key, how to use the demo model on it, else none. */
+function showWelcomeParts(): void {
+  setHidden(welcomeOffline, !onOfflineModel);
+  setHidden(welcomeKey, !needsKey || onOfflineModel);
+}
+
 function setHidden(el: HTMLElement, hidden: boolean): void {
   if (el.hidden !== hidden) el.hidden = hidden;
 }

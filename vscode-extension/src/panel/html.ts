@@ -53,11 +53,17 @@ export function panelHtml(p: PanelHtmlParts): string {
       <li><kbd>Esc</kbd> stops a turn. A permission card answers to <kbd>1</kbd> <kbd>2</kbd> <kbd>3</kbd>…, <kbd>Esc</kbd> rejects.</li>
       <li>Paths in answers and tool cards open the file at the line.</li>
     </ul>
-    <div class="welcome-actions">
-      <button type="button" data-command="agentBridge.setApiKey" title="Store an Anthropic API key in VS Code's secret storage">Set API key</button>
-      <button type="button" class="secondary" data-command="agentBridge.tryOffline" title="Run the bridge with its built-in offline model">Try it offline</button>
+    <div id="welcome-key" hidden>
+      <div class="welcome-actions">
+        <button type="button" data-command="agentBridge.setApiKey" title="Store an Anthropic API key in VS Code's secret storage">Set API key</button>
+        <button type="button" class="secondary" data-command="agentBridge.tryOffline" title="Run the bridge with its built-in offline model">Try it offline</button>
+      </div>
+      <p class="hint">No key yet? “Try it offline” runs a small built-in demo model (no network, no key, no cost): type <code>tour</code> to watch it do a whole task — a plan, reads, an edit you review, a command that asks.</p>
     </div>
-    <p class="hint">No key yet? “Try it offline” runs a small built-in demo model (no network, no key, no cost): type <code>tour</code> to watch it do a whole task — a plan, reads, an edit you review, a command that asks.</p>
+    <div id="welcome-offline" hidden>
+      <p class="hint">This is the offline demo model (no network, no key, no cost): type <code>tour</code> to watch it do a whole task — a plan, reads, an edit you review, a command that asks — or <code>help</code> for what else it does. For Claude on your own tasks:</p>
+      <div class="welcome-actions"><button type="button" data-command="agentBridge.setApiKey" title="Store an Anthropic API key in VS Code's secret storage">Set API key</button></div>
+    </div>
   </section>
   <main id="log" aria-live="polite"></main>
   <button id="jump" class="jump" hidden title="Scroll to the latest message">↓ Latest</button>

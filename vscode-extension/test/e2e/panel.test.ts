@@ -57,15 +57,37 @@ describe("the panel in chromium", () => {
   it("a blank panel welcomes, with the key and offline commands as buttons", async () => {
     const { page } = panel;
     await page.locator("#welcome").waitFor();
+    await panel.send({ type: "sessionState", ready: false, needsKey: true });
     await page.locator("#welcome button", { hasText: "Try it offline" }).click();
     assert.deepEqual(await posted("command"), { type: "command", command: "agentBridge.tryOffline" });
-    await page.locator("#welcome button", { hasText: "Set API key" }).click();
+    await page.locator("#welcome-key button", { hasText: "Set API key" }).click();
     assert.deepEqual(await posted("command", 1), { type: "command", command: "agentBridge.setApiKey" });
     await act(...ready, { type: "turnStarted", turnId: 1, text: "hi", attachments: [] });
     await page.locator("#welcome").waitFor({ state: "hidden" });
     await panel.send({ type: "model", model: "claude-sonnet-4-5" });
     await page.locator("#model", { hasText: "claude-sonnet-4-5" }).click();
     assert.deepEqual(await posted("command", 2), { type: "command", command: "agentBridge.selectModel" });
+    assert.deepEqual(panel.violations, []);
+  });
+
+  it("the welcome's buttons fit the state: key and offline without a key, how to use the demo on it, none with a key", async () => {
+    const { page } = panel;
+    const visible = async (): Promise<string[]> => page.evaluate(() => ["welcome-key", "welcome-offline"].filter((id) => !(document.getElementById(id) as HTMLElement).hidden));
+    await page.locator("#welcome").waitFor();
+    await panel.send({ type: "sessionState", ready: true, needsKey: false });
+    await poll("no key offer with a key", async () => (await visible()).length === 0, 5000);
+    await panel.send({ type: "sessionState", ready: true, needsKey: true });
+    await poll("the key offer without one", async () => (await visible()).join() === "welcome-key", 5000);
+    // "Try it offline": the session runs on the demo model; no "Try it offline" button for what already runs.
+    await panel.send({ type: "sessionState", ready: true, needsKey: false });
+    await panel.send({ type: "model", model: "Offline demo model", modelId: "offline-demo" });
+    await poll("the demo's hint", async () => (await visible()).join() === "welcome-offline", 5000);
+    assert.match(await page.locator("#welcome-offline").innerText(), /type tour/);
+    assert.equal(await page.locator("#welcome button:visible", { hasText: "Try it offline" }).count(), 0);
+    await page.locator("#welcome-offline button", { hasText: "Set API key" }).click();
+    assert.deepEqual(await posted("command"), { type: "command", command: "agentBridge.setApiKey" });
+    await panel.send({ type: "model", model: "Claude Sonnet 4.5", modelId: "claude-sonnet-4-5" });
+    await poll("back on Claude with a key: no offer", async () => (await visible()).length === 0, 5000);
     assert.deepEqual(panel.violations, []);
   });
 
