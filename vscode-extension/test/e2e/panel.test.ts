@@ -366,7 +366,7 @@ describe("the panel in chromium", () => {
     assert.equal(await card.locator("pre.perm-command mark").innerText(), "rm -f victim.txt");
     assert.equal(await card.locator("pre.perm-command mark").getAttribute("title"), "rm deletes files");
     assert.match(await card.locator(".perm-paths").innerText(), /victim\.txt → \/home\/u\/\.ssh\/id_rsa/);
-    assert.match(await card.locator(".perm-reason").innerText(), /rm deletes files/);
+    assert.equal(await card.locator(".perm-reason").count(), 0, "the reason is said once, in the legend");
     await page.screenshot({ path: `${process.env.E2E_ARTIFACTS ?? "/tmp"}/panel-question.png` }).catch(() => undefined);
   });
 

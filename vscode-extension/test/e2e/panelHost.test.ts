@@ -12,7 +12,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Browser, chromium, type FrameLocator, type Page } from "playwright-core";
+import { type Browser, chromium, type FrameLocator, type Locator, type Page } from "playwright-core";
 import { poll } from "../poll";
 
 const repo = path.resolve(__dirname, "../../..");
@@ -172,6 +172,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
       // The question has the keyboard (the diff opens beside it without taking the focus): 1 allows it once.
       await panel.locator(".item.permission.pending:focus").waitFor({ timeout: 5000 });
       if (step.diff) await page.locator(".tabs-container .tab", { hasText: "proposed edit" }).first().waitFor({ timeout: 15000 });
+      if (!step.diff) await underscoreShows(page, card.first().locator("pre.perm-command"));
       await shot(step.shot);
       const id = (await card.first().getAttribute("data-id")) ?? "";
       await page.keyboard.press("1");
@@ -187,6 +188,42 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
   });
 
 });
+
+/**
+ * Every character of the asked command shows in the editor's own font: the card drawn as it is and drawn again
+ * with its `_` written as spaces (in place, then put back) must differ in some pixels. In code-server's Droid
+ * Sans Mono the mark's outline covered the underscore: 0 pixels differed, the card read "python3 tour demo.py".
+ */
+async function underscoreShows(page: Page, pre: Locator): Promise<void> {
+  assert.match(await pre.innerText(), /_/, "the command has an underscore to see");
+  const drawn = await pre.screenshot();
+  const text = await pre.locator("mark").first().evaluate((m) => {
+    const was = m.textContent;
+    m.textContent = was.replaceAll("_", " ");
+    return was;
+  });
+  const spaced = await pre.screenshot();
+  await pre.locator("mark").first().evaluate((m, was) => (m.textContent = was), text);
+  const inked = await page.evaluate(
+    async ({ a, b }) => {
+      // (no named functions in here: the test runner's transform would wrap them in a helper the page lacks)
+      const images: ImageData[] = [];
+      for (const png of [a, b]) {
+        const bitmap = await createImageBitmap(new Blob([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))], { type: "image/png" }));
+        const ctx = new OffscreenCanvas(bitmap.width, bitmap.height).getContext("2d") as OffscreenCanvasRenderingContext2D;
+        ctx.drawImage(bitmap, 0, 0);
+        images.push(ctx.getImageData(0, 0, bitmap.width, bitmap.height));
+      }
+      const [x, y] = images as [ImageData, ImageData];
+      if (x.width !== y.width || x.height !== y.height) return -1;
+      let differ = 0;
+      for (let i = 0; i < x.data.length; i += 4) if (Math.max(...[0, 1, 2].map((k) => Math.abs((x.data[i + k] ?? 0) - (y.data[i + k] ?? 0)))) > 96) differ++;
+      return differ;
+    },
+    { a: drawn.toString("base64"), b: spaced.toString("base64") },
+  );
+  assert.ok(inked > 0, `the underscore draws nothing (${inked} pixels differ): the command reads as if it had a space`);
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
