@@ -315,3 +315,13 @@ def test_a_json_scenario_scripts_each_sub_agents_own_turns() -> None:
         client.close()
     with pytest.raises(ValueError, match=r"agents.0: needs a prompt"):
         OfflineServer({"responses": [], "agents": [{"responses": []}]})
+
+
+def test_the_playground_help_is_one_line_an_item() -> None:
+    """The panel renders an answer's line breaks (chat markdown): an item wrapped in the source showed broken in
+    two in the panel ('…as diffs you review, and' / 'a command that asks first')."""
+    from bridge.offline.builtins.playground import HELP
+
+    head, *items = [line for line in HELP.splitlines() if line]
+    assert head.endswith(":") and len(items) >= 8
+    assert all(line.startswith("- ") for line in items), [line for line in items if not line.startswith("- ")]

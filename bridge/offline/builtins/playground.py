@@ -17,8 +17,8 @@ OUTPUT_LINES = 20
 ECHO_DELTAS = 20
 HELP = """Commands this offline model understands:
 
-- `tour` shows a whole small task: a plan, a look around, a file written and edited as diffs you review, and
-  a command that asks first
+- `tour` shows a whole small task: a plan, a look around, a file written and edited as diffs you review, \
+and a command that asks first
 - `run: <command>` runs a shell command with Bash
 - `read: <absolute path>` reads a file
 - `think: <text>` thinks first, then answers
