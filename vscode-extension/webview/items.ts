@@ -275,6 +275,24 @@ function oneLine(text: string): string {
   return text.replace(/\r?\n/g, " ⏎ ");
 }
 
+/** How a turn ended, in words (ACP's stop reasons are the wire's, not a person's). */
+function endWords(stopReason: string | undefined): string {
+  switch (stopReason) {
+    case "end_turn":
+      return "Done";
+    case "cancelled":
+      return "Stopped (cancelled)";
+    case "max_tokens":
+      return "Stopped: the answer reached its length limit (max_tokens)";
+    case "max_turn_requests":
+      return "Stopped: the turn reached its limit of model requests";
+    case "refusal":
+      return "The model declined to answer (refusal)";
+    default:
+      return `Turn ended: ${stopReason ?? "?"}`;
+  }
+}
+
 export function turnEndHtml(stopReason: string | undefined, error: string | undefined, usage: TurnUsage | undefined, interrupted?: string, needsKey?: boolean): string {
   const parts: string[] = [];
   if (interrupted) parts.push(`<span class="reason interrupted">Interrupted: ${escapeHtml(interrupted)}</span>`);
@@ -282,7 +300,7 @@ export function turnEndHtml(stopReason: string | undefined, error: string | unde
     const buttons = `<button type="button" data-command="agentBridge.setApiKey">Set API key</button> <button type="button" class="secondary" data-command="agentBridge.tryOffline">Try it offline</button>`;
     return `<span class="reason error" title="${escapeHtml(error)}">No API key: the bridge has no Anthropic API key to ask the model with. Set one, or try the offline demo model.</span><div class="turn-actions">${buttons}</div>`;
   } else if (error) parts.push(`<span class="reason error">Error: ${escapeHtml(error)}</span>`);
-  else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${stopReason === "end_turn" ? "Done" : `Turn ended: ${escapeHtml(stopReason ?? "?")}`}</span>`);
+  else parts.push(`<span class="reason ${escapeHtml(stopReason ?? "")}">${escapeHtml(endWords(stopReason))}</span>`);
   if (usage && (usage.inputTokens || usage.outputTokens)) {
     parts.push(`${formatTokens(usage.inputTokens + usage.cacheReadTokens + usage.cacheWriteTokens)} in · ${formatTokens(usage.outputTokens)} out`);
   }

@@ -132,6 +132,14 @@ describe("status line", () => {
     assert.equal(statusText(overloaded, true, at + 1500), "API overloaded — retrying in 2 s (attempt 2/4)");
   });
 
+  it("a turn's end in words, not the wire's stop reason", () => {
+    assert.match(turnEndHtml("cancelled", undefined, undefined), />Stopped \(cancelled\)</);
+    assert.match(turnEndHtml("max_tokens", undefined, undefined), /reached its length limit/);
+    assert.match(turnEndHtml("refusal", undefined, undefined), /declined/);
+    assert.match(turnEndHtml("end_turn", undefined, undefined), />Done</);
+    assert.match(turnEndHtml("something_new", undefined, undefined), /Turn ended: something_new/);
+  });
+
   it("a turn the bridge's crash cut short says so calmly, not as an error", () => {
     const html = turnEndHtml(undefined, undefined, undefined, "the bridge was killed (SIGKILL); it is being restarted and the conversation goes on.");
     assert.match(html, /class="reason interrupted">Interrupted: the bridge was killed \(SIGKILL\); it is being restarted/);
