@@ -44,6 +44,7 @@ from pathlib import Path
 from bridge.execution import host
 from bridge.execution.quarantine import quarantine
 from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
+from bridge.permissions.git_reading import inert
 from bridge.permissions.held import HeldPath
 from bridge.permissions.runs_later import GRANTS, granted_covers
 
@@ -56,72 +57,6 @@ _MASK = IN_CREATE | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW
 _REPOSITORY_MASK = _MASK | IN_CLOSE_WRITE  # in a new repository's `.git`: its config being rewritten too
 _EVENT = struct.Struct("iIII")
 STRIKES = 2  # the protected creations a command may make before it is ended
-
-# A new repository's config may hold only these (as `git init`, `git clone` and ordinary git work write them).
-_INERT_EXACT = frozenset(
-    {
-        "core.repositoryformatversion",
-        "core.filemode",
-        "core.bare",
-        "core.logallrefupdates",
-        "core.ignorecase",
-        "core.precomposeunicode",
-        "core.symlinks",
-        "core.autocrlf",
-        "core.eol",
-        "core.safecrlf",
-        "core.quotepath",
-        "core.sparsecheckout",
-        "core.sparsecheckoutcone",
-        "core.compression",
-        "core.commentchar",
-        "core.abbrev",
-        "core.checkstat",
-        "core.trustctime",
-        "core.untrackedcache",
-        "core.splitindex",
-        "core.multipackindex",
-        "user.name",
-        "user.email",
-        "init.defaultbranch",
-        "extensions.objectformat",
-        "extensions.refstorage",
-        "extensions.partialclone",
-        "extensions.worktreeconfig",
-        "extensions.preciousobjects",
-        "pull.rebase",
-        "pull.ff",
-        "push.default",
-        "push.autosetupremote",
-        "fetch.prune",
-        "merge.ff",
-        "rebase.autosquash",
-        "rebase.autostash",
-        "branch.autosetupmerge",
-        "branch.autosetuprebase",
-        "gc.auto",
-        "index.version",
-        "feature.manyfiles",
-        "lfs.repositoryformatversion",
-        "commit.gpgsign",
-        "tag.gpgsign",
-        "color.ui",
-        "advice.detachedhead",
-    }
-)
-_INERT_TAILS = {
-    "remote": {"url", "pushurl", "fetch", "push", "tagopt", "mirror", "prune", "partialclonefilter", "promisor"},
-    "branch": {"remote", "merge", "rebase", "pushremote", "description", "vscode-merge-base"},
-    "submodule": {"url", "active", "branch", "shallow"},
-}
-
-
-def inert(key: str) -> bool:
-    if key in _INERT_EXACT:
-        return True
-    section, _, rest = key.partition(".")
-    return section in _INERT_TAILS and "." in rest and rest.rsplit(".", 1)[1] in _INERT_TAILS[section]
-
 
 # -- what a command's watch sees ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from bridge import safefs
 from bridge.permissions.command_effects import Access
 from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import InvalidPath, Workspace, resolve
+from bridge.permissions.git_reading import reading_risks
 from bridge.permissions.path_access import PathAccess, may_hold, path_hit
 from bridge.permissions.rules import CompiledRule
 from bridge.permissions.shell import ShellVerdict
@@ -221,7 +222,8 @@ class BashFacts:
 
     def _repository(self, part: Part, base: Path, out: PartFacts) -> Path | None:
         """The top directory of the repository git will read, found as git finds it. A repository outside the
-        workspace, or a directory that looks like a bare repository (git would run its config), asks."""
+        workspace, a directory that looks like a bare repository, or one whose settings, hooks or submodules
+        could make git run a program or read elsewhere (git_reading.py) asks."""
         effects = part.effects
         start = resolve(effects.git_dir.value, base) if effects is not None and effects.git_dir else base
         for directory in (start, *start.parents):
@@ -230,6 +232,9 @@ class BashFacts:
                     out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the workspace")
                 elif (directory / ".git").is_file():
                     out.problems.append(f"`{part.text}`: {directory}/.git points to a repository elsewhere")
+                else:
+                    risks = reading_risks(directory, self.workspace.contains)
+                    out.problems += [f"`{part.text}`: {why}" for why in risks]
                 return directory
             if (directory / "HEAD").is_file() and (directory / "objects").is_dir() and (directory / "refs").is_dir():
                 out.problems.append(
