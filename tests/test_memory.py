@@ -74,3 +74,31 @@ def test_the_users_own_memory_may_be_a_link_but_not_a_device(project: Path, tmp_
     memory = load_memory(project)
     assert "My own rules." in memory.section
     assert [s.split(": ", 1)[1] for s in memory.skipped] == ["it is not a regular file"]
+
+
+def test_a_folder_below_an_ancestor_repository_links_no_further_out_than_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unpacked folder with no `.git` of its own, below a home kept in git (dotfiles) or a monorepo: its own
+    memory files stay inside the folder opened; the ancestor repository's own files are still read."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AGENT_BRIDGE_CONFIG_DIR", str(tmp_path / "cfg"))
+    (home / ".git").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- SECRET")
+    (home / "CLAUDE.md").write_text("The home repository's own rule.")
+    folder = home / "Downloads" / "cool-tool"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "rules.md").write_text("The folder's own rule.")
+    (folder / "CLAUDE.md").symlink_to("../../.ssh/id_rsa")
+    (folder / "AGENTS.md").symlink_to("docs/rules.md")
+    (folder / "CLAUDE.local.md").symlink_to("../../CLAUDE.md")
+    memory = load_memory(folder)
+    assert "PRIVATE KEY" not in memory.section
+    assert "The folder's own rule." in memory.section, "the control: a link inside the folder is read"
+    assert "The home repository's own rule." in memory.section, "the ancestor's own file is read, as its own"
+    assert sorted(s.rsplit("/", 1)[1] for s in memory.skipped) == [
+        "CLAUDE.local.md: it is a link to a file outside the project",
+        "CLAUDE.md: it is a link to a file outside the project",
+    ]
