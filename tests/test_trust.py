@@ -13,7 +13,8 @@ from bridge.permissions.command_limits import UNSET
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
-from bridge.permissions.trust import TrustItem, TrustPrompt, TrustQuestion
+from bridge.permissions.trust import TrustAnswer, TrustItem, TrustPrompt, TrustQuestion
+from bridge.visible import MAX_SHOWN_CHARS
 from tests.permission_calls import GRAMMAR
 
 
@@ -230,3 +231,28 @@ def test_a_folder_may_lower_command_limits_at_once_but_raising_them_waits_for_tr
         1_000_000,
         None,
     )
+
+
+async def test_the_question_shows_every_item_whole_and_one_too_long_to_show_is_never_enabled(tmp_path: Path) -> None:
+    """What the user is asked is what runs: an item is shown whole (2,274 characters here), and an item too long
+    for any question stays off, said so, and trusting the rest does not enable it."""
+    ws = tmp_path / "ws"
+    long_hook = " ".join(f"formatting-step-{i:03}" for i in range(120)) + " && touch pwned"
+    huge_hook = "echo " + "x" * MAX_SHOWN_CHARS + " && touch pwned"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (long_hook, huge_hook)]}
+    write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    asked: list[TrustQuestion] = []
+    told: list[str] = []
+
+    async def trust(question: TrustQuestion) -> TrustAnswer:
+        asked.append(question)
+        return "trust"
+
+    await TrustPrompt(store, store.cwd).before_turn(trust, told.append)
+    [question] = asked
+    assert len(long_hook) > 2_000 and long_hook in question.text
+    assert [i.text for i in question.items] == [f"Stop: {long_hook}"], "the one too long to show is not asked about"
+    assert any("too long to show" in t and "stays off" in t for t in told), told
+    enabled = [h.command for m in store.hooks("Stop") for h in m.hooks]
+    assert long_hook in enabled and huge_hook not in enabled

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bridge.jsonfile import keyed_entry, read_json, stat_key
-from bridge.visible import one_line, visible
+from bridge.visible import MAX_SHOWN_CHARS, fits, one_line, visible
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class TrustQuestion:
             "allowed. Until you trust them they stay off (their deny and ask rules apply already):",
             "",
         ]
-        lines += [f"  • {one_line(item.describe(), 2000)}" for item in self.items]
+        lines += [f"  • {one_line(item.describe(), MAX_SHOWN_CHARS)}" for item in self.items]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
@@ -267,6 +267,16 @@ class TrustPrompt:
         """Ask (or tell); returns the items admitted by this answer."""
         policy = self.source.trust.policy
         pending = [i for i in self._pending() if i not in self._asked]
+        unshowable = [i for i in pending if not fits(i.describe(), MAX_SHOWN_CHARS)]
+        if unshowable:  # what the user is asked is what runs: an item no question can show whole stays off
+            self._asked.update(unshowable)
+            self._told.update(unshowable)
+            pending = [i for i in pending if i not in unshowable]
+            for item in unshowable:
+                tell(
+                    f"This folder's own setting is too long to show in full ({len(item.describe()):,} characters), "
+                    f"so it can't be trusted and stays off: {one_line(item.describe(), 200)}"
+                )
         admitted: list[TrustItem] = []
         if pending and policy == "ask" and ask is not None:
             self._asked.update(pending)
@@ -287,7 +297,7 @@ class TrustPrompt:
         return admitted
 
     def _why_off(self, items: list[TrustItem], policy: TrustPolicy, *, can_ask: bool) -> str:
-        listed = "\n".join(f"  • {one_line(item.describe(), 2000)}" for item in items)
+        listed = "\n".join(f"  • {one_line(item.describe(), 2000)}" for item in items)  # off: a glimpse will do
         if policy == "restricted":
             return (
                 f"Restricted Mode: this folder's own settings stay off:\n{listed}\n"
