@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from bridge import safefs
 from bridge.permissions.held import HeldPath, PathKind, command_paths, stat_key, under
 
 GIT_CONFIG = "git's settings, which can make git run programs (core.fsmonitor, core.hooksPath, aliases)"
@@ -32,14 +34,27 @@ MAX_GIT_POINTER = 1024 * 1024  # git reads no bigger `.git` file
 MAX_MODULES = 2_000  # directory entries a walk of `.git/modules` may visit
 
 
-def gitdir_of(dotgit: Path) -> Path | None:
-    """The git directory a `.git` file points to (`gitdir: …`, relative to the file's folder), as git reads it."""
+def read_small(path: Path, limit: int) -> bytes | None:
+    """A regular file's bytes, if it holds at most `limit`; None for anything else. Opened without waiting: a
+    folder's FIFO in git's place (`.git/commondir`, `.git/index`) must not hang the check that reads it."""
     try:
-        with open(dotgit, "rb") as handle:
-            data = handle.read(MAX_GIT_POINTER + 1)
+        fd = os.open(path, safefs.READ_FLAGS)
     except OSError:
         return None
-    if len(data) > MAX_GIT_POINTER or not data.startswith(b"gitdir: "):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return safefs.read_all(fd, limit, str(path))
+    except OSError:  # TooBig is one
+        return None
+    finally:
+        os.close(fd)
+
+
+def gitdir_of(dotgit: Path) -> Path | None:
+    """The git directory a `.git` file points to (`gitdir: …`, relative to the file's folder), as git reads it."""
+    data = read_small(dotgit, MAX_GIT_POINTER)
+    if data is None or not data.startswith(b"gitdir: "):
         return None
     target = os.fsdecode(data[len(b"gitdir: ") :].rstrip(b"\r\n"))
     return Path(os.path.normpath(os.path.join(dotgit.parent, target))) if target else None
@@ -47,11 +62,10 @@ def gitdir_of(dotgit: Path) -> Path | None:
 
 def common_dir_of(gitdir: Path) -> Path | None:
     """Where `gitdir/commondir` sends git (relative to `gitdir`), or None."""
-    try:
-        text = (gitdir / "commondir").read_text(encoding="utf-8", errors="surrogateescape")
-    except OSError:
+    data = read_small(gitdir / "commondir", MAX_GIT_POINTER)
+    if data is None:
         return None
-    target = text.strip("\r\n")
+    target = data.decode("utf-8", "surrogateescape").strip("\r\n")
     return Path(os.path.normpath(os.path.join(gitdir, target))) if target else None
 
 
@@ -158,6 +172,8 @@ def config_entries(config: Path) -> list[tuple[str, str]] | None:
         st = os.stat(config)
     except OSError:
         return []
+    if not stat.S_ISREG(st.st_mode):
+        return None  # a FIFO would hold git (and this check) until its timeout
     key = (st.st_ino, st.st_size, st.st_mtime_ns)
     with _config_lock:
         cached = _config_cache.get(config)

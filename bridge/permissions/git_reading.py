@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of
+from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of, read_small
 from bridge.permissions.held import stat_key, under
 
 # Settings that run nothing and send git nowhere, whatever their value: what `git init`, `git clone` and ordinary
@@ -129,6 +129,8 @@ def _risks(root: Path, contains: Callable[[Path], bool], depth: int) -> list[str
     common = common_dir_of(gitdir)
     if common is not None:
         gitdirs.append(common)
+    elif os.path.lexists(gitdir / "commondir"):
+        out.append(f"{gitdir / 'commondir'} can't be read to check where git's repository is")
     gitdirs += _inner_gitdirs(gitdir)
     for directory in gitdirs:
         real = Path(os.path.realpath(directory))
@@ -203,11 +205,12 @@ def _settings_risks(gitdir: Path, root: Path, contains: Callable[[Path], bool]) 
 
 def _alternates_risks(gitdir: Path, contains: Callable[[Path], bool]) -> list[str]:
     alternates = gitdir / "objects" / "info" / "alternates"
-    try:
-        with open(alternates, "rb") as handle:
-            lines = handle.read(1024 * 1024).decode("utf-8", "surrogateescape").splitlines()
-    except OSError:
+    if not os.path.lexists(alternates):
         return []
+    data = read_small(alternates, 1024 * 1024)
+    if data is None:
+        return [f"{alternates} can't be read to check where git reads objects from"]
+    lines = data.decode("utf-8", "surrogateescape").splitlines()
     for line in lines:
         if line.strip() and not line.startswith("#"):
             store = Path(os.path.realpath(os.path.join(gitdir / "objects", line.strip())))
@@ -244,15 +247,11 @@ _lock = threading.Lock()
 
 
 def _read_gitlinks(index: Path) -> list[str] | None:
-    try:
-        with open(index, "rb") as handle:
-            data = handle.read(MAX_INDEX + 1)
-    except FileNotFoundError:
+    if not os.path.lexists(index):
         return []
-    except OSError:
-        return None
-    if len(data) > MAX_INDEX or len(data) < 12 or data[:4] != b"DIRC":
-        return None if data else []
+    data = read_small(index, MAX_INDEX)
+    if data is None or len(data) < 12 or data[:4] != b"DIRC":
+        return None if data != b"" else []
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4):
         return None

@@ -195,3 +195,24 @@ def run_directly(command: str, cwd: Path, home: Path) -> str:
     env = {**os.environ, "HOME": str(home)}
     done = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     return done.stdout + done.stderr
+
+
+async def test_a_fifo_in_gits_place_is_answered_at_once_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO where git keeps its index, its object stores' list or its common directory: the check reads none
+    of them blocking (it would hold the permission check until its deadline, and a thread forever)."""
+    ws = tmp_path / "ws"
+    commands = []
+    for name in ("objects/info/alternates", "index", "commondir"):
+        repo = repository(ws / name.replace("/", "-"))
+        target = repo / ".git" / name
+        target.unlink(missing_ok=True)
+        os.mkfifo(target)
+        commands.append(f"git -C {repo.name} status")
+    calls = [tool_response(("Bash", {"command": c})) for c in commands]
+    out = await run_cli(
+        tmp_path, ws, "look", "--non-interactive", scenario=scenario_file(tmp_path, [*calls, text_response("ok")])
+    )
+    lines = out.splitlines()
+    for command in commands:
+        answer = lines[lines.index(f"● `{command}`") + 1]
+        assert "can't be read" in answer and "took longer" not in answer, out
