@@ -18,6 +18,7 @@ from bridge.memory import Memory, load_memory
 from bridge.messages import Block
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import MODES, parse_mode
+from bridge.permissions.own_secrets import OwnSecrets
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import Ask, Tell, TrustPrompt
@@ -50,12 +51,11 @@ class SessionSetup:
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=interactive,
+            secrets=OwnSecrets.of(config.data_dir, settings.claude_home),
         )
-        # the bridge's own secrets: its MCP sign-in tokens and Claude Code's credentials are never a command's
-        sandbox = Sandbox.for_engine(
-            engine, hidden=(config.data_dir / "mcp-auth", settings.claude_home / ".credentials.json")
-        )
+        sandbox = Sandbox.for_engine(engine)  # masks the engine's secrets for commands
         engine.unsandboxed = lambda: sandbox.unavailable
+        engine.sandboxed = lambda: sandbox.enforced
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")
         plugins = load_plugins(cwd, settings.claude_home, settings.trust.admits)

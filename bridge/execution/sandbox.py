@@ -54,7 +54,6 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
     sandbox_wanted,
 )
-from bridge.permissions.specifiers import compile_path_specifier
 
 log = logging.getLogger(__name__)
 
@@ -190,10 +189,10 @@ class Sandbox:
         _sandboxes.add(self)
 
     @classmethod
-    def for_engine(cls, engine: PermissionEngine, *, hidden: tuple[Path, ...] = ()) -> Sandbox:
-        """`hidden`: what commands must not read whatever the rules say — the bridge's own secrets (its MCP
-        sign-in tokens, Claude Code's credentials): masked like a Read deny rule's paths."""
-        masks = tuple(compile_path_specifier("/" + str(path), cwd=engine.cwd, root=engine.cwd) for path in hidden)
+    def for_engine(cls, engine: PermissionEngine) -> Sandbox:
+        """Over the engine's rules; what commands must not read whatever the rules say — the bridge's own secrets
+        (`engine.secrets`, bridge/permissions/own_secrets.py) — masked like a Read deny rule's paths."""
+        masks = engine.secrets.patterns
 
         def policy(settings: SandboxSettings) -> SandboxPolicy:
             found = policy_from_engine(engine, settings)

@@ -3,7 +3,8 @@ shell verdict and hooks. The loop calls `decide` (or `decide_async`); a front en
 
 Order of a decision (the first step that decides wins):
  1. a deny rule matching the call (any part of a compound command, any path it touches; a command or path
-    that can't be read matches every deny rule that could apply) -> deny
+    that can't be read matches every deny rule that could apply) -> deny; so does a path the call names that is
+    one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named or resolved
  2. a settings file that can't be read or parsed (it may hold deny rules) -> ask, whatever the mode
  3. a call that leaves plan mode (it says so: `CallFacts.leaves_plan`): ask in plan mode (allow elsewhere:
     there is nothing to leave)
@@ -21,7 +22,8 @@ Order of a decision (the first step that decides wins):
  8. a hook's `ask` -> ask; a hook's `allow` -> allow
  9. bypassPermissions (unless disabled by settings) -> allow
 10. a command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
-    rules were written for sandboxed commands)
+    rules were written for sandboxed commands); a command that reads a directory holding one of the bridge's own
+    secrets while no sandbox masks them -> ask
 11. allow rules / read-only inside the workspace / acceptEdits for edits inside the workspace -> allow
 12. otherwise ask, with narrow always-rules to offer.
 An ask becomes a deny in dontAsk mode and when no one can answer (`interactive=False`). A path no file can
@@ -52,6 +54,8 @@ from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
 from bridge.permissions.judged import Judged
 from bridge.permissions.matching import CallRules, by_rule, matching_rule
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
+from bridge.permissions.own_secrets import OwnSecrets
+from bridge.permissions.path_access import PathAccess
 from bridge.permissions.protection import protected
 from bridge.permissions.question import shown
 from bridge.permissions.read_guard import ReadGuard, read_guard
@@ -88,9 +92,11 @@ class PermissionEngine:
         session_rules: RuleSet | None = None,
         additional_dirs: Sequence[Path] = (),
         interactive: bool = True,
+        secrets: OwnSecrets | None = None,
     ) -> None:
         """`grammar`: the forms the session's tools' rules take (bridge/tools/registry.py's `rule_grammar`).
-        `mode=None` takes the settings' `defaultMode` (or `default`)."""
+        `mode=None` takes the settings' `defaultMode` (or `default`). `secrets`: the bridge's own (own_secrets.py)."""
+        self.secrets = secrets or OwnSecrets()
         self.cwd = Path(os.path.realpath(cwd))
         self.settings = settings
         self.interactive = interactive
@@ -115,6 +121,8 @@ class PermissionEngine:
         self.hooks = SettingsHooks(settings, self.cwd, lambda: self.mode)
         self.unsandboxed: Callable[[], bool] = lambda: False
         """True while commands run without the OS sandbox the settings want (it cannot start here)."""
+        self.sandboxed: Callable[[], bool] = lambda: False
+        """True while commands run in the OS sandbox, which masks the bridge's own secrets."""
         self._refresh()
 
     # --- mode ----------------------------------------------------------------------------------------
@@ -262,7 +270,11 @@ class PermissionEngine:
         """For the file tools' results (Grep matches, Glob names), with the rules as they are now (read_guard.py)."""
         self._refresh()
         return read_guard(
-            CallRules(self._index, self._grammar), self._workspace.roots, self.cwd, bypass=self._bypassing
+            CallRules(self._index, self._grammar),
+            self._workspace.roots,
+            self.cwd,
+            bypass=self._bypassing,
+            secrets=self.secrets,
         )
 
     # --- hooks ---------------------------------------------------------------------------------------
@@ -312,6 +324,12 @@ class PermissionEngine:
         deny = matching_rule(rules, call, "deny")
         if deny is not None:
             return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
+        secret = self.secrets.named(_accesses(call))
+        if secret is not None:
+            access, which = secret
+            return Decision(
+                "deny", f"{access.real} is the bridge's own secret ({which.what}): no tool may read or change it"
+            )
         lockdown = self._lockdown()
         if lockdown:
             return Decision("ask", f"{lockdown[0].file} can't be read in full, so every call asks until it is fixed")
@@ -344,7 +362,23 @@ class PermissionEngine:
                 "The OS sandbox is unavailable, so commands that are not read-only ask first",
                 shown=Shown(marks=marks(writers)),
             )
+        held = self.secrets.held_in(t.root for f in call.bash.parts for t in f.trees) if call.bash else None
+        if held is not None and not self.sandboxed():
+            root, which = held
+            return Decision(
+                "ask",
+                f"The command reads all of {root.real}, which holds the bridge's own secret ({which.what}), "
+                "and no OS sandbox hides it from commands here",
+            )
         suggester = Suggester(self.settings.local_settings_path, self._workspace, self._grammar, call.tool)
         if call.bash is not None:
             return BashJudge(call.bash, rules, self.mode, suggester).decide()
         return ToolJudge(call, rules, self._workspace, self.mode, suggester).decide()
+
+
+def _accesses(call: Judged) -> list[PathAccess]:
+    """Every path the call names: its reads and writes, and each command part's (a tree's root too)."""
+    found = [*call.reads, *call.writes]
+    for facts in call.bash.parts if call.bash is not None else ():
+        found += [*facts.reads, *facts.maybe_reads, *facts.writes, *facts.write_trees, *(t.root for t in facts.trees)]
+    return found

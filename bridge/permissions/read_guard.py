@@ -3,7 +3,8 @@
 A result cannot be asked about one by one, so a path rule about reads that denies or asks for a result's path
 (as found or resolved) hides it — rules without a path were judged on the call itself. So does a real path
 outside the workspace and outside the call's scope (what the permission step allowed for it), unless an allow
-rule names it or the mode is bypassPermissions. Called per result (thousands): plain strings, no pathlib.
+rule names it or the mode is bypassPermissions. The bridge's own secrets (own_secrets.py) are never shown, whatever
+the rules or the mode. Called per result (thousands): plain strings, no pathlib.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bridge.permissions.matching import CallRules
+from bridge.permissions.own_secrets import OwnSecrets
 
 ReadGuard = Callable[[Path, Path | None], str | None]
 
 
-def read_guard(rules: CallRules, roots: tuple[Path, ...], cwd: Path, *, bypass: bool) -> ReadGuard:
+def read_guard(
+    rules: CallRules, roots: tuple[Path, ...], cwd: Path, *, bypass: bool, secrets: OwnSecrets | None = None
+) -> ReadGuard:
     """`guard(path, scope)`: why `path` may not be shown, or None when it may (`rules`: any call's)."""
+    own = secrets or OwnSecrets()
     patterns = [
         (r, r.path.regex, str(r.path.base).rstrip("/") + "/")
         for b in ("deny", "ask")
@@ -41,6 +46,10 @@ def read_guard(rules: CallRules, roots: tuple[Path, ...], cwd: Path, *, bypass: 
     def check(path: Path, scope: Path | None) -> str | None:
         written = os.path.normpath(os.path.join(base, os.path.expanduser(os.fspath(path))))
         resolved = real(written)
+        for either in (written, resolved):
+            secret = own.of_path(Path(either))
+            if secret is not None:
+                return f"{written} is the bridge's own secret ({secret.what})"
         for rule, pattern, prefix in patterns:
             # PathPattern.matches on strings: the part below the rule's base, matched by its regex
             if any(p.startswith(prefix) and pattern.match(p[len(prefix) :]) for p in (written, resolved)):

@@ -162,7 +162,7 @@ def hidden_note(count: int, tool: str) -> str:
     files = "1 file was" if count == 1 else f"{count} files were"
     return (
         f"[{files} left out: the permission rules do not let {tool} show them (a Read deny or ask rule "
-        "names them, or they are outside the workspace).]"
+        "names them, they are outside the workspace, or they hold the bridge's own sign-in or transcripts).]"
     )
 
 

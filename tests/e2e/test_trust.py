@@ -378,25 +378,30 @@ async def test_an_archive_with_its_own_git_approves_no_server_and_the_question_n
 async def test_the_bridges_sign_in_tokens_are_masked_in_the_sandbox_even_for_an_approved_command(
     tmp_path: Path,
 ) -> None:
-    """The bridge's secrets never leave it: its MCP OAuth tokens are unreadable to commands, even one the user
-    approved (the control: the same file elsewhere in the data dir is read)."""
+    """The bridge's secrets never leave it: its MCP OAuth tokens and its transcripts are unreadable to commands,
+    even one the user approved (the control: a file elsewhere in the data dir is read). The command computes their
+    paths at run time, so the permission engine (which denies a command naming them: tests/e2e/test_bridge_secrets.py)
+    can't see them: the sandbox masks them on its own."""
     import tempfile
 
     data = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
     try:
         (data / "mcp-auth").mkdir()
         (data / "mcp-auth" / "server-0123.json").write_text('{"access_token": "TOKEN-LEAK-7"}')
+        (data / "sessions").mkdir()
+        (data / "sessions" / "sess_old.jsonl").write_text('{"tool_result": "TRANSCRIPT-LEAK-9"}\n')
         (data / "visible.json").write_text('{"note": "VISIBLE-8"}')
         project = clone(tmp_path, {"README.md": "hi\n"})
         env = {"AGENT_BRIDGE_DATA_DIR": str(data)}
         out = await run_cli(
             tmp_path,
             project,
-            f"run: cat {data}/visible.json {data}/mcp-auth/server-0123.json",
+            f"run: cat {data}/visible.json $(printf %s {data}/mcp-auth)/server-0123.json"
+            f" $(printf %s {data}/sessions)/sess_old.jsonl",
             "--dangerously-approve-all",
             env=env,
         )
     finally:
         shutil.rmtree(data, ignore_errors=True)
     assert "VISIBLE-8" in out, f"the control: the command ran and read the data dir\n{out}"
-    assert "TOKEN-LEAK-7" not in out, out
+    assert "TOKEN-LEAK-7" not in out and "TRANSCRIPT-LEAK-9" not in out, out

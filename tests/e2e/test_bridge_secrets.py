@@ -1,0 +1,184 @@
+"""The bridge's own secrets never reach the model (finding F4), end to end: a real `agent-bridge run` whose
+workspace is the user's home folder, or `~/.claude` (opened to edit agents and skills), with Claude Code's
+credentials, the bridge's MCP sign-in tokens and an earlier session's transcripts in it. The scripted model reads
+them with Read, searches for them with Grep and Glob, follows a link to them, and `cat`s and `grep -r`s them from
+Bash while the OS sandbox is unavailable (`AGENT_BRIDGE_BWRAP=/bin/false`: commands that read run unsandboxed);
+with the sandbox, a search of the whole home folder runs and the sandbox masks them.
+Proof is what the offline API received: no secret in any request. Each attempt has its control: an ordinary file
+next to the secrets is read, found and listed in the same turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.offline import OfflineServer
+from tests.e2e.harness import text_response, tool_response
+
+AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
+SECRETS = ("CLAUDE-CRED-1", "MCP-TOKEN-3", "TRANSCRIPT-4", "AGENT-TRANSCRIPT-5")
+
+
+@dataclass
+class Home:
+    home: Path
+    claude: Path  # ~/.claude: CLAUDE_CONFIG_DIR
+    data: Path  # the bridge's data dir, in its default place
+    config: Path
+
+    @property
+    def credentials(self) -> Path:
+        return self.claude / ".credentials.json"
+
+    @property
+    def token(self) -> Path:
+        return self.data / "mcp-auth" / "server-0123.json"
+
+
+def a_home(tmp_path: Path) -> Home:
+    """A user's home with the bridge's secrets where they live, and an ordinary file next to each."""
+    home = tmp_path / "home"
+    place = Home(home, home / ".claude", home / ".local" / "share" / "agent-bridge", tmp_path / "cfg")
+    files = {
+        place.credentials: {"claudeAiOauth": {"accessToken": "sk-ant-oat01-CLAUDE-CRED-1"}},
+        place.claude / "ordinary.json": {"accessToken": "ORDINARY-TOKEN-2"},
+        place.token: {"access_token": "MCP-TOKEN-3"},
+        place.data / "visible.json": {"access_token": "DATA-VISIBLE-6"},
+        place.claude / "plain" / "config.json": {"accessToken": "PLAIN-TOKEN-7"},
+    }
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content))
+    sessions = place.data / "sessions"
+    (sessions / "sess_old" / "agents").mkdir(parents=True)
+    (sessions / "sess_old.jsonl").write_text(json.dumps({"tool_result": '{"accessToken": "TRANSCRIPT-4"}'}) + "\n")
+    (sessions / "sess_old" / "agents" / "agent_1.jsonl").write_text('{"accessToken": "AGENT-TRANSCRIPT-5"}\n')
+    place.config.mkdir()
+    return place
+
+
+async def run_turn(
+    place: Home, cwd: Path, calls: list[tuple[str, dict[str, Any]]], *flags: str, sandbox: bool = False
+) -> tuple[Any, str]:
+    """One `run` turn whose model makes `calls` one by one; the requests the model received and the output.
+    Without `sandbox` the OS sandbox cannot start: commands that read run unsandboxed."""
+    scenario = {"responses": [tool_response(call) for call in calls] + [text_response("done")]}
+    with OfflineServer(scenario) as model:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+        env.update(
+            HOME=str(place.home),
+            AGENT_BRIDGE_DATA_DIR=str(place.data),
+            AGENT_BRIDGE_CONFIG_DIR=str(place.config),
+            CLAUDE_CONFIG_DIR=str(place.claude),
+            ANTHROPIC_BASE_URL=model.base_url,
+            ANTHROPIC_API_KEY="test-key",
+        )
+        if not sandbox:
+            env["AGENT_BRIDGE_BWRAP"] = "/bin/false"  # what bwrap does where user namespaces are blocked
+        process = await asyncio.create_subprocess_exec(
+            AGENT_BRIDGE,
+            "run",
+            *flags,
+            "look around",
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(), 120)
+        requests = [r.body for r in model.requests]
+    assert len(requests) == len(calls) + 1, out.decode()
+    return requests, out.decode()
+
+
+def results(body: Any) -> list[str]:
+    """The text of each tool result the model received, in the order of its calls."""
+    found: list[str] = []
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block.get("type") == "tool_result":
+                content = block.get("content")
+                found.append(content if isinstance(content, str) else json.dumps(content))
+    return found
+
+
+def leaked(requests: list[Any], out: str) -> list[str]:
+    return [s for s in SECRETS if any(s in json.dumps(body) for body in requests) or s in out]
+
+
+@pytest.mark.parametrize("opened", ["home", "claude"])
+async def test_no_tool_shows_the_model_the_bridges_own_secrets_in_the_workspace(tmp_path: Path, opened: str) -> None:
+    place = a_home(tmp_path)
+    workspace = place.home if opened == "home" else place.claude
+    (workspace / "link.json").symlink_to(place.credentials)  # a link in the workspace is what it leads to
+    calls = [
+        ("Read", {"file_path": str(place.credentials)}),
+        ("Read", {"file_path": str(place.claude / "ordinary.json")}),
+        ("Read", {"file_path": str(workspace / "link.json")}),
+        ("Grep", {"pattern": "access_?[tT]oken", "path": str(workspace), "output_mode": "content"}),
+        ("Glob", {"pattern": "**/*.json*", "path": str(workspace)}),
+        ("Edit", {"file_path": str(place.credentials), "old_string": "CLAUDE", "new_string": "MINE"}),
+        ("Bash", {"command": f"cat {place.credentials} {place.token}"}),
+        ("Bash", {"command": f"cat {place.claude / 'ordinary.json'}"}),
+        ("Bash", {"command": f"grep -r accessToken {workspace}"}),
+        ("Bash", {"command": f"grep -r accessToken {place.claude / 'plain'}"}),
+    ]
+    requests, out = await run_turn(place, workspace, calls, "--non-interactive")
+    read, ordinary, link, grep, glob, edit, cat, cat_ordinary, grep_r, grep_r_plain = results(requests[-1])
+
+    assert leaked(requests, out) == [], out
+    for denied in (read, link, edit, cat):
+        assert "the bridge's own secret" in denied, denied
+    assert "ORDINARY-TOKEN-2" in ordinary and "ORDINARY-TOKEN-2" in cat_ordinary, "the control: a file beside it"
+    assert "ORDINARY-TOKEN-2" in grep and "PLAIN-TOKEN-7" in grep, grep
+    assert ("DATA-VISIBLE-6" in grep) == (opened == "home"), "the control: the data dir's other files are found"
+    assert "ordinary.json" in glob and "config.json" in glob, glob
+    for name in (".credentials.json", "server-0123.json", "sess_old.jsonl", "agent_1.jsonl"):
+        assert name not in glob and name not in grep, (glob, grep)
+    assert "holds the bridge's own secret" in grep_r and "no OS sandbox" in grep_r, grep_r
+    assert "PLAIN-TOKEN-7" in grep_r_plain, "the control: a tree with no secret in it is searched"
+    assert "CLAUDE-CRED-1" in place.credentials.read_text(), "the edit was refused"
+
+
+async def test_a_yes_to_everything_does_not_open_the_bridges_own_secrets(tmp_path: Path) -> None:
+    """Deny wins: approving every question (and no sandbox) still reads no secret with Read, Grep or `cat`."""
+    place = a_home(tmp_path)
+    calls = [
+        ("Read", {"file_path": str(place.token)}),
+        ("Grep", {"pattern": "TOKEN|CRED", "path": str(place.home), "output_mode": "content"}),
+        ("Bash", {"command": f"cat {place.token} {place.data / 'visible.json'}"}),
+        ("Bash", {"command": f"cat {place.data / 'visible.json'}"}),
+    ]
+    requests, out = await run_turn(place, place.home, calls, "--dangerously-approve-all")
+    read, grep, cat, cat_visible = results(requests[-1])
+
+    assert leaked(requests, out) == [], out
+    assert "the bridge's own secret" in read and "the bridge's own secret" in cat, (read, cat)
+    assert "ORDINARY-TOKEN-2" in grep and "left out" in grep, grep
+    assert "DATA-VISIBLE-6" in cat_visible, "the control: the data dir's other files are read"
+
+
+async def test_with_the_sandbox_a_search_of_the_home_folder_runs_and_finds_no_secret() -> None:
+    """The sandbox masks the secrets for commands, so `grep -r` over the home folder needs no question; the
+    control: the ordinary files in the same folders are found."""
+    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
+    try:
+        place = a_home(root)
+        calls = [("Bash", {"command": f"grep -r -i token {place.home}"})]
+        requests, out = await run_turn(place, place.home, calls, "--non-interactive", sandbox=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    [grep_r] = results(requests[-1])
+    assert leaked(requests, out) == [], out
+    assert "ORDINARY-TOKEN-2" in grep_r and "DATA-VISIBLE-6" in grep_r and "PLAIN-TOKEN-7" in grep_r, grep_r

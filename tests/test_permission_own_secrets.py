@@ -1,0 +1,106 @@
+"""The bridge's own secrets (bridge/permissions/own_secrets.py) in the engine's decisions, when the workspace holds
+them (the user opened their home folder): any call that names one is denied whatever the mode or rules, as named
+or through a link; a command that reads a tree holding one asks unless the OS sandbox masks them; Grep and Glob
+results leave them out. The end-to-end proof is tests/e2e/test_bridge_secrets.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import Mode
+from bridge.permissions.own_secrets import OwnSecrets
+from bridge.permissions.rules import RuleSet
+from bridge.permissions.settings import SettingsStore
+from tests.permission_calls import GRAMMAR, decide
+
+
+class Home:
+    def __init__(self, tmp: Path) -> None:
+        self.home = Path(os.path.realpath(tmp)) / "home"
+        self.claude = self.home / ".claude"
+        self.data = self.home / ".local" / "share" / "agent-bridge"
+        self.credentials = self.claude / ".credentials.json"
+        self.token = self.data / "mcp-auth" / "server.json"
+        self.transcript = self.data / "sessions" / "sess_old.jsonl"
+        self.sidechain = self.data / "sessions" / "sess_old" / "agents" / "agent_1.jsonl"
+        self.stored = self.data / "sessions" / "sess_old" / "tool-results" / "toolu_1.txt"
+        self.ordinary = self.claude / "ordinary.json"
+        for path in (self.credentials, self.token, self.transcript, self.sidechain, self.stored, self.ordinary):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}")
+
+    def engine(self, mode: Mode = "default", allow: tuple[str, ...] = ()) -> PermissionEngine:
+        store = SettingsStore(self.home, user_config_dir=self.home.parent / "cfg", claude_home=self.claude)
+        return PermissionEngine(
+            cwd=self.home,
+            settings=store,
+            grammar=GRAMMAR,
+            mode=mode,
+            session_rules=RuleSet.of(allow=list(allow)),
+            secrets=OwnSecrets.of(self.data, self.claude),
+        )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    return Home(tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "bypassPermissions"])
+def test_a_call_naming_a_secret_is_denied_in_every_mode_and_over_allow_rules(home: Home, mode: Mode) -> None:
+    engine = home.engine(mode, allow=("Read", "Edit", "Bash"))
+    for path in (home.credentials, home.token, home.transcript, home.sidechain):
+        for tool, raw in (
+            ("Read", {"file_path": str(path)}),
+            ("Edit", {"file_path": str(path), "old_string": "{", "new_string": "["}),
+            ("Write", {"file_path": str(path), "content": "x"}),
+            ("Bash", {"command": f"cat {path}"}),
+        ):
+            decision = decide(engine, tool, raw)
+            assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, (tool, path, decision)
+    assert decide(engine, "Grep", {"pattern": "x", "path": str(home.token.parent)}).behavior == "deny"
+    new_token = {"file_path": str(home.token.parent / "new.json"), "content": "x"}
+    assert decide(engine, "Write", new_token).behavior == "deny"
+
+
+def test_beside_a_secret_reads_as_before(home: Home) -> None:
+    engine = home.engine()
+    for path in (home.ordinary, home.stored, home.data / "sessions"):
+        assert decide(engine, "Read", {"file_path": str(path)}).behavior == "allow", path
+    assert decide(engine, "Bash", {"command": f"cat {home.ordinary}"}).behavior == "allow"
+    assert decide(engine, "Grep", {"pattern": "x", "path": str(home.home)}).behavior == "allow"
+
+
+def test_a_link_in_the_workspace_to_a_secret_is_the_secret(home: Home) -> None:
+    (home.home / "creds.json").symlink_to(home.credentials)
+    (home.home / "auth").symlink_to(home.token.parent)
+    engine = home.engine("bypassPermissions")
+    for path in (home.home / "creds.json", home.home / "auth" / "server.json"):
+        assert decide(engine, "Read", {"file_path": str(path)}).behavior == "deny", path
+        assert decide(engine, "Bash", {"command": f"cat {path}"}).behavior == "deny", path
+
+
+def test_a_command_reading_a_tree_that_holds_a_secret_asks_unless_the_sandbox_masks_it(home: Home) -> None:
+    engine = home.engine()
+    (home.claude / "plugins").mkdir()
+    command = {"command": f"grep -r token {home.home}"}
+    decision = decide(engine, "Bash", command)
+    assert decision.behavior == "ask" and "holds the bridge's own secret" in decision.reason, decision
+    assert decide(engine, "Bash", {"command": f"grep -r token {home.claude / 'plugins'}"}).behavior == "allow"
+    engine.sandboxed = lambda: True
+    assert decide(engine, "Bash", command).behavior == "allow"
+
+
+def test_grep_and_glob_results_leave_the_secrets_out(home: Home) -> None:
+    (home.home / "creds.json").symlink_to(home.credentials)
+    modes: tuple[Mode, ...] = ("default", "bypassPermissions")
+    for mode in modes:
+        guard = home.engine(mode).read_guard()
+        for path in (home.credentials, home.token, home.transcript, home.sidechain, home.home / "creds.json"):
+            assert "the bridge's own secret" in (guard(path, home.home) or ""), (mode, path)
+        for path in (home.ordinary, home.stored):
+            assert guard(path, home.home) is None, (mode, path)
