@@ -1,9 +1,10 @@
 """The bridge's own helper programs (checkpoint `git`, the sandbox's `bwrap`, `rg`, `env`) are never the
 folder's, whatever the user's PATH says, end to end: `agent-bridge run` in a folder that ships executable `git`,
-`bwrap`, `rg` and `env` scripts, each of which leaves a marker outside the workspace and then runs the real
-program. A PATH with an empty entry (`export PATH="$EXTRA:$PATH"`, EXTRA unset), `.` or the folder itself
-must start none of them. The control puts the same scripts early on PATH from a folder outside the workspace:
-every one of them leaves its marker, so this turn does start each helper by its name on PATH."""
+`bwrap`, `rg`, `env` and `ls` scripts, each of which leaves a marker outside the workspace and then runs the real
+program. A PATH with an empty entry (`export PATH="$EXTRA:$PATH"`, EXTRA unset), `.` or the folder itself must
+start none of the helpers; an empty or relative entry not the folder's `ls` for the model's auto-allowed `ls`
+either (commands get PATH without those entries). The control puts the same scripts early on PATH from a folder
+outside the workspace: every one leaves its marker, so this turn does start each helper (and `ls`) by its name."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pytest
 from tests.e2e.harness import text_response, tool_response
 from tests.e2e.test_trust import run_cli, scenario_file
 
-HELPERS = ("git", "bwrap", "rg", "env")
+HELPERS = ("git", "bwrap", "rg", "env", "ls")  # `ls`: the model's command, not a helper
 
 
 def real(name: str) -> str:
@@ -62,8 +63,8 @@ async def started(tmp_path: Path, path_entry: str, *, sandbox: bool) -> set[str]
     return {name for name in HELPERS if (markers / name).exists()}
 
 
-SANDBOXED = {"git", "bwrap", "rg"}  # and `env` inside the sandbox
-UNSANDBOXED = {"git", "env", "rg"}  # (and bwrap when the sandbox is probed at start-up all the same)
+SANDBOXED = {"git", "bwrap", "rg"}  # and `env`, `ls` inside the sandbox
+UNSANDBOXED = {"git", "env", "rg", "ls"}  # (and bwrap when the sandbox is probed at start-up all the same)
 
 
 @pytest.mark.parametrize("sandbox", [True, False])
@@ -73,9 +74,17 @@ async def test_the_control_an_absolute_entry_outside_the_folder_starts_each_help
     assert await started(tmp_path, "TOOLS", sandbox=sandbox) >= (SANDBOXED if sandbox else UNSANDBOXED)
 
 
-@pytest.mark.parametrize("entry", ["", ".", "PROJECT"], ids=["empty", "relative", "the-folder"])
+@pytest.mark.parametrize("entry", ["", "."], ids=["empty", "relative"])
 @pytest.mark.parametrize("sandbox", [True, False])
-async def test_an_empty_or_relative_path_entry_or_the_folder_starts_none_of_the_folders_programs(
+async def test_an_empty_or_relative_path_entry_starts_none_of_the_folders_programs(
     tmp_path: Path, entry: str, sandbox: bool
 ) -> None:
     assert await started(tmp_path, entry, sandbox=sandbox) == set()
+
+
+@pytest.mark.parametrize("sandbox", [True, False])
+async def test_the_folder_on_path_by_its_absolute_name_starts_none_of_its_helpers(
+    tmp_path: Path, sandbox: bool
+) -> None:
+    """A command may still run the folder's `ls`: the user named the folder on PATH (`$PWD/node_modules/.bin`)."""
+    assert await started(tmp_path, "PROJECT", sandbox=sandbox) <= {"ls"}
