@@ -46,7 +46,13 @@ async def run_rg(
     """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
     `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
     `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass)."""
-    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+    process = await anyio.open_process(
+        [rg_binary(), *args],
+        cwd=str(cwd),
+        stdin=subprocess.DEVNULL,
+        pass_fds=pass_fds,
+        env=programs.helper_env(),  # not the bridge's key: its environ is readable to same-user processes
+    )
     lines: list[str] = []
     err = bytearray()
     complete = True
