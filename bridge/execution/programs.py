@@ -5,8 +5,7 @@ An empty PATH entry (`export PATH="$EXTRA:$PATH"` with EXTRA unset gives `:/usr/
 `node_modules/.bin`) means "the current directory", which is the folder the bridge works in: a `git` or `bwrap`
 a repository ships would run outside any sandbox, with no question asked. So a helper is looked up only in the
 absolute entries of PATH, and not in the working directory or below it (a sandboxed command may write there).
-(`shutil.which` is asked for one full path at a time: on Windows, given a bare name, it tries the current
-directory first whatever PATH says.)
+(Not `shutil.which`: on Windows, given a bare name, it tries the current directory first whatever PATH says.)
 
 What commands, hooks and MCP servers get as PATH (bridge/environment.py `handed_out`) loses its empty and relative
 entries too: in the folder, they would make an auto-allowed `ls` the repository's own program.
@@ -15,7 +14,7 @@ entries too: in the folder, they would make an auto-allowed `ls` the repository'
 from __future__ import annotations
 
 import os
-import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -63,14 +62,27 @@ def helper(name: str, *, outside: str | os.PathLike[str] | None = None) -> str |
     with _lock:
         if key in _found:
             return _found[key]
-    found = None
-    for entry in helper_path(key[1], key[2]).split(os.pathsep):
-        if entry and (found := shutil.which(os.path.join(entry, name))) is not None:
-            found = os.path.abspath(found)
-            break
+    found = next(
+        (
+            os.path.abspath(candidate)
+            for entry in helper_path(key[1], key[2]).split(os.pathsep)
+            if entry
+            for candidate in _named(os.path.join(entry, name))
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK)
+        ),
+        None,
+    )
     with _lock:
         _found[key] = found
     return found
+
+
+def _named(path: str) -> list[str]:
+    """The files `path` may be: on Windows with each PATHEXT extension (`git` is `git.exe`), as a shell finds it."""
+    if sys.platform != "win32" or os.path.splitext(path)[1]:
+        return [path]
+    extensions = os.environ.get("PATHEXT", ".COM;.EXE;.BAT;.CMD").split(";")
+    return [path + extension for extension in extensions if extension]
 
 
 def _cwd() -> str:
