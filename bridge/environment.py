@@ -23,6 +23,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 
+from bridge.execution.programs import without_relative
 from bridge.secrets import looks_secret
 
 BRIDGE_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -176,7 +177,8 @@ def _passed(name: str, pass_env: Iterable[str]) -> bool:
 
 def handed_out(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> dict[str, str]:
     """`base` (the bridge's environment) as a command, hook or server may see it: without the bridge's
-    credentials, and without secret-looking variables that `pass_env` does not name."""
+    credentials, without secret-looking variables that `pass_env` does not name, and without PATH's empty and
+    relative entries (in the folder, each would make an auto-allowed `ls` the repository's own program)."""
     names = tuple(pass_env)
     own = [base[n] for n in BRIDGE_CREDENTIALS if len(base.get(n, "")) >= 8]  # copied under another name too
     out: dict[str, str] = {}
@@ -185,7 +187,7 @@ def handed_out(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> dict
             continue
         if (looks_secret(name) or _PASSWORD_URL.search(value)) and not _passed(name, names):
             continue
-        out[name] = value
+        out[name] = without_relative(value) if name == "PATH" else value
     return out
 
 

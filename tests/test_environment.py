@@ -39,3 +39,9 @@ def test_secret_looking_variables_pass_only_when_a_setting_names_them() -> None:
         "HOME",
     }
     assert withheld(base) == ["AWS_SECRET_ACCESS_KEY", "DATABASE", "DB_PASSWORD", "GITHUB_TOKEN", "NPM_TOKEN"]
+
+
+def test_path_is_handed_out_without_its_empty_and_relative_entries() -> None:
+    """Each would name a directory of the folder the command runs in (`:` first: the folder itself)."""
+    base = {"PATH": ":/usr/local/bin:.:node_modules/.bin:/usr/bin::/work/proj/bin:", "LANG": "C"}
+    assert handed_out(base) == {"PATH": "/usr/local/bin:/usr/bin:/work/proj/bin", "LANG": "C"}

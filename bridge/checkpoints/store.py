@@ -37,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.execution import programs
+
 log = logging.getLogger(__name__)
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's well-known empty tree (sha1)
@@ -72,7 +74,7 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "agent-bridge",
     "GIT_COMMITTER_EMAIL": "checkpoints@agent-bridge.invalid",
 }
-_PASSED = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "TMPDIR")  # HOME/XDG: the user's global excludes apply
+_PASSED = ("HOME", "XDG_CONFIG_HOME", "LANG", "TMPDIR")  # HOME/XDG: the user's global excludes apply; PATH: below
 
 
 class StoreError(Exception):
@@ -135,7 +137,7 @@ class Store:
         max_binary_bytes: int = MAX_BINARY_BYTES,
         max_files: int = MAX_FILES,
     ) -> None:
-        git = _git()
+        git = programs.helper("git", outside=os.path.realpath(workspace))
         if git is None:
             raise StoreError("git is not installed: checkpoints (rewind, /changes) are off")
         self.git = git
@@ -143,6 +145,7 @@ class Store:
         self.workspace = Path(os.path.realpath(workspace))
         self.max_file_bytes, self.max_binary_bytes, self.max_files = max_file_bytes, max_binary_bytes, max_files
         self._env = {k: os.environ[k] for k in _PASSED if k in os.environ}
+        self._env["PATH"] = programs.helper_path(cwd=str(self.workspace))  # never the folder's own programs
         self._env |= {
             "GIT_DIR": str(git_dir),
             "GIT_WORK_TREE": str(self.workspace),
@@ -508,15 +511,6 @@ def _leading_dirs_real(root: bytes, raw: bytes, known: dict[bytes, bool]) -> boo
         if not known[prefix]:
             return False
     return True
-
-
-_GIT: list[str | None] = []
-
-
-def _git() -> str | None:
-    if not _GIT:
-        _GIT.append(shutil.which("git"))
-    return _GIT[0]
 
 
 def _is_binary(path: str) -> bool:

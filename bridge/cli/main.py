@@ -44,6 +44,9 @@ class CliError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     from bridge import __version__
+    from bridge.private_process import keep_private
+
+    keep_private()  # first: hooks, servers and unsandboxed commands must not read the key out of this process
 
     parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")

@@ -22,10 +22,9 @@ and `--cap-drop ALL` (as root, bwrap keeps every capability: the command could u
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
-from bridge.execution import host
+from bridge.execution import host, programs
 from bridge.execution.sandbox_plan import Availability, MountPlan, probe, probed_once
 from bridge.permissions.sandbox_policy import SandboxPolicy
 
@@ -36,7 +35,7 @@ def bwrap_path() -> str | None:
     configured = os.environ.get(BWRAP_ENV)
     if configured:
         return configured if os.access(configured, os.X_OK) else None
-    return shutil.which("bwrap")
+    return programs.helper("bwrap")
 
 
 def probe_bwrap() -> Availability:

@@ -29,13 +29,12 @@ import logging
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 from typing import Literal
 
-from bridge.execution import host
+from bridge.execution import host, programs
 from bridge.permissions.command_limits import CPU_GRACE, LimitName, Limits, LimitSettings, ram_bytes
 
 log = logging.getLogger(__name__)
@@ -161,7 +160,7 @@ def _choose(forced: str) -> Backend:
 
 
 def _available(name: Backend) -> bool:
-    if not os.path.exists("/proc/self/cgroup") or shutil.which("bash") is None:
+    if not os.path.exists("/proc/self/cgroup") or not os.access("/bin/bash", os.X_OK):  # the prologue's shell
         return False
     try:
         if name == "cgroup2":
@@ -205,15 +204,17 @@ def _probe_cgroup2() -> bool:
 
 
 def _probe_systemd() -> bool:
-    if shutil.which("systemd-run") is None:
+    systemd_run = programs.helper("systemd-run")
+    if systemd_run is None:
         return False
     try:
         done = subprocess.run(
-            ["systemd-run", "--user", "--scope", "--quiet", "--collect", "-p", "TasksMax=64", "true"],
+            [systemd_run, "--user", "--scope", "--quiet", "--collect", "-p", "TasksMax=64", "true"],
             capture_output=True,
             timeout=10,
             stdin=subprocess.DEVNULL,
             check=False,
+            env=programs.helper_env(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -267,7 +268,14 @@ class Bounds:
                 script.append(f"echo $$ > {shlex.quote(str(folder / 'cgroup.procs'))} || exit 125")
             self._baseline = self._counters()
         elif self.backend == "systemd":
-            prefix = ["systemd-run", "--user", "--scope", "--quiet", "--collect", f"--unit={self._name}"]
+            prefix = [
+                programs.helper("systemd-run") or "systemd-run",
+                "--user",
+                "--scope",
+                "--quiet",
+                "--collect",
+                f"--unit={self._name}",
+            ]
             if limits.memory is not None:
                 prefix += ["-p", f"MemoryMax={limits.memory}", "-p", "MemorySwapMax=0"]
             if limits.processes is not None:

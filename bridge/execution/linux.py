@@ -12,9 +12,8 @@ milliseconds later; the tree is still found by group, session and the token in i
 from __future__ import annotations
 
 import ctypes
-import shutil
 
-from bridge.execution import host
+from bridge.execution import host, programs
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PDEATHSIG: dict[bool, list[str]] = {}
@@ -37,6 +36,6 @@ def pdeathsig_prefix() -> list[str]:
     extras = host.linux_extras()
     found = _PDEATHSIG.get(extras)
     if found is None:
-        binary = shutil.which("setpriv") if extras else None
+        binary = programs.helper("setpriv") if extras else None
         found = _PDEATHSIG[extras] = [binary, "--pdeathsig", "KILL", "--"] if binary else []
     return found

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bridge.execution import host, proctable, signals
+from bridge.execution import host, proctable, programs, signals
 from bridge.execution.proctable import TOKEN_ENV, Clock, is_running, start_time
 
 __all__ = ["TOKEN_ENV", "ProcessRegistry", "act_on", "is_running", "kill_registered", "reap_leftovers", "start_time"]
@@ -337,6 +337,7 @@ class ProcessRegistry:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 close_fds=True,
+                env=programs.helper_env(),  # it lives as long as the bridge: never with the bridge's key in it
                 **signals.own_group(),
             )
         except OSError as error:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.execution import programs
 from bridge.execution.sandbox_notes import inside
 from bridge.execution.sandbox_watch import Identity, identity
 from bridge.permissions.runs_later import HeldPath, granted_covers
@@ -60,7 +61,14 @@ def probe(binary: str, argv: list[str], backend: str) -> Availability:
     """Start an empty sandbox (`argv` runs `sh -c :` inside): available when it exits 0, else why not, in the
     sandbox program's own words."""
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT,
+            check=False,
+            env=programs.helper_env(),
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return Availability(False, binary, f"{binary} cannot start: {error}", backend)
     if done.returncode != 0:

@@ -14,7 +14,7 @@ import os
 import shutil
 from collections.abc import Callable, Mapping
 
-from bridge.execution import host
+from bridge.execution import host, programs
 
 GIT_BASH_ENV = "CLAUDE_CODE_GIT_BASH_PATH"
 NO_GIT_BASH = (
@@ -66,7 +66,7 @@ def git_bash() -> str:
     """Git Bash's bash.exe (found once per PATH and setting)."""
     key = (os.environ.get(GIT_BASH_ENV, ""), os.environ.get("PATH", ""))
     if key not in _found:
-        _found[key] = find_git_bash(os.environ)
+        _found[key] = find_git_bash(os.environ, which=programs.helper)  # never the folder's git.exe
     return _found[key]
 
 

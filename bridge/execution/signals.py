@@ -14,12 +14,11 @@ import contextlib
 import ctypes
 import logging
 import os
-import shutil
 import signal
 import subprocess
 from typing import Any, Literal
 
-from bridge.execution import host
+from bridge.execution import host, programs
 
 log = logging.getLogger(__name__)
 
@@ -206,11 +205,14 @@ def default_signals_prefix() -> list[str]:
     if not ignored:
         return []
     if _DEFAULT_SIGNALS is None:
-        found = shutil.which("env")
+        found = programs.helper("env")
         works = (
             found is not None
             and subprocess.run(
-                [found, "--default-signal=INT,QUIT", "true"], capture_output=True, check=False
+                [found, "--default-signal=INT,QUIT", "true"],
+                capture_output=True,
+                check=False,
+                env=programs.helper_env(),
             ).returncode
             == 0
         )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 
 from bridge.execution.linux import pdeathsig_prefix
+from bridge.execution.programs import without_relative
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class
@@ -226,6 +227,7 @@ class Connection:
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
             command, args, env = spec.command, list(spec.args), dict(spec.env)
+            env.setdefault("PATH", without_relative(os.environ.get("PATH", "")))  # an empty entry is the folder
             if self.track is not None:  # the server and all it forks die with the bridge, whatever kills it
                 tracked = self.track(spec.name)
                 stack.callback(tracked.close)  # runs after the stdio client below has stopped the server

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import shutil
 import time
 from typing import Any
 
@@ -23,6 +22,7 @@ from pydantic import Field
 
 from bridge.abort import AbortReason
 from bridge.environment import handed_out
+from bridge.execution import programs
 from bridge.execution.host import CannotRun
 from bridge.execution.output import OutputBuffer, Throttle, exit_note, spill_path
 from bridge.execution.sandbox import CallSandbox
@@ -132,7 +132,12 @@ def command_launch(command: str, ctx: ToolContext) -> tuple[list[str], dict[str,
     inner = ctx.services.settings_env()
     argv = shell_argv(command)
     if inner:
-        argv = [shutil.which("env") or "/usr/bin/env", "--", *(f"{k}={v}" for k, v in inner.items()), *argv]
+        argv = [
+            programs.helper("env", outside=ctx.cwd) or "/usr/bin/env",
+            "--",
+            *(f"{k}={v}" for k, v in inner.items()),
+            *argv,
+        ]
     return argv, env
 
 

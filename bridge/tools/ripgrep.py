@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream
 
+from bridge.execution import programs
 from bridge.tools.base import Location, ToolError
 from bridge.tools.paths import path_problem
 
@@ -24,8 +24,9 @@ VCS_EXCLUDES = ("!.git", "!.svn", "!.hg", "!.jj", "!.bzr")
 
 
 def rg_binary() -> str:
-    """ripgrep from PATH, else the `ripgrep` wheel's binary next to our interpreter."""
-    found = shutil.which("rg") or str(Path(sys.executable).parent / "rg")
+    """ripgrep from PATH (never the folder's: bridge/execution/programs.py), else the `ripgrep` wheel's binary
+    next to our interpreter."""
+    found = programs.helper("rg") or str(Path(sys.executable).parent / "rg")
     if not os.access(found, os.X_OK):
         raise ToolError("ripgrep (rg) is not installed; use Bash with grep/find instead.")
     return found
@@ -45,7 +46,13 @@ async def run_rg(
     """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
     `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
     `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass)."""
-    process = await anyio.open_process([rg_binary(), *args], cwd=str(cwd), stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+    process = await anyio.open_process(
+        [rg_binary(), *args],
+        cwd=str(cwd),
+        stdin=subprocess.DEVNULL,
+        pass_fds=pass_fds,
+        env=programs.helper_env(),  # not the bridge's key: its environ is readable to same-user processes
+    )
     lines: list[str] = []
     err = bytearray()
     complete = True
