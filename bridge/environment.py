@@ -19,11 +19,11 @@ what settings `env` may set.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 
-from bridge.execution.programs import without_relative
 from bridge.secrets import looks_secret
 
 BRIDGE_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
@@ -195,3 +195,14 @@ def withheld(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> list[s
     """The names `handed_out` leaves out (for a notice)."""
     kept = handed_out(base, pass_env=pass_env)
     return sorted(name for name in base if name not in kept)
+
+
+def absolute_entries(path: str) -> list[str]:
+    """PATH's entries without the empty and relative ones (each means a directory under the current one, which
+    is the folder: bridge/execution/programs.py)."""
+    return [entry for entry in path.split(os.pathsep) if entry and os.path.isabs(entry)]
+
+
+def without_relative(path: str) -> str:
+    """PATH as given to what the bridge starts: its absolute entries, in their order."""
+    return os.pathsep.join(absolute_entries(path))

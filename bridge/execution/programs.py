@@ -18,18 +18,10 @@ import sys
 import threading
 from pathlib import Path
 
+from bridge.environment import absolute_entries
+
 _found: dict[tuple[str, str, str], str | None] = {}
 _lock = threading.Lock()
-
-
-def absolute_entries(path: str) -> list[str]:
-    """PATH's entries without the empty and relative ones (each means a directory under the current one)."""
-    return [entry for entry in path.split(os.pathsep) if entry and os.path.isabs(entry)]
-
-
-def without_relative(path: str) -> str:
-    """PATH as given to what the bridge starts: its absolute entries, in their order."""
-    return os.pathsep.join(absolute_entries(path))
 
 
 def helper_path(path: str | None = None, cwd: str | None = None) -> str:

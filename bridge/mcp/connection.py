@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 
+from bridge.environment import without_relative
 from bridge.execution.linux import pdeathsig_prefix
-from bridge.execution.programs import without_relative
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class

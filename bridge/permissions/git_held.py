@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from bridge import safefs
+from bridge.execution import programs
 from bridge.permissions.held import HeldPath, PathKind, command_paths, stat_key, under
 
 GIT_CONFIG = "git's settings, which can make git run programs (core.fsmonitor, core.hooksPath, aliases)"
@@ -179,11 +180,14 @@ def config_entries(config: Path) -> list[tuple[str, str]] | None:
         cached = _config_cache.get(config)
         if cached is not None and cached[0] == key:
             return cached[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    git = programs.helper("git")  # by absolute path, never the folder's own `git`
+    if git is None:
+        return None
+    env = {k: v for k, v in programs.helper_env().items() if not k.startswith("GIT_")}  # no key of ours in it
     env["GIT_CONFIG_NOSYSTEM"] = "1"
     try:
         done = subprocess.run(
-            ["git", "config", "--file", str(config), "--null", "--list"],
+            [git, "config", "--file", str(config), "--null", "--list"],
             capture_output=True,
             timeout=5,
             env=env,

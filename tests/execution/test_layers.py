@@ -36,6 +36,7 @@ PROCESS_HALF = (
     "watchdog",
     "output",
     "background",
+    "programs",
 )
 GROUND = ("bridge.messages",)
 
