@@ -38,7 +38,7 @@ PROCESS_HALF = (
     "background",
     "programs",
 )
-GROUND = ("bridge.messages",)
+GROUND = ("bridge.messages", "bridge.environment")  # both ground in tests/test_layers.py too
 
 
 def bridge_imports(source: str) -> set[str]:
