@@ -19,7 +19,6 @@ lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests,
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import weakref
@@ -103,11 +102,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     for loaded in store.loaded():  # highest precedence first
         if loaded.file.claude or not loaded.exists:
             continue
-        try:
-            data = json.loads(loaded.file.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # the settings loader reports it
-        raw = data.get("sandbox") if isinstance(data, dict) else None
+        raw = loaded.sandbox  # as the settings loader read it (once, bounded; it reports what it could not)
         if raw is None:
             continue
         try:
