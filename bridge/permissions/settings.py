@@ -36,6 +36,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bridge import safefs
+from bridge.config import default_data_dir
 from bridge.environment import refused_reason
 from bridge.errors import validation_problems
 from bridge.jsonfile import loads, read_text, stat_key, write_json_atomic
@@ -47,6 +48,7 @@ from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPol
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
 from bridge.permissions.widening import (
     WIDENING_MODES,
+    folder_directories,
     hook_text,
     relative_text,
     sandbox_widening,
@@ -108,7 +110,7 @@ class LoadedSettings:
     file: SettingsFile
     rules: list[tuple[Behavior, Rule]] = field(default_factory=list)
     default_mode: Mode | None = None
-    additional_directories: list[tuple[str, Path]] = field(default_factory=list)  # as written, resolved
+    additional_directories: list[tuple[str, Path]] = field(default_factory=list)  # as written, joined to the base
     disable_bypass: bool = False
     hooks: dict[str, list[HookMatcher]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -305,13 +307,22 @@ class SettingsStore:
             SettingsFile("claudeUserSettings", self.claude_home / "settings.json", None, True, False),
         )
         self.trust = FolderTrust(self.cwd, self.user_config_dir, trust)
+        # what a folder's additional directory may not hold (bridge/permissions/widening.py `too_wide`)
+        self._kept = [
+            (Path(os.path.realpath(path)), what)
+            for path, what in (
+                (Path.home(), "your home directory"),
+                (self.user_config_dir, "the bridge's settings"),
+                (default_data_dir(), "the bridge's data"),
+                (self.claude_home, "Claude Code's settings"),
+            )
+        ]
         self._trust_version = -1
         self._lock = threading.RLock()
         self._stats: dict[Path, tuple[int, int, int] | None] = {}
         self._loaded: dict[Path, LoadedSettings] = {}
         self._placed: list[PlacedRule] = []
         self._compiled: tuple[int, RuleGrammar, list[CompiledRule], list[SettingsIssue]] | None = None
-        self._items: list[TrustItem] = []
         self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
         self.generation = 0
@@ -357,7 +368,6 @@ class SettingsStore:
     def _recompile(self) -> None:
         """The rules in effect, placed (the allow rules of the folder's own files once admitted); compiled per
         grammar by `compiled`."""
-        self._items = [item for loaded in self._loaded.values() for item in widening_items(loaded, self.cwd)]
         placed: list[PlacedRule] = []
         for file in self.files:
             loaded = self._loaded[file.path]
@@ -404,7 +414,17 @@ class SettingsStore:
 
     @property
     def issues(self) -> list[SettingsIssue]:
-        return [issue for loaded in self.loaded() for issue in loaded.issues]
+        """What is wrong with the files as read, and the folder's additional directories refused as they
+        resolve now (a link swapped in after loading counts)."""
+        refused = [
+            SettingsIssue(
+                loaded.file.path, f"permissions.additionalDirectories: {text} is refused: {why}; it is skipped"
+            )
+            for loaded in self.loaded()
+            for text, _real, why in folder_directories(loaded, self._kept)
+            if why is not None
+        ]
+        return [*(issue for loaded in self.loaded() for issue in loaded.issues), *refused]
 
     @property
     def rules(self) -> list[PlacedRule]:
@@ -426,19 +446,18 @@ class SettingsStore:
 
     @property
     def trust_items(self) -> list[TrustItem]:
-        """Everything the folder's own files say that widens what runs or is allowed (admitted or not)."""
+        """Everything the folder's own files say that widens what runs or is allowed (admitted or not), as it
+        resolves now (an additional directory is bound to where it leads)."""
         self.refresh()
-        return list(self._items)
+        return [item for loaded in self.loaded() for item in widening_items(loaded, self.cwd, self._kept)]
 
     def pending_trust(self) -> list[TrustItem]:
         """The folder's widening items the user has not answered: inert until they are admitted."""
-        self.refresh()
-        return [i for i in self._items if not self.trust.admits(i) and not self.trust.declined(i)]
+        return [i for i in self.trust_items if not self.trust.admits(i) and not self.trust.declined(i)]
 
     def inert_trust(self) -> list[TrustItem]:
         """The folder's widening items not in effect now (pending, declined, or the policy is restricted)."""
-        self.refresh()
-        return [i for i in self._items if not self.trust.admits(i)]
+        return [i for i in self.trust_items if not self.trust.admits(i)]
 
     # --- effective settings --------------------------------------------------------------------------
 
@@ -459,11 +478,13 @@ class SettingsStore:
 
     @property
     def additional_directories(self) -> list[Path]:
+        """The real paths of the additional directories in effect, resolved now: a folder's only once the item
+        naming where it leads is trusted, never one `too_wide`."""
         return [
-            path
+            real
             for s in self.loaded()
-            for text, path in s.additional_directories
-            if self._admits(s, "additionalDirectories", text)
+            for text, real, why in folder_directories(s, self._kept)
+            if why is None and self._admits(s, "additionalDirectories", text)
         ]
 
     @property
