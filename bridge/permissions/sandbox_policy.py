@@ -199,13 +199,16 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     writes), so the sandbox and the rules never read the same text two ways."""
     workspace = engine.workspace
     rules = engine.rules()
-    writable = list(workspace.roots)
+    writable: list[Path] = []
     for pattern in settings.allow_write:
         writable.append(_literal_root(pattern)[0])
     for rule in rules:
         if rule.behavior == "allow" and rule.path is not None and rule.form.access == "write":
             writable.append(_literal_root(rule.path)[0])
-    roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
+    # The workspace's roots were resolved when it was made (what the user trusted): one swapped for a link since
+    # (`assets -> /` by a command or a pull) is left out, never followed, until the settings are read again.
+    roots = [root for root in workspace.roots if os.path.isdir(root) and os.path.realpath(root) == str(root)]
+    roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
     protected = workspace.held()
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)

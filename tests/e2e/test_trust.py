@@ -503,3 +503,38 @@ async def test_an_approved_command_cannot_write_home_through_an_additional_direc
         assert written == "ok\n", f"the control: the link's target is a workspace directory\n{out}"
     else:
         assert written == "" and "is refused: it is the root of the file system" in out, out
+
+
+async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_followed_by_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """A trusted `assets` replaced by `assets -> /` between two turns (a pull in another terminal): the next
+    approved command's sandbox does not follow it, home stays unwritten. The control: before the swap a command
+    writes into `assets`."""
+    import tempfile
+
+    data = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
+    try:
+        home = data / "home"
+        home.mkdir()
+        (home / ".bashrc").write_text("# mine\n")
+        project = clone(tmp_path, {".agent-bridge/settings.json": ADDS_ASSETS, "assets/logo.svg": "<svg/>\n"})
+        scenario = {
+            "responses": [
+                tool_response(("Bash", {"command": "echo ok > assets/note"})),
+                text_response("one"),
+                tool_response(("Bash", {"command": f"echo pwned >> {home}/.bashrc"})),
+                text_response("two"),
+            ]
+        }
+        async with running_editor(scenario, project, data, env={"AGENT_BRIDGE_TRUST_FOLDER": "1"}) as editor:
+            sid = await editor.new_session()
+            await editor.prompt(sid, "first")
+            assert (project / "assets" / "note").read_text() == "ok\n", "the control: assets is writable"
+            shutil.rmtree(project / "assets")
+            os.symlink("/", project / "assets")
+            await editor.prompt(sid, "second")
+            output = json.dumps(editor.updates)
+        assert (home / ".bashrc").read_text() == "# mine\n", output
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
