@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import platformdirs
 
+from bridge.jsonfile import read_text
 from bridge.memory import memory_section
 from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints
 from bridge.model.types import ModelRequest
@@ -116,9 +117,11 @@ def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
     home = Path(environ.get("HOME") or Path.home())
     claude = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
     try:
-        return "enabledPlugins" in (claude / "settings.json").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return "enabledPlugins" in read_text(claude / "settings.json")
+    except FileNotFoundError:
         return False
+    except (OSError, ValueError):  # unsure: no guess
+        return True
 
 
 def settings_of(overrides: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -161,12 +164,12 @@ def predict(
     if text.strip().startswith("/") or not cwd.is_dir():
         return None
     for path in hook_sources(cwd, env):
-        try:
-            if "hooks" in path.read_text(encoding="utf-8", errors="replace"):
+        try:  # bounded, never waits on a FIFO (bridge/jsonfile.py); anything odd: no guess
+            if "hooks" in read_text(path):
                 return None
         except FileNotFoundError:
             continue
-        except OSError:
+        except (OSError, ValueError):
             return None
     settings = settings_of(overrides, env)
     if settings is None or _customized(cwd, env):

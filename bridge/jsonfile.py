@@ -1,22 +1,67 @@
 """JSON state files the bridge keeps for the user (approvals, trusted folders, settings it writes): read
 leniently, written all-or-nothing (a temp file beside it, then `os.replace`), one writer at a time across
-bridge processes (an flock on a lock file beside it)."""
+bridge processes (an flock on a lock file beside it).
+
+Every JSON file the bridge reads (settings, `.mcp.json`, its own stores) goes through `read_text`: a regular
+file only, opened without waiting (a FIFO would hang the whole bridge), at most a size cap (a link to
+`/dev/zero` would fill its memory); a folder's own file (`within` the folder) is never read through a link
+that leads out of it. `loads` refuses the non-numbers Python's json accepts (`NaN`, `Infinity`, `1e999`)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from bridge import safefs
 
-def read_json(path: Path) -> tuple[Any, str | None]:
-    """The file's JSON value (None when missing or empty), or None and what is wrong with it."""
+SETTINGS_MAX_BYTES = 1 << 20  # a settings file or `.mcp.json`: far more than any real one
+STATE_MAX_BYTES = 64 << 20  # the user's own stores (Claude Code's `~/.claude.json` keeps history and grows)
+
+
+def read_text(path: Path, *, within: Path | None = None, max_bytes: int = SETTINGS_MAX_BYTES) -> str:
+    """The UTF-8 text of the regular file `path`. `within`: the folder it belongs to; a link on its way that
+    leads out of it is not followed. Raises FileNotFoundError, an OSError whose `str()` says why it is not read
+    (not a regular file, too big, a link out: bridge/safefs/errors.py), or ValueError (not UTF-8)."""
+    roots = [os.fspath(within)] if within is not None else safefs.ANYWHERE
+    opened = safefs.open_beneath(path, roots, safefs.READ_FLAGS)  # O_NONBLOCK: a FIFO opens at once
     try:
-        text = path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(opened.stat.st_mode):
+            raise safefs.NotRegular(opened.real, opened.stat.st_mode)
+        if opened.stat.st_size > max_bytes:
+            raise safefs.TooBig(opened.real, opened.stat.st_size, max_bytes)
+        data = safefs.read_all(opened.fd, max_bytes, opened.real)
+    finally:
+        opened.close()
+    return data.decode("utf-8")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number (JSON has no {name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large a number")
+    return value
+
+
+def loads(text: str) -> Any:
+    """`json.loads`, refusing `NaN`, `Infinity` and floats too large to be finite (ValueError)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def read_json(path: Path, *, within: Path | None = None, max_bytes: int = STATE_MAX_BYTES) -> tuple[Any, str | None]:
+    """The file's JSON value (None when missing or empty), or None and what is wrong with it (`read_text`)."""
+    try:
+        text = read_text(path, within=within, max_bytes=max_bytes)
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as error:
@@ -24,9 +69,11 @@ def read_json(path: Path) -> tuple[Any, str | None]:
     if not text.strip():
         return None, None
     try:
-        return json.loads(text), None
+        return loads(text), None
     except json.JSONDecodeError as error:
         return None, f"{path}: not valid JSON (line {error.lineno}: {error.msg}); skipped"
+    except ValueError as error:  # NaN, Infinity, an int of too many digits
+        return None, f"{path}: not valid JSON ({error}); skipped"
 
 
 def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:

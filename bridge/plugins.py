@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.jsonfile import read_json
+from bridge.jsonfile import SETTINGS_MAX_BYTES, read_json
 from bridge.permissions.trust import TrustItem
 
 PLUGIN_ROOT = "${CLAUDE_PLUGIN_ROOT}"
@@ -62,8 +62,9 @@ class PluginSet:
         return text
 
 
-def enabled_ids(path: Path) -> dict[str, bool]:
-    data, _ = read_json(path)
+def enabled_ids(path: Path, *, within: Path | None = None) -> dict[str, bool]:
+    """`enabledPlugins` of a settings file (`within`: the folder of a folder's own file, read only inside it)."""
+    data, _ = read_json(path, within=within, max_bytes=SETTINGS_MAX_BYTES)
     found = data.get("enabledPlugins") if isinstance(data, dict) else None
     return (
         {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, bool)}
@@ -76,7 +77,7 @@ def plugin_items(cwd: Path) -> list[TrustItem]:
     """What a folder's own Claude Code settings enable: one trust item per plugin."""
     items = []
     for name in (".claude/settings.json", ".claude/settings.local.json"):
-        for plugin, on in enabled_ids(cwd / name).items():
+        for plugin, on in enabled_ids(cwd / name, within=cwd).items():
             if on:
                 items.append(TrustItem(name, "plugin", plugin))
     return items

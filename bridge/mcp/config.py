@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential
-from bridge.jsonfile import keyed_entry, read_json
+from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -145,7 +145,8 @@ def discover(
         ("project", files.cwd / PROJECT_SETTINGS),
         ("user", files.user_config_dir / "settings.json"),
     ):
-        data, problem = read_json(path)
+        within = files.cwd if scope == "project" else None  # the folder's own: never through a link out of it
+        data, problem = read_json(path, within=within, max_bytes=SETTINGS_MAX_BYTES)
         if problem:
             problems.append(problem)
         elif isinstance(data, dict) and "mcpServers" in data:

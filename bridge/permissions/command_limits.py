@@ -91,6 +91,8 @@ def parse_amount(value: int | float | str | None, *, name: str, ram: int | None 
     if isinstance(value, bool):
         raise ValueError(f"{name}: expected a number or a size, got {value!r}")
     if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):  # NaN or Infinity: no amount (and no int)
+            raise ValueError(f"{name}: not a number, got {value!r}")
         if value < 0:
             raise ValueError(f"{name}: must not be negative, got {value!r}")
         return None if value == 0 else math.ceil(value)

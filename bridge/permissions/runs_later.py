@@ -37,7 +37,6 @@ Where it is held:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -45,6 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.jsonfile import SETTINGS_MAX_BYTES, read_json
 from bridge.permissions.git_held import git_held, nested_git_held
 from bridge.permissions.held import Held, HeldPath, PathKind, Protection, command_paths, stat_key
 
@@ -163,10 +163,7 @@ def mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
 
 
 def _mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+    data, _ = read_json(config, max_bytes=SETTINGS_MAX_BYTES)  # bounded, never waits on a FIFO
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     out: list[HeldPath] = []
     for name, spec in servers.items() if isinstance(servers, dict) else []:

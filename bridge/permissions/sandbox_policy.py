@@ -19,7 +19,6 @@ lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests,
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import weakref
@@ -103,11 +102,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     for loaded in store.loaded():  # highest precedence first
         if loaded.file.claude or not loaded.exists:
             continue
-        try:
-            data = json.loads(loaded.file.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # the settings loader reports it
-        raw = data.get("sandbox") if isinstance(data, dict) else None
+        raw = loaded.sandbox  # as the settings loader read it (once, bounded; it reports what it could not)
         if raw is None:
             continue
         try:
@@ -204,13 +199,16 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     writes), so the sandbox and the rules never read the same text two ways."""
     workspace = engine.workspace
     rules = engine.rules()
-    writable = list(workspace.roots)
+    writable: list[Path] = []
     for pattern in settings.allow_write:
         writable.append(_literal_root(pattern)[0])
     for rule in rules:
         if rule.behavior == "allow" and rule.path is not None and rule.form.access == "write":
             writable.append(_literal_root(rule.path)[0])
-    roots = [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
+    # The workspace's roots were resolved when it was made (what the user trusted): one swapped for a link since
+    # (`assets -> /` by a command or a pull) is left out, never followed, until the settings are read again.
+    roots = [root for root in workspace.roots if os.path.isdir(root) and os.path.realpath(root) == str(root)]
+    roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
     protected = workspace.held()
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +35,11 @@ from typing import Any, ClassVar, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from bridge import safefs
+from bridge.config import default_data_dir
 from bridge.environment import refused_reason
 from bridge.errors import validation_problems
-from bridge.jsonfile import stat_key, write_json_atomic
+from bridge.jsonfile import loads, read_text, stat_key, write_json_atomic
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode
@@ -45,6 +48,7 @@ from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPol
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
 from bridge.permissions.widening import (
     WIDENING_MODES,
+    folder_directories,
     hook_text,
     relative_text,
     sandbox_widening,
@@ -106,11 +110,12 @@ class LoadedSettings:
     file: SettingsFile
     rules: list[tuple[Behavior, Rule]] = field(default_factory=list)
     default_mode: Mode | None = None
-    additional_directories: list[tuple[str, Path]] = field(default_factory=list)  # as written, resolved
+    additional_directories: list[tuple[str, Path]] = field(default_factory=list)  # as written, joined to the base
     disable_bypass: bool = False
     hooks: dict[str, list[HookMatcher]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     pass_env: list[str] = field(default_factory=list)  # secret-looking variables commands may see
+    sandbox: Any = None  # the `sandbox` object as read (bridge/permissions/sandbox_policy.py validates it)
     sandbox_widening: list[str] = field(default_factory=list)  # `sandbox` settings that loosen it (as texts)
     issues: list[SettingsIssue] = field(default_factory=list)
     exists: bool = False
@@ -118,12 +123,14 @@ class LoadedSettings:
 
 def load_settings_file(file: SettingsFile) -> LoadedSettings:
     loaded = LoadedSettings(file)
-    try:
-        text = file.path.read_text(encoding="utf-8")
+    try:  # a folder's own file: never through a link out of the folder; any: a regular file, size-capped
+        text = read_text(file.path, within=file.root if file.project else None)
     except FileNotFoundError:
         return loaded
     except OSError as exc:
-        loaded.issues.append(SettingsIssue(file.path, f"cannot be read: {exc}{LOCKDOWN_NOTE}", lockdown=True))
+        loaded.issues.append(
+            SettingsIssue(file.path, f"is not read: {exc}; the file is skipped{LOCKDOWN_NOTE}", lockdown=True)
+        )
         return loaded
     except ValueError as exc:  # not UTF-8
         loaded.issues.append(SettingsIssue(file.path, f"cannot be decoded: {exc}{LOCKDOWN_NOTE}", lockdown=True))
@@ -132,7 +139,7 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
     if not text.strip():
         return loaded
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as exc:
         loaded.issues.append(
             SettingsIssue(
@@ -141,6 +148,11 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
                 f"{exc.msg}; the file is skipped{LOCKDOWN_NOTE}",
                 lockdown=True,
             )
+        )
+        return loaded
+    except ValueError as exc:  # NaN, Infinity, 1e999, an int of too many digits
+        loaded.issues.append(
+            SettingsIssue(file.path, f"is not valid JSON: {exc}; the file is skipped{LOCKDOWN_NOTE}", lockdown=True)
         )
         return loaded
     if not isinstance(data, dict):
@@ -161,7 +173,8 @@ def load_settings_file(file: SettingsFile) -> LoadedSettings:
                     loaded.issues.append(SettingsIssue(file.path, f"env.{name} is refused: {why}"))
         if "passEnv" in data:
             loaded.pass_env = _validated(loaded, "passEnv", _PASS_ENV, data["passEnv"]) or []
-        loaded.sandbox_widening = sandbox_widening(data.get("sandbox"))
+        loaded.sandbox = data.get("sandbox")
+        loaded.sandbox_widening = sandbox_widening(loaded.sandbox)
     return loaded
 
 
@@ -294,13 +307,22 @@ class SettingsStore:
             SettingsFile("claudeUserSettings", self.claude_home / "settings.json", None, True, False),
         )
         self.trust = FolderTrust(self.cwd, self.user_config_dir, trust)
+        # what a folder's additional directory may not hold (bridge/permissions/widening.py `too_wide`)
+        self._kept = [
+            (Path(os.path.realpath(path)), what)
+            for path, what in (
+                (Path.home(), "your home directory"),
+                (self.user_config_dir, "the bridge's settings"),
+                (default_data_dir(), "the bridge's data"),
+                (self.claude_home, "Claude Code's settings"),
+            )
+        ]
         self._trust_version = -1
         self._lock = threading.RLock()
         self._stats: dict[Path, tuple[int, int, int] | None] = {}
         self._loaded: dict[Path, LoadedSettings] = {}
         self._placed: list[PlacedRule] = []
         self._compiled: tuple[int, RuleGrammar, list[CompiledRule], list[SettingsIssue]] | None = None
-        self._items: list[TrustItem] = []
         self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
         self.generation = 0
@@ -346,7 +368,6 @@ class SettingsStore:
     def _recompile(self) -> None:
         """The rules in effect, placed (the allow rules of the folder's own files once admitted); compiled per
         grammar by `compiled`."""
-        self._items = [item for loaded in self._loaded.values() for item in widening_items(loaded, self.cwd)]
         placed: list[PlacedRule] = []
         for file in self.files:
             loaded = self._loaded[file.path]
@@ -393,7 +414,17 @@ class SettingsStore:
 
     @property
     def issues(self) -> list[SettingsIssue]:
-        return [issue for loaded in self.loaded() for issue in loaded.issues]
+        """What is wrong with the files as read, and the folder's additional directories refused as they
+        resolve now (a link swapped in after loading counts)."""
+        refused = [
+            SettingsIssue(
+                loaded.file.path, f"permissions.additionalDirectories: {text} is refused: {why}; it is skipped"
+            )
+            for loaded in self.loaded()
+            for text, _real, why in folder_directories(loaded, self._kept)
+            if why is not None
+        ]
+        return [*(issue for loaded in self.loaded() for issue in loaded.issues), *refused]
 
     @property
     def rules(self) -> list[PlacedRule]:
@@ -415,19 +446,18 @@ class SettingsStore:
 
     @property
     def trust_items(self) -> list[TrustItem]:
-        """Everything the folder's own files say that widens what runs or is allowed (admitted or not)."""
+        """Everything the folder's own files say that widens what runs or is allowed (admitted or not), as it
+        resolves now (an additional directory is bound to where it leads)."""
         self.refresh()
-        return list(self._items)
+        return [item for loaded in self.loaded() for item in widening_items(loaded, self.cwd, self._kept)]
 
     def pending_trust(self) -> list[TrustItem]:
         """The folder's widening items the user has not answered: inert until they are admitted."""
-        self.refresh()
-        return [i for i in self._items if not self.trust.admits(i) and not self.trust.declined(i)]
+        return [i for i in self.trust_items if not self.trust.admits(i) and not self.trust.declined(i)]
 
     def inert_trust(self) -> list[TrustItem]:
         """The folder's widening items not in effect now (pending, declined, or the policy is restricted)."""
-        self.refresh()
-        return [i for i in self._items if not self.trust.admits(i)]
+        return [i for i in self.trust_items if not self.trust.admits(i)]
 
     # --- effective settings --------------------------------------------------------------------------
 
@@ -448,11 +478,13 @@ class SettingsStore:
 
     @property
     def additional_directories(self) -> list[Path]:
+        """The real paths of the additional directories in effect, resolved now: a folder's only once the item
+        naming where it leads is trusted, never one `too_wide`."""
         return [
-            path
+            real
             for s in self.loaded()
-            for text, path in s.additional_directories
-            if self._admits(s, "additionalDirectories", text)
+            for text, real, why in folder_directories(s, self._kept)
+            if why is None and self._admits(s, "additionalDirectories", text)
         ]
 
     @property
@@ -520,7 +552,7 @@ class SettingsStore:
             raise SettingsWriteError(f"{dest} is not a settings file this project may write")
         rules = [Rule.parse(text) for text in suggestion.rules]
         with self._lock:
-            data = self._read_for_update(dest)
+            data = self._read_for_update(target)
             permissions = data.setdefault("permissions", {})
             if not isinstance(permissions, dict):
                 raise SettingsWriteError(f"{dest}: permissions is not an object; fix the file first")
@@ -540,22 +572,57 @@ class SettingsStore:
             if target.project and suggestion.behavior == "allow":
                 # the user chose these rules: they are the user's, not the folder's, wherever they are kept
                 self.trust.approve(TrustItem(relative_text(dest, self.cwd), "allow", r.text) for r in added)
-            write_json_atomic(dest, data)
+            if target.project:
+                self._write_folder_file(target, data)
+            else:
+                write_json_atomic(dest, data)  # the user's own file (a dotfiles link is replaced by the file)
             self.refresh(force=True)
             return True
 
     @staticmethod
-    def _read_for_update(dest: Path) -> dict[str, Any]:
+    def _read_for_update(target: SettingsFile) -> dict[str, Any]:
+        """The file's object to add to. A folder's file is never read (nor then written) through a symlink: what
+        it leads to could be anything of the user's (a credentials JSON), which the write would copy into the
+        folder."""
+        dest = target.path
+        if target.project:
+            try:
+                st = os.lstat(dest)
+            except FileNotFoundError:
+                st = None
+            except OSError as exc:
+                raise SettingsWriteError(f"{dest} cannot be looked at ({exc}); the rule is not saved") from exc
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise SettingsWriteError(
+                    f"{dest} is {safefs.describe_mode(st.st_mode)}, not a regular file: the bridge does not write "
+                    "a folder's settings through it; the rule is not saved (this call goes ahead, the next ones "
+                    "ask again)"
+                )
         try:
-            text = dest.read_text(encoding="utf-8")
+            text = read_text(dest, within=target.root if target.project else None)
         except FileNotFoundError:
             return {}
+        except (OSError, ValueError) as exc:
+            raise SettingsWriteError(f"{dest} is not read ({exc}); the rule is not saved") from exc
         if not text.strip():
             return {}
         try:
-            data = json.loads(text)
+            data = loads(text)
         except json.JSONDecodeError as exc:
             raise SettingsWriteError(f"{dest} is not valid JSON ({exc.msg}); not overwriting it") from exc
+        except ValueError as exc:
+            raise SettingsWriteError(f"{dest} is not valid JSON ({exc}); not overwriting it") from exc
         if not isinstance(data, dict):
             raise SettingsWriteError(f"{dest} does not hold a JSON object; not overwriting it")
         return data
+
+    @staticmethod
+    def _write_folder_file(target: SettingsFile, data: dict[str, Any]) -> None:
+        """Replace a folder's settings file in its exactly opened directory (bridge/safefs/): a symlink on the way
+        (`.agent-bridge` a link out, or one flipped in since the read) is refused, never written through."""
+        text = json.dumps(data, indent=2) + "\n"
+        try:
+            safefs.make_dirs_exact(target.path.parent)
+            safefs.write_exact(target.path, text.encode("utf-8"), new_mode=0o600)
+        except OSError as exc:
+            raise SettingsWriteError(f"{target.path} is not written ({exc}); the rule is not saved") from exc

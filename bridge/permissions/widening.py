@@ -4,6 +4,8 @@ question shows and `FolderTrust` remembers (bridge/permissions/trust.py). The se
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,14 +61,45 @@ def trust_item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str) ->
     return TrustItem(relative_text(loaded.file.path, cwd), kind, text)
 
 
-def widening_items(loaded: LoadedSettings, cwd: Path) -> list[TrustItem]:
-    """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy)."""
+def directory_item(written: str, joined: Path) -> tuple[str, Path]:
+    """An additional directory as its trust item's text and the real path it is now: the text is what was written
+    when no symlink is on its way, else `written → real`. The item binds the resolution: a link swapped in later
+    (after a pull) makes another text, which no answer admitted yet."""
+    real = Path(os.path.realpath(joined))
+    return (written if real == Path(os.path.normpath(joined)) else f"{written} → {real}"), real
+
+
+def too_wide(real: Path, kept: Sequence[tuple[Path, str]]) -> str | None:
+    """Why the real directory `real` may not join the workspace from a folder's file: it is a file system's root,
+    or it holds one of `kept` (the home directory, the bridge's own config and data): all the user keeps would
+    be the folder's to read and, through the sandbox's writable roots, to write."""
+    if real == Path(real.anchor):
+        return "it is the root of the file system"
+    for path, what in kept:
+        if path == real or path.is_relative_to(real):
+            return f"it holds {what} ({path})"
+    return None
+
+
+def folder_directories(loaded: LoadedSettings, kept: Sequence[tuple[Path, str]]) -> list[tuple[str, Path, str | None]]:
+    """Each additional directory of `loaded` resolved now: (its item text, its real path, why it is refused from
+    a folder's own file or None)."""
+    out: list[tuple[str, Path, str | None]] = []
+    for written, joined in loaded.additional_directories:
+        text, real = directory_item(written, joined)
+        out.append((text, real, too_wide(real, kept) if loaded.file.project else None))
+    return out
+
+
+def widening_items(loaded: LoadedSettings, cwd: Path, kept: Sequence[tuple[Path, str]] = ()) -> list[TrustItem]:
+    """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy).
+    Additional directories as they resolve now, those `too_wide` left out (never offered)."""
     if not loaded.file.project:
         return []
     texts: list[tuple[TrustKind, str]] = [("allow", r.text) for behavior, r in loaded.rules if behavior == "allow"]
     if loaded.default_mode in WIDENING_MODES:
         texts.append(("defaultMode", loaded.default_mode))
-    texts += [("additionalDirectories", text) for text, _ in loaded.additional_directories]
+    texts += [("additionalDirectories", text) for text, _, why in folder_directories(loaded, kept) if why is None]
     texts += [
         ("hook", hook_text(event, m.matcher, h.command))
         for event, matchers in loaded.hooks.items()

@@ -405,3 +405,141 @@ async def test_the_bridges_sign_in_tokens_are_masked_in_the_sandbox_even_for_an_
         shutil.rmtree(data, ignore_errors=True)
     assert "VISIBLE-8" in out, f"the control: the command ran and read the data dir\n{out}"
     assert "TOKEN-LEAK-7" not in out and "TRANSCRIPT-LEAK-9" not in out, out
+
+
+# --- an additional directory is trusted as where it leads ----------------------------------------------------
+
+
+ADDS_ASSETS = {"permissions": {"additionalDirectories": ["assets"]}}
+
+
+async def test_serve_an_additional_directory_is_trusted_as_where_it_leads_and_a_swap_asks_again(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`assets` trusted as a real folder, then swapped for a link (a later pull) in the same bridge: the item is
+    another one ("assets → where it leads"), asked again and off until trusted; a link to `/` is never offered and
+    the private key stays unread. Controls: the link's target, once trusted, is the workspace (read unasked)."""
+    key = data_dir / "home" / ".ssh" / "id_rsa"
+    key.parent.mkdir(parents=True)
+    key.write_text("PRIVATE-KEY-F2\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("ELSEWHERE-F2\n")
+    project = clone(tmp_path, {".agent-bridge/settings.json": ADDS_ASSETS, "README.md": "hi\n"})
+    (project / "assets").mkdir()
+    reads = [str(elsewhere / "notes.txt"), str(elsewhere / "notes.txt"), str(elsewhere / "notes.txt"), str(key)]
+    scenario = {
+        "responses": [
+            r for path in reads for r in (tool_response(("Read", {"file_path": path})), text_response("done"))
+        ]
+    }
+    answers = iter(["trust", "not_now", "trust", "trust"])
+    trust_texts: list[str] = []
+    tool_questions: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        if "trust" in (params.get("_meta") or {}):
+            trust_texts.append(params["toolCall"]["content"][0]["content"]["text"])
+            return {"outcome": {"outcome": "selected", "optionId": next(answers)}}
+        tool_questions.append(params["toolCall"]["title"])
+        return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+
+    def sent(secret: str, requests: list[Any]) -> bool:
+        return any(secret in json.dumps(r.body["messages"][-1]) for r in requests)
+
+    async with running_editor(scenario, project, data_dir, env=UNTRUSTED) as editor:
+        editor.on_permission = answer
+        turns: list[int] = []
+        for swap in (None, elsewhere, None, Path("/")):
+            if swap is not None:
+                shutil.rmtree(project / "assets") if not (project / "assets").is_symlink() else (
+                    project / "assets"
+                ).unlink()
+                os.symlink(swap, project / "assets")
+            before = len(editor.model.valid_requests)
+            sid = await editor.new_session()
+            await editor.prompt(sid, "read it")
+            turns.append(before)
+        requests = editor.model.valid_requests
+        notices = "\n".join(m.message for m in editor.client.messages) + json.dumps(editor.of_kind("notice"))
+    first, swapped, trusted, root = (requests[a:b] for a, b in zip(turns, [*turns[1:], len(requests)], strict=True))
+    assert "the directory assets" in trust_texts[0] and "→" not in trust_texts[0], trust_texts
+    assert not sent("ELSEWHERE-F2", first), "the control: outside the workspace, the read asked and was rejected"
+    assert f"the directory assets → {elsewhere}" in trust_texts[1], "the swap is a new item: asked again"
+    assert not sent("ELSEWHERE-F2", swapped), "not now: the link's target stays outside the workspace"
+    assert sent("ELSEWHERE-F2", trusted), "the control: trusted as where it leads, the target is the workspace"
+    assert len(trust_texts) == 3, f"`assets -> /` is never offered: {trust_texts}"
+    assert not sent("PRIVATE-KEY-F2", root) and any("id_rsa" in q for q in tool_questions), tool_questions
+    assert "assets → / is refused: it is the root of the file system" in notices, notices
+
+
+@pytest.mark.parametrize("target", ["outside", "/"])
+async def test_an_approved_command_cannot_write_home_through_an_additional_directory_link(
+    tmp_path: Path, target: str
+) -> None:
+    """`assets -> /` in a trusted folder: refused, so the sandbox of an approved command stays closed to the home
+    directory and to everything else. The control: `assets -> outside` (a plain directory) is writable."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
+    try:
+        home, outside = root / "home", root / "outside"
+        home.mkdir()
+        outside.mkdir()
+        (home / ".bashrc").write_text("# mine\n")
+        project = clone(tmp_path, {".agent-bridge/settings.json": ADDS_ASSETS})
+        os.symlink(outside if target == "outside" else target, project / "assets")
+        command = f"echo pwned >> {home}/.bashrc; echo ok >> {outside}/note"
+        scenario = scenario_file(tmp_path, [tool_response(("Bash", {"command": command})), text_response("done")])
+        out = await run_cli(
+            tmp_path,
+            project,
+            "go",
+            "--trust-folder",
+            "--dangerously-approve-all",
+            scenario=scenario,
+            env={"HOME": str(home)},
+        )
+        assert (home / ".bashrc").read_text() == "# mine\n", out
+        written = (outside / "note").read_text() if (outside / "note").exists() else ""
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    if target == "outside":
+        assert written == "ok\n", f"the control: the link's target is a workspace directory\n{out}"
+    else:
+        assert written == "" and "is refused: it is the root of the file system" in out, out
+
+
+async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_followed_by_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    """A trusted `assets` replaced by `assets -> /` between two turns (a pull in another terminal): the next
+    approved command's sandbox does not follow it, home stays unwritten. The control: before the swap a command
+    writes into `assets`."""
+    import tempfile
+
+    data = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="agent-bridge-test-"))  # not /tmp: commands have their own
+    try:
+        home = data / "home"
+        home.mkdir()
+        (home / ".bashrc").write_text("# mine\n")
+        project = clone(tmp_path, {".agent-bridge/settings.json": ADDS_ASSETS, "assets/logo.svg": "<svg/>\n"})
+        scenario = {
+            "responses": [
+                tool_response(("Bash", {"command": "echo ok > assets/note"})),
+                text_response("one"),
+                tool_response(("Bash", {"command": f"echo pwned >> {home}/.bashrc"})),
+                text_response("two"),
+            ]
+        }
+        async with running_editor(scenario, project, data, env={"AGENT_BRIDGE_TRUST_FOLDER": "1"}) as editor:
+            sid = await editor.new_session()
+            await editor.prompt(sid, "first")
+            assert (project / "assets" / "note").read_text() == "ok\n", "the control: assets is writable"
+            shutil.rmtree(project / "assets")
+            os.symlink("/", project / "assets")
+            await editor.prompt(sid, "second")
+            output = json.dumps(editor.updates)
+        assert (home / ".bashrc").read_text() == "# mine\n", output
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
