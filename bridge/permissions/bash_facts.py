@@ -101,6 +101,7 @@ class BashFacts:
             out.unknown_reads = out.unknown_reads or f"`{part.text}` reads a path computed at run time"
         found = part.effects
         for base in self.bases:
+            self._option_names(part, base, out)
             top = None
             if found is not None and found.git:
                 top = self._repository(part, base, out)
@@ -123,6 +124,18 @@ class BashFacts:
                 for path in paths:
                     (out.write_trees if target.recursive else out.writes).append(PathAccess.of(path, base))
         return out
+
+    def _option_names(self, part: Part, base: Path, out: PartFacts) -> None:
+        """A glob bash expands to a name that starts with `-` hands the program an option the checker never saw
+        (`rg TODO *` beside a file named `--pre=sh` is `rg TODO --pre=sh notes.txt`)."""
+        for word in part.effective[1:]:
+            if word.pattern is None or word.pattern[:1] not in ("*", "?", "["):
+                continue
+            named = [n for n in self._expand(word, base) or [] if os.path.basename(n).startswith("-")]
+            if named:
+                out.problems.append(
+                    f"`{part.text}`: `{word.text}` expands to {named[0]!r}, which the program would take as an option"
+                )
 
     def _read(self, access: Access, base: Path, top: Path | None, out: PartFacts) -> None:
         if access.repo:

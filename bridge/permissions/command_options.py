@@ -63,6 +63,10 @@ def walk(spec: Spec, args: Sequence[Word], first_dynamic: int | None) -> Parsed:
         ):
             raise UnknownOption(f"the option word `{word.text}` is a glob")  # only a `--opt=*.txt` value may be one
         if spec.no_options or only_operands or not word.static or not text.startswith("-") or text == "-":
+            roles = spec.operands
+            if word.pattern is not None and len(set(roles)) > 1 and len(parsed.operands) < len(roles) - 1:
+                # `uniq *.txt` is `uniq a.txt b.txt`: the second name is its output; `jq *`: a name is the program
+                raise UnknownOption(f"`{word.text}` is a glob where each name's place gives it its meaning")
             parsed.add(word, dashdash)
             if not spec.permute and word.static:
                 only_operands = True
@@ -278,7 +282,10 @@ def _printenv(out: Effects, operands: list[Word]) -> None:
         out.environment = True
 
 
-_JQ_ENVIRONMENT = re.compile(r"\$ENV\b|(?<![.\w$])env\b|\$__loc__|\binput_filename\b|\bget_search_list\b")
+# `$ ENV` is `$ENV` to jq (`'$' IDENT` is its grammar: blanks and comments may sit between them)
+_JQ_ENVIRONMENT = re.compile(
+    r"\$(\s|#[^\n]*\n)*(ENV|__loc__)\b|(?<![.\w$])env\b|\binput_filename\b|\bget_search_list\b"
+)
 
 
 _JQ_MODULES = re.compile(r"\b(import|include|modulemeta)\b")
