@@ -104,3 +104,19 @@ def test_grep_and_glob_results_leave_the_secrets_out(home: Home) -> None:
             assert "the bridge's own secret" in (guard(path, home.home) or ""), (mode, path)
         for path in (home.ordinary, home.stored):
             assert guard(path, home.home) is None, (mode, path)
+
+
+@pytest.mark.parametrize("folder", [".claude/skills", ".agents/skills", ".agent-bridge/skills", ".claude/agents"])
+def test_acceptedits_asks_before_writing_a_skill_that_loads_into_the_next_sessions_prompt(
+    tmp_path: Path, folder: str
+) -> None:
+    """Attack round: a project skill's description goes into the next session's first request, as an agent
+    definition does; acceptEdits writes ordinary files without asking, never these."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    ws.mkdir()
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    write = {"file_path": str(ws / folder / "setup" / "SKILL.md"), "content": "x"}
+    assert decide(engine, "Write", write, read_only=False).behavior == "ask"
+    ordinary = {"file_path": str(ws / "docs" / "setup.md"), "content": "x"}
+    assert decide(engine, "Write", ordinary, read_only=False).behavior == "allow", "the control"

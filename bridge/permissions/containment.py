@@ -34,6 +34,9 @@ DEFINITION_DIRS = (
     (".claude", "commands"),
     (".agent-bridge", "agents"),
     (".agent-bridge", "commands"),
+    (".claude", "skills"),  # skills load into the next session's prompt too (bridge/skills.py's project folders)
+    (".agents", "skills"),
+    (".agent-bridge", "skills"),
 )
 _MEMORY_FOLDED = frozenset(name.casefold() for name in MEMORY_NAMES)
 
@@ -159,7 +162,7 @@ class Workspace:
                 memory = memory or (f"{candidate} is a memory file (it loads into the next session's prompt)", "memory")
             for outer, inner in DEFINITION_DIRS:
                 if any(parts[i] == outer and parts[i + 1] == inner for i in range(len(parts) - 1)):
-                    memory = memory or (f"{candidate} is an agent or command definition", "memory")
+                    memory = memory or (f"{candidate} is an agent, command or skill definition", "memory")
         return memory
 
     def protected_below(self, directory: Path) -> tuple[str, Protection] | None:
