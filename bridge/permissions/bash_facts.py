@@ -131,7 +131,7 @@ class BashFacts:
         for word in part.effective[1:]:
             if word.pattern is None or word.pattern[:1] not in ("*", "?", "["):
                 continue
-            named = [n for n in self._expand(word, base) or [] if os.path.basename(n).startswith("-")]
+            named = [n for n in self._expand(word, base) or [] if n.startswith("-")]  # as bash passes it
             if named:
                 out.problems.append(
                     f"`{part.text}`: `{word.text}` expands to {named[0]!r}, which the program would take as an option"

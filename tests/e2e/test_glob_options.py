@@ -21,12 +21,14 @@ async def test_a_glob_never_hands_a_program_an_option_or_an_output_unasked(tmp_p
     (ws / "--pre=sh").write_text("")
     (ws / "notes.txt").write_text(f"touch {marker}\n# TODO\n")
     (ws / "-oMakefile").write_text("")
+    (ws / "-d").mkdir()  # `*/x` is `-d/x`: an option too
+    (ws / "-d" / "x").write_text("")
     (ws / "Makefile").write_text("all:\n")
     pair = ws / "pair"
     pair.mkdir()
     (pair / "a.txt").write_text("from a\n")
     (pair / "b.txt").write_text("mine\n")
-    asked = ["rg TODO *", "sort *", "uniq pair/*.txt", "jq -n '$ ENV'"]
+    asked = ["rg TODO *", "sort *", "cat */x", "uniq pair/*.txt", "jq -n '$ ENV'"]
     allowed = ["rg TODO ./*", "cat pair/b.txt"]
     calls = [tool_response(("Bash", {"command": c})) for c in [*allowed, *asked]]
     scenario = scenario_file(tmp_path, [*calls, text_response("done")])
