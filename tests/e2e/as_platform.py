@@ -40,7 +40,8 @@ GONE = {
         "O_DIRECTORY",
         "O_PATH",
         "O_TMPFILE",
-        "O_CLOEXEC",
+        # O_CLOEXEC stays: the emulation keeps Linux's dir_fd opens, so safefs takes its walk back end, which
+        # real Windows (no dir_fd) never reaches; its portable back end needs Windows' own APIs
         "sched_getaffinity",
     ],
     "darwin": ["pipe2", "pidfd_open", "O_PATH", "O_TMPFILE", "sched_getaffinity"],
