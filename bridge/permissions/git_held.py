@@ -8,14 +8,13 @@ import os
 import re
 import stat
 import subprocess
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from bridge import safefs
 from bridge.execution import programs
-from bridge.permissions.held import HeldPath, PathKind, command_paths, stat_key, under
+from bridge.permissions.held import HeldPath, PathKind, StatCache, command_paths, stat_key, under
 
 GIT_CONFIG = "git's settings, which can make git run programs (core.fsmonitor, core.hooksPath, aliases)"
 GIT_HOOKS = "git runs its hooks at commit, merge and checkout"
@@ -75,10 +74,11 @@ def _in_git_dir(gitdir: Path, name: str, kind: PathKind, why: str) -> HeldPath:
     return HeldPath(gitdir / name, kind, why, checked=checked)
 
 
-def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
-    out = [_in_git_dir(gitdir, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+def inner_gitdirs(gitdir: Path) -> tuple[list[Path], list[Path]]:
+    """The git directories kept inside `gitdir`: its submodules' (`modules/<name>[/modules/<name>…]`, a name may
+    hold a slash) and its linked worktrees' (`worktrees/<name>`). Bounded by MAX_MODULES entries each."""
+    modules: list[Path] = []
     budget = MAX_MODULES
-    # submodules' git directories (`modules/<name>[/modules/<name>…]`) and linked worktrees' (`worktrees/<name>`)
     stack = [gitdir / "modules"]
     while stack and budget > 0:
         try:
@@ -91,23 +91,28 @@ def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
                 continue
             sub = Path(entry.path)
             if (sub / "HEAD").exists() or (sub / "config").exists():
-                out += [_in_git_dir(sub, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+                modules.append(sub)
                 stack.append(sub / "modules")
             else:
                 stack.append(sub)  # a submodule named with a slash: `modules/a/b`
     try:
-        worktrees = list(os.scandir(gitdir / "worktrees"))
+        worktrees = [Path(e.path) for e in os.scandir(gitdir / "worktrees") if e.is_dir(follow_symlinks=False)]
     except OSError:
         worktrees = []
-    for entry in worktrees[:MAX_MODULES]:
-        if entry.is_dir(follow_symlinks=False):
-            out += [
-                _in_git_dir(Path(entry.path), name, kind, why) for name, kind, why in GIT_DIR_NAMES if name != "hooks"
-            ]
+    return modules, worktrees[:MAX_MODULES]
+
+
+def _git_dir_entries(gitdir: Path) -> list[HeldPath]:
+    modules, worktrees = inner_gitdirs(gitdir)
+    out = [_in_git_dir(gitdir, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+    for sub in modules:
+        out += [_in_git_dir(sub, name, kind, why) for name, kind, why in GIT_DIR_NAMES]
+    for sub in worktrees:
+        out += [_in_git_dir(sub, name, kind, why) for name, kind, why in GIT_DIR_NAMES if name != "hooks"]
     return out
 
 
-_git_cache: dict[Path, tuple[tuple[object, ...], list[HeldPath]]] = {}
+_git_cache: StatCache[list[HeldPath]] = StatCache()
 
 
 def git_held(root: Path) -> list[HeldPath]:
@@ -122,14 +127,7 @@ def git_held(root: Path) -> list[HeldPath]:
         stat_key(dotgit),
         *(stat_key(gitdir / n) if gitdir else None for n in ("config", "commondir", "modules", "worktrees")),
     )
-    with _config_lock:
-        cached = _git_cache.get(root)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    found = _git_held(root)
-    with _config_lock:
-        _git_cache[root] = (key, found)
-    return found
+    return _git_cache.get(root, key, lambda: _git_held(root))
 
 
 def _git_held(root: Path) -> list[HeldPath]:
@@ -162,8 +160,7 @@ _PROGRAM_KEYS = re.compile(
     r"|(diff|merge)tool\..+\.cmd|submodule\..+\.update)$"
 )
 _INCLUDE_KEYS = re.compile(r"^(include|includeif\..+)\.path$")
-_config_cache: dict[Path, tuple[tuple[int, int, int], list[tuple[str, str]]]] = {}
-_config_lock = threading.Lock()
+_config_cache: StatCache[list[tuple[str, str]] | None] = StatCache(keep_none=False)  # git may time out
 
 
 def config_entries(config: Path) -> list[tuple[str, str]] | None:
@@ -175,11 +172,10 @@ def config_entries(config: Path) -> list[tuple[str, str]] | None:
         return []
     if not stat.S_ISREG(st.st_mode):
         return None  # a FIFO would hold git (and this check) until its timeout
-    key = (st.st_ino, st.st_size, st.st_mtime_ns)
-    with _config_lock:
-        cached = _config_cache.get(config)
-        if cached is not None and cached[0] == key:
-            return cached[1]
+    return _config_cache.get(config, (st.st_ino, st.st_size, st.st_mtime_ns), lambda: _read_config(config))
+
+
+def _read_config(config: Path) -> list[tuple[str, str]] | None:
     git = programs.helper("git")  # by absolute path, never the folder's own `git`
     if git is None:
         return None
@@ -204,8 +200,6 @@ def config_entries(config: Path) -> list[tuple[str, str]] | None:
         if record:
             name, _, value = record.partition(b"\n")
             entries.append((os.fsdecode(name).lower(), os.fsdecode(value)))
-    with _config_lock:
-        _config_cache[config] = (key, entries)
     return entries
 
 
@@ -377,21 +371,16 @@ def nested_git_held(root: Path) -> list[HeldPath]:
     """The repositories one level below `root` (a submodule, a cloned or generated project): an editor finds them
     by itself (VS Code's git scans the workspace's subfolders, and opens a repository whose `.git` appears) and
     runs git there. Held like the root's; where there is none yet, a new one's settings are checked."""
-    key = stat_key(root)
-    with _config_lock:
-        cached = _nested_cache.get(root)
-    if cached is not None and cached[0] == key:
-        folders = cached[1]
-    else:
-        try:
-            folders = sorted(
-                Path(e.path) for e in os.scandir(root) if e.name != ".git" and e.is_dir(follow_symlinks=False)
-            )[:MAX_NESTED]
-        except OSError:
-            folders = []
-        with _config_lock:
-            _nested_cache[root] = (key, folders)
+    folders = _nested_cache.get(root, stat_key(root), lambda: _subfolders(root))
     return [held for folder in folders for held in git_held(folder)]
 
 
-_nested_cache: dict[Path, tuple[tuple[int, int, int] | None, list[Path]]] = {}
+def _subfolders(root: Path) -> list[Path]:
+    try:
+        found = (Path(e.path) for e in os.scandir(root) if e.name != ".git" and e.is_dir(follow_symlinks=False))
+        return sorted(found)[:MAX_NESTED]
+    except OSError:
+        return []
+
+
+_nested_cache: StatCache[list[Path]] = StatCache()

@@ -10,15 +10,13 @@ The settings are judged by an allowlist (`inert`): git has too many keys that ru
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of, read_small
-from bridge.permissions.held import stat_key, under
+from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of, inner_gitdirs, read_small
+from bridge.permissions.held import StatCache, stat_key, under
 
 # Settings that run nothing and send git nowhere, whatever their value: what `git init`, `git clone` and ordinary
 # git work write, and keys that only change how git shows things.
@@ -131,7 +129,8 @@ def _risks(root: Path, contains: Callable[[Path], bool], depth: int) -> list[str
         gitdirs.append(common)
     elif os.path.lexists(gitdir / "commondir"):
         out.append(f"{gitdir / 'commondir'} can't be read to check where git's repository is")
-    gitdirs += _inner_gitdirs(gitdir)
+    modules, worktrees = inner_gitdirs(gitdir)
+    gitdirs += modules + worktrees
     for directory in gitdirs:
         real = Path(os.path.realpath(directory))
         if not contains(real):
@@ -151,30 +150,6 @@ def _risks(root: Path, contains: Callable[[Path], bool], depth: int) -> list[str
                     out += _risks(sub, contains, depth - 1)
             if len(submodules) > MAX_SUBMODULES:
                 out.append(f"its index tracks over {MAX_SUBMODULES} submodules")
-    return out
-
-
-def _inner_gitdirs(gitdir: Path) -> list[Path]:
-    """The git directories kept inside `gitdir`: submodules' (`modules/…`) and linked worktrees'."""
-    out: list[Path] = []
-    stack = [gitdir / "modules"]
-    budget = 2_000
-    while stack and budget > 0:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        budget -= len(entries)
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                sub = Path(entry.path)
-                if (sub / "HEAD").exists() or (sub / "config").exists():
-                    out.append(sub)
-                    stack.append(sub / "modules")
-                else:
-                    stack.append(sub)
-    with contextlib.suppress(OSError):
-        out += [Path(e.path) for e in os.scandir(gitdir / "worktrees") if e.is_dir(follow_symlinks=False)][:2_000]
     return out
 
 
@@ -231,19 +206,10 @@ def _gitlinks(index: Path) -> list[str] | None:
     """The paths git's index tracks as submodules (mode 160000), read from the index file itself (running git
     there could run what is being checked); [] without an index, None when it can't be read. Cached while the
     index stays the same file."""
-    key = stat_key(index)
-    with _lock:
-        cached = _index_cache.get(index)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    found = _read_gitlinks(index)
-    with _lock:
-        _index_cache[index] = (key, found)
-    return found
+    return _index_cache.get(index, stat_key(index), lambda: _read_gitlinks(index))
 
 
-_index_cache: dict[Path, tuple[tuple[int, int, int] | None, list[str] | None]] = {}
-_lock = threading.Lock()
+_index_cache: StatCache[list[str] | None] = StatCache()
 
 
 def _read_gitlinks(index: Path) -> list[str] | None:

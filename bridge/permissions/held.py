@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import threading
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 PathKind = Literal["file", "dir"]
 Protection = Literal["settings", "memory"]
@@ -52,6 +54,31 @@ def stat_key(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+_V = TypeVar("_V")
+
+
+class StatCache(Generic[_V]):
+    """Values worked out from files, each kept while its key (the files' `stat_key`s) stays the same. Safe to
+    share between threads: two that miss together both compute, and the last one's value is kept. With
+    `keep_none=False`, a None (a failure that may pass, such as a timeout) is worked out again next time."""
+
+    def __init__(self, *, keep_none: bool = True) -> None:
+        self._items: dict[Hashable, tuple[object, _V]] = {}
+        self._lock = threading.Lock()
+        self._keep_none = keep_none
+
+    def get(self, name: Hashable, key: object, compute: Callable[[], _V]) -> _V:
+        with self._lock:
+            cached = self._items.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        value = compute()
+        if value is not None or self._keep_none:
+            with self._lock:
+                self._items[name] = (key, value)
+        return value
 
 
 def under(value: str, base: Path) -> Path:

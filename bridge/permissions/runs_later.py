@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from bridge.jsonfile import SETTINGS_MAX_BYTES, read_json
 from bridge.permissions.git_held import git_held, nested_git_held
-from bridge.permissions.held import Held, HeldPath, PathKind, Protection, command_paths, stat_key
+from bridge.permissions.held import Held, HeldPath, PathKind, Protection, StatCache, command_paths, stat_key
 
 if TYPE_CHECKING:
     from bridge.permissions.settings import SettingsStore
@@ -147,19 +147,14 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
     return out
 
 
-_mcp_cache: dict[tuple[Path, Path], tuple[tuple[int, int, int] | None, list[HeldPath]]] = {}
+_mcp_cache: StatCache[list[HeldPath]] = StatCache()
 
 
 def mcp_named(config: Path, cwd: Path) -> list[HeldPath]:
     """The files the stdio MCP servers of a `.mcp.json`-style file name (started outside the sandbox). Cached
     while the file stays the same."""
     key = stat_key(config)
-    cached = _mcp_cache.get((config, cwd))
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    found = _mcp_named(config, cwd) if key is not None else []
-    _mcp_cache[(config, cwd)] = (key, found)
-    return found
+    return _mcp_cache.get((config, cwd), key, lambda: _mcp_named(config, cwd) if key is not None else [])
 
 
 def _mcp_named(config: Path, cwd: Path) -> list[HeldPath]:

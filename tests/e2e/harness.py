@@ -109,6 +109,26 @@ class Editor:
         return list(self.model.valid_requests[-1].body["messages"])
 
 
+AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")  # the console script, as a user runs it
+
+
+async def run_agent(*args: str, cwd: Path, env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
+    """`agent-bridge ARGS…` with stdin that is not a terminal (as in CI, cron, a script): its exit code and its
+    output (stdout and stderr together, as a terminal shows them)."""
+    process = await asyncio.create_subprocess_exec(
+        AGENT_BRIDGE,
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode is not None
+    return process.returncode, out.decode()
+
+
 def server_command() -> list[str]:
     return [sys.executable, "-m", "bridge.cli.main", "serve"]
 

@@ -9,12 +9,9 @@ next to the secrets is read, found and listed in the same turn."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +20,8 @@ from typing import Any
 import pytest
 
 from bridge.offline import OfflineServer
-from tests.e2e.harness import text_response, tool_response
+from tests.e2e.harness import run_agent, text_response, tool_response
 
-AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 SECRETS = ("CLAUDE-CRED-1", "MCP-TOKEN-3", "TRANSCRIPT-4", "AGENT-TRANSCRIPT-5")
 
 
@@ -85,21 +81,10 @@ async def run_turn(
         )
         if not sandbox:
             env["AGENT_BRIDGE_BWRAP"] = "/bin/false"  # what bwrap does where user namespaces are blocked
-        process = await asyncio.create_subprocess_exec(
-            AGENT_BRIDGE,
-            "run",
-            *flags,
-            "look around",
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await asyncio.wait_for(process.communicate(), 120)
+        _, out = await run_agent("run", *flags, "look around", cwd=cwd, env=env)
         requests = [r.body for r in model.requests]
-    assert len(requests) == len(calls) + 1, out.decode()
-    return requests, out.decode()
+    assert len(requests) == len(calls) + 1, out
+    return requests, out
 
 
 def results(body: Any) -> list[str]:

@@ -12,19 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.e2e.harness import text_response, tool_response
-from tests.e2e.test_trust import run_cli, scenario_file
+from tests.e2e.test_trust import git, run_cli, scenario_file
 
 SECRET = "OUTSIDE-SECRET-5150"
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(cwd), "-c", "user.name=them", "-c", "user.email=them@example.com", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
 
 
 def repository(where: Path, files: dict[str, str] | None = None) -> Path:

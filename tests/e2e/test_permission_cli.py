@@ -3,17 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import running_editor, text_response
-
-AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
+from tests.e2e.harness import run_agent, running_editor, text_response
 
 
 async def run_cli(tmp_path: Path, workspace: Path, prompt: str, *rules: str) -> str:
@@ -25,22 +21,11 @@ async def run_cli(tmp_path: Path, workspace: Path, prompt: str, *rules: str) -> 
         "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
     }
     (tmp_path / "home").mkdir(exist_ok=True)
-    process = await asyncio.create_subprocess_exec(
-        AGENT_BRIDGE,
-        "run",
-        "--non-interactive",
-        "--offline",
-        "playground",
-        *rules,
-        prompt,
-        cwd=workspace,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+    code, out = await run_agent(
+        "run", "--non-interactive", "--offline", "playground", *rules, prompt, cwd=workspace, env=env
     )
-    out, _ = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, out.decode()
-    return out.decode()
+    assert code == 0, out
+    return out
 
 
 @pytest.fixture

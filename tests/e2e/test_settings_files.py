@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import running_editor, text_response, tool_response
-from tests.e2e.test_trust import AGENT_BRIDGE, UNTRUSTED, clone, run_cli, scenario_file
+from tests.e2e.harness import AGENT_BRIDGE, running_editor, text_response, tool_response
+from tests.e2e.test_trust import UNTRUSTED, clone, run_cli, scenario_file
 
 DEADLINE_S = 60
 

@@ -5,17 +5,14 @@ project's skill cannot widen permissions."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import reject_once, running_editor, text_response, tool_response
+from tests.e2e.harness import reject_once, run_agent, running_editor, text_response, tool_response
 
-AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 BODY = "PDF-SKILL-BODY: read references/forms.md, then run scripts/fill.py with the file"
 
 
@@ -130,20 +127,8 @@ async def test_the_skill_as_a_slash_command_in_the_terminal(workspace: Path, tmp
         "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "d"),
         "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
     }
-    process = await asyncio.create_subprocess_exec(
-        AGENT_BRIDGE,
-        "run",
-        "--offline",
-        "echo",
-        "/pdf-forms c.pdf",
-        cwd=workspace,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), 120)
-    assert f"{BODY} c.pdf" in out.decode(), out.decode()
+    _, out = await run_agent("run", "--offline", "echo", "/pdf-forms c.pdf", cwd=workspace, env=env)
+    assert f"{BODY} c.pdf" in out, out
 
 
 async def test_a_plugins_skills_commands_agents_hooks_and_servers_all_load(

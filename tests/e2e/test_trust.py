@@ -5,7 +5,6 @@ sent the model. Each attack has its control: the same project, trusted, shows th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -16,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import running_editor, text_response, tool_response
+from tests.e2e.harness import run_agent, running_editor, text_response, tool_response
 
-AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 UNTRUSTED = {"AGENT_BRIDGE_TRUST_FOLDER": ""}  # tests/conftest.py trusts every folder; these tests don't
 
 
@@ -79,21 +77,7 @@ async def run_cli(
         **(env or {}),
     }
     (tmp_path / "home").mkdir(exist_ok=True)
-    process = await asyncio.create_subprocess_exec(
-        AGENT_BRIDGE,
-        "run",
-        "--offline",
-        scenario,
-        *flags,
-        prompt,
-        cwd=cwd,
-        env=full,
-        stdin=subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), 120)
-    return out.decode()
+    return (await run_agent("run", "--offline", scenario, *flags, prompt, cwd=cwd, env=full))[1]
 
 
 def scenario_file(tmp_path: Path, responses: list[dict[str, Any]]) -> str:
