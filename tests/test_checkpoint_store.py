@@ -4,14 +4,19 @@ change what is stored; the user's own `.git` is never touched."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from bridge.checkpoints.store import SessionIndex, Store, store_dir
+from bridge.checkpoints.recorder import Checkpoints
+from bridge.checkpoints.store import SessionIndex, Snapshot, Store, StoreError, stoppable, store_dir
+from tests.poll import poll
 
 
 def _store(tmp_path: Path, workspace: Path, **limits: int) -> SessionIndex:
@@ -254,3 +259,124 @@ def test_sessions_that_start_together_on_a_new_workspace_share_one_store(tmp_pat
     for thread in threads:
         thread.join()
     assert errors == [] and len(set(trees)) == 1 and len(trees) == 4
+
+
+def _snapshot_within(index: SessionIndex, seconds: float) -> Snapshot:
+    """`index.snapshot()` in a thread, failed (not waited for) when it takes longer than `seconds`."""
+    done: list[Snapshot | BaseException] = []
+
+    def take() -> None:
+        try:
+            done.append(index.snapshot())
+        except BaseException as error:  # the test reports it
+            done.append(error)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert done, f"the snapshot took more than {seconds} s"
+    if isinstance(done[0], BaseException):
+        raise done[0]
+    return done[0]
+
+
+def test_a_fifo_where_git_reads_does_not_hold_a_snapshot(tmp_path: Path, workspace: Path) -> None:
+    """Git opens `.gitignore` in every folder it lists, and a nested repository's `HEAD` and `commondir` to tell
+    it is one: a named pipe there (an unpacked archive's, a command's) held every snapshot until its timeout
+    (the first: 300 s; the later ones: for ever), and a cancel waited for it."""
+    (workspace / "a.txt").write_text("a\n")
+    os.mkfifo(workspace / ".gitignore")
+    (workspace / "d").mkdir()
+    os.mkfifo(workspace / "d" / ".gitignore")
+    (workspace / "d" / "b.txt").write_text("b\n")
+    for name, fifo in (("sub", "HEAD"), ("sub2", "commondir")):
+        gitdir = workspace / name / ".git"
+        (gitdir / "objects").mkdir(parents=True)
+        (gitdir / "refs").mkdir()
+        if fifo != "HEAD":
+            (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+        os.mkfifo(gitdir / fifo)
+        (workspace / name / "c.txt").write_text("c\n")
+    index = _store(tmp_path, workspace)
+
+    first = _snapshot_within(index, 20)
+    assert {"a.txt", "d/b.txt"} <= set(_tree_files(index, first.tree))
+    (workspace / "a.txt").write_text("changed\n")
+    second = _snapshot_within(index, 20)
+    assert _tree_files(index, second.tree)["a.txt"] == ("100644", b"changed\n")
+    for fifo in (".gitignore", "d/.gitignore", "sub/.git/HEAD", "sub2/.git/commondir"):
+        assert stat.S_ISFIFO(os.lstat(workspace / fifo).st_mode), fifo  # left as they were
+
+
+def test_a_fifo_outside_the_workspace_ends_the_snapshot_with_its_name(tmp_path: Path, workspace: Path) -> None:
+    """A nested repository's `.git` file may send git anywhere: a pipe out there is not the bridge's to open, so
+    the snapshot fails at once and says where (checkpoints go off), instead of waiting."""
+    away = tmp_path / "away"
+    away.mkdir()
+    os.mkfifo(away / "HEAD")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".git").write_text(f"gitdir: {away}\n")
+    (workspace / "a.txt").write_text("a\n")
+    index = _store(tmp_path, workspace)
+
+    with pytest.raises(StoreError, match=r"named pipe .*away/HEAD"):
+        _snapshot_within(index, 20)
+
+
+async def test_a_snapshot_asked_to_stop_stops_its_git_at_once(tmp_path: Path, workspace: Path) -> None:
+    """A cancel stops the git a snapshot is waiting for (here one that never ends, as on a hung network disk)."""
+    (workspace / "a.txt").write_text("a\n")
+    index = _store(tmp_path, workspace)
+    index.snapshot()
+    slow = tmp_path / "slow-git"
+    slow.write_text(f'#!/bin/sh\ncase " $* " in *" ls-files "*) exec sleep 600;; esac\nexec {index.store.git} "$@"\n')
+    slow.chmod(0o755)
+    index.store.git = str(slow)
+    stop = threading.Event()
+    failed: list[BaseException] = []
+
+    def take() -> None:
+        try:
+            with stoppable(stop):
+                index.snapshot()
+        except StoreError as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    await poll(lambda: any("sleep 600" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()), what="git")
+    stop.set()
+    await asyncio.to_thread(thread.join, 5)
+    assert not thread.is_alive(), "the snapshot went on after it was asked to stop"
+    assert failed and "stopped" in str(failed[0])
+    assert not any("sleep 600" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit())
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+async def test_a_cancelled_snapshot_answers_at_once_and_stops_its_git(tmp_path: Path, workspace: Path) -> None:
+    """The session's side: a step cancelled while its snapshot waits on git answers the cancel at once (before,
+    the worker thread could not be left: the cancel waited for git), and that git does not go on."""
+    (workspace / "a.txt").write_text("a\n")
+    checkpoints = Checkpoints.open(tmp_path / "data", workspace, "s1", tell=lambda _text: None)
+    await checkpoints.now()
+    assert checkpoints.store is not None
+    slow = tmp_path / "slow-git"
+    slow.write_text(
+        f'#!/bin/sh\ncase " $* " in *" ls-files "*) exec sleep 601;; esac\nexec {checkpoints.store.git} "$@"\n'
+    )
+    slow.chmod(0o755)
+    checkpoints.store.git = str(slow)
+
+    task = asyncio.create_task(checkpoints.now())
+    await poll(lambda: any("sleep 601" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()), what="git")
+    task.cancel()
+    async with asyncio.timeout(1):
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    await poll(lambda: not any("sleep 601" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()), what="stop")

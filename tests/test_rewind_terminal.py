@@ -5,6 +5,7 @@ offline `playground` model, real commands."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,54 @@ def test_rewind_in_the_terminal_on_the_continued_session(tmp_path: Path) -> None
 
     missing = _run(tmp_path, workspace, "--resume", "sess_nope", "/rewind")
     assert missing.returncode == 2 and "sess_nope" in missing.stdout
+
+
+def _named_pipes(workspace: Path) -> None:
+    """Where git opens files as it lists a workspace: a folder's `.gitignore`, a nested repository's `HEAD` and
+    `commondir`. An unpacked archive (or a command) can leave a named pipe in any of them."""
+    os.mkfifo(workspace / ".gitignore")
+    (workspace / "docs").mkdir()
+    os.mkfifo(workspace / "docs" / ".gitignore")
+    for name, pipe in (("vendor", "HEAD"), ("tools", "commondir")):
+        gitdir = workspace / name / ".git"
+        (gitdir / "objects").mkdir(parents=True)
+        (gitdir / "refs").mkdir()
+        if pipe != "HEAD":
+            (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+        os.mkfifo(gitdir / pipe)
+
+
+def test_named_pipes_where_git_reads_hold_neither_the_turn_nor_rewind(tmp_path: Path) -> None:
+    """Before: the session's first snapshot waited 300 s for git (blocked opening the pipe), every step behind
+    it, and a later snapshot for ever."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "home").mkdir()
+    _named_pipes(workspace)
+
+    first = _run(tmp_path, workspace, "run: echo one > a.txt")
+    assert first.returncode == 0, first.stderr
+    assert "Checkpoints are off" not in first.stdout + first.stderr
+    assert _run(tmp_path, workspace, "--continue", "run: echo two > a.txt").returncode == 0
+    rewound = _run(tmp_path, workspace, "--continue", "/rewind 2 code")
+    assert rewound.returncode == 0, rewound.stdout + rewound.stderr
+    assert (workspace / "a.txt").read_text() == "one\n"
+    assert stat.S_ISFIFO(os.lstat(workspace / "vendor" / ".git" / "HEAD").st_mode)  # left as it was
+
+
+def test_a_pipe_outside_the_workspace_turns_checkpoints_off_at_once_and_says_where(tmp_path: Path) -> None:
+    """A nested `.git` file may point git anywhere: a pipe there is not the bridge's to open. Checkpoints go off
+    with its name, and the turn goes on (before: it waited 300 s)."""
+    workspace = tmp_path / "ws"
+    away = tmp_path / "away"
+    (workspace / "sub").mkdir(parents=True)
+    away.mkdir()
+    (tmp_path / "home").mkdir()
+    os.mkfifo(away / "HEAD")
+    (workspace / "sub" / ".git").write_text(f"gitdir: {away}\n")
+
+    done = _run(tmp_path, workspace, "run: echo one > a.txt")
+
+    assert done.returncode == 0, done.stderr
+    assert f"named pipe (FIFO) {away / 'HEAD'}" in done.stdout + done.stderr
+    assert (workspace / "a.txt").read_text() == "one\n"

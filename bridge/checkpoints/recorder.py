@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 import anyio
 
 from bridge.checkpoints.log import Effect, Keep, Step, StepKind, StepLog, TurnMark
-from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError
+from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError, stoppable
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +120,19 @@ class Checkpoints:
         return None if relative == "." or relative.startswith("..") else relative.replace(os.sep, "/")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await anyio.to_thread.run_sync(fn, *args)
+        """`fn(*args)` in a worker thread. A cancel stops the git it is waiting for (store.stoppable) and answers
+        at once; the thread ends within moments (the next snapshot waits for it: the index's own lock)."""
+        stop = threading.Event()
+
+        def call() -> T:
+            with stoppable(stop):
+                return fn(*args)
+
+        try:
+            return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+        except BaseException:
+            stop.set()
+            raise
 
     # -- the session's hooks ------------------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.checkpoints.git_process import GitHeld, run_git
+from bridge.checkpoints.git_process import stoppable as stoppable
 from bridge.execution import programs
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_BINARY_BYTES = 2 * 1024 * 1024
 MAX_FILES = 100_000  # a first snapshot that finds more: a home directory, not a project; checkpoints are off
 FIRST_TIMEOUT = 300.0  # seconds a session's first snapshot may take (a slow disk, a huge tree): then it is off
+LATER_TIMEOUT = 120.0  # seconds a later one may take (it looks at what changed): no snapshot waits for ever
 _SNIFF = 8000  # as git: a NUL in the first 8000 bytes makes a file binary
 
 # Every git we start: nothing from the repository or the user can run (hooks, fsmonitor) or rewrite bytes.
@@ -220,19 +223,20 @@ class Store:
         if args[0] == "init":
             del env["GIT_WORK_TREE"]
         try:
-            result = subprocess.run(
+            result = run_git(
                 [self.git, *_CONFIG, *args],
-                input=data,
-                capture_output=True,
                 env=env,
                 cwd=self.workspace,
-                check=False,
+                data=data,
                 timeout=timeout,
+                ours=(self.workspace, Path(os.path.realpath(self.git_dir))),
             )
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, GitHeld) as error:
             if index is not None:  # git was killed holding the index's lock
                 with contextlib.suppress(OSError):
                     index.with_name(index.name + ".lock").unlink()
+            if isinstance(error, GitHeld):
+                raise StoreError(f"git {args[0]} on {self.workspace}: {error}") from None
             raise StoreError(f"git {args[0]} took more than {timeout:g} s on {self.workspace}") from None
         if check and result.returncode != 0:
             raise StoreError(f"git {args[0]} failed: {result.stderr.decode(errors='replace').strip()}")
@@ -381,7 +385,7 @@ class SessionIndex:
             first = self._tree is None
             if first:
                 self._start()
-            timeout = FIRST_TIMEOUT if first else None
+            timeout = FIRST_TIMEOUT if first else LATER_TIMEOUT
             listed = self._changed(paths, timeout)
             if first and paths is None and len(listed) > self.store.max_files:
                 raise StoreError(
