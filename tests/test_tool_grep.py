@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -228,18 +229,63 @@ def rg_pids(marker: str) -> list[int]:
 
 async def test_cancellation_kills_rg(tmp_path: Path) -> None:
     fifo = tmp_path / "blocking-fifo"
-    os.mkfifo(fifo)  # rg blocks opening it: a search that never ends
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # a writer that never writes: rg reads it for ever, a search that never ends
     data = GrepInput(pattern="x", path=str(fifo))
     ctx = ctx_for(tmp_path)
-    async with anyio.create_task_group() as group:
+    try:
+        async with anyio.create_task_group() as group:
 
-        async def search() -> None:
-            await GREP.call(data, ctx)
+            async def search() -> None:
+                await GREP.call(data, ctx)
 
-        group.start_soon(search)
-        await poll(lambda: bool(rg_pids("blocking-fifo")))
-        group.cancel_scope.cancel()
-    await poll(lambda: not rg_pids("blocking-fifo"))
+            group.start_soon(search)
+            await poll(lambda: bool(rg_pids("blocking-fifo")))
+            group.cancel_scope.cancel()
+        await poll(lambda: not rg_pids("blocking-fifo"))
+    finally:
+        os.close(writer)
+
+
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", "lib/.gitignore", ".git/info/exclude")
+
+
+@pytest.mark.parametrize("name", IGNORE_FILES)
+async def test_a_named_pipe_as_an_ignore_file_does_not_hold_the_search(repo: Path, name: str) -> None:
+    """rg opens the ignore files of every folder it walks: a named pipe there (an unpacked archive's, a
+    command's) held Grep and Glob until cancelled. It now reads as an empty file, and is left as it was."""
+    (repo / name).unlink(missing_ok=True)
+    os.mkfifo(repo / name)
+
+    with anyio.fail_after(20):
+        found = text(await grep(repo, pattern="helper"))
+        listed = await glob_in(repo, "**/*.py")
+
+    assert "lib/util.py" in found
+    assert "lib/util.py" in listed and "app.py" in listed
+    assert stat.S_ISFIFO(os.lstat(repo / name).st_mode)
+
+
+async def test_a_named_pipe_above_the_workspace_stops_the_search_and_is_named(tmp_path: Path) -> None:
+    """rg also reads the ignore files of the folders above, up to the repository's top: a pipe there is not the
+    bridge's to open. The search stops at once and says where."""
+    make_repo(tmp_path, {"ws/a.py": "helper = 1\n"})
+    os.mkfifo(tmp_path / ".gitignore")
+    ws = tmp_path / "ws"
+
+    with anyio.fail_after(20), pytest.raises(ToolError, match=rf"named pipe \(FIFO\) {tmp_path}/\.gitignore"):
+        await grep(ws, pattern="helper")
+    with anyio.fail_after(20), pytest.raises(ToolError, match="named pipe"):
+        await glob_in(ws, "*.py")
+
+
+async def glob_in(root: Path, pattern: str) -> str:
+    from bridge.tools.glob import GlobInput, GlobTool
+
+    tool, data = GlobTool(), GlobInput(pattern=pattern)
+    result = await tool.call(data, ToolContext(cwd=root, abort=Abort(), data_dir=root / ".data"))
+    assert isinstance(result.content, str)
+    return result.content
 
 
 # --- every result path is checked (issue 9, layer 4) ------------------------------------------------------

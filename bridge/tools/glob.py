@@ -138,7 +138,9 @@ class GlobTool(Tool[GlobInput]):
             by_fd = sys.platform.startswith("linux") and held.fd >= 0 and safefs.backend() != "portable"
             where = Path(f"/proc/self/fd/{held.fd}") if by_fd else Path(held.real)
             passed = (held.fd,) if held.fd >= 0 and safefs.backend() != "portable" else ()
-            run = await run_rg(args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=passed)
+            run = await run_rg(
+                args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=passed, ours=(Path(held.real), ctx.cwd)
+            )
             if run.returncode == 2 and not any(run.lines):
                 raise rg_error(run)
             guard = read_guard_of(ctx)

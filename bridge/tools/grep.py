@@ -173,7 +173,9 @@ class GrepTool(Tool[GrepInput]):
         want = MAX_SCAN_LINES if mode != "content" or limit == 0 else skip + limit
         separator = b"\0" if mode == "files_with_matches" else b"\n"
         args = build_args(data, root, ctx.cwd)
-        run = await run_rg(args, ctx.cwd, max_lines=min(want, MAX_SCAN_LINES), separator=separator)
+        run = await run_rg(
+            args, ctx.cwd, max_lines=min(want, MAX_SCAN_LINES), separator=separator, ours=(Path(real_root),)
+        )
         if run.returncode == 2 and not any(run.lines):
             raise rg_error(run)
         numbered = data.line_numbers is not False

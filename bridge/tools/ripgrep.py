@@ -14,6 +14,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from bridge.execution import programs
+from bridge.execution.pipes import UNNAMED, open_for, pipes_waited
 from bridge.tools.base import Location, ToolError
 from bridge.tools.paths import path_problem
 
@@ -21,6 +22,8 @@ MAX_SCAN_LINES = 200_000  # files / count entries read from rg before we stop it
 MAX_LINE_COLUMNS = 500
 MAX_STDERR = 8192
 VCS_EXCLUDES = ("!.git", "!.svn", "!.hg", "!.jj", "!.bzr")
+PIPE_POLL_S = 0.05  # how often a running rg is looked at for a named pipe it waits to open
+MAX_PIPES = 64  # pipes opened for one rg run; with more, rg is stopped
 
 
 def rg_binary() -> str:
@@ -41,11 +44,20 @@ class RgRun:
 
 
 async def run_rg(
-    args: list[str], cwd: Path, *, max_lines: int, separator: bytes = b"\n", pass_fds: tuple[int, ...] = ()
+    args: list[str],
+    cwd: Path,
+    *,
+    max_lines: int,
+    separator: bytes = b"\n",
+    pass_fds: tuple[int, ...] = (),
+    ours: tuple[Path, ...] = (),
 ) -> RgRun:
     """Run rg; collect at most `max_lines` stdout lines (then kill it). Cancellation kills it too.
     `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
-    `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass)."""
+    `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass).
+    rg opens `.gitignore`, `.ignore` and `.rgignore` in every folder it walks: a named pipe there would hold it
+    for ever. One under `cwd` or `ours` is opened for it (it reads as empty: bridge/execution/pipes.py); one
+    elsewhere stops rg, and the ToolError names it."""
     process = await anyio.open_process(
         [rg_binary(), *args],
         cwd=str(cwd),
@@ -56,10 +68,13 @@ async def run_rg(
     lines: list[str] = []
     err = bytearray()
     complete = True
+    held: list[str] = []
+    watching = anyio.CancelScope()
     try:
         assert process.stdout is not None and process.stderr is not None
         async with anyio.create_task_group() as group:
             group.start_soon(_collect_stderr, process.stderr, err)
+            group.start_soon(_free_pipes, process, (cwd, *ours), held, watching)
             partial = b""
             async for chunk in process.stdout:
                 parts = (partial + chunk).split(separator)
@@ -71,6 +86,7 @@ async def run_rg(
                     break
             if complete and partial:
                 lines.append(partial.decode("utf-8", errors="replace"))
+            watching.cancel()
             if not complete:
                 _kill(process)
                 group.cancel_scope.cancel()
@@ -81,7 +97,30 @@ async def run_rg(
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):
             await process.aclose()
+    if held:
+        raise ToolError(
+            f"ripgrep was held opening the named pipe (FIFO) {held[0] or '(its name could not be read)'}, "
+            "outside the folders searched: ripgrep reads the ignore files (.gitignore, .ignore) of every folder "
+            "it walks and of the folders above. Search a folder that does not reach it, or use Bash."
+        )
     return RgRun(lines, complete, process.returncode, err.decode("utf-8", errors="replace"))
+
+
+async def _free_pipes(
+    process: anyio.abc.Process, ours: tuple[Path, ...], held: list[str], scope: anyio.CancelScope
+) -> None:
+    """While rg runs: a pipe it waits to open under `ours` is opened for it; any other stops it (in `held`)."""
+    opened = 0
+    with scope:
+        while process.returncode is None:
+            await anyio.sleep(PIPE_POLL_S)
+            for pipe in pipes_waited(process.pid):
+                if pipe != UNNAMED and opened < MAX_PIPES and open_for(pipe, ours):
+                    opened += 1
+                    continue
+                held.append(pipe)
+                _kill(process)
+                return
 
 
 def _kill(process: anyio.abc.Process) -> None:
