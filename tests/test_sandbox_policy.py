@@ -81,3 +81,30 @@ def test_each_store_gets_its_own_sandbox_settings_even_when_python_reuses_an_id(
         assert len(allowed) == 1 and f"only-{n}" in allowed[0], (n, allowed)
         del store
     assert reused, "no id was reused: the test did not exercise what it is for"
+
+
+def test_a_writable_path_reached_through_a_link_in_the_workspace_is_left_out(tmp_path: Path) -> None:
+    """`allowWrite: ["build"]` and an allow rule for writes (`Edit(cache/**)`) name places in the workspace. A
+    command (an always-allowed `npm run build`) can swap `build` for a link to the home folder: the next
+    command's sandbox made the home folder writable. A link in the workspace is the folder's doing: the path is
+    left out, never followed. A link outside it (the user's own, `~/fast -> /mnt/fast`) is still followed."""
+    ws, home, fast = tmp_path / "ws", tmp_path / "home", tmp_path / "mnt-fast"
+    for where in (ws / ".agent-bridge", home, fast, ws / "dist"):
+        where.mkdir(parents=True)
+    (ws / "build").symlink_to(home)  # swapped by a command since the settings were trusted
+    (ws / "cache").symlink_to(home)
+    (ws / "out").symlink_to("dist")  # a link that stays in the workspace: nothing new is writable either way
+    (tmp_path / "fast").symlink_to(fast)  # the user's own link, outside the workspace
+    settings = {
+        "permissions": {"allow": ["Edit(cache/**)"]},
+        "sandbox": {"filesystem": {"allowWrite": ["build", "out", f"/{tmp_path}/fast"]}},
+    }
+    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps(settings))
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
+
+    writable = policy_from_engine(engine, sandbox_settings(store)).writable
+
+    assert home.resolve() not in writable
+    assert fast.resolve() in writable
+    assert ws.resolve() in writable

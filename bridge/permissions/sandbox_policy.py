@@ -194,6 +194,19 @@ def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
     return path, not rest or rest == ["**"]
 
 
+def _through_link_in(path: Path, roots: list[Path]) -> bool:
+    """Whether reaching `path` passes a symlink that lies in one of `roots` (resolved directories)."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if os.path.islink(current):
+            parent = os.path.realpath(current.parent)
+            if any(parent == str(root) or parent.startswith(os.path.join(root, "")) for root in roots):
+                return True
+            current = Path(os.path.realpath(current))
+    return False
+
+
 def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> SandboxPolicy:
     """The policy over the engine's own compiled rules (the path rules, by whether they speak about reads or
     writes), so the sandbox and the rules never read the same text two ways."""
@@ -208,7 +221,9 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     # The workspace's roots were resolved when it was made (what the user trusted): one swapped for a link since
     # (`assets -> /` by a command or a pull) is left out, never followed, until the settings are read again.
     roots = [root for root in workspace.roots if os.path.isdir(root) and os.path.realpath(root) == str(root)]
-    roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p)]
+    # A place a rule or `allowWrite` names is followed through the user's own links, never through one in the
+    # workspace: a command may have put it there (`build -> ~`), and the next command's sandbox would follow it.
+    roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p) and not _through_link_in(p, roots)]
     protected = workspace.held()
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -346,3 +347,21 @@ def test_a_recursive_write_of_a_folder_holding_what_runs_later_asks(tmp_path: Pa
     decision = decide(engine, "Bash", {"command": "rm -rf tools"})
     assert decision.behavior == "ask" and "core.hooksPath" in decision.reason
     assert decide(engine, "Bash", {"command": "rm -rf src"}).behavior == "allow"
+
+
+async def test_a_link_put_where_a_write_rule_points_opens_nothing_outside(project: Project) -> None:
+    """An allow rule for writes in the workspace (`Edit(build/**)`, saved by "always allow"), then `build` becomes
+    a link to a folder outside: a pull that checks out a link there, or a command run without the sandbox. The
+    next command wrote through it (its sandbox followed the link and bound the folder writable, once the
+    settings were read again). Now the link is left out: the write fails, the folder outside is unchanged."""
+    (project.ws / "build").mkdir()
+    project.settings({"permissions": {"allow": ["Edit(build/**)"]}})
+    assert "made" in output(await project.run("echo made > build/marker && echo made"))
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as outside:  # not under /tmp: the sandbox has its own
+        shutil.rmtree(project.ws / "build")
+        (project.ws / "build").symlink_to(outside)
+        project.engine.settings.refresh(force=True)  # read again: a rule saved by "always allow", an edit
+
+        result = await project.run("echo owned > build/marker")
+
+        assert not (Path(outside) / "marker").exists(), output(result)
