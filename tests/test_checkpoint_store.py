@@ -285,27 +285,32 @@ def test_a_fifo_where_git_reads_does_not_hold_a_snapshot(tmp_path: Path, workspa
     it is one: a named pipe there (an unpacked archive's, a command's) held every snapshot until its timeout
     (the first: 300 s; the later ones: for ever), and a cancel waited for it."""
     (workspace / "a.txt").write_text("a\n")
-    os.mkfifo(workspace / ".gitignore")
-    (workspace / "d").mkdir()
-    os.mkfifo(workspace / "d" / ".gitignore")
-    (workspace / "d" / "b.txt").write_text("b\n")
-    for name, fifo in (("sub", "HEAD"), ("sub2", "commondir")):
-        gitdir = workspace / name / ".git"
-        (gitdir / "objects").mkdir(parents=True)
-        (gitdir / "refs").mkdir()
-        if fifo != "HEAD":
-            (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
-        os.mkfifo(gitdir / fifo)
-        (workspace / name / "c.txt").write_text("c\n")
+    named_pipes(workspace)
+    (workspace / "docs" / "b.txt").write_text("b\n")
     index = _store(tmp_path, workspace)
 
     first = _snapshot_within(index, 20)
-    assert {"a.txt", "d/b.txt"} <= set(_tree_files(index, first.tree))
+    assert {"a.txt", "docs/b.txt"} <= set(_tree_files(index, first.tree))
     (workspace / "a.txt").write_text("changed\n")
     second = _snapshot_within(index, 20)
     assert _tree_files(index, second.tree)["a.txt"] == ("100644", b"changed\n")
-    for fifo in (".gitignore", "d/.gitignore", "sub/.git/HEAD", "sub2/.git/commondir"):
+    for fifo in (".gitignore", "docs/.gitignore", "vendor/.git/HEAD", "tools/.git/commondir"):
         assert stat.S_ISFIFO(os.lstat(workspace / fifo).st_mode), fifo  # left as they were
+
+
+def named_pipes(workspace: Path) -> None:
+    """Where git opens files as it lists a workspace: a folder's `.gitignore`, a nested repository's `HEAD` and
+    `commondir`. An unpacked archive (or a command) can leave a named pipe in any of them."""
+    os.mkfifo(workspace / ".gitignore")
+    (workspace / "docs").mkdir()
+    os.mkfifo(workspace / "docs" / ".gitignore")
+    for name, pipe in (("vendor", "HEAD"), ("tools", "commondir")):
+        gitdir = workspace / name / ".git"
+        (gitdir / "objects").mkdir(parents=True)
+        (gitdir / "refs").mkdir()
+        if pipe != "HEAD":
+            (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+        os.mkfifo(gitdir / pipe)
 
 
 def test_a_fifo_outside_the_workspace_ends_the_snapshot_with_its_name(tmp_path: Path, workspace: Path) -> None:

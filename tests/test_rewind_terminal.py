@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_checkpoint_store import named_pipes
+
 AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
 
 
@@ -55,28 +57,13 @@ def test_rewind_in_the_terminal_on_the_continued_session(tmp_path: Path) -> None
     assert missing.returncode == 2 and "sess_nope" in missing.stdout
 
 
-def _named_pipes(workspace: Path) -> None:
-    """Where git opens files as it lists a workspace: a folder's `.gitignore`, a nested repository's `HEAD` and
-    `commondir`. An unpacked archive (or a command) can leave a named pipe in any of them."""
-    os.mkfifo(workspace / ".gitignore")
-    (workspace / "docs").mkdir()
-    os.mkfifo(workspace / "docs" / ".gitignore")
-    for name, pipe in (("vendor", "HEAD"), ("tools", "commondir")):
-        gitdir = workspace / name / ".git"
-        (gitdir / "objects").mkdir(parents=True)
-        (gitdir / "refs").mkdir()
-        if pipe != "HEAD":
-            (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
-        os.mkfifo(gitdir / pipe)
-
-
 def test_named_pipes_where_git_reads_hold_neither_the_turn_nor_rewind(tmp_path: Path) -> None:
     """Before: the session's first snapshot waited 300 s for git (blocked opening the pipe), every step behind
     it, and a later snapshot for ever."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (tmp_path / "home").mkdir()
-    _named_pipes(workspace)
+    named_pipes(workspace)
 
     first = _run(tmp_path, workspace, "run: echo one > a.txt")
     assert first.returncode == 0, first.stderr
