@@ -385,3 +385,18 @@ async def test_a_cancelled_snapshot_answers_at_once_and_stops_its_git(tmp_path: 
         with pytest.raises(asyncio.CancelledError):
             await task
     await poll(lambda: not any("sleep 601" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()), what="stop")
+
+
+def test_a_link_to_a_device_where_git_reads_ends_the_snapshot_and_says_so(tmp_path: Path, workspace: Path) -> None:
+    """A nested repository's `commondir -> /dev/zero`: git read it into memory for ever (3 GB in 5 s here) during
+    the session's first snapshot. Now the snapshot stops at once, and checkpoints go off naming it."""
+    (workspace / "a.txt").write_text("a\n")
+    gitdir = workspace / "vendor" / ".git"
+    (gitdir / "objects").mkdir(parents=True)
+    (gitdir / "refs").mkdir()
+    (gitdir / "HEAD").write_text("ref: refs/heads/main\n")
+    (gitdir / "commondir").symlink_to("/dev/zero")
+    index = _store(tmp_path, workspace)
+
+    with pytest.raises(StoreError, match="reading the device /dev/zero"):
+        _snapshot_within(index, 20)

@@ -458,3 +458,16 @@ def test_the_portable_second_pass_reads_what_the_proven_handle_holds(tmp_path: P
     [(copy, shown)] = shown_of.items()
     assert shown == "a.txt" and Path(copy).read_text() == "needle inside\n"
     assert (ws / "a.txt").read_text() == "needle SECRET\n"  # the control: by name, the secret
+
+
+@pytest.mark.parametrize("name", [".gitignore", ".ignore", "lib/.rgignore"])
+async def test_an_ignore_file_that_links_to_a_device_stops_the_search_and_says_so(repo: Path, name: str) -> None:
+    """Git stores links, so a plain clone can bring `.gitignore -> /dev/zero`: rg read it for ever, gigabytes a
+    second into the memory of a process outside the sandbox. Now the search stops at once and names it."""
+    (repo / name).unlink(missing_ok=True)
+    (repo / name).symlink_to("/dev/zero")
+
+    with anyio.fail_after(20), pytest.raises(ToolError, match="the device /dev/zero through a link"):
+        await grep(repo, pattern="helper")
+    with anyio.fail_after(20), pytest.raises(ToolError, match="the device /dev/zero"):
+        await glob_in(repo, "**/*.py")

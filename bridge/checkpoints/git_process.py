@@ -1,9 +1,11 @@
 """One git process of the checkpoints, run so that nothing in the workspace can hold it and a cancel stops it.
 
 Git opens files of the workspace as it lists it (`.gitignore` in every folder, a nested repository's `HEAD` and
-`commondir`): a named pipe there held the snapshot, and every step and cancel behind it. While git runs it is
-looked at every POLL_S (bridge/execution/pipes.py): a pipe it waits to open in the workspace or the store is
-opened for it; one elsewhere (a nested `.git` file may point anywhere) stops git, and the error names it.
+`commondir`): a named pipe there held the snapshot, and every step and cancel behind it; a link there to a device
+(`commondir -> /dev/zero`) made git read gigabytes into memory. While git runs it is looked at every POLL_S
+(bridge/execution/pipes.py): a pipe it waits to open in the workspace or the store is opened for it; one
+elsewhere (a nested `.git` file may point anywhere) stops git, and so does a device it reads; the error names
+either.
 
 `stoppable(event)`: while it is set up, setting `event` stops the git running in that thread (a cancelled
 step, a closing session) within POLL_S.
@@ -19,7 +21,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bridge.execution.pipes import UNNAMED, open_for, pipes_waited
+from bridge.execution.pipes import UNNAMED, devices_read, open_for, pipes_waited
 
 POLL_S = 0.05  # how often a running git is looked at (one that ends sooner is never looked at)
 MAX_PIPES = 64  # pipes opened for one git run; a workspace with more ends the snapshot
@@ -56,6 +58,7 @@ def run_git(
     stop = _stop.get()
     deadline = None if timeout is None else time.monotonic() + timeout
     opened = 0
+    devices: set[str] = set()
     with subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
@@ -84,6 +87,13 @@ def run_git(
                     if not open_for(pipe, ours):
                         raise GitHeld(f"held opening the named pipe (FIFO) {pipe}, outside the workspace")
                     opened += 1
+                seen, devices = devices, devices_read(proc.pid)
+                if reading := seen & devices:
+                    raise GitHeld(f"reading the device {_device(reading)} through a link in the workspace")
         except BaseException:
             proc.kill()
             raise
+
+
+def _device(found: set[str]) -> str:
+    return sorted(found)[0].split(":", 1)[1]

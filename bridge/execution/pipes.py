@@ -8,6 +8,11 @@ wait for a writer that never comes. While such a program runs, its caller asks `
 the process is our own child); `open_for` then opens that pipe for writing and closes it at once, so the
 program reads an empty file (as for any pipe nothing writes to) and goes on. The pipe itself is left as it was.
 A pipe outside the places the caller names is not ours to open: the caller stops the program and names it.
+
+A link there may also lead to a device: `.gitignore -> /dev/zero` (git stores links, so a plain clone can bring
+it) made ripgrep read for ever, gigabytes a second into memory, outside the sandbox; a nested `commondir` the
+same for git. `devices_read` names the devices such a program has open (beyond its standard streams): the caller
+stops it once it sees the same one twice.
 Without `/proc` (macOS, Windows) nothing is seen: the callers' own bounds and cancels apply.
 """
 
@@ -45,6 +50,27 @@ def pipes_waited(pid: int) -> list[str]:
             continue
         if wchan in _FIFO_WAITS:
             found.append(_opening(pid, tid) or UNNAMED)
+    return found
+
+
+def devices_read(pid: int) -> set[str]:
+    """The devices (other than /dev/null) process `pid` has open beyond fds 0–2, as `fd:path`."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    found: set[str] = set()
+    for fd in fds:
+        if fd in ("0", "1", "2"):
+            continue
+        try:
+            mode = os.stat(f"/proc/{pid}/fd/{fd}").st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target != os.devnull:
+                    found.add(f"{fd}:{target}")
+        except OSError:
+            continue
     return found
 
 

@@ -14,7 +14,7 @@ import anyio
 from anyio.abc import ByteReceiveStream
 
 from bridge.execution import programs
-from bridge.execution.pipes import UNNAMED, open_for, pipes_waited
+from bridge.execution.pipes import UNNAMED, devices_read, open_for, pipes_waited
 from bridge.tools.base import Location, ToolError
 from bridge.tools.paths import path_problem
 
@@ -56,8 +56,9 @@ async def run_rg(
     `separator` ends a line (NUL for the path lists of `--files --null` and `--files-with-matches --null`).
     `pass_fds`: open files rg reads as `/proc/self/fd/N` (the exact second pass).
     rg opens `.gitignore`, `.ignore` and `.rgignore` in every folder it walks: a named pipe there would hold it
-    for ever. One under `cwd` or `ours` is opened for it (it reads as empty: bridge/execution/pipes.py); one
-    elsewhere stops rg, and the ToolError names it."""
+    for ever, a link to a device (`/dev/zero`) would fill the memory. A pipe under `cwd` or `ours` is opened for
+    it (it reads as empty: bridge/execution/pipes.py); a pipe elsewhere, or a device read, stops rg, and the
+    ToolError names it."""
     process = await anyio.open_process(
         [rg_binary(), *args],
         cwd=str(cwd),
@@ -99,9 +100,9 @@ async def run_rg(
             await process.aclose()
     if held:
         raise ToolError(
-            f"ripgrep was held opening the named pipe (FIFO) {held[0] or '(its name could not be read)'}, "
-            "outside the folders searched: ripgrep reads the ignore files (.gitignore, .ignore) of every folder "
-            "it walks and of the folders above. Search a folder that does not reach it, or use Bash."
+            f"ripgrep was stopped reading {held[0]}: ripgrep reads the ignore files (.gitignore, .ignore, "
+            ".rgignore) of every folder it walks and of the folders above. Search a folder that does not reach "
+            "it, or use Bash."
         )
     return RgRun(lines, complete, process.returncode, err.decode("utf-8", errors="replace"))
 
@@ -111,6 +112,7 @@ async def _free_pipes(
 ) -> None:
     """While rg runs: a pipe it waits to open under `ours` is opened for it; any other stops it (in `held`)."""
     opened = 0
+    devices: set[str] = set()
     with scope:
         while process.returncode is None:
             await anyio.sleep(PIPE_POLL_S)
@@ -118,7 +120,16 @@ async def _free_pipes(
                 if pipe != UNNAMED and opened < MAX_PIPES and open_for(pipe, ours):
                     opened += 1
                     continue
-                held.append(pipe)
+                held.append(
+                    f"the named pipe (FIFO) {pipe or '(its name could not be read)'}, outside the folders searched"
+                )
+                _kill(process)
+                return
+            seen, devices = devices, devices_read(process.pid)
+            if reading := sorted(seen & devices):
+                held.append(
+                    f"the device {reading[0].split(':', 1)[1]} through a link (an ignore file that links to it)"
+                )
                 _kill(process)
                 return
 
