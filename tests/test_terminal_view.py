@@ -436,3 +436,22 @@ async def test_ctrl_c_while_a_command_runs_leaves_a_clean_screen(tmp_path: Path)
     assert not SPINNER & set(term.text()) and "running ·" not in term.text()
     start = lines.index("● `echo waiting; sleep 60`")
     assert lines[start + 1 : start + 3] == ["^C cancelling…", "  ⎿ Interrupted by user"], lines[start:]
+
+
+def test_a_failed_edit_says_its_diff_was_not_applied(tmp_path: Path) -> None:
+    """The question showed the proposed diff; the call then failed (the link leads to a device). Under the error
+    the diff stayed, headed `edited: +1 -1`, as if it had been made."""
+    ws = workspace(tmp_path / "a")
+    (ws / "z").symlink_to("/dev/zero")
+    edit = {
+        "type": "tool_use",
+        "name": "Edit",
+        "input": {"file_path": str(ws / "z"), "old_string": "a", "new_string": "b"},
+    }
+    scenario = {"responses": [{"content": [edit], "stop_reason": "tool_use"}, {"content": [text("done")]}]}
+
+    out = piped(tmp_path / "a", scenario, "go", "--dangerously-approve-all")
+
+    result = out[out.index("⎿") :]
+    assert "not a regular file" in result
+    assert "(edited, not applied: +1 -1)" in result and "(edited: +1" not in result, result

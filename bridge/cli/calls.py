@@ -31,12 +31,13 @@ def shown(text: str) -> str:
     return visible(text, keep_newlines=True, keep_tabs=True)
 
 
-def render(item: Display) -> list[str]:
-    """What a tool shows, as terminal lines (bounded): a text's first lines, a diff's changed lines."""
-    return [shown(line) for line in _render(item)]
+def render(item: Display, *, applied: bool = True) -> list[str]:
+    """What a tool shows, as terminal lines (bounded): a text's first lines, a diff's changed lines. A diff of a
+    call that failed or was refused says it was not applied (what it proposed stays in view)."""
+    return [shown(line) for line in _render(item, applied)]
 
 
-def _render(item: Display) -> list[str]:
+def _render(item: Display, applied: bool) -> list[str]:
     match item:
         case TextContent(text=text):
             lines = text.strip().splitlines()
@@ -48,6 +49,7 @@ def _render(item: Display) -> list[str]:
                 if not line.startswith(("---", "+++", "@@"))
             ]
             verb = "new file" if item.old_text is None else "edited"
+            verb = verb if applied else f"{verb}, not applied"
             added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
             lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
         case _:
@@ -174,7 +176,8 @@ class CallTree:
         if more > 0:
             out.append(paint(DIM, f"{pad}  … {more} more line{'s' if more != 1 else ''}"))
         for item in done.display:
-            out += [f"{pad}  {self._display_line(line, inner)}" for line in render(item)]
+            lines = render(item, applied=done.status != "failed")
+            out += [f"{pad}  {self._display_line(line, inner)}" for line in lines]
         return out
 
     def _display_line(self, line: str, width: int | None) -> str:
