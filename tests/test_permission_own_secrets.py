@@ -41,7 +41,7 @@ class Home:
             grammar=GRAMMAR,
             mode=mode,
             session_rules=RuleSet.of(allow=list(allow)),
-            secrets=OwnSecrets.of(self.data, self.claude),
+            secrets=OwnSecrets.of(self.data, self.claude, self.home),
         )
 
 
@@ -84,15 +84,57 @@ def test_a_link_in_the_workspace_to_a_secret_is_the_secret(home: Home) -> None:
         assert decide(engine, "Bash", {"command": f"cat {path}"}).behavior == "deny", path
 
 
-def test_a_command_reading_a_tree_that_holds_a_secret_asks_unless_the_sandbox_masks_it(home: Home) -> None:
-    engine = home.engine()
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_a_command_reading_a_tree_that_holds_a_secret_is_denied_unless_the_sandbox_masks_it(
+    home: Home, mode: Mode
+) -> None:
+    engine = home.engine(mode)
     (home.claude / "plugins").mkdir()
     command = {"command": f"grep -r token {home.home}"}
     decision = decide(engine, "Bash", command)
-    assert decision.behavior == "ask" and "holds the bridge's own secret" in decision.reason, decision
+    assert decision.behavior == "deny" and "holds the bridge's own secret" in decision.reason, decision
     assert decide(engine, "Bash", {"command": f"grep -r token {home.claude / 'plugins'}"}).behavior == "allow"
     engine.sandboxed = lambda: True
     assert decide(engine, "Bash", command).behavior == "allow"
+
+
+def test_a_hard_link_to_a_secret_made_after_the_secrets_were_listed_is_still_one(home: Home) -> None:
+    engine = home.engine("bypassPermissions")
+    project = home.home / "project"
+    project.mkdir()
+    (project / "plain.txt").write_text("x")
+    assert decide(engine, "Bash", {"command": f"grep -r x {project}"}).behavior == "allow"
+    assert decide(engine, "Read", {"file_path": str(project / "plain.txt")}).behavior == "allow"
+    later = home.data / "mcp-auth" / "later.json"  # a secret that did not exist when they were listed
+    later.write_text("{}")
+    os.link(later, project / "notes.txt")
+    engine.sandboxed = lambda: True
+    for tool, raw in (
+        ("Read", {"file_path": str(project / "notes.txt")}),
+        ("Bash", {"command": f"cat {project / 'notes.txt'}"}),
+        ("Bash", {"command": f"grep -r x {project}"}),
+    ):
+        decision = decide(engine, tool, raw)
+        assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, (tool, decision)
+    assert decide(engine, "Read", {"file_path": str(project / "plain.txt")}).behavior == "allow"
+    guard = engine.read_guard()
+    assert "hard link" in (guard(project / "notes.txt", project) or "")
+    assert guard(project / "plain.txt", project) is None
+
+
+def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> None:
+    engine = home.engine("bypassPermissions")
+    for path in (
+        home.home / ".claude.json",
+        home.claude / ".claude.json",
+        home.home / ".claude.json.backup",
+        home.claude / "backups" / ".claude.json.backup.1764900000000",
+        home.claude / "projects" / "-home-me-app" / "0b1c.jsonl",
+    ):
+        decision = decide(engine, "Read", {"file_path": str(path)})
+        assert decision.behavior == "deny" and "Claude Code" in decision.reason, (path, decision)
+    for path in (home.claude / "settings.json", home.claude / "projects" / "notes.md"):
+        assert decide(engine, "Read", {"file_path": str(path)}).behavior == "allow", path
 
 
 def test_grep_and_glob_results_leave_the_secrets_out(home: Home) -> None:

@@ -4,7 +4,10 @@ shell verdict and hooks. The loop calls `decide` (or `decide_async`); a front en
 Order of a decision (the first step that decides wins):
  1. a deny rule matching the call (any part of a compound command, any path it touches; a command or path
     that can't be read matches every deny rule that could apply) -> deny; so does a path the call names that is
-    one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named or resolved
+    one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named, resolved or by
+    another name of its file (a hard link), and a command that would read one through a tree it reads while
+    nothing masks it (secret_trees.py: no OS sandbox and the tree holds one or follows a link to one; a hard link
+    in it, sandbox or not) — a question would be skipped by bypassPermissions and a yes-to-all
  2. a settings file that can't be read or parsed (it may hold deny rules) -> ask, whatever the mode
  3. a call that leaves plan mode (it says so: `CallFacts.leaves_plan`): ask in plan mode (allow elsewhere:
     there is nothing to leave)
@@ -22,8 +25,7 @@ Order of a decision (the first step that decides wins):
  8. a hook's `ask` -> ask; a hook's `allow` -> allow
  9. bypassPermissions (unless disabled by settings) -> allow
 10. a command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
-    rules were written for sandboxed commands); a command that reads a directory holding one of the bridge's own
-    secrets while no sandbox masks them -> ask
+    rules were written for sandboxed commands)
 11. allow rules / read-only inside the workspace / acceptEdits for edits inside the workspace -> allow
 12. otherwise ask, with narrow always-rules to offer.
 An ask becomes a deny in dontAsk mode and when no one can answer (`interactive=False`). A path no file can
@@ -70,6 +72,7 @@ from bridge.permissions.rules import (
     compile_rule,
 )
 from bridge.permissions.runs_later import hook_named, mcp_named
+from bridge.permissions.secret_trees import tree_secret
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.tool_decision import ToolJudge
@@ -326,10 +329,11 @@ class PermissionEngine:
             return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
         secret = self.secrets.named(_accesses(call))
         if secret is not None:
-            access, which = secret
-            return Decision(
-                "deny", f"{access.real} is the bridge's own secret ({which.what}): no tool may read or change it"
-            )
+            access, what = secret
+            return Decision("deny", f"{access.real} is the bridge's own secret ({what}): no tool may read or change it")
+        unmasked = tree_secret(self.secrets, call.bash, sandboxed=self.sandboxed()) if call.bash else None
+        if unmasked is not None:
+            return Decision("deny", f"{unmasked}; no tool may read it")
         lockdown = self._lockdown()
         if lockdown:
             return Decision("ask", f"{lockdown[0].file} can't be read in full, so every call asks until it is fixed")
@@ -361,14 +365,6 @@ class PermissionEngine:
                 "ask",
                 "The OS sandbox is unavailable, so commands that are not read-only ask first",
                 shown=Shown(marks=marks(writers)),
-            )
-        held = self.secrets.held_in(t.root for f in call.bash.parts for t in f.trees) if call.bash else None
-        if held is not None and not self.sandboxed():
-            root, which = held
-            return Decision(
-                "ask",
-                f"The command reads all of {root.real}, which holds the bridge's own secret ({which.what}), "
-                "and no OS sandbox hides it from commands here",
             )
         suggester = Suggester(self.settings.local_settings_path, self._workspace, self._grammar, call.tool)
         if call.bash is not None:
