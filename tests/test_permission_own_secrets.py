@@ -15,6 +15,7 @@ from bridge.permissions.modes import Mode
 from bridge.permissions.own_secrets import OwnSecrets
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.shell_paths import MAX_SCAN_ENTRIES
 from tests.permission_calls import GRAMMAR, decide
 
 
@@ -120,6 +121,19 @@ def test_a_hard_link_to_a_secret_made_after_the_secrets_were_listed_is_still_one
     guard = engine.read_guard()
     assert "hard link" in (guard(project / "notes.txt", project) or "")
     assert guard(project / "plain.txt", project) is None
+
+
+def test_a_link_following_walk_too_big_to_check_asks_even_in_bypass_mode(home: Home) -> None:
+    big = home.home / "big"
+    big.mkdir()
+    for i in range(MAX_SCAN_ENTRIES + 1):
+        (big / str(i)).touch()
+    engine = home.engine("bypassPermissions")
+    decision = decide(engine, "Bash", {"command": f"grep -R x {big}"})
+    assert decision.behavior == "ask" and "too many files" in decision.reason, decision
+    assert decide(engine, "Bash", {"command": f"grep -r x {big}"}).behavior == "allow", "no link is followed"
+    engine.sandboxed = lambda: True
+    assert decide(engine, "Bash", {"command": f"grep -R x {big}"}).behavior == "allow", "the sandbox masks them"
 
 
 def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> None:

@@ -7,12 +7,13 @@ Order of a decision (the first step that decides wins):
     one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named, resolved or by
     another name of its file (a hard link), and a command that would read one through a tree it reads while
     nothing masks it (secret_trees.py: no OS sandbox and the tree holds one or follows a link to one; a hard link
-    in it, sandbox or not) — a question would be skipped by bypassPermissions and a yes-to-all
+    in it, sandbox or not) — a question would be skipped by bypassPermissions (a walk that can't be finished to
+    tell asks at step 5)
  2. a settings file that can't be read or parsed (it may hold deny rules) -> ask, whatever the mode
  3. a call that leaves plan mode (it says so: `CallFacts.leaves_plan`): ask in plan mode (allow elsewhere:
     there is nothing to leave)
  4. a PreToolUse hook that blocked or denied -> deny
- 5. an ask rule -> ask (even in bypassPermissions)
+ 5. an ask rule -> ask (even in bypassPermissions); so does a command whose tree walk for step 1 was cut short
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
     settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
@@ -332,8 +333,8 @@ class PermissionEngine:
             access, what = secret
             return Decision("deny", f"{access.real} is the bridge's own secret ({what}): no tool may read or change it")
         unmasked = tree_secret(self.secrets, call.bash, sandboxed=self.sandboxed()) if call.bash else None
-        if unmasked is not None:
-            return Decision("deny", f"{unmasked}; no tool may read it")
+        if unmasked is not None and unmasked.behavior == "deny":
+            return unmasked
         lockdown = self._lockdown()
         if lockdown:
             return Decision("ask", f"{lockdown[0].file} can't be read in full, so every call asks until it is fixed")
@@ -343,6 +344,8 @@ class PermissionEngine:
             return Decision("allow", "not in plan mode")
         if hook is not None and hook.denied:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
+        if unmasked is not None:  # a walk cut short: it can't be told
+            return unmasked
         ask = matching_rule(rules, call, "ask")
         if ask is not None:
             decision = by_rule("ask", ask, f"rule {ask.text} asks for this{call.fail_closed()}")

@@ -310,3 +310,32 @@ async def test_without_a_sandbox_no_mode_reads_a_tree_holding_a_secret(tmp_path:
         assert leaked(requests, out) == [], out
         assert "the bridge's own secret" in grep_r and "no OS sandbox" in grep_r, grep_r
         assert "PLAIN-TOKEN-7" in control, "the control: a tree with no secret in it is searched"
+
+
+async def test_without_a_sandbox_a_program_the_checker_does_not_know_reads_no_folder_reaching_a_secret(
+    tmp_path: Path,
+) -> None:
+    """`tar`, `cp -rL`, `find -L`: what they walk the checker can't say, so a folder they are given that holds a
+    secret, or has a link in it to one, is denied in every mode while no sandbox hides the secrets (a yes-to-all
+    would run them); the control: the same programs on a folder without such a link run."""
+    place = a_home(tmp_path)
+    project = place.home / "project"
+    (project / "docs").mkdir(parents=True)
+    (project / "plain").mkdir()
+    (project / "plain" / "a.json").write_text('{"accessToken": "PROJECT-PLAIN-11"}')
+    (project / "docs" / "data").symlink_to(place.data)
+    copy = tmp_path / "copy"
+    calls = [
+        ("Bash", {"command": f"tar -cf - {place.data}"}),
+        ("Bash", {"command": "tar -chf - project/docs"}),
+        ("Bash", {"command": f"cp -rL project/docs {copy} && cat {copy}/data/mcp-auth/*"}),
+        ("Bash", {"command": "find -L project/docs -type f -exec cat {} +"}),
+        ("Bash", {"command": "tar -chf - project/plain"}),
+    ]
+    requests, out = await run_turn(place, place.home, calls, "--dangerously-approve-all")
+    *denied, control = results(requests[-1])
+
+    assert leaked(requests, out) == [], out
+    for result in denied:
+        assert "the bridge's own secret" in result and "no OS sandbox" in result, result
+    assert "PROJECT-PLAIN-11" in control, "the control: a folder without such a link is read"
