@@ -14,6 +14,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.own_secrets import OwnSecrets
 from bridge.permissions.rules import RuleSet
+from bridge.permissions.sandbox_policy import EXPAND_ENTRIES, expand
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.shell_paths import MAX_SCAN_ENTRIES
 from tests.permission_calls import GRAMMAR, decide
@@ -136,6 +137,20 @@ def test_a_link_following_walk_too_big_to_check_asks_even_in_bypass_mode(home: H
     assert decide(engine, "Bash", {"command": f"grep -R x {big}"}).behavior == "allow", "the sandbox masks them"
 
 
+def test_the_sandbox_finds_every_secret_to_mask_without_walking_the_home_folder(home: Home) -> None:
+    """The masks share a budget of entries visited: a secret whose pattern walked the home folder would use it up
+    (a large home) and leave the secrets after it unmasked."""
+    state = home.home / ".claude.json"
+    state.write_text("{}")
+    big = home.home / "big"
+    big.mkdir()
+    for i in range(EXPAND_ENTRIES + 1):
+        (big / str(i)).touch()
+    found = expand(OwnSecrets.of(home.data, home.claude, home.home).patterns)
+    assert found.truncated == []
+    assert {state, home.credentials, home.token.parent, home.transcript} <= set(found.paths), found.paths
+
+
 def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> None:
     engine = home.engine("bypassPermissions")
     for path in (
@@ -144,10 +159,11 @@ def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> 
         home.home / ".claude.json.backup",
         home.claude / "backups" / ".claude.json.backup.1764900000000",
         home.claude / "projects" / "-home-me-app" / "0b1c.jsonl",
+        home.claude / "projects" / "-home-me-app" / "0b1c" / "subagents" / "agent-1.jsonl",
     ):
         decision = decide(engine, "Read", {"file_path": str(path)})
         assert decision.behavior == "deny" and "Claude Code" in decision.reason, (path, decision)
-    for path in (home.claude / "settings.json", home.claude / "projects" / "notes.md"):
+    for path in (home.claude / "settings.json", home.home / "project" / ".claude.json", home.claude / "todos" / "a"):
         assert decide(engine, "Read", {"file_path": str(path)}).behavior == "allow", path
 
 

@@ -7,10 +7,13 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
 - `<data dir>/checkpoints/`: the checkpoint store, copies of the files of every workspace the bridge edited;
 - `<Claude home>/.credentials.json`: Claude Code's sign-in;
 - Claude Code's state, `~/.claude.json` and `<Claude home>/.claude.json` (the one `CLAUDE_CONFIG_DIR` moves it to),
-  with its backups and temporary copies (`.claude.json*`, `<Claude home>/backups/.claude.json*`): the MCP servers it
-  configures (their `env` and `headers`: tokens), the API key, the account. The bridge reads the MCP servers from
-  it itself (bridge/mcp/config.py); only the model's tools are kept out;
-- `<Claude home>/projects/*/*.jsonl`: Claude Code's transcripts, for the reason ours are.
+  with its backups (`.claude.json.backup` beside it, `<Claude home>/backups/`): the MCP servers it configures (their
+  `env` and `headers`: tokens), the API key, the account. The bridge reads the MCP servers from it itself
+  (bridge/mcp/config.py); only the model's tools are kept out;
+- `<Claude home>/projects/`: Claude Code's transcripts, for the reason ours are.
+
+Names, not globs, where a glob's literal part is a large folder (the home folder): the sandbox walks below it to
+find what a pattern matches (sandbox_policy.expand), within a budget the masks share.
 
 A session's own stored results (`sessions/<id>/tool-results/`, `bash-output/`) are not on it: the model is told to
 page through them with Read.
@@ -60,10 +63,12 @@ class OwnSecrets:
             (data, "sessions/*/agents", "a sub-agent's transcript"),
             (data, "checkpoints", "its checkpoint store"),
             (claude, ".credentials.json", "Claude Code's sign-in"),
-            (user, ".claude.json*", state),
-            (claude, ".claude.json*", state),
-            (claude, "backups/.claude.json*", state),
-            (claude, "projects/*/*.jsonl", "Claude Code's session transcript"),
+            (user, ".claude.json", state),
+            (user, ".claude.json.backup", state),
+            (claude, ".claude.json", state),
+            (claude, ".claude.json.backup", state),
+            (claude, "backups", state),
+            (claude, "projects", "Claude Code's session transcripts"),
         )
         return cls(tuple(_secret(base, below, what) for base, below, what in entries), SecretInodes(entries))
 
