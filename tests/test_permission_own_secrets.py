@@ -151,6 +151,18 @@ def test_the_sandbox_finds_every_secret_to_mask_without_walking_the_home_folder(
     assert {state, home.credentials, home.token.parent, home.transcript} <= set(found.paths), found.paths
 
 
+def test_the_sandbox_finds_every_transcript_to_mask_beside_a_session_with_many_stored_results(home: Home) -> None:
+    """`sessions/*/agents` lies one level down: the walk for it need not look inside a session's stored results
+    (thousands of files), which would use up the budget and leave transcripts unmasked."""
+    stored = home.data / "sessions" / "sess_big" / "tool-results"
+    stored.mkdir(parents=True)
+    for i in range(EXPAND_ENTRIES + 1):
+        (stored / str(i)).touch()
+    found = expand(OwnSecrets.of(home.data, home.claude, home.home).patterns)
+    assert found.truncated == []
+    assert {home.transcript, home.sidechain.parent} <= set(found.paths), found.paths
+
+
 def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> None:
     engine = home.engine("bypassPermissions")
     for path in (
