@@ -211,7 +211,7 @@ async def test_claude_codes_state_file_and_its_backups_are_the_bridges_own_secre
         ("Grep", {"pattern": "CLAUDE|TOKEN", "path": str(place.home), "output_mode": "content"}),
         ("Bash", {"command": f"cat {place.claude / 'ordinary.json'}"}),
     ]
-    requests, out = await run_turn(place, place.home, calls, "--dangerously-approve-all")
+    requests, out = await run_turn(place, place.home, calls, "--non-interactive")  # a question would be a no
     read, read_claude, cat, grep, control = results(requests[-1])
 
     assert leaked(requests, out) == [], out
@@ -248,7 +248,7 @@ async def test_a_hard_link_to_a_secret_is_the_secret(sandbox: bool) -> None:
             ("Edit", {"file_path": str(project / "cache.json"), "old_string": "CLAUDE", "new_string": "MINE"}),
             ("Read", {"file_path": str(project / "plain.json")}),
         ]
-        requests, out = await run_turn(place, project, calls, "--dangerously-approve-all", sandbox=sandbox)
+        requests, out = await run_turn(place, project, calls, "--non-interactive", sandbox=sandbox)
         assert "CLAUDE-CRED-1" in place.credentials.read_text(), "the edit was refused"
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -287,6 +287,7 @@ async def test_a_search_that_follows_links_does_not_follow_one_to_a_secret(sandb
     grep_r, rg_l, control = results(requests[-1])
 
     assert leaked(requests, out) == [], out
+    assert "approved without asking" not in out, "denied, not asked; the control runs unasked"
     if sandbox:
         assert "DATA-VISIBLE-6" in grep_r, "the sandbox masks the secrets, not the folder"
     else:
@@ -308,6 +309,7 @@ async def test_without_a_sandbox_no_mode_reads_a_tree_holding_a_secret(tmp_path:
         requests, out = await run_turn(place, place.home, calls, *flags)
         grep_r, control = results(requests[-1])
         assert leaked(requests, out) == [], out
+        assert "approved without asking" not in out, "denied, not asked; the control runs unasked"
         assert "the bridge's own secret" in grep_r and "no OS sandbox" in grep_r, grep_r
         assert "PLAIN-TOKEN-7" in control, "the control: a tree with no secret in it is searched"
 
