@@ -19,10 +19,11 @@ A session's own stored results (`sessions/<id>/tool-results/`, `bash-output/`) a
 page through them with Read.
 
 Who asks it: the OS sandbox masks these paths for commands (bridge/execution/sandbox.py); the permission engine
-denies any call that names one, reading or writing, in every mode (engine step 1), and asks before a command reads
-a directory that holds one when no sandbox masks them (step 10); Grep and Glob leave them out of their results
-(read_guard.py). Paths are compared as resolved, so a link in the workspace that leads to one is one; a file that is
-another name of one (a hard link: the same inode, which no path comparison sees) is one too (`linked`).
+denies any call that names one, reading or writing, in every mode (engine step 1), and a command that would read
+one through a folder it walks (secret_trees.py: the folder holds one or links to one while no sandbox masks them, or
+holds a hard link to one); Grep and Glob leave them out of their results (read_guard.py). Paths are compared as
+resolved, so a link in the workspace that leads to one is one; a file that is another name of one (a hard link: the
+same inode, which no path comparison sees) is one too (`linked`).
 """
 
 from __future__ import annotations
