@@ -5,17 +5,19 @@ settings files in temp dirs; the user's answers in a real store outside the work
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from bridge.permissions.command_limits import UNSET
 from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import Mode
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustAnswer, TrustItem, TrustPrompt, TrustQuestion
 from bridge.visible import MAX_SHOWN_CHARS
-from tests.permission_calls import GRAMMAR
+from tests.permission_calls import GRAMMAR, decide
 
 
 @pytest.fixture(autouse=True)
@@ -274,3 +276,24 @@ def test_a_folders_additional_directory_holding_home_is_refused_the_users_own_is
     ]
     store.trust.approve(store.pending_trust())
     assert store.additional_directories == [home / "code" / "sibling", home], "the user's own file: as written"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+@pytest.mark.parametrize("store_name", ["trusted-folders.json", "mcp-approvals.json"])
+def test_the_users_answers_are_not_written_by_a_tool_without_asking(
+    tmp_path: Path, mode: Mode, store_name: str
+) -> None:
+    """The trust store and the MCP approvals widen what runs in every later session (a folder's hooks, a project's
+    servers): with the config dir inside the workspace (the home folder opened), a write to one asks in every mode,
+    as the user's settings do, and the sandbox keeps them read-only; the control: a file beside them is written."""
+    home = tmp_path / "home"
+    config = home / ".config" / "agent-bridge"
+    config.mkdir(parents=True)
+    store = SettingsStore(home, user_config_dir=config, claude_home=home / ".claude")
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    answers = Path(os.path.realpath(config / store_name))
+    decision = decide(engine, "Write", {"file_path": str(answers), "content": "{}"})
+    assert decision.behavior == "ask" and str(answers) in decision.reason, decision
+    assert answers in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
+    beside = decide(engine, "Write", {"file_path": str(config / "notes.txt"), "content": "{}"})
+    assert beside.behavior == "allow", beside

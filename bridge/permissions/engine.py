@@ -16,8 +16,9 @@ Order of a decision (the first step that decides wins):
  5. an ask rule -> ask (even in bypassPermissions); so does a command whose tree walk for step 1 was cut short
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
-    settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
-    command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
+    settings and answers (trusted folders, approved MCP servers), and what runs later by itself: runs_later.py —
+    `.vscode/`, `.envrc`, the files hooks name…; a command writing git's settings: `git config`, `git remote
+    add`…) -> ask, whatever the mode or rules,
     with no always-option, saying why; a write to a memory file or an agent/command definition (`CLAUDE.md`,
     `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass. What the user allows at this question is
     granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,
@@ -77,6 +78,7 @@ from bridge.permissions.secret_trees import tree_secret
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.tool_decision import ToolJudge
+from bridge.permissions.trust import MCP_APPROVAL_STORE, STORE_NAME
 from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, Shown, SourceName
 
 log = logging.getLogger(__name__)
@@ -208,8 +210,9 @@ class PermissionEngine:
         self._rules, self._compile_issues = [*session, *stored], [*session_issues, *stored_issues]
         self._index = RuleIndex()
         self._index.extend(self._rules)
-        user_settings = self.settings.user_config_dir / "settings.json"
-        protected_files = [*self.settings.protected_files, user_settings]
+        config = self.settings.user_config_dir
+        answers = [config / "settings.json", config / STORE_NAME, config / MCP_APPROVAL_STORE]  # what runs later
+        protected_files = [*self.settings.protected_files, *answers]
         memory = [self.settings.user_config_dir / "AGENTS.md", self.settings.claude_home / "CLAUDE.md"]
         named: list[HeldPath] = hook_named(self.settings, HOOK_EVENTS, self.cwd)
         for file in self.settings.files:
