@@ -204,3 +204,14 @@ def test_acceptedits_asks_before_writing_a_skill_that_loads_into_the_next_sessio
     assert decide(engine, "Write", write, read_only=False).behavior == "ask"
     ordinary = {"file_path": str(ws / "docs" / "setup.md"), "content": "x"}
     assert decide(engine, "Write", ordinary, read_only=False).behavior == "allow", "the control"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_the_record_of_running_processes_is_not_written_by_a_tool(home: Home, mode: Mode) -> None:
+    """The next bridge kills what `<data dir>/running/*.json` names and deletes the folders it lists: a tool that
+    wrote one would kill the user's processes or delete their files at the next start."""
+    engine = home.engine(mode)
+    record = home.data / "running" / "1-1.json"
+    decision = decide(engine, "Write", {"file_path": str(record), "content": '{"processes": [[1, 1]]}'})
+    assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
+    assert decide(engine, "Write", {"file_path": str(home.data / "notes.txt"), "content": "x"}).behavior == "allow"
