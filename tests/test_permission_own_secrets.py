@@ -6,6 +6,7 @@ results leave them out. The end-to-end proof is tests/e2e/test_bridge_secrets.py
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,21 @@ def test_the_record_of_running_processes_is_not_written_by_a_tool(home: Home, mo
     decision = decide(engine, "Write", {"file_path": str(record), "content": '{"processes": [[1, 1]]}'})
     assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
     assert decide(engine, "Write", {"file_path": str(home.data / "notes.txt"), "content": "x"}).behavior == "allow"
+
+
+def test_the_secrets_inodes_are_listed_again_when_a_folder_of_them_changes(home: Home) -> None:
+    """The listing is kept while its folders are unchanged (settled: older than a clock tick); a secret written
+    since is in the next one, and a link made since to a secret already listed is seen at once."""
+    secrets = OwnSecrets.of(home.data, home.claude, home.home)
+    past = time.time() - 60
+    for folder, _, _ in os.walk(home.home):
+        os.utime(folder, (past, past))
+    assert not secrets.inodes.any_linked()
+    assert secrets.inodes.index() is secrets.inodes.index(), "kept while nothing changed"
+    os.link(home.token, home.home / "a.txt")
+    assert secrets.inodes.any_linked() and secrets.linked(home.home / "a.txt") is not None
+    later = home.data / "mcp-auth" / "later.json"
+    later.write_text("{}")
+    os.link(later, home.home / "b.txt")
+    assert secrets.linked(home.home / "b.txt") == "its MCP servers' sign-in tokens"
+    assert secrets.linked(home.ordinary) is None

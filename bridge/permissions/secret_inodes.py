@@ -43,11 +43,13 @@ class SecretInodes:
 
     def linked(self, path: str) -> str | None:
         """What secret the file at `path` is another name of, if it is one."""
+        if not self._secrets:
+            return None
         try:
             st = os.stat(path)
         except (OSError, ValueError):
             return None
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2 or not self._secrets:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
             return None
         index = self.index()
         found = index.files.get((st.st_dev, st.st_ino))
@@ -122,6 +124,7 @@ def _list(secrets: tuple[tuple[Path, str, str], ...]) -> _Index:
     for base, below, what in secrets:
         places = [str(base)]
         for part in below.split("/"):
+            places = [d for d in places if os.path.isdir(d)]  # what the next name is looked for in
             if any(c in part for c in "*?["):
                 places = [e.path for d in places for e in listed(d) if fnmatch.fnmatchcase(e.name, part)]
             else:
