@@ -13,8 +13,10 @@ naming one — a question would be skipped by bypassPermissions and `--dangerous
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from bridge.permissions.bash_facts import BashFacts, Tree
@@ -28,9 +30,10 @@ NO_SANDBOX = "and no OS sandbox hides it from commands here"
 def tree_secret(secrets: OwnSecrets, facts: BashFacts, *, sandboxed: bool) -> Decision | None:
     """A deny when the command would read a secret through a tree it reads; an ask, whatever the mode, when a walk
     that had to be made was cut short (it can't be told)."""
+    inodes = functools.cache(secrets.inodes.any_linked)  # asked once, and only of a tree
     for part in facts.parts:
         for tree in part.trees:
-            why = _tree(secrets, facts.budget, tree, part.part.text, sandboxed)
+            why = _tree(secrets, facts.budget, tree, part.part.text, sandboxed, inodes)
             if why is not None:
                 return why
         if part.part.read_only:
@@ -39,14 +42,22 @@ def tree_secret(secrets: OwnSecrets, facts: BashFacts, *, sandboxed: bool) -> De
         # through links: taken as `grep -R`, but a walk cut short is let through (it asks, but for bypass)
         for access in [*part.reads, *part.maybe_reads]:
             if os.path.isdir(access.real):
-                why = _tree(secrets, facts.budget, Tree(access, follow=True), part.part.text, sandboxed, unsure=False)
+                tree = Tree(access, follow=True)
+                why = _tree(secrets, facts.budget, tree, part.part.text, sandboxed, inodes, unsure=False)
                 if why is not None:
                     return why
     return None
 
 
 def _tree(
-    secrets: OwnSecrets, budget: Budget, tree: Tree, text: str, sandboxed: bool, *, unsure: bool = True
+    secrets: OwnSecrets,
+    budget: Budget,
+    tree: Tree,
+    text: str,
+    sandboxed: bool,
+    linked_somewhere: Callable[[], bool],
+    *,
+    unsure: bool = True,
 ) -> Decision | None:
     """Why reading `tree` reads a secret; past the budget, why it can't be told (`unsure`) or None."""
     if not sandboxed and (held := secrets.held_in([tree.root])) is not None:
@@ -55,7 +66,7 @@ def _tree(
             f"The command reads all of {root.real}, which holds the bridge's own secret ({which.what}), {NO_SANDBOX}"
         )
     links = tree.follow and not sandboxed
-    inodes = secrets.inodes.any_linked()
+    inodes = linked_somewhere()
     if not links and not inodes:
         return None
     # the walk is the program's: into `.git` too, through links only when it follows them
