@@ -297,3 +297,27 @@ def test_the_users_answers_are_not_written_by_a_tool_without_asking(
     assert answers in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
     beside = decide(engine, "Write", {"file_path": str(config / "notes.txt"), "content": "{}"})
     assert beside.behavior == "allow", beside
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: Mode
+) -> None:
+    """Shell startup files, `~/.ssh`, git's global configuration, autostart entries run by themselves later, outside
+    any sandbox: with the home folder in the workspace a write to one asks in every mode and the sandbox keeps
+    them read-only; the controls: another file in the home folder, and a project's own `.bashrc` (a dotfiles
+    repository's) elsewhere, are written unasked."""
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    store = SettingsStore(home, user_config_dir=tmp_path / "cfg", claude_home=home / ".claude")
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    held = [held.path for held in engine.workspace.held()]
+    for name in (".bashrc", ".zshenv", ".profile", ".ssh/authorized_keys", ".gitconfig", ".config/autostart/x.desktop"):
+        decision = decide(engine, "Write", {"file_path": str(home / name), "content": "x"})
+        assert decision.behavior == "ask" and name.split("/")[0] in decision.reason, (name, decision)
+    assert home / ".bashrc" in held and home / ".ssh" in held, "the sandbox keeps them read-only"
+    assert decide(engine, "Write", {"file_path": str(home / "notes.txt"), "content": "x"}).behavior == "allow"
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir()
+    assert decide(engine, "Write", {"file_path": str(dotfiles / ".bashrc"), "content": "x"}).behavior == "allow"

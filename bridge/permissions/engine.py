@@ -73,7 +73,7 @@ from bridge.permissions.rules import (
     RuleSyntaxError,
     compile_rule,
 )
-from bridge.permissions.runs_later import hook_named, mcp_named
+from bridge.permissions.runs_later import home_held, hook_named, mcp_named
 from bridge.permissions.secret_trees import tree_secret
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
@@ -218,6 +218,8 @@ class PermissionEngine:
         for file in self.settings.files:
             if not file.claude:
                 named += mcp_named(file.path, self.cwd)
+        roots = [self.cwd, *self._extra_dirs, *self.settings.additional_directories]
+        named += home_held(Path(os.path.realpath(Path.home())), [Path(os.path.realpath(r)) for r in roots])
         self._workspace = Workspace.of(
             self.cwd, [*self._extra_dirs, *self.settings.additional_directories], protected_files, memory, named
         )
