@@ -321,3 +321,20 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
     dotfiles = home / "dotfiles"
     dotfiles.mkdir()
     assert decide(engine, "Write", {"file_path": str(dotfiles / ".bashrc"), "content": "x"}).behavior == "allow"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_claude_codes_installed_plugins_are_not_written_without_asking(tmp_path: Path, mode: Mode) -> None:
+    """The bridge runs an enabled plugin's hooks and MCP servers from where `installed_plugins.json` says: with
+    `~/.claude` in the workspace (the home folder opened, or `~/.claude` to edit agents), a write there asks in
+    every mode; the control: another file in `~/.claude` is written unasked."""
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    claude = home / ".claude"
+    claude.mkdir(parents=True)
+    store = SettingsStore(home, user_config_dir=tmp_path / "cfg", claude_home=claude)
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    for name in ("installed_plugins.json", "cache/market/fmt/1.0.0/hooks/hooks.json"):
+        decision = decide(engine, "Write", {"file_path": str(claude / "plugins" / name), "content": "{}"})
+        assert decision.behavior == "ask" and "plugin" in decision.reason, (name, decision)
+    assert claude / "plugins" in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
+    assert decide(engine, "Write", {"file_path": str(claude / "notes.md"), "content": "x"}).behavior == "allow"

@@ -218,8 +218,12 @@ class PermissionEngine:
         for file in self.settings.files:
             if not file.claude:
                 named += mcp_named(file.path, self.cwd)
-        roots = [self.cwd, *self._extra_dirs, *self.settings.additional_directories]
-        named += home_held(Path(os.path.realpath(Path.home())), [Path(os.path.realpath(r)) for r in roots])
+        roots = [
+            Path(os.path.realpath(r)) for r in (self.cwd, *self._extra_dirs, *self.settings.additional_directories)
+        ]
+        named += home_held(
+            Path(os.path.realpath(Path.home())), Path(os.path.realpath(self.settings.claude_home)), roots
+        )
         self._workspace = Workspace.of(
             self.cwd, [*self._extra_dirs, *self.settings.additional_directories], protected_files, memory, named
         )

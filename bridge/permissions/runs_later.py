@@ -126,6 +126,7 @@ subfolder runs too); a more specific entry comes before the directory holding it
 precise one)."""
 
 _SHELL = "the shell runs it at every login or new terminal, outside any sandbox"
+_PLUGINS = "it holds Claude Code's plugins, whose hooks and MCP servers the bridge runs"
 _GIT = "every git command reads it: the programs it names (core.fsmonitor, core.hooksPath, aliases) run"
 
 RUNS_AT_LOGIN: tuple[Held, ...] = (
@@ -142,11 +143,15 @@ RUNS_AT_LOGIN: tuple[Held, ...] = (
 own), when a workspace root holds the home folder: the user opened `~` (or above it)."""
 
 
-def home_held(home: Path, roots: Iterable[Path]) -> list[HeldPath]:
-    """RUNS_AT_LOGIN in `home` (resolved), if a root holds it."""
-    if not any(home == root or home.is_relative_to(root) for root in roots):
-        return []
-    return [HeldPath(home / h.name, h.kind, h.why, h.strength) for h in RUNS_AT_LOGIN]
+def home_held(home: Path, claude_home: Path, roots: Sequence[Path]) -> list[HeldPath]:
+    """RUNS_AT_LOGIN in `home`, and Claude Code's plugins in `claude_home` (both resolved), where a root holds
+    them (outside the roots the sandbox keeps them read-only anyway)."""
+    out: list[HeldPath] = []
+    if any(home.is_relative_to(root) for root in roots):
+        out += [HeldPath(home / h.name, h.kind, h.why, h.strength) for h in RUNS_AT_LOGIN]
+    if any(claude_home.is_relative_to(root) for root in roots):
+        out.append(HeldPath(claude_home / "plugins", "dir", _PLUGINS))
+    return out
 
 
 HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
