@@ -234,3 +234,13 @@ def test_the_secrets_inodes_are_listed_again_when_a_folder_of_them_changes(home:
     os.link(later, home.home / "b.txt")
     assert secrets.linked(home.home / "b.txt") == "its MCP servers' sign-in tokens"
     assert secrets.linked(home.ordinary) is None
+
+
+def test_a_sessions_checkpoint_log_is_not_written_by_a_tool(home: Home) -> None:
+    """Rewind restores files from the steps `sessions/<id>/checkpoints.jsonl` records: a tool that wrote one would
+    choose what a later rewind writes into the workspace."""
+    engine = home.engine("acceptEdits")
+    log = home.data / "sessions" / "sess_old" / "checkpoints.jsonl"
+    decision = decide(engine, "Write", {"file_path": str(log), "content": "{}"})
+    assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
+    assert decide(engine, "Read", {"file_path": str(home.stored)}).behavior == "allow", "its stored results are read"

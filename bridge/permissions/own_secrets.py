@@ -4,7 +4,8 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
 - `<data dir>/mcp-auth/`: the MCP servers' sign-in tokens (bridge/mcp/oauth.py);
 - `<data dir>/sessions/*.jsonl` and `sessions/*/agents/`: every session's transcript and its sub-agents', which
   hold what earlier tool calls returned, in any project;
-- `<data dir>/checkpoints/`: the checkpoint store, copies of the files of every workspace the bridge edited;
+- `<data dir>/checkpoints/`: the checkpoint store, copies of the files of every workspace the bridge edited, and
+  each session's log of it (`sessions/*/checkpoints.jsonl`: what a rewind restores);
 - `<data dir>/running/`: what the bridge has running (bridge/execution/registry.py) — not secret, but a file the
   model wrote there would have the next start kill the processes and delete the folders it names;
 - `<Claude home>/.credentials.json`: Claude Code's sign-in;
@@ -65,6 +66,7 @@ class OwnSecrets:
             (data, "sessions/*.jsonl", "a session transcript"),
             (data, "sessions/*/agents", "a sub-agent's transcript"),
             (data, "checkpoints", "its checkpoint store"),
+            (data, "sessions/*/checkpoints.jsonl", "a session's checkpoint log, which rewind restores from"),
             (data, "running", "its record of the processes it started, which the next start kills"),
             (claude, ".credentials.json", "Claude Code's sign-in"),
             (user, ".claude.json", state),
