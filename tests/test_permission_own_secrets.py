@@ -6,6 +6,7 @@ results leave them out. The end-to-end proof is tests/e2e/test_bridge_secrets.py
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
 from bridge.permissions.own_secrets import OwnSecrets
 from bridge.permissions.rules import RuleSet
+from bridge.permissions.sandbox_policy import EXPAND_ENTRIES, expand
 from bridge.permissions.settings import SettingsStore
+from bridge.permissions.shell_paths import MAX_SCAN_ENTRIES
 from tests.permission_calls import GRAMMAR, decide
 
 
@@ -41,7 +44,7 @@ class Home:
             grammar=GRAMMAR,
             mode=mode,
             session_rules=RuleSet.of(allow=list(allow)),
-            secrets=OwnSecrets.of(self.data, self.claude),
+            secrets=OwnSecrets.of(self.data, self.claude, self.home),
         )
 
 
@@ -84,15 +87,97 @@ def test_a_link_in_the_workspace_to_a_secret_is_the_secret(home: Home) -> None:
         assert decide(engine, "Bash", {"command": f"cat {path}"}).behavior == "deny", path
 
 
-def test_a_command_reading_a_tree_that_holds_a_secret_asks_unless_the_sandbox_masks_it(home: Home) -> None:
-    engine = home.engine()
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_a_command_reading_a_tree_that_holds_a_secret_is_denied_unless_the_sandbox_masks_it(
+    home: Home, mode: Mode
+) -> None:
+    engine = home.engine(mode)
     (home.claude / "plugins").mkdir()
     command = {"command": f"grep -r token {home.home}"}
     decision = decide(engine, "Bash", command)
-    assert decision.behavior == "ask" and "holds the bridge's own secret" in decision.reason, decision
+    assert decision.behavior == "deny" and "holds the bridge's own secret" in decision.reason, decision
     assert decide(engine, "Bash", {"command": f"grep -r token {home.claude / 'plugins'}"}).behavior == "allow"
     engine.sandboxed = lambda: True
     assert decide(engine, "Bash", command).behavior == "allow"
+
+
+def test_a_hard_link_to_a_secret_made_after_the_secrets_were_listed_is_still_one(home: Home) -> None:
+    engine = home.engine("bypassPermissions")
+    project = home.home / "project"
+    project.mkdir()
+    (project / "plain.txt").write_text("x")
+    assert decide(engine, "Bash", {"command": f"grep -r x {project}"}).behavior == "allow"
+    assert decide(engine, "Read", {"file_path": str(project / "plain.txt")}).behavior == "allow"
+    later = home.data / "mcp-auth" / "later.json"  # a secret that did not exist when they were listed
+    later.write_text("{}")
+    os.link(later, project / "notes.txt")
+    engine.sandboxed = lambda: True
+    for tool, raw in (
+        ("Read", {"file_path": str(project / "notes.txt")}),
+        ("Bash", {"command": f"cat {project / 'notes.txt'}"}),
+        ("Bash", {"command": f"grep -r x {project}"}),
+    ):
+        decision = decide(engine, tool, raw)
+        assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, (tool, decision)
+    assert decide(engine, "Read", {"file_path": str(project / "plain.txt")}).behavior == "allow"
+    guard = engine.read_guard()
+    assert "hard link" in (guard(project / "notes.txt", project) or "")
+    assert guard(project / "plain.txt", project) is None
+
+
+def test_a_link_following_walk_too_big_to_check_asks_even_in_bypass_mode(home: Home) -> None:
+    big = home.home / "big"
+    big.mkdir()
+    for i in range(MAX_SCAN_ENTRIES + 1):
+        (big / str(i)).touch()
+    engine = home.engine("bypassPermissions")
+    decision = decide(engine, "Bash", {"command": f"grep -R x {big}"})
+    assert decision.behavior == "ask" and "too many files" in decision.reason, decision
+    assert decide(engine, "Bash", {"command": f"grep -r x {big}"}).behavior == "allow", "no link is followed"
+    engine.sandboxed = lambda: True
+    assert decide(engine, "Bash", {"command": f"grep -R x {big}"}).behavior == "allow", "the sandbox masks them"
+
+
+def test_the_sandbox_finds_every_secret_to_mask_without_walking_the_home_folder(home: Home) -> None:
+    """The masks share a budget of entries visited: a secret whose pattern walked the home folder would use it up
+    (a large home) and leave the secrets after it unmasked."""
+    state = home.home / ".claude.json"
+    state.write_text("{}")
+    big = home.home / "big"
+    big.mkdir()
+    for i in range(EXPAND_ENTRIES + 1):
+        (big / str(i)).touch()
+    found = expand(OwnSecrets.of(home.data, home.claude, home.home).patterns)
+    assert found.truncated == []
+    assert {state, home.credentials, home.token.parent, home.transcript} <= set(found.paths), found.paths
+
+
+def test_the_sandbox_finds_every_transcript_to_mask_beside_a_session_with_many_stored_results(home: Home) -> None:
+    """`sessions/*/agents` lies one level down: the walk for it need not look inside a session's stored results
+    (thousands of files), which would use up the budget and leave transcripts unmasked."""
+    stored = home.data / "sessions" / "sess_big" / "tool-results"
+    stored.mkdir(parents=True)
+    for i in range(EXPAND_ENTRIES + 1):
+        (stored / str(i)).touch()
+    found = expand(OwnSecrets.of(home.data, home.claude, home.home).patterns)
+    assert found.truncated == []
+    assert {home.transcript, home.sidechain.parent} <= set(found.paths), found.paths
+
+
+def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> None:
+    engine = home.engine("bypassPermissions")
+    for path in (
+        home.home / ".claude.json",
+        home.claude / ".claude.json",
+        home.home / ".claude.json.backup",
+        home.claude / "backups" / ".claude.json.backup.1764900000000",
+        home.claude / "projects" / "-home-me-app" / "0b1c.jsonl",
+        home.claude / "projects" / "-home-me-app" / "0b1c" / "subagents" / "agent-1.jsonl",
+    ):
+        decision = decide(engine, "Read", {"file_path": str(path)})
+        assert decision.behavior == "deny" and "Claude Code" in decision.reason, (path, decision)
+    for path in (home.claude / "settings.json", home.home / "project" / ".claude.json", home.claude / "todos" / "a"):
+        assert decide(engine, "Read", {"file_path": str(path)}).behavior == "allow", path
 
 
 def test_grep_and_glob_results_leave_the_secrets_out(home: Home) -> None:
@@ -120,3 +205,42 @@ def test_acceptedits_asks_before_writing_a_skill_that_loads_into_the_next_sessio
     assert decide(engine, "Write", write, read_only=False).behavior == "ask"
     ordinary = {"file_path": str(ws / "docs" / "setup.md"), "content": "x"}
     assert decide(engine, "Write", ordinary, read_only=False).behavior == "allow", "the control"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_the_record_of_running_processes_is_not_written_by_a_tool(home: Home, mode: Mode) -> None:
+    """The next bridge kills what `<data dir>/running/*.json` names and deletes the folders it lists: a tool that
+    wrote one would kill the user's processes or delete their files at the next start."""
+    engine = home.engine(mode)
+    record = home.data / "running" / "1-1.json"
+    decision = decide(engine, "Write", {"file_path": str(record), "content": '{"processes": [[1, 1]]}'})
+    assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
+    assert decide(engine, "Write", {"file_path": str(home.data / "notes.txt"), "content": "x"}).behavior == "allow"
+
+
+def test_the_secrets_inodes_are_listed_again_when_a_folder_of_them_changes(home: Home) -> None:
+    """The listing is kept while its folders are unchanged (settled: older than a clock tick); a secret written
+    since is in the next one, and a link made since to a secret already listed is seen at once."""
+    secrets = OwnSecrets.of(home.data, home.claude, home.home)
+    past = time.time() - 60
+    for folder, _, _ in os.walk(home.home):
+        os.utime(folder, (past, past))
+    assert not secrets.inodes.any_linked()
+    assert secrets.inodes.index() is secrets.inodes.index(), "kept while nothing changed"
+    os.link(home.token, home.home / "a.txt")
+    assert secrets.inodes.any_linked() and secrets.linked(home.home / "a.txt") is not None
+    later = home.data / "mcp-auth" / "later.json"
+    later.write_text("{}")
+    os.link(later, home.home / "b.txt")
+    assert secrets.linked(home.home / "b.txt") == "its MCP servers' sign-in tokens"
+    assert secrets.linked(home.ordinary) is None
+
+
+def test_a_sessions_checkpoint_log_is_not_written_by_a_tool(home: Home) -> None:
+    """Rewind restores files from the steps `sessions/<id>/checkpoints.jsonl` records: a tool that wrote one would
+    choose what a later rewind writes into the workspace."""
+    engine = home.engine("acceptEdits")
+    log = home.data / "sessions" / "sess_old" / "checkpoints.jsonl"
+    decision = decide(engine, "Write", {"file_path": str(log), "content": "{}"})
+    assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
+    assert decide(engine, "Read", {"file_path": str(home.stored)}).behavior == "allow", "its stored results are read"

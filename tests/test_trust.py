@@ -5,17 +5,19 @@ settings files in temp dirs; the user's answers in a real store outside the work
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from bridge.permissions.command_limits import UNSET
 from bridge.permissions.engine import PermissionEngine
+from bridge.permissions.modes import Mode
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustAnswer, TrustItem, TrustPrompt, TrustQuestion
 from bridge.visible import MAX_SHOWN_CHARS
-from tests.permission_calls import GRAMMAR
+from tests.permission_calls import GRAMMAR, decide
 
 
 @pytest.fixture(autouse=True)
@@ -274,3 +276,65 @@ def test_a_folders_additional_directory_holding_home_is_refused_the_users_own_is
     ]
     store.trust.approve(store.pending_trust())
     assert store.additional_directories == [home / "code" / "sibling", home], "the user's own file: as written"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+@pytest.mark.parametrize("store_name", ["trusted-folders.json", "mcp-approvals.json"])
+def test_the_users_answers_are_not_written_by_a_tool_without_asking(
+    tmp_path: Path, mode: Mode, store_name: str
+) -> None:
+    """The trust store and the MCP approvals widen what runs in every later session (a folder's hooks, a project's
+    servers): with the config dir inside the workspace (the home folder opened), a write to one asks in every mode,
+    as the user's settings do, and the sandbox keeps them read-only; the control: a file beside them is written."""
+    home = tmp_path / "home"
+    config = home / ".config" / "agent-bridge"
+    config.mkdir(parents=True)
+    store = SettingsStore(home, user_config_dir=config, claude_home=home / ".claude")
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    answers = Path(os.path.realpath(config / store_name))
+    decision = decide(engine, "Write", {"file_path": str(answers), "content": "{}"})
+    assert decision.behavior == "ask" and str(answers) in decision.reason, decision
+    assert answers in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
+    beside = decide(engine, "Write", {"file_path": str(config / "notes.txt"), "content": "{}"})
+    assert beside.behavior == "allow", beside
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: Mode
+) -> None:
+    """Shell startup files, `~/.ssh`, git's global configuration, autostart entries run by themselves later, outside
+    any sandbox: with the home folder in the workspace a write to one asks in every mode and the sandbox keeps
+    them read-only; the controls: another file in the home folder, and a project's own `.bashrc` (a dotfiles
+    repository's) elsewhere, are written unasked."""
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    store = SettingsStore(home, user_config_dir=tmp_path / "cfg", claude_home=home / ".claude")
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    held = [held.path for held in engine.workspace.held()]
+    for name in (".bashrc", ".zshenv", ".profile", ".ssh/authorized_keys", ".gitconfig", ".config/autostart/x.desktop"):
+        decision = decide(engine, "Write", {"file_path": str(home / name), "content": "x"})
+        assert decision.behavior == "ask" and name.split("/")[0] in decision.reason, (name, decision)
+    assert home / ".bashrc" in held and home / ".ssh" in held, "the sandbox keeps them read-only"
+    assert decide(engine, "Write", {"file_path": str(home / "notes.txt"), "content": "x"}).behavior == "allow"
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir()
+    assert decide(engine, "Write", {"file_path": str(dotfiles / ".bashrc"), "content": "x"}).behavior == "allow"
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_claude_codes_installed_plugins_are_not_written_without_asking(tmp_path: Path, mode: Mode) -> None:
+    """The bridge runs an enabled plugin's hooks and MCP servers from where `installed_plugins.json` says: with
+    `~/.claude` in the workspace (the home folder opened, or `~/.claude` to edit agents), a write there asks in
+    every mode; the control: another file in `~/.claude` is written unasked."""
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    claude = home / ".claude"
+    claude.mkdir(parents=True)
+    store = SettingsStore(home, user_config_dir=tmp_path / "cfg", claude_home=claude)
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    for name in ("installed_plugins.json", "cache/market/fmt/1.0.0/hooks/hooks.json"):
+        decision = decide(engine, "Write", {"file_path": str(claude / "plugins" / name), "content": "{}"})
+        assert decision.behavior == "ask" and "plugin" in decision.reason, (name, decision)
+    assert claude / "plugins" in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
+    assert decide(engine, "Write", {"file_path": str(claude / "notes.md"), "content": "x"}).behavior == "allow"

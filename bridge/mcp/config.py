@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential
 from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
+from bridge.permissions.trust import MCP_APPROVAL_STORE
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -45,7 +46,7 @@ LOCAL_SETTINGS = Path(".agent-bridge") / "settings.local.json"
 PROJECT_SETTINGS = Path(".agent-bridge") / "settings.json"
 CLAUDE_LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 MCP_JSON = ".mcp.json"
-APPROVAL_STORE = "mcp-approvals.json"
+APPROVAL_STORE = MCP_APPROVAL_STORE
 APPROVED_CONFIGS = "approvedConfigs"  # in the store: {name: approval_key} of what the user approved
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 

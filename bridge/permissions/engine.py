@@ -4,16 +4,21 @@ shell verdict and hooks. The loop calls `decide` (or `decide_async`); a front en
 Order of a decision (the first step that decides wins):
  1. a deny rule matching the call (any part of a compound command, any path it touches; a command or path
     that can't be read matches every deny rule that could apply) -> deny; so does a path the call names that is
-    one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named or resolved
+    one of the bridge's own secrets (own_secrets.py: its sign-in tokens, transcripts), as named, resolved or by
+    another name of its file (a hard link), and a command that would read one through a tree it reads while
+    nothing masks it (secret_trees.py: no OS sandbox and the tree holds one or follows a link to one; a hard link
+    in it, sandbox or not) — a question would be skipped by bypassPermissions (a walk that can't be finished to
+    tell asks at step 5)
  2. a settings file that can't be read or parsed (it may hold deny rules) -> ask, whatever the mode
  3. a call that leaves plan mode (it says so: `CallFacts.leaves_plan`): ask in plan mode (allow elsewhere:
     there is nothing to leave)
  4. a PreToolUse hook that blocked or denied -> deny
- 5. an ask rule -> ask (even in bypassPermissions)
+ 5. an ask rule -> ask (even in bypassPermissions); so does a command whose tree walk for step 1 was cut short
  6. plan mode and the call is not read-only -> deny
  7. a write to a protected path (`.git/`, `.agent-bridge/`, `.claude/settings*.json`, `.mcp.json`, the user
-    settings, and what runs later by itself: runs_later.py — `.vscode/`, `.envrc`, the files hooks name…; a
-    command writing git's settings: `git config`, `git remote add`…) -> ask, whatever the mode or rules,
+    settings and answers (trusted folders, approved MCP servers), and what runs later by itself: runs_later.py —
+    `.vscode/`, `.envrc`, the files hooks name…; a command writing git's settings: `git config`, `git remote
+    add`…) -> ask, whatever the mode or rules,
     with no always-option, saying why; a write to a memory file or an agent/command definition (`CLAUDE.md`,
     `AGENTS.md`, `.claude/agents/`) -> the same, but for bypass. What the user allows at this question is
     granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,
@@ -22,8 +27,7 @@ Order of a decision (the first step that decides wins):
  8. a hook's `ask` -> ask; a hook's `allow` -> allow
  9. bypassPermissions (unless disabled by settings) -> allow
 10. a command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
-    rules were written for sandboxed commands); a command that reads a directory holding one of the bridge's own
-    secrets while no sandbox masks them -> ask
+    rules were written for sandboxed commands)
 11. allow rules / read-only inside the workspace / acceptEdits for edits inside the workspace -> allow
 12. otherwise ask, with narrow always-rules to offer.
 An ask becomes a deny in dontAsk mode and when no one can answer (`interactive=False`). A path no file can
@@ -69,10 +73,12 @@ from bridge.permissions.rules import (
     RuleSyntaxError,
     compile_rule,
 )
-from bridge.permissions.runs_later import hook_named, mcp_named
+from bridge.permissions.runs_later import home_held, hook_named, mcp_named
+from bridge.permissions.secret_trees import tree_secret
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.tool_decision import ToolJudge
+from bridge.permissions.trust import MCP_APPROVAL_STORE, STORE_NAME
 from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, Shown, SourceName
 
 log = logging.getLogger(__name__)
@@ -204,13 +210,20 @@ class PermissionEngine:
         self._rules, self._compile_issues = [*session, *stored], [*session_issues, *stored_issues]
         self._index = RuleIndex()
         self._index.extend(self._rules)
-        user_settings = self.settings.user_config_dir / "settings.json"
-        protected_files = [*self.settings.protected_files, user_settings]
+        config = self.settings.user_config_dir
+        answers = [config / "settings.json", config / STORE_NAME, config / MCP_APPROVAL_STORE]  # what runs later
+        protected_files = [*self.settings.protected_files, *answers]
         memory = [self.settings.user_config_dir / "AGENTS.md", self.settings.claude_home / "CLAUDE.md"]
         named: list[HeldPath] = hook_named(self.settings, HOOK_EVENTS, self.cwd)
         for file in self.settings.files:
             if not file.claude:
                 named += mcp_named(file.path, self.cwd)
+        roots = [
+            Path(os.path.realpath(r)) for r in (self.cwd, *self._extra_dirs, *self.settings.additional_directories)
+        ]
+        named += home_held(
+            Path(os.path.realpath(Path.home())), Path(os.path.realpath(self.settings.claude_home)), roots
+        )
         self._workspace = Workspace.of(
             self.cwd, [*self._extra_dirs, *self.settings.additional_directories], protected_files, memory, named
         )
@@ -326,10 +339,11 @@ class PermissionEngine:
             return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
         secret = self.secrets.named(_accesses(call))
         if secret is not None:
-            access, which = secret
-            return Decision(
-                "deny", f"{access.real} is the bridge's own secret ({which.what}): no tool may read or change it"
-            )
+            access, what = secret
+            return Decision("deny", f"{access.real} is the bridge's own secret ({what}): no tool may read or change it")
+        unmasked = tree_secret(self.secrets, call.bash, sandboxed=self.sandboxed()) if call.bash else None
+        if unmasked is not None and unmasked.behavior == "deny":
+            return unmasked
         lockdown = self._lockdown()
         if lockdown:
             return Decision("ask", f"{lockdown[0].file} can't be read in full, so every call asks until it is fixed")
@@ -339,6 +353,8 @@ class PermissionEngine:
             return Decision("allow", "not in plan mode")
         if hook is not None and hook.denied:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
+        if unmasked is not None:  # a walk cut short: it can't be told
+            return unmasked
         ask = matching_rule(rules, call, "ask")
         if ask is not None:
             decision = by_rule("ask", ask, f"rule {ask.text} asks for this{call.fail_closed()}")
@@ -361,14 +377,6 @@ class PermissionEngine:
                 "ask",
                 "The OS sandbox is unavailable, so commands that are not read-only ask first",
                 shown=Shown(marks=marks(writers)),
-            )
-        held = self.secrets.held_in(t.root for f in call.bash.parts for t in f.trees) if call.bash else None
-        if held is not None and not self.sandboxed():
-            root, which = held
-            return Decision(
-                "ask",
-                f"The command reads all of {root.real}, which holds the bridge's own secret ({which.what}), "
-                "and no OS sandbox hides it from commands here",
             )
         suggester = Suggester(self.settings.local_settings_path, self._workspace, self._grammar, call.tool)
         if call.bash is not None:

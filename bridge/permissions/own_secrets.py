@@ -4,16 +4,29 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
 - `<data dir>/mcp-auth/`: the MCP servers' sign-in tokens (bridge/mcp/oauth.py);
 - `<data dir>/sessions/*.jsonl` and `sessions/*/agents/`: every session's transcript and its sub-agents', which
   hold what earlier tool calls returned, in any project;
-- `<data dir>/checkpoints/`: the checkpoint store, copies of the files of every workspace the bridge edited;
-- `<Claude home>/.credentials.json`: Claude Code's sign-in.
+- `<data dir>/checkpoints/`: the checkpoint store, copies of the files of every workspace the bridge edited, and
+  each session's log of it (`sessions/*/checkpoints.jsonl`: what a rewind restores);
+- `<data dir>/running/`: what the bridge has running (bridge/execution/registry.py) — not secret, but a file the
+  model wrote there would have the next start kill the processes and delete the folders it names;
+- `<Claude home>/.credentials.json`: Claude Code's sign-in;
+- Claude Code's state, `~/.claude.json` and `<Claude home>/.claude.json` (the one `CLAUDE_CONFIG_DIR` moves it to),
+  with its backups (`.claude.json.backup` beside it, `<Claude home>/backups/`): the MCP servers it configures (their
+  `env` and `headers`: tokens), the API key, the account. The bridge reads the MCP servers from it itself
+  (bridge/mcp/config.py); only the model's tools are kept out;
+- `<Claude home>/projects/`: Claude Code's transcripts, for the reason ours are.
+
+Names, not globs, where a glob's literal part is a large folder (the home folder): the sandbox walks below it to
+find what a pattern matches (sandbox_policy.expand), within a budget the masks share.
 
 A session's own stored results (`sessions/<id>/tool-results/`, `bash-output/`) are not on it: the model is told to
 page through them with Read.
 
 Who asks it: the OS sandbox masks these paths for commands (bridge/execution/sandbox.py); the permission engine
-denies any call that names one, reading or writing, in every mode (engine step 1), and asks before a command reads
-a directory that holds one when no sandbox masks them (step 10); Grep and Glob leave them out of their results
-(read_guard.py). Paths are compared as resolved, so a link in the workspace that leads to one is one.
+denies any call that names one, reading or writing, in every mode (engine step 1), and a command that would read
+one through a folder it walks (secret_trees.py: the folder holds one or links to one while no sandbox masks them, or
+holds a hard link to one); Grep and Glob leave them out of their results (read_guard.py). Paths are compared as
+resolved, so a link in the workspace that leads to one is one; a file that is another name of one (a hard link: the
+same inode, which no path comparison sees) is one too (`linked`).
 """
 
 from __future__ import annotations
@@ -21,10 +34,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from bridge.permissions.path_access import PathAccess
+from bridge.permissions.secret_inodes import SecretInodes
 from bridge.permissions.specifiers import PathPattern, compile_path_specifier
 
 _GLOB = re.compile(r"([*?\[\\])")
@@ -40,18 +54,29 @@ class Secret:
 @dataclass(frozen=True)
 class OwnSecrets:
     secrets: tuple[Secret, ...] = ()
+    inodes: SecretInodes = field(default_factory=SecretInodes, compare=False)
 
     @classmethod
-    def of(cls, data_dir: Path, claude_home: Path) -> OwnSecrets:
+    def of(cls, data_dir: Path, claude_home: Path, home: Path | None = None) -> OwnSecrets:
         data, claude = Path(os.path.realpath(data_dir)), Path(os.path.realpath(claude_home))
+        user = Path(os.path.realpath(home if home is not None else Path.home()))
+        state = "Claude Code's state (its MCP servers' tokens, the API key, the account)"
         entries = (
             (data, "mcp-auth", "its MCP servers' sign-in tokens"),
             (data, "sessions/*.jsonl", "a session transcript"),
             (data, "sessions/*/agents", "a sub-agent's transcript"),
             (data, "checkpoints", "its checkpoint store"),
+            (data, "sessions/*/checkpoints.jsonl", "a session's checkpoint log, which rewind restores from"),
+            (data, "running", "its record of the processes it started, which the next start kills"),
             (claude, ".credentials.json", "Claude Code's sign-in"),
+            (user, ".claude.json", state),
+            (user, ".claude.json.backup", state),
+            (claude, ".claude.json", state),
+            (claude, ".claude.json.backup", state),
+            (claude, "backups", state),
+            (claude, "projects", "Claude Code's session transcripts"),
         )
-        return cls(tuple(_secret(base, below, what) for base, below, what in entries))
+        return cls(tuple(_secret(base, below, what) for base, below, what in entries), SecretInodes(entries))
 
     @property
     def patterns(self) -> tuple[PathPattern, ...]:
@@ -62,14 +87,26 @@ class OwnSecrets:
         """The secret `path` (absolute, normalized) is or lies in."""
         return next((s for s in self.secrets if s.pattern.matches(path)), None)
 
-    def named(self, accesses: Iterable[PathAccess]) -> tuple[PathAccess, Secret] | None:
-        """The first access that reaches a secret, as named or as resolved (through links and `..`)."""
+    def named(self, accesses: Iterable[PathAccess]) -> tuple[PathAccess, str] | None:
+        """The first access that reaches a secret, as named, as resolved (through links and `..`) or as another
+        name of its file (a hard link); with what the secret is."""
         for access in accesses:
             for path in (access.real, access.written):
                 secret = self.of_path(path)
                 if secret is not None:
-                    return access, secret
+                    return access, secret.what
+            linked = self.linked(access.real)
+            if linked is not None:
+                return access, linked
         return None
+
+    def linked(self, path: Path) -> str | None:
+        """What secret the file at `path` is a hard link to, if it is one (`path` resolved)."""
+        return self.inodes.linked(str(path))
+
+    def reached_by(self, path: Path) -> Secret | None:
+        """The secret `path` (resolved) is, lies in or holds."""
+        return self.of_path(path) or next((s for s in self.secrets if s.fixed.is_relative_to(path)), None)
 
     def held_in(self, roots: Iterable[PathAccess]) -> tuple[PathAccess, Secret] | None:
         """The first directory read as a whole (`grep -r`) that holds a secret."""

@@ -4,7 +4,8 @@ A result cannot be asked about one by one, so a path rule about reads that denie
 (as found or resolved) hides it — rules without a path were judged on the call itself. So does a real path
 outside the workspace and outside the call's scope (what the permission step allowed for it), unless an allow
 rule names it or the mode is bypassPermissions. The bridge's own secrets (own_secrets.py) are never shown, whatever
-the rules or the mode. Called per result (thousands): plain strings, no pathlib.
+the rules or the mode, nor are other names of their files (hard links). Called per result (thousands): plain
+strings, no pathlib.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def read_guard(
             secret = own.of_path(Path(either))
             if secret is not None:
                 return f"{written} is the bridge's own secret ({secret.what})"
+        linked = own.linked(Path(resolved))
+        if linked is not None:
+            return f"{written} is the bridge's own secret ({linked}) under another name (a hard link)"
         for rule, pattern, prefix in patterns:
             # PathPattern.matches on strings: the part below the rule's base, matched by its regex
             if any(p.startswith(prefix) and pattern.match(p[len(prefix) :]) for p in (written, resolved)):

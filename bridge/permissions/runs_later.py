@@ -12,7 +12,10 @@ The line. A file is held when some program acts on it *by itself*:
   the targets of `core.hooksPath` and `include.path`, and workspace files that git settings name as programs),
   and the hook managers a commit runs (`.husky/`, `.pre-commit-config.yaml`, lefthook, overcommit);
 - at the bridge's next tool call or session: its settings, hooks and MCP servers and the files their commands
-  name (`sh .claude/hooks/fmt.sh` holds that script), memory files and agent/command definitions.
+  name (`sh .claude/hooks/fmt.sh` holds that script), memory files and agent/command definitions;
+- at login, a new terminal, an ssh or git command, when the user opened their home folder: shell startup files,
+  `~/.ssh/`, git's global configuration, autostart entries and user services (`RUNS_AT_LOGIN`, in the home folder
+  only).
 
 Not held, on purpose: project code and build definitions (a Makefile, `package.json` scripts, `build.rs`,
 `conftest.py`, `.cargo/config.toml`): they run when the user builds or tests, which is the user asking, and
@@ -121,6 +124,35 @@ RUNS_ON_OPEN: tuple[Held, ...] = (
 """What other programs run by themselves. The engine asks for these names at any depth (a `.envrc` in a
 subfolder runs too); a more specific entry comes before the directory holding it (its reason is the more
 precise one)."""
+
+_SHELL = "the shell runs it at every login or new terminal, outside any sandbox"
+_PLUGINS = "it holds Claude Code's plugins, whose hooks and MCP servers the bridge runs"
+_GIT = "every git command reads it: the programs it names (core.fsmonitor, core.hooksPath, aliases) run"
+
+RUNS_AT_LOGIN: tuple[Held, ...] = (
+    *(Held(name, "file", _SHELL) for name in (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile")),
+    *(Held(name, "file", _SHELL) for name in (".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout")),
+    Held(".config/fish", "dir", _SHELL),
+    Held(".ssh", "dir", "ssh runs the commands its config names and admits the keys authorized_keys lists"),
+    Held(".gitconfig", "file", _GIT),
+    Held(".config/git", "dir", _GIT),
+    Held(".config/autostart", "dir", "the desktop session starts what it lists at login"),
+    Held(".config/systemd/user", "dir", "systemd starts the user services it defines"),
+)
+"""What runs by itself from the user's home folder. Held there only (a dotfiles repository's `.bashrc` is its
+own), when a workspace root holds the home folder: the user opened `~` (or above it)."""
+
+
+def home_held(home: Path, claude_home: Path, roots: Sequence[Path]) -> list[HeldPath]:
+    """RUNS_AT_LOGIN in `home`, and Claude Code's plugins in `claude_home` (both resolved), where a root holds
+    them (outside the roots the sandbox keeps them read-only anyway)."""
+    out: list[HeldPath] = []
+    if any(home.is_relative_to(root) for root in roots):
+        out += [HeldPath(home / h.name, h.kind, h.why, h.strength) for h in RUNS_AT_LOGIN]
+    if any(claude_home.is_relative_to(root) for root in roots):
+        out.append(HeldPath(claude_home / "plugins", "dir", _PLUGINS))
+    return out
+
 
 HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
 """Held by the sandbox at every workspace root."""

@@ -270,6 +270,9 @@ def expand(
         # strings, not Paths: this loop runs over every entry below `start`
         prefix = len(str(pattern.base).rstrip("/")) + 1
         match = pattern.regex.match
+        # an anchored pattern (a `/` inside) without `**` matches only as deep as it is: no deeper folder holds one
+        text = pattern.pattern.strip("/")
+        depth = text.count("/") if "/" in text and "**" not in text else None
         queue: deque[str] = deque([str(start)])
         while queue:
             if budget <= 0 or time.monotonic() > deadline:
@@ -284,7 +287,7 @@ def expand(
             for entry in found:
                 if match(entry.path[prefix:]) is not None:
                     out.paths.append(Path(entry.path))
-                elif entry.is_dir(follow_symlinks=False):
+                elif entry.is_dir(follow_symlinks=False) and (depth is None or entry.path[prefix:].count("/") < depth):
                     queue.append(entry.path)
     out.paths = list(dict.fromkeys(out.paths))
     return out

@@ -33,6 +33,9 @@ TrustKind = Literal["hook", "env", "passEnv", "allow", "defaultMode", "additiona
 TrustPolicy = Literal["ask", "restricted", "trusted"]
 TRUST_ENV = "AGENT_BRIDGE_TRUST_FOLDER"  # "1"/"yes"/"true": trust every folder's configuration (CI)
 STORE_NAME = "trusted-folders.json"
+# the MCP servers the user approved (bridge/mcp/config.py): like this store, in the user's config dir, where no tool
+# writes without asking (the engine protects both: each makes something run in later sessions)
+MCP_APPROVAL_STORE = "mcp-approvals.json"
 
 _LABELS: dict[TrustKind, str] = {
     "hook": "runs the hook command",
