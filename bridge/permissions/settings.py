@@ -49,7 +49,7 @@ from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, So
 from bridge.permissions.widening import (
     WIDENING_MODES,
     folder_directories,
-    hook_text,
+    hook_item,
     relative_text,
     sandbox_widening,
     trust_item,
@@ -521,7 +521,8 @@ class SettingsStore:
                 hooks = tuple(
                     h
                     for h in matcher.hooks
-                    if self._admits(loaded, "hook", hook_text(event, matcher.matcher, h.command))
+                    if not loaded.file.project
+                    or self.trust.admits(hook_item(loaded, self.cwd, event, matcher.matcher, h.command))
                 )
                 if hooks:
                     out.append(HookMatcher(matcher.matcher, hooks))
