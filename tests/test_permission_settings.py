@@ -62,11 +62,35 @@ def test_default_mode_follows_precedence(ws: Path, tmp_path: Path) -> None:
     write(tmp_path / "cfg/settings.json", {"permissions": {"defaultMode": "plan"}})
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "plan"
     write(ws / ".agent-bridge/settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "plan", "the user's mode"
+    (tmp_path / "cfg/settings.json").unlink()
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "acceptEdits"
     write(ws / ".agent-bridge/settings.local.json", {"permissions": {"defaultMode": "dontAsk"}})
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "dontAsk"
     # an explicit mode (editor or CLI flag) wins over settings
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, mode="default").mode == "default"
+
+
+@pytest.mark.parametrize(
+    ("user", "folder", "effective"),
+    [
+        ("dontAsk", "default", "dontAsk"),  # a folder's file never widens the user's own choice
+        ("plan", "default", "plan"),
+        ("plan", "dontAsk", "plan"),  # neither is narrower than the other: the user's stands
+        ("dontAsk", "plan", "dontAsk"),
+        ("acceptEdits", "bypassPermissions", "acceptEdits"),
+        ("default", "plan", "plan"),  # the control: a folder may narrow
+        ("default", "dontAsk", "dontAsk"),
+        ("acceptEdits", "default", "default"),
+        ("bypassPermissions", "plan", "plan"),
+    ],
+)
+def test_a_folders_default_mode_only_narrows_the_users_own(
+    ws: Path, tmp_path: Path, user: str, folder: str, effective: str
+) -> None:
+    write(tmp_path / "cfg/settings.json", {"permissions": {"defaultMode": user}})
+    write(ws / ".agent-bridge/settings.json", {"permissions": {"defaultMode": folder}})
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == effective
 
 
 def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:

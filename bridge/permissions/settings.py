@@ -42,7 +42,7 @@ from bridge.errors import validation_problems
 from bridge.jsonfile import loads, read_text, stat_key, write_json_atomic
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
-from bridge.permissions.modes import Mode
+from bridge.permissions.modes import Mode, narrower
 from bridge.permissions.rules import CompiledRule, PlacedRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
 from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
@@ -463,14 +463,20 @@ class SettingsStore:
 
     @property
     def default_mode(self) -> Mode | None:
+        """The first mode by precedence among the folder's files (a widening one once trusted) and among the
+        user's own; the user's wins unless the folder's is strictly narrower: a folder's file never widens it."""
+        folder = user = None
         for loaded in self.loaded():
             mode = loaded.default_mode
-            if mode is None:
+            if mode is None or (mode in WIDENING_MODES and not self._admits(loaded, "defaultMode", mode)):
                 continue
-            if mode in WIDENING_MODES and not self._admits(loaded, "defaultMode", mode):
-                continue
-            return mode
-        return None
+            if loaded.file.project:
+                folder = folder or mode
+            else:
+                user = user or mode
+        if user is None or (folder is not None and narrower(folder, user)):
+            return folder
+        return user
 
     @property
     def bypass_disabled(self) -> bool:
