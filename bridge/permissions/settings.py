@@ -582,7 +582,8 @@ class SettingsStore:
             if target.project:
                 self._write_folder_file(target, data)
             else:
-                write_json_atomic(dest, data)  # the user's own file (a dotfiles link is replaced by the file)
+                # the user's own file: a link there is the user's (dotfiles), so the file it leads to is written
+                write_json_atomic(Path(os.path.realpath(dest)), data)
             self.refresh(force=True)
             return True
 
