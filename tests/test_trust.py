@@ -274,3 +274,27 @@ def test_a_folders_additional_directory_holding_home_is_refused_the_users_own_is
     ]
     store.trust.approve(store.pending_trust())
     assert store.additional_directories == [home / "code" / "sibling", home], "the user's own file: as written"
+
+
+async def test_a_hook_whose_script_cant_be_known_before_it_runs_is_not_asked_about_and_stays_off(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "scripts").mkdir(parents=True)
+    (ws / "scripts" / "fmt.sh").write_text("true\n")
+    computed, plain = "sh scripts/$(echo fmt).sh", "sh scripts/fmt.sh"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (computed, plain)]}
+    write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    asked: list[TrustQuestion] = []
+    told: list[str] = []
+
+    async def trust(question: TrustQuestion) -> TrustAnswer:
+        asked.append(question)
+        return "trust"
+
+    await TrustPrompt(store, store.cwd).before_turn(trust, told.append)
+    [question] = asked
+    assert [i.text for i in question.items] == [f"Stop: {plain}"], "what can't be bound is not offered"
+    assert any(computed in t and "stays off" in t for t in told), told
+    assert [h.command for m in store.hooks("Stop") for h in m.hooks] == [plain], "the control runs, the other not"

@@ -294,15 +294,18 @@ class TrustPrompt:
         policy = self.source.trust.policy
         pending = [i for i in self._pending() if i not in self._asked]
         unshowable = [i for i in pending if not fits(i.describe(), MAX_SHOWN_CHARS)]
-        if unshowable:  # what the user is asked is what runs: an item no question can show whole stays off
-            self._asked.update(unshowable)
-            self._told.update(unshowable)
-            pending = [i for i in pending if i not in unshowable]
+        unbindable = [i for i in pending if not i.bindable and i not in unshowable]
+        if unshowable or unbindable:  # what the user is asked is what runs: what can't be shown or pinned stays off
+            self._asked.update(unshowable + unbindable)
+            self._told.update(unshowable + unbindable)
+            pending = [i for i in pending if i not in unshowable and i not in unbindable]
             for item in unshowable:
                 tell(
                     f"This folder's own setting is too long to show in full ({len(item.describe()):,} characters), "
                     f"so it can't be trusted and stays off: {one_line(item.describe(), 200)}"
                 )
+            for item in unbindable:
+                tell(f"This folder's own setting can't be trusted: {one_line(item.describe(), 2000)}")
         admitted: list[TrustItem] = []
         if pending and policy == "ask" and ask is not None:
             self._asked.update(pending)
