@@ -52,3 +52,15 @@ def test_a_changed_script_is_another_binding_and_an_unchanged_one_the_same(works
 @pytest.mark.parametrize("command", ["sh scripts/$(echo a).sh", "sh scripts/*.sh", "sh $X/a.sh", "sh 'unclosed"])
 def test_a_name_known_only_when_it_runs_is_unbindable(workspace: Path, command: str) -> None:
     assert binding(command, workspace).startswith(UNBINDABLE)
+
+
+def test_a_workspace_link_to_a_file_outside_is_bound_to_where_it_leads(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.sh"
+    other.write_text("echo other\n")
+    link = workspace / "scripts" / "linked.sh"
+    link.symlink_to(tmp_path / "outside.sh")
+    before = binding("sh scripts/linked.sh", workspace)
+    assert str((tmp_path / "outside.sh").resolve()) in before
+    link.unlink()
+    link.symlink_to(other)  # a pull retargets the link; the command's text is the same
+    assert binding("sh scripts/linked.sh", workspace) != before

@@ -56,17 +56,16 @@ def binding(command: str, workspace: Path) -> str:
         return f"{UNBINDABLE}names more than {MAX_FILES} workspace files"
     out: list[str] = []
     for real in found:
+        # a workspace link leading out is bound to its target as it is now: a pull that retargets it asks again
+        name = real.relative_to(root).as_posix() if real.is_relative_to(root) else str(real)
         try:
             st = os.stat(real)
-        except OSError as exc:
-            return f"{UNBINDABLE}{real.relative_to(root).as_posix()} cannot be read ({exc.strerror})"
-        if st.st_size > MAX_BYTES:
-            return f"{UNBINDABLE}{real.relative_to(root).as_posix()} is over {MAX_BYTES // 2**20} MiB"
-        try:
+            if st.st_size > MAX_BYTES:
+                return f"{UNBINDABLE}{name} is over {MAX_BYTES // 2**20} MiB"
             digest = _digest(str(real), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         except OSError as exc:
-            return f"{UNBINDABLE}{real.relative_to(root).as_posix()} cannot be read ({exc.strerror})"
-        out.append(f"{real.relative_to(root).as_posix()} sha256:{digest}")
+            return f"{UNBINDABLE}{name} cannot be read ({exc.strerror})"
+        out.append(f"{name} sha256:{digest}")
     return "; ".join(out)
 
 
@@ -116,11 +115,14 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
 
 
 def _inside(value: str, root: Path) -> Path | None:
-    """The real path of `value` (relative to the workspace) when it is a regular file inside the workspace."""
+    """The real path of `value` (relative to the workspace) when it is a regular file in the workspace, or one a
+    link in the workspace leads to."""
     if not value or "\0" in value or (value.startswith("-") and "/" not in value):
         return None
-    real = Path(os.path.realpath(root / os.path.expanduser(value)))
-    if real == root or not real.is_relative_to(root):
+    lexical = Path(os.path.normpath(root / os.path.expanduser(value)))
+    real = Path(os.path.realpath(lexical))
+    inside = real != root and real.is_relative_to(root)
+    if not inside and not (lexical != real and lexical != root and lexical.is_relative_to(root)):
         return None
     try:
         return real if stat.S_ISREG(os.stat(real).st_mode) else None
