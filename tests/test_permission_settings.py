@@ -62,11 +62,35 @@ def test_default_mode_follows_precedence(ws: Path, tmp_path: Path) -> None:
     write(tmp_path / "cfg/settings.json", {"permissions": {"defaultMode": "plan"}})
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "plan"
     write(ws / ".agent-bridge/settings.json", {"permissions": {"defaultMode": "acceptEdits"}})
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "plan", "the user's mode"
+    (tmp_path / "cfg/settings.json").unlink()
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "acceptEdits"
     write(ws / ".agent-bridge/settings.local.json", {"permissions": {"defaultMode": "dontAsk"}})
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == "dontAsk"
     # an explicit mode (editor or CLI flag) wins over settings
     assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR, mode="default").mode == "default"
+
+
+@pytest.mark.parametrize(
+    ("user", "folder", "effective"),
+    [
+        ("dontAsk", "default", "dontAsk"),  # a folder's file never widens the user's own choice
+        ("plan", "default", "plan"),
+        ("plan", "dontAsk", "plan"),  # neither is narrower than the other: the user's stands
+        ("dontAsk", "plan", "dontAsk"),
+        ("acceptEdits", "bypassPermissions", "acceptEdits"),
+        ("default", "plan", "plan"),  # the control: a folder may narrow
+        ("default", "dontAsk", "dontAsk"),
+        ("acceptEdits", "default", "default"),
+        ("bypassPermissions", "plan", "plan"),
+    ],
+)
+def test_a_folders_default_mode_only_narrows_the_users_own(
+    ws: Path, tmp_path: Path, user: str, folder: str, effective: str
+) -> None:
+    write(tmp_path / "cfg/settings.json", {"permissions": {"defaultMode": user}})
+    write(ws / ".agent-bridge/settings.json", {"permissions": {"defaultMode": folder}})
+    assert PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR).mode == effective
 
 
 def test_claude_files_give_rules_but_not_modes_or_hooks(ws: Path) -> None:
@@ -261,3 +285,27 @@ def test_relative_root_patterns_follow_the_settings_file(ws: Path, tmp_path: Pat
     engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
     assert decide(engine, "Read", read_only=True, paths=[(ws / "secret/k", "read")]).behavior == "deny"
     assert decide(engine, "Write", read_only=False, paths=[(Path("/etc/hosts"), "write")]).behavior == "deny"
+
+
+def test_an_always_rule_saved_to_the_users_own_settings_keeps_their_dotfiles_link(ws: Path, tmp_path: Path) -> None:
+    dotfiles = write(tmp_path / "dotfiles/settings.json", {"model": "mine", "permissions": {"deny": ["Bash(x)"]}})
+    linked = tmp_path / "cfg/settings.json"
+    linked.parent.mkdir(parents=True)
+    linked.symlink_to(dotfiles)
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
+    engine.save_rule(RuleSuggestion("Bash(npm run test *)", "allow", str(linked)))
+    assert linked.is_symlink() and linked.resolve() == dotfiles.resolve(), "the user's link is kept"
+    saved = json.loads(dotfiles.read_text())
+    assert saved["permissions"]["allow"] == ["Bash(npm run test *)"] and saved["model"] == "mine"
+    assert bash(engine, "npm run test") == "allow"
+
+
+def test_an_always_rule_is_not_written_through_a_link_in_the_folder(ws: Path, tmp_path: Path) -> None:
+    elsewhere = write(tmp_path / "elsewhere.json", {"token": "keep"})
+    local = ws / ".agent-bridge/settings.local.json"
+    local.parent.mkdir()
+    local.symlink_to(elsewhere)
+    engine = PermissionEngine(cwd=ws, settings=SettingsStore(ws), grammar=GRAMMAR)
+    with pytest.raises(SettingsWriteError):
+        engine.save_rule(RuleSuggestion("Bash(npm run test *)", "allow", str(local)))
+    assert json.loads(elsewhere.read_text()) == {"token": "keep"} and local.is_symlink()

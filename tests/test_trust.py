@@ -338,3 +338,27 @@ def test_claude_codes_installed_plugins_are_not_written_without_asking(tmp_path:
         assert decision.behavior == "ask" and "plugin" in decision.reason, (name, decision)
     assert claude / "plugins" in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
     assert decide(engine, "Write", {"file_path": str(claude / "notes.md"), "content": "x"}).behavior == "allow"
+
+
+async def test_a_hook_whose_script_cant_be_known_before_it_runs_is_not_asked_about_and_stays_off(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "scripts").mkdir(parents=True)
+    (ws / "scripts" / "fmt.sh").write_text("true\n")
+    computed, plain = "sh scripts/$(echo fmt).sh", "sh scripts/fmt.sh"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (computed, plain)]}
+    write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    asked: list[TrustQuestion] = []
+    told: list[str] = []
+
+    async def trust(question: TrustQuestion) -> TrustAnswer:
+        asked.append(question)
+        return "trust"
+
+    await TrustPrompt(store, store.cwd).before_turn(trust, told.append)
+    [question] = asked
+    assert [i.text for i in question.items] == [f"Stop: {plain}"], "what can't be bound is not offered"
+    assert any(computed in t and "stays off" in t for t in told), told
+    assert [h.command for m in store.hooks("Stop") for h in m.hooks] == [plain], "the control runs, the other not"

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential
 from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
+from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import MCP_APPROVAL_STORE
 
 Transport = Literal["stdio", "http", "sse"]
@@ -160,7 +162,7 @@ def discover(
             problems.append(f"{source}: mcpServers must be an object of servers by name; it is skipped")
             continue
         for name, raw in servers.items():
-            found.append(parse_claude(str(name), raw, scope, source, env))
+            found.append(parse_claude(str(name), raw, scope, source, env, workspace=files.cwd))
     approvals = read_approvals(files, project_state)
     entries: dict[str, ServerEntry] = {}
     for entry in found:
@@ -212,9 +214,17 @@ def parse_acp(raw: list[Any], environ: Mapping[str, str]) -> list[ServerEntry]:
 
 
 def parse_claude(
-    name: str, raw: Any, scope: Scope, source: str, environ: Mapping[str, str], *, expand: bool = True
+    name: str,
+    raw: Any,
+    scope: Scope,
+    source: str,
+    environ: Mapping[str, str],
+    *,
+    expand: bool = True,
+    workspace: Path | None = None,
 ) -> ServerEntry:
-    """One server in Claude Code's schema; an entry with the problem when it cannot be used."""
+    """One server in Claude Code's schema; an entry with the problem when it cannot be used. A folder's server
+    (`project`) is approved together with the `workspace` files its command runs, by digest (named_files.py)."""
 
     def bad(problem: str) -> ServerEntry:
         return ServerEntry(name, scope, source, None, problem)
@@ -241,16 +251,21 @@ def parse_claude(
                 return bad("args must be a list of strings")
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 return bad("env must be an object of strings")
+            argv = [text(command), *(text(a) for a in args)]
+            binds = binding(shlex.join(argv), workspace) if scope == "project" and workspace is not None else ""
+            if binds.startswith(UNBINDABLE):
+                return bad(f"what it runs can't be bound for approval ({binds.removeprefix(UNBINDABLE)})")
+            shown = _shown(" ".join([command, *args]), env, "env", "=")
             spec = ServerSpec(
                 name,
                 "stdio",
                 scope,
                 source,
-                command=text(command),
-                args=tuple(text(a) for a in args),
+                command=argv[0],
+                args=tuple(argv[1:]),
                 env=tuple((str(k), text(v)) for k, v in env.items()),
-                approval_key=_key(["stdio", command, args, env]),
-                shown=_shown(" ".join([command, *args]), env, "env", "="),
+                approval_key=_key(["stdio", command, args, env, *([binds] if binds else [])]),
+                shown=f"{shown}\nruns {binds}" if binds else shown,
             )
         else:
             url, headers = raw.get("url"), raw.get("headers", {})

@@ -24,6 +24,16 @@ MODE_DESCRIPTIONS: dict[Mode, str] = {
 }
 
 
+# How much runs without the user's say, for comparing modes: plan (read-only) and dontAsk (whatever would ask is
+# denied) are both narrower than default, and neither is narrower than the other.
+_WIDTH: dict[Mode, int] = {"plan": 0, "dontAsk": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
+
+
+def narrower(mode: Mode, than: Mode) -> bool:
+    """Whether `mode` lets strictly less run without the user's say than `than`."""
+    return _WIDTH[mode] < _WIDTH[than]
+
+
 class PermissionModeError(ValueError):
     """An unknown mode, or one that settings have disabled (bypassPermissions)."""
 

@@ -42,14 +42,14 @@ from bridge.errors import validation_problems
 from bridge.jsonfile import loads, read_text, stat_key, write_json_atomic
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
-from bridge.permissions.modes import Mode
+from bridge.permissions.modes import Mode, narrower
 from bridge.permissions.rules import CompiledRule, PlacedRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
 from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
 from bridge.permissions.widening import (
     WIDENING_MODES,
     folder_directories,
-    hook_text,
+    hook_item,
     relative_text,
     sandbox_widening,
     trust_item,
@@ -463,14 +463,20 @@ class SettingsStore:
 
     @property
     def default_mode(self) -> Mode | None:
+        """The first mode by precedence among the folder's files (a widening one once trusted) and among the
+        user's own; the user's wins unless the folder's is strictly narrower: a folder's file never widens it."""
+        folder = user = None
         for loaded in self.loaded():
             mode = loaded.default_mode
-            if mode is None:
+            if mode is None or (mode in WIDENING_MODES and not self._admits(loaded, "defaultMode", mode)):
                 continue
-            if mode in WIDENING_MODES and not self._admits(loaded, "defaultMode", mode):
-                continue
-            return mode
-        return None
+            if loaded.file.project:
+                folder = folder or mode
+            else:
+                user = user or mode
+        if user is None or (folder is not None and narrower(folder, user)):
+            return folder
+        return user
 
     @property
     def bypass_disabled(self) -> bool:
@@ -521,7 +527,8 @@ class SettingsStore:
                 hooks = tuple(
                     h
                     for h in matcher.hooks
-                    if self._admits(loaded, "hook", hook_text(event, matcher.matcher, h.command))
+                    if not loaded.file.project
+                    or self.trust.admits(hook_item(loaded, self.cwd, event, matcher.matcher, h.command))
                 )
                 if hooks:
                     out.append(HookMatcher(matcher.matcher, hooks))
@@ -575,7 +582,8 @@ class SettingsStore:
             if target.project:
                 self._write_folder_file(target, data)
             else:
-                write_json_atomic(dest, data)  # the user's own file (a dotfiles link is replaced by the file)
+                # the user's own file: a link there is the user's (dotfiles), so the file it leads to is written
+                write_json_atomic(Path(os.path.realpath(dest)), data)
             self.refresh(force=True)
             return True
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from bridge.jsonfile import keyed_entry, read_json, stat_key
+from bridge.permissions.named_files import UNBINDABLE, bound_paths
 from bridge.visible import MAX_SHOWN_CHARS, fits, one_line, visible
 
 log = logging.getLogger(__name__)
@@ -56,20 +57,30 @@ class TrustItem:
     file: str  # the settings file, relative to the folder (posix)
     kind: TrustKind
     text: str  # exactly what would take effect: a hook command, `NAME=value`, a rule...
+    binds: str = ""  # the workspace files the command runs, by digest (named_files.py): trust is in those too
+
+    @property
+    def bindable(self) -> bool:
+        return not self.binds.startswith(UNBINDABLE)
 
     def describe(self) -> str:
-        return f"{self.file}: {_LABELS[self.kind]} {self.text}"
+        if not self.binds:
+            return f"{self.file}: {_LABELS[self.kind]} {self.text}"
+        if not self.bindable:
+            return f"{self.file}: {_LABELS[self.kind]} {self.text} (it stays off: {self.binds})"
+        return f"{self.file}: {_LABELS[self.kind]} {self.text} (running {self.binds})"
 
     def as_json(self) -> dict[str, str]:
-        return {"file": self.file, "kind": self.kind, "text": self.text}
+        out = {"file": self.file, "kind": self.kind, "text": self.text}
+        return {**out, "binds": self.binds} if self.binds else out
 
     @staticmethod
     def from_json(value: Any) -> TrustItem | None:
         if not isinstance(value, dict):
             return None
-        file, kind, text = value.get("file"), value.get("kind"), value.get("text")
-        if isinstance(file, str) and kind in _LABELS and isinstance(text, str):
-            return TrustItem(file, kind, text)
+        file, kind, text, binds = value.get("file"), value.get("kind"), value.get("text"), value.get("binds", "")
+        if isinstance(file, str) and kind in _LABELS and isinstance(text, str) and isinstance(binds, str):
+            return TrustItem(file, kind, text, binds)
         return None
 
 
@@ -126,6 +137,8 @@ class FolderTrust:
             return True
 
     def admits(self, item: TrustItem) -> bool:
+        if not item.bindable:  # what it runs can't be pinned to what the user saw: off under every policy but CI's
+            return self._policy == "trusted"
         if self._policy == "trusted":
             return True
         if self._policy == "restricted":
@@ -134,6 +147,16 @@ class FolderTrust:
 
     def declined(self, item: TrustItem) -> bool:
         return item in self._declined
+
+    def changed_files(self, item: TrustItem) -> list[str]:
+        """The files `item` runs that changed since the user trusted the same command (a pull changed the script)."""
+        now = bound_paths(item.binds)
+        before = [
+            bound_paths(a.binds)
+            for a in (*self._approved, *self._session_approved)
+            if (a.file, a.kind, a.text) == (item.file, item.kind, item.text) and a.binds != item.binds
+        ]
+        return sorted({p for old in before for p, digest in old.items() if now.get(p) != digest})
 
     def approve(self, items: Iterable[TrustItem], *, remember: bool = True) -> str | None:
         """Admit `items` (remembered in the user's store, or for this process only); the problem when the
@@ -214,6 +237,7 @@ class TrustQuestion:
 
     folder: Path
     items: tuple[TrustItem, ...]
+    changed: tuple[tuple[TrustItem, list[str]], ...] = ()  # items trusted before whose files have changed since
 
     @property
     def title(self) -> str:
@@ -227,6 +251,8 @@ class TrustQuestion:
             "",
         ]
         lines += [f"  • {one_line(item.describe(), MAX_SHOWN_CHARS)}" for item in self.items]
+        for item, files in self.changed:
+            lines.append(f"  ! {', '.join(files)} changed since you trusted `{one_line(item.text, 200)}`")
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
@@ -271,20 +297,25 @@ class TrustPrompt:
         policy = self.source.trust.policy
         pending = [i for i in self._pending() if i not in self._asked]
         unshowable = [i for i in pending if not fits(i.describe(), MAX_SHOWN_CHARS)]
-        if unshowable:  # what the user is asked is what runs: an item no question can show whole stays off
-            self._asked.update(unshowable)
-            self._told.update(unshowable)
-            pending = [i for i in pending if i not in unshowable]
+        unbindable = [i for i in pending if not i.bindable and i not in unshowable]
+        if unshowable or unbindable:  # what the user is asked is what runs: what can't be shown or pinned stays off
+            self._asked.update(unshowable + unbindable)
+            self._told.update(unshowable + unbindable)
+            pending = [i for i in pending if i not in unshowable and i not in unbindable]
             for item in unshowable:
                 tell(
                     f"This folder's own setting is too long to show in full ({len(item.describe()):,} characters), "
                     f"so it can't be trusted and stays off: {one_line(item.describe(), 200)}"
                 )
+            for item in unbindable:
+                tell(f"This folder's own setting can't be trusted: {one_line(item.describe(), 2000)}")
         admitted: list[TrustItem] = []
         if pending and policy == "ask" and ask is not None:
             self._asked.update(pending)
             self._told.update(pending)  # the question said they stay off until trusted
-            answer = await ask(TrustQuestion(self.folder, tuple(pending)))
+            trust = self.source.trust
+            changed = tuple((i, files) for i in pending if (files := trust.changed_files(i)))
+            answer = await ask(TrustQuestion(self.folder, tuple(pending), changed))
             problem = None
             if answer in ("trust", "session"):
                 problem = self.source.trust.approve(pending, remember=answer == "trust")

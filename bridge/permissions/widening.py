@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.permissions.command_limits import ram_bytes, widening_limits
+from bridge.permissions.named_files import binding
 from bridge.permissions.trust import TrustItem, TrustKind
 
 if TYPE_CHECKING:
@@ -57,8 +58,14 @@ def hook_text(event: str, matcher: str, command: str) -> str:
     return f"{event}{f' ({matcher})' if matcher not in ('', '*') else ''}: {command}"
 
 
-def trust_item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str) -> TrustItem:
-    return TrustItem(relative_text(loaded.file.path, cwd), kind, text)
+def trust_item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str, binds: str = "") -> TrustItem:
+    return TrustItem(relative_text(loaded.file.path, cwd), kind, text, binds)
+
+
+def hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, command: str) -> TrustItem:
+    """A hook's item: its text, and the workspace files its command runs as they are now (a pulled change to
+    the script is another item, asked about again)."""
+    return trust_item(loaded, cwd, "hook", hook_text(event, matcher, command), binding(command, cwd))
 
 
 def directory_item(written: str, joined: Path) -> tuple[str, Path]:
@@ -100,13 +107,18 @@ def widening_items(loaded: LoadedSettings, cwd: Path, kept: Sequence[tuple[Path,
     if loaded.default_mode in WIDENING_MODES:
         texts.append(("defaultMode", loaded.default_mode))
     texts += [("additionalDirectories", text) for text, _, why in folder_directories(loaded, kept) if why is None]
-    texts += [
-        ("hook", hook_text(event, m.matcher, h.command))
+    hooks = [
+        hook_item(loaded, cwd, event, m.matcher, h.command)
         for event, matchers in loaded.hooks.items()
         for m in matchers
         for h in m.hooks
     ]
-    texts += [("env", f"{k}={v}") for k, v in loaded.env.items()]
-    texts += [("passEnv", name) for name in loaded.pass_env]
-    texts += [("sandbox", text) for text in loaded.sandbox_widening]
-    return list(dict.fromkeys(trust_item(loaded, cwd, kind, text) for kind, text in texts))
+    rest: list[tuple[TrustKind, str]] = [("env", f"{k}={v}") for k, v in loaded.env.items()]
+    rest += [("passEnv", name) for name in loaded.pass_env]
+    rest += [("sandbox", text) for text in loaded.sandbox_widening]
+    items = [
+        *(trust_item(loaded, cwd, kind, text) for kind, text in texts),
+        *hooks,
+        *(trust_item(loaded, cwd, kind, text) for kind, text in rest),
+    ]
+    return list(dict.fromkeys(items))

