@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -235,13 +236,10 @@ def test_a_folder_may_lower_command_limits_at_once_but_raising_them_waits_for_tr
     )
 
 
-async def test_the_question_shows_every_item_whole_and_one_too_long_to_show_is_never_enabled(tmp_path: Path) -> None:
-    """What the user is asked is what runs: an item is shown whole (2,274 characters here), and an item too long
-    for any question stays off, said so, and trusting the rest does not enable it."""
+async def trusted_hooks(tmp_path: Path, hooks: dict[str, Any]) -> tuple[SettingsStore, TrustQuestion, list[str]]:
+    """A folder (`tmp_path/ws`) whose settings hold `hooks`, its trust question answered "trust": the store after,
+    the one question asked, and what the user was told."""
     ws = tmp_path / "ws"
-    long_hook = " ".join(f"formatting-step-{i:03}" for i in range(120)) + " && touch pwned"
-    huge_hook = "echo " + "x" * MAX_SHOWN_CHARS + " && touch pwned"
-    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (long_hook, huge_hook)]}
     write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
     asked: list[TrustQuestion] = []
@@ -253,6 +251,16 @@ async def test_the_question_shows_every_item_whole_and_one_too_long_to_show_is_n
 
     await TrustPrompt(store, store.cwd).before_turn(trust, told.append)
     [question] = asked
+    return store, question, told
+
+
+async def test_the_question_shows_every_item_whole_and_one_too_long_to_show_is_never_enabled(tmp_path: Path) -> None:
+    """What the user is asked is what runs: an item is shown whole (2,274 characters here), and an item too long
+    for any question stays off, said so, and trusting the rest does not enable it."""
+    long_hook = " ".join(f"formatting-step-{i:03}" for i in range(120)) + " && touch pwned"
+    huge_hook = "echo " + "x" * MAX_SHOWN_CHARS + " && touch pwned"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (long_hook, huge_hook)]}
+    store, question, told = await trusted_hooks(tmp_path, hooks)
     assert len(long_hook) > 2_000 and long_hook in question.text
     assert [i.text for i in question.items] == [f"Stop: {long_hook}"], "the one too long to show is not asked about"
     assert any("too long to show" in t and "stays off" in t for t in told), told
@@ -348,17 +356,7 @@ async def test_a_hook_whose_script_cant_be_known_before_it_runs_is_not_asked_abo
     (ws / "scripts" / "fmt.sh").write_text("true\n")
     computed, plain = "sh scripts/$(echo fmt).sh", "sh scripts/fmt.sh"
     hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (computed, plain)]}
-    write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
-    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
-    asked: list[TrustQuestion] = []
-    told: list[str] = []
-
-    async def trust(question: TrustQuestion) -> TrustAnswer:
-        asked.append(question)
-        return "trust"
-
-    await TrustPrompt(store, store.cwd).before_turn(trust, told.append)
-    [question] = asked
+    store, question, told = await trusted_hooks(tmp_path, hooks)
     assert [i.text for i in question.items] == [f"Stop: {plain}"], "what can't be bound is not offered"
     assert any(computed in t and "stays off" in t for t in told), told
     assert [h.command for m in store.hooks("Stop") for h in m.hooks] == [plain], "the control runs, the other not"
