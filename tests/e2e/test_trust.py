@@ -529,16 +529,21 @@ async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_follo
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.mark.parametrize("pulled", [True, False])
+@pytest.mark.parametrize("pulled", ["scripts/hook.sh", "scripts/lib.sh", None])
 async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change_asks_again(
-    tmp_path: Path, data_dir: Path, pulled: bool
+    tmp_path: Path, data_dir: Path, pulled: str | None
 ) -> None:
+    """The hook runs a script that sources a library beside it (`$(dirname "$0")`, the usual way): a pull that
+    changes either one, and not the hook's text, makes the question come back naming it."""
     markers = tmp_path / "markers"
     markers.mkdir()
     settings = {"hooks": {"UserPromptSubmit": hook("sh scripts/hook.sh")}}
-    project = clone(
-        tmp_path, {".agent-bridge/settings.json": settings, "scripts/hook.sh": f"touch {markers}/trusted\n"}
-    )
+    files = {
+        ".agent-bridge/settings.json": settings,
+        "scripts/hook.sh": '#!/bin/sh\nset -e\n. "$(dirname "$0")/lib.sh"\nmark trusted\n',
+        "scripts/lib.sh": f'mark() {{ touch "{markers}/$1"; }}\n',
+    }
+    project = clone(tmp_path, files)
 
     async def session(answer: str) -> list[dict[str, Any]]:
         async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
@@ -550,9 +555,10 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     assert len(await session("trust")) == 1
     assert made(markers) == ["trusted"], "the control: the script the user trusted runs"
     (markers / "trusted").unlink()
-    if pulled:  # the repository's script changes; the hook's text does not
+    if pulled:  # one of the repository's scripts changes; the hook's text does not
         origin = tmp_path / "origin"
-        (origin / "scripts" / "hook.sh").write_text(f"touch {markers}/pulled\n")
+        changed = (origin / pulled).read_text().replace("trusted", "pulled").replace('/$1"', '/pulled"')
+        (origin / pulled).write_text(changed)
         git(origin, "commit", "-qam", "faster formatting")
         git(project, "pull", "-q")
     questions = await session("not_now")
@@ -560,7 +566,7 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
         assert made(markers) == [], "the changed script did not run"
         [question] = questions
         shown = question["toolCall"]["content"][0]["content"]["text"]
-        assert "sh scripts/hook.sh" in shown and "scripts/hook.sh changed" in shown, shown
+        assert "sh scripts/hook.sh" in shown and f"{pulled} changed" in shown, shown
     else:
         assert questions == [], "unchanged: nothing to ask"
         assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"
