@@ -3,6 +3,7 @@ naming a script binds it, a computed name can't be bound, and a file outside the
 
 from __future__ import annotations
 
+import py_compile
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,23 @@ def test_python_dash_m_binds_the_module_it_runs(workspace: Path) -> None:
     (workspace / "helpers.py").write_text("X = 1\n")
     bound = sorted(bound_paths(binding("python3 -m tools.fmt --check", workspace)))
     assert bound == ["*.py", "helpers.py", "tools/*.py", "tools/fmt.py"]
+
+
+def test_what_python_loads_in_a_modules_place_is_bound_and_its_own_bytecode_is_not(workspace: Path) -> None:
+    """An extension module beside a bound module, or an unchecked hash-based `.pyc` in `__pycache__`, is what
+    Python runs instead of the source; the bytecode Python writes itself (checked) changes nothing."""
+    tools = workspace / "tools"
+    (tools / "helpers.py").write_text("X = 1\n")
+    (tools / "x.py").write_text("import helpers\n")
+    before = binding("python tools/x.py", workspace)
+    py_compile.compile(str(tools / "helpers.py"), cfile=str(tools / "__pycache__" / "helpers.cpython-311.pyc"))
+    py_compile.compile(str(tools / "x.py"), invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    assert binding("python tools/x.py", workspace) == before, "Python's own, checked bytecode"
+    py_compile.compile(
+        str(tools / "helpers.py"),
+        cfile=str(tools / "__pycache__" / "helpers.cpython-312.pyc"),
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    assert "tools/__pycache__/helpers.cpython-312.pyc" in bound_paths(binding("python tools/x.py", workspace))
+    (tools / "helpers.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    assert "tools/helpers.cpython-311-x86_64-linux-gnu.so" in bound_paths(binding("python tools/x.py", workspace))

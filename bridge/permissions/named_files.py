@@ -156,7 +156,8 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
 
 
 def _with_script_files(named: set[Path], root: Path) -> set[Path]:
-    """`named` and, through every shell script among them, the files each one sources or names (`_script_files`)."""
+    """`named` and, through every script among them, the files each one pulls in or names (`_script_files`), and
+    what Python would load in a module's place (`_python_stand_ins`)."""
     out = set(named)
     todo = sorted(named)
     seen: set[Path] = set()
@@ -169,13 +170,51 @@ def _with_script_files(named: set[Path], root: Path) -> set[Path]:
             st = os.stat(path)
         except OSError as exc:
             raise _Unbindable(f"{path.name} cannot be read ({exc.strerror})") from exc
-        for found in _script_files(path, root, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)):
+        found_now = list(_script_files(path, root, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
+        if path.name.endswith(".py"):
+            found_now += _python_stand_ins(path, root)
+        for found in found_now:
             if found not in out:
                 out.add(found)
                 todo.append(found)
         if len(out) > MAX_FILES:
             raise _Unbindable(f"names more than {MAX_FILES} workspace files")
     return out
+
+
+def _python_stand_ins(path: Path, root: Path) -> Iterator[Path]:
+    """What Python loads instead of the source `path` without reading it: an extension module beside it
+    (`helpers.cpython-311-x86_64-linux-gnu.so` comes before `helpers.py`), and a bytecode file in `__pycache__`
+    marked "unchecked hash" (used whatever the source says). Python writes neither itself (its own bytecode
+    files are checked against the source), so binding them asks again only when something else put one there."""
+    stem = path.name[: -len(".py")] + "."
+    try:
+        with os.scandir(path.parent) as entries:
+            extensions = [e.path for e in entries if e.name.startswith(stem) and e.name.endswith((".so", ".pyd"))]
+    except OSError:
+        extensions = []
+    try:
+        with os.scandir(path.parent / "__pycache__") as entries:
+            cached = [e.path for e in entries if e.name.startswith(stem) and e.name.endswith(".pyc")]
+    except OSError:
+        cached = []
+    for name in extensions + [c for c in cached if _unchecked_bytecode(c)]:
+        found = _inside(name, root)
+        if found is not None:
+            yield found
+
+
+def _unchecked_bytecode(path: str) -> bool:
+    """A `.pyc` whose header says hash-based and not checked against its source (PEP 552: flags 0b01)."""
+    try:
+        fd = os.open(path, safefs.READ_FLAGS)
+        try:
+            header = os.read(fd, 8)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return len(header) == 8 and int.from_bytes(header[4:8], "little") & 0b11 == 0b01
 
 
 def _script_files(path: Path, root: Path, key: tuple[int, int, int, int]) -> Iterator[Path]:

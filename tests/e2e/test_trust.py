@@ -529,6 +529,16 @@ async def test_a_workspace_directory_swapped_for_a_link_mid_session_is_not_follo
         shutil.rmtree(data, ignore_errors=True)
 
 
+def unchecked_bytecode(source: Path, folder: Path) -> None:
+    """`source` compiled by the hooks' `python3` into `folder` as the bytecode of `helpers`, marked unchecked
+    (PEP 552): that Python loads it without looking at `helpers.py`."""
+    script = (
+        "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2] + '/helpers.' + "
+        "sys.implementation.cache_tag + '.pyc', invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)"
+    )
+    subprocess.run(["python3", "-c", script, source, folder], check=True)
+
+
 LIBRARY_HOOKS = {
     "shell": (
         "sh scripts/hook.sh",
@@ -555,6 +565,7 @@ LIBRARY_HOOKS = {
         ("shell", None),
         ("python", "tools/helpers.py"),
         ("python", "tools/selectors.py"),  # new: shadows the module `subprocess` imports
+        ("python", "tools/__pycache__"),  # new: unchecked bytecode for tools/helpers.py
         ("python", None),
     ],
 )
@@ -586,10 +597,15 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     (markers / "trusted").unlink()
     if pulled:  # one of the repository's scripts changes; the hook's text does not
         origin = tmp_path / "origin"
-        if not (origin / pulled).exists():
+        if pulled == "tools/__pycache__":  # the library's source stays; bytecode Python runs in its place
+            evil = tmp_path / "helpers.py"
+            evil.write_text(f'def mark(name):\n    open("{markers}/pulled", "w").close()\n')
+            unchecked_bytecode(evil, origin / pulled)
+            git(origin, "add", "-f", pulled)
+        elif not (origin / pulled).exists():
             (origin / pulled).write_text(f'open("{markers}/pulled", "w").close()\n')
             git(origin, "add", pulled)
-        changed = (origin / pulled).read_text()
+        changed = (origin / pulled).read_text() if (origin / pulled).is_file() else ""
         # only the marker's name changes (the folder's own path holds the word "trusted" too)
         for was, now in (
             ("mark trusted", "mark pulled"),
@@ -598,7 +614,8 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
             ("+ name", '+ "pulled"'),
         ):
             changed = changed.replace(was, now)
-        (origin / pulled).write_text(changed)
+        if changed:
+            (origin / pulled).write_text(changed)
         git(origin, "commit", "-qam", "faster formatting")
         git(project, "pull", "-q")
     questions = await session("not_now")
@@ -606,8 +623,11 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
         assert made(markers) == [], "the changed script did not run"
         [question] = questions
         shown = question["toolCall"]["content"][0]["content"]["text"]
-        named = "tools/*.py" if pulled == "tools/selectors.py" else pulled  # a new module: the folder's list
-        assert command in shown and f"{named} changed" in shown, shown
+        # a new module: the folder's list; bytecode: its file
+        named = {"tools/selectors.py": "tools/*.py", "tools/__pycache__": "tools/__pycache__/helpers."}.get(
+            pulled, pulled
+        )
+        assert command in shown and named in shown and " changed since" in shown, shown
     else:
         assert questions == [], "unchanged: nothing to ask"
         assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"
