@@ -170,3 +170,28 @@ def test_what_python_loads_in_a_modules_place_is_bound_and_its_own_bytecode_is_n
     assert "tools/__pycache__/helpers.cpython-312.pyc" in bound_paths(binding("python tools/x.py", workspace))
     (tools / "helpers.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
     assert "tools/helpers.cpython-311-x86_64-linux-gnu.so" in bound_paths(binding("python tools/x.py", workspace))
+
+
+@pytest.mark.parametrize(
+    ("line", "unbindable"),
+    [
+        ('"$RUNNER" --fix', True),  # the program itself is computed
+        ('bash "$DIR/step.sh"', True),  # a shell's script
+        ('python3 -u "$TOOL"', True),  # an interpreter's
+        ('eval "$SETUP"', True),
+        ('sh -c "$STEP"', True),
+        ('echo "$1" > /tmp/out', False),  # data: nothing runs it
+        ('X="$1" printf %s "$X"', False),
+        ("[[ -n $1 ]] && [ -f x ]", False),
+        ("cat <<EOF\n$HOME is where\nEOF", False),  # a here-document's lines are data
+    ],
+)
+def test_a_script_that_runs_code_named_when_it_runs_is_unbindable(workspace: Path, line: str, unbindable: bool) -> None:
+    (workspace / "scripts" / "a.sh").write_text(f"#!/bin/sh\n{line}\n")
+    assert binding("sh scripts/a.sh", workspace).startswith(UNBINDABLE) == unbindable
+
+
+def test_a_makefiles_computed_programs_are_how_make_names_them(workspace: Path) -> None:
+    """`$(PYTHON) tools/x.py` in a recipe: the program is the system's, the script it runs is bound."""
+    (workspace / "Makefile").write_text("PYTHON ?= python3\nfmt:\n\t$(PYTHON) tools/x.py\n\t$(MAKE) -C sub\n")
+    assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "tools/x.py"]

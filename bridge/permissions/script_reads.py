@@ -49,6 +49,8 @@ OWN_FOLDER = re.compile(
 _SEPARATORS = frozenset(
     {";", "&", "&&", "|", "||", "(", ")", ";;", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"}
 )
+_GLOB = re.compile(r"[*?]|\[.+\]")  # what the shell would expand (`[` and `[[` alone are programs)
+_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
 _MAKE_INCLUDE = re.compile(r"^\s*[-s]?include\s+(.+)$", re.MULTILINE)
 _PY_IMPORT = re.compile(
     r"^[^\S\n]*(?:from\s+(\.*)([\w.]*)\s+import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))", re.MULTILINE
@@ -99,16 +101,20 @@ def names_in(kind: str, text: str, path: Path, root: Path, shown: str) -> list[s
     return list(_READERS[kind](text, path, root, shown))
 
 
-def shell_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool = True) -> Iterator[str]:
     """What a shell script sources (relative to the hook's folder, the workspace, and to the script's own, for
-    one that `cd`s there first) and every other workspace name its commands mention."""
+    one that `cd`s there first) and every other workspace name its commands mention. `strict` (a script, not a
+    makefile's recipes, where `$(CC)` is how programs are named): a program, or the code a shell, an interpreter
+    or `eval` is given, that is computed when it runs makes the script unbindable."""
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
     for words in script_commands(text):
+        while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
+            words = words[1:]  # `X=1 cmd`: the program is after the assignments
         program = words[0]
         for n, word in enumerate(words):
             value = substituted(word, own)
-            known = "$" not in value and "`" not in value and not any(c in value for c in "*?[")
+            known = "$" not in value and "`" not in value and not _GLOB.search(value)
             if n == 1 and program in {".", "source"}:
                 if not known:
                     raise Unbindable(f"{shown} sources `{word}`, a name computed when it runs")
@@ -118,17 +124,37 @@ def shell_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
                 yield value
                 if "=" in value:
                     yield value.split("=", 1)[1]
+            elif strict and (n == 0 or (n == _operand(words) and _runs_code(program))):
+                raise Unbindable(f"{shown} runs `{word}`, a name computed when it runs")
         yield from _conventional(program)
+
+
+def _runs_code(program: str) -> bool:
+    """A program whose first operand is code to run: a shell, an interpreter, `eval`, `exec`."""
+    name = program.rsplit("/", 1)[-1]
+    return (
+        name in SHELLS
+        or name in {"eval", "exec", "node", "nodejs", "bun", "deno"}
+        or bool(re.fullmatch(r"python[\d.]*", name))
+    )
+
+
+def _operand(words: list[str]) -> int:
+    """Where a command's first operand is (its options skipped; `-c`'s text is the operand)."""
+    for n, word in enumerate(words[1:], 1):
+        if word == "-c" or not word.startswith("-"):
+            return n + (word == "-c")
+    return len(words)
 
 
 def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines)."""
     for match in _MAKE_INCLUDE.finditer(text):
         for word in match.group(1).split("#", 1)[0].split():
-            if "$" in word or any(c in word for c in "*?["):
+            if "$" in word or _GLOB.search(word):
                 raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
             yield os.path.join(path.parent, word)
-    yield from shell_names(text, path, root, shown)
+    yield from shell_names(text, path, root, shown, strict=False)
 
 
 def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
@@ -141,7 +167,7 @@ def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str
         return
     for command in scripts.values():
         if isinstance(command, str):
-            yield from shell_names(command, path, root, shown)
+            yield from shell_names(command, path, root, shown, strict=False)
 
 
 def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
@@ -197,8 +223,16 @@ def _conventional(program: str) -> Iterator[str]:
 def script_commands(text: str) -> Iterator[list[str]]:
     """A script's simple commands as words, read tolerantly: any script, not only what the permission checks
     model (functions, `case`, `[[`, arrays are all fine here). Quotes are removed and expansions kept as written.
-    Each line's commands are found after every separator, so that no `.`/`source` is missed."""
+    Each line's commands are found after every separator, so that no `.`/`source` is missed. A here-document's
+    lines are its command's data, not commands."""
+    heredoc: str | None = None
     for line in re.sub(r"\\\n", " ", text).splitlines():
+        if heredoc is not None:
+            if line.strip() == heredoc:
+                heredoc = None
+            continue
+        if opened := _HEREDOC.search(line):
+            heredoc = opened.group(1)
         lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
         lexer.whitespace_split = True
         try:
