@@ -195,3 +195,36 @@ def test_a_makefiles_computed_programs_are_how_make_names_them(workspace: Path) 
     """`$(PYTHON) tools/x.py` in a recipe: the program is the system's, the script it runs is bound."""
     (workspace / "Makefile").write_text("PYTHON ?= python3\nfmt:\n\t$(PYTHON) tools/x.py\n\t$(MAKE) -C sub\n")
     assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "tools/x.py"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "__import__('helpers')",
+        "import importlib; importlib.import_module('helpers')",
+        "exec(open('helpers.txt').read())",
+        "exec(compile(open('h').read(), 'h', 'exec'))",
+        "import sys\nsys.path.insert(0, 'lib')\nimport helpers",
+        "import runpy; runpy.run_path('x')",
+        "from ctypes import CDLL",
+    ],
+)
+def test_a_python_script_that_loads_code_a_reading_cant_follow_is_unbindable(workspace: Path, line: str) -> None:
+    """Written to hide what it loads (a literal name through `__import__`, a path added to `sys.path`, text
+    run by `exec`): the hook stays off rather than bound to less than it runs."""
+    (workspace / "tools" / "x.py").write_text(f"{line}\n")
+    result = binding("python tools/x.py", workspace)
+    assert result.startswith(UNBINDABLE) and "can't be followed" in result, result
+
+
+def test_a_python_script_binds_the_scripts_its_string_literals_name(workspace: Path) -> None:
+    (workspace / "tools" / "x.py").write_text('import subprocess\nsubprocess.run(["sh", "scripts/a.sh"])\n')
+    assert "scripts/a.sh" in bound_paths(binding("python tools/x.py", workspace))
+
+
+def test_what_a_script_writes_to_is_not_bound(workspace: Path) -> None:
+    """A hook that appends to its own log would otherwise change its binding at every run and ask again."""
+    (workspace / "hook.log").write_text("")
+    (workspace / "scripts" / "a.sh").write_text("echo ran >> hook.log\necho ran 2>&1 >hook.log\nsh scripts/b.sh\n")
+    (workspace / "scripts" / "b.sh").write_text("true\n")
+    assert sorted(bound_paths(binding("sh scripts/a.sh", workspace))) == ["scripts/a.sh", "scripts/b.sh"]

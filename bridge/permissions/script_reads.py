@@ -50,14 +50,20 @@ _SEPARATORS = frozenset(
     {";", "&", "&&", "|", "||", "(", ")", ";;", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"}
 )
 _GLOB = re.compile(r"[*?]|\[.+\]")  # what the shell would expand (`[` and `[[` alone are programs)
+_WRITE_TO = re.compile(r"\d*(?:>>?|>\||&>>?)(.*)")  # an output redirection, its target attached or next
 _HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
 _MAKE_INCLUDE = re.compile(r"^\s*[-s]?include\s+(.+)$", re.MULTILINE)
 _PY_IMPORT = re.compile(
     r"^[^\S\n]*(?:from\s+(\.*)([\w.]*)\s+import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))", re.MULTILINE
 )
+# Python that loads code in a way a reading of its text can't follow: the script stays off.
 _PY_DYNAMIC = re.compile(
-    r"(?:importlib\.import_module|__import__|runpy\.run_path|runpy\.run_module)\s*\(\s*(?!['\"\s])|\bexec\s*\(\s*open\b"
+    r"(?<![.\w])(?:exec|eval|compile|__import__|execfile)\s*\("
+    r"|\b(?:importlib|runpy|pkgutil|zipimport|imp|ctypes|cffi)\b"
+    r"|\bsys\s*\.\s*(?:path|meta_path|path_hooks|modules)\b|\bsite\s*\.\s*addsitedir\b"
 )
+# A string literal that names a file of code (a script it runs: `subprocess.run(["sh", "scripts/x.sh"])`).
+_PY_CODE_LITERAL = re.compile(r"""['"]([^'"\\\n]+\.(?:py|sh|bash|js|mjs|cjs|so|pth))['"]""")
 _JS_LITERAL = re.compile(
     r"""(?:require\s*\(|import\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](\.{1,2}/[^'"]+)['"]""", re.MULTILINE
 )
@@ -112,7 +118,14 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             words = words[1:]  # `X=1 cmd`: the program is after the assignments
         program = words[0]
+        target_next = False
         for n, word in enumerate(words):
+            if target_next:  # `>> hook.log`: what the command writes, not code it runs (its own log would
+                target_next = False  # otherwise change at every run and ask again)
+                continue
+            if redirect := _WRITE_TO.fullmatch(word):
+                target_next = not redirect.group(1)
+                continue
             value = substituted(word, own)
             known = "$" not in value and "`" not in value and not _GLOB.search(value)
             if n == 1 and program in {".", "source"}:
@@ -174,8 +187,11 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
     """The modules a Python script imports, as files beside it (its `sys.path[0]`) or under the workspace: a
     module absent today is bound by its absence, so one that a pull adds (and that would shadow a library's) asks
     again."""
-    if _PY_DYNAMIC.search(text):
-        raise Unbindable(f"{shown} imports or runs a module named when it runs")
+    if found := _PY_DYNAMIC.search(text):
+        raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    for name in _PY_CODE_LITERAL.findall(text):
+        yield os.path.join(root, name)
+        yield os.path.join(path.parent, name)
     for dots, base, names, plain in _PY_IMPORT.findall(text):
         modules: list[str] = []
         if plain:
