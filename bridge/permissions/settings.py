@@ -51,6 +51,7 @@ from bridge.permissions.widening import (
     folder_directories,
     hook_item,
     relative_text,
+    rule_binding,
     sandbox_widening,
     trust_item,
     widening_items,
@@ -375,7 +376,7 @@ class SettingsStore:
             placed += [
                 PlacedRule(rule, behavior, origin)
                 for behavior, rule in loaded.rules
-                if behavior != "allow" or self._admits(loaded, "allow", rule.text)
+                if behavior != "allow" or self._admits(loaded, "allow", rule.text, rule_binding(rule, self.cwd))
             ]
         self._placed = placed
 
@@ -441,8 +442,8 @@ class SettingsStore:
 
     # --- trust ---------------------------------------------------------------------------------------
 
-    def _admits(self, loaded: LoadedSettings, kind: TrustKind, text: str) -> bool:
-        return not loaded.file.project or self.trust.admits(trust_item(loaded, self.cwd, kind, text))
+    def _admits(self, loaded: LoadedSettings, kind: TrustKind, text: str, binds: str = "") -> bool:
+        return not loaded.file.project or self.trust.admits(trust_item(loaded, self.cwd, kind, text, binds))
 
     @property
     def trust_items(self) -> list[TrustItem]:

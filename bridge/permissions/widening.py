@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.permissions.command_limits import ram_bytes, widening_limits
-from bridge.permissions.named_files import binding
+from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import TrustItem, TrustKind
 
 if TYPE_CHECKING:
+    from bridge.permissions.rules import Rule
     from bridge.permissions.settings import LoadedSettings
 
 WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
@@ -62,6 +63,17 @@ def trust_item(loaded: LoadedSettings, cwd: Path, kind: TrustKind, text: str, bi
     return TrustItem(relative_text(loaded.file.path, cwd), kind, text, binds)
 
 
+def rule_binding(rule: Rule, cwd: Path) -> str:
+    """What a folder's allow rule for one exact command runs of the workspace (`Bash(sh scripts/deploy.sh)`), as
+    its trust item's binding: trusting the rule is trusting that script as it is, and a pull that changes it asks
+    again. A rule that matches many commands (`Bash(npm run test:*)`) or whose files can't be bound is trusted
+    as its text alone: it names no one script to bind, and the command it lets run still runs in the sandbox."""
+    if rule.tool != "Bash" or not rule.specifier or "*" in rule.specifier:
+        return ""
+    bound = binding(rule.specifier, cwd)
+    return "" if bound.startswith(UNBINDABLE) else bound
+
+
 def hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, command: str) -> TrustItem:
     """A hook's item: its text, and the workspace files its command runs as they are now (a pulled change to
     the script is another item, asked about again)."""
@@ -103,7 +115,12 @@ def widening_items(loaded: LoadedSettings, cwd: Path, kept: Sequence[tuple[Path,
     Additional directories as they resolve now, those `too_wide` left out (never offered)."""
     if not loaded.file.project:
         return []
-    texts: list[tuple[TrustKind, str]] = [("allow", r.text) for behavior, r in loaded.rules if behavior == "allow"]
+    rules = [
+        trust_item(loaded, cwd, "allow", r.text, rule_binding(r, cwd))
+        for behavior, r in loaded.rules
+        if behavior == "allow"
+    ]
+    texts: list[tuple[TrustKind, str]] = []
     if loaded.default_mode in WIDENING_MODES:
         texts.append(("defaultMode", loaded.default_mode))
     texts += [("additionalDirectories", text) for text, _, why in folder_directories(loaded, kept) if why is None]
@@ -117,6 +134,7 @@ def widening_items(loaded: LoadedSettings, cwd: Path, kept: Sequence[tuple[Path,
     rest += [("passEnv", name) for name in loaded.pass_env]
     rest += [("sandbox", text) for text in loaded.sandbox_widening]
     items = [
+        *rules,
         *(trust_item(loaded, cwd, kind, text) for kind, text in texts),
         *hooks,
         *(trust_item(loaded, cwd, kind, text) for kind, text in rest),
