@@ -32,6 +32,8 @@ export interface PanelOptions {
   height?: number;
   extraFiles?: Record<string, string>;
   extraCsp?: string[];
+  /** What `getState()` gives the webview at its start, as VS Code restores a webview's state. */
+  state?: unknown;
   /** Another bundle and stylesheet (paths under the extension), e.g. an older build to compare with. */
   script?: string;
   style?: string;
@@ -70,10 +72,17 @@ export async function openPanel(browser: Browser, opts: PanelOptions): Promise<P
   // tsx compiles the functions handed to the page with esbuild's keepNames: they call a `__name` helper.
   await page.addInitScript({ content: "window.__name = (f) => f;" });
   await page.addInitScript(
-    ({ style, bodyClass }) => {
-      const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
+    ({ style, bodyClass, state }) => {
+      const w = window as unknown as { __posted: unknown[]; __state: unknown; acquireVsCodeApi: () => unknown };
       w.__posted = [];
-      w.acquireVsCodeApi = () => ({ postMessage: (m: unknown) => w.__posted.push(m), getState: () => undefined, setState: () => undefined });
+      w.__state = state ?? undefined;
+      w.acquireVsCodeApi = () => ({
+        postMessage: (m: unknown) => w.__posted.push(m),
+        getState: () => w.__state,
+        setState: (s: unknown) => {
+          w.__state = s;
+        },
+      });
       // As VS Code does: the theme's variables on <html> (through the CSSOM, which the CSP allows), its kind on <body>.
       document.addEventListener("DOMContentLoaded", () => {
         for (const decl of style.split(";")) {
@@ -84,7 +93,7 @@ export async function openPanel(browser: Browser, opts: PanelOptions): Promise<P
       });
       document.addEventListener("securitypolicyviolation", (e) => console.error(`Refused to ${e.violatedDirective}: ${e.blockedURI}`));
     },
-    { style: theme.style, bodyClass: theme.bodyClass },
+    { style: theme.style, bodyClass: theme.bodyClass, state: opts.state ?? null },
   );
   await page.goto(`${origin}/index.html`);
   await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "ready"));

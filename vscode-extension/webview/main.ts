@@ -10,11 +10,16 @@ import { type ConversationItem, initialState, type PanelAction, type PanelState,
 import { Composer } from "./composer";
 import { PathLinks } from "./files";
 import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
-import { escapeHtml } from "./markdown";
+import { escapeHtml, setCodeWrap } from "./markdown";
 import { MarkdownView } from "./markdownView";
 import { renderDelay, streamedUpdates } from "./pacing";
 
-declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void };
+/** What the panel keeps across its webview being hidden and restored (VS Code's webview state). */
+interface Kept {
+  /** Code blocks scroll long lines sideways instead of wrapping them. */
+  codeNoWrap?: boolean;
+}
+declare function acquireVsCodeApi(): { postMessage(message: FromWebview): void; getState(): Kept | undefined; setState(state: Kept): void };
 const vscode = acquireVsCodeApi();
 const post = (message: FromWebview): void => vscode.postMessage(message);
 
@@ -24,6 +29,16 @@ function $(id: string): HTMLElement {
   return el;
 }
 const log = $("log");
+// Code blocks wrap long lines unless the person chose otherwise: a block that scrolls sideways is a scroller of its
+// own, and a panel full of them makes every keystroke's frame slower while an answer streams (issue 24 item 13).
+const kept: Kept = vscode.getState() ?? {};
+function showCodeWrap(): void {
+  const wraps = !kept.codeNoWrap;
+  setCodeWrap(wraps);
+  log.classList.toggle("code-nowrap", !wraps);
+  for (const button of log.querySelectorAll("button.wrap-code")) button.setAttribute("aria-pressed", String(wraps));
+}
+showCodeWrap();
 const planEl = $("plan");
 const modeSelect = $("mode") as HTMLSelectElement;
 const modelButton = $("model") as HTMLButtonElement;
@@ -556,6 +571,16 @@ log.addEventListener("click", (e) => {
     e.preventDefault();
     const line = Number(link.dataset.line);
     post({ type: "openFile", path: link.dataset.path, ...(line > 0 ? { line } : {}) });
+    return;
+  }
+  const wrap = target.closest<HTMLButtonElement>("button.wrap-code");
+  if (wrap) {
+    // Every block above changes height: the one clicked stays where it was on the screen.
+    const before = wrap.getBoundingClientRect().top;
+    kept.codeNoWrap = !kept.codeNoWrap;
+    vscode.setState(kept);
+    showCodeWrap();
+    log.scrollTop += wrap.getBoundingClientRect().top - before;
     return;
   }
   const copy = target.closest<HTMLButtonElement>("button.copy-code");

@@ -292,12 +292,26 @@ export function highlightCode(code: string, lang: string): string {
   return known && code.length <= maxHighlightChars ? hljs.highlight(code, { language: lang, ignoreIllegals: true }).value : escapeHtml(code);
 }
 
-/** A code block's wrapper: the language, the copy button (`button.copy-code`), and `body` in `pre > code`. */
+/** Whether code blocks wrap long lines (the panel's choice, `body.code-nowrap` when not): what a new Wrap button says. */
+let codeWraps = true;
+export function setCodeWrap(on: boolean): void {
+  codeWraps = on;
+}
+
+/** The title of a code block's Wrap button (`button.wrap-code`, pressed while long lines wrap). */
+const wrapTitle = "Wrap long lines at the panel's width, or scroll them sideways (every code block)";
+
+/**
+ * A code block's wrapper: the language, the Wrap and Copy buttons (`button.wrap-code`, `button.copy-code`), and
+ * `body` in `pre > code`.
+ */
 export function codeShell(lang: string, body: string): string {
   const known = lang && hljs.getLanguage(lang) ? lang : undefined;
   const label = lang ? `<span class="code-lang">${escapeHtml(lang)}</span>` : "<span></span>";
   const cls = known ? ` class="hljs language-${known}"` : ' class="hljs"';
-  return `<div class="code-block"><div class="code-head">${label}<button class="copy-code" type="button" title="Copy to the clipboard">Copy</button></div><pre><code${cls}>${body}</code></pre></div>\n`;
+  const wrap = `<button class="wrap-code" type="button" aria-pressed="${codeWraps}" title="${wrapTitle}">Wrap</button>`;
+  const copy = '<button class="copy-code" type="button" title="Copy to the clipboard">Copy</button>';
+  return `<div class="code-block"><div class="code-head">${label}<span class="code-actions">${wrap}${copy}</span></div><pre><code${cls}>${body}</code></pre></div>\n`;
 }
 
 // --- rendering -------------------------------------------------------------------------------------

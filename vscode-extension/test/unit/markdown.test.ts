@@ -38,9 +38,9 @@ describe("markdown: safe", () => {
 });
 
 describe("markdown: blocks", () => {
-  it("code blocks: highlighted by language, with a copy button in the block's wrapper", () => {
+  it("code blocks: highlighted by language, with Wrap and Copy buttons in the block's wrapper", () => {
     const html = renderMarkdown("```ts\nconst x = '<a>';\n```");
-    assert.match(html, /^<div class="code-block"><div class="code-head"><span class="code-lang">ts<\/span><button class="copy-code" type="button"/);
+    assert.match(html, /^<div class="code-block"><div class="code-head"><span class="code-lang">ts<\/span><span class="code-actions"><button class="wrap-code" type="button" aria-pressed="true"[^>]*>Wrap<\/button><button class="copy-code" type="button"/);
     assert.match(html, /<pre><code class="hljs language-ts"><span class="hljs-keyword">const<\/span>/);
     assert.ok(html.includes("&#x27;&lt;a&gt;&#x27;") || html.includes("&lt;a&gt;"), html);
     // An unknown language or none: escaped, not highlighted.
