@@ -387,3 +387,72 @@ def test_a_trusted_allow_rule_for_one_script_is_bound_to_it_and_a_pulled_change_
     assert rule_texts(again, "allow") == ["Bash(make *)"]
     [pending] = again.pending_trust()
     assert again.trust.changed_files(pending) == ["scripts/deploy.sh"]
+
+
+@pytest.mark.parametrize(
+    ("command", "behavior"),
+    [
+        ("python3 scripts/deploy.py", "allow"),
+        ("git status && python3 scripts/deploy.py", "allow"),
+        ("python3 scripts/deploy.py | grep ok", "allow"),
+        ("printf 'x' > scripts/deploy.py && python3 scripts/deploy.py", "ask"),
+        ("touch scripts/json.py; python3 scripts/deploy.py", "ask"),  # a module it would import first
+        ("cp /tmp/x.py scripts/deploy.py && python3 scripts/deploy.py", "ask"),
+        ('python3 -c \'open("scripts/deploy.py", "w")\' && python3 scripts/deploy.py', "ask"),
+    ],
+)
+def test_a_trusted_rule_for_one_script_vouches_for_no_command_that_may_change_it_first(
+    tmp_path: Path, command: str, behavior: str
+) -> None:
+    """The folder's `Bash(python3 scripts/deploy.py)`, trusted: it allows the script as it was, alone or beside
+    read-only parts, and never beside a part that writes (acceptEdits allows such writes in the workspace): that
+    part could change the script, or add a module it imports, before it runs. The control: the same rule in the
+    user's own settings is the user's word, and is not held to it."""
+    ws = tmp_path / "ws"
+    write(ws / ".agent-bridge" / "settings.json", {"permissions": {"allow": ["Bash(python3 scripts/deploy.py)"]}})
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "deploy.py").write_text("import json\n")
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    store.trust.approve(store.pending_trust())
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    decision = decide(engine, "Bash", {"command": command})
+    assert decision.behavior == behavior, decision
+    if behavior == "ask":
+        assert "trusted" in decision.reason, decision  # the script held, or the command that may change it
+        (ws / ".agent-bridge" / "settings.json").unlink()
+        write(tmp_path / "cfg" / "settings.json", {"permissions": {"allow": ["Bash(python3 scripts/deploy.py)"]}})
+        mine = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+        own = PermissionEngine(cwd=ws, settings=mine, grammar=GRAMMAR, mode="acceptEdits")
+        control = decide(own, "Bash", {"command": command})
+        assert "trusted as it was" not in control.reason, f"the control: the user's own rule: {control}"
+        if command.startswith("printf"):
+            assert control.behavior == "allow", control  # acceptEdits: a write in the workspace
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_a_script_a_trusted_rule_runs_is_held_as_what_runs_without_a_question(tmp_path: Path, mode: Mode) -> None:
+    """A write to the script (or to a module it imports) asks in every mode, and the sandbox keeps them read-only
+    for commands, as a hook's script is: a background loop can't swap it between the check and the run. The
+    control: a file beside them is written without a question; untrusted, the rule holds nothing."""
+    ws = tmp_path / "ws"
+    write(ws / ".agent-bridge" / "settings.json", {"permissions": {"allow": ["Bash(python3 scripts/deploy.py)"]}})
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "deploy.py").write_text("import helpers\n")
+    (ws / "scripts" / "helpers.py").write_text("X = 1\n")
+
+    def engine() -> PermissionEngine:
+        store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+        return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode)
+
+    real = Path(os.path.realpath(ws))
+    assert real / "scripts" / "deploy.py" not in [h.path for h in engine().workspace.held()], "untrusted: nothing"
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    store.trust.approve(store.pending_trust())
+    trusted = engine()
+    held = [h.path for h in trusted.workspace.held()]
+    for name in ("deploy.py", "helpers.py"):
+        assert real / "scripts" / name in held, held
+        decision = decide(trusted, "Write", {"file_path": str(ws / "scripts" / name), "content": "import os\n"})
+        assert decision.behavior == "ask" and "trusted rule" in decision.reason, decision
+    beside = decide(trusted, "Write", {"file_path": str(ws / "scripts" / "notes.txt"), "content": "x"})
+    assert beside.behavior == "allow", beside

@@ -69,6 +69,10 @@ class BashJudge:
                         f"`{part.text}` writes {outside}, outside the workspace",
                         [(part, f"writes {outside}, outside the workspace")],
                     )
+                if rule.bound and any(not other.part.read_only for other in top if other is not facts):
+                    # the folder's rule trusts a script as it was; another part of this command may change it first
+                    unallowed.append((part, f"another part may change what {rule.text} runs: it was trusted as it was"))
+                    continue
                 first_rule = first_rule or rule
                 continue
             reason = self._read_only_reason(facts)
@@ -85,6 +89,7 @@ class BashJudge:
         forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
         texts = [shlex.join(w.value for w in form) for form in forms]
         leading = {shlex.quote(form[0].value) for form in forms}
+        bound: CompiledRule | None = None  # a folder's rule for one script: another rule that allows it says more
         for rule in self.rules.commands("allow", leading):
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
             if part.hazard is not None and (part.hazard_command is None or rule.command_word != part.hazard_command):
@@ -96,8 +101,10 @@ class BashJudge:
             if rule.command_head is not None and rule.command_head not in leading:
                 continue
             if any(rule.matches_command(text) for text in texts):
-                return rule
-        return None
+                if not rule.bound:
+                    return rule
+                bound = bound or rule
+        return bound
 
     def _option_writes_outside(self, part: Part) -> Path | None:
         """A rule-allowed command may still name an output file (`--output=/etc/x`): containment applies."""

@@ -215,6 +215,10 @@ class PermissionEngine:
         protected_files = [*self.settings.protected_files, *answers]
         memory = [self.settings.user_config_dir / "AGENTS.md", self.settings.claude_home / "CLAUDE.md"]
         named: list[HeldPath] = hook_named(self.settings, HOOK_EVENTS, self.cwd)
+        named += [
+            HeldPath(path, "file", f"a trusted rule of the folder runs it without a question ({rule}), as it is now")
+            for path, rule in self.settings.bound_files()
+        ]
         for file in self.settings.files:
             if not file.claude:
                 named += mcp_named(file.path, self.cwd)

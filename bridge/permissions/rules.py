@@ -89,6 +89,7 @@ class PlacedRule:
     rule: Rule
     behavior: Behavior
     origin: RuleOrigin
+    bound: bool = False  # a folder's allow rule for one script, trusted as that script was (widening.rule_binding)
 
     @property
     def text(self) -> str:
@@ -103,6 +104,7 @@ class CompiledRule:
     behavior: Behavior
     origin: RuleOrigin
     form: RuleForm = NAME_RULES
+    bound: bool = False  # PlacedRule.bound: it vouches for a script as it was, not for a command that may change it
     command: re.Pattern[str] | None = None
     command_word: str | None = None
     command_head: str | None = None  # command_word as it starts a canonical command (shell-quoted)
@@ -139,7 +141,7 @@ class CompiledRule:
 def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRule:
     """`placed` compiled as a rule of `form` (its tool's); a specifier that can't be read raises RuleSyntaxError."""
     rule, spec = placed.rule, placed.rule.specifier
-    base = CompiledRule(rule, placed.behavior, placed.origin, form)
+    base = CompiledRule(rule, placed.behavior, placed.origin, form, bound=placed.bound)
     if spec is None:
         if is_server_glob(rule.tool):
             return dataclass_replace(base, name_glob=re.compile(re.escape(rule.tool[:-1]) + r".+\Z"))

@@ -43,6 +43,7 @@ from bridge.jsonfile import loads, read_text, stat_key, write_json_atomic
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.hooks import DEFAULT_TIMEOUT_S, HookCommand, HookMatcher
 from bridge.permissions.modes import Mode, narrower
+from bridge.permissions.named_files import bound_paths
 from bridge.permissions.rules import CompiledRule, PlacedRule, Rule, RuleOrigin, RuleSyntaxError, compile_rule
 from bridge.permissions.trust import FolderTrust, TrustItem, TrustKind, TrustPolicy
 from bridge.permissions.types import Behavior, RuleSuggestion, SettingsIssue, SourceName
@@ -323,6 +324,8 @@ class SettingsStore:
         self._stats: dict[Path, tuple[int, int, int] | None] = {}
         self._loaded: dict[Path, LoadedSettings] = {}
         self._placed: list[PlacedRule] = []
+        # the folder's admitted allow rules for one script, with the binding they were admitted with
+        self._bound: list[tuple[Rule, str]] = []
         self._compiled: tuple[int, RuleGrammar, list[CompiledRule], list[SettingsIssue]] | None = None
         self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
@@ -357,6 +360,8 @@ class SettingsStore:
                 self._stats[file.path] = key
                 self._loaded[file.path] = load_settings_file(file)
                 changed = True
+            # a script a trusted rule runs that changed since (an edit, a pull mid-session): the rule is out now
+            changed = changed or any(rule_binding(rule, self.cwd) != binds for rule, binds in self._bound)
             if changed:
                 self._recompile()
                 self.generation += 1
@@ -370,15 +375,20 @@ class SettingsStore:
         """The rules in effect, placed (the allow rules of the folder's own files once admitted); compiled per
         grammar by `compiled`."""
         placed: list[PlacedRule] = []
+        bound: list[tuple[Rule, str]] = []
         for file in self.files:
             loaded = self._loaded[file.path]
             origin = RuleOrigin(file.source, file.path, file.root)
-            placed += [
-                PlacedRule(rule, behavior, origin)
-                for behavior, rule in loaded.rules
-                if behavior != "allow" or self._admits(loaded, "allow", rule.text, rule_binding(rule, self.cwd))
-            ]
-        self._placed = placed
+            for behavior, rule in loaded.rules:
+                binds = ""
+                if behavior == "allow" and file.project:
+                    binds = rule_binding(rule, self.cwd)
+                    if not self._admits(loaded, "allow", rule.text, binds):
+                        continue
+                    if binds:
+                        bound.append((rule, binds))
+                placed.append(PlacedRule(rule, behavior, origin, bound=bool(binds)))
+        self._placed, self._bound = placed, bound
 
     def compiled(self, grammar: RuleGrammar) -> tuple[list[CompiledRule], list[SettingsIssue]]:
         """The rules in effect compiled by `grammar` (the forms the session's tools state), and the rules that
@@ -409,6 +419,18 @@ class SettingsStore:
                     log.warning("invalid settings: %s", issue)
             self._compiled = (self.generation, grammar, compiled, issues)
             return compiled, issues
+
+    def bound_files(self) -> list[tuple[Path, str]]:
+        """The workspace files the folder's trusted rules for one script run, each with its rule: held as what
+        runs without a question (a write asks; the sandbox keeps them read-only), as a hook's script is."""
+        root = Path(os.path.realpath(self.cwd))
+        with self._lock:
+            return [
+                (root / path, rule.text)
+                for rule, binds in self._bound
+                for path in bound_paths(binds)
+                if "*" not in path
+            ]
 
     def loaded(self) -> list[LoadedSettings]:
         return [self._loaded[f.path] for f in self.files]

@@ -634,3 +634,84 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     else:
         assert questions == [], "unchanged: nothing to ask"
         assert made(markers) == ["trusted"], "unchanged: the trusted script runs again"
+
+
+@pytest.mark.parametrize("how", ["file tool", "same command"])
+async def test_a_trusted_allow_rules_script_changed_mid_session_is_asked_about_before_it_runs(
+    tmp_path: Path, data_dir: Path, how: str
+) -> None:
+    """The folder's `Bash(python3 scripts/deploy.py)` is trusted as the script was. In the same session the model
+    rewrites the script and then runs it: the rule can't vouch for what it never saw, so that run asks, where it
+    used to run without a question. The rewrite is an edit the user accepts (as edits are), or a write in acceptEdits
+    mode by the very command that then runs the script."""
+    settings = {"permissions": {"allow": ["Bash(python3 scripts/deploy.py)"]}}
+    mark = 'open("markers/{}", "w").close()\n'
+    project = clone(tmp_path, {".agent-bridge/settings.json": settings, "scripts/deploy.py": mark.format("deployed")})
+    markers = project / "markers"  # in the workspace: the sandbox lets the script write there
+    markers.mkdir()
+    script = project / "scripts" / "deploy.py"
+    run = "python3 scripts/deploy.py"
+    if how == "file tool":
+        rewrite = [
+            tool_response(("Read", {"file_path": str(script)})),
+            tool_response(("Write", {"file_path": str(script), "content": mark.format("pwned")})),
+            tool_response(("Bash", {"command": run})),
+        ]
+        expected = [f"Write {script}", run]
+    else:
+        both = f"printf '%s\\n' '{mark.format('pwned').strip()}' > scripts/deploy.py && {run}"
+        rewrite = [tool_response(("Bash", {"command": both}))]
+        expected = [both]
+    scenario = {"responses": [tool_response(("Bash", {"command": run})), *rewrite, text_response("done")]}
+    asked: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        if "trust" in (params.get("_meta") or {}):
+            return {"outcome": {"outcome": "selected", "optionId": "trust"}}
+        command = (params["toolCall"].get("rawInput") or {}).get("command")
+        asked.append(command or params["toolCall"].get("title", ""))
+        return {"outcome": {"outcome": "selected", "optionId": "reject_once" if command else "allow_once"}}
+
+    async with running_editor(scenario, project, data_dir, env=UNTRUSTED) as editor:
+        editor.on_permission = answer
+        sid = await editor.new_session()
+        if how == "same command":
+            await editor.request("session/set_mode", {"sessionId": sid, "modeId": "acceptEdits"})
+        assert await editor.prompt(sid, "deploy") == {"stopReason": "end_turn"}
+    if how == "file tool":
+        assert script.read_text() == mark.format("pwned"), "the edit was made"
+    assert made(markers) == ["deployed"], f"the trusted script ran without a question, the changed one not: {asked}"
+    assert asked == expected, asked
+
+
+async def test_the_sandbox_keeps_a_script_a_trusted_rule_runs_read_only_for_every_command(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The folder's `Bash(make *)` lets the model run any make target, and its `Bash(python3 scripts/deploy.py)`
+    runs that script without a question. A target that rewrites the script runs in the sandbox, which holds the
+    script read-only (as it holds a hook's): the script the user trusted is the one that runs."""
+    settings = {"permissions": {"allow": ["Bash(python3 scripts/deploy.py)", "Bash(make *)"]}}
+    evil = 'open("markers/pwned", "w").close()'
+    files = {
+        ".agent-bridge/settings.json": settings,
+        "scripts/deploy.py": 'open("markers/deployed", "w").close()\n',
+        "Makefile": f"swap:\n\tprintf '%s\\n' '{evil}' > scripts/deploy.py\n\ttouch markers/made\n",
+    }
+    project = clone(tmp_path, files)
+    markers = project / "markers"
+    markers.mkdir()
+    scenario = {
+        "responses": [
+            tool_response(("Bash", {"command": "make swap"})),
+            tool_response(("Bash", {"command": "python3 scripts/deploy.py"})),
+            text_response("done"),
+        ]
+    }
+    async with running_editor(scenario, project, data_dir, env=UNTRUSTED) as editor:
+        editor.on_permission = answering("trust")
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "deploy") == {"stopReason": "end_turn"}
+        asked = [r for r in editor.permission_requests if "trust" not in (r.get("_meta") or {})]
+    assert (project / "scripts/deploy.py").read_text() == files["scripts/deploy.py"], "the script was not changed"
+    assert made(markers) == ["deployed"], "the trusted script ran; the recipe stopped at its write"
+    assert asked == [], "both ran on the folder's rules, without a question"
