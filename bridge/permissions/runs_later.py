@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 from bridge.jsonfile import SETTINGS_MAX_BYTES, read_json
 from bridge.permissions.git_held import git_held, nested_git_held
 from bridge.permissions.held import Held, HeldPath, PathKind, Protection, StatCache, command_paths, stat_key
+from bridge.permissions.named_files import binding, bound_paths
 
 if TYPE_CHECKING:
     from bridge.permissions.settings import SettingsStore
@@ -164,11 +165,15 @@ HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
 def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[HeldPath]:
     """The files the configured hook commands name (they run outside the sandbox at every matching event)."""
     variables = {"CLAUDE_PROJECT_DIR": str(cwd)}
+    root = Path(os.path.realpath(cwd))
     out: list[HeldPath] = []
     for event in events:
         for matcher in store.hooks(event):
             for hook in matcher.hooks:
-                for path in command_paths(hook.command, cwd, variables=variables):
+                # and what its script pulls in (a sourced library, an imported module): what a trusted hook is
+                # bound to, held so that no command swaps it between the check and the run
+                pulled = (root / p for p in bound_paths(binding(hook.command, cwd)) if "*" not in p)
+                for path in dict.fromkeys([*command_paths(hook.command, cwd, variables=variables), *pulled]):
                     out.append(
                         HeldPath(
                             path,
