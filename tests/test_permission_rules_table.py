@@ -388,3 +388,39 @@ def test_mode_table(env: dict[str, Path], mode: str, call: str, expected: str) -
     interactive = not mode.endswith("non-interactive")
     e = engine(env, mode=mode.split("/")[0], interactive=interactive)  # type: ignore[arg-type]
     assert _call(e, env, call) == expected
+
+
+# --- a shell given a script file is judged like any program given one (`python3 x.py`) -----------------------
+
+SCRIPT_ROWS: list[tuple[str, str, Mode, str]] = [
+    # (command, the rule (allow/deny/none), mode, expected)
+    ("sh scripts/test.sh", "allow Bash(sh scripts/test.sh)", "default", "allow"),
+    ("bash scripts/test.sh --fast", "allow Bash(bash scripts/test.sh *)", "default", "allow"),
+    ("bash -e scripts/test.sh", "allow Bash(bash -e scripts/test.sh)", "default", "allow"),
+    ("sh scripts/test.sh", "", "default", "ask"),
+    ("sh scripts/test.sh", "", "acceptEdits", "ask"),
+    ("sh scripts/test.sh", "", "bypassPermissions", "allow"),
+    ("sh scripts/test.sh", "allow Bash(sh *)", "default", "allow"),
+    # what it runs is not read: a deny rule that could apply fails closed
+    ("sh scripts/test.sh", "deny Bash(rm *)", "bypassPermissions", "deny"),
+    ("sh scripts/test.sh", "allow Bash(python3 *)", "default", "ask"),
+    # its standard input: what runs can't be pointed to at all, so every mode asks
+    ("sh < scripts/test.sh", "allow Bash(sh *)", "bypassPermissions", "ask"),
+    ("cat scripts/test.sh | bash", "", "bypassPermissions", "ask"),
+    ("bash -s scripts/test.sh", "allow Bash(bash -s scripts/test.sh)", "bypassPermissions", "ask"),
+    ("sh", "allow Bash(sh)", "bypassPermissions", "ask"),
+]
+
+
+@pytest.mark.parametrize(("command", "rule", "mode", "expected"), SCRIPT_ROWS)
+def test_a_shell_given_a_script_file_is_judged_like_any_program_given_one(
+    env: dict[str, Path], command: str, rule: str, mode: Mode, expected: str
+) -> None:
+    """`bash scripts/test.sh` could never be allowed (asked in every mode, bypass too, no always-option), while
+    `python3 scripts/test.py` could: a rule naming it now lets it run, in the sandbox (which keeps protected files
+    read-only for it, as for any program), and deny rules still match it since its content is not read."""
+    (env["ws"] / "scripts").mkdir()
+    (env["ws"] / "scripts" / "test.sh").write_text("rm -rf build\n")
+    behavior, _, text = rule.partition(" ")
+    rules = RuleSet.of(**{behavior: [text]}) if rule else None
+    assert bash(engine(env, rules, mode=mode), command) == expected

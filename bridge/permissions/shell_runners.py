@@ -271,7 +271,7 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
     if part.hazard is None:
         part.hazard, part.hazard_command = f"{name} runs a command string or standard input as a script", name
     i = 1
-    command_string = False
+    command_string = from_input = False
     while i < len(words):
         word = words[i]
         if not word.static:
@@ -288,6 +288,7 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
             continue
         if text.startswith(("-", "+")) and len(text) > 1:
             command_string = command_string or "c" in text[1:]
+            from_input = from_input or (text.startswith("-") and any(c in text[1:] for c in "si"))
             i += 1
             continue
         break
@@ -296,7 +297,15 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
             return Unknown(f"`{name} -c` without a command string")
         builder.nested_string(words[i].value if words[i].static else None, part, depth, f"the string `{name} -c` runs")
         return None
-    return Unknown(f"`{name}` runs a script or its standard input, which the checker can't see")
+    if i >= len(words) or from_input:
+        return Unknown(f"`{name}` runs its standard input as a script, which the checker can't see")
+    # A script file: what it runs is not read here, as for `python3 x.py`. Every deny and ask rule that could
+    # apply matches it (opaque); an allow rule naming it lets it run, in the sandbox, which keeps the protected
+    # files read-only for it.
+    if part.hazard_command == name and part.hazard.endswith("as a script"):
+        part.hazard = f"{name} runs the script {words[i].value}"
+    part.opaque = part.opaque or f"`{name}` runs the script {words[i].value}, which the checker does not read"
+    return None
 
 
 def _eval(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
