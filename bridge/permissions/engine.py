@@ -50,6 +50,7 @@ import anyio
 
 from bridge.permissions import shell
 from bridge.permissions.bash_decision import BashJudge, marks
+from bridge.permissions.bash_facts import BashFacts
 from bridge.permissions.containment import InvalidPath, Workspace
 from bridge.permissions.facts import CallFacts, PermissionCall
 from bridge.permissions.grammar import RuleGrammar
@@ -311,6 +312,8 @@ class PermissionEngine:
             self._know(facts)
             judged = Judged.of(facts, self.cwd, self._workspace)
             decision = self._decide(judged, hook)
+            if decision.behavior == "ask" and judged.bash is not None:
+                decision = self._say_changed_rule(judged.bash, decision)
             if decision.behavior == "ask":
                 decision = dataclasses.replace(decision, shown=shown(judged, decision, memory_too=not self._bypassing))
             if not rewritten:  # the rewrite's paths were not the call's: the tool resolves them itself
@@ -327,6 +330,17 @@ class PermissionEngine:
             return dataclasses.replace(
                 decision, behavior="deny", reason=f"{decision.reason} (denied: {why})", suggestions=[]
             )
+        return decision
+
+    def _say_changed_rule(self, bash: BashFacts, decision: Decision) -> Decision:
+        """A question about a command the folder's trusted rule would have allowed, had its script not changed
+        since: the reason says so (else the user sees a question with no word of the rule they trusted)."""
+        texts = {facts.part.text for facts in bash.parts}
+        for rule, files in self.settings.changed_rules():
+            if rule.specifier in texts:
+                shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+                why = f"the folder's rule {rule.text} is off: {shown} changed since it was trusted"
+                return dataclasses.replace(decision, reason=f"{decision.reason} ({why})")
         return decision
 
     async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:

@@ -326,6 +326,8 @@ class SettingsStore:
         self._placed: list[PlacedRule] = []
         # the folder's admitted allow rules for one script, with the binding they were admitted with
         self._bound: list[tuple[Rule, str]] = []
+        # and those trusted for a script that changed since: off now, with the files that changed
+        self._changed_rules: list[tuple[Rule, list[str]]] = []
         self._compiled: tuple[int, RuleGrammar, list[CompiledRule], list[SettingsIssue]] | None = None
         self._plugin_hooks: list[LoadedSettings] = []
         self._logged: set[SettingsIssue] = set()
@@ -376,6 +378,7 @@ class SettingsStore:
         grammar by `compiled`."""
         placed: list[PlacedRule] = []
         bound: list[tuple[Rule, str]] = []
+        changed: list[tuple[Rule, list[str]]] = []
         for file in self.files:
             loaded = self._loaded[file.path]
             origin = RuleOrigin(file.source, file.path, file.root)
@@ -384,11 +387,13 @@ class SettingsStore:
                 if behavior == "allow" and file.project:
                     binds = rule_binding(rule, self.cwd)
                     if not self._admits(loaded, "allow", rule.text, binds):
+                        if files := self.trust.changed_files(trust_item(loaded, self.cwd, "allow", rule.text, binds)):
+                            changed.append((rule, files))
                         continue
                     if binds:
                         bound.append((rule, binds))
                 placed.append(PlacedRule(rule, behavior, origin, bound=bool(binds)))
-        self._placed, self._bound = placed, bound
+        self._placed, self._bound, self._changed_rules = placed, bound, changed
 
     def compiled(self, grammar: RuleGrammar) -> tuple[list[CompiledRule], list[SettingsIssue]]:
         """The rules in effect compiled by `grammar` (the forms the session's tools state), and the rules that
@@ -419,6 +424,12 @@ class SettingsStore:
                     log.warning("invalid settings: %s", issue)
             self._compiled = (self.generation, grammar, compiled, issues)
             return compiled, issues
+
+    def changed_rules(self) -> list[tuple[Rule, list[str]]]:
+        """The folder's allow rules for one script that are off because the script (or what it pulls in) changed
+        since the user trusted them, each with the files that changed: a question about that command says so."""
+        with self._lock:
+            return list(self._changed_rules)
 
     def bound_files(self) -> list[tuple[Path, str]]:
         """The workspace files the folder's trusted rules for one script run, each with its rule: held as what
