@@ -393,6 +393,7 @@ def test_a_trusted_allow_rule_for_one_script_is_bound_to_it_and_a_pulled_change_
     asked = decide(engine, "Bash", {"command": "sh scripts/deploy.sh"})
     assert asked.behavior == "ask", asked
     assert "rule Bash(sh scripts/deploy.sh) is off: scripts/deploy.sh changed since it was trusted" in asked.reason
+    assert asked.suggestions == [], "no always-option: trusting it again binds it to the script as it is"
 
 
 @pytest.mark.parametrize(

@@ -334,13 +334,15 @@ class PermissionEngine:
 
     def _say_changed_rule(self, bash: BashFacts, decision: Decision) -> Decision:
         """A question about a command the folder's trusted rule would have allowed, had its script not changed
-        since: the reason says so (else the user sees a question with no word of the rule they trusted)."""
+        since: the reason says so (else the user sees a question with no word of the rule they trusted), and it
+        offers no always-option (one would allow the changed script for good, unbound, or wider than the rule:
+        `Bash(python3 *)`); trusting the rule again, at the folder's question, binds it to the script as it is."""
         texts = {facts.part.text for facts in bash.parts}
         for rule, files in self.settings.changed_rules():
             if rule.specifier in texts:
                 shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
                 why = f"the folder's rule {rule.text} is off: {shown} changed since it was trusted"
-                return dataclasses.replace(decision, reason=f"{decision.reason} ({why})")
+                return dataclasses.replace(decision, reason=f"{decision.reason} ({why})", suggestions=[])
         return decision
 
     async def decide_async(self, call: PermissionCall, *, hook: HookOutcome | None = None) -> Decision:
