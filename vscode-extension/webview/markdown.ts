@@ -292,7 +292,7 @@ export function highlightCode(code: string, lang: string): string {
   return known && code.length <= maxHighlightChars ? hljs.highlight(code, { language: lang, ignoreIllegals: true }).value : escapeHtml(code);
 }
 
-/** Whether code blocks wrap long lines (the panel's choice, `body.code-nowrap` when not): what a new Wrap button says. */
+/** Whether code blocks wrap long lines (the panel's choice, `#log.code-nowrap` when not): what a new Wrap button says. */
 let codeWraps = true;
 export function setCodeWrap(on: boolean): void {
   codeWraps = on;
