@@ -110,10 +110,25 @@ def spawn_escaped(mark: str, token: str | None) -> None:
     subprocess.run(["/bin/sh", "-c", "(setsid sleep 300 &) ; (trap '' TERM; sleep 301 &)"], env=env, check=True)
 
 
+def settled(mark: str) -> list[int]:
+    """The marked processes that have become `sleep`. One still exec'ing (the shell into setsid, setsid into
+    sleep) can briefly show an empty environment, so a count taken before both settle is not a count to keep."""
+    found = []
+    for pid in marked_pids(mark):
+        try:
+            with open(f"/proc/{pid}/comm") as fh:
+                if fh.read().strip() == "sleep":
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path: Path) -> None:
     by_token, by_pid = uuid.uuid4().hex, uuid.uuid4().hex
     token = uuid.uuid4().hex
     spawn_escaped(by_token, token)
+    await poll(lambda: len(settled(by_token)) >= 2)
     # one with no token at all (its environment was cleared), known by pid and start time only
     lone = start(["/usr/bin/env", "-i", f"TEST_MARK={by_pid}", "sleep", "300"], start_new_session=True)
     # a live process whose pid the registry names with another start time: a reused pid
@@ -149,7 +164,7 @@ async def test_the_next_start_kills_what_escaped_but_never_a_reused_pid(tmp_path
 async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     mark, token = uuid.uuid4().hex, uuid.uuid4().hex
     spawn_escaped(mark, token)
-    await poll(lambda: len(marked_pids(mark)) >= 2)
+    await poll(lambda: len(settled(mark)) >= 2)
     seen = set(marked_pids(mark))
     me = os.getppid()  # a live process (the one that started pytest) standing for a live bridge
     running = tmp_path / "running"
