@@ -12,6 +12,7 @@ import { PathLinks } from "./files";
 import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
 import { escapeHtml, setCodeWrap } from "./markdown";
 import { MarkdownView } from "./markdownView";
+import { Offscreen } from "./offscreen";
 import { renderDelay, streamedUpdates } from "./pacing";
 
 /** What the panel keeps across its webview being hidden and restored (VS Code's webview state). */
@@ -32,11 +33,11 @@ const log = $("log");
 // Code blocks wrap long lines unless the person chose otherwise: a block that scrolls sideways is a scroller of its
 // own, and a panel full of them makes every keystroke's frame slower while an answer streams (issue 24 item 13).
 const kept: Kept = vscode.getState() ?? {};
-function showCodeWrap(): void {
+function showCodeWrap(root: ParentNode = log): void {
   const wraps = !kept.codeNoWrap;
   setCodeWrap(wraps);
   log.classList.toggle("code-nowrap", !wraps);
-  for (const button of log.querySelectorAll("button.wrap-code")) button.setAttribute("aria-pressed", String(wraps));
+  for (const button of root.querySelectorAll("button.wrap-code")) button.setAttribute("aria-pressed", String(wraps));
 }
 showCodeWrap();
 const planEl = $("plan");
@@ -72,17 +73,27 @@ const rendered = new Map<string, { item: ConversationItem; el: HTMLElement; md?:
 let renderedPlan: PanelState["plan"] | undefined;
 let renderedModes: PanelState["modes"] | undefined;
 const links = new PathLinks((paths) => post({ type: "checkPaths", paths }), log);
+// A long answer's far off-screen groups are kept as HTML; one put back learns what changed meanwhile.
+const offscreen = new Offscreen(log, (group) => {
+  links.settle(group);
+  links.scan(group);
+  showCodeWrap(group);
+});
 const ctx: ViewContext = { folders: [], paths: links.lookup };
 
 const sessionReady = (): boolean => state.connection.status === "ready" && (sessionReadyFromHost ?? state.sessionId !== undefined);
 const composer = new Composer(post, () => sessionReady(), () => (stickToBottom = true), (text) => showToast(text));
 
 // --- auto-scroll: follow the stream until the user scrolls up; resume once back at the bottom ---------
-// A resize (the sidebar narrowed or widened) reflows the whole log under the view: the scroll that causes is
-// not the person's, so a view that follows the stream is put back at the bottom rather than let go. A scroll
-// by the person (wheel, touch, keys, the scrollbar) lets go as always, resize or not.
+// A resize (the sidebar narrowed or widened) reflows the whole log under the view, and a part of the answer that
+// was off-screen takes its real height once laid out (content-visibility's placeholder, 40em, is rarely right:
+// a fast stream or a replayed history appends more than a screen at once): the scroll either causes (the
+// browser's scroll anchoring) is not the person's, so a view that follows the stream is put back at the bottom
+// rather than let go. A scroll by the person (wheel, touch, keys, the scrollbar) lets go as always.
 let stickToBottom = true;
 let resizedAt = -Infinity;
+/** The log's height at the last scroll event: a scroll that comes with a new height was the layout's. */
+let heightAtScroll = 0;
 let userScrolledAt = -Infinity;
 let pointerHeld = false;
 const RESIZE_SETTLES_MS = 300;
@@ -99,7 +110,9 @@ new ResizeObserver(() => {
 }).observe(log);
 log.addEventListener("scroll", () => {
   const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
-  if (!atBottom && stickToBottom && !byUser() && performance.now() - resizedAt < RESIZE_SETTLES_MS) {
+  const grew = log.scrollHeight !== heightAtScroll;
+  heightAtScroll = log.scrollHeight;
+  if (!atBottom && stickToBottom && !byUser() && (grew || performance.now() - resizedAt < RESIZE_SETTLES_MS)) {
     log.scrollTop = log.scrollHeight;
     return;
   }
@@ -326,7 +339,7 @@ function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownVi
       el.dataset.id = item.id;
       el.innerHTML = item.kind === "thought" ? `<details><summary>Thinking</summary><div class="md"></div></details>` : `<div class="md"></div>`;
       const mdEl = el.querySelector<HTMLElement>(".md");
-      if (mdEl) entry.md = new MarkdownView(mdEl, links.lookup, (f) => links.scan(f));
+      if (mdEl) entry.md = new MarkdownView(mdEl, links.lookup, (f) => links.scan(f), offscreen);
     }
     entry.md?.set(item.text);
     return;
@@ -579,6 +592,7 @@ log.addEventListener("click", (e) => {
     const before = wrap.getBoundingClientRect().top;
     kept.codeNoWrap = !kept.codeNoWrap;
     vscode.setState(kept);
+    offscreen.restoreAll(); // every block's height changes, the ones kept as HTML too
     showCodeWrap();
     log.scrollTop += wrap.getBoundingClientRect().top - before;
     return;
