@@ -146,12 +146,16 @@ def is_running(pid: int, start: int, which: Clock | None = None) -> bool:
 
 
 def read_token(pid: int) -> tuple[bool, str | None]:
-    """(whether the environment could be read, the tracking token in it). Not ours to read counts as read."""
+    """(whether the environment could be read, the tracking token in it). Not ours to read counts as read.
+    An empty read is not a reading: a process in the middle of an `execve` reads empty (the file holds the old
+    memory, which the exec just dropped), and one with a truly empty environment carries no token either way."""
     if clock() == "ticks":
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
                 raw = fh.read()
         except OSError:
+            return False, None
+        if not raw:
             return False, None
         key = TOKEN_ENV.encode() + b"="
         for entry in raw.split(b"\0"):
@@ -160,7 +164,8 @@ def read_token(pid: int) -> tuple[bool, str | None]:
         return True, None
     psutil = _psutil()
     try:
-        return True, psutil.Process(pid).environ().get(TOKEN_ENV)
+        environ = psutil.Process(pid).environ()
+        return bool(environ), environ.get(TOKEN_ENV)
     except psutil.AccessDenied:
         return True, None
     except psutil.Error:

@@ -47,6 +47,7 @@ __all__ = ["TOKEN_ENV", "ProcessRegistry", "act_on", "is_running", "kill_registe
 log = logging.getLogger(__name__)
 
 KILL_DEADLINE = 2.0
+UNREAD_LOOKS = 10  # more scans when a process's environment could not be read (mid-exec, or exiting): 10 ms apart
 EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to become a zombie
 RELEASED = b"released\n"  # the bridge to its watchdog, on a clean exit: go now
 
@@ -66,18 +67,18 @@ def kill_registered(
     me, uid = os.getpid(), host.uid()
     killed: list[int] = []
     deadline = time.monotonic() + timeout
+    second_looks = UNREAD_LOOKS
     while True:
         table = proctable.scan(clock)
         targets = {pid for pid, info in table.items() if (pid, info.start) in exact}
+        unread = False
         if wanted_tokens:
             for pid, info in table.items():
-                if (
-                    pid not in targets
-                    and info.alive
-                    and proctable.owned(pid, uid)
-                    and proctable.read_token(pid)[1] in wanted_tokens
-                ):
-                    targets.add(pid)
+                if pid not in targets and info.alive and proctable.owned(pid, uid):
+                    readable, token = proctable.read_token(pid)
+                    if token in wanted_tokens:
+                        targets.add(pid)
+                    unread = unread or not readable
         children: dict[int, list[int]] = {}
         for pid, info in table.items():
             children.setdefault(info.ppid, []).append(pid)
@@ -89,7 +90,12 @@ def kill_registered(
                     frontier.append(child)
         targets = {pid for pid in targets if pid != me and table[pid].alive}
         if not targets:
-            return killed
+            # A process caught in the middle of an exec shows no environment: look again before saying none is left.
+            if not unread or second_looks <= 0 or time.monotonic() > deadline:
+                return killed
+            second_looks -= 1
+            time.sleep(0.01)
+            continue
         for pid in targets:
             exact.add((pid, table[pid].start))  # its children stay findable after it is gone
             signals.kill(pid)

@@ -7,6 +7,7 @@ Survivors are found independently, through the TEST_MARK each test command expor
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from bridge.execution.limits import backend as limits_backend
-from bridge.execution.registry import EXIT_GRACE, TOKEN_ENV, reap_leftovers, start_time
+from bridge.execution.registry import EXIT_GRACE, TOKEN_ENV, kill_registered, reap_leftovers, start_time
 from bridge.execution.sandbox import probe
 from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv
 from tests.execution.test_processes import ESCAPING, marked_pids, our_zombies, reap_zombies_among
@@ -178,6 +179,34 @@ async def test_a_live_bridges_registry_is_left_alone(tmp_path: Path) -> None:
     reap_leftovers(tmp_path)
     await poll(lambda: not marked_pids(mark))
     reap_zombies_among(seen)
+
+
+async def test_a_process_caught_in_the_middle_of_an_exec_is_still_found(tmp_path: Path) -> None:
+    """A process in the middle of an `execve` reads as an empty environment (the file holds the memory the exec just
+    dropped): the clean-up took that for "not ours", saw nothing left to kill, and left it running (5 to 15 of 40
+    tries before the fix). A process that execs itself again and again is often caught in the middle of one."""
+    loop = tmp_path / "loop.sh"
+    loop.write_text('exec /bin/sh "$0"\n')
+    for _ in range(25):
+        token = uuid.uuid4().hex
+        proc = start(["/bin/sh", str(loop)], env={**os.environ, TOKEN_ENV: token}, start_new_session=True)
+        try:
+            await poll(functools.partial(looping, proc.pid, loop))
+            assert proc.pid in kill_registered([token], [])
+            assert proc.wait(5) == -signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def looping(pid: int, script: Path) -> bool:
+    """The process runs `script` (once: after that, it is always that script or about to be)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return str(script).encode() in fh.read()
+    except OSError:
+        return False
 
 
 BRIDGE = textwrap.dedent("""
