@@ -29,13 +29,8 @@ export class PathLinks {
 
   answer(status: Record<string, "exists" | "missing">): void {
     for (const [path, s] of Object.entries(status)) this.status.set(path, s);
-    this.settle(this.root);
-  }
-
-  /** The candidates in `node` the host has answered for become links (or plain text). */
-  settle(node: ParentNode): void {
-    for (const el of node.querySelectorAll<HTMLElement>(".file-cand")) {
-      const s = el.dataset.path ? this.status.get(el.dataset.path) : undefined;
+    for (const el of this.root.querySelectorAll<HTMLElement>(".file-cand")) {
+      const s = el.dataset.path ? status[el.dataset.path] : undefined;
       if (s === "exists") el.replaceWith(fileLink(el));
       else if (s === "missing") {
         el.removeAttribute("class");

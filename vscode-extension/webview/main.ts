@@ -12,7 +12,6 @@ import { PathLinks } from "./files";
 import { cardOptions, meterText, permissionHtml, statusText, toolHtml, turnEndHtml, userHtml, type ViewContext } from "./items";
 import { escapeHtml, setCodeWrap } from "./markdown";
 import { MarkdownView } from "./markdownView";
-import { Offscreen } from "./offscreen";
 import { renderDelay, streamedUpdates } from "./pacing";
 
 /** What the panel keeps across its webview being hidden and restored (VS Code's webview state). */
@@ -33,11 +32,11 @@ const log = $("log");
 // Code blocks wrap long lines unless the person chose otherwise: a block that scrolls sideways is a scroller of its
 // own, and a panel full of them makes every keystroke's frame slower while an answer streams (issue 24 item 13).
 const kept: Kept = vscode.getState() ?? {};
-function showCodeWrap(root: ParentNode = log): void {
+function showCodeWrap(): void {
   const wraps = !kept.codeNoWrap;
   setCodeWrap(wraps);
   log.classList.toggle("code-nowrap", !wraps);
-  for (const button of root.querySelectorAll("button.wrap-code")) button.setAttribute("aria-pressed", String(wraps));
+  for (const button of log.querySelectorAll("button.wrap-code")) button.setAttribute("aria-pressed", String(wraps));
 }
 showCodeWrap();
 const planEl = $("plan");
@@ -73,12 +72,6 @@ const rendered = new Map<string, { item: ConversationItem; el: HTMLElement; md?:
 let renderedPlan: PanelState["plan"] | undefined;
 let renderedModes: PanelState["modes"] | undefined;
 const links = new PathLinks((paths) => post({ type: "checkPaths", paths }), log);
-// A long answer's far off-screen groups are kept as HTML; one put back learns what changed meanwhile.
-const offscreen = new Offscreen(log, (group) => {
-  links.settle(group);
-  links.scan(group);
-  showCodeWrap(group);
-});
 const ctx: ViewContext = { folders: [], paths: links.lookup };
 
 const sessionReady = (): boolean => state.connection.status === "ready" && (sessionReadyFromHost ?? state.sessionId !== undefined);
@@ -339,7 +332,7 @@ function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownVi
       el.dataset.id = item.id;
       el.innerHTML = item.kind === "thought" ? `<details><summary>Thinking</summary><div class="md"></div></details>` : `<div class="md"></div>`;
       const mdEl = el.querySelector<HTMLElement>(".md");
-      if (mdEl) entry.md = new MarkdownView(mdEl, links.lookup, (f) => links.scan(f), offscreen);
+      if (mdEl) entry.md = new MarkdownView(mdEl, links.lookup, (f) => links.scan(f));
     }
     entry.md?.set(item.text);
     return;
@@ -592,7 +585,6 @@ log.addEventListener("click", (e) => {
     const before = wrap.getBoundingClientRect().top;
     kept.codeNoWrap = !kept.codeNoWrap;
     vscode.setState(kept);
-    offscreen.restoreAll(); // every block's height changes, the ones kept as HTML too
     showCodeWrap();
     log.scrollTop += wrap.getBoundingClientRect().top - before;
     return;

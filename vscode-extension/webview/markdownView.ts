@@ -1,5 +1,4 @@
 import { codeShell, highlightCode, type OpenFence, type PathLookup, StreamingMarkdown } from "./markdown";
-import type { Offscreen } from "./offscreen";
 
 /** Final blocks go into groups of this many: the browser skips the off-screen groups (content-visibility). */
 const blocksPerGroup = 40;
@@ -23,8 +22,6 @@ export class MarkdownView {
     readonly el: HTMLElement,
     paths: PathLookup,
     private readonly onInsert: (fragment: DocumentFragment) => void,
-    /** Where sealed groups go to be taken out of the DOM when far off-screen (offscreen.ts). */
-    private readonly offscreen?: Offscreen,
   ) {
     this.stream = new StreamingMarkdown(paths);
   }
@@ -48,7 +45,7 @@ export class MarkdownView {
         // Kept where it is (moving a long block would lay it all out again); later groups go after it.
         live.update(block.fence.code);
         this.live = undefined;
-        this.seal();
+        this.group = undefined;
       } else {
         html += block.html;
       }
@@ -73,15 +70,8 @@ export class MarkdownView {
     if (html) this.groupFor().append(this.fragment(html));
   }
 
-  /** The current group is done: later blocks go into a new one. */
-  private seal(): void {
-    if (this.group) this.offscreen?.seal(this.group);
-    this.group = undefined;
-  }
-
   private groupFor(): HTMLElement {
     if (!this.group || this.group.childElementCount >= blocksPerGroup) {
-      this.seal();
       this.group = document.createElement("div");
       this.group.className = "md-group";
       // Before a live code block, which stays last.

@@ -340,9 +340,9 @@ describe("the panel in chromium", () => {
     }
   });
 
-  it("a long answer's far off-screen parts are kept as HTML, not DOM, and come back whole: links found meanwhile, the Wrap choice, the selection kept", async () => {
-    // Every major garbage collection marks every node the page keeps: a 6,000-line answer's DOM made the pauses a
-    // person typing while it streams feels (issue 24 item 13).
+  it("a stream that brings more than a screen at once is still followed: no '↓ Latest', the view at the bottom", async () => {
+    // Each part lands off-screen at content-visibility's 40em placeholder, then takes its real height: the browser's
+    // scroll anchoring moved the view, which let go of the stream (a fast answer, or a history replayed at once).
     const { page } = panel;
     const part = (i: number): string =>
       `### Part ${i}\n\nPart ${i} changes src/mod${i}.ts:${i + 1} and keeps ${"its words on one line, ".repeat(4)}\n\n- one\n- two\n\n\`\`\`ts\nexport const v${i} = ${i};\n\`\`\`\n\n`;
@@ -350,57 +350,16 @@ describe("the panel in chromium", () => {
     for (let i = 0; i < 120; i++) await act(say(part(i)));
     await act(say("The end.\n\n"));
     await page.locator(".md p", { hasText: "The end." }).waitFor();
-    const shape = () =>
+    const view = () =>
       page.evaluate(() => {
         const log = document.getElementById("log") as HTMLElement;
-        const groups = [...log.querySelectorAll<HTMLElement>(".md-group")];
-        return {
-          groups: groups.length,
-          out: groups.filter((g) => g.classList.contains("offscreen")).length,
-          firstOut: groups[0]?.classList.contains("offscreen") === true && groups[0].childElementCount === 0,
-          elements: log.getElementsByTagName("*").length,
-          scrollHeight: log.scrollHeight,
-          gap: log.scrollHeight - log.scrollTop - log.clientHeight,
-          jump: !(document.getElementById("jump") as HTMLElement).hidden,
-        };
+        return { gap: log.scrollHeight - log.scrollTop - log.clientHeight, height: log.scrollHeight, jump: !(document.getElementById("jump") as HTMLElement).hidden };
       });
-    await poll("the far groups kept as HTML", async () => (await shape()).firstOut, 5000, 30);
-    const bottom = await shape();
-    assert.ok(bottom.groups >= 8 && bottom.out >= bottom.groups - 4, `most groups are out: ${JSON.stringify(bottom)}`);
-    // more than a screen arrives at once (content-visibility's 40em placeholder, then the real height): still followed
-    assert.ok(bottom.gap < 2 && !bottom.jump, `still at the bottom, no '↓ Latest': ${JSON.stringify(bottom)}`);
-    // the host answers for a path that is only in a group kept as HTML
-    await panel.send({ type: "paths", status: { "src/mod0.ts": "exists", "src/mod1.ts": "missing" } });
-    await page.evaluate(() => {
-      const log = document.getElementById("log") as HTMLElement;
-      log.scrollTop = 0;
-    });
-    await page.locator('a.file-link[data-path="src/mod0.ts"][data-line="1"]').waitFor({ timeout: 5000 });
-    assert.equal(await page.locator('.md [data-path="src/mod1.ts"]').count(), 0, "a path found missing meanwhile is plain text");
-    assert.ok(!(await shape()).firstOut, "the first group is back");
-    assert.ok(Math.abs((await shape()).scrollHeight - bottom.scrollHeight) < 2, "the log is as tall as it was");
-    // a group holding the selection stays, however far the view goes
-    await page.evaluate(() => {
-      const p = document.querySelector(".md-group p") as HTMLElement;
-      getSelection()?.selectAllChildren(p);
-      const log = document.getElementById("log") as HTMLElement;
-      log.scrollTop = log.scrollHeight;
-    });
-    await poll("the second group out again", async () => page.evaluate(() => document.querySelectorAll(".md-group")[1]?.classList.contains("offscreen") === true), 5000, 30);
-    assert.ok(!(await shape()).firstOut, "the selected group stayed");
-    assert.match((await page.evaluate(() => getSelection()?.toString())) ?? "", /Part 0 changes/);
-    // Wrap changes every block's height: every group comes back for it, its button says the choice, the far ones go again
-    await page.evaluate(() => getSelection()?.removeAllRanges());
-    await page.locator(".code-block button.wrap-code").last().click();
-    assert.equal(await page.locator('.code-block button.wrap-code[aria-pressed="true"]').count(), 0, "every block's button says the choice");
-    await poll("the far groups out again", async () => (await shape()).firstOut, 5000, 30);
-    await page.evaluate(() => {
-      const log = document.getElementById("log") as HTMLElement;
-      log.scrollTop = 0;
-    });
-    await poll("the first group back", async () => !(await shape()).firstOut, 5000, 30);
-    assert.equal(await page.locator('.md-group:first-child .code-block button.wrap-code[aria-pressed="true"]').count(), 0, "a group put back follows the choice");
-    assert.deepEqual(panel.violations, []);
+    const settled = (): Promise<unknown> => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
+    await settled();
+    const end = await view();
+    assert.ok(end.height > 10000, `many screens of answer: ${JSON.stringify(end)}`);
+    assert.ok(end.gap < 2 && !end.jump, `still at the bottom, no '↓ Latest': ${JSON.stringify(end)}`);
   });
 
   it("a resize never unpins a panel that follows the stream: no '↓ Latest' after the sidebar narrows or widens, and one scrolled up stays put", async () => {
