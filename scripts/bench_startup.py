@@ -175,14 +175,17 @@ def mechanism_cells() -> list[Cell]:
     - `session/new` answered, and the first prompt's request sent, before the server loads
       (bridge/server/early_session.py): off where the user has a settings file (an empty one: nothing changes, but
       a settings file could change the answer, so the server answers);
-    - the generated methods' kept code (bridge/codecache.py): off with AGENT_BRIDGE_CODE_CACHE=0."""
+    - the generated methods' kept code (bridge/codecache.py): off with AGENT_BRIDGE_CODE_CACHE=0;
+    - the collector paused while the bridge loads (bridge/gcpause.py): off with AGENT_BRIDGE_GC_PAUSE=0."""
     sdk = (("AGENT_BRIDGE_MODEL_TRANSPORT", "sdk"),)
     uncached = (("AGENT_BRIDGE_CODE_CACHE", "0"),)
+    collected = (("AGENT_BRIDGE_GC_PAUSE", "0"),)
     cells = [
         Cell("run", "all on", True),
         Cell("run", "no send-ahead", True, settings='{"hooks": {}}'),
         Cell("run", "SDK transport", True, sdk),
         Cell("run", "no kept code", True, uncached),
+        Cell("run", "no GC pause", True, collected),
     ]
     for front in ("serve", "acp"):
         cells += [
@@ -190,9 +193,10 @@ def mechanism_cells() -> list[Cell]:
             Cell(front, "no early session", True, settings="{}"),
             Cell(front, "SDK transport", True, sdk),
             Cell(front, "no kept code", True, uncached),
+            Cell(front, "no GC pause", True, collected),
         ]
     cells.insert(
-        5, Cell("serve", "no early initialize", True, capabilities='{"general": {"positionEncodings": "utf-16"}}')
+        6, Cell("serve", "no early initialize", True, capabilities='{"general": {"positionEncodings": "utf-16"}}')
     )
     return cells
 

@@ -3,6 +3,7 @@ traceback; `--version`; help that lists the offline scenarios. Real `agent-bridg
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -93,3 +94,31 @@ def _reading_stdin(pid: int) -> bool:
         )
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("command", ["run", "serve", "acp"])
+def test_the_collector_runs_again_once_the_bridge_is_loaded(command: str) -> None:
+    """The collector waits while the bridge loads (bridge/gcpause.py), and every front end turns it on again: left
+    off, a long session would keep every cycle it made."""
+    env = {**os.environ, "AGENT_BRIDGE_LOG": "DEBUG", "AGENT_BRIDGE_GC_PAUSE": "1"}
+    if command == "run":
+        done = run("run", "--offline", "echo", "hi", env=env)
+        stderr = done.stderr
+    else:
+        first = (
+            '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
+            if command == "acp"
+            else _lsp(
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "capabilities": {}}}
+            )
+        )
+        process = subprocess.run(
+            [AGENT_BRIDGE, command], input=first, capture_output=True, text=True, timeout=60, env=env
+        )
+        stderr = process.stderr
+    assert "the collector runs again" in stderr, stderr[-2000:]
+
+
+def _lsp(message: dict[str, object]) -> str:
+    body = json.dumps(message)
+    return f"Content-Length: {len(body.encode())}\r\n\r\n{body}"

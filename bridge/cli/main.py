@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from bridge import codecache
+from bridge import codecache, gcpause
 
 # `import httpx` imports its own command-line tool (httpx._main), which imports rich and pygments whenever they
 # are installed — and rich is, for `run`'s markdown: a tenth of a second at every start, serve's too, for a
@@ -43,6 +43,7 @@ class CliError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    gcpause.pause()  # until the bridge is loaded: `run_command`, the server's start, or `demo` below
     from bridge import __version__
     from bridge.private_process import keep_private
 
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if args.command == "demo":
+        gcpause.resume()
         from bridge.cli.demo import run_demo
 
         return run_demo(args.dir, approve=args.yes)
@@ -224,6 +226,7 @@ async def run_command(
     # Loaded here, the event loop waiting: the request is written, its answer waits in the socket. (Not in a
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
+    gcpause.resume()
     code: int = await terminal.run_prompt_async(
         text,
         cwd=cwd,

@@ -10,6 +10,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from bridge import gcpause
+
 if TYPE_CHECKING:
     from bridge.server.app import BridgeServer
     from bridge.server.fast_initialize import FirstMessage
@@ -30,6 +32,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     async def main() -> None:
         ahead = await _send_ahead(first)
         server = _start(overrides, acp=acp, first=first)
+        gcpause.resume()  # the server is loaded (bridge/gcpause.py)
         server.ahead = ahead
         servers.append(server)
         reading = asyncio.current_task()
