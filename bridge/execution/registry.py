@@ -47,6 +47,7 @@ __all__ = ["TOKEN_ENV", "ProcessRegistry", "act_on", "is_running", "kill_registe
 log = logging.getLogger(__name__)
 
 KILL_DEADLINE = 2.0
+KTHREADD = 2  # Linux's kernel-thread parent: its children read empty, and are root's (the bridge's, in a container)
 UNREAD_LOOKS = 10  # more scans when a process's environment could not be read (mid-exec, or exiting): 10 ms apart
 EXIT_GRACE = 1.0  # after the pipe closes, how long the bridge may take to become a zombie
 RELEASED = b"released\n"  # the bridge to its watchdog, on a clean exit: go now
@@ -58,9 +59,11 @@ def kill_registered(
     *,
     clock: Clock | None = None,
     timeout: float = KILL_DEADLINE,
+    born: int | None = None,
 ) -> list[int]:
     """Kill every process the registry names (see the module docstring for what that means), again and again
-    until none is left or `timeout` passes. `clock`: the one the start times were written in. Returns the pids
+    until none is left or `timeout` passes. `clock`: the one the start times were written in; `born`: the bridge's
+    start in it (what started earlier cannot carry its tokens, and its environment is not read). Returns the pids
     killed."""
     wanted_tokens = set(tokens)
     exact = set(processes)
@@ -74,11 +77,13 @@ def kill_registered(
         unread = False
         if wanted_tokens:
             for pid, info in table.items():
-                if pid not in targets and info.alive and proctable.owned(pid, uid):
+                # what started before the bridge (`born`, in `clock`) cannot carry its tokens: not read
+                if pid not in targets and info.alive and info.start >= (born or 0) and proctable.owned(pid, uid):
                     readable, token = proctable.read_token(pid)
                     if token in wanted_tokens:
                         targets.add(pid)
-                    unread = unread or not readable
+                    # kthreadd (pid 2) and its kernel threads have no environment to read at all
+                    unread = unread or (not readable and KTHREADD not in (pid, info.ppid))
         children: dict[int, list[int]] = {}
         for pid, info in table.items():
             children.setdefault(info.ppid, []).append(pid)
@@ -193,10 +198,11 @@ def act_on(path: Path) -> list[int]:
         tokens = [str(t) for t in data.get("tokens", [])]
         processes = [(int(p), int(s)) for p, s in data.get("processes", [])]
         entries = list(data.get("cleanup", []))
+        born = int(data["bridge"][1]) if isinstance(data.get("bridge"), list) and len(data["bridge"]) == 2 else None
     except (TypeError, ValueError):
         log.warning("process registry %s is malformed; removing it", path)
-        tokens, processes, entries = [], [], []
-    killed = kill_registered(tokens, processes, clock=clock_of(data))
+        tokens, processes, entries, born = [], [], [], None
+    killed = kill_registered(tokens, processes, clock=clock_of(data), born=born)
     cleanup(entries)
     with contextlib.suppress(OSError):
         path.unlink()

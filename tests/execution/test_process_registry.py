@@ -192,7 +192,7 @@ async def test_a_process_caught_in_the_middle_of_an_exec_is_still_found(tmp_path
         proc = start(["/bin/sh", str(loop)], env={**os.environ, TOKEN_ENV: token}, start_new_session=True)
         try:
             await poll(functools.partial(looping, proc.pid, loop))
-            assert proc.pid in kill_registered([token], [])
+            assert proc.pid in kill_registered([token], [], born=start_time(os.getpid()))
             assert proc.wait(5) == -signal.SIGKILL
         finally:
             if proc.poll() is None:
