@@ -12,18 +12,19 @@ from bridge import gcpause
 
 
 @pytest.fixture(autouse=True)
-def collector_as_it_was() -> Iterator[None]:
+def collector_as_it_was(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts from a collector that runs, nothing frozen, the mechanism on; the host's is put back."""
     enabled = gc.isenabled()
+    monkeypatch.delenv("AGENT_BRIDGE_GC_PAUSE", raising=False)
+    gc.enable()
+    gc.unfreeze()
     yield
     gc.unfreeze()
     if enabled:
         gc.enable()
 
 
-def test_the_collector_is_off_while_loading_and_on_after_with_the_load_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AGENT_BRIDGE_GC_PAUSE", raising=False)
-    gc.enable()
-    gc.unfreeze()
+def test_the_collector_is_off_while_loading_and_on_after_with_the_load_frozen() -> None:
     gcpause.pause()
     assert not gc.isenabled()
     loaded = [object() for _ in range(10)]  # noqa: F841  (what loading made)
@@ -36,16 +37,13 @@ def test_the_collector_is_off_while_loading_and_on_after_with_the_load_frozen(mo
 
 def test_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_BRIDGE_GC_PAUSE", "0")
-    gc.enable()
-    gc.unfreeze()
     gcpause.pause()
     assert gc.isenabled()
     gcpause.resume()
     assert gc.get_freeze_count() == 0
 
 
-def test_a_collector_the_host_turned_off_stays_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AGENT_BRIDGE_GC_PAUSE", raising=False)
+def test_a_collector_the_host_turned_off_stays_off() -> None:
     gc.disable()
     gcpause.pause()
     gcpause.resume()
