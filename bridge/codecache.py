@@ -1,10 +1,12 @@
-"""The code that `dataclasses` and `attrs` generate at import, compiled once and kept, as Python keeps bytecode.
+"""The code that `dataclasses` and `attrs` generate at import, and the programs of regular expressions, compiled
+once and kept, as Python keeps bytecode.
 
 Every `@dataclass` compiles its `__init__`, `__repr__`, `__eq__`... from source text at import, and so does every
 `attrs` class (lsprotocol's ~560 LSP types). Compiling is most of what those imports cost: ~90 of lsprotocol.types'
 ~175 ms, ~40 of the bridge's ~220 dataclasses' ~100 ms (measured here). The text is the same at every start, so
 the code objects are kept in a marshal file per generator and looked up by their source (and compile flags); a
-miss is compiled as before.
+miss is compiled as before. A regular expression's program (`re`'s parser and compiler are pure Python, ~0.1 ms
+a pattern; `run` compiles ~225 while it loads, ~20 ms) is kept the same way, by its pattern and flags.
 
 - Kept where the bridge's own bytecode is (`bridge/__pycache__/`): whoever can write there can already change the
   bridge, so the file adds no new place to trust (a sandboxed command can't write there: it is outside the
@@ -24,6 +26,7 @@ from __future__ import annotations
 import __future__
 
 import contextlib
+import importlib
 import marshal
 import os
 import sys
@@ -34,7 +37,7 @@ from typing import Any
 ENV = "AGENT_BRIDGE_CODE_CACHE"
 LIMIT = 20_000
 SAVE_AT = 16
-_FORMAT = 1
+_FORMAT = 2
 
 
 class Kept:
@@ -42,13 +45,26 @@ class Kept:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.codes: dict[tuple[str, int], types.CodeType] = {}
-        self.used: set[tuple[str, int]] = set()
+        self.codes: dict[Any, Any] = {}
+        self.used: set[Any] = set()
         self.new = 0
         self.loaded = False
 
     def path(self) -> Path:
         return path(self.name)
+
+    def stamp(self) -> int | None:
+        """What else a file must have been written under to be read (beyond the interpreter's cache tag)."""
+        return None
+
+    def valid(self, key: object, value: object) -> bool:
+        return (
+            isinstance(key, tuple)
+            and len(key) == 2
+            and isinstance(key[0], str)
+            and isinstance(key[1], int)
+            and isinstance(value, types.CodeType)
+        )
 
     def load(self) -> None:
         if self.loaded:
@@ -58,21 +74,19 @@ class Kept:
             data = marshal.loads(self.path().read_bytes())
         except (OSError, EOFError, ValueError, TypeError):
             return
-        if isinstance(data, tuple) and len(data) == 2 and data[0] == _FORMAT and isinstance(data[1], dict):
-            for key, code in data[1].items():
-                if (
-                    isinstance(key, tuple)
-                    and len(key) == 2
-                    and isinstance(key[0], str)
-                    and isinstance(key[1], int)
-                    and isinstance(code, types.CodeType)
-                ):
-                    self.codes[key] = code
+        if (
+            isinstance(data, tuple)
+            and len(data) == 3
+            and data[0] == _FORMAT
+            and data[1] == self.stamp()
+            and isinstance(data[2], dict)
+        ):
+            self.codes = {key: value for key, value in data[2].items() if self.valid(key, value)}
 
     def compiled(self, source: str, filename: str, flags: int) -> types.CodeType:
         """`compile(source, filename, "exec", flags, dont_inherit=True)`, from the kept code when there is some."""
         key = (source, flags)
-        code = self.codes.get(key)
+        code: types.CodeType | None = self.codes.get(key)
         if code is None:
             code = compile(source, filename, "exec", flags, dont_inherit=True)
             self.codes[key] = code
@@ -90,10 +104,37 @@ class Kept:
         temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError, ValueError):
             target.parent.mkdir(exist_ok=True)
-            temporary.write_bytes(marshal.dumps((_FORMAT, entries)))
+            data: Any = (_FORMAT, self.stamp(), entries)
+            temporary.write_bytes(marshal.dumps(data))
             os.replace(temporary, target)
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
+
+
+class Programs(Kept):
+    """Regular expressions' compiled programs: what `re`'s parser and compiler (pure Python, ~0.1 ms a pattern)
+    make of a pattern and its flags, the arguments `re._compiler.compile` hands to `_sre.compile`. Kept under
+    the regex engine's version (`_sre.MAGIC`); `_sre.compile` checks every program it is given (a program it
+    rejects is compiled again from the pattern)."""
+
+    def stamp(self) -> int | None:
+        magic = getattr(importlib.import_module("_sre"), "MAGIC", None)
+        return magic if isinstance(magic, int) else None
+
+    def valid(self, key: object, value: object) -> bool:
+        return (
+            isinstance(key, tuple)
+            and len(key) == 2
+            and isinstance(key[0], (str, bytes))
+            and isinstance(key[1], int)
+            and isinstance(value, tuple)
+            and len(value) == 5
+            and isinstance(value[0], int)
+            and isinstance(value[1], list)
+            and isinstance(value[2], int)
+            and isinstance(value[3], dict)
+            and isinstance(value[4], tuple)
+        )
 
 
 def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
@@ -102,7 +143,7 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-KEPT = {name: Kept(name) for name in ("dataclasses", "attrs")}
+KEPT: dict[str, Kept] = {name: Kept(name) for name in ("dataclasses", "attrs")} | {"regex": Programs("regex")}
 
 
 def path(name: str) -> Path:
@@ -169,6 +210,59 @@ def install_attrs() -> None:
         eval(kept.compiled(script, filename, flags), globs, locs)
 
     _make._compile_and_eval = compile_and_eval
+
+
+def install_regex() -> None:
+    """Route `re`'s compiling of a pattern through the kept programs: a pattern compiled at an earlier start is
+    handed to `_sre.compile` as it was then, without parsing it again (~20 ms of `run`'s load, and the patterns
+    a session compiles from its rules). A program is kept from the very call that made it (the pattern object
+    passed on is the one asked for, on the same thread), so nothing else's program is ever kept under a
+    pattern; `re.DEBUG` (which prints) is never kept."""
+    kept = KEPT["regex"]
+    if kept.loaded or _mode() == "off":
+        return
+    import threading
+
+    _sre: Any = importlib.import_module("_sre")
+    _compiler: Any = importlib.import_module("re._compiler")
+    original = _compiler.compile
+    engine = _sre.compile
+    asked = threading.local()
+    debug = 128  # re.DEBUG
+
+    def compile_kept(p: Any, flags: int = 0) -> Any:
+        if not isinstance(p, (str, bytes)) or not isinstance(flags, int) or flags & debug:
+            return original(p, flags)
+        key = (p, flags)
+        program = kept.codes.get(key)
+        if program is not None:
+            kept.used.add(key)
+            final, code, groups, groupindex, indexgroup = program
+            try:
+                return engine(p, final, list(code), groups, dict(groupindex), indexgroup)
+            except (TypeError, ValueError, RuntimeError, OverflowError):
+                kept.codes.pop(key, None)  # not a program this engine takes: made again below
+        asked.key = key
+        try:
+            return original(p, flags)
+        finally:
+            asked.key = None
+
+    def engine_keeping(
+        pattern: Any, flags: int, code: list[int], groups: int, groupindex: dict[str, int], indexgroup: tuple[Any, ...]
+    ) -> Any:
+        compiled = engine(pattern, flags, code, groups, groupindex, indexgroup)
+        key = getattr(asked, "key", None)
+        if key is not None and key[0] is pattern:
+            asked.key = None
+            kept.codes[key] = (int(flags), [int(c) for c in code], int(groups), dict(groupindex), tuple(indexgroup))
+            kept.used.add(key)
+            kept.new += 1
+        return compiled
+
+    kept.load()
+    _sre.compile = engine_keeping
+    _compiler.compile = compile_kept
 
 
 def save() -> None:

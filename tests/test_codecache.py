@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -176,3 +177,84 @@ def test_the_file_is_kept_beside_the_bridges_own_bytecode() -> None:
         where = codecache.path(name)
         assert where.parent == Path(codecache.__file__).parent / "__pycache__"
         assert sys.implementation.cache_tag in where.name and name in where.name
+
+
+# Patterns of every kind the engine has (named groups, flags inline and passed, bytes, look-around, conditionals,
+# possessive-free repeats, unicode classes); what each start prints about them must not depend on the kept programs.
+REGEX_SCRIPT = r"""
+import json, re, sys, threading
+from pathlib import Path
+from bridge import codecache
+codecache.path = lambda name: Path(f"{sys.argv[1]}.{name}")
+codecache.install_regex()
+patterns = [
+    (r"(?P<key>[A-Za-z_]\w*)\s*=\s*(?P<value>.+?)\s*$", re.M),
+    (r"(?i)straße|ǅ", 0),
+    (r"^(?:(?P<q>['\"])(?P<body>.*?)(?P=q)|(?P<bare>\S+))", 0),
+    (r"(?<=\$)\{?(\w+)\}?(?!\w)", 0),
+    (r"(a)?(?(1)b|c)", 0),
+    (r" \d{2,4} (?# a year ) - \d{1,2} ", re.X),
+    (rb"\x00[\x01-\x7f]+\xff", 0),
+    (r"[^\W\d_]+", re.U),
+    (r"(?s)<!--.*?-->", 0),
+    (r"\bfoo\b|\Bbar", re.I | re.A),
+]
+subjects = ["x = 1\nname_2 =  two words  \n", "STRASSE strasse Straße ǆ", "'quoted one' rest",
+            "echo ${HOME}/$USER x$y1", "ab c b", " 2026 - 12 ",
+            "caf\u00e9 na\u00efve 123 _x", "a<!-- one\ntwo -->b", "FOO foobar xbar"]
+out = []
+for pattern, flags in patterns:
+    compiled = re.compile(pattern, flags)
+    row = {"groups": compiled.groups, "groupindex": dict(compiled.groupindex), "flags": int(compiled.flags)}
+    if isinstance(pattern, bytes):
+        row["found"] = [m.span() for m in compiled.finditer(b"\x00abc\xff \x00\x80\xff \x00z\xff")]
+    else:
+        row["found"] = [[m.group(0), m.groups()] for s in subjects for m in compiled.finditer(s)]
+    out.append(row)
+# several threads compiling at once each keep their own pattern's program
+def worker(n):
+    for i in range(40):
+        assert re.compile(f"t{n}x{i}(\\d+)").fullmatch(f"t{n}x{i}{n}{i}").group(1) == f"{n}{i}"
+threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+kept = codecache.KEPT["regex"]
+print(json.dumps({"out": out, "new": kept.new, "installed": codecache.installed()}))
+codecache.save()
+"""
+
+
+def regex_start(cache: Path, mode: str = "write") -> dict[str, Any]:
+    env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": mode}
+    done = subprocess.run(
+        [sys.executable, "-c", REGEX_SCRIPT, str(cache)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_patterns_compiled_from_kept_programs_match_as_freshly_compiled_ones(tmp_path: Path) -> None:
+    cache = tmp_path / "generated.marshal"
+    plain = regex_start(cache, "0")
+    assert plain["installed"] == [] and not cache.with_name(f"{cache.name}.regex").exists()
+    first = regex_start(cache)
+    assert first["installed"] == ["regex"] and first["new"] >= 10 + 4 * 40
+    second = regex_start(cache)
+    assert second["new"] == 0  # every program came from the file, threads' too
+    assert plain["out"] == first["out"] == second["out"]
+
+
+def test_a_kept_program_the_engine_rejects_is_compiled_again_from_its_pattern(tmp_path: Path) -> None:
+    import marshal
+
+    cache = tmp_path / "generated.marshal"
+    control = regex_start(cache)
+    kept = cache.with_name(f"{cache.name}.regex")
+    fmt, stamp, programs = marshal.loads(kept.read_bytes())
+    # programs the engine checks and refuses (as a damaged file would give): each is made again from its pattern
+    tampered: dict[Any, Any] = {key: (0, [99999, 1, 2], 0, {}, (None,)) for key in programs}
+    kept.write_bytes(marshal.dumps((fmt, stamp, tampered)))
+    result = regex_start(cache)
+    assert result["out"] == control["out"] and result["new"] == control["new"]
+    assert regex_start(cache)["new"] == 0  # and kept again, as made
