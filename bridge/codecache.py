@@ -99,7 +99,8 @@ class Kept:
     def save(self) -> None:
         if self.new < SAVE_AT:
             return
-        entries = self.codes if len(self.codes) <= LIMIT else {k: self.codes[k] for k in self.used}
+        codes = dict(self.codes)  # (copies are taken whole: another thread may compile meanwhile)
+        entries = codes if len(codes) <= LIMIT else {k: codes[k] for k in list(self.used) if k in codes}
         target = self.path()
         temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError, ValueError):
