@@ -27,6 +27,7 @@ import __future__
 
 import contextlib
 import importlib
+import logging
 import marshal
 import os
 import sys
@@ -49,6 +50,7 @@ class Kept:
         self.used: set[Any] = set()
         self.new = 0
         self.loaded = False
+        self.keeping = True  # new code is kept (`loaded()` ends it for what is the session's data)
 
     def path(self) -> Path:
         return path(self.name)
@@ -218,7 +220,7 @@ def install_regex() -> None:
     handed to `_sre.compile` as it was then, without parsing it again (~20 ms of `run`'s load, and the patterns
     a session compiles from its rules). A program is kept from the very call that made it (the pattern object
     passed on is the one asked for, on the same thread), so nothing else's program is ever kept under a
-    pattern; `re.DEBUG` (which prints) is never kept."""
+    pattern; `re.DEBUG` (which prints) is never kept, nor anything compiled after `loaded()`."""
     kept = KEPT["regex"]
     if kept.loaded or _mode() == "off":
         return
@@ -254,7 +256,7 @@ def install_regex() -> None:
     ) -> Any:
         compiled = engine(pattern, flags, code, groups, groupindex, indexgroup)
         key = getattr(asked, "key", None)
-        if key is not None and key[0] is pattern:
+        if key is not None and key[0] is pattern and kept.keeping:
             asked.key = None
             kept.codes[key] = (int(flags), [int(c) for c in code], int(groups), dict(groupindex), tuple(indexgroup))
             kept.used.add(key)
@@ -264,6 +266,21 @@ def install_regex() -> None:
     kept.load()
     _sre.compile = engine_keeping
     _compiler.compile = compile_kept
+
+
+def loaded() -> None:
+    """The bridge is loaded (each front end says so): from here on, the patterns compiled are the sessions' own
+    (rules, paths, what the model asked for), and they are not kept: the file holds only what every start of
+    this bridge compiles, and a long `serve` doesn't keep a program per pattern it ever saw. Kept programs are
+    still used."""
+    kept = KEPT["regex"]
+    if kept.loaded and kept.keeping:
+        logging.getLogger(__name__).debug(
+            "the bridge is loaded: %d regular expressions' programs kept (%d new); no more are kept",
+            len(kept.codes),
+            kept.new,
+        )
+    kept.keeping = False
 
 
 def save() -> None:

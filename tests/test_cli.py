@@ -99,7 +99,8 @@ def _reading_stdin(pid: int) -> bool:
 @pytest.mark.parametrize("command", ["run", "serve", "acp"])
 def test_the_collector_runs_again_once_the_bridge_is_loaded(command: str) -> None:
     """The collector waits while the bridge loads (bridge/gcpause.py), and every front end turns it on again: left
-    off, a long session would keep every cycle it made."""
+    off, a long session would keep every cycle it made. And from then on no regular expression's program is kept
+    (bridge/codecache.py): what compiles is the session's own (its rules, its paths)."""
     env = {**os.environ, "AGENT_BRIDGE_LOG": "DEBUG", "AGENT_BRIDGE_GC_PAUSE": "1"}
     if command == "run":
         done = run("run", "--offline", "echo", "hi", env=env)
@@ -117,6 +118,7 @@ def test_the_collector_runs_again_once_the_bridge_is_loaded(command: str) -> Non
         )
         stderr = process.stderr
     assert "the collector runs again" in stderr, stderr[-2000:]
+    assert "regular expressions' programs kept" in stderr and "no more are kept" in stderr, stderr[-2000:]
 
 
 def _lsp(message: dict[str, object]) -> str:

@@ -219,7 +219,12 @@ threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
 for t in threads: t.start()
 for t in threads: t.join()
 kept = codecache.KEPT["regex"]
-print(json.dumps({"out": out, "new": kept.new, "installed": codecache.installed()}))
+# once the bridge is loaded, what compiles is a session's (its rules, its paths): used, never kept
+codecache.loaded()
+session = re.compile(r"/home/someone/\.secret-(\d+)")
+assert session.fullmatch("/home/someone/.secret-42").group(1) == "42"
+print(json.dumps({"out": out, "new": kept.new, "installed": codecache.installed(),
+                  "session_kept": session.pattern in {key[0] for key in kept.codes}}))
 codecache.save()
 """
 
@@ -243,6 +248,8 @@ def test_patterns_compiled_from_kept_programs_match_as_freshly_compiled_ones(tmp
     second = regex_start(cache)
     assert second["new"] == 0  # every program came from the file, threads' too
     assert plain["out"] == first["out"] == second["out"]
+    assert not first["session_kept"] and not second["session_kept"]
+    assert b"secret-" not in cache.with_name(f"{cache.name}.regex").read_bytes()
 
 
 def test_a_kept_program_the_engine_rejects_is_compiled_again_from_its_pattern(tmp_path: Path) -> None:

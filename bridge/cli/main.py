@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         gcpause.resume()
         from bridge.cli.demo import run_demo
 
+        codecache.loaded()
         return run_demo(args.dir, approve=args.yes)
     return 2
 
@@ -229,6 +230,7 @@ async def run_command(
     # thread while the loop reads the answer: two threads importing the same modules can deadlock.)
     terminal = importlib.import_module("bridge.cli.terminal")
     gcpause.resume()
+    codecache.loaded()
     code: int = await terminal.run_prompt_async(
         text,
         cwd=cwd,

@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from bridge import gcpause
+from bridge import codecache, gcpause
 
 if TYPE_CHECKING:
     from bridge.server.app import BridgeServer
@@ -33,6 +33,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
         ahead = await _send_ahead(first)
         server = _start(overrides, acp=acp, first=first)
         gcpause.resume()  # the server is loaded (bridge/gcpause.py)
+        codecache.loaded()
         server.ahead = ahead
         servers.append(server)
         reading = asyncio.current_task()
@@ -103,8 +104,6 @@ async def _send_ahead(first: FirstMessage) -> Any:
 def _start(overrides: dict[str, Any] | None, *, acp: bool, first: FirstMessage) -> BridgeServer:
     """The server, reading what was read already and then stdin, writing to stdout but for the answers sent
     already."""
-    from bridge import codecache
-
     codecache.install_attrs()  # before pygls and lsprotocol make their ~560 attrs classes
     from pygls.io_ import StdinAsyncReader, StdoutWriter
 
