@@ -10,8 +10,10 @@ For each cell, median and p95 of
 Limits (ok / FAIL): `run` <= 1.5x the floor, `serve`/`acp` <= 2x, first gap <= 1.5x the later gaps, `run`'s peak RSS
 <= 0.3x Claude Code's 200 MiB. BENCH_RUNS (default 7) runs per cell. Every child gets its own HOME; a used HOME has
 had one run of the same front end before. Each cell also shows start -> the first tool's result at the model (the
-second request): where the loading went, whichever of the two ratios it lands in; and for `serve`/`acp`, spawn ->
-`initialize` answered.
+second request): where the loading went, whichever of the two ratios it lands in, and in brackets the most it can be
+with both limits held (the first request at its limit, the model's answer as it came, the first gap at 1.5x the
+later ones): a cell over that fails one limit or the other whatever is loaded when, and only less work meets both;
+and for `serve`/`acp`, spawn -> `initialize` answered.
 
 `--mechanisms`: each start-up mechanism on and off instead (`mechanism_cells`), to tell what each one buys.
 
@@ -240,7 +242,7 @@ def report(cells: list[Cell], samples: dict[Cell, list[dict[str, float]]], floor
     """One line a cell; the cells that fail their limits (counted only with `verdicts`)."""
     print(
         f"{'front':6} {'setting':19} {'init':7} {'first request ms (x floor)':30} {'gap 1 / later':16} "
-        f"{'to 1st result':13} {'peak RSS MiB':12} {'verdict' if verdicts else ''}"
+        f"{'to 1st result (both limits)':27} {'peak RSS MiB':12} {'verdict' if verdicts else ''}"
     )
     failed = 0
     for cell in cells:
@@ -257,12 +259,22 @@ def report(cells: list[Cell], samples: dict[Cell, list[dict[str, float]]], floor
             f"{statistics.median([r['first_gap_s'] for r in runs]) * 1000:3.0f}/"
             f"{statistics.median([r['later_gaps_s'] for r in runs]) * 1000:3.0f} ms {gap_ratio:.2f}x"
         )
-        result = f"{statistics.median([r['first_result_s'] for r in runs]) * 1000:5.0f} ms"
+        # the most start -> 1st result can be with both limits held: the first request at its limit, the model's
+        # answer as it came, the first gap at 1.5x the later ones; over it, no order of loading meets both
+        most = statistics.median(
+            [
+                limit * floor
+                + (r["first_result_s"] - r["first_request_s"] - r["first_gap_s"])
+                + 1.5 * r["later_gaps_s"]
+                for r in runs
+            ]
+        )
+        result = f"{statistics.median([r['first_result_s'] for r in runs]) * 1000:4.0f} ms (<= {most * 1000:3.0f})"
         verdict = ("ok" if ok else "FAIL") if verdicts else ""
         init = statistics.median([r["initialize_s"] for r in runs]) * 1000
         print(
             f"{cell.front:6} {cell.label:19} {'' if init != init else f'{init:4.0f} ms':7} {first_text:30} {gaps:16} "
-            f"{result:13} {'' if rss != rss else f'{rss:.0f}':12} {verdict}"
+            f"{result:27} {'' if rss != rss else f'{rss:.0f}':12} {verdict}"
         )
     return failed
 
