@@ -12,6 +12,7 @@ bridge/checkpoints/review.py), the same in every front end (the terminal, ACP ed
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 REWIND_USAGE = "Usage: /rewind N [both|code|conversation] [keep|merge|overwrite]"
 CHANGES_USAGE = "Usage: /changes [N] [undo|keep PATH[#HUNK]|all]"
-SHOWN_LINES = 400  # of diff text in a /changes answer (the tool call's diffs are whole)
 
 
 async def rewind_command(session: Session, arguments: str, abort: Abort) -> str | None:
@@ -88,7 +88,7 @@ def _list(session: Session) -> str:
         changed = history.changed_after(session, prompt.turn)
         since = f" — {changed} file{'s' if changed != 1 else ''} changed since" if changed else ""
         lines.append(f"  {prompt.index}. {prompt.text}{since}")
-    return "\n".join([*lines, REWIND_USAGE])
+    return "\n".join(lines) + f"\n\n{REWIND_USAGE}"  # (a paragraph of its own: not a part of the list's last item)
 
 
 async def changes_command(session: Session, arguments: str, abort: Abort) -> str | None:
@@ -148,9 +148,20 @@ async def _show(session: Session, turn: str | None) -> str:
     )
     text = "\n".join(_describe(r) for r in reviews)
     session.frontend.emit(ToolCallFinished(call, "completed", text, [_display(root, r) for r in reviews]))
-    lines = text.splitlines()
-    shown = lines[:SHOWN_LINES] + ([f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else [])
-    return "\n".join([*shown, CHANGES_USAGE])
+    # The card above shows every file and hunk; the answer names them and says what to do (as the agent's text it
+    # is rendered as markdown: the hunks' `+`/`-` lines would become list items, and its lines would run together).
+    files = "\n".join(f"- {_code(r.path)} ({r.status}, {_count(len(r.hunks), 'hunk')})" for r in reviews)
+    return f"{title}:\n\n{files}\n\n{CHANGES_USAGE}"
+
+
+def _code(path: str) -> str:
+    """`path` as markdown code (a path may hold backticks: a longer run of them around it)."""
+    fence = "`" * (max((len(run) for run in re.findall("`+", path)), default=0) + 1)
+    return f"{fence} {path} {fence}" if "`" in path else f"`{path}`"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def _describe(review: FileReview) -> str:
