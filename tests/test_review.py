@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.checkpoint_commands import CHANGES_USAGE
 from bridge.checkpoints.log import Step
 from bridge.checkpoints.review import Address, ReviewError, keep, undo, view
 from bridge.display import Diff, TextContent
@@ -53,6 +54,10 @@ async def test_a_turn_and_the_session_show_every_change_by_any_tool_or_command(
         turn_two = {r.path: r for r in await view(run.session.checkpoints, second)}
         assert await run.prompt("/changes 2") == "end_turn"
         events = list(run.events)
+        answer = run.said()
+    # The answer is shown as markdown (the terminal, the panel): it names the files, the card has the diffs; the
+    # diff's own lines would become list items and run together
+    assert answer == f"Changes in that prompt: 1 file:\n\n- `f.txt` (modified, 2 hunks)\n\n{CHANGES_USAGE}", answer
 
     assert set(session) == {"f.txt", "g.bin", "h.txt", "run.sh"}
     assert session["f.txt"].status == "added" and session["f.txt"].new_text == turn_two["f.txt"].new_text

@@ -48,6 +48,7 @@ def test_rewind_in_the_terminal_on_the_continued_session(tmp_path: Path) -> None
 
     listing = _run(tmp_path, workspace, "--continue", "/rewind")
     assert "1. run: echo one > a.txt — 2 files changed since" in listing.stdout, listing.stdout
+    assert "changed since\n\nUsage: /rewind N" in listing.stdout, "the usage is not a part of the list's last item"
     rewound = _run(tmp_path, workspace, "--continue", "/rewind 2 code")
     assert rewound.returncode == 0, rewound.stderr
     assert "Rewind code to before prompt 2" in rewound.stdout and "delete b.txt" in rewound.stdout
