@@ -217,10 +217,10 @@ def install_attrs() -> None:
 
 def install_regex() -> None:
     """Route `re`'s compiling of a pattern through the kept programs: a pattern compiled at an earlier start is
-    handed to `_sre.compile` as it was then, without parsing it again (~20 ms of `run`'s load, and the patterns
-    a session compiles from its rules). A program is kept from the very call that made it (the pattern object
-    passed on is the one asked for, on the same thread), so nothing else's program is ever kept under a
-    pattern; `re.DEBUG` (which prints) is never kept, nor anything compiled after `loaded()`."""
+    handed to `_sre.compile` as it was then, without parsing it again (~15 ms of `run`'s load). A program is
+    kept from the very call that made it (the pattern object passed on is the one asked for, on the same
+    thread), so nothing else's program is ever kept under a pattern; `re.DEBUG` (which prints) is never kept,
+    nor anything compiled after `loaded()`."""
     kept = KEPT["regex"]
     if kept.loaded or _mode() == "off":
         return
