@@ -211,10 +211,12 @@ async def _cost(session: Session, arguments: str, abort: Abort) -> str | None:
 
 async def _status(session: Session, arguments: str, abort: Abort) -> str | None:
     conversation = session.conversation
-    return (
-        f"Model: {session.config.model}\nMode: {session.mode}\nWorking directory: {session.cwd}\n"
-        f"Context: {conversation.context_tokens:,} of {session.config.context_window:,} tokens\n"
-        f"Messages: {len(conversation.messages)}"
+    model = "the offline demo model (scripted answers, no cost)" if session.config.offline else session.config.model
+    return (  # (a list: the agent's text is shown as markdown, where lines alone would run together)
+        f"- Model: {model}\n"
+        f"- Mode: {session.mode}\n- Working directory: {session.cwd}\n"
+        f"- Context: {conversation.context_tokens:,} of {session.config.context_window:,} tokens\n"
+        f"- Messages: {len(conversation.messages)}"
     )
 
 
@@ -225,13 +227,13 @@ async def _plugins(session: Session, arguments: str, abort: Abort) -> str | None
 async def _skills(session: Session, arguments: str, abort: Abort) -> str | None:
     catalog = session.setup.skills
     lines = [
-        f"  {s.name} ({s.source}{', model only' if not s.user_invocable else ''}"
+        f"- {s.name} ({s.source}{', model only' if not s.user_invocable else ''}"
         f"{', user only' if not s.model_invocable else ''}): {s.description}"
         for s in catalog.skills.values()
     ]
-    text = "Skills:\n" + ("\n".join(lines) or "  none")
+    text = "Skills:\n" + "\n".join(lines) if lines else "Skills: none"
     if catalog.problems:
-        text += "\nNot loaded:\n" + "\n".join(f"  {p}" for p in catalog.problems)
+        text += "\n\nNot loaded:\n" + "\n".join(f"- {p}" for p in catalog.problems)
     return text
 
 

@@ -4,6 +4,7 @@ Invalid values are reported (as data) and the defaults used — never a crash.""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -47,6 +48,12 @@ class BridgeConfig(BaseModel):
     # "restricted" (never; VS Code's Restricted Mode), "trusted" (CI: --trust-folder). The environment's
     # AGENT_BRIDGE_TRUST_FOLDER wins over it.
     folder_trust: Literal["ask", "restricted", "trusted"] | None = Field(default=None, alias="folderTrust")
+
+    @property
+    def offline(self) -> bool:
+        """The model is the offline demo model this process serves (`--offline`), not Claude."""
+        server = sys.modules.get("bridge.offline.server")  # loaded only when this process serves one
+        return server is not None and self.base_url in server.OfflineServer.running
 
     @classmethod
     def load(cls, overrides: dict[str, Any] | None = None) -> tuple[BridgeConfig, list[str]]:

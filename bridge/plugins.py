@@ -55,10 +55,11 @@ class PluginSet:
         return [(p.name, p.folder("agents")) for p in self.plugins]
 
     def describe(self) -> str:
-        lines = [f"{p.name} ({p.id}) — {p.root}, enabled in {p.enabled_by}" for p in self.plugins] or ["none"]
-        text = "Plugins loaded:\n" + "\n".join(f"  {line}" for line in lines)
+        """Markdown (shown as the agent's text): a list each, whose lines don't run together."""
+        lines = [f"- {p.name} ({p.id}) — {p.root}, enabled in {p.enabled_by}" for p in self.plugins]
+        text = "Plugins loaded:\n" + "\n".join(lines) if lines else "Plugins loaded: none"
         if self.skipped:
-            text += "\nNot loaded:\n" + "\n".join(f"  {line}" for line in self.skipped)
+            text += "\n\nNot loaded:\n" + "\n".join(f"- {line}" for line in self.skipped)
         return text
 
 

@@ -41,6 +41,14 @@ def test_version_and_help_with_the_scenarios() -> None:
     assert "answer one prompt in this terminal, then exit" in run("--help").stdout
 
 
+def test_status_on_the_offline_model_names_it_not_a_claude_model(tmp_path: Path) -> None:
+    """`/status` says which model answers: on `--offline`, the offline demo model (the header and the cost line
+    already say so; a Claude model's name there was not true)."""
+    done = run("run", "--offline", "echo", "--cwd", str(tmp_path), "/status")
+    assert done.returncode == 0, done.stderr
+    assert "- Model: the offline demo model (scripted answers, no cost)\n- Mode: " in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "env_change", "said"),
     [

@@ -277,7 +277,8 @@ async def test_server_instructions_are_a_stable_system_prompt_section(shared: Sh
 async def test_the_mcp_command_lists_servers_state_and_tools(shared: Shared) -> None:
     text = (await shared.handle.run_command("mcp", "")).reply or ""
     assert text.startswith("MCP servers (1):\n- fx: ready — from the editor — ")
-    assert "tools (16): echo, big, fail," in text and "prompts: /mcp__fx__review" in text
+    # markdown (shown as the agent's text): each server's details nested under it, not run into one line
+    assert "\n  - tools (16): echo, big, fail," in text and "\n  - prompts: /mcp__fx__review" in text
     assert (await shared.handle.run_command("mcp", "frobnicate")).reply.startswith("Unknown /mcp subcommand")  # type: ignore[union-attr]
 
 

@@ -399,7 +399,7 @@ class McpSession:
                 "No MCP servers. Add them to .mcp.json (the project), your settings' mcpServers, or the "
                 "editor's MCP settings."
             )
-        lines = [f"MCP servers ({len(self.entries)}):"]
+        lines = [f"MCP servers ({len(self.entries)}):"]  # markdown: a list, each server's details nested under it
         for entry in self.entries:
             where = "from the editor" if entry.scope == "editor" else f"{entry.scope}, {entry.source}"
             line = f"- {entry.name}: {self._state_of(entry)} — {where}"
@@ -408,13 +408,13 @@ class McpSession:
             connection = self.connections.get(entry.name)
             if connection is not None and connection.listing.tools:
                 names = [str(t.get("name")) for t in connection.listing.tools]
-                line += f"\n  tools ({len(names)}): {', '.join(names)}"
+                line += f"\n  - tools ({len(names)}): {', '.join(names)}"
             if connection is not None and connection.listing.prompts:
-                line += "\n  prompts: " + ", ".join(
+                line += "\n  - prompts: " + ", ".join(
                     f"/{prompt_command(entry.name, str(p['name']))}" for p in connection.listing.prompts
                 )
             if connection is not None and connection.listing.resources:
-                line += "\n  resources: yes (ListMcpResourcesTool, ReadMcpResourceTool)"
+                line += "\n  - resources: yes (ListMcpResourcesTool, ReadMcpResourceTool)"
             lines.append(line)
         return "\n".join(lines)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 import threading
 import time
 import uuid
@@ -110,8 +109,7 @@ class BridgeServer(LanguageServer):
     @property
     def offline(self) -> bool:
         """The model is the offline demo this process serves (`--offline`), not Claude."""
-        server = sys.modules.get("bridge.offline.server")  # loaded only when this process serves one
-        return server is not None and self.agent.config.base_url in server.OfflineServer.running
+        return self.agent.config.offline
 
     def models(self, session: Session) -> dict[str, Any]:
         """`models` of a `session/new` or `session/load` answer: the session's, or the offline demo model."""

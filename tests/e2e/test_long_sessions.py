@@ -175,6 +175,8 @@ async def test_status_mode_and_clear_answer_without_the_model(workspace: Path, d
         assert await editor.prompt(sid, "/status") == {"stopReason": "end_turn"}
         status = editor.text(sid)[shown:]
         assert "Mode: default" in status and f"Working directory: {workspace}" in status and "Messages: 2" in status
+        assert "\n- Mode: default\n" in status  # a list: shown as markdown, lines alone would run together
+        assert "- Model: claude-" in status and "offline demo" not in status  # (the model is another process's)
         await editor.prompt(sid, "/mode")
         assert "(one of default, acceptEdits, plan, bypassPermissions, dontAsk)" in editor.text(sid)
         await editor.prompt(sid, "/mode yolo")

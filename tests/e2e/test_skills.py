@@ -166,6 +166,7 @@ async def test_a_plugins_skills_commands_agents_hooks_and_servers_all_load(
         await editor.prompt(sid, "/tools:hello world")
         first = editor.model.valid_requests[-1].body
         await editor.prompt(sid, "/plugins")
+        await editor.prompt(sid, "/skills")
         await editor.prompt(sid, "/mcp")
         said = editor.text(sid)
     assert "HELLO-COMMAND world" in json.dumps(first["messages"])
@@ -175,3 +176,5 @@ async def test_a_plugins_skills_commands_agents_hooks_and_servers_all_load(
     assert "mcp__helper__echo" in tools, sorted(tools)
     assert marker.exists(), "the plugin's hook ran"
     assert "tools (tools@market)" in said and "user, the plugin tools" in said, said
+    # lists (shown as markdown, where lines alone would run together)
+    assert "Plugins loaded:\n- tools (tools@market)" in said and "Skills:\n- tools:lint (" in said, said
