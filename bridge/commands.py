@@ -203,8 +203,10 @@ async def _clear(session: Session, arguments: str, abort: Abort) -> str | None:
 
 async def _cost(session: Session, arguments: str, abort: Abort) -> str | None:
     conversation, u = session.conversation, session.conversation.usage_total
+    offline = session.config.offline
+    cost = "No cost (the offline demo model)" if offline else f"Session cost: ${conversation.cost_usd:.4f}"
     return (
-        f"Session cost: ${conversation.cost_usd:.4f} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
+        f"{cost} — input {u.input_tokens:,}, output {u.output_tokens:,}, "
         f"cache read {u.cache_read_tokens:,}, cache write {u.cache_write_tokens:,} tokens."
     )
 

@@ -41,12 +41,14 @@ def test_version_and_help_with_the_scenarios() -> None:
     assert "answer one prompt in this terminal, then exit" in run("--help").stdout
 
 
-def test_status_on_the_offline_model_names_it_not_a_claude_model(tmp_path: Path) -> None:
-    """`/status` says which model answers: on `--offline`, the offline demo model (the header and the cost line
-    already say so; a Claude model's name there was not true)."""
+def test_status_and_cost_on_the_offline_model_name_it_not_a_claude_model(tmp_path: Path) -> None:
+    """`/status` says which model answers and `/cost` what it cost: on `--offline`, the offline demo model, at no
+    cost (the header and the last line already say so; a Claude model's name and a dollar figure were not true)."""
     done = run("run", "--offline", "echo", "--cwd", str(tmp_path), "/status")
     assert done.returncode == 0, done.stderr
     assert "- Model: the offline demo model (scripted answers, no cost)\n- Mode: " in done.stdout, done.stdout
+    cost = run("run", "--offline", "echo", "--cwd", str(tmp_path), "/cost")
+    assert cost.stdout.startswith("No cost (the offline demo model) — input 0, output 0,"), cost.stdout
 
 
 @pytest.mark.parametrize(
