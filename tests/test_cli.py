@@ -51,6 +51,15 @@ def test_status_and_cost_on_the_offline_model_name_it_not_a_claude_model(tmp_pat
     assert cost.stdout.startswith("No cost (the offline demo model) — input 0, output 0,"), cost.stdout
 
 
+def test_the_playground_reads_a_path_relative_to_the_folder(tmp_path: Path) -> None:
+    """`read: a.py` as its help says (`read: <path>`): a model makes the path absolute; the playground did not, and
+    the Read tool refused it."""
+    (tmp_path / "a.py").write_text("first line of a.py\n")
+    done = run("run", "--offline", "playground", "--cwd", str(tmp_path), "read: a.py")
+    assert done.returncode == 0, done.stderr
+    assert "first line of a.py" in done.stdout and "must be an absolute path" not in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "env_change", "said"),
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from bridge.offline.builtins.common import (
     compaction_summary,
     current_turn,
@@ -9,6 +11,7 @@ from bridge.offline.builtins.common import (
     tag,
     text_response,
     tool_names,
+    working_directory,
 )
 from bridge.offline.builtins.tour import tour
 from bridge.offline.scenario import Json, RecordedRequest
@@ -20,7 +23,7 @@ HELP = """Commands this offline model understands:
 - `tour` shows a whole small task: a plan, a look around, a file written and edited as diffs you review, \
 and a command that asks first
 - `run: <command>` runs a shell command with Bash
-- `read: <absolute path>` reads a file
+- `read: <path>` reads a file (a relative path from the session's folder)
 - `think: <text>` thinks first, then answers
 - `long` streams a long answer (for cancel tests); `long: <parts>` one of that many parts (20 ms each)
 - `agent: <prompt>` hands `<prompt>` (any of these commands) to a general-purpose sub-agent
@@ -130,8 +133,11 @@ def playground(request: RecordedRequest) -> Json:
             "stop_reason": "tool_use",
         }
     if command == "read" and argument:
+        # a path as the person typed it, made absolute against the session's folder, as a model would
+        cwd = working_directory(request.body)
+        path = os.path.join(cwd, argument) if cwd and not os.path.isabs(os.path.expanduser(argument)) else argument
         return {
-            "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": argument}}],
+            "content": [{"type": "tool_use", "name": "Read", "input": {"file_path": path}}],
             "stop_reason": "tool_use",
         }
     if command == "think" and argument:
