@@ -60,6 +60,15 @@ def test_the_playground_reads_a_path_relative_to_the_folder(tmp_path: Path) -> N
     assert "first line of a.py" in done.stdout and "must be an absolute path" not in done.stdout, done.stdout
 
 
+def test_the_playground_quotes_a_sub_agents_report_as_markdown(tmp_path: Path) -> None:
+    """A sub-agent's answer is markdown: quoted as it is, its code block stays one (its fences were swapped for
+    look-alike characters, and the block ran into a line)."""
+    done = run("run", "--offline", "playground", "--cwd", str(tmp_path), "agent: run: echo hi")
+    assert done.returncode == 0, done.stderr
+    quoted = "The agent reported (`run echo hi`):\n\n> Output of `echo hi`:\n> \n> ```\n> hi\n> ```"
+    assert quoted in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "env_change", "said"),
     [

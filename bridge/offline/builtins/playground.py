@@ -44,18 +44,21 @@ def echo(request: RecordedRequest, *, delay_ms: int = 0) -> Json:
     return text_response(f"You said: {current_turn(request.body).prompt}", delay_ms=delay_ms)
 
 
-def _first_lines(text: str) -> str:
+def _first_lines(text: str, *, in_fence: bool = True) -> str:
+    """The text's first lines; `in_fence`: to be shown inside a code fence, which a fence of its own would end."""
     lines = text.splitlines()
     shown = "\n".join(lines[:OUTPUT_LINES])
     if len(lines) > OUTPUT_LINES:
         shown += f"\n… ({len(lines) - OUTPUT_LINES} more lines)"
-    return shown.replace("```", "ˋˋˋ") or "(no output)"
+    return (shown.replace("```", "ˋˋˋ") if in_fence else shown) or "(no output)"
 
 
 def _after_tool(name: str, subject: str, result: str, is_error: bool) -> Json:
     if name == "Agent":
         head = "The agent was stopped or failed" if is_error else "The agent reported"
-        return text_response(f"{head} (`{subject}`):\n\n> " + _first_lines(result).replace("\n", "\n> "), delay_ms=10)
+        # the agent's answer is markdown: quoted as it is (a code block in a quote is still one)
+        quoted = _first_lines(result, in_fence=False).replace("\n", "\n> ")
+        return text_response(f"{head} (`{subject}`):\n\n> {quoted}", delay_ms=10)
     if is_error:
         text = f"`{name}` failed for `{subject}`:\n\n```\n{_first_lines(result)}\n```"
     elif name == "Bash":
