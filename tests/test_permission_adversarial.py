@@ -319,3 +319,20 @@ def test_non_interactive_never_asks(ws: Path) -> None:
     engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, interactive=False)
     for command in SHELL_ATTACKS[:40]:
         assert decide(engine, "Bash", {"command": command}).behavior == "deny", command
+
+
+def test_a_denial_where_no_one_can_answer_names_the_rules_that_would_allow_it(ws: Path) -> None:
+    """Non-interactive (CI) and dontAsk: the denial says which rules the question would have offered, so whoever
+    reads it can allow the command ahead next time (--allow, a settings file); one rule a part that asks."""
+    store = SettingsStore(ws, user_config_dir=ws / "cfg", claude_home=ws / "nohome")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, interactive=False)
+    one = decide(engine, "Bash", {"command": "touch x.txt"})
+    assert one.behavior == "deny" and one.reason.endswith(
+        "(denied: no one can answer a prompt in this run; the rule that would allow it: Bash(touch *))"
+    ), one.reason
+    two = decide(engine, "Bash", {"command": "ls && touch x.txt && rm a.py"})
+    assert two.reason.endswith("rules that would allow it: Bash(touch *), Bash(rm a.py))"), two.reason
+    asking = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="dontAsk")
+    assert decide(asking, "Bash", {"command": "touch x.txt"}).reason.endswith(
+        "(denied: dontAsk mode; the rule that would allow it: Bash(touch *))"
+    )

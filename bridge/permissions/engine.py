@@ -327,8 +327,12 @@ class PermissionEngine:
             decision = dataclasses.replace(decision, updated_input=hook.updated_input)
         if decision.behavior == "ask" and (self.mode == "dontAsk" or not self.interactive):
             why = "dontAsk mode" if self.mode == "dontAsk" else "no one can answer a prompt in this run"
+            # the rule the question would have offered, for whoever reads this to allow it ahead next time
+            allow = next((s.rules for s in decision.suggestions if s.behavior == "allow"), ())
+            said = "rules" if len(allow) > 1 else "the rule"
+            rules = f"; {said} that would allow it: {', '.join(allow)}" if allow else ""
             return dataclasses.replace(
-                decision, behavior="deny", reason=f"{decision.reason} (denied: {why})", suggestions=[]
+                decision, behavior="deny", reason=f"{decision.reason} (denied: {why}{rules})", suggestions=[]
             )
         return decision
 
