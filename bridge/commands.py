@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bridge.session import Session
 
 BUILTINS: dict[str, tuple[str, str | None]] = {
+    "help": ("Show the commands this session offers", None),
     "compact": ("Summarize the conversation to free context (optional: what to keep)", "instructions"),
     "clear": ("Start over with an empty conversation", None),
     "cost": ("Show tokens used and cost in this session", None),
@@ -186,6 +187,17 @@ async def run_builtin(session: Session, name: str, arguments: str, abort: Abort)
     return "end_turn"
 
 
+async def _help(session: Session, arguments: str, abort: Abort) -> str | None:
+    """Every command the session offers (built-ins, MCP prompts, custom commands, plugins', skills), as a list."""
+    lines = [
+        f"- `/{c.name}{' ' + c.hint if c.hint else ''}` — {c.description}" for c in session.toolset.commands.values()
+    ]
+    text = "Commands:\n" + "\n".join(lines)
+    if session.config.offline:
+        text += "\n\nOn the offline demo model, `help` (without the slash) says what it answers to."
+    return text
+
+
 async def _compact(session: Session, arguments: str, abort: Abort) -> str | None:
     before = len(session.conversation.messages)
     if before == 0:
@@ -262,6 +274,7 @@ async def _changes(session: Session, arguments: str, abort: Abort) -> str | None
 
 
 _RUNS: dict[str, Callable[[Session, str, Abort], Awaitable[str | None]]] = {
+    "help": _help,
     "compact": _compact,
     "clear": _clear,
     "cost": _cost,

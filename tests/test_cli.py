@@ -51,6 +51,19 @@ def test_status_and_cost_on_the_offline_model_name_it_not_a_claude_model(tmp_pat
     assert cost.stdout.startswith("No cost (the offline demo model) — input 0, output 0,"), cost.stdout
 
 
+def test_help_lists_every_command_the_session_offers(tmp_path: Path) -> None:
+    """`/help` answers without the model (it went to the model, which answered with whatever it made of it)."""
+    (tmp_path / ".agent-bridge" / "commands").mkdir(parents=True)
+    (tmp_path / ".agent-bridge" / "commands" / "ship.md").write_text("---\ndescription: Ship it\n---\nShip.\n")
+    done = run("run", "--offline", "echo", "--cwd", str(tmp_path), "/help")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    assert said.startswith("Commands:\n- `/help` — Show the commands this session offers\n"), said
+    assert "\n- `/status` — Show model, mode, working directory and context use\n" in said, said
+    assert "\n- `/changes [N] [undo|keep PATH[#HUNK]|all]` — " in said and "\n- `/ship arguments` — Ship it" in said
+    assert "`help` (without the slash)" in said and "You said" not in said, said
+
+
 def test_the_playground_reads_a_path_relative_to_the_folder(tmp_path: Path) -> None:
     """`read: a.py` as its help says (`read: <path>`): a model makes the path absolute; the playground did not, and
     the Read tool refused it."""
