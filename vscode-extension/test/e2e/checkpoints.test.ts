@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { FrameLocator } from "playwright-core";
 import { poll } from "../poll";
-import { type CodeServer, openPanel, startCodeServer } from "./codeServer";
+import { type CodeServer, openPanel, sendPrompt, startCodeServer } from "./codeServer";
 
 const repo = path.resolve(__dirname, "../../..");
 const shots = path.join(process.env.E2E_ARTIFACTS ?? path.join(repo, ".artifacts/vscode-e2e"), "checkpoints");
@@ -25,28 +25,7 @@ describe("rewind to a message and review per hunk in a real VS Code", () => {
   const shot = async (name: string): Promise<void> => {
     await cs.page.screenshot({ path: path.join(shots, `${name}.png`) });
   };
-  const turns = async (): Promise<number> => panel.locator(".item.turnEnd").count();
-  const send = async (text: string): Promise<void> => {
-    const before = await turns();
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
-    await panel.locator("#input").fill(text);
-    const users = await panel.locator(".item.user").count();
-    await panel.locator("#input").press("Enter");
-    // Seen once in CI (not reproduced): the prompt never showed as sent, the input empty. Whoever sees it again
-    // gets what the panel and the window showed instead of a bare timeout.
-    await poll(`${JSON.stringify(text)} to show as sent`, async () => (await panel.locator(".item.user").count()) > users, 20000, 100).catch(async (err: unknown) => {
-      await shot("send-not-shown").catch(() => undefined);
-      const seen = {
-        input: await panel.locator("#input").inputValue().catch((e: unknown) => String(e)),
-        welcomeShown: await panel.locator("#welcome").isVisible().catch(() => undefined),
-        items: await panel.locator(".item").allInnerTexts().catch(() => []),
-        webviews: await cs.page.locator("iframe.webview").count(),
-        notifications: await cs.page.locator(".notification-toast").allInnerTexts().catch(() => []),
-      };
-      throw new Error(`${String(err)}; the panel showed ${JSON.stringify(seen)}`);
-    });
-    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turns()) > before, 60000, 100);
-  };
+  const send = (text: string): Promise<void> => sendPrompt(cs, panel, text, { shots, timeoutMs: 60000 });
   const userMessage = (n: number) => panel.locator(".item.user").nth(n);
 
   before(async () => {

@@ -36,6 +36,8 @@ export interface CodeServerOptions {
    * unless the test trusts it. */
   workspaceTrust?: boolean;
   viewport?: { width: number; height: number };
+  /** Let the page read and write the clipboard (a code block's Copy). */
+  clipboard?: boolean;
 }
 
 export function requireEnv(name: string): string {
@@ -68,7 +70,8 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
     }),
   );
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANTHROPIC_|AGENT_BRIDGE|VIRTUAL_ENV$)/.test(k)));
-  const env = { ...clean, PATH: `${requireEnv("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
+  // The bridge logs at INFO (into the extension's log): a failed send shows what the bridge was doing.
+  const env = { ...clean, AGENT_BRIDGE_LOG: "INFO", PATH: `${requireEnv("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
   const cs = requireEnv("E2E_CODE_SERVER");
   const common = ["--user-data-dir", userData, "--extensions-dir", path.join(root, "extensions"), "--config", path.join(root, "config.yaml")];
   fs.writeFileSync(path.join(root, "config.yaml"), "auth: none\n");
@@ -82,6 +85,7 @@ export async function startCodeServer(opts: CodeServerOptions = {}): Promise<Cod
   await poll("code-server /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, 30000, 100);
   const browser = await chromium.launch({ executablePath: requireEnv("E2E_CHROMIUM"), args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   const context = await browser.newContext({ viewport: opts.viewport ?? { width: 1400, height: 900 } });
+  if (opts.clipboard) await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: `http://127.0.0.1:${port}` });
   const page = await context.newPage();
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
@@ -109,6 +113,52 @@ export async function openPanel(cs: CodeServer): Promise<FrameLocator> {
   const panel = cs.panel();
   await panel.locator("#send:not([disabled])").waitFor({ timeout: 180000 });
   return panel;
+}
+
+/** The extension's own log ("Agent Bridge.log": its lines and the bridge's stderr), newest session's; "" before it exists. */
+export function extensionLog(userData: string): string {
+  const logs = path.join(userData, "logs");
+  const sessions = fs.existsSync(logs) ? fs.readdirSync(logs).sort().reverse() : [];
+  for (const session of sessions) {
+    for (const host of fs.readdirSync(path.join(logs, session)).filter((d) => d.startsWith("exthost"))) {
+      const file = path.join(logs, session, host, "agent-bridge.agent-bridge", "Agent Bridge.log");
+      if (fs.existsSync(file)) return fs.readFileSync(file, "utf8");
+    }
+  }
+  return "";
+}
+
+/**
+ * Types `text` into the panel and sends it with Enter once Send can send; waits until the prompt shows as sent,
+ * then until its turn ends (`meanwhile` runs between the two: answering a question, say). A send that never
+ * shows, or a turn that never ends, fails with what the panel, the window and the extension's log showed, and a
+ * screenshot (`<shots>/send-failed.png`) — a bare timeout says nothing of a flake seen once in CI.
+ */
+export async function sendPrompt(cs: CodeServer, panel: FrameLocator, text: string, opts: { timeoutMs?: number; shots?: string; meanwhile?: () => Promise<void> } = {}): Promise<void> {
+  const turnEnds = (): Promise<number> => panel.locator(".item.turnEnd").count();
+  await panel.locator("#send:not([disabled])").waitFor({ timeout: 60000 });
+  const ended = await turnEnds();
+  const users = await panel.locator(".item.user").count();
+  await panel.locator("#input").fill(text);
+  await panel.locator("#input").press("Enter");
+  try {
+    await poll(`${JSON.stringify(text)} to show as sent`, async () => (await panel.locator(".item.user").count()) > users, 20000, 100);
+    if (opts.meanwhile) await opts.meanwhile();
+    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turnEnds()) > ended, opts.timeoutMs ?? 30000, 100);
+  } catch (err) {
+    if (opts.shots) await cs.page.screenshot({ path: path.join(opts.shots, "send-failed.png") }).catch(() => undefined);
+    const seen = {
+      input: await panel.locator("#input").inputValue().catch((e: unknown) => String(e)),
+      sendEnabled: await panel.locator("#send:not([disabled])").count().catch(() => undefined),
+      connection: await panel.locator("#connection").innerText().catch(() => undefined),
+      welcomeShown: await panel.locator("#welcome").isVisible().catch(() => undefined),
+      items: (await panel.locator(".item").allInnerTexts().catch(() => [])).slice(-8).map((t) => t.slice(0, 200)),
+      webviews: await cs.page.locator("iframe.webview").count(),
+      notifications: await cs.page.locator(".notification-toast").allInnerTexts().catch(() => []),
+    };
+    const log = extensionLog(cs.userData).trim().split("\n").slice(-40).join("\n");
+    throw new Error(`${String(err)}; the panel showed ${JSON.stringify(seen)}; the extension's log ends:\n${log}`);
+  }
 }
 
 function freePort(): Promise<number> {

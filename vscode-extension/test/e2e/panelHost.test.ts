@@ -6,31 +6,20 @@
  * Needs E2E_NODE_BIN, E2E_CODE_SERVER, E2E_CHROMIUM (printed by scripts/setup-vscode-e2e).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
-import * as net from "node:net";
-import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Browser, chromium, type FrameLocator, type Locator, type Page } from "playwright-core";
+import type { FrameLocator, Locator, Page } from "playwright-core";
 import { poll } from "../poll";
+import { type CodeServer, openPanel, sendPrompt, startCodeServer } from "./codeServer";
 
 const repo = path.resolve(__dirname, "../../..");
-const vsix = path.resolve(__dirname, "../../out/agent-bridge.vsix");
 // A folder of its own: vscode.test.ts clears the PNGs of the main one when it starts.
 const shots = path.join(process.env.E2E_ARTIFACTS ?? path.join(repo, ".artifacts/vscode-e2e"), "panel");
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run scripts/setup-vscode-e2e (scripts/test-extension does)`);
-  return value;
-};
 
 describe("the panel's file links, copy, mentions and problems in a real VS Code", () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "ab-panel-e2e-"));
-  const workspace = path.join(root, "workspace");
-  const userData = path.join(root, "user-data");
-  let server: ChildProcess | undefined;
-  let browser: Browser | undefined;
+  let cs: CodeServer;
+  let workspace: string;
   let page: Page;
   let panel: FrameLocator;
 
@@ -38,67 +27,27 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
     await page.screenshot({ path: path.join(shots, `panel-${name}.png`) });
   };
   const turns = async (): Promise<number> => panel.locator(".item.turnEnd").count();
-  const send = async (text: string): Promise<void> => {
-    const before = await turns();
-    await panel.locator("#input").fill(text);
-    await panel.locator("#input").press("Enter");
-    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turns()) > before, 30000, 100);
-  };
+  const send = (text: string): Promise<void> => sendPrompt(cs, panel, text, { shots });
 
   before(async () => {
     fs.mkdirSync(shots, { recursive: true });
-    fs.mkdirSync(path.join(userData, "User"), { recursive: true });
-    fs.mkdirSync(path.join(workspace, "src"), { recursive: true });
-    fs.writeFileSync(path.join(workspace, "hello.py"), 'def greet(name):\n    return f"hello {name}"\n\n\nprint(greet("x"))\n');
-    fs.writeFileSync(path.join(workspace, "src/helpers.py"), "X = 1\n");
-    fs.writeFileSync(path.join(workspace, "broken.json"), '{ "a": 1,, }\n');
-    fs.writeFileSync(
-      path.join(userData, "User/settings.json"),
-      JSON.stringify({
-        "chat.disableAIFeatures": true,
-        "workbench.startupEditor": "none",
-        "security.workspace.trust.enabled": false,
-        "workbench.tips.enabled": false,
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "extensions.autoCheckUpdates": false,
-        "extensions.autoUpdate": false,
-        "agentBridge.offlineScenario": "playground",
-      }),
-    );
-    // Nothing of the repository's own bridge may leak in: the extension finds Python on PATH, as a user's would.
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ANTHROPIC_|AGENT_BRIDGE|VIRTUAL_ENV$)/.test(k)));
-    const csEnv = { ...clean, PATH: `${env("E2E_NODE_BIN")}:${process.env.PATH ?? ""}`, XDG_CONFIG_HOME: path.join(root, "xdg/config"), XDG_DATA_HOME: path.join(root, "xdg/data"), XDG_CACHE_HOME: path.join(root, "xdg/cache") };
-    const cs = env("E2E_CODE_SERVER");
-    const common = ["--user-data-dir", userData, "--extensions-dir", path.join(root, "extensions"), "--config", path.join(root, "config.yaml")];
-    fs.writeFileSync(path.join(root, "config.yaml"), "auth: none\n");
-    execFileSync(cs, [...common, "--install-extension", vsix], { env: csEnv, stdio: "pipe" });
-    const port = await freePort();
-    server = spawn("setsid", [cs, ...common, "--bind-addr", `127.0.0.1:${port}`, "--auth", "none", "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust", workspace], { env: csEnv, stdio: "ignore" });
-    await poll("code-server /healthz", async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true, 30000, 100);
-    browser = await chromium.launch({ executablePath: env("E2E_CHROMIUM"), args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
-    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: `http://127.0.0.1:${port}` });
-    page = await context.newPage();
-    await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
-    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
-    await page.locator('.activitybar [aria-label^="Agent Bridge"]').first().click();
-    await page.mouse.move(700, 450);
-    panel = page.locator("iframe.webview").first().contentFrame().locator("iframe#active-frame").contentFrame();
+    cs = await startCodeServer({
+      settings: { "agentBridge.offlineScenario": "playground" },
+      files: {
+        "hello.py": 'def greet(name):\n    return f"hello {name}"\n\n\nprint(greet("x"))\n',
+        "src/helpers.py": "X = 1\n",
+        "broken.json": '{ "a": 1,, }\n',
+      },
+      clipboard: true,
+    });
+    ({ workspace, page } = cs);
     // The first start sets up the bundled bridge in the extension's storage (a private venv) before Send is ready.
-    await panel.locator("#send:not([disabled])").waitFor({ timeout: 180000 });
+    panel = await openPanel(cs);
   });
 
   after(async () => {
     if ((page as Page | undefined) !== undefined) await shot("99-last").catch(() => undefined);
-    await browser?.close();
-    if (server?.pid) {
-      try {
-        process.kill(-server.pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    fs.rmSync(root, { recursive: true, force: true });
+    await cs.stop();
   });
 
   it("a path in an answer becomes a link once the host found the file; clicking opens it at the line", async () => {
@@ -223,14 +172,4 @@ async function underscoreShows(page: Page, pre: Locator): Promise<void> {
     { a: drawn.toString("base64"), b: spaced.toString("base64") },
   );
   assert.ok(inked > 0, `the underscore draws nothing (${inked} pixels differ): the command reads as if it had a space`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
 }

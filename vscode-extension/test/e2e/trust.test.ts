@@ -12,7 +12,7 @@ import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { FrameLocator } from "playwright-core";
 import { poll } from "../poll";
-import { type CodeServer, openPanel, startCodeServer } from "./codeServer";
+import { type CodeServer, openPanel, sendPrompt, startCodeServer } from "./codeServer";
 
 const shots = path.join(process.env.E2E_ARTIFACTS ?? path.resolve(__dirname, "../../../.artifacts/vscode-e2e"), "trust");
 
@@ -23,14 +23,7 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
   let serverMarker = "";
   let outside = "";
   const shot = (name: string): Promise<unknown> => cs.page.screenshot({ path: path.join(shots, `${name}.png`) });
-  const turnEnds = (): Promise<number> => panel.locator(".item.turnEnd").count();
-  const send = async (text: string, meanwhile?: () => Promise<void>): Promise<void> => {
-    const before = await turnEnds();
-    await panel.locator("#input").fill(text);
-    await panel.locator("#input").press("Enter");
-    if (meanwhile) await meanwhile();
-    await poll(`the turn for ${JSON.stringify(text)} to end`, async () => (await turnEnds()) > before, 30000, 100);
-  };
+  const send = (text: string, meanwhile?: () => Promise<void>): Promise<void> => sendPrompt(cs, panel, text, { shots, meanwhile });
 
   before(async () => {
     fs.mkdirSync(shots, { recursive: true });
