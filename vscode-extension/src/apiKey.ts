@@ -1,4 +1,5 @@
 import * as vscode from "vscode";
+import { LogLines } from "./logLines";
 
 const secretName = "agentBridge.anthropicApiKey";
 
@@ -58,17 +59,27 @@ export class ApiKeyStore implements vscode.Disposable {
   }
 }
 
-/** An OutputChannel that redacts the key before writing to the log channel (for vscode-languageclient). */
+/**
+ * An OutputChannel for vscode-languageclient, which writes the bridge's stderr into it chunk by chunk: whole lines
+ * reach the log, redacted (a key split between two chunks is redacted too), each at the bridge's own level.
+ */
 export function redactingChannel(log: vscode.LogOutputChannel, keys: ApiKeyStore): vscode.OutputChannel {
+  const lines = new LogLines({ line: (level, text) => log[level](keys.redact(text)) });
   return {
     name: log.name,
-    append: (value: string) => log.append(keys.redact(value)),
-    appendLine: (value: string) => log.appendLine(keys.redact(value)),
-    replace: (value: string) => log.replace(keys.redact(value)),
+    append: (value: string) => lines.push(value),
+    appendLine: (value: string) => {
+      lines.flush();
+      log.appendLine(keys.redact(value));
+    },
+    replace: (value: string) => {
+      lines.flush();
+      log.replace(keys.redact(value));
+    },
     clear: () => log.clear(),
     // eslint-disable-next-line @typescript-eslint/no-deprecated -- one implementation serves both overloads
     show: (preserveFocus?: unknown) => log.show(typeof preserveFocus === "boolean" ? preserveFocus : undefined),
     hide: () => log.hide(),
-    dispose: () => undefined, // the extension owns the log channel
+    dispose: () => lines.flush(), // the extension owns the log channel
   };
 }
