@@ -2,7 +2,8 @@
 (`.agent-bridge/commands/NAME.md`, `.claude/commands/NAME.md`, the user's, and enabled plugins' as
 `/plugin:NAME`) whose text — with `$ARGUMENTS` replaced — becomes the prompt, and the skills a user may start
 (`/skill-name args`: the skill's instructions become the prompt). A folder's command files are read as its memory
-files are: regular files inside it, no link out."""
+files are: regular files inside it, no link out. A folder (a cloned repository) never takes the name of one of
+the user's own commands: the user's `/review` stays theirs, the folder's is `/project:review`."""
 
 from __future__ import annotations
 
@@ -61,13 +62,18 @@ class Command:
         return self.template + (f"\n\n{arguments}" if arguments else "")
 
 
+PROJECT_PREFIX = "project:"  # a folder's command whose name one of the user's own commands has
+
+
 def command_dirs(cwd: Path) -> list[Path]:
+    """Where custom commands are read: the user's (theirs win a name), then the folder's (the last of them wins
+    between its two)."""
     config = Path(os.environ.get("AGENT_BRIDGE_CONFIG_DIR") or platformdirs.user_config_dir("agent-bridge"))
     return [
         config / "commands",
         Path.home() / ".claude" / "commands",
         cwd / ".claude" / "commands",
-        cwd / ".agent-bridge" / "commands",  # last wins
+        cwd / ".agent-bridge" / "commands",
     ]
 
 
@@ -83,6 +89,7 @@ def available_commands(
     commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
     commands.update({c.name: c for c in provided if c.name not in commands})
     places = [(d, "") for d in command_dirs(cwd)] + [(folder, f"{name}:") for name, folder in plugins]
+    users: set[str] = set()  # names the user's own command files took
     for directory, prefix in places:
         if not directory.is_dir():
             continue
@@ -94,8 +101,12 @@ def available_commands(
                 continue
             description, template = _front_matter(data.decode("utf-8", errors="replace"))
             name = prefix + path.stem
+            if root is not None and name in users:
+                name = PROJECT_PREFIX + name
             if name in BUILTINS or (name in commands and commands[name].template is None):
                 continue
+            if root is None and not prefix:
+                users.add(name)
             commands[name] = Command(name, description or f"Custom command ({path.name})", "arguments", template)
     for skill in skills:
         if skill.user_invocable and skill.name not in commands:
