@@ -12,8 +12,13 @@ what settings `env` may set.
   `SHELLOPTS`...), language runtimes' preload and search paths (`PYTHONPATH`, `PYTHONSTARTUP`, `NODE_OPTIONS`,
   `PERL5OPT`, `RUBYOPT`, `JAVA_TOOL_OPTIONS`...), where programs read their configuration (`HOME`,
   `XDG_CONFIG_HOME`, git's `GIT_*` other than identity), and programs other programs start (`PAGER`,
-  `EDITOR`, `LESSOPEN`, `GIT_SSH_COMMAND`...). A folder's own file may not set `PATH` either: it would turn
-  every auto-allowed `ls` into the repository's own program.
+  `EDITOR`, `LESSOPEN`, `GIT_SSH_COMMAND`...), build tools' wrappers and flags that load code (`CARGO_*`,
+  `RUSTC*`, any `*_WRAPPER`, `GOFLAGS`, `CFLAGS`, `LDFLAGS`...), and editors' and interpreters' start-up files
+  (`VIMINIT`, `LUA_INIT`, `PHPRC`, `EMACSLOADPATH`...).
+- **A folder's own file may set even less**: not `PATH` (it would turn every auto-allowed `ls` into the
+  repository's own program), nor where commands' network traffic goes and whom it trusts (proxies, CA bundles,
+  package indexes, `DOCKER_HOST`), nor `AWS_CONFIG_FILE` (whose `credential_process` runs a program), nor `SHELL`
+  or `CDPATH`. The user's own settings may: a corporate proxy is theirs to set.
 """
 
 from __future__ import annotations
@@ -46,7 +51,23 @@ _REFUSED_PREFIXES = (
     "GCONV",
     "MALLOC_",
     "GLIBC_",
+    # build tools that run wrappers, linkers and runners named in variables; runtimes' start-up and search paths
+    "CARGO_",
+    "RUSTC",
+    "RUSTDOC",
+    "RUSTUP_",
+    "LUA_",
+    "PHP_INI",
+    "TCL",
+    "DOTNET_",
+    "COMPLUS_",
+    "CORECLR_",
+    "BUNDLE_",
+    "GEM_",
+    "EMACS",
+    "VIM",
 )
+_REFUSED_SUFFIXES = ("_WRAPPER",)  # RUSTC_WORKSPACE_WRAPPER, CARGO_BUILD_RUSTC_WRAPPER, CCACHE-style wrappers
 _REFUSED = frozenset(
     {
         "BASH_ENV",
@@ -98,6 +119,51 @@ _REFUSED = frozenset(
         "CMAKE_TOOLCHAIN_FILE",
         "R_PROFILE_USER",
         "R_ENVIRON_USER",
+        "RUSTFLAGS",
+        "GOFLAGS",
+        "GOENV",
+        "GOROOT",
+        "GOTOOLCHAIN",
+        "PHPRC",
+        "EXINIT",
+        "MYVIMRC",
+        "CPP",
+        "LD",
+        "AR",
+        "AS",
+        "FC",
+        "CFLAGS",
+        "CXXFLAGS",
+        "CPPFLAGS",
+        "LDFLAGS",
+        "PKG_CONFIG_PATH",
+        "MAVEN_OPTS",
+        "GRADLE_OPTS",
+        "GRADLE_USER_HOME",
+        "SBT_OPTS",
+        "ANT_OPTS",
+    }
+)
+# Where commands' traffic goes and whom it trusts, and programs picked by name: the user may set these, a folder not.
+_REFUSED_IN_PROJECT_PREFIXES = ("PIP_", "UV_", "POETRY_", "CONDA_", "GOPROXY", "GONOSUM", "GOPRIVATE", "GOINSECURE")
+_REFUSED_IN_PROJECT = frozenset(
+    {
+        "PATH",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "FTP_PROXY",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "DOCKER_HOST",
+        "DOCKER_CONTEXT",
+        "SHELL",
+        "CDPATH",
     }
 )
 # git identity and harmless switches: the rest of GIT_* can point git at configuration, hooks or programs
@@ -125,6 +191,11 @@ _HARMLESS = _GIT_HARMLESS | {
     "NODE_ENV",
     "NODE_NO_WARNINGS",
     "LESS",
+    "CARGO_TERM_COLOR",
+    "CARGO_TERM_VERBOSE",
+    "CARGO_INCREMENTAL",
+    "CARGO_TARGET_DIR",
+    "CARGO_NET_OFFLINE",
 }
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PASSWORD_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
@@ -147,13 +218,18 @@ def refused_reason(name: str, *, project: bool) -> str | None:
     upper = name.upper()
     if upper in _HARMLESS:
         return None
-    if upper in _REFUSED or upper.startswith(_REFUSED_PREFIXES):
+    if upper in _REFUSED or upper.startswith(_REFUSED_PREFIXES) or upper.endswith(_REFUSED_SUFFIXES):
         return (
             "it changes how programs load or start, or where they read their configuration; set it in a "
             "command itself if it is needed"
         )
     if upper == "PATH" and project:
         return "a folder's own settings may not change which programs commands run"
+    if project and (upper in _REFUSED_IN_PROJECT or upper.startswith(_REFUSED_IN_PROJECT_PREFIXES)):
+        return (
+            "a folder's own settings may not change where commands' network traffic goes or whom it trusts, or "
+            "which programs run by name; your own settings may set it"
+        )
     if upper in BRIDGE_CREDENTIALS:
         return "the bridge's own credentials are never handed to commands"
     return None

@@ -163,6 +163,28 @@ def test_the_users_own_files_need_no_trust_and_a_rule_the_user_saves_is_the_user
         "ANTHROPIC_API_KEY",
         "-x",
         "A=B",
+        # found by an attack round: a cargo wrapper ran the folder's script; these load code the same way
+        "CARGO_BUILD_RUSTC_WRAPPER",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTFLAGS",
+        "GOFLAGS",
+        "LUA_INIT",
+        "LUA_PATH",
+        "PHPRC",
+        "PHP_INI_SCAN_DIR",
+        "VIMINIT",
+        "EXINIT",
+        "MYVIMRC",
+        "EMACSLOADPATH",
+        "TCLLIBPATH",
+        "DOTNET_ADDITIONAL_DEPS",
+        "COMPlus_EnableDiagnostics",
+        "BUNDLE_GEMFILE",
+        "GEM_HOME",
+        "CFLAGS",
+        "LDFLAGS",
+        "CCACHE_WRAPPER",
     ],
 )
 def test_settings_env_never_sets_what_changes_how_programs_start(tmp_path: Path, name: str) -> None:
@@ -173,6 +195,22 @@ def test_settings_env_never_sets_what_changes_how_programs_start(tmp_path: Path,
     assert store.env == {"KEPT": "1"}
     issues = [str(i) for i in store.issues]
     assert len(issues) == 2 and all(f"env.{name} is refused" in i for i in issues), issues
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("HTTPS_PROXY", "http_proxy", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_INDEX_URL", "UV_INDEX_URL"),
+        *("AWS_CONFIG_FILE", "DOCKER_HOST", "SHELL", "CDPATH", "GOPROXY"),
+    ],
+)
+def test_where_traffic_goes_and_programs_by_name_are_the_users_to_set_not_a_folders(tmp_path: Path, name: str) -> None:
+    ws = tmp_path / "ws"
+    write(ws / ".agent-bridge" / "settings.json", {"env": {name: "x", "KEPT": "1"}})
+    write(tmp_path / "cfg" / "settings.json", {"env": {name: "user's", "CARGO_TERM_COLOR": "always"}})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude", trust="trusted")
+    assert store.env == {name: "user's", "CARGO_TERM_COLOR": "always", "KEPT": "1"}
+    assert [f"env.{name} is refused" in str(i) and "your own settings may" in str(i) for i in store.issues] == [True]
 
 
 def test_path_from_a_folders_file_is_refused_even_when_trusted(tmp_path: Path) -> None:
