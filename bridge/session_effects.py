@@ -11,6 +11,7 @@ from bridge.display import PlanEntry
 from bridge.loop.events import LoopEvent, ModeChanged, Notice, PlanUpdate
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.trust import TrustItem
+from bridge.skills import rule_items
 from bridge.tools.base import AllowForTurn, Effect, LeavePlanMode, PlanChanged
 from bridge.turns import Turns
 
@@ -46,16 +47,19 @@ class SessionEffects:
 
     def allow_for_turn(self, rules: tuple[str, ...], source: Path, project: bool) -> None:
         """A skill's `allowed-tools` for the rest of the turn; a folder's own skill's only once it is trusted."""
+        bindings: dict[str, str] = {}
         if project:
-            file = source.relative_to(self._cwd).as_posix() if source.is_relative_to(self._cwd) else str(source)
-            inert = [r for r in rules if not self._trusted(TrustItem(file, "allow", r))]
+            # as trusted, and bound to the scripts a rule runs as they are now: a pull that changed one asks again
+            items = rule_items(source, rules, self._cwd)
+            inert = [item.text for item in items if not self._trusted(item)]
             if inert:
                 self._emit(
                     Notice(
-                        f"{file} asks to allow {', '.join(inert)} without asking; this folder's "
-                        "skills are not trusted, so each call still asks.",
+                        f"{items[0].file} asks to allow {', '.join(inert)} without asking; this folder's skills "
+                        "are not trusted (or a script a rule runs changed since), so each call still asks.",
                         "warning",
                     )
                 )
                 return
-        self._turns.hold_for_turn(self._engine.allow_for_now(rules))
+            bindings = {item.text: item.binds for item in items if item.binds}
+        self._turns.hold_for_turn(self._engine.allow_for_now(rules, bindings))

@@ -36,7 +36,10 @@ from typing import Any, Literal
 
 from bridge.agents.loader import front_matter, load_yaml
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
+from bridge.permissions.rules import Rule
+from bridge.permissions.specifiers import RuleSyntaxError
 from bridge.permissions.trust import TrustItem
+from bridge.permissions.widening import rule_binding
 
 SkillSource = Literal["user", "project", "plugin"]
 NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
@@ -225,11 +228,26 @@ def parse_skill(
 
 def skill_items(catalog: SkillCatalog, cwd: Path) -> list[TrustItem]:
     """A folder's own skills' `allowed-tools`, as what its trust must admit before they hold."""
+    return [
+        item
+        for skill in catalog.skills.values()
+        if skill.source == "project"
+        for item in rule_items(skill.path, skill.allowed_tools, cwd)
+    ]
+
+
+def rule_items(path: Path, rules: Iterable[str], cwd: Path) -> list[TrustItem]:
+    """A folder's own skill's `allowed-tools` as trust items: a rule for one exact command is bound to the workspace
+    files it runs as they are now (widening.rule_binding), as the same rule in the folder's settings is: trusting
+    it is trusting that script as it is, and a pull that changes the script asks again."""
+    file = path.relative_to(cwd).as_posix() if path.is_relative_to(cwd) else str(path)
     items = []
-    for skill in catalog.skills.values():
-        if skill.source == "project":
-            file = skill.path.relative_to(cwd).as_posix() if skill.path.is_relative_to(cwd) else str(skill.path)
-            items += [TrustItem(file, "allow", rule) for rule in skill.allowed_tools]
+    for text in rules:
+        try:
+            binds = rule_binding(Rule.parse(text), cwd)
+        except RuleSyntaxError:
+            binds = ""
+        items.append(TrustItem(file, "allow", text, binds))
     return items
 
 

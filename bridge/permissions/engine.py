@@ -42,7 +42,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
 from bridge.permissions.judged import Judged
 from bridge.permissions.matching import CallRules, by_rule, matching_rule
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
+from bridge.permissions.named_files import bound_paths
 from bridge.permissions.own_secrets import OwnSecrets
 from bridge.permissions.path_access import PathAccess
 from bridge.permissions.protection import protected
@@ -81,6 +82,7 @@ from bridge.permissions.suggestions import Suggester
 from bridge.permissions.tool_decision import ToolJudge
 from bridge.permissions.trust import MCP_APPROVAL_STORE, STORE_NAME
 from bridge.permissions.types import Behavior, Decision, RuleSuggestion, SettingsIssue, Shown, SourceName
+from bridge.permissions.widening import rule_binding
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,7 @@ class PermissionEngine:
         self._extra_dirs = list(additional_dirs)
         self._own_issues: list[SettingsIssue] = []
         self._session_rules: list[PlacedRule] = []
+        self._pinned: list[tuple[PlacedRule, str]] = []  # session rules bound to the scripts they run, and how
         self._rules: list[CompiledRule] = []
         self._compile_issues: list[SettingsIssue] = []
         for behavior, text in (session_rules or RuleSet()).items():
@@ -173,25 +176,34 @@ class PermissionEngine:
 
     # --- rules and sources -----------------------------------------------------------------------------
 
-    def _add_session_rule(self, behavior: Behavior, text: str) -> None:
+    def _add_session_rule(self, behavior: Behavior, text: str, *, bound: bool = False) -> PlacedRule | None:
         try:
             rule = Rule.parse(text)
         except RuleSyntaxError as exc:
             self._own_issues.append(SettingsIssue(Path("session"), f"{behavior} rule: {exc}; rule skipped"))
-            return
-        self._session_rules.append(PlacedRule(rule, behavior, RuleOrigin("session", None, self.cwd)))
+            return None
+        placed = PlacedRule(rule, behavior, RuleOrigin("session", None, self.cwd), bound=bound)
+        self._session_rules.append(placed)
         self._generation = -1
+        return placed
 
-    def allow_for_now(self, texts: Iterable[str]) -> Callable[[], None]:
+    def allow_for_now(self, texts: Iterable[str], bindings: Mapping[str, str] | None = None) -> Callable[[], None]:
         """Allow rules until the returned function is called (a skill's `allowed-tools`, for its turn). Like every
-        allow rule they yield to deny and ask rules and to the mode's own limits."""
-        before = len(self._session_rules)
+        allow rule they yield to deny and ask rules and to the mode's own limits. `bindings`: a rule's text → the
+        workspace files it runs as they were trusted (a folder's own skill, widening.rule_binding): as a folder's
+        settings rule, such a rule is off once one of them changes, and its files are held meanwhile."""
+        added: list[PlacedRule] = []
         for text in texts:
-            self._add_session_rule("allow", text)
-        added = self._session_rules[before:]
+            binds = (bindings or {}).get(text, "")
+            placed = self._add_session_rule("allow", text, bound=bool(binds))
+            if placed is not None:
+                added.append(placed)
+                if binds:
+                    self._pinned.append((placed, binds))
 
         def undo() -> None:
             self._session_rules = [r for r in self._session_rules if not any(r is a for a in added)]
+            self._pinned = [(r, b) for r, b in self._pinned if not any(r is a for a in added)]
             self._generation = -1
 
         self._refresh()
@@ -204,6 +216,11 @@ class PermissionEngine:
 
     def _refresh(self) -> None:
         self.settings.refresh()
+        changed = [r for r, binds in self._pinned if rule_binding(r.rule, self.cwd) != binds]
+        if changed:  # a script a skill's rule runs changed since it was trusted (an edit this turn): the rule is off
+            self._session_rules = [r for r in self._session_rules if not any(r is c for c in changed)]
+            self._pinned = [(r, b) for r, b in self._pinned if not any(r is c for c in changed)]
+            self._generation = -1
         if self._generation == self.settings.generation:
             return
         stored, stored_issues = self.settings.compiled(self._grammar)
@@ -219,6 +236,13 @@ class PermissionEngine:
         named += [
             HeldPath(path, "file", f"a trusted rule of the folder runs it without a question ({rule}), as it is now")
             for path, rule in self.settings.bound_files()
+        ]
+        root = Path(os.path.realpath(self.cwd))
+        named += [
+            HeldPath(root / path, "file", f"a trusted skill rule runs it unasked ({r.rule.text}), as it is now")
+            for r, binds in self._pinned
+            for path in bound_paths(binds)
+            if "*" not in path
         ]
         for file in self.settings.files:
             if not file.claude:

@@ -178,3 +178,63 @@ async def test_a_plugins_skills_commands_agents_hooks_and_servers_all_load(
     assert "tools (tools@market)" in said and "user, the plugin tools" in said, said
     # lists (shown as markdown, where lines alone would run together)
     assert "Plugins loaded:\n- tools (tools@market)" in said and "Skills:\n- tools:lint (" in said, said
+
+
+async def test_a_trusted_skills_rule_for_one_script_is_trust_in_that_script_as_it_was(
+    workspace: Path, data_dir: Path
+) -> None:
+    """Found by an attack round: a folder's skill's `allowed-tools: Bash(python3 scripts/x.py)`, trusted, went on
+    running the script after a pull rewrote it — the same rule in the folder's settings is bound to the script's
+    content and goes off. Now the skill's is bound too: the changed script is a new item, asked again (declined
+    here), and the call asks (rejected). Also within one turn: the model rewriting the script after the skill
+    allowed it turns the rule off. Controls: the trusted script ran unasked."""
+    folder = workspace / ".claude" / "skills" / "deploy"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: deploy\ndescription: Deploy the project.\nallowed-tools: Bash(python3 scripts/x.py)\n---\nGo.\n"
+    )
+    (workspace / "scripts").mkdir()
+    script = workspace / "scripts" / "x.py"
+    script.write_text("open('TRUSTED_RAN', 'w')\n")
+    call = [tool_response(("Skill", {"skill": "deploy"})), tool_response(("Bash", {"command": "python3 scripts/x.py"}))]
+    rewrite = ("Write", {"file_path": str(script), "content": "open('PWNED_IN_TURN', 'w')\n"})
+    scenario = {
+        "responses": [
+            *call,
+            text_response("deployed"),
+            *call,
+            text_response("deployed again"),
+            tool_response(("Skill", {"skill": "deploy"})),
+            tool_response(("Read", {"file_path": str(script)})),
+            tool_response(rewrite),
+            tool_response(("Bash", {"command": "python3 scripts/x.py"})),
+            text_response("done"),
+        ]
+    }
+    answers = iter(["trust", "not_now", "trust"])
+    trust_texts: list[str] = []
+    tool_questions: list[str] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        if "trust" in (params.get("_meta") or {}):
+            trust_texts.append(params["toolCall"]["content"][0]["content"]["text"])
+            return {"outcome": {"outcome": "selected", "optionId": next(answers)}}
+        tool_questions.append(params["toolCall"]["title"])
+        # the Write of the third turn is allowed; the script it wrote must still ask
+        return {
+            "outcome": {"outcome": "selected", "optionId": "allow_once" if "Write" in str(params) else "reject_once"}
+        }
+
+    async with running_editor(scenario, workspace, data_dir, env={"AGENT_BRIDGE_TRUST_FOLDER": ""}) as editor:
+        editor.on_permission = answer
+        await editor.prompt(await editor.new_session(), "deploy")
+        assert (workspace / "TRUSTED_RAN").exists() and tool_questions == [], "the control: trusted, it ran unasked"
+        script.write_text("open('PWNED_AFTER_PULL', 'w')\n")  # a pull
+        await editor.prompt(await editor.new_session(), "deploy")
+        assert not (workspace / "PWNED_AFTER_PULL").exists(), "the changed script did not run"
+        assert len(trust_texts) == 2 and "scripts/x.py" in trust_texts[1], trust_texts
+        assert any("x.py" in q for q in tool_questions), tool_questions
+        script.write_text("open('TRUSTED_RAN', 'w')\n")  # back as trusted: the first item holds again
+        await editor.prompt(await editor.new_session(), "deploy")
+    assert not (workspace / "PWNED_IN_TURN").exists(), "rewritten within the turn, the script asked and was rejected"
+    assert script.read_text() == "open('PWNED_IN_TURN', 'w')\n", tool_questions
