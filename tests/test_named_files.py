@@ -292,3 +292,38 @@ def test_a_perl_script_binds_its_modules_under_its_lib_folders_and_the_files_it_
 def test_a_perl_script_that_loads_code_named_when_it_runs_is_unbindable(workspace: Path, line: str) -> None:
     (workspace / "tools" / "hook.pl").write_text(f"use strict;\n{line}\n1;\n")
     assert binding("perl tools/hook.pl", workspace).startswith(UNBINDABLE), line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -m unittest -q",
+        "python -m pytest -x",
+        "pytest -q",
+        "uv run pytest tests",
+        "tox -e py311",
+        "cargo test",
+        "go test ./...",
+        "./gradlew build",
+        "npx jest",
+        "bundle exec rake",
+        "sh -c 'cd sub && pytest'",
+    ],
+)
+def test_a_runner_that_finds_the_folders_code_by_itself_is_unbindable(workspace: Path, command: str) -> None:
+    """Found by an attack round: a trusted hook `python3 -m unittest -q` was bound to the modules' names only, and
+    `pytest`, `tox`, `cargo`… to nothing, so a pull that rewrote a test module ran unasked. What such a runner runs
+    is what it finds (test modules, conftest.py, build.rs, plugins): it can't be pinned, the hook stays off."""
+    (workspace / "test_a.py").write_text("open('PWNED', 'w')\n")
+    result = binding(command, workspace)
+    assert result.startswith(UNBINDABLE) and "finds and runs the folder's code by itself" in result, result
+
+
+def test_a_bound_script_that_runs_a_discovering_runner_is_unbindable_and_a_plain_one_still_binds(
+    workspace: Path,
+) -> None:
+    (workspace / "scripts" / "a.sh").write_text("set -e\npython3 -m pytest -q\n")
+    assert "scripts/a.sh: `python -m pytest` finds" in binding("sh scripts/a.sh", workspace)
+    (workspace / "scripts" / "a.sh").write_text("set -e\npython3 tools/x.py\n")
+    assert sorted(bound_paths(binding("sh scripts/a.sh", workspace))) == ["scripts/a.sh", "tools/x.py"]
+    assert sorted(bound_paths(binding("python3 -m tools.x", workspace))) == ["*.py", "tools/*.py", "tools/x.py"]

@@ -26,7 +26,15 @@ from pathlib import Path
 
 from bridge import safefs
 from bridge.permissions.held import command_paths
-from bridge.permissions.script_reads import CONVENTIONAL, PROJECT_VARIABLES, Unbindable, language, names_in, substituted
+from bridge.permissions.script_reads import (
+    CONVENTIONAL,
+    PROJECT_VARIABLES,
+    Unbindable,
+    discovers,
+    language,
+    names_in,
+    substituted,
+)
 from bridge.permissions.shell_syntax import Script, ShellSyntaxError
 from bridge.permissions.shellparse import parse
 
@@ -134,6 +142,8 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
             words.append(value)
+        if (why := discovers(words)) is not None:
+            raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
         for value in words:
             candidates = [value, value.split("=", 1)[1]] if "=" in value else [value]
             for candidate in candidates:

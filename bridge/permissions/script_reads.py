@@ -101,6 +101,35 @@ class Unbindable(Exception):
     """What a command runs can't be known before it runs: it stays off, saying this."""
 
 
+# Programs that find and run the folder's code by themselves — test modules and conftest.py, build scripts and
+# build.rs, plugins, configuration files that are code — so what they run is not the files a command names: a
+# hook running one can't be pinned to what the user trusted (a pull that changes a test module would run unasked).
+DISCOVERERS = frozenset(
+    {
+        *("pytest", "py.test", "tox", "nox", "hatch", "trial", "green", "ward"),
+        *("jest", "vitest", "mocha", "ava", "karma", "cypress", "playwright", "webpack", "vite", "rollup", "eslint"),
+        *("cargo", "go", "gradle", "gradlew", "mvn", "mvnw", "ant", "sbt", "lein", "bazel", "bazelisk", "buck"),
+        *("buck2", "pants", "cmake", "ctest", "meson", "ninja", "scons", "waf", "dotnet", "msbuild", "swift"),
+        *("xcodebuild", "mix", "rebar3", "phpunit", "composer", "rspec", "rails", "rake", "stack", "cabal", "dune"),
+        "zig",
+    }
+)
+DISCOVERING_MODULES = frozenset({"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial"})
+
+
+def discovers(words: list[str]) -> str | None:
+    """Why a command (its words) runs code it finds by itself (`DISCOVERERS`, `python -m unittest`), or None."""
+    for n, word in enumerate(words):
+        name = word.rsplit("/", 1)[-1]
+        if name in DISCOVERERS:
+            return f"`{name}` finds and runs the folder's code by itself (tests, build scripts, plugins)"
+        if re.fullmatch(r"python[\d.]*", name) and "-m" in words[n + 1 : -1]:
+            module = words[words.index("-m", n + 1) + 1].split(".")[0]
+            if module in DISCOVERING_MODULES:
+                return f"`python -m {module}` finds and runs the folder's code by itself"
+    return None
+
+
 def language(path: Path, first_line: bytes) -> str | None:
     """Which reader a file takes: by its name, else by its `#!` line."""
     name = path.name
@@ -153,6 +182,8 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             words = words[1:]  # `X=1 cmd`: the program is after the assignments
         program = words[0]
+        if strict and (why := discovers(words)) is not None:
+            raise Unbindable(f"{shown}: {why}")
         target_next = False
         for n, word in enumerate(words):
             if target_next:  # `>> hook.log`: what the command writes, not code it runs (its own log would
