@@ -303,7 +303,7 @@ class BashFacts:
         self.walk(tree)
         if tree.too_many:
             return True
-        return any(rule.matches_path(e.real) or rule.matches_path(e.written) for e in tree.entries or [])
+        return any(path_hit(rule, e) for e in tree.entries or [])
 
     # --- rule matching (deny and ask) ---------------------------------------------------------------
 

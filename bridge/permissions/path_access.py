@@ -1,7 +1,8 @@
 """A path a call reads or writes, as named and as it really is, and whether a path rule speaks about it.
 
 Rules are matched against both forms (`PathAccess.written`: `~` and `..` folded, links not followed; `real`: links
-resolved), so neither a symlink nor a detour through `..` walks past a deny rule.
+resolved), and against the other names of the file (hard links), so neither a symlink, a hard link nor a detour
+through `..` walks past a deny rule.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.permissions.containment import normalize, resolve
+from bridge.permissions.linked_paths import file_key, linked_name
 from bridge.permissions.rules import CompiledRule
 
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -39,7 +41,11 @@ class PathAccess:
 
 
 def path_hit(rule: CompiledRule, access: PathAccess) -> bool:
-    return rule.matches_path(access.real) or rule.matches_path(access.written)
+    """Whether the (deny or ask) path rule names the access: as written, as resolved, or as another name of a file
+    it names (a hard link, linked_paths.py)."""
+    if rule.matches_path(access.real) or rule.matches_path(access.written):
+        return True
+    return rule.path is not None and linked_name(rule.path, file_key(access.real)) is not None
 
 
 def may_hold(rule: CompiledRule, root: PathAccess) -> bool:

@@ -4,7 +4,8 @@ A result cannot be asked about one by one, so a path rule about reads that denie
 (as found or resolved) hides it — rules without a path were judged on the call itself. So does a real path
 outside the workspace and outside the call's scope (what the permission step allowed for it), unless an allow
 rule names it or the mode is bypassPermissions. The bridge's own secrets (own_secrets.py) are never shown, whatever
-the rules or the mode, nor are other names of their files (hard links). Called per result (thousands): plain
+the rules or the mode, nor are other names of their files (hard links), nor other names of the files a deny or ask
+rule names. Called per result (thousands): plain
 strings, no pathlib.
 """
 
@@ -14,6 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from bridge.permissions.linked_paths import file_key, linked_name
 from bridge.permissions.matching import CallRules
 from bridge.permissions.own_secrets import OwnSecrets
 
@@ -58,6 +60,10 @@ def read_guard(
             # PathPattern.matches on strings: the part below the rule's base, matched by its regex
             if any(p.startswith(prefix) and pattern.match(p[len(prefix) :]) for p in (written, resolved)):
                 return f"{written} is named by the {rule.behavior} rule {rule.text}"
+        key = file_key(resolved) if patterns else None  # a file with one name is no other file's
+        for rule, _, _ in patterns if key is not None else ():
+            if rule.path is not None and (other := linked_name(rule.path, key)) is not None:
+                return f"{written} is a hard link to {other}, which the {rule.behavior} rule {rule.text} names"
         if bypass or any(under(resolved, root) for root in shown_roots):
             return None
         if scope is not None:

@@ -1,0 +1,94 @@
+"""Deny rules against other names of the files they name (bridge/permissions/linked_paths.py): a hard link is the
+same file under a name no path comparison sees. Found by an attack round: `Read(secret.env)` denied `secret.env`
+and let `sub/copy.txt` (a hard link to it) be read by Read, Grep and `cat`; `Edit(prot.txt)` let `echo > sub/hl.txt`
+rewrite it. Real `agent-bridge run` processes, the offline model scripted, real files; proven by what reached the
+transcript and what changed on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bridge.permissions.linked_paths import file_key, linked_name
+from bridge.permissions.specifiers import compile_path_specifier
+
+AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
+
+
+def tool(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "tool_use", "name": name, "input": params}], "stop_reason": "tool_use"}
+
+
+def test_a_hard_link_to_a_denied_file_is_denied_under_every_tool(tmp_path: Path) -> None:
+    ws, outside, cfg, data = tmp_path / "ws", tmp_path / "outside", tmp_path / "cfg", tmp_path / "data"
+    for d in (ws / "sub", outside, cfg, tmp_path / "home"):
+        d.mkdir(parents=True)
+    (ws / "secret.env").write_text("TOPSECRET-DENIED\n")
+    os.link(ws / "secret.env", ws / "sub" / "copy.txt")
+    (outside / "deny_out.txt").write_text("TOPSECRET-OUT\n")
+    os.link(outside / "deny_out.txt", ws / "hl_out.txt")
+    (ws / "prot.txt").write_text("protected original\n")
+    os.link(ws / "prot.txt", ws / "sub" / "hl.txt")
+    (ws / "plain.txt").write_text("PLAIN-CONTROL\n")
+    (cfg / "settings.json").write_text(
+        json.dumps(
+            {
+                "permissions": {
+                    "deny": ["Read(secret.env)", f"Read(/{outside}/deny_out.txt)", "Edit(prot.txt)"],
+                    "defaultMode": "acceptEdits",
+                }
+            }
+        )
+    )
+    scenario = tmp_path / "scenario.json"
+    calls = [
+        ("Read", {"file_path": str(ws / "sub" / "copy.txt")}),
+        ("Read", {"file_path": str(ws / "hl_out.txt")}),
+        ("Grep", {"pattern": "TOPSECRET", "output_mode": "content", "path": str(ws)}),
+        ("Bash", {"command": "cat sub/copy.txt"}),
+        ("Bash", {"command": "grep -r TOPSECRET ."}),
+        ("Bash", {"command": "echo PWNED > sub/hl.txt"}),
+        ("Read", {"file_path": str(ws / "plain.txt")}),
+    ]
+    responses = [tool(name, params) for name, params in calls]
+    scenario.write_text(json.dumps({"responses": [*responses, {"content": [{"type": "text", "text": "done"}]}]}))
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(cfg),
+        "AGENT_BRIDGE_DATA_DIR": str(data),
+    }
+    done = subprocess.run(
+        [AGENT_BRIDGE, "run", "--cwd", str(ws), "--offline", str(scenario), "--allow", "Bash(echo *)", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    transcript = "".join(p.read_text() for p in (data / "sessions").glob("*.jsonl"))
+    assert "PLAIN-CONTROL" in transcript, "the control: a file with one name is read"
+    for secret in ("TOPSECRET-DENIED", "TOPSECRET-OUT"):
+        assert secret not in transcript and secret not in done.stdout, secret
+    assert (ws / "prot.txt").read_text() == "protected original\n", "the link's write was denied"
+    assert transcript.count("denied by rule") >= 4, transcript[-3000:]
+
+
+def test_a_link_made_after_the_listing_is_found_and_one_name_costs_nothing(tmp_path: Path) -> None:
+    ws, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    for d in (ws, elsewhere):
+        d.mkdir()
+    (ws / "secret.env").write_text("s\n")
+    (ws / "other.txt").write_text("o\n")
+    pattern = compile_path_specifier("secret.env", cwd=ws, root=ws)
+    assert file_key(ws / "other.txt") is None, "one name: nothing is listed"
+    os.link(ws / "other.txt", elsewhere / "other2.txt")
+    assert linked_name(pattern, file_key(elsewhere / "other2.txt")) is None, "a link to a file no rule names"
+    # listed above while `secret.env` had one name; the new name is in a folder the listing never saw
+    os.link(ws / "secret.env", elsewhere / "late.txt")
+    assert linked_name(pattern, file_key(elsewhere / "late.txt")) == str(ws / "secret.env")
