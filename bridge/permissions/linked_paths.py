@@ -5,9 +5,9 @@ bridge's own secrets are caught under any name (secret_inodes.py).
 Only a regular file with more than one name can be such a link, so a file with one name costs one `stat`. For a
 file with more, the files a rule's pattern matches are listed below its fixed directory, by inode, and kept while
 no directory listed changed (a link made later to a listed file changes the file, not a directory: the inode
-listed is the file's whatever its count of names). The listing is bounded (`MAX_ENTRIES` per
-pattern); past it, a file with more than one name on a listed device is taken for one (fail closed: deny and ask
-rules win).
+listed is the file's whatever its count of names); the directories are looked at again at most once a second.
+The listing is bounded (`MAX_ENTRIES` per pattern); past it, a file with more than one name on a listed device is
+taken for one (fail closed: deny and ask rules win).
 
 The agent can't make such a link itself (`ln` of a denied file is denied; inside the sandbox a masked file is
 on another device): this is about links that exist already — a `cp -al` backup, a package store.
@@ -26,6 +26,7 @@ from pathlib import Path
 from bridge.permissions.specifiers import PathPattern
 
 MAX_ENTRIES = 200_000
+RECHECK_S = 1.0  # a listing's folders are looked at again at most this often
 _SETTLED_NS = 1_000_000_000
 _GLOB = re.compile(r"[*?\[\\]")
 
@@ -39,6 +40,7 @@ class _Listing:
     devices: set[int] = field(default_factory=set)
     cut_short: bool = False
     settled: bool = True
+    checked: float = 0.0  # time.monotonic() of the last look at its directories
 
 
 _listings: dict[tuple[str, str], _Listing] = {}
@@ -72,8 +74,12 @@ def _listing(pattern: PathPattern) -> _Listing:
     cache = (str(pattern.base), pattern.pattern)
     with _lock:
         listing = _listings.get(cache)
+        now = time.monotonic()
+        if listing is not None and listing.settled and now - listing.checked < RECHECK_S:
+            return listing  # Grep's thousands of results in a package store: one look at the folders a second
         if listing is None or not listing.settled or not all(_mtime(d) == m for d, m in listing.dirs.items()):
             listing = _listings[cache] = _list(pattern)
+        listing.checked = now
         return listing
 
 
