@@ -8,6 +8,11 @@ refuses ptrace to the same user: the same as for a setuid program. Its other eff
 debugger attaching without root (py-spy, gdb -p). The bridge's reads of its own /proc/self (fd, cgroup,
 mountinfo) still work; it never reads its own environ there. What it starts is dumpable again after exec.
 
+Root is the exception: what root starts may read any process's /proc files, dumpable or not (and dropping
+`CAP_SYS_PTRACE` alone from what it starts does not stop it here). So the credentials' values are also wiped from
+the environment block the process started with (`scrub_environ`): /proc/<pid>/environ shows that block, for
+anyone who may read it, and Python had copied it into `os.environ` before the bridge ran.
+
 Sandboxed commands never saw the bridge (their own pid namespace and /proc). Elsewhere nothing is done: see
 `keep_private`.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterable
 
 _PR_SET_DUMPABLE = 4
 
@@ -39,3 +45,36 @@ def keep_private() -> bool:
         error = getattr(failure, "errno", None) or 0
     logging.getLogger(__name__).warning("could not close this process to its user's others (errno %s)", error)
     return False
+
+
+def scrub_environ(names: Iterable[str]) -> list[str]:
+    """Wipe the values of `names` (with zero bytes) in the environment block this process started with, which
+    /proc/<pid>/environ shows; the names whose values were wiped. `os.environ` keeps them (a copy). What the
+    process starts without an environment of its own would inherit the wiped values: the bridge hands every child
+    its own (bridge/environment.py), which never holds them anyway. Linux only ([] elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    try:
+        with open("/proc/self/stat", "rb") as file:
+            stat = file.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end: fields 50 and 51 of stat(5)
+        import ctypes
+
+        block = ctypes.string_at(start, end - start)
+    except (OSError, ValueError, IndexError) as failure:
+        logging.getLogger(__name__).warning("could not wipe the credentials from the environment block: %s", failure)
+        return []
+    wiped: list[str] = []
+    for name in names:
+        entry = name.encode() + b"="
+        at = 0 if block.startswith(entry) else block.find(b"\0" + entry) + 1
+        if at <= 0 and not block.startswith(entry):
+            continue
+        value = at + len(entry)
+        stop = block.find(b"\0", value)
+        stop = len(block) if stop < 0 else stop
+        if stop > value:
+            ctypes.memset(start + value, 0, stop - value)
+            wiped.append(name)
+    return wiped

@@ -47,9 +47,11 @@ class CliError(Exception):
 def main(argv: list[str] | None = None) -> int:
     gcpause.pause()  # until the bridge is loaded: `run_command`, the server's start, or `demo` below
     from bridge import __version__
-    from bridge.private_process import keep_private
+    from bridge.environment import BRIDGE_CREDENTIALS
+    from bridge.private_process import keep_private, scrub_environ
 
     keep_private()  # first: hooks, servers and unsandboxed commands must not read the key out of this process
+    scrub_environ(BRIDGE_CREDENTIALS)  # nor root's, which may read it whatever keep_private says
 
     parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")

@@ -13,7 +13,11 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
   with its backups (`.claude.json.backup` beside it, `<Claude home>/backups/`): the MCP servers it configures (their
   `env` and `headers`: tokens), the API key, the account. The bridge reads the MCP servers from it itself
   (bridge/mcp/config.py); only the model's tools are kept out;
-- `<Claude home>/projects/`: Claude Code's transcripts, for the reason ours are.
+- `<Claude home>/projects/`: Claude Code's transcripts, for the reason ours are;
+- `/proc/<the bridge's pid>` (and `/proc/self` as the file tools, which run in the bridge, see it): its environment
+  holds the API key, and a process of the same user — of root, for whom the bridge's closing itself does nothing
+  (private_process.py) — may read it: Grep over `/proc/<pid>/environ` answered, character by character. Not a
+  sandbox mask: a sandboxed command has a /proc of its own, where the bridge is not.
 
 Names, not globs, where a glob's literal part is a large folder (the home folder): the sandbox walks below it to
 find what a pattern matches (sandbox_policy.expand), within a budget the masks share.
@@ -49,6 +53,7 @@ class Secret:
     fixed: Path  # the directory (or file) all its paths lie under
     pattern: PathPattern
     what: str  # for the reason a call is denied
+    masked: bool = True  # the sandbox masks it for commands (not the bridge's /proc: theirs is their own)
 
 
 @dataclass(frozen=True)
@@ -76,12 +81,13 @@ class OwnSecrets:
             (claude, "backups", state),
             (claude, "projects", "Claude Code's session transcripts"),
         )
-        return cls(tuple(_secret(base, below, what) for base, below, what in entries), SecretInodes(entries))
+        own = () if os.name == "nt" else (_process_secret(),)
+        return cls((*(_secret(base, below, what) for base, below, what in entries), *own), SecretInodes(entries))
 
     @property
     def patterns(self) -> tuple[PathPattern, ...]:
         """For the sandbox's masks."""
-        return tuple(s.pattern for s in self.secrets)
+        return tuple(s.pattern for s in self.secrets if s.masked)
 
     def of_path(self, path: Path) -> Secret | None:
         """The secret `path` (absolute, normalized) is or lies in."""
@@ -124,6 +130,13 @@ def _secret(base: Path, below: str, what: str) -> Secret:
     fixed = base.joinpath(*literal[:stop])
     spec = _absolute(base) + "/" + below
     return Secret(fixed, compile_path_specifier(spec, cwd=base, root=base), what)
+
+
+def _process_secret() -> Secret:
+    """`/proc/<pid>` of this process: where its environment (the API key), memory and open files show."""
+    base = Path("/proc")
+    secret = _secret(base, str(os.getpid()), "the bridge's own process: its environment holds the API key")
+    return Secret(secret.fixed, secret.pattern, secret.what, masked=False)
 
 
 def _absolute(path: Path) -> str:

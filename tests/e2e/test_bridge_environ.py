@@ -151,3 +151,62 @@ async def test_hooks_and_unsandboxed_commands_cannot_read_the_key_out_of_the_bri
         assert any(line.startswith("plain ") for line in lines), f"the control: {scanner} read its own\n{lines}"
         assert hits["key"] == set(), f"{scanner} read the key in process(es) {hits['key']} (the bridge: {bridge})"
         assert f"unreadable {bridge}" in lines, f"{scanner} read the bridge's environment\n{lines}"
+
+
+ROOT_SCAN = f"""#!/bin/sh
+# $1: where to write one line per process: key PID (the key's value), named PID (the variable, value or not)
+for p in /proc/[0-9]*; do
+  env=$(tr '\\0' '\\n' < $p/environ 2>/dev/null) || continue
+  case "$env" in *{KEY}*) echo "key ${{p#/proc/}}";; esac
+  case "$env" in *ANTHROPIC_API_KEY=*) echo "named ${{p#/proc/}}";; esac
+done > "$1"
+"""
+
+
+async def test_run_as_root_the_key_is_wiped_from_the_bridges_environ_and_its_proc_is_no_tools(tmp_path: Path) -> None:
+    """Found by an attack round: as root (Docker, CI), what the bridge starts reads any /proc/*/environ, whatever
+    PR_SET_DUMPABLE says: a user hook found the key in the bridge's, and with every question answered yes, Grep
+    over /proc/<bridge pid>/environ told the key character by character. Now the key's value is wiped from the
+    environment block the bridge started with, and /proc/<bridge pid> (and /proc/self, as the file tools see it)
+    is one of its own secrets. The control: the scan sees the variable's name in the bridge's environ."""
+    if os.geteuid() != 0:
+        pytest.skip("the root case: what root starts reads any process's environ")
+    out, scan, cfg = tmp_path / "scan-out", tmp_path / "scan.sh", tmp_path / "cfg"
+    cfg.mkdir()
+    scan.write_text(ROOT_SCAN)
+    hook = [{"matcher": "", "hooks": [{"type": "command", "command": f"sh {scan} {out}"}]}]
+    (cfg / "settings.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": hook}}))
+    pattern = {"pattern": "API_KEY=sk-ant", "output_mode": "files_with_matches"}
+    responses = [
+        tool_response(("Grep", {**pattern, "path": "/proc/self/environ"})),
+        tool_response(("Read", {"file_path": "/proc/self/environ"})),
+        text_response("done"),
+    ]
+    scenario = tmp_path / "scenario.json"
+    scenario.write_text(json.dumps({"responses": responses}))
+    project, data = tmp_path / "project", tmp_path / "data"
+    project.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "AGENT_BRIDGE_CONFIG_DIR": str(cfg),
+        "AGENT_BRIDGE_DATA_DIR": str(data),
+        "ANTHROPIC_API_KEY": KEY,
+    }
+    bridge = str(Path(sys.executable).parent / "agent-bridge")
+    process = await asyncio.create_subprocess_exec(
+        *(bridge, "run", "--offline", str(scenario), "--dangerously-approve-all", "hello"),
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output = (await asyncio.wait_for(process.communicate(), 120))[0].decode()
+    assert process.returncode == 0 and "done" in output, output
+    lines = out.read_text().splitlines()
+    assert f"named {process.pid}" in lines, f"the control: the scan read the bridge's environ\n{lines}"
+    assert f"key {process.pid}" not in lines, "the key's value is gone from the bridge's environ"
+    transcript = "".join(p.read_text() for p in (data / "sessions").glob("*.jsonl"))
+    assert transcript.count("the bridge's own process") == 2, transcript[-2000:]
+    assert "Found 1 file" not in transcript and KEY not in transcript
