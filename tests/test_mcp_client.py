@@ -626,3 +626,76 @@ async def test_a_cloned_repositorys_local_files_start_nothing_and_the_users_own_
     finally:
         await quiet.release()
         await manager.close()
+
+
+def workspace_server(root: Path, marker: Path) -> Path:
+    """The fixture server as a folder's own script (`srv.py`, bound by digest when approved), which writes
+    `marker` as it starts."""
+    script = root / "srv.py"
+    text = Path(FIXTURE).read_text()
+    script.write_text(f"open({str(marker)!r}, 'a').write('v1 started\\n')\n{text}")
+    config = {"command": sys.executable, "args": ["srv.py"], "env": {"MCP_FIXTURE_LOG": str(root / "log")}}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": config}}))
+    return script
+
+
+def pulled(script: Path, marker: Path) -> None:
+    """A pull (or any change) rewrites the server's script."""
+    text = script.read_text().split("\n", 1)[1]
+    script.write_text(f"open({str(marker)!r}, 'a').write('v2 started\\n')\n{text}")
+
+
+async def test_a_folders_server_changed_while_its_question_was_open_is_not_started(tmp_path: Path) -> None:
+    """Found by an attack round: the script was rewritten while the approval question was on screen; the
+    answer started the new script, which the user never saw. Now the files are checked again right before the
+    start: it does not start, and says why. The next session asks again, showing the new digest."""
+    marker = tmp_path / "marker"
+    script = workspace_server(tmp_path, marker)
+
+    def approve_after_a_swap(question: Question) -> Reply:
+        pulled(script, marker)
+        return Reply("approve")
+
+    manager = McpManager(tmp_path / "data")
+    editor = Editor(answer=approve_after_a_swap)
+    handle = manager.open(tmp_path, [], editor.host(), files=files_for(tmp_path))
+    try:
+        await handle.before_turn()
+        connection = handle.connections["proj"]
+        await connection.wait_started(60)
+        assert connection.state == "failed" and not marker.exists(), marker.read_text() if marker.exists() else ""
+        assert "was not started: srv.py changed since you approved it" in (connection.error or "")
+        assert editor.said("changed since you approved it")
+        again = Editor(answer=lambda q: Reply("skip"))
+        later = manager.open(tmp_path, [], again.host(), files=files_for(tmp_path))
+        await later.before_turn()
+        assert len(again.questions) == 1, "a new session asks about the changed script"
+        await later.release()
+    finally:
+        await handle.release()
+        await manager.close()
+
+
+async def test_an_approved_folders_server_is_not_restarted_on_a_script_pulled_since(tmp_path: Path) -> None:
+    """Found by an attack round: an approved server that exited was restarted on the next call with the script a
+    pull had changed meanwhile, with no question. The control: restarted unchanged, it runs again."""
+    marker = tmp_path / "marker"
+    script = workspace_server(tmp_path, marker)
+    manager = McpManager(tmp_path / "data", McpSettings(maxRestarts=5))
+    handle = manager.open(tmp_path, [], Editor(answer=lambda q: Reply("once")).host(), files=files_for(tmp_path))
+    try:
+        await handle.before_turn()
+        tools = await ready(handle)
+        ctx = context(tmp_path)
+        with pytest.raises(ToolError, match="exited"):
+            await call(tools, "mcp__proj__crash", {}, ctx)
+        assert (await call(tools, "mcp__proj__echo", {"text": "back"}, ctx)).content == "echo: back", "the control"
+        with pytest.raises(ToolError, match="exited"):
+            await call(tools, "mcp__proj__crash", {}, ctx)
+        pulled(script, marker)
+        with pytest.raises(ToolError, match=r"was not started: srv\.py changed since you approved it"):
+            await call(tools, "mcp__proj__echo", {"text": "x"}, ctx)
+        assert marker.read_text() == "v1 started\nv1 started\n", "the pulled script never ran"
+    finally:
+        await handle.release()
+        await manager.close()

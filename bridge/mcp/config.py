@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bridge.environment import is_bridge_credential
+from bridge.environment import is_bridge_credential, refused_reason
 from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
 from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import MCP_APPROVAL_STORE
@@ -68,6 +68,8 @@ class ServerSpec:
     headers: tuple[tuple[str, str], ...] = ()
     approval_key: str = field(default="", compare=False)  # the configuration as written (what an approval binds)
     shown: str = field(default="", compare=False)  # the configuration as written, for a question
+    # a folder's server: (workspace, the files it runs by digest) as approved; checked again before every start
+    bound: tuple[str, str] | None = field(default=None, compare=False)
 
     @property
     def identity(self) -> str:
@@ -251,6 +253,10 @@ def parse_claude(
                 return bad("args must be a list of strings")
             if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
                 return bad("env must be an object of strings")
+            if scope == "project":  # what changes how its program loads is not bound by its approval
+                for variable in env:
+                    if (why := refused_reason(str(variable), project=True)) is not None:
+                        return bad(f"env.{variable} is refused for a folder's server: {why}")
             argv = [text(command), *(text(a) for a in args)]
             binds = binding(shlex.join(argv), workspace) if scope == "project" and workspace is not None else ""
             if binds.startswith(UNBINDABLE):
@@ -266,6 +272,7 @@ def parse_claude(
                 env=tuple((str(k), text(v)) for k, v in env.items()),
                 approval_key=_key(["stdio", command, args, env, *([binds] if binds else [])]),
                 shown=f"{shown}\nruns {binds}" if binds else shown,
+                bound=(str(workspace), binds) if binds and workspace is not None else None,
             )
         else:
             url, headers = raw.get("url"), raw.get("headers", {})

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 import shutil
 import time
 from collections import deque
@@ -37,6 +38,7 @@ from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class
 from bridge.mcp.settings import McpSettings
+from bridge.permissions.named_files import binding, bound_paths
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
@@ -50,6 +52,11 @@ log = logging.getLogger(__name__)
 State = Literal["starting", "signing-in", "ready", "failed", "idle", "stopped"]
 ProgressFn = Callable[[float, float | None, str | None], None]
 Tracker = Callable[[str], "ExternalProcess"]  # ProcessSupervisor.track_external: dies with the bridge, kill -9 too
+
+
+class ChangedSinceApproved(Exception):
+    """A folder's server whose files changed since the user approved it (a pull, an edit while its question was
+    open, before a restart): it is not started; the next session asks about it again."""
 
 
 class Unavailable(Exception):
@@ -225,6 +232,10 @@ class Connection:
         spec = self.spec
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            changed = await anyio.to_thread.run_sync(self._changed_since_approved)
+            if changed is not None:
+                raise ChangedSinceApproved(changed)
 
             command, args, env = spec.command, list(spec.args), dict(spec.env)
             env.setdefault("PATH", without_relative(os.environ.get("PATH", "")))  # an empty entry is the folder
@@ -521,6 +532,19 @@ class Connection:
     def _tail(self) -> str:
         return f"; its stderr ends: {' | '.join(list(self._stderr)[-3:])}" if self._stderr else ""
 
+    def _changed_since_approved(self) -> str | None:
+        """The files of a folder's server that changed since it was approved (binding as shown in its question),
+        checked right before each start: the question's answer, a restart after a crash or an idle stop."""
+        if self.spec.bound is None:
+            return None
+        workspace, approved = self.spec.bound
+        now = binding(shlex.join([self.spec.command, *self.spec.args]), Path(workspace))
+        if now == approved:
+            return None
+        before, after = bound_paths(approved), bound_paths(now)
+        files = sorted(p for p in {*before, *after} if before.get(p) != after.get(p))
+        return ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "") or "what it runs"
+
     def _reason(self, error: BaseException) -> str | None:
         """Why the runner ended, for a person; None when it was stopped on purpose."""
         from mcp.shared.exceptions import MCPError
@@ -545,6 +569,11 @@ class Connection:
             and not self._stderr
         ):
             return f"could not start {self.spec.command!r}: {leaf.strerror or leaf}"
+        if isinstance(leaf, ChangedSinceApproved):
+            return (
+                f"was not started: {leaf} changed since you approved it (what you saw is not what would run); "
+                "a new session asks about it again"
+            )
         if isinstance(leaf, SignInError):
             return f"sign-in failed: {leaf}"
         kind = type(leaf).__name__
