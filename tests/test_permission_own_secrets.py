@@ -5,6 +5,7 @@ results leave them out. The end-to-end proof is tests/e2e/test_bridge_secrets.py
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -35,6 +36,9 @@ class Home:
         for path in (self.credentials, self.token, self.transcript, self.sidechain, self.stored, self.ordinary):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("{}")
+        # sess_old is a session of this folder (the home folder, opened as the workspace): its stored results are
+        # the folder's own to read
+        self.transcript.write_text(json.dumps({"type": "session", "sessionId": "sess_old", "cwd": str(self.home)}))
 
     def engine(self, mode: Mode = "default", allow: tuple[str, ...] = ()) -> PermissionEngine:
         store = SettingsStore(self.home, user_config_dir=self.home.parent / "cfg", claude_home=self.claude)
@@ -44,7 +48,7 @@ class Home:
             grammar=GRAMMAR,
             mode=mode,
             session_rules=RuleSet.of(allow=list(allow)),
-            secrets=OwnSecrets.of(self.data, self.claude, self.home),
+            secrets=OwnSecrets.of(self.data, self.claude, self.home, cwd=self.home),
         )
 
 
@@ -244,3 +248,56 @@ def test_a_sessions_checkpoint_log_is_not_written_by_a_tool(home: Home) -> None:
     decision = decide(engine, "Write", {"file_path": str(log), "content": "{}"})
     assert decision.behavior == "deny" and "the bridge's own secret" in decision.reason, decision
     assert decide(engine, "Read", {"file_path": str(home.stored)}).behavior == "allow", "its stored results are read"
+
+
+def test_another_folders_stored_tool_output_is_never_read_and_the_folders_own_is(tmp_path: Path) -> None:
+    """Found by an attack round: a session's stored command output (`sessions/<id>/bash-output/`, the whole text of
+    a long result) was readable from another project's session with a yes (or bypass): any project's past output.
+    Now it is one of the bridge's own secrets to every other folder's session, in every mode; a session of the same
+    folder (forked or resumed from it, whose history names the file) still reads it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    bridge = str(Path(sys.executable).parent / "agent-bridge")
+    data, a, b = tmp_path / "data", tmp_path / "projA", tmp_path / "projB"
+    for folder in (a, b):
+        folder.mkdir()
+    (a / "big.txt").write_text("".join(f"OTHERPROJ-CANARY line {i} {'x' * 80}\n" for i in range(600)))
+    env = {
+        **os.environ,
+        "AGENT_BRIDGE_DATA_DIR": str(data),
+        "HOME": str(tmp_path),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+
+    def run(cwd: Path, scenario: list[dict[str, object]], *flags: str) -> str:
+        path = tmp_path / f"scenario-{len(list(tmp_path.glob('scenario-*')))}.json"
+        path.write_text(json.dumps({"responses": [*scenario, {"content": [{"type": "text", "text": "done"}]}]}))
+        done = subprocess.run(
+            [bridge, "run", "--cwd", str(cwd), "--offline", str(path), *flags, "x"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def tool(name: str, params: dict[str, object]) -> dict[str, object]:
+        return {"content": [{"type": "tool_use", "name": name, "input": params}], "stop_reason": "tool_use"}
+
+    run(a, [tool("Bash", {"command": "cat big.txt"})], "--allow", "Bash(cat *)")
+    [stored] = list(data.glob("sessions/*/bash-output/*"))
+    for cwd in (b, a):  # every question answered yes: outside the workspace, the data dir asks
+        run(cwd, [tool("Read", {"file_path": str(stored)})], "--dangerously-approve-all")
+    transcripts = [
+        (json.loads(p.read_text().splitlines()[0])["cwd"], p.read_text()) for p in data.glob("sessions/*.jsonl")
+    ]
+    [in_b] = [t for cwd, t in transcripts if cwd == str(b)]
+    assert "another folder's session's stored command output" in in_b
+    assert "OTHERPROJ-CANARY line 0" not in in_b, "project B never sees project A's output"
+    [second_a] = [t for cwd, t in transcripts if cwd == str(a) and "cat big.txt" not in t]
+    assert "OTHERPROJ-CANARY line 0" in second_a, "the control: a later session of folder A reads it"

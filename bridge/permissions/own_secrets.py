@@ -22,8 +22,10 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
 Names, not globs, where a glob's literal part is a large folder (the home folder): the sandbox walks below it to
 find what a pattern matches (sandbox_policy.expand), within a budget the masks share.
 
-A session's own stored results (`sessions/<id>/tool-results/`, `bash-output/`) are not on it: the model is told to
-page through them with Read.
+Other projects' sessions' stored results (`sessions/<id>/tool-results/`, `bash-output/`: the whole text of earlier
+tool results) are on it; those of the session's own folder are not (`exempt`): its own, which its model is told to
+page through with Read, and those of the folder's earlier sessions it was forked or resumed from, which its history
+names.
 
 Who asks it: the OS sandbox masks these paths for commands (bridge/execution/sandbox.py); the permission engine
 denies any call that names one, reading or writing, in every mode (engine step 1), and a command that would read
@@ -35,9 +37,11 @@ same inode, which no path comparison sees) is one too (`linked`).
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -54,6 +58,7 @@ class Secret:
     pattern: PathPattern
     what: str  # for the reason a call is denied
     masked: bool = True  # the sandbox masks it for commands (not the bridge's /proc: theirs is their own)
+    exempt: Callable[[Path], bool] | None = field(default=None, compare=False)  # a path below it that is not one
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,8 @@ class OwnSecrets:
     inodes: SecretInodes = field(default_factory=SecretInodes, compare=False)
 
     @classmethod
-    def of(cls, data_dir: Path, claude_home: Path, home: Path | None = None) -> OwnSecrets:
+    def of(cls, data_dir: Path, claude_home: Path, home: Path | None = None, cwd: Path | None = None) -> OwnSecrets:
+        """`cwd`: the session's folder, whose sessions' stored results are not secret to it."""
         data, claude = Path(os.path.realpath(data_dir)), Path(os.path.realpath(claude_home))
         user = Path(os.path.realpath(home if home is not None else Path.home()))
         state = "Claude Code's state (its MCP servers' tokens, the API key, the account)"
@@ -80,9 +86,16 @@ class OwnSecrets:
             (claude, ".claude.json.backup", state),
             (claude, "backups", state),
             (claude, "projects", "Claude Code's session transcripts"),
+            (data, "sessions/*/tool-results", "another folder's session's stored tool results"),
+            (data, "sessions/*/bash-output", "another folder's session's stored command output"),
         )
         own = () if os.name == "nt" else (_process_secret(),)
-        return cls((*(_secret(base, below, what) for base, below, what in entries), *own), SecretInodes(entries))
+        ours = _same_folder(data / "sessions", str(cwd)) if cwd is not None else None
+        found = tuple(
+            _secret(base, below, what, ours if below.endswith(("/tool-results", "/bash-output")) else None)
+            for base, below, what in entries
+        )
+        return cls((*found, *own), SecretInodes(entries))
 
     @property
     def patterns(self) -> tuple[PathPattern, ...]:
@@ -91,7 +104,7 @@ class OwnSecrets:
 
     def of_path(self, path: Path) -> Secret | None:
         """The secret `path` (absolute, normalized) is or lies in."""
-        return next((s for s in self.secrets if s.pattern.matches(path)), None)
+        return next((s for s in self.secrets if s.pattern.matches(path) and not (s.exempt and s.exempt(path))), None)
 
     def named(self, accesses: Iterable[PathAccess]) -> tuple[PathAccess, str] | None:
         """The first access that reaches a secret, as named, as resolved (through links and `..`) or as another
@@ -124,12 +137,35 @@ class OwnSecrets:
         return None
 
 
-def _secret(base: Path, below: str, what: str) -> Secret:
+def _same_folder(sessions: Path, cwd: str) -> Callable[[Path], bool]:
+    """Whether a path under `sessions/<id>/` is of a session of the folder `cwd` (its transcript's header says so);
+    read once per session id."""
+
+    @functools.cache
+    def of_folder(session: str) -> bool:
+        try:
+            with open(sessions / f"{session}.jsonl", encoding="utf-8", errors="replace") as lines:
+                header = json.loads(lines.readline(64 * 1024) or "null")
+        except (OSError, ValueError):
+            return False
+        return isinstance(header, dict) and header.get("type") == "session" and header.get("cwd") == cwd
+
+    def exempt(path: Path) -> bool:
+        try:
+            session = path.relative_to(sessions).parts[0]
+        except (ValueError, IndexError):
+            return False
+        return of_folder(session)
+
+    return exempt
+
+
+def _secret(base: Path, below: str, what: str, exempt: Callable[[Path], bool] | None = None) -> Secret:
     literal = below.split("/")
     stop = next((i for i, p in enumerate(literal) if _GLOB.search(p)), len(literal))
     fixed = base.joinpath(*literal[:stop])
     spec = _absolute(base) + "/" + below
-    return Secret(fixed, compile_path_specifier(spec, cwd=base, root=base), what)
+    return Secret(fixed, compile_path_specifier(spec, cwd=base, root=base), what, exempt=exempt)
 
 
 def _process_secret() -> Secret:
