@@ -92,3 +92,35 @@ def test_a_link_made_after_the_listing_is_found_and_one_name_costs_nothing(tmp_p
     # listed above while `secret.env` had one name; the new name is in a folder the listing never saw
     os.link(ws / "secret.env", elsewhere / "late.txt")
     assert linked_name(pattern, file_key(elsewhere / "late.txt")) == str(ws / "secret.env")
+
+
+def test_a_tree_search_off_the_rules_branch_finds_the_hard_link_in_it(tmp_path: Path) -> None:
+    """Found by the next attack round: `grep -r`/`rg` over `sub` read `sub/notes.txt`, a hard link to the denied
+    `secret/key.txt` (or to a denied file outside the workspace), unasked: the tree was not on the rule's branch,
+    so it was not looked into. Now it is, whenever a file the rule names has another name. Control: with no such
+    link, the same searches are read-only commands in the workspace, allowed."""
+    from bridge.permissions.engine import PermissionEngine
+    from bridge.permissions.rules import RuleSet
+    from bridge.permissions.settings import SettingsStore
+    from tests.permission_calls import GRAMMAR, decide
+
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    for d in (ws / "secret", ws / "sub", outside):
+        d.mkdir(parents=True)
+    (ws / "secret" / "key.txt").write_text("INWS-CANARY\n")
+    (outside / "secret.txt").write_text("OUT-CANARY\n")
+    (ws / "sub" / "plain.txt").write_text("x\n")
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    deny = ["Read(secret/key.txt)", f"Read(/{outside}/secret.txt)"]
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, session_rules=RuleSet.of(deny=deny))
+    searches = ["grep -r CANARY sub", "rg CANARY sub", "grep -R CANARY sub"]
+    for command in searches:
+        assert decide(engine, "Bash", {"command": command}).behavior == "allow", f"the control: {command}"
+    os.link(ws / "secret" / "key.txt", ws / "sub" / "notes.txt")
+    os.link(outside / "secret.txt", ws / "sub" / "link.txt")
+    for command in searches:
+        decision = decide(engine, "Bash", {"command": command})
+        assert decision.behavior == "deny" and "denied by rule" in decision.reason, (command, decision)
+    (ws / "sub" / "notes.txt").unlink()
+    (ws / "sub" / "link.txt").unlink()
+    assert decide(engine, "Bash", {"command": "grep -r CANARY sub"}).behavior == "allow", "the links gone"

@@ -20,6 +20,7 @@ from bridge.permissions.command_effects import Access
 from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import InvalidPath, Workspace, resolve
 from bridge.permissions.git_reading import reading_risks
+from bridge.permissions.linked_paths import any_linked, file_key, linked_name
 from bridge.permissions.path_access import PathAccess, may_hold, path_hit
 from bridge.permissions.rules import CompiledRule
 from bridge.permissions.shell import ShellVerdict
@@ -297,7 +298,11 @@ class BashFacts:
 
     def tree_hit(self, tree: Tree, rule: CompiledRule) -> bool:
         if not may_hold(rule, tree.root):
-            return False
+            # no path below the tree is one the rule names; a hard link to a file it names may still be there
+            if rule.path is None or not any_linked(rule.path):
+                return False
+            self.walk(tree)
+            return tree.too_many or any(linked_name(rule.path, file_key(e.real)) for e in tree.entries or [])
         if rule.matches_path(tree.root.real) or rule.matches_path(tree.root.written):
             return True
         self.walk(tree)

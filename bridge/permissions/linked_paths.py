@@ -70,6 +70,21 @@ def linked_name(pattern: PathPattern, key: FileKey | None) -> str | None:
     return found
 
 
+def any_linked(pattern: PathPattern) -> bool:
+    """Whether some file `pattern` matches has another name now (or it can't be told): only then can a folder
+    that is not on the pattern's branch hold one of its files (`grep -r` there must look)."""
+    listing = _listing(pattern)
+    # asked of the files each time (a new name changes the file, not a folder): a rule names few files
+    return listing.cut_short or any(_names(path) > 1 for path in listing.files.values())
+
+
+def _names(path: str) -> int:
+    try:
+        return os.lstat(path).st_nlink
+    except OSError:
+        return 0
+
+
 def _listing(pattern: PathPattern) -> _Listing:
     cache = (str(pattern.base), pattern.pattern)
     with _lock:
