@@ -327,3 +327,31 @@ def test_a_bound_script_that_runs_a_discovering_runner_is_unbindable_and_a_plain
     (workspace / "scripts" / "a.sh").write_text("set -e\npython3 tools/x.py\n")
     assert sorted(bound_paths(binding("sh scripts/a.sh", workspace))) == ["scripts/a.sh", "tools/x.py"]
     assert sorted(bound_paths(binding("python3 -m tools.x", workspace))) == ["*.py", "tools/*.py", "tools/x.py"]
+
+
+@pytest.mark.parametrize(
+    ("command", "files"),
+    [
+        ('python3 -c "import helpers"', ["*.py", "helpers.py"]),
+        ("python3 .", ["*.py", "__main__.py", "helpers.py"]),
+        ("python3 -W ignore pkg", ["pkg/*.py", "pkg/__main__.py"]),
+        ("node .", ["lib/main.js", "package.json"]),
+        ("node -e \"require('./x')\"", ["x.js"]),
+    ],
+)
+def test_code_given_to_an_interpreter_binds_what_it_loads(workspace: Path, command: str, files: list[str]) -> None:
+    """Found by an attack round: `python3 -c "import srv"`, `python3 .`, `node .` and `node -e` bound nothing, so a
+    folder's hook or MCP server running them ran a pulled `srv.py` unasked."""
+    (workspace / "helpers.py").write_text("X = 1\n")
+    (workspace / "__main__.py").write_text("import helpers\n")
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "__main__.py").write_text("print(1)\n")
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "main.js").write_text("module.exports = 1\n")
+    (workspace / "package.json").write_text('{"main": "lib/main.js"}\n')
+    assert sorted(bound_paths(binding(command, workspace))) == files
+
+
+def test_code_given_to_an_interpreter_that_loads_code_a_reading_cant_follow_is_unbindable(workspace: Path) -> None:
+    result = binding('python3 -c "import importlib; importlib.import_module(name)"', workspace)
+    assert result.startswith(UNBINDABLE) and "its -c code loads code" in result, result

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import re
 import stat
@@ -89,7 +90,8 @@ def binding(command: str, workspace: Path) -> str:
     return "; ".join(out)
 
 
-_PYTHON_MODULE = re.compile(r"(?:^|[\s/;&|(])python[\d.]*\s+(?:-\S+\s+)*-m\s")
+# `python -m mod` and `python -c code` look for modules in the current folder first
+_PYTHON_MODULE = re.compile(r"(?:^|[\s/;&|(])python[\d.]*\s+(?:-\S+\s+)*-[mc]\s")
 
 
 def _language(path: Path) -> str | None:
@@ -163,6 +165,53 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
             path = _inside(name, root)
             if path is not None:
                 yield path
+        yield from _interpreter_code(program, words, root)
+
+
+_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_NODE_CODE = frozenset({"-e", "--eval", "-p", "--print"})
+
+
+def _interpreter_code(program: str, words: list[str], root: Path) -> Iterator[Path]:
+    """What an interpreter given code, not a file, runs of the workspace: `python -c CODE` and `node -e CODE` the
+    modules the code imports (read as a script in the workspace would be), `python DIR` its `__main__.py`, `node
+    DIR` the file its package.json names (`main`) or its `index.js`."""
+    python = re.fullmatch(r"python[\d.]*", program) is not None
+    if not python and program not in ("node", "nodejs"):
+        return
+    n = 1
+    while n < len(words):
+        word = words[n]
+        if python and word == "-m":
+            return  # a module: `_named` binds it
+        if (python and word == "-c") or (not python and word in _NODE_CODE):
+            if n + 1 < len(words):
+                kind = "python" if python else "node"
+                for name in names_in(kind, words[n + 1], root / "-c", root, f"its {word} code"):
+                    path = _inside(name, root)
+                    if path is not None:
+                        yield path
+            return
+        if word.startswith("-"):
+            n += 2 if python and word in _PYTHON_OPTIONS_WITH_VALUE else 1
+            continue
+        folder = root / word
+        if os.path.isdir(folder) and Path(os.path.realpath(folder)).is_relative_to(root):
+            names = ["__main__.py"] if python else ["package.json", _package_main(folder) or "index.js"]
+            for name in names:
+                path = _inside(os.path.join(word, name), root)
+                if path is not None:
+                    yield path
+        return
+
+
+def _package_main(folder: Path) -> str | None:
+    try:
+        with open(folder / "package.json", "rb") as file:
+            main = json.loads(file.read(1024 * 1024)).get("main")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return main if isinstance(main, str) else None
 
 
 def _with_script_files(named: set[Path], root: Path) -> set[Path]:
