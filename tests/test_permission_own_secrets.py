@@ -301,3 +301,46 @@ def test_another_folders_stored_tool_output_is_never_read_and_the_folders_own_is
     assert "OTHERPROJ-CANARY line 0" not in in_b, "project B never sees project A's output"
     [second_a] = [t for cwd, t in transcripts if cwd == str(a) and "cat big.txt" not in t]
     assert "OTHERPROJ-CANARY line 0" in second_a, "the control: a later session of folder A reads it"
+
+
+def test_a_hard_link_to_a_secret_is_masked_for_commands_whose_reads_no_checker_sees(tmp_path: Path) -> None:
+    """Found by an attack round: with every question answered yes, `python3 -c "print(open('sub/c.json').read())"`
+    printed Claude Code's sign-in through `sub/c.json`, a hard link to `~/.claude/.credentials.json`: the sandbox
+    masks the secrets' paths, and the checker can't see what code reads. While a secret has another name, the
+    sandbox finds its names in the workspace and masks them too. The control: a plain file reads."""
+    import json
+    import subprocess
+    import sys
+
+    from bridge.execution.sandbox import probe
+
+    if not probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    (home / ".claude").mkdir(parents=True)
+    (ws / "sub").mkdir(parents=True)
+    credentials = home / ".claude" / ".credentials.json"
+    credentials.write_text('{"claudeAiOauth": {"accessToken": "sk-ant-oat01-CREDCANARY"}}')
+    os.link(credentials, ws / "sub" / "c.json")
+    (ws / "sub" / "plain.txt").write_text("PLAIN-CONTROL")
+    code = "print(open('sub/plain.txt').read()); print(open('sub/c.json').read())"
+    command = {"command": f'python3 -c "{code}"'}
+    scenario = tmp_path / "scenario.json"
+    responses = [{"content": [{"type": "tool_use", "name": "Bash", "input": command}], "stop_reason": "tool_use"}]
+    scenario.write_text(json.dumps({"responses": [*responses, {"content": [{"type": "text", "text": "done"}]}]}))
+    env = {**os.environ, "HOME": str(home), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data")}
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    bridge = str(Path(sys.executable).parent / "agent-bridge")
+    done = subprocess.run(
+        [bridge, "run", "--cwd", str(ws), "--offline", str(scenario), "--dangerously-approve-all", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "PLAIN-CONTROL" in done.stdout, done.stdout
+    assert "CREDCANARY" not in done.stdout
+    transcript = "".join(p.read_text() for p in (tmp_path / "data" / "sessions").glob("*.jsonl"))
+    assert "CREDCANARY" not in transcript

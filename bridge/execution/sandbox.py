@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -54,6 +55,7 @@ from bridge.permissions.sandbox_policy import (
     sandbox_settings,
     sandbox_wanted,
 )
+from bridge.permissions.specifiers import compile_path_specifier
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +198,17 @@ class Sandbox:
 
         def policy(settings: SandboxSettings) -> SandboxPolicy:
             found = policy_from_engine(engine, settings)
-            return dataclasses.replace(found, masked=(*found.masked, *masks)) if masks else found
+            # and the other names of their files (hard links) in the workspace, while there are any: a command
+            # may read a file no checker sees it name (`python3 -c "open('sub/c.json')"`)
+            links, cut = engine.secrets.inodes.links_under([found.cwd, *found.writable])
+            if cut:
+                log.warning("a file of the bridge's own secrets has another name; the workspace is too big to find it")
+            linked = tuple(
+                compile_path_specifier("/" + re.sub(r"([*?\[\\])", r"\\\1", path), cwd=found.cwd, root=found.cwd)
+                for path in links
+            )
+            extra = (*masks, *linked)
+            return dataclasses.replace(found, masked=(*found.masked, *extra)) if extra else found
 
         return cls(policy, lambda: sandbox_settings(engine.settings))
 

@@ -72,6 +72,42 @@ class SecretInodes:
                 continue
         return False
 
+    def links_under(self, roots: list[Path]) -> tuple[list[str], bool]:
+        """The other names (hard links) of the secrets' files found below `roots`, and whether the walk was cut
+        short (`MAX_ENTRIES`). Walked only while some secret has another name (`any_linked`): the sandbox masks
+        what it finds, as it masks the secrets' own paths (a command's reads are not all seen by the checker)."""
+        if not self.any_linked():
+            return [], False
+        index = self.index()
+        found: list[str] = []
+        budget = MAX_ENTRIES
+        todo = [str(root) for root in roots]
+        seen: set[str] = set()
+        while todo:
+            folder = todo.pop()
+            if folder in seen:
+                continue
+            seen.add(folder)
+            try:
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except OSError:
+                continue
+            budget -= len(listed)
+            if budget < 0:
+                return found, True
+            for entry in listed:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        todo.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in index.files:
+                            found.append(entry.path)
+                except OSError:
+                    continue
+        return found, False
+
     def index(self) -> _Index:
         with self._lock:
             if self._index is None or not self._index.settled or not _unchanged(self._index.dirs):
