@@ -90,8 +90,10 @@ def _listing(pattern: PathPattern) -> _Listing:
     with _lock:
         listing = _listings.get(cache)
         now = time.monotonic()
-        if listing is not None and listing.settled and now - listing.checked < RECHECK_S:
-            return listing  # Grep's thousands of results in a package store: one look at the folders a second
+        if listing is not None and now - listing.checked < RECHECK_S:
+            # Grep's thousands of results in a package store, a workspace that just changed (not settled): one
+            # look at the folders a second, not one per result
+            return listing
         if listing is None or not listing.settled or not all(_mtime(d) == m for d, m in listing.dirs.items()):
             listing = _listings[cache] = _list(pattern)
         listing.checked = now
