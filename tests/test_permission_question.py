@@ -317,6 +317,12 @@ def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Wor
         ("printenv", [("Bash(printenv)",), ("Bash(printenv)",)]),
         ("echo $ANTHROPIC_API_KEY", []),  # no rule can allow a word computed at run time: no always-option
         ("npm test && python3 x.py", [("Bash(npm test *)", "Bash(python3 x.py *)")]),
+        # found by an attack round: `python3 scripts/x.py` offered `Bash(python3 *)`, which runs any code after
+        ("python3 scripts/x.py --fast", [("Bash(python3 scripts/x.py *)",), ("Bash(python3 scripts/x.py *)",)]),
+        ("python3 -W ignore scripts/x.py", [("Bash(python3 -W ignore scripts/x.py *)",)] * 2),
+        ("python3 -m pytest -q", [("Bash(python3 -m pytest *)",), ("Bash(python3 -m pytest *)",)]),
+        ("node scripts/x.js", [("Bash(node scripts/x.js *)",), ("Bash(node scripts/x.js *)",)]),
+        ("node -r ./hook.js x.js", [("Bash(node -r ./hook.js x.js)",), ("Bash(node -r ./hook.js x.js)",)]),
     ],
 )
 def test_an_always_rule_allows_no_more_than_the_question_was_about(

@@ -125,6 +125,25 @@ def escape_glob(text: str) -> str:
     return re.sub(r"([*?\[\]!#\\])", r"\\\1", text)
 
 
+# Interpreters: `python3 *` would let any code run (`python3 -c '…'`); a rule keeps the script or module asked about
+_INTERPRETER = re.compile(r"python[\d.]*|node|nodejs|ruby[\d.]*|perl[\d.]*|php[\d.]*|Rscript|lua[\d.]*")
+_CODE_OPTIONS = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--require", "--import", "-i"})
+_VALUE_OPTIONS = frozenset({"-W", "-X", "-I"})  # an option whose value is the next word (not code)
+
+
+def _interpreter_pattern(part: Part, words: list[str]) -> str:
+    """`python3 scripts/x.py *` (the script, any arguments), `python3 -m pytest *` (the module); the exact command
+    for code given inline or a program with no script (`python3 -c …`, `node -e …`, a bare `python3`)."""
+    n = 1
+    while n < len(words) and words[n].startswith("-") and words[n] != "-":
+        if words[n] in _CODE_OPTIONS:
+            return part.canonical
+        if words[n] == "-m":
+            return f"{shlex.join(words[: n + 2])} *" if n + 1 < len(words) else part.canonical
+        n += 2 if words[n] in _VALUE_OPTIONS else 1
+    return f"{shlex.join(words[: n + 1])} *" if n < len(words) and words[n] != "-" else part.canonical
+
+
 def command_pattern(part: Part, *, exact: bool) -> str:
     """A prefix pattern for a part, or the exact command where a prefix would allow far more than was asked: a
     risky command, one that reads the environment, one that asks only for what it reads (outside the
@@ -139,6 +158,8 @@ def command_pattern(part: Part, *, exact: bool) -> str:
         or part.reads_only
     ):
         return part.canonical
+    if _INTERPRETER.fullmatch(words[0]):
+        return _interpreter_pattern(part, words)
     depth = 1
     if words[0] in _SUBCOMMAND_TOOLS:
         depth = 3 if words[0] in _RUNNERS and len(words) > 1 and words[1] in ("run", "exec", "x") else 2
