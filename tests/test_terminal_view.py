@@ -455,3 +455,15 @@ def test_a_failed_edit_says_its_diff_was_not_applied(tmp_path: Path) -> None:
     result = out[out.index("⎿") :]
     assert "not a regular file" in result
     assert "(edited, not applied: +1 -1)" in result and "(edited: +1" not in result, result
+
+
+def test_a_diffs_path_shows_on_one_line_as_it_is() -> None:
+    """Found by an attack round: a path with a newline in it (`sub\\nfake/b.txt`) printed the diff's header as two
+    lines, a path `…/sub` and a line `fake/b.txt (new file: +1 -0)`; a trailing space did not show."""
+    from bridge.cli.calls import _render
+    from bridge.display import Diff
+
+    [header, *_] = _render(Diff("ws/sub\nfake/b.txt", None, "x\n"), applied=False)
+    assert header == "ws/sub\\x0afake/b.txt (new file, not applied: +1 -0)"
+    [header, *_] = _render(Diff("notes.txt ", "a\n", "b\n"), applied=True)
+    assert header == '"notes.txt " (edited: +1 -1)'

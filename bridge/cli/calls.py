@@ -51,11 +51,18 @@ def _render(item: Display, applied: bool) -> list[str]:
             verb = "new file" if item.old_text is None else "edited"
             verb = verb if applied else f"{verb}, not applied"
             added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
-            lines = [f"{item.path} ({verb}: +{added} -{removed})", *changed]
+            lines = [f"{_path(item.path)} ({verb}: +{added} -{removed})", *changed]
         case _:
             assert_never(item)
     more = [f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else []
     return lines[:SHOWN_LINES] + more
+
+
+def _path(path: str) -> str:
+    """A file's path on one line as it is: a newline or other hiding character escaped, and quoted when a space
+    at either end would not show (`"notes.txt "`)."""
+    shown = visible(path)
+    return f'"{shown}"' if shown != shown.strip() else shown
 
 
 def duration(seconds: float) -> str:
