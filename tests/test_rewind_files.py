@@ -119,3 +119,37 @@ async def test_file_names_that_are_not_utf8_survive_a_rewind(tmp_path: Path) -> 
     await apply_rewind(reopened, await plan_rewind(reopened, "t1"), {})
     await reopened.close()
     assert os.listdir(os.fsencode(root)) == []
+
+
+async def test_a_rewind_blocked_by_a_link_the_checkpoints_do_not_see_keeps_that_file_and_goes_on(
+    backend: str, tmp_path: Path
+) -> None:
+    """Found by an attack round: a link planted where a directory was, hidden from the checkpoints by .gitignore,
+    made the restore refuse (as it must: nothing is written through it), but the refusal escaped as a crash ("The
+    turn failed") with the rewind half done and no step recorded. Now that file is kept, said with its reason,
+    and the rest of the rewind goes on and is recorded."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    outside.mkdir()
+    (root / "a" / "b" / "c" / "f.txt").write_text("v1\n")
+    (root / "other.txt").write_text("before\n")
+    checkpoints = Checkpoints.open(tmp_path / "data", root, "s", tell=lambda _t: None)
+    checkpoints.turn_started("t1")
+    async with checkpoints.step(StepCall("c1", "Edit", "a/b/c/f.txt", "edit")):
+        (root / "a" / "b" / "c" / "f.txt").write_text("v2\n")
+        (root / "other.txt").write_text("after\n")
+    checkpoints.turn_started("t2")
+    async with checkpoints.step(StepCall("c2", "Bash", "hide and link", "execute")):
+        (root / ".gitignore").write_text("/a/b/c\n")
+        (root / "a" / "b" / "c").rename(root / "a" / "b" / "c3")
+        (root / "a" / "b" / "c").symlink_to(outside)
+
+    plan = await plan_rewind(checkpoints, "t1")
+    result = await apply_rewind(checkpoints, plan, {})
+    await checkpoints.close()
+
+    assert list(outside.iterdir()) == [], "nothing was written through the link"
+    [why] = [w for p, w in result.kept if p == "a/b/c/f.txt"]
+    assert why.startswith("not restored: ") and "link" in why, why
+    assert (root / "other.txt").read_text() == "before\n", "the rest of the rewind went on"
+    assert result.step is not None, "and it is recorded"

@@ -116,16 +116,23 @@ async def apply_rewind(
             )
             if choice == "keep":
                 result.kept.append((item.path, item.conflict or "kept"))
-            elif choice == "overwrite":
-                await checkpoints.run(_restore, checkpoints, item)
-                (result.restored if item.conflict is None else result.overwritten).append(item.path)
-            else:
+                continue
+            try:
+                if choice == "overwrite":
+                    await checkpoints.run(_restore, checkpoints, item)
+                    (result.restored if item.conflict is None else result.overwritten).append(item.path)
+                    continue
                 why = await checkpoints.run(_merge, checkpoints, item)
-                if why is None:
-                    result.merged.append(item.path)
-                    views[item.path] = (item.target_blob, item.target_mode)
-                else:
-                    result.kept.append((item.path, why))
+            except OSError as error:
+                # one file that can't be written as planned (a directory on its way became a link since: never
+                # written through) is kept and said; the others go on, and the step is recorded as it went
+                result.kept.append((item.path, f"not restored: {error.strerror or error}"))
+                continue
+            if why is None:
+                result.merged.append(item.path)
+                views[item.path] = (item.target_blob, item.target_mode)
+            else:
+                result.kept.append((item.path, why))
         touched = [*result.restored, *result.merged, *result.overwritten]
         if touched or plan.files:
             after = await checkpoints.checkpoint(None)
