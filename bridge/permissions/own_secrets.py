@@ -14,10 +14,11 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
   `env` and `headers`: tokens), the API key, the account. The bridge reads the MCP servers from it itself
   (bridge/mcp/config.py); only the model's tools are kept out;
 - `<Claude home>/projects/`: Claude Code's transcripts, for the reason ours are;
-- `/proc/<the bridge's pid>` (and `/proc/self` as the file tools, which run in the bridge, see it): its environment
-  holds the API key, and a process of the same user — of root, for whom the bridge's closing itself does nothing
-  (private_process.py) — may read it: Grep over `/proc/<pid>/environ` answered, character by character. Not a
-  sandbox mask: a sandboxed command has a /proc of its own, where the bridge is not.
+- `/proc/<the bridge's pid>`'s `environ`, `mem`, `fd`, `map_files`… (and `/proc/self`'s, as the file tools, which
+  run in the bridge, see it; its status or cgroup are not secret): its environment holds the API key, and a
+  process of the same user — of root, for whom the bridge's closing itself does nothing (private_process.py) —
+  may read it: Grep over `/proc/<pid>/environ` answered, character by character. Not a sandbox mask: a
+  sandboxed command has a /proc of its own, where the bridge is not.
 
 Names, not globs, where a glob's literal part is a large folder (the home folder): the sandbox walks below it to
 find what a pattern matches (sandbox_policy.expand), within a budget the masks share.
@@ -89,7 +90,7 @@ class OwnSecrets:
             (data, "sessions/*/tool-results", "another folder's session's stored tool results"),
             (data, "sessions/*/bash-output", "another folder's session's stored command output"),
         )
-        own = () if os.name == "nt" else (_process_secret(),)
+        own = () if os.name == "nt" else _process_secrets()
         ours = _same_folder(data / "sessions", str(cwd)) if cwd is not None else None
         found = tuple(
             _secret(base, below, what, ours if below.endswith(("/tool-results", "/bash-output")) else None)
@@ -168,11 +169,20 @@ def _secret(base: Path, below: str, what: str, exempt: Callable[[Path], bool] | 
     return Secret(fixed, compile_path_specifier(spec, cwd=base, root=base), what, exempt=exempt)
 
 
-def _process_secret() -> Secret:
-    """`/proc/<pid>` of this process: where its environment (the API key), memory and open files show."""
-    base = Path("/proc")
-    secret = _secret(base, str(os.getpid()), "the bridge's own process: its environment holds the API key")
-    return Secret(secret.fixed, secret.pattern, secret.what, masked=False)
+# What of /proc/<pid> shows the key (its environment, its memory) or what it has open (open files, mapped files,
+# its root and folder as links); its status, limits or cgroup do not.
+_PROCESS_PARTS = ("environ", "mem", "fd", "fdinfo", "map_files", "root", "cwd", "auxv")
+
+
+def _process_secrets() -> tuple[Secret, ...]:
+    """`/proc/<pid>` of this process, where its environment (the API key), memory and open files show, and of
+    each of its threads (`task/<tid>/…`)."""
+    what = "the bridge's own process: its environment and memory hold the API key"
+    found = []
+    for below in (*_PROCESS_PARTS, *(f"task/*/{part}" for part in _PROCESS_PARTS)):
+        secret = _secret(Path("/proc"), f"{os.getpid()}/{below}", what)
+        found.append(Secret(secret.fixed, secret.pattern, secret.what, masked=False))
+    return tuple(found)
 
 
 def _absolute(path: Path) -> str:
