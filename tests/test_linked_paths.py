@@ -8,19 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 from bridge.permissions.linked_paths import file_key, linked_name
 from bridge.permissions.specifiers import compile_path_specifier
-
-AGENT_BRIDGE = str(Path(sys.executable).parent / "agent-bridge")
-
-
-def tool(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "tool_use", "name": name, "input": params}], "stop_reason": "tool_use"}
+from tests.scripted_run import scripted_run, transcripts
 
 
 def test_a_hard_link_to_a_denied_file_is_denied_under_every_tool(tmp_path: Path) -> None:
@@ -44,7 +36,6 @@ def test_a_hard_link_to_a_denied_file_is_denied_under_every_tool(tmp_path: Path)
             }
         )
     )
-    scenario = tmp_path / "scenario.json"
     calls = [
         ("Read", {"file_path": str(ws / "sub" / "copy.txt")}),
         ("Read", {"file_path": str(ws / "hl_out.txt")}),
@@ -54,24 +45,9 @@ def test_a_hard_link_to_a_denied_file_is_denied_under_every_tool(tmp_path: Path)
         ("Bash", {"command": "echo PWNED > sub/hl.txt"}),
         ("Read", {"file_path": str(ws / "plain.txt")}),
     ]
-    responses = [tool(name, params) for name, params in calls]
-    scenario.write_text(json.dumps({"responses": [*responses, {"content": [{"type": "text", "text": "done"}]}]}))
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path / "home"),
-        "AGENT_BRIDGE_CONFIG_DIR": str(cfg),
-        "AGENT_BRIDGE_DATA_DIR": str(data),
-    }
-    done = subprocess.run(
-        [AGENT_BRIDGE, "run", "--cwd", str(ws), "--offline", str(scenario), "--allow", "Bash(echo *)", "x"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr
-    transcript = "".join(p.read_text() for p in (data / "sessions").glob("*.jsonl"))
+    env = {"HOME": str(tmp_path / "home"), "AGENT_BRIDGE_CONFIG_DIR": str(cfg), "AGENT_BRIDGE_DATA_DIR": str(data)}
+    done = scripted_run(ws, calls, "--allow", "Bash(echo *)", env=env, scenario=tmp_path / "scenario.json")
+    [(_, transcript)] = transcripts(data)
     assert "PLAIN-CONTROL" in transcript, "the control: a file with one name is read"
     for secret in ("TOPSECRET-DENIED", "TOPSECRET-OUT"):
         assert secret not in transcript and secret not in done.stdout, secret

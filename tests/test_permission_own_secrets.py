@@ -20,6 +20,7 @@ from bridge.permissions.sandbox_policy import EXPAND_ENTRIES, expand
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.shell_paths import MAX_SCAN_ENTRIES
 from tests.permission_calls import GRAMMAR, decide
+from tests.scripted_run import scripted_run, transcripts
 
 
 class Home:
@@ -255,51 +256,23 @@ def test_another_folders_stored_tool_output_is_never_read_and_the_folders_own_is
     a long result) was readable from another project's session with a yes (or bypass): any project's past output.
     Now it is one of the bridge's own secrets to every other folder's session, in every mode; a session of the same
     folder (forked or resumed from it, whose history names the file) still reads it."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    bridge = str(Path(sys.executable).parent / "agent-bridge")
     data, a, b = tmp_path / "data", tmp_path / "projA", tmp_path / "projB"
     for folder in (a, b):
         folder.mkdir()
     (a / "big.txt").write_text("".join(f"OTHERPROJ-CANARY line {i} {'x' * 80}\n" for i in range(600)))
-    env = {
-        **os.environ,
-        "AGENT_BRIDGE_DATA_DIR": str(data),
-        "HOME": str(tmp_path),
-        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
-    }
-
-    def run(cwd: Path, scenario: list[dict[str, object]], *flags: str) -> str:
-        path = tmp_path / f"scenario-{len(list(tmp_path.glob('scenario-*')))}.json"
-        path.write_text(json.dumps({"responses": [*scenario, {"content": [{"type": "text", "text": "done"}]}]}))
-        done = subprocess.run(
-            [bridge, "run", "--cwd", str(cwd), "--offline", str(path), *flags, "x"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def tool(name: str, params: dict[str, object]) -> dict[str, object]:
-        return {"content": [{"type": "tool_use", "name": name, "input": params}], "stop_reason": "tool_use"}
-
-    run(a, [tool("Bash", {"command": "cat big.txt"})], "--allow", "Bash(cat *)")
+    env = {"AGENT_BRIDGE_DATA_DIR": str(data), "HOME": str(tmp_path), "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg")}
+    scripted_run(
+        a, [("Bash", {"command": "cat big.txt"})], "--allow", "Bash(cat *)", env=env, scenario=tmp_path / "1.json"
+    )
     [stored] = list(data.glob("sessions/*/bash-output/*"))
-    for cwd in (b, a):  # every question answered yes: outside the workspace, the data dir asks
-        run(cwd, [tool("Read", {"file_path": str(stored)})], "--dangerously-approve-all")
-    transcripts = [
-        (json.loads(p.read_text().splitlines()[0])["cwd"], p.read_text()) for p in data.glob("sessions/*.jsonl")
-    ]
-    [in_b] = [t for cwd, t in transcripts if cwd == str(b)]
+    for n, cwd in enumerate((b, a)):  # every question answered yes: outside the workspace, the data dir asks
+        read = [("Read", {"file_path": str(stored)})]
+        scripted_run(cwd, read, "--dangerously-approve-all", env=env, scenario=tmp_path / f"{n + 2}.json")
+    found = transcripts(data)
+    [in_b] = [t for cwd, t in found if cwd == str(b)]
     assert "another folder's session's stored command output" in in_b
     assert "OTHERPROJ-CANARY line 0" not in in_b, "project B never sees project A's output"
-    [second_a] = [t for cwd, t in transcripts if cwd == str(a) and "cat big.txt" not in t]
+    [second_a] = [t for cwd, t in found if cwd == str(a) and "cat big.txt" not in t]
     assert "OTHERPROJ-CANARY line 0" in second_a, "the control: a later session of folder A reads it"
 
 
@@ -308,10 +281,6 @@ def test_a_hard_link_to_a_secret_is_masked_for_commands_whose_reads_no_checker_s
     printed Claude Code's sign-in through `sub/c.json`, a hard link to `~/.claude/.credentials.json`: the sandbox
     masks the secrets' paths, and the checker can't see what code reads. While a secret has another name, the
     sandbox finds its names in the workspace and masks them too. The control: a plain file reads."""
-    import json
-    import subprocess
-    import sys
-
     from bridge.execution.sandbox import probe
 
     if not probe().ok:
@@ -324,23 +293,13 @@ def test_a_hard_link_to_a_secret_is_masked_for_commands_whose_reads_no_checker_s
     os.link(credentials, ws / "sub" / "c.json")
     (ws / "sub" / "plain.txt").write_text("PLAIN-CONTROL")
     code = "print(open('sub/plain.txt').read()); print(open('sub/c.json').read())"
-    command = {"command": f'python3 -c "{code}"'}
-    scenario = tmp_path / "scenario.json"
-    responses = [{"content": [{"type": "tool_use", "name": "Bash", "input": command}], "stop_reason": "tool_use"}]
-    scenario.write_text(json.dumps({"responses": [*responses, {"content": [{"type": "text", "text": "done"}]}]}))
-    env = {**os.environ, "HOME": str(home), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data")}
-    env.pop("CLAUDE_CONFIG_DIR", None)
-    bridge = str(Path(sys.executable).parent / "agent-bridge")
-    done = subprocess.run(
-        [bridge, "run", "--cwd", str(ws), "--offline", str(scenario), "--dangerously-approve-all", "x"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr
+    env = {
+        "HOME": str(home),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+    calls = [("Bash", {"command": f'python3 -c "{code}"'})]
+    done = scripted_run(ws, calls, "--dangerously-approve-all", env=env, scenario=tmp_path / "scenario.json")
     assert "PLAIN-CONTROL" in done.stdout, done.stdout
     assert "CREDCANARY" not in done.stdout
-    transcript = "".join(p.read_text() for p in (tmp_path / "data" / "sessions").glob("*.jsonl"))
-    assert "CREDCANARY" not in transcript
+    assert all("CREDCANARY" not in text for _, text in transcripts(tmp_path / "data"))

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge.permissions.linked_paths import file_key
+
 MAX_ENTRIES = 100_000
 _SETTLED_NS = 1_000_000_000
 
@@ -45,15 +47,12 @@ class SecretInodes:
         """What secret the file at `path` is another name of, if it is one."""
         if not self._secrets:
             return None
-        try:
-            st = os.stat(path)
-        except (OSError, ValueError):
-            return None
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        key = file_key(path)
+        if key is None:
             return None
         index = self.index()
-        found = index.files.get((st.st_dev, st.st_ino))
-        if found is None and index.cut_short and st.st_dev in index.devices:
+        found = index.files.get(key)
+        if found is None and index.cut_short and key[0] in index.devices:
             return "one of them, maybe: there are too many to tell"
         return found
 
