@@ -308,6 +308,8 @@ def test_a_perl_script_that_loads_code_named_when_it_runs_is_unbindable(workspac
         "npx jest",
         "bundle exec rake",
         "sh -c 'cd sub && pytest'",
+        "sh -c pytest",
+        "timeout 30 cargo test",
     ],
 )
 def test_a_runner_that_finds_the_folders_code_by_itself_is_unbindable(workspace: Path, command: str) -> None:
@@ -317,6 +319,11 @@ def test_a_runner_that_finds_the_folders_code_by_itself_is_unbindable(workspace:
     (workspace / "test_a.py").write_text("open('PWNED', 'w')\n")
     result = binding(command, workspace)
     assert result.startswith(UNBINDABLE) and "finds and runs the folder's code by itself" in result, result
+
+
+def test_a_runners_name_given_as_a_word_is_not_running_it(workspace: Path) -> None:
+    assert binding("grep cargo scripts/a.sh", workspace) == binding("grep x scripts/a.sh", workspace) != ""
+    assert not binding("echo go", workspace).startswith(UNBINDABLE)
 
 
 def test_a_bound_script_that_runs_a_discovering_runner_is_unbindable_and_a_plain_one_still_binds(

@@ -117,16 +117,42 @@ DISCOVERERS = frozenset(
 DISCOVERING_MODULES = frozenset({"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial"})
 
 
+# Programs that run the program named after them (and their subcommands that do): `uv run pytest`, `npx jest`.
+_WRAPPERS = frozenset(
+    {
+        *("uv", "uvx", "poetry", "pdm", "hatch", "pipenv", "pipx", "npx", "pnpx", "bunx", "yarn", "pnpm", "npm"),
+        *("bundle", "env", "time", "nice", "nohup", "timeout", "xargs", "exec", "command", "sudo", "stdbuf"),
+    }
+)
+_WRAPPER_WORDS = frozenset({"run", "exec", "x", "dlx", "tool"})
+
+
 def discovers(words: list[str]) -> str | None:
-    """Why a command (its words) runs code it finds by itself (`DISCOVERERS`, `python -m unittest`), or None."""
-    for n, word in enumerate(words):
-        name = word.rsplit("/", 1)[-1]
+    """Why a command (its words) runs code it finds by itself (`DISCOVERERS`, `python -m unittest`), or None: its
+    program, or the program a wrapper it is runs (`uv run pytest`); not a word it is merely given (`grep cargo`)."""
+    n = 0
+    while n < len(words):
+        name = words[n].rsplit("/", 1)[-1]
         if name in DISCOVERERS:
             return f"`{name}` finds and runs the folder's code by itself (tests, build scripts, plugins)"
-        if re.fullmatch(r"python[\d.]*", name) and "-m" in words[n + 1 : -1]:
-            module = words[words.index("-m", n + 1) + 1].split(".")[0]
-            if module in DISCOVERING_MODULES:
-                return f"`python -m {module}` finds and runs the folder's code by itself"
+        if re.fullmatch(r"python[\d.]*", name):
+            if "-m" in words[n + 1 : -1]:
+                module = words[words.index("-m", n + 1) + 1].split(".")[0]
+                if module in DISCOVERING_MODULES:
+                    return f"`python -m {module}` finds and runs the folder's code by itself"
+            return None
+        if name in SHELLS and "-c" in words[n + 1 : -1]:  # `sh -c 'pytest -x'`
+            try:
+                return discovers(shlex.split(words[words.index("-c", n + 1) + 1]))
+            except ValueError:
+                return None
+        if name not in _WRAPPERS:
+            return None
+        n += 1
+        while n < len(words) and (
+            words[n] in _WRAPPER_WORDS or words[n].startswith("-") or "=" in words[n] or words[n].isdigit()
+        ):
+            n += 1
     return None
 
 
