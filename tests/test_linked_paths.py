@@ -100,3 +100,17 @@ def test_a_tree_search_off_the_rules_branch_finds_the_hard_link_in_it(tmp_path: 
     (ws / "sub" / "notes.txt").unlink()
     (ws / "sub" / "link.txt").unlink()
     assert decide(engine, "Bash", {"command": "grep -r CANARY sub"}).behavior == "allow", "the links gone"
+
+
+def test_the_listings_kept_are_bounded(tmp_path: Path) -> None:
+    """A long `serve` across many folders keeps at most MAX_LISTINGS listings, the oldest going first."""
+    from bridge.permissions import linked_paths
+
+    (tmp_path / "f").write_text("x")
+    os.link(tmp_path / "f", tmp_path / "g")
+    key = file_key(tmp_path / "g")
+    for n in range(linked_paths.MAX_LISTINGS + 5):
+        linked_name(compile_path_specifier(f"secret-{n}.env", cwd=tmp_path, root=tmp_path), key)
+    assert len(linked_paths._listings) <= linked_paths.MAX_LISTINGS
+    newest = compile_path_specifier(f"secret-{linked_paths.MAX_LISTINGS + 4}.env", cwd=tmp_path, root=tmp_path)
+    assert (str(newest.base), newest.pattern) in linked_paths._listings

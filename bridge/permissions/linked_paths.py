@@ -27,6 +27,7 @@ from bridge.permissions.specifiers import PathPattern
 
 MAX_ENTRIES = 200_000
 RECHECK_S = 1.0  # a listing's folders are looked at again at most this often
+MAX_LISTINGS = 64  # listings kept (one per rule pattern and folder)
 _SETTLED_NS = 1_000_000_000
 _GLOB = re.compile(r"[*?\[\\]")
 
@@ -95,6 +96,9 @@ def _listing(pattern: PathPattern) -> _Listing:
             # look at the folders a second, not one per result
             return listing
         if listing is None or not listing.settled or not all(_mtime(d) == m for d, m in listing.dirs.items()):
+            _listings.pop(cache, None)
+            while len(_listings) >= MAX_LISTINGS:  # a long `serve` across many folders: the oldest goes
+                del _listings[next(iter(_listings))]
             listing = _listings[cache] = _list(pattern)
         listing.checked = now
         return listing
