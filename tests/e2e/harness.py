@@ -39,6 +39,24 @@ async def reject_once(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
+class Answers:
+    """The person answering the bridge's questions: a folder-trust question with the next of `trust` (its text
+    kept in `trust_texts`), any other with `tool(params)`'s option (its title kept in `tool_questions`)."""
+
+    trust: list[str]
+    tool: Callable[[dict[str, Any]], str] = lambda _params: "reject_once"
+    trust_texts: list[str] = field(default_factory=list)
+    tool_questions: list[str] = field(default_factory=list)
+
+    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+        if "trust" in (params.get("_meta") or {}):
+            self.trust_texts.append(params["toolCall"]["content"][0]["content"]["text"])
+            return {"outcome": {"outcome": "selected", "optionId": self.trust.pop(0)}}
+        self.tool_questions.append(params["toolCall"]["title"])
+        return {"outcome": {"outcome": "selected", "optionId": self.tool(params)}}
+
+
+@dataclass
 class Editor:
     client: LanguageClient
     model: OfflineServer

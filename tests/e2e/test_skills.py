@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.harness import reject_once, run_agent, running_editor, text_response, tool_response
+from tests.e2e.harness import Answers, reject_once, run_agent, running_editor, text_response, tool_response
 
 BODY = "PDF-SKILL-BODY: read references/forms.md, then run scripts/fill.py with the file"
 
@@ -211,19 +211,9 @@ async def test_a_trusted_skills_rule_for_one_script_is_trust_in_that_script_as_i
             text_response("done"),
         ]
     }
-    answers = iter(["trust", "not_now", "trust"])
-    trust_texts: list[str] = []
-    tool_questions: list[str] = []
-
-    async def answer(params: dict[str, Any]) -> dict[str, Any]:
-        if "trust" in (params.get("_meta") or {}):
-            trust_texts.append(params["toolCall"]["content"][0]["content"]["text"])
-            return {"outcome": {"outcome": "selected", "optionId": next(answers)}}
-        tool_questions.append(params["toolCall"]["title"])
-        # the Write of the third turn is allowed; the script it wrote must still ask
-        return {
-            "outcome": {"outcome": "selected", "optionId": "allow_once" if "Write" in str(params) else "reject_once"}
-        }
+    # the Write of the third turn is allowed; the script it wrote must still ask
+    answer = Answers(["trust", "not_now", "trust"], lambda p: "allow_once" if "Write" in str(p) else "reject_once")
+    trust_texts, tool_questions = answer.trust_texts, answer.tool_questions
 
     async with running_editor(scenario, workspace, data_dir, env={"AGENT_BRIDGE_TRUST_FOLDER": ""}) as editor:
         editor.on_permission = answer

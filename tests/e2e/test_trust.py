@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import run_agent, running_editor, text_response, tool_response
+from tests.e2e.harness import Answers, run_agent, running_editor, text_response, tool_response
 
 UNTRUSTED = {"AGENT_BRIDGE_TRUST_FOLDER": ""}  # tests/conftest.py trusts every folder; these tests don't
 
@@ -417,16 +417,8 @@ async def test_serve_an_additional_directory_is_trusted_as_where_it_leads_and_a_
             r for path in reads for r in (tool_response(("Read", {"file_path": path})), text_response("done"))
         ]
     }
-    answers = iter(["trust", "not_now", "trust", "trust"])
-    trust_texts: list[str] = []
-    tool_questions: list[str] = []
-
-    async def answer(params: dict[str, Any]) -> dict[str, Any]:
-        if "trust" in (params.get("_meta") or {}):
-            trust_texts.append(params["toolCall"]["content"][0]["content"]["text"])
-            return {"outcome": {"outcome": "selected", "optionId": next(answers)}}
-        tool_questions.append(params["toolCall"]["title"])
-        return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+    answer = Answers(["trust", "not_now", "trust", "trust"])
+    trust_texts, tool_questions = answer.trust_texts, answer.tool_questions
 
     def sent(secret: str, requests: list[Any]) -> bool:
         return any(secret in json.dumps(r.body["messages"][-1]) for r in requests)
