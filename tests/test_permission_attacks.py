@@ -43,6 +43,7 @@ from tests.permission_calls import TOOLS, decide, decide_async
 RM = ("Bash(rm:*)",)
 EXEC_RULES = ("Bash(rm:*)", "Bash(./mark.sh:*)")
 READ_DENY = ("Read(secret.txt)", "Read(.env)", "Read(~/.ssh/**)")
+REDIRECTED = ("Bash(echo *)", "Bash(git log *)", "Bash(cat a.txt)")  # rules for commands, none for their redirects
 
 
 class Rules(TypedDict, total=False):
@@ -84,6 +85,7 @@ CONFIGS: dict[str, list[Config]] = {
         ("default", {"allow": ("Bash",), "ask": EXEC_RULES}),
     ],
     "env-read": [("default", NO_RULES), ("acceptEdits", NO_RULES), ("plan", NO_RULES), ("dontAsk", NO_RULES)],
+    "rule-redirect": [("default", {"allow": REDIRECTED}), ("dontAsk", {"allow": REDIRECTED})],
 }
 
 

@@ -117,7 +117,8 @@ BASH_ROWS: list[tuple[str, str, bool, bool]] = [
     ("cargo build *", "cargo test", False, False),
     ("sudo apt update", "sudo apt update", True, True),
     ("sudo apt update", "sudo apt upgrade", False, False),
-    ("echo *", "echo hi > out.txt", True, True),
+    # the rule names the command, not the file its output overwrites: the redirect asks (a `Write` rule covers it)
+    ("echo *", "echo hi > out.txt", False, True),
     ("tee *", "echo hi | tee out.txt", True, True),
     ("kubectl get *", "kubectl get pods -A", True, True),
     ("kubectl get *", "kubectl delete pod x", False, False),

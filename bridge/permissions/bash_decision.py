@@ -13,6 +13,7 @@ from bridge.permissions.command_parts import Part, safe_device
 from bridge.permissions.containment import resolve
 from bridge.permissions.matching import CallRules, by_rule
 from bridge.permissions.modes import Mode
+from bridge.permissions.path_access import PathAccess
 from bridge.permissions.rules import CompiledRule
 from bridge.permissions.suggestions import Suggester
 from bridge.permissions.types import Decision, Mark, RuleSuggestion, Shown
@@ -50,6 +51,8 @@ class BashJudge:
                     why = f"The command writes {access.real}, outside the workspace"
                     return _ask(why, [(facts.part, f"writes {access.real}, outside the workspace")])
         unallowed: list[tuple[Part, str]] = []
+        needs_rule: list[Part] = []  # parts only a command rule would allow
+        written: list[Path] = []  # workspace files their redirections write that no path rule allows
         first_rule: CompiledRule | None = None
         for facts in top:
             part = facts.part
@@ -72,18 +75,41 @@ class BashJudge:
                 if rule.bound and any(not other.part.read_only for other in top if other is not facts):
                     # the folder's rule trusts a script as it was; another part of this command may change it first
                     unallowed.append((part, f"another part may change what {rule.text} runs: it was trusted as it was"))
+                    needs_rule.append(part)
+                    continue
+                # the rule names the command, not the files its output goes to (`npm test > package.json`)
+                pending = self._unallowed_writes(facts.redirected)
+                if pending:
+                    unallowed.append((part, f"`{part.text}` writes {pending[0].written}"))
+                    written += [a.real for a in pending]
                     continue
                 first_rule = first_rule or rule
                 continue
-            reason = self._read_only_reason(facts)
+            reason = self._read_only_reason(facts, writes=False)
             if reason is not None:
                 unallowed.append((part, reason))
+                needs_rule.append(part)
+                written += [a.real for a in self._unallowed_writes(facts.redirected)]
+                continue
+            pending = self._unallowed_writes(facts.writes, facts.write_trees)
+            if pending:  # read-only but for where its output goes (`ls > list.txt`)
+                unallowed.append((part, f"`{part.text}` writes {pending[0].written}"))
+                written += [a.real for a in pending]
         if not unallowed:
             if first_rule is not None:
                 return by_rule("allow", first_rule, f"allowed by rule {first_rule.text}")
             return Decision("allow", "read-only commands inside the workspace")
         reasons = "; ".join(dict.fromkeys(reason for _, reason in unallowed))
-        return _ask(reasons, unallowed, self.suggest.bash([part for part, _ in unallowed]))
+        return _ask(reasons, unallowed, self.suggest.command(needs_rule, list(dict.fromkeys(written))))
+
+    def _unallowed_writes(self, files: list[PathAccess], trees: list[PathAccess] | None = None) -> list[PathAccess]:
+        """The workspace writes that need permission: none in acceptEdits; else each file no path rule allows
+        (`Write(log.txt)`), and every tree (`rm -r`, `mv`: what a rule about the root says of the rest is not
+        checked here). Writes outside the workspace were decided before."""
+        if self.mode == "acceptEdits":
+            return []
+        pending = [a for a in files if self.rules.allow_for_path(a.real, "write") is None]
+        return pending + list(trees or ())
 
     def _allow_rule(self, part: Part) -> CompiledRule | None:
         forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
@@ -121,8 +147,9 @@ class BashJudge:
                     return real
         return None
 
-    def _read_only_reason(self, facts: PartFacts) -> str | None:
-        """None when the part may run without asking; else why it needs permission."""
+    def _read_only_reason(self, facts: PartFacts, *, writes: bool = True) -> str | None:
+        """None when the part may run without asking; else why it needs permission. `writes=False`: but for
+        the files it writes in the workspace (the caller weighs those against path rules)."""
         part = facts.part
         whole = self.facts.verdict.why_not_read_only_as_a_whole  # a background job: no part of it is read-only
         if whole is not None:
@@ -152,9 +179,9 @@ class BashJudge:
                     return f"`{part.text}` follows symbolic links below {tree.root.written}: too many files to check"
                 if tree.escapes:
                     return f"`{part.text}` follows a symbolic link to {tree.escapes[0]}, outside the workspace"
-        if (facts.writes or facts.write_trees) and self.mode != "acceptEdits":
-            shown = (facts.writes + facts.write_trees)[0].written
-            return f"`{part.text}` writes {shown}"
+        pending = self._unallowed_writes(facts.writes, facts.write_trees) if writes else []
+        if pending:
+            return f"`{part.text}` writes {pending[0].written}"
         return None
 
 

@@ -49,6 +49,7 @@ class PartFacts:
     trees: list[Tree] = field(default_factory=list)
     writes: list[PathAccess] = field(default_factory=list)
     write_trees: list[PathAccess] = field(default_factory=list)  # rm -r, mv: everything below is written
+    redirected: list[PathAccess] = field(default_factory=list)  # those of `writes` its output redirections write
     maybe_reads: list[PathAccess] = field(default_factory=list)  # an unknown program's words, for Read deny
     unknown_reads: str | None = None
     unknown_writes: str | None = None
@@ -123,7 +124,10 @@ class BashFacts:
                     out.unknown_writes = f"`{part.text}` writes paths that can't be listed ({target.word.text})"
                     continue
                 for path in paths:
-                    (out.write_trees if target.recursive else out.writes).append(PathAccess.of(path, base))
+                    written = PathAccess.of(path, base)
+                    (out.write_trees if target.recursive else out.writes).append(written)
+                    if target.redirect:
+                        out.redirected.append(written)
         return out
 
     def _option_names(self, part: Part, base: Path, out: PartFacts) -> None:

@@ -33,6 +33,7 @@ UNKNOWN = Word("…", "…", why="computed at run time")
 class WriteTarget:
     word: Word | None  # None: a path computed at run time
     recursive: bool = False  # the whole tree below (rm -r, mv): a protected path inside counts
+    redirect: bool = False  # an output redirection's (`> out.txt`): no command rule covers it, only a path rule
 
 
 @dataclass

@@ -266,7 +266,7 @@ class Builder:
                     continue
                 if target.static and safe_device(target.value):
                     continue
-                part.writes.append(WriteTarget(target if target.static else None))
+                part.writes.append(WriteTarget(target if target.static else None, redirect=True))
             elif redirect.kind == "read" and redirect.target is not None and not redirect.target.pipe:
                 if redirect.target.static:
                     part.reads.append(Access(redirect.target))
@@ -316,6 +316,9 @@ class Builder:
             if name in _DECLARATIONS:
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
+                    if re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", arg.value) and name != "export":
+                        # `declare -n r=PATH`: a name that stands for another variable, whatever it is called
+                        self.programs_unreliable = f"an earlier `{name} {arg.value}` makes a name stand for another"
                     if DANGEROUS_ENV.match(var):
                         self.programs_unreliable = f"an earlier `{name} {var}` changes what commands run"
         part.reads_only = not reasons

@@ -240,7 +240,7 @@ class Lexer:
             elif c == "$":
                 self._dollar(value, shape, pattern, why, quoted=True)
             elif c == "`":
-                self._backtick(value, shape, why)
+                self._backtick(value, shape, why, quoted=True)
             else:
                 value.append(c)
                 shape.append(QUOTED)
@@ -303,14 +303,16 @@ class Lexer:
         value.append(src[at : self.pos])
         shape.append(EXPANDED)
 
-    def _backtick(self, value: list[str], shape: list[str], why: list[str]) -> None:
+    def _backtick(self, value: list[str], shape: list[str], why: list[str], *, quoted: bool = False) -> None:
         src, n = self.src, self.n
         at = self.pos
         i = at + 1
         inner: list[str] = []
+        # a backslash quotes `$`, a backtick and itself; in double quotes `"` too (bash drops it before `"` there)
+        escaped = '$`\\"' if quoted else "$`\\"
         while i < n and src[i] != "`":
             if src[i] == "\\" and i + 1 < n:
-                inner.append(src[i + 1] if src[i + 1] in "$`\\" else src[i : i + 2])
+                inner.append(src[i + 1] if src[i + 1] in escaped else src[i : i + 2])
                 i += 2
             else:
                 inner.append(src[i])
@@ -338,16 +340,24 @@ class Lexer:
 
     # --- here-documents --------------------------------------------------------------------------------
 
+    def _heredoc_line(self) -> str:
+        end = self.src.find("\n", self.pos)
+        end = self.n if end < 0 else end
+        line = self.src[self.pos : end]
+        self.pos = min(end + 1, self.n)
+        return line
+
     def _read_heredocs(self) -> None:
         pending, self.heredocs = self.heredocs, []
         for doc in pending:
             while True:
                 if self.pos >= self.n:
                     break  # bash accepts a here-document that runs to the end of the text
-                end = self.src.find("\n", self.pos)
-                end = self.n if end < 0 else end
-                line = self.src[self.pos : end]
-                self.pos = min(end + 1, self.n)
+                line = self._heredoc_line()
+                # in a document that expands, bash joins a line ending in an unescaped backslash with the next
+                # before it looks for the delimiter or a substitution (`EO\⏎F` ends it, `$\⏎(…)` runs)
+                while doc.expands and _continues(line) and self.pos < self.n:
+                    line = line[:-1] + self._heredoc_line()
                 if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
                     break
                 if doc.expands and ("`" in line or "$(" in line or "${" in line or "$[" in line):
@@ -359,6 +369,11 @@ class Lexer:
                     else:
                         owner = self.script.commands[doc.owner]
                         self.script.commands[doc.owner] = dataclasses.replace(owner, expands=(*owner.expands, *names))
+
+
+def _continues(line: str) -> bool:
+    """Whether a line ends in a backslash that escapes its newline (an odd run of them)."""
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
 
 
 def _escape_glob(text: str) -> str:

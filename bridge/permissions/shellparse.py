@@ -195,6 +195,10 @@ class Parser(Lexer):
         if name.word is None or not name.word.plain or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.word.text):
             raise ShellSyntaxError("has a for loop without a variable name")
         self.script.assigned.add(name.word.text)
+        # the loop sets its variable as `NAME=…` would, and it stays set after the loop (`for PATH in bin`)
+        value = f"{name.word.text}=…"
+        assignment = Word(value, value, why="the loop's values")
+        self._add(Command((), (assignment,), text=f"for {name.word.text}"), name.start)
         self._skip_newlines()
         if self._reserved(self.peek()) == "in":
             self.take()
@@ -272,8 +276,13 @@ class Parser(Lexer):
             raise ShellSyntaxError(f"has `{op}` without a target")
         target = target_token.word
         if op in ("<<", "<<-"):
-            delimiter = target.value
-            self.heredocs.append(Heredoc(delimiter, op == "<<-", expands=target.text == target.value))
+            # bash takes the delimiter by quote removal alone: `$'EOF'` and `$"EOF"` end the document at `EOF`, and
+            # `<<$X` at a line `$X`. Rather than read those forms as bash does, the checker won't read them.
+            if "$" in target.text or "`" in target.text:
+                raise ShellSyntaxError("has a here-document delimiter with `$` or a backtick in it")
+            # a backslash-newline is no quoting (`<<E\⏎OF` is `<<EOF`: the document expands)
+            quoted = any(c in target.text.replace("\\\n", "") for c in "'\"\\")
+            self.heredocs.append(Heredoc(target.value, op == "<<-", expands=not quoted))
             return Redirect(op, "none")
         if op == "<<<":
             return Redirect(op, "none", target)

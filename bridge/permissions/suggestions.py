@@ -99,6 +99,16 @@ class Suggester:
             return []
         return self.rules(f"{self.command_tool}({command_pattern(p, exact=exact)})" for p in parts)
 
+    def command(self, parts: Sequence[Part], writes: Sequence[Path]) -> list[RuleSuggestion]:
+        """A rule for each part that needs one, and a path rule for each file the command's redirections write
+        (`npm test > log.txt`: `Bash(npm test *)` and `Write(log.txt)`): a command rule never covers its
+        redirections, so an always-option without the path rule would not do what it says."""
+        if not all(p.static for p in parts):
+            return []
+        name = self.grammar.rule_name(self.command_tool, self.grammar.form(self.command_tool), "write")
+        rules = [f"{self.command_tool}({command_pattern(p, exact=False)})" for p in parts]
+        return self.rules([*rules, *(f"{name}({self.path_spec(path)})" for path in writes)])
+
     def tool(
         self, tool: str, form: RuleForm, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None
     ) -> list[RuleSuggestion]:

@@ -287,6 +287,18 @@ EXEC_ENV += _many(
         "PATH=./bin ls -la",
     ],
 )
+# a for loop's variable is an assignment like any other, and stays set after the loop: one the environment
+# exports already (HOME, PATH) changes what later commands run (attack round 6)
+EXEC_ENV += _many(
+    "exec-env",
+    "pwned",
+    [
+        "for HOME in fakehome; do git status; done",
+        "for HOME in fakehome; do :; done; git status",
+    ],
+    git=True,
+)
+EXEC_ENV += _many("exec-env", "pwned", ["for PATH in bin; do ls; done", "for PATH in bin; do :; done; ls"])
 EXEC_ENV += _many(
     "exec-env", "pwned", ["RIPGREP_CONFIG_PATH=rgrc rg alpha", "env RIPGREP_CONFIG_PATH=rgrc rg alpha"], needs=("rg",)
 )
@@ -474,7 +486,23 @@ CODE_STRINGS = [
     "watch -n 0.1 -g rm canary",
     "script -q -c 'rm canary' /dev/null",
 ]
-DODGES += CODE_STRINGS
+# Commands bash reads where the checker once read here-document text or one quoted word (attack round 6): a
+# delimiter in $'…' or $"…" quoting (bash ends the document at its decoded text), a backslash-newline in an
+# unquoted document (bash joins the lines before it looks for the delimiter or a substitution) or in the
+# delimiter (no quoting: the document expands), and `\"` in backticks inside double quotes (bash drops the backslash).
+HIDDEN = [
+    "cat <<$'EOF'\nhello\nEOF\nrm canary",
+    'cat <<$"EOF"\nhello\nEOF\nrm canary',
+    "cat <<$'E\\x4fF'\nhello\nEOF\nrm canary\nE\\x4fF",
+    "cat <<EOF\nhi\nEO\\\nF\nrm canary\nEOF",
+    "cat <<EOF\n$\\\n(rm canary)\nEOF",
+    "cat <<-EOF\n\t$\\\n(rm canary)\n\tEOF",
+    "cat <<EOF | cat\n$\\\n(rm canary)\nEOF",
+    "cat <<E\\\nOF\n$(rm canary)\nEOF",
+    "cat <<E\\\nOF\n`rm canary`\nEOF",
+    'echo "`echo \\"\'\\" ; rm canary; echo \\"\'\\"`"',
+]
+DODGES += CODE_STRINGS + HIDDEN
 DENY_DODGES = _many("deny-dodge", "canary", DODGES)
 DENY_DODGES += _many("deny-dodge", "canary", ["ruby -e 'File.delete(\"canary\")'"], needs=("ruby",))
 DENY_DODGES += _many("deny-dodge", "canary", ["unbuffer rm canary"], needs=("unbuffer",))
@@ -947,8 +975,28 @@ ENV_READS += _many(
     "/proc/self/environ is opened before the command starts, so it reads as empty",
 )
 
+# --- a workspace file written by a redirect on a command a rule allows (attack round 6): the rule names the command,
+# not what its output overwrites (`git log --format=… > package.json && npm test` ran a planted test script) -----
+
+RULE_REDIRECTS = _many(
+    "rule-redirect",
+    "file:a.txt",
+    [
+        "echo x > a.txt",
+        "echo x >> a.txt",
+        "echo x &> a.txt",
+        "echo x 2> a.txt",
+        "echo x >| a.txt",
+        "cat a.txt > b.txt; echo x > a.txt",
+        "git log -1 --format=x > a.txt",
+        "cat b.txt > a.txt",
+    ],
+    git=True,
+)
+
 ATTACKS: list[Attack] = [
     *WRITES,
+    *_many("write-as-read", "canary", HIDDEN),
     *PROTECTED,
     *EXEC_OPTIONS,
     *EXEC_ENV,
@@ -960,6 +1008,7 @@ ATTACKS: list[Attack] = [
     *ORACLES,
     *EXEC_DENY,
     *ENV_READS,
+    *RULE_REDIRECTS,
 ]
 
 # --- programs that run no command: still allowed under `Bash(rm:*)` deny or ask (Bash allowed, or bypass) ------
