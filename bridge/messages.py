@@ -30,6 +30,25 @@ MARKER = "[Request interrupted by user]"
 MARKER_TOOL_USE = "[Request interrupted by user for tool use]"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrubbed(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings made U+FFFD (the same object when there is none). JSON
+    lets an editor or a tool send one (`"\\ud83d"`: a selection cut mid-emoji); UTF-8 can't carry it, so neither the
+    transcript nor a request could be written."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _SURROGATE.search(value) else value
+    if isinstance(value, list):
+        items = [scrubbed(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        pairs = {scrubbed(key): scrubbed(item) for key, item in value.items()}
+        same = all(pairs.get(key) is item for key, item in value.items())
+        return value if same else pairs
+    return value
+
+
 def text_block(text: str) -> Block:
     return {"type": "text", "text": text}
 
@@ -126,6 +145,18 @@ def _repair_once(history: list[Message]) -> list[Message]:
 
 
 EPHEMERAL = {"type": "ephemeral"}
+
+
+def thinking_fits(messages: list[Message]) -> bool:
+    """Whether a request with these messages may turn thinking on: the API wants the last assistant message, when
+    the request goes on from its tool calls, to start with a thinking block. One made with thinking off (before
+    the user turned it on, or cut off by a cancel) doesn't: that request goes without thinking, the next
+    response starts the loop over with it."""
+    last = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+    if last is None or not isinstance(last.get("content"), list) or not tool_uses(last):
+        return True
+    first = last["content"][0] if last["content"] else {}
+    return isinstance(first, dict) and first.get("type") in ("thinking", "redacted_thinking")
 
 
 def with_cache_breakpoints(messages: list[Message]) -> list[Message]:

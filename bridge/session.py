@@ -26,7 +26,7 @@ from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.loop.query import StopReason, run_turn
 from bridge.messages import Block, Message
 from bridge.model import thinking
-from bridge.model.types import ModelClient
+from bridge.model.types import ModelClient, ModelError
 from bridge.permissions.trust import Ask as AskTrust
 from bridge.session_effects import SessionEffects
 from bridge.session_id import new_session_id as new_session_id
@@ -140,7 +140,35 @@ class Session:
             await self.sync_mcp()
         env = wiring.tool_environment(self, abort)
         settings = wiring.turn_settings(self)
-        return await run_turn(self.conversation, expanded, model=self.model, settings=settings, tools=env, abort=abort)
+        answered = _answers(self.conversation.messages)
+        try:
+            return await run_turn(
+                self.conversation, expanded, model=self.model, settings=settings, tools=env, abort=abort
+            )
+        except ModelError as error:
+            # Refused (400) before any answer: kept, the prompt would make every later request fail the same way.
+            messages = self.conversation.messages
+            if error.kind != "invalid_request" or not messages or messages[-1].get("role") != "user":
+                raise
+            if _answers(messages) > answered:
+                raise
+            self._forget_prompt()
+            raise ModelError(
+                f"{str(error).rstrip('.')}. Your message was not kept, so the next one starts without it: change it "
+                "and send it again.",
+                kind=error.kind,
+                status=error.status,
+            ) from None
+
+    def _forget_prompt(self) -> None:
+        """The running turn's prompt leaves the history: a rewind of the conversation to before it (its line in
+        the transcript says so), or, without a transcript, the message dropped."""
+        if self.transcript is not None and self.turns.turn_id is not None:
+            from bridge.history import rewind_conversation
+
+            rewind_conversation(self, self.turns.turn_id)
+        else:
+            self.conversation.messages = self.conversation.messages[:-1]
 
     async def _settle_trust(self) -> None:
         """The folder's own settings nobody has answered yet: asked before anything of the turn runs."""
@@ -199,3 +227,7 @@ class Session:
     @property
     def plan(self) -> list[PlanEntry]:
         return self.effects.plan
+
+
+def _answers(messages: list[Message]) -> int:
+    return sum(1 for message in messages if message.get("role") == "assistant")

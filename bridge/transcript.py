@@ -105,7 +105,8 @@ class Transcript:
     def _write(self, record: dict[str, Any]) -> None:
         try:
             if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for appends
+                # errors="replace": a lone surrogate must not leave the history in memory and on disk apart
+                self._file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept open
             self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
             self._file.flush()  # to the OS: survives the process being killed
         except OSError as error:  # a full disk must not end the turn

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bridge.loop.events import UsageReport
-from bridge.messages import Message
+from bridge.messages import Message, scrubbed
 from bridge.model.types import Usage
 
 
@@ -24,6 +24,7 @@ class Conversation:
     on_usage: Callable[[Usage, float], None] = lambda _u, _c: None  # transcript hook: each response's usage
 
     def append(self, message: Message) -> None:
+        message = scrubbed(message)  # no lone surrogate: it could be neither stored nor sent
         self.messages.append(message)
         self.on_message(message)
 

@@ -28,6 +28,7 @@ from bridge.messages import (
     Message,
     repair_pairing,
     text_block,
+    thinking_fits,
     tool_uses,
     user_message,
     with_cache_breakpoints,
@@ -178,13 +179,17 @@ async def run_turn(
         ):
             _answer(conversation, [], abort)
             return "cancelled"
+        messages = repair_pairing(conversation.messages)
+        fields = dict(settings.extra)
+        if "thinking" in fields and not thinking_fits(messages):
+            fields.pop("thinking")
         request = ModelRequest(
             model=settings.model,
             system=system,
             tools=schemas,
-            messages=with_cache_breakpoints(repair_pairing(conversation.messages)),
+            messages=with_cache_breakpoints(messages),
             max_tokens=settings.max_tokens,
-            extra=dict(settings.extra),
+            extra=fields,
         )
         response = _Response()
         failure: ModelError | None = None

@@ -331,7 +331,8 @@ class WireClient:
         if unknown:
             raise Unsupported(f"parameters {', '.join(unknown)}")
         ordered = {key: params[key] for key in self.profile.body_keys if key in params}
-        return _ENCODER.encode(ordered).encode()
+        # a lone surrogate (text cut mid-character somewhere) can't be UTF-8: sent as U+FFFD's stand-in, not a crash
+        return _ENCODER.encode(ordered).encode("utf-8", "replace")
 
     def build(self, params: Mapping[str, Any], *, trace: Any = None) -> httpx2.Request:
         """The request for `params`; `trace` (httpcore's trace hook: it sends nothing) sees the I/O happen."""

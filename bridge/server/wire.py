@@ -5,6 +5,8 @@ kind beside this one, chosen at `initialize` by the protocol version."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 import uuid
 from dataclasses import dataclass
@@ -113,40 +115,83 @@ def parse(model: type[WireModel], params: Any) -> Any:
 
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the Messages API takes
+MAX_IMAGE_DATA = 5 * 1024 * 1024  # the API's limit on one image's base64 data (5 MB)
+MAX_IMAGES = 100  # the API's limit on images in one request
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
 
 
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
     """ACP content blocks -> Messages API blocks; none for a prompt without content (`[]`, blank text), which the
-    schema allows and which asks nothing of the model."""
+    schema allows and which asks nothing of the model. What the API would refuse is refused here, with the field
+    named (-32602): refused by the API, the prompt would stay in the history and every later request fail too."""
     blocks: list[Block] = []
+    images = 0
     for index, item in enumerate(prompt):
+        where = f"Invalid params: prompt.{index}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: a content block is an object, got {type(item).__name__}")
         kind = item.get("type")
         if kind == "text":
-            if str(item.get("text", "")).strip():
-                blocks.append({"type": "text", "text": str(item["text"])})
+            text = item.get("text")
+            if not isinstance(text, str):
+                raise ValueError(f"{where}.text: a text block's text is a string, got {type(text).__name__}")
+            if text.strip():
+                blocks.append({"type": "text", "text": text})
         elif kind == "resource_link":
-            name = item.get("name") or item.get("uri")
-            blocks.append({"type": "text", "text": f"[@{name}]({item.get('uri')})"})
+            uri, name = item.get("uri"), item.get("name")
+            if not isinstance(uri, str) or not (name is None or isinstance(name, str)):
+                raise ValueError(f"{where}: a resource link's uri (and name) are strings")
+            blocks.append({"type": "text", "text": f"[@{name or uri}]({uri})"})
         elif kind == "resource":
-            resource = item.get("resource") or {}
+            resource = item.get("resource")
+            if not isinstance(resource, dict) or not isinstance(resource.get("uri", ""), str):
+                raise ValueError(f"{where}.resource: an embedded resource is an object with a string uri")
             uri = resource.get("uri", "")
             if "text" in resource:
+                if not isinstance(resource["text"], str):
+                    raise ValueError(f"{where}.resource.text: a text resource's text is a string")
                 blocks.append({"type": "text", "text": f'<context ref="{uri}">\n{resource["text"]}\n</context>'})
             else:
                 blocks.append({"type": "text", "text": f"[@{uri}]({uri})"})
         elif kind == "image":
-            media, data = item.get("mimeType"), item.get("data")
-            if media not in IMAGE_TYPES:
-                raise ValueError(
-                    f"Invalid params: prompt.{index}.mimeType: an image must be one of "
-                    f"{', '.join(IMAGE_TYPES)} (the model takes no other), got {media!r}"
-                )
-            if not isinstance(data, str) or not data:
-                raise ValueError(f"Invalid params: prompt.{index}.data: an image needs its base64 data")
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}})
+            images += 1
+            blocks.append(_image(item, where, images))
         else:
-            raise ValueError(f"Invalid params: prompt.{index}.type: unsupported content block {kind!r}")
+            raise ValueError(f"{where}.type: unsupported content block {kind!r}")
     return blocks
+
+
+def _image(item: dict[str, Any], where: str, count: int) -> Block:
+    """An image block the API takes: of its four types (the type its bytes say, should the editor have named
+    another), valid base64, at most 5 MB of it, at most 100 in a prompt."""
+    media, data = item.get("mimeType"), item.get("data")
+    if media not in IMAGE_TYPES:
+        raise ValueError(
+            f"{where}.mimeType: an image must be one of {', '.join(IMAGE_TYPES)} (the model takes no other), "
+            f"got {media!r}"
+        )
+    if not isinstance(data, str) or not data:
+        raise ValueError(f"{where}.data: an image needs its base64 data")
+    if count > MAX_IMAGES:
+        raise ValueError(f"{where}: a prompt can carry at most {MAX_IMAGES} images")
+    if len(data) > MAX_IMAGE_DATA:
+        raise ValueError(f"{where}.data: the image is {len(data):,} bytes of base64, over the model's 5 MB limit")
+    try:
+        head = base64.b64decode(data[:64], validate=True)
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"{where}.data: the image's data is not valid base64") from None
+    sniffed = next((kind for magic, kind in _IMAGE_MAGIC if head.startswith(magic)), None)
+    if sniffed is None and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        sniffed = "image/webp"
+    if sniffed is None:
+        raise ValueError(f"{where}.data: the data is not a PNG, JPEG, GIF or WebP image")
+    return {"type": "image", "source": {"type": "base64", "media_type": sniffed, "data": data}}
 
 
 def location(item: Location) -> dict[str, Any]:
