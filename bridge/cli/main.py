@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    from bridge import log_redaction
+
+    log_redaction.install(BRIDGE_CREDENTIALS)  # what is logged never carries the key (pygls logs it at DEBUG)
     if logging.getLogger().level > logging.DEBUG:  # pygls logs every message body at INFO
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
