@@ -383,7 +383,7 @@ class ProcessSupervisor:
                     if not live:
                         break
                     self._signal(proc, step, live)
-                    if await self._wait_tree(proc, start + until, termination.force):
+                    if await self._wait_tree(proc, start + until, termination.force, step, live):
                         break
             deadline = time.monotonic() + KILL_SWEEP_LIMIT
             while live := self._sweep().get(proc, set()):
@@ -399,11 +399,20 @@ class ProcessSupervisor:
             self._terminations.pop(proc.pid, None)
             self._sweep()
 
-    async def _wait_tree(self, proc: ManagedProcess, until: float, force: asyncio.Event) -> bool:
-        """True when the tree is gone before `until`; returns early (False) when `force` is set."""
+    async def _wait_tree(
+        self, proc: ManagedProcess, until: float, force: asyncio.Event, step: Step, signalled: set[int]
+    ) -> bool:
+        """True when the tree is gone before `until`; returns early (False) when `force` is set. A member that
+        appears meanwhile gets `step`'s signal too: a shell that got SIGINT while it started its next command
+        (`sleep 1; echo end` under bwrap, a cancel right after the answer) waits for that command and goes on
+        unless the command got it as well."""
         while time.monotonic() < until:
-            if not self._sweep().get(proc, set()):
+            live = self._sweep().get(proc, set())
+            if not live:
                 return True
+            if new := live - signalled:
+                self._signal(proc, step, new)
+                signalled |= new
             if force.is_set():
                 return False
             with contextlib.suppress(TimeoutError):

@@ -172,3 +172,31 @@ async def test_the_playground_takes_the_next_prompt_after_a_cancel(workspace: Pa
         calls = editor.of_kind("tool_call", sid)
         assert calls[-1]["rawInput"]["command"] == "echo second-command"
         assert "second-command" in editor.text(sid)
+
+
+async def test_a_cancel_right_after_allow_stops_the_command_before_its_next_step(
+    workspace: Path, data_dir: Path
+) -> None:
+    """Attack round 6: `allow`, then a cancel 5-40 ms later. The prompt answered `cancelled` at once, yet in 18 of 32
+    runs the command ran on to its end: SIGINT reached the shell while it was starting its next command, not that
+    command, and bash, waiting for a child that did not die of it, went on. Every member that appears during a
+    step of the stop gets that step's signal now."""
+    delays = [0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05]
+    marks = [uuid.uuid4().hex for _ in delays]
+    commands = [
+        f"export TEST_MARK={mark}; echo start > f{i}.txt; sleep 0.25; echo end >> f{i}.txt"
+        for i, mark in enumerate(marks)
+    ]
+    scenario = {"responses": [tool_response(("Bash", {"command": c})) for c in commands]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        for i, (delay, mark) in enumerate(zip(delays, marks, strict=True)):
+            asked = len(editor.permission_requests)
+            turn = editor.start_prompt(sid, f"step {i}")
+            await poll(lambda asked=asked: len(editor.permission_requests) > asked, what="the question")  # type: ignore[misc]
+            await asyncio.sleep(delay)  # the race's variable: how long after the answer the cancel comes
+            editor.cancel(sid)
+            assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+            await poll(lambda mark=mark: not marked_pids(mark), timeout=5, what="the command's processes to end")  # type: ignore[misc]
+            written = (workspace / f"f{i}.txt").read_text() if (workspace / f"f{i}.txt").exists() else ""
+            assert "end" not in written, f"cancelled {delay * 1000:.0f} ms after the answer, the command ran on"
