@@ -123,6 +123,11 @@ def load_plugins(cwd: Path, claude_home: Path, admits: Any) -> PluginSet:
     return result
 
 
+def installed_folders(claude_home: Path) -> list[Path]:
+    """Every installed plugin's folder, enabled or not."""
+    return list(_installed(claude_home / "plugins" / "installed_plugins.json").values())
+
+
 def _installed(path: Path) -> dict[str, Path]:
     data, _ = read_json(path)
     plugins = data.get("plugins") if isinstance(data, dict) else None

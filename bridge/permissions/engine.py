@@ -251,7 +251,10 @@ class PermissionEngine:
             Path(os.path.realpath(r)) for r in (self.cwd, *self._extra_dirs, *self.settings.additional_directories)
         ]
         named += home_held(
-            Path(os.path.realpath(Path.home())), Path(os.path.realpath(self.settings.claude_home)), roots
+            Path(os.path.realpath(Path.home())),
+            Path(os.path.realpath(self.settings.claude_home)),
+            roots,
+            Path(os.path.realpath(config)),
         )
         self._workspace = Workspace.of(
             self.cwd, [*self._extra_dirs, *self.settings.additional_directories], protected_files, memory, named

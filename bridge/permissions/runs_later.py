@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from bridge.jsonfile import SETTINGS_MAX_BYTES, read_json
 from bridge.permissions.git_held import git_held, nested_git_held
 from bridge.permissions.held import Held, HeldPath, PathKind, Protection, StatCache, command_paths, stat_key
-from bridge.permissions.named_files import binding, bound_paths
+from bridge.permissions.named_files import binding, bound_paths, written_by
 
 if TYPE_CHECKING:
     from bridge.permissions.settings import SettingsStore
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["Held", "HeldPath", "PathKind", "Protection"]
 
 
+_AGENTS = "another coding agent runs the hooks, commands and MCP servers it configures"
 _VSCODE = "VS Code reads its workspace settings, tasks and launch configurations from it"
 _IDEA = "JetBrains IDEs run the run configurations and startup tasks it holds"
 _CONTAINER = (
@@ -121,12 +122,24 @@ RUNS_ON_OPEN: tuple[Held, ...] = (
     Held(".lefthook-local.yml", "file", _LEFTHOOK),
     Held(".lefthook", "dir", _LEFTHOOK),
     Held(".overcommit.yml", "file", "overcommit runs the hooks it lists at git commit"),
+    # other coding agents: the hooks and MCP servers they configure run when the folder is opened in them
+    *(
+        Held(name, "dir", _AGENTS)
+        for name in (".gemini", ".cursor", ".codex", ".roo", ".amazonq", ".windsurf", ".continue", ".kiro", ".opencode")
+    ),
+    Held("opencode.json", "file", _AGENTS),
+    Held("opencode.jsonc", "file", _AGENTS),
 )
 """What other programs run by themselves. The engine asks for these names at any depth (a `.envrc` in a
 subfolder runs too); a more specific entry comes before the directory holding it (its reason is the more
 precise one)."""
 
 _SHELL = "the shell runs it at every login or new terminal, outside any sandbox"
+_EDITOR = "an editor or terminal tool runs what it names (its startup files, extensions) when it starts"
+_TOOL = "a tool reads it at every run and runs what it names (a credential process, an exec plugin, a script)"
+_CONFIG = "it holds the bridge's settings, skills, commands and agents: what every later session loads and allows"
+_INSTALLED_PLUGIN = "it is an installed plugin's folder: an enabled plugin's hooks and MCP servers run from it"
+_CLAUDE_HOME = "it holds Claude Code's settings, hooks, skills, commands, agents and plugins"
 _PLUGINS = "it holds Claude Code's plugins, whose hooks and MCP servers the bridge runs"
 _GIT = "every git command reads it: the programs it names (core.fsmonitor, core.hooksPath, aliases) run"
 
@@ -139,20 +152,50 @@ RUNS_AT_LOGIN: tuple[Held, ...] = (
     Held(".config/git", "dir", _GIT),
     Held(".config/autostart", "dir", "the desktop session starts what it lists at login"),
     Held(".config/systemd/user", "dir", "systemd starts the user services it defines"),
+    # found by an attack round (the home folder opened): what else runs by itself, or names what runs
+    *(Held(name, "file", _SHELL) for name in (".bash_aliases", ".pam_environment", ".xprofile", ".xsessionrc")),
+    *(Held(name, "file", _SHELL) for name in (".inputrc", ".xsession", ".zshrc.local", ".kshrc", ".mkshrc")),
+    *(Held(name, "dir", _SHELL) for name in (".bashrc.d", ".oh-my-zsh", ".config/environment.d", ".zsh")),
+    Held(".local/bin", "dir", "the programs in it come first on PATH: one named like another runs instead of it"),
+    Held(".local/lib", "dir", "Python loads its user site-packages (and runs the .pth files there) at every start"),
+    Held(".local/share/pipx", "dir", "the programs pipx installed (the bridge among them) run from it"),
+    *(Held(name, "file", _EDITOR) for name in (".vimrc", ".gvimrc", ".tmux.conf", ".emacs", ".nanorc")),
+    *(Held(name, "dir", _EDITOR) for name in (".vim", ".config/nvim", ".emacs.d", ".config/tmux", ".config/helix")),
+    *(Held(name, "dir", _EDITOR) for name in (".vscode-server", ".vscode", ".cursor", ".cursor-server")),
+    *(Held(name, "dir", _EDITOR) for name in (".config/Code", ".config/Cursor", ".config/zed", ".ipython")),
+    *(Held(name, "file", _TOOL) for name in (".aws/config", ".kube/config", ".docker/config.json", ".npmrc")),
+    *(Held(name, "file", _TOOL) for name in (".yarnrc", ".yarnrc.yml", ".condarc", ".Rprofile", ".irbrc")),
+    *(Held(name, "dir", _TOOL) for name in (".gradle/init.d", ".config/direnv", ".config/pip", ".pip", ".m2")),
 )
 """What runs by itself from the user's home folder. Held there only (a dotfiles repository's `.bashrc` is its
 own), when a workspace root holds the home folder: the user opened `~` (or above it)."""
 
 
-def home_held(home: Path, claude_home: Path, roots: Sequence[Path]) -> list[HeldPath]:
-    """RUNS_AT_LOGIN in `home`, and Claude Code's plugins in `claude_home` (both resolved), where a root holds
-    them (outside the roots the sandbox keeps them read-only anyway)."""
+def home_held(home: Path, claude_home: Path, roots: Sequence[Path], config_dir: Path | None = None) -> list[HeldPath]:
+    """RUNS_AT_LOGIN in `home`, Claude Code's home (its plugins first: their reason is the more precise) and the
+    bridge's config dir, all resolved, where a root holds them (outside the roots the sandbox keeps them read-only
+    anyway). The config dirs are held whole: a skill, command or agent of the user's is trusted as the user's
+    (a skill's `allowed-tools` apply unasked), so one the model wrote there would widen every later session."""
     out: list[HeldPath] = []
     if any(home.is_relative_to(root) for root in roots):
         out += [HeldPath(home / h.name, h.kind, h.why, h.strength) for h in RUNS_AT_LOGIN]
     if any(claude_home.is_relative_to(root) for root in roots):
         out.append(HeldPath(claude_home / "plugins", "dir", _PLUGINS))
+        out.append(HeldPath(claude_home, "dir", _CLAUDE_HOME))
+    if config_dir is not None and any(config_dir.is_relative_to(root) for root in roots):
+        out.append(HeldPath(config_dir, "dir", _CONFIG))
+    for folder in installed_plugin_folders(claude_home):  # a plugin developer's: installed from a workspace folder
+        if any(folder.is_relative_to(root) for root in roots):
+            out.append(HeldPath(folder, "dir", _INSTALLED_PLUGIN))
     return out
+
+
+def installed_plugin_folders(claude_home: Path) -> list[Path]:
+    """Where the installed plugins are (`installed_plugins.json`), resolved: an enabled one's hooks and MCP servers
+    run from there, outside the sandbox."""
+    from bridge.plugins import installed_folders
+
+    return [Path(os.path.realpath(folder)) for folder in installed_folders(claude_home)]
 
 
 HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
@@ -173,7 +216,13 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
                 # and what its script pulls in (a sourced library, an imported module): what a trusted hook is
                 # bound to, held so that no command swaps it between the check and the run
                 pulled = (root / p for p in bound_paths(binding(hook.command, cwd)) if "*" not in p)
-                for path in dict.fromkeys([*command_paths(hook.command, cwd, variables=variables), *pulled]):
+                written = written_by(hook.command, root)  # its own log: where it writes, not what it runs
+                named = [
+                    p
+                    for p in command_paths(hook.command, cwd, variables=variables)
+                    if Path(os.path.realpath(p)) not in written
+                ]
+                for path in dict.fromkeys([*named, *pulled]):
                     out.append(
                         HeldPath(
                             path,
