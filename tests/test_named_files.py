@@ -362,3 +362,65 @@ def test_code_given_to_an_interpreter_binds_what_it_loads(workspace: Path, comma
 def test_code_given_to_an_interpreter_that_loads_code_a_reading_cant_follow_is_unbindable(workspace: Path) -> None:
     result = binding('python3 -c "import importlib; importlib.import_module(name)"', workspace)
     assert result.startswith(UNBINDABLE) and "its -c code loads code" in result, result
+
+
+def _venv(root: Path) -> Path:
+    """A virtualenv in the workspace as `python -m venv` lays it out: its python a link to the system's."""
+    venv = root / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    (venv / "bin" / "ruff").write_text("#!/ws/.venv/bin/python\nimport ruff\n")
+    (venv / "bin" / "ruff").chmod(0o755)
+    return venv
+
+
+def test_a_program_found_on_path_in_the_workspace_is_bound(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack round 6: a trusted hook `ruff format .` with the workspace's virtualenv on PATH; the model replaced
+    `.venv/bin/ruff`, and the hook ran it unasked. What the program name resolves to, in the workspace, is bound."""
+    venv = _venv(workspace)
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:/usr/bin:/bin")
+    before = binding("ruff format .", workspace)
+    assert ".venv/bin/ruff" in bound_paths(before)
+    (venv / "bin" / "ruff").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+    assert binding("ruff format .", workspace) != before
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert ".venv/bin/ruff" not in bound_paths(binding("ruff format .", workspace))
+
+
+def test_a_python_of_a_workspace_virtualenv_binds_the_startup_files_it_runs(workspace: Path) -> None:
+    """`.venv/bin/python scripts/fmt.py`: Python runs every `.pth` file of the virtualenv's site-packages at start
+    (and its sitecustomize): a new or changed one is another binding."""
+    venv = _venv(workspace)
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (workspace / "tools" / "fmt.py").write_text("print('fmt')\n")
+    command = ".venv/bin/python tools/fmt.py"
+    before = binding(command, workspace)
+    (site / "zz_fmt.pth").write_text("import os; os.system('touch /tmp/pwned')\n")
+    after = binding(command, workspace)
+    assert after != before
+    (site / "zz_fmt.pth").write_text("import os; os.system('touch /tmp/pwned2')\n")
+    assert binding(command, workspace) != after
+
+
+def test_npm_and_yarn_bind_the_configuration_they_read_by_themselves(workspace: Path) -> None:
+    """Attack round 6: `.npmrc` with `node-options=--require ./lib/util.js` made a trusted `npm run fmt` run the
+    model's code. A new `.npmrc` (or yarn's rc files) is another binding."""
+    before = binding("npm run lint", workspace)
+    (workspace / ".npmrc").write_text("node-options=--require ./x.js\n")
+    assert binding("npm run lint", workspace) != before
+    assert ".npmrc" in bound_paths(binding("npx cowsay hi", workspace))
+    (workspace / ".yarnrc.yml").write_text("yarnPath: ./x.js\n")
+    assert ".yarnrc.yml" in bound_paths(binding("yarn lint", workspace))
+
+
+def test_what_the_command_itself_writes_to_is_not_bound(workspace: Path) -> None:
+    """A hook `npm run lint >> hook.log`: its log changes at every run; bound, it turned the hook off after its
+    first run. A redirection's target is where the command writes, not what it runs."""
+    (workspace / "hook.log").write_text("first run\n")
+    command = "npm run lint >> hook.log 2>&1"
+    before = binding(command, workspace)
+    assert "hook.log" not in bound_paths(before)
+    (workspace / "hook.log").write_text("first run\nsecond run\n")
+    assert binding(command, workspace) == before

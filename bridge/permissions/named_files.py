@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import stat
 from collections.abc import Iterator
 from functools import lru_cache
@@ -58,7 +59,8 @@ def binding(command: str, workspace: Path) -> str:
     # and the files the sandbox holds as the command's (held.py): over-approximate, a file bound by mistake costs
     # only a question when it changes
     held = (_inside(str(path), root) for path in command_paths(command, root, variables=variables))
-    named.update(path for path in held if path is not None)
+    written = written_by(command, root)  # its own log (`>> hook.log`) is where it writes, not what it runs
+    named.update(path for path in held if path is not None and path not in written)
     # where the Python the command starts looks first for every module it imports, even the standard library's
     # own imports (`sys.path[0]`): the folder of a script it runs, the current one for `-m`
     first_paths = {p.parent for p in named if _language(p) == "python"}
@@ -154,6 +156,8 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                     yield path
                 elif depth < MAX_DEPTH and any(c.isspace() for c in candidate):
                     yield from _named(candidate, root, depth + 1, variables)  # `bash -c 'scripts/a.sh'`
+        if cmd.words and cmd.words[0].static and words:
+            yield from _program_files(words[0], root)
         program = cmd.words[0].value.rsplit("/", 1)[-1] if cmd.words and cmd.words[0].static else ""
         if re.fullmatch(r"python[\d.]*", program) and "-m" in words[1:-1]:  # `python -m tools.fmt`
             parts = words[words.index("-m", 1) + 1].split(".")
@@ -166,6 +170,53 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
             if path is not None:
                 yield path
         yield from _interpreter_code(program, words, root)
+
+
+def written_by(command: str, root: Path) -> set[Path]:
+    """The workspace files the command's own output redirections write (none when it can't be read)."""
+    try:
+        script: Script = parse(command)
+    except ShellSyntaxError:
+        return set()
+    out: set[Path] = set()
+    for cmd in script.commands:
+        for redirect in cmd.redirects:
+            if redirect.kind == "write" and redirect.target is not None and redirect.target.static:
+                path = _inside(redirect.target.value, root)
+                if path is not None:
+                    out.add(path)
+    return out
+
+
+def _program_files(word: str, root: Path) -> Iterator[Path]:
+    """The program itself where it is a workspace file: a name found on PATH (a virtualenv's `bin/` there: `ruff`
+    is `.venv/bin/ruff`) as a path is; and for a program of a workspace virtualenv, the files its Python runs at
+    every start (site-packages' `.pth` files, `sitecustomize.py`): the model can write them as it writes any file."""
+    if "/" in word:
+        lexical = Path(os.path.normpath(root / os.path.expanduser(word)))
+    else:
+        found = shutil.which(word, path=os.environ.get("PATH", os.defpath))
+        if found is None:
+            return
+        lexical = Path(os.path.normpath(found))
+        path = _inside(str(lexical), root)
+        if path is not None:
+            yield path
+    venv = lexical.parent.parent
+    if lexical.parent.name not in ("bin", "Scripts") or not venv.is_relative_to(root):
+        return
+    if not os.path.isfile(venv / "pyvenv.cfg"):
+        return
+    for site in [*venv.glob("lib/python*/site-packages"), venv / "Lib" / "site-packages"]:
+        try:
+            names = sorted(os.listdir(site))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py"):
+                path = _inside(str(site / name), root)
+                if path is not None:
+                    yield path
 
 
 _PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})

@@ -35,9 +35,12 @@ CONVENTIONAL: dict[str, tuple[str, ...]] = {
     "make": ("GNUmakefile", "makefile", "Makefile"),
     "gmake": ("GNUmakefile", "makefile", "Makefile"),
     "just": ("justfile", "Justfile", ".justfile"),
-    "npm": ("package.json",),
-    "yarn": ("package.json",),
-    "pnpm": ("package.json",),
+    # and their own configuration, which can name code to run (`.npmrc`'s node-options, `.yarnrc.yml`'s yarnPath)
+    "npm": ("package.json", ".npmrc"),
+    "npx": (".npmrc",),
+    "yarn": ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"),
+    "pnpm": ("package.json", ".npmrc", "pnpm-workspace.yaml"),
+    "bun": ("package.json", ".npmrc", "bunfig.toml"),
     "rake": ("Rakefile", "rakefile"),
 }
 # How a shell script names its own folder: read as that folder (what the shell would make of it), through a
