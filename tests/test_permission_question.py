@@ -323,6 +323,10 @@ def test_a_huge_command_is_shown_capped_and_says_how_much_is_left_out(found: Wor
         ("python3 -m pytest -q", [("Bash(python3 -m pytest *)",), ("Bash(python3 -m pytest *)",)]),
         ("node scripts/x.js", [("Bash(node scripts/x.js *)",), ("Bash(node scripts/x.js *)",)]),
         ("node -r ./hook.js x.js", [("Bash(node -r ./hook.js x.js)",), ("Bash(node -r ./hook.js x.js)",)]),
+        # attack round 6: a program that runs what it is given is saved exactly (`Bash(flock *)` ran anything)
+        ("flock lockfile touch a", [("Bash(flock lockfile touch a)",), ("Bash(flock lockfile touch a)",)]),
+        ("watch -n 1 make", [("Bash(watch -n 1 make)",), ("Bash(watch -n 1 make)",)]),
+        ("ionice -c3 make", [("Bash(ionice -c3 make)",), ("Bash(ionice -c3 make)",)]),
     ],
 )
 def test_an_always_rule_allows_no_more_than_the_question_was_about(
