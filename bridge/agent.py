@@ -4,6 +4,7 @@ supervisor). Front ends create sessions here; nothing here knows a transport."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -27,7 +28,7 @@ from bridge.replay import replay_turns
 from bridge.session import Frontend, Session, new_session_id
 from bridge.session_setup import SessionSetup
 from bridge.tools.base import AnyTool, Services
-from bridge.transcript import StoredSession, Transcript, list_sessions, transcript_path, turns_of
+from bridge.transcript import HeldElsewhere, StoredSession, Transcript, list_sessions, transcript_path, turns_of
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
@@ -44,6 +45,17 @@ class UnknownSession(LookupError):
     def __init__(self, session_id: str) -> None:
         super().__init__(
             f"Unknown sessionId {session_id!r}: no such session in this process. Create one with session/new."
+        )
+
+
+class SessionElsewhere(UnknownSession):
+    """A stored session another agent-bridge process has open: one process writes a session at a time."""
+
+    def __init__(self, session_id: str) -> None:
+        LookupError.__init__(
+            self,
+            f"Session {session_id!r} is open in another agent-bridge process (an editor window or a terminal): "
+            "close it there, or fork it, to go on with it here.",
         )
 
 
@@ -103,6 +115,8 @@ class Agent:
         """`directories`: more workspace roots for this session alone (ACP's `additionalDirectories`)."""
         sid = session_id or new_session_id()
         transcript = Transcript.create(self.config.data_dir, sid, cwd)
+        with contextlib.suppress(HeldElsewhere, OSError):  # new: no one else can have it
+            transcript.claim()
         return self._open(sid, cwd, frontend, transcript, [], directories)
 
     def load_session(
@@ -120,10 +134,17 @@ class Agent:
             raise UnknownSession(session_id) from None
         if not stored:
             raise UnknownSession(session_id)
+        transcript = Transcript(path)
+        try:
+            transcript.claim()  # before reading it: what is read is what no one else appends to meanwhile
+        except HeldElsewhere:
+            raise SessionElsewhere(session_id) from None
+        except OSError:
+            raise UnknownSession(session_id) from None
         loaded = load_transcript(path)
         for problem in loaded.problems:
             log.warning("%s", problem)
-        session = self._open(session_id, loaded.cwd, frontend, Transcript(path), loaded.messages, directories)
+        session = self._open(session_id, loaded.cwd, frontend, transcript, loaded.messages, directories)
         session.conversation.cost_usd, session.conversation.usage_total = loaded.cost_usd, loaded.usage_total
         return session, loaded.problems
 
@@ -299,7 +320,15 @@ class Agent:
             raise UnknownSession(session_id) from None
         if not stored:
             raise UnknownSession(session_id)
-        path.unlink()
+        held = Transcript(path)
+        try:
+            held.claim()  # not from under another process that has it open
+        except HeldElsewhere:
+            raise SessionElsewhere(session_id) from None
+        try:
+            path.unlink()
+        finally:
+            held.close()
         shutil.rmtree(self.config.data_dir / "sessions" / session_id, ignore_errors=True)
 
     def stored_sessions(self, cwd: Path | None = None) -> list[StoredSession]:

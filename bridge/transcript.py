@@ -40,10 +40,37 @@ def transcript_path(data_dir: Path, session_id: str) -> Path:
     return sessions_dir(data_dir) / f"{session_id}.jsonl"
 
 
+class HeldElsewhere(Exception):
+    """The session's transcript is another process's to write (it has the session open)."""
+
+
 class Transcript:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: IO[str] | None = None
+        self._claim: int | None = None
+
+    def claim(self) -> None:
+        """This process becomes the session's one writer, until `close`: an exclusive lock on the transcript (the
+        kernel drops it when the process dies). Raises HeldElsewhere when another process has it: two writers
+        interleave their turns, and a later load merges their replies and drops a result as an orphan. Where
+        there are no such locks (Windows), nothing is claimed."""
+        try:
+            import fcntl
+        except ImportError:
+            return
+        if self._claim is not None:
+            return
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise HeldElsewhere(str(self.path)) from None
+        except OSError:  # a filesystem without locks: no claim, as on Windows
+            os.close(fd)
+            return
+        self._claim = fd
 
     @classmethod
     def create(cls, data_dir: Path, session_id: str, cwd: Path) -> Transcript:
@@ -113,7 +140,11 @@ class Transcript:
             log.error("cannot write transcript %s: %s", self.path, error)
 
     def close(self) -> None:
-        """Flushed and synced to disk, then closed (the process may end without more ado right after)."""
+        """Flushed and synced to disk, then closed (the process may end without more ado right after); the claim
+        goes with it."""
+        claim, self._claim = self._claim, None
+        if claim is not None:
+            os.close(claim)
         if self._file is not None:
             try:
                 self._file.flush()

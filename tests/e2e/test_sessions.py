@@ -7,6 +7,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bridge.messages import MARKER, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
 from tests.e2e.harness import poll, running_editor, text_response, tool_response
@@ -166,3 +168,24 @@ async def test_a_loaded_session_replays_each_turn_with_how_it_ended_and_its_usag
         assert diff["_meta"] == {"partial": True, "line": 2}
         # the new turn is live and ends as usual (the answer to its prompt, nothing replayed after it)
         assert replayed[-1]["sessionUpdate"] == "usage_update" and "turnEnd" not in replayed[-1].get("_meta", {})
+
+
+async def test_a_session_open_in_another_process_is_not_opened_twice(workspace: Path, data_dir: Path) -> None:
+    """Attack round 6: a second bridge loaded a session another was running, both appended to its transcript, and a
+    third load sent one reply merged from both turns (a real result dropped as an orphan). One process writes a
+    session: another's load, resume or delete says where it is open; once closed there (or that process gone), it
+    opens."""
+    async with running_editor({"responses": [text_response("from A")]}, workspace, data_dir) as first:
+        sid = await first.new_session()
+        assert await first.prompt(sid, "in A") == {"stopReason": "end_turn"}
+        async with running_editor({"responses": [text_response("from B")]}, workspace, data_dir) as second:
+            for method in ("session/load", "session/resume"):
+                with pytest.raises(Exception, match="open in another"):
+                    await second.request(method, {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
+            with pytest.raises(Exception, match="open in another"):
+                await second.request("session/delete", {"sessionId": sid})
+            await first.request("session/close", {"sessionId": sid})
+            await second.request("session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
+            assert await second.prompt(sid, "in B") == {"stopReason": "end_turn"}
+            texts = [b.get("text") for m in second.last_request_messages() for b in m["content"]]
+            assert texts == ["in A", "from A", "in B"]
