@@ -38,6 +38,7 @@ class Turns:
         self._abort: Abort | None = None
         self._start_lock = asyncio.Lock()
         self._for_turn: list[Callable[[], None]] = []
+        self._cancels = 0  # cancels so far: a prompt that waited through one does not start
 
     @property
     def busy(self) -> bool:
@@ -47,12 +48,17 @@ class Turns:
         """Run a turn for `blocks`. A turn already running is interrupted first: its `block` tools finish and
         keep their real results, then this turn sees everything. `told`: given this turn's id as it starts (an
         editor names the prompt by it later: a rewind, a fork)."""
+        cancels = self._cancels
         async with self._start_lock:
             previous = self._turn
             if previous is not None and not previous.done():
                 assert self._abort is not None
                 self._abort.abort(AbortReason.INTERRUPT)
                 await asyncio.wait([previous])
+            if self._cancels != cancels:
+                # cancelled while it waited for the turn it interrupts: a cancel is for all the session has under
+                # way, this prompt too (it never started: no request, nothing in the history)
+                return "cancelled"
             abort = Abort()
             turn_id = new_turn_id()
             if told is not None:
@@ -69,7 +75,9 @@ class Turns:
             raise
 
     def cancel(self, *, force: bool = False) -> bool:
-        """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once."""
+        """`ctrl-c`; a second cancel while the first is still unwinding (or `force`) kills at once. A prompt
+        waiting to interrupt the running turn is cancelled with it."""
+        self._cancels += 1
         if self._abort is None or not self.busy:
             return False
         already = self._abort.aborted and self._abort.reason is not AbortReason.INTERRUPT

@@ -200,3 +200,25 @@ async def test_a_cancel_right_after_allow_stops_the_command_before_its_next_step
             await poll(lambda mark=mark: not marked_pids(mark), timeout=5, what="the command's processes to end")  # type: ignore[misc]
             written = (workspace / f"f{i}.txt").read_text() if (workspace / f"f{i}.txt").exists() else ""
             assert "end" not in written, f"cancelled {delay * 1000:.0f} ms after the answer, the command ran on"
+
+
+async def test_a_cancel_also_ends_a_prompt_waiting_to_interrupt(workspace: Path, data_dir: Path) -> None:
+    """Attack round 6: a command runs, a second prompt waits to interrupt it, then a cancel: the first prompt was
+    cancelled and the waiting one ran to its end anyway. A cancel is for everything the session has under way:
+    the waiting prompt ends `cancelled` too, without a request, and leaves nothing in the history."""
+    command = "echo waiting; sleep 30"
+    scenario = {"responses": [tool_response(("Bash", {"command": command})), text_response("after")]}
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        first = editor.start_prompt(sid, "start the job")
+        await editor.wait_for_output(sid, "waiting")
+        second = editor.start_prompt(sid, "also do this")
+        await editor.request("session/set_mode", {"sessionId": sid, "modeId": "default"})  # it is waiting by now
+        editor.cancel(sid)
+        assert await asyncio.wait_for(first, 10) == {"stopReason": "cancelled"}
+        assert await asyncio.wait_for(second, 10) == {"stopReason": "cancelled"}
+        assert len(editor.model.requests) == 1
+        assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
+        messages = editor.last_request_messages()
+        assert history_errors(messages) == []
+        assert "also do this" not in str(messages)
