@@ -358,8 +358,14 @@ class Lexer:
                 # before it looks for the delimiter or a substitution (`EO\⏎F` ends it, `$\⏎(…)` runs)
                 while doc.expands and _continues(line) and self.pos < self.n:
                     line = line[:-1] + self._heredoc_line()
-                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
+                # `<<-`: bash matches the line as it is, then with its leading tabs stripped
+                if line == doc.delimiter or (doc.strip_tabs and line.lstrip("\t") == doc.delimiter):
                     break
+                stripped = line.lstrip("\t") if doc.strip_tabs else line
+                rest = stripped[len(doc.delimiter) :] if stripped.startswith(doc.delimiter) else ""
+                if self.substituted and rest.lstrip(" \t").startswith(")"):
+                    # inside `$(…)` bash ends the document at `EOF)`, and runs the rest of that line
+                    raise ShellSyntaxError("has a here-document in a substitution that ends on its closing line")
                 if doc.expands and ("`" in line or "$(" in line or "${" in line or "$[" in line):
                     raise ShellSyntaxError("has a here-document that expands `$(…)`, `${…}` or backticks")
                 if doc.expands and "$" in line:

@@ -295,7 +295,11 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
     if command_string:
         if i >= len(words):
             return Unknown(f"`{name} -c` without a command string")
-        builder.nested_string(words[i].value if words[i].static else None, part, depth, f"the string `{name} -c` runs")
+        text = words[i].value if words[i].static else None
+        other = _not_bash(name, text) if text is not None else None
+        if other is not None:  # read with bash's grammar it could hide what that shell runs: deny rules match it
+            part.opaque = part.opaque or other
+        builder.nested_string(text, part, depth, f"the string `{name} -c` runs")
         return None
     if i >= len(words) or from_input:
         return Unknown(f"`{name}` runs its standard input as a script, which the checker can't see")
@@ -338,7 +342,10 @@ def _watch(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
     if any(w.static and w.value in ("-x", "--exec") for w in words[1:at]):
         return rest, False
     static = all(w.static for w in rest)
-    builder.nested_string(" ".join(w.value for w in rest) if static else None, part, depth, "the command watch runs")
+    text = " ".join(w.value for w in rest) if static else None
+    if text is not None and (other := _not_bash("sh", text)) is not None:  # watch runs it with `sh -c`
+        part.opaque = part.opaque or other
+    builder.nested_string(text, part, depth, "the command watch runs")
     return None
 
 
@@ -355,9 +362,10 @@ def _flock(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
         return at
     for i, w in enumerate(words[1:], 1):
         if w.static and w.value in ("-c", "--command") and i + 1 < len(words):
-            builder.nested_string(
-                words[i + 1].value if words[i + 1].static else None, part, depth, "the command flock runs"
-            )
+            text = words[i + 1].value if words[i + 1].static else None
+            if text is not None and (other := _not_bash("sh", text)) is not None:  # flock runs it with $SHELL -c
+                part.opaque = part.opaque or other
+            builder.nested_string(text, part, depth, "the command flock runs")
             return None
     return _after(words, at + 1, safe=False)  # the lock file
 
@@ -466,3 +474,19 @@ RUNNERS: dict[str, Step] = {
         )
     },
 }
+
+
+_OWN_GRAMMAR = frozenset({"zsh", "fish", "csh", "tcsh"})
+_BASH_ONLY = ("&>", "$'", '$"', "|&", "<<<")
+
+
+def _not_bash(shell: str, text: str) -> str | None:
+    """Why the string another shell runs can't be read as bash reads it: a shell with a grammar of its own (zsh's
+    glob qualifiers run code, fish's `(…)` substitutes), or bash's own forms that a POSIX shell (dash is `sh` on
+    Debian) reads otherwise (`echo &>f rm x` runs `rm x` there)."""
+    if shell in ("bash", "rbash"):
+        return None
+    if shell in _OWN_GRAMMAR:
+        return f"`{shell}` reads its string with a grammar of its own"
+    found = next((form for form in _BASH_ONLY if form in text), None)
+    return f"`{shell}` is not bash: it reads `{found}` in its string otherwise" if found is not None else None

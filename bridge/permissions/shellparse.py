@@ -39,11 +39,17 @@ class Parser(Lexer):
         """The commands of `$(…)` / `<(…)` / `>(…)`, read from here up to the matching `)`."""
         self._enter()
         saved, expanded = self.substituted, self.expanded
+        # bash keeps here-documents apart inside a substitution: a newline in it reads only its own documents
+        # (the outer line's wait for the outer line's end), as its lines are commands
+        outer_docs, self.heredocs = self.heredocs, []
         self.substituted, self.expanded = True, []
         self._list(stop_ops={closer}, stop_words=frozenset())
         token = self.take()
         if token.kind != "op" or token.op != closer:
             raise ShellSyntaxError(f"has an unterminated substitution (expected `{closer}`)")
+        if self.heredocs:  # bash reads its text after the line, before the outer line's documents
+            raise ShellSyntaxError("has a here-document in a substitution whose text comes after the line")
+        self.heredocs = outer_docs
         self.substituted, self.expanded = saved, expanded
         self.depth -= 1
 

@@ -501,8 +501,23 @@ HIDDEN = [
     "cat <<E\\\nOF\n$(rm canary)\nEOF",
     "cat <<E\\\nOF\n`rm canary`\nEOF",
     'echo "`echo \\"\'\\" ; rm canary; echo \\"\'\\"`"',
+    # the second round on the fixes: a here-document pending on a line that goes on inside `$(…)` (bash reads the
+    # substitution's lines as commands), one inside `$(…)` whose body follows the line (read before the outer
+    # one's), one inside `$(…)` that ends at `A)` (the rest of that line runs), and `<<-` with a delimiter that
+    # starts with a tab (bash matches the line before it strips tabs)
+    "echo <<true $(echo hi\nrm canary\ntrue\n)\ntrue\n",
+    "echo <<'A' $(cat <<B)\n$(rm canary)\nA\nx\nB\n",
+    "echo $(cat <<'A'\nx\nA); rm canary\nA\n)",
+    "echo $(cat <<A\nx\nA); rm canary\nA\n)",
+    "cat <<-'\tEOF'\nbody\n\tEOF\nrm canary\n",
 ]
-DODGES += CODE_STRINGS + HIDDEN
+# `sh` here is dash, which reads `&>` as `&` then `>`, and has no `$'…'`: read with bash's grammar, the string hid
+# what dash runs
+NOT_BASH = [
+    "sh -c 'echo &>/dev/null rm canary'",
+    "sh -c \"echo \\$'\\\\' ; rm canary ; echo '\\\\'\"",
+]
+DODGES += CODE_STRINGS + HIDDEN + NOT_BASH
 DENY_DODGES = _many("deny-dodge", "canary", DODGES)
 DENY_DODGES += _many("deny-dodge", "canary", ["ruby -e 'File.delete(\"canary\")'"], needs=("ruby",))
 DENY_DODGES += _many("deny-dodge", "canary", ["unbuffer rm canary"], needs=("unbuffer",))
