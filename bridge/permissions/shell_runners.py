@@ -295,11 +295,11 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
     if command_string:
         if i >= len(words):
             return Unknown(f"`{name} -c` without a command string")
-        text = words[i].value if words[i].static else None
-        other = _not_bash(name, text) if text is not None else None
+        string = words[i].value if words[i].static else None
+        other = _not_bash(name, string) if string is not None else None
         if other is not None:  # read with bash's grammar it could hide what that shell runs: deny rules match it
             part.opaque = part.opaque or other
-        builder.nested_string(text, part, depth, f"the string `{name} -c` runs")
+        builder.nested_string(string, part, depth, f"the string `{name} -c` runs")
         return None
     if i >= len(words) or from_input:
         return Unknown(f"`{name}` runs its standard input as a script, which the checker can't see")
