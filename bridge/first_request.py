@@ -30,7 +30,7 @@ import platformdirs
 
 from bridge.jsonfile import read_text
 from bridge.memory import memory_section
-from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints
+from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints, within_limits
 from bridge.model.types import ModelRequest
 from bridge.prompt import system_prompt
 
@@ -180,7 +180,7 @@ def predict(
     tools = [*schemas[:-1], {**schemas[-1], "cache_control": EPHEMERAL}]
     system = system_prompt(cwd, memory=memory_section(cwd))
     system = [*system[:-1], {**system[-1], "cache_control": EPHEMERAL}] if system else []
-    messages = with_cache_breakpoints(repair_pairing([user_message([{"type": "text", "text": text}])]))
+    messages = with_cache_breakpoints(within_limits(repair_pairing([user_message([{"type": "text", "text": text}])])))
     request = ModelRequest(
         model=settings["model"], system=system, tools=tools, messages=messages, max_tokens=settings["max_tokens"]
     )

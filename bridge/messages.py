@@ -144,6 +144,45 @@ def _repair_once(history: list[Message]) -> list[Message]:
     return repaired
 
 
+MAX_REQUEST_IMAGES = 100  # the API's limit on images in one request, the whole history's
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_media_type(head: bytes) -> str | None:
+    """The type an image's first bytes say (PNG, JPEG, GIF, WebP: what the API takes), or None."""
+    found = next((kind for magic, kind in _IMAGE_MAGIC if head.startswith(magic)), None)
+    if found is None and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        found = "image/webp"
+    return found
+
+
+def within_limits(messages: list[Message]) -> list[Message]:
+    """`messages` (a repaired copy, changed in place) as the API takes them however long the session: past 100
+    images in the whole history the oldest become a note (each prompt may bring 100, a Read or a tool result
+    more: refused, every later request would be too), and a blank text block beside other content in a tool
+    result (an MCP server's) is dropped, or made a note when it is all there is."""
+    images: list[tuple[list[Block], int]] = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for index, block in enumerate(content):
+            if block.get("type") == "image":
+                images.append((content, index))
+            elif block.get("type") == "tool_result" and isinstance(block.get("content"), list):
+                inner = [b for b in block["content"] if not _is_empty(b)]
+                block["content"] = inner or [text_block("(no output)")]
+                images += [(block["content"], i) for i, b in enumerate(inner) if b.get("type") == "image"]
+    for content, index in images[: max(0, len(images) - MAX_REQUEST_IMAGES)]:
+        content[index] = text_block("[an earlier image, left out: a request carries at most 100 images]")
+    return messages
+
+
 EPHEMERAL = {"type": "ephemeral"}
 
 

@@ -120,3 +120,18 @@ def test_answers_are_checked_and_converted_against_the_schema() -> None:
     assert form_content(SCHEMA, {"colour": "red", "count": "many"})[1] == "count: 'many' is not an integer"
     assert form_content(SCHEMA, {"colour": "red", "tags": ["a", 1]})[1] == "tags: must be a list of strings"
     assert form_content(SCHEMA, {"colour": "blue"}) == ({"colour": "blue", "sure": False}, None)
+
+
+def test_an_image_whose_data_is_not_the_type_it_says_becomes_a_note_and_a_misnamed_one_its_real_type() -> None:
+    """Attack round 7: an MCP server's `image/png` that is text was sent as a PNG, which the API refuses (and then
+    every later request of the session, the result being in the history)."""
+    text = base64.b64encode(b"hello, not an image at all").decode()
+    [fake, misnamed] = blocks_of(
+        [
+            {"type": "image", "data": text, "mimeType": "image/png"},
+            {"type": "image", "data": PNG, "mimeType": "image/gif"},
+        ],
+        "srv",
+    )
+    assert fake["type"] == "text" and "not a PNG, JPEG, GIF or WebP" in fake["text"]
+    assert misnamed["source"]["media_type"] == "image/png"

@@ -144,3 +144,42 @@ def test_repair_pairing_answers_what_the_oracle_rejects() -> None:
         if repaired and repaired[-1]["role"] == "assistant":
             repaired.append(user(text("next")))
         assert not repaired or history_errors(repaired) == [], name
+
+
+PNG_DATA = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+
+
+def test_a_long_history_stays_within_the_apis_limits() -> None:
+    """Attack round 7: 100 images in a prompt (the door's limit), then a Read of one more: the next request had
+    101 and was refused, and so was every request after. An MCP result with an empty or blank text block beside
+    an image was refused the same way. What goes out keeps the 100 latest images and drops the blank blocks."""
+    from bridge.messages import within_limits
+
+    image: dict[str, Any] = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_DATA}}
+    use: dict[str, Any] = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "x.png"}}
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, *[dict(image) for _ in range(100)]]},
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": ""}, {"type": "text", "text": "  "}, dict(image)],
+                }
+            ],
+        },
+    ]
+    assert any("101 > 100" in e or "images" in e for e in history_errors(repair_pairing(history)))
+    assert history_errors(repair_pairing(history)) != []
+    sent = within_limits(repair_pairing(history))
+    assert history_errors(sent) == []
+    result = sent[2]["content"][0]["content"]
+    assert [b["type"] for b in result] == ["image"], "the blank text blocks are gone, the latest image kept"
+    assert sent[0]["content"][1]["type"] == "text" and sent[0]["content"][2]["type"] == "image"
+    blank_only: list[dict[str, Any]] = [dict(history[0], content=[{"type": "text", "text": "go"}]), history[1]]
+    blank_only.append(
+        {"role": "user", "content": [dict(history[2]["content"][0], content=[{"type": "text", "text": ""}])]}
+    )
+    assert history_errors(within_limits(repair_pairing(blank_only))) == []

@@ -32,6 +32,7 @@ from bridge.messages import (
     tool_uses,
     user_message,
     with_cache_breakpoints,
+    within_limits,
 )
 from bridge.model.pricing import CONTEXT_WINDOW, cost_usd
 from bridge.model.types import (
@@ -159,7 +160,11 @@ async def run_turn(
     extra: list[Block] = []
     if settings.prompt_hook is not None:
         text = "\n".join(str(b.get("text", "")) for b in prompt if b.get("type") == "text")
-        submitted = await tools.hooks.run(settings.prompt_hook, {"prompt": text})
+        submitted = HookOutcome()
+        with cancel_on_abort(abort):  # a cancel stops the hook (its processes killed) and the turn
+            submitted = await tools.hooks.run(settings.prompt_hook, {"prompt": text})
+        if abort.aborted:
+            return "cancelled"  # the prompt never joined the history: nothing to mark
         _report_hook_errors(submitted, settings.prompt_hook, emit)
         if submitted.blocked:  # the prompt never reaches the model (nor the history)
             emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
@@ -179,7 +184,7 @@ async def run_turn(
         ):
             _answer(conversation, [], abort)
             return "cancelled"
-        messages = repair_pairing(conversation.messages)
+        messages = within_limits(repair_pairing(conversation.messages))
         fields = dict(settings.extra)
         if "thinking" in fields and not thinking_fits(messages):
             fields.pop("thinking")
@@ -225,7 +230,11 @@ async def run_turn(
         if abort.aborted:
             return "cancelled"
         if not results:
-            outcome = await tools.hooks.run(settings.stop_hook, {"stop_hook_active": stop_hook_active})
+            outcome = HookOutcome()
+            with cancel_on_abort(abort):
+                outcome = await tools.hooks.run(settings.stop_hook, {"stop_hook_active": stop_hook_active})
+            if abort.aborted:
+                return "cancelled"
             _report_hook_errors(outcome, settings.stop_hook, emit)
             if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
                 stop_hook_active = True  # the hook wants more work: once, with its reason as the next message

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bridge.messages import image_media_type
 from bridge.tools.base import ToolResult
 
 API_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -80,7 +81,10 @@ def image_block(data: Any, mime: str) -> dict[str, Any]:
         return _text(f"[{mime} image omitted ({len(raw):,} bytes): the model takes only jpeg, png, gif and webp]")
     if len(data) > MAX_IMAGE_BYTES:
         return _text(f"[{mime} image omitted ({len(raw):,} bytes): over the model's 5 MB limit for an image]")
-    return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+    sniffed = image_media_type(raw[:16])
+    if sniffed is None:  # the API refuses data that is not the image it says it is
+        return _text(f"[{mime} image omitted ({len(raw):,} bytes): its data is not a PNG, JPEG, GIF or WebP image]")
+    return {"type": "image", "source": {"type": "base64", "media_type": sniffed, "data": data}}
 
 
 def link_text(item: dict[str, Any], server: str) -> str:

@@ -63,6 +63,10 @@ def status_failure(status: int, detail: str, *, model: str, attempts: int, retry
         )
     if status == 400:
         return ModelError(f"The API rejected the request (400): {detail}", kind="invalid_request", status=status)
+    if status == 413:  # the request itself is too large: sending it again can't help, what made it so must go
+        return ModelError(
+            f"The API refused the request as too large (413): {detail}", kind="invalid_request", status=status
+        )
     return ModelError(
         f"The API failed ({status}) after {attempts} attempts: {detail}. Try again shortly.", kind="api", status=status
     )

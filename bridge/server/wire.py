@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bridge.commands import Command
 from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, TextContent
 from bridge.loop import events as ev
-from bridge.messages import Block
+from bridge.messages import Block, image_media_type
 from bridge.transcript import StoredSession
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
@@ -117,12 +117,6 @@ def parse(model: type[WireModel], params: Any) -> Any:
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")  # what the Messages API takes
 MAX_IMAGE_DATA = 5 * 1024 * 1024  # the API's limit on one image's base64 data (5 MB)
 MAX_IMAGES = 100  # the API's limit on images in one request
-_IMAGE_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
 
 
 def prompt_blocks(prompt: list[dict[str, Any]]) -> list[Block]:
@@ -186,9 +180,7 @@ def _image(item: dict[str, Any], where: str, count: int) -> Block:
         base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise ValueError(f"{where}.data: the image's data is not valid base64") from None
-    sniffed = next((kind for magic, kind in _IMAGE_MAGIC if head.startswith(magic)), None)
-    if sniffed is None and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        sniffed = "image/webp"
+    sniffed = image_media_type(head)
     if sniffed is None:
         raise ValueError(f"{where}.data: the data is not a PNG, JPEG, GIF or WebP image")
     return {"type": "image", "source": {"type": "base64", "media_type": sniffed, "data": data}}

@@ -36,15 +36,27 @@ def transcript_of(data_dir: Path, sid: str) -> Path:
     return path
 
 
-async def test_a_prompt_the_api_refuses_is_not_kept(workspace: Path, data_dir: Path) -> None:
-    """A 400 on the turn's first request: the prompt leaves the history (memory and transcript), the error says
-    so, and the next prompt is answered without it."""
-    scenario = {"responses": [REFUSED, text_response("fine"), text_response("still fine")]}
+TOO_LARGE = {
+    "fault": {
+        "type": "status",
+        "status": 413,
+        "error_type": "request_too_large",
+        "message": "Request exceeds the maximum allowed number of bytes.",
+        "times": 1,
+    }
+}
+
+
+@pytest.mark.parametrize("refusal", [REFUSED, TOO_LARGE], ids=["400", "413"])
+async def test_a_prompt_the_api_refuses_is_not_kept(workspace: Path, data_dir: Path, refusal: dict[str, Any]) -> None:
+    """A 400 (or a 413: too large) on the turn's first request: the prompt leaves the history (memory and
+    transcript), the error says so, and the next prompt is answered without it."""
+    scenario = {"responses": [refusal, text_response("fine"), text_response("still fine")]}
     async with running_editor(scenario, workspace, data_dir) as editor:
         sid = await editor.new_session()
         with pytest.raises(Exception) as caught:
             await editor.prompt(sid, "the refused prompt")
-        assert "prompt is too long" in str(caught.value) and "not kept" in str(caught.value)
+        assert refusal["fault"]["message"] in str(caught.value) and "not kept" in str(caught.value)
         assert await editor.prompt(sid, "the next one") == {"stopReason": "end_turn"}
         sent = texts(editor.last_request_messages())
         assert "the next one" in sent and "the refused prompt" not in sent
