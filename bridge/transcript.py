@@ -134,7 +134,13 @@ class Transcript:
             if self._file is None:
                 # errors="replace": a lone surrogate must not leave the history in memory and on disk apart
                 self._file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept open
-            self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+            if not line.isascii():
+                try:
+                    line.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate (a folder name not in UTF-8): escaped, read back as is
+                    line = json.dumps(record, separators=(",", ":"))
+            self._file.write(line + "\n")
             self._file.flush()  # to the OS: survives the process being killed
         except OSError as error:  # a full disk must not end the turn
             log.error("cannot write transcript %s: %s", self.path, error)

@@ -73,3 +73,16 @@ def test_a_forks_copy_of_a_running_turn_is_dropped_by_its_rewind(tmp_path: Path)
     transcript.close()
     loaded = load(transcript.path)
     assert loaded.messages == [_user("one"), _assistant("1")] and [t.id for t in loaded.turns] == ["t1"]
+
+
+def test_a_folder_whose_name_is_not_utf8_keeps_its_name_in_the_transcript(tmp_path: Path) -> None:
+    """Attack round 7: a session in `proj\\udcff` (the byte 0xff, as Python names it) was stored as `proj?`: it left
+    `session/list` for its folder, and a load reopened it in a folder that does not exist."""
+    from bridge.transcript import Transcript, list_sessions
+    from bridge.transcript import load as load_transcript
+
+    cwd = tmp_path / "proj\udcff"
+    transcript = Transcript.create(tmp_path / "data", "sess_x", cwd)
+    transcript.close()
+    assert load_transcript(transcript.path).cwd == cwd
+    assert [s.session_id for s in list_sessions(tmp_path / "data", cwd)] == ["sess_x"]
