@@ -1,9 +1,11 @@
-"""What the bridge logs never carries its credentials: its stderr may be saved, shared or shown by an editor that
-does not redact (at DEBUG, pygls logs every message in full, `initialize`'s `apiKey` among them).
+"""What the bridge logs never carries a credential: its stderr may be saved, shared or shown by an editor that does
+not redact (at DEBUG, pygls logs every message in full, `initialize`'s `apiKey` among them; an MCP server may print
+its token to the stderr whose tail an error quotes).
 
-A filter on the stderr handler rewrites a record whose text holds a credential: the values of the bridge's own
-credential variables, anything shaped like an Anthropic key (`sk-ant-…`), and the value of a field named like
-one (`apiKey`, `api_key`, `authToken`, `Authorization`, `x-api-key`) in the dict or JSON text a library logged.
+A filter on the stderr handler rewrites a record whose text (or traceback) holds a credential: the values of the
+bridge's own credential variables (as written, and as a repr or bytes literal escapes them), anything shaped like
+a well-known token (`sk-ant-…`, `ghp_…`, `xoxb-…`, `AKIA…`), the value of a field named like one (`apiKey`,
+`Authorization`, `x-api-key`) and of `NAME=value` where NAME looks secret (`GITHUB_TOKEN=…`).
 """
 
 from __future__ import annotations
@@ -13,21 +15,32 @@ import os
 import re
 from collections.abc import Iterable
 
-_KEY_SHAPE = re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}")
+from bridge.secrets import looks_secret
+
+_TOKEN_SHAPES = re.compile(
+    r"sk-ant-[A-Za-z0-9_\-]{6,}|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{20,}"
+    r"|npm_[A-Za-z0-9]{30,}"
+)
 _FIELD = re.compile(
     r"""(?P<name>['"]?(?:api[_-]?key|auth[_-]?token|authorization|x-api-key|access[_-]?token)['"]?\s*[:=]\s*)"""
-    r"""(?P<quote>['"]?)(?P<value>(?:Bearer\s+)?[^'"\s,}]+)""",
+    r"""(?P<quote>\[?\s*['"]?)(?P<value>(?:Bearer\s+)?[^'"\s,}\]]+)""",
     re.IGNORECASE,
 )
+_ASSIGNMENT = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"|;,]+)")
 SHOWN = "[redacted]"
 
 
 class Redacting(logging.Filter):
-    """Rewrites the record's message (made once, arguments folded in) where it holds a credential."""
+    """Rewrites the record's message (made once, arguments folded in) and its traceback where they hold one."""
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         super().__init__()
-        self.values = sorted({v for v in values if len(v) >= 8}, key=len, reverse=True)
+        forms: set[str] = set()
+        for value in values:
+            if len(value) >= 8:  # as written, and as `repr`, `unicode_escape` and a bytes literal show it
+                forms |= {value, repr(value)[1:-1], value.encode("unicode_escape").decode(), str(value.encode())[2:-1]}
+        self.values = sorted(forms, key=len, reverse=True)
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -37,14 +50,21 @@ class Redacting(logging.Filter):
         cleaned = redact(message, self.values)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info), self.values)
+        elif record.exc_text:
+            record.exc_text = redact(record.exc_text, self.values)
         return True
 
 
 def redact(text: str, values: Iterable[str] = ()) -> str:
     for value in values:
         text = text.replace(value, SHOWN)
-    text = _KEY_SHAPE.sub(SHOWN, text)
-    return _FIELD.sub(lambda m: f"{m['name']}{m['quote']}{SHOWN}" if m["value"] != SHOWN else m[0], text)
+    text = _TOKEN_SHAPES.sub(SHOWN, text)
+    text = _FIELD.sub(lambda m: f"{m['name']}{m['quote']}{SHOWN}" if m["value"] != SHOWN else m[0], text)
+    return _ASSIGNMENT.sub(
+        lambda m: f"{m['name']}={SHOWN}" if looks_secret(m["name"]) and m["value"] != SHOWN else m[0], text
+    )
 
 
 def install(credentials: Iterable[str]) -> None:

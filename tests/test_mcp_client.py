@@ -699,3 +699,20 @@ async def test_an_approved_folders_server_is_not_restarted_on_a_script_pulled_si
     finally:
         await handle.release()
         await manager.close()
+
+
+async def test_a_servers_secret_in_its_stderr_is_not_quoted_in_the_error(tmp_path: Path) -> None:
+    """Attack round 7: a server given `GITHUB_TOKEN` printed it and exited; the error quoting its stderr's tail
+    carried the token in full, to the log and to the editor. What its env gives it as a secret is redacted."""
+    editor = Editor()
+    manager = McpManager(tmp_path / "data", McpSettings(maxRestarts=0))
+    spec = server("fx", tmp_path / "log", env={"FIXTURE_TOKEN": "plain-secret-value-123456"})
+    handle = manager.open(tmp_path, [spec], editor.host(), files=files_for(tmp_path))
+    try:
+        tools = await ready(handle)
+        with pytest.raises(ToolError) as caught:
+            await call(tools, "mcp__fx__crash", {}, context(tmp_path))
+        assert "crashing on purpose" in str(caught.value) and "[redacted]" in str(caught.value)
+        assert "plain-secret-value-123456" not in str(caught.value)
+    finally:
+        await handle.release()

@@ -34,11 +34,13 @@ import anyio
 
 from bridge.environment import without_relative
 from bridge.execution.linux import pdeathsig_prefix
+from bridge.log_redaction import redact
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class
 from bridge.mcp.settings import McpSettings
 from bridge.permissions.named_files import binding, bound_paths
+from bridge.secrets import looks_secret
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
@@ -530,7 +532,12 @@ class Connection:
                 await asyncio.wait_for(self._stderr_done.wait(), 1)
 
     def _tail(self) -> str:
-        return f"; its stderr ends: {' | '.join(list(self._stderr)[-3:])}" if self._stderr else ""
+        """The last lines the server printed, for an error (the log's and the editor's): with what its env gives it
+        as secrets, and anything shaped like a token, redacted (a server may print its own token)."""
+        if not self._stderr:
+            return ""
+        secrets = [value for name, value in self.spec.env if looks_secret(name)]
+        return f"; its stderr ends: {redact(' | '.join(list(self._stderr)[-3:]), secrets)}"
 
     def _changed_since_approved(self) -> str | None:
         """The files of a folder's server that changed since it was approved (binding as shown in its question),

@@ -60,3 +60,39 @@ def test_debug_logging_shows_no_key_from_the_environment_or_the_editor(tmp_path:
     for secret in (ENV_KEY, OPTION_KEY, PLAIN_KEY, "OPTIONKEY"):
         assert secret not in stderr, f"{secret} in the log"
     assert "[redacted]" in stderr
+
+
+def test_credentials_are_redacted_however_a_message_or_its_traceback_shows_them() -> None:
+    """Attack round 7: a gateway key with a stray newline reached the log as a bytes literal
+    (`b'Bearer gwkey-abc\\nSECRET…'`), a server's `GITHUB_TOKEN=ghp_…` as text, a list-valued `apiKey` in part,
+    and a traceback was never redacted at all."""
+    import logging
+
+    from bridge.log_redaction import Redacting
+
+    key = "gwkey-abc\nSECRETPART9876"
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Keep()
+    handler.addFilter(Redacting([key]))
+    log = logging.getLogger("redaction-test")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        log.warning("Illegal header value %r", f"Bearer {key}".encode())
+        log.warning("its stderr ends: GITHUB_TOKEN=%s | token ghp_%s", "ghp_" + "a" * 30, "b" * 30)
+        log.warning("params %s", {"apiKey": ["gwkey-listvalue-123"]})
+        try:
+            raise RuntimeError(f"failed with {key}")
+        except RuntimeError:
+            log.exception("boom")
+    finally:
+        log.removeHandler(handler)
+    text = "\n".join(records)
+    for secret in ("SECRETPART9876", "a" * 30, "b" * 30, "gwkey-listvalue-123"):
+        assert secret not in text, f"{secret} in {text}"
+    assert text.count("[redacted]") >= 5
