@@ -329,7 +329,13 @@ class ToolExecutor:
             raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
 
     async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
-        outcome = await self._env.hooks.run(event, payload, tool_name=tool_name)
+        """A cancel (not a new prompt) stops the hooks under way, their processes killed: a hook near its timeout
+        held the cancel that long, and its effects landed after it."""
+        outcome = HookOutcome()
+        with cancel_on_abort(self._abort.child(not_interrupt)):
+            outcome = await self._env.hooks.run(event, payload, tool_name=tool_name)
+        if self._abort.aborted and self._abort.reason is not AbortReason.INTERRUPT:
+            outcome.blocked, outcome.reason = True, outcome.reason or "the turn was cancelled"
         for error in outcome.errors:
             self._env.emit(Notice(f"{event} hook failed: {error}", level="warning"))
         return outcome

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bridge.messages import INTERRUPTED_RESULT, MARKER, MARKER_TOOL_USE
 from bridge.offline.validation import history_errors
@@ -222,3 +225,28 @@ async def test_a_cancel_also_ends_a_prompt_waiting_to_interrupt(workspace: Path,
         messages = editor.last_request_messages()
         assert history_errors(messages) == []
         assert "also do this" not in str(messages)
+
+
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "PreToolUse", "PostToolUse"])
+async def test_a_cancel_stops_a_running_hook(workspace: Path, data_dir: Path, event: str) -> None:
+    """Attack round 7: a hook `sleep 3; date > M`, cancelled a second in: the prompt answered only when the hook
+    ended, and its effect landed after the cancel. A cancel now kills the hooks under way."""
+    mark = uuid.uuid4().hex
+    started, effect = workspace / "hook-started", workspace / "hook-effect"
+    command = f"export TEST_MARK={mark}; touch {started}; sleep 5; touch {effect}"
+    config = data_dir / "config"
+    config.mkdir(parents=True, exist_ok=True)
+    hook = [{"matcher": "", "hooks": [{"type": "command", "command": command, "timeout": 30}]}]
+    (config / "settings.json").write_text(json.dumps({"hooks": {event: hook}}))
+    scenario = {"responses": [tool_response(("Read", {"file_path": str(workspace / "x.txt")})), text_response("ok")]}
+    (workspace / "x.txt").write_text("x\n")
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        turn = editor.start_prompt(sid, "read it")
+        await poll(started.exists, what="the hook running")
+        editor.cancel(sid)
+        assert await asyncio.wait_for(turn, 10) == {"stopReason": "cancelled"}
+        await poll(lambda: not marked_pids(mark), timeout=5, what="the hook's processes to end")
+        assert not effect.exists(), "the hook ran on after the cancel"
+        assert await editor.prompt(sid, "next") == {"stopReason": "end_turn"}
+        assert history_errors(editor.last_request_messages()) == []
