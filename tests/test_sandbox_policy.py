@@ -8,6 +8,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import RuleSet
 from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
@@ -61,6 +63,28 @@ def test_a_repository_holds_what_git_reads_its_settings_and_hooks_from(tmp_path:
         assert root / ".git" / name in protected
     assert root / ".git" not in protected  # the rest of it (objects, refs, index) stays writable for commits
     assert root / "tools" / "hooks" in protected and root / "tools" / "watch.sh" in protected
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "interactive.diffFilter",
+        "gpg.ssh.defaultKeyCommand",
+        "trailer.sign.command",
+        "sendemail.sendmailCmd",
+        "browser.x.cmd",
+        "guitool.x.cmd",
+    ],
+)
+def test_a_script_any_git_setting_runs_is_held(tmp_path: Path, key: str) -> None:
+    """Attack round 7: a script `interactive.diffFilter` (and the others here) names was writable: git runs it."""
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", key, "tools/run.sh"], check=True)
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR)
+    protected = [held.path for held in policy_from_engine(engine, sandbox_settings(store)).protected]
+    assert ws.resolve() / "tools" / "run.sh" in protected
 
 
 def test_each_store_gets_its_own_sandbox_settings_even_when_python_reuses_an_id(tmp_path: Path) -> None:

@@ -406,6 +406,13 @@ def test_the_scripts_claude_code_runs_from_a_folder_are_not_written_unasked(tmp_
         ".continue/config.yaml",
         "opencode.json",
         ".opencode/plugin/x.ts",
+        # attack round 7: other version control, Visual Studio, mise's other names
+        ".hg/hgrc",
+        ".jj/repo/config.toml",
+        ".vs/tasks.vs.json",
+        ".rtx.toml",
+        "mise/config.toml",
+        ".envrc.local",
     ],
 )
 def test_other_coding_agents_configuration_is_not_written_unasked(tmp_path: Path, relative: str) -> None:
@@ -463,11 +470,23 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
         ".config/direnv/direnvrc",
         ".npmrc",
         ".config/pip/pip.conf",
+        # attack round 7
+        "bin/git",
+        ".cargo/bin/cargo-x",
+        ".cargo/config.toml",
+        ".config/starship.toml",
+        ".hgrc",
+        ".psqlrc",
+        ".config/zsh/.zshrc",
+        ".local/share/nvim/site/plugin/x.lua",
+        ".jupyter/jupyter_server_config.py",
     ):
         decision = decide(engine, "Write", {"file_path": str(home / name), "content": "x"})
         assert decision.behavior == "ask" and name.split("/")[0] in decision.reason, (name, decision)
     assert home / ".bashrc" in held and home / ".ssh" in held, "the sandbox keeps them read-only"
     assert decide(engine, "Write", {"file_path": str(home / "notes.txt"), "content": "x"}).behavior == "allow"
+    for cache in (".cargo/registry/x.crate", ".m2/repository/x.jar", ".gradle/caches/x"):  # builds write these
+        assert decide(engine, "Write", {"file_path": str(home / cache), "content": "x"}).behavior == "allow", cache
     dotfiles = home / "dotfiles"
     dotfiles.mkdir()
     assert decide(engine, "Write", {"file_path": str(dotfiles / ".bashrc"), "content": "x"}).behavior == "allow"
@@ -669,3 +688,22 @@ def test_a_folder_shaped_like_a_git_directory_gets_no_config_unasked(tmp_path: P
     decision = decide(engine, "Write", {"file_path": str(pkg / second), "content": "x"})
     assert decision.behavior == "ask" and "git" in decision.reason, decision
     assert decide(engine, "Write", {"file_path": str(ws / "app" / "config"), "content": "x"}).behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "relative", [".venv/lib/python3.11/site-packages/fmtool/__init__.py", "node_modules/prettier/index.js"]
+)
+def test_installed_code_in_the_workspace_is_not_edited_unasked(tmp_path: Path, relative: str) -> None:
+    """Attack round 7: a trusted hook `fmtool .` (a tool installed in the workspace's virtualenv) ran the code the
+    model wrote into its package in site-packages, outside the sandbox. Installed code is what `pip`/`npm` write,
+    not the agent's files: an edit of it through the file tools asks (but in bypassPermissions, as memory files
+    do); commands that install stay free."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    ws.mkdir()
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
+    for mode, expected in (("acceptEdits", "ask"), ("default", "ask"), ("bypassPermissions", "allow")):
+        engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode)  # type: ignore[arg-type]
+        decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
+        assert decision.behavior == expected, (mode, decision)
+    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    assert decide(engine, "Write", {"file_path": str(ws / "src" / "site.py"), "content": "x"}).behavior == "allow"

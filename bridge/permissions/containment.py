@@ -29,6 +29,7 @@ SETTINGS_DIRS = (".git", ".agent-bridge")
 CLAUDE_SETTINGS = ("settings.json", "settings.local.json")
 ROOT_SETTINGS = (".mcp.json",)
 MEMORY_NAMES = ("CLAUDE.md", "CLAUDE.local.md", "AGENTS.md")
+_INSTALLED = ("site-packages", "dist-packages", "node_modules")
 DEFINITION_DIRS = (
     (".claude", "agents"),
     (".claude", "commands"),
@@ -168,6 +169,9 @@ class Workspace:
             for outer, inner in DEFINITION_DIRS:
                 if any(parts[i] == outer and parts[i + 1] == inner for i in range(len(parts) - 1)):
                     memory = memory or (f"{candidate} is an agent, command or skill definition", "memory")
+            if memory is None and any(name in parts[:-1] for name in _INSTALLED):
+                # a tool the hooks run imports it (`fmtool .` from the virtualenv): what pip and npm write, not ours
+                memory = (f"{candidate} is installed code (a trusted hook or tool may run it)", "memory")
             if memory is None and ".claude" in parts[:-1]:
                 # its hooks and status line scripts: Claude Code runs them, outside any sandbox
                 return f"{candidate} is inside .claude/, whose scripts Claude Code runs", "settings"

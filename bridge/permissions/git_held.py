@@ -157,7 +157,9 @@ _PROGRAM_KEYS = re.compile(
     r"^(core\.(fsmonitor|sshcommand|editor|pager|askpass|gitproxy)|sequence\.editor|gpg(\..+)?\.program"
     r"|credential(\..+)?\.helper|diff\.(.+\.)?(textconv|command)|diff\.external|filter\..+\.(clean|smudge|process)"
     r"|merge\..+\.driver|alias\..+|pager\..+|remote\..+\.(uploadpack|receivepack)|uploadpack\.packobjectshook"
-    r"|(diff|merge)tool\..+\.cmd|submodule\..+\.update)$"
+    r"|(diff|merge)tool\..+\.cmd|submodule\..+\.update|interactive\.difffilter|gpg\.ssh\.defaultkeycommand"
+    r"|trailer\..+\.(command|cmd)|sendemail\.(sendmailcmd|smtpserver|tocmd|cccmd)|browser\..+\.(cmd|path)"
+    r"|guitool\..+\.cmd|web\.browser|url\..+\.insteadof|core\.hookspath)$"
 )
 _INCLUDE_KEYS = re.compile(r"^(include|includeif\..+)\.path$")
 _config_cache: StatCache[list[tuple[str, str]] | None] = StatCache(keep_none=False)  # git may time out

@@ -128,6 +128,14 @@ RUNS_ON_OPEN: tuple[Held, ...] = (
         for name in (".gemini", ".cursor", ".codex", ".roo", ".amazonq", ".windsurf", ".continue", ".kiro", ".opencode")
     ),
     Held("opencode.json", "file", _AGENTS),
+    # other version control: their settings run hooks at every command, as git's do
+    Held(".hg", "dir", "Mercurial runs the hooks and extensions its hgrc names at every hg command"),
+    Held(".jj", "dir", "Jujutsu runs the programs its repository config names"),
+    Held(".sl", "dir", "Sapling runs the hooks its config names"),
+    Held(".vs", "dir", "Visual Studio runs the tasks and launch configurations it holds"),
+    Held("mise/config.toml", "file", _MISE),
+    Held(".rtx.toml", "file", _MISE),
+    Held(".envrc.local", "file", "direnv setups source it from .envrc when a shell enters the folder"),
     Held("opencode.jsonc", "file", _AGENTS),
 )
 """What other programs run by themselves. The engine asks for these names at any depth (a `.envrc` in a
@@ -135,6 +143,7 @@ subfolder runs too); a more specific entry comes before the directory holding it
 precise one)."""
 
 _SHELL = "the shell runs it at every login or new terminal, outside any sandbox"
+_PATH = "the programs in it are on PATH (or run by a tool from it): one named like another runs instead of it"
 _EDITOR = "an editor or terminal tool runs what it names (its startup files, extensions) when it starts"
 _TOOL = "a tool reads it at every run and runs what it names (a credential process, an exec plugin, a script)"
 _CONFIG = "it holds the bridge's settings, skills, commands and agents: what every later session loads and allows"
@@ -165,7 +174,21 @@ RUNS_AT_LOGIN: tuple[Held, ...] = (
     *(Held(name, "dir", _EDITOR) for name in (".config/Code", ".config/Cursor", ".config/zed", ".ipython")),
     *(Held(name, "file", _TOOL) for name in (".aws/config", ".kube/config", ".docker/config.json", ".npmrc")),
     *(Held(name, "file", _TOOL) for name in (".yarnrc", ".yarnrc.yml", ".condarc", ".Rprofile", ".irbrc")),
-    *(Held(name, "dir", _TOOL) for name in (".gradle/init.d", ".config/direnv", ".config/pip", ".pip", ".m2")),
+    *(Held(name, "dir", _TOOL) for name in (".gradle/init.d", ".config/direnv", ".config/pip", ".pip", ".sbt/1.0")),
+    # not their caches (`~/.m2/repository`, `~/.cargo/registry`, `~/.gradle/caches`): builds write those
+    *(Held(name, "file", _TOOL) for name in (".m2/settings.xml", ".gradle/init.gradle", ".gradle/gradle.properties")),
+    *(Held(name, "file", _TOOL) for name in (".cargo/config.toml", ".cargo/config", ".lein/profiles.clj")),
+    *(Held(name, "file", _TOOL) for name in (".ghci", ".terraformrc", ".psqlrc", ".gdbinit", ".hgrc")),
+    *(Held(name, "dir", _TOOL) for name in (".config/gh", ".config/lazygit", ".config/hg", ".config/jj")),
+    # attack round 7: more of the same, still a list (what runs later from a home folder has no end)
+    *(Held(name, "dir", _PATH) for name in ("bin", ".cargo/bin", "go/bin", ".bun/bin", ".deno/bin", ".pyenv/shims")),
+    Held(".local/share/mise/shims", "dir", _PATH),
+    *(
+        Held(name, "dir", _SHELL)
+        for name in (".config/zsh", ".config/nushell", ".config/powershell", ".config/wezterm")
+    ),
+    *(Held(name, "file", _SHELL) for name in (".wezterm.lua", ".config/starship.toml")),
+    *(Held(name, "dir", _EDITOR) for name in (".local/share/nvim", ".julia/config", ".jupyter")),
 )
 """What runs by itself from the user's home folder. Held there only (a dotfiles repository's `.bashrc` is its
 own), when a workspace root holds the home folder: the user opened `~` (or above it)."""
