@@ -377,6 +377,12 @@ def test_with_the_config_dirs_opened_what_every_later_session_loads_is_not_writt
     )
 
 
+def engine_in(ws: Path, tmp_path: Path, mode: Mode = "acceptEdits") -> PermissionEngine:
+    """An engine for a workspace `ws` whose user settings and Claude Code home are elsewhere in `tmp_path`."""
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
+    return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode)
+
+
 @pytest.mark.parametrize(
     "relative",
     [".claude/hooks/format.sh", ".claude/statusline.sh", "sub/.claude/hooks/x.sh", ".claude/output-styles/x.md"],
@@ -386,8 +392,7 @@ def test_the_scripts_claude_code_runs_from_a_folder_are_not_written_unasked(tmp_
     runs them outside any sandbox. All of `.claude/` asks (its definitions as memory files do)."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
-    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    engine = engine_in(ws, tmp_path)
     decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
     assert decision.behavior == "ask" and ".claude" in decision.reason, decision
     assert decide(engine, "Write", {"file_path": str(ws / "claude" / "x.sh"), "content": "x"}).behavior == "allow"
@@ -419,8 +424,7 @@ def test_other_coding_agents_configuration_is_not_written_unasked(tmp_path: Path
     """Their hooks and MCP servers run when the user opens the folder in them: held like the bridge's own."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
-    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    engine = engine_in(ws, tmp_path)
     decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
     assert decision.behavior == "ask", decision
 
@@ -681,8 +685,7 @@ def test_a_folder_shaped_like_a_git_directory_gets_no_config_unasked(tmp_path: P
     pkg = ws / "vendor" / "pkg"
     (pkg / "objects" / "info").mkdir(parents=True)
     (pkg / "refs" / "heads").mkdir(parents=True)
-    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
-    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    engine = engine_in(ws, tmp_path)
     (pkg / first).write_text("ref: refs/heads/main\n" if first == "HEAD" else "[core]\n")
     second = "config" if first == "HEAD" else "HEAD"
     decision = decide(engine, "Write", {"file_path": str(pkg / second), "content": "x"})
@@ -700,10 +703,9 @@ def test_installed_code_in_the_workspace_is_not_edited_unasked(tmp_path: Path, r
     do); commands that install stay free."""
     ws = Path(os.path.realpath(tmp_path)) / "ws"
     ws.mkdir()
-    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "home" / ".claude")
     for mode, expected in (("acceptEdits", "ask"), ("default", "ask"), ("bypassPermissions", "allow")):
-        engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode=mode)  # type: ignore[arg-type]
+        engine = engine_in(ws, tmp_path, mode)  # type: ignore[arg-type]
         decision = decide(engine, "Write", {"file_path": str(ws / relative), "content": "x"})
         assert decision.behavior == expected, (mode, decision)
-    engine = PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, mode="acceptEdits")
+    engine = engine_in(ws, tmp_path)
     assert decide(engine, "Write", {"file_path": str(ws / "src" / "site.py"), "content": "x"}).behavior == "allow"
