@@ -43,4 +43,5 @@ def resume() -> None:
     _paused = False
     gc.freeze()
     gc.enable()
-    log.debug("the collector runs again; %d objects of the load are kept out of it", gc.get_freeze_count())
+    if log.isEnabledFor(logging.DEBUG):  # the count walks every frozen object: ~5 ms on `run`'s way to its first tool
+        log.debug("the collector runs again; %d objects of the load are kept out of it", gc.get_freeze_count())

@@ -117,6 +117,24 @@ def test_the_shipped_schemas_are_what_a_new_session_offers() -> None:
     assert first_request.shipped_schemas() == json.loads(json.dumps(script.current(), ensure_ascii=False))
 
 
+def test_the_shipped_input_schemas_are_what_pydantic_makes_of_the_models() -> None:
+    """The input schemas a process sends without asking pydantic (bridge/tool_inputs.json) are pydantic's own, for
+    every tool a new session has; when a tool's input changes, this fails: run scripts/gen_tool_schemas.py."""
+    import importlib.util
+
+    from bridge.tools import base
+
+    spec = importlib.util.spec_from_file_location(
+        "gen_tool_schemas", Path(__file__).parent.parent / "scripts" / "gen_tool_schemas.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    shipped = json.loads(base.SHIPPED_INPUTS.read_text(encoding="utf-8"))
+    assert shipped == json.loads(json.dumps(script.current_inputs(), ensure_ascii=False))
+    assert len(shipped) >= 12
+
+
 def test_the_folders_that_change_the_tools_are_the_loaders(tmp_path: Path) -> None:
     from bridge.agents.loader import agent_dirs
     from bridge.skills import skill_dirs

@@ -142,17 +142,41 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
         pattern += "**"
     # every pattern is anchored at its base; a slash-free name like `*.env` still matches at any depth below
     anchored = pattern if "/" not in pattern or pattern.startswith("**/") else "/" + pattern
-    # pathspec loads on the first path rule (~8 ms): most starts have none before their first tool runs
-    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+    regex = plain_regex(anchored)
+    if regex is None:
+        # pathspec loads on the first path rule it is needed for (~8 ms): most starts have none before their first
+        # tool runs (the bridge's own secrets are plain paths)
+        from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-    try:
-        compiled = GitIgnoreSpecPattern(anchored)
-    except Exception as exc:  # pathspec raises plain ValueError / GitIgnorePatternError
-        raise RuleSyntaxError(f"invalid path pattern {spec!r}: {exc}") from exc
-    if compiled.regex is None or not compiled.include:
-        raise RuleSyntaxError(f"path pattern {spec!r} matches nothing (negations are not rules)")
+        try:
+            compiled = GitIgnoreSpecPattern(anchored)
+        except Exception as exc:  # pathspec raises plain ValueError / GitIgnorePatternError
+            raise RuleSyntaxError(f"invalid path pattern {spec!r}: {exc}") from exc
+        if compiled.regex is None or not compiled.include:
+            raise RuleSyntaxError(f"path pattern {spec!r} matches nothing (negations are not rules)")
+        regex = compiled.regex
     every_drive = isinstance(base, PureWindowsPath) and str(base) == "\\"  # kept as is: realpath would pick one
-    return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(compiled.regex))
+    return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(regex))
+
+
+_PLAIN_PART = re.compile(r"[A-Za-z0-9_.@+=,:~%*-]+")
+
+
+def plain_regex(anchored: str) -> re.Pattern[str] | None:
+    """The regex pathspec makes of an anchored pattern of plain names and single-name wildcards, with or without a
+    trailing `/**` (`/proc/12/task/*/environ`, `/data/sessions/*.jsonl`, `/src/**`), made without loading pathspec;
+    None for anything else (`**` inside, escapes, classes, `!`, spaces...): pathspec reads those. A test holds the
+    two equal, pattern text for pattern text."""
+    if not anchored.startswith("/"):
+        return None
+    parts = anchored[1:].split("/")
+    below = parts[-1] == "**"
+    if below:
+        parts.pop()
+    if not parts or any(not _PLAIN_PART.fullmatch(p) or p in (".", "..") or "**" in p for p in parts):
+        return None
+    body = "/".join("[^/]+" if p == "*" else "[^/]*".join(re.escape(x) for x in p.split("*")) for p in parts)
+    return re.compile("^" + body + ("/" if below else "(?:(?P<ps_d>/)|$)"))
 
 
 # --- hosts ---------------------------------------------------------------------------------------------
