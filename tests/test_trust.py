@@ -484,6 +484,8 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
         ".config/zsh/.zshrc",
         ".local/share/nvim/site/plugin/x.lua",
         ".jupyter/jupyter_server_config.py",
+        # attack round 8: the user's own skills, trusted in every later session (their allowed-tools unasked)
+        ".agents/skills/pwn/SKILL.md",
     ):
         decision = decide(engine, "Write", {"file_path": str(home / name), "content": "x"})
         assert decision.behavior == "ask" and name.split("/")[0] in decision.reason, (name, decision)
@@ -494,6 +496,93 @@ def test_with_the_home_folder_opened_what_runs_at_login_is_not_written_without_a
     dotfiles = home / "dotfiles"
     dotfiles.mkdir()
     assert decide(engine, "Write", {"file_path": str(dotfiles / ".bashrc"), "content": "x"}).behavior == "allow"
+
+
+ALIASES = [
+    # (the link a repository ships, where it leads, the file written through the other name)
+    (".claude", "cfg", "cfg/hooks/fmt.sh"),
+    (".vscode", "vsc", "vsc/tasks.json"),
+    (".husky", "hk", "hk/pre-commit"),
+    (".envrc", "scripts/envrc.sh", "scripts/envrc.sh"),
+    (".pre-commit-config.yaml", "docs/pc.yaml", "docs/pc.yaml"),
+    (".mcp.json", "mcp.real.json", "mcp.real.json"),
+    (".agent-bridge", "abcfg", "abcfg/settings.json"),
+    (".git", "gd", "gd/hooks/pre-commit"),
+]
+
+
+@pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])
+@pytest.mark.parametrize(("link", "target", "written"), ALIASES)
+def test_a_held_path_is_held_under_another_name_a_link_gives_it(
+    tmp_path: Path, mode: Mode, link: str, target: str, written: str
+) -> None:
+    """Attack round 8: a repository ships `.husky -> hk` (git keeps links); writing `hk/pre-commit` is writing the
+    hook git runs at the next commit. A held path's target is held as the held path is, in every mode; the
+    control: the same file with no link to it is written unasked."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    (ws / target).parent.mkdir(parents=True)
+    if target.endswith((".sh", ".yaml", ".json")):
+        (ws / target).write_text("x")
+    else:
+        (ws / target).mkdir()
+    engine = engine_in(ws, tmp_path, mode)
+    unlinked = decide(engine, "Write", {"file_path": str(ws / written), "content": "x"})
+    assert unlinked.behavior == "allow", unlinked
+    (ws / link).symlink_to(target)
+    engine = engine_in(ws, tmp_path, mode)
+    decision = decide(engine, "Write", {"file_path": str(ws / written), "content": "x"})
+    assert decision.behavior == "ask", decision  # (settings files and git's paths were held resolved already)
+
+
+def test_a_memory_file_under_another_name_is_held_as_a_memory_file(tmp_path: Path) -> None:
+    """`CLAUDE.md -> docs/notes.md`: the notes load into the next session's prompt; as for CLAUDE.md itself,
+    writing them asks in acceptEdits and not in bypassPermissions."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    (ws / "docs").mkdir(parents=True)
+    (ws / "docs" / "notes.md").write_text("x")
+    (ws / "CLAUDE.md").symlink_to("docs/notes.md")
+    asked = decide(engine_in(ws, tmp_path), "Write", {"file_path": str(ws / "docs/notes.md"), "content": "x"})
+    assert asked.behavior == "ask" and "CLAUDE.md" in asked.reason, asked
+    bypass = engine_in(ws, tmp_path, "bypassPermissions")
+    assert decide(bypass, "Write", {"file_path": str(ws / "docs/notes.md"), "content": "x"}).behavior == "allow"
+
+
+def test_a_hook_written_through_a_links_target_does_not_run_at_the_next_commit(tmp_path: Path) -> None:
+    """The attack end to end, by its side effect: husky's layout (`core.hooksPath=.husky/_`, whose stub runs
+    `.husky/pre-commit`) with `.husky -> hk`. In acceptEdits the model writes `hk/pre-commit`: refused (asked, and
+    nobody answers), so the user's next `git commit` runs the hook as it was; the control: `notes.txt` beside it is
+    written."""
+    import subprocess
+
+    from tests.scripted_run import scripted_run
+
+    root = Path(os.path.realpath(tmp_path))
+    ws = root / "ws"
+    (ws / "hk" / "_").mkdir(parents=True)
+    (ws / "hk" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (ws / "hk" / "_" / "pre-commit").write_text("#!/bin/sh\nsh .husky/pre-commit\n")
+    (ws / "hk" / "_" / "pre-commit").chmod(0o755)
+    (ws / ".husky").symlink_to("hk")
+    git = ["git", "-C", str(ws), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    subprocess.run([*git, "config", "core.hooksPath", ".husky/_"], check=True)
+    config = root / "cfg"
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps({"permissions": {"defaultMode": "acceptEdits"}}))
+    env = {"HOME": str(root / "home"), "AGENT_BRIDGE_CONFIG_DIR": str(config), "AGENT_BRIDGE_DATA_DIR": str(root / "d")}
+    marker = root / "PWNED"
+    hook = f"#!/bin/sh\ntouch {marker}\n"
+    calls = [
+        ("Read", {"file_path": str(ws / "hk" / "pre-commit")}),
+        ("Write", {"file_path": str(ws / "hk" / "pre-commit"), "content": hook}),
+        ("Write", {"file_path": str(ws / "notes.txt"), "content": "control"}),
+    ]
+    scripted_run(ws, calls, "--non-interactive", env=env, scenario=root / "scenario.json")
+    assert (ws / "notes.txt").read_text() == "control"
+    assert "touch" not in (ws / "hk" / "pre-commit").read_text()
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True, env={**os.environ, "HOME": str(root / "home")})
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("mode", ["acceptEdits", "bypassPermissions"])

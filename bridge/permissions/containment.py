@@ -123,13 +123,29 @@ class Workspace:
         for root in self.roots:
             out += [h for h in (*git_held(root), *nested_git_held(root)) if not h.new_repository]
             out += mcp_named(root / ".mcp.json", root)
+        return out + self.aliases()
+
+    def aliases(self) -> list[HeldPath]:
+        """Where a link makes another name for a held path: a repository can ship `.husky -> hk`, `.claude -> cfg`
+        or `.mcp.json -> mcp.real.json` (git keeps links), and writing `hk/pre-commit` is writing the hook git
+        runs. The held path's target is held as the held path is (the sandbox holds it so too: bwrap follows the
+        link). Only links on the way to a held path count, not every link in the workspace."""
+        out: list[HeldPath] = []
+        for held in self.held():
+            try:
+                real = Path(os.path.realpath(held.path))
+            except (OSError, ValueError):
+                continue
+            if real != held.path:
+                why = f"it is {held.path} under another name (a link leads there): {held.why}"
+                out.append(HeldPath(real, held.kind, why, held.strength))
         return out
 
     @staticmethod
-    def _runs_later(candidate: Path, later: list[HeldPath]) -> str | None:
+    def _runs_later(candidate: Path, later: list[HeldPath]) -> tuple[str, Protection] | None:
         for held in later:
             if candidate == held.path or (held.kind == "dir" and candidate.is_relative_to(held.path)):
-                return f"{candidate}: {held.why}"
+                return f"{candidate}: {held.why}", held.strength
         return None
 
     def protected_reason(self, written: Path, later: list[HeldPath] | None = None) -> tuple[str, Protection] | None:
@@ -146,7 +162,12 @@ class Workspace:
         for candidate in dict.fromkeys((written, real)):
             if candidate in self.protected_files:
                 return f"{candidate} is a settings file of the bridge", "settings"
-            runs = self._runs_later(candidate, later) or name_reason(candidate)
+            found = self._runs_later(candidate, later)
+            if found is not None and found[1] == "settings":
+                return found
+            if found is not None:
+                memory = memory or found
+            runs = name_reason(candidate)
             if runs is not None:
                 return runs, "settings"
             parts = [p.casefold() for p in candidate.parts]

@@ -189,6 +189,9 @@ RUNS_AT_LOGIN: tuple[Held, ...] = (
     ),
     *(Held(name, "file", _SHELL) for name in (".wezterm.lua", ".config/starship.toml")),
     *(Held(name, "dir", _EDITOR) for name in (".local/share/nvim", ".julia/config", ".jupyter")),
+    # attack round 8: a user folder of skills (bridge/skills.py's `skill_dirs`), trusted as the user's in every
+    # later session: a skill's allowed-tools apply unasked
+    Held(".agents/skills", "dir", "it holds the user's own skills: every later session loads them, tools allowed"),
 )
 """What runs by itself from the user's home folder. Held there only (a dotfiles repository's `.bashrc` is its
 own), when a workspace root holds the home folder: the user opened `~` (or above it)."""
