@@ -26,16 +26,20 @@ class TextContent:
 @dataclass(frozen=True)
 class Diff:
     """An edit of `path`: the whole old text (None for a new file) and new text, or for a huge file only the
-    region around the change, which starts at line `first_line` of the old text."""
+    region around the change, which starts at line `first_line` of the old text; or (`unread`) only the texts the
+    call names, the file not read (a question about a file outside the workspace is asked before it is looked
+    at): then `old_text` None says nothing of whether the file exists."""
 
     path: str
     old_text: str | None
     new_text: str
     first_line: int | None = None  # set when the texts are only the changed region
+    unread: bool = False
 
     @property
     def partial(self) -> bool:
-        return self.first_line is not None
+        """The texts are not the whole file: the user's edit of them can't be written as the file."""
+        return self.first_line is not None or self.unread
 
 
 Display = TextContent | Diff

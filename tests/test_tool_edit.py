@@ -90,7 +90,7 @@ async def test_result_carries_a_diff_for_the_editor(ctx: ToolContext, tmp_path: 
 async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path: Path) -> None:
     path = make(ctx, tmp_path / "a.txt", b"alpha\nbeta\n")
     data = EditInput(file_path=str(path), old_string="alpha", new_string="omega")
-    unlooked = Diff(str(path), "alpha", "omega")
+    unlooked = Diff(str(path), "alpha", "omega", unread=True)
     assert preview_edit(data, ctx) == unlooked, "the file is not looked at before validate_target"
     assert await EditTool().validate_target(data, ctx) is None
     diff = preview_edit(data, ctx)

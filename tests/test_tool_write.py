@@ -92,13 +92,17 @@ async def test_preview_shows_the_diff_without_writing(ctx: ToolContext, tmp_path
     path.write_bytes(b"old\n")
     mark_read(ctx, path)
     data = WriteInput(file_path=str(path), content="new\n")
-    assert preview_write(data, ctx) == Diff(str(path), None, "new\n"), "not looked at before validate_target"
+    assert preview_write(data, ctx) == Diff(str(path), None, "new\n", unread=True), (
+        "not looked at before validate_target"
+    )
     assert await WriteTool().validate_target(data, ctx) is None
     diff = preview_write(data, ctx)
     assert (diff.old_text, diff.new_text) == ("old\n", "new\n")
     assert path.read_bytes() == b"old\n"
     fresh = tmp_path / "fresh.txt"
-    assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [Diff(str(fresh), None, "hi")]
+    assert WriteTool().preview(WriteInput(file_path=str(fresh), content="hi"), ctx) == [
+        Diff(str(fresh), None, "hi", unread=True)
+    ]
     assert not fresh.exists()
 
 

@@ -49,6 +49,7 @@ def _render(item: Display, applied: bool) -> list[str]:
                 if not line.startswith(("---", "+++", "@@"))
             ]
             verb = "new file" if item.old_text is None else "edited"
+            verb = "the change only: file not read" if item.unread else verb
             verb = verb if applied else f"{verb}, not applied"
             added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
             lines = [f"{_path(item.path)} ({verb}: +{added} -{removed})", *changed]

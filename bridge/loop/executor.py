@@ -416,6 +416,9 @@ class ToolExecutor:
             except Exception as error:  # the answer still counts for this call
                 self._env.emit(Notice(f"Could not save the rule {answer.suggestion.label}: {error}", level="error"))
         if answer.allowed:
+            if _edit_not_whole(answer.edited_text, request.display):
+                self._env.emit(Notice(_EDIT_NOT_APPLIED, level="warning"))
+                return _EDIT_NOT_APPLIED + " Ask the user how they want the file changed.", data
             call.edited = _user_edit(answer.edited_text, request.display)
             call.grants = decision.grants
             return None, data
@@ -453,6 +456,19 @@ class ToolExecutor:
 
 def _every(_reason: AbortReason) -> bool:
     return True
+
+
+_EDIT_NOT_APPLIED = (
+    "The user edited the proposed text, but what they were shown was not the whole file (only the changed part, "
+    "or the file was not read yet), so their version can't be written as the file: nothing was written."
+)
+
+
+def _edit_not_whole(edited: str | None, display: list[Display]) -> bool:
+    """The user changed the proposed text of a diff that is not the whole file: writing it would cut the file to
+    the part shown, and writing the proposal instead is not what they accepted."""
+    diffs = [d for d in display if isinstance(d, Diff)]
+    return edited is not None and len(diffs) == 1 and diffs[0].partial and edited != diffs[0].new_text
 
 
 def _user_edit(edited: str | None, display: list[Display]) -> tuple[str, str] | None:

@@ -202,8 +202,12 @@ def tool_content(item: Display) -> dict[str, Any]:
                 "oldText": item.old_text,
                 "newText": item.new_text,
             }
-            if item.first_line is not None:
-                diff["_meta"] = {"partial": True, "line": item.first_line}
+            if item.partial:
+                diff["_meta"] = {"partial": True}
+                if item.first_line is not None:
+                    diff["_meta"]["line"] = item.first_line
+                if item.unread:
+                    diff["_meta"]["unread"] = True
             return diff
         case _:
             assert_never(item)

@@ -137,7 +137,7 @@ def preview_edit(data: EditInput, ctx: ToolContext) -> Diff:
     plan = _PLANS.get(ctx, data)
     if plan is not None:
         return plan.diff()
-    return Diff(str(absolute_path(data.file_path)), data.old_string or None, data.new_string)
+    return Diff(str(absolute_path(data.file_path)), data.old_string or None, data.new_string, unread=True)
 
 
 def _match(text: str, old: str, new: str, ending: str) -> tuple[str, str, int]:

@@ -129,7 +129,7 @@ def preview_write(data: WriteInput, ctx: ToolContext) -> Diff:
     plan = _PLANS.get(ctx, data)
     if plan is not None:
         return plan.diff()
-    return diff_display(absolute_path(data.file_path), None, data.content)
+    return Diff(str(absolute_path(data.file_path)), None, data.content, unread=True)
 
 
 def _check_parent(target: fileio.Target) -> None:

@@ -169,3 +169,53 @@ async def test_a_loaded_session_replays_its_last_plan(workspace: Path, data_dir:
             ("Read the code", "completed"),
             ("Fix the bug", "completed"),
         ]
+
+
+async def test_an_edit_of_a_diff_that_is_not_the_whole_file_is_refused_not_written_as_the_file(
+    workspace: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """Attack round 8: an Edit of a file outside the workspace is asked before the file is read, so its diff is
+    only old_string -> new_string. The user's edit of that text was written as the whole file: 100 lines became
+    one. Such a diff is marked (`_meta.partial`, `unread`), and an edit of it is refused: nothing is written, the
+    user and the model are told. A Write over such a file is not shown as a new file either."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "notes.txt"
+    original = "".join(f"line {n}\n" for n in range(1, 101))
+    target.write_text(original)
+    edit = ("Edit", {"file_path": str(target), "old_string": "line 50\n", "new_string": "line fifty\n"})
+    write = ("Write", {"file_path": str(outside / "other.txt"), "content": "new\n"})
+    (outside / "other.txt").write_text("old\n")
+    scenario = {
+        "responses": [
+            tool_response(("Read", {"file_path": str(target)})),
+            tool_response(edit),
+            tool_response(write),
+            text_response("done"),
+        ]
+    }
+    shown: list[dict[str, Any]] = []
+    async with running_editor(scenario, workspace, data_dir) as editor:
+
+        async def answer(params: dict[str, Any]) -> dict[str, Any]:
+            diffs = [c for c in params["toolCall"].get("content") or [] if c["type"] == "diff"]
+            shown.extend(diffs)
+            if diffs and diffs[0]["path"] == str(target):
+                return {
+                    "outcome": {"outcome": "selected", "optionId": "allow_once"},
+                    "_meta": {"editedText": "line FIFTY\n"},
+                }
+            if diffs:
+                return {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+        editor.on_permission = answer
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "change line 50") == {"stopReason": "end_turn"}
+        assert target.read_text() == original
+        edit_result = editor.model.valid_requests[2].body["messages"][-1]["content"][0]
+        assert "can't be written as the file: nothing was written" in str(edit_result["content"])
+    [edit_diff, write_diff] = shown
+    assert edit_diff["_meta"] == {"partial": True, "unread": True}
+    assert write_diff["oldText"] is None and write_diff["_meta"] == {"partial": True, "unread": True}
+    assert (outside / "other.txt").read_text() == "old\n"

@@ -60,7 +60,10 @@ export class ProposedEdits implements vscode.FileSystemProvider, vscode.Disposab
     // Answered while its documents loaded (a digit pressed in the panel at once): no diff opens for it any more.
     if (this.answered.has(permissionId)) return;
     // The panel keeps the focus (its question card takes the keyboard); a click goes into the diff to change it.
-    await vscode.commands.executeCommand("vscode.diff", left, right, `${base} ↔ proposed edit (editable)`, { preview: false, preserveFocus: true });
+    // Not the whole file (a huge file's changed region, or a file outside the workspace not read yet): an edit of it
+    // can't be written as the file, and the bridge refuses one, so the title says so up front.
+    const title = diff._meta?.partial ? `${base} ↔ proposed edit (part of the file: edits can't be applied)` : `${base} ↔ proposed edit (editable)`;
+    await vscode.commands.executeCommand("vscode.diff", left, right, title, { preview: false, preserveFocus: true });
     // Answered while the diff editor opened: its close ran before this tab existed, so it closes now.
     if (this.answered.has(permissionId)) await this.close(permissionId);
   }

@@ -284,6 +284,8 @@ export interface DiffContent {
   path: string;
   oldText?: string | null;
   newText: string;
+  /** Not the whole file: the region from `line`, or (`unread`) only the texts the call names, the file not read. */
+  _meta?: { partial?: boolean; line?: number; unread?: boolean };
 }
 export interface WrappedContent {
   type: "content";

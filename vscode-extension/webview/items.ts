@@ -143,7 +143,7 @@ export function diffHtml(diff: DiffContent, ctx: ViewContext, review?: string, s
   }
   const word = review === "accepted" && status === "failed" ? "accepted — failed" : review ? reviewWords[review] : undefined;
   const first = hunks[0]?.newStart;
-  const head = `<div class="diff-head">${fileLinkHtml(diff.path, first, displayPath(diff.path, ctx.folders))}${diff.oldText === null || diff.oldText === undefined ? '<span class="diff-new">new file</span>' : ""}${word ? `<span class="review ${escapeHtml(review ?? "")}">${word}</span>` : ""}</div>`;
+  const head = `<div class="diff-head">${fileLinkHtml(diff.path, first, displayPath(diff.path, ctx.folders))}${diff._meta?.unread ? '<span class="diff-new">the change only: file not read</span>' : diff.oldText === null || diff.oldText === undefined ? '<span class="diff-new">new file</span>' : ""}${word ? `<span class="review ${escapeHtml(review ?? "")}">${word}</span>` : ""}</div>`;
   const out: string[] = [];
   let shown = 0;
   let total = 0;
