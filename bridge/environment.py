@@ -2,9 +2,10 @@
 what settings `env` may set.
 
 - **The bridge's own credentials never leave it.** `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`,
-  `CLAUDE_CODE_OAUTH_TOKEN` and any value registered with `register_secret` (the key an editor handed over)
-  are removed from every environment handed out, under any name that holds them — `passEnv` can't bring
-  them back.
+  `CLAUDE_CODE_OAUTH_TOKEN`, `ANTHROPIC_CUSTOM_HEADERS` (a gateway's `Authorization` goes with every model
+  request: the SDK reads it) and any value registered with `register_secret` (the key an editor handed over, each
+  custom header's value) are removed from every environment handed out, under any name that holds them —
+  `passEnv` can't bring them back.
 - **Variables that look like secrets** (bridge/secrets.py: names; and URLs with a password in them) are not
   handed to commands unless a setting's `passEnv` names them (`GH_TOKEN`, or a pattern `NPM_*`).
 - **Settings `env` never sets a variable that changes how programs load or start**: the dynamic loader's
@@ -31,7 +32,27 @@ from collections.abc import Iterable, Mapping
 
 from bridge.secrets import looks_secret
 
-BRIDGE_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+BRIDGE_CREDENTIALS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+)
+
+
+def credential_values(environ: Mapping[str, str]) -> list[str]:
+    """The values of the bridge's credentials in `environ`, and on its own the value of each custom header named
+    like a secret (`Authorization: Bearer …`, `X-Api-Key: …`: the SDK reads `ANTHROPIC_CUSTOM_HEADERS` as
+    `Name: value` lines), and a bearer's token alone: what must show nowhere."""
+    values = [environ[name] for name in BRIDGE_CREDENTIALS if environ.get(name)]
+    for line in environ.get("ANTHROPIC_CUSTOM_HEADERS", "").splitlines():
+        header, colon, value = (part.strip() for part in line.partition(":"))
+        if not colon or not looks_secret(header.upper().replace("-", "_")):
+            continue
+        scheme, _, token = value.partition(" ")
+        values += [v for v in (value, token.strip() if scheme.isalpha() else "") if len(v) >= 8]
+    return values
+
 
 _REFUSED_PREFIXES = (
     "LD_",

@@ -11,7 +11,6 @@ a well-known token (`sk-ant-…`, `ghp_…`, `xoxb-…`, `AKIA…`), the value o
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Iterable
 
@@ -67,8 +66,9 @@ def redact(text: str, values: Iterable[str] = ()) -> str:
     )
 
 
-def install(credentials: Iterable[str]) -> None:
-    """On every handler of the root logger (the stderr one `basicConfig` made): the named variables' values."""
-    values = [os.environ[name] for name in credentials if os.environ.get(name)]
+def install(values: Iterable[str]) -> None:
+    """On every handler of the root logger (the stderr one `basicConfig` made): `values` (the bridge's credentials,
+    bridge/environment.py's `credential_values`)."""
+    values = list(values)
     for handler in logging.getLogger().handlers:
         handler.addFilter(Redacting(values))

@@ -303,3 +303,33 @@ def test_a_hard_link_to_a_secret_is_masked_for_commands_whose_reads_no_checker_s
     assert "PLAIN-CONTROL" in done.stdout, done.stdout
     assert "CREDCANARY" not in done.stdout
     assert all("CREDCANARY" not in text for _, text in transcripts(tmp_path / "data"))
+
+
+def test_a_gateway_credential_in_the_custom_headers_reaches_no_command_log_or_transcript(tmp_path: Path) -> None:
+    """Attack round 8: `ANTHROPIC_CUSTOM_HEADERS` carries a gateway's `Authorization` with every model request (the
+    SDK reads it): it is the bridge's credential. `env` in a command printed it, so it went to the model and into
+    the transcript. Now it is handed to nothing, under its name or another, and redacted in the DEBUG log; the
+    control: an ordinary variable set beside it reaches the command."""
+    from bridge.environment import credential_values
+
+    token = "gwtok-CANARY-HDR-0123456789abcdef"
+    headers = f"Authorization: Bearer {token}\nX-Team: platform"
+    assert credential_values({"ANTHROPIC_CUSTOM_HEADERS": headers}) == [headers, f"Bearer {token}", token]
+    env = {
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "HOME": str(tmp_path),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+        "ANTHROPIC_CUSTOM_HEADERS": headers,
+        "GATEWAY_COPY": f"x{token}",  # the token under another name
+        "ORDINARY_CONTROL": "control-value-42",
+        "AGENT_BRIDGE_LOG": "DEBUG",
+    }
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    done = scripted_run(
+        ws, [("Bash", {"command": "env"})], "--allow", "Bash(env)", env=env, scenario=tmp_path / "s.json"
+    )
+    [(_, transcript)] = transcripts(tmp_path / "data")
+    assert "control-value-42" in transcript, "the control: what the command printed went to the model"
+    for where, text in (("output", done.stdout), ("log", done.stderr), ("transcript", transcript)):
+        assert token not in text, where

@@ -47,7 +47,7 @@ class CliError(Exception):
 def main(argv: list[str] | None = None) -> int:
     gcpause.pause()  # until the bridge is loaded: `run_command`, the server's start, or `demo` below
     from bridge import __version__
-    from bridge.environment import BRIDGE_CREDENTIALS
+    from bridge.environment import BRIDGE_CREDENTIALS, credential_values, register_secret
     from bridge.private_process import keep_private, scrub_environ
 
     keep_private()  # first: hooks, servers and unsandboxed commands must not read the key out of this process
@@ -144,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     from bridge import log_redaction
 
-    log_redaction.install(BRIDGE_CREDENTIALS)  # what is logged never carries the key (pygls logs it at DEBUG)
+    credentials = credential_values(os.environ)
+    log_redaction.install(credentials)  # what is logged never carries the key (pygls logs it at DEBUG)
+    for value in credentials:  # nor does a command get one, under any name (a custom header's value on its own)
+        register_secret(value)
     if logging.getLogger().level > logging.DEBUG:  # pygls logs every message body at INFO
         logging.getLogger("pygls").setLevel(logging.WARNING)
 
