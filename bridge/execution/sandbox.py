@@ -40,10 +40,11 @@ from bridge.execution import host
 from bridge.execution.bwrap import bwrap_argv, probe_bwrap
 from bridge.execution.limits import Bounds, backend, bounds_for, limits_for
 from bridge.execution.managed import Launch
+from bridge.execution.quarantine import quarantine
 from bridge.execution.registry import ProcessRegistry
 from bridge.execution.sandbox_notes import refusal_notes
 from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
-from bridge.execution.sandbox_watch import WATCHER, Watch
+from bridge.execution.sandbox_watch import WATCHER, SetAside, Watch
 from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
 from bridge.execution.shell import NoShell, git_bash
 from bridge.permissions.engine import PermissionEngine
@@ -51,6 +52,8 @@ from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
     SandboxSettings,
+    expand,
+    literal_root,
     policy_from_engine,
     sandbox_settings,
     sandbox_wanted,
@@ -107,8 +110,10 @@ class SandboxRun:
         bounds: Bounds | None,
         grants: tuple[Path, ...] = (),
         registry: ProcessRegistry | None = None,
+        quarantine: Path | None = None,
     ) -> None:
         self.registry = registry
+        self.quarantine = quarantine  # where what the command made against a deny rule is set aside
         self.policy = policy
         self.plan = plan
         self.watch = watch
@@ -117,6 +122,7 @@ class SandboxRun:
         self._released = False
         self._grants = contextlib.ExitStack()  # while it runs, other commands' watches leave its grants alone
         self._grants.enter_context(GRANTS.hold(grants))
+        self._set_aside: list[Path] = []
         self.notes_shown = 0
 
     def started(self, stop: Callable[[], None], kill: Callable[[], None]) -> None:
@@ -169,8 +175,37 @@ class SandboxRun:
             out.append(breach)
         if self.watch is not None:
             out += self.watch.notes()
+        out += self._denied_made()
         out += refusal_notes(output, self.policy, self.plan)
         return out
+
+    def _denied_made(self) -> list[str]:
+        """What the command made that an Edit deny pattern matches (`Edit(**/*.pem)`: a new `sub/x.pem`), set
+        aside as the watch sets aside a held path: a read-only mount holds only what existed when it started, and
+        code a command runs (`python3 -c "open('x.pem','w')"`) writes what no checker sees. A path that one names
+        exactly is held and watched instead (sandbox_policy.py). Nothing is judged when either search was cut short
+        (a path beyond the bound is not new)."""
+        before = self.plan.denied_before
+        patterns = tuple(p for p in self.policy.read_only if not literal_root(p)[1])
+        if before is None or not patterns or self.quarantine is None:
+            return []
+        after = expand(patterns)
+        if after.truncated:
+            return []
+        notes = []
+        for path in sorted(set(after.paths) - before, key=lambda p: len(p.parts)):
+            if any(path.is_relative_to(done) for done in self._set_aside):
+                continue  # inside what was set aside already
+            real = Path(os.path.realpath(path.parent)) / path.name
+            if not any(real.is_relative_to(root) for root in self.policy.writable):
+                continue
+            moved = quarantine(path, self.quarantine)
+            if moved is False:
+                continue
+            self._set_aside.append(path)
+            to = moved if isinstance(moved, Path) else None
+            notes.append(SetAside(path, "a deny rule forbids writing it", to).note())
+        return notes
 
 
 # -- the session's sandbox -------------------------------------------------------------------------------
@@ -295,7 +330,7 @@ class Sandbox:
                     "the first ones found",
                     pattern,
                 )
-        run = SandboxRun(policy, plan, watch, bounds, call.grants, registry)
+        run = SandboxRun(policy, plan, watch, bounds, call.grants, registry, quarantine)
         if availability.backend == "seatbelt":
             plan.backend = "seatbelt"
             wrapper = seatbelt_argv(availability.binary, await asyncio.to_thread(profile, policy, plan, tmp))

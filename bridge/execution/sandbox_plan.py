@@ -88,6 +88,9 @@ class MountPlan:
     ways: list[Path] = field(default_factory=list)  # directories on the way to what is held: can't be moved
     read_only: list[Path] = field(default_factory=list)  # held paths that exist: read-only
     edit_denied: list[Path] = field(default_factory=list)  # Edit deny paths that exist inside the roots
+    # every path the Edit deny patterns matched before the command (None: the search was cut short), to tell what
+    # the command made that one matches (sandbox.py's `SandboxRun.notes`)
+    denied_before: frozenset[Path] | None = None
     masked: list[Path] = field(default_factory=list)  # Read deny paths that exist: unreadable
     grants: tuple[Path, ...] = ()  # what the user allowed this call to write
     backend: str = "bwrap"  # which backend runs it (the words of its refusals differ)
@@ -162,6 +165,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     masked = expand(policy.masked) if policy.masked else None
     if read_only is not None:
         plan.truncated += read_only.truncated
+        plan.denied_before = None if read_only.truncated else frozenset(read_only.paths)
         for path in sorted(read_only.paths, key=lambda p: len(p.parts)):
             if inside(Path(os.path.realpath(path)), roots) is not None:
                 args += ["--ro-bind", str(path), str(path)]

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.errors import validation_problems
 from bridge.permissions.command_limits import LimitSettings, LimitsModel, ram_bytes, widening_limits
-from bridge.permissions.runs_later import HeldPath
+from bridge.permissions.held import HeldPath, PathKind
 from bridge.permissions.settings import SettingsFile, SettingsStore
 from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_path_specifier
 from bridge.permissions.widening import SANDBOX_NETWORK, SANDBOX_OFF, sandbox_allow_write
@@ -176,7 +176,7 @@ class SandboxPolicy:
     network: bool
 
 
-def _literal_root(pattern: PathPattern) -> tuple[Path, bool]:
+def literal_root(pattern: PathPattern) -> tuple[Path, bool]:
     """The directory a pattern's matches all lie under, and whether the pattern is exactly that path (or
     everything under it: `dir/**`)."""
     text = pattern.pattern
@@ -214,10 +214,10 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     rules = engine.rules()
     writable: list[Path] = []
     for pattern in settings.allow_write:
-        writable.append(_literal_root(pattern)[0])
+        writable.append(literal_root(pattern)[0])
     for rule in rules:
         if rule.behavior == "allow" and rule.path is not None and rule.form.access == "write":
-            writable.append(_literal_root(rule.path)[0])
+            writable.append(literal_root(rule.path)[0])
     # The workspace's roots were resolved when it was made (what the user trusted): one swapped for a link since
     # (`assets -> /` by a command or a pull) is left out, never followed, until the settings are read again.
     roots = [root for root in workspace.roots if os.path.isdir(root) and os.path.realpath(root) == str(root)]
@@ -234,6 +234,15 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
                 masked.append(rule.path)
             elif rule.form.access == "write":
                 read_only.append(rule.path)
+    # A deny rule that names one path holds it like a held path, so that it is held when it doesn't exist yet too
+    # (a read-only mount needs something to mount on): the sandbox watches it and sets aside what a command creates
+    # there (attack round 8: `python3 -c "open('sub/new.txt','w')…"` created a file `Edit(sub/new.txt)` denies).
+    # What a pattern matches (`Edit(**/*.pem)`) is looked for again after each command (sandbox.py).
+    for pattern in read_only:
+        path, exact = literal_root(pattern)
+        if exact:
+            kind: PathKind = "dir" if pattern.pattern.rstrip("/").endswith("**") else "file"
+            protected.append(HeldPath(path, kind, "a deny rule forbids writing it"))
     return SandboxPolicy(
         cwd=engine.cwd,
         writable=tuple(dict.fromkeys(roots)),
@@ -262,7 +271,7 @@ def expand(
     budget = entries
     deadline = time.monotonic() + seconds
     for pattern in patterns:
-        start, exact = _literal_root(pattern)
+        start, exact = literal_root(pattern)
         if exact or not os.path.isdir(start):
             if os.path.lexists(start) and (exact or pattern.matches(start)):
                 out.paths.append(start)

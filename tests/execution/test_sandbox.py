@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import socket
 import subprocess
 import uuid
@@ -252,6 +253,33 @@ async def test_edit_deny_rules_are_read_only(project: Project) -> None:
     await project.run("echo v2 > vendor/lib.py; touch vendor/new; exit 0")
     assert (project.ws / "vendor" / "lib.py").read_text() == "v1"
     assert not (project.ws / "vendor" / "new").exists()
+
+
+@pytest.mark.parametrize(
+    ("rule", "made"),
+    [
+        ("Edit(sub/new.txt)", "sub/new.txt"),  # one path, not there yet: held and watched
+        ("Edit(./later/**)", "later/x.txt"),  # a folder not there yet
+        ("Edit(**/*.pem)", "sub/x.pem"),  # a pattern: looked for again after the command
+        ("Edit(*.pem)", "deep/er/key.pem"),
+    ],
+)
+async def test_an_edit_deny_rule_holds_what_does_not_exist_yet(project: Project, rule: str, made: str) -> None:
+    """Attack round 8: a read-only mount holds only what exists, so `python3 -c "open('sub/new.txt','w')…"` created
+    the file `Edit(sub/new.txt)` denies (code a command runs writes what no checker sees). What a command makes that
+    a deny rule matches is set aside; the control: a file no rule names, made the same way, stays."""
+    (project.ws / "sub").mkdir()
+    project.settings({"permissions": {"deny": [rule]}})
+    code = (
+        "import os, sys\n"
+        "for p in sys.argv[1:]:\n"
+        "    os.makedirs(os.path.dirname(p) or '.', exist_ok=True)\n"
+        "    open(p, 'w').write('evil')\n"
+    )
+    result = await project.run(f"python3 -c {shlex.quote(code)} {made} sub/control.txt; exit 0")
+    assert (project.ws / "sub" / "control.txt").read_text() == "evil", output(result)
+    assert not (project.ws / made).exists(), output(result)
+    assert "[sandbox] The sandbox set aside" in output(result) and "a deny rule forbids writing it" in output(result)
 
 
 async def test_allow_write_and_additional_directories_are_writable(project: Project) -> None:
