@@ -28,7 +28,16 @@ from bridge.replay import replay_turns
 from bridge.session import Frontend, Session, new_session_id
 from bridge.session_setup import SessionSetup
 from bridge.tools.base import AnyTool, Services
-from bridge.transcript import HeldElsewhere, StoredSession, Transcript, list_sessions, transcript_path, turns_of
+from bridge.transcript import (
+    HeldElsewhere,
+    StoredSession,
+    Transcript,
+    list_sessions,
+    private_dir,
+    private_opener,
+    transcript_path,
+    turns_of,
+)
 from bridge.transcript import load as load_transcript
 
 if TYPE_CHECKING:
@@ -386,8 +395,8 @@ def _copy_transcript(source: Path, target: Path, session_id: str, cwd: Path, for
         header = json.loads(lines.readline())
         rest = [line for line in lines if line.endswith("\n")]
     header.update(sessionId=session_id, cwd=str(cwd), createdAt=time.time(), forkedFrom=forked_from)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "x", encoding="utf-8") as out:
+    private_dir(target.parent)
+    with open(target, "x", encoding="utf-8", opener=private_opener) as out:
         out.write(json.dumps(header, ensure_ascii=False, separators=(",", ":")) + "\n")
         out.writelines(rest)
 

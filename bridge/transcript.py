@@ -10,6 +10,11 @@ turn's start line carries its `id` (what a rewind or a fork names). A rewind of 
 own, `{"type": "rewind", "turn": ID, ...}`: from there on the history is what it was before that turn's prompt
 (the lines before it stay as they were: the file is only ever appended to). A corrupt line is reported and skipped
 on load, never fatal.
+
+The data dir is private (attack round 8: transcripts, command output and checkpoints hold what commands printed and
+what files held, and the umask's 0755/0644 let any local user read them): every folder the bridge makes in it is
+0700 and every file 0600 (`private_dir`, `private_opener`; on Windows the profile's ACLs do this). A data dir made
+before that is tightened when a session is made in it (`Transcript.create`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import dataclasses
 import json
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +34,60 @@ from bridge.messages import MARKER, MARKER_TOOL_USE, Message, repair_pairing
 from bridge.model.types import Usage
 
 log = logging.getLogger(__name__)
+
+
+PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
+_POSIX = os.name != "nt"
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, a folder of the data dir, made as `make_private` does, or tightened to 0700 when a bridge before
+    this one made it with the umask's mode."""
+    make_private(path)
+    if _POSIX and not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != PRIVATE_DIR:
+        os.chmod(path, PRIVATE_DIR)
+    return path
+
+
+def make_private(path: Path) -> None:
+    """`path` and every missing folder above it made 0700 (the umask may only take from that); a folder that is
+    there is left as it is (one above the data dir is the user's)."""
+    if not path.is_dir():
+        if path.parent != path:
+            make_private(path.parent)
+        path.mkdir(PRIVATE_DIR, exist_ok=True)
+
+
+def private_opener(path: str, flags: int) -> int:
+    """For `open(..., opener=private_opener)`: a file of the data dir, made 0600; one a bridge before this one made
+    with the umask's mode is tightened as it is opened."""
+    fd = os.open(path, flags, PRIVATE_FILE)
+    if _POSIX:
+        try:
+            if stat.S_IMODE(os.fstat(fd).st_mode) & ~PRIVATE_FILE:
+                os.fchmod(fd, PRIVATE_FILE)
+        except OSError:  # not ours to change (another user's file): it is read as it is
+            pass
+    return fd
+
+
+def tighten_data_dir(data_dir: Path, workspace: Path) -> None:
+    """The data dir itself made private when it is the bridge's: a folder of the user's own (not a link) that is
+    neither the home folder nor the workspace or a folder it is in (a data dir set to one of those is the user's
+    folder, left as it is; the bridge's own folders in it are private all the same)."""
+    if not _POSIX:
+        return
+    try:
+        st = os.lstat(data_dir)
+        real, home = Path(os.path.realpath(data_dir)), Path(os.path.realpath(Path.home()))
+        workspace = Path(os.path.realpath(workspace))
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) == PRIVATE_DIR:
+            return
+        if real == home or workspace == real or workspace.is_relative_to(real):
+            return
+        os.chmod(data_dir, PRIVATE_DIR)
+    except (OSError, RuntimeError) as error:  # RuntimeError: no home folder to tell apart
+        log.warning("cannot make the data dir %s private: %s", data_dir, error)
 
 
 def sessions_dir(data_dir: Path) -> Path:
@@ -75,7 +135,11 @@ class Transcript:
     @classmethod
     def create(cls, data_dir: Path, session_id: str, cwd: Path) -> Transcript:
         path = transcript_path(data_dir, session_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        data_dir.parent.mkdir(parents=True, exist_ok=True)  # the folders around the data dir are the user's
+        make_private(data_dir)
+        tighten_data_dir(data_dir, cwd)
+        private_dir(path.parent)
+        private_dir(path.parent / session_id)  # the session's stored output, sub-agents, checkpoint log
         transcript = cls(path)
         transcript._write({"type": "session", "sessionId": session_id, "cwd": str(cwd), "createdAt": time.time()})
         return transcript
@@ -85,7 +149,7 @@ class Transcript:
         """A sub-agent's transcript beside its session's (`sessions/<id>/agents/<toolCallId>.jsonl`): the same
         records, with a header of `type: agent` that says which call started it."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
         except OSError as error:
             log.error("cannot create %s: %s", path.parent, error)
         transcript = cls(path)
@@ -133,7 +197,9 @@ class Transcript:
         try:
             if self._file is None:
                 # errors="replace": a lone surrogate must not leave the history in memory and on disk apart
-                self._file = open(self.path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept open
+                self._file = open(  # noqa: SIM115 - kept open
+                    self.path, "a", encoding="utf-8", errors="replace", opener=private_opener
+                )
             line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
             if not line.isascii():
                 try:
@@ -430,14 +496,14 @@ def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[StoredSession
             with open(path, encoding="utf-8", errors="replace") as lines:
                 header = json.loads(lines.readline())
                 title = _title(lines)
-            stat = os.stat(path)
+            updated = os.stat(path).st_mtime
         except (OSError, json.JSONDecodeError):
             continue
         if not isinstance(header, dict) or header.get("type") != "session":
             continue
         if cwd is not None and header.get("cwd") != str(cwd):
             continue
-        found.append(StoredSession(header["sessionId"], header["cwd"], title, stat.st_mtime))
+        found.append(StoredSession(header["sessionId"], header["cwd"], title, updated))
     found.sort(key=lambda s: s.updated_at, reverse=True)
     return found
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import subprocess
 import threading
 import time
@@ -23,6 +24,9 @@ from pathlib import Path
 
 from bridge.execution.pipes import UNNAMED, devices_read, open_for, pipes_waited
 
+# What git makes in the store (objects, index, refs: the workspace's file contents) is its owner's alone, as the
+# rest of the data dir (bridge/transcript.py). The checkpoints' git never writes the workspace (files.py does).
+PRIVATE_UMASK = 0o077 if os.name != "nt" else -1
 POLL_S = 0.05  # how often a running git is looked at (one that ends sooner is never looked at)
 MAX_PIPES = 64  # pipes opened for one git run; a workspace with more ends the snapshot
 
@@ -66,6 +70,7 @@ def run_git(
         stderr=subprocess.PIPE,
         env=env,
         cwd=cwd,
+        umask=PRIVATE_UMASK,
     ) as proc:
         feed = data
         try:

@@ -24,6 +24,7 @@ from typing import IO, Any
 
 from bridge.checkpoints.store import Change, Skipped
 from bridge.jsonfile import jsonl_records
+from bridge.transcript import private_dir, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -160,8 +161,8 @@ class StepLog:
             return
         try:
             if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for appends
+                private_dir(self.path.parent)  # the data dir's: its owner's alone
+                self._file = open(self.path, "a", encoding="utf-8", opener=private_opener)  # noqa: SIM115 - appended to
             self._file.write(json.dumps(record, separators=(",", ":")) + "\n")  # ASCII: any file name survives
             self._file.flush()
         except OSError as error:

@@ -30,6 +30,7 @@ import anyio
 
 from bridge.checkpoints.log import Effect, Keep, Step, StepKind, StepLog, TurnMark
 from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError, stoppable
+from bridge.transcript import private_dir, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -376,13 +377,13 @@ class Checkpoints:
         target = data_dir / "sessions" / session_id / "checkpoints.jsonl"
         async with self._lock:
             if self.log.path is not None and self.log.path.is_file():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                await self.run(shutil.copyfile, self.log.path, target)
+                private_dir(target.parent)
+                await self.run(_private_copy, self.log.path, target)
             if self.index is not None and self.store is not None and self.enabled:
                 index = self.index
                 with contextlib.suppress(OSError, StoreError):
                     if index.path.exists():
-                        await self.run(shutil.copyfile, index.path, index.path.with_name(f"index-{session_id}"))
+                        await self.run(_private_copy, index.path, index.path.with_name(f"index-{session_id}"))
                     head = await self.run(lambda: index.head)
                     if head is not None:
                         await self.run(self.store.set_ref, session_id, head)
@@ -413,3 +414,10 @@ class Checkpoints:
 
 def skipped_text(skipped: list[Skipped]) -> list[str]:
     return [f"{s.path}: {s.why}" for s in skipped]
+
+
+def _private_copy(source: Path, target: Path) -> None:
+    """A copy of a file of the data dir, its owner's alone like the original (`copyfile` makes it with the umask's
+    mode)."""
+    with open(source, "rb") as src, open(target, "wb", opener=private_opener) as out:
+        shutil.copyfileobj(src, out)

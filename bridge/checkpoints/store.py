@@ -40,6 +40,7 @@ from pathlib import Path
 from bridge.checkpoints.git_process import GitHeld, run_git
 from bridge.checkpoints.git_process import stoppable as stoppable
 from bridge.execution import programs
+from bridge.transcript import private_dir, private_opener
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +175,15 @@ class Store:
         with self._init_lock:
             if self._ready:
                 return
-            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.git_dir.with_name(self.git_dir.name + ".lock"), "a") as lock:
+            private_dir(self.git_dir.parent)  # the data dir's: file contents, its owner's alone
+            with open(self.git_dir.with_name(self.git_dir.name + ".lock"), "a", opener=private_opener) as lock:
                 _lock_file(lock.fileno())
                 self._make()
             self._ready = True
 
     def _make(self) -> None:
+        private_dir(self.git_dir)  # git makes what is in it with the umask 077 (git_process.py)
         if not (self.git_dir / "HEAD").is_file():
-            self.git_dir.mkdir(parents=True, exist_ok=True)
             self.run("init", "--quiet", "--bare", str(self.git_dir), index=None)
             for key, value in (
                 ("core.bare", "false"),
@@ -314,8 +315,7 @@ class Store:
 
     def merge(self, ours: bytes, base: bytes, theirs: bytes, labels: tuple[str, str, str]) -> tuple[bytes, bool]:
         """A three-way text merge (`git merge-file`): the result and whether it is clean."""
-        tmp = self.git_dir / "tmp"
-        tmp.mkdir(exist_ok=True)
+        tmp = private_dir(self.git_dir / "tmp")
         with tempfile.TemporaryDirectory(dir=tmp) as scratch:
             names = []
             for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
@@ -535,7 +535,8 @@ def _write_if_changed(path: Path, data: bytes) -> None:
             return
     except OSError:
         pass
-    path.write_bytes(data)
+    with open(path, "wb", opener=private_opener) as out:
+        out.write(data)
 
 
 def _lock_file(fd: int) -> None:

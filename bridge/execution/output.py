@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import signal
 import time
@@ -34,6 +35,10 @@ def spill_path(data_dir: Path, tool_use_id: str) -> Path:
     parser refuses others; asked again here because the id becomes a file name), else by a fresh random name."""
     name = tool_use_id if valid_tool_use_id(tool_use_id) else uuid.uuid4().hex
     return data_dir / "bash-output" / f"{name}.log"
+
+
+def _private_file(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
 
 
 def clean_output(text: str) -> str:
@@ -98,8 +103,12 @@ class OutputBuffer:
         if self._spill is not None or self._spill_path is None or self.spilled is not None:
             return
         try:
-            self._spill_path.parent.mkdir(parents=True, exist_ok=True)
-            self._spill = open(self._spill_path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+            # the data dir's: its owner's alone, as bridge/transcript.py makes the rest (the process half imports
+            # nothing above the ground, so by the modes themselves; the umask may only take from them)
+            self._spill_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._spill = open(  # noqa: SIM115 - written as the command runs
+                self._spill_path, "w", encoding="utf-8", errors="replace", opener=_private_file
+            )
             self._spill_write("".join(self._head) + "".join(self._tail))
             self.spilled = self._spill_path
         except OSError:

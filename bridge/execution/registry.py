@@ -318,9 +318,10 @@ class ProcessRegistry:
             "cleanup": list(self._cleanup.values()),
         }
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data dir's: its owner's alone
             temporary = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
-            temporary.write_text(json.dumps(data), encoding="utf-8")
+            with open(temporary, "w", encoding="utf-8", opener=lambda p, f: os.open(p, f, 0o600)) as out:
+                out.write(json.dumps(data))
             os.replace(temporary, self.path)
         except OSError as error:
             if not self._write_failed:

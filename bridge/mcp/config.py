@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from bridge.environment import is_bridge_credential, refused_reason
 from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
+from bridge.mcp.shown import shown_url
 from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import MCP_APPROVAL_STORE
 
@@ -79,7 +80,7 @@ class ServerSpec:
     def describe(self) -> str:
         if self.transport == "stdio":
             return " ".join([self.command, *self.args])
-        return f"{self.transport} {self.url}"
+        return f"{self.transport} {shown_url(self.url)}"  # shown in /mcp: never the URL's credentials
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def parse_claude(
                 shown=_shown(url, headers, "headers", ": "),
             )
             if not spec.url.startswith(("http://", "https://")):
-                return bad(f"url {spec.url!r} is not an http(s) URL")
+                return bad(f"url {shown_url(spec.url)!r} is not an http(s) URL")
     except ValueError as error:
         return bad(str(error))
     if refused:

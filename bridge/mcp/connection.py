@@ -34,13 +34,12 @@ import anyio
 
 from bridge.environment import without_relative
 from bridge.execution.linux import pdeathsig_prefix
-from bridge.log_redaction import redact
 from bridge.mcp.config import ServerSpec
 from bridge.mcp.oauth import FileTokenStorage, SignInError, oauth_provider, token_file
 from bridge.mcp.sdk import Closed, Watched, bridge_version, has_capability, innermost, load_sdk, session_class
 from bridge.mcp.settings import McpSettings
+from bridge.mcp.shown import Shown
 from bridge.permissions.named_files import binding, bound_paths
-from bridge.secrets import looks_secret
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
@@ -114,6 +113,12 @@ class Connection:
     _stderr_done: asyncio.Event | None = None
     _idle: asyncio.TimerHandle | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _shown: Shown = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # every message about the server goes through this: its secrets never leave the bridge (shown.py)
+        self._shown = Shown.of(self.spec.env, self.spec.headers, self.spec.url)
+        self._shown.watch_logs()
 
     @property
     def label(self) -> str:
@@ -178,7 +183,7 @@ class Connection:
                 self._set_state(self._stop_state)
             else:
                 await self._stderr_drained()
-                self.error = f"{self.label} {reason}{self._tail()}"
+                self.error = self._shown.text(f"{self.label} {reason}{self._tail()}")
                 was_ready = self.state == "ready"
                 self._set_state("failed")
                 log.warning("%s", self.error)
@@ -358,9 +363,11 @@ class Connection:
                     f"{self.label} did not answer {method} within {timeout:g} s; the request was "
                     "cancelled (the limit is the mcp.toolTimeout setting or MCP_TOOL_TIMEOUT)"
                 ) from None
-            raise CallFailed(f"{self.label} answered {method} with an error: {error.message}") from None
+            raise CallFailed(
+                self._shown.text(f"{self.label} answered {method} with an error: {error.message}")
+            ) from None
         except RuntimeError as error:  # e.g. structured content that breaks the tool's output schema
-            raise CallFailed(f"{self.label}: {error}") from None
+            raise CallFailed(self._shown.text(f"{self.label}: {error}")) from None
         finally:
             self._callers.remove(caller)
             self.last_used = time.monotonic()
@@ -437,7 +444,7 @@ class Connection:
         import mcp.types as types
 
         if isinstance(message, Exception):
-            log.debug("%s: transport problem: %s", self.label, message)
+            log.debug("%s: transport problem: %s", self.label, self._shown.text(str(message)))
         elif isinstance(message, types.ToolListChangedNotification | types.PromptListChangedNotification):
             self._spawn(self._relist())
 
@@ -449,7 +456,7 @@ class Connection:
             tools = await self._list(session, "tools") if self.listing.tools or has_capability(session, "tools") else ()
             prompts = await self._list(session, "prompts") if has_capability(session, "prompts") else ()
         except Exception as error:  # a dying server: its runner reports it
-            log.info("%s: could not list again: %s", self.label, error)
+            log.info("%s: could not list again: %s", self.label, self._shown.text(str(error)))
             return
         before = len(self.listing.tools)
         self._update(Listing(tools, prompts, self.listing.resources, self.listing.instructions, self.listing.server))
@@ -461,7 +468,8 @@ class Connection:
     async def _sign_in(self, url: str) -> None:
         self.auth_url = url
         self._set_state("signing-in")
-        self._tell(f"{self.label} needs you to sign in: open {url}", "warning")
+        for user in list(self.users):  # as it is, not through `_tell`: the authorization server's URL, to open
+            user.notice(f"{self.label} needs you to sign in: open {url}", "warning")
 
     def _signed_in(self) -> None:
         if self.state == "signing-in":
@@ -482,8 +490,9 @@ class Connection:
             user.refresh()
 
     def _tell(self, text: str, level: NoticeLevel) -> None:
+        shown = self._shown.text(text)
         for user in list(self.users):
-            user.notice(text, level)
+            user.notice(shown, level)
 
     def _arm_idle(self) -> None:
         if self.settings.idle_timeout <= 0:
@@ -518,7 +527,8 @@ class Connection:
                 *lines, partial = (partial + chunk).split(b"\n")
                 partial = partial[-4096:]
                 for line in lines:
-                    text = line.decode(errors="replace").rstrip()
+                    # redacted before it is cut: a cut through a secret would leave its start unmatched
+                    text = self._shown.text(line.decode(errors="replace").rstrip())
                     if text:
                         self._stderr.append(text[:500])
                         log.debug("mcp %s: %s", self.spec.name, text)
@@ -532,12 +542,11 @@ class Connection:
                 await asyncio.wait_for(self._stderr_done.wait(), 1)
 
     def _tail(self) -> str:
-        """The last lines the server printed, for an error (the log's and the editor's): with what its env gives it
-        as secrets, and anything shaped like a token, redacted (a server may print its own token)."""
+        """The last lines the server printed, for an error (the log's and the editor's), redacted as they were
+        read (`_read_stderr`): a server may print its own secrets, in any form, or a token it found."""
         if not self._stderr:
             return ""
-        secrets = [value for name, value in self.spec.env if looks_secret(name)]
-        return f"; its stderr ends: {redact(' | '.join(list(self._stderr)[-3:]), secrets)}"
+        return f"; its stderr ends: {' | '.join(list(self._stderr)[-3:])}"
 
     def _changed_since_approved(self) -> str | None:
         """The files of a folder's server that changed since it was approved (binding as shown in its question),
@@ -589,7 +598,7 @@ class Connection:
         import httpx2
 
         if isinstance(leaf, httpx2.HTTPStatusError):
-            return f"answered HTTP {leaf.response.status_code} at {self.spec.url}"
+            return f"answered HTTP {leaf.response.status_code} at {self._shown.url(self.spec.url)}"
         if isinstance(leaf, httpx2.TransportError):
-            return f"cannot be reached at {self.spec.url}: {leaf or kind}"
+            return f"cannot be reached at {self._shown.url(self.spec.url)}: {leaf or kind}"
         return f"failed: {leaf or kind}"

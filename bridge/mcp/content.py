@@ -16,6 +16,7 @@ from typing import Any
 
 from bridge.messages import image_media_type
 from bridge.tools.base import ToolResult
+from bridge.transcript import private_dir, private_opener
 
 API_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the Messages API's limit for one base64 image
@@ -115,8 +116,9 @@ def save_blob(data_dir: Path, uri: str, raw: bytes) -> Path:
     digest = hashlib.sha256(uri.encode()).hexdigest()[:12]
     tail = "".join(c if c.isalnum() or c in "._-" else "_" for c in uri.rsplit("/", 1)[-1])[:60] or "resource"
     path = data_dir / "mcp-resources" / f"{digest}-{tail}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(raw)
+    private_dir(path.parent)  # the data dir's: its owner's alone
+    with open(path, "wb", opener=private_opener) as out:
+        out.write(raw)
     return path
 
 

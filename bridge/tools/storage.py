@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import uuid
 from pathlib import Path
 
@@ -32,8 +33,10 @@ def bound_result(text: str, *, limit: float, data_dir: Path, tool_use_id: str) -
     preview = _preview(text)
     path = result_path(data_dir, tool_use_id)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data dir's: its owner's alone
         atomic_write(path, text.encode("utf-8", errors="surrogateescape"))  # exact: no link in its way followed
+        if os.name != "nt":
+            os.chmod(path, 0o600)
     except (OSError, ToolError) as exc:
         log.warning("could not store a large tool result at %s: %s", path, exc)
         return f"{preview}\n\n[Output too large ({len(text)} chars) and could not be saved; this is the start of it.]"
