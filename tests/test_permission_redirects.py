@@ -31,20 +31,25 @@ def judged(found: Workspace, command: str, *allow: str, mode: Mode = "default") 
 @pytest.mark.parametrize(
     ("command", "allow", "rules"),
     [
-        # the command is allowed: the question is only about the file, and the option saves only its rule
-        ("echo y > a.txt", ("Bash(echo *)",), [("Write(a.txt)",)]),
+        # the command is allowed: the question is only about the file, and the option saves only its rule (a file
+        # at the root by its absolute path: `Write(a.txt)` would match every a.txt below too)
+        ("echo y > a.txt", ("Bash(echo *)",), [("Write(/{ws}/a.txt)",)]),
         ("npm test > src/log.txt", ("Bash(npm test)",), [("Write(src/**)",)]),
         # a read-only command: the same
-        ("ls > list.txt", (), [("Write(list.txt)",)]),
+        ("ls > list.txt", (), [("Write(/{ws}/list.txt)",)]),
         # a command that needs its own rule too: both, in one option
-        ("npm run build > build.log", (), [("Bash(npm run build *)", "Write(build.log)")]),
-        ("npm run build 2>&1 | tee x > out.txt", (), [("Bash(npm run build *)", "Bash(tee *)", "Write(out.txt)")]),
+        ("npm run build > build.log", (), [("Bash(npm run build *)", "Write(/{ws}/build.log)")]),
+        (
+            "npm run build 2>&1 | tee x > out.txt",
+            (),
+            [("Bash(npm run build *)", "Bash(tee *)", "Write(/{ws}/out.txt)")],
+        ),
     ],
 )
 def test_a_rule_for_a_command_does_not_cover_what_its_redirections_write(
     found: Workspace, command: str, allow: tuple[str, ...], rules: list[tuple[str, ...]]
 ) -> None:
-    assert judged(found, command, *allow) == ("ask", rules)
+    assert judged(found, command, *allow) == ("ask", [tuple(found.fill(r) for r in rule) for rule in rules])
 
 
 def test_the_rules_an_always_option_offers_let_the_command_run_and_no_other_write(found: Workspace) -> None:

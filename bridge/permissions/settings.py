@@ -612,7 +612,10 @@ class SettingsStore:
             existing.extend(rule.text for rule in added)
             if target.project and suggestion.behavior == "allow":
                 # the user chose these rules: they are the user's, not the folder's, wherever they are kept
-                self.trust.approve(TrustItem(relative_text(dest, self.cwd), "allow", r.text) for r in added)
+                # bound as the engine checks them (widening.rule_binding): the workspace files an exact command names,
+                # as they are now; unbound, such a rule was off as soon as it was saved
+                file = relative_text(dest, self.cwd)
+                self.trust.approve(TrustItem(file, "allow", r.text, rule_binding(r, self.cwd)) for r in added)
             if target.project:
                 self._write_folder_file(target, data)
             else:

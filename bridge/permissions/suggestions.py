@@ -1,9 +1,11 @@
 """The always-rules a permission question offers: narrow enough to be safe, broad enough to be useful.
 
-A command gets a prefix rule for each part not yet allowed (`Bash(npm run test *)`, `Bash(make *)`), or an
-exact rule for risky ones (`rm`, `sudo …`); a path tool gets the file's directory under the name the grammar
-gives rules about such paths (`Edit(src/**)`); a fetch its host (`WebFetch(domain:example.com)`).
-One question offers one allow option (all its rules together) and, for a single rule, a deny option.
+A command gets a prefix rule for each part not yet allowed (`Bash(npm run test *)`, `Bash(cargo build *)`), or
+an exact rule for risky ones (`rm`, `sudo …`) and for programs whose arguments can make them run anything (`sed`,
+`tar`, `make`); a path tool gets the file's directory under the name the grammar gives rules about such paths
+(`Edit(src/**)`), a file at the root the file alone; a fetch its host (`WebFetch(domain:example.com)`).
+One question offers one allow option (all its rules together) and, for a single rule, a deny option. A rule is
+offered in the text it is saved as (`Rule.text`), so the option's label is the rule the settings file gets.
 """
 
 from __future__ import annotations
@@ -11,25 +13,28 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 
 from bridge.permissions.command_parts import Part
 from bridge.permissions.containment import Workspace
 from bridge.permissions.facts import RuleForm
 from bridge.permissions.grammar import RuleGrammar
+from bridge.permissions.rules import Rule
 from bridge.permissions.types import RuleSuggestion
 from bridge.visible import has_hidden
+from bridge.winpaths import posix_form
 
 _SUBCOMMAND_WORD = re.compile(r"^[A-Za-z][A-Za-z0-9:_.-]*$")
 _RUNNERS = frozenset({"npm", "pnpm", "yarn", "bun", "uv", "poetry", "pdm", "hatch"})
-# commands whose second word is a subcommand or target worth keeping in a suggested prefix
+# commands whose second word is a subcommand worth keeping in a suggested prefix; their bare name would allow
+# every subcommand, those that run anything too (`npm exec`, `go run`, `docker run`): kept, or the exact command
 _SUBCOMMAND_TOOLS = _RUNNERS | frozenset(
     {
         "git",
         "cargo",
         "go",
-        "make",
         "docker",
+        "podman",
         "kubectl",
         "pip",
         "pip3",
@@ -37,24 +42,17 @@ _SUBCOMMAND_TOOLS = _RUNNERS | frozenset(
         "dotnet",
         "mvn",
         "gradle",
-        "just",
         "terraform",
         "helm",
         "brew",
-        "apt",
         "conda",
         "rustup",
         "deno",
         "swift",
-        "python",
-        "python3",
-        "pytest",
-        "tox",
-        "nox",
-        "ruff",
-        "mypy",
     }
 )
+# commands whose second word names what they check, worth keeping when it is a plain word (`ruff check *`)
+_TARGET_TOOLS = frozenset({"pytest", "tox", "nox", "ruff", "mypy"})
 _EXACT_SUGGESTION = frozenset(
     {
         "rm",
@@ -69,18 +67,19 @@ _EXACT_SUGGESTION = frozenset(
         "pkill",
         "killall",
         "mkfs",
-        # programs that run what they are given (a command, a script, code): `Bash(flock *)` would run anything
+        # Programs whose arguments can make them run a command or code of the arguments' choosing — a command, a
+        # script, a program for a hook, a library to load — or write files no one checks (an archive's): a prefix
+        # (`Bash(sed *)`) would let `sed -n '1e touch x' f` run anything, so the rule is the command asked about.
+        # runners of the command they are given
         "flock",
         "watch",
         "ionice",
         "chronic",
-        "awk",
-        "gawk",
-        "mawk",
-        "nawk",
         "xargs",
         "parallel",
         "find",
+        "fd",
+        "fdfind",
         "unbuffer",
         "script",
         "strace",
@@ -93,12 +92,140 @@ _EXACT_SUGGESTION = frozenset(
         "firejail",
         "busybox",
         "expect",
-        "socat",
-        "ssh",
         "gdb",
         "valgrind",
+        "tmux",
+        "screen",
+        "hyperfine",
+        "entr",
+        "watchexec",
+        "nodemon",
+        "rlwrap",
+        "dbus-run-session",
+        "ssh-agent",
+        "crontab",  # what it installs runs later
+        "xdg-open",  # a file's handler may be the file itself
+        "open",
+        "ansible",  # `-m shell -a …`
+        # stream editors and text tools with a command language or a helper program
+        "awk",
+        "gawk",
+        "mawk",
+        "nawk",
+        "sed",  # `e`, `s///e`
+        "gsed",
+        "sort",  # --compress-program
+        "rg",  # --pre
+        "sdiff",  # --diff-program
+        "diff3",
+        "m4",  # syscmd
+        "dc",  # `!`
+        "pandoc",  # --filter
+        "fzf",  # --bind …:execute
+        # archivers: an option runs a program (--checkpoint-action=exec, -TT, --rsh-command), the archive says
+        # which files are written where
+        "tar",
+        "gtar",
+        "bsdtar",
+        "zip",
+        "unzip",
+        "cpio",
+        # remote shells and what copies over them (-o ProxyCommand, -e, -S)
+        "ssh",
+        "scp",
+        "sftp",
+        "rsync",
+        "sshfs",
+        "mosh",
+        "autossh",
+        "socat",
+        "nc",  # -e, --exec
+        "ncat",
+        "netcat",
+        # editors and pagers (`-c '!cmd'`, --eval, --speller, `+!cmd`, man's -P and --html)
+        "vi",
+        "vim",
+        "nvim",
+        "view",
+        "vimdiff",
+        "gvim",
+        "ex",
+        "ed",
+        "emacs",
+        "emacsclient",
+        "nano",
+        "less",
+        "more",
+        "most",
+        "man",
+        # tools with a hook, a script or a library option (-z, --script, -X lua_script, -engine, --photo-viewer,
+        # --use-askpass, -D pkcs11)
+        "tcpdump",
+        "tshark",
+        "nmap",
+        "openssl",
+        "gpg",
+        "gpg2",
+        "wget",
+        "ssh-keygen",
+        "magick",  # a file name `|cmd`
+        "convert",
+        # build tools that take code on the command line (--eval, -f, `SHELL=…`), package tools that run a
+        # package's scripts or hooks (-o APT::…::Pre-Invoke, --pre-invoke), runners of any package
+        "make",
+        "gmake",
+        "just",
+        "dpkg",
+        "apt",
+        "apt-get",
+        "aptitude",
+        "npx",
+        "pnpx",
+        "bunx",
+        "uvx",
+        "pipx",
+        "bundle",  # exec
+        # interpreters and consoles the interpreter rule below does not know
+        "sqlite3",  # .shell
+        "psql",  # \!
+        "mysql",  # system
+        "java",
+        "jshell",
+        "julia",
+        "R",
+        "tclsh",
+        "wish",
+        "ghci",
+        "runghc",
+        "osascript",
+        "pwsh",
     }
 )
+# subcommands of a `_SUBCOMMAND_TOOLS` command that run a command given in their options or arguments
+# (`git rebase -x …`, `git fetch --upload-pack=…`, `git grep -O…`, `docker run …`): the exact command too
+_EXACT_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": frozenset(
+        {
+            "rebase",
+            "bisect",
+            "submodule",
+            "fetch",
+            "pull",
+            "push",
+            "clone",
+            "ls-remote",
+            "archive",
+            "grep",
+            "difftool",
+            "mergetool",
+            "filter-branch",
+            "send-email",
+        }
+    ),
+    "docker": frozenset({"run", "exec", "create"}),
+    "podman": frozenset({"run", "exec", "create"}),
+    "kubectl": frozenset({"exec", "run", "debug"}),
+}
 
 
 class Suggester:
@@ -125,7 +252,7 @@ class Suggester:
         what can't be read, so an always-option would not do what it says."""
         if not all(p.static for p in parts):
             return []
-        return self.rules(f"{self.command_tool}({command_pattern(p, exact=exact)})" for p in parts)
+        return self.rules(rule_text(self.command_tool, command_pattern(p, exact=exact)) for p in parts)
 
     def command(self, parts: Sequence[Part], writes: Sequence[Path]) -> list[RuleSuggestion]:
         """A rule for each part that needs one, and a path rule for each file the command's redirections write
@@ -134,33 +261,50 @@ class Suggester:
         if not all(p.static for p in parts):
             return []
         name = self.grammar.rule_name(self.command_tool, self.grammar.form(self.command_tool), "write")
-        rules = [f"{self.command_tool}({command_pattern(p, exact=False)})" for p in parts]
-        return self.rules([*rules, *(f"{name}({self.path_spec(path)})" for path in writes)])
+        rules = [rule_text(self.command_tool, command_pattern(p, exact=False)) for p in parts]
+        return self.rules([*rules, *(rule_text(name, self.path_spec(path)) for path in writes)])
 
     def tool(
         self, tool: str, form: RuleForm, writes: Sequence[Path], outside_reads: Sequence[Path], host: str | None
     ) -> list[RuleSuggestion]:
         if form.specifier == "domain":
-            return self.rules([f"{tool}(domain:{host})"] if host else [])
-        rules = [f"{self.grammar.rule_name(tool, form, 'write')}({self.path_spec(p)})" for p in writes]
-        rules += [f"{self.grammar.rule_name(tool, form, 'read')}({self.path_spec(p)})" for p in outside_reads]
+            return self.rules([rule_text(tool, f"domain:{host}")] if host else [])
+        rules = [rule_text(self.grammar.rule_name(tool, form, "write"), self.path_spec(p)) for p in writes]
+        rules += [rule_text(self.grammar.rule_name(tool, form, "read"), self.path_spec(p)) for p in outside_reads]
         return self.rules(rules or [tool])
 
     def path_spec(self, path: Path) -> str:
-        """The narrow place to allow: the file's directory (`src/**`), or the file itself at the root."""
-        directory = path.parent
+        """The narrow place to allow, in a pattern that means only it: the file's directory below the cwd
+        (`src/**`: a pattern with a slash is anchored at its base), else by its absolute path — a file at the
+        root the file alone (`//home/me/proj/notes.txt`), anything outside the cwd its directory (`//etc/**`).
+        Not `notes.txt` nor `/notes.txt`: a slash-free name matches at any depth below its base (gitignore,
+        specifiers.py), so `deep/x/notes.txt` would be allowed too."""
         cwd = self.workspace.cwd
-        if self.workspace.contains(path):
-            root = next(r for r in self.workspace.roots if path == r or path.is_relative_to(r))
-            if root == cwd:
-                if directory == cwd:
-                    return escape_glob(path.name)
-                return escape_glob(directory.relative_to(cwd).as_posix()) + "/**"
-        return "/" + escape_glob(directory.as_posix()) + "/**"
+        directory = path.parent
+        if directory != cwd and directory.is_relative_to(cwd):
+            return escape_glob(directory.relative_to(cwd).as_posix()) + "/**"
+        if directory == cwd or path == cwd or directory.parent == directory:  # `//**` would be every file
+            return "/" + escape_glob(_absolute(path))
+        return "/" + escape_glob(_absolute(directory)) + "/**"
+
+
+def _absolute(path: Path) -> str:
+    """An absolute path as a `//` rule names it: `/c/Users/…` on Windows (winpaths.py); a backslash elsewhere is
+    part of a name."""
+    return posix_form(str(path)) if isinstance(path, PureWindowsPath) else path.as_posix()
+
+
+def rule_text(tool: str, specifier: str) -> str:
+    """The rule as the settings file will hold it (parentheses escaped), so the label shows what is saved."""
+    return Rule(tool, specifier).text
 
 
 def escape_glob(text: str) -> str:
-    return re.sub(r"([*?\[\]!#\\])", r"\\\1", text)
+    """`text` as a path pattern naming only itself: pattern characters escaped, and trailing spaces, which
+    gitignore drops unless escaped."""
+    escaped = re.sub(r"([*?\[\]!#\\])", r"\\\1", text)
+    stripped = escaped.rstrip(" ")
+    return stripped + "\\ " * (len(escaped) - len(stripped))
 
 
 # Interpreters: `python3 *` would let any code run (`python3 -c '…'`); a rule keeps the script or module asked about
@@ -184,13 +328,15 @@ def _interpreter_pattern(part: Part, words: list[str]) -> str:
 
 def command_pattern(part: Part, *, exact: bool) -> str:
     """A prefix pattern for a part, or the exact command where a prefix would allow far more than was asked: a
-    risky command, one that reads the environment, one that asks only for what it reads (outside the
-    workspace, a process's environment): `Bash(cat *)` would let `cat` read anything."""
+    risky command, a program whose arguments can make it run anything, one that reads the environment, one that
+    asks only for what it reads (outside the workspace, a process's environment): `Bash(cat *)` would let `cat`
+    read anything."""
     words = [w.value for w in part.effective]
     if (
         exact
         or not words
         or words[0] in _EXACT_SUGGESTION
+        or (len(words) > 1 and words[1] in _EXACT_SUBCOMMANDS.get(words[0], ()))
         or part.hazard is not None
         or part.environment
         or part.reads_only
@@ -199,11 +345,13 @@ def command_pattern(part: Part, *, exact: bool) -> str:
     if _INTERPRETER.fullmatch(words[0]):
         return _interpreter_pattern(part, words)
     depth = 1
-    if words[0] in _SUBCOMMAND_TOOLS:
+    if words[0] in _SUBCOMMAND_TOOLS or words[0] in _TARGET_TOOLS:
         depth = 3 if words[0] in _RUNNERS and len(words) > 1 and words[1] in ("run", "exec", "x") else 2
     prefix = [words[0]]
     for word in words[1:depth]:
         if not _SUBCOMMAND_WORD.match(word):
             break
         prefix.append(word)
+    if words[0] in _SUBCOMMAND_TOOLS and len(prefix) < depth:
+        return part.canonical  # an option where the subcommand goes (`git -C src commit`): `git *` allows them all
     return f"{shlex.join(prefix)} *"

@@ -63,6 +63,6 @@ async def test_an_always_answer_saves_exactly_the_rules_its_option_names(workspa
         assert await editor.prompt(sid, "build") == {"stopReason": "end_turn"}
         [asked] = editor.permission_requests
     [option] = [o for o in asked["options"] if o["kind"] == "allow_always"]
-    assert option["name"] == "Always allow Bash(npm test *), Bash(make build *) (saved to settings.local.json)"
+    assert option["name"] == "Always allow Bash(npm test *), Bash(make build) (saved to settings.local.json)"
     saved = json.loads((workspace / ".agent-bridge" / "settings.local.json").read_text())
-    assert saved["permissions"]["allow"] == option["_meta"]["rules"] == ["Bash(npm test *)", "Bash(make build *)"]
+    assert saved["permissions"]["allow"] == option["_meta"]["rules"] == ["Bash(npm test *)", "Bash(make build)"]
