@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 PRIVATE_DIR, PRIVATE_FILE = 0o700, 0o600
-_POSIX = os.name != "nt"
+_POSIX = sys.platform != "win32"  # (Windows: the profile's ACLs keep the data dir the user's)
 
 
 def private_dir(path: Path) -> Path:
@@ -75,13 +76,14 @@ def tighten_data_dir(data_dir: Path, workspace: Path) -> None:
     """The data dir itself made private when it is the bridge's: a folder of the user's own (not a link) that is
     neither the home folder nor the workspace or a folder it is in (a data dir set to one of those is the user's
     folder, left as it is; the bridge's own folders in it are private all the same)."""
-    if not _POSIX:
+    getuid = getattr(os, "getuid", None)
+    if not _POSIX or getuid is None:
         return
     try:
         st = os.lstat(data_dir)
         real, home = Path(os.path.realpath(data_dir)), Path(os.path.realpath(Path.home()))
         workspace = Path(os.path.realpath(workspace))
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) == PRIVATE_DIR:
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != getuid() or stat.S_IMODE(st.st_mode) == PRIVATE_DIR:
             return
         if real == home or workspace == real or workspace.is_relative_to(real):
             return
