@@ -29,7 +29,6 @@ from typing import Literal
 
 import anyio
 from pydantic import Field
-from wcmatch import glob as wcglob
 
 from bridge import safefs
 from bridge.permissions.facts import RuleForm
@@ -48,7 +47,6 @@ from bridge.tools.ripgrep import (
 
 MAX_RESULTS = 100
 MAX_LISTED = 500_000
-_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.EXTGLOB
 _MAGIC = set("*?[]{}!()@+")
 
 
@@ -189,8 +187,10 @@ def _match_and_sort(
 
     Plain strings and one `fstatat` per match: pathlib per listed line cost 5x the matching itself.
     """
+    from wcmatch import glob as wcglob  # on the first Glob (~3 ms: no session's start waits for it)
+
     try:
-        matcher = wcglob.compile([pattern], flags=_FLAGS)
+        matcher = wcglob.compile([pattern], flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.EXTGLOB)
     except ValueError as error:
         raise ToolError(f"Invalid glob pattern {pattern!r}: {error}") from None
     prefix = str(base).rstrip("/") + "/"
