@@ -15,7 +15,7 @@ from bridge.permissions.code_runners import runs_code
 from bridge.permissions.command_effects import Access
 from bridge.permissions.command_parts import DANGEROUS_ENV, UNKNOWN, Part, WriteTarget, safe_device
 from bridge.permissions.commands import effects, known
-from bridge.permissions.shell_runners import RUNNERS, Unknown
+from bridge.permissions.shell_runners import RUNNERS, Unknown, code_option
 from bridge.permissions.shell_syntax import Command, Script, ShellSyntaxError, Word
 from bridge.permissions.shellparse import parse_into
 from bridge.secrets import looks_secret
@@ -383,6 +383,8 @@ def _peel(argv: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> _
                 part.opaque = part.opaque or why
             elif not known(name):
                 builder.probe_arguments(words, part, depth)
+            if (option := code_option(name, words[1:])) is not None:
+                part.unknown_program = part.unknown_program or option
             break
         result = step(words, part, builder, depth)
         if result is None:

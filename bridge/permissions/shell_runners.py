@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -406,6 +406,47 @@ def _inert_git_setting(pair: str) -> bool:
     if _GIT_BOOLEAN_KEYS.fullmatch(key):
         return value.lower() in ("", "true", "false", "yes", "no", "on", "off", "1", "0")
     return _GIT_INERT_KEYS.fullmatch(key) is not None
+
+
+# Options that make a build tool or package runner run code given on its command line, or a program it names
+# (attack round 9: with `Bash(cargo test *)` allowed, `cargo test --config 'target.….runner=["sh","-c","…"]'` ran
+# it; with `Bash(npm test *)`, `npm test --node-options=--import=data:…`). What runs is then unknown, so no prefix
+# rule for the program covers such a command: it asks. Per program family, the option names (without dashes).
+_CODE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "cargo": ("config",),  # inline TOML: runners, rustc wrappers, linkers
+    "npm": ("node-options", "script-shell", "shell", "userconfig", "globalconfig", "call", "init-module"),
+    "go": ("exec", "toolexec", "overlay", "modfile"),
+}
+_CODE_OPTION_FAMILY = {
+    "cargo": "cargo",
+    "npm": "npm",
+    "pnpm": "npm",
+    "yarn": "npm",
+    "bun": "npm",
+    "go": "go",
+}
+
+
+def code_option(program: str, words: Sequence[Word]) -> str | None:
+    """Why `program`'s arguments make it run code the checker can't see (`_CODE_OPTIONS`), or None: such an option
+    spelled with one dash or two, with `=value` or not, or (npm's option parser expands them) as an abbreviation of
+    three letters or more, `_` for `-`."""
+    family = _CODE_OPTION_FAMILY.get(program)
+    if family is None:
+        return None
+    names = _CODE_OPTIONS[family]
+    for word in words:
+        if not word.static:
+            continue  # a computed word: the rule does not match it as written anyway
+        if word.value == "--":
+            break
+        if not word.value.startswith("-"):
+            continue
+        given = word.value.lstrip("-").split("=", 1)[0].lower().replace("_", "-")
+        for name in names:
+            if given == name or (family == "npm" and len(given) >= 3 and name.startswith(given)):
+                return f"`{program} {word.value.split('=', 1)[0]}` makes it run code the checker can't see"
+    return None
 
 
 def _unknown_runner(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:

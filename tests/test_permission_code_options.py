@@ -1,0 +1,69 @@
+"""Options that make a build tool or package runner run code from its own command line (attack round 9): a prefix
+rule for the program (`Bash(cargo test *)`, what "always allow" offers for `cargo test`) does not cover them.
+
+Found by an attack round, each proven by a marker: with `Bash(cargo test *)` allowed, `cargo test --config
+'target.….runner=["sh","-c","id > P1"]'` ran `id`; with `Bash(npm test *)`, `npm test
+--node-options='--import=data:text/javascript,…'` ran the model's JavaScript.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.attacks.workspace import Workspace, build, engine, setup_env
+from tests.permission_calls import decide
+
+
+@pytest.fixture
+def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    made = build(tmp_path)
+    setup_env(monkeypatch, made)
+    return made
+
+
+def behavior(found: Workspace, command: str, rule: str) -> str:
+    return decide(engine(found, "default", allow=(rule,)), "Bash", {"command": command}).behavior
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(cargo test *)", """cargo test -q --config 'target.x86_64-unknown-linux-gnu.runner=["sh","-c","id"]'"""),
+        ("Bash(cargo test *)", "cargo test --config=build.rustc-wrapper='./x.sh'"),
+        ("Bash(cargo build *)", "cargo build --release --config build.rustflags=[]"),
+        ("Bash(npm test *)", "npm test --node-options='--import=data:text/javascript,1'"),
+        ("Bash(npm test *)", "npm test --node-options --require=/tmp/x.js"),
+        ("Bash(npm test *)", "npm test --script-shell=/tmp/x.sh"),
+        ("Bash(npm test *)", "npm test --node-opt=--require=/tmp/x.js"),  # npm expands abbreviations
+        ("Bash(npm test *)", "npm test --node_options=--require=/tmp/x.js"),
+        ("Bash(pnpm test *)", "pnpm test --node-options=--require=/tmp/x.js"),
+        ("Bash(yarn test *)", "yarn test --userconfig /tmp/rc"),
+        ("Bash(go test *)", "go test -exec /tmp/x ./..."),
+        ("Bash(go test *)", "go test -toolexec=/tmp/x ./..."),
+        ("Bash(go test *)", "go test --exec=/tmp/x ./..."),
+        # the same by environment
+        ("Bash(cargo test *)", "CARGO_BUILD_RUSTC_WRAPPER=/tmp/x cargo test"),
+        ("Bash(cargo test *)", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER=/tmp/x cargo test"),
+        ("Bash(cargo test *)", "RUSTFLAGS='-C linker=/tmp/x' cargo test"),
+        ("Bash(python3 -m pytest *)", "PYTEST_ADDOPTS='-p evil' python3 -m pytest"),
+        ("Bash(go test *)", "GOTOOLCHAIN=go1.99 go test ./..."),
+    ],
+)
+def test_an_option_that_runs_code_is_not_covered_by_a_prefix_rule(found: Workspace, rule: str, command: str) -> None:
+    assert behavior(found, command, rule) == "ask", command
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(cargo test *)", "cargo test -q --release --all-features"),
+        ("Bash(npm test *)", "npm test --silent"),
+        ("Bash(npm test *)", "npm test -- --config jest.config.js"),  # after `--`: the test runner's own
+        ("Bash(go test *)", "go test -v -run TestX ./..."),
+    ],
+)
+def test_ordinary_options_stay_covered(found: Workspace, rule: str, command: str) -> None:
+    """The control: the rule still does what the user chose it for."""
+    assert behavior(found, command, rule) == "allow", command
