@@ -43,6 +43,7 @@ class BackgroundShell:
     _unread_len: int = 0
     dropped: int = 0  # unread characters lost to the bound since the last read
     _heard: set[str] = field(default_factory=set)  # sandbox notes already shown
+    _settled: list[str] = field(default_factory=list)  # notes of the check after the shell ended, for its reader
     _decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
 
     @property
@@ -91,10 +92,18 @@ class BackgroundShell:
         run = self.process.run
         if run is None:
             return []
-        notes = run.notes(text, self.process.returncode if self.process.closed else None)
-        fresh = [note for note in notes if note not in self._heard]
+        notes = [*self._settled, *run.notes(text, self.process.returncode if self.process.closed else None)]
+        self._settled.clear()
+        fresh = [note for note in dict.fromkeys(notes) if note not in self._heard]
         self._heard.update(fresh)
         return fresh
+
+    def settle(self) -> None:
+        """The shell ended: what the sandbox finds now (a file a deny rule forbids, made after its last reader
+        looked: attack round 9) is set aside at once, not when someone reads the output, and kept for that reader."""
+        run = self.process.run
+        if run is not None:
+            self._settled += [note for note in run.notes("", self.process.returncode) if note not in self._heard]
 
     def describe(self) -> str:
         age = time.monotonic() - self.started
@@ -143,6 +152,8 @@ class BackgroundShells:
         await shell.process.wait()
         if self.supervisor.tree_pids(shell.process):
             self.supervisor.terminate(shell.process)
+            await self.supervisor.wait_gone(shell.process, KILL_WAIT)
+        await asyncio.to_thread(shell.settle)
 
     def get(self, shell_id: str) -> BackgroundShell:
         shell = self._shells.get(shell_id)

@@ -98,6 +98,11 @@ def warm_up() -> None:
 # -- one command -----------------------------------------------------------------------------------------
 
 
+AFTER_ENTRIES = 100_000  # what the look for new files a deny pattern forbids may visit after a command
+AFTER_SECONDS = 1.0
+_UNCHECKED: set[tuple[str, Path]] = set()  # (deny patterns, workspace) whose look could not be made, told once
+
+
 class SandboxRun:
     """One command in the sandbox, from its start until its whole tree is gone: its watch over the held
     paths that don't exist, its resource bounds, and what its result should say."""
@@ -187,11 +192,21 @@ class SandboxRun:
         (a path beyond the bound is not new)."""
         before = self.plan.denied_before
         patterns = tuple(p for p in self.policy.read_only if not literal_root(p)[1])
-        if before is None or not patterns or self.quarantine is None:
+        if not patterns or self.quarantine is None:
             return []
-        after = expand(patterns)
-        if after.truncated:
-            return []
+        after = expand(patterns, entries=AFTER_ENTRIES, seconds=AFTER_SECONDS)
+        if before is None or after.truncated:
+            # a workspace too big to look through (or made so by the command: attack round 9): said, not hidden
+            # (once per process and workspace: in a big one every command would say it)
+            named = ", ".join(f"Edit({p.pattern})" for p in patterns)
+            if (named, self.policy.cwd) in _UNCHECKED:
+                return []
+            _UNCHECKED.add((named, self.policy.cwd))
+            return [
+                f"The sandbox could not look through the whole workspace for files that {named} forbids (more "
+                "entries than it checks per command): one this command made may be left; check before relying "
+                "on it."
+            ]
         notes = []
         for path in sorted(set(after.paths) - before, key=lambda p: len(p.parts)):
             if any(path.is_relative_to(done) for done in self._set_aside):

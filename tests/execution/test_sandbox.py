@@ -27,7 +27,7 @@ from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.settings import SettingsStore
 from bridge.tools.base import Services, ToolContext, ToolResult
 from bridge.tools.bash import BashInput, BashTool
-from bridge.tools.tasks import TaskStopInput, TaskStopTool
+from bridge.tools.tasks import TaskOutputInput, TaskOutputTool, TaskStopInput, TaskStopTool
 from tests.execution.test_processes import ESCAPING, marked_pids
 from tests.permission_calls import GRAMMAR
 from tests.poll import poll
@@ -276,10 +276,39 @@ async def test_an_edit_deny_rule_holds_what_does_not_exist_yet(project: Project,
         "    os.makedirs(os.path.dirname(p) or '.', exist_ok=True)\n"
         "    open(p, 'w').write('evil')\n"
     )
-    result = await project.run(f"python3 -c {shlex.quote(code)} {made} sub/control.txt; exit 0")
+    result = await project.run(f"python3 -c {shlex.quote(code)} sub/control.txt {made}; exit 0")  # (control first: a
+    # folder is set aside as soon as it appears, and what follows in it then fails)
     assert (project.ws / "sub" / "control.txt").read_text() == "evil", output(result)
     assert not (project.ws / made).exists(), output(result)
     assert "[sandbox] The sandbox set aside" in output(result) and "a deny rule forbids writing it" in output(result)
+
+
+async def test_a_deny_pattern_holds_after_a_command_that_makes_many_files(project: Project) -> None:
+    """Attack round 9: 20,001 files made first pushed the look after the command past its bound, and the `.pem`
+    made last was left. The look after a command goes further than the one before it; and where it can't, the
+    result says so."""
+    (project.ws / "sub").mkdir()
+    project.settings({"permissions": {"deny": ["Edit(**/*.pem)"]}})
+    code = "import os\nos.makedirs('junk')\nfor i in range(20001): open('junk/%d' % i, 'w').close()\n"
+    code += "open('sub/x.pem', 'w').write('evil')\n"
+    result = await project.run(f"python3 -c {shlex.quote(code)}")
+    assert not (project.ws / "sub" / "x.pem").exists(), output(result)
+    assert "a deny rule forbids writing it" in output(result)
+
+
+async def test_a_deny_pattern_holds_after_a_background_command_nobody_reads(project: Project) -> None:
+    """Attack round 9: a background command wrote a `.pem` after its start's result; with no one reading its output
+    the look after it never ran, and the file stayed. It runs when the shell ends, and the reader hears it later."""
+    (project.ws / "sub").mkdir()
+    project.settings({"permissions": {"deny": ["Edit(**/*.pem)"]}})
+    started = await project.run(
+        "sleep 0.3; python3 -c \"open('sub/x.pem', 'w').write('evil')\"; echo done", run_in_background=True
+    )
+    shell_id = started.raw_output["background_id"] if started.raw_output else ""
+    await poll(lambda: any((project.root / "data" / "quarantine").rglob("x.pem")), timeout=10)
+    assert not (project.ws / "sub" / "x.pem").exists()
+    read = await TaskOutputTool().call(TaskOutputInput(task_id=shell_id, block=False), project.ctx)
+    assert "a deny rule forbids writing it" in output(read)
 
 
 async def test_allow_write_and_additional_directories_are_writable(project: Project) -> None:
