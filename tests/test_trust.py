@@ -554,6 +554,39 @@ def test_a_held_path_is_held_under_another_name_a_link_gives_it(
     assert decision.behavior == "ask", decision  # (settings files and git's paths were held resolved already)
 
 
+@pytest.mark.parametrize(
+    ("link", "target", "written"),
+    [
+        ("frontend/.husky", "../hk", "hk/pre-commit"),  # husky in a package of a monorepo
+        ("pkg/.envrc", "envrc.sh", "pkg/envrc.sh"),  # direnv runs it when a shell enters pkg/
+        ("sub/.vscode", "../cfg", "cfg/tasks.json"),
+        ("a/b/.claude", "../../cc", "cc/hooks/x.sh"),
+    ],
+)
+def test_a_link_below_the_root_to_a_name_held_at_any_depth_holds_its_target(
+    tmp_path: Path, link: str, target: str, written: str
+) -> None:
+    """Attack round 9: the names held at any depth (`.envrc`, `.husky`, `.vscode`, `.claude`) were followed through
+    a link only at the root: with `frontend/.husky -> ../hk` and git's hooksPath there, `hk/pre-commit` was written
+    unasked and ran at the next commit. A link below the root holds its target too; the control: the same file
+    with no link to it is written unasked."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    at = ws / link
+    at.parent.mkdir(parents=True)
+    real = Path(os.path.normpath(at.parent / target))
+    (real.parent if real.suffix else real).mkdir(parents=True, exist_ok=True)
+    if real.suffix:
+        real.write_text("x")
+    before = decide(engine_in(ws, tmp_path / "unlinked"), "Write", {"file_path": str(ws / written), "content": "x"})
+    assert before.behavior == "allow", before
+    from bridge.permissions import containment
+
+    getattr(containment, "_link_scans", {}).clear()  # (the look kept from the control's engine)
+    at.symlink_to(target)
+    decision = decide(engine_in(ws, tmp_path), "Write", {"file_path": str(ws / written), "content": "x"})
+    assert decision.behavior == "ask" and link in decision.reason, decision
+
+
 def test_a_memory_file_under_another_name_is_held_as_a_memory_file(tmp_path: Path) -> None:
     """`CLAUDE.md -> docs/notes.md`: the notes load into the next session's prompt; as for CLAUDE.md itself,
     writing them asks in acceptEdits and not in bypassPermissions."""

@@ -15,7 +15,10 @@ session's prompt: writing them asks in every mode but bypassPermissions.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,6 +142,17 @@ class Workspace:
             if real != held.path:
                 why = f"it is {held.path} under another name (a link leads there): {held.why}"
                 out.append(HeldPath(real, held.kind, why, held.strength))
+        for root in self.roots:
+            for link, real in _links_below(root):
+                # a link below the root held by its name (`frontend/.husky -> ../hk`, `pkg/.envrc -> x.sh`: the
+                # names held at any depth): its target is held as the link is (attack round 9)
+                if not self.contains(real):
+                    continue  # outside: asked for as outside the workspace
+                found = self.protected_reason(link, later=[])
+                if found is not None:
+                    why = f"a link held by its name leads there ({link}): {found[0]}"
+                    kind: PathKind = "dir" if os.path.isdir(real) else "file"
+                    out.append(HeldPath(real, kind, why, found[1]))
         return out
 
     @staticmethod
@@ -223,6 +237,40 @@ class Workspace:
             if found is not None:
                 return found
         return None
+
+
+LINK_SCAN_ENTRIES = 50_000  # entries one look for links in a root may visit
+LINK_SCAN_SECONDS = 0.25
+LINK_SCAN_AGE = 30.0  # how long a look is reused (a link a command makes at a held name asks for itself)
+_SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".jj", ".venv", "__pycache__"})
+_link_scans: dict[Path, tuple[float, tuple[tuple[Path, Path], ...]]] = {}
+
+
+def _links_below(root: Path) -> tuple[tuple[Path, Path], ...]:
+    """The symbolic links below `root` and where each leads, breadth-first (the shallow ones first), bounded in
+    entries and time, not into links or the folders no one keeps held names in; kept LINK_SCAN_AGE seconds."""
+    now = time.monotonic()
+    kept = _link_scans.get(root)
+    if kept is not None and now - kept[0] < LINK_SCAN_AGE:
+        return kept[1]
+    found: list[tuple[Path, Path]] = []
+    budget, deadline = LINK_SCAN_ENTRIES, now + LINK_SCAN_SECONDS
+    queue = deque([os.fspath(root)])
+    while queue and budget > 0 and time.monotonic() < deadline:
+        try:
+            with os.scandir(queue.popleft()) as entries:
+                for entry in entries:
+                    budget -= 1
+                    if entry.is_symlink():
+                        with contextlib.suppress(OSError, ValueError):
+                            found.append((Path(entry.path), Path(os.path.realpath(entry.path))))
+                    elif entry.is_dir(follow_symlinks=False) and entry.name not in _SKIPPED_DIRS:
+                        queue.append(entry.path)
+        except OSError:
+            continue
+    links = tuple(found)
+    _link_scans[root] = (now, links)
+    return links
 
 
 def _git_directory_shaped(path: Path) -> bool:
