@@ -333,3 +333,23 @@ async def test_a_real_run_with_the_offered_rule_runs_the_harmless_form_and_not_t
         (found.ws / "pwned").unlink(missing_ok=True)
     await run_bash(found, attack)
     assert (found.ws / "pwned").exists(), "the control: the attack is real"
+
+
+@pytest.mark.parametrize(
+    ("command", "attack"),
+    [
+        ("rm -f 'x*.tmp'", "rm -f x/../important.tmp"),
+        ("sed -i 's/a*/b/' f.txt", "sed -i s/a/b/w/tmp/x/b/ f.txt"),
+    ],
+)
+def test_a_command_with_a_star_in_a_word_is_offered_no_always_option(
+    found: Workspace, command: str, attack: str
+) -> None:
+    """The rule language reads every `*` as a wildcard and has no escape: the exact rule for `rm -f 'x*.tmp'` would,
+    saved, allow `rm -f x/../important.tmp`. No always-option is offered for such a command; the control: the rule
+    it would have saved does allow the other command."""
+    decision = decide(engine(found, "default"), "Bash", {"command": command})
+    assert decision.behavior == "ask"
+    assert not [s for s in decision.suggestions if s.behavior == "allow"], decision.suggestions
+    literal = f"Bash({command})"
+    assert decide(engine(found, "default", allow=(literal,)), "Bash", {"command": attack}).behavior == "allow"

@@ -10,6 +10,7 @@ offered in the text it is saved as (`Rule.text`), so the option's label is the r
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from bridge.permissions.containment import Workspace
 from bridge.permissions.facts import RuleForm
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.rules import Rule
+from bridge.permissions.specifiers import RuleSyntaxError, command_tokens
 from bridge.permissions.types import RuleSuggestion
 from bridge.visible import has_hidden
 from bridge.winpaths import posix_form
@@ -252,7 +254,10 @@ class Suggester:
         what can't be read, so an always-option would not do what it says."""
         if not all(p.static for p in parts):
             return []
-        return self.rules(rule_text(self.command_tool, command_pattern(p, exact=exact)) for p in parts)
+        patterns = [command_pattern(p, exact=exact) for p in parts]
+        if any(_wider_than_written(pattern) for pattern in patterns):
+            return []
+        return self.rules(rule_text(self.command_tool, pattern) for pattern in patterns)
 
     def command(self, parts: Sequence[Part], writes: Sequence[Path]) -> list[RuleSuggestion]:
         """A rule for each part that needs one, and a path rule for each file the command's redirections write
@@ -261,7 +266,10 @@ class Suggester:
         if not all(p.static for p in parts):
             return []
         name = self.grammar.rule_name(self.command_tool, self.grammar.form(self.command_tool), "write")
-        rules = [rule_text(self.command_tool, command_pattern(p, exact=False)) for p in parts]
+        patterns = [command_pattern(p, exact=False) for p in parts]
+        if any(_wider_than_written(pattern) for pattern in patterns):
+            return []
+        rules = [rule_text(self.command_tool, pattern) for pattern in patterns]
         return self.rules([*rules, *(rule_text(name, self.path_spec(path)) for path in writes)])
 
     def tool(
@@ -286,6 +294,16 @@ class Suggester:
         if directory == cwd or path == cwd or directory.parent == directory:  # `//**` would be every file
             return "/" + escape_glob(_absolute(path))
         return "/" + escape_glob(_absolute(directory)) + "/**"
+
+
+def _wider_than_written(pattern: str) -> bool:
+    """A command pattern with a `*` inside one of its words (`sed 's/a*/b/' f`, `find . -name '*.py'`): the rule
+    language reads every `*` as a wildcard and has no escape, so saved it would allow far more than the command
+    (`sed 's/a/b/;1e touch x;s/x*/b/' f`). No always-option is offered for it (attack round 8's fixer)."""
+    with contextlib.suppress(RuleSyntaxError):
+        tokens, _tail = command_tokens(pattern)
+        return any("*" in token for token in tokens)
+    return True
 
 
 def _absolute(path: Path) -> str:
