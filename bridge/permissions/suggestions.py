@@ -297,9 +297,9 @@ class Suggester:
 
 
 def _wider_than_written(pattern: str) -> bool:
-    """A command pattern with a `*` inside one of its words (`sed 's/a*/b/' f`, `find . -name '*.py'`): the rule
-    language reads every `*` as a wildcard and has no escape, so saved it would allow far more than the command
-    (`sed 's/a/b/;1e touch x;s/x*/b/' f`). No always-option is offered for it (attack round 8's fixer)."""
+    """A command pattern with a `*` inside one of its words (`rm -f 'x*.tmp'`, `sed 's/a*/b/' f`): the rule language
+    reads every `*` as a wildcard and has no escape, so saved it would allow far more than the command (`rm -f
+    x/../important.tmp`). No always-option is offered for it (attack round 8's fixer)."""
     with contextlib.suppress(RuleSyntaxError):
         tokens, _tail = command_tokens(pattern)
         return any("*" in token for token in tokens)
