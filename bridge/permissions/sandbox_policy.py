@@ -224,7 +224,9 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     # A place a rule or `allowWrite` names is followed through the user's own links, never through one in the
     # workspace: a command may have put it there (`build -> ~`), and the next command's sandbox would follow it.
     roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p) and not _through_link_in(p, roots)]
-    protected = workspace.held()
+    # and where a link held by its name leads (bwrap follows a root's own links; one below a root, found by the
+    # workspace's look for links, is held here: attack round 9's `frontend/.husky -> ../hk`)
+    protected = [*workspace.held(), *workspace.aliases()]
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)
     masked = list(settings.deny_read)

@@ -311,6 +311,20 @@ async def test_a_deny_pattern_holds_after_a_background_command_nobody_reads(proj
     assert "a deny rule forbids writing it" in output(read)
 
 
+async def test_where_a_link_held_by_its_name_leads_is_read_only(project: Project) -> None:
+    """Attack round 9: `frontend/.husky -> ../hk` (husky in a monorepo package): the permission check holds `hk/`,
+    and so does the sandbox now, against code a command runs; the control: a folder beside it is written."""
+    (project.ws / "hk").mkdir()
+    (project.ws / "hk" / "pre-commit").write_text("#!/bin/sh\n")
+    (project.ws / "other").mkdir()
+    (project.ws / "frontend").mkdir()
+    (project.ws / "frontend" / ".husky").symlink_to("../hk")
+    code = "for p in ('other/x', 'hk/pre-commit'):\n    try: open(p, 'w').write('evil')\n    except OSError: pass\n"
+    result = await project.run(f"python3 -c {shlex.quote(code)}")
+    assert (project.ws / "other" / "x").read_text() == "evil", output(result)
+    assert (project.ws / "hk" / "pre-commit").read_text() == "#!/bin/sh\n", output(result)
+
+
 async def test_allow_write_and_additional_directories_are_writable(project: Project) -> None:
     extra, more = project.root / "extra", project.root / "more"
     extra.mkdir()
