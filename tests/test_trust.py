@@ -587,6 +587,52 @@ def test_a_link_below_the_root_to_a_name_held_at_any_depth_holds_its_target(
     assert decision.behavior == "ask" and link in decision.reason, decision
 
 
+def test_a_link_a_clone_made_is_held_however_big_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack round 10: 60,000 files before `pkg/sub/.envrc -> ../../envrc.sh` pushed the look for links past its
+    bound, and `envrc.sh` was written unasked. The links the repository's index tracks are taken from the index
+    (read as a file, no git run), whatever the tree's size; the control: the same link untracked, beyond the bound,
+    is not seen (the bound is named in the note)."""
+    import subprocess
+
+    from bridge.permissions import containment
+
+    monkeypatch.setattr(containment, "LINK_SCAN_ENTRIES", 10)
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    (ws / "bulk").mkdir(parents=True)
+    for n in range(50):
+        (ws / "bulk" / str(n)).write_text("")
+    (ws / "pkg" / "sub").mkdir(parents=True)
+    (ws / "envrc.sh").write_text("x")
+    (ws / "pkg" / "sub" / ".envrc").symlink_to("../../envrc.sh")
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    write = {"file_path": str(ws / "envrc.sh"), "content": "x"}
+    containment._link_scans.clear()
+    assert decide(engine_in(ws, tmp_path), "Write", write).behavior == "allow", "the control: untracked, unseen"
+    subprocess.run(["git", "-C", str(ws), "add", "pkg/sub/.envrc"], check=True)
+    containment._link_scans.clear()
+    decision = decide(engine_in(ws, tmp_path), "Write", write)
+    assert decision.behavior == "ask" and ".envrc" in decision.reason, decision
+
+
+def test_a_link_on_the_way_re_pointed_is_followed_as_it_is_now(tmp_path: Path) -> None:
+    """Attack round 10: with `pkg/.envrc -> ../d/a.sh` and `d -> d1`, a Write of `d1/a.sh` asked; `ln -sfn d2 d` (no
+    held name) then made `d2/a.sh` the script, and it was written unasked for 30 s (the look's cached targets).
+    Where the links lead is read at every check."""
+    ws = Path(os.path.realpath(tmp_path)) / "ws"
+    for folder in ("d1", "d2", "pkg"):
+        (ws / folder).mkdir(parents=True)
+        (ws / folder / "a.sh").write_text("x")
+    (ws / "d").symlink_to("d1")
+    (ws / "pkg" / ".envrc").symlink_to("../d/a.sh")
+    engine = engine_in(ws, tmp_path, "bypassPermissions")
+    assert decide(engine, "Write", {"file_path": str(ws / "d1" / "a.sh"), "content": "x"}).behavior == "ask"
+    (ws / "d").unlink()
+    (ws / "d").symlink_to("d2")
+    decision = decide(engine, "Write", {"file_path": str(ws / "d2" / "a.sh"), "content": "x"})
+    assert decision.behavior == "ask", decision
+    assert decide(engine, "Write", {"file_path": str(ws / "d1" / "a.sh"), "content": "x"}).behavior == "allow"
+
+
 def test_a_memory_file_under_another_name_is_held_as_a_memory_file(tmp_path: Path) -> None:
     """`CLAUDE.md -> docs/notes.md`: the notes load into the next session's prompt; as for CLAUDE.md itself,
     writing them asks in acceptEdits and not in bypassPermissions."""

@@ -27,7 +27,7 @@ DANGEROUS_ENV = re.compile(
     # under `Bash(cargo test *)`): runners, wrappers, compilers and linkers, flags that load plugins
     r"CARGO_\w+|RUSTC\w*|RUSTFLAGS|RUSTDOCFLAGS|\w+_WRAPPER|GOENV|GOROOT|GOTOOLCHAIN|CC|CXX|CPP|LD|AR|"
     r"CFLAGS|CXXFLAGS|CPPFLAGS|LDFLAGS|PYTEST_ADDOPTS|PYTEST_PLUGINS|YARN_\w+|BUN_\w+|DENO_\w+|MAVEN_OPTS|"
-    r"GRADLE_OPTS|JAVA_OPTS|SBT_OPTS)$"
+    r"GRADLE_OPTS|JAVA_OPTS|SBT_OPTS|MAVEN_ARGS|GOCACHEPROG|GOWORK|RUSTUP_\w+|TF_CLI_CONFIG_FILE|TF_PLUGIN_CACHE_DIR)$"
 )
 SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
 FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.permissions.git_held import git_held, nested_git_held
+from bridge.permissions.git_reading import tracked_links
 from bridge.permissions.held import HeldPath, PathKind, Protection
 from bridge.permissions.runs_later import held_at, mcp_named, name_reason
 from bridge.winpaths import native_form
@@ -241,36 +242,41 @@ class Workspace:
 
 LINK_SCAN_ENTRIES = 50_000  # entries one look for links in a root may visit
 LINK_SCAN_SECONDS = 0.25
-LINK_SCAN_AGE = 30.0  # how long a look is reused (a link a command makes at a held name asks for itself)
+LINK_SCAN_AGE = 30.0  # how long a look's links are reused (a link a command makes at a held name asks for itself)
 _SKIPPED_DIRS = frozenset({".git", "node_modules", ".hg", ".jj", ".venv", "__pycache__"})
-_link_scans: dict[Path, tuple[float, tuple[tuple[Path, Path], ...]]] = {}
+_link_scans: dict[Path, tuple[float, tuple[Path, ...]]] = {}
 
 
-def _links_below(root: Path) -> tuple[tuple[Path, Path], ...]:
-    """The symbolic links below `root` and where each leads, breadth-first (the shallow ones first), bounded in
-    entries and time, not into links or the folders no one keeps held names in; kept LINK_SCAN_AGE seconds."""
+def _links_below(root: Path) -> list[tuple[Path, Path]]:
+    """The symbolic links below `root` and where each leads now: those the index of its repository tracks (what a
+    clone made, however big the tree: attack round 10 hid one behind 60,000 files), and those a look finds,
+    breadth-first, bounded in entries and time, not into links or the folders no one keeps held names in. The
+    links are kept LINK_SCAN_AGE seconds; where they lead is read at every call (a link on the way re-pointed
+    meanwhile, attack round 10, is followed as it is now)."""
     now = time.monotonic()
     kept = _link_scans.get(root)
-    if kept is not None and now - kept[0] < LINK_SCAN_AGE:
-        return kept[1]
-    found: list[tuple[Path, Path]] = []
-    budget, deadline = LINK_SCAN_ENTRIES, now + LINK_SCAN_SECONDS
-    queue = deque([os.fspath(root)])
-    while queue and budget > 0 and time.monotonic() < deadline:
-        try:
-            with os.scandir(queue.popleft()) as entries:
-                for entry in entries:
-                    budget -= 1
-                    if entry.is_symlink():
-                        with contextlib.suppress(OSError, ValueError):
-                            found.append((Path(entry.path), Path(os.path.realpath(entry.path))))
-                    elif entry.is_dir(follow_symlinks=False) and entry.name not in _SKIPPED_DIRS:
-                        queue.append(entry.path)
-        except OSError:
-            continue
-    links = tuple(found)
-    _link_scans[root] = (now, links)
-    return links
+    if kept is None or now - kept[0] >= LINK_SCAN_AGE:
+        found: list[Path] = [root / name for name in tracked_links(root)]
+        budget, deadline = LINK_SCAN_ENTRIES, now + LINK_SCAN_SECONDS
+        queue = deque([os.fspath(root)])
+        while queue and budget > 0 and time.monotonic() < deadline:
+            try:
+                with os.scandir(queue.popleft()) as entries:
+                    for entry in entries:
+                        budget -= 1
+                        if entry.is_symlink():
+                            found.append(Path(entry.path))
+                        elif entry.is_dir(follow_symlinks=False) and entry.name not in _SKIPPED_DIRS:
+                            queue.append(entry.path)
+            except OSError:
+                continue
+        kept = _link_scans[root] = (now, tuple(dict.fromkeys(found)))
+    out = []
+    for link in kept[1]:
+        with contextlib.suppress(OSError, ValueError):
+            if os.path.islink(link):
+                out.append((link, Path(os.path.realpath(link))))
+    return out
 
 
 def _git_directory_shaped(path: Path) -> bool:

@@ -209,10 +209,24 @@ def _gitlinks(index: Path) -> list[str] | None:
     return _index_cache.get(index, stat_key(index), lambda: _read_gitlinks(index))
 
 
+def tracked_links(root: Path) -> list[str]:
+    """The paths the index of `root`'s repository tracks as symbolic links (mode 120000), relative to `root`: the
+    links a clone made, however big the work tree (containment.py's look for links is bounded). Read from the
+    index file itself; [] when there is none or it can't be read."""
+    dotgit = root / ".git"
+    gitdir = dotgit if os.path.isdir(dotgit) else gitdir_of(dotgit) if os.path.isfile(dotgit) else None
+    if gitdir is None:
+        return []
+    index = gitdir / "index"
+    return _links_cache.get(index, stat_key(index), lambda: _read_gitlinks(index, _SYMLINK)) or []
+
+
 _index_cache: StatCache[list[str] | None] = StatCache()
+_links_cache: StatCache[list[str] | None] = StatCache()
+_SYMLINK = 0o120000
 
 
-def _read_gitlinks(index: Path) -> list[str] | None:
+def _read_gitlinks(index: Path, wanted: int = _GITLINK) -> list[str] | None:
     if not os.path.lexists(index):
         return []
     data = read_small(index, MAX_INDEX)
@@ -222,13 +236,13 @@ def _read_gitlinks(index: Path) -> list[str] | None:
     if version not in (2, 3, 4):
         return None
     for hash_size in (20, 32):  # SHA-1, or SHA-256 repositories
-        found = _index_entries(data, version, count, hash_size)
+        found = _index_entries(data, version, count, hash_size, wanted)
         if found is not None:
             return found
     return None
 
 
-def _index_entries(data: bytes, version: int, count: int, hash_size: int) -> list[str] | None:
+def _index_entries(data: bytes, version: int, count: int, hash_size: int, wanted: int) -> list[str] | None:
     out: list[str] = []
     pos, previous = 12, b""
     try:
@@ -253,7 +267,7 @@ def _index_entries(data: bytes, version: int, count: int, hash_size: int) -> lis
                 pos = start + ((end - start) // 8 + 1) * 8  # 1–8 NULs pad the entry to a multiple of 8
             if pos > len(data) or mode & 0o170000 not in (0o100000, 0o120000, 0o040000, _GITLINK):
                 return None
-            if mode & 0o170000 == _GITLINK:
+            if mode & 0o170000 == wanted:
                 out.append(os.fsdecode(path))
             previous = path
     except (struct.error, ValueError):

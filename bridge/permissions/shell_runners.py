@@ -415,7 +415,8 @@ def _inert_git_setting(pair: str) -> bool:
 _CODE_OPTIONS: dict[str, tuple[str, ...]] = {
     "cargo": ("config",),  # inline TOML: runners, rustc wrappers, linkers
     "npm": ("node-options", "script-shell", "shell", "userconfig", "globalconfig", "call", "init-module"),
-    "go": ("exec", "toolexec", "overlay", "modfile"),
+    "go": ("exec", "toolexec", "overlay", "modfile", "vettool"),
+    "helm": ("post-renderer", "post-renderer-args"),  # a program the rendered manifests are piped through
 }
 _CODE_OPTION_FAMILY = {
     "cargo": "cargo",
@@ -424,6 +425,7 @@ _CODE_OPTION_FAMILY = {
     "yarn": "npm",
     "bun": "npm",
     "go": "go",
+    "helm": "helm",
 }
 
 
@@ -435,7 +437,7 @@ def code_option(program: str, words: Sequence[Word]) -> str | None:
     if family is None:
         return None
     names = _CODE_OPTIONS[family]
-    for word in words:
+    for i, word in enumerate(words):
         if not word.static:
             continue  # a computed word: the rule does not match it as written anyway
         if word.value == "--":
@@ -443,6 +445,14 @@ def code_option(program: str, words: Sequence[Word]) -> str | None:
         if not word.value.startswith("-"):
             continue
         given = word.value.lstrip("-").split("=", 1)[0].lower().replace("_", "-")
+        if family == "go" and given == "ldflags":  # `-ldflags=-extld=PROGRAM`: the linker go runs (not `-X …`)
+            value = (
+                word.value.partition("=")[2]
+                if "=" in word.value
+                else (words[i + 1].value if i + 1 < len(words) else "")
+            )
+            if "extld" in value or "linkmode" in value:
+                return f"`{program} -ldflags` names a linker it runs"
         for name in names:
             if given == name or (family == "npm" and len(given) >= 3 and name.startswith(given)):
                 return f"`{program} {word.value.split('=', 1)[0]}` makes it run code the checker can't see"

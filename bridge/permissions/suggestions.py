@@ -227,6 +227,13 @@ _EXACT_SUBCOMMANDS: dict[str, frozenset[str]] = {
     "docker": frozenset({"run", "exec", "create"}),
     "podman": frozenset({"run", "exec", "create"}),
     "kubectl": frozenset({"exec", "run", "debug"}),
+    # attack round 10: `Bash(rustup run *)` ran `rustup run stable sh -c …`; `conda run` is the same
+    "rustup": frozenset({"run"}),
+    "conda": frozenset({"run"}),
+    # a goal or task is a plugin it runs (`mvn validate org.codehaus.mojo:exec-maven-plugin:…:exec`), an init
+    # script a program (`gradle test -I x.gradle`): every maven and gradle command is exact
+    "mvn": frozenset({"*"}),
+    "gradle": frozenset({"*"}),
 }
 
 
@@ -354,7 +361,7 @@ def command_pattern(part: Part, *, exact: bool) -> str:
         exact
         or not words
         or words[0] in _EXACT_SUGGESTION
-        or (len(words) > 1 and words[1] in _EXACT_SUBCOMMANDS.get(words[0], ()))
+        or (len(words) > 1 and _EXACT_SUBCOMMANDS.get(words[0], frozenset()) & {words[1], "*"})
         or part.hazard is not None
         or part.environment
         or part.reads_only
