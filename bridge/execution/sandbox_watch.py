@@ -393,8 +393,11 @@ class Watcher:
 
     def _new_repository(self, watch: Watch, held: HeldPath) -> None:
         gitdir = held.path
-        if not os.path.isdir(gitdir) or os.path.islink(gitdir):
-            if os.path.lexists(gitdir) and not GRANTS.covers(gitdir) and not granted_covers(watch.grants, gitdir):
+        mode = _lmode(gitdir)  # one look: a directory that appears between two looks is not "something else"
+        if mode is None:
+            return
+        if not stat.S_ISDIR(mode):
+            if not GRANTS.covers(gitdir) and not granted_covers(watch.grants, gitdir):
                 self._set_aside(watch, held, gitdir)  # a `.git` file or link names another repository
             return
         with self._lock:
@@ -421,8 +424,11 @@ class Watcher:
 
     def _new_hooks(self, watch: Watch, held: HeldPath, hooks: Path) -> None:
         """A hooks directory that was not there: only `*.sample` files (what `git init` copies) may be in it."""
-        if not os.path.isdir(hooks) or os.path.islink(hooks):
-            if os.path.lexists(hooks) and not granted_covers(watch.grants, hooks):
+        mode = _lmode(hooks)  # one look: `git init` making the folder between two looks is not a file there
+        if mode is None:
+            return
+        if not stat.S_ISDIR(mode):
+            if not granted_covers(watch.grants, hooks):
                 self._set_aside(watch, held, hooks, "git runs its hooks at commit, merge and checkout")
             return
         with self._lock:
@@ -453,6 +459,14 @@ def _on_the_way(grants: tuple[Path, ...], path: Path) -> bool:
 
 
 Identity = tuple[int, int, int, int]
+
+
+def _lmode(path: Path) -> int | None:
+    """The mode of `path` itself (a link's, not its target's), or None when there is nothing there."""
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return None
 
 
 def identity(path: Path) -> Identity | None:

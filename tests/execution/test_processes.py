@@ -310,7 +310,8 @@ async def test_a_wider_stop_grace_delays_the_escalation(tmp_path: Path) -> None:
         "from bridge.execution.supervisor import ProcessSupervisor, command_environment, shell_argv\n"
         "async def main():\n"
         "    supervisor = ProcessSupervisor()\n"
-        f"    cmd = \"trap 'echo INT $(date +%s.%N) >> {log}' INT; trap 'echo TERM $(date +%s.%N) >> {log}' TERM; "
+        # bash's own clock, not `date`: a `date` the trap starts is in the group, and the second SIGINT killed it
+        f"    cmd = \"trap 'echo INT $EPOCHREALTIME >> {log}' INT; trap 'echo TERM $EPOCHREALTIME >> {log}' TERM; "
         'echo go; while :; do sleep 0.05; done"\n'
         "    proc = await supervisor.spawn(shell_argv(cmd), cwd='/', env=command_environment())\n"
         "    started = asyncio.Event()\n"
