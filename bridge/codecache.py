@@ -17,9 +17,13 @@ a pattern; `run` compiles ~225 while it loads, ~20 ms) is kept the same way, by 
   lsprotocol's); an unreadable or foreign file is ignored and replaced. Looked up by the whole source text, so a
   hit is the code `compile` would make (renamed to the file name asked for, the functions in it too: tracebacks
   show it).
-- Written once, at exit (`save`), when this start compiled `SAVE_AT` or more new ones (a few differ at every
-  start: attrs salts a frozen class's hash with the process's string hash; they are compiled each time); capped
+- Written once, at exit (`save`), when this start compiled something new: for `attrs`, `SAVE_AT` or more (a few
+  differ at every start: attrs salts a frozen class's hash with the process's string hash; they are compiled each
+  time); for the others one is enough (their text is the same at every start: a threshold there left the ten
+  patterns a change of the bridge added compiled at every start, tokenize's ~5 ms one among them). Capped
   (`LIMIT` entries), beyond which it starts again from what this start used.
+- `typing`'s forward references: every string annotation a `TypedDict` or a generic alias reads is compiled as
+  an expression (~780 at `run`'s start, most of them pydantic-core's schema types): kept by their text too.
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ _FORMAT = 2
 class Kept:
     """One generator's code (`dataclasses`, `attrs`), in a file of its own: `run` never reads lsprotocol's."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, save_at: int = 1) -> None:
         self.name = name
+        self.save_at = save_at  # the new entries that make a start write the file
         self.codes: dict[Any, Any] = {}
         self.used: set[Any] = set()
         self.new = 0
@@ -85,12 +90,13 @@ class Kept:
         ):
             self.codes = {key: value for key, value in data[2].items() if self.valid(key, value)}
 
-    def compiled(self, source: str, filename: str, flags: int) -> types.CodeType:
-        """`compile(source, filename, "exec", flags, dont_inherit=True)`, from the kept code when there is some."""
+    def compiled(self, source: str, filename: str, flags: int, mode: str = "exec") -> types.CodeType:
+        """`compile(source, filename, mode, flags, dont_inherit=True)`, from the kept code when there is some (a
+        generator's file holds one mode's code)."""
         key = (source, flags)
         code: types.CodeType | None = self.codes.get(key)
         if code is None:
-            code = compile(source, filename, "exec", flags, dont_inherit=True)
+            code = compile(source, filename, mode, flags, dont_inherit=True)
             self.codes[key] = code
             self.new += 1
         elif code.co_filename != filename:
@@ -99,7 +105,7 @@ class Kept:
         return code
 
     def save(self) -> None:
-        if self.new < SAVE_AT:
+        if self.new < self.save_at:
             return
         codes = dict(self.codes)  # (copies are taken whole: another thread may compile meanwhile)
         entries = codes if len(codes) <= LIMIT else {k: codes[k] for k in list(self.used) if k in codes}
@@ -146,7 +152,12 @@ def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
     return code.replace(co_filename=filename, co_consts=consts)
 
 
-KEPT: dict[str, Kept] = {name: Kept(name) for name in ("dataclasses", "attrs")} | {"regex": Programs("regex")}
+KEPT: dict[str, Kept] = {
+    "dataclasses": Kept("dataclasses"),
+    "attrs": Kept("attrs", save_at=SAVE_AT),
+    "typing": Kept("typing"),
+    "regex": Programs("regex"),
+}
 
 
 def path(name: str) -> Path:
@@ -191,6 +202,28 @@ def install_dataclasses() -> None:
         exec(source, globals, locals)
 
     dataclasses.exec = exec_kept  # type: ignore[attr-defined]
+
+
+def install_typing() -> None:
+    """The same for `typing.ForwardRef`'s compiling of a string annotation (`compile(arg, "<string>", "eval")`,
+    `compile` looked up in typing's globals first): only that very call is kept; any other goes to the builtin."""
+    kept = KEPT["typing"]
+    if kept.loaded or _mode() == "off":
+        return
+    import builtins
+    import typing
+
+    if getattr(typing, "compile", builtins.compile) is not builtins.compile:
+        return  # someone else's: left alone
+    kept.load()
+    flags = _future_flags(typing)
+
+    def compile_kept(source: Any, filename: Any, mode: Any, *rest: Any, **options: Any) -> Any:
+        if rest or options or mode != "eval" or filename != "<string>" or not isinstance(source, str):
+            return builtins.compile(source, filename, mode, *rest, **options)
+        return kept.compiled(source, filename, flags, mode)
+
+    typing.compile = compile_kept  # type: ignore[attr-defined]
 
 
 def install_attrs() -> None:

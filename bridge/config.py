@@ -36,14 +36,14 @@ class BridgeConfig(BaseModel):
     data_dir: Path = Field(default_factory=default_data_dir, alias="dataDir")
     permission_mode: str | None = Field(default=None, alias="permissionMode")  # None: settings' defaultMode
     # Session-level rules (editor options / CLI flags): the highest-ranked permission source.
-    allow: list[str] = Field(default_factory=list)
-    ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default=[])
+    ask: list[str] = Field(default=[])
+    deny: list[str] = Field(default=[])
     # Directories outside the cwd that count as the workspace (as the settings files' additionalDirectories).
-    additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
+    additional_directories: list[str] = Field(default=[], alias="additionalDirectories")
     context_window: int = Field(default=200_000, ge=1_000, alias="contextWindow")
     compact_threshold: float = Field(default=0.8, ge=0, le=1, alias="compactThreshold")
-    mcp: dict[str, Any] = Field(default_factory=dict)  # MCP settings (bridge/mcp/settings.py), checked there
+    mcp: dict[str, Any] = Field(default={})  # MCP settings (bridge/mcp/settings.py), checked there
     # Whether a folder's own settings may take effect (bridge/permissions/trust.py): "ask" the user (default),
     # "restricted" (never; VS Code's Restricted Mode), "trusted" (CI: --trust-folder). The environment's
     # AGENT_BRIDGE_TRUST_FOLDER wins over it.

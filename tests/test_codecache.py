@@ -265,3 +265,110 @@ def test_a_kept_program_the_engine_rejects_is_compiled_again_from_its_pattern(tm
     result = regex_start(cache)
     assert result["out"] == control["out"] and result["new"] == control["new"]
     assert regex_start(cache)["new"] == 0  # and kept again, as made
+
+
+def test_one_new_pattern_is_kept_at_the_next_start(tmp_path: Path) -> None:
+    """A change of the bridge that adds a few patterns (fewer than attrs' threshold) had them compiled at every start
+    for ever: the file was written only for 16 new ones."""
+    cache = tmp_path / "generated.marshal"
+    regex_start(cache)
+    script = REGEX_SCRIPT.replace("patterns = [", 'patterns = [(r"one (new) pattern", 0),', 1)
+    env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": "write"}
+
+    def new() -> int:
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        count: int = json.loads(done.stdout)["new"]
+        return count
+
+    assert new() == 1
+    assert new() == 0
+
+
+TYPING_SCRIPT = r"""
+import json, sys, typing
+from pathlib import Path
+from bridge import codecache
+codecache.path = lambda name: Path(f"{sys.argv[1]}.{name}")
+codecache.install_typing()
+from typing import Generic, TypeVar, get_type_hints
+from typing_extensions import TypedDict
+T = TypeVar("T")
+class Box(Generic[T]):
+    pass
+class Row(TypedDict, total=False):
+    name: "str"
+    size: "int | None"
+    boxes: "list[Box[int]]"
+    nested: "dict[str, list[tuple[int, ...]]]"
+refs = [typing.ForwardRef(text) for text in ("a.b[c]", "*Ts", "x if y else z")]
+try:
+    typing.ForwardRef("not an expression!")
+    error = None
+except SyntaxError as e:
+    error = str(e)
+print(json.dumps({
+    "hints": {k: repr(v) for k, v in get_type_hints(Row).items()},
+    "codes": [repr(r.__forward_code__.co_names) for r in refs],
+    "error": error,
+    "eval": repr(compile("1 + 1", "<string>", "eval")),
+    "new": codecache.KEPT["typing"].new,
+    "installed": codecache.installed(),
+}))
+codecache.save()
+"""
+
+
+def test_forward_references_compiled_from_the_kept_code_read_as_freshly_compiled_ones(tmp_path: Path) -> None:
+    cache = tmp_path / "generated.marshal"
+
+    def typing_start(mode: str) -> dict[str, Any]:
+        env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": mode}
+        done = subprocess.run(
+            [sys.executable, "-c", TYPING_SCRIPT, str(cache)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    plain = typing_start("0")
+    assert plain["installed"] == [] and plain["error"] and "str" in plain["hints"]["name"]
+    first = typing_start("write")
+    assert first["installed"] == ["typing"] and first["new"] >= 7
+    second = typing_start("write")
+    assert second["new"] == 0
+    strip = ("new", "installed", "eval")
+    assert {k: v for k, v in plain.items() if k not in strip} == {k: v for k, v in second.items() if k not in strip}
+
+
+BRIDGE_START = r"""
+import json, sys
+from pathlib import Path
+from bridge import codecache
+codecache.path = lambda name: Path(f"{sys.argv[1]}.{name}")
+import bridge.cli.main  # installs the kept code as `run` does
+import bridge.execution.sandbox, bridge.cli.terminal, bridge.server.wire, bridge.server.wire_history
+from bridge.config import BridgeConfig
+BridgeConfig.load({})
+print(json.dumps({name: kept.new for name, kept in codecache.KEPT.items()}))
+codecache.save()
+"""
+
+
+def test_what_the_bridge_compiles_as_it_loads_is_the_same_at_every_start(tmp_path: Path) -> None:
+    """Nothing the bridge's start compiles differs between starts (it would be compiled, and the file written, at
+    every start): a pydantic field's `default_factory=list` had `inspect` read the builtin's signature with
+    tokenize, whose pattern lists string prefixes in a set's order."""
+    cache = tmp_path / "generated.marshal"
+    counts = []
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": "write", "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", BRIDGE_START, str(cache)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        counts.append(json.loads(done.stdout))
+    assert counts[0]["regex"] > 100 and counts[0]["typing"] > 100
+    assert counts[1:] == [{"dataclasses": 0, "attrs": 0, "typing": 0, "regex": 0}] * 2, counts

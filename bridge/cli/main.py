@@ -17,10 +17,11 @@ from bridge import codecache, gcpause
 # tool this process never runs. Marked missing, httpx skips it (its fallback for when they are not installed).
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-# The methods `@dataclass` generates and the regular expressions' programs, compiled once and kept
-# (bridge/codecache.py): before any dataclass is made or pattern compiled.
+# The methods `@dataclass` generates, the regular expressions' programs and typing's forward references, compiled
+# once and kept (bridge/codecache.py): before any dataclass is made, pattern compiled or annotation read.
 codecache.install_dataclasses()
 codecache.install_regex()
+codecache.install_typing()
 
 TRUST_HELP = (
     "trust this folder's own settings (hooks, env, allow rules...) without asking, as in CI; "

@@ -57,8 +57,8 @@ class WireModel(BaseModel):
 
 class NewSessionParams(WireModel):
     cwd: str
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list, alias="mcpServers")
-    additional_directories: list[str] = Field(default_factory=list, alias="additionalDirectories")
+    mcp_servers: list[dict[str, Any]] = Field(default=[], alias="mcpServers")
+    additional_directories: list[str] = Field(default=[], alias="additionalDirectories")
 
     @field_validator("mcp_servers", "additional_directories", mode="before")
     @classmethod

@@ -32,7 +32,7 @@ class PromptParams(SessionParams):
 class RewindParams(PromptParams):
     mode: Literal["both", "code", "conversation"] = "both"
     confirm: bool = False
-    resolutions: dict[str, Literal["keep", "merge", "overwrite"]] = Field(default_factory=dict)
+    resolutions: dict[str, Literal["keep", "merge", "overwrite"]] = Field(default={})
 
 
 class ReviewParams(PromptParams):
@@ -47,7 +47,7 @@ class ForkParams(SessionParams):
     `_meta.prompt` forks from before that prompt (absent: the whole conversation)."""
 
     cwd: str | None = None
-    mcp_servers: list[dict[str, Any]] = Field(default_factory=list, alias="mcpServers")
+    mcp_servers: list[dict[str, Any]] = Field(default=[], alias="mcpServers")
 
 
 def prompt(item: Prompt, changed_after: int) -> dict[str, Any]:
