@@ -110,7 +110,13 @@ class BashFacts:
             for access in part.reads:
                 self._read(access, base, top, out)
             for word in found.maybe_reads if found is not None else ():
-                for path in self._expand(word, base) or []:
+                maybe = self._expand(word, base)
+                if maybe is None:
+                    out.unknown_reads = (
+                        out.unknown_reads or f"`{part.text}` may read paths that can't be listed ({word.text})"
+                    )
+                    continue
+                for path in maybe:
                     try:
                         out.maybe_reads.append(PathAccess.of(path, base))
                     except InvalidPath:
@@ -136,7 +142,13 @@ class BashFacts:
         for word in part.effective[1:]:
             if word.pattern is None or word.pattern[:1] not in ("*", "?", "["):
                 continue
-            named = [n for n in self._expand(word, base) or [] if n.startswith("-")]  # as bash passes it
+            names = self._expand(word, base)
+            if names is None:  # a class the checker can't list (`[[:punct:]]*`), or too many: any could be one
+                out.problems.append(
+                    f"`{part.text}`: what `{word.text}` expands to can't be listed, and a name in it could be an option"
+                )
+                continue
+            named = [n for n in names if n.startswith("-")]  # as bash passes it
             if named:
                 out.problems.append(
                     f"`{part.text}`: `{word.text}` expands to {named[0]!r}, which the program would take as an option"
@@ -254,7 +266,7 @@ class BashFacts:
                     risks = reading_risks(directory, self.workspace.contains)
                     out.problems += [f"`{part.text}`: {why}" for why in risks]
                 return directory
-            if (directory / "HEAD").is_file() and (directory / "objects").is_dir() and (directory / "refs").is_dir():
+            if _maybe_bare(directory):
                 out.problems.append(
                     f"`{part.text}`: {directory} looks like a bare git repository; its configuration could run programs"
                 )
@@ -466,3 +478,18 @@ class _Form:
         if rule.command_head is not None and self.head != rule.command_head:
             return False
         return self.text is not None and rule.matches_command(self.text)
+
+
+def _maybe_bare(directory: Path) -> bool:
+    """Whether git could take `directory` for a bare repository (and read its `config`): git's own test is loose
+    (a `HEAD` that is a link into `refs/`, even one leading nowhere; `objects` and `refs` that only need to pass
+    `access(X_OK)`, which an executable file does; both of them from `commondir` instead), so anything of those
+    names counts, whatever kind of file it is."""
+
+    def there(name: str) -> bool:
+        return os.path.lexists(directory / name)
+
+    if not there("HEAD"):
+        return False
+    common = there("commondir")
+    return (there("objects") or common) and (there("refs") or common)

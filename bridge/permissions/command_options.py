@@ -175,6 +175,9 @@ def generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
                 out.unknown_reads = True
             else:
                 out.reads.append(Access(value_word, list_file=True))
+    if spec.dereferences:
+        recursive = True  # (one level without -r: the whole tree is looked at, which asks no less)
+        follow = all(key != "--no-dereference" for key, _, _ in parsed.options)
     if follow and program in ("ls", "du", "tree"):
         out.refuse(f"`{program}` follows symbolic links (they may lead out of the workspace)")
     roles = list(spec.operands)

@@ -84,6 +84,9 @@ class Spec:
     single_dash_long: bool = False  # xxd: `-ps`, `-cols` are whole options
     pattern_option: frozenset[str] = frozenset()  # options that give the pattern (then no operand is one)
     no_options: bool = False  # every word is an operand (echo, true)
+    # reads what a directory operand holds, following its links unless told not to (`diff a b`, GNU diff's default:
+    # `--no-dereference` turns it off): its operands are looked at as trees, links followed
+    dereferences: bool = False
 
 
 # Hand-laid tables: one command per line reads better than the formatter's one option per line.
@@ -252,7 +255,7 @@ SPECS: dict[str, Spec] = {
     "file": Spec(FILE),
     "stat": Spec(STAT, names_only=True),
     "du": Spec(DU, names_only=True, recursive=True, default_operand="."),
-    "diff": Spec(DIFF),
+    "diff": Spec(DIFF, dereferences=True),
     "cmp": Spec(CMP),
     "comm": Spec(COMM, max_operands=2),
     "cut": Spec(CUT),

@@ -142,8 +142,26 @@ def _time(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> 
         long_flags="portability append verbose quiet help version",
         long_values="format output",
     )
-    writes = any(w.static and (w.value.startswith(("-o", "--o")) or w.value == "-a") for w in words[1:3])
+    if isinstance(at, Unknown):
+        return at
+    writes = any(_time_writes(w.value) for w in words[1:at])  # (the options are static: `options` saw to it)
     return _after(words, at, safe=not writes)
+
+
+def _time_writes(option: str) -> bool:
+    """Whether one of GNU time's options before the command writes a file: `-o FILE` / `--output` (any
+    abbreviation), `-a` / `--append`, wherever among the options, alone or in a cluster (`-qo`, `-vaoFILE`)."""
+    if option.startswith("--"):
+        name = option[2:].split("=", 1)[0]
+        return bool(name) and ("output".startswith(name) or "append".startswith(name))
+    if not option.startswith("-"):
+        return False
+    for letter in option[1:]:
+        if letter in "oa":
+            return True
+        if letter == "f":
+            return False  # the rest of the cluster is the format
+    return False
 
 
 def _env(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> Outcome:
