@@ -14,6 +14,7 @@ can change files with `Checkpoints.step`. The loop knows only the hook's shape (
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -65,10 +66,18 @@ class CheckpointSteps:
         if tool.kind != "edit":
             return None
         locations = _safe(lambda: tool.locations(data), [])
-        paths = [self.checkpoints.relative(location.path) for location in locations]
+        paths: list[str | None] = []
+        for location in locations:
+            paths.append(self.checkpoints.relative(location.path))
+            # a name that is a link: the file tool writes where it leads (the permission check judged that path),
+            # so that file is the step's too (else the change was nobody's: not listed, never restored)
+            with contextlib.suppress(OSError, ValueError):
+                if os.path.islink(os.path.join(self.checkpoints.workspace or "", location.path)):
+                    target = os.path.realpath(os.path.join(self.checkpoints.workspace or "", location.path))
+                    paths.append(self.checkpoints.relative(target))
         if not paths or any(path is None for path in paths):
             return None
-        return [path for path in paths if path is not None]
+        return list(dict.fromkeys(path for path in paths if path is not None))
 
 
 def _ignore(_result: ToolResult | None) -> None:

@@ -194,19 +194,26 @@ class Checkpoints:
             for waiter in waiters:
                 self._await_end(call, turn, waiter)
 
-    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change]] | None:
+    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change], frozenset[str]] | None:
         async with self._lock:
             try:
                 shot = await self._checkpoint(call.paths)
             except StoreError as error:
                 self._off(str(error))
                 return None
-            return shot, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
+            assert self.index is not None
+            external = await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
+            return shot, external, self.index.unstored()
 
     async def _after(
-        self, call: StepCall, turn: str | None, before: tuple[Snapshot, list[Change]], *, interrupted: bool
+        self,
+        call: StepCall,
+        turn: str | None,
+        before: tuple[Snapshot, list[Change], frozenset[str]],
+        *,
+        interrupted: bool,
     ) -> None:
-        shot, external = before
+        shot, external, unstored = before
         async with self._lock:
             try:
                 after = await self._checkpoint(call.paths)
@@ -214,7 +221,8 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            skipped = [*shot.skipped, *after.skipped]
+            changes, unknown = _known_before(changes, unstored)
+            skipped = [*shot.skipped, *after.skipped, *unknown]
             self._record_call(call, turn, shot.tree, after.tree, changes, external, skipped, interrupted=interrupted)
 
     def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
@@ -235,13 +243,15 @@ class Checkpoints:
         meanwhile): the step is marked `background`, and a rewind asks before undoing it."""
         async with self._lock:
             last = self._accounted or EMPTY_TREE
+            unstored = self.index.unstored() if self.index is not None else frozenset()
             try:
                 after = await self._checkpoint(None)
                 changes = await self.run(self.store_diff, last, after.tree)
             except StoreError as error:
                 self._off(str(error))
                 return
-            self._record_call(call, turn, last, after.tree, changes, [], after.skipped, background=True)
+            changes, unknown = _known_before(changes, unstored)
+            self._record_call(call, turn, last, after.tree, changes, [], [*after.skipped, *unknown], background=True)
 
     def _record_call(
         self,
@@ -410,6 +420,26 @@ class Checkpoints:
         if self.store is not None and self.enabled and self._tree is not None:  # (a store this session used)
             with contextlib.suppress(StoreError, OSError):
                 await self.run(self.store.pack_if_loose)
+
+
+UNKNOWN_BEFORE = "what it was before this call is not in the checkpoints"
+
+
+def _known_before(changes: list[Change], unstored: frozenset[str]) -> tuple[list[Change], list[Skipped]]:
+    """The changes whose earlier version is known, and those of paths the store had left out before the step (too
+    big...): no tree holds what they were, so they are named as left out, never planned as new files (a rewind
+    deleted a 15 MB file a command had rewritten, calling it one the agent made)."""
+    known = [c for c in changes if not (c.old is None and c.path in unstored)]
+    unknown = [
+        Skipped(
+            c.path,
+            "what it was before this call is not in the checkpoints (left out: too big, or not a regular file); a "
+            "rewind leaves it as it is",
+        )
+        for c in changes
+        if c.old is None and c.path in unstored
+    ]
+    return known, unknown
 
 
 def skipped_text(skipped: list[Skipped]) -> list[str]:

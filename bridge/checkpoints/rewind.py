@@ -26,7 +26,7 @@ from typing import Literal
 
 from bridge.checkpoints import files
 from bridge.checkpoints.log import Effect, Step
-from bridge.checkpoints.recorder import Checkpoints
+from bridge.checkpoints.recorder import UNKNOWN_BEFORE, Checkpoints
 from bridge.checkpoints.store import Change, StoreError
 
 Resolution = Literal["keep", "merge", "overwrite"]
@@ -94,10 +94,17 @@ async def apply_rewind(
     """Apply `shown` as the user confirmed it: decisions for its conflicts in `resolutions` (absent: keep)."""
     resolutions = resolutions or {}
     decided = {f.path for f in shown.conflicts}
+    agreed = {f.path: (f.target_blob, f.target_mode, f.action) for f in shown.files}
     async with checkpoints.lock:
         tree, external = await _now(checkpoints)
         plan = await _plan(checkpoints, shown.turn, tree, external)
         result = RewindResult()
+        # what was shown is what is done: a file the plan holds now but did not then (a background agent's step
+        # since, a file changed again) is kept and said, never written unseen
+        unseen = [f for f in plan.files if agreed.get(f.path) != (f.target_blob, f.target_mode, f.action)]
+        for item in unseen:
+            result.kept.append((item.path, "changed since the plan was shown: not restored (rewind again to see it)"))
+        plan.files = [f for f in plan.files if agreed.get(f.path) == (f.target_blob, f.target_mode, f.action)]
         views: dict[str, tuple[str | None, str | None]] = {}
         # Removals first, deepest first, then writes: a file where a directory was (or the reverse) has room.
         ordered = sorted(
@@ -184,9 +191,16 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
         background = next((step for step, _c in changes if step.background), None)
         if background is not None:
             edited.setdefault(path, f"changed while {background.title} ran in the background (by it, or by you?)")
+    unknown: dict[str, int] = {}  # a path whose version before a step is in no checkpoint (recorder.UNKNOWN_BEFORE)
+    for index, step in enumerate(steps):
+        for skipped in step.skipped:
+            if skipped.why.startswith(UNKNOWN_BEFORE):
+                unknown.setdefault(skipped.path, index)
     now = await checkpoints.run(checkpoints.tree_entries, tree, sorted(first))
     plans: list[FilePlan] = []
     for path in sorted(first):
+        if path in unknown and unknown[path] <= first[path]:
+            continue  # what it was then is unknown: left as it is (and named among what a rewind can't undo)
         _step, change = touches[path][0]
         item = FilePlan(path, change.old, change.old_mode, touches[path], now=now.get(path))
         if item.now == (item.target_mode, item.target_blob) or (item.now is None and item.target_blob is None):

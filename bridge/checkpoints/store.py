@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -195,7 +196,20 @@ class Store:
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         _write_if_changed(info / "attributes", _ATTRIBUTES)
-        _write_if_changed(info / "exclude", self._repository_excludes())
+        _write_if_changed(info / "exclude", self._repository_excludes() + self._own_excludes())
+
+    def _own_excludes(self) -> bytes:
+        """The bridge's data dir when the workspace holds it (the user opened their home folder): the store, the
+        transcripts and what commands printed change at every step, and are no work of the agent's: a store that
+        snapshots itself grows by its own objects at every step, and a rewind deleted them."""
+        if self.git_dir.parent.name != "checkpoints":
+            return b""
+        data_dir = os.path.realpath(self.git_dir.parent.parent)
+        relative = os.path.relpath(data_dir, self.workspace)
+        if relative == "." or relative.startswith(".."):
+            return b""
+        escaped = re.sub(r"([*?\[\]\\!# ])", r"\\\1", relative.replace(os.sep, "/"))
+        return b"\n# the bridge's own data dir\n/" + os.fsencode(escaped) + b"/\n"
 
     def _repository_excludes(self) -> bytes:
         """The workspace repository's own `.git/info/exclude` (read, never written): what the user excludes
@@ -396,6 +410,12 @@ class SessionIndex:
             if listed or self._tree is None:
                 self._tree = self.store.run("write-tree", index=self.path).stdout.decode().strip()
             return Snapshot(self._tree, skipped)
+
+    def unstored(self) -> frozenset[str]:
+        """The paths left out of the index now (too big, not a file, unreadable...): what a step finds there next is
+        no new file, whatever the trees say (its earlier version is in no checkpoint)."""
+        with self._lock:
+            return frozenset(self._reported)
 
     def _start(self) -> None:
         """A new session's index starts as a copy of the store's most recent one: its stat data is warm, so the

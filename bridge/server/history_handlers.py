@@ -13,8 +13,13 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from bridge.server import wire_history
 
 if TYPE_CHECKING:
+    from bridge.history import RewindPreview
     from bridge.server.app import BridgeServer
     from bridge.session import Session
+
+# The last rewind preview each session's client was shown (by session id; the confirm applies that plan). One a
+# session: a new preview replaces it, the confirm takes it.
+SHOWN: dict[str, RewindPreview] = {}
 
 
 async def served(work: Any) -> Any:
@@ -80,7 +85,14 @@ def register(feature: Callable[[str], Callable[[Any], Any]]) -> None:
             raise JsonRpcInternalError("A turn is running: cancel it (session/cancel) before rewinding.")
         preview = await served(history.preview_rewind(session, parsed.target, parsed.mode))
         if not parsed.confirm:
+            SHOWN[session.id] = preview
             return wire_history.rewind_preview(preview)
+        # what the client was shown is what is done: the plan of its preview (a file the plan holds now and did
+        # not then is kept and said: bridge/checkpoints/rewind.py's apply_rewind); a confirm with no preview of
+        # that prompt and mode before takes the plan as it is now
+        shown = SHOWN.pop(session.id, None)
+        if shown is not None and shown.prompt.turn == preview.prompt.turn and shown.mode == preview.mode:
+            preview = shown
         outcome = await served(history.rewind(session, preview, parsed.resolutions))
         return wire_history.rewind_outcome(preview, outcome)
 
