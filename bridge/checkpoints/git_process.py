@@ -72,14 +72,17 @@ def run_git(
         cwd=cwd,
         umask=PRIVATE_UMASK,
     ) as proc:
-        feed = data
+        # git's input is written by a thread of its own: `communicate(input, timeout)` writes only what fits before
+        # its timeout, and its retry (which may not be given the input again) never writes the rest nor closes the
+        # pipe: git waited for the rest of 60,000 paths and we for git (a session's end held 10 s, a step 300 s)
+        writer = _feed(proc, data) if data is not None else None
         try:
             while True:
                 try:
-                    out, err = proc.communicate(feed, timeout=POLL_S)
+                    out, err = proc.communicate(None, timeout=POLL_S)
                     return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)
                 except subprocess.TimeoutExpired:
-                    feed = None  # what was given is being written; a retry goes on with it
+                    pass
                 if stop is not None and stop.is_set():
                     raise GitHeld("stopped (cancelled)")
                 if deadline is not None and time.monotonic() > deadline:
@@ -98,6 +101,27 @@ def run_git(
         except BaseException:
             proc.kill()
             raise
+        finally:
+            if writer is not None:
+                writer.join(1.0)  # git is done or killed: the write ends (EPIPE) at once
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> threading.Thread:
+    """Write `data` to git's input and close it, in a thread; the pipe is taken from `proc` (`communicate` would
+    close it, or write to it too)."""
+    pipe, proc.stdin = proc.stdin, None
+    assert pipe is not None
+
+    def write() -> None:
+        with contextlib.suppress(OSError, ValueError):  # git ended (or was killed) before reading it all
+            try:
+                pipe.write(data)
+            finally:
+                pipe.close()
+
+    thread = threading.Thread(target=write, name="checkpoint-git-input", daemon=True)
+    thread.start()
+    return thread
 
 
 def _device(found: set[str]) -> str:

@@ -163,12 +163,15 @@ class Workspace:
                 return f"{candidate}: {held.why}", held.strength
         return None
 
-    def protected_reason(self, written: Path, later: list[HeldPath] | None = None) -> tuple[str, Protection] | None:
+    def protected_reason(
+        self, written: Path, later: list[HeldPath] | None = None, *, resolved: bool = False
+    ) -> tuple[str, Protection] | None:
         """Why writing `written` (absolute) must ask, and how strongly; None when it need not. Checked on
         the path as written and its resolved form, case-insensitively (macOS and Windows fold case). `later`:
-        `runs_later()`, when the caller asks about many paths."""
+        `runs_later()`, when the caller asks about many paths; `resolved`: `written` is its own real path (the
+        caller knows: a name that is no link in a resolved folder)."""
         try:
-            real = Path(os.path.realpath(written))
+            real = written if resolved else Path(os.path.realpath(written))
         except (OSError, ValueError):
             real = written
         if later is None:
@@ -230,11 +233,12 @@ class Workspace:
             if held.path.is_relative_to(real):
                 return f"{real} holds {held.path}: {held.why}", "settings"
         try:
-            names = os.listdir(real) if real.is_dir() else []
-        except OSError:
-            names = []
-        for name in names:
-            found = self.protected_reason(real / name, later)
+            with os.scandir(real) as listing:
+                entries = [(entry.name, entry.is_symlink()) for entry in listing]
+        except OSError:  # (not a folder, or gone)
+            entries = []
+        for name, link in entries:
+            found = self.protected_reason(real / name, later, resolved=not link)
             if found is not None:
                 return found
         return None

@@ -310,20 +310,39 @@ def held_at(root: Path) -> list[HeldPath]:
 _CODE_WORKSPACE = "VS Code runs the tasks and applies the settings of a workspace file when it is opened"
 
 
+_BY_FIRST: dict[str, list[tuple[tuple[str, ...], Held]]] = {}
+
+
+def _by_first() -> dict[str, list[tuple[tuple[str, ...], Held]]]:
+    """RUNS_ON_OPEN by the first part of each name (case folded), in their order: a path is looked up part by part
+    (checking every name at every depth took ~0.1 ms a path: `rm -r` of a folder of 60,000 files ran out of the
+    permission check's time)."""
+    if not _BY_FIRST:
+        for held in RUNS_ON_OPEN:
+            want = tuple(p.casefold() for p in held.parts)
+            _BY_FIRST.setdefault(want[0], []).append((want, held))
+    return _BY_FIRST
+
+
 def name_reason(path: Path) -> str | None:
     """Why writing `path` asks by its name alone (a RUNS_ON_OPEN name at any depth, case folded), or None."""
     if path.name.casefold().endswith(".code-workspace"):
         return f"{path}: {_CODE_WORKSPACE}"
     parts = [p.casefold() for p in path.parts]
-    for held in RUNS_ON_OPEN:
-        want = [p.casefold() for p in held.parts]
-        n = len(want)
-        for i in range(len(parts) - n + 1):
-            if parts[i : i + n] == want and (held.kind == "dir" or i + n == len(parts)):
-                if i + n == len(parts):
-                    return f"{path}: {held.why}"
-                return f"{path} (in {'/'.join(path.parts[i : i + n])}/): {held.why}"
-    return None
+    index = _by_first()
+    found: list[tuple[int, int, Held]] = []
+    for i, part in enumerate(parts):
+        for want, held in index.get(part, ()):
+            n = len(want)
+            if tuple(parts[i : i + n]) == want and (held.kind == "dir" or i + n == len(parts)):
+                found.append((RUNS_ON_OPEN.index(held), i, held))
+    if not found:
+        return None
+    _order, i, held = min(found, key=lambda f: (f[0], f[1]))  # the first name of RUNS_ON_OPEN, as before
+    n = len(held.parts)
+    if i + n == len(parts):
+        return f"{path}: {held.why}"
+    return f"{path} (in {'/'.join(path.parts[i : i + n])}/): {held.why}"
 
 
 # -- grants in flight --------------------------------------------------------------------------------------
