@@ -12,7 +12,6 @@ Which kind a rule takes is the form its tool states (bridge/permissions/facts.py
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import re
@@ -183,11 +182,19 @@ def plain_regex(anchored: str) -> re.Pattern[str] | None:
 
 
 def normalize_host(host: str) -> str:
-    """Lower-case IDNA form, so a look-alike (Cyrillic `а`) never equals the ASCII name."""
+    """Lower-case IDNA form, so a look-alike (Cyrillic `а`) never equals the ASCII name: IDNA 2008, as the HTTP
+    client connects (Python's own codec is IDNA 2003, which maps `ß` to `ss` and `ς` to `σ`: a rule for
+    `classic.example` took `claßic.example`, another domain). A name IDNA 2008 refuses stays as written (it
+    equals no host a request goes to)."""
     host = host.strip().rstrip(".").lower()
     prefix = ""
     if host.startswith("*."):
         prefix, host = "*.", host[2:]
-    with contextlib.suppress(UnicodeError):
-        host = host.encode("idna").decode("ascii")
+    if not host.isascii():
+        try:
+            import idna  # the HTTP client's own (httpx depends on it)
+
+            host = idna.encode(host).decode("ascii")
+        except (ImportError, UnicodeError, ValueError):
+            pass
     return prefix + host

@@ -89,8 +89,9 @@ def _plan_from(
         ) from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise ToolError(f"{path} is not a Jupyter notebook: it has no `cells` list.")
-    if notebook.get("nbformat", 4) < 4:
-        raise ToolError(f"{path} is nbformat {notebook.get('nbformat')}; only nbformat 4 notebooks can be edited.")
+    version = notebook.get("nbformat", 4)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 4:
+        raise ToolError(f"{path} is nbformat {version!r}; only nbformat 4 notebooks can be edited.")
     cells: list[dict[str, Any]] = notebook["cells"]
     sort_keys = _keys_sorted(notebook)  # before any change: new keys would make sorted cells look unsorted
     mode = data.edit_mode

@@ -74,13 +74,23 @@ def is_loopback(host: str) -> bool:
 def domain(data: WebFetchInput) -> str:
     """The host a fetch goes to ('' if the URL is invalid): what the permission engine's domain rules judge."""
     try:
-        return parse_url(data.url).host.lower()
+        return _ascii_host(parse_url(data.url))
     except ToolError:
         return ""
 
 
+def _ascii_host(url: httpx.URL) -> str:
+    """The host as the request goes to it: the HTTP client's own IDNA 2008 form (`xn--…`). Its Unicode form was
+    judged after Python's IDNA 2003 codec, which maps `ß` to `ss`: `claßic.example` passed a rule for
+    `classic.example`, and the request went to `xn--claic-nqa.example`."""
+    try:
+        return url.raw_host.decode("ascii").lower()
+    except UnicodeDecodeError:
+        return url.host.lower()
+
+
 def _origin(url: httpx.URL) -> tuple[str, int | None]:
-    host = url.host.lower().removeprefix("www.")
+    host = _ascii_host(url).removeprefix("www.")
     port = url.port or {"http": 80, "https": 443}.get(url.scheme)
     return host, port
 
@@ -140,6 +150,8 @@ class _Markdown(HTMLParser):
             self._emit("\n" * (n - have))
 
     def _emit(self, text: str) -> None:
+        if not text:  # (80,000 empty `<a></a>` made `_tail` walk back over them all at every space: 36 s of CPU)
+            return
         self.out.append(text)
         self.size += len(text)
 
@@ -278,6 +290,58 @@ _TEXTUAL = re.compile(
 )
 
 
+ACCEPT_ENCODING = "gzip, deflate"  # what `_BoundedDecoder` reads (brotli and zstd can't be bounded as well)
+
+
+class _BoundedDecoder:
+    """One content encoding (gzip or deflate, or none), inflated at most `room` bytes at a time. Stacked encodings
+    (`gzip, gzip`: a bomb's way past a cap on the outer layer) and others are refused."""
+
+    def __init__(self, header: str, url: str) -> None:
+        encodings = [e.strip().lower() for e in header.split(",") if e.strip() and e.strip().lower() != "identity"]
+        if len(encodings) > 1:
+            raise ToolError(f"{url} was sent with stacked content encodings ({header}); it is not read.")
+        self.kind = encodings[0] if encodings else None
+        if self.kind not in (None, "gzip", "x-gzip", "deflate"):
+            raise ToolError(f"{url} was sent with the content encoding {self.kind!r}, which WebFetch does not read.")
+        self._inflate: Any = self._new() if self.kind else None
+        self._first = True
+
+    def _new(self, raw_deflate: bool = False) -> Any:
+        import zlib
+
+        if self.kind in ("gzip", "x-gzip"):
+            return zlib.decompressobj(zlib.MAX_WBITS | 16)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw_deflate else zlib.MAX_WBITS)
+
+    def decode(self, raw: bytes, room: int) -> bytes:
+        """What `raw` inflates to, at most `room` bytes (the rest of this chunk is dropped: the body is cut)."""
+        import zlib
+
+        if self._inflate is None:
+            return raw
+        out: list[bytes] = []
+        pending = raw
+        while pending and room > 0:
+            try:
+                piece = self._inflate.decompress(pending, room)
+            except zlib.error as error:
+                if self._first and self.kind == "deflate":  # a server that sends raw deflate (no zlib header)
+                    self._first = False
+                    self._inflate = self._new(raw_deflate=True)
+                    continue
+                raise ToolError(f"The response could not be decompressed ({self.kind}): {error}") from None
+            self._first = False
+            out.append(piece)
+            room -= len(piece)
+            if self._inflate.eof and self._inflate.unused_data and self.kind != "deflate":
+                pending = self._inflate.unused_data  # another gzip member follows
+                self._inflate = self._new()
+            else:
+                pending = self._inflate.unconsumed_tail
+        return b"".join(out)
+
+
 def _decode(body: bytes, response: httpx.Response, is_html: bool) -> str:
     charset = response.charset_encoding
     if charset is None and is_html:
@@ -359,7 +423,11 @@ class WebFetchTool(Tool[WebFetchInput]):
         import httpx
 
         timeout = httpx.Timeout(self.timeout_s)
-        headers = {"User-Agent": USER_AGENT, "Accept": "text/html, text/markdown, text/plain, */*;q=0.5"}
+        headers = {
+            "User-Agent": USER_AGENT,
+            "Accept": "text/html, text/markdown, text/plain, */*;q=0.5",
+            "Accept-Encoding": ACCEPT_ENCODING,
+        }
         # Proxies from the environment apply to the web, not to this machine's own loopback servers.
         async with httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=not is_loopback(url.host)) as client:
             current = url
@@ -377,9 +445,14 @@ class WebFetchTool(Tool[WebFetchInput]):
         raise ToolError(f"Too many redirects (more than {self.max_redirects}) fetching {url}.")
 
     async def _read_capped(self, response: httpx.Response) -> tuple[bytes, bool]:
+        """The body, decoded here and never past `max_bytes` (+1, to know it was cut): the HTTP client's decoders
+        inflate each chunk whole, through every encoding listed, and an 818-byte `gzip, gzip` body became 400 MB
+        in memory before the cap was looked at."""
+        decoder = _BoundedDecoder(response.headers.get("content-encoding", ""), str(response.url))
         chunks: list[bytes] = []
         size = 0
-        async for chunk in response.aiter_bytes():
+        async for raw in response.aiter_raw():
+            chunk = decoder.decode(raw, self.max_bytes + 1 - size)
             chunks.append(chunk)
             size += len(chunk)
             if size > self.max_bytes:
@@ -413,7 +486,8 @@ class WebFetchTool(Tool[WebFetchInput]):
         if is_html:
             # A few MB of HTML is CPU work: keep it off the event loop.
             title, text = await anyio.to_thread.run_sync(
-                functools.partial(html_to_markdown, text, str(url), enough=self.max_chars)
+                functools.partial(html_to_markdown, text, str(url), enough=self.max_chars),
+                abandon_on_cancel=True,  # a timeout or a cancel answers at once; the parse is bounded (max_bytes)
             )
             partial = len(text) > self.max_chars
         if status >= 400:
