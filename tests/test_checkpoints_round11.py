@@ -104,3 +104,55 @@ async def test_a_confirm_applies_the_plan_that_was_shown(tmp_path: Path, monkeyp
     assert not (ws / "a.txt").exists()  # shown: done
     assert (ws / "b.txt").read_text() == "2\n"  # not shown: kept, and said
     assert any(path == "b.txt" and "since the plan was shown" in why for path, why in outcome.code.kept)
+
+
+# --- attack round 12: round 11's fixes attacked again ----------------------------------------------------------
+
+
+async def test_a_file_a_changed_gitignore_uncovers_is_not_deleted_by_a_rewind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    responses = [step(use("Bash", command="sed -i /env/d .gitignore && echo 'x=1' >> app.py")), say("ok"), say("back")]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        (ws / ".gitignore").write_text("*.env\n")
+        (ws / "secrets.env").write_text("TOKEN=user\n")  # the user's, never stored: ignored
+        (ws / "app.py").write_text("x=0\n")
+        assert await run.prompt("tidy") == "end_turn"
+        assert await run.prompt("/rewind 1") == "end_turn"
+        text = shown(list(run.asked))
+        assert "delete secrets.env" not in text and "secrets.env" in text, text
+    assert (ws / "secrets.env").read_text() == "TOKEN=user\n"
+    assert (ws / "app.py").read_text() == "x=0\n" and (ws / ".gitignore").read_text() == "*.env\n"
+
+
+def test_the_data_dir_that_is_the_workspace_leaves_out_what_the_bridge_makes(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("n\n")
+    store = Store.for_workspace(ws, ws)
+    index = SessionIndex(store, "s1")
+    first = index.snapshot()
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "s1.jsonl").write_text("{}\n")
+    (ws / "notes.txt").write_text("m\n")
+    later = index.snapshot()
+    assert [c.path for c in store.diff(first.tree, later.tree)] == ["notes.txt"]
+    listed = store.run("ls-tree", "-r", "--name-only", later.tree, index=None).stdout.decode().split()
+    assert listed == ["notes.txt"], listed[:5]
+
+
+async def test_a_conflict_shown_is_kept_even_when_it_is_no_conflict_at_the_confirm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    responses = [step(use("Write", file_path=f"{ws}/a.txt", content="agent\n")), say("one")]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        assert await run.prompt("one") == "end_turn"
+        (ws / "a.txt").write_text("agent, then mine\n")  # the user's edit after the agent's: a conflict
+        preview = await history.preview_rewind(run.session, 1, "code")
+        assert preview.code is not None and [f.path for f in preview.code.conflicts] == ["a.txt"]
+        (ws / "a.txt").write_text("agent\n")  # gone again before the confirm
+        outcome = await history.rewind(run.session, preview)  # no decision: keep
+    assert outcome.code is not None and (ws / "a.txt").read_text() == "agent\n"
+    assert [path for path, _why in outcome.code.kept] == ["a.txt"]

@@ -144,3 +144,52 @@ def test_time_o_in_a_real_run_writes_nothing(found: Workspace, tmp_path: Path) -
     )
     assert not (found.ws / "build.sh").exists(), done.stdout
     assert "a.txt" in done.stdout  # the control ran
+
+
+# --- attack round 12: round 11's fixes attacked again ----------------------------------------------------------
+
+
+def test_git_C_twice_looks_for_the_repository_where_git_does(found: Workspace) -> None:
+    (found.ws / "a").mkdir()
+    bare(found.ws / "a" / "b", head="file", refs="dir")
+    for command in ("git -C a -C b status", "git -C a -C b log --oneline", "cd a && git -C b -C . status"):
+        assert behavior(found, command) == "ask", command
+    assert behavior(found, "git -C a* status") == "ask"  # a glob: which directory is not known
+    assert behavior(found, "git -C src -C .. status") == "allow"  # src/.. is the workspace: no bare repository
+
+
+def test_diff_from_file_is_compared_as_the_operands_are(found: Workspace) -> None:
+    (found.ws / "a").mkdir()
+    (found.ws / "b").mkdir()
+    (found.ws / "a" / "x").symlink_to(found.outside / "x.txt")
+    (found.ws / "b" / "x").write_text("x\n")
+    for command in ("diff --from-file=a b", "diff --to-file a b", "diff -q --from-file=a --to-file=b"):
+        assert behavior(found, command) == "ask", command
+    (found.ws / "a" / "x").unlink()
+    (found.ws / "a" / "x").write_text("y\n")
+    assert behavior(found, "diff --from-file=a b") == "allow"
+
+
+@pytest.mark.parametrize(
+    "command", ["grep -v -e *", "head -n *", "tail -n * a.txt", "cut -f * a.txt", "grep -e ? a.txt"]
+)
+def test_a_glob_as_an_options_value_asks(found: Workspace, command: str) -> None:
+    (found.ws / "100").write_text("")
+    (found.ws / "zz").symlink_to(found.outside / "x.txt")
+    assert behavior(found, command) == "ask", command
+
+
+def test_a_glob_after_a_part_that_writes_asks(found: Workspace) -> None:
+    """In acceptEdits (a write in the workspace is not asked about) the part that writes makes the next one's `*`
+    name an option the check never saw: git wrote its output through a link."""
+
+    def accept_edits(command: str) -> str:
+        return decide(engine(found, "acceptEdits"), "Bash", {"command": command}).behavior
+
+    (found.ws / "pages").mkdir()
+    assert accept_edits("echo > pages/--output=zz; git shortlog HEAD pages/*") == "ask"
+    assert accept_edits("echo hi > pages/out.md && ls pages/*") == "ask"
+    assert accept_edits("echo hi > pages/out.md") == "allow"  # the write alone: acceptEdits'
+    (found.ws / "notes").mkdir()
+    (found.ws / "notes" / "one.md").write_text("1\n")
+    assert behavior(found, "ls pages/*.md; wc -l pages/*.md") == "allow"  # nothing written before: listed as is

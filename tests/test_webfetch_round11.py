@@ -138,3 +138,40 @@ async def test_a_notebook_whose_version_is_not_a_number_is_refused_cleanly(tmp_p
     data = NotebookEditInput(notebook_path=str(path), new_source="x", cell_type="code", edit_mode="insert")
     with pytest.raises(ToolError, match="nbformat '4'"):
         await NotebookEditTool().call(data, ctx)
+
+
+# --- attack round 12: round 11's fixes attacked again ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["http://2130706433:18931/b", "http://127.1:18931/c", "http://0x7f000001/"])
+def test_ipv4_in_its_older_forms_is_judged_as_the_address_it_connects_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    found = build(tmp_path)
+    setup_env(monkeypatch, found)
+    data = {"url": url, "prompt": "p"}
+    assert domain(WebFetchInput(**data)) == "127.0.0.1"
+    denied = engine(found, "default", allow=("WebFetch",), deny=("WebFetch(domain:127.0.0.1)",))
+    assert decide(denied, "WebFetch", data).behavior == "deny"
+
+
+def test_links_inside_links_are_their_text() -> None:
+    from bridge.tools.web_fetch import html_to_markdown
+
+    page = "<a href=./>" * 12_000 + "x" + "</a>" * 12_000
+    parser = _Markdown("http://h/" + "p" * 1900 + "/x")
+    parser.feed(page)
+    parser.close()
+    assert parser.markdown().count("](") == 1  # one link, not one per level (each re-joined the page: quadratic)
+    assert (
+        html_to_markdown("<a href=/a>one <a href=/b>two</a> three</a>", "http://h/")[1] == "[one two three](http://h/a)"
+    )
+
+
+def test_a_given_up_parse_ends_at_its_next_tag() -> None:
+    from bridge.tools.web_fetch import html_to_markdown
+
+    stop = threading.Event()
+    stop.set()
+    _title, text = html_to_markdown("<p>one</p>" * 100_000, "", stop=stop)
+    assert text == ""  # stopped at once: a fetch that timed out leaves no parse running

@@ -429,16 +429,20 @@ def _known_before(changes: list[Change], unstored: frozenset[str]) -> tuple[list
     """The changes whose earlier version is known, and those of paths the store had left out before the step (too
     big...): no tree holds what they were, so they are named as left out, never planned as new files (a rewind
     deleted a 15 MB file a command had rewritten, calling it one the agent made)."""
-    known = [c for c in changes if not (c.old is None and c.path in unstored)]
-    unknown = [
-        Skipped(
-            c.path,
-            "what it was before this call is not in the checkpoints (left out: too big, or not a regular file); a "
-            "rewind leaves it as it is",
-        )
-        for c in changes
-        if c.old is None and c.path in unstored
-    ]
+    # a step that changes ignore rules (`sed -i /env/d .gitignore`) makes files appear that were there, ignored,
+    # before it: none of its new files is known to be new (a rewind deleted the user's `secrets.env`)
+    ignores = any(c.path == ".gitignore" or c.path.endswith("/.gitignore") for c in changes)
+    known: list[Change] = []
+    unknown: list[Skipped] = []
+    for change in changes:
+        if change.old is None and change.path in unstored:
+            why = "left out: too big, or not a regular file"
+        elif change.old is None and ignores and not change.path.endswith(".gitignore"):
+            why = "it appeared as this call changed what .gitignore leaves out: it may have been there, ignored"
+        else:
+            known.append(change)
+            continue
+        unknown.append(Skipped(change.path, f"{UNKNOWN_BEFORE} ({why}); a rewind leaves it as it is"))
     return known, unknown
 
 

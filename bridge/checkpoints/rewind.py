@@ -116,10 +116,12 @@ async def apply_rewind(
             ),
         )
         for item in ordered:
+            # a file shown as a conflict gets the user's decision (keep, by default), whatever it is now; one that
+            # became a conflict since is kept
             choice: Resolution = (
-                "overwrite"
-                if item.conflict is None
-                else (resolutions.get(item.path, "keep") if item.path in decided else "keep")
+                resolutions.get(item.path, "keep")
+                if item.path in decided
+                else ("overwrite" if item.conflict is None else "keep")
             )
             if choice == "keep":
                 result.kept.append((item.path, item.conflict or "kept"))

@@ -122,6 +122,21 @@ class Snapshot:
     skipped: list[Skipped] = field(default_factory=list)  # newly left out (not those already reported)
 
 
+# What the bridge makes in its data dir (bridge/transcript.py, execution/, mcp/, tools/storage.py, here)
+DATA_DIR_NAMES = (
+    "checkpoints",
+    "sessions",
+    "running",
+    "agents",
+    "tool-results",
+    "bash-output",
+    "mcp-auth",
+    "mcp-resources",
+    "mcp-prompts",
+    "quarantine",
+)
+
+
 def store_dir(data_dir: Path, workspace: Path) -> Path:
     """Where the store of `workspace` lives: its name for a person, a hash of its real path for uniqueness."""
     real = os.path.realpath(workspace)
@@ -206,10 +221,12 @@ class Store:
             return b""
         data_dir = os.path.realpath(self.git_dir.parent.parent)
         relative = os.path.relpath(data_dir, self.workspace)
-        if relative == "." or relative.startswith(".."):
+        if relative.startswith(".."):
             return b""
-        escaped = re.sub(r"([*?\[\]\\!# ])", r"\\\1", relative.replace(os.sep, "/"))
-        return b"\n# the bridge's own data dir\n/" + os.fsencode(escaped) + b"/\n"
+        # the data dir is the workspace itself: what the bridge makes in it (a rewind deleted the store's objects)
+        folders = [relative] if relative != "." else list(DATA_DIR_NAMES)
+        lines = [re.sub(r"([*?\[\]\\!# ])", r"\\\1", f.replace(os.sep, "/")) for f in folders]
+        return b"\n# the bridge's own data dir\n" + b"".join(b"/" + os.fsencode(line) + b"/\n" for line in lines)
 
     def _repository_excludes(self) -> bytes:
         """The workspace repository's own `.git/info/exclude` (read, never written): what the user excludes

@@ -79,7 +79,23 @@ class BashFacts:
         for part in verdict.parts:
             facts.parts.append(facts._part(part))
         facts._lists_written()
+        facts._globs_after_writes()
         return facts
+
+    def _globs_after_writes(self) -> None:
+        """A glob in a part after one that writes files (`echo > --output=zz; git shortlog *`): bash expands it
+        when its part runs, after the write, and the names the check listed before are not what it gets (a file
+        named like an option, made by the command itself)."""
+        for index, facts in enumerate(self.parts):
+            earlier = self.parts[:index]
+            if not any(f.writes or f.write_trees or f.unknown_writes is not None for f in earlier):
+                continue
+            glob = next((w for w in facts.part.effective[1:] if w.pattern is not None), None)
+            if glob is not None:
+                facts.problems.append(
+                    f"`{facts.part.text}`: `{glob.text}` is expanded after an earlier part of the command writes "
+                    "files, so what it names can't be known"
+                )
 
     def _lists_written(self) -> None:
         """A file list the command itself writes (`echo … > l; md5sum -c l`) names what the check never saw."""

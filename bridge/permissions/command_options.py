@@ -144,6 +144,7 @@ def generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
     follow = False
     check = False
     pattern_given = False
+    dereferencing = spec.dereferences and all(key != "--no-dereference" for key, _, _ in parsed.options)
     for key, value, value_word in parsed.options:
         opt = spec.options.get(key, Opt())
         role = opt.role
@@ -167,6 +168,9 @@ def generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
                 recursive = True
             elif value not in ("read", "skip"):
                 out.refuse(f"`{program}`: -d {value} is not one the checker knows")
+        elif role == "read" and value_word is not None and spec.dereferences:
+            # `diff --from-file=DIR b`: a directory there is compared as the operands are (links followed)
+            out.reads.append(Access(value_word, recursive=True, follow=dereferencing))
         elif role in ("read", "pattern_file") and value_word is not None:
             out.reads.append(Access(value_word))
         elif role == "list" and value_word is not None:
@@ -177,7 +181,7 @@ def generic(program: str, spec: Spec, args: Sequence[Word]) -> Effects:
                 out.reads.append(Access(value_word, list_file=True))
     if spec.dereferences:
         recursive = True  # (one level without -r: the whole tree is looked at, which asks no less)
-        follow = all(key != "--no-dereference" for key, _, _ in parsed.options)
+        follow = dereferencing
     if follow and program in ("ls", "du", "tree"):
         out.refuse(f"`{program}` follows symbolic links (they may lead out of the workspace)")
     roles = list(spec.operands)
@@ -330,4 +334,6 @@ def _value_at(args: Sequence[Word], i: int, option: str) -> tuple[str, Word]:
         raise UnknownOption(f"the option {option} needs a value")
     if not args[i].static:
         raise UnknownOption(f"the value of {option} is computed at run time")
+    if args[i].pattern is not None:  # `grep -e *`: bash makes it one word per name, and the rest are operands
+        raise UnknownOption(f"the value of {option} is a glob (`{args[i].text}`): it may become several words")
     return args[i].value, args[i]

@@ -4,6 +4,7 @@ subcommands, revisions and pathspecs), `env` alone, and the builtins that print 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 from bridge.permissions.command_effects import Access, Effects
@@ -157,8 +158,18 @@ def _git(args: Sequence[Word]) -> Effects:
                 out.refuse("`git -C` without a fixed directory")
                 out.unknown_reads = True
                 return out
-            out.git_dir = args[i + 1]
-            out.reads.append(Access(args[i + 1], names_only=True))
+            where = args[i + 1]
+            if where.pattern is not None:
+                out.refuse("`git -C` with a glob: which directory it names is not known before it runs")
+                out.unknown_reads = True
+                return out
+            previous = out.git_dir
+            if previous is not None and not where.tilde and not os.path.isabs(where.value):
+                # each -C is taken from the one before it (`-C a -C b` is a/b): the repository is looked for there
+                joined = os.path.join(previous.value, where.value)
+                where = Word(joined, joined, tilde=previous.tilde)
+            out.git_dir = where
+            out.reads.append(Access(where, names_only=True))
             i += 2
             continue
         if value in GIT_GLOBAL_FLAGS:

@@ -540,6 +540,7 @@ def build_server(overrides: dict[str, Any] | None = None, *, acp: bool = False) 
             raise unknown_session(error) from None
         ls.streams.pop(parsed.session_id, None)
         ls._titles.pop(parsed.session_id, None)
+        history_handlers.SHOWN.pop(parsed.session_id, None)
         return {}
 
     @feature("session/set_model")

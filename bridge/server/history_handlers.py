@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from bridge.server.app import BridgeServer
     from bridge.session import Session
 
-# The last rewind preview each session's client was shown (by session id; the confirm applies that plan). One a
-# session: a new preview replaces it, the confirm takes it.
-SHOWN: dict[str, RewindPreview] = {}
+# The rewind previews each session's client was shown, by prompt (turn) and mode: a confirm applies the plan of its
+# own preview. The last few a session (a dialog previews again as its mode changes).
+SHOWN: dict[str, dict[tuple[str, str], RewindPreview]] = {}
+SHOWN_PER_SESSION = 8
 
 
 async def served(work: Any) -> Any:
@@ -84,17 +85,24 @@ def register(feature: Callable[[str], Callable[[Any], Any]]) -> None:
         if session.busy:
             raise JsonRpcInternalError("A turn is running: cancel it (session/cancel) before rewinding.")
         preview = await served(history.preview_rewind(session, parsed.target, parsed.mode))
+        shown = SHOWN.setdefault(session.id, {})
+        key = (preview.prompt.turn, preview.mode)
         if not parsed.confirm:
-            SHOWN[session.id] = preview
+            shown.pop(key, None)
+            shown[key] = preview
+            while len(shown) > SHOWN_PER_SESSION:
+                del shown[next(iter(shown))]
             return wire_history.rewind_preview(preview)
         # what the client was shown is what is done: the plan of its preview (a file the plan holds now and did
-        # not then is kept and said: bridge/checkpoints/rewind.py's apply_rewind); a confirm with no preview of
-        # that prompt and mode before takes the plan as it is now
-        shown = SHOWN.pop(session.id, None)
-        if shown is not None and shown.prompt.turn == preview.prompt.turn and shown.mode == preview.mode:
-            preview = shown
-        outcome = await served(history.rewind(session, preview, parsed.resolutions))
-        return wire_history.rewind_outcome(preview, outcome)
+        # not then is kept and said: bridge/checkpoints/rewind.py's apply_rewind)
+        previewed = shown.pop(key, None)
+        if previewed is None:
+            raise JsonRpcInvalidParams(
+                "Invalid params: preview this rewind first (the same prompt and mode, confirm: false): a confirm "
+                "does what its preview showed"
+            )
+        outcome = await served(history.rewind(session, previewed, parsed.resolutions))
+        return wire_history.rewind_outcome(previewed, outcome)
 
     @feature("_bridge/fork")
     async def bridge_fork(ls: BridgeServer, params: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import threading
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
@@ -56,9 +57,26 @@ def parse_url(raw: str) -> httpx.URL:
         raise ToolError(f"Invalid URL {raw!r}: it has no host.")
     if url.userinfo:
         raise ToolError("URLs with a user name or password are not fetched; remove the credentials.")
+    numeric = _legacy_ipv4(url.host)
+    if numeric is not None:  # `127.1`, `2130706433`, `0x7f000001` connect to 127.0.0.1: judged (and sent) as that
+        url = url.copy_with(host=numeric)
     if url.scheme == "http" and not is_loopback(url.host):
         url = url.copy_with(scheme="https")
     return url
+
+
+def _legacy_ipv4(host: str) -> str | None:
+    """The dotted quad a host in one of IPv4's older forms (fewer parts, decimal, hex or octal) connects to; None
+    for a name, an IPv6 address, or a dotted quad already."""
+    if not host or not re.fullmatch(r"[0-9a-fA-FxX.]+", host) or not host[0].isdigit():
+        return None
+    import socket
+
+    try:
+        canonical = socket.inet_ntoa(socket.inet_aton(host))
+    except OSError:
+        return None
+    return canonical if canonical != host else None
 
 
 def is_loopback(host: str) -> bool:
@@ -121,9 +139,10 @@ class _Markdown(HTMLParser):
     """Readable text from HTML: headings as `#`, links as `[text](url)`, lists, code blocks, tables as
     `a | b` rows; scripts, styles, navigation and the head (except the title) dropped."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, stop: threading.Event | None = None) -> None:
         super().__init__(convert_charrefs=True)
         self.base_url = base_url
+        self.stop = stop  # set: the fetch was given up (timeout, cancel): the next tag ends the parse
         self.out: list[str] = []
         self.size = 0  # characters emitted (roughly the text's length)
         self.title = ""
@@ -157,6 +176,8 @@ class _Markdown(HTMLParser):
 
     # parser callbacks
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise _Stopped
         if tag == "title":
             self._in_title = True
             return
@@ -204,7 +225,8 @@ class _Markdown(HTMLParser):
                 self._emit(" | ")
             self._cells += 1
         elif tag == "a":
-            self._links.append((len(self.out), attr.get("href") or ""))
+            # a link inside a link is its text (12,000 nested `<a>` joined the page again at every level: quadratic)
+            self._links.append((len(self.out), attr.get("href") or "") if not self._links else (-1, ""))
         elif tag == "img" and attr.get("alt"):
             self._emit(f"![{attr['alt']}]({urljoin(self.base_url, attr.get('src') or '')})")
 
@@ -239,6 +261,8 @@ class _Markdown(HTMLParser):
             self._emit(_INLINE[tag])
         elif tag == "a" and self._links:
             start, href = self._links.pop()
+            if start < 0:
+                return
             text = "".join(self.out[start:]).strip()
             del self.out[start:]
             if href and not href.startswith(("#", "javascript:")) and text:
@@ -247,6 +271,8 @@ class _Markdown(HTMLParser):
                 self._emit(text)
 
     def handle_data(self, data: str) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise _Stopped
         if self._in_title:
             self.title += data
             return
@@ -267,18 +293,27 @@ class _Markdown(HTMLParser):
         return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def html_to_markdown(html: str, base_url: str = "", *, enough: int | None = None) -> tuple[str, str]:
+class _Stopped(Exception):
+    """The parse was given up (its fetch timed out or was cancelled)."""
+
+
+def html_to_markdown(
+    html: str, base_url: str = "", *, enough: int | None = None, stop: threading.Event | None = None
+) -> tuple[str, str]:
     """(title, readable text) of an HTML document. With `enough`, parsing stops (the stdlib parser does
     about 1 MB/s) once well over that many characters of text exist: the text is then longer than `enough`
-    but not the whole page."""
-    parser = _Markdown(base_url)
-    step = 64 * 1024
-    for start in range(0, len(html), step):
-        parser.feed(html[start : start + step])
-        if enough is not None and parser.size > enough + 4096:
-            break
-    else:
-        parser.close()
+    but not the whole page. `stop` set: the parse ends at its next tag or text (what was made so far)."""
+    parser = _Markdown(base_url, stop)
+    step = 8 * 1024
+    try:
+        for start in range(0, len(html), step):
+            parser.feed(html[start : start + step])
+            if enough is not None and parser.size > enough + 4096:
+                break
+        else:
+            parser.close()
+    except _Stopped:
+        pass
     return " ".join(parser.title.split()), parser.markdown()
 
 
@@ -485,10 +520,14 @@ class WebFetchTool(Tool[WebFetchInput]):
         title, partial = "", False
         if is_html:
             # A few MB of HTML is CPU work: keep it off the event loop.
-            title, text = await anyio.to_thread.run_sync(
-                functools.partial(html_to_markdown, text, str(url), enough=self.max_chars),
-                abandon_on_cancel=True,  # a timeout or a cancel answers at once; the parse is bounded (max_bytes)
-            )
+            stop = threading.Event()
+            try:
+                title, text = await anyio.to_thread.run_sync(
+                    functools.partial(html_to_markdown, text, str(url), enough=self.max_chars, stop=stop),
+                    abandon_on_cancel=True,  # a timeout or a cancel answers at once, and ends the parse (`stop`)
+                )
+            finally:
+                stop.set()
             partial = len(text) > self.max_chars
         if status >= 400:
             excerpt = text[:500].strip()

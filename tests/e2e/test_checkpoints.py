@@ -141,3 +141,23 @@ async def test_a_prompt_answers_its_turn_id_when_asked(workspace: Path, data_dir
         listed = (await editor.request("_bridge/prompts", {"sessionId": sid}))["prompts"]
         assert first == {"stopReason": "end_turn", "_meta": {"turnId": listed[0]["turnId"]}}
         assert listed[0]["turnId"] != listed[1]["turnId"]
+
+
+async def test_a_confirm_does_what_its_own_preview_showed(workspace: Path, data_dir: Path) -> None:
+    """Attack round 12: the server kept one preview a session, so a preview of prompt 2 after one of prompt 1 made
+    prompt 1's confirm apply the plan as it was then, unseen; and a confirm with no preview did too."""
+    async with running_editor(
+        _scenario(workspace), workspace, data_dir, env=ENV, initialization_options=OPTIONS
+    ) as editor:
+        sid = await _two_prompts(editor)
+        confirm = {"sessionId": sid, "prompt": 1, "mode": "code", "confirm": True}
+        unseen = await _error(editor, "_bridge/rewind", confirm)
+        assert "preview this rewind first" in unseen and (workspace / "b.txt").exists()
+        first = await editor.request("_bridge/rewind", {"sessionId": sid, "prompt": 1, "mode": "code"})
+        second = await editor.request("_bridge/rewind", {"sessionId": sid, "prompt": 2, "mode": "code"})
+        assert {f["path"] for f in first["files"]} == {"a.txt", "b.txt"} and second["files"]
+        done = await editor.request("_bridge/rewind", confirm)
+        assert sorted(done["restored"]) == ["a.txt", "b.txt"]
+        assert not (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
+        again = await _error(editor, "_bridge/rewind", confirm)
+        assert "preview this rewind first" in again, "a preview is confirmed once"
