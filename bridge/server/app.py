@@ -79,6 +79,7 @@ class BridgeServer(LanguageServer):
         self.early_ids: dict[Any, str] = {}
         self.ahead: AnthropicModel | None = None  # the first prompt's model request, sent before the server loaded
         self.reader: Any = None  # stdin, as the serving loop reads it (bridge/server/stdio.py)
+        self.stdout_filter: Any = None  # stdout, as the server writes it (fast_initialize.AnswerFilter)
         self.stop = threading.Event()  # the serving loop ends when set
 
     @property

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from bridge.server.nesting import too_deep
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, BinaryIO
 
 log = logging.getLogger(__name__)
@@ -338,6 +338,23 @@ class Replay:
         return data
 
 
+# Sessions answered early whose making failed after all (the folder removed meanwhile...): by id, what the server
+# said. The answer was sent and can't be taken back; a later request naming the session is told why it is unknown.
+FAILED_EARLY: dict[str, str] = {}
+
+
+def _remember_failure(sent: bytes, data: bytes) -> None:
+    try:
+        early = json.loads(sent[sent.find(b"{") :])
+        server = json.loads(data[data.find(b"{") :])
+    except (ValueError, RecursionError):
+        return
+    session_id = (early.get("result") or {}).get("sessionId") if isinstance(early, dict) else None
+    error = server.get("error") if isinstance(server, dict) else None
+    if isinstance(session_id, str) and isinstance(error, dict):
+        FAILED_EARLY[session_id] = str(error.get("message", "an error"))[:2000]
+
+
 class AnswerFilter:
     """stdout for the server's writer (each message is one `write`): holds back the server's answers to requests
     answered already — the `initialize` and `session/new`s (early_session.py) — each checked against what was
@@ -345,6 +362,8 @@ class AnswerFilter:
 
     def __init__(self, stdout: BinaryIO, first: FirstMessage) -> None:
         self._stdout = stdout
+        self.on_closed: Callable[[], None] | None = None  # stdout is gone (the client closed its end): once
+        self.closed = False
         # in the order they were answered (and are answered by the server): an id may be used again once answered
         self._early = list(first.early.items())
         if first.msg_id is not None and first.answered is not None:
@@ -356,8 +375,24 @@ class AnswerFilter:
                 del self._early[index]
                 if data != sent:
                     log.error("the early answer to %r differs from the server's: %r, then %r", msg_id, sent, data)
+                    _remember_failure(sent, data)
                 return len(data)
-        return self._stdout.write(data)
+        if self.closed:
+            return len(data)  # (nobody reads it any more)
+        try:
+            return self._stdout.write(data)
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            self._gone()
+            return len(data)
+
+    def _gone(self) -> None:
+        """The client closed its end of stdout: a disconnect, as its closing stdin is (the turns are cancelled,
+        what they started is stopped); not a traceback per message written meanwhile."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.on_closed is not None:
+            self.on_closed()
 
     @staticmethod
     def _is_answer(data: bytes, msg_id: int | str | None) -> bool:
@@ -374,7 +409,12 @@ class AnswerFilter:
         )
 
     def flush(self) -> None:
-        self._stdout.flush()
+        if self.closed:
+            return
+        try:
+            self._stdout.flush()
+        except (BrokenPipeError, ConnectionResetError, ValueError):
+            self._gone()
 
     def close(self) -> None:
         self._stdout.close()

@@ -255,6 +255,10 @@ async def _read_head(source: BoundedReader) -> int | None:
             return None
         if not line.endswith(b"\n") and len(line) > MAX_HEADER_LINE:
             skipped = len(line) + await source.discard_line()
+            if not seen and not _HEADER.match(line[:256]):  # no header's start, before any: noise between messages
+                garbage += skipped
+                length, problem = None, None
+                continue
             problem = f"a header line of {skipped} bytes (the limit is {MAX_HEADER_LINE})"
             seen = True
             continue
@@ -368,6 +372,13 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
             protocol.reply_error(msg_id, error)
         return
     owed = "method" in data and msg_id is not None  # a request is owed an answer, whatever happens
+    if owed and msg_id in protocol._request_futures and msg_id not in protocol._result_types:  # (ours: the latter)
+        # ids must be unique among the requests in flight: a second one took the first's place (its cancel then
+        # named the wrong one, and the first could no longer be cancelled by id)
+        protocol.reply_error(
+            msg_id, JsonRpcInvalidRequest(f"Invalid request: id {msg_id!r} is in use by a request still running")
+        )
+        return
     try:
         protocol.handle_message(message)
     except Exception:
@@ -532,7 +543,7 @@ class AcpProtocol(BridgeProtocol):
         """The client cancels one of its requests: its handler is cancelled (a `session/prompt` then answers
         `cancelled`, anything else -32800). An id of a request we sent is not the client's to cancel."""
         msg_id = params.get("requestId", params.get("id")) if isinstance(params, dict) else None
-        if msg_id is None or msg_id in self._result_types:
+        if not isinstance(msg_id, (str, int)) or isinstance(msg_id, bool) or msg_id in self._result_types:
             log.warning("%s ignored: %r names no request of the client's", CANCEL_REQUEST_ACP, params)
             return
         self._handle_cancel_notification(msg_id)

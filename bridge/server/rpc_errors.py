@@ -25,7 +25,14 @@ RESOURCE_NOT_FOUND = -32002  # ACP's `resource_not_found`
 
 
 def unknown_session(error: Exception) -> JsonRpcServerError:
-    return JsonRpcServerError(str(error), RESOURCE_NOT_FOUND)  # type: ignore[no-untyped-call]
+    from bridge.server.fast_initialize import FAILED_EARLY
+
+    text = str(error)
+    session_id = error.args[0] if error.args and isinstance(error.args[0], str) else None
+    failed = next((why for sid, why in FAILED_EARLY.items() if sid == session_id or sid in text), None)
+    if failed is not None:  # answered before the server loaded, then not made after all
+        text = f"{text} It was answered before the bridge had loaded, but could not be made: {failed}"
+    return JsonRpcServerError(text, RESOURCE_NOT_FOUND)  # type: ignore[no-untyped-call]
 
 
 def auth_required(message: str, data: dict[str, Any] | None = None) -> JsonRpcServerError:

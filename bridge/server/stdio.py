@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -28,6 +29,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
     first = first or FirstMessage(b"")
     servers: list[BridgeServer] = []
     signalled: list[int] = []
+    gone: list[bool] = []  # stdout closed under us: the client is gone
 
     async def main() -> None:
         ahead = await _send_ahead(first)
@@ -49,6 +51,16 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
                 server._agent.kill_processes_now()
 
         loop = asyncio.get_running_loop()
+
+        def on_stdout_closed() -> None:
+            """A write found stdout closed: the client is gone, as when it closes stdin. Every turn is cancelled
+            and what it started stopped (commands it ran went on, unseen, while the bridge read on)."""
+            if not gone:
+                gone.append(True)
+                logging.getLogger(__name__).warning("stdout is closed: the client is gone; stopping")
+                loop.call_soon_threadsafe(reading.cancel)
+
+        server.stdout_filter.on_closed = on_stdout_closed
         for signum in (signal.SIGINT, signal.SIGTERM):
             try:
                 loop.add_signal_handler(signum, on_signal, signum)
@@ -68,11 +80,11 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
             else:
                 await run_until_eof(server.reader, server.protocol, server.stop)  # type: ignore[arg-type]
         except asyncio.CancelledError:
-            if not signalled:
+            if not signalled and not gone:
                 raise
         finally:
             if server._agent is not None:
-                await server._agent.shutdown(grace=bool(signalled))
+                await server._agent.shutdown(grace=bool(signalled or gone))
 
     try:
         asyncio.run(main())
@@ -115,6 +127,7 @@ def _start(overrides: dict[str, Any] | None, *, acp: bool, first: FirstMessage) 
     server.early_ids = dict(first.session_ids)
     server.reader = StdinAsyncReader(Replay(first.consumed, sys.stdin.buffer), server.thread_pool)  # type: ignore[arg-type]
     stdout = AnswerFilter(sys.stdout.buffer, first)
+    server.stdout_filter = stdout
     if acp:
         server.protocol.set_writer(LineWriter(stdout), include_headers=False)
     else:
