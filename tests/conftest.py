@@ -9,8 +9,12 @@ import stat
 import sys
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.attacks.workspace import Workspace
 
 os.environ["AGENT_BRIDGE_TRUST_FOLDER"] = "1"
 
@@ -52,3 +56,14 @@ def _left_out(path: Path) -> bool:
     if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
         return False
     return not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_FILE
+
+
+@pytest.fixture
+def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> "Workspace":
+    """A workspace with secrets outside it and a home of its own (tests/attacks/workspace.py's `build`), the
+    environment pointed at them: the permission tests' common ground (a module may define its own)."""
+    from tests.attacks.workspace import build, setup_env
+
+    made = build(tmp_path)
+    setup_env(monkeypatch, made)
+    return made

@@ -68,9 +68,12 @@ async def test_a_file_left_out_for_its_size_is_not_deleted_by_a_rewind(
     assert (ws / "data.csv").read_text() == "id,value\n"  # left as it is: what it was is in no checkpoint
 
 
-def test_the_data_dir_inside_the_workspace_is_not_snapshotted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["inside", "the workspace"])
+def test_the_data_dir_in_the_workspace_is_not_snapshotted(tmp_path: Path, where: str) -> None:
+    """Inside the workspace (a session in the home folder), or the workspace itself (attack round 12): what the
+    bridge makes there is no change of anyone's."""
     ws = tmp_path / "home"
-    data = ws / ".local" / "share" / "agent-bridge"
+    data = ws / ".local" / "share" / "agent-bridge" if where == "inside" else ws
     data.mkdir(parents=True)
     (ws / "notes.txt").write_text("n\n")
     store = Store.for_workspace(data, ws)
@@ -124,22 +127,6 @@ async def test_a_file_a_changed_gitignore_uncovers_is_not_deleted_by_a_rewind(
         assert "delete secrets.env" not in text and "secrets.env" in text, text
     assert (ws / "secrets.env").read_text() == "TOKEN=user\n"
     assert (ws / "app.py").read_text() == "x=0\n" and (ws / ".gitignore").read_text() == "*.env\n"
-
-
-def test_the_data_dir_that_is_the_workspace_leaves_out_what_the_bridge_makes(tmp_path: Path) -> None:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("n\n")
-    store = Store.for_workspace(ws, ws)
-    index = SessionIndex(store, "s1")
-    first = index.snapshot()
-    (ws / "sessions").mkdir()
-    (ws / "sessions" / "s1.jsonl").write_text("{}\n")
-    (ws / "notes.txt").write_text("m\n")
-    later = index.snapshot()
-    assert [c.path for c in store.diff(first.tree, later.tree)] == ["notes.txt"]
-    listed = store.run("ls-tree", "-r", "--name-only", later.tree, index=None).stdout.decode().split()
-    assert listed == ["notes.txt"], listed[:5]
 
 
 async def test_a_conflict_shown_is_kept_even_when_it_is_no_conflict_at_the_confirm(

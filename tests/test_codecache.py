@@ -229,14 +229,22 @@ codecache.save()
 """
 
 
-def regex_start(cache: Path, mode: str = "write") -> dict[str, Any]:
-    env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": mode}
+def script_start(script: str, cache: Path, mode: str = "write", **env: str) -> dict[str, Any]:
+    """One interpreter's start running `script` with the kept code at `cache`; what it prints, as JSON."""
     done = subprocess.run(
-        [sys.executable, "-c", REGEX_SCRIPT, str(cache)], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script, str(cache)],
+        env={**os.environ, "AGENT_BRIDGE_CODE_CACHE": mode, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def regex_start(cache: Path, mode: str = "write") -> dict[str, Any]:
+    return script_start(REGEX_SCRIPT, cache, mode)
 
 
 def test_patterns_compiled_from_kept_programs_match_as_freshly_compiled_ones(tmp_path: Path) -> None:
@@ -273,18 +281,8 @@ def test_one_new_pattern_is_kept_at_the_next_start(tmp_path: Path) -> None:
     cache = tmp_path / "generated.marshal"
     regex_start(cache)
     script = REGEX_SCRIPT.replace("patterns = [", 'patterns = [(r"one (new) pattern", 0),', 1)
-    env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": "write"}
-
-    def new() -> int:
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(cache)], env=env, capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        count: int = json.loads(done.stdout)["new"]
-        return count
-
-    assert new() == 1
-    assert new() == 0
+    assert script_start(script, cache)["new"] == 1
+    assert script_start(script, cache)["new"] == 0
 
 
 TYPING_SCRIPT = r"""
@@ -325,13 +323,7 @@ def test_forward_references_compiled_from_the_kept_code_read_as_freshly_compiled
     cache = tmp_path / "generated.marshal"
 
     def typing_start(mode: str) -> dict[str, Any]:
-        env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": mode}
-        done = subprocess.run(
-            [sys.executable, "-c", TYPING_SCRIPT, str(cache)], env=env, capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        result: dict[str, Any] = json.loads(done.stdout)
-        return result
+        return script_start(TYPING_SCRIPT, cache, mode)
 
     plain = typing_start("0")
     assert plain["installed"] == [] and plain["error"] and "str" in plain["hints"]["name"]
@@ -362,13 +354,6 @@ def test_what_the_bridge_compiles_as_it_loads_is_the_same_at_every_start(tmp_pat
     every start): a pydantic field's `default_factory=list` had `inspect` read the builtin's signature with
     tokenize, whose pattern lists string prefixes in a set's order."""
     cache = tmp_path / "generated.marshal"
-    counts = []
-    for seed in ("1", "2", "3"):
-        env = {**os.environ, "AGENT_BRIDGE_CODE_CACHE": "write", "PYTHONHASHSEED": seed}
-        done = subprocess.run(
-            [sys.executable, "-c", BRIDGE_START, str(cache)], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr
-        counts.append(json.loads(done.stdout))
+    counts = [script_start(BRIDGE_START, cache, PYTHONHASHSEED=seed) for seed in ("1", "2", "3")]
     assert counts[0]["regex"] > 100 and counts[0]["typing"] > 100
     assert counts[1:] == [{"dataclasses": 0, "attrs": 0, "typing": 0, "regex": 0}] * 2, counts

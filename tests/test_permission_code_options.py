@@ -8,19 +8,10 @@ Found by an attack round, each proven by a marker: with `Bash(cargo test *)` all
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.attacks.workspace import Workspace, build, engine, setup_env
+from tests.attacks.workspace import Workspace, engine
 from tests.permission_calls import decide
-
-
-@pytest.fixture
-def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    made = build(tmp_path)
-    setup_env(monkeypatch, made)
-    return made
 
 
 def behavior(found: Workspace, command: str, rule: str) -> str:

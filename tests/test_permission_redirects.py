@@ -7,20 +7,11 @@ package.json && npm test` rewrote package.json unasked, and the planted test scr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from bridge.permissions.modes import Mode
-from tests.attacks.workspace import Workspace, build, engine, run_bash, setup_env
+from tests.attacks.workspace import Workspace, engine, run_bash
 from tests.permission_calls import decide
-
-
-@pytest.fixture
-def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    made = build(tmp_path)
-    setup_env(monkeypatch, made)
-    return made
 
 
 def judged(found: Workspace, command: str, *allow: str, mode: Mode = "default") -> tuple[str, list[tuple[str, ...]]]:

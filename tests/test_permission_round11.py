@@ -16,16 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.attacks.workspace import Workspace, build, engine, setup_env
+from tests.attacks.workspace import Workspace, engine
 from tests.permission_calls import decide
 from tests.scripted_run import scripted_run
-
-
-@pytest.fixture
-def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    made = build(tmp_path)
-    setup_env(monkeypatch, made)
-    return made
 
 
 def behavior(found: Workspace, command: str) -> str:
@@ -91,11 +84,16 @@ def test_a_folder_that_only_has_a_head_file_is_no_repository(found: Workspace) -
     assert behavior(found, "cat notes/HEAD") == "allow"
 
 
-def test_diff_of_folders_asks_when_a_link_in_them_leads_out(found: Workspace) -> None:
+def linked_out(found: Workspace) -> None:
+    """Two folders to compare: `a/x` a link to a file outside the workspace, `b/x` a plain file."""
     (found.ws / "a").mkdir()
     (found.ws / "b").mkdir()
     (found.ws / "a" / "x").symlink_to(found.outside / "x.txt")
     (found.ws / "b" / "x").write_text("x\n")
+
+
+def test_diff_of_folders_asks_when_a_link_in_them_leads_out(found: Workspace) -> None:
+    linked_out(found)
     for command in ("diff a b", "diff -r a b", "diff -q a b"):
         assert behavior(found, command) == "ask", command
     assert behavior(found, "diff --no-dereference -r a b") == "allow"  # the link compared as a link
@@ -159,10 +157,7 @@ def test_git_C_twice_looks_for_the_repository_where_git_does(found: Workspace) -
 
 
 def test_diff_from_file_is_compared_as_the_operands_are(found: Workspace) -> None:
-    (found.ws / "a").mkdir()
-    (found.ws / "b").mkdir()
-    (found.ws / "a" / "x").symlink_to(found.outside / "x.txt")
-    (found.ws / "b" / "x").write_text("x\n")
+    linked_out(found)
     for command in ("diff --from-file=a b", "diff --to-file a b", "diff -q --from-file=a --to-file=b"):
         assert behavior(found, command) == "ask", command
     (found.ws / "a" / "x").unlink()

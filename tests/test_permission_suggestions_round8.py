@@ -20,16 +20,9 @@ import pytest
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.types import Decision, PermissionRequest, RuleSuggestion
 from bridge.server import questions
-from tests.attacks.workspace import Workspace, build, engine, run_bash, setup_env
+from tests.attacks.workspace import Workspace, engine, run_bash
 from tests.permission_calls import decide
 from tests.scripted_run import scripted_run
-
-
-@pytest.fixture
-def found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
-    made = build(tmp_path)
-    setup_env(monkeypatch, made)
-    return made
 
 
 def write(judge: PermissionEngine, path: Path) -> Decision:

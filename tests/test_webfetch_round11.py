@@ -25,7 +25,7 @@ from bridge.abort import Abort
 from bridge.tools.base import ToolContext, ToolError
 from bridge.tools.notebook_edit import NotebookEditInput, NotebookEditTool
 from bridge.tools.web_fetch import WebFetchInput, WebFetchTool, _Markdown, domain
-from tests.attacks.workspace import build, engine, setup_env
+from tests.attacks.workspace import Workspace, engine
 from tests.permission_calls import decide
 
 ZEROS = 200 * 1024 * 1024  # what the bomb inflates to
@@ -85,10 +85,8 @@ async def fetch(ctx: ToolContext, url: str) -> str:
     ],
 )
 def test_a_domain_rule_allows_only_the_host_the_request_goes_to(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, rule: str, host: str
+    found: Workspace, url: str, rule: str, host: str
 ) -> None:
-    found = build(tmp_path)
-    setup_env(monkeypatch, found)
     data = {"url": url, "prompt": "p"}
     assert domain(WebFetchInput(**data)) == host
     assert decide(engine(found, "default", allow=(f"WebFetch(domain:{rule})",)), "WebFetch", data).behavior == "ask"
@@ -144,11 +142,7 @@ async def test_a_notebook_whose_version_is_not_a_number_is_refused_cleanly(tmp_p
 
 
 @pytest.mark.parametrize("url", ["http://2130706433:18931/b", "http://127.1:18931/c", "http://0x7f000001/"])
-def test_ipv4_in_its_older_forms_is_judged_as_the_address_it_connects_to(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
-) -> None:
-    found = build(tmp_path)
-    setup_env(monkeypatch, found)
+def test_ipv4_in_its_older_forms_is_judged_as_the_address_it_connects_to(found: Workspace, url: str) -> None:
     data = {"url": url, "prompt": "p"}
     assert domain(WebFetchInput(**data)) == "127.0.0.1"
     denied = engine(found, "default", allow=("WebFetch",), deny=("WebFetch(domain:127.0.0.1)",))
