@@ -18,6 +18,7 @@ from typing import Any
 
 from bridge.first_request import SCHEMAS
 from bridge.tools.base import SHIPPED_INPUTS, computed_input_schema
+from bridge.tools.registry import LazyTool
 
 
 async def _session_tools(root: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -30,7 +31,8 @@ async def _session_tools(root: Path) -> tuple[list[dict[str, Any]], dict[str, An
     agent = Agent(BridgeConfig(api_key="unused", dataDir=root / "data"))
     session = agent.new_session(root / "ws", Frontend(emit=lambda _event: None, prompter=deny_all))
     try:
-        tools = list(session.toolset.tools.values())
+        # each tool as its class makes it (not a LazyTool's shipped copy: that is what this writes)
+        tools = [t.loaded() if isinstance(t, LazyTool) else t for t in session.toolset.tools.values()]
         models = {tool.input_model for tool in tools}
         inputs = {f"{m.__module__}.{m.__qualname__}": computed_input_schema(m) for m in models}
         return [tool.schema() for tool in tools], dict(sorted(inputs.items()))

@@ -23,7 +23,7 @@ def warm_up() -> None:
     is imported here, on the loop, before that thread starts, so the two never import the same modules at once
     (Python's import locks)."""
     loop = asyncio.get_running_loop()
-    steps: list[Callable[[], None]] = [_load_domain, _load_tools, _warm_sandbox, _load_transport]
+    steps: list[Callable[[], None]] = [_load_domain, _warm_sandbox, _load_transport]
 
     def step(index: int) -> None:
         try:
@@ -39,13 +39,6 @@ def warm_up() -> None:
 
 def _load_domain() -> None:
     import bridge.agent  # noqa: F401
-
-
-def _load_tools() -> None:
-    from bridge.tools.registry import core_tools
-
-    for tool in core_tools():  # loads what writing the schemas takes
-        tool.schema()
 
 
 def _warm_sandbox() -> None:
