@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -217,3 +218,22 @@ async def test_invalid_patterns_and_paths_are_a_clear_error(repo: Path, raw: dic
     assert problem is not None and message in problem, problem
     assert GLOB.permission_paths(data, ctx) == []
     GLOB.locations(data)
+
+
+async def test_a_pattern_cannot_backtrack_for_ever(repo: Path) -> None:
+    """Attack round 14: extglob's `*(?|?|?)` groups became regex repetitions of alternatives, exponential on every
+    listed name, in C code that holds the GIL (32 s of a frozen bridge for 7 groups, deaf to SIGTERM). Without
+    extglob the parentheses are literal, and `*` stays linear even against a long name of the folder's."""
+    (repo / "src" / ("a" * 200 + ".txt")).write_text("")
+    start = time.monotonic()
+    assert await glob(repo, pattern="**/" + "*(?|?|?)" * 7 + "~") == "No files found"
+    assert await glob(repo, pattern="**/" + "*a" * 12 + "*b") == "No files found"
+    assert time.monotonic() - start < 5
+    (repo / "src" / "*(x).py").write_text("")
+    assert await glob(repo, pattern="src/*(x).py") == "src/*(x).py"
+
+
+async def test_brace_alternatives_are_bounded(repo: Path) -> None:
+    assert "src/app.py" in await glob(repo, pattern="src/{a,b}pp.{py,ts}")
+    with pytest.raises(ToolError, match="Invalid glob pattern"):
+        await glob(repo, pattern="{a,b}" * 9)

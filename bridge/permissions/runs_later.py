@@ -132,11 +132,17 @@ RUNS_ON_OPEN: tuple[Held, ...] = (
     Held(".hg", "dir", "Mercurial runs the hooks and extensions its hgrc names at every hg command"),
     Held(".jj", "dir", "Jujutsu runs the programs its repository config names"),
     Held(".sl", "dir", "Sapling runs the hooks its config names"),
+    Held(".bzr", "dir", "Bazaar runs the hooks and plugins its branch and repository settings name"),
     Held(".vs", "dir", "Visual Studio runs the tasks and launch configurations it holds"),
     Held("mise/config.toml", "file", _MISE),
     Held(".rtx.toml", "file", _MISE),
     Held(".envrc.local", "file", "direnv setups source it from .envrc when a shell enters the folder"),
     Held("opencode.jsonc", "file", _AGENTS),
+    # git: a folder with a HEAD takes its configuration from the folder its `commondir` names (a `config` there,
+    # beside no HEAD, looks like nothing), and from `config.worktree`; git runs what those configs name
+    Held("commondir", "file", "git reads the configuration of the folder it names, and runs what that names"),
+    Held("config.worktree", "file", "git runs what a worktree's configuration names"),
+    Held(".pdbrc", "file", "pdb runs its commands whenever someone debugs Python in the folder"),
 )
 """What other programs run by themselves. The engine asks for these names at any depth (a `.envrc` in a
 subfolder runs too); a more specific entry comes before the directory holding it (its reason is the more

@@ -25,7 +25,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 from pydantic import Field
@@ -187,12 +187,7 @@ def _match_and_sort(
 
     Plain strings and one `fstatat` per match: pathlib per listed line cost 5x the matching itself.
     """
-    from wcmatch import glob as wcglob  # on the first Glob (~3 ms: no session's start waits for it)
-
-    try:
-        matcher = wcglob.compile([pattern], flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB | wcglob.EXTGLOB)
-    except ValueError as error:
-        raise ToolError(f"Invalid glob pattern {pattern!r}: {error}") from None
+    matcher = _matcher(pattern)
     prefix = str(base).rstrip("/") + "/"
     real_prefix = held.real.rstrip("/") + "/"
     scope = Path(held.real)
@@ -222,6 +217,23 @@ def _match_and_sort(
         found.append((st.st_mtime, path))
     found.sort(key=lambda item: (-item[0], item[1]))
     return [path for _, path in found], hidden, changed
+
+
+MAX_ALTERNATIVES = 256
+"""The most patterns a `{a,b}` pattern may expand to: each is matched against every listed name."""
+
+
+def _matcher(pattern: str) -> Any:
+    """`pattern` compiled with shell semantics (`**`, `{a,b}`, dot files matched), without extglob: its `*(a|aa)`
+    groups become Python regex repetitions of alternatives, which backtrack exponentially on a name the cloned
+    folder chose, in C code that holds the GIL (the whole bridge froze, deaf to cancel and SIGTERM). A plain `*`
+    is an atomic group in wcmatch's translation: linear."""
+    from wcmatch import glob as wcglob  # on the first Glob (~3 ms: no session's start waits for it)
+
+    try:
+        return wcglob.compile([pattern], flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB, limit=MAX_ALTERNATIVES)
+    except Exception as error:  # ValueError, wcmatch's PatternLimitException (not a ValueError)
+        raise ToolError(f"Invalid glob pattern {pattern!r}: {error}") from None
 
 
 def _literal_suffix(pattern: str) -> str:
