@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from bridge.permissions.modes import Mode
 from tests.attacks.workspace import Workspace, engine
 from tests.permission_calls import decide
 
 
-def write(found: Workspace, path: str, mode: str = "acceptEdits") -> str:
-    return decide(engine(found, mode), "Write", {"file_path": str(found.ws / path), "content": "x\\n"}).behavior
+def write(found: Workspace, path: str, mode: Mode = "acceptEdits") -> str:
+    return decide(engine(found, mode), "Write", {"file_path": str(found.ws / path), "content": "x\n"}).behavior
 
 
 def test_a_commondir_makes_a_config_without_head_count(found: Workspace, tmp_path: Path) -> None:
