@@ -52,6 +52,7 @@ from bridge.tools.ripgrep import (
     root_location,
     run_rg,
     search_root,
+    shown_errors,
     split_globs,
 )
 
@@ -192,8 +193,8 @@ class GrepTool(Tool[GrepInput]):
             lines = sorted(lines, key=lambda p: (-checked.mtimes.get(p, 0.0), p))
         text, shown = _page(lines, mode, skip, limit, complete=run.complete)
         if run.returncode == 2:
-            first = run.stderr.strip().splitlines()[:1]
-            text += f"\n[Some files could not be searched: {first[0].removeprefix('rg: ') if first else 'errors'}]"
+            first = shown_errors(run.stderr, limit=1)
+            text += f"\n[Some files could not be searched: {first[0] if first else 'errors'}]"
         raw = {"mode": mode, "entries": shown, "complete": run.complete, "hidden": hidden}
         if checked.changed:
             raw["changed"] = checked.changed

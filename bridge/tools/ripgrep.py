@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -223,9 +224,30 @@ def hidden_note(count: int, tool: str) -> str:
     )
 
 
+_OS_ERROR = re.compile(r"\(os error \d+\)\s*$")
+
+
+def shown_errors(stderr: str, limit: int = 12) -> list[str]:
+    """rg's error lines as the model may read them. rg quotes the lines of an ignore file it can't parse, and it
+    reads `.ignore`/`.gitignore` through links, outside any sandbox: a link to a one-line token file (an
+    OAuth token's JSON) put the token in the error (attack round 14). So a line is shown whole only when it is
+    about the model's own input (the pattern, a type name) or an OS error about a path; any other line shows its
+    first part (the path rg names) and no more."""
+    lines = [line.removeprefix("rg: ") for line in stderr.strip().splitlines()]
+    if lines and lines[0].startswith("regex parse error"):  # the pattern, echoed: the model's own input
+        return lines[:limit]
+    shown: list[str] = []
+    for line in lines[:limit]:
+        if _OS_ERROR.search(line) or line.startswith("unrecognized file type"):
+            shown.append(line)
+        else:
+            where = line.split(": ", 1)[0] if ": " in line else "rg"
+            shown.append(f"{where}: an error rg reported (not shown: it may quote a file's contents)")
+    return shown
+
+
 def rg_error(run: RgRun) -> ToolError:
-    message = run.stderr.strip() or f"rg exited with status {run.returncode}"
-    message = "\n".join(line.removeprefix("rg: ") for line in message.splitlines()[:12])
+    message = "\n".join(shown_errors(run.stderr)) or f"rg exited with status {run.returncode}"
     hint = ""
     if "regex parse error" in message:
         hint = (

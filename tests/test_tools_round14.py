@@ -1,0 +1,69 @@
+"""Attack round 14 on the file and search tools, each proven by what the model would have been given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bridge.tools.base import ToolError
+from bridge.tools.ripgrep import shown_errors
+from tests.test_tool_grep import grep, make_repo, text
+
+SECRET = "ya29.CANARY_TOKEN_SECRET_777"
+
+
+def too_deep(root: Path) -> None:
+    """A folder nested past PATH_MAX: rg can't search it ("File name too long") and exits with status 2, as it
+    does for an unreadable file (not for root) or one removed mid-search."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(18):
+            name = "d" * 250
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as file:
+            file.write("hello\n")
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture
+def leaky(tmp_path: Path) -> Path:
+    """A workspace whose `.ignore` is a link to a one-line token file outside it, with a folder rg can't search."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "token.json").write_text(f'{{"access_token":"{SECRET}","refresh_token":{{"x":"1//CANARY"}}}}\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_repo(ws, {"a.txt": "hello\n"})
+    (ws / ".ignore").symlink_to(secrets / "token.json")
+    (ws / "vendor").mkdir()
+    too_deep(ws / "vendor")
+    return ws
+
+
+async def test_rg_errors_never_quote_a_file_through_a_link(leaky: Path) -> None:
+    with pytest.raises(ToolError) as failed:
+        await grep(leaky, pattern="zzznomatch")
+    assert "Search failed" in str(failed.value) and SECRET not in str(failed.value)
+    assert ".ignore" in str(failed.value)  # what rg could not read is still named
+    found = text(await grep(leaky, pattern="hello"))
+    assert "a.txt" in found and "[Some files could not be searched" in found and SECRET not in found
+
+
+def test_what_the_model_gives_and_os_errors_are_shown_whole() -> None:
+    assert shown_errors("rg: regex parse error:\n    (?:foo()\n    ^\nerror: unclosed group") == [
+        "regex parse error:",
+        "    (?:foo()",
+        "    ^",
+        "error: unclosed group",
+    ]
+    assert shown_errors("rg: unrecognized file type: nosuch") == ["unrecognized file type: nosuch"]
+    assert shown_errors("rg: ./x/y: File name too long (os error 36)") == ["./x/y: File name too long (os error 36)"]
+    assert shown_errors(f"rg: ./.ignore: line 1: error parsing glob '{SECRET}': nested") == [
+        "./.ignore: an error rg reported (not shown: it may quote a file's contents)"
+    ]
