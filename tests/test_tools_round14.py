@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from bridge.tools.base import ToolError
+from bridge.abort import Abort
+from bridge.tools.base import ToolContext, ToolError
 from bridge.tools.ripgrep import shown_errors
+from tests.test_tool_edit import edit, make, refused
 from tests.test_tool_grep import grep, make_repo, text
 
 SECRET = "ya29.CANARY_TOKEN_SECRET_777"
@@ -67,3 +70,19 @@ def test_what_the_model_gives_and_os_errors_are_shown_whole() -> None:
     assert shown_errors(f"rg: ./.ignore: line 1: error parsing glob '{SECRET}': nested") == [
         "./.ignore: an error rg reported (not shown: it may quote a file's contents)"
     ]
+
+
+async def test_an_edit_that_would_grow_past_the_cap_is_refused_before_it_is_made(tmp_path: Path) -> None:
+    """`replace_all` of one letter by 3,000 made 300 MB of a 200 KB file (the helper's 20,000: 2 GB written, 10 GB
+    of memory) before the permission question. The result's size is known first: refused, little memory used."""
+    ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
+    path = make(ctx, tmp_path / "big.txt", b"e\n" * 100_000)
+    tracemalloc.start()
+    try:
+        message = await refused(ctx, path, "e", "X" * 3000, replace_all=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "would make" in message and "256 MB" in message
+    assert peak < 32 * 1024 * 1024, peak
+    assert "All 100000 occurrences" in await edit(ctx, path, "e", "XYZ", replace_all=True)  # growth within bounds

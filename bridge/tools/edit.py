@@ -114,6 +114,14 @@ def _plan_from(data: EditInput, ctx: ToolContext, target: fileio.Target, file: f
     if replacement == "" and not needle.endswith("\n") and text.count(needle + ending) == count:
         needle += ending
 
+    # The result's size, before it is made: a short old_string replaced everywhere by a long new_string turned a
+    # 200 KB file into 2 GB (10 GB of memory) before anyone was asked (attack round 14).
+    grown = len(text) + (count if data.replace_all else 1) * (len(replacement) - len(needle))
+    if grown > MAX_EDIT_BYTES:
+        raise ToolError(
+            f"This edit would make {path} {grown // (1024 * 1024)} MB of text, more than the "
+            f"{MAX_EDIT_BYTES // (1024 * 1024)} MB a file may be edited to; nothing was changed."
+        )
     first = text.find(needle)
     if data.replace_all:
         new = text.replace(needle, replacement)
