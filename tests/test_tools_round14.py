@@ -10,6 +10,7 @@ import pytest
 
 from bridge.abort import Abort
 from bridge.tools.base import ToolContext, ToolError
+from bridge.tools.glob import GlobInput, GlobTool
 from bridge.tools.ripgrep import shown_errors
 from tests.test_tool_edit import edit, make, refused
 from tests.test_tool_grep import grep, make_repo, text
@@ -86,3 +87,24 @@ async def test_an_edit_that_would_grow_past_the_cap_is_refused_before_it_is_made
     assert "would make" in message and "256 MB" in message
     assert peak < 32 * 1024 * 1024, peak
     assert "All 100000 occurrences" in await edit(ctx, path, "e", "XYZ", replace_all=True)  # growth within bounds
+
+
+@pytest.fixture
+def huge_ignore(tmp_path: Path) -> Path:
+    """A `.gitignore` of 1.5 GB with no line break (sparse here; a clone's zeros compress to nothing in git)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_repo(ws, {"a.txt": "hello\n"})
+    with open(ws / ".gitignore", "wb") as file:
+        file.truncate(1536 * 1024 * 1024)
+    return ws
+
+
+async def test_a_huge_ignore_file_is_a_clear_failure_not_nothing_found(huge_ignore: Path) -> None:
+    """rg read the ignore file whole (9 GB of memory for 3 GB) and died; Glob said "No files found". rg's memory is
+    bounded now, and a dead rg is an error the model reads."""
+    ctx = ToolContext(cwd=huge_ignore, abort=Abort(), data_dir=huge_ignore / ".data")
+    with pytest.raises(ToolError, match=r"signal|memory"):
+        await GlobTool().call(GlobInput(pattern="*.txt"), ctx)
+    with pytest.raises(ToolError, match=r"signal|memory"):
+        await grep(huge_ignore, pattern="hello")

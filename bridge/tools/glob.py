@@ -139,7 +139,7 @@ class GlobTool(Tool[GlobInput]):
             run = await run_rg(
                 args, where, max_lines=MAX_LISTED, separator=b"\0", pass_fds=passed, ours=(Path(held.real), ctx.cwd)
             )
-            if run.returncode == 2 and not any(run.lines):
+            if run.failed:
                 raise rg_error(run)
             guard = read_guard_of(ctx)
             matched, hidden, changed = await anyio.to_thread.run_sync(

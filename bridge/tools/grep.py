@@ -177,7 +177,7 @@ class GrepTool(Tool[GrepInput]):
         run = await run_rg(
             args, ctx.cwd, max_lines=min(want, MAX_SCAN_LINES), separator=separator, ours=(Path(real_root),)
         )
-        if run.returncode == 2 and not any(run.lines):
+        if run.failed:
             raise rg_error(run)
         numbered = data.line_numbers is not False
         checked = await confirmed(run.lines, data, root, real_root, ctx, read_guard_of(ctx))

@@ -14,6 +14,11 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
+
 from bridge.execution import programs
 from bridge.execution.pipes import UNNAMED, devices_read, open_for, pipes_waited
 from bridge.tools.base import Location, ToolError
@@ -43,6 +48,29 @@ class RgRun:
     returncode: int | None
     stderr: str
 
+    @property
+    def failed(self) -> bool:
+        """rg could not give its answer: errors and nothing found (2), or it died (a signal: out of memory). A
+        dead rg's empty output is no "nothing found" (attack round 14: a 3 GB ignore file, "No files found")."""
+        if not self.complete:
+            return False  # we stopped it, with what it had found
+        return (self.returncode == 2 and not any(self.lines)) or self.returncode not in (0, 1, 2)
+
+
+MAX_RG_MEMORY = 1024 * 1024 * 1024
+"""The memory rg may write to (RLIMIT_DATA; the files it maps to read them don't count): it reads each ignore file
+whole, so a 3 GB `.gitignore` a cloned folder ships (zeros compress to nothing in git) took 9 GB."""
+
+
+def _bound_memory(pid: int) -> None:
+    prlimit = getattr(resource, "prlimit", None) if resource is not None else None
+    if prlimit is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # (gone already, or a limit it may not lower)
+        hard = prlimit(pid, resource.RLIMIT_DATA)[1]
+        limit = MAX_RG_MEMORY if hard == resource.RLIM_INFINITY else min(MAX_RG_MEMORY, hard)
+        prlimit(pid, resource.RLIMIT_DATA, (limit, hard))
+
 
 async def run_rg(
     args: list[str],
@@ -67,6 +95,7 @@ async def run_rg(
         pass_fds=pass_fds,
         env=programs.helper_env(),  # not the bridge's key: its environ is readable to same-user processes
     )
+    _bound_memory(process.pid)
     lines: list[str] = []
     err = bytearray()
     complete = True
@@ -238,7 +267,7 @@ def shown_errors(stderr: str, limit: int = 12) -> list[str]:
         return lines[:limit]
     shown: list[str] = []
     for line in lines[:limit]:
-        if _OS_ERROR.search(line) or line.startswith("unrecognized file type"):
+        if _OS_ERROR.search(line) or line.startswith(("unrecognized file type", "memory allocation of")):
             shown.append(line)
         else:
             where = line.split(": ", 1)[0] if ": " in line else "rg"
@@ -247,7 +276,10 @@ def shown_errors(stderr: str, limit: int = 12) -> list[str]:
 
 
 def rg_error(run: RgRun) -> ToolError:
-    message = "\n".join(shown_errors(run.stderr)) or f"rg exited with status {run.returncode}"
+    message = "\n".join(shown_errors(run.stderr))
+    if run.returncode is not None and run.returncode < 0:
+        message = f"rg was ended by signal {-run.returncode} (out of memory?)" + (f"\n{message}" if message else "")
+    message = message or f"rg exited with status {run.returncode}"
     hint = ""
     if "regex parse error" in message:
         hint = (
