@@ -287,8 +287,8 @@ class BridgeServer(LanguageServer):
             if isinstance(error, TimeoutError):
                 raise ClientRequestFailed(f"no answer to {method} within {timeout:g} s") from None
             raise
-        except JsonRpcException as error:
-            raise ClientRequestFailed(error.message or f"error {error.code}") from None
+        except JsonRpcException as error:  # the editor's words, bounded: they go to the log and to the model
+            raise ClientRequestFailed(_bounded(error.message or f"error {error.code}")) from None
 
     async def ask_permission(self, session_id: str, request: PermissionRequest) -> PermissionAnswer:
         from bridge.permissions.types import PermissionAnswer
@@ -305,6 +305,14 @@ class BridgeServer(LanguageServer):
             log.warning("permission request failed: %s", error)
             return PermissionAnswer("cancelled")
         return questions.permission_answer(result, request)
+
+
+CLIENT_ERROR_CHARS = 500
+
+
+def _bounded(text: str) -> str:
+    text = str(text)
+    return text if len(text) <= CLIENT_ERROR_CHARS else text[:CLIENT_ERROR_CHARS] + f"… ({len(text):,} characters)"
 
 
 def _slash_command(blocks: list[Block]) -> bool:

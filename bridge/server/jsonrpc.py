@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest, JsonRpcParseError
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
@@ -127,6 +127,17 @@ class BridgeProtocol(LanguageServerProtocol):
         _forget_finished(self, before)
 
     def reply_error(self, msg_id: Any, error: JsonRpcException) -> None:
+        """Answer a message that can't be handled with `error`; but a message with the id of a request of ours
+        still waiting is the client's answer to it, unreadable (nested too deep, too big, no result): the request
+        fails with the error, so what waits for it goes on (a permission question is denied), and the client is
+        not sent a response to a request it never made (attack round 14)."""
+        if _is_ours(self, msg_id):
+            future = self._request_futures.pop(msg_id, None)
+            self._result_types.pop(msg_id, None)
+            log.warning("the answer to our request %r could not be read: %s", msg_id, error.message)
+            if future is not None and not future.done():
+                future.set_exception(JsonRpcInternalError(f"the editor's answer could not be read ({error.message})"))
+            return
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": bounded_error(error.to_response_error())})
 
     def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
@@ -393,6 +404,14 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
         protocol.reply_error(
             msg_id, JsonRpcInvalidRequest(f"Invalid request: {data['method']} is a notification; send it without an id")
         )
+
+
+def _is_ours(protocol: BridgeProtocol, msg_id: Any) -> bool:
+    """`msg_id` names a request we sent that still waits for its answer."""
+    try:
+        return msg_id is not None and msg_id in protocol._result_types and msg_id in protocol._request_futures
+    except TypeError:  # (unhashable)
+        return False
 
 
 def _parse_error(protocol: BridgeProtocol, reason: str, msg_id: MsgId | None) -> None:
