@@ -15,9 +15,19 @@ def name_part(name: str) -> str:
     return _UNSAFE.sub("_", name)
 
 
+_RUNS = re.compile(r"__+")
+
+
+def server_part(server: str) -> str:
+    """A server's part of its tools' names: `name_part`, with no `__` in it (a run of `_` is one), so the part
+    after `mcp__` up to the next `__` is always the whole server: a server named `github__x` (or `github::x`)
+    is `github_x`, and a rule about server `github` says nothing of its tools (attack round 14)."""
+    return _RUNS.sub("_", name_part(server))
+
+
 def mcp_name(server: str, name: str) -> str:
     """The name of a server's tool or prompt (`mcp__github__create_issue`)."""
-    return f"{PREFIX}{name_part(server)}__{name_part(name)}"
+    return f"{PREFIX}{server_part(server)}__{name_part(name)}"
 
 
 def server_of(name: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from bridge import commands
 from bridge.commands import available_commands
 from bridge.loop.query import used_tool_names
-from bridge.mcp_names import name_part, server_of
+from bridge.mcp_names import server_of, server_part
 from bridge.messages import Message
 from bridge.plugins import PluginSet
 from bridge.skills import SkillCatalog
@@ -75,7 +75,7 @@ class SessionTools:
         "no such tool"): the model hears why, and that it is the server, not the name."""
         assert self.mcp is not None
         failed = {
-            name_part(name): c.error
+            server_part(name): c.error
             for name, c in self.mcp.connections.items()
             if c.state == "failed" and not c.ever_ready
         }

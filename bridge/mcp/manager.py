@@ -28,7 +28,7 @@ from bridge.mcp.elicit import question_for, result_of
 from bridge.mcp.host import Choice, McpHost, NoticeLevel, Question
 from bridge.mcp.settings import McpSettings
 from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, tools_of
-from bridge.mcp_names import mcp_name, name_part
+from bridge.mcp_names import mcp_name, server_part
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
@@ -338,7 +338,7 @@ class McpSession:
 
     def _connection(self, server: str) -> Connection:
         found = self.connections.get(server) or next(
-            (c for n, c in self.connections.items() if name_part(n) == server), None
+            (c for n, c in self.connections.items() if server_part(n) == server), None
         )
         if found is None or self.released:
             known = ", ".join(sorted(self.connections)) or "none"

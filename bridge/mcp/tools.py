@@ -9,12 +9,15 @@ calls run in parallel, but never skips the permission question. `ListMcpResource
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field
 
 from bridge.mcp_names import mcp_name
 from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult
+
+log = logging.getLogger(__name__)
 
 MAX_DESCRIPTION = 2_000
 MAX_TOOL_NAME = 64  # the Messages API's limit on a tool name
@@ -75,7 +78,8 @@ def tools_of(calls: Calls, server: str, listed: list[dict[str, Any]], taken: set
         if not isinstance(item.get("name"), str):
             continue
         name = mcp_name(server, item["name"])[:MAX_TOOL_NAME]
-        if name in taken:
+        if name in taken:  # another server's tool of the same name, or one this server listed twice
+            log.warning("MCP server %r: its tool %r is left out: the name %s is taken", server, item["name"], name)
             continue
         taken.add(name)
         schema = item.get("inputSchema")
