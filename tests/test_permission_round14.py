@@ -1,6 +1,7 @@
-"""Attack round 14 on what a write may set up for later: git configuration reached through `commondir`, and the
-other programs' settings a folder can hold (Bazaar, pdb). Each write asks even where writes in the workspace
-don't (acceptEdits); the attack itself is proven by its side effect."""
+"""Attack round 14 on git and the settings of other programs: what a write may set up for later (git configuration
+reached through `commondir`, Bazaar's and pdb's settings) asks even where writes in the workspace don't
+(acceptEdits); and a junk `.git/` folder no longer hides the bare repository git takes the folder for. Each
+attack is proven by its side effect too."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from bridge.permissions.modes import Mode
 from tests.attacks.workspace import Workspace, engine
 from tests.permission_calls import decide
+from tests.test_permission_round11 import bare, behavior
 
 
 def write(found: Workspace, path: str, mode: Mode = "acceptEdits") -> str:
@@ -49,3 +51,22 @@ def test_other_later_run_settings_ask(found: Workspace, path: str) -> None:
 def test_an_ordinary_config_file_is_still_written(found: Workspace) -> None:
     assert write(found, "app/config") == "allow"
     assert write(found, "docs/commondir.md") == "allow"
+
+
+@pytest.mark.parametrize("command", ["git -C b log -p -1", "cd b && git status --short", "cd b && git diff HEAD"])
+def test_a_junk_git_folder_does_not_hide_a_bare_repository(found: Workspace, command: str) -> None:
+    """A `.git/` folder that is no git directory (no HEAD, objects, refs) beside a bare repository's files: git
+    passes over it and takes the folder for the bare repository, whose config ran a program (the helper's
+    `diff.evil.textconv`, through `git log -p`); the check took the junk folder for the repository and allowed."""
+    bare(found.ws / "b", head="file", refs="dir")
+    (found.ws / "b" / ".git").mkdir()
+    (found.ws / "b" / ".git" / "README").write_text("junk\n")
+    assert behavior(found, command) == "ask", command
+    subprocess.run(["git", "status"], cwd=found.ws / "b", capture_output=True, timeout=30, check=False)
+    assert (found.ws / "b" / "PWNED").exists() or (found.ws / "PWNED").exists()  # git does take it for one
+
+
+def test_a_junk_git_folder_in_a_plain_folder_is_passed_over_as_git_does(found: Workspace) -> None:
+    """Past a `.git/` that is no git directory git goes on up: here to the workspace's own repository."""
+    (found.ws / "c" / ".git").mkdir(parents=True)
+    assert behavior(found, "cd c && git status --short") == "allow"

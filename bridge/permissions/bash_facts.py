@@ -273,7 +273,11 @@ class BashFacts:
         effects = part.effects
         start = resolve(effects.git_dir.value, base) if effects is not None and effects.git_dir else base
         for directory in (start, *start.parents):
-            if (directory / ".git").exists():
+            dot_git = directory / ".git"
+            # git takes a `.git` folder only when it is a git directory itself; past one that isn't, it asks
+            # whether the folder is a bare repository, then goes on up (attack round 14: a junk `.git/` beside a
+            # bare repository's files hid them, and `git log -p` ran the folder's textconv program)
+            if dot_git.exists() and (dot_git.is_file() or _maybe_bare(dot_git)):
                 if not self.workspace.contains(directory):
                     out.problems.append(f"`{part.text}` reads the git repository at {directory}, outside the workspace")
                 elif (directory / ".git").is_file():
