@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -94,11 +95,14 @@ class LazyTool:
         self.rule_form = entry.rule_form
         self._entry = entry
         self._tool: AnyTool | None = None
+        self._lock = threading.Lock()  # (a worker thread may ask first: one instance, whoever does)
 
     def loaded(self) -> AnyTool:
         if self._tool is None:
-            log.debug("loading the %s tool", self.name)
-            self._tool = tool_class(self._entry)()
+            with self._lock:
+                if self._tool is None:
+                    log.debug("loading the %s tool", self.name)
+                    self._tool = tool_class(self._entry)()
         return self._tool
 
     def schema(self) -> dict[str, Any]:
@@ -109,7 +113,7 @@ class LazyTool:
         return self.loaded().schema()
 
     def __getattr__(self, attribute: str) -> Any:
-        if attribute.startswith("__") or attribute in ("_tool", "_entry"):
+        if attribute.startswith("__") or attribute in ("_tool", "_entry", "_lock"):
             raise AttributeError(attribute)  # (copy, pickle and friends look for these on the class)
         return getattr(self.loaded(), attribute)
 
