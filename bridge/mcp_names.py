@@ -19,10 +19,12 @@ _RUNS = re.compile(r"__+")
 
 
 def server_part(server: str) -> str:
-    """A server's part of its tools' names: `name_part`, with no `__` in it (a run of `_` is one), so the part
-    after `mcp__` up to the next `__` is always the whole server: a server named `github__x` (or `github::x`)
-    is `github_x`, and a rule about server `github` says nothing of its tools (attack round 14)."""
-    return _RUNS.sub("_", name_part(server))
+    """A server's part of its tools' names: `name_part`, with no `__` in it (a run of `_` is one) and no `_` at
+    either end, so the part after `mcp__` up to the next `__` is always the whole server: a server named
+    `github__x` (or `github::x`) is `github_x`, `github_` is `github`, and a rule about server `github` says
+    nothing of `github_x`'s tools (attack rounds 14, 15). Two servers whose names come to the same part can't
+    both be: bridge/mcp/config.py's `discover` keeps the first."""
+    return _RUNS.sub("_", name_part(server)).strip("_") or "_"
 
 
 def mcp_name(server: str, name: str) -> str:

@@ -1,6 +1,7 @@
-"""Attack round 14: a server named `a__b` named its tool `c` as `mcp__a__b__c`, the name server `a`'s tool `b__c`
-has; the first server listed won, the other's tool was left out without a word, and `mcp__a` (every tool of
-server `a`) was read as naming server `a__b`'s tools too. A server's part of a name holds no `__` now."""
+"""Attack rounds 14 and 15: a server named `a__b` named its tool `c` as `mcp__a__b__c`, the name server `a`'s tool
+`b__c` has; the first server listed won, the other's tool was left out without a word, and `mcp__a` (every tool of
+server `a`) was read as naming server `a__b`'s tools too; so was `github_`'s by `mcp__github`. A server's part of a
+name holds no `__` and no `_` at its ends now, and two servers whose names come to one part can't both be."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import Any, cast
 
 import pytest
 
+from bridge.mcp.config import ConfigFiles, discover
 from bridge.mcp.tools import Calls, tools_of
 from bridge.mcp_names import mcp_name, server_of, server_part, server_rule
+from tests.test_mcp_config import files, write  # noqa: F401 - the fixture
 
 
-@pytest.mark.parametrize("server", ["a__b", "a::b", "a..b", "a___b", "a_b"])
+@pytest.mark.parametrize("server", ["a__b", "a::b", "a..b", "a___b", "a_b", "_a_b_", "a_b__"])
 def test_a_servers_part_is_the_whole_server(server: str) -> None:
     name = mcp_name(server, "c")
     assert name == "mcp__a_b__c"
@@ -24,6 +27,17 @@ def test_a_servers_part_is_the_whole_server(server: str) -> None:
 def test_names_of_two_servers_do_not_meet() -> None:
     assert mcp_name("a", "b__c") == "mcp__a__b__c" != mcp_name("a__b", "c")
     assert server_of(mcp_name("a", "b__c")) == "a"
+    assert server_of(mcp_name("github", "_delete_repo")) == "github"  # a tool's own leading `_` stays its own
+
+
+def test_two_servers_whose_names_meet_cannot_both_be(files: ConfigFiles) -> None:  # noqa: F811
+    write(
+        files.user_config_dir / "settings.json",
+        {"mcpServers": {"github": {"command": "a"}, "github_": {"command": "b"}}},
+    )
+    entries, problems = discover(files, [], environ={})
+    assert [e.name for e in entries] == ["github"]
+    assert len(problems) == 1 and "'github_' is left out" in problems[0] and "'github'" in problems[0]
 
 
 def test_a_name_taken_is_said(caplog: pytest.LogCaptureFixture) -> None:

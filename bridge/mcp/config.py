@@ -38,6 +38,7 @@ from typing import Any, Literal
 from bridge.environment import is_bridge_credential, refused_reason
 from bridge.jsonfile import SETTINGS_MAX_BYTES, keyed_entry, read_json
 from bridge.mcp.shown import shown_url
+from bridge.mcp_names import server_part
 from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import MCP_APPROVAL_STORE
 
@@ -168,9 +169,17 @@ def discover(
             found.append(parse_claude(str(name), raw, scope, source, env, workspace=files.cwd))
     approvals = read_approvals(files, project_state)
     entries: dict[str, ServerEntry] = {}
+    parts: dict[str, str] = {}
     for entry in found:
         if entry.name in entries:
             continue  # a higher-precedence source defined it
+        other = parts.setdefault(server_part(entry.name), entry.name)
+        if other != entry.name:  # `git.hub` and `git_hub`: one name for the tools of both, one's rules the other's
+            problems.append(
+                f"{entry.source}: MCP server {entry.name!r} is left out: its tools would have the names of server "
+                f"{other!r}'s (mcp__{server_part(other)}__…); rename one of them"
+            )
+            continue
         if entry.scope == "project" and entry.spec is not None:
             entry = ServerEntry(
                 entry.name,
