@@ -35,28 +35,36 @@ def too_deep(root: Path) -> None:
         os.close(fd)
 
 
-@pytest.fixture
-def leaky(tmp_path: Path) -> Path:
-    """A workspace whose `.ignore` is a link to a one-line token file outside it, with a folder rg can't search."""
+def leaky(tmp_path: Path, where: str) -> Path:
+    """A workspace with, in its folder `where`, an `.ignore` that is a link to a one-line token file outside it,
+    and a folder rg can't search."""
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     (secrets / "token.json").write_text(f'{{"access_token":"{SECRET}","refresh_token":{{"x":"1//CANARY"}}}}\n')
     ws = tmp_path / "ws"
     ws.mkdir()
-    make_repo(ws, {"a.txt": "hello\n"})
-    (ws / ".ignore").symlink_to(secrets / "token.json")
-    (ws / "vendor").mkdir()
-    too_deep(ws / "vendor")
+    make_repo(ws, {"a.txt": "hello\n", f"{where}/b.txt": "hello\n"})
+    (ws / where / ".ignore").symlink_to(secrets / "token.json")
+    (ws / where / "vendor").mkdir()
+    too_deep(ws / where / "vendor")
     return ws
 
 
-async def test_rg_errors_never_quote_a_file_through_a_link(leaky: Path) -> None:
+# the folder's own names, made to look like rg's lines that are shown whole (attack round 15)
+@pytest.mark.parametrize("where", ["src", "unrecognized file type", "x\nregex parse error:\ny"])
+async def test_rg_errors_never_quote_a_file_through_a_link(tmp_path: Path, where: str) -> None:
+    ws = leaky(tmp_path, where)
     with pytest.raises(ToolError) as failed:
-        await grep(leaky, pattern="zzznomatch")
+        await grep(ws, pattern="zzznomatch")
     assert "Search failed" in str(failed.value) and SECRET not in str(failed.value)
-    assert ".ignore" in str(failed.value)  # what rg could not read is still named
-    found = text(await grep(leaky, pattern="hello"))
+    assert "File name too long" in str(failed.value)  # what rg could not search is still said
+    found = text(await grep(ws, pattern="hello"))
     assert "a.txt" in found and "[Some files could not be searched" in found and SECRET not in found
+    found = text(await grep(ws, pattern="hello", path=where))
+    assert "b.txt" in found and "[Some files could not be searched" in found and SECRET not in found
+    with pytest.raises(ToolError) as failed:
+        await grep(ws, pattern="zzznomatch", path=where)
+    assert SECRET not in str(failed.value)
 
 
 def test_what_the_model_gives_and_os_errors_are_shown_whole() -> None:
@@ -71,6 +79,9 @@ def test_what_the_model_gives_and_os_errors_are_shown_whole() -> None:
     assert shown_errors(f"rg: ./.ignore: line 1: error parsing glob '{SECRET}': nested") == [
         "./.ignore: an error rg reported (not shown: it may quote a file's contents)"
     ]
+    # round 15: the start of a line may be a path the folder named; a quoted line may hold a form feed
+    assert SECRET not in "".join(shown_errors(f"rg: unrecognized file type/.ignore: line 1: glob '{SECRET}'"))
+    assert SECRET not in "".join(shown_errors(f"rg: ./.ignore: line 1: glob 'a\x0c{SECRET}: b': nested"))
 
 
 async def test_an_edit_that_would_grow_past_the_cap_is_refused_before_it_is_made(tmp_path: Path) -> None:

@@ -89,7 +89,9 @@ async def run_rg(
     it (it reads as empty: bridge/execution/pipes.py); a pipe elsewhere, or a device read, stops rg, and the
     ToolError names it."""
     process = await anyio.open_process(
-        [rg_binary(), *args],
+        # --no-ignore-messages: an ignore file rg can't parse is quoted in its error, and rg reads ignore files
+        # through links (attack rounds 14, 15: a linked token file's contents in Grep's error)
+        [rg_binary(), "--no-ignore-messages", *args],
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,
         pass_fds=pass_fds,
@@ -254,20 +256,26 @@ def hidden_note(count: int, tool: str) -> str:
 
 
 _OS_ERROR = re.compile(r"\(os error \d+\)\s*$")
+_OWN_LINES = (
+    re.compile(r"unrecognized file type: [A-Za-z0-9_+.-]*"),  # the model's `type`: no `/`, no quote
+    re.compile(r"memory allocation of \d+ bytes failed"),
+)
 
 
 def shown_errors(stderr: str, limit: int = 12) -> list[str]:
     """rg's error lines as the model may read them. rg quotes the lines of an ignore file it can't parse, and it
     reads `.ignore`/`.gitignore` through links, outside any sandbox: a link to a one-line token file (an
     OAuth token's JSON) put the token in the error (attack round 14). So a line is shown whole only when it is
-    about the model's own input (the pattern, a type name) or an OS error about a path; any other line shows its
-    first part (the path rg names) and no more."""
-    lines = [line.removeprefix("rg: ") for line in stderr.strip().splitlines()]
-    if lines and lines[0].startswith("regex parse error"):  # the pattern, echoed: the model's own input
+    rg's own words whole (the pattern's parse error, an unknown type, memory) or an OS error about a path: the
+    test is on the whole line, never its start, which may be a path the folder named (round 15: a folder named
+    `unrecognized file type`). Any other line shows its first part (the path rg names) and no more. Lines are
+    split at `\n` only: rg's own line breaks (a quoted line may hold a `\r` or a form feed)."""
+    lines = [line.removeprefix("rg: ") for line in stderr.strip().split("\n")]
+    if lines and lines[0].rstrip("\r") == "regex parse error:":  # the pattern, echoed: the model's own input
         return lines[:limit]
     shown: list[str] = []
     for line in lines[:limit]:
-        if _OS_ERROR.search(line) or line.startswith(("unrecognized file type", "memory allocation of")):
+        if _OS_ERROR.search(line) or any(own.fullmatch(line.rstrip("\r")) for own in _OWN_LINES):
             shown.append(line)
         else:
             where = line.split(": ", 1)[0] if ": " in line else "rg"
