@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tracemalloc
 from pathlib import Path
@@ -119,3 +120,25 @@ async def test_a_huge_ignore_file_is_a_clear_failure_not_nothing_found(huge_igno
         await GlobTool().call(GlobInput(pattern="*.txt"), ctx)
     with pytest.raises(ToolError, match=r"signal|memory"):
         await grep(huge_ignore, pattern="hello")
+
+
+async def test_a_notebooks_first_line_cannot_widen_every_line(tmp_path: Path) -> None:
+    """Round 15: the first line's indentation (20,000 spaces) was the rewrite's, for every value of a compact body:
+    50 KB became 600 MB (3 GB of memory) for a one-cell edit, before the permission question."""
+    from tests.test_tool_notebook import CODE, mark_read, notebook, run
+
+    nb = notebook([dict(CODE)])
+    nb["metadata"]["pad"] = [0] * 10_000
+    body = json.dumps(nb, separators=(",", ":"))
+    path = tmp_path / "nb.ipynb"
+    path.write_text("{\n" + " " * 20_000 + body[1:] + "\n")
+    ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
+    mark_read(ctx, path)
+    tracemalloc.start()
+    try:
+        await run(ctx, path, cell_id="aaaa1111", new_source="x")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert json.loads(path.read_text())["cells"][0]["source"] in ("x", ["x"])
+    assert path.stat().st_size < 200_000 and peak < 32 * 1024 * 1024, (path.stat().st_size, peak)

@@ -203,9 +203,21 @@ def _new_cell(
 
 def _dump(notebook: dict[str, Any], original: str, *, sort_keys: bool) -> str:
     indent = _indent_of(original)
+    width = len(indent) if isinstance(indent, str) else indent or 0
+    if width and len(original) + _indentation_bound(notebook, width) > fileio.MAX_TEXT_BYTES:
+        raise ToolError(
+            f"Rewritten with its indentation, this notebook would be over {fileio.MAX_TEXT_BYTES // (1024 * 1024)} "
+            "MB; nothing was changed."
+        )
     ascii_only = original.isascii() and "\\u" in original
     text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only, sort_keys=sort_keys)
     return text + "\n" if original.endswith("\n") else text
+
+
+MAX_INDENT = 8
+"""The widest indentation a notebook is rewritten with: the file's first line sets it, and a notebook whose first
+line was indented 20,000 wide and the rest compact became 600 MB (3 GB of memory) for a one-cell edit, before
+the permission question (attack round 15). Wider than this, Jupyter's own 1."""
 
 
 def _indent_of(original: str) -> int | str | None:
@@ -213,7 +225,23 @@ def _indent_of(original: str) -> int | str | None:
     if match is None:
         return None if original.lstrip().startswith("{") and original.strip() else 1
     indent = match.group(1)
+    if len(indent) > MAX_INDENT:
+        return 1
     return indent if "\t" in indent else len(indent)
+
+
+def _indentation_bound(value: Any, width: int) -> int:
+    """The most indentation `json.dumps(value, indent=width)` writes: each value on its own line, as deep as it is."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        total += width * depth + 2
+        if isinstance(item, dict):
+            stack.extend((inner, depth + 1) for inner in item.values())
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+    return total
 
 
 def _keys_sorted(notebook: dict[str, Any]) -> bool:
