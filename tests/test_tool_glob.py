@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from bridge.abort import Abort
 from bridge.permissions.engine import PermissionEngine
 from bridge.tools.base import ToolContext, ToolError, ToolResult
-from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, _literal_suffix, split_pattern
+from bridge.tools.glob import MAX_RESULTS, GlobInput, GlobTool, SegmentMatcher, _literal_suffix, split_pattern
 from tests.permission_calls import decide
 from tests.test_tool_grep import engine_for, make_repo
 
@@ -237,3 +239,30 @@ async def test_brace_alternatives_are_bounded(repo: Path) -> None:
     assert "src/app.py" in await glob(repo, pattern="src/{a,b}pp.{py,ts}")
     with pytest.raises(ToolError, match="Invalid glob pattern"):
         await glob(repo, pattern="{a,b}" * 9)
+
+
+_SEGMENTS = ["a", "b", ".a", "*", "?", "a*", "*b", "[ab]", "[!a]", "**", "{a,b}", "{a,b/c}", "*.py", "x.py", "c"]
+_NAMES = ["a", "b", ".a", "ab", "ba", "x.py", "a.py", "c"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=5).map("/".join),
+    st.lists(st.sampled_from(_NAMES), min_size=1, max_size=6).map("/".join),
+)
+def test_the_matcher_is_wcmatchs_glob(pattern: str, path: str) -> None:
+    """The segment-at-a-time matching (two `**` or more) and the regex (one at most) match as wcmatch's glob does."""
+    from wcmatch import glob as wcglob
+
+    expected = wcglob.globmatch(path, pattern, flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB)
+    assert SegmentMatcher(pattern).match(path) == expected, (pattern, path)
+
+
+async def test_chained_globstars_cannot_backtrack_for_ever(tmp_path: Path) -> None:
+    """Attack round 15: each `**` was a lazy repetition of its own in wcmatch's regex, n^k for k of them: this
+    pattern against 500 nested folders held the GIL for minutes, deaf to cancel and SIGTERM."""
+    make_repo(tmp_path, {"/".join(["a"] * 300) + "/b": ""})
+    start = time.monotonic()
+    assert await glob(tmp_path, pattern="**/a/**/a/**/a/**/a/z") == "No files found"
+    assert "b" in await glob(tmp_path, pattern="**/a/**/a/**/b")
+    assert time.monotonic() - start < 5
