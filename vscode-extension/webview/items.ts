@@ -166,14 +166,17 @@ const optionRank: Record<PermissionOptionKind, number> = { allow_once: 0, reject
 /**
  * The options as the card shows them: "Allow once" first (the primary button), then "Reject", then the
  * "always" rules (secondary). A destructive request keeps its "always" options behind "More…".
- * `key` is the digit that answers with the option.
+ * `key` is the digit that answers with the option. "Always allow" has none: a new card takes the keyboard, and a
+ * digit the person meant for the prompt (one the model asked for: "reply 1 or 2") must never save a rule — it
+ * takes a click (attack on the panel, round 15).
  */
 export function cardOptions(item: Of<"permission">): { option: PermissionOption; key?: number; primary: boolean; hidden: boolean }[] {
   const sorted = [...item.options].sort((a, b) => optionRank[a.kind] - optionRank[b.kind]);
   let key = 0;
   return sorted.map((option) => {
     const hidden = item.destructive && option.kind === "allow_always";
-    return { option, key: hidden ? undefined : ++key, primary: option.kind === "allow_once", hidden };
+    const keyed = !hidden && option.kind !== "allow_always";
+    return { option, key: keyed ? ++key : undefined, primary: option.kind === "allow_once", hidden };
   });
 }
 

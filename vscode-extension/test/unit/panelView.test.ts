@@ -17,12 +17,12 @@ const options: PermissionOption[] = [
 const card = (extra: Partial<Card> = {}): Card => ({ kind: "permission", id: "p1", turnId: 1, title: "`rm -rf build`", toolKind: "execute", options, hasDiff: false, diffs: [], destructive: false, ...extra });
 
 describe("permission card", () => {
-  it("Allow once is first and primary; the always rule is secondary, its key after Reject", () => {
+  it("Allow once is first and primary; the always rule is secondary, and no digit saves it", () => {
     const shown = cardOptions(card());
-    assert.deepEqual(shown.map((o) => [o.option.kind, o.key, o.primary]), [["allow_once", 1, true], ["reject_once", 2, false], ["allow_always", 3, false]]);
+    assert.deepEqual(shown.map((o) => [o.option.kind, o.key, o.primary]), [["allow_once", 1, true], ["reject_once", 2, false], ["allow_always", undefined, false]]);
     const html = permissionHtml(card(), ctx);
     assert.match(html, /<button type="button" class="option allow allow_once primary" data-action="permission" data-option="allow_once" data-key="1">/);
-    assert.match(html, /class="option allow allow_always secondary"[^>]*data-key="3" title="Saved to \/w\/.claude\/settings.local.json">/);
+    assert.match(html, /class="option allow allow_always secondary" data-action="permission" data-option="allow_always" title="Saved to \/w\/.claude\/settings.local.json">/);
     assert.match(html, /Always allow Bash\(rm -rf \*\) \(saved to settings.local.json\)/);
   });
 
