@@ -304,6 +304,7 @@ function renderItems(): void {
     if (!entry) {
       entry = { item, el: document.createElement("div") };
       rendered.set(item.id, entry);
+      if (item.kind === "permission" && item.answer === undefined) arm(entry.el);
       paint(entry, item);
       if (item.kind === "permission" && item.answer === undefined) newCard = entry.el;
     } else if (entry.item !== item) {
@@ -322,6 +323,25 @@ function renderItems(): void {
   const active = document.activeElement;
   const writing = (active instanceof HTMLTextAreaElement && composer.typing(performance.now())) || (active instanceof HTMLInputElement && active.type === "text");
   if (newCard && !writing) newCard.focus({ preventScroll: true });
+}
+
+/**
+ * A question's answers wait a moment after it first shows: a click meant for what was under the pointer before
+ * the log moved up by the card's height, or a key pressed as it came, answers nothing (attack on the panel,
+ * round 15). Escape and the feedback's Enter reject at once: rejecting needs no wait.
+ */
+const CARD_ARMING_MS = 400;
+
+function arm(el: HTMLElement): void {
+  el.dataset.arming = "";
+  setTimeout(() => {
+    delete el.dataset.arming;
+    if (el.dataset.answered === undefined) for (const b of answerButtons(el)) b.disabled = false;
+  }, CARD_ARMING_MS);
+}
+
+function answerButtons(el: HTMLElement): NodeListOf<HTMLButtonElement> {
+  return el.querySelectorAll<HTMLButtonElement>("button[data-action='permission']");
 }
 
 function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownView }, item: ConversationItem): void {
@@ -348,6 +368,7 @@ function paint(entry: { item: ConversationItem; el: HTMLElement; md?: MarkdownVi
   // A sub-agent's work the user opened stays open while it streams in.
   const open = new Set([...el.querySelectorAll<HTMLDetailsElement>("details[data-open-key]")].filter((d) => d.open).map((d) => d.dataset.openKey));
   el.innerHTML = itemHtml(item);
+  if (el.dataset.arming !== undefined) for (const b of answerButtons(el)) b.disabled = true;
   for (const d of el.querySelectorAll<HTMLDetailsElement>("details[data-open-key]")) if (open.has(d.dataset.openKey)) d.open = true;
   links.scan(el);
   const newOutput = el.querySelector("pre.output");
@@ -495,6 +516,7 @@ function answerCard(card: HTMLElement, optionId: string): void {
   const id = card.dataset.id;
   if (!id) return;
   const feedback = card.querySelector<HTMLInputElement>("input.feedback")?.value.trim();
+  card.dataset.answered = "";
   for (const b of card.querySelectorAll("button")) b.disabled = true;
   post({ type: "permission", id, optionId, ...(feedback ? { feedback } : {}) });
 }

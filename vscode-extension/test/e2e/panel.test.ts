@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Locator } from "playwright-core";
 import type { FromWebview } from "../../src/panel/messages";
 import type { PanelAction } from "../../src/panel/state";
 import { openPanel, type PanelPage } from "../panelPage";
@@ -23,6 +23,8 @@ const options = [
   { optionId: "allow_always", name: "Always allow Bash(npm test *) (saved to settings.local.json)", kind: "allow_always" as const },
   { optionId: "reject_once", name: "Reject", kind: "reject_once" as const },
 ];
+/** A question's answers wait a moment after it shows (CARD_ARMING_MS): its first key's button enabled. */
+const armed = async (card: Locator): Promise<void> => card.locator('button[data-key="1"]:enabled').first().waitFor();
 const ask = (id: string, command = "npm test", destructive = false): PanelAction => ({ type: "permissionRequested", permission: { id, title: `\`${command}\``, toolKind: "execute", options, hasDiff: false, destructive } });
 
 describe("the panel in chromium", () => {
@@ -139,6 +141,7 @@ describe("the panel in chromium", () => {
     assert.equal(await page.locator("#input").inputValue(), "x2", "the digit went into the input");
     assert.equal(await count("permission"), 0);
     await page.locator("#log").click({ position: { x: 5, y: 5 } });
+    await armed(card);
     await page.keyboard.press("2");
     assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "reject_once" });
     await act({ type: "permissionSettled", id: "p1", how: "answered", optionName: "Reject" }, ask("p2"));
@@ -152,6 +155,36 @@ describe("the panel in chromium", () => {
     await posted("cancel");
   });
 
+  it("a question's answers wait a moment after it shows: a key or a click that very moment answers nothing", async () => {
+    const { page } = panel;
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" });
+    // Looked at the moment the card is in the log (a mutation observer runs before anything else can): its answer
+    // buttons are disabled, and its digit, pressed then, posts nothing.
+    await page.evaluate(() => {
+      const w = window as unknown as { __arming?: { disabled: boolean; posted: number } };
+      const before = (window as unknown as { __posted: { type: string }[] }).__posted.length;
+      const observer = new MutationObserver(() => {
+        const card = document.querySelector<HTMLElement>(".item.permission.pending");
+        if (!card || w.__arming) return;
+        observer.disconnect();
+        const button = card.querySelector<HTMLButtonElement>('button[data-key="1"]');
+        const disabled = button?.disabled ?? false;
+        card.dispatchEvent(new KeyboardEvent("keydown", { key: "1", bubbles: true, cancelable: true }));
+        button?.click();
+        const posted = (window as unknown as { __posted: { type: string }[] }).__posted.slice(before);
+        w.__arming = { disabled, posted: posted.filter((m) => m.type === "permission").length };
+      });
+      observer.observe(document.querySelector("#log") as Node, { childList: true, subtree: true });
+    });
+    await act(ask("p1"));
+    await poll("the card seen", async () => Boolean(await page.evaluate(() => (window as unknown as { __arming?: unknown }).__arming)));
+    assert.deepEqual(await page.evaluate(() => (window as unknown as { __arming?: unknown }).__arming), { disabled: true, posted: 0 });
+    const card = page.locator(".item.permission.pending");
+    await armed(card);
+    await card.locator('button[data-key="1"]').click();
+    assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
+  });
+
   it("a destructive command: no always option up front, a warning; a new card takes the keyboard", async () => {
     const { page } = panel;
     await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build", true));
@@ -159,6 +192,7 @@ describe("the panel in chromium", () => {
     await card.waitFor();
     assert.equal(await card.locator("button.allow_always").isVisible(), false);
     assert.match(await card.innerText(), /deletes or overwrites/);
+    await armed(card);
     await page.keyboard.press("1");
     assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
   });
@@ -265,6 +299,7 @@ describe("the panel in chromium", () => {
     // Nothing typed: the card that comes takes the focus, and 1 answers it.
     await act(ask("p1"));
     await page.locator(".item.permission.pending:focus").waitFor();
+    await armed(page.locator(".item.permission.pending"));
     await page.keyboard.press("1");
     assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
     assert.equal(await page.locator("#input").inputValue(), "", "the digit did not go into the prompt");

@@ -124,6 +124,7 @@ describe("the panel's file links, copy, mentions and problems in a real VS Code"
       if (!step.diff) await underscoreShows(page, card.first().locator("pre.perm-command"));
       await shot(step.shot);
       const id = (await card.first().getAttribute("data-id")) ?? "";
+      await card.first().locator('button[data-key="1"]:enabled').waitFor({ timeout: 5000 }); // (a moment after it shows)
       await page.keyboard.press("1");
       await panel.locator(`.item.permission.pending[data-id="${id}"]`).waitFor({ state: "detached", timeout: 10000 });
     }

@@ -140,8 +140,10 @@ describe("accepting a proposed edit leaves no phantom tab (issue 24 item 2)", ()
   it("accepted from the panel while the diff is still opening: no diff tab opens after the answer", async () => {
     const n = variants.indexOf("opening");
     const ended = await turnEnds();
-    await ask("opening");
-    // The question has the keyboard: 1 allows it once, before the diff editor has had time to show.
+    const id = await ask("opening");
+    // The question has the keyboard: 1 allows it once, as soon as its answers take keys (a moment after it shows),
+    // before the diff editor has had time to show.
+    await panel.locator(`.item.permission.pending[data-id="${id}"] button[data-key="1"]:enabled`).waitFor({ timeout: 5000 });
     await page.keyboard.press("1");
     await settled("opening", ended);
     assert.equal(fs.readFileSync(file("opening"), "utf8"), proposed(n));
