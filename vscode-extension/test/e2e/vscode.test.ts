@@ -218,6 +218,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     await card.waitFor({ timeout: 30000 });
     assert.match(await panel.locator(".item.permission").innerText(), /Always allow Bash\(touch \*\)/);
     assert.match(await card.innerText(), /Allow once/, "the first (default) choice is Allow once");
+    await panel.locator(".item.permission button.allow_once:enabled").waitFor(); // (its answers wait a moment)
     await shot("03-permission-card");
     await panel.locator(".item.permission button.allow_once").click();
     await poll("the third turn to end", async () => (await turnEnds()) === 3, 30000);
@@ -417,6 +418,7 @@ describe("the extension in a real VS Code (code-server), from the .vsix alone", 
     const ask = panel.locator(".item.permission.pending", { hasText: "Count the lines" });
     await ask.waitFor({ timeout: 30000 });
     assert.match(await ask.locator(".perm-agent").innerText(), /Sub-agent “Count the lines” asks/);
+    await ask.locator("button.allow_once:enabled").waitFor(); // (its answers wait a moment)
     await shot("12a-sub-agent-asks");
     await ask.locator("button.allow_once").click();
     const counting = cards.filter({ hasText: "Count the lines" });
