@@ -95,6 +95,22 @@ export function subAgentHtml(item: Of<"tool">, ctx: ViewContext): string {
 
 const childOutputLines = 12;
 
+/**
+ * A sub-agent's messages, rendered once each: its card is painted again at every update of the sub-agent, and
+ * rendering all of them every time took ~0.4 s a paint for 150 messages (the panel froze while it ran). The
+ * rendering is kept by message, for as long as its text is the same (links the host confirms later are
+ * upgraded after each paint, as for the conversation's own messages).
+ */
+const renderedChildren = new WeakMap<object, { text: string; html: string }>();
+
+function childMarkdown(child: Of<"agent">, ctx: ViewContext): string {
+  const kept = renderedChildren.get(child);
+  if (kept?.text === child.text) return kept.html;
+  const html = renderMarkdown(child.text, ctx.paths);
+  renderedChildren.set(child, { text: child.text, html });
+  return html;
+}
+
 function childHtml(child: ConversationItem, ctx: ViewContext): string {
   switch (child.kind) {
     case "tool": {
@@ -104,7 +120,7 @@ function childHtml(child: ConversationItem, ctx: ViewContext): string {
       return `<div class="child tool ${escapeHtml(child.status)}" data-id="${escapeHtml(child.id)}">${toolHtml({ ...child, output }, ctx)}</div>`;
     }
     case "agent":
-      return `<div class="child agent-text md">${renderMarkdown(child.text, ctx.paths)}</div>`;
+      return `<div class="child agent-text md">${childMarkdown(child, ctx)}</div>`;
     case "thought":
       return `<div class="child thought-text">${escapeHtml(child.text)}</div>`;
     case "user":

@@ -161,6 +161,17 @@ describe("sub-agent card", () => {
     assert.ok(html.includes("line 29") && !html.includes("line 10\n"), "a child's output is its tail");
   });
 
+  it("a message rendered once is rendered again only when its text changes (the card is painted at every update)", () => {
+    type Agent = Extract<ConversationItem, { kind: "agent" }>;
+    const message: Agent = { kind: "agent", id: "m", turnId: 1, text: "First **bold**" };
+    const card = (children: ConversationItem[]): string => toolHtml(agentCard({ agent: { type: "Explore", description: "d", status: "running" }, children }), ctx);
+    assert.match(card([message]), /<p>First <strong>bold<\/strong><\/p>/);
+    assert.match(card([message]), /<p>First <strong>bold<\/strong><\/p>/);
+    message.text = "Then _more_"; // the same message, its text changed in place: rendered anew
+    assert.match(card([message]), /<p>Then <em>more<\/em><\/p>/);
+    assert.match(card([{ ...message, text: "A `copy`" }]), /<p>A <code>copy<\/code><\/p>/);
+  });
+
   it("has no Stop once its sub-agent ended", () => {
     const html = toolHtml(agentCard({ status: "completed", agent: { type: "general-purpose", description: "d", status: "completed" }, children: [child] }), ctx);
     assert.ok(!html.includes("cancelToolCall"));
