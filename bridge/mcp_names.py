@@ -23,8 +23,8 @@ def server_part(server: str) -> str:
     either end, so the part after `mcp__` up to the next `__` is always the whole server: a server named
     `github__x` (or `github::x`) is `github_x`, `github_` is `github`, and a rule about server `github` says
     nothing of `github_x`'s tools (attack rounds 14, 15). Two servers whose names come to the same part can't
-    both be: bridge/mcp/config.py's `discover` keeps the first."""
-    return _RUNS.sub("_", name_part(server)).strip("_") or "_"
+    both be: bridge/mcp/config.py's `discover` keeps the first. A name of nothing but such characters is `unnamed`."""
+    return _RUNS.sub("_", name_part(server)).strip("_") or "unnamed"
 
 
 def mcp_name(server: str, name: str) -> str:

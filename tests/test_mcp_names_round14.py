@@ -48,3 +48,9 @@ def test_a_name_taken_is_said(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="bridge.mcp.tools"):
         assert tools_of(calls, "x:y", listed, taken) == []
     assert "'run' is left out" in caplog.text
+
+
+@pytest.mark.parametrize("server", ["__", "!!!", "_"])
+def test_a_server_named_with_nothing_safe_is_unnamed_and_still_found(server: str) -> None:
+    name = mcp_name(server, "t")
+    assert name == "mcp__unnamed__t" and server_of(name) == server_part(server) == "unnamed"
