@@ -242,7 +242,8 @@ async def test_brace_alternatives_are_bounded(repo: Path) -> None:
 
 
 _SEGMENTS = ["a", "b", ".a", "*", "?", "a*", "*b", "[ab]", "[!a]", "**", "{a,b}", "{a,b/c}", "*.py", "x.py", "c"]
-_NAMES = ["a", "b", ".a", "ab", "ba", "x.py", "a.py", "c"]
+_SEGMENTS += ["a\\*", "\\?", "**\\/a", "\\[ab]"]  # escapes, an escaped slash (round 16)
+_NAMES = ["a", "b", ".a", "ab", "ba", "x.py", "a.py", "c", "a*", "?", "[ab]"]
 
 
 @settings(max_examples=600, deadline=None)
@@ -260,9 +261,13 @@ def test_the_matcher_is_wcmatchs_glob(pattern: str, path: str) -> None:
 
 async def test_chained_globstars_cannot_backtrack_for_ever(tmp_path: Path) -> None:
     """Attack round 15: each `**` was a lazy repetition of its own in wcmatch's regex, n^k for k of them: this
-    pattern against 500 nested folders held the GIL for minutes, deaf to cancel and SIGTERM."""
+    pattern against 500 nested folders held the GIL for minutes, deaf to cancel and SIGTERM. Round 16: `**\\/`
+    (an escaped slash, a slash to wcmatch) was counted as no `**`, and went to that regex."""
     make_repo(tmp_path, {"/".join(["a"] * 300) + "/b": ""})
     start = time.monotonic()
     assert await glob(tmp_path, pattern="**/a/**/a/**/a/**/a/z") == "No files found"
+    assert await glob(tmp_path, pattern="**\\/a/**\\/a/**\\/a/**/z") == "No files found"
     assert "b" in await glob(tmp_path, pattern="**/a/**/a/**/b")
     assert time.monotonic() - start < 5
+    with pytest.raises(ToolError, match="parts between slashes"):
+        await glob(tmp_path, pattern="/".join(["*"] * 65))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -194,7 +195,13 @@ def _match_and_sort(
     suffix = _literal_suffix(pattern)
     found: list[tuple[float, str]] = []
     hidden = changed = 0
-    for line in listed:
+    deadline = time.monotonic() + MATCH_SECONDS
+    for index, line in enumerate(listed):
+        if index % 256 == 0 and time.monotonic() > deadline:
+            raise ToolError(
+                f"Matching {pattern!r} against the {len(listed):,} files listed took over {MATCH_SECONDS:.0f} s; "
+                "narrow the pattern or the path."
+            )
         relative = line.removeprefix("./")
         if not relative or not relative.endswith(suffix) or not matcher.match(relative):
             continue
@@ -219,8 +226,40 @@ def _match_and_sort(
     return [path for _, path in found], hidden, changed
 
 
-MAX_ALTERNATIVES = 256
+MAX_ALTERNATIVES = 64
 """The most patterns a `{a,b}` pattern may expand to: each is matched against every listed name."""
+MAX_SEGMENTS = 64
+"""The most `/`-separated parts a pattern may have: a segment-at-a-time match costs parts x the name's parts."""
+MATCH_SECONDS = 30.0
+"""How long matching the listed names may take in all (a turn's cancel stops it sooner)."""
+
+
+def glob_segments(pattern: str) -> list[str]:
+    """`pattern`'s `/`-separated parts as wcmatch's glob reads them: a backslash escapes the next character, and
+    an escaped `/` separates as a plain one does (attack round 16: `**\\/a/**\\/…` was counted as no `**` at all,
+    and went to the regex that backtracks); empty parts dropped."""
+    parts: list[str] = []
+    current: list[str] = []
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):
+            following = pattern[index + 1]
+            if following == "/":
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(char + following)
+            index += 2
+            continue
+        if char == "/":
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    parts.append("".join(current))
+    return [part for part in parts if part]
 
 
 _GLOBSTAR = object()  # a `**` segment
@@ -252,13 +291,15 @@ class SegmentMatcher:
 
         self.patterns: list[list[Any]] = []
         self.regexes: list[Any] = []  # patterns with one `**` at most: wcmatch's whole-path regex (linear), faster
-        for expanded in bracex.expand(pattern, limit=MAX_ALTERNATIVES):
-            if expanded.endswith("/"):
+        for expanded in bracex.expand(pattern, keep_escapes=True, limit=MAX_ALTERNATIVES):
+            if expanded.endswith("/") and not expanded.endswith("\\/"):
                 continue  # a folder: never one of the files listed
-            parts = [part for part in expanded.split("/") if part]
+            parts = glob_segments(expanded)
             if not parts:
                 continue
-            if parts.count("**") <= 1:
+            if len(parts) > MAX_SEGMENTS:
+                raise ValueError(f"more than {MAX_SEGMENTS} parts between slashes")
+            if parts.count("**") <= 1:  # (wcmatch is given the very parts counted here)
                 self.regexes.append(wcglob.compile(["/".join(parts)], flags=wcglob.GLOBSTAR | wcglob.DOTGLOB))
                 continue
             items = [_GLOBSTAR if part == "**" else segment(part) for part in parts]
