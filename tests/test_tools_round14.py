@@ -6,6 +6,7 @@ import json
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,40 @@ async def test_a_notebooks_first_line_cannot_widen_every_line(tmp_path: Path) ->
         tracemalloc.stop()
     assert json.loads(path.read_text())["cells"][0]["source"] in ("x", ["x"])
     assert path.stat().st_size < 200_000 and peak < 32 * 1024 * 1024, (path.stat().st_size, peak)
+
+
+async def test_a_notebooks_closing_lines_and_escapes_count_in_its_bound(tmp_path: Path) -> None:
+    """Round 16: the bound counted one line a value, not a container's closing line too: 395 nests of 400 empty
+    lists, 8 wide, passed it and made 511 MB (2.6 GB of memory) before the question. Refused now, little memory."""
+    from tests.test_tool_notebook import CODE, mark_read, notebook, run
+
+    nb = notebook([dict(CODE)])
+    nest: Any = []
+    for _ in range(400):
+        nest = [nest]
+    nb["metadata"]["pad"] = [nest] * 395
+    path = tmp_path / "nb.ipynb"
+    path.write_text("{\n" + " " * 8 + json.dumps(nb, separators=(",", ":"))[1:])  # 8 wide by its first line
+    ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
+    mark_read(ctx, path)
+    before = path.read_bytes()
+    tracemalloc.start()
+    try:
+        with pytest.raises(ToolError, match="over 256 MB"):
+            await run(ctx, path, cell_id="aaaa1111", new_source="x")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert path.read_bytes() == before and peak < 64 * 1024 * 1024, peak
+
+
+async def test_a_number_python_wont_read_is_a_clear_error(tmp_path: Path) -> None:
+    from tests.test_tool_notebook import CODE, mark_read, notebook, run
+
+    nb = notebook([dict(CODE)])
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb).replace('"nbformat_minor": 5', '"nbformat_minor": 5, "huge": ' + "9" * 5001))
+    ctx = ToolContext(cwd=tmp_path, abort=Abort(), data_dir=tmp_path / "data")
+    mark_read(ctx, path)
+    with pytest.raises(ToolError):
+        await run(ctx, path, cell_id="aaaa1111", new_source="x")

@@ -87,6 +87,8 @@ def _plan_from(
         raise ToolError(
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it with Write first."
         ) from None
+    except (ValueError, RecursionError) as exc:  # JSON Python won't read: an integer of over 4,300 digits, nesting
+        raise ToolError(f"{path} can't be read as a notebook ({str(exc)[:200]}); fix it with Write first.") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise ToolError(f"{path} is not a Jupyter notebook: it has no `cells` list.")
     version = notebook.get("nbformat", 4)
@@ -204,13 +206,16 @@ def _new_cell(
 def _dump(notebook: dict[str, Any], original: str, *, sort_keys: bool) -> str:
     indent = _indent_of(original)
     width = len(indent) if isinstance(indent, str) else indent or 0
-    if width and len(original) + _indentation_bound(notebook, width) > fileio.MAX_TEXT_BYTES:
-        raise ToolError(
-            f"Rewritten with its indentation, this notebook would be over {fileio.MAX_TEXT_BYTES // (1024 * 1024)} "
-            "MB; nothing was changed."
-        )
     ascii_only = original.isascii() and "\\u" in original
-    text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only, sort_keys=sort_keys)
+    try:
+        if _dumped_size_bound(notebook, width, ascii_only=ascii_only) > fileio.MAX_TEXT_BYTES:
+            raise ToolError(
+                f"Rewritten with its indentation, this notebook would be over {fileio.MAX_TEXT_BYTES // (1024 * 1024)} "
+                "MB; nothing was changed."
+            )
+        text = json.dumps(notebook, indent=indent, ensure_ascii=ascii_only, sort_keys=sort_keys)
+    except ValueError as error:  # (a value JSON can't write back)
+        raise ToolError(f"This notebook can't be written back as JSON: {str(error)[:200]}") from None
     return text + "\n" if original.endswith("\n") else text
 
 
@@ -230,18 +235,36 @@ def _indent_of(original: str) -> int | str | None:
     return indent if "\t" in indent else len(indent)
 
 
-def _indentation_bound(value: Any, width: int) -> int:
-    """The most indentation `json.dumps(value, indent=width)` writes: each value on its own line, as deep as it is."""
+def _dumped_size_bound(value: Any, width: int, *, ascii_only: bool) -> int:
+    """At least as many characters as `json.dumps(value, indent=width, ensure_ascii=ascii_only)` writes, worked
+    out without writing them: a non-empty list or object's own line and its closing line, each value's line with
+    its indentation, key and comma, a string's escapes (up to 12 characters for one outside ASCII when ASCII
+    only), a number as JSON writes it (round 16: the bound counted one line a container and no escapes, and
+    511 MB were made before the question)."""
     total = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
-        total += width * depth + 2
+        line = width * depth + 3  # its indentation, a line break, a comma
         if isinstance(item, dict):
-            stack.extend((inner, depth + 1) for inner in item.values())
+            total += line + (width * depth + 2 if item else 2)
+            for key, inner in item.items():
+                total += _string_bound(str(key), ascii_only) + 2
+                stack.append((inner, depth + 1))
         elif isinstance(item, list):
+            total += line + (width * depth + 2 if item else 2)
             stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, str):
+            total += line + _string_bound(item, ascii_only)
+        else:
+            total += line + len(json.dumps(item))
     return total
+
+
+def _string_bound(text: str, ascii_only: bool) -> int:
+    escaped = sum(1 for char in text if char < " " or char in '"\\')
+    wide = sum(1 for char in text if ord(char) > 127) if ascii_only else 0
+    return len(text) + 2 + 5 * escaped + 11 * wide
 
 
 def _keys_sorted(notebook: dict[str, Any]) -> bool:
