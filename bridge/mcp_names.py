@@ -4,6 +4,7 @@ client makes the names and the permission layer, below it, reads them: the one f
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 PREFIX = "mcp__"
@@ -24,12 +25,29 @@ def server_part(server: str) -> str:
     `github__x` (or `github::x`) is `github_x`, `github_` is `github`, and a rule about server `github` says
     nothing of `github_x`'s tools (attack rounds 14, 15). Two servers whose names come to the same part can't
     both be: bridge/mcp/config.py's `discover` keeps the first. A name of nothing but such characters is `unnamed`."""
-    return _RUNS.sub("_", name_part(server)).strip("_") or "unnamed"
+    part = _RUNS.sub("_", name_part(server)).strip("_") or "unnamed"
+    if len(part) > MAX_SERVER_PART:  # shortened, told apart by a digest of the whole (round 16: cut at the name's
+        # 64 characters, a long server's tools had no server part left, and its deny rules did not apply)
+        part = f"{part[: MAX_SERVER_PART - 9].rstrip('_')}_{_digest(part)}"
+    return part
+
+
+MAX_NAME = 64  # the Messages API's limit on a tool name
+MAX_SERVER_PART = 40  # `mcp__` + 40 + `__` leaves a tool 17 characters at least
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def mcp_name(server: str, name: str) -> str:
-    """The name of a server's tool or prompt (`mcp__github__create_issue`)."""
-    return f"{PREFIX}{server_part(server)}__{name_part(name)}"
+    """The name of a server's tool or prompt (`mcp__github__create_issue`), at most MAX_NAME characters: a tool
+    part that doesn't fit is shortened and told apart by a digest of the whole, the server part kept whole."""
+    head = f"{PREFIX}{server_part(server)}__"
+    tool = name_part(name)
+    if len(head) + len(tool) > MAX_NAME:
+        tool = f"{tool[: MAX_NAME - len(head) - 9]}_{_digest(tool)}"
+    return head + tool
 
 
 def server_of(name: str) -> str | None:

@@ -54,3 +54,19 @@ def test_a_name_taken_is_said(caplog: pytest.LogCaptureFixture) -> None:
 def test_a_server_named_with_nothing_safe_is_unnamed_and_still_found(server: str) -> None:
     name = mcp_name(server, "t")
     assert name == "mcp__unnamed__t" and server_of(name) == server_part(server) == "unnamed"
+
+
+def test_long_names_keep_their_server_and_stay_apart() -> None:
+    """Round 16: names were cut at the API's 64 characters, so a long server's tools had no server part left (its
+    deny rules gave ask) and were all one name; two long servers' tools met, and one's rule allowed the other's."""
+    eu0 = "acme-internal-deployment-orchestrator-production-cluster-eu0"
+    eu1 = eu0[:-1] + "1"
+    tools = ("deploy_everything_now", "rollback", "status")
+    names = {mcp_name(server, tool) for server in (eu0, eu1) for tool in tools}
+    assert len(names) == 6 and all(len(name) <= 64 for name in names)
+    for server in (eu0, eu1):
+        for tool in ("deploy_everything_now", "x" * 80):
+            name = mcp_name(server, tool)
+            assert server_of(name) == server_part(server) and server_rule(name) == f"mcp__{server_part(server)}"
+    assert server_part(eu0) != server_part(eu1) and len(server_part(eu0)) <= 40
+    assert mcp_name("github", "create_issue") == "mcp__github__create_issue"  # short names as they were

@@ -20,7 +20,6 @@ from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult
 log = logging.getLogger(__name__)
 
 MAX_DESCRIPTION = 2_000
-MAX_TOOL_NAME = 64  # the Messages API's limit on a tool name
 
 
 class Calls(Protocol):
@@ -77,7 +76,7 @@ def tools_of(calls: Calls, server: str, listed: list[dict[str, Any]], taken: set
     for item in listed:
         if not isinstance(item.get("name"), str):
             continue
-        name = mcp_name(server, item["name"])[:MAX_TOOL_NAME]
+        name = mcp_name(server, item["name"])  # (at most the API's 64 characters, its server part whole)
         if name in taken:  # another server's tool of the same name, or one this server listed twice
             log.warning("MCP server %r: its tool %r is left out: the name %s is taken", server, item["name"], name)
             continue
