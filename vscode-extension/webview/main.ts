@@ -290,9 +290,19 @@ function frame(): void {
 }
 
 function render(): void {
+  const before = pendingCardTops();
   renderItems();
   renderChrome();
   if (stickToBottom) log.scrollTop = log.scrollHeight;
+  // A card the render moved (something came below it and the log followed, a card above it grew) answers only a
+  // moment later again: the click meant for what was under the pointer before must not land on it (round 16).
+  for (const [el, top] of before) if (el.isConnected && Math.abs(el.getBoundingClientRect().top - top) > 2) arm(el);
+}
+
+function pendingCardTops(): Map<HTMLElement, number> {
+  const tops = new Map<HTMLElement, number>();
+  for (const el of log.querySelectorAll<HTMLElement>(".item.permission.pending")) tops.set(el, el.getBoundingClientRect().top);
+  return tops;
 }
 
 function renderItems(): void {
@@ -332,12 +342,20 @@ function renderItems(): void {
  */
 const CARD_ARMING_MS = 400;
 
+const arming = new WeakMap<HTMLElement, ReturnType<typeof setTimeout>>();
+
 function arm(el: HTMLElement): void {
+  if (el.dataset.answered !== undefined) return;
   el.dataset.arming = "";
-  setTimeout(() => {
-    delete el.dataset.arming;
-    if (el.dataset.answered === undefined) for (const b of answerButtons(el)) b.disabled = false;
-  }, CARD_ARMING_MS);
+  for (const b of answerButtons(el)) b.disabled = true;
+  clearTimeout(arming.get(el));
+  arming.set(
+    el,
+    setTimeout(() => {
+      delete el.dataset.arming;
+      if (el.dataset.answered === undefined) for (const b of answerButtons(el)) b.disabled = false;
+    }, CARD_ARMING_MS),
+  );
 }
 
 function answerButtons(el: HTMLElement): NodeListOf<HTMLButtonElement> {

@@ -185,6 +185,25 @@ describe("the panel in chromium", () => {
     assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
   });
 
+  it("a card the log moves answers only a moment later again (what was under the pointer is now the card)", async () => {
+    const { page } = panel;
+    await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1"));
+    const card = page.locator(".item.permission.pending");
+    await armed(card);
+    await page.evaluate(() => {
+      const w = window as unknown as { __rearmed?: boolean };
+      const button = document.querySelector<HTMLButtonElement>('.item.permission.pending button[data-key="1"]');
+      w.__rearmed = false;
+      if (button) new MutationObserver(() => (w.__rearmed ||= button.disabled)).observe(button, { attributes: true, attributeFilter: ["disabled"] });
+    });
+    // Text comes below the card, the log follows it to the bottom: the card moves up under the pointer.
+    await act(say(Array.from({ length: 80 }, (_, i) => `line ${i}`).join("\n\n")));
+    await poll("the moved card's answers to wait again", async () => Boolean(await page.evaluate(() => (window as unknown as { __rearmed?: boolean }).__rearmed)));
+    await armed(card);
+    await card.locator('button[data-key="1"]').click();
+    assert.deepEqual(await posted("permission"), { type: "permission", id: "p1", optionId: "allow_once" });
+  });
+
   it("a destructive command: no always option up front, a warning; a new card takes the keyboard", async () => {
     const { page } = panel;
     await act(...ready, { type: "turnStarted", turnId: 1, text: "t", attachments: [] }, { type: "phase", phase: "running" }, ask("p1", "rm -rf build", true));
