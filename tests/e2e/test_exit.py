@@ -5,6 +5,7 @@ ends at once with its exit code."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -169,7 +170,7 @@ async def spawn_serve(model: OfflineServer, data_dir: Path, inherited: Any, *opt
         "bridge.cli.main",
         *options,
         "serve",
-        env=server_env(model, data_dir),
+        env=server_env(model, data_dir, PYTHONFAULTHANDLER="1"),  # SIGABRT prints every thread's stack
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -178,14 +179,46 @@ async def spawn_serve(model: OfflineServer, data_dir: Path, inherited: Any, *opt
 
 
 async def stopped(process: Any, signum: int) -> int:
-    """Its exit code after `signum` (killed if it is still running 20 s later)."""
+    """Its exit code after `signum`. Still running 20 s later, it fails with what it was doing: the kernel's view
+    of its threads, then the Python stacks faulthandler prints on SIGABRT, and its log."""
     process.send_signal(signum)
     try:
-        code: int = await asyncio.wait_for(process.wait(), 20)
+        code: int = await asyncio.wait_for(asyncio.shield(process.wait()), 20)
+    except TimeoutError:
+        state = stuck_state(process.pid)
+        process.send_signal(signal.SIGABRT)
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+            log = await asyncio.wait_for(process.stderr.read(), 10)
+        except TimeoutError:
+            log = b"(no stack: it did not end on SIGABRT)"
+        raise AssertionError(
+            f"still running 20 s after signal {signum}:\n{state}\n{log.decode(errors='replace')}"
+        ) from None
     finally:
         if process.returncode is None:
             process.kill()
     return code
+
+
+def stuck_state(pid: int) -> str:
+    """Each thread's name, state and kernel wait channel (what a blocked system call waits on)."""
+    lines = []
+    with contextlib.suppress(OSError):
+        for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+            task = Path(f"/proc/{pid}/task/{tid}")
+            with contextlib.suppress(OSError):
+                status = dict(
+                    line.split(":\t", 1) for line in task.joinpath("status").read_text().splitlines() if ":\t" in line
+                )
+                lines.append(
+                    f"thread {tid} {status.get('Name', '?')} {status.get('State', '?')} wchan="
+                    f"{task.joinpath('wchan').read_text()} SigBlk={status.get('SigBlk')} SigCgt={status.get('SigCgt')}"
+                )
+        with contextlib.suppress(OSError):
+            whole = Path(f"/proc/{pid}/status").read_text()
+            lines += [line for line in whole.splitlines() if line.startswith(("SigPnd", "ShdPnd", "SigIgn"))]
+    return "\n".join(lines)
 
 
 @INHERITED
