@@ -271,3 +271,24 @@ async def test_chained_globstars_cannot_backtrack_for_ever(tmp_path: Path) -> No
     assert time.monotonic() - start < 5
     with pytest.raises(ToolError, match="parts between slashes"):
         await glob(tmp_path, pattern="/".join(["*"] * 65))
+
+
+DEEP = "/".join(["a"] * 300)
+SLOW = "/".join(["**", "a"] * 31) + "/{" + ",".join(f"z{i}" for i in range(64)) + "}"
+"""64 alternatives of 63 parts, two `**` or more each: ~0.5 s a name at the bottom of DEEP (each alternative's
+segment-at-a-time match costs its parts x the name's 301 parts)."""
+
+
+async def test_matching_gives_up_at_its_deadline_even_on_few_slow_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack round 17: the deadline was looked at every 256 names, so 60 names of half a second each went ~30 s
+    past it; it is looked at before every alternative of every name now."""
+    import bridge.tools.glob as glob_module
+
+    make_repo(tmp_path, {f"{DEEP}/f{i}": "" for i in range(20)})
+    monkeypatch.setattr(glob_module, "MATCH_SECONDS", 0.3)
+    start = time.monotonic()
+    with pytest.raises(ToolError, match="took over"):
+        await glob(tmp_path, pattern=SLOW)
+    assert time.monotonic() - start < 3

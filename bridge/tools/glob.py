@@ -25,10 +25,12 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 from pydantic import Field
 
 from bridge import safefs
@@ -143,9 +145,13 @@ class GlobTool(Tool[GlobInput]):
             if run.failed:
                 raise rg_error(run)
             guard = read_guard_of(ctx)
-            matched, hidden, changed = await anyio.to_thread.run_sync(
-                _match_and_sort, run.lines, base, held, pattern, guard
-            )
+            try:
+                matched, hidden, changed = await anyio.to_thread.run_sync(
+                    _match_and_sort, run.lines, base, held, pattern, guard, lambda: ctx.abort.aborted
+                )
+            except _Stopped:  # the abort cancelled this call's scope too (the executor's): it ends here
+                await anyio.lowlevel.checkpoint()
+                raise ToolError("Glob was cancelled") from None
         finally:
             held.close()
         note = "\n\n" + hidden_note(hidden, "Glob") if hidden else ""  # the changed count is not the model's:
@@ -179,12 +185,23 @@ def _hold(base: Path, ctx: ToolContext) -> safefs.Beneath:
         raise NotADirectoryError(str(error)) from None
 
 
+class _Stopped(Exception):
+    """The turn's cancel stopped the matching (on its worker thread)."""
+
+
 def _match_and_sort(
-    listed: list[str], base: Path, held: safefs.Beneath, pattern: str, guard: ReadGuard
+    listed: list[str],
+    base: Path,
+    held: safefs.Beneath,
+    pattern: str,
+    guard: ReadGuard,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> tuple[list[str], int, int]:
     """Absolute paths (as named: under `base`) of the listed files that match `pattern`, that the guard lets
     through and that are regular files under the held directory now (looked at following no link), newest
-    first; how many matches the guard hid; how many changed since rg listed them.
+    first; how many matches the guard hid; how many changed since rg listed them. `stopped` (the turn's abort,
+    read from this worker thread) and the MATCH_SECONDS deadline are looked at before every alternative of every
+    name matched: a cancel is not held by the matching, nor the deadline passed by much.
 
     Plain strings and one `fstatat` per match: pathlib per listed line cost 5x the matching itself.
     """
@@ -196,14 +213,19 @@ def _match_and_sort(
     found: list[tuple[float, str]] = []
     hidden = changed = 0
     deadline = time.monotonic() + MATCH_SECONDS
-    for index, line in enumerate(listed):
-        if index % 256 == 0 and time.monotonic() > deadline:
+
+    def check() -> None:
+        if stopped():
+            raise _Stopped
+        if time.monotonic() > deadline:
             raise ToolError(
                 f"Matching {pattern!r} against the {len(listed):,} files listed took over {MATCH_SECONDS:.0f} s; "
                 "narrow the pattern or the path."
             )
+
+    for line in listed:
         relative = line.removeprefix("./")
-        if not relative or not relative.endswith(suffix) or not matcher.match(relative):
+        if not relative or not relative.endswith(suffix) or not matcher.match(relative, check):
             continue
         path, real = prefix + relative, real_prefix + relative
         try:
@@ -307,13 +329,21 @@ class SegmentMatcher:
                 items[-1:] = [_ANY, _GLOBSTAR]
             self.patterns.append(items)
 
-    def match(self, path: str) -> bool:
-        if any(regex.match(path) for regex in self.regexes):
-            return True
+    def match(self, path: str, check: Callable[[], None] = lambda: None) -> bool:
+        """Whether `path` matches; `check` is called before each alternative (it raises to stop: one name against
+        64 alternatives of 63 parts may take most of a second)."""
+        for regex in self.regexes:
+            check()
+            if regex.match(path):
+                return True
         if not self.patterns:
             return False
         segments = [part for part in path.split("/") if part]
-        return any(_matches(pattern, segments) for pattern in self.patterns)
+        for pattern in self.patterns:
+            check()
+            if _matches(pattern, segments):
+                return True
+        return False
 
 
 def _matches(pattern: list[Any], segments: list[str]) -> bool:
