@@ -31,3 +31,17 @@ export function longFence(lines: number): string {
   for (let i = 0; out.length < lines; i++) out.push(`export function f${i}(x: number): string { return "v" + (x * ${i}).toString(); } // line ${i}`);
   return out.join("\n") + "\n```\n\nEND-OF-STREAM\n";
 }
+
+/** One table of about `lines` rows (a long listing the model writes out): one markdown block, parsed whole until it ends. */
+export function longTable(lines: number): string {
+  const out = ["Here is the listing:", "", "| file | lines | change |", "|---|---:|---|"];
+  for (let i = 0; out.length < lines; i++) out.push(`| src/module${i}.ts | ${i * 7} | parser state, kept between calls (${i}) |`);
+  return out.join("\n") + "\n\nEND-OF-STREAM\n";
+}
+
+/** One paragraph of about `lines` lines (no blank line inside): one markdown block, parsed whole until it ends. */
+export function longParagraph(lines: number): string {
+  const out = ["Here is the story:", ""];
+  for (let i = 0; out.length < lines; i++) out.push(`Line ${i} of one long paragraph, with **bold** and \`code\` and src/module${i}.ts:${i} in it.`);
+  return out.join("\n") + "\n\nEND-OF-STREAM\n";
+}

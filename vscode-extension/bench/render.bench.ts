@@ -13,13 +13,14 @@
  * frame" adds). The Event Timing API's `processingEnd - startTime` of keydown/input entries is printed as a
  * cross-check (it reports only events whose duration, presentation included, reaches 16 ms).
  * Env: E2E_CHROMIUM (else `chromium` on PATH); BENCH_SIZES (default "2000,6000"); BENCH_CHUNK (chars, 80);
- * BENCH_CONTENT=code: one long code block instead of mixed markdown. BENCH_TRACE=1 adds the main thread's CPU time per task (load-independent) and where the time went;
+ * BENCH_CONTENT=code: one long code block instead of mixed markdown; =table, =paragraph: one huge table or paragraph
+ * (a single markdown block, parsed whole at every update until it ends). BENCH_TRACE=1 adds the main thread's CPU time per task (load-independent) and where the time went;
  * BENCH_SCRIPT / BENCH_STYLE: another bundle and stylesheet to measure (e.g. an older build, for a before/after).
  */
 import { execFileSync } from "node:child_process";
 import { type Browser, chromium, type Page } from "playwright-core";
 import type { PanelAction } from "../src/panel/state";
-import { chunks, longAnswer, longFence } from "./longAnswer";
+import { chunks, longAnswer, longFence, longParagraph, longTable } from "./longAnswer";
 import { openPanel, origin } from "../test/panelPage";
 
 const sizes = (process.env.BENCH_SIZES ?? "2000,6000").split(",").map(Number);
@@ -96,7 +97,8 @@ function goals(r: Figures): { ok: boolean; what: string }[] {
 }
 
 async function run(browser: Browser, lines: number): Promise<Figures> {
-  const text = process.env.BENCH_CONTENT === "code" ? longFence(lines) : longAnswer(lines);
+  const content = process.env.BENCH_CONTENT;
+  const text = content === "code" ? longFence(lines) : content === "table" ? longTable(lines) : content === "paragraph" ? longParagraph(lines) : longAnswer(lines);
   const update = (t: string): PanelAction => ({ type: "update", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } } });
   const messages = chunks(text, chunkChars).map((t) => ({ type: "action", action: update(t) }));
   const panel = await openPanel(browser, { theme: "dark", extraFiles: { "/bench/streamer.js": streamer }, extraCsp: [`worker-src ${origin}`], script: process.env.BENCH_SCRIPT, style: process.env.BENCH_STYLE });
