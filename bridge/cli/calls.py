@@ -167,7 +167,7 @@ class CallTree:
             head = call.agent.summary() if call.agent.status != "running" else done.status.capitalize()
             rendered = self.markdown is not None and inner is not None
             body = (
-                self.markdown(done.text.strip(), inner)
+                self.markdown(shown(done.text.strip()), inner)
                 if self.markdown and inner
                 else shown(done.text.strip()).splitlines()
             )

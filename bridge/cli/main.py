@@ -41,6 +41,17 @@ EPILOG = (
 )
 
 
+class VisibleFormatter(logging.Formatter):
+    """Log lines with no control character in them: stderr is `run`'s terminal, and what is logged quotes the
+    model, an API error, an MCP server or a folder's file names (attack round 17: an escape sequence there
+    writes the clipboard or the window title). Line breaks and tabs stay (tracebacks)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from bridge.visible import visible
+
+        return visible(super().format(record), keep_newlines=True, keep_tabs=True)
+
+
 class CliError(Exception):
     """A mistake on the command line: one line for the user, exit code 2, no traceback."""
 
@@ -143,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(VisibleFormatter("%(levelname)s %(name)s: %(message)s"))
     from bridge import log_redaction
 
     credentials = credential_values(os.environ)

@@ -31,6 +31,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.theme import Theme
 
+from bridge.visible import visible
+
 CODE_THEME = "ansi_dark"  # the terminal's own 16 colours: readable on a dark and on a light background
 CODE_INDENT = 2
 STYLES = Theme(
@@ -142,12 +144,14 @@ class Renderer:
         out = []
         for segment in kept:
             style = segment.style
+            # markdown's character references (`&#x202e;`, `&zwj;`) come back as the characters `shown` escaped
+            text = visible(segment.text, keep_tabs=True)
             if style is None or not style:
-                out.append(segment.text)
+                out.append(text)
                 continue
             if not self.color:
                 style = style.without_color
-            out.append(style.render(segment.text, color_system=ColorSystem.STANDARD))
+            out.append(style.render(text, color_system=ColorSystem.STANDARD))
         return "".join(out)
 
 

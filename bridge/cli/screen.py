@@ -6,9 +6,12 @@ erasing it is moving up that many rows. To a pipe or a file: no live area, no es
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import unicodedata
 from typing import TextIO
+
+from bridge.visible import visible
 
 DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 COLOURS = (RED, GREEN)  # what NO_COLOR leaves out (bold and dim are not colours)
@@ -46,6 +49,28 @@ def wrap(text: str, width: int) -> list[str]:
         used += size
     rows.append("".join(row))
     return rows
+
+
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+_CONCEAL = frozenset({"8"})  # SGR parameters never let through: concealed text is a hidden part of a question
+
+
+def guarded(text: str, *, sgr: bool) -> str:
+    """`text` as it may reach the terminal: line breaks, tabs and (`sgr`: on a terminal) colour and weight
+    escapes as they are; every other control, escape, bidi or invisible character made visible. The last guard
+    under every content path, whatever forgot `visible` (attack round 17: a cloned folder's agent file names, a
+    sub-agent's report and an API error wrote the clipboard (OSC 52), the window title and moved the cursor up
+    over lines already shown)."""
+    if not sgr or "\x1b" not in text:
+        return visible(text, keep_newlines=True, keep_tabs=True)
+    out, pos = [], 0
+    for match in _SGR.finditer(text):
+        if _CONCEAL & set(match.group(1).split(";")):
+            continue
+        out += [visible(text[pos : match.start()], keep_newlines=True, keep_tabs=True), match.group()]
+        pos = match.end()
+    out.append(visible(text[pos:], keep_newlines=True, keep_tabs=True))
+    return "".join(out)
 
 
 class Screen:
@@ -107,7 +132,7 @@ class Screen:
     def write(self, text: str) -> None:
         if not text:
             return
-        self.out.write(text)
+        self.out.write(guarded(text, sgr=self.color))
         self.out.flush()
         self._tail = (self._tail + text)[-2:]
         self._wrote = True
@@ -142,7 +167,7 @@ class Screen:
         """The live area, replaced by `lines` (each within the width) in one write."""
         if not self.color or self.paused:
             return
-        self.out.write(self._back() + "\n".join(lines))
+        self.out.write(self._back() + guarded("\n".join(lines), sgr=True))
         self.out.flush()
         self._live_rows = len(lines)
 

@@ -264,7 +264,7 @@ def _resumed(agent: Agent, resume: str, cwd: Path, frontend: Frontend) -> Sessio
         resume = stored[0].session_id
     session, problems = agent.load_session(resume, frontend)
     for problem in problems:
-        log.warning("%s", problem)
+        log.warning("%s", visible(problem))
     return session
 
 
@@ -286,7 +286,7 @@ async def run_turn_in_terminal(
             log.error("the turn failed", exc_info=error)
         view.stop()
         shown = root_cause(error) if isinstance(root_cause(error), ModelError) else for_person(error)
-        view.end(f"Error: {shown}", error=True)
+        view.end(f"Error: {visible(str(shown))}", error=True)
         return 1
     finally:
         view.stop()
@@ -391,7 +391,7 @@ async def run_prompt_async(
     config, problems = BridgeConfig.load(overrides)
     view = TerminalView(offline=offline, show_thinking=show_thinking)
     for problem in problems:
-        view.line(view.paint(RED, problem))
+        view.line(view.paint(RED, visible(problem, keep_newlines=True)))
     if approve_all:
         view.line(
             view.paint(RED, "⚠ --dangerously-approve-all: every permission question is answered yes without asking")
@@ -410,8 +410,8 @@ async def run_prompt_async(
         view.line(view.paint(RED, str(error)))
         await agent.shutdown()
         return 2
-    for notice in session.setup.startup_notices():
-        view.line(view.paint(RED, notice))
+    for notice in session.setup.startup_notices():  # names a cloned folder chose (its agents', skills' files)
+        view.line(view.paint(RED, visible(notice, keep_newlines=True)))
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()

@@ -253,7 +253,8 @@ class TrustQuestion:
         ]
         lines += [f"  • {one_line(item.describe(), MAX_SHOWN_CHARS)}" for item in self.items]
         for item, files in self.changed:
-            lines.append(f"  ! {', '.join(files)} changed since you trusted `{one_line(item.text, 200)}`")
+            names = ", ".join(visible(name) for name in files)  # names the folder chose (attack round 17)
+            lines.append(f"  ! {names} changed since you trusted `{one_line(item.text, 200)}`")
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
