@@ -16,6 +16,7 @@ closing fence a code block. Until then the front end shows the block as it strea
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable
 from typing import ClassVar
 
@@ -166,22 +167,68 @@ class Blocks:
     def __init__(self) -> None:
         self.pending = ""
         self._parser = MarkdownIt("commonmark").enable(["strikethrough", "table"])
+        # `pending` is one open code fence (a top-level one, from its opening line): the line that may close it,
+        # and how much of `pending` was looked at for it (whole lines)
+        self._closing: re.Pattern[str] | None = None
+        self._looked = 0
+        self._parsed_lines = 0  # complete lines of `pending` at its last parse
+        self._seen = 0  # how much of `pending` `_due` looked at
 
     def feed(self, text: str) -> str | None:
         """Add streamed text; the text of the blocks that became final, if any."""
         self.pending += text
         if "\n" not in text:  # a block ends only at a line's end
             return None
-        cut = self._final_up_to()
-        if not cut:
+        complete = self.pending.rfind("\n") + 1
+        if self._closing is not None:
+            # a whole file written out in one fence: only the new lines can close it (parsing all of it again at
+            # every line was O(n²): 3,000 lines took 27 s of CPU, the event loop held — attack round 17)
+            closed = self._closing.search(self.pending, self._looked, complete) is not None
+            self._looked = complete
+            if not closed:
+                return None
+            self._closing = None
+        elif not self._due(complete):
             return None
-        ready, self.pending = self.pending[:cut], self.pending[cut:]
-        return ready
+        self._parsed_lines = self.pending.count("\n", 0, complete)
+        cut = self._final_up_to()
+        if cut:
+            ready, self.pending = self.pending[:cut], self.pending[cut:]
+            self._parsed_lines -= ready.count("\n")
+            self._seen = max(0, self._seen - cut)
+            self._follow_fence()
+            return ready
+        self._follow_fence()
+        return None
 
     def finish(self) -> str:
         """The rest (the text ended: whatever is pending is final)."""
         rest, self.pending = self.pending, ""
         return rest
+
+    def _due(self, complete: int) -> bool:
+        """Whether `pending` is parsed again now: at a blank line (what ends most blocks), else once its lines grew
+        by an eighth since the last parse. A long table, list or paragraph parsed whole at every line was O(n²);
+        this way it is parsed O(log n) times, and a block that became final meanwhile is committed a little later
+        (the live area shows it as it streams until then)."""
+        since = self.pending.rfind("\n", 0, self._seen) + 1 if self._seen else 0
+        self._seen = complete
+        if _BLANK.search(self.pending, since, complete) is not None:
+            return True
+        return self.pending.count("\n", 0, complete) - self._parsed_lines >= max(1, self._parsed_lines // 8)
+
+    def _follow_fence(self) -> None:
+        """When `pending` is a top-level code fence still open from its first line, what would close it."""
+        self._closing = None
+        complete = self.pending[: self.pending.rfind("\n") + 1]
+        match = _OPENING.match(complete)
+        if match is None:
+            return
+        blocks = [t for t in self._parser.parse(complete) if t.level == 0 and t.nesting >= 0 and t.map]
+        if len(blocks) == 1 and blocks[0].type == "fence" and blocks[0].map == [0, complete.count("\n")]:
+            marker = match.group(1)
+            self._closing = re.compile(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.MULTILINE)
+            self._looked = len(complete)
 
     def _final_up_to(self) -> int:
         """How many characters of `pending` are made of final blocks."""
@@ -194,6 +241,10 @@ class Blocks:
         assert last.map is not None
         final_lines = len(lines) if _final(last, lines) else last.map[0]
         return sum(len(line) for line in lines[:final_lines])
+
+
+_BLANK = re.compile(r"^[ \t]*\n", re.MULTILINE)
+_OPENING = re.compile(r" {0,3}(`{3,}|~{3,})")  # a code fence's opening line (as CommonMark reads it)
 
 
 def _final(block: Token, lines: list[str]) -> bool:

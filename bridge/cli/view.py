@@ -296,8 +296,7 @@ class TerminalView:
             above = [self.paint(DIM, clip(f"✻ {last.strip()}", width))]
         if self._blocks is not None and self._blocks.pending:
             room = max(1, rows - len(calls) - len(status) - 2)
-            preview = [row for line in self._blocks.pending.expandtabs(4).split("\n") for row in wrap(line, width)]
-            above = preview[-room:]
+            above = _last_rows(self._blocks.pending, width, room)
         return [*above, *calls, *status]
 
     # --- the end -------------------------------------------------------------------------------------------
@@ -333,3 +332,18 @@ class TerminalView:
                 else:
                     lines[-1] = joined
         self.screen.commit([self.paint(RED if error else DIM, line) for line in lines], gap=True)
+
+
+def _last_rows(text: str, width: int, room: int) -> list[str]:
+    """The last `room` rows `text` takes at `width` columns: only its last lines are wrapped, and of a line longer
+    than the rows can show, only its end (wrapping all of a 200 KB block at every draw was O(n²) over the stream —
+    attack round 17)."""
+    rows: list[str] = []
+    for line in reversed(text.rsplit("\n", room)[-room:]):
+        line = line.expandtabs(4)
+        if len(line) > room * width:
+            line = line[-room * width :]
+        rows[:0] = wrap(line, width)
+        if len(rows) >= room:
+            break
+    return rows[-room:]
