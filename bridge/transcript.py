@@ -471,6 +471,9 @@ def _records(path: Path, kind: str) -> _Records:
             problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
+    if kind == "session" and not (isinstance(header.get("sessionId"), str) and isinstance(header.get("cwd"), str)):
+        # (a forged or hand-edited header: said as such, never a bare KeyError)
+        raise ValueError(f"{path} is not a transcript (its header names no session id and folder)")
     return _Records(header, messages, problems, cost, usage, turns.finish())
 
 

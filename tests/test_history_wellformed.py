@@ -274,3 +274,11 @@ def test_one_malformed_session_file_does_not_break_the_listing(tmp_path: Path) -
     (sessions / "sess_list.jsonl").write_text("[]\n")
     titles = {s.session_id: s.title for s in list_sessions(tmp_path / "data")}
     assert titles == {"sess_bad": "late title", "sess_good": "good title"}
+
+
+@pytest.mark.parametrize("header", [{"type": "session"}, {"type": "session", "sessionId": 5, "cwd": "/w"}])
+def test_a_header_without_its_id_or_folder_is_said_to_be_no_transcript(tmp_path: Path, header: Json) -> None:
+    path = tmp_path / "sess_h.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps({"type": "message", "message": GO}) + "\n")
+    with pytest.raises(ValueError, match="not a transcript"):
+        load(path)
