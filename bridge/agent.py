@@ -24,7 +24,7 @@ from bridge.messages import Message
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelClient
 from bridge.permissions.settings import SettingsStore
-from bridge.replay import replay_turns
+from bridge.replay import replay_turns, workspace_readable
 from bridge.session import Frontend, Session, new_session_id
 from bridge.session_setup import SessionSetup
 from bridge.tools.base import AnyTool, Services
@@ -192,6 +192,7 @@ class Agent:
             functools.partial(sidechain_messages, session.sidechains),
             context_size=self.config.context_window,
             last_running=live and session.busy,
+            readable=workspace_readable(session.engine.workspace.roots, session.engine.read_guard()),
         )
         return Reopened(session, notices, events)
 

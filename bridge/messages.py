@@ -74,11 +74,23 @@ def interrupted_result(tool_use_id: str, output_so_far: str = "") -> Block:
 def tool_uses(message: Message) -> list[Block]:
     if message.get("role") != "assistant":
         return []
-    return [b for b in message.get("content", []) if b.get("type") == "tool_use"]
+    return [b for b in message.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
 def _is_empty(block: Block) -> bool:
     return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def _fits_pairing(block: object, role: str) -> bool:
+    """Whether the repair can place `block` at all: an object with a type, and no tool_result from the model nor
+    tool_use from the user (the API refuses both). A tool_use needs a valid id: pairing is by id, and a file
+    name may be made of it. (What else a stored block must be is `sound_blocks`' business, on load.)"""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return False
+    kind = block["type"]
+    if kind == "tool_use":
+        return role == "assistant" and valid_tool_use_id(block.get("id"))
+    return not (kind == "tool_result" and role != "user")
 
 
 def repair_pairing(history: list[Message]) -> list[Message]:
@@ -88,7 +100,12 @@ def repair_pairing(history: list[Message]) -> list[Message]:
     - roles alternate, starting with `user`; consecutive messages of one role are merged;
     - every `tool_use` is answered by exactly one `tool_result` in the next user message (missing ones
       are synthesized as interrupted), tool_results come first in that message;
-    - tool_results that answer nothing, duplicates and empty text blocks are dropped.
+    - tool_use ids are unique in the whole history (the API refuses a request that repeats one): a later call
+      with an id an earlier one has is dropped, and with it the result that answers it (a model or gateway reused
+      the id, or an older bridge stored it; the live loop renames such calls as they come, see
+      bridge/loop/query.py's `unique_tool_id`);
+    - tool_results that answer nothing, duplicates, empty text blocks and blocks the pairing can't place (not an
+      object, a tool_use without a valid id or from the user, a tool_result from the model) are dropped.
 
     Dropping can make a new neighbour pair (a stray result between two assistant messages leaves them
     adjacent; a leading assistant message dropped leaves its results answering nothing), so the pass repeats
@@ -106,7 +123,11 @@ def repair_pairing(history: list[Message]) -> list[Message]:
 def _repair_once(history: list[Message]) -> list[Message]:
     merged: list[Message] = []
     for message in history:
-        blocks = [b for b in message.get("content", []) if not _is_empty(b)]
+        role = message.get("role")
+        content = message.get("content")
+        if role not in ("user", "assistant") or not isinstance(content, list):
+            continue
+        blocks = [b for b in content if _fits_pairing(b, role) and not _is_empty(b)]
         if not blocks:
             continue
         if merged and merged[-1]["role"] == message["role"]:
@@ -118,10 +139,16 @@ def _repair_once(history: list[Message]) -> list[Message]:
 
     repaired: list[Message] = []
     expected: list[str] = []  # tool_use ids the next user message must answer
+    seen: set[str] = set()  # every tool_use id so far: a later call with one is dropped (its result then too)
     for message in merged:
         if message["role"] == "assistant":
             if expected:  # an assistant turn with no user message in between: answer the previous one
                 repaired.append(user_message([interrupted_result(i) for i in expected]))
+                expected = []
+            kept = [b for b in message["content"] if b.get("type") != "tool_use" or _first_use(b["id"], seen)]
+            if not kept:
+                continue
+            message["content"] = kept
             repaired.append(message)
             expected = [b["id"] for b in tool_uses(message)]
             continue
@@ -142,6 +169,147 @@ def _repair_once(history: list[Message]) -> list[Message]:
     if expected:
         repaired.append(user_message([interrupted_result(i) for i in expected]))
     return repaired
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_IMAGE_BASE64_MAX = 5 * 1024 * 1024
+_RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
+_USER_BLOCKS = _RESULT_BLOCKS | {"tool_result"}
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+# The server tools' blocks a response may hold (sent back as they came): only their ids are looked at.
+_SERVER_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+    }
+)
+_ASSISTANT_BLOCKS = frozenset({"text", "tool_use"}) | _THINKING | _SERVER_BLOCKS
+
+
+def sound_blocks(message: Message) -> tuple[list[Block], list[str]]:
+    """The blocks of a stored message that the API takes back, and what the others were (for the person: "a
+    tool_use without a valid id"). A transcript is a file anyone may have written (a hand edit, another tool,
+    an older bridge, an attacker), and one block the API refuses makes every later request of the session fail:
+    so only blocks of known types with fields of the right types are kept (a tool_result's unreadable inner
+    blocks go, the rest of it stays), and a `cache_control` (the bridge never stores one; a forged one can
+    break the request's limit of 4) is left off. `message` must have a role and a list for content."""
+    role = message["role"]
+    kept: list[Block] = []
+    dropped: list[str] = []
+    for block in message["content"]:
+        fixed, why = _sound_block(block, role)
+        if fixed is not None:
+            kept.append(fixed)
+        if why is not None:
+            dropped.append(why)
+    thinking = [b for b in kept if b["type"] in _THINKING]
+    if thinking and kept[0]["type"] not in _THINKING:  # the API wants them first or not at all
+        kept = [b for b in kept if b["type"] not in _THINKING]
+        dropped += ["a thinking block that is not first in its message"] * len(thinking)
+    return kept, dropped
+
+
+def _sound_block(block: object, role: str) -> tuple[Block | None, str | None]:
+    """`block` as the API takes it back from a `role` message (a copy without `cache_control`), or None; and
+    what of it was dropped (None: nothing)."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return None, "a content block that is not an object with a type"
+    kind = block["type"]
+    if kind not in (_USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS):
+        return None, f"a {kind[:40]!r} block, which a {role} message can't hold"
+    block = _uncached(block)
+    why = _flaw(block)
+    if why is not None:
+        return None, why
+    content = block.get("content", "")
+    if kind != "tool_result" or isinstance(content, str):
+        return block, None
+    if not isinstance(content, list):
+        block["content"] = "(the stored result could not be read)"
+        return block, "a tool_result's content that is neither text nor blocks"
+    inner = [_uncached(b) for b in content if isinstance(b, dict) and b.get("type") in _RESULT_BLOCKS and not _flaw(b)]
+    block["content"] = inner  # (left empty, it is filled in before it is sent: `within_limits`)
+    return block, "a malformed block in a tool_result" if len(inner) < len(content) else None
+
+
+def _uncached(block: Block) -> Block:
+    return {key: value for key, value in block.items() if key != "cache_control"}
+
+
+def _flaw(block: Block) -> str | None:
+    """What makes a block of a known type one the API refuses, or None."""
+    kind = block["type"]
+    if kind == "text":
+        return None if isinstance(block.get("text"), str) else "a text block whose text is not a string"
+    if kind == "tool_use":
+        if not valid_tool_use_id(block.get("id")):
+            return "a tool_use without a valid id"
+        name = block.get("name")
+        if not isinstance(name, str) or _TOOL_NAME.fullmatch(name) is None:
+            return "a tool_use without a valid tool name"
+        return None if isinstance(block.get("input"), dict) else "a tool_use whose input is not an object"
+    if kind == "tool_result":
+        if not valid_tool_use_id(block.get("tool_use_id")):
+            return "a tool_result without a valid tool_use_id"
+        return None if isinstance(block.get("is_error", False), bool) else "a tool_result with a bad is_error"
+    if kind == "thinking":
+        fine = isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
+        return None if fine and block["signature"] else "a thinking block without a signature"
+    if kind == "redacted_thinking":
+        return None if isinstance(block.get("data"), str) else "a redacted thinking block without its data"
+    if kind == "image":
+        return None if _image_source(block.get("source")) else "an image without a source the API takes"
+    if kind == "document":
+        return None if _document_source(block.get("source")) else "a document without a source the API takes"
+    if kind in _SERVER_BLOCKS:
+        key = "id" if kind == "server_tool_use" else "tool_use_id"
+        return None if valid_tool_use_id(block.get(key)) else f"a {kind} block without a valid id"
+    return None  # search_result: kept as stored
+
+
+def _image_source(source: object) -> bool:
+    if not isinstance(source, dict):
+        return False
+    kind = source.get("type")
+    if kind == "url":
+        return isinstance(source.get("url"), str)
+    if kind == "file":
+        return isinstance(source.get("file_id"), str)
+    data = source.get("data")
+    return (
+        kind == "base64"
+        and source.get("media_type") in _IMAGE_TYPES
+        and isinstance(data, str)
+        and len(data) <= _IMAGE_BASE64_MAX
+    )
+
+
+def _document_source(source: object) -> bool:
+    if not isinstance(source, dict):
+        return False
+    kind = source.get("type")
+    if kind == "base64":
+        return source.get("media_type") == "application/pdf" and isinstance(source.get("data"), str)
+    if kind == "text":
+        return source.get("media_type") == "text/plain" and isinstance(source.get("data"), str)
+    if kind == "content":
+        return isinstance(source.get("content"), (str, list))
+    field = {"url": "url", "file": "file_id"}.get(str(kind))
+    return field is not None and isinstance(source.get(field), str)
+
+
+def _first_use(use_id: str, seen: set[str]) -> bool:
+    """Whether `use_id` is new to the history so far (it is then taken)."""
+    if use_id in seen:
+        return False
+    seen.add(use_id)
+    return True
 
 
 MAX_REQUEST_IMAGES = 100  # the API's limit on images in one request, the whole history's

@@ -14,7 +14,9 @@ the tools say their calls did (`Tool.replayed_effects`): the last one the sessio
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from bridge.display import Display, PlanEntry
 from bridge.loop.events import (
@@ -35,10 +37,34 @@ from bridge.transcript import StoredTurn
 
 Tools = Callable[[str], AnyTool | None]
 Sidechain = Callable[[str], list[Message] | None]
+Readable = Callable[[Path], bool]
 
 
 def _no_sidechain(_call: str) -> list[Message] | None:
     return None
+
+
+def _nothing_readable(_path: Path) -> bool:
+    return False
+
+
+def workspace_readable(roots: Sequence[Path], guard: Callable[[Path, Path | None], str | None]) -> Readable:
+    """Whether a replay may read a file a stored call names (an Edit's, for the line its text is at now): its
+    real path is in one of `roots` (the session's workspace and added folders), and `guard` (the session's read
+    guard: deny rules, the bridge's own secrets) lets it be shown. Bypass mode or an allow rule never widens this:
+    the stored input is not this session's model's but anyone's who could write the transcript (attack round 17:
+    a forged one made the bridge read any file, up to 4 MB, and show where a text is in it)."""
+    real_roots = [os.path.realpath(root) for root in roots]
+
+    def readable(path: Path) -> bool:
+        try:
+            real = os.path.realpath(path)
+            inside = any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in real_roots)
+            return inside and guard(path, None) is None
+        except (OSError, ValueError):  # (a NUL in the name: ValueError)
+            return False
+
+    return readable
 
 
 def replay_turns(
@@ -48,12 +74,14 @@ def replay_turns(
     *,
     context_size: int = 0,
     last_running: bool = False,
+    readable: Readable = _nothing_readable,
 ) -> list[LoopEvent]:
-    """The events of a stored session, turn by turn (module docstring)."""
+    """The events of a stored session, turn by turn (module docstring). `readable(path)`: whether a file a stored
+    call names may be read for its display (the session's workspace and added folders; by default none)."""
     events: list[LoopEvent] = []
     plan: list[PlanEntry] | None = None
     for index, turn in enumerate(turns):
-        part, turn_plan = _replay(repair_pairing(turn.messages), tools, sidechain)
+        part, turn_plan = _replay(repair_pairing(turn.messages), tools, sidechain, readable)
         if turn.id is not None:  # its prompt's text carries the turn's id (the editor's "rewind to here")
             part = _prompt_tagged(part, turn.id)
         plan = turn_plan if turn_plan is not None else plan
@@ -67,9 +95,15 @@ def replay_turns(
     return events
 
 
-def replay_history(messages: list[Message], tools: Tools, sidechain: Sidechain = _no_sidechain) -> list[LoopEvent]:
+def replay_history(
+    messages: list[Message],
+    tools: Tools,
+    sidechain: Sidechain = _no_sidechain,
+    *,
+    readable: Readable = _nothing_readable,
+) -> list[LoopEvent]:
     """A stored history without turns (a sub-agent's) as events; the session's plan as last set comes last."""
-    events, plan = _replay(messages, tools, sidechain)
+    events, plan = _replay(messages, tools, sidechain, readable)
     if plan is not None:
         events.append(PlanUpdate(plan))
     return events
@@ -109,7 +143,7 @@ def _stored_usage(turn: StoredTurn, context_size: int) -> UsageReport:
 
 
 def _replay(
-    messages: list[Message], tools: Tools, sidechain: Sidechain, *, sub_agent: bool = False
+    messages: list[Message], tools: Tools, sidechain: Sidechain, readable: Readable, *, sub_agent: bool = False
 ) -> tuple[list[LoopEvent], list[PlanEntry] | None]:
     """The events of `messages` (a sub-agent's: no user text), and the plan the last of their calls set (None:
     none did)."""
@@ -135,13 +169,14 @@ def _replay(
                 events.append(started_event(block, tool))
                 child = sidechain(call)
                 if child is not None:  # a sub-agent's plan is its own, not the session's
-                    events += [SubAgentEvent(call, e) for e in _replay(child, tools, sidechain, sub_agent=True)[0]]
+                    replayed = _replay(child, tools, sidechain, readable, sub_agent=True)[0]
+                    events += [SubAgentEvent(call, e) for e in replayed]
             elif kind == "tool_result":
-                events.append(_finished(block, uses, tools))
+                events.append(_finished(block, uses, tools, readable))
     return events, plan
 
 
-def _finished(block: Block, uses: dict[str, Block], tools: Tools) -> ToolCallFinished:
+def _finished(block: Block, uses: dict[str, Block], tools: Tools, readable: Readable) -> ToolCallFinished:
     content = block.get("content")
     text = (
         content
@@ -150,5 +185,5 @@ def _finished(block: Block, uses: dict[str, Block], tools: Tools) -> ToolCallFin
     )
     failed = bool(block.get("is_error"))
     use = uses.get(str(block.get("tool_use_id")))
-    shown: list[Display] = stored_display(use, tools(use["name"])) if use is not None and not failed else []
+    shown: list[Display] = stored_display(use, tools(use["name"]), readable) if use is not None and not failed else []
     return ToolCallFinished(str(block["tool_use_id"]), "failed" if failed else "completed", text, shown)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bridge.jsonfile import jsonl_records
-from bridge.messages import MARKER, MARKER_TOOL_USE, Message, repair_pairing
+from bridge.messages import MARKER, MARKER_TOOL_USE, Message, repair_pairing, sound_blocks, tool_uses
 from bridge.model.types import Usage
 
 log = logging.getLogger(__name__)
@@ -268,7 +268,7 @@ def load(path: Path) -> LoadedTranscript:
         str(found.header["sessionId"]),
         Path(found.header["cwd"]),
         repair_pairing(found.messages),
-        found.problems,
+        found.problems + _reused_ids(path, found.messages),
         found.cost_usd,
         found.usage,
         found.turns,
@@ -308,7 +308,19 @@ class LoadedSidechain:
 def load_sidechain(path: Path) -> LoadedSidechain:
     """A sub-agent's stored history, repaired (a crash may have cut it anywhere)."""
     found = _records(path, "agent")
-    return LoadedSidechain(found.header, repair_pairing(found.messages), found.problems)
+    return LoadedSidechain(
+        found.header, repair_pairing(found.messages), found.problems + _reused_ids(path, found.messages)
+    )
+
+
+def _reused_ids(path: Path, messages: list[Message]) -> list[str]:
+    """The problem to report when calls of the history share an id (the repair keeps the first of each, with its
+    result; the API refuses a history that repeats one)."""
+    ids = [b["id"] for m in messages for b in tool_uses(m) if isinstance(b.get("id"), str)]
+    reused = len(ids) - len(set(ids))
+    if not reused:
+        return []
+    return [f"{path.name}: {reused} tool call(s) reuse an earlier call's id: left out with their results"]
 
 
 @dataclass
@@ -432,10 +444,14 @@ def _records(path: Path, kind: str) -> _Records:
         if record_kind == kind:
             header = record
         elif record_kind == "message" and _is_message(record.get("message")):
-            messages.append(record["message"])
-            turns.message(record["message"])
+            message = _sound(record["message"], f"{path.name}:{number}", problems)
+            if message is not None:
+                messages.append(message)
+                turns.message(message)
         elif record_kind == "restart" and isinstance(record.get("messages"), list):
-            messages = [m for m in record["messages"] if _is_message(m)]
+            where = f"{path.name}:{number}"
+            found = (_sound(m, where, problems) for m in record["messages"] if _is_message(m))
+            messages = [m for m in found if m is not None]
             turns.restart(messages)
         elif record_kind == "usage" and _is_usage(record):
             cost += record["costUsd"]
@@ -455,6 +471,9 @@ def _records(path: Path, kind: str) -> _Records:
             problems.append(f"{path.name}:{number}: unknown record skipped")
     if header is None:
         raise ValueError(f"{path} is not a transcript (no {kind} header)")
+    if kind == "session" and not (isinstance(header.get("sessionId"), str) and isinstance(header.get("cwd"), str)):
+        # (a forged or hand-edited header: said as such, never a bare KeyError)
+        raise ValueError(f"{path} is not a transcript (its header names no session id and folder)")
     return _Records(header, messages, problems, cost, usage, turns.finish())
 
 
@@ -479,6 +498,20 @@ def _is_message(value: Any) -> bool:
     )
 
 
+def _sound(message: Message, where: str, problems: list[str]) -> Message | None:
+    """`message` with only the blocks the API takes back (`sound_blocks`), None when none is left; what was
+    dropped is said once for the line, in `problems` (shown to the person, as a corrupt line is)."""
+    blocks, dropped = sound_blocks(message)
+    if dropped:
+        what = ", ".join(
+            f"{text} (x{dropped.count(text)})" if dropped.count(text) > 1 else text for text in dict.fromkeys(dropped)
+        )
+        problems.append(f"{where}: malformed content dropped from a stored message: {what}")
+    if not blocks:
+        return None
+    return message if not dropped and blocks == message["content"] else {**message, "content": blocks}
+
+
 @dataclass(frozen=True)
 class StoredSession:
     session_id: str
@@ -499,10 +532,12 @@ def list_sessions(data_dir: Path, cwd: Path | None = None) -> list[StoredSession
                 header = json.loads(lines.readline())
                 title = _title(lines)
             updated = os.stat(path).st_mtime
-        except (OSError, json.JSONDecodeError):
+        except (OSError, ValueError, RecursionError):  # (a JSON nested past Python's limit: RecursionError)
             continue
         if not isinstance(header, dict) or header.get("type") != "session":
             continue
+        if not isinstance(header.get("sessionId"), str) or not isinstance(header.get("cwd"), str):
+            continue  # not a header this bridge wrote: no session to list
         if cwd is not None and header.get("cwd") != str(cwd):
             continue
         found.append(StoredSession(header["sessionId"], header["cwd"], title, updated))
@@ -514,7 +549,7 @@ def _title(lines: IO[str]) -> str:
     for line in lines:
         try:
             record = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
         title = title_of(record.get("message") if isinstance(record, dict) else None)
         if title is not None:
@@ -523,10 +558,14 @@ def _title(lines: IO[str]) -> str:
 
 
 def title_of(message: Any) -> str | None:
-    """A session's title, if `message` (its first user message with words) gives it: the first line of its text."""
-    if isinstance(message, dict) and message.get("role") == "user":
-        for block in message.get("content", []):
-            if isinstance(block, dict) and block.get("type") == "text" and not block["text"].startswith("["):
-                lines = str(block["text"]).strip().splitlines()
-                return lines[0][:80] if lines else None
+    """A session's title, if `message` (its first user message with words) gives it: the first line of its text.
+    Anything may be in a stored line (a hand edit, another tool): what is not a text block with a string is no
+    title, never an error (one bad file must not break the session list or `--continue`)."""
+    if not isinstance(message, dict) or message.get("role") != "user" or not isinstance(message.get("content"), list):
+        return None
+    for block in message["content"]:
+        text = block.get("text") if isinstance(block, dict) and block.get("type") == "text" else None
+        if isinstance(text, str) and not text.startswith("["):
+            lines = text.strip().splitlines()
+            return lines[0][:80] if lines else None
     return None

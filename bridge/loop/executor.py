@@ -562,10 +562,10 @@ def replayed_effects(block: Block, tool: AnyTool | None) -> list[Effect]:
     return _from_stored(block, tool, lambda t, data: t.replayed_effects(data))
 
 
-def stored_display(block: Block, tool: AnyTool | None) -> list[Display]:
+def stored_display(block: Block, tool: AnyTool | None, readable: Callable[[Path], bool]) -> list[Display]:
     """What a stored tool_use's call showed, as far as its input tells (a replay's Edit diff); [] when the tool
-    or a valid input is missing."""
-    return _from_stored(block, tool, lambda t, data: t.stored_display(data))
+    or a valid input is missing. `readable`: which files the replay may read (`Tool.stored_display`)."""
+    return _from_stored(block, tool, lambda t, data: t.stored_display(data, readable))
 
 
 T = TypeVar("T")

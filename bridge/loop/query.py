@@ -8,6 +8,7 @@ history is left valid: partial text kept, every tool_use answered, the marker ad
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -197,6 +198,7 @@ async def run_turn(
             extra=fields,
         )
         response = _Response()
+        taken = {b["id"] for m in conversation.messages for b in tool_uses(m) if isinstance(b.get("id"), str)}
         failure: ModelError | None = None
         # Tools follow the turn's signal, and are also stopped (as by `interrupt`) if the response is cut off.
         tool_abort = abort.child(lambda _reason: True)
@@ -205,7 +207,7 @@ async def run_turn(
             with cancel_on_abort(abort):
                 try:
                     async for event in model.stream(request):
-                        _on_event(event, response, executor, emit)
+                        _on_event(event, response, executor, emit, taken)
                 except ModelError as error:
                     failure = error
                 except Exception as error:  # anything else that breaks the stream ends the response the same way
@@ -267,7 +269,15 @@ async def _maybe_compact(
     )
 
 
-def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: Callable[[LoopEvent], None]) -> None:
+def _on_event(
+    event: object,
+    response: _Response,
+    executor: ToolExecutor,
+    emit: Callable[[LoopEvent], None],
+    taken: set[str],
+) -> None:
+    """One stream event into the response; a complete tool_use starts (`taken`: the tool_use ids the history and
+    this response have so far, see `unique_tool_id`)."""
     if isinstance(event, BlockDelta):
         part = response.partial.setdefault(event.index, {"type": event.block_type, "text": ""})
         part["text"] += event.text
@@ -276,12 +286,32 @@ def _on_event(event: object, response: _Response, executor: ToolExecutor, emit: 
         response.partial.pop(event.index, None)
         response.blocks[event.index] = event.block
         if event.block["type"] == "tool_use":
+            unique_tool_id(event.block, taken)
             executor.add(event.block)
     elif isinstance(event, ResponseComplete):
         response.stop_reason = event.stop_reason
         response.usage = event.usage
     elif isinstance(event, Retrying):
         emit(RetryWait(event.reason or event.message, event.attempt + 1, event.attempts, event.delay))
+
+
+def unique_tool_id(block: Block, taken: set[str]) -> None:
+    """`block` (a complete tool_use) given a fresh id when a call of the history or of this response already has
+    its id (then taken too). The API refuses a history that repeats an id, so a model or gateway that reuses one
+    (attack round 17) would make every later request of the session fail; the call is the model's all the same,
+    so it runs, and its result goes back under the new id (before anything has seen the old one: the executor,
+    the editor and the history all get the new one). Refusing it would lose the call; dropping it would leave
+    the model waiting for a result it never gets."""
+    original = block["id"]
+    if original in taken:
+        block["id"] = f"toolu_bridge_{uuid.uuid4().hex}"
+        log.warning(
+            "the model's response reused the tool_use id %s (an earlier call has it): its %s call runs as %s",
+            original,
+            block.get("name"),
+            block["id"],
+        )
+    taken.add(block["id"])
 
 
 def _answer(conversation: Conversation, results: list[Block], abort: Abort) -> None:

@@ -291,8 +291,10 @@ class Tool(Generic[In]):
         reads nothing the call names unless `validate_target` ran (its plan): else the input alone."""
         return []
 
-    def stored_display(self, data: In) -> list[Display]:
-        """What a finished call showed, as far as its input alone tells (a stored session's replay)."""
+    def stored_display(self, data: In, readable: Callable[[Path], bool]) -> list[Display]:
+        """What a finished call showed, as far as its input alone tells (a stored session's replay). A file it
+        names may be read only when `readable(path)`: the stored input is anyone's words (a forged transcript),
+        so the session's workspace and added folders bound what a replay reads."""
         return []
 
     def replayed_effects(self, data: In) -> list[Effect]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -242,15 +243,17 @@ class EditTool(WritesAFile[EditInput]):
         """The permission dialog's diff."""
         return [preview_edit(data, ctx)]
 
-    def stored_display(self, data: EditInput) -> list[Display]:
-        """The replaced text and its replacement (at the line the replacement is found now, if it is)."""
+    def stored_display(self, data: EditInput, readable: Callable[[Path], bool]) -> list[Display]:
+        """The replaced text and its replacement (at the line the replacement is found now, if it is and the file
+        is `readable`: a forged transcript must not make the bridge read a file outside the workspace)."""
         try:
             path = absolute_path(data.file_path)
         except ToolError:
             return []
         if not data.old_string:
             return [Diff(str(path), None, data.new_string)]
-        return [Diff(str(path), data.old_string, data.new_string, first_line=_first_line_of(path, data.new_string))]
+        first_line = _first_line_of(path, data.new_string) if readable(path) else None
+        return [Diff(str(path), data.old_string, data.new_string, first_line=first_line)]
 
     def edited_input(self, data: EditInput, text: str) -> tuple[str, dict[str, Any]] | None:
         """The user edited the whole proposed file: it is written as a Write of that text."""
