@@ -151,6 +151,23 @@ async def test_an_edit_of_a_self_ignoring_gitignore_is_not_undone_by_deleting_it
     assert (ws / ".gitignore").read_text() == "build/\n"
 
 
+async def test_a_rewind_does_not_overwrite_a_file_it_cannot_see(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent deleted `notes.txt`; the user then ignored the name and wrote a new one: the snapshot shows no file
+    there, but there is one. Recreating the old version over it silently would lose the user's."""
+    ws = tmp_path / "ws"
+    responses = [step(use("Bash", command="rm notes.txt")), say("deleted"), say("back")]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        (ws / "notes.txt").write_text("old notes\n")
+        assert await run.prompt("delete the notes") == "end_turn"
+        (ws / ".gitignore").write_text("notes.txt\n")
+        (ws / "notes.txt").write_text("the user's new notes\n")
+        text = await _rewound(run)
+        assert "notes.txt" in text and "not overwritten silently" in text, text
+    assert (ws / "notes.txt").read_text() == "the user's new notes\n"
+
+
 UNREADABLE = """
 import asyncio, json, os, shutil, sys, tempfile
 from pathlib import Path
