@@ -73,6 +73,17 @@ def read(root: str, relative: str) -> Entry | None:
         return None
 
 
+def occupied(root: str, relative: str) -> bool:
+    """Whether something other than a directory is at `relative` (a file, a link, a FIFO...), looked at exactly."""
+    try:
+        with _parent(root, relative, create=False) as (held, name):
+            return not stat.S_ISDIR(held.lstat(name).st_mode)
+    except (FileNotFoundError, NotADirectoryError, EscapeRefused, safefs.Changed):
+        return False  # (nothing there, or nothing a restore would write through to)
+    except OSError:
+        return True  # can't tell: as if something were
+
+
 def write(root: str, relative: str, entry: Entry) -> None:
     """Make `relative` exactly `entry` (replacing whatever is there: a file, a link, an empty directory)."""
     with _parent(root, relative, create=True) as (held, name):

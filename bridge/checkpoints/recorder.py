@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -82,6 +82,7 @@ class Checkpoints:
         self._running: dict[str, StepCall] = {}
         self._warming = False
         self._closed = False
+        self._accounted_holes: dict[str, str] = {}  # where the snapshot of `_accounted` did not look (as far as known)
         self._unchained: list[str] = []  # step trees not on the session's ref yet
         self._chained_last: str | None = None
 
@@ -194,7 +195,7 @@ class Checkpoints:
             for waiter in waiters:
                 self._await_end(call, turn, waiter)
 
-    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change], frozenset[str]] | None:
+    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change], dict[str, str]] | None:
         async with self._lock:
             try:
                 shot = await self._checkpoint(call.paths)
@@ -203,17 +204,17 @@ class Checkpoints:
                 return None
             assert self.index is not None
             external = await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
-            return shot, external, self.index.unstored()
+            return shot, external, self.index.unrecorded()
 
     async def _after(
         self,
         call: StepCall,
         turn: str | None,
-        before: tuple[Snapshot, list[Change], frozenset[str]],
+        before: tuple[Snapshot, list[Change], dict[str, str]],
         *,
         interrupted: bool,
     ) -> None:
-        shot, external, unstored = before
+        shot, external, unrecorded = before
         async with self._lock:
             try:
                 after = await self._checkpoint(call.paths)
@@ -221,7 +222,7 @@ class Checkpoints:
             except StoreError as error:
                 self._off(str(error))
                 return
-            changes, unknown = _known_before(changes, unstored)
+            changes, unknown = _known_before(changes, unrecorded)
             skipped = [*shot.skipped, *after.skipped, *unknown]
             self._record_call(call, turn, shot.tree, after.tree, changes, external, skipped, interrupted=interrupted)
 
@@ -243,14 +244,16 @@ class Checkpoints:
         meanwhile): the step is marked `background`, and a rewind asks before undoing it."""
         async with self._lock:
             last = self._accounted or EMPTY_TREE
-            unstored = self.index.unstored() if self.index is not None else frozenset()
+            # where the snapshot of `last` did not look, and the latest one (a later snapshot, a rewind's preview,
+            # may have looked again since): more left out is only more kept
+            unrecorded = {**self._accounted_holes, **(self.index.unrecorded() if self.index is not None else {})}
             try:
                 after = await self._checkpoint(None)
                 changes = await self.run(self.store_diff, last, after.tree)
             except StoreError as error:
                 self._off(str(error))
                 return
-            changes, unknown = _known_before(changes, unstored)
+            changes, unknown = _known_before(changes, unrecorded)
             self._record_call(call, turn, last, after.tree, changes, [], [*after.skipped, *unknown], background=True)
 
     def _record_call(
@@ -335,6 +338,7 @@ class Checkpoints:
     def _record(self, step: Step) -> None:
         step.at = time.time()
         self._accounted = step.after
+        self._accounted_holes = self.index.unrecorded() if self.index is not None else {}
         self.log.add(step)
         for tree in (step.before, step.after):
             if tree not in self._unchained and tree != self._chained_last:
@@ -425,25 +429,38 @@ class Checkpoints:
 UNKNOWN_BEFORE = "what it was before this call is not in the checkpoints"
 
 
-def _known_before(changes: list[Change], unstored: frozenset[str]) -> tuple[list[Change], list[Skipped]]:
-    """The changes whose earlier version is known, and those of paths the store had left out before the step (too
-    big...): no tree holds what they were, so they are named as left out, never planned as new files (a rewind
-    deleted a 15 MB file a command had rewritten, calling it one the agent made)."""
-    # a step that changes ignore rules (`sed -i /env/d .gitignore`) makes files appear that were there, ignored,
-    # before it: none of its new files is known to be new (a rewind deleted the user's `secrets.env`)
-    ignores = any(c.path == ".gitignore" or c.path.endswith("/.gitignore") for c in changes)
+def _known_before(changes: list[Change], unrecorded: Mapping[str, str]) -> tuple[list[Change], list[Skipped]]:
+    """The changes whose earlier version is known, and the others, named as left out. A file a step makes appear is
+    new only where the snapshot before it looked and found nothing; in a place that snapshot left out (`unrecorded`:
+    ignored, a nested repository, too big, unreadable) or behind what was a link then, it may have been there all
+    along, and no tree holds what it was. Those are never planned as new files: a rewind deleted a 15 MB file a
+    command had rewritten, a `secrets.env` a command un-ignored (editing a `.gitignore` that ignored itself too, so
+    that no change named it), and the files of a nested repository whose `.git` a command removed."""
+    links = {c.path for c in changes if c.old_mode == "120000" and c.new_mode != "120000"}
     known: list[Change] = []
     unknown: list[Skipped] = []
     for change in changes:
-        if change.old is None and change.path in unstored:
-            why = "left out: too big, or not a regular file"
-        elif change.old is None and ignores and not change.path.endswith(".gitignore"):
-            why = "it appeared as this call changed what .gitignore leaves out: it may have been there, ignored"
-        else:
+        why = None if change.old is not None else _left_out_before(change.path, unrecorded, links)
+        if why is None:
             known.append(change)
-            continue
-        unknown.append(Skipped(change.path, f"{UNKNOWN_BEFORE} ({why}); a rewind leaves it as it is"))
+        else:
+            unknown.append(Skipped(change.path, f"{UNKNOWN_BEFORE} ({why}); a rewind leaves it as it is"))
     return known, unknown
+
+
+def _left_out_before(path: str, unrecorded: Mapping[str, str], links: set[str]) -> str | None:
+    """Why the snapshot before a step has no word of `path` (None: it looked there, and there was nothing): the
+    path itself, or a folder on its way, was left out; or a folder on its way was a link (what was behind it was
+    another place's, in no snapshot)."""
+    parts = path.split("/")
+    for depth in range(1, len(parts) + 1):
+        place = "/".join(parts[:depth])
+        if place in unrecorded:
+            where = "it" if place == path else f"{place}, where it is"
+            return f"the snapshot before this call did not look at {where}: {unrecorded[place]}"
+        if depth < len(parts) and place in links:
+            return f"{place}, where it is, was a link before this call: what was behind it is in no snapshot"
+    return None
 
 
 def skipped_text(skipped: list[Skipped]) -> list[str]:

@@ -3,8 +3,9 @@ never silently lost.
 
 For each file a step changed after the prompt's anchor, the target is what the file was just before the first of
 those steps touched it (so an edit the user made after the prompt but before the agent's step is kept too). The
-file is restored silently only when nothing outside the steps changed it after that first touch. Otherwise it is
-a conflict, shown with why, and the user decides:
+file is restored silently only when nothing outside the steps changed it after that first touch (and, where the
+snapshot now has no file, there is none: one it did not look at, ignored or left out, is in no checkpoint). Otherwise
+it is a conflict, shown with why, and the user decides:
 - `keep` (the default): the file stays as it is now;
 - `merge`: each of the agent's changes to it is taken out of the current text, newest first (`git merge-file`,
   as `git revert` does); the file is kept as it is when that does not apply cleanly or the file is binary;
@@ -210,7 +211,24 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
         if path in edited:
             item.conflict = f"{edited[path]}: it is not overwritten silently"
         plans.append(item)
+    unseen = [item for item in plans if item.action == "recreate" and item.conflict is None]
+    if unseen:
+        present = await checkpoints.run(_present, checkpoints, [item.path for item in unseen])
+        for item in unseen:
+            if item.path in present:
+                item.conflict = f"{UNSEEN}: it is not overwritten silently"
     return RewindPlan(turn, plans, _irreversible(later, steps), len(steps))
+
+
+UNSEEN = "a file is there that no checkpoint holds (ignored, or left out, since)"
+
+
+def _present(checkpoints: Checkpoints, paths: list[str]) -> set[str]:
+    """Those of `paths` (absent from the snapshot now) where a file is all the same: the snapshot did not look there
+    (ignored, left out), so what it holds is in no checkpoint. Recreating the old version over it would lose it (a
+    file the agent deleted, then the user wrote again under a name they had ignored since)."""
+    root = str(checkpoints.workspace)
+    return {path for path in paths if files.occupied(root, path)}
 
 
 def _irreversible(later: Sequence[object], steps: list[Step]) -> list[str]:

@@ -13,12 +13,14 @@ workspace's `.gitattributes` names as a filter has no command to run: the store'
 
 What is left out: what `.gitignore` (and the repository's `.git/info/exclude`, and the user's global excludes)
 ignores; files over `max_file_bytes`, binary ones over `max_binary_bytes`; FIFOs, sockets, devices; nested git
-repositories. A snapshot names what it left out (once per path and version: `Snapshot.skipped`).
+repositories. A snapshot names what it left out (once per path and version: `Snapshot.skipped`), and the index
+remembers where the last snapshot did not look (`SessionIndex.unrecorded`): what a step makes appear there may
+have been there before it, and no rewind may call it new.
 
 Why `ls-files` + `update-index` and not `git add -A`: `add -A` hashes every new file whatever its size, so a
 command that writes a 2 GB file would stall the turn and fill the disk; listing first (one process, the same
 stat pass `add -A` makes) lets us leave such files out before git reads them. An unchanged workspace costs that
-one process only.
+process and a second `ls-files` that lists what is ignored (folders as one entry: git does not go into them).
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ MAX_FILES = 100_000  # a first snapshot that finds more: a home directory, not a
 FIRST_TIMEOUT = 300.0  # seconds a session's first snapshot may take (a slow disk, a huge tree): then it is off
 LATER_TIMEOUT = 120.0  # seconds a later one may take (it looks at what changed): no snapshot waits for ever
 _SNIFF = 8000  # as git: a NUL in the first 8000 bytes makes a file binary
+IGNORED = "ignored (by a .gitignore, the repository's exclude file or the user's excludes)"
+_UNREADABLE_DIR = re.compile(r"^warning: could not open directory '(.+?)/?': (.*)$")  # (git's words, LC_ALL=C)
 
 # Every git we start: nothing from the repository or the user can run (hooks, fsmonitor) or rewrite bytes.
 _CONFIG = (
@@ -401,6 +405,7 @@ class SessionIndex:
         self._head_lock = threading.Lock()
         self._tree: str | None = None  # what the index holds now, as a tree
         self._reported: dict[str, tuple[int, int]] = {}  # skipped paths already named: (size, mtime_ns)
+        self._holes: dict[str, str] = {}  # where the last snapshot did not look (`unrecorded`): path -> why
         self._head: str | None = None  # the last commit of the chain (read from the ref on first use)
         self._head_known = False
 
@@ -417,22 +422,30 @@ class SessionIndex:
             if first:
                 self._start()
             timeout = FIRST_TIMEOUT if first else LATER_TIMEOUT
-            listed = self._changed(paths, timeout)
+            listed, unreadable = self._changed(paths, timeout)
             if first and paths is None and len(listed) > self.store.max_files:
                 raise StoreError(
                     f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
                     "checkpointed (rewind and /changes are off for it)"
                 )
-            skipped = self._stage(listed, timeout)
+            holes = {**self._ignored(paths, timeout), **unreadable}
+            skipped = self._stage(listed, timeout, holes)
+            if paths is None:  # it looked everywhere: where it did not look is exactly this
+                self._holes = holes
+            else:  # it looked at `paths` only: the rest is as the last snapshots saw it
+                self._holes.update(holes)
             if listed or self._tree is None:
                 self._tree = self.store.run("write-tree", index=self.path).stdout.decode().strip()
             return Snapshot(self._tree, skipped)
 
-    def unstored(self) -> frozenset[str]:
-        """The paths left out of the index now (too big, not a file, unreadable...): what a step finds there next is
-        no new file, whatever the trees say (its earlier version is in no checkpoint)."""
+    def unrecorded(self) -> dict[str, str]:
+        """Where the last snapshot did not look, path -> why: files left out (too big, not a file, unreadable), and
+        folders it did not go into (ignored, a nested repository, unreadable) with everything in them. A file a step
+        makes appear there may have been there before it, whatever the trees say: no checkpoint shows it absent
+        (a rewind deleted a user's `secrets.env` a command un-ignored, and the files of a nested repository whose
+        `.git` it removed)."""
         with self._lock:
-            return frozenset(self._reported)
+            return dict(self._holes)
 
     def _start(self) -> None:
         """A new session's index starts as a copy of the store's most recent one: its stat data is warm, so the
@@ -449,21 +462,51 @@ class SessionIndex:
                 shutil.copyfile(other, self.path)
                 return
 
-    def _changed(self, paths: Sequence[str] | None, timeout: float | None) -> list[tuple[str, bytes]]:
-        """(tag, path) for each path that differs from the index: `?` untracked, else tracked (changed/gone)."""
+    def _changed(
+        self, paths: Sequence[str] | None, timeout: float | None
+    ) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
+        """(tag, path) for each path that differs from the index: `?` untracked, else tracked (changed/gone); and
+        the folders git could not open (it says so and goes on: what is in them is in no snapshot)."""
         spec = ["--", *paths] if paths is not None else []
         if paths is not None and not paths:
-            return []
-        out = self.store.run(
+            return [], {}
+        result = self.store.run(
             "ls-files", "-z", "-t", "-m", "-d", "-o", "--exclude-standard", *spec, index=self.path, timeout=timeout
-        ).stdout
+        )
         seen: dict[bytes, str] = {}
-        for entry in out.split(b"\0"):
+        for entry in result.stdout.split(b"\0"):
             if len(entry) > 2:
                 seen.setdefault(entry[2:], entry[:1].decode())
-        return [(tag, path) for path, tag in seen.items()]
+        unreadable = {}
+        for line in result.stderr.decode(errors="surrogateescape").splitlines():
+            if found := _UNREADABLE_DIR.match(line):
+                unreadable[found[1]] = f"unreadable ({found[2]})"
+        return [(tag, path) for path, tag in seen.items()], unreadable
 
-    def _stage(self, listed: list[tuple[str, bytes]], timeout: float | None) -> list[Skipped]:
+    def _ignored(self, paths: Sequence[str] | None, timeout: float | None) -> dict[str, str]:
+        """What is there and ignored (a wholly ignored folder as one entry: git does not go into it). Listed at every
+        snapshot because what a step makes appear is only new where the snapshot before it looked: a step that
+        edits a `.gitignore` (one that ignores itself is in no tree), the user's excludes, or a folder's ignore
+        rules uncovers files that were there all along."""
+        if paths is not None and not paths:
+            return {}
+        # (of given paths: each as itself, as git lists a path inside an ignored folder only without --directory)
+        shape = ["--directory"] if paths is None else ["--", *paths]
+        out = self.store.run(
+            "ls-files", "-z", "-o", "-i", "--exclude-standard", *shape, index=self.path, timeout=timeout
+        ).stdout
+        listed = sorted(os.fsdecode(entry.rstrip(b"/")) for entry in out.split(b"\0") if entry)
+        # A folder whose files are all ignored is listed as itself and each of them (git went through it: what it
+        # holds is listed); a folder ignored as such is listed alone (git did not go into it: all of it is a hole).
+        walked: set[str] = set()
+        for path in listed:
+            while "/" in path and (path := path.rpartition("/")[0]) not in walked:
+                walked.add(path)
+        return {path: IGNORED for path in listed if path not in walked}
+
+    def _stage(self, listed: list[tuple[str, bytes]], timeout: float | None, holes: dict[str, str]) -> list[Skipped]:
+        """Stores what can be, and names what can't (each in `holes` too, said or not: the index does not hold it,
+        so no tree shows whether it was there). A folder where a file was is no hole: its files are stored."""
         add: list[bytes] = []
         drop: list[bytes] = []  # tracked, but not storable now (too big, a directory now...): out of the index
         skipped: list[Skipped] = []
@@ -471,7 +514,9 @@ class SessionIndex:
         real_dirs: dict[bytes, bool] = {}
         for tag, raw in listed:
             if raw.endswith(b"/"):
-                skipped += self._skip(raw.rstrip(b"/"), None, "a nested git repository (not checkpointed)")
+                nested = "a nested git repository (not checkpointed)"
+                holes[os.fsdecode(raw.rstrip(b"/"))] = nested
+                skipped += self._skip(raw.rstrip(b"/"), None, nested)
                 continue
             try:
                 if not _leading_dirs_real(root, raw, real_dirs):  # beyond a link: not the workspace's
@@ -482,15 +527,20 @@ class SessionIndex:
                     drop.append(raw)  # gone (or beyond a link now): out of the index
                 continue
             except OSError as error:
+                holes[os.fsdecode(raw)] = f"unreadable ({error.strerror})"
                 skipped += self._skip(raw, None, f"unreadable ({error.strerror})")
                 continue
             why = self._unstorable(raw, st)
             if why is None:
                 add.append(raw)
                 self._reported.pop(os.fsdecode(raw), None)
+                holes.pop(os.fsdecode(raw), None)
+                self._holes.pop(os.fsdecode(raw), None)  # (a partial snapshot's: the others' stay)
                 continue
             if tag != "?":
                 drop.append(raw)
+            if not stat.S_ISDIR(st.st_mode):
+                holes[os.fsdecode(raw)] = why
             skipped += self._skip(raw, st, why)
         if drop:
             self._update_index(drop, "--force-remove")
