@@ -116,3 +116,82 @@ def test_the_trust_questions_changed_file_names_are_shown_not_acted_on(tmp_path:
     text = TrustQuestion(tmp_path, (item,), ((item, [name]),)).text
     assert foreign(text.encode()) == [], text
     assert "z\\x1b]52;c;cm0gLXJmIH4K\\x07" in text
+
+
+async def test_a_sub_agent_reusing_its_parents_call_id_does_not_hide_its_report(tmp_path: Path) -> None:
+    """Attack round 18: ids were made unique per conversation, and a sub-agent's is its own: its Read with the
+    parent's Agent call id took over the parent's card, and the Agent call's result and report never showed."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "notes.txt").write_text("notes\n")
+    scenario = {
+        "responses": [
+            {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_same",
+                        "name": "Agent",
+                        "input": {"description": "helper", "prompt": "check", "subagent_type": "general-purpose"},
+                    }
+                ],
+                "stop_reason": "tool_use",
+            },
+            {"content": [{"type": "text", "text": "PARENT-FINAL-ANSWER"}], "stop_reason": "end_turn"},
+        ],
+        "agents": [
+            {
+                "prompt": "check",
+                "responses": [
+                    {
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "toolu_same",
+                                "name": "Read",
+                                "input": {"file_path": "notes.txt"},
+                            }
+                        ],
+                        "stop_reason": "tool_use",
+                    },
+                    {"content": [{"type": "text", "text": "SUBAGENT-REPORT"}], "stop_reason": "end_turn"},
+                ],
+            }
+        ],
+    }
+    term, _raw = await raw_run(tmp_path, scenario)
+    shown = term.text()
+    assert "SUBAGENT-REPORT" in shown and "PARENT-FINAL-ANSWER" in shown
+    assert shown.index("SUBAGENT-REPORT") < shown.index("PARENT-FINAL-ANSWER")
+
+
+def test_guarded_lets_no_colour_through_that_hides_text() -> None:
+    """Attack round 18: conceal written `08` or `008`, black on black, RGB colours passed the guard."""
+    for sgr in (
+        "\x1b[08m",
+        "\x1b[0;008m",
+        "\x1b[30;40m",
+        "\x1b[97;107m",
+        "\x1b[38;2;0;0;0;48;2;0;0;0m",
+        "\x1b[38;5;0m",
+    ):
+        assert "\x1b" not in guarded(f"{sgr}HIDDEN", sgr=True), sgr
+    for sgr in ("\x1b[1m", "\x1b[2m", "\x1b[31m", "\x1b[0m", "\x1b[1;36;40m"):
+        assert guarded(f"{sgr}shown", sgr=True) == f"{sgr}shown", sgr
+
+
+def test_the_command_lines_own_errors_quote_arguments_without_acting_on_them(tmp_path: Path) -> None:
+    """Attack round 18: argparse's `unrecognized arguments: …` and the demo's project line printed what was pasted
+    as it was."""
+    import subprocess
+    import sys
+
+    pasted = f"a{OSC52}{TITLE}"
+    for argv in (["run", "go", pasted], ["demo", str(tmp_path / f"x{TITLE}")]):
+        done = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", *argv],
+            capture_output=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "d")},
+        )
+        assert b"\x1b" not in done.stdout + done.stderr, (argv, done.stdout[-500:], done.stderr[-500:])

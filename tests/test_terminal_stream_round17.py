@@ -64,6 +64,9 @@ PARTS = [
     "    indented code\n",
     "\n",
     "\n\n",
+    "```\n    ```\n# inside the code\n```\n",  # a content line indented 4: not the closing one (round 18)
+    "```\n\t```\nmore\n```\n",
+    "".join(f"word {i}\n" for i in range(70)),  # long enough that parsing waits for it to grow (`_due`)
 ]
 
 
@@ -116,3 +119,22 @@ def test_the_live_areas_last_rows_are_a_full_wraps_last_rows(text: str, width: i
 def test_the_live_area_wraps_only_what_it_shows() -> None:
     rows = _last_rows("x" * 5_000_000, 80, 10)
     assert rows == ["x" * 80] * 10
+
+
+def test_an_indented_fence_line_does_not_close_the_fence_however_the_parses_fall() -> None:
+    """Attack round 18: after a long paragraph (parsed as it grows by an eighth), the fence's opening line and a
+    content line indented four spaces were parsed together, and the content line was taken for the closing one."""
+    for n in range(60, 100):
+        text = "".join(f"word {i}\n" for i in range(n)) + "```\n    ```\n# inside the code\nmore code\n```\n"
+        out = stream(text, [len(line) for line in text.splitlines(keepends=True)])
+        assert [kind for part in out for kind in top_blocks(part)] == ["paragraph_open", "fence"], n
+
+
+def test_a_loose_list_is_not_parsed_at_every_blank_line() -> None:
+    """Attack round 18: a blank line between items made every item a parse of the whole list (4,000 lines: 43 s)."""
+    blocks = Blocks()
+    parses = counting(blocks)
+    for i in range(2000):
+        blocks.feed(f"- item {i}\n")
+        blocks.feed("\n")
+    assert parses[0] <= 120, parses[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from bridge.cli.main import start_offline
 from bridge.cli.terminal import run_prompt
+from bridge.visible import visible
 
 PROMPT = "Find all TODO and FIXME comments in this project and summarize them."
 
@@ -38,7 +39,7 @@ def run_demo(directory: Path | None, *, approve: bool = False) -> int:
     question is asked (or denied with no terminal)."""
     sample = None if directory is not None else sample_project()
     root = (directory or sample or Path()).resolve()
-    print(f"agent-bridge demo — offline model, project: {root}")
+    print(f"agent-bridge demo — offline model, project: {visible(str(root))}")
     print(f"> {PROMPT}\n")
     if approve and directory is not None:
         print("(--yes approves only in the demo's own sample project; here every question is asked)\n")

@@ -52,6 +52,16 @@ class VisibleFormatter(logging.Formatter):
         return visible(super().format(record), keep_newlines=True, keep_tabs=True)
 
 
+class VisibleParser(argparse.ArgumentParser):
+    """argparse, whose messages quote the arguments (`unrecognized arguments: …`) with no control character left in
+    them (attack round 18: an argument pasted with an escape sequence set the clipboard and the window title)."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        from bridge.visible import visible
+
+        super()._print_message(visible(message, keep_newlines=True, keep_tabs=True) if message else message, file)
+
+
 class CliError(Exception):
     """A mistake on the command line: one line for the user, exit code 2, no traceback."""
 
@@ -65,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     keep_private()  # first: hooks, servers and unsandboxed commands must not read the key out of this process
     scrub_environ(BRIDGE_CREDENTIALS)  # nor root's, which may read it whatever keep_private says
 
-    parser = argparse.ArgumentParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
+    parser = VisibleParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")
     parser.add_argument(
         "--log-level",
@@ -307,7 +317,9 @@ def entry() -> NoReturn:
     try:
         code = main()
     except CliError as error:
-        print(f"agent-bridge: {error}", file=sys.stderr)
+        from bridge.visible import visible
+
+        print(f"agent-bridge: {visible(str(error))}", file=sys.stderr)
         code = 2
     except KeyboardInterrupt:
         code = 130

@@ -171,14 +171,15 @@ class Blocks:
         # and how much of `pending` was looked at for it (whole lines)
         self._closing: re.Pattern[str] | None = None
         self._looked = 0
-        self._parsed_lines = 0  # complete lines of `pending` at its last parse
-        self._seen = 0  # how much of `pending` `_due` looked at
+        self._lines = 0  # line breaks in `pending`
+        self._parsed_lines = 0  # ... at its last parse
 
     def feed(self, text: str) -> str | None:
         """Add streamed text; the text of the blocks that became final, if any."""
         self.pending += text
         if "\n" not in text:  # a block ends only at a line's end
             return None
+        self._lines += text.count("\n")
         complete = self.pending.rfind("\n") + 1
         if self._closing is not None:
             # a whole file written out in one fence: only the new lines can close it (parsing all of it again at
@@ -188,14 +189,14 @@ class Blocks:
             if not closed:
                 return None
             self._closing = None
-        elif not self._due(complete):
+        elif not self._due():
             return None
-        self._parsed_lines = self.pending.count("\n", 0, complete)
+        self._parsed_lines = self._lines
         cut = self._final_up_to()
         if cut:
             ready, self.pending = self.pending[:cut], self.pending[cut:]
-            self._parsed_lines -= ready.count("\n")
-            self._seen = max(0, self._seen - cut)
+            self._lines -= ready.count("\n")
+            self._parsed_lines = self._lines
             self._follow_fence()
             return ready
         self._follow_fence()
@@ -204,18 +205,16 @@ class Blocks:
     def finish(self) -> str:
         """The rest (the text ended: whatever is pending is final)."""
         rest, self.pending = self.pending, ""
+        self._lines = self._parsed_lines = 0
+        self._closing = None
         return rest
 
-    def _due(self, complete: int) -> bool:
-        """Whether `pending` is parsed again now: at a blank line (what ends most blocks), else once its lines grew
-        by an eighth since the last parse. A long table, list or paragraph parsed whole at every line was O(n²);
-        this way it is parsed O(log n) times, and a block that became final meanwhile is committed a little later
-        (the live area shows it as it streams until then)."""
-        since = self.pending.rfind("\n", 0, self._seen) + 1 if self._seen else 0
-        self._seen = complete
-        if _BLANK.search(self.pending, since, complete) is not None:
-            return True
-        return self.pending.count("\n", 0, complete) - self._parsed_lines >= max(1, self._parsed_lines // 8)
+    def _due(self) -> bool:
+        """Whether `pending` is parsed again now: once its complete lines grew by an eighth since the last parse (by
+        one while it is short). A long table, list or paragraph parsed whole at every line (or at every blank line:
+        a loose list, attack round 18) was O(n²); this way it is parsed O(log n) times, and a block that became
+        final meanwhile is committed a little later (the live area shows it as it streams until then)."""
+        return self._lines - self._parsed_lines >= max(1, self._parsed_lines // 8)
 
     def _follow_fence(self) -> None:
         """When `pending` is a top-level code fence still open from its first line, what would close it."""
@@ -227,7 +226,7 @@ class Blocks:
         blocks = [t for t in self._parser.parse(complete) if t.level == 0 and t.nesting >= 0 and t.map]
         if len(blocks) == 1 and blocks[0].type == "fence" and blocks[0].map == [0, complete.count("\n")]:
             marker = match.group(1)
-            self._closing = re.compile(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$", re.MULTILINE)
+            self._closing = re.compile("^" + _closing_line(marker).pattern, re.MULTILINE)
             self._looked = len(complete)
 
     def _final_up_to(self) -> int:
@@ -243,7 +242,18 @@ class Blocks:
         return sum(len(line) for line in lines[:final_lines])
 
 
-_BLANK = re.compile(r"^[ \t]*\n", re.MULTILINE)
+def _closes(line: str, marker: str) -> bool:
+    """Whether `line` closes a fence opened with `marker`, as CommonMark reads it: at most three spaces before (a
+    line indented four or more, or by a tab, is the code's own: attack round 18 had such a line taken for the
+    closing one, and the rest of the code rendered as markdown), the marker's character at least as many times,
+    then only spaces and tabs."""
+    return _closing_line(marker).match(line.rstrip("\r\n")) is not None
+
+
+def _closing_line(marker: str) -> re.Pattern[str]:
+    return re.compile(rf" {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
+
+
 _OPENING = re.compile(r" {0,3}(`{3,}|~{3,})")  # a code fence's opening line (as CommonMark reads it)
 
 
@@ -254,8 +264,7 @@ def _final(block: Token, lines: list[str]) -> bool:
     if block.type in ("heading_open", "hr"):
         return True
     if block.type == "fence":
-        closing = lines[end - 1].strip() if end - start >= 2 else ""
-        return bool(closing) and set(closing) == {block.markup[0]} and len(closing) >= len(block.markup)
+        return end - start >= 2 and _closes(lines[end - 1], block.markup)
     if block.type in ("paragraph_open", "table_open", "blockquote_open", "html_block", "code_block"):
         after = lines[end:]
         return bool(after) and all(not line.strip() for line in after)  # a blank line closed it

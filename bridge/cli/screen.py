@@ -51,8 +51,22 @@ def wrap(text: str, width: int) -> list[str]:
     return rows
 
 
-_SGR = re.compile(r"\x1b\[([0-9;]*)m")
-_CONCEAL = frozenset({"8"})  # SGR parameters never let through: concealed text is a hidden part of a question
+_SGR = re.compile(r"\x1b\[([0-9;]{0,32})m")
+
+
+def _plain_sgr(parameters: str) -> bool:
+    """Whether an SGR sequence only colours or weighs text as the bridge does (rich's standard colours, bold, dim,
+    italic, underline): not conceal (8, however written: `08`), no 256-colour or RGB colours (38/48: the bridge
+    never writes them), and no foreground equal to the background (text shown as nothing) — attack round 18."""
+    try:
+        values = [int(value or "0") for value in parameters.split(";")]
+    except ValueError:
+        return False
+    if any(value in (8, 38, 48) or value > 107 for value in values):
+        return False
+    foreground = {v % 10 for v in values if 30 <= v <= 37 or 90 <= v <= 97}
+    background = {v % 10 for v in values if 40 <= v <= 47 or 100 <= v <= 107}
+    return not foreground & background
 
 
 def guarded(text: str, *, sgr: bool) -> str:
@@ -65,7 +79,7 @@ def guarded(text: str, *, sgr: bool) -> str:
         return visible(text, keep_newlines=True, keep_tabs=True)
     out, pos = [], 0
     for match in _SGR.finditer(text):
-        if _CONCEAL & set(match.group(1).split(";")):
+        if not _plain_sgr(match.group(1)):
             continue
         out += [visible(text[pos : match.start()], keep_newlines=True, keep_tabs=True), match.group()]
         pos = match.end()

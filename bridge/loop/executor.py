@@ -59,6 +59,10 @@ class RunningCalls:
 
     def __init__(self) -> None:
         self._aborts: dict[str, Abort] = {}
+        # every tool_use id a level of this session has used: a call that comes with one of them is given a fresh
+        # id (bridge/loop/query.py's `unique_tool_id`) — a sub-agent's call with its parent's Agent call id took
+        # over the parent's card in every view, its result and report never shown (attack round 18)
+        self.used: set[str] = set()
 
     def track(self, use_id: str, abort: Abort) -> Callable[[], None]:
         self._aborts[use_id] = abort

@@ -198,7 +198,8 @@ async def run_turn(
             extra=fields,
         )
         response = _Response()
-        taken = {b["id"] for m in conversation.messages for b in tool_uses(m) if isinstance(b.get("id"), str)}
+        taken = tools.running.used  # the session's, every level's (a sub-agent's conversation is one of its own)
+        taken.update(b["id"] for m in conversation.messages for b in tool_uses(m) if isinstance(b.get("id"), str))
         failure: ModelError | None = None
         # Tools follow the turn's signal, and are also stopped (as by `interrupt`) if the response is cut off.
         tool_abort = abort.child(lambda _reason: True)
