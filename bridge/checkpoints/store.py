@@ -25,9 +25,7 @@ process and a second `ls-files` that lists what is ignored (folders as one entry
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import contextvars
 import hashlib
 import logging
 import os
@@ -424,18 +422,13 @@ class SessionIndex:
             if first:
                 self._start()
             timeout = FIRST_TIMEOUT if first else LATER_TIMEOUT
-            # The two listings side by side (each waits on its git process): one after the other made a command's
-            # step ~25 ms slower (scripts/bench_checkpoints.py), side by side ~10 ms.
-            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint-ignored") as pool:
-                # (in this context: a cancel stops its git too, bridge/checkpoints/git_process.py's `stoppable`)
-                ignored = pool.submit(contextvars.copy_context().run, self._ignored, paths, timeout)
-                listed, unreadable = self._changed(paths, timeout)
-                if first and paths is None and len(listed) > self.store.max_files:
-                    raise StoreError(
-                        f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
-                        "checkpointed (rewind and /changes are off for it)"
-                    )
-                holes = {**ignored.result(), **unreadable}
+            listed, unreadable = self._changed(paths, timeout)
+            if first and paths is None and len(listed) > self.store.max_files:
+                raise StoreError(
+                    f"{self.store.workspace} has more than {self.store.max_files:,} files: it is not "
+                    "checkpointed (rewind and /changes are off for it)"
+                )
+            holes = {**self._ignored(paths, timeout), **unreadable}
             skipped = self._stage(listed, timeout, holes)
             if paths is None:  # it looked everywhere: where it did not look is exactly this
                 self._holes = holes
