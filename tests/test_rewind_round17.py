@@ -217,3 +217,24 @@ def test_a_file_of_a_folder_git_could_not_open_is_not_deleted() -> None:
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["files"] == [] and result["there"], result
     assert any(said.startswith("private/notes.txt: what it was before") for said in result["said"]), result
+
+
+async def test_a_file_a_rewind_un_ignores_is_no_file_the_rewind_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack round 18: a rewind's own step was recorded without the rule above. The rewind restored the `.gitignore`
+    the command had extended, which un-ignored the user's `secrets.env` (made after the command: in no snapshot);
+    the rewind's step took it for a file the rewind made, and a second rewind to the same prompt deleted it."""
+    ws = tmp_path / "ws"
+    command = "echo secrets.env >> .gitignore && echo 'x=1' >> app.py"
+    async with _one_command(tmp_path, monkeypatch, command) as run:
+        (ws / ".gitignore").write_text("*.log\n")
+        (ws / "app.py").write_text("x=0\n")
+        assert await run.prompt("ignore the secrets") == "end_turn"
+        (ws / "secrets.env").write_text("API_KEY=user-secret\n")
+        assert await run.prompt("/rewind 1 code") == "end_turn"
+        assert (ws / ".gitignore").read_text() == "*.log\n" and (ws / "secrets.env").exists()
+        assert await run.prompt("/rewind 1 code") == "end_turn"
+        shown = "\n".join(d.text for asked in run.asked for d in asked.display if isinstance(d, TextContent))
+        assert "delete secrets.env" not in shown, shown
+    assert (ws / "secrets.env").read_text() == "API_KEY=user-secret\n"

@@ -284,6 +284,11 @@ class Checkpoints:
         shot = await self._checkpoint(None)
         return shot.tree, await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
 
+    def unrecorded(self) -> dict[str, str]:
+        """Where the last snapshot did not look (`SessionIndex.unrecorded`): taken right after `now_locked`, what a
+        user's step (`record_step`) finds appear there may have been there all along."""
+        return self.index.unrecorded() if self.index is not None else {}
+
     @property
     def lock(self) -> asyncio.Lock:
         """The lock every snapshot takes (a rewind holds it while it writes files)."""
@@ -300,12 +305,17 @@ class Checkpoints:
         changes: list[Change],
         external: list[Change],
         views: dict[str, tuple[str | None, str | None]],
+        *,
+        unrecorded: Mapping[str, str],
     ) -> int:
         """A step of the user's own (a rewind, an undo; `name` shows as its tool), with the lock held by the
-        caller. Its number."""
+        caller. Its number. `unrecorded`: where the snapshot of `before` did not look — a file the step makes
+        appear there (a rewind that restored a `.gitignore` un-ignores the user's `secrets.env`) is no file the
+        step made, and a later rewind or undo of it must not delete it (attack round 18)."""
         number = self.log.next_number()
+        changes, unknown = _known_before(changes, unrecorded)
         head = (number, turn, "", name, title, kind, before, after.tree)
-        self._record(Step(*head, changes, external, after.skipped, views=views, at=time.time()))
+        self._record(Step(*head, changes, external, [*after.skipped, *unknown], views=views, at=time.time()))
         return number
 
     def keep(self, path: str, blob: str | None, mode: str | None) -> None:

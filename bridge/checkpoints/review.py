@@ -227,6 +227,7 @@ async def undo(
             before, external = await checkpoints.now_locked()
         except StoreError as error:
             raise ReviewError(f"The workspace can't be read: {error}") from None
+        unrecorded = checkpoints.unrecorded()  # of `before`'s snapshot (see `record_step`)
         views: dict[str, tuple[str | None, str | None]] = {}
         for review in reviews:
             latest = review if session is None else session.get(review.path)
@@ -241,7 +242,7 @@ async def undo(
             changes = await checkpoints.run(checkpoints.store_diff, before, after.tree)
             title = "Undo " + ", ".join(p if h is None else f"{p} hunk {h + 1}" for p, h in result.done)
             result.step = checkpoints.record_step(
-                None, "Undo", title, "review", before, after, changes, external, views
+                None, "Undo", title, "review", before, after, changes, external, views, unrecorded=unrecorded
             )
     return result
 
