@@ -175,23 +175,24 @@ from bridge.checkpoints.recorder import Checkpoints, StepCall
 from bridge.checkpoints.rewind import apply_rewind, plan_rewind
 
 async def main() -> None:
+    name = json.loads(sys.argv[1])
     tmp = Path(tempfile.mkdtemp())
     os.environ["HOME"] = str(tmp)
     ws = tmp / "ws"
-    (ws / "private").mkdir(parents=True)
-    (ws / "private" / "notes.txt").write_text("mine\\n")
-    os.chmod(ws / "private", 0)
+    (ws / name).mkdir(parents=True)
+    (ws / name / "notes.txt").write_text("mine\\n")
+    os.chmod(ws / name, 0)
     checkpoints = Checkpoints.open(tmp / "data", ws, "s1", tell=lambda _text: None)
     checkpoints.turn_started("t1")
-    async with checkpoints.step(StepCall("c1", "Bash", "chmod 755 private", "execute")):
-        os.chmod(ws / "private", 0o755)
+    async with checkpoints.step(StepCall("c1", "Bash", "chmod 755 the folder", "execute")):
+        os.chmod(ws / name, 0o755)
     plan = await plan_rewind(checkpoints, "t1")
     await apply_rewind(checkpoints, plan, {})
     await checkpoints.close()
     print(json.dumps({
         "files": [f.path for f in plan.files],
         "said": plan.irreversible,
-        "there": (ws / "private" / "notes.txt").exists(),
+        "there": (ws / name / "notes.txt").exists(),
     }))
     shutil.rmtree(tmp)
 
@@ -199,9 +200,12 @@ asyncio.run(main())
 """
 
 
-def test_a_file_of_a_folder_git_could_not_open_is_not_deleted() -> None:
+@pytest.mark.parametrize("name", ["private", "notes': old", "notes\nold"])
+def test_a_file_of_a_folder_git_could_not_open_is_not_deleted(name: str) -> None:
     """A folder the snapshot could not open (git says so and goes on): a command that opens it up makes its files
-    appear. Root opens any folder, so as root this runs as `nobody` (setpriv), in a process of its own."""
+    appear. Root opens any folder, so as root this runs as `nobody` (setpriv), in a process of its own. Round 18:
+    the folder's name was read from git's warning up to the first `': ` and line by line, so `notes': old` and a
+    name with a line break made a hole in the wrong place, and the rewind deleted what the folder held."""
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
@@ -211,12 +215,17 @@ def test_a_file_of_a_folder_git_could_not_open_is_not_deleted() -> None:
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root), "AGENT_BRIDGE_SANDBOX": "0"}
     done = subprocess.run(
-        [*prefix, sys.executable, "-c", UNREADABLE], cwd="/", env=env, capture_output=True, text=True, timeout=120
+        [*prefix, sys.executable, "-c", UNREADABLE, json.dumps(name)],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["files"] == [] and result["there"], result
-    assert any(said.startswith("private/notes.txt: what it was before") for said in result["said"]), result
+    assert any(said.startswith(f"{name}/notes.txt: what it was before") for said in result["said"]), result
 
 
 async def test_a_file_a_rewind_un_ignores_is_no_file_the_rewind_made(

@@ -29,7 +29,17 @@ from typing import Any, TypeVar
 import anyio
 
 from bridge.checkpoints.log import Effect, Keep, Step, StepKind, StepLog, TurnMark
-from bridge.checkpoints.store import EMPTY_TREE, Change, SessionIndex, Skipped, Snapshot, Store, StoreError, stoppable
+from bridge.checkpoints.store import (
+    EMPTY_TREE,
+    SOMEWHERE,
+    Change,
+    SessionIndex,
+    Skipped,
+    Snapshot,
+    Store,
+    StoreError,
+    stoppable,
+)
 from bridge.transcript import private_dir, private_opener
 
 log = logging.getLogger(__name__)
@@ -462,6 +472,8 @@ def _left_out_before(path: str, unrecorded: Mapping[str, str], links: set[str]) 
     """Why the snapshot before a step has no word of `path` (None: it looked there, and there was nothing): the
     path itself, or a folder on its way, was left out; or a folder on its way was a link (what was behind it was
     another place's, in no snapshot)."""
+    if SOMEWHERE in unrecorded:
+        return f"the snapshot before this call did not look everywhere: {unrecorded[SOMEWHERE]}"
     parts = path.split("/")
     for depth in range(1, len(parts) + 1):
         place = "/".join(parts[:depth])

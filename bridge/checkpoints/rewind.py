@@ -98,7 +98,7 @@ async def apply_rewind(
     agreed = {f.path: (f.target_blob, f.target_mode, f.action) for f in shown.files}
     async with checkpoints.lock:
         tree, external = await _now(checkpoints)
-        unrecorded = checkpoints.unrecorded()  # of `tree`'s snapshot: what the rewind makes appear there is none of its making
+        unrecorded = checkpoints.unrecorded()  # of `tree`'s snapshot: what the rewind makes appear there isn't its
         plan = await _plan(checkpoints, shown.turn, tree, external)
         result = RewindResult()
         # what was shown is what is done: a file the plan holds now but did not then (a background agent's step

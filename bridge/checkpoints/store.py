@@ -55,7 +55,9 @@ FIRST_TIMEOUT = 300.0  # seconds a session's first snapshot may take (a slow dis
 LATER_TIMEOUT = 120.0  # seconds a later one may take (it looks at what changed): no snapshot waits for ever
 _SNIFF = 8000  # as git: a NUL in the first 8000 bytes makes a file binary
 IGNORED = "ignored (by a .gitignore, the repository's exclude file or the user's excludes)"
-_UNREADABLE_DIR = re.compile(r"^warning: could not open directory '(.+?)/?': (.*)$")  # (git's words, LC_ALL=C)
+_COULD_NOT_OPEN = "warning: could not open directory '"  # (git's words, LC_ALL=C)
+_UNREADABLE_DIR = re.compile(r"^warning: could not open directory '(.*)': ([^':]*)$")
+SOMEWHERE = ""  # an `unrecorded` place that is all of the workspace: a folder git could not open, name unknown
 
 # Every git we start: nothing from the repository or the user can run (hooks, fsmonitor) or rewrite bytes.
 _CONFIG = (
@@ -478,9 +480,19 @@ class SessionIndex:
             if len(entry) > 2:
                 seen.setdefault(entry[2:], entry[:1].decode())
         unreadable = {}
-        for line in result.stderr.decode(errors="surrogateescape").splitlines():
-            if found := _UNREADABLE_DIR.match(line):
-                unreadable[found[1]] = f"unreadable ({found[2]})"
+        for line in result.stderr.decode(errors="surrogateescape").split("\n"):
+            if not line.startswith(_COULD_NOT_OPEN):
+                continue
+            # Its name is what its quotes hold, up to the last `': ` (a folder may be named `a': b`); a name that
+            # does not name a folder there (a line break in it cut the warning) leaves every new file unknown:
+            # misread, it would be a hole in the wrong place, and what is in the real one would look new
+            # (attack round 18: a rewind deleted what an unreadable folder `notes': old` held).
+            found = _UNREADABLE_DIR.match(line)
+            name = found[1].removesuffix("/") if found else ""
+            if name and os.path.isdir(os.path.join(self.store.workspace, name)):
+                unreadable[name] = f"unreadable ({found[2] if found else 'unknown'})"
+            else:
+                unreadable[SOMEWHERE] = "a folder git could not open, whose name its warning does not give plainly"
         return [(tag, path) for path, tag in seen.items()], unreadable
 
     def _ignored(self, paths: Sequence[str] | None, timeout: float | None) -> dict[str, str]:
