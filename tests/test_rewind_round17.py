@@ -247,3 +247,19 @@ async def test_a_file_a_rewind_un_ignores_is_no_file_the_rewind_made(
         shown = "\n".join(d.text for asked in run.asked for d in asked.display if isinstance(d, TextContent))
         assert "delete secrets.env" not in shown, shown
     assert (ws / "secrets.env").read_text() == "API_KEY=user-secret\n"
+
+
+async def test_a_file_moved_out_of_a_place_the_snapshots_left_out_is_not_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack round 18: `mv secrets.env config/secrets.txt` of an ignored file: the new path was taken for a file the
+    command made, and the rewind deleted it — the only copy of the user's key (the old path was in no snapshot, so
+    nothing brought it back). A step that makes a left-out place go away has its new files kept, as unknown."""
+    ws = tmp_path / "ws"
+    async with _one_command(tmp_path, monkeypatch, "mv secrets.env config/secrets.txt") as run:
+        (ws / "config").mkdir()
+        (ws / ".gitignore").write_text("secrets.env\n")
+        (ws / "secrets.env").write_text("API_KEY=user-secret\n")
+        assert await run.prompt("move the config") == "end_turn"
+        _kept_unknown(await _rewound(run), "config/secrets.txt")
+    assert (ws / "config" / "secrets.txt").read_text() == "API_KEY=user-secret\n"

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -205,7 +206,7 @@ class Checkpoints:
             for waiter in waiters:
                 self._await_end(call, turn, waiter)
 
-    async def _before(self, call: StepCall) -> tuple[Snapshot, list[Change], dict[str, str]] | None:
+    async def _before(self, call: StepCall) -> _Before | None:
         async with self._lock:
             try:
                 shot = await self._checkpoint(call.paths)
@@ -214,17 +215,18 @@ class Checkpoints:
                 return None
             assert self.index is not None
             external = await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
-            return shot, external, self.index.unrecorded()
+            unrecorded = self.index.unrecorded()
+            return shot, external, unrecorded, await self.run(self._left_out_files, unrecorded)
 
     async def _after(
         self,
         call: StepCall,
         turn: str | None,
-        before: tuple[Snapshot, list[Change], dict[str, str]],
+        before: _Before,
         *,
         interrupted: bool,
     ) -> None:
-        shot, external, unrecorded = before
+        shot, external, unrecorded, left_out = before
         async with self._lock:
             try:
                 after = await self._checkpoint(call.paths)
@@ -233,7 +235,8 @@ class Checkpoints:
                 self._off(str(error))
                 return
             changes, unknown = _known_before(changes, unrecorded)
-            skipped = [*shot.skipped, *after.skipped, *unknown]
+            changes, moved = self._maybe_moved(changes, left_out)
+            skipped = [*shot.skipped, *after.skipped, *unknown, *moved]
             self._record_call(call, turn, shot.tree, after.tree, changes, external, skipped, interrupted=interrupted)
 
     def _await_end(self, call: StepCall, turn: str | None, waiter: Waiter) -> None:
@@ -265,6 +268,44 @@ class Checkpoints:
                 return
             changes, unknown = _known_before(changes, unrecorded)
             self._record_call(call, turn, last, after.tree, changes, [], [*after.skipped, *unknown], background=True)
+
+    def _left_out_files(self, unrecorded: Mapping[str, str]) -> dict[_Identity, str]:
+        """The regular files among the places a snapshot left out, by what a move keeps of a file: its inode, size
+        and modification time (an inode alone is reused: `rm a && echo x > b` gives b a's). At most 500 looked at."""
+        if self.store is None:
+            return {}
+        files: dict[_Identity, str] = {}
+        for path in list(unrecorded)[:500]:
+            try:
+                st = os.lstat(os.path.join(self.store.workspace, path))
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files[(st.st_ino, st.st_size, st.st_mtime_ns)] = path
+        return files
+
+    def _maybe_moved(
+        self, changes: list[Change], left_out: Mapping[_Identity, str]
+    ) -> tuple[list[Change], list[Skipped]]:
+        """The changes, but for a new file that is a file the snapshot before the step left out, moved (its inode):
+        `mv secrets.env config/secrets.txt` of an ignored `secrets.env` — deleting it would delete the only copy,
+        the old name being in no snapshot (attack round 18). Such a file is named unknown and kept."""
+        if self.store is None or not left_out:
+            return changes, []
+        known: list[Change] = []
+        moved: list[Skipped] = []
+        for change in changes:
+            source = None
+            if change.old is None:
+                with contextlib.suppress(OSError, ValueError):
+                    st = os.lstat(os.path.join(self.store.workspace, change.path))
+                    source = left_out.get((st.st_ino, st.st_size, st.st_mtime_ns))
+            if source is None or source == change.path:
+                known.append(change)
+            else:
+                why = f"{UNKNOWN_BEFORE} (it is {source!r}, which the snapshots left out, moved here)"
+                moved.append(Skipped(change.path, f"{why}; a rewind leaves it as it is"))
+        return known, moved
 
     def _record_call(
         self,
@@ -447,6 +488,10 @@ class Checkpoints:
 
 
 UNKNOWN_BEFORE = "what it was before this call is not in the checkpoints"
+_Identity = tuple[int, int, int]  # a file's inode, size and modification time (ns)
+# what a step's `_before` took: its snapshot, the changes made outside steps since, where it did not look, and the
+# regular files there (`_left_out_files`)
+_Before = tuple[Snapshot, list[Change], dict[str, str], dict[_Identity, str]]
 
 
 def _known_before(changes: list[Change], unrecorded: Mapping[str, str]) -> tuple[list[Change], list[Skipped]]:
