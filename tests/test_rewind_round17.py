@@ -82,7 +82,9 @@ async def test_a_folder_a_subfolders_gitignore_ignored_is_not_deleted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A `.gitignore` down the tree (ignoring itself) that ignores a whole folder: git never looks into the folder,
-    so the snapshot before has no word of its files; the command deletes that `.gitignore`."""
+    so the snapshot before has no word of its files; the command deletes that `.gitignore`. (Round 19: a file the
+    snapshots left out that a step makes go may be any of its new files, copied or moved: `web/new.txt` is kept too,
+    named; deleting a file the agent made is left to the person rather than risk the only copy of one of theirs.)"""
     ws = tmp_path / "ws"
     command = "rm web/.gitignore && echo made > web/new.txt"
     async with _one_command(tmp_path, monkeypatch, command) as run:
@@ -92,9 +94,8 @@ async def test_a_folder_a_subfolders_gitignore_ignored_is_not_deleted(
         assert await run.prompt("clean up") == "end_turn"
         text = await _rewound(run)
         _kept_unknown(text, "web/cache/img/logo.png")
-        assert "delete web/new.txt" in text, "what the command made where nothing was ignored goes: " + text
+        _kept_unknown(text, "web/new.txt")
     assert (ws / "web" / "cache" / "img" / "logo.png").read_bytes() == b"\x89PNG user's\n"
-    assert not (ws / "web" / "new.txt").exists()
 
 
 async def test_a_file_the_users_global_excludes_left_out_is_not_deleted(
@@ -259,6 +260,49 @@ async def test_a_file_moved_out_of_a_place_the_snapshots_left_out_is_not_deleted
     async with _one_command(tmp_path, monkeypatch, "mv secrets.env config/secrets.txt") as run:
         (ws / "config").mkdir()
         (ws / ".gitignore").write_text("secrets.env\n")
+        (ws / "secrets.env").write_text("API_KEY=user-secret\n")
+        assert await run.prompt("move the config") == "end_turn"
+        _kept_unknown(await _rewound(run), "config/secrets.txt")
+    assert (ws / "config" / "secrets.txt").read_text() == "API_KEY=user-secret\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv build/signing.key signing.key",  # out of an ignored folder (round 19: only ignored files were looked at)
+        "mkdir -p pkg && mv build pkg/dist && mv pkg/dist/signing.key signing.key",  # the folder renamed first
+    ],
+)
+async def test_a_file_moved_out_of_an_ignored_folder_is_not_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Attack round 19: the move rule knew only ignored files, by inode: a key moved out of an ignored `build/`
+    (the usual way to ignore) was deleted by the rewind, its only copy. A new file older than its step, or any new
+    file of a step that made a left-out file go, is kept and named now."""
+    ws = tmp_path / "ws"
+    async with _one_command(tmp_path, monkeypatch, command) as run:
+        (ws / "build").mkdir()
+        (ws / ".gitignore").write_text("build/\n")
+        key = ws / "build" / "signing.key"
+        key.write_text("PRIVATE_KEY=only-copy\n")
+        os.utime(key, (1_700_000_000, 1_700_000_000))  # made long before the step, as a user's file is
+        assert await run.prompt("move the key") == "end_turn"
+        text = await _rewound(run)
+        assert "delete signing.key" not in text, text
+    assert (ws / "signing.key").read_text() == "PRIVATE_KEY=only-copy\n"
+
+
+async def test_many_ignored_files_do_not_turn_the_move_rule_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack round 19: past 500 left-out places, the rest went unchecked. (And a copy, then the original removed:
+    `secrets.env` went, so every new file of the step is kept.)"""
+    ws = tmp_path / "ws"
+    command = "mkdir -p config && cp secrets.env config/secrets.txt && rm secrets.env"
+    async with _one_command(tmp_path, monkeypatch, command) as run:
+        (ws / ".gitignore").write_text("*.log\nsecrets.env\n")
+        for i in range(600):
+            (ws / f"a{i:03}.log").write_text("log\n")
         (ws / "secrets.env").write_text("API_KEY=user-secret\n")
         assert await run.prompt("move the config") == "end_turn"
         _kept_unknown(await _rewound(run), "config/secrets.txt")

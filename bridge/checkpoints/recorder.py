@@ -93,6 +93,7 @@ class Checkpoints:
         self._running: dict[str, StepCall] = {}
         self._warming = False
         self._closed = False
+        self._accounted_at = 0.0  # when `_accounted` was recorded (0: before any step; `_moved_in`'s start)
         self._accounted_holes: dict[str, str] = {}  # where the snapshot of `_accounted` did not look (as far as known)
         self._unchained: list[str] = []  # step trees not on the session's ref yet
         self._chained_last: str | None = None
@@ -207,6 +208,7 @@ class Checkpoints:
                 self._await_end(call, turn, waiter)
 
     async def _before(self, call: StepCall) -> _Before | None:
+        started = time.time()
         async with self._lock:
             try:
                 shot = await self._checkpoint(call.paths)
@@ -216,7 +218,7 @@ class Checkpoints:
             assert self.index is not None
             external = await self.run(self.store_diff, self._accounted or shot.tree, shot.tree)
             unrecorded = self.index.unrecorded()
-            return shot, external, unrecorded, await self.run(self._left_out_files, unrecorded)
+            return shot, external, unrecorded, await self.run(self._left_out_files, unrecorded), started
 
     async def _after(
         self,
@@ -226,7 +228,7 @@ class Checkpoints:
         *,
         interrupted: bool,
     ) -> None:
-        shot, external, unrecorded, left_out = before
+        shot, external, unrecorded, left_out, started = before
         async with self._lock:
             try:
                 after = await self._checkpoint(call.paths)
@@ -235,7 +237,7 @@ class Checkpoints:
                 self._off(str(error))
                 return
             changes, unknown = _known_before(changes, unrecorded)
-            changes, moved = self._maybe_moved(changes, left_out)
+            changes, moved = self._moved_in(changes, started, left_out)
             skipped = [*shot.skipped, *after.skipped, *unknown, *moved]
             self._record_call(call, turn, shot.tree, after.tree, changes, external, skipped, interrupted=interrupted)
 
@@ -267,44 +269,49 @@ class Checkpoints:
                 self._off(str(error))
                 return
             changes, unknown = _known_before(changes, unrecorded)
-            self._record_call(call, turn, last, after.tree, changes, [], [*after.skipped, *unknown], background=True)
+            changes, moved = self._moved_in(changes, self._accounted_at, [])
+            skipped = [*after.skipped, *unknown, *moved]
+            self._record_call(call, turn, last, after.tree, changes, [], skipped, background=True)
 
-    def _left_out_files(self, unrecorded: Mapping[str, str]) -> dict[_Identity, str]:
-        """The regular files among the places a snapshot left out, by what a move keeps of a file: its inode, size
-        and modification time (an inode alone is reused: `rm a && echo x > b` gives b a's). At most 500 looked at."""
+    def _left_out_files(self, unrecorded: Mapping[str, str]) -> list[str]:
+        """The regular files among the places a snapshot left out (at most MAX_LEFT_OUT_FILES)."""
         if self.store is None:
-            return {}
-        files: dict[_Identity, str] = {}
-        for path in list(unrecorded)[:500]:
-            try:
-                st = os.lstat(os.path.join(self.store.workspace, path))
-            except (OSError, ValueError):
-                continue
-            if stat.S_ISREG(st.st_mode):
-                files[(st.st_ino, st.st_size, st.st_mtime_ns)] = path
+            return []
+        files: list[str] = []
+        for path in unrecorded:
+            if len(files) >= MAX_LEFT_OUT_FILES:
+                break
+            with contextlib.suppress(OSError, ValueError):
+                if stat.S_ISREG(os.lstat(os.path.join(self.store.workspace, path)).st_mode):
+                    files.append(path)
         return files
 
-    def _maybe_moved(
-        self, changes: list[Change], left_out: Mapping[_Identity, str]
+    def _moved_in(
+        self, changes: list[Change], started: float, left_out: Sequence[str]
     ) -> tuple[list[Change], list[Skipped]]:
-        """The changes, but for a new file that is a file the snapshot before the step left out, moved (its inode):
-        `mv secrets.env config/secrets.txt` of an ignored `secrets.env` — deleting it would delete the only copy,
-        the old name being in no snapshot (attack round 18). Such a file is named unknown and kept."""
-        if self.store is None or not left_out:
+        """The changes, but for the new files that may be a file the snapshots never saw, moved or copied in: the
+        step made such a file go (`cp secrets.env config/x && rm secrets.env` of an ignored one), or the new file is
+        older than the step (`mv build/signing.key .` out of an ignored folder keeps its time). Deleting one would
+        delete the only copy of the user's file (attack rounds 18 and 19). They are named unknown and kept; a file
+        a step truly made that way is left for the person to delete."""
+        if self.store is None or not any(c.old is None for c in changes):
             return changes, []
+        workspace = self.store.workspace
+        gone = next((p for p in left_out if not os.path.lexists(os.path.join(workspace, p))), None)
         known: list[Change] = []
         moved: list[Skipped] = []
         for change in changes:
-            source = None
-            if change.old is None:
+            why = None
+            if change.old is None and gone is not None:
+                why = f"{gone!r}, which the snapshots left out, went in this call: this may be it, moved or copied"
+            elif change.old is None:
                 with contextlib.suppress(OSError, ValueError):
-                    st = os.lstat(os.path.join(self.store.workspace, change.path))
-                    source = left_out.get((st.st_ino, st.st_size, st.st_mtime_ns))
-            if source is None or source == change.path:
+                    if os.lstat(os.path.join(workspace, change.path)).st_mtime < started - MOVED_SLACK_S:
+                        why = "it is older than this call: it came from where the snapshots did not look, moved"
+            if why is None:
                 known.append(change)
             else:
-                why = f"{UNKNOWN_BEFORE} (it is {source!r}, which the snapshots left out, moved here)"
-                moved.append(Skipped(change.path, f"{why}; a rewind leaves it as it is"))
+                moved.append(Skipped(change.path, f"{UNKNOWN_BEFORE} ({why}); a rewind leaves it as it is"))
         return known, moved
 
     def _record_call(
@@ -400,6 +407,7 @@ class Checkpoints:
         step.at = time.time()
         self._accounted = step.after
         self._accounted_holes = self.index.unrecorded() if self.index is not None else {}
+        self._accounted_at = step.at
         self.log.add(step)
         for tree in (step.before, step.after):
             if tree not in self._unchained and tree != self._chained_last:
@@ -488,10 +496,11 @@ class Checkpoints:
 
 
 UNKNOWN_BEFORE = "what it was before this call is not in the checkpoints"
-_Identity = tuple[int, int, int]  # a file's inode, size and modification time (ns)
-# what a step's `_before` took: its snapshot, the changes made outside steps since, where it did not look, and the
-# regular files there (`_left_out_files`)
-_Before = tuple[Snapshot, list[Change], dict[str, str], dict[_Identity, str]]
+# what a step's `_before` took: its snapshot, the changes made outside steps since, where it did not look, the
+# regular files there (`_left_out_files`), and when (time.time())
+_Before = tuple[Snapshot, list[Change], dict[str, str], list[str], float]
+MOVED_SLACK_S = 2.0  # a new file modified this long before its step began was there before it, somewhere unseen
+MAX_LEFT_OUT_FILES = 10_000  # left-out regular files looked at again after a step (one lstat each)
 
 
 def _known_before(changes: list[Change], unrecorded: Mapping[str, str]) -> tuple[list[Change], list[Skipped]]:
