@@ -34,7 +34,7 @@ from bridge.session_setup import SessionSetup
 from bridge.tools.agent import AgentTool
 from bridge.tools.base import AnyTool, DocumentSource, FileSnapshot, Services
 from bridge.toolset import SessionTools
-from bridge.transcript import Transcript
+from bridge.transcript import Transcript, sidechain_tool_ids
 from bridge.turns import Turns
 
 
@@ -88,6 +88,8 @@ class Session:
         self.system = setup.system  # the setup's, plus the MCP servers' instructions as of the last turn
         self.sidechains = self.data_dir / "agents" if transcript is not None else None  # sub-agents' histories
         self.running = RunningCalls()  # every level's running tool calls: one can be cancelled alone
+        if history and self.sidechains is not None:  # a stored session: its sub-agents' ids are its cards' too
+            self.running.used.update(sidechain_tool_ids(self.sidechains))
         self.checkpoints = Checkpoints.open(
             config.data_dir, cwd, session_id, tell=lambda text: self.frontend.emit(Notice(text, "warning"))
         )

@@ -19,6 +19,7 @@ before that is tightened when a session is made in it (`Transcript.create`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -311,6 +312,19 @@ def load_sidechain(path: Path) -> LoadedSidechain:
     return LoadedSidechain(
         found.header, repair_pairing(found.messages), found.problems + _reused_ids(path, found.messages)
     )
+
+
+def sidechain_tool_ids(folder: Path) -> set[str]:
+    """The tool_use ids a stored session's sub-agents used (their transcripts in `folder`): after a load, a new call
+    must not take one of them — the replayed sub-agent card has it, and an editor keying cards by id put the new
+    call's result on it (attack round 19)."""
+    ids: set[str] = set()
+    with contextlib.suppress(OSError):
+        for path in sorted(folder.glob("*.jsonl")):
+            with contextlib.suppress(OSError, ValueError):
+                for message in load_sidechain(path).messages:
+                    ids.update(b["id"] for b in tool_uses(message) if isinstance(b.get("id"), str))
+    return ids
 
 
 def _reused_ids(path: Path, messages: list[Message]) -> list[str]:

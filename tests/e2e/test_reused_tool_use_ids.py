@@ -123,3 +123,33 @@ async def test_an_id_from_an_earlier_turn_is_not_reused(workspace: Path, data_di
 
 def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
+
+
+async def test_a_loaded_sessions_new_call_does_not_take_a_stored_sub_agents_id(workspace: Path, data_dir: Path) -> None:
+    """Attack round 19: the ids a session has used were its main history's alone after a load, and a sub-agent's
+    stored card (replayed by session/load) kept its id: the new call with that id put its result on the old card in
+    any editor that keys cards by id."""
+    for name in ("a.txt", "b.txt"):
+        (workspace / name).write_text(f"contents of {name}\n")
+    agent = {"description": "alpha", "prompt": "alpha", "subagent_type": "general-purpose"}
+    scenario = {
+        "responses": [
+            {"content": [{"type": "tool_use", "id": "toolu_A1", "name": "Agent", "input": agent}]},
+            text_response("main done"),
+        ],
+        "agents": [{"prompt": "alpha", "responses": [_reads(workspace, ("toolu_X", "a.txt")), text_response("ALPHA")]}],
+    }
+    async with running_editor(scenario, workspace, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "one") == {"stopReason": "end_turn"}
+    later = {"responses": [_reads(workspace, ("toolu_X", "b.txt")), text_response("resumed")]}
+    async with running_editor(later, workspace, data_dir) as editor:
+        await editor.request("session/load", {"sessionId": sid, "cwd": str(workspace)})
+        replayed = len(editor.updates)
+        assert await editor.prompt(sid, "go on") == {"stopReason": "end_turn"}
+        cards = [
+            u["update"].get("toolCallId") for u in editor.updates if u["update"].get("sessionUpdate") == "tool_call"
+        ]
+        loaded, new = set(cards[: len(cards) - 1]), cards[-1]
+        assert "toolu_X" in loaded and new not in loaded, (loaded, new)
+        assert replayed < len(editor.updates)
