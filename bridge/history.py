@@ -89,6 +89,10 @@ class RewindPreview:
         return "\n".join(lines)
 
 
+def _files(count: int) -> str:
+    return f"{count} file{'s' if count != 1 else ''}"
+
+
 @dataclass
 class RewindOutcome:
     code: RewindResult | None = None
@@ -101,12 +105,18 @@ class RewindOutcome:
             lines.append(f"The conversation is back to before prompt {preview.prompt.index}.")
         if self.code is not None:
             code = self.code
-            done = [*code.restored, *code.overwritten]
-            lines.append(
-                f"Restored {len(done)} file{'s' if len(done) != 1 else ''}"
-                + (f": {', '.join(done)}" if done else "")
-                + "."
-            )
+            # a file the plan showed as `delete` was deleted, not restored (it did not exist then)
+            deleting = {f.path for f in preview.code.files if f.target_blob is None} if preview.code else set()
+            done = [p for p in [*code.restored, *code.overwritten] if p not in deleting]
+            deleted = [p for p in [*code.restored, *code.overwritten] if p in deleting]
+            if done or not deleted:
+                lines.append(
+                    f"Restored {len(done)} file{'s' if len(done) != 1 else ''}"
+                    + (f": {', '.join(done)}" if done else "")
+                    + "."
+                )
+            if deleted:
+                lines.append(f"Deleted {_files(len(deleted))} the agent had made: {', '.join(deleted)}.")
             if code.merged:
                 lines.append(f"Took the agent's changes out of: {', '.join(code.merged)}.")
             lines += [f"Kept {path}: {why}" for path, why in code.kept]

@@ -307,3 +307,15 @@ async def test_many_ignored_files_do_not_turn_the_move_rule_off(
         assert await run.prompt("move the config") == "end_turn"
         _kept_unknown(await _rewound(run), "config/secrets.txt")
     assert (ws / "config" / "secrets.txt").read_text() == "API_KEY=user-secret\n"
+
+
+async def test_a_rewind_says_it_deleted_what_it_deleted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewind's result said "Restored 1 file: made.txt" of a file it deleted (the preview said `delete`)."""
+    ws = tmp_path / "ws"
+    async with _one_command(tmp_path, monkeypatch, "echo made > made.txt && echo x=1 >> app.py") as run:
+        (ws / "app.py").write_text("x=0\n")
+        assert await run.prompt("make it") == "end_turn"
+        assert "delete made.txt" in await _rewound(run)
+        said = run.said()
+    assert "Restored 1 file: app.py." in said and "Deleted 1 file the agent had made: made.txt." in said, said
+    assert not (ws / "made.txt").exists()

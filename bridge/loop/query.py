@@ -297,12 +297,13 @@ def _on_event(
 
 
 def unique_tool_id(block: Block, taken: set[str]) -> None:
-    """`block` (a complete tool_use) given a fresh id when a call of the history or of this response already has
-    its id (then taken too). The API refuses a history that repeats an id, so a model or gateway that reuses one
-    (attack round 17) would make every later request of the session fail; the call is the model's all the same,
-    so it runs, and its result goes back under the new id (before anything has seen the old one: the executor,
-    the editor and the history all get the new one). Refusing it would lose the call; dropping it would leave
-    the model waiting for a result it never gets."""
+    """`block` (a complete tool_use) given a fresh id when a call of this session already has its id, at any level:
+    the history, this response, a sub-agent's, a stored sub-agent's (then taken too). The API refuses a history
+    that repeats an id, so a model or gateway that reuses one (attack round 17) would make every later request of
+    the session fail, and a card keyed by it would take another call's result (rounds 18, 19); the call is the
+    model's all the same, so it runs, and its result goes back under the new id (before anything has seen the old
+    one: the executor, the editor and the history all get the new one). Refusing it would lose the call; dropping
+    it would leave the model waiting for a result it never gets."""
     original = block["id"]
     if original in taken:
         block["id"] = f"toolu_bridge_{uuid.uuid4().hex}"

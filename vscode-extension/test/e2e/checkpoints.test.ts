@@ -70,7 +70,7 @@ describe("rewind to a message and review per hunk in a real VS Code", () => {
     // The conversation as the bridge now holds it: the first message alone, the second back in the input.
     await poll("the conversation to be rewound", async () => (await panel.locator(".item.user").count()) === 1, 30000, 100);
     assert.equal(await panel.locator("#input").inputValue(), "run: echo extra > extra.txt");
-    await panel.locator(".item.notice", { hasText: "Restored 1 file" }).waitFor({ timeout: 10000 });
+    await panel.locator(".item.notice", { hasText: "Deleted 1 file the agent had made: extra.txt" }).waitFor({ timeout: 10000 });
     await shot("03-rewound");
   });
 
