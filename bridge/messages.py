@@ -177,7 +177,9 @@ _IMAGE_BASE64_MAX = 5 * 1024 * 1024
 _RESULT_BLOCKS = frozenset({"text", "image", "document", "search_result"})
 _USER_BLOCKS = _RESULT_BLOCKS | {"tool_result"}
 _THINKING = frozenset({"thinking", "redacted_thinking"})
-# The server tools' blocks a response may hold (sent back as they came): only their ids are looked at.
+# The server tools' blocks a response may hold (sent back as they came): only their ids are looked at. (The offline
+# API's bridge/offline/rules.py lists them too, on purpose apart: it plays the API, the oracle the tests hold this
+# repair to; one list shared would make a wrong entry wrong in both, and the bridge never imports its test server.)
 _SERVER_BLOCKS = frozenset(
     {
         "server_tool_use",
