@@ -319,3 +319,53 @@ async def test_a_rewind_says_it_deleted_what_it_deleted(tmp_path: Path, monkeypa
         said = run.said()
     assert "Restored 1 file: app.py." in said and "Deleted 1 file the agent had made: made.txt." in said, said
     assert not (ws / "made.txt").exists()
+
+
+async def test_a_file_un_ignored_then_deleted_in_a_later_step_is_brought_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """G4 (attack round 18): one call un-ignores `secrets.env` (what it was before that call is in no snapshot), a
+    later call deletes it. The later call's snapshot before it holds its bytes: the rewind undoes that deletion,
+    and says that what the file was before the first call is in no checkpoint. It was left deleted."""
+    ws = tmp_path / "ws"
+    responses = [
+        step(use("Bash", command="printf 'build/\\n' > .gitignore")),
+        step(use("Bash", command="rm secrets.env")),
+        say("cleaned"),
+        say("back"),
+    ]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        (ws / ".gitignore").write_text("build/\nsecrets.env\n")
+        (ws / "secrets.env").write_text("API_KEY=user-secret\n")
+        assert await run.prompt("clean up") == "end_turn"
+        assert not (ws / "secrets.env").exists()
+        text = await _rewound(run)
+        assert "recreate secrets.env" in text and "not in the checkpoints" in text, text
+        assert "back to what this call left" in text and "leaves it as it is" not in text, text
+    assert (ws / "secrets.env").read_text() == "API_KEY=user-secret\n"
+    assert (ws / ".gitignore").read_text() == "build/\nsecrets.env\n"
+
+
+async def test_an_edit_of_a_file_moved_in_from_an_ignored_folder_is_undone_and_the_file_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call moves `build/signing.key` out of an ignored folder (unknown before: kept by a rewind); a later call
+    edits it. The rewind undoes the edit (the version after the move is in a snapshot) and keeps the file."""
+    ws = tmp_path / "ws"
+    responses = [
+        step(use("Bash", command="mv build/signing.key signing.key")),
+        step(use("Bash", command="echo tampered >> signing.key")),
+        say("moved"),
+        say("back"),
+    ]
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        (ws / ".gitignore").write_text("build/\n")
+        (ws / "build").mkdir()
+        (ws / "build" / "signing.key").write_text("KEY\n")
+        old = (ws / "build" / "signing.key").stat().st_mtime - 60
+        os.utime(ws / "build" / "signing.key", (old, old))
+        assert await run.prompt("move the key") == "end_turn"
+        assert (ws / "signing.key").read_text() == "KEY\ntampered\n"
+        text = await _rewound(run)
+        assert "restore signing.key" in text and "back to what this call left" in text, text
+    assert (ws / "signing.key").read_text() == "KEY\n"

@@ -171,10 +171,20 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
         )
     later = log.entries[anchor + 1 :]
     steps = [e for e in later if isinstance(e, Step)]
+    unknown: dict[str, int] = {}  # a path whose version before a step is in no checkpoint (recorder.UNKNOWN_BEFORE)
+    for index, step in enumerate(steps):
+        for skipped in step.skipped:
+            if skipped.why.startswith(UNKNOWN_BEFORE):
+                unknown.setdefault(skipped.path, index)
     first: dict[str, int] = {}
     touches: dict[str, list[tuple[Step, Change]]] = {}
     for index, step in enumerate(steps):
         for change in step.changes:
+            if change.path not in first and index <= unknown.get(change.path, -1):
+                # what it was before that step is in no checkpoint (named among what a rewind can't undo): what
+                # the steps after it did is undone, back to the version that step left (attack round 18, G4: a
+                # file un-ignored by one call and deleted by a later one stayed deleted)
+                continue
             first.setdefault(change.path, index)
             touches.setdefault(change.path, []).append((step, change))
     edited: dict[str, str] = {}  # path -> when the user (or something outside the steps) changed it
@@ -195,16 +205,9 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
         background = next((step for step, _c in changes if step.background), None)
         if background is not None:
             edited.setdefault(path, f"changed while {background.title} ran in the background (by it, or by you?)")
-    unknown: dict[str, int] = {}  # a path whose version before a step is in no checkpoint (recorder.UNKNOWN_BEFORE)
-    for index, step in enumerate(steps):
-        for skipped in step.skipped:
-            if skipped.why.startswith(UNKNOWN_BEFORE):
-                unknown.setdefault(skipped.path, index)
     now = await checkpoints.run(checkpoints.tree_entries, tree, sorted(first))
     plans: list[FilePlan] = []
     for path in sorted(first):
-        if path in unknown and unknown[path] <= first[path]:
-            continue  # what it was then is unknown: left as it is (and named among what a rewind can't undo)
         _step, change = touches[path][0]
         item = FilePlan(path, change.old, change.old_mode, touches[path], now=now.get(path))
         if item.now == (item.target_mode, item.target_blob) or (item.now is None and item.target_blob is None):
@@ -218,7 +221,7 @@ async def _plan(checkpoints: Checkpoints, turn: str, tree: str, external: list[C
         for item in unseen:
             if item.path in present:
                 item.conflict = f"{UNSEEN}: it is not overwritten silently"
-    return RewindPlan(turn, plans, _irreversible(later, steps), len(steps))
+    return RewindPlan(turn, plans, _irreversible(later, steps, {item.path for item in plans}), len(steps))
 
 
 UNSEEN = "a file is there that no checkpoint holds (ignored, or left out, since)"
@@ -232,7 +235,12 @@ def _present(checkpoints: Checkpoints, paths: list[str]) -> set[str]:
     return {path for path in paths if files.occupied(root, path)}
 
 
-def _irreversible(later: Sequence[object], steps: list[Step]) -> list[str]:
+_LEAVES_IT = "; a rewind leaves it as it is"  # how recorder.py's UNKNOWN_BEFORE entries end
+
+
+def _irreversible(later: Sequence[object], steps: list[Step], planned: set[str]) -> list[str]:
+    """What the rewind can't undo. A file whose version before a step is in no checkpoint, but which later steps
+    changed again (`planned`), is brought back only to what that step left: said so."""
     said: list[str] = []
     for entry in later:
         if isinstance(entry, Step) and entry.outside:
@@ -240,7 +248,16 @@ def _irreversible(later: Sequence[object], steps: list[Step]) -> list[str]:
         elif isinstance(entry, Effect):
             said.append(entry.text)
     for step in steps:
-        said += [f"{s.path}: {s.why} — its changes are not in any checkpoint" for s in step.skipped]
+        for s in step.skipped:
+            if s.why.startswith(UNKNOWN_BEFORE) and s.why.endswith(_LEAVES_IT):
+                done = (
+                    "the later calls' changes to it are undone, back to what this call left"
+                    if s.path in planned
+                    else "a rewind leaves it as it is"
+                )
+                said.append(f"{s.path}: {s.why.removesuffix(_LEAVES_IT)}; {done}")
+            else:
+                said.append(f"{s.path}: {s.why} — its changes are not in any checkpoint")
     return list(dict.fromkeys(said))
 
 
