@@ -8,9 +8,12 @@ import errno
 import logging
 import os
 import shutil
+import stat
 import time
 import uuid
 from pathlib import Path
+
+from bridge.safefs.held import Held
 
 log = logging.getLogger(__name__)
 
@@ -20,35 +23,46 @@ QUARANTINE_COPY_BYTES = 16 * 1024 * 1024  # beyond this, what is set aside acros
 def quarantine(path: Path, into: Path) -> Path | bool | None:
     """Move `path` out of the workspace into a fresh folder under `into`: by rename where `into` is on the same
     file system; else renamed beside itself first (at once harmless: no program looks for that name), then
-    copied (bounded) and removed. The new path; None when it could only be removed; False when it was gone."""
+    copied (bounded) and removed. The new path; None when it could only be removed; False when it was gone.
+
+    `path`'s directory is opened exactly (`safefs.Held`): a symbolic link anywhere on its way raises `Changed`
+    (an `OSError`), so that only the entry itself is ever moved, never what a link a command made leads to (attack
+    round 20: a link `mise -> ~/.cargo` had the bridge move `~/.cargo/config.toml` into the quarantine)."""
     target: Path | None = into / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}" / path.name
     try:
         target.parent.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
     except OSError:
         target = None
-    if target is not None:
+    with Held(path.parent) as parent:
+        if target is not None:
+            try:
+                os.rename(path.name, target, src_dir_fd=parent.fd)
+                return target
+            except FileNotFoundError:
+                return False
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    log.warning("cannot set %s aside: %s", path, error)
+        beside = f".{path.name}.set-aside-{uuid.uuid4().hex[:8]}"
         try:
-            os.rename(path, target)
-            return target
+            os.rename(path.name, beside, src_dir_fd=parent.fd, dst_dir_fd=parent.fd)
         except FileNotFoundError:
             return False
         except OSError as error:
-            if error.errno != errno.EXDEV:
-                log.warning("cannot set %s aside: %s", path, error)
-    beside = path.with_name(f".{path.name}.set-aside-{uuid.uuid4().hex[:8]}")
-    try:
-        os.rename(path, beside)
-    except FileNotFoundError:
-        return False
-    except OSError as error:
-        log.error("cannot set %s aside: %s", path, error)
-        return False
-    copied = _copy_bounded(beside, target) if target is not None else False
-    if os.path.isdir(beside) and not os.path.islink(beside):
-        shutil.rmtree(beside, ignore_errors=True)
-    else:
-        with contextlib.suppress(OSError):
-            os.unlink(beside)
+            log.error("cannot set %s aside: %s", path, error)
+            return False
+        # read through the held directory itself, whatever its path leads to by now
+        source = Path(f"/proc/self/fd/{parent.fd}") / beside
+        copied = _copy_bounded(source, target) if target is not None else False
+        try:
+            kind = os.stat(beside, dir_fd=parent.fd, follow_symlinks=False).st_mode
+        except OSError:
+            kind = 0
+        if stat.S_ISDIR(kind):
+            shutil.rmtree(beside, dir_fd=parent.fd, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(beside, dir_fd=parent.fd)
     return target if copied else None
 
 

@@ -207,6 +207,10 @@ class Watcher:
         caller plans its mounts again: they can be mounted read-only after all)."""
         with self._lock:
             self._watches.append(watch)
+            for held in watch.missing:  # links on the way there now are the user's: never set aside, never followed
+                link = _link_on_way(held.path, watch.roots)
+                if link is not None:
+                    watch.expect.setdefault(link, identity(link) or (0, 0, 0, 0))
             if self._start():
                 for held in watch.missing:
                     anchor = held.path.parent
@@ -331,7 +335,14 @@ class Watcher:
             self._judge(watch, held, path)
             return
         ways = watch.on_the_way(path)
-        if ways and os.path.isdir(path):
+        mode = _lmode(path) if ways else None
+        if mode is not None and stat.S_ISLNK(mode):
+            if _expected(watch, path):
+                return  # the user's own link, there at the start: what is beyond it is not the workspace's
+            # a link on the way to a protected path makes it another place's: the link is what appeared (never
+            # followed: what it leads to may be anywhere, attack round 20)
+            self._set_aside(watch, ways[0], path, _on_the_way_why(ways[0]))
+        elif mode is not None and stat.S_ISDIR(mode):
             with self._lock:  # a directory on the way: watch it, and look at what is there already
                 self._watch_dir(path, watch)
             for each in ways:
@@ -352,12 +363,19 @@ class Watcher:
     @staticmethod
     def _put_back(watch: Watch, path: Path) -> None:
         target = watch.links.get(path)
-        if target is not None and not os.path.lexists(path) and not granted_covers(watch.grants, path):
+        if target is None or _link_on_way(path, watch.roots) is not None:
+            return  # (never through a link: the link would be made wherever it leads)
+        if not os.path.lexists(path) and not granted_covers(watch.grants, path):
             with contextlib.suppress(OSError):
                 os.symlink(target, path)
                 watch.expect[path] = identity(path) or (0, 0, 0, 0)
 
     def _judge_existing(self, watch: Watch, held: HeldPath) -> None:
+        link = _link_on_way(held.path, watch.roots)
+        if link is not None:  # what is beyond it is not the workspace's: the link itself is judged, if new
+            if not _expected(watch, link):
+                self._set_aside(watch, held, link, _on_the_way_why(held))
+            return
         if os.path.lexists(held.path):
             self._judge(watch, held, held.path)
 
@@ -441,9 +459,20 @@ class Watcher:
     def _set_aside(self, watch: Watch, held: HeldPath, path: Path, why: str | None = None) -> None:
         """Move `path` aside; every running command that could have made it hears of it (nothing tells which
         one did)."""
+        link = _link_on_way(path, watch.roots)
+        if link is not None:
+            if _expected(watch, link):
+                return  # beyond the user's own link: not the workspace's to move
+            path, why = link, _on_the_way_why(held)
         if not os.path.lexists(path):
             return
-        moved = quarantine(path, watch.quarantine)
+        try:
+            moved = quarantine(path, watch.quarantine)
+        except OSError as error:  # a link appeared on its way meanwhile (`Changed`): the command is racing us
+            log.warning("cannot set %s aside: %s", path, error)
+            watch.record(SetAside(path, f"{why or held.why}; it could not be set aside ({error})", None))
+            watch.on_strike()
+            return
         if moved is False or moved is True:
             return
         item = SetAside(path, why or held.why, moved)
@@ -452,6 +481,23 @@ class Watcher:
             others = [w for w in self._watches if w is not watch and any(h.path == held.path for h in w.missing)]
         for each in (watch, *others):
             each.record(item)
+
+
+def _link_on_way(path: Path, roots: tuple[Path, ...]) -> Path | None:
+    """The first symbolic link among the directories on the way to `path`, below the writable root that holds it
+    (the root's own way is the host's, read-only to commands); None when there is none (or nothing there)."""
+    root = max((r for r in roots if path != r and path.is_relative_to(r)), key=lambda r: len(r.parts), default=None)
+    current = root if root is not None else Path(path.anchor)
+    for part in path.relative_to(current).parts[:-1]:
+        current = current / part
+        mode = _lmode(current)
+        if mode is None or not stat.S_ISDIR(mode):
+            return current if mode is not None and stat.S_ISLNK(mode) else None
+    return None
+
+
+def _on_the_way_why(held: HeldPath) -> str:
+    return f"it is a symbolic link on the way to {held.path}, which is protected ({held.why})"
 
 
 def _on_the_way(grants: tuple[Path, ...], path: Path) -> bool:

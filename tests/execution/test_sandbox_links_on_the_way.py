@@ -1,0 +1,91 @@
+"""Attack round 20: the sandbox's watcher (the bridge itself, unsandboxed) followed a symbolic link a sandboxed command
+made on the way to a protected path that did not exist yet (`mise/config.toml`, `.config/mise…`), and moved what the
+link led to — files anywhere the bridge's user can write, `~/.cargo/config.toml`, `~/.config/mise/` — into the
+quarantine. A link on the way is what appeared: it is set aside itself, and nothing beyond it is ever touched.
+Real bwrap, real commands; outcomes checked on the host's file system."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bridge.execution.supervisor import ProcessSupervisor
+from tests.execution.test_sandbox import AVAILABLE, Project, output
+
+pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
+
+
+@pytest.fixture
+async def project(tmp_path: Path) -> AsyncIterator[Project]:
+    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
+    proj = Project(tmp_path, supervisor)
+    yield proj
+    await proj.background.shutdown()
+    await supervisor.shutdown()
+    proj.sandbox.close()
+
+
+def _victims(outside: Path) -> dict[Path, str]:
+    """Files outside the workspace named as the protected paths beyond a link would be."""
+    files = {
+        outside / "victim" / "config.toml": "the user's cargo config\n",
+        outside / "cfg" / "mise.toml": "the user's mise.toml\n",
+        outside / "cfg" / "mise" / "config.toml": "the user's global mise config\n",
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return files
+
+
+def _untouched(files: dict[Path, str]) -> None:
+    for path, text in files.items():
+        assert path.read_text() == text, f"{path} was moved or changed"
+
+
+def _quarantined(project: Project) -> list[Path]:
+    return sorted(p for p in (project.root / "data").rglob("*") if "quarantine" in p.parts)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ln -s {out}/victim mise; ln -s {out}/cfg .config",  # links made where nothing was
+        "mkdir .config && rmdir .config && ln -s {out}/cfg .config",  # a folder first, then a link in its place
+        "mkdir -p a && ln -s {out}/cfg a/b && mv a/b .config",  # a link moved in
+    ],
+)
+async def test_a_link_on_the_way_to_a_protected_path_is_set_aside_and_never_followed(
+    project: Project, command: str
+) -> None:
+    victims = _victims(project.outside)
+    result = await project.run(command.format(out=project.outside) + "; echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    _untouched(victims)
+    for made in ("mise", ".config"):
+        path = project.ws / made
+        assert not os.path.islink(path), f"{made}: a link on the way to a protected path stays: {output(result)}"
+    kept = _quarantined(project)
+    assert all(not p.is_file() or p.is_symlink() for p in kept), f"only links are set aside: {kept}"
+    assert "symbolic link on the way to" in output(result), output(result)
+
+
+async def test_the_users_own_link_on_the_way_is_left_alone(project: Project) -> None:
+    """A link that was there before the command is the user's: nothing beyond it is the workspace's to move."""
+    victims = _victims(project.outside)
+    (project.ws / ".config").symlink_to(project.outside / "cfg")
+    result = await project.run("echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    _untouched(victims)
+    assert (project.ws / ".config").is_symlink()
+    assert "set aside" not in output(result), output(result)
+
+
+async def test_a_protected_path_made_inside_a_new_real_folder_is_still_set_aside(project: Project) -> None:
+    """The check that follows no link still sees what a command makes for real."""
+    result = await project.run("mkdir -p .config && echo '[env]' > .config/mise.toml; exit 0")
+    assert not (project.ws / ".config" / "mise.toml").exists(), output(result)
+    assert "[sandbox] The sandbox set aside" in output(result)
