@@ -14,9 +14,11 @@ restrictive ones come last):
     --tmpfs D --remount-ro D / --ro-bind /dev/null F   Read deny rules: masked
 
 plus `--unshare-pid` (its own /proc, so no `/proc/<pid>/root` of a process outside; killing bwrap kills
-everything inside), `--unshare-net` unless the network is allowed, `--die-with-parent` (the sandbox dies
-with the bridge, SIGKILL included: a Linux extra, bridge/execution/linux.py; without it the watchdog kills it)
-and `--cap-drop ALL` (as root, bwrap keeps every capability: the command could unmount its own protections).
+everything inside), `--unshare-ipc` and `--unshare-uts`, a seccomp filter refusing Unix sockets (the host's are
+doors out: bridge/execution/seccomp.py) unless allowed, `--unshare-net` unless the network is allowed,
+`--die-with-parent` (the sandbox dies with the bridge, SIGKILL included: a Linux extra, bridge/execution/linux.py;
+without it the watchdog kills it) and `--cap-drop ALL` (as root, bwrap keeps every capability: the command could
+unmount its own protections).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def _probe(binary: str | None) -> Availability:
     argv = [
         binary,
         *die_with_parent(),
-        "--unshare-pid",
+        *NAMESPACES,
         "--unshare-net",
         "--cap-drop",
         "ALL",
@@ -73,13 +75,21 @@ def _probe(binary: str | None) -> Availability:
     return probe(binary, argv, "bwrap")
 
 
+NAMESPACES = ("--unshare-pid", "--unshare-ipc", "--unshare-uts")
+"""Its own processes, System V IPC and POSIX message queues (attack round 20: a command read a root-owned shared
+memory segment of the host's), and host name."""
+
+
 def die_with_parent() -> list[str]:
     return ["--die-with-parent"] if host.linux_extras() else []
 
 
-def bwrap_argv(binary: str, policy: SandboxPolicy, plan: MountPlan) -> list[str]:
-    """bwrap and its arguments, up to the `--` before the command."""
-    flags = [*die_with_parent(), "--unshare-pid", "--cap-drop", "ALL"]
+def bwrap_argv(binary: str, policy: SandboxPolicy, plan: MountPlan, seccomp_fd: int | None = None) -> list[str]:
+    """bwrap and its arguments, up to the `--` before the command. `seccomp_fd`: the filter bwrap loads
+    (bridge/execution/seccomp.py: no Unix sockets), an open file passed to it."""
+    flags = [*die_with_parent(), *NAMESPACES, "--cap-drop", "ALL"]
     if not policy.network:
         flags.append("--unshare-net")
+    if seccomp_fd is not None:
+        flags += ["--seccomp", str(seccomp_fd)]
     return [binary, *flags, *plan.args, "--"]

@@ -56,6 +56,7 @@ class Launch:
     wrapped: bool = False  # bwrap runs it: bwrap's own processes get no polite signals
     release: Callable[[], None] | None = None  # called once the command's whole tree is gone
     run: CommandRun | None = None
+    pass_fds: tuple[int, ...] = ()  # open files the wrapper reads (bwrap's seccomp filter): passed, then closed here
 
 
 class CommandWrapper(Protocol):

@@ -46,6 +46,7 @@ from bridge.execution.sandbox_notes import refusal_notes
 from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
 from bridge.execution.sandbox_watch import WATCHER, SetAside, Watch
 from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
+from bridge.execution.seccomp import filter_fd
 from bridge.execution.shell import NoShell, git_bash
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.runs_later import GRANTS
@@ -355,13 +356,15 @@ class Sandbox:
                 release=run.release,
                 run=run,
             )
-        wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan), *argv]
+        seccomp_fd = None if policy.unix_sockets else filter_fd()
+        wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan, seccomp_fd), *argv]
         return Launch(
             wrapped,
             {**env, "TMPDIR": "/tmp", "AGENT_BRIDGE_SANDBOXED": "1"},
             wrapped=True,
             release=run.release,
             run=run,
+            pass_fds=() if seccomp_fd is None else (seccomp_fd,),
         )
 
     @staticmethod

@@ -172,11 +172,16 @@ class ProcessSupervisor:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
+                    pass_fds=launch.pass_fds,
                     **signals.own_group(),
                 )
         except BaseException:
             self._release(managed)
             raise
+        finally:
+            for fd in launch.pass_fds:  # the child has its own
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         managed._attach(transport)
         managed.job = Job.holding(managed.pid)  # Windows: the tree dies with the job (and with the bridge)
         managed.on_closed = self._closed_one

@@ -8,7 +8,8 @@ rules and the sandbox never disagree). bridge/execution/sandbox.py turns it into
   files the engine protects;
 - read-only: deny rules about writes and `sandbox.filesystem.denyWrite`;
 - masked (unreadable): deny rules about reads (`Read(...)`) and `sandbox.filesystem.denyRead`;
-- network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy).
+- network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy);
+- Unix sockets: refused (a seccomp filter) unless `sandbox.network.allowAllUnixSockets` is true.
 
 The keys follow Claude Code's `sandbox` settings object (`enabled`, `failIfUnavailable`,
 `network.allowedDomains`, `filesystem.allowWrite|denyWrite|denyRead`), plus the bridge's own `limits`
@@ -34,7 +35,7 @@ from bridge.permissions.command_limits import LimitSettings, LimitsModel, ram_by
 from bridge.permissions.held import HeldPath, PathKind
 from bridge.permissions.settings import SettingsFile, SettingsStore
 from bridge.permissions.specifiers import PathPattern, RuleSyntaxError, compile_path_specifier
-from bridge.permissions.widening import SANDBOX_NETWORK, SANDBOX_OFF, sandbox_allow_write
+from bridge.permissions.widening import SANDBOX_NETWORK, SANDBOX_OFF, SANDBOX_UNIX_SOCKETS, sandbox_allow_write
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
@@ -53,6 +54,8 @@ class _Network(BaseModel):
     model_config = ConfigDict(extra="allow")
     allowedDomains: list[str] | None = None
     allowLocalBinding: bool | None = None
+    allowAllUnixSockets: bool | None = None
+    allowUnixSockets: list[str] | None = None
 
 
 class _Filesystem(BaseModel):
@@ -77,6 +80,7 @@ class SandboxSettings:
     enabled: bool = True
     fail_if_unavailable: bool = False
     network: bool = False
+    unix_sockets: bool = False  # `network.allowAllUnixSockets`: no seccomp filter (bridge/execution/seccomp.py)
     allow_write: tuple[PathPattern, ...] = ()
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
@@ -96,6 +100,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     if cached is not None and cached[0] == store.generation:
         return cached[1]
     scalars: dict[str, bool] = {}
+    said_paths = False
     lists: dict[str, list[PathPattern]] = {"allowWrite": [], "denyWrite": [], "denyRead": []}
     limits = LimitSettings()
     problems: list[str] = []
@@ -130,6 +135,16 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
                     f"{loaded.file.path}: sandbox.network.allowedDomains: the sandbox cannot filter "
                     'by domain; the network stays off (list "*" to allow all of it)'
                 )
+        if model.network is not None and model.network.allowAllUnixSockets is not None:
+            sockets = model.network.allowAllUnixSockets
+            if not sockets or admitted(SANDBOX_UNIX_SOCKETS):
+                scalars.setdefault("unixSockets", sockets)
+        if model.network is not None and model.network.allowUnixSockets and not said_paths:
+            said_paths = True
+            problems.append(
+                f"{loaded.file.path}: sandbox.network.allowUnixSockets: the sandbox cannot tell Unix sockets apart "
+                "by path on Linux; they stay refused (set allowAllUnixSockets to allow every one)"
+            )
         root = loaded.file.root or store.cwd
         for key in lists:
             for spec in getattr(model.filesystem, key, None) or []:
@@ -143,6 +158,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         enabled=scalars.get("enabled", True),
         fail_if_unavailable=scalars.get("failIfUnavailable", False),
         network=scalars.get("network", False),
+        unix_sockets=scalars.get("unixSockets", False),
         allow_write=tuple(lists["allowWrite"]),
         deny_write=tuple(lists["denyWrite"]),
         deny_read=tuple(lists["denyRead"]),
@@ -174,6 +190,7 @@ class SandboxPolicy:
     read_only: tuple[PathPattern, ...]  # expanded against the filesystem at each command
     masked: tuple[PathPattern, ...]
     network: bool
+    unix_sockets: bool = False  # commands may create Unix sockets (`sandbox.network.allowAllUnixSockets`)
 
 
 def literal_root(pattern: PathPattern) -> tuple[Path, bool]:
@@ -252,6 +269,7 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
         read_only=tuple(read_only),
         masked=tuple(masked),
         network=settings.network,
+        unix_sockets=settings.unix_sockets,
     )
 
 

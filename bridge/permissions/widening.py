@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 WIDENING_MODES = frozenset({"acceptEdits", "bypassPermissions"})
 SANDBOX_OFF = "enabled: false (commands run without the OS sandbox)"
 SANDBOX_NETWORK = 'network.allowedDomains: ["*"] (commands get the network)'
+SANDBOX_UNIX_SOCKETS = (
+    "network.allowAllUnixSockets: true (commands may connect to the host's Unix sockets: Docker, D-Bus, agents)"
+)
 
 
 def sandbox_allow_write(spec: str) -> str:
@@ -41,6 +44,8 @@ def sandbox_widening(raw: Any) -> list[str]:
         and "*" in network["allowedDomains"]
     ):
         out.append(SANDBOX_NETWORK)
+    if isinstance(network, dict) and network.get("allowAllUnixSockets") is True:
+        out.append(SANDBOX_UNIX_SOCKETS)
     filesystem = raw.get("filesystem")
     if isinstance(filesystem, dict) and isinstance(filesystem.get("allowWrite"), list):
         out += [sandbox_allow_write(spec) for spec in filesystem["allowWrite"] if isinstance(spec, str)]

@@ -1,0 +1,137 @@
+"""Attack round 20: doors out of the sandbox that no mount closes. A Unix socket on the host's file system answers a
+`connect()` through a read-only bind, and `--unshare-net` does not cover it: an allowed command had a host daemon
+(Docker, systemd, D-Bus, an agent stand in for it) write outside the workspace. And without its own IPC namespace, a
+command read a root-owned shared memory segment of the host's. Real bwrap, real commands; the daemon's side and the
+host's segment tell what reached them."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.execution.seccomp import program
+from bridge.execution.supervisor import ProcessSupervisor
+from tests.execution.test_sandbox import AVAILABLE, Project, output
+
+pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
+
+
+@pytest.fixture
+async def project(tmp_path: Path) -> AsyncIterator[Project]:
+    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
+    proj = Project(tmp_path, supervisor)
+    yield proj
+    await proj.background.shutdown()
+    await supervisor.shutdown()
+    proj.sandbox.close()
+
+
+class Daemon:
+    """A host daemon on a Unix socket outside the workspace: what any client sends it is recorded."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.received: list[bytes] = []
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(4)
+        self.server.settimeout(0.2)
+        self.stopping = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.received.append(conn.recv(1024))
+                    conn.sendall(b"the host's secret")
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        self.stopping = True
+        self.thread.join(5)
+        self.server.close()
+
+
+@pytest.fixture
+def daemon() -> Iterator[Daemon]:
+    """In /var/tmp: the sandbox sees it there (its /tmp is its own), as it sees /run's."""
+    run = Path(tempfile.mkdtemp(prefix="agent-bridge-test-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    served = Daemon(run / "daemon.sock")
+    yield served
+    served.stop()
+    shutil.rmtree(run, ignore_errors=True)
+
+
+CLIENT = (
+    "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{path}'); "
+    "s.sendall(b'run this on the host'); print('GOT', s.recv(100))\""
+)
+
+
+@pytest.mark.skipif(program() is None, reason="no seccomp filter for this architecture")
+async def test_a_command_cannot_connect_to_a_unix_socket_of_the_host(project: Project, daemon: Daemon) -> None:
+    result = await project.run(CLIENT.format(path=daemon.path) + "; echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    assert daemon.received == [], output(result)
+    assert "the host's secret" not in output(result)
+    assert "Operation not permitted" in output(result), output(result)
+
+
+@pytest.mark.skipif(program() is None, reason="no seccomp filter for this architecture")
+async def test_io_uring_which_makes_sockets_without_the_syscall_is_refused(project: Project) -> None:
+    probe = (
+        'python3 -c "import ctypes; libc = ctypes.CDLL(None, use_errno=True); '
+        "print('io_uring_setup', libc.syscall(425, 4, None), ctypes.get_errno())\""
+    )
+    result = await project.run(probe)
+    assert "io_uring_setup -1 1" in output(result).splitlines(), output(result)  # EPERM: the filter's answer
+
+
+async def test_socketpairs_and_network_sockets_still_work(project: Project) -> None:
+    """What commands need of sockets stays: a pair's ends reach each other (pipes, multiprocessing), and an inet
+    socket is made (the network itself is off: its own namespace)."""
+    result = await project.run(
+        "python3 -c \"import socket; a, b = socket.socketpair(); a.sendall(b'pair-ok'); print(b.recv(10).decode()); "
+        "s = socket.socket(socket.AF_INET); s.bind(('127.0.0.1', 0)); s.listen(); print('inet-ok')\""
+    )
+    assert "pair-ok" in output(result) and "inet-ok" in output(result), output(result)
+
+
+async def test_allow_all_unix_sockets_lets_them_through(project: Project, daemon: Daemon) -> None:
+    project.settings({"sandbox": {"network": {"allowAllUnixSockets": True}}})
+    result = await project.run(CLIENT.format(path=daemon.path))
+    assert daemon.received == [b"run this on the host"], output(result)
+    assert "the host's secret" in output(result)
+
+
+@pytest.fixture
+def host_segment() -> Iterator[str]:
+    """A shared memory segment of the host's (root's, 0644: readable by every process that can see it)."""
+    made = subprocess.run(["ipcmk", "-M", "4096"], capture_output=True, text=True, check=True).stdout
+    shmid = made.strip().split()[-1]
+    seen = subprocess.run(["ipcs", "-m"], capture_output=True, text=True, check=True).stdout
+    assert f" {shmid} " in seen, "the host lists it"
+    yield shmid
+    subprocess.run(["ipcrm", "-m", shmid], check=False)
+
+
+@pytest.mark.skipif(shutil.which("ipcmk") is None or shutil.which("ipcrm") is None, reason="no util-linux ipc tools")
+async def test_the_hosts_shared_memory_is_not_visible(project: Project, host_segment: str) -> None:
+    result = await project.run("ipcs -m; echo listed")
+    assert "listed" in output(result), output(result)
+    assert f" {host_segment} " not in output(result), output(result)
