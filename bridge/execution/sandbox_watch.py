@@ -207,9 +207,8 @@ class Watcher:
         caller plans its mounts again: they can be mounted read-only after all)."""
         with self._lock:
             self._watches.append(watch)
-            for held in watch.missing:  # links on the way there now are the user's: never set aside, never followed
-                link = _link_on_way(held.path, watch.roots)
-                if link is not None:
+            for held in watch.missing:  # links on the way there now are the user's: followed, never set aside
+                for link in _links_on_way(held.path, watch.roots):
                     watch.expect.setdefault(link, identity(link) or (0, 0, 0, 0))
             if self._start():
                 for held in watch.missing:
@@ -336,13 +335,11 @@ class Watcher:
             return
         ways = watch.on_the_way(path)
         mode = _lmode(path) if ways else None
-        if mode is not None and stat.S_ISLNK(mode):
-            if _expected(watch, path):
-                return  # the user's own link, there at the start: what is beyond it is not the workspace's
+        if mode is not None and stat.S_ISLNK(mode) and not _expected(watch, path):
             # a link on the way to a protected path makes it another place's: the link is what appeared (never
             # followed: what it leads to may be anywhere, attack round 20)
             self._set_aside(watch, ways[0], path, _on_the_way_why(ways[0]))
-        elif mode is not None and stat.S_ISDIR(mode):
+        elif mode is not None and os.path.isdir(path):  # (through the user's own link, there at the start)
             with self._lock:  # a directory on the way: watch it, and look at what is there already
                 self._watch_dir(path, watch)
             for each in ways:
@@ -363,18 +360,17 @@ class Watcher:
     @staticmethod
     def _put_back(watch: Watch, path: Path) -> None:
         target = watch.links.get(path)
-        if target is None or _link_on_way(path, watch.roots) is not None:
-            return  # (never through a link: the link would be made wherever it leads)
+        if target is None or _new_link_on_way(watch, path) is not None:
+            return  # (never through a command's link: the link would be made wherever it leads)
         if not os.path.lexists(path) and not granted_covers(watch.grants, path):
             with contextlib.suppress(OSError):
                 os.symlink(target, path)
                 watch.expect[path] = identity(path) or (0, 0, 0, 0)
 
     def _judge_existing(self, watch: Watch, held: HeldPath) -> None:
-        link = _link_on_way(held.path, watch.roots)
-        if link is not None:  # what is beyond it is not the workspace's: the link itself is judged, if new
-            if not _expected(watch, link):
-                self._set_aside(watch, held, link, _on_the_way_why(held))
+        link = _new_link_on_way(watch, held.path)
+        if link is not None:  # a command's: what is beyond it is another place's, the link itself is what appeared
+            self._set_aside(watch, held, link, _on_the_way_why(held))
             return
         if os.path.lexists(held.path):
             self._judge(watch, held, held.path)
@@ -459,15 +455,13 @@ class Watcher:
     def _set_aside(self, watch: Watch, held: HeldPath, path: Path, why: str | None = None) -> None:
         """Move `path` aside; every running command that could have made it hears of it (nothing tells which
         one did)."""
-        link = _link_on_way(path, watch.roots)
+        link = _new_link_on_way(watch, path)
         if link is not None:
-            if _expected(watch, link):
-                return  # beyond the user's own link: not the workspace's to move
             path, why = link, _on_the_way_why(held)
         if not os.path.lexists(path):
             return
-        try:
-            moved = quarantine(path, watch.quarantine)
+        try:  # (the user's own links on the way resolved: the move follows none)
+            moved = quarantine(Path(os.path.realpath(path.parent)) / path.name, watch.quarantine)
         except OSError as error:  # a link appeared on its way meanwhile (`Changed`): the command is racing us
             log.warning("cannot set %s aside: %s", path, error)
             watch.record(SetAside(path, f"{why or held.why}; it could not be set aside ({error})", None))
@@ -483,17 +477,32 @@ class Watcher:
             each.record(item)
 
 
-def _link_on_way(path: Path, roots: tuple[Path, ...]) -> Path | None:
-    """The first symbolic link among the directories on the way to `path`, below the writable root that holds it
-    (the root's own way is the host's, read-only to commands); None when there is none (or nothing there)."""
+def _links_on_way(path: Path, roots: tuple[Path, ...], new: Callable[[Path], bool] | None = None) -> list[Path]:
+    """The symbolic links among the directories on the way to `path`, below the writable root that holds it (the
+    root's own way is the host's, read-only to commands), each followed to go on; with `new`, only the first link
+    it says is new (not followed: what it leads to may be anywhere)."""
     root = max((r for r in roots if path != r and path.is_relative_to(r)), key=lambda r: len(r.parts), default=None)
     current = root if root is not None else Path(path.anchor)
+    found: list[Path] = []
     for part in path.relative_to(current).parts[:-1]:
         current = current / part
         mode = _lmode(current)
-        if mode is None or not stat.S_ISDIR(mode):
-            return current if mode is not None and stat.S_ISLNK(mode) else None
-    return None
+        if mode is None:
+            break
+        if stat.S_ISLNK(mode):
+            if new is not None and new(current):
+                return [current]
+            found.append(current)
+            current = Path(os.path.realpath(current))
+        elif not stat.S_ISDIR(mode):
+            break
+    return [] if new is not None else found
+
+
+def _new_link_on_way(watch: Watch, path: Path) -> Path | None:
+    """The first link on the way to `path` that was not there when the command started (a command's), if any."""
+    found = _links_on_way(path, watch.roots, lambda link: not _expected(watch, link))
+    return found[0] if found else None
 
 
 def _on_the_way_why(held: HeldPath) -> str:

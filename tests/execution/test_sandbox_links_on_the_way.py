@@ -89,3 +89,16 @@ async def test_a_protected_path_made_inside_a_new_real_folder_is_still_set_aside
     result = await project.run("mkdir -p .config && echo '[env]' > .config/mise.toml; exit 0")
     assert not (project.ws / ".config" / "mise.toml").exists(), output(result)
     assert "[sandbox] The sandbox set aside" in output(result)
+
+
+async def test_a_protected_path_made_through_the_users_own_link_is_still_set_aside(project: Project) -> None:
+    """The user's own link on the way (there before the command) is followed as before: what a command makes
+    beyond it, at a protected name, is set aside where it really is."""
+    (project.ws / "dotfiles").mkdir()
+    (project.ws / ".config").symlink_to("dotfiles")
+    result = await project.run("echo '[env]' > .config/mise.toml; echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    assert not (project.ws / "dotfiles" / "mise.toml").exists(), output(result)
+    assert (project.ws / ".config").is_symlink(), "the user's link stays"
+    assert "[sandbox] The sandbox set aside" in output(result)
+    assert [p.read_text() for p in _quarantined(project) if p.name == "mise.toml"] == ["[env]\n"]
