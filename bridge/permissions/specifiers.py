@@ -49,19 +49,34 @@ def command_tokens(spec: str) -> tuple[tuple[str, ...], CommandTail]:
 
 
 def compile_command_pattern(spec: str) -> re.Pattern[str]:
-    """A regex over `shlex.join(argv)` of one simple command."""
+    """A regex over `shlex.join(argv)` of one simple command, matched in linear time.
+
+    A `*` word is any run of words, a `*` inside a word any run of its characters. The obvious regex (each `*` a lazy
+    `.*?`) tries every split of the command among them, O(n^k) for k wildcards (attack round 20: a cloned folder's
+    deny rule `Bash(* * * * * * * * * * Z)`, which applies untrusted, made a 42-word command take over 30 s, and
+    `Bash(a*a*a*b)` a long word cubic time). Here what follows each wildcard, up to the next one, is found at its
+    leftmost place and kept (an atomic group): the wildcard after it takes whatever is left over, so no other split
+    can succeed where that one fails. A test holds the two regexes to the same answers."""
     tokens, tail = command_tokens(spec)
-    parts: list[str] = []
+    words: list[str] = []
     for token in tokens:
         if token == "*":
-            parts.append(r"\S.*?" if parts else r".*?")
+            words.append(r"\S.*?" if words else r".*?")
         elif "*" in token:
             # a wildcard inside a word may not cross into the next word
-            parts.append(r"\S*?".join(_word_piece(piece) for piece in token.split("*")))
+            pieces = [_word_piece(piece) for piece in token.split("*")]
+            words.append(pieces[0] + "".join(rf"(?>\S*?{piece})" for piece in pieces[1:-1]) + r"\S*?" + pieces[-1])
         else:
-            parts.append(re.escape(shlex.quote(token)))
+            words.append(re.escape(shlex.quote(token)))
+    stars = [index for index, token in enumerate(tokens) if token == "*"]
+    regex = " ".join(words[: stars[0]]) + " " if stars and stars[0] else "" if stars else " ".join(words)
+    for n, start in enumerate(stars):
+        if n + 1 < len(stars):  # the wildcard, the words after it, the space before the next one: kept
+            regex += "(?>" + " ".join(words[start : stars[n + 1]]) + r" (?=\S))"  # (the next starts with one)
+        else:  # the last run must reach the end: not kept
+            regex += " ".join(words[start:])
     end = {"": "", "words": r"(?: .*)?", "chars": r".*"}[tail]
-    return re.compile(" ".join(parts) + end + r"\Z", re.DOTALL)
+    return re.compile(regex + end + r"\Z", re.DOTALL)
 
 
 def could_match_words(tokens: Sequence[str], tail: CommandTail, known: Sequence[str], next_glob: str | None) -> bool:
@@ -91,8 +106,10 @@ def could_match_words(tokens: Sequence[str], tail: CommandTail, known: Sequence[
 def _token_matches(token: str, word: str, *, prefix: bool) -> bool:
     if "*" not in token:
         return word.startswith(token) if prefix else word == token
-    regex = ".*?".join(re.escape(piece) for piece in token.split("*")) + (".*" if prefix else "")
-    return re.fullmatch(regex, word, re.DOTALL) is not None
+    pieces = [re.escape(piece) for piece in token.split("*")]
+    # each piece but the last at its leftmost place, kept (compile_command_pattern says why): linear
+    regex = pieces[0] + "".join(f"(?>.*?{piece})" for piece in pieces[1:-1]) + ".*?" + pieces[-1]
+    return re.fullmatch(regex + (".*" if prefix else ""), word, re.DOTALL) is not None
 
 
 def _word_piece(piece: str) -> str:
@@ -147,6 +164,7 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
         # tool runs (the bridge's own secrets are plain paths)
         from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
+        _within_wildcard_budget(spec, anchored)
         try:
             compiled = GitIgnoreSpecPattern(anchored)
         except Exception as exc:  # pathspec raises plain ValueError / GitIgnorePatternError
@@ -158,24 +176,87 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
     return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(regex))
 
 
-_PLAIN_PART = re.compile(r"[A-Za-z0-9_.@+=,:~%*-]+")
+_PLAIN_PART = re.compile(r"[A-Za-z0-9_.@+=,:~%*? -]+")
+_SEGMENT_END = r"(?=/|\Z)"
 
 
 def plain_regex(anchored: str) -> re.Pattern[str] | None:
-    """The regex pathspec makes of an anchored pattern of plain names and single-name wildcards, with or without a
-    trailing `/**` (`/proc/12/task/*/environ`, `/data/sessions/*.jsonl`, `/src/**`), made without loading pathspec;
-    None for anything else (`**` inside, escapes, classes, `!`, spaces...): pathspec reads those. A test holds the
-    two equal, pattern text for pattern text."""
-    if not anchored.startswith("/"):
+    """A gitignore pattern (as compile_path_specifier anchors it) of plain names, `*`, `?` and whole `**` segments,
+    as a regex that matches what pathspec's does (a test holds the two to the same answers) in linear time, made
+    without loading pathspec; None for anything else (escapes, classes, `!`, spaces...): pathspec reads those.
+
+    pathspec's own regex backtracks: `[^/]*a[^/]*a…b` for `*a*a…b` and `(?:.+/)?…(?:/.+)?` for the `**`s try every
+    split, O(n^k) for k wildcards (attack round 20: a cloned folder's deny rule `Read(/*a*a*a*a*a*a*b)`, which
+    applies untrusted, held the bridge 78 s on one 100-character name). Here each piece between two `*` of a name,
+    and each run of names between two `**`, is matched at its leftmost place and kept (an atomic group): a piece of
+    fixed length found leftmost leaves the most room for what follows, so no other split can succeed where that
+    one fails. A name's last piece, and what the pattern ends with, are matched as before (one scan)."""
+    if anchored.endswith(" ") or anchored.startswith(" "):
+        return None  # (gitignore drops trailing spaces: pathspec's)
+    if anchored.startswith("/**/"):
+        parts, lead = anchored[4:].split("/"), True
+    elif anchored.startswith("/"):
+        parts, lead = anchored[1:].split("/"), False
+    elif anchored.startswith("**/"):
+        parts, lead = anchored[3:].split("/"), True
+    elif "/" not in anchored:
+        parts, lead = [anchored], True  # slash-free: at any depth
+    else:
         return None
-    parts = anchored[1:].split("/")
     below = parts[-1] == "**"
     if below:
         parts.pop()
-    if not parts or any(not _PLAIN_PART.fullmatch(p) or p in (".", "..") or "**" in p for p in parts):
+    if not parts or parts[0] == "**" or parts[-1] == "**":
         return None
-    body = "/".join("[^/]+" if p == "*" else "[^/]*".join(re.escape(x) for x in p.split("*")) for p in parts)
-    return re.compile("^" + body + ("/" if below else "(?:(?P<ps_d>/)|$)"))
+    for index, part in enumerate(parts):
+        if part == "**":
+            if parts[index - 1] == "**":
+                return None
+        elif not _PLAIN_PART.fullmatch(part) or part in (".", ".."):
+            return None
+    chunks: list[list[str]] = [[]]
+    for part in parts:
+        if part == "**":
+            chunks.append([])
+        else:
+            chunks[-1].append(_segment(part))
+    body = ""
+    for index, chunk in enumerate(chunks):
+        names = "/".join(chunk)
+        if index == 0 and not lead:
+            body += names
+        else:  # after `**` (or the start of a slash-free pattern): whole names skipped, the leftmost place kept
+            body += ("/" if index else "") + "(?>(?:[^/]+/)*?" + names + _SEGMENT_END + ")"
+    return re.compile("^" + body + ("/" if below else "(?:(?P<ps_d>/)|\\Z)"))
+
+
+MAX_STARS_PER_NAME = 1  # in a pattern pathspec reads (brackets, escapes): its regex backtracks, O(n^k)
+MAX_DOUBLE_STARS = 1
+
+
+def _within_wildcard_budget(spec: str, anchored: str) -> None:
+    """A pattern left to pathspec (brackets, escapes) may have one `*` in a name and one `**`: its regex tries every
+    split of a name among its wildcards (see `plain_regex`), and a name the model makes up may be as long as it likes.
+    More is refused as a syntax error, reported, the rule skipped (`**/*[Ss]ecret*` can be written as two rules
+    without brackets, which have no such limit)."""
+    parts = anchored.strip("/").split("/")
+    doubles = sum(1 for part in parts if part == "**")
+    stars = max((part.count("*") for part in parts if part != "**"), default=0)
+    if stars > MAX_STARS_PER_NAME or doubles > MAX_DOUBLE_STARS:
+        raise RuleSyntaxError(
+            f"path pattern {spec!r} has too many wildcards for one with brackets or escapes (at most "
+            f"{MAX_STARS_PER_NAME} `*` in a name and {MAX_DOUBLE_STARS} `**`: matching it could take hours); "
+            "write it without brackets or escapes (as several rules if need be)"
+        )
+
+
+def _segment(part: str) -> str:
+    """One name's glob: its pieces between `*`s, each but the last found leftmost and kept."""
+    pieces = [re.escape(piece).replace("\\?", "[^/]").replace("?", "[^/]") for piece in part.split("*")]
+    if len(pieces) == 1:
+        return pieces[0]
+    middle = "".join(f"(?>[^/]*?{piece})" for piece in pieces[1:-1])
+    return pieces[0] + middle + "[^/]*" + pieces[-1] + _SEGMENT_END
 
 
 # --- hosts ---------------------------------------------------------------------------------------------
