@@ -33,7 +33,10 @@ _NO_NETWORK = re.compile(
     r"Failed to establish a new connection|network is unreachable",
     re.IGNORECASE,
 )
-_HOST_TMP = re.compile(r"(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
+# (a path starts a word: from inside a long one, every `/tmp/` in it would scan to its end, O(n^2) on the output)
+_HOST_TMP = re.compile(r"(?<![^\s'\"‘“`(])(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
+_EPERM = re.compile(r"Operation not permitted|PermissionError|EPERM|\[Errno 1\]")
+_SOCKET = re.compile(r"socket|AF_UNIX|forkserver|multiprocessing|Listener|\bbind\b|\bconnect\b", re.IGNORECASE)
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
 _BEFORE = re.compile(
     r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy|"
@@ -75,12 +78,25 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
             "visible to them. Put shared files in the workspace, or add their directory to "
             '"sandbox": {"filesystem": {"allowWrite": [...]}} in .agent-bridge/settings.json.'
         )
+    if not policy.unix_sockets and plan.backend != "seatbelt" and _unix_socket_refused(output):
+        notes.append(
+            "The sandbox refuses Unix sockets (a command could reach the machine's daemons through one: Docker, "
+            "systemd, an ssh agent), so what makes one fails with EPERM: multiprocessing's Manager() and its "
+            "forkserver start, a server on a socket file. Use multiprocessing's fork start method, or, to allow "
+            'them all, set "sandbox": {"network": {"allowAllUnixSockets": true}} in .agent-bridge/settings.json.'
+        )
     if not policy.network and _NO_NETWORK.search(output):
         notes.append(
             'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
             "in .agent-bridge/settings.json."
         )
     return notes
+
+
+def _unix_socket_refused(output: str) -> bool:
+    """Whether the output's end says EPERM and speaks of sockets (a traceback names them lines before its error)."""
+    tail = "\n".join(output.splitlines()[-200:])
+    return _EPERM.search(tail) is not None and _SOCKET.search(tail) is not None
 
 
 def _why_read_only(path: Path, policy: SandboxPolicy, plan: MountPlan) -> str | None:

@@ -7,16 +7,23 @@ such doors: the Docker daemon (a container with `/` mounted is the host), system
 session bus, ssh-agent and gpg-agent, an editor's IPC socket. Attack round 20: an allowed `python3 build.py` had a
 daemon on `/run/…sock` write outside the workspace and hand back a file's secret.
 
-So, as Claude Code's sandbox does on Linux, the filter refuses (EPERM) `socket(AF_UNIX, …)`; `socketpair` stays
-(its two ends reach only each other: pipes, `multiprocessing`, test runners need it). Also refused:
-- `io_uring_setup`: io_uring makes sockets and connects them without the `socket` syscall (IORING_OP_SOCKET);
-- on x86-64, the 32-bit entry's `socketcall` and `socket` (the filter can't read `socketcall`'s arguments), and the
-  x32 ABI's calls are filtered as the 64-bit ones (their numbers carry bit 30).
-Any other architecture a process could switch to is refused entirely. `sandbox.network.allowAllUnixSockets: true`
-(a widening: a folder's own settings need its trust) turns the filter off.
+So, as Claude Code's sandbox does on Linux, the filter refuses (EPERM):
+- `socket(AF_UNIX, …)`, and `socketpair(AF_UNIX, SOCK_DGRAM, …)`: a pair's ends are connected to each other, but a
+  datagram one may still `sendto()` any socket file (attack round 21: journald's, a daemon's control socket).
+  Stream and seqpacket pairs stay: pipes, `multiprocessing`'s default start, test runners need them;
+- `socket(AF_VSOCK, …)`: the hypervisor's door, which no network namespace closes;
+- `io_uring_setup`: io_uring makes sockets and connects them without these calls (IORING_OP_SOCKET);
+- on x86-64, the 32-bit entry's `socketcall` (the filter can't read its arguments) and the same checks on its
+  `socket` and `socketpair`; the x32 ABI's calls are filtered as the 64-bit ones (their numbers carry bit 30). Any
+  other architecture a process could switch to is killed.
+What needs a Unix socket of its own fails in the sandbox (EPERM): `multiprocessing.Manager()`, its `forkserver`
+start (Python 3.14's default on Linux), a test that listens on a socket file. `sandbox.network.allowAllUnixSockets:
+true` (a widening: a folder's own settings need its trust) turns the filter off; the command's result says so
+(sandbox_notes.py).
 
-The program is classic BPF (`struct sock_filter`), written here: eight bytes per instruction. Architectures: x86-64
-and aarch64; elsewhere no filter (logged once), the rest of the sandbox as before.
+The program is classic BPF (`struct sock_filter`), assembled here with labels: eight bytes per instruction, jumps
+only forward. Architectures: x86-64 and aarch64; elsewhere no filter (logged once), the rest of the sandbox as
+before.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import struct
 log = logging.getLogger(__name__)
 
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]
-_NR, _ARCH, _ARG0 = 0, 4, 16  # (args[0]'s low half: little-endian)
+_NR, _ARCH, _ARG0, _ARG1 = 0, 4, 16, 24  # (the args' low halves: little-endian)
 _LD_W_ABS = 0x20
 _JEQ_K = 0x15
 _AND_K = 0x54
@@ -45,18 +52,74 @@ _I386 = 0x40000003
 _AARCH64 = 0xC00000B7
 _X32_BIT = 0x40000000
 
-# (native arch, socket, io_uring_setup, compat arch or None)
+AF_VSOCK = 40
+SOCK_DGRAM = 2
+_TYPE_MASK = 0xF  # the socket type without SOCK_NONBLOCK / SOCK_CLOEXEC
+
+# arch -> (its audit number, socket, socketpair, io_uring_setup)
 _ARCHES = {
-    "x86_64": (_X86_64, 41, 425),
-    "amd64": (_X86_64, 41, 425),
-    "aarch64": (_AARCH64, 198, 425),
-    "arm64": (_AARCH64, 198, 425),
+    "x86_64": (_X86_64, 41, 53, 425),
+    "amd64": (_X86_64, 41, 53, 425),
+    "aarch64": (_AARCH64, 198, 199, 425),
+    "arm64": (_AARCH64, 198, 199, 425),
 }
-_I386_SOCKETCALL, _I386_SOCKET, _I386_IO_URING_SETUP = 102, 359, 425
+_I386_SOCKETCALL, _I386_SOCKET, _I386_SOCKETPAIR, _I386_IO_URING_SETUP = 102, 359, 360, 425
+
+Op = tuple[int, int, str | None, str | None]  # code, k, the label to jump to when true / false (None: the next)
 
 
-def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
+def _assemble(ops: list[Op | str]) -> bytes:
+    """Classic BPF from instructions and labels (a str is a label: the position of the next instruction)."""
+    at: dict[str, int] = {}
+    code: list[Op] = []
+    for op in ops:
+        if isinstance(op, str):
+            at[op] = len(code)
+        else:
+            code.append(op)
+
+    def jump(here: int, label: str | None) -> int:
+        offset = 0 if label is None else at[label] - here - 1
+        if not 0 <= offset <= 255:
+            raise ValueError(f"jump to {label} out of range")
+        return offset
+
+    return b"".join(
+        struct.pack("=HBBI", op, jump(n, jt) if op == _JEQ_K else 0, jump(n, jf) if op == _JEQ_K else 0, k)
+        for n, (op, k, jt, jf) in enumerate(code)
+    )
+
+
+def _load(offset: int) -> Op:
+    return (_LD_W_ABS, offset, None, None)
+
+
+def _is(value: int, then: str | None, otherwise: str | None = None) -> Op:
+    return (_JEQ_K, value, then, otherwise)
+
+
+def _ret(value: int) -> Op:
+    return (_RET_K, value, None, None)
+
+
+def _sockets(socket: str, socketpair: str) -> list[Op | str]:
+    """The checks of `socket`'s and `socketpair`'s arguments (each ends at allow or refuse; BPF jumps only forward,
+    so each entry has its own copy)."""
+    return [
+        # socket(AF_UNIX | AF_VSOCK, ...): a host socket file's door; the hypervisor's (vsock is no namespace's)
+        socket,
+        _load(_ARG0),
+        _is(AF_UNIX, "refuse"),
+        _is(AF_VSOCK, "refuse", "allow"),
+        # socketpair(AF_UNIX, SOCK_DGRAM): its ends are connected to each other, but a datagram socket may still
+        # sendto() any socket file (journald's, a daemon's control socket). Stream and seqpacket pairs stay (pipes).
+        socketpair,
+        _load(_ARG0),
+        _is(AF_UNIX, None, "allow"),
+        _load(_ARG1),
+        (_AND_K, _TYPE_MASK, None, None),
+        _is(SOCK_DGRAM, "refuse", "allow"),
+    ]
 
 
 def program(machine: str | None = None) -> bytes | None:
@@ -64,61 +127,30 @@ def program(machine: str | None = None) -> bytes | None:
     found = _ARCHES.get((machine or platform.machine()).lower())
     if found is None:
         return None
-    native, socket_nr, io_uring_nr = found
-    x86 = native == _X86_64
-    ops: list[bytes] = []
-    # Labels are resolved by hand: jt/jf count the instructions skipped after the jump.
-    # 0: arch
-    ops.append(_op(_LD_W_ABS, _ARCH))
-    # 1: native? else the compat branch (x86-64) or refuse
-    compat_at = 10
-    ops.append(_op(_JEQ_K, native, 0, compat_at - 2))
-    # 2: nr, x32's bit cleared (on aarch64 the AND is harmless: no syscall number reaches bit 30)
-    ops.append(_op(_LD_W_ABS, _NR))
-    ops.append(_op(_AND_K, ~_X32_BIT & 0xFFFFFFFF))
-    # 4: io_uring_setup -> refuse
-    ops.append(_op(_JEQ_K, io_uring_nr, 0, 1))
-    ops.append(_op(_RET_K, _ERRNO))
-    # 6: socket? else allow
-    ops.append(_op(_JEQ_K, socket_nr, 1, 0))
-    ops.append(_op(_RET_K, _ALLOW))
-    # 8: args[0] == AF_UNIX -> refuse, else allow
-    ops.append(_op(_LD_W_ABS, _ARG0))
-    ops.append(_op(_JEQ_K, AF_UNIX, len(_compat(x86)) + 1, len(_compat(x86))))
-    assert len(ops) == compat_at
-    ops += _compat(x86)
-    ops.append(_op(_RET_K, _ALLOW))  # allow
-    ops.append(_op(_RET_K, _ERRNO))  # refuse
-    return b"".join(ops)
-
-
-def _compat(x86: bool) -> list[bytes]:
-    """After the native checks: the second architecture's (A holds the arch at entry), each ending by jumping to
-    the final allow (the second last instruction) or refuse (the last)."""
-    if not x86:  # any other architecture: killed (no such entry should exist)
-        return [_op(_RET_K, _KILL)]
-    # A = arch. Positions are relative to this block's start; the block is followed by [allow, refuse].
-    block = [
-        _op(_JEQ_K, _I386, 1, 0),  # 0: i386? else kill
-        _op(_RET_K, _KILL),  # 1
-        _op(_LD_W_ABS, _NR),  # 2
-        _op(_JEQ_K, _I386_SOCKETCALL, 0, 0),  # 3: -> refuse (patched below)
-        _op(_JEQ_K, _I386_IO_URING_SETUP, 0, 0),  # 4: -> refuse
-        _op(_JEQ_K, _I386_SOCKET, 0, 0),  # 5: -> 6, else allow
-        _op(_LD_W_ABS, _ARG0),  # 6
-        _op(_JEQ_K, AF_UNIX, 0, 0),  # 7: -> refuse, else allow
+    native, socket_nr, socketpair_nr, io_uring_nr = found
+    ops: list[Op | str] = [
+        _load(_ARCH),
+        _is(native, None, "compat"),
+        _load(_NR),
+        (_AND_K, ~_X32_BIT & 0xFFFFFFFF, None, None),  # x32's calls are the 64-bit ones with bit 30 set
+        _is(io_uring_nr, "refuse"),  # io_uring makes and connects sockets without the calls below
+        _is(socket_nr, "socket"),
+        _is(socketpair_nr, "socketpair", "allow"),
+        *_sockets("socket", "socketpair"),
+        "compat",
     ]
-    n = len(block)
-    allow, refuse = n, n + 1
-
-    def to(at: int, target: int) -> int:
-        return target - at - 1
-
-    block[3] = _op(_JEQ_K, _I386_SOCKETCALL, to(3, refuse), 0)
-    block[4] = _op(_JEQ_K, _I386_IO_URING_SETUP, to(4, refuse), 0)
-    block[5] = _op(_JEQ_K, _I386_SOCKET, 0, to(5, allow))
-    block[7] = _op(_JEQ_K, AF_UNIX, to(7, refuse), to(7, allow))
-    return block
+    if native == _X86_64:  # A = the arch: the 32-bit entry's calls (socketcall's arguments are beyond the filter)
+        ops += [
+            _is(_I386, None, "kill"),
+            _load(_NR),
+            _is(_I386_SOCKETCALL, "refuse"),
+            _is(_I386_IO_URING_SETUP, "refuse"),
+            _is(_I386_SOCKET, "i386 socket"),
+            _is(_I386_SOCKETPAIR, "i386 socketpair", "allow"),
+            *_sockets("i386 socket", "i386 socketpair"),
+        ]
+    ops += ["kill", _ret(_KILL), "allow", _ret(_ALLOW), "refuse", _ret(_ERRNO)]
+    return _assemble(ops)
 
 
 _warned = False

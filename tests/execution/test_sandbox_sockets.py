@@ -135,3 +135,52 @@ async def test_the_hosts_shared_memory_is_not_visible(project: Project, host_seg
     result = await project.run("ipcs -m; echo listed")
     assert "listed" in output(result), output(result)
     assert f" {host_segment} " not in output(result), output(result)
+
+
+class DatagramDaemon:
+    """A host daemon on a datagram socket file (journald, a control socket stand in for it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.server.bind(str(path))
+        self.server.setblocking(False)
+
+    def received(self) -> list[bytes]:
+        got = []
+        while True:
+            try:
+                got.append(self.server.recv(1024))
+            except BlockingIOError:
+                return got
+
+
+@pytest.mark.skipif(program() is None, reason="no seccomp filter for this architecture")
+async def test_a_datagram_socketpair_cannot_send_to_a_host_socket(project: Project) -> None:
+    """Attack round 21: a socketpair's ends are connected to each other, but a datagram one may sendto() any socket
+    file; stream pairs (pipes) stay allowed."""
+    where = Path(tempfile.mkdtemp(prefix="agent-bridge-test-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    daemon = DatagramDaemon(where / "dgram.sock")
+    try:
+        result = await project.run(
+            'python3 -c "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); '
+            f"a.sendto(b'sent through a pair', '{daemon.path}')\"; "
+            'python3 -c "import socket; s = socket.socket(40, socket.SOCK_STREAM)"; echo ran > control.txt; exit 0'
+        )
+        assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+        assert daemon.received() == [], output(result)
+        assert output(result).count("Operation not permitted") == 2, output(result)  # the pair; AF_VSOCK
+        assert "The sandbox refuses Unix sockets" in output(result), "the result says why, and the way out"
+    finally:
+        daemon.server.close()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+async def test_multiprocessing_with_fork_still_works_and_a_manager_is_explained(project: Project) -> None:
+    result = await project.run(
+        "python3 -c \"import multiprocessing as mp; mp.set_start_method('fork'); "
+        "print('pool', sum(mp.Pool(2).map(abs, [-1, -2])))\"; "
+        'python3 -c "import multiprocessing as mp; mp.Manager()"; exit 0'
+    )
+    assert "pool 3" in output(result), output(result)
+    assert "allowAllUnixSockets" in output(result), output(result)
