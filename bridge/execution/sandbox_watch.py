@@ -47,6 +47,7 @@ from bridge.permissions.git_held import NEW_REPOSITORY, config_entries
 from bridge.permissions.git_reading import inert
 from bridge.permissions.held import HeldPath
 from bridge.permissions.runs_later import GRANTS, granted_covers
+from bridge.safefs.held import Held
 
 log = logging.getLogger(__name__)
 
@@ -360,11 +361,12 @@ class Watcher:
     @staticmethod
     def _put_back(watch: Watch, path: Path) -> None:
         target = watch.links.get(path)
-        if target is None or _new_link_on_way(watch, path) is not None:
+        way = _way_of(watch, path) if target is not None else None
+        if target is None or way is None:
             return  # (never through a command's link: the link would be made wherever it leads)
         if not os.path.lexists(path) and not granted_covers(watch.grants, path):
-            with contextlib.suppress(OSError):
-                os.symlink(target, path)
+            with contextlib.suppress(OSError), Held(way) as parent:  # exactly there, whatever the way says since
+                parent.symlink(target, path.name)
                 watch.expect[path] = identity(path) or (0, 0, 0, 0)
 
     def _judge_existing(self, watch: Watch, held: HeldPath) -> None:
@@ -460,8 +462,11 @@ class Watcher:
             path, why = link, _on_the_way_why(held)
         if not os.path.lexists(path):
             return
-        try:  # (the user's own links on the way resolved: the move follows none)
-            moved = quarantine(Path(os.path.realpath(path.parent)) / path.name, watch.quarantine)
+        way = _way_of(watch, path)
+        if way is None:  # (gone meanwhile, or a link that appeared since: the next look sets that aside)
+            return
+        try:  # (the user's own links on the way resolved one by one: the move follows none)
+            moved = quarantine(way / path.name, watch.quarantine)
         except OSError as error:  # a link appeared on its way meanwhile (`Changed`): the command is racing us
             log.warning("cannot set %s aside: %s", path, error)
             watch.record(SetAside(path, f"{why or held.why}; it could not be set aside ({error})", None))
@@ -477,32 +482,72 @@ class Watcher:
             each.record(item)
 
 
-def _links_on_way(path: Path, roots: tuple[Path, ...], new: Callable[[Path], bool] | None = None) -> list[Path]:
-    """The symbolic links among the directories on the way to `path`, below the writable root that holds it (the
-    root's own way is the host's, read-only to commands), each followed to go on; with `new`, only the first link
-    it says is new (not followed: what it leads to may be anywhere)."""
+_MAX_HOPS = 40  # links followed on one way (the kernel's own bound)
+
+
+@dataclass
+class _Way:
+    """What `_walk` saw: the links met, the directory reached (link-free; None when the way ends before it), and the
+    first link the caller said is new (then the walk stopped there)."""
+
+    links: list[Path] = field(default_factory=list)
+    reached: Path | None = None
+    new_link: Path | None = None
+
+
+def _walk(path: Path, roots: tuple[Path, ...], new: Callable[[Path], bool] = lambda _link: False) -> _Way:
+    """The way to `path`'s directory walked one name at a time below the writable root that holds it (the root's own
+    way is the host's, read-only to commands), each link read and followed one step: what `realpath` does, but
+    seeing every link it passes (attack round 21: in a chain `.config -> cfglink -> dotfiles` of the user's, a
+    command replaced the middle link, and `realpath` followed it out). The walk stops at the first link `new` names."""
     root = max((r for r in roots if path != r and path.is_relative_to(r)), key=lambda r: len(r.parts), default=None)
     current = root if root is not None else Path(path.anchor)
-    found: list[Path] = []
-    for part in path.relative_to(current).parts[:-1]:
-        current = current / part
-        mode = _lmode(current)
+    todo = list(path.relative_to(current).parts[:-1])
+    way = _Way()
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            current = current.parent
+            continue
+        step = current / part
+        mode = _lmode(step)
         if mode is None:
-            break
+            return way
         if stat.S_ISLNK(mode):
-            if new is not None and new(current):
-                return [current]
-            found.append(current)
-            current = Path(os.path.realpath(current))
-        elif not stat.S_ISDIR(mode):
-            break
-    return [] if new is not None else found
+            if new(step):
+                way.new_link = step
+                return way
+            way.links.append(step)
+            try:
+                target = Path(os.readlink(step))
+            except OSError:
+                return way
+            if len(way.links) > _MAX_HOPS:
+                return way
+            if target.is_absolute():
+                current = Path(target.anchor)
+            todo = [p for p in target.parts if p not in (target.anchor, ".")] + todo
+            continue
+        if not stat.S_ISDIR(mode):
+            return way
+        current = step
+    way.reached = current
+    return way
+
+
+def _links_on_way(path: Path, roots: tuple[Path, ...]) -> list[Path]:
+    """Every link on the way to `path` (see `_walk`)."""
+    return _walk(path, roots).links
 
 
 def _new_link_on_way(watch: Watch, path: Path) -> Path | None:
     """The first link on the way to `path` that was not there when the command started (a command's), if any."""
-    found = _links_on_way(path, watch.roots, lambda link: not _expected(watch, link))
-    return found[0] if found else None
+    return _walk(path, watch.roots, lambda link: not _expected(watch, link)).new_link
+
+
+def _way_of(watch: Watch, path: Path) -> Path | None:
+    """`path`'s directory as reached through the user's own links only (link-free), or None."""
+    return _walk(path, watch.roots, lambda link: not _expected(watch, link)).reached
 
 
 def _on_the_way_why(held: HeldPath) -> str:

@@ -102,3 +102,27 @@ async def test_a_protected_path_made_through_the_users_own_link_is_still_set_asi
     assert (project.ws / ".config").is_symlink(), "the user's link stays"
     assert "[sandbox] The sandbox set aside" in output(result)
     assert [p.read_text() for p in _quarantined(project) if p.name == "mise.toml"] == ["[env]\n"]
+
+
+async def test_a_link_a_command_replaced_in_a_chain_of_the_users_links_is_not_followed(project: Project) -> None:
+    """Attack round 21: `.config -> cfglink -> dotfiles`, both links the user's; the command points the middle one
+    outside. `realpath` followed it, and the bridge moved the outside `mise.toml` into the quarantine. The way is
+    now walked one link at a time: the replaced link is new, and it is what is set aside."""
+    victims = _victims(project.outside)
+    (project.ws / "dotfiles").mkdir()
+    (project.ws / "cfglink").symlink_to("dotfiles")
+    (project.ws / ".config").symlink_to("cfglink")
+    result = await project.run(f"ln -sfn {project.outside}/cfg cfglink; echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    _untouched(victims)
+    assert not os.path.lexists(project.ws / "cfglink"), f"the replaced link is set aside: {output(result)}"
+    assert (project.ws / ".config").is_symlink(), "the user's first link stays"
+
+
+async def test_a_protected_path_made_through_a_chain_of_the_users_links_is_set_aside(project: Project) -> None:
+    (project.ws / "dotfiles").mkdir()
+    (project.ws / "cfglink").symlink_to("dotfiles")
+    (project.ws / ".config").symlink_to("cfglink")
+    result = await project.run("echo '[env]' > .config/mise.toml; exit 0")
+    assert not (project.ws / "dotfiles" / "mise.toml").exists(), output(result)
+    assert [p.read_text() for p in _quarantined(project) if p.name == "mise.toml"] == ["[env]\n"]
