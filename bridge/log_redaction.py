@@ -23,7 +23,7 @@ _TOKEN_SHAPES = re.compile(
 )
 _FIELD = re.compile(
     r"""(?P<name>['"]?(?:api[_-]?key|auth[_-]?token|authorization|x-api-key|access[_-]?token)['"]?\s*[:=]\s*)"""
-    r"""(?P<quote>\[?\s*['"]?)(?P<value>(?:Bearer\s+)?[^'"\s,}\]]+)""",
+    r"""(?P<quote>(?:\[\s*+)?['"]?)(?P<value>(?:Bearer\s+)?[^'"\s,}\]]+)""",
     re.IGNORECASE,
 )
 _ASSIGNMENT = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"|;,]+)")

@@ -18,14 +18,47 @@ import base64
 import logging
 import re
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from urllib.parse import unquote
 
 from bridge.log_redaction import SHOWN, redact
 from bridge.secrets import looks_secret
 
 MIN_CHARS = 6
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`|\\]*[^\s'\"<>`|\\.,:;)]")  # not the sentence's stop
+_SCHEME = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_URL_TAIL = re.compile(r"[^\s'\"<>`|\\]*[^\s'\"<>`|\\.,:;)]")
+
+
+def urls(text: str) -> Iterator[tuple[int, int]]:
+    """The URLs in `text` (a scheme, `://`, and what follows up to a space or quote, not the sentence's stop), as the
+    spans `re.finditer(r"\\b[A-Za-z][A-Za-z0-9+.\\-]*://[^\\s'\"<>`|\\\\]*[^\\s'\"<>`|\\\\.,:;)]", text)` finds them, in
+    linear time: that pattern tried every letter of a long run like
+    `a.a.a.a…` as a scheme's start and scanned the run to its end each time, O(n^2) on a server's stderr line
+    (attack round 20). Here each `://` is found first, and its scheme's leftmost start in the run before it."""
+    done = 0
+    at = text.find("://")
+    while at >= 0:
+        start = at
+        while start > done and text[start - 1] in _SCHEME:
+            start -= 1
+        begin = next(
+            (
+                p
+                for p in range(start, at)
+                if text[p] in _LETTERS and (p == 0 or not (text[p - 1].isalnum() or text[p - 1] == "_"))
+            ),
+            None,
+        )
+        tail = _URL_TAIL.match(text, at + 3) if begin is not None else None
+        if begin is not None and tail is not None:
+            yield begin, tail.end()
+            done = tail.end()
+            at = text.find("://", done)
+        else:
+            at = text.find("://", at + 1)
+
+
 # scheme://[userinfo@]host[:port]path[?query][#fragment], by hand: `urlsplit` refuses a host part with brackets
 _PARTS = re.compile(
     r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?:(?P<userinfo>[^/?#]*)@)?(?P<host>[^/?#@]*)(?P<path>[^?#]*)"
@@ -60,9 +93,9 @@ class Shown:
         if self._pattern is not None:
             text = self._pattern.sub(SHOWN, text)
         pieces, last = [], 0
-        for url in _URL.finditer(text):  # the log's redaction would take a URL's query for one field's value
-            pieces += [redact(text[last : url.start()]), shown_url(url[0])]
-            last = url.end()
+        for begin, end in urls(text):  # the log's redaction would take a URL's query for one field's value
+            pieces += [redact(text[last:begin]), shown_url(text[begin:end])]
+            last = end
         return "".join([*pieces, redact(text[last:])])
 
     def watch_logs(self) -> None:

@@ -73,7 +73,7 @@ _UNITS = {
     "tb": 1000**4,
     "tib": 1024**4,
 }
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*+([a-zA-Z]*)")  # over stripped text (`\s*\s*` around an empty unit: O(n^2))
 
 
 class Unset(enum.Enum):
@@ -109,7 +109,7 @@ def parse_amount(value: int | float | str | None, *, name: str, ram: int | None 
         if not 0 < share <= 100:
             raise ValueError(f"{name}: a share of the RAM between 0 and 100%, got {value!r}")
         return int(ram * share / 100)
-    match = _SIZE.match(text)
+    match = _SIZE.fullmatch(text)
     if match is None or match.group(2) not in _UNITS:
         raise ValueError(f"{name}: not a number or a size ({value!r}; e.g. 8GB, 512MiB, unlimited)")
     return math.ceil(float(match.group(1)) * _UNITS[match.group(2)])

@@ -55,12 +55,28 @@ OWN_FOLDER = re.compile(
 _SEPARATORS = frozenset(
     {";", "&", "&&", "|", "||", "(", ")", ";;", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"}
 )
-_GLOB = re.compile(r"[*?]|\[.+\]")  # what the shell would expand (`[` and `[[` alone are programs)
+
+
+def _globbed(word: str) -> bool:
+    """What the shell would expand (`[` and `[[` alone are programs): `re.search(r"[*?]|\\[.+\\]", word)` without its
+    scan from every `[` to the end (O(n^2): attack round 20)."""
+    if "*" in word or "?" in word:
+        return True
+    for line in word.split("\n"):
+        opening, closing = line.find("["), line.rfind("]")
+        if opening >= 0 and closing >= opening + 2:
+            return True
+    return False
+
+
 _WRITE_TO = re.compile(r"\d*(?:>>?|>\||&>>?)(.*)")  # an output redirection, its target attached or next
 _HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
-_MAKE_INCLUDE = re.compile(r"^\s*[-s]?include\s+(.+)$", re.MULTILINE)
+_MAKE_INCLUDE = re.compile(r"^[^\S\n]*[-s]?include[^\S\n]+(.+)$", re.MULTILINE)
 _PY_IMPORT = re.compile(
-    r"^[^\S\n]*(?:from\s+(\.*)([\w.]*)\s+import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))", re.MULTILINE
+    # (possessive, and the spaces between `from` and `import` when nothing is named, kept apart: O(n) where a run
+    # of dots or of spaces made the old pattern O(n^2), attack round 20)
+    r"^[^\S\n]*(?:from\s++(\.*+)([\w.]*)(?:(?<=\s\s)|\s+)import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))",
+    re.MULTILINE,
 )
 # Python that loads code in a way a reading of its text can't follow: the script stays off.
 _PY_DYNAMIC = re.compile(
@@ -71,17 +87,17 @@ _PY_DYNAMIC = re.compile(
 # A string literal that names a file of code (a script it runs: `subprocess.run(["sh", "scripts/x.sh"])`).
 _PY_CODE_LITERAL = re.compile(r"""['"]([^'"\\\n]+\.(?:py|sh|bash|js|mjs|cjs|so|pth))['"]""")
 _JS_LITERAL = re.compile(
-    r"""(?:require\s*\(|import\s*\(|\bfrom\s+|^\s*import\s+)\s*['"](\.{1,2}/[^'"]+)['"]""", re.MULTILINE
+    r"""(?:require\s*+\(|import\s*+\(|\bfrom\s++|^[^\S\n]*+import\s++)\s*+['"](\.{1,2}/[^'"]+)['"]""", re.MULTILINE
 )
 _JS_DYNAMIC = re.compile(r"""(?:\brequire|\bimport)\s*\(\s*(?!['"\s])""")
 # A path-like word that names a file of code, anywhere in a Ruby or Perl script (`system("sh scripts/x.sh")`).
 _CODE_WORD = re.compile(
-    r"""(?<![\w$@%{])([\w.-]*/[\w./-]*\.(?:rb|pl|pm|py|sh|bash|js|mjs|cjs)|[\w-]+\.(?:rb|pl|pm|sh))\b"""
+    r"""(?<![\w$@%{./-])([\w.-]*/[\w./-]*\.(?:rb|pl|pm|py|sh|bash|js|mjs|cjs)|[\w-]+\.(?:rb|pl|pm|sh))\b"""
 )
 # Ruby: what it loads by a literal name, and what loads code a reading can't follow (the script stays off).
 _RB_LOAD = re.compile(
-    r"""\b(require_relative|require|load)\b\s*\(?\s*(['"])([^'"#\\\n]+)\2"""
-    r"""|\bautoload\s*\(?\s*:\w+\s*,\s*(['"])([^'"#\\\n]+)\4"""
+    r"""\b(require_relative|require|load)\b\s*+(?:\(\s*+)?(['"])([^'"#\\\n]+)\2"""
+    r"""|\bautoload\s*+(?:\(\s*+)?:\w++\s*+,\s*+(['"])([^'"#\\\n]+)\4"""
 )
 _RB_ANY_LOAD = re.compile(r"\b(?:require_relative|require|load|autoload)\b")
 _RB_DYNAMIC = re.compile(
@@ -89,13 +105,13 @@ _RB_DYNAMIC = re.compile(
     r"|\bsend\s*\(\s*:(?:require|load|eval)|\bKernel\s*\.\s*(?:require|load|eval)"
 )
 # Perl: `require`/`do` of a file, `use`/`require` of a module, `use lib` folders (FindBin's are the script's own).
-_PL_FILE = re.compile(r"""\b(?:require|do)\s*\(?\s*(['"])([^'"$@\\\n]+)\1""")
-_PL_MODULE = re.compile(r"^\s*(?:use|require|no)\s+([A-Za-z_]\w*(?:::\w+)*)", re.MULTILINE)
-_PL_PARENT = re.compile(r"^\s*use\s+(?:parent|base)\s+([^;]+);", re.MULTILINE)
-_PL_LIB = re.compile(r"^\s*use\s+lib\s+([^;]+);", re.MULTILINE)
+_PL_FILE = re.compile(r"""\b(?:require|do)\s*+(?:\(\s*+)?(['"])([^'"$@\\\n]+)\1""")
+_PL_MODULE = re.compile(r"^[^\S\n]*(?:use|require|no)\s+([A-Za-z_]\w*(?:::\w+)*)", re.MULTILINE)
+_PL_PARENT = re.compile(r"^[^\S\n]*use\s+(?:parent|base)\s+([^;]+);", re.MULTILINE)
+_PL_LIB = re.compile(r"^[^\S\n]*use\s+lib\s+([^;]+);", re.MULTILINE)
 _PL_FINDBIN = re.compile(r"\$(?:FindBin::)?(?:Real)?Bin\b|\$\{(?:FindBin::)?(?:Real)?Bin\}")
 _PL_DYNAMIC = re.compile(
-    r"\beval\s*(?![\s{]|$)|\beval\s+(?!\{)\S|\b(?:require|do)\s*\(?\s*[$@]|@INC\b|\bUNIVERSAL::require\b"
+    r"\beval\s*+(?![\s{]|$)|\beval\s++(?!\{)\S|\b(?:require|do)\s*+(?:\(\s*+)?[$@]|@INC\b|\bUNIVERSAL::require\b"
     r"|\bModule::(?:Load|Runtime|Pluggable)\b|\b(?:Class::Load|load_class)\b"
 )
 
@@ -222,7 +238,7 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
                 target_next = not redirect.group(1)
                 continue
             value = substituted(word, own)
-            known = "$" not in value and "`" not in value and not _GLOB.search(value)
+            known = "$" not in value and "`" not in value and not _globbed(value)
             if n == 1 and program in {".", "source"}:
                 if not known:
                     raise Unbindable(f"{shown} sources `{word}`, a name computed when it runs")
@@ -259,7 +275,7 @@ def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines)."""
     for match in _MAKE_INCLUDE.finditer(text):
         for word in match.group(1).split("#", 1)[0].split():
-            if "$" in word or _GLOB.search(word):
+            if "$" in word or _globbed(word):
                 raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
             yield os.path.join(path.parent, word)
     yield from shell_names(text, path, root, shown, strict=False)
