@@ -37,6 +37,10 @@ _NO_NETWORK = re.compile(
 _HOST_TMP = re.compile(r"(?<![^\s'\"‘“`(])(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
 _EPERM = re.compile(r"Operation not permitted|PermissionError|EPERM|\[Errno 1\]")
 _SOCKET = re.compile(r"socket|AF_UNIX|forkserver|multiprocessing|Listener|\bbind\b|\bconnect\b", re.IGNORECASE)
+# an agent reached through its socket: gpg's (commit signing), ssh's
+_AGENT = re.compile(
+    r"can't connect to the agent|gpg failed to sign|connection to your authentication agent|connecting to agent"
+)
 _QUOTED = re.compile(r"""['"‘“`]([^'"’”`\n]+)['"’”`]""")
 _BEFORE = re.compile(
     r"(?:^|\s)([^\s'\"‘’“”`]+?): (?:Read-only file system|Device or resource busy|"
@@ -81,8 +85,9 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
     if not policy.unix_sockets and plan.backend != "seatbelt" and _unix_socket_refused(output):
         notes.append(
             "The sandbox refuses Unix sockets (a command could reach the machine's daemons through one: Docker, "
-            "systemd, an ssh agent), so what makes one fails with EPERM: multiprocessing's Manager() and its "
-            "forkserver start, a server on a socket file. Use multiprocessing's fork start method, or, to allow "
+            "systemd, an ssh or gpg agent), so what makes one fails with EPERM: multiprocessing's Manager() and "
+            "its forkserver start, a server on a socket file, signing a commit with gpg. Use multiprocessing's fork "
+            "start method, or, to allow "
             'them all, set "sandbox": {"network": {"allowAllUnixSockets": true}} in .agent-bridge/settings.json.'
         )
     if not policy.network and _NO_NETWORK.search(output):
@@ -96,7 +101,7 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
 def _unix_socket_refused(output: str) -> bool:
     """Whether the output's end says EPERM and speaks of sockets (a traceback names them lines before its error)."""
     tail = "\n".join(output.splitlines()[-200:])
-    return _EPERM.search(tail) is not None and _SOCKET.search(tail) is not None
+    return (_EPERM.search(tail) is not None and _SOCKET.search(tail) is not None) or _AGENT.search(tail) is not None
 
 
 def _why_read_only(path: Path, policy: SandboxPolicy, plan: MountPlan) -> str | None:

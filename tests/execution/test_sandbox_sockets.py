@@ -184,3 +184,14 @@ async def test_multiprocessing_with_fork_still_works_and_a_manager_is_explained(
     )
     assert "pool 3" in output(result), output(result)
     assert "allowAllUnixSockets" in output(result), output(result)
+
+
+@pytest.mark.skipif(shutil.which("gpg") is None, reason="no gpg")
+async def test_a_commit_signed_through_gpgs_agent_is_explained(project: Project) -> None:
+    """gpg signs through its agent's socket, which the sandbox refuses: the result says why."""
+    result = await project.run(
+        "export GNUPGHOME=$PWD/.gnupg-test; mkdir -p -m 700 $GNUPGHOME; echo x > f; git add f; "
+        "git -c user.email=a@b -c user.name=n -c commit.gpgsign=true -c user.signingkey=nobody commit -qm signed; "
+        "exit 0"
+    )
+    assert "allowAllUnixSockets" in output(result), output(result)
