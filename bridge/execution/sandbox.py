@@ -215,7 +215,11 @@ class SandboxRun:
             real = Path(os.path.realpath(path.parent)) / path.name
             if not any(real.is_relative_to(root) for root in self.policy.writable):
                 continue
-            moved = quarantine(path, self.quarantine)
+            try:  # (where it really is: quarantine follows no link on the way)
+                moved = quarantine(real, self.quarantine)
+            except OSError as error:  # a link appeared on its way since (`Changed`)
+                notes.append(f"The sandbox could not set aside {path}, which a deny rule forbids writing: {error}")
+                continue
             if moved is False:
                 continue
             self._set_aside.append(path)

@@ -126,3 +126,15 @@ async def test_a_protected_path_made_through_a_chain_of_the_users_links_is_set_a
     result = await project.run("echo '[env]' > .config/mise.toml; exit 0")
     assert not (project.ws / "dotfiles" / "mise.toml").exists(), output(result)
     assert [p.read_text() for p in _quarantined(project) if p.name == "mise.toml"] == ["[env]\n"]
+
+
+async def test_a_file_an_edit_deny_pattern_forbids_made_through_the_users_link_is_set_aside(project: Project) -> None:
+    """The check after a command for what an `Edit(...)` pattern forbids sets it aside where it really is (the move
+    follows no link; the user's link on the way is resolved first)."""
+    (project.ws / "keys").mkdir()
+    (project.ws / "linked").symlink_to("keys")
+    project.settings({"permissions": {"deny": ["Edit(./linked/*.pem)"]}})
+    result = await project.run("echo secret > linked/new.pem; echo ran > control.txt; exit 0")
+    assert (project.ws / "control.txt").read_text() == "ran\n", output(result)
+    assert not (project.ws / "keys" / "new.pem").exists(), output(result)
+    assert "[sandbox] The sandbox set aside" in output(result), output(result)
