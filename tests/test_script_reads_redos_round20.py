@@ -118,3 +118,36 @@ OLD_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`|\\]*[^\s'\"<>`|\\
 def test_urls_are_found_as_the_pattern_found_them(parts: list[str]) -> None:
     text = "".join(parts)
     assert list(shown.urls(text)) == [m.span() for m in OLD_URL.finditer(text)], text
+
+
+@pytest.mark.parametrize(
+    ("text", "bound"),
+    [
+        ('use FindBin qw($Bin);\ndo "$Bin/helper.pl";\n', "tools/helper.pl"),
+        ('system("perl", "$Bin/helper.pl");\n', "tools/helper.pl"),
+        ('require "$RealBin/conf.pl";\n', "tools/conf.pl"),
+        ('system("sh $d/deploy.sh");\n', "deploy.sh"),
+        ('my $b = sprintf("%s/build.sh", $dir);\n', "build.sh"),
+        ('system("sh scripts/x.sh");\n', "scripts/x.sh"),
+    ],
+)
+def test_a_perl_script_still_binds_what_it_names_after_a_variable(text: str, bound: str) -> None:
+    """Attack round 22: the linear `_CODE_WORD` no longer started after a `/`, so `"$Bin/helper.pl"` (the script's
+    own folder) was bound no more, and a trusted hook ran on after a pull changed it."""
+    from pathlib import Path
+
+    names = set(script_reads.perl_names(text, Path("/w/tools/run.pl"), Path("/w"), "tools/run.pl"))
+    assert f"/w/{bound}" in names or f"/w/tools/{bound}" in names, names
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("_PL_LIB", "use lib a\n" * 100_000), ("_PL_PARENT", "use parent a\n" * 100_000)],
+)
+def test_perl_use_lines_without_a_semicolon_are_read(name: str, text: str) -> None:
+    """Attack round 22: minutes at 1 MiB before (each line's scan ran to the end)."""
+    assert getattr(script_reads, name).findall(script_reads._to_last_semicolon(text)) == []
+
+
+def test_python_imports_of_unclosed_lists_are_read() -> None:
+    assert len(script_reads._PY_IMPORT.findall("from a import (\n" * 60_000)) == 60_000

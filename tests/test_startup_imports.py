@@ -27,7 +27,7 @@ from pathlib import Path
 from bridge.agents.loader import load_yaml
 from bridge.permissions.specifiers import compile_path_specifier
 load_yaml("name: x")
-compile_path_specifier("src/**/*.py", cwd=Path.cwd(), root=Path("/"))  # (plain ones need no pathspec)
+compile_path_specifier("src/[ab]*.py", cwd=Path.cwd(), root=Path("/"))  # (plain ones, ** too, need no pathspec)
 try:
     asyncio.run(bridge.commands._RUNS["rewind"](None, "", None))  # loads its modules, then fails on no session
 except AttributeError:

@@ -73,9 +73,10 @@ _WRITE_TO = re.compile(r"\d*(?:>>?|>\||&>>?)(.*)")  # an output redirection, its
 _HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
 _MAKE_INCLUDE = re.compile(r"^[^\S\n]*[-s]?include[^\S\n]+(.+)$", re.MULTILINE)
 _PY_IMPORT = re.compile(
-    # (possessive, and the spaces between `from` and `import` when nothing is named, kept apart: O(n) where a run
-    # of dots or of spaces made the old pattern O(n^2), attack round 20)
-    r"^[^\S\n]*(?:from\s++(\.*+)([\w.]*)(?:(?<=\s\s)|\s+)import\s+(\([^)]*\)|[^\n#;]+)|import\s+([^\n#;]+))",
+    # (possessive, the spaces between `from` and `import` when nothing is named kept apart, and a parenthesized list
+    # that stops at the next `(`: O(n) where a run of dots, of spaces or of unclosed lists made it O(n^2), attack
+    # rounds 20 and 22)
+    r"^[^\S\n]*(?:from\s++(\.*+)([\w.]*)(?:(?<=\s\s)|\s+)import\s+(\([^()]*\)|[^\n#;]+)|import\s+([^\n#;]+))",
     re.MULTILINE,
 )
 # Python that loads code in a way a reading of its text can't follow: the script stays off.
@@ -93,6 +94,12 @@ _JS_DYNAMIC = re.compile(r"""(?:\brequire|\bimport)\s*\(\s*(?!['"\s])""")
 # A path-like word that names a file of code, anywhere in a Ruby or Perl script (`system("sh scripts/x.sh")`).
 _CODE_WORD = re.compile(
     r"""(?<![\w$@%{./-])([\w.-]*/[\w./-]*\.(?:rb|pl|pm|py|sh|bash|js|mjs|cjs)|[\w-]+\.(?:rb|pl|pm|sh))\b"""
+)
+# The same after a variable (`"$Bin/helper.pl"`, `"$dir/deploy.sh"`, `sprintf("%s/build.sh")`): the part after it, from
+# the workspace or beside the script. (`_CODE_WORD` found it itself once, starting after the `/`; its start may no
+# longer follow `./-`, which made it O(n^2) on a run of dashes: attack rounds 20 and 22.)
+_AFTER_VARIABLE = re.compile(
+    r"""(?<![\w$@%{./-])[$@%{][\w:]*\}?/([\w.-]*/[\w./-]*\.(?:rb|pl|pm|py|sh|bash|js|mjs|cjs)|[\w-]+\.(?:rb|pl|pm|sh))\b"""
 )
 # Ruby: what it loads by a literal name, and what loads code a reading can't follow (the script stays off).
 _RB_LOAD = re.compile(
@@ -350,8 +357,15 @@ def _code_lines(text: str) -> str:
     return "\n".join(out)
 
 
+def _to_last_semicolon(code: str) -> str:
+    """`code` up to its last `;`: `use lib …;` and `use parent …;` end at one, so nothing after it is theirs. Without
+    what follows, each scan from a `use` that reaches past the line ends in a match, which consumes what it scanned
+    (a run of `use lib a` lines with no `;` made them O(n^2): attack round 22)."""
+    return code[: code.rfind(";") + 1]
+
+
 def _code_words(text: str, path: Path, root: Path) -> Iterator[str]:
-    for word in _CODE_WORD.findall(text):
+    for word in [*_CODE_WORD.findall(text), *_AFTER_VARIABLE.findall(text)]:
         yield os.path.join(root, word)
         yield os.path.join(path.parent, word)
 
@@ -388,7 +402,7 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     if found := _PL_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     folders = [path.parent, Path(root) / "lib", Path(root)]
-    for spec in _PL_LIB.findall(code):
+    for spec in _PL_LIB.findall(_to_last_semicolon(code)):
         spec = _PL_FINDBIN.sub(lambda _: str(path.parent), spec)
         if "$" in spec or "@" in spec:
             raise Unbindable(f"{shown} adds a library folder named when it runs (`use lib {spec.strip()}`)")
@@ -400,7 +414,7 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
         yield os.path.join(root, name)
         yield os.path.join(path.parent, name)
     modules = _PL_MODULE.findall(code)
-    for names in _PL_PARENT.findall(code):  # `use parent 'My::Base'` loads it
+    for names in _PL_PARENT.findall(_to_last_semicolon(code)):  # `use parent 'My::Base'` loads it
         modules += re.findall(r"[A-Za-z_]\w*(?:::\w+)+|(?<=['\s(])[A-Z]\w*(?=['\s),;])", names)
     for module in modules:
         if module in ("lib", "strict", "warnings", "utf8", "constant", "parent", "base", "vars", "feature"):
