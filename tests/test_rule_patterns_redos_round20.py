@@ -76,14 +76,14 @@ def test_word_globs_answer_as_the_backtracking_regex_did(token: str, word: str, 
     assert _token_matches(token, word, prefix=prefix) == (re.fullmatch(old, word, re.DOTALL) is not None)
 
 
-NAME = st.text(alphabet="ab*? ", min_size=1, max_size=5)
+NAME = st.text(alphabet="ab*? é!#()$'", min_size=1, max_size=5)
 
 
 @settings(max_examples=3000, suppress_health_check=list(HealthCheck))
 @given(
     parts=st.lists(st.one_of(NAME, st.just("**")), min_size=1, max_size=5),
     lead=st.sampled_from(["/", "**/", "", "/**/"]),
-    path=st.lists(st.text(alphabet="ab. ", min_size=1, max_size=5), min_size=1, max_size=6),
+    path=st.lists(st.text(alphabet="ab. é!#()$'", min_size=1, max_size=5), min_size=1, max_size=6),
 )
 def test_path_patterns_answer_as_pathspecs_regex_does(parts: list[str], lead: str, path: list[str]) -> None:
     pattern = lead + "/".join(parts)
@@ -125,9 +125,19 @@ def test_an_untrusted_folders_command_rule_against_a_long_command_is_answered(sp
 
 
 def test_a_bracketed_path_rule_with_many_wildcards_is_refused_with_a_way_out(tmp_path: Path) -> None:
-    """pathspec's regex is still the one for brackets and escapes: more than one `*` in a name (or `**` twice) is
-    refused, and the message says how to write it."""
+    """pathspec's regex is still the one for brackets and escapes: more than one `*` in a name (or `**` twice, a
+    trailing `/**` aside) is refused, and the message says how to write it."""
     with pytest.raises(RuleSyntaxError, match="without brackets or escapes"):
         compile_path_specifier("**/*[Ss]ecret*", cwd=tmp_path, root=tmp_path)
-    for spec in ("**/*.[ch]", "src/[Tt]est*/x.py", "**/secret*", "**/*secret*"):
+    for spec in (
+        "**/*.[ch]",
+        "src/[Tt]est*/x.py",
+        "**/secret*",
+        "**/*secret*",
+        "**/[Ss]ecrets/**",
+        "**/[Ss]ecrets/",
+        "**/*пароль*",
+        "//home/me/My (old)/**/*.key*",
+        "**/a\\*b*",
+    ):
         compile_path_specifier(spec, cwd=tmp_path, root=tmp_path)

@@ -176,14 +176,15 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
     return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(regex))
 
 
-_PLAIN_PART = re.compile(r"[A-Za-z0-9_.@+=,:~%*? -]+")
+_PLAIN_PART = re.compile(r"[^\[\]\\/\n]+")  # (brackets and escapes are pathspec's to read)
 _SEGMENT_END = r"(?=/|\Z)"
 
 
 def plain_regex(anchored: str) -> re.Pattern[str] | None:
-    """A gitignore pattern (as compile_path_specifier anchors it) of plain names, `*`, `?` and whole `**` segments,
-    as a regex that matches what pathspec's does (a test holds the two to the same answers) in linear time, made
-    without loading pathspec; None for anything else (escapes, classes, `!`, spaces...): pathspec reads those.
+    """A gitignore pattern (as compile_path_specifier anchors it) of names, `*`, `?` and whole `**` segments, as a
+    regex that matches what pathspec's does (a test holds the two to the same answers) in linear time, made without
+    loading pathspec; None for anything else (brackets, escapes, a leading `!` or `#`, trailing spaces): pathspec
+    reads those.
 
     pathspec's own regex backtracks: `[^/]*a[^/]*a…b` for `*a*a…b` and `(?:.+/)?…(?:/.+)?` for the `**`s try every
     split, O(n^k) for k wildcards (attack round 20: a cloned folder's deny rule `Read(/*a*a*a*a*a*a*b)`, which
@@ -191,8 +192,8 @@ def plain_regex(anchored: str) -> re.Pattern[str] | None:
     and each run of names between two `**`, is matched at its leftmost place and kept (an atomic group): a piece of
     fixed length found leftmost leaves the most room for what follows, so no other split can succeed where that
     one fails. A name's last piece, and what the pattern ends with, are matched as before (one scan)."""
-    if anchored.endswith(" ") or anchored.startswith(" "):
-        return None  # (gitignore drops trailing spaces: pathspec's)
+    if anchored.endswith(" ") or anchored.startswith((" ", "!", "#")):
+        return None  # (gitignore drops trailing spaces, `!` negates, `#` comments: pathspec's)
     if anchored.startswith("/**/"):
         parts, lead = anchored[4:].split("/"), True
     elif anchored.startswith("/"):
@@ -240,8 +241,10 @@ def _within_wildcard_budget(spec: str, anchored: str) -> None:
     More is refused as a syntax error, reported, the rule skipped (`**/*[Ss]ecret*` can be written as two rules
     without brackets, which have no such limit)."""
     parts = anchored.strip("/").split("/")
+    if parts[-1] == "**":
+        parts.pop()  # (a trailing `/**` is a plain `/` in pathspec's regex: nothing to try)
     doubles = sum(1 for part in parts if part == "**")
-    stars = max((part.count("*") for part in parts if part != "**"), default=0)
+    stars = max((len(re.findall(r"(?<!\\)\*", part)) for part in parts if part != "**"), default=0)
     if stars > MAX_STARS_PER_NAME or doubles > MAX_DOUBLE_STARS:
         raise RuleSyntaxError(
             f"path pattern {spec!r} has too many wildcards for one with brackets or escapes (at most "
