@@ -10,6 +10,7 @@ about reads when any file below it does (the tree is walked, bounded; past the b
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 from dataclasses import dataclass, field
@@ -471,6 +472,9 @@ class BashFacts:
         return tuple(out.values())
 
 
+_SPACE = re.compile(r"\s")
+
+
 @dataclass(frozen=True)
 class _Form:
     """A command form as rules read it: the words known before it runs, what stops them, the joined text."""
@@ -479,6 +483,7 @@ class _Form:
     stop: Word | None  # the first word computed at run time (or a glob); None: every word is known
     head: str | None  # the shell-quoted first word, when known
     text: str | None  # `shlex.join` of the words, when all are known
+    plain: str | None = None  # the words unquoted, joined by spaces (theirs made NULs): deny and ask rules' 2nd reading
 
     @classmethod
     def of(cls, form: tuple[Word, ...]) -> _Form:
@@ -490,14 +495,23 @@ class _Form:
                 break
             known.append(word.value)
         head = shlex.quote(known[0]) if known else None
-        return cls(tuple(known), stop, head, shlex.join(known) if stop is None else None)
+        whole = stop is None
+        plain = " ".join(_SPACE.sub("\0", word) for word in known) if whole else None
+        return cls(tuple(known), stop, head, shlex.join(known) if whole else None, plain)
 
     def hits(self, rule: CompiledRule) -> bool:
         if self.stop is not None:
             return rule.could_match(self.known, None if not self.stop.static else self.stop.pattern)
         if rule.command_head is not None and self.head != rule.command_head:
             return False
-        return self.text is not None and rule.matches_command(self.text)
+        # Deny and ask rules only (what these forms are for): a command also matches as its words read unquoted
+        # (a word's own spaces made NULs, so that a `*` inside a word still stays in it). A pattern is matched over
+        # `shlex.join`, which quotes a word with `!`, `&`, `$`, a space...: `Bash(echo tok*)` missed `echo 'tok!'`,
+        # `Bash(curl https://evil.com/* *)` missed `curl 'https://evil.com/x&y=1'` (attack round 22). Matching
+        # more is what a deny rule should do; allow rules keep the quoted reading.
+        if self.text is None:
+            return False
+        return rule.matches_command(self.text) or (self.plain != self.text and rule.matches_command(self.plain or ""))
 
 
 def _maybe_bare(directory: Path) -> bool:
