@@ -141,3 +141,10 @@ def test_a_bracketed_path_rule_with_many_wildcards_is_refused_with_a_way_out(tmp
         "**/a\\*b*",
     ):
         compile_path_specifier(spec, cwd=tmp_path, root=tmp_path)
+
+
+@pytest.mark.parametrize("spec", ["**/[.]env2", "**/.env2", "a*/**/[.]env2"])
+def test_a_newline_in_a_folders_name_does_not_hide_what_is_below_it(tmp_path: Path, spec: str) -> None:
+    """Attack round 22: pathspec's `.` stopped at a newline, so `Read(**/[.]env2)` did not match `c\\nd/.env2`."""
+    pattern = compile_path_specifier(spec, cwd=tmp_path, root=tmp_path)
+    assert pattern.matches(tmp_path / "ab\ncd" / "x" / ".env2")

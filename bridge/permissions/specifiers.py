@@ -171,7 +171,8 @@ def compile_path_specifier(spec: str, *, cwd: Path, root: Path) -> PathPattern:
             raise RuleSyntaxError(f"invalid path pattern {spec!r}: {exc}") from exc
         if compiled.regex is None or not compiled.include:
             raise RuleSyntaxError(f"path pattern {spec!r} matches nothing (negations are not rules)")
-        regex = compiled.regex
+        # `.` across a newline too: a folder whose name holds one hid what is below it from `**` (attack round 22)
+        regex = re.compile(compiled.regex.pattern, compiled.regex.flags | re.DOTALL)
     every_drive = isinstance(base, PureWindowsPath) and str(base) == "\\"  # kept as is: realpath would pick one
     return PathPattern(Path(base) if every_drive else Path(os.path.realpath(base)), pattern, rule_regex(regex))
 
