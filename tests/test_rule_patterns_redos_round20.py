@@ -90,8 +90,10 @@ def test_path_patterns_answer_as_pathspecs_regex_does(parts: list[str], lead: st
     if (lead == "" and "/" in pattern) or any(name in (".", "..") for name in path):
         return
     ours = plain_regex(pattern)
+    if ours is None:
+        return  # pathspec reads it
     theirs = GitIgnoreSpecPattern(pattern).regex
-    if ours is None or theirs is None or not theirs.pattern.startswith("^"):
+    if theirs is None or not theirs.pattern.startswith("^"):
         return  # (pathspec reads it; or its own odd answer for `**/*/**`, a regex that matches no relative path)
     text = "/".join(path)
     assert bool(ours.match(text)) == bool(theirs.match(text)), (pattern, text)
