@@ -23,7 +23,13 @@ from tests.checkpoint_run import Run, checkpoint_run, say, step, use
 
 def _one_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str) -> AbstractAsyncContextManager[Run]:
     """A session whose first prompt runs `command`; the second is the rewind."""
-    return checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=command)), say("ok"), say("back")])
+    return _commands(tmp_path, monkeypatch, command)
+
+
+def _commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *commands: str) -> AbstractAsyncContextManager[Run]:
+    """A session whose first prompt runs `commands`, one call each; the second is the rewind."""
+    calls = [step(use("Bash", command=command)) for command in commands]
+    return checkpoint_run(tmp_path, monkeypatch, [*calls, say("ok"), say("back")])
 
 
 def _repository(path: Path) -> None:
@@ -328,13 +334,7 @@ async def test_a_file_un_ignored_then_deleted_in_a_later_step_is_brought_back(
     later call deletes it. The later call's snapshot before it holds its bytes: the rewind undoes that deletion,
     and says that what the file was before the first call is in no checkpoint. It was left deleted."""
     ws = tmp_path / "ws"
-    responses = [
-        step(use("Bash", command="printf 'build/\\n' > .gitignore")),
-        step(use("Bash", command="rm secrets.env")),
-        say("cleaned"),
-        say("back"),
-    ]
-    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+    async with _commands(tmp_path, monkeypatch, "printf 'build/\\n' > .gitignore", "rm secrets.env") as run:
         (ws / ".gitignore").write_text("build/\nsecrets.env\n")
         (ws / "secrets.env").write_text("API_KEY=user-secret\n")
         assert await run.prompt("clean up") == "end_turn"
@@ -352,13 +352,8 @@ async def test_an_edit_of_a_file_moved_in_from_an_ignored_folder_is_undone_and_t
     """A call moves `build/signing.key` out of an ignored folder (unknown before: kept by a rewind); a later call
     edits it. The rewind undoes the edit (the version after the move is in a snapshot) and keeps the file."""
     ws = tmp_path / "ws"
-    responses = [
-        step(use("Bash", command="mv build/signing.key signing.key")),
-        step(use("Bash", command="echo tampered >> signing.key")),
-        say("moved"),
-        say("back"),
-    ]
-    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+    commands = ("mv build/signing.key signing.key", "echo tampered >> signing.key")
+    async with _commands(tmp_path, monkeypatch, *commands) as run:
         (ws / ".gitignore").write_text("build/\n")
         (ws / "build").mkdir()
         (ws / "build" / "signing.key").write_text("KEY\n")

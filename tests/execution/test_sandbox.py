@@ -13,7 +13,7 @@ import shlex
 import socket
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +78,6 @@ class Project:
 
     def listing(self) -> list[str]:
         return sorted(str(p.relative_to(self.ws)) for p in self.ws.rglob("*") if ".git/objects" not in str(p))
-
-
-@pytest.fixture
-async def project(tmp_path: Path) -> AsyncIterator[Project]:
-    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
-    proj = Project(tmp_path, supervisor)
-    yield proj
-    await proj.background.shutdown()
-    await supervisor.shutdown()
-    proj.sandbox.close()
 
 
 def output(result: ToolResult) -> str:

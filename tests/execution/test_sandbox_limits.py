@@ -5,14 +5,12 @@ has is tested (`AGENT_BRIDGE_LIMITS` forces one); the spill file of a huge outpu
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bridge.execution import limits
 from bridge.execution.output import spill_path
-from bridge.execution.supervisor import ProcessSupervisor
 from bridge.permissions.command_limits import DEFAULT_PROCESSES, LimitSettings, LimitsModel, parse_amount
 from tests.execution.test_sandbox import AVAILABLE, Project, output
 
@@ -27,16 +25,6 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv(limits.LIMITS_ENV, name)
     assert limits.backend() == name
     return name
-
-
-@pytest.fixture
-async def project(tmp_path: Path) -> AsyncIterator[Project]:
-    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
-    proj = Project(tmp_path, supervisor)
-    yield proj
-    await proj.background.shutdown()
-    await supervisor.shutdown()
-    proj.sandbox.close()
 
 
 def own_cgroups() -> list[Path]:

@@ -7,25 +7,13 @@ Real bwrap, real commands; outcomes checked on the host's file system."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from bridge.execution.supervisor import ProcessSupervisor
 from tests.execution.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
-
-
-@pytest.fixture
-async def project(tmp_path: Path) -> AsyncIterator[Project]:
-    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
-    proj = Project(tmp_path, supervisor)
-    yield proj
-    await proj.background.shutdown()
-    await supervisor.shutdown()
-    proj.sandbox.close()
 
 
 def _victims(outside: Path) -> dict[Path, str]:

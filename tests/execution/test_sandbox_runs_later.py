@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,16 +35,6 @@ GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "HOME": "/nonexistent",
 }
-
-
-@pytest.fixture
-async def project(tmp_path: Path) -> AsyncIterator[Project]:
-    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
-    proj = Project(tmp_path, supervisor)
-    yield proj
-    await proj.background.shutdown()
-    await supervisor.shutdown()
-    proj.sandbox.close()
 
 
 @pytest.fixture(params=["sandboxed", "control"])

@@ -11,26 +11,15 @@ import socket
 import subprocess
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bridge.execution.seccomp import program
-from bridge.execution.supervisor import ProcessSupervisor
 from tests.execution.test_sandbox import AVAILABLE, Project, output
 
 pytestmark = pytest.mark.skipif(not AVAILABLE.ok, reason=f"bubblewrap cannot run here: {AVAILABLE.reason}")
-
-
-@pytest.fixture
-async def project(tmp_path: Path) -> AsyncIterator[Project]:
-    supervisor = ProcessSupervisor(data_dir=tmp_path / "data")
-    proj = Project(tmp_path, supervisor)
-    yield proj
-    await proj.background.shutdown()
-    await supervisor.shutdown()
-    proj.sandbox.close()
 
 
 class Daemon:
