@@ -93,6 +93,7 @@ class Session:
         self.checkpoints = Checkpoints.open(
             config.data_dir, cwd, session_id, tell=lambda text: self.frontend.emit(Notice(text, "warning"))
         )
+        self.checkpoints.warm()  # the first snapshot's git runs while the rest is set up
         self.steps = CheckpointSteps(self.checkpoints)  # around every call, at every level (bridge/checkpoints)
         self.subagents = SubAgents(wiring.agent_host(self, setup.environment), setup.agent_types)
         self.services.agents = self.subagents.main

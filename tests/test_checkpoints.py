@@ -76,6 +76,27 @@ async def test_each_step_knows_the_files_it_changed_its_call_and_its_prompt(
     assert steps[0].outside is None, "a file tool's step is all inside the workspace"
 
 
+async def test_the_first_snapshot_is_taken_when_the_session_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26: the session's first snapshot starts when it opens, not at its first prompt, so the first call of
+    its first turn does not wait for git (in an editor it runs while the user writes). What the user changes
+    between the opening and the first call is theirs, as between any two calls."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "old.txt").write_text("old\n")
+    responses = [step(use("Bash", command="echo one > a.txt")), say("done")]  # a whole snapshot around it
+    async with checkpoint_run(tmp_path, monkeypatch, responses) as run:
+        await run.session.checkpoints.settle()  # the snapshot started by the opening (none, before: no turn yet)
+        assert run.session.checkpoints.index is not None and run.session.checkpoints.index.path.is_file()
+        (ws / "user.txt").write_text("mine\n")  # the user, before the first prompt
+        assert await run.prompt("write") == "end_turn"
+        await run.session.checkpoints.settle()
+        steps = _steps(run.session.checkpoints.log.entries)
+    assert [[c.path for c in s.changes] for s in steps] == [["a.txt"]]
+    assert [c.path for c in steps[0].external] == ["user.txt"], "the user's file, made after the opening, is theirs"
+
+
 def _ls_call(model: object) -> str:
     from bridge.offline import OfflineServer
 

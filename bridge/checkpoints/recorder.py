@@ -158,14 +158,25 @@ class Checkpoints:
                 except StoreError as error:
                     self._off(str(error))
 
+    def warm(self) -> None:
+        """The session's first snapshot, in the background, from now: when the session opens (its git runs while
+        the rest of the session is set up, and, in an editor, while the user writes the prompt), else at its
+        first turn. What changes after it and before a call is the user's, as between any two calls."""
+        if not self.enabled or self._tree is not None or self._warming:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # opened outside an event loop: the first turn starts it
+            return
+        self._warming = True
+        self._background(self._first())
+
     def turn_started(self, turn: str) -> None:
-        """A prompt starts: its anchor in the log; the session's first snapshot starts now, in the background."""
+        """A prompt starts: its anchor in the log; the session's first snapshot, if it has not started yet."""
         self.turn = turn
         if self.enabled:
             self.log.add(TurnMark(turn))
-            if self._tree is None and not self._warming:
-                self._warming = True
-                self._background(self._first())
+            self.warm()
 
     def effect(self, call: str, text: str) -> None:
         """A call that changes no file but can't be undone (a network request), named by a later rewind."""
