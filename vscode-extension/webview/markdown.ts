@@ -34,7 +34,7 @@ import swift from "highlight.js/lib/languages/swift";
 import typescript from "highlight.js/lib/languages/typescript";
 import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
-import markdownIt, { type Env as MdEnv, type MarkdownIt, type StateCore, type Token } from "markdown-it";
+import markdownIt, { type Env as MdEnv, type MarkdownIt, type RendererRule, type StateCore, type Token } from "markdown-it";
 
 const languages = { bash, c, cpp, csharp, css, diff, dockerfile, go, ini, java, javascript, json, kotlin, makefile, markdown, php, python, ruby, rust, shell, sql, swift, typescript, xml, yaml };
 for (const [name, language] of Object.entries(languages)) hljs.registerLanguage(name, language);
@@ -119,12 +119,7 @@ function createMarkdown(): MarkdownIt {
   const rules = md.renderer.rules;
   rules.fence = (tokens, idx) => codeBlock(tokens[idx]?.content ?? "", (tokens[idx]?.info ?? "").trim().split(/\s+/)[0] ?? "");
   rules.code_block = (tokens, idx) => codeBlock(tokens[idx]?.content ?? "", "");
-  rules.code_inline = (tokens, idx, _options, mdEnv) => {
-    const content = tokens[idx]?.content ?? "";
-    const code = `<code>${escapeHtml(content)}</code>`;
-    const ref = tokens[idx]?.meta?.inLink ? undefined : parseFileRef(content);
-    return ref ? `${fileOpen(ref, ours(mdEnv))}${code}${fileClose(ref, ours(mdEnv))}` : code;
-  };
+  rules.code_inline = codeInline;
   rules.link_open = (tokens, idx, options, mdEnv, self) => {
     const token = tokens[idx];
     const meta = token?.meta as LinkMeta | undefined;
@@ -159,13 +154,38 @@ function createMarkdown(): MarkdownIt {
   rules.table_open = () => '<div class="table-wrap"><table>\n';
   rules.table_close = () => "</table></div>\n";
   rules.task_checkbox = (tokens, idx) => `<input type="checkbox" class="task" disabled${tokens[idx]?.meta?.checked ? " checked" : ""}> `;
-  rules.file_ref = (tokens, idx, _options, mdEnv) => {
-    const token = tokens[idx];
-    const ref = token?.meta as FileRef | undefined;
-    const text = escapeHtml(token?.content ?? "");
-    return ref ? `${fileOpen(ref, ours(mdEnv))}${text}${fileClose(ref, ours(mdEnv))}` : text;
-  };
+  rules.file_ref = fileRefHtml;
   return md;
+}
+
+const codeInline: RendererRule = (tokens, idx, _options, mdEnv) => {
+  const content = tokens[idx]?.content ?? "";
+  const code = `<code>${escapeHtml(content)}</code>`;
+  const ref = tokens[idx]?.meta?.inLink ? undefined : parseFileRef(content);
+  return ref ? `${fileOpen(ref, ours(mdEnv))}${code}${fileClose(ref, ours(mdEnv))}` : code;
+};
+
+const fileRefHtml: RendererRule = (tokens, idx, _options, mdEnv) => {
+  const token = tokens[idx];
+  const ref = token?.meta as FileRef | undefined;
+  const text = escapeHtml(token?.content ?? "");
+  return ref ? `${fileOpen(ref, ours(mdEnv))}${text}${fileClose(ref, ours(mdEnv))}` : text;
+};
+
+/**
+ * A tool call's title (the card's head, a permission question's subject): what the bridge sends, shown as it is.
+ * The bridge writes code spans in it (a command, the part of it that asks) and nothing else: every other
+ * character is the call's own text — a URL, a path, a pattern the model chose — so none of it is markdown
+ * (attack round 23: `![ ](?token=…)` in a fetched URL rendered as a blank image and hid the query the fetch
+ * sent; a glob's `**` turned bold). Code spans and paths in it still link to files.
+ */
+function createTitleMarkdown(): MarkdownIt {
+  const titles = markdownIt("zero", { html: false }).enable(["backticks"]);
+  titles.core.ruler.push("file_refs", fileRefsInText);
+  titles.renderer.rules.code_inline = codeInline;
+  titles.renderer.rules.file_ref = fileRefHtml;
+  titles.renderer.rules.softbreak = () => " ";
+  return titles;
 }
 
 type LinkMeta = { kind: "web" } | { kind: "file"; ref: FileRef } | { kind: "drop" };
@@ -323,9 +343,16 @@ export function renderMarkdown(source: string, paths?: PathLookup): string {
   return md.render(source, { paths } satisfies Env);
 }
 
-/** One line of inline markdown (a tool card's title): code spans, emphasis, links; no blocks. */
+/** One line of inline markdown: code spans, emphasis, links; no blocks. */
 export function renderInline(text: string, paths?: PathLookup): string {
   return md.renderInline(text, { paths } satisfies Env);
+}
+
+const titleMd = createTitleMarkdown();
+
+/** A tool call's title: its text verbatim, but for code spans and file references (`createTitleMarkdown`). */
+export function renderTitle(text: string, paths?: PathLookup): string {
+  return titleMd.renderInline(text, { paths } satisfies Env);
 }
 
 /** A final block of a streamed text: its HTML and where it starts in the text. */

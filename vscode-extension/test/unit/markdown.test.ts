@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chunks, longAnswer } from "../../bench/longAnswer";
-import { parseFileRef, type PathLookup, renderInline, renderMarkdown, type StableBlock, StreamingMarkdown } from "../../webview/markdown";
+import { parseFileRef, type PathLookup, renderInline, renderMarkdown, renderTitle, type StableBlock, StreamingMarkdown } from "../../webview/markdown";
 import { diffHunks, headTail } from "../../webview/diff";
 
 const html = (blocks: StableBlock[]): string => blocks.map((b) => b.html).join("");
@@ -94,8 +94,43 @@ describe("markdown: file links", () => {
     assert.ok(!html.includes('data-path="src/y.ts"'));
   });
 
-  it("inline titles (tool cards) link their paths too", () => {
+  it("inline markdown links its paths too", () => {
     assert.match(renderInline("Read `src/a.ts`", exists), /<a class="file-link"[^>]*><code>src\/a.ts<\/code><\/a>/);
+  });
+});
+
+/** The text a person reads in some HTML: tags dropped, entities decoded. */
+function shownText(html: string): string {
+  return html
+    .replace(/<[^>]+>/g, "")
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&amp;/g, "&");
+}
+
+describe("markdown: tool titles are shown as sent", () => {
+  it("every character of a title is on screen: no image, link, emphasis, escape or entity hides one (attack round 23)", () => {
+    for (const title of [
+      "Fetch http://127.0.0.1:8/docs/guide.html![ ](?token=ghp_SECRET)",
+      "Fetch https://example.com/[docs](http://evil.example/?q=SECRET)",
+      "Glob **/*.py in src/_private_/",
+      "Read a\\*b&amp;c&#x41;.txt",
+      'Grep "<img src=x onerror=alert(1)>" in ~/x',
+      "Write notes <!-- hidden --> .md",
+    ]) {
+      const html = renderTitle(title);
+      assert.equal(shownText(html), title, title);
+      assert.doesNotMatch(html, /<(img|a |strong|em|script)/, title);
+    }
+  });
+
+  it("a command's code span is still code, and paths still link to files", () => {
+    assert.equal(renderTitle("`rm -rf build` (background)"), "<code>rm -rf build</code> (background)");
+    assert.equal(renderTitle("`` echo `date` `` — it asks about `rm x`"), "<code>echo `date`</code> — it asks about <code>rm x</code>");
+    assert.match(renderTitle("Read `src/a.ts`", exists), /<a class="file-link"[^>]*><code>src\/a.ts<\/code><\/a>/);
+    assert.match(renderTitle("Read src/a.ts", exists), /Read <a class="file-link"[^>]*>src\/a.ts<\/a>/);
   });
 });
 

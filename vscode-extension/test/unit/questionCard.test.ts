@@ -104,6 +104,21 @@ describe("the question's whole truth on the card", () => {
     assert.doesNotMatch(malformed, /perm-command/, "a malformed question falls back too");
   });
 
+  it("a fetch's whole URL is on the card: markdown in it hides nothing (attack round 23: an image hid the query it sent)", () => {
+    const url = "http://127.0.0.1:8/docs/guide.html![ ](?token=ghp_SECRET)";
+    const params: RequestPermissionParams = {
+      sessionId: "s1",
+      toolCall: { toolCallId: "t1", title: `Fetch ${url}`, kind: "fetch", rawInput: { url, prompt: "summarize" } },
+      options,
+      _meta: { reason: "Fetch from 127.0.0.1", question: { command: null, marks: [], reason: "Fetch from 127.0.0.1", paths: [], escaped: false } },
+    };
+    const shown = card(params)
+      .replace(/<[^>]+>/g, "")
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, "&");
+    assert.ok(shown.includes(`Allow Fetch ${url}?`), shown);
+  });
+
   it("an answered card keeps the command (not the cut title) on its one line", () => {
     const state = [
       { type: "sessionStarted", sessionId: "s1" } as PanelAction,
