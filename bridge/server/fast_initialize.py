@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import select
 import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.server.lsp_head import OTHER_HEADER, UNSURE, plain_length
 from bridge.server.nesting import too_deep
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ log = logging.getLogger(__name__)
 MAX_LINE = 8 * 1024  # as bridge.server.jsonrpc's header line limit: a longer line is left to the server
 MAX_BODY = 1024 * 1024  # an `initialize` is small; anything bigger is left to the server
 MAX_HEADERS = 16
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*([0-9]{1,9})[ \t]*$", re.IGNORECASE)
 
 
 class FirstMessage:
@@ -99,9 +98,11 @@ def _parse_lsp(data: bytearray, pos: int) -> tuple[bytes, int] | int | None:
         pos = end + 1
         if not stripped:
             break
-        match = _CONTENT_LENGTH.match(stripped)
-        if match is not None:
-            length = int(match.group(1))
+        read = plain_length(stripped)
+        if read == UNSURE:  # the server may read this head otherwise: it reads it
+            return None
+        if read != OTHER_HEADER:
+            length = read
     else:
         return None
     if length is None or not 0 < length <= MAX_BODY or pos - start <= 2:

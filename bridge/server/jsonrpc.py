@@ -25,6 +25,7 @@ from pygls.protocol import (
     lsp_method,
 )
 
+from bridge.server import lsp_head
 from bridge.server.nesting import MAX_DEPTH, too_deep
 
 if TYPE_CHECKING:
@@ -222,8 +223,8 @@ def bounded(reader: Any) -> BoundedReader:
     return BoundedReader(stream, getattr(reader, "executor", None))
 
 
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\S*)[ \t]*$", re.IGNORECASE)
-_HEADER = re.compile(rb"^[!-9;-~]+[ \t]*:")  # a token, then a colon
+_CONTENT_LENGTH = lsp_head.CONTENT_LENGTH
+_HEADER = lsp_head.HEADER
 
 
 async def serve_messages(reader: AsyncReader, protocol: BridgeProtocol, stop: threading.Event) -> None:
