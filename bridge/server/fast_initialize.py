@@ -170,8 +170,9 @@ def _request(body: bytes | None) -> dict[str, Any] | None:
     """`body` as a JSON-RPC request or notification of the plain kind (else None: left to the server)."""
     if body is None:
         return None
-    try:
-        message = json.loads(body)
+    try:  # as the server reads it (bridge/server/jsonrpc.py): UTF-8 text, no byte-order mark (attack round 23a:
+        # json.loads takes bytes with a BOM, or in UTF-16: the early answer went out, the server refused the message)
+        message = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     if (
