@@ -377,6 +377,11 @@ def _handle(body: bytes, protocol: BridgeProtocol) -> None:
         if not _is_response(data):
             protocol.reply_error(msg_id, JsonRpcInvalidRequest(f"Invalid request: {problem}"))
         return
+    if _is_response(data) and not _is_ours(protocol, msg_id):
+        # pygls pops the id from the futures it keeps, ours and the client's running requests alike: a "response"
+        # naming the client's own running `session/prompt` left it uncancellable by id (attack round 23a)
+        log.warning("a response to %r, which is no request of ours waiting for an answer: ignored", msg_id)
+        return
     try:
         message = protocol.structure_message(data)
     except JsonRpcException as error:

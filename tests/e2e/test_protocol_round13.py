@@ -58,6 +58,25 @@ async def test_an_id_in_use_is_refused_and_the_first_still_cancelled_by_it(bridg
     assert answered.get("result") == {"stopReason": "cancelled"} or answered.get("error", {}).get("code") == -32800
 
 
+async def test_a_response_naming_the_clients_own_running_request_is_ignored(bridge: RawBridge) -> None:  # noqa: F811
+    """Attack round 23a: `{"id": <a running session/prompt's>, "result": null}` took the prompt out of what pygls
+    keeps, so its cancel by id named an unknown request and the prompt ran to its end."""
+    new = await bridge.request("session/new", {"cwd": str(bridge.workspace), "mcpServers": []})
+    sid = new["result"]["sessionId"]
+    await bridge.send(_prompt(sid, "long: 400", "P"))
+    await bridge.wait(
+        lambda: any(m.get("method") == "session/update" for m in bridge.received), "the long answer streaming"
+    )
+    await bridge.send({"jsonrpc": "2.0", "id": "P", "result": None})  # forged: P is the client's own request
+    await bridge.send({"jsonrpc": "2.0", "id": "nobody", "error": {"code": 1, "message": "x"}})  # and no one's
+    await bridge.barrier()
+    cancel = "$/cancel_request" if bridge.acp else "$/cancelRequest"
+    await bridge.send({"jsonrpc": "2.0", "method": cancel, "params": {"requestId" if bridge.acp else "id": "P"}})
+    answered = await bridge.response("P")
+    assert answered.get("result") == {"stopReason": "cancelled"} or answered.get("error", {}).get("code") == -32800
+    assert "no request of ours" in bridge.stderr_text()
+
+
 async def test_a_cancel_naming_an_object_is_ignored_quietly(bridge: RawBridge) -> None:  # noqa: F811
     cancel = "$/cancel_request" if bridge.acp else "$/cancelRequest"
     await bridge.send({"jsonrpc": "2.0", "method": cancel, "params": {"requestId": {"a": 1}, "id": {"a": 1}}})
