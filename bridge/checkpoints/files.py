@@ -57,8 +57,10 @@ def _parent(root: str, relative: str, *, create: bool) -> Iterator[tuple[safefs.
         held.close()
 
 
-def read(root: str, relative: str) -> Entry | None:
-    """The file now (None: absent, or something git does not store: a directory, a FIFO...)."""
+def read(root: str, relative: str, limit: int) -> Entry | None:
+    """The file now (None: absent, or something git does not store: a directory, a FIFO...); `safefs.TooBig` when
+    it holds more than `limit` bytes (a command may make it 4 GB: read whole, /changes held that much memory,
+    attack round 23b)."""
     try:
         with _parent(root, relative, create=False) as (held, name):
             st = held.lstat(name)
@@ -66,8 +68,11 @@ def read(root: str, relative: str) -> Entry | None:
                 return Entry(os.fsencode(held.readlink(name)), "120000")
             if not stat.S_ISREG(st.st_mode):
                 return None
-            with os.fdopen(held.open(name, safefs.READ_FLAGS), "rb") as handle:
-                data = handle.read()
+            fd = held.open(name, safefs.READ_FLAGS)
+            try:
+                data = safefs.read_all(fd, limit, os.path.join(root, relative))
+            finally:
+                os.close(fd)
             return Entry(data, "100755" if st.st_mode & 0o100 else "100644")
     except (FileNotFoundError, NotADirectoryError, EscapeRefused, safefs.Changed):
         return None

@@ -27,6 +27,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bridge import safefs
 from bridge.checkpoints import files
 from bridge.checkpoints.log import Keep, Step
 from bridge.checkpoints.recorder import Checkpoints
@@ -146,8 +147,11 @@ def _fill(checkpoints: Checkpoints, reviews: list[FileReview]) -> None:
     for review in reviews:
         old = blobs.get(review.old.blob or "", b"")
         new = blobs.get(review.new.blob or "", b"")
-        disk = files.read(root, review.path)
-        review.edited = (disk.data, disk.mode) != (new, review.new.mode) if disk is not None else review.new.exists
+        try:
+            disk = files.read(root, review.path, store.max_file_bytes)
+            review.edited = (disk.data, disk.mode) != (new, review.new.mode) if disk is not None else review.new.exists
+        except safefs.TooBig:  # bigger than any version the store holds: not the agent's
+            review.edited = True
         links = "120000" in (review.old.mode, review.new.mode)
         review.binary = b"\0" in old[:8000] or b"\0" in new[:8000] or not _utf8(old) or not _utf8(new)
         review.too_big = max(len(old), len(new)) > TEXT_LIMIT
@@ -295,7 +299,10 @@ def _undo_one(
     assert store is not None
     hunk = review.hunks[address.hunk] if address.hunk is not None else None
     label = (review.path, None if hunk is None else hunk.index)
-    disk = files.read(root, review.path)
+    try:
+        disk = files.read(root, review.path, store.max_file_bytes)
+    except safefs.TooBig:
+        return label, "the file is bigger now than any version a checkpoint holds: it can't be undone", (None, None)
     if hunk is None and (review.old_text is None or review.new_text is None or review.status == "mode"):
         return label, *_undo_whole(checkpoints, review, disk, overwrite)
     assert review.new_text is not None and review.old_text is not None

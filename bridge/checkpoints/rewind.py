@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from bridge import safefs
 from bridge.checkpoints import files
 from bridge.checkpoints.log import Effect, Step
 from bridge.checkpoints.recorder import UNKNOWN_BEFORE, Checkpoints
@@ -275,7 +276,10 @@ def _merge(checkpoints: Checkpoints, item: FilePlan) -> str | None:
     """The agent's changes taken out of the file as it is now, newest first; None when written, else why not."""
     store, root = checkpoints.store, str(checkpoints.workspace)
     assert store is not None
-    current = files.read(root, item.path)
+    try:
+        current = files.read(root, item.path, store.max_file_bytes)
+    except safefs.TooBig:
+        return "bigger now than any version a checkpoint holds: it can't be merged (keep it, or overwrite it)"
     if current is not None and current.mode == "120000":
         return "a symbolic link: it can't be merged (keep it, or overwrite it)"
     blobs = store.read_blobs([b for _s, c in item.touches for b in (c.old, c.new) if b is not None])

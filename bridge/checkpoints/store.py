@@ -40,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bridge import safefs
 from bridge.checkpoints.git_process import GitHeld, run_git
 from bridge.checkpoints.git_process import stoppable as stoppable
 from bridge.execution import programs
@@ -237,13 +238,14 @@ class Store:
     def _repository_excludes(self) -> bytes:
         """The workspace repository's own `.git/info/exclude` (read, never written): what the user excludes
         there is not theirs to see in a review either."""
-        own = self.workspace / ".git" / "info" / "exclude"
-        try:
-            if own.is_file() and not own.is_symlink():
-                return own.read_bytes()[:65536]
-        except OSError:
-            pass
-        return b""
+        try:  # exactly (no link on the way), never waiting on a FIFO, and only the first 64 KiB (a command may
+            # make it a 1 GB file: it was read whole at every start, attack round 23b)
+            with safefs.Beneath(str(self.workspace)) as root:
+                fd = root.open(".git/info/exclude", safefs.READ_FLAGS)
+            with os.fdopen(fd, "rb") as file:
+                return file.read(65536) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        except (OSError, ValueError):
+            return b""
 
     def run(
         self,
@@ -519,7 +521,7 @@ class SessionIndex:
     def _stage(self, listed: list[tuple[str, bytes]], timeout: float | None, holes: dict[str, str]) -> list[Skipped]:
         """Stores what can be, and names what can't (each in `holes` too, said or not: the index does not hold it,
         so no tree shows whether it was there). A folder where a file was is no hole: its files are stored."""
-        add: list[bytes] = []
+        add: dict[bytes, os.stat_result] = {}  # what is added, as it was when looked at
         drop: list[bytes] = []  # tracked, but not storable now (too big, a directory now...): out of the index
         skipped: list[Skipped] = []
         root = os.fsencode(self.store.workspace)
@@ -544,7 +546,7 @@ class SessionIndex:
                 continue
             why = self._unstorable(raw, st)
             if why is None:
-                add.append(raw)
+                add[raw] = st
                 self._reported.pop(os.fsdecode(raw), None)
                 holes.pop(os.fsdecode(raw), None)
                 self._holes.pop(os.fsdecode(raw), None)  # (a partial snapshot's: the others' stay)
@@ -557,8 +559,75 @@ class SessionIndex:
         if drop:
             self._update_index(drop, "--force-remove")
         if add:
-            self._update_index(add, "--add", "--remove", "--replace", timeout=timeout)
+            unread = self._add(add, timeout)
+            unread |= self._verify([raw for raw in add if raw not in unread], timeout)
+            for raw, why in unread.items():
+                holes[os.fsdecode(raw)] = why
+                skipped += self._skip(raw, None, why)
+            if unread:
+                self._update_index(list(unread), "--force-remove")
         return skipped
+
+    def _add(self, listed: dict[bytes, os.stat_result], timeout: float | None) -> dict[bytes, str]:
+        """`update-index --add` of what was `listed`; what became something git can't store (a FIFO, a link on its
+        way) after it was looked at is left out and the rest added again (git stops at it and writes nothing): a
+        command swapping names as fast as it can turned checkpoints off for the session (attack round 23b)."""
+        left: dict[bytes, str] = {}
+        paths = list(listed)
+        for _ in range(_ADD_TRIES):
+            try:
+                self._update_index(paths, "--add", "--remove", "--replace", timeout=timeout)
+                return left
+            except StoreError as error:
+                found = _UNPROCESSABLE.search(str(error))
+                named = os.fsencode(found[1]) if found else None
+                changed = {named} if named in listed else {raw for raw in paths if _changed(self.store, raw, listed)}
+                if not changed:
+                    raise
+                left |= dict.fromkeys(changed, "changed while it was stored (git could not read it as listed)")
+                paths = [raw for raw in paths if raw not in changed]
+                if not paths:
+                    return left
+        self._update_index(paths, "--add", "--remove", "--replace", timeout=timeout)
+        return left
+
+    def _verify(self, added: list[bytes], timeout: float | None) -> dict[bytes, str]:
+        """Git opens what it adds by name: a folder on the way swapped for a link between its own check and its
+        open made it store a file from outside the workspace, one the sandbox hides from commands (attack round
+        23b). So each file git stored is read again here, exactly (safefs: beneath the workspace, no link
+        followed), and where its blob is not what is there, what is there is stored instead; what can't be read
+        so is left out (returned, with why)."""
+        wanted = set(added)
+        listing = self.store.run(
+            "ls-files",
+            "-s",
+            "-z",
+            *(["--", *map(os.fsdecode, added)] if len(added) <= 256 else []),
+            index=self.path,
+            timeout=timeout,
+        ).stdout
+        fixes: list[bytes] = []
+        left: dict[bytes, str] = {}
+        with safefs.Beneath(str(self.store.workspace)) as root:
+            for entry in listing.split(b"\0"):
+                head, _, raw = entry.partition(b"\t")
+                fields = head.split(b" ")
+                if raw not in wanted or len(fields) != 3 or fields[0] not in (b"100644", b"100755"):
+                    continue
+                mode, blob = fields[0].decode(), fields[1].decode()
+                try:
+                    data = _read_stored(root, os.fsdecode(raw), self.store.max_file_bytes)
+                except (OSError, ValueError) as error:
+                    left[raw] = f"changed while it was stored ({_reason(error)})"
+                    continue
+                if _blob_id(data, len(blob)) == blob:
+                    continue
+                log.warning("git stored another version of %s than the workspace's: stored again", os.fsdecode(raw))
+                ours = self.store.run("hash-object", "-w", "--stdin", index=None, data=data).stdout.decode().strip()
+                fixes.append(f"{mode} {ours}\t".encode() + raw + b"\0")
+        if fixes:
+            self.store.run("update-index", "-z", "--index-info", index=self.path, data=b"".join(fixes), timeout=timeout)
+        return left
 
     def _update_index(self, paths: list[bytes], *flags: str, timeout: float | None = None) -> None:
         data = b"".join(p + b"\0" for p in paths)
@@ -574,10 +643,13 @@ class SessionIndex:
         limit = self.store.max_file_bytes
         if st.st_size > limit:
             return f"{_size(st.st_size)}, over the {_size(limit)} limit"
-        if st.st_size > self.store.max_binary_bytes and _is_binary(
-            os.path.join(self.store.workspace, os.fsdecode(raw))
-        ):
-            return f"binary, {_size(st.st_size)}, over the {_size(self.store.max_binary_bytes)} limit for binaries"
+        if st.st_size > self.store.max_binary_bytes:
+            try:
+                binary = _is_binary(str(self.store.workspace), os.fsdecode(raw), st)
+            except (OSError, ValueError) as error:
+                return f"changed while it was stored ({_reason(error)})"
+            if binary:
+                return f"binary, {_size(st.st_size)}, over the {_size(self.store.max_binary_bytes)} limit for binaries"
         return None
 
     def _skip(self, raw: bytes, st: os.stat_result | None, why: str) -> list[Skipped]:
@@ -616,12 +688,52 @@ def _leading_dirs_real(root: bytes, raw: bytes, known: dict[bytes, bool]) -> boo
     return True
 
 
-def _is_binary(path: str) -> bool:
+_UNPROCESSABLE = re.compile(r"fatal: Unable to process path (.*)$", re.MULTILINE)
+_ADD_TRIES = 4  # `update-index --add` runs once more for each of the first few paths changed under it
+
+
+def _changed(store: Store, raw: bytes, listed: dict[bytes, os.stat_result]) -> bool:
+    """Whether the file at `raw` is not the one listed now (another file, another type, or gone)."""
     try:
-        with open(path, "rb") as file:
-            return b"\0" in file.read(_SNIFF)
+        now = os.lstat(os.path.join(store.workspace, os.fsdecode(raw)))
     except OSError:
-        return False
+        return True
+    seen = listed[raw]
+    return (now.st_mode, now.st_ino, now.st_dev) != (seen.st_mode, seen.st_ino, seen.st_dev)
+
+
+def _is_binary(root: str, relative: str, seen: os.stat_result) -> bool:
+    """Whether the file git would store at `relative` is binary (a NUL in its first bytes, as git decides). Opened
+    exactly (safefs: beneath `root`, no link followed, never waiting on a FIFO), and only the file `seen` (its
+    lstat) is read: a name a command swapped for a FIFO held the snapshot in `open` for good (attack round 23b)."""
+    with safefs.Beneath(root) as beneath:
+        fd = beneath.open(relative, safefs.READ_FLAGS)
+    with os.fdopen(fd, "rb") as file:
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+            raise ValueError("another file than the one listed")
+        return b"\0" in file.read(_SNIFF)
+
+
+def _read_stored(root: safefs.Beneath, relative: str, limit: int) -> bytes:
+    """The regular file at `relative`, read exactly (at most `limit` bytes: `TooBig` beyond)."""
+    fd = root.open(relative, safefs.READ_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file now")
+        return safefs.read_all(fd, limit, root.path_of(relative))
+    finally:
+        os.close(fd)
+
+
+def _blob_id(data: bytes, length: int) -> str:
+    """The id git gives a blob of `data` (sha1, or sha256 in a repository of that format: by the ids' length)."""
+    digest = hashlib.sha256 if length == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _reason(error: BaseException) -> str:
+    return error.strerror if isinstance(error, OSError) and error.strerror else str(error) or type(error).__name__
 
 
 def _size(count: int) -> str:
