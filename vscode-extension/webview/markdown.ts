@@ -343,11 +343,6 @@ export function renderMarkdown(source: string, paths?: PathLookup): string {
   return md.render(source, { paths } satisfies Env);
 }
 
-/** One line of inline markdown: code spans, emphasis, links; no blocks. */
-export function renderInline(text: string, paths?: PathLookup): string {
-  return md.renderInline(text, { paths } satisfies Env);
-}
-
 const titleMd = createTitleMarkdown();
 
 /** A tool call's title: its text verbatim, but for code spans and file references (`createTitleMarkdown`). */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chunks, longAnswer } from "../../bench/longAnswer";
-import { parseFileRef, type PathLookup, renderInline, renderMarkdown, renderTitle, type StableBlock, StreamingMarkdown } from "../../webview/markdown";
+import { parseFileRef, type PathLookup, renderMarkdown, renderTitle, type StableBlock, StreamingMarkdown } from "../../webview/markdown";
 import { diffHunks, headTail } from "../../webview/diff";
 
 const html = (blocks: StableBlock[]): string => blocks.map((b) => b.html).join("");
@@ -92,10 +92,6 @@ describe("markdown: file links", () => {
     assert.match(html, /<a class="file-link" href="#" data-path="src\/p.ts" data-line="3" [^>]*>the parser<\/a>/);
     assert.match(html, /<a href="https:\/\/x.org\/src\/y.ts"/);
     assert.ok(!html.includes('data-path="src/y.ts"'));
-  });
-
-  it("inline markdown links its paths too", () => {
-    assert.match(renderInline("Read `src/a.ts`", exists), /<a class="file-link"[^>]*><code>src\/a.ts<\/code><\/a>/);
   });
 });
 
