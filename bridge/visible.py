@@ -137,5 +137,8 @@ def code_span(text: str) -> str:
     Markdown, where `*x*` outside a code span would lose its asterisks)."""
     longest = max((len(run) for run in "".join(c if c == "`" else " " for c in text).split()), default=0)
     fence = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    # CommonMark takes one space off each end of a span that begins and ends with one (but is not all spaces):
+    # a pad for a backtick at an end, and for such spaces, which would go (attack round 23: `  x  ` showed ` x `)
+    spaced = text.startswith(" ") and text.endswith(" ") and text.strip(" ") != ""
+    pad = " " if text.startswith("`") or text.endswith("`") or spaced else ""
     return f"{fence}{pad}{text}{pad}{fence}"

@@ -279,7 +279,15 @@ def test_a_title_is_never_cut_silently() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "span"), [("ls", "`ls`"), ("echo `id`", "`` echo `id` ``"), ("a ``b`` *c*", "```a ``b`` *c*```")]
+    ("text", "span"),
+    [
+        ("ls", "`ls`"),
+        ("echo `id`", "`` echo `id` ``"),
+        ("a ``b`` *c*", "```a ``b`` *c*```"),
+        (" x ", "`  x  `"),  # CommonMark takes a space off each end of ` x `: padded, both stay (attack round 23)
+        (" x", "` x`"),
+        ("   ", "`   `"),  # (all spaces: none is taken off)
+    ],
 )
 def test_a_title_is_a_code_span_no_backtick_inside_can_end(text: str, span: str) -> None:
     assert code_span(text) == span

@@ -19,6 +19,7 @@ from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, Te
 from bridge.loop import events as ev
 from bridge.messages import Block, image_media_type
 from bridge.transcript import StoredSession
+from bridge.visible import one_line
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 Level = Literal["info", "warning", "error"]
@@ -288,10 +289,13 @@ def agent_progress(event: ev.AgentProgress) -> dict[str, Any]:
 
 
 def tool_call(event: ev.ToolCallStarted) -> dict[str, Any]:
+    """A call as it starts. Its title is the call's own text (a URL, a path the model chose): on one line, every
+    hidden character made visible (a bidi override reordered a URL on the panel's card, attack round 23); a
+    command's (`execute`) is its tool's code span, made so already."""
     return {
         "sessionUpdate": "tool_call",
         "toolCallId": event.tool_call_id,
-        "title": event.title,
+        "title": event.title if event.tool_kind == "execute" else one_line(event.title),
         "kind": event.tool_kind,
         "status": "pending",
         "rawInput": event.raw_input,

@@ -11,6 +11,7 @@ from pydantic import Field
 from bridge.execution.background import BackgroundShells
 from bridge.execution.output import clean_output
 from bridge.tools.base import Tool, ToolContext, ToolError, ToolInput, ToolResult
+from bridge.visible import code_span, one_line
 
 DEFAULT_WAIT_MS = 30_000
 MAX_WAIT_MS = 600_000
@@ -91,7 +92,7 @@ class TaskStopTool(Tool[TaskStopInput]):
     interrupt_behavior = "block"
 
     def user_facing_title(self, data: TaskStopInput) -> str:
-        return f"Stop {data.task_id}"
+        return f"Stop {code_span(one_line(data.task_id))}"  # a command's title: the panel renders its code spans
 
     async def call(self, data: TaskStopInput, ctx: ToolContext) -> ToolResult:
         agents = ctx.services.agents

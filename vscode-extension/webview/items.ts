@@ -67,7 +67,7 @@ export function toolHtml(item: Of<"tool">, ctx: ViewContext): string {
   const diffPaths = new Set(diffs.map((d) => d.path));
   const locations = item.locations.filter((l) => !diffPaths.has(l.path));
   return (
-    `<div class="tool-head"><span class="tool-kind">${escapeHtml(kindLabel(item))}</span><span class="tool-title">${renderTitle(item.title, ctx.paths)}</span>${badgeHtml(item.status, item)}</div>` +
+    `<div class="tool-head"><span class="tool-kind">${escapeHtml(kindLabel(item))}</span><span class="tool-title">${renderTitle(item.title, item.toolKind, ctx.paths)}</span>${badgeHtml(item.status, item)}</div>` +
     (locations.length ? `<div class="locations">${locations.map((l) => locationHtml(l, ctx)).join("")}</div>` : "") +
     (item.agent || item.children ? subAgentHtml(item, ctx) : "") +
     output +
@@ -200,7 +200,7 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   if (item.answer !== undefined) {
     const allowed = item.answerKind?.startsWith("allow");
     const mark = item.answerKind ? (allowed ? "✓" : "✗") : "•";
-    const what = item.question?.command ? `<code>${escapeHtml(oneLine(item.question.command))}</code>` : renderTitle(item.title, ctx.paths);
+    const what = item.question?.command ? `<code>${escapeHtml(oneLine(item.question.command))}</code>` : renderTitle(item.title, item.toolKind, ctx.paths);
     return `<span class="answered ${allowed ? "allowed" : "rejected"}">${mark} ${what} — ${escapeHtml(item.answer)}</span>`;
   }
   const options = cardOptions(item);
@@ -221,7 +221,7 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
   const warning = item.destructive ? `<div class="warning">⚠ This deletes or overwrites: check it before you allow it.</div>` : "";
   const diffs = item.diffs.map((d) => diffHtml(d, ctx, "proposed")).join("");
   const keys = options.filter((o) => o.key !== undefined).length;
-  const body = item.trust ? trustHtml(item.trust) : item.question ? questionHtml(item.question, item.title, ctx) : `<div class="perm-title">Allow <strong>${renderTitle(item.title, ctx.paths)}</strong>?</div>${item.reason ? `<div class="perm-reason">${codeSpans(item.reason)}</div>` : ""}`;
+  const body = item.trust ? trustHtml(item.trust) : item.question ? questionHtml(item.question, item.title, item.toolKind, ctx) : `<div class="perm-title">Allow <strong>${renderTitle(item.title, item.toolKind, ctx.paths)}</strong>?</div>${item.reason ? `<div class="perm-reason">${codeSpans(item.reason)}</div>` : ""}`;
   return (
     (item.agent ? `<div class="perm-agent">Sub-agent “${escapeHtml(item.agent)}” asks</div>` : "") +
     `${body}${warning}${diffs}` +
@@ -236,8 +236,8 @@ export function permissionHtml(item: Of<"permission">, ctx: ViewContext): string
  * the parts that made it ask marked (their reason as a tooltip and, numbered, in a legend), the reason in
  * words, and each path whose resolution differs as `named → resolved`.
  */
-export function questionHtml(q: QuestionMeta, title: string, ctx: ViewContext): string {
-  const head = q.command !== null ? `<div class="perm-title">Allow this command?</div>` : `<div class="perm-title">Allow <strong>${renderTitle(title, ctx.paths)}</strong>?</div>`;
+export function questionHtml(q: QuestionMeta, title: string, kind: string, ctx: ViewContext): string {
+  const head = q.command !== null ? `<div class="perm-title">Allow this command?</div>` : `<div class="perm-title">Allow <strong>${renderTitle(title, kind, ctx.paths)}</strong>?</div>`;
   const marks = [...q.marks].filter((m) => m.end > m.start).sort((a, b) => a.start - b.start);
   // Marks count code points of the escaped text (not UTF-16 units). Nothing is added inside the command's
   // text (a number there could be read as part of it): the reasons are a tooltip and a legend below.

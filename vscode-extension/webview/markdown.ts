@@ -173,18 +173,15 @@ const fileRefHtml: RendererRule = (tokens, idx, _options, mdEnv) => {
 };
 
 /**
- * A tool call's title (the card's head, a permission question's subject): what the bridge sends, shown as it is.
- * The bridge writes code spans in it (a command, the part of it that asks) and nothing else: every other
- * character is the call's own text — a URL, a path, a pattern the model chose — so none of it is markdown
- * (attack round 23: `![ ](?token=…)` in a fetched URL rendered as a blank image and hid the query the fetch
- * sent; a glob's `**` turned bold). Code spans and paths in it still link to files.
+ * A command's title (a tool of kind `execute`): the bridge writes the command in a code span, with a fence no
+ * backtick in it can end and its hidden characters made visible (bridge/visible.py `code_span`, `one_line`). Only
+ * code spans and paths are rendered in it: nothing else of it is markdown.
  */
 function createTitleMarkdown(): MarkdownIt {
   const titles = markdownIt("zero", { html: false }).enable(["backticks"]);
   titles.core.ruler.push("file_refs", fileRefsInText);
   titles.renderer.rules.code_inline = codeInline;
   titles.renderer.rules.file_ref = fileRefHtml;
-  titles.renderer.rules.softbreak = () => " ";
   return titles;
 }
 
@@ -344,10 +341,30 @@ export function renderMarkdown(source: string, paths?: PathLookup): string {
 }
 
 const titleMd = createTitleMarkdown();
+const webAddress = /\bhttps?:\/\/\S+/g;
 
-/** A tool call's title: its text verbatim, but for code spans and file references (`createTitleMarkdown`). */
-export function renderTitle(text: string, paths?: PathLookup): string {
-  return titleMd.renderInline(text, { paths } satisfies Env);
+/**
+ * A tool call's title (the card's head, a permission question's subject), shown as it is. Every character of it but
+ * a command's code spans is the call's own text — a URL, a path, a pattern the model chose — so none of it is
+ * markdown (attack round 23: `![ ](?token=…)` in a fetched URL rendered as a blank image and hid the query the
+ * fetch sent; backticks in one made a code span and vanished; a glob's `**` turned bold): it is escaped, and its
+ * paths (outside web addresses) link to files. A command's title (`kind` execute) renders its code spans.
+ */
+export function renderTitle(text: string, kind: string, paths?: PathLookup): string {
+  if (kind === "execute") return titleMd.renderInline(text, { paths } satisfies Env);
+  const env: Env = { paths };
+  let html = "";
+  let last = 0;
+  const urls = [...text.matchAll(webAddress)].map((m) => [m.index, m.index + m[0].length] as const);
+  for (const m of text.matchAll(textRef)) {
+    const path = m[1] ?? "";
+    const line = m[2] ?? m[3];
+    if ((!path.includes("/") && !line) || urls.some(([start, end]) => m.index < end && m.index + m[0].length > start)) continue;
+    const ref: FileRef = line ? { path, line: Number(line) } : { path };
+    html += `${escapeHtml(text.slice(last, m.index))}${fileOpen(ref, env)}${escapeHtml(m[0])}${fileClose(ref, env)}`;
+    last = m.index + m[0].length;
+  }
+  return html + escapeHtml(text.slice(last));
 }
 
 /** A final block of a streamed text: its HTML and where it starts in the text. */

@@ -107,26 +107,31 @@ function shownText(html: string): string {
 }
 
 describe("markdown: tool titles are shown as sent", () => {
-  it("every character of a title is on screen: no image, link, emphasis, escape or entity hides one (attack round 23)", () => {
-    for (const title of [
-      "Fetch http://127.0.0.1:8/docs/guide.html![ ](?token=ghp_SECRET)",
-      "Fetch https://example.com/[docs](http://evil.example/?q=SECRET)",
-      "Glob **/*.py in src/_private_/",
-      "Read a\\*b&amp;c&#x41;.txt",
-      'Grep "<img src=x onerror=alert(1)>" in ~/x',
-      "Write notes <!-- hidden --> .md",
-    ]) {
-      const html = renderTitle(title);
+  it("every character of a title is on screen: no image, link, code span, emphasis, escape or entity hides one (attack round 23)", () => {
+    for (const [title, kind] of [
+      ["Fetch http://127.0.0.1:8/docs/guide.html![ ](?token=ghp_SECRET)", "fetch"],
+      ["Fetch https://example.com/[docs](http://evil.example/?q=SECRET)", "fetch"],
+      ["Fetch https://ex.com/``a``?tok=SECRET", "fetch"],
+      ["Read `  secret  `.txt", "read"],
+      ["Glob **/*.py in src/_private_/", "search"],
+      ["Read a\\*b&amp;c&#x41;.txt", "read"],
+      ['Grep "<img src=x onerror=alert(1)>" in ~/x', "search"],
+      ["Write notes <!-- hidden --> .md", "edit"],
+      ["Stop `` `task` ``", "other"],
+    ] as const) {
+      const html = renderTitle(title, kind);
       assert.equal(shownText(html), title, title);
-      assert.doesNotMatch(html, /<(img|a |strong|em|script)/, title);
+      assert.doesNotMatch(html, /<(img|a |strong|em|script|code)/, title);
     }
   });
 
-  it("a command's code span is still code, and paths still link to files", () => {
-    assert.equal(renderTitle("`rm -rf build` (background)"), "<code>rm -rf build</code> (background)");
-    assert.equal(renderTitle("`` echo `date` `` — it asks about `rm x`"), "<code>echo `date`</code> — it asks about <code>rm x</code>");
-    assert.match(renderTitle("Read `src/a.ts`", exists), /<a class="file-link"[^>]*><code>src\/a.ts<\/code><\/a>/);
-    assert.match(renderTitle("Read src/a.ts", exists), /Read <a class="file-link"[^>]*>src\/a.ts<\/a>/);
+  it("a command's code span is code, and paths link to files (but not inside a web address)", () => {
+    assert.equal(renderTitle("`rm -rf build` (background)", "execute"), "<code>rm -rf build</code> (background)");
+    assert.equal(renderTitle("`` echo `date` `` — it asks about `rm x`", "execute"), "<code>echo `date`</code> — it asks about <code>rm x</code>");
+    assert.match(renderTitle("`cat src/a.ts`", "execute", exists), /<code>cat src\/a.ts<\/code>/);
+    assert.match(renderTitle("Read src/a.ts", "read", exists), /^Read <a class="file-link"[^>]*>src\/a.ts<\/a>$/);
+    assert.match(renderTitle("Edit /w/src/b.py:12", "edit", exists), /^Edit <span class="file-cand" data-path="\/w\/src\/b.py" data-line="12">\/w\/src\/b.py:12<\/span>$/);
+    assert.equal(renderTitle("Fetch https://x.org/?f=src/a.ts", "fetch", exists), "Fetch https://x.org/?f=src/a.ts");
   });
 });
 
