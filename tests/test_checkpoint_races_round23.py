@@ -149,3 +149,37 @@ def test_the_repositorys_exclude_file_is_read_to_its_first_64_kib_only(tmp_path:
     exclude.unlink()
     os.mkfifo(exclude)  # and a FIFO there is no file: nothing waits on it
     assert store._repository_excludes() == b""
+
+
+async def test_a_session_closed_before_any_prompt_stops_its_first_snapshot(tmp_path: Path) -> None:
+    """The first snapshot starts when a session opens (issue 26); one closed before any prompt does not wait for it
+    (round 23's verification: closing a session opened in a 20,000-file folder took 6.6 s, and git ran on)."""
+    from bridge.checkpoints.recorder import Checkpoints
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for n in range(200):
+        (ws / f"f{n}.txt").write_text(f"{n}\n")
+    checkpoints = Checkpoints.open(tmp_path / "data", ws, "s1", tell=lambda _text: None)
+    checkpoints.warm()
+    await checkpoints.close()
+    assert checkpoints.index is not None and not checkpoints.index.path.exists(), "no snapshot taken for no one"
+
+    prompted = Checkpoints.open(tmp_path / "data", ws, "s2", tell=lambda _text: None)
+    prompted.warm()
+    prompted.turn_started("t1")  # a turn began: its first snapshot is wanted, and closing waits for it
+    await prompted.close()
+    assert prompted.index is not None and prompted.index.path.is_file()
+
+
+def test_a_name_git_refuses_to_store_is_a_hole_not_silence(tmp_path: Path) -> None:
+    """Git adds `GIT~1/notes.txt` by saying "Ignoring path" and exiting 0 (core.protectNTFS): it was in no snapshot and
+    in no hole, so a step that deleted it recorded nothing and no rewind could say so."""
+    _, index, ws = _store(tmp_path)
+    (ws / "GIT~1").mkdir()
+    (ws / "GIT~1" / "notes.txt").write_text("mine\n")
+    (ws / "ok.txt").write_text("ok\n")
+    shot = index.snapshot()
+    assert "GIT~1/notes.txt" in index.unrecorded()
+    assert [s.path for s in shot.skipped] == ["GIT~1/notes.txt"]
+    assert "ok.txt" in index.store.run("ls-tree", "-r", "--name-only", shot.tree, index=None).stdout.decode()

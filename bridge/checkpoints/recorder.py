@@ -22,7 +22,7 @@ import shutil
 import stat
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,6 +92,7 @@ class Checkpoints:
         self._waiting: set[asyncio.Task[Any]] = set()  # background commands' ends awaited
         self._running: dict[str, StepCall] = {}
         self._warming = False
+        self._warm: asyncio.Task[Any] | None = None  # the first snapshot, taken in the background (`warm`)
         self._closed = False
         self._accounted_at = 0.0  # when `_accounted` was recorded (0: before any step; `_moved_in`'s start)
         self._accounted_holes: dict[str, str] = {}  # where the snapshot of `_accounted` did not look (as far as known)
@@ -169,7 +170,7 @@ class Checkpoints:
         except RuntimeError:  # opened outside an event loop: the first turn starts it
             return
         self._warming = True
-        self._background(self._first())
+        self._warm = self._background(self._first())
 
     def turn_started(self, turn: str) -> None:
         """A prompt starts: its anchor in the log; the session's first snapshot, if it has not started yet."""
@@ -438,16 +439,21 @@ class Checkpoints:
             await self.run(self.index.record, trees, message)
             self._chained_last = trees[-1]
 
-    def _background(self, work: Awaitable[Any]) -> None:
+    def _background(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         async def run() -> None:
             try:
                 await work
             except Exception:
                 log.exception("checkpoint failed")
 
+        def done(task: asyncio.Task[Any]) -> None:
+            self._tasks.discard(task)
+            work.close()  # (cancelled before it began: never awaited, and said so at exit)
+
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(done)
+        return task
 
     def _off(self, problem: str) -> None:
         """The store failed: no more checkpoints this session; said once."""
@@ -498,6 +504,8 @@ class Checkpoints:
         self._closed = True
         for task in list(self._waiting):  # a background shell still running: its end is the next session's
             task.cancel()
+        if self.turn is None and self._warm is not None:  # never prompted: its first snapshot is no one's (its git
+            self._warm.cancel()  # is stopped; a session opened and closed in a big folder waited up to CLOSE_WAIT)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
         self.log.close()

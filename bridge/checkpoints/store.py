@@ -608,10 +608,12 @@ class SessionIndex:
         ).stdout
         fixes: list[bytes] = []
         left: dict[bytes, str] = {}
+        stored: set[bytes] = set()
         with safefs.Beneath(str(self.store.workspace)) as root:
             for entry in listing.split(b"\0"):
                 head, _, raw = entry.partition(b"\t")
                 fields = head.split(b" ")
+                stored.add(raw)
                 if raw not in wanted or len(fields) != 3 or fields[0] not in (b"100644", b"100755"):
                     continue
                 mode, blob = fields[0].decode(), fields[1].decode()
@@ -627,6 +629,9 @@ class SessionIndex:
                 fixes.append(f"{mode} {ours}\t".encode() + raw + b"\0")
         if fixes:
             self.store.run("update-index", "-z", "--index-info", index=self.path, data=b"".join(fixes), timeout=timeout)
+        # and what git did not store at all, saying nothing but "Ignoring path" (a name it refuses, as `GIT~1/x` or
+        # `.git ` on the systems where that is `.git`): a hole, not a file no snapshot knows of (round 23)
+        left |= dict.fromkeys(wanted - stored - left.keys(), "a name git does not store (refused on some systems)")
         return left
 
     def _update_index(self, paths: list[bytes], *flags: str, timeout: float | None = None) -> None:
