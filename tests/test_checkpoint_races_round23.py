@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import tracemalloc
 from pathlib import Path
@@ -183,3 +184,21 @@ def test_a_name_git_refuses_to_store_is_a_hole_not_silence(tmp_path: Path) -> No
     assert "GIT~1/notes.txt" in index.unrecorded()
     assert [s.path for s in shot.skipped] == ["GIT~1/notes.txt"]
     assert "ok.txt" in index.store.run("ls-tree", "-r", "--name-only", shot.tree, index=None).stdout.decode()
+
+
+async def test_nothing_of_a_closed_session_writes_to_the_store_after_it_closed(tmp_path: Path) -> None:
+    """A session opened and closed at once (a script's, a test's): its first snapshot's thread went on writing in the
+    data dir after the agent's shutdown, so removing that dir then failed ("Directory not empty")."""
+    from bridge.agent import Agent
+    from bridge.config import BridgeConfig
+    from bridge.loop.permission import deny_all
+    from bridge.session import Frontend
+
+    for n in range(15):
+        root = tmp_path / f"r{n}"
+        (root / "ws").mkdir(parents=True)
+        (root / "ws" / "a.txt").write_text("a\n")
+        agent = Agent(BridgeConfig(api_key="unused", dataDir=root / "data"))
+        agent.new_session(root / "ws", Frontend(emit=lambda _event: None, prompter=deny_all))
+        await agent.shutdown()
+        shutil.rmtree(root / "data")  # raises if something still writes there

@@ -93,6 +93,8 @@ class Checkpoints:
         self._running: dict[str, StepCall] = {}
         self._warming = False
         self._warm: asyncio.Task[Any] | None = None  # the first snapshot, taken in the background (`warm`)
+        self._working = threading.Condition()  # `_workers`: the worker threads (`run`) running now
+        self._workers = 0
         self._closed = False
         self._accounted_at = 0.0  # when `_accounted` was recorded (0: before any step; `_moved_in`'s start)
         self._accounted_holes: dict[str, str] = {}  # where the snapshot of `_accounted` did not look (as far as known)
@@ -140,14 +142,28 @@ class Checkpoints:
         stop = threading.Event()
 
         def call() -> T:
-            with stoppable(stop):
-                return fn(*args)
+            with self._working:
+                self._workers += 1
+            try:
+                if stop.is_set():  # cancelled before it began: nothing of it runs (`_threads_done`)
+                    raise StoreError("stopped (cancelled)")
+                with stoppable(stop):
+                    return fn(*args)
+            finally:
+                with self._working:
+                    self._workers -= 1
+                    self._working.notify_all()
 
         try:
             return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
         except BaseException:
             stop.set()
             raise
+
+    def _threads_done(self, timeout: float) -> bool:
+        """Wait until no worker thread of this session's runs (at most `timeout` s); whether none does."""
+        with self._working:
+            return self._working.wait_for(lambda: self._workers == 0, timeout)
 
     # -- the session's hooks ------------------------------------------------------------------------------------
 
@@ -504,10 +520,14 @@ class Checkpoints:
         self._closed = True
         for task in list(self._waiting):  # a background shell still running: its end is the next session's
             task.cancel()
-        if self.turn is None and self._warm is not None:  # never prompted: its first snapshot is no one's (its git
-            self._warm.cancel()  # is stopped; a session opened and closed in a big folder waited up to CLOSE_WAIT)
+        stopped = self.turn is None and self._warm is not None and not self._warm.done()
+        if stopped and self._warm is not None:  # never prompted: its first snapshot is no one's (its git is
+            self._warm.cancel()  # stopped; a session opened and closed in a big folder waited up to CLOSE_WAIT)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
+        if stopped:  # and its thread is done with the store before the session is (its git killed, it ends at
+            # once: a test's data dir was removed while it still wrote there)
+            await anyio.to_thread.run_sync(self._threads_done, CLOSE_WAIT)
         self.log.close()
         if self.store is not None and self.enabled and self._tree is not None:  # (a store this session used)
             with contextlib.suppress(StoreError, OSError):
