@@ -17,36 +17,87 @@ DIM, BOLD, RED, GREEN, RESET = "\033[2m", "\033[1m", "\033[31m", "\033[32m", "\0
 COLOURS = (RED, GREEN)  # what NO_COLOR leaves out (bold and dim are not colours)
 
 
+TAB_STOP = 8  # where a terminal's tab stops are (every 8 columns unless set otherwise)
+AMBIGUOUS_ENV = "AGENT_BRIDGE_AMBIGUOUS_WIDTH"  # 1 or 2: the columns an East Asian Ambiguous character takes
+
+
+def ambiguous_width(environ: dict[str, str] | os._Environ[str] = os.environ) -> int:
+    """The columns an East Asian Ambiguous character (●, ·, …, ①, Greek and Cyrillic letters, box drawing) takes:
+    two in terminals set up for Chinese, Japanese or Korean (their locale), one elsewhere; AGENT_BRIDGE_AMBIGUOUS_WIDTH
+    says it outright. Counting two where the terminal shows one only cuts a line sooner; counting one where it
+    shows two made a live line wrap, and each redraw left a row behind (the area's height was counted short)."""
+    setting = environ.get(AMBIGUOUS_ENV, "").strip()
+    if setting in ("1", "2"):
+        return int(setting)
+    for name in ("LC_ALL", "LC_CTYPE", "LANG"):
+        value = environ.get(name)
+        if value:
+            return 2 if value.split(".")[0].split("_")[0].lower() in ("zh", "ja", "ko") else 1
+    return 1
+
+
+_AMBIGUOUS = ambiguous_width()
+_ZERO = frozenset(("Mn", "Me", "Cf"))  # combining marks, enclosing marks, format characters (ZWJ, variation selectors)
+
+
+def char_cells(char: str) -> int:
+    """The columns one character takes (a tab: see `advance`)."""
+    code = ord(char)
+    if 0x20 <= code < 0x7F or code == 0xAD:  # (a soft hyphen shows as one)
+        return 1
+    if unicodedata.category(char) in _ZERO or 0x1160 <= code <= 0x11FF:  # (Hangul vowels and finals join a syllable)
+        return 0
+    kind = unicodedata.east_asian_width(char)
+    if kind in "WF":
+        return 2
+    return _AMBIGUOUS if kind == "A" else 1
+
+
+def advance(column: int, char: str) -> int:
+    """The column after `char` written at `column`: a tab goes to the next tab stop."""
+    if char == "\t":
+        return (column // TAB_STOP + 1) * TAB_STOP
+    return column + char_cells(char)
+
+
 def cells(text: str) -> int:
-    """How many terminal columns `text` takes (wide characters two, combining marks none)."""
-    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    """How many terminal columns `text` takes from a line's start (wide characters two, combining marks and format
+    characters none, a tab to the next tab stop)."""
+    if text.isascii() and "\t" not in text:
+        return len(text)
+    column = 0
+    for char in text:
+        column = advance(column, char)
+    return column
 
 
 def clip(text: str, width: int | None) -> str:
-    """`text` cut to `width` columns, an ellipsis marking the cut (None: as it is)."""
+    """`text` (from a line's start) cut to `width` columns, an ellipsis marking the cut (None: as it is)."""
     if width is None or cells(text) <= width:
         return text
-    out, used = [], 0
+    out, column, room = [], 0, width - char_cells("…")
     for char in text:
-        used += cells(char)
-        if used > width - 1:
+        column = advance(column, char)
+        if column > room:
             break
         out.append(char)
     return "".join(out) + "…"
 
 
 def wrap(text: str, width: int) -> list[str]:
-    """`text` cut into rows of at most `width` columns (as a terminal wraps it, but known here)."""
+    """`text` cut into rows of at most `width` columns (as a terminal wraps it, but known here). Tabs are the
+    caller's to expand first (a terminal's tab at the margin does not wrap: what follows it overwrites the last
+    column)."""
     rows: list[str] = []
     row: list[str] = []
-    used = 0
+    column = 0
     for char in text:
-        size = cells(char)
-        if used + size > width and row:
+        after = advance(column, char)
+        if after > width and row:
             rows.append("".join(row))
-            row, used = [], 0
+            row, after = [], advance(0, char)
         row.append(char)
-        used += size
+        column = after
     rows.append("".join(row))
     return rows
 
