@@ -103,7 +103,9 @@ BASH_ROWS: list[tuple[str, str, bool, bool]] = [
     ("rm *", "sudo rm -rf build", False, True),
     ("rm *", "bash -c 'rm -rf build'", False, True),
     ("rm *", "eval rm -rf build", False, True),
-    ("rm *", "FOO=1 rm -rf x", True, True),
+    ("rm *", "FOO=1 rm -rf x", False, True),  # a setting the rule does not name (attack round 24)
+    ("rm *", "LANG=C rm -rf x", True, True),
+    ("FOO=1 rm *", "FOO=1 rm -rf x", True, True),
     ("rm *", "rmdir x", False, False),
     ("rm -rf *", "rm -r x", False, False),
     ("curl *", "curl https://example.com", True, True),

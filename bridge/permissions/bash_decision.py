@@ -112,7 +112,7 @@ class BashJudge:
         return pending + list(trees or ())
 
     def _allow_rule(self, part: Part) -> CompiledRule | None:
-        forms = [form for form in part.forms(for_deny=False) if all(w.static for w in form)]
+        forms = [form for form in part.allow_forms() if all(w.static for w in form)]
         texts = [shlex.join(w.value for w in form) for form in forms]
         leading = {shlex.quote(form[0].value) for form in forms}
         bound: CompiledRule | None = None  # a folder's rule for one script: another rule that allows it says more

@@ -29,6 +29,16 @@ DANGEROUS_ENV = re.compile(
     r"CFLAGS|CXXFLAGS|CPPFLAGS|LDFLAGS|PYTEST_ADDOPTS|PYTEST_PLUGINS|YARN_\w+|BUN_\w+|DENO_\w+|MAVEN_OPTS|"
     r"GRADLE_OPTS|JAVA_OPTS|SBT_OPTS|MAVEN_ARGS|GOCACHEPROG|GOWORK|RUSTUP_\w+|TF_CLI_CONFIG_FILE|TF_PLUGIN_CACHE_DIR)$"
 )
+# The variables an allow rule is matched without (`CI=1 npm test` is `npm test` to `Bash(npm test *)`): they change
+# how output looks or name a mode, never what runs. Any other `NAME=value` before the command, or given to it by
+# `env`, must be in the rule itself (attack round 24: `NPM_Config_node_options=--import=… npm test`, npm reading
+# its configuration from the environment in any case, and `MAKEFILES=/dev/stdin make test` ran code under rules
+# that named only the command — a list of the dangerous names is never complete).
+RULE_ENV = re.compile(
+    r"^(LANG|LANGUAGE|LC_[A-Z]+|TZ|NO_COLOR|FORCE_COLOR|CLICOLOR|CLICOLOR_FORCE|COLUMNS|LINES|TERM|COLORTERM|"
+    r"POSIXLY_CORRECT|CI|NODE_ENV|RUST_BACKTRACE|RUST_LOG|PYTHONUNBUFFERED|PYTHONDONTWRITEBYTECODE|PYTHONIOENCODING|"
+    r"PYTHONHASHSEED|GOOS|GOARCH|CGO_ENABLED|GO111MODULE|PYTEST_DISABLE_PLUGIN_AUTOLOAD|DEBUG|VERBOSE)$"
+)
 SAFE_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero"})
 FD_DEVICE = re.compile(r"/dev/fd/[0-9]+")
 UNKNOWN = Word("…", "…", why="computed at run time")
@@ -81,7 +91,33 @@ class Part:
         return shlex.join(w.value for w in self.argv)
 
     def forms(self, *, for_deny: bool) -> list[tuple[Word, ...]]:
-        return self.deny_forms + self.probe_forms if for_deny else [f for f in (self.argv, self.effective) if f]
+        if for_deny:  # (and with its settings: `Bash(FOO=1 rm *)` is about `FOO=1 rm x` too)
+            settings = [(*self.command.assignments, *self.argv)] if self.command.assignments and self.argv else []
+            return self.deny_forms + self.probe_forms + settings
+        return [f for f in (self.argv, self.effective) if f]
+
+    def unruled_settings(self) -> list[str]:
+        """The variables set for it (`NAME=value` before it, `env NAME=value` in front) that an allow rule must name
+        to allow it: all but `RULE_ENV`'s."""
+        names = [re.split(r"\+?=", word.text, maxsplit=1)[0] for word in self.command.assignments] + self.env_set
+        return [name for name in names if not RULE_ENV.match(name)]
+
+    def allow_forms(self) -> list[tuple[Word, ...]]:
+        """What allow rules are matched on: its words, and behind wrappers — or, with `unruled_settings`, only its
+        whole text with the settings (`Bash(npm test *)` does not allow `NPM_CONFIG_X=… npm test`)."""
+        if not self.unruled_settings():
+            return self.forms(for_deny=False)
+        whole = (*self.command.assignments, *self.argv)
+        return [whole] if whole else []
+
+    @property
+    def ruled_text(self) -> str:
+        """The text a rule for exactly this command names (`canonical`, with the settings it must name)."""
+        return (
+            shlex.join(w.value for w in (self.allow_forms() or [self.argv])[0])
+            if self.unruled_settings()
+            else self.canonical
+        )
 
 
 def safe_device(target: str) -> bool:

@@ -80,6 +80,23 @@ _WRITERS = frozenset(
 )
 _LAST_IS_TARGET = frozenset({"cp", "ln", "install", "rsync", "link"})
 _RECURSIVE_WRITERS = frozenset({"rm", "mv", "chmod", "chown", "chgrp", "rsync"})
+# pytest's options that name what it writes, and whether it is a tree: `--basetemp` is removed whole before the run
+# (attack round 24: `pytest --basetemp=.git` under `Bash(pytest *)` deleted the repository's history), the cache
+# dir too with `--cache-clear`. Named here, they are judged as any command's writes: outside the workspace asks,
+# a protected path asks in every mode.
+_PYTEST_WRITES = {
+    "--basetemp": True,
+    "--junitxml": False,
+    "--junit-xml": False,
+    "--junit_xml": False,
+    "--result-log": False,
+    "--resultlog": False,
+    "--report-log": False,
+    "--log-file": False,
+    "--html": False,
+    "--json-report-file": False,
+}
+_PYTEST_INI_WRITES = {"cache_dir": True, "log_file": False, "junit_logging_file": False}
 
 
 class Builder:
@@ -307,6 +324,7 @@ class Builder:
             if found.runs_configured is not None:
                 part.opaque = part.opaque or found.runs_configured
             _writer_targets(part, name, words[1:])
+            _option_targets(part, name, words[1:])
             if not found.read_only:
                 reasons.append(found.why)
             if name in _SHELL_STATE:
@@ -408,6 +426,38 @@ def _evaluates_subscript(name: str, args: Sequence[Word]) -> bool:
     if name in ("printf", "test", "["):
         return any(w.value == "-v" or (w.value.startswith("-v") and name == "printf") for w in args)
     return False
+
+
+def _option_targets(part: Part, name: str, args: Sequence[Word]) -> None:
+    """Files and trees pytest's options name for it to write (`_PYTEST_WRITES`), as `pytest …` or `python -m
+    pytest …`; a value computed at run time is a write that can't be listed."""
+    program = name.rsplit("/", 1)[-1]
+    if re.fullmatch(r"python[0-9.]*", program) and [w.value for w in args[:2]] == ["-m", "pytest"]:
+        args = args[2:]
+    elif program not in ("pytest", "py.test"):
+        return
+    for i, word in enumerate(args):
+        if not word.static:
+            continue
+        option, eq, value = word.value.partition("=")
+        following = args[i + 1] if i + 1 < len(args) else None
+        given: Word | None = Word(value, value) if eq else following
+        tree: bool | None = None
+        if option in _PYTEST_WRITES:
+            tree = _PYTEST_WRITES[option]
+        elif option == "--debug" and eq:
+            tree = False
+        elif option == "--cov-report" and given is not None and given.static and ":" in given.value:
+            kind, _, path = given.value.partition(":")
+            given, tree = Word(path, path), kind.startswith("html")
+        elif option in ("-o", "--override-ini") or (option.startswith("-o") and len(option) > 2):
+            setting = word.value[2:] if option.startswith("-o") and option != "-o" else given.value if given else ""
+            key, has, path = setting.partition("=")
+            if has and key.strip() in _PYTEST_INI_WRITES:
+                given, tree = Word(path, path), _PYTEST_INI_WRITES[key.strip()]
+        if tree is None:
+            continue
+        part.writes.append(WriteTarget(given if given is not None and given.static else None, tree))
 
 
 def _writer_targets(part: Part, name: str, args: Sequence[Word]) -> None:

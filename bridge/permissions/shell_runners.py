@@ -447,10 +447,82 @@ _CODE_OPTION_FAMILY = {
 }
 
 
+# make's options that give it other recipes: code to evaluate, another makefile (`-f /dev/stdin <<< …`), another
+# folder's makefile, another include path (attack round 24: `make test --eval='$(shell …)'` under
+# `Bash(make test *)`). Long options as GNU getopt takes them: any unambiguous abbreviation (`--ev=`).
+_MAKE_CODE_LONG = ("eval", "file", "makefile", "directory", "include-dir")
+_MAKE_CODE_SHORT = "EfCI"
+_MAKE_LONG = (
+    "always-make",
+    "debug",
+    "environment-overrides",
+    "help",
+    "ignore-errors",
+    "jobs",
+    "keep-going",
+    "load-average",
+    "check-symlink-times",
+    "just-print",
+    "dry-run",
+    "recon",
+    "old-file",
+    "assume-old",
+    "output-sync",
+    "print-data-base",
+    "question",
+    "no-builtin-rules",
+    "no-builtin-variables",
+    "shuffle",
+    "silent",
+    "quiet",
+    "no-silent",
+    "stop",
+    "no-keep-going",
+    "touch",
+    "trace",
+    "version",
+    "print-directory",
+    "no-print-directory",
+    "what-if",
+    "new-file",
+    "assume-new",
+    "warn-undefined-variables",
+    *_MAKE_CODE_LONG,
+)
+
+
+def _make_code(program: str, words: Sequence[Word]) -> str | None:
+    """Why make's arguments give it recipes the checker can't see: a code option (`_MAKE_CODE_LONG`, bundled short
+    ones too: `-sE…`), or a variable set on its command line (`make test PYTEST='sh -c …'`: recipes expand it)."""
+    for word in words:
+        if not word.static:
+            continue
+        value = word.value
+        if value == "--":
+            break
+        if value.startswith("--"):
+            given = value[2:].split("=", 1)[0]
+            matches = [name for name in _MAKE_LONG if name.startswith(given)] if given else []
+            if given in _MAKE_CODE_LONG or (given not in _MAKE_LONG and any(m in _MAKE_CODE_LONG for m in matches)):
+                return f"`{program} {value.split('=', 1)[0]}` gives it recipes the checker can't see"
+        elif value.startswith("-") and len(value) > 1:
+            for letter in value[1:]:
+                if letter in _MAKE_CODE_SHORT:
+                    return f"`{program} -{letter}` gives it recipes the checker can't see"
+                if letter in "jlOWo":  # (an option whose value is the rest of the word)
+                    break
+        elif "=" in value:  # (a word with `=` is a variable to make, never a target: `X=`, `X:=`, `X+=`, `X!=`…)
+            name = value.split("=", 1)[0].rstrip(":+?!")
+            return f"`{program} {name}=…` sets a variable its recipes may run"
+    return None
+
+
 def code_option(program: str, words: Sequence[Word]) -> str | None:
     """Why `program`'s arguments make it run code the checker can't see (`_CODE_OPTIONS`), or None: such an option
     spelled with one dash or two, with `=value` or not, or (npm's option parser expands them) as an abbreviation of
     three letters or more, `_` for `-`."""
+    if program in ("make", "gmake"):
+        return _make_code(program, words)
     family = _CODE_OPTION_FAMILY.get(program)
     if family is None:
         return None

@@ -357,6 +357,8 @@ def command_pattern(part: Part, *, exact: bool) -> str:
     asks only for what it reads (outside the workspace, a process's environment): `Bash(cat *)` would let `cat`
     read anything."""
     words = [w.value for w in part.effective]
+    if part.unruled_settings():
+        return part.ruled_text  # (a prefix rule without the settings would not allow it: `Part.allow_forms`)
     if (
         exact
         or not words

@@ -1,0 +1,170 @@
+"""Attack round 24 on the Bash decision: an allow rule naming a command ran other code through what it did not name.
+
+- `NAME=value` before the command (or `env NAME=value` in front) was set aside when an allow rule was matched unless
+  the name was on a list of dangerous ones, and the list is never complete: `MAKEFILES=/dev/stdin make test <<< …`
+  and `GNUMAKEFLAGS=--eval=… make test` under `Bash(make test)`, `NPM_Config_node_options=--import=… npm test`
+  (npm reads `npm_config_*` in any case) under `Bash(npm test *)`. Now only settings that change how output looks
+  or name a mode (`LANG`, `CI`, `NODE_ENV`…) are set aside; a rule must name any other.
+- make's own options and variables give it other recipes: `make test --eval='$(shell …)'`, `-f /dev/stdin`, `-C`,
+  `make test PYTEST='sh -c …'` under `Bash(make test *)`.
+- pytest's options that name what it writes were no writes to the checker: `pytest --basetemp=.git` under
+  `Bash(pytest *)` removed the repository's history (pytest removes its basetemp whole first).
+Each is proven end to end below by its marker (and the control: the same command the rule names runs).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.attacks.workspace import Workspace, engine
+from tests.permission_calls import decide
+from tests.scripted_run import scripted_run
+
+
+def behavior(found: Workspace, command: str, *rules: str) -> str:
+    return decide(engine(found, "default", allow=rules), "Bash", {"command": command}).behavior
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(make test)", "MAKEFILES=/dev/stdin make test <<< '$(shell touch pwned)'"),
+        ("Bash(make test)", "GNUMAKEFLAGS='--eval=$(shell\ttouch\tpwned)' make test"),
+        ("Bash(npm test *)", "NPM_Config_node_options='--import=data:text/javascript,1' npm test"),
+        ("Bash(npm test)", "Npm_Config_Node_Options=--require=./x.js npm test"),
+        ("Bash(yarn test)", "Yarn_Rc_Filename=/tmp/x yarn test"),
+        ("Bash(npm test *)", "env NPM_Config_node_options=--require=./x.js npm test"),
+        ("Bash(npm test *)", "timeout 60 env FOO=1 npm test"),
+        ("Bash(npm test *)", "FOO=1 npm test"),
+        ("Bash(make test *)", "make test --eval='$(shell touch pwned)'"),
+        ("Bash(make test *)", "make test --ev='$(shell touch pwned)'"),
+        ("Bash(make test *)", "make test -E '$(shell touch pwned)'"),
+        ("Bash(make test *)", "make test -sf /dev/stdin <<< 'test: ; touch pwned'"),
+        ("Bash(make test *)", "make test --file=/tmp/x.mk"),
+        ("Bash(make test *)", "make test -C /tmp/x"),
+        ("Bash(make test *)", "make test -I /tmp/x"),
+        ("Bash(make test *)", "make test PYTEST='sh -c touch\\ pwned'"),
+        ("Bash(make test *)", "make test SHELL=/tmp/x"),
+        ("Bash(make *)", "make .SHELLFLAGS='-c touch\\ pwned' test"),
+        ("Bash(pytest *)", "pytest --basetemp=.git"),
+        ("Bash(pytest *)", "pytest --basetemp .git"),
+        ("Bash(pytest *)", "pytest --basetemp=."),
+        ("Bash(python3 -m pytest *)", "python3 -m pytest -q --basetemp=.git"),
+        ("Bash(pytest *)", "pytest -o cache_dir=.git --cache-clear"),
+        ("Bash(pytest *)", "pytest -ocache_dir=.git"),
+        ("Bash(pytest *)", "pytest --junitxml=/tmp/out.xml"),
+        ("Bash(pytest *)", "pytest --cov-report=html:/tmp/cov"),
+    ],
+)
+def test_a_rule_does_not_cover_what_it_does_not_name(found: Workspace, rule: str, command: str) -> None:
+    (found.ws / ".git").mkdir(exist_ok=True)
+    assert behavior(found, command, rule) == "ask", command
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(npm test *)", "CI=1 npm test"),
+        ("Bash(npm test *)", "NODE_ENV=test LANG=C npm test -- --watch=false"),
+        ("Bash(npm test *)", "env CI=1 npm test"),
+        ("Bash(FOO=1 npm test)", "FOO=1 npm test"),
+        ("Bash(make test *)", "make test -j4"),
+        ("Bash(make test *)", "make test -s --no-print-directory -k"),
+        ("Bash(make *)", "make -j 4 test"),
+        ("Bash(pytest *)", "pytest -q -x tests"),
+        ("Bash(pytest *)", "pytest --basetemp=build/tmp --junitxml=report.xml -p no:cacheprovider"),
+    ],
+)
+def test_what_the_rule_names_still_runs(found: Workspace, rule: str, command: str) -> None:
+    assert behavior(found, command, rule) == "allow", command
+
+
+def test_the_always_option_for_a_setting_names_it(found: Workspace) -> None:
+    """What "always allow" offers covers what was asked: the settings are in the rule (a prefix rule without them
+    would ask again, the next time, for the same command)."""
+    asked = decide(engine(found, "default"), "Bash", {"command": "FOO=1 npm test"})
+    offered = [s.rule for s in asked.suggestions if s.behavior == "allow"]
+    assert offered == ["Bash(FOO=1 npm test)"]
+    assert behavior(found, "FOO=1 npm test", *offered) == "allow"
+    assert behavior(found, "FOO=2 npm test", *offered) == "ask"
+
+
+def test_a_deny_rule_with_a_setting_is_about_the_command_with_it(found: Workspace) -> None:
+    denied = decide(engine(found, "default", deny=("Bash(FOO=1 rm *)",)), "Bash", {"command": "FOO=1 rm -rf x"})
+    assert denied.behavior == "deny"
+
+
+def git_repository(ws: Path) -> None:
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+
+
+def test_make_runs_what_the_rule_names_and_not_the_models_recipes(tmp_path: Path, env: dict[str, str]) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "Makefile").write_text("test:\n\t@touch tested\n")
+    attacks = [
+        f"MAKEFILES=/dev/stdin make test <<< '$(shell touch {ws}/pwned1)'",
+        f"GNUMAKEFLAGS='--eval=$(shell\ttouch\t{ws}/pwned2)' make test",
+        f"make test --eval='$(shell touch {ws}/pwned3)'",
+        f"make test -f /dev/stdin <<< 'test: ; touch {ws}/pwned4'",
+        f"make test SHELL=/bin/sh .SHELLFLAGS='-c touch\\ {ws}/pwned5;true'",
+    ]
+    calls = [("Bash", {"command": "make test"}), *(("Bash", {"command": a}) for a in attacks)]
+    rules = ["--non-interactive", "--allow", "Bash(make test)", "--allow", "Bash(make test *)"]
+    scripted_run(ws, calls, *rules, env=env, scenario=tmp_path / "s.json")
+    assert (ws / "tested").exists(), "the control: the rule's own command ran"
+    assert sorted(p.name for p in ws.glob("pwned*")) == []
+    for n, attack in enumerate(attacks, 1):  # and each attack is real: run as it is, it leaves its marker
+        subprocess.run(["bash", "-c", attack], cwd=ws, capture_output=True, timeout=60)
+        assert (ws / f"pwned{n}").exists(), attack
+
+
+def test_npm_runs_the_test_script_and_not_the_models_node_options(tmp_path: Path, env: dict[str, str]) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = "node -e \"require('fs').writeFileSync('tested', 'x')\""  # (node options reach a node it starts)
+    (ws / "package.json").write_text(json.dumps({"name": "x", "version": "1.0.0", "scripts": {"test": script}}))
+    code = f"import(`fs`).then(m=>m.writeFileSync(`{ws}/pwned`,`x`))"
+    attack = f"NPM_Config_node_options='--import=data:text/javascript,{code}' npm test"
+    calls = [("Bash", {"command": "npm test"}), ("Bash", {"command": attack})]
+    scripted_run(ws, calls, "--non-interactive", "--allow", "Bash(npm test *)", env=env, scenario=tmp_path / "s.json")
+    assert (ws / "tested").exists(), "the control: the rule's own command ran"
+    assert not (ws / "pwned").exists()
+    subprocess.run(
+        ["bash", "-c", attack], cwd=ws, capture_output=True, timeout=120, env={**env, "PATH": "/usr/bin:/bin"}
+    )
+    assert (ws / "pwned").exists(), "the attack is real"
+
+
+def test_pytest_is_not_let_remove_the_repository(tmp_path: Path, env: dict[str, str]) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "test_a.py").write_text("def test_a(tmp_path):\n    (tmp_path / 'x').write_text('x')\n")
+    git_repository(ws)
+    run_tests = f"{sys.executable} -m pytest -q -p no:cacheprovider"
+    calls = [
+        ("Bash", {"command": f"{run_tests} --junitxml=report.xml"}),
+        ("Bash", {"command": f"{run_tests} --basetemp=.git"}),
+    ]
+    rules = ["--non-interactive", "--allow", f"Bash({sys.executable} -m pytest *)"]
+    scripted_run(ws, calls, *rules, env=env, scenario=tmp_path / "s.json")
+    assert (ws / "report.xml").exists(), "the control: the rule's own command ran"
+    log = subprocess.run(["git", "log", "--oneline"], cwd=ws, capture_output=True, text=True)
+    assert log.returncode == 0 and log.stdout.strip(), log.stderr
+    subprocess.run(["bash", "-c", f"{run_tests} --basetemp=.git"], cwd=ws, capture_output=True, timeout=120)
+    assert subprocess.run(["git", "log"], cwd=ws, capture_output=True).returncode != 0, "the attack is real"
