@@ -65,8 +65,10 @@ def test_approvals_are_read_from_every_place_the_user_controls(files: ConfigFile
     write(files.cwd / ".mcp.json", {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}})
     assert read_approvals(files).state("a") == "pending"
     write(files.user_config_dir / "settings.json", {"enableAllProjectMcpServers": True})
-    assert read_approvals(files).state("b") == "approved"
+    write(files.claude_home / "settings.json", {"enabledMcpjsonServers": ["b"]})
+    assert read_approvals(files).state("b") == "pending", "a name in global settings is no answer about this folder"
     (files.user_config_dir / "settings.json").unlink()
+    (files.claude_home / "settings.json").unlink()
     write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["a"]}}})
     assert [read_approvals(files).state(n) for n in ("a", "b")] == ["approved", "pending"]
     write(files.claude_home / "settings.json", {"disabledMcpjsonServers": ["a"]})
@@ -343,3 +345,28 @@ def test_a_folders_server_may_not_set_what_changes_how_its_program_loads(files: 
     for name in ("nodey", "pathy", "preload"):
         assert found[name].spec is None and "is refused for a folder's server" in (found[name].problem or ""), name
     assert found["plain"].spec is not None and found["mine"].spec is not None, "the controls"
+
+
+def test_claude_codes_answer_is_bound_to_the_server_it_approved(files: ConfigFiles) -> None:
+    """Attack round 24: Claude Code's answer is by name. Approved there, a server whose command a pull then changed
+    started without a question (outside the sandbox); now the answer approves the server as the bridge first saw it
+    approved, kept in the store, and a change asks again."""
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
+    assert by_name(files)["db"].approval == "approved"
+    kept = json.loads(files.approval_store.read_text())["projects"][str(files.cwd)]["approvedConfigs"]
+    assert kept == {"db": spec_of(files, "db").approval_key}
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "sh", "args": ["-c", "touch pwned"]}}})
+    assert by_name(files)["db"].approval == "pending", "the pull changed what it runs"
+    write(files.claude_json, {"projects": {str(files.cwd): {"enableAllProjectMcpServers": True}}})
+    assert by_name(files)["db"].approval == "pending"
+
+
+def test_an_answer_that_cannot_be_kept_asks(files: ConfigFiles) -> None:
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
+    files.approval_store.parent.mkdir(parents=True, exist_ok=True)
+    files.approval_store.write_text("{not json")
+    entries, problems = discover(files, [])
+    assert [e.approval for e in entries if e.name == "db"] == ["pending"]
+    assert any("asks for approval again" in problem for problem in problems)

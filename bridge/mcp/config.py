@@ -15,11 +15,13 @@ source.
 A repository must not start a process by being opened: a project server starts only once the user approved it,
 and approvals are read only from files outside the workspace: the bridge's approval store
 (`mcp-approvals.json` in the user's config dir, `projects[<cwd>]`, where answers are saved), and Claude Code's
-keys (`enableAllProjectMcpServers`, `enabledMcpjsonServers`, `disabledMcpjsonServers`; disabled wins) in the
-user's `settings.json`, `~/.claude/settings.json` and `~/.claude.json` `projects[<cwd>]`. Nothing in the
-workspace approves anything: no in-workspace "local" file, tracked or not (an archive can ship a `.git` of its
-own that leaves any file untracked). An answer in the store is bound to the server's configuration as written
-(`ServerSpec.approval_key`): when a pull changes the command, its arguments, env or headers, it asks again.
+answers for this folder (`enableAllProjectMcpServers`, `enabledMcpjsonServers` in `~/.claude.json`
+`projects[<cwd>]`); `disabledMcpjsonServers` from there and from the user's `settings.json` and
+`~/.claude/settings.json` too (disabled wins; a name approved there is no answer about a folder's server of that
+name). Nothing in the workspace approves anything: no in-workspace "local" file, tracked or not (an archive can
+ship a `.git` of its own that leaves any file untracked). An answer is bound to the server's configuration as
+written (`ServerSpec.approval_key`; Claude Code's by name, bound the first time it approves): when a pull changes
+the command, its arguments, env or headers, it asks again.
 The question shows the configuration as written, every `${VAR}` it reads from the user's environment named.
 """
 
@@ -207,16 +209,23 @@ def discover(
             )
             continue
         if entry.scope == "project" and entry.spec is not None:
-            entry = ServerEntry(
-                entry.name,
-                entry.scope,
-                entry.source,
-                entry.spec,
-                entry.problem,
-                approvals.state(entry.name, entry.spec.approval_key),
-            )
+            state = approvals.state(entry.name, entry.spec.approval_key)
+            if approvals.unbound(entry.name):
+                state = _bind(files, entry.spec, problems)
+            entry = ServerEntry(entry.name, entry.scope, entry.source, entry.spec, entry.problem, state)
         entries[entry.name] = entry
     return list(entries.values()), problems
+
+
+def _bind(files: ConfigFiles, spec: ServerSpec, problems: list[str]) -> Approval:
+    """Claude Code's answer for this folder approves `spec` as it is now: kept in the store, so that a pull that
+    changes it asks again (Claude Code's own answer is by name). Unkept, it is not trusted: it asks."""
+    try:
+        save_approval(files, [spec], True)
+    except (OSError, ValueError) as error:
+        problems.append(f"{files.approval_store}: {error}; MCP server {spec.name!r} asks for approval again")
+        return "pending"
+    return "approved"
 
 
 def parse_acp(raw: list[Any], environ: Mapping[str, str]) -> list[ServerEntry]:
@@ -376,8 +385,9 @@ def _shown(head: str, pairs: Mapping[str, str], label: str, sep: str) -> str:
 
 @dataclass(frozen=True)
 class Approvals:
-    """The user's answers: by name from Claude Code's files (the user's own), bound to the configuration as
-    written from the bridge's store (`configs`: name -> approval_key)."""
+    """The user's answers: the bridge's store, bound to the configuration as written (`configs`: name ->
+    approval_key), and Claude Code's by name for this folder (`~/.claude.json` `projects[<cwd>]`), bound by the
+    store the first time they approve (`unbound`); `disabledMcpjsonServers` from every file of the user's."""
 
     enable_all: bool
     enabled: frozenset[str]
@@ -387,32 +397,33 @@ class Approvals:
     def state(self, name: str, key: str | None = None) -> Approval:
         if name in self.disabled:
             return "rejected"
+        if name in self.configs:  # what was approved, as it was: a pull that changed it asks again
+            return "approved" if key is None or self.configs[name] == key else "pending"
         if self.enable_all or name in self.enabled:
-            return "approved"
-        if name in self.configs and (key is None or self.configs[name] == key):
             return "approved"
         return "pending"
 
+    def unbound(self, name: str) -> bool:
+        """Approved by Claude Code's answer alone: the store does not hold what it approved yet."""
+        return name not in self.disabled and name not in self.configs and (self.enable_all or name in self.enabled)
+
 
 def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = None) -> Approvals:
-    """The user's answers, from files outside the workspace only (module docstring)."""
+    """The user's answers, from files outside the workspace only (module docstring). Claude Code's approving keys
+    count only where it keeps its answers for this folder (`~/.claude.json` `projects[<cwd>]`): in the user's
+    global settings (`enabledMcpjsonServers: ["playwright"]`) a name says nothing of what a cloned folder's server
+    of that name runs (attack round 24: it ran `sh -c …` outside the sandbox when the folder was opened)."""
     if project_state is None:
         claude_json, _ = read_json(files.claude_json)
         project_state = _project_state(claude_json, files.cwd)
     store, _ = read_json(files.approval_store)
     ours = _project_state(store, files.cwd)
-    enable_all = False
-    enabled: set[str] = set()
+    enable_all = project_state.get("enableAllProjectMcpServers") is True
+    names = project_state.get("enabledMcpjsonServers")
+    enabled = {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
     disabled: set[str] = set()
     for data in [read_json(path)[0] for path in files.approval_files()] + [project_state, ours]:
-        if not isinstance(data, dict):
-            continue
-        if data is not ours:  # Claude Code's keys in the user's own files
-            enable_all = enable_all or data.get("enableAllProjectMcpServers") is True
-            names = data.get("enabledMcpjsonServers")
-            if isinstance(names, list):
-                enabled.update(n for n in names if isinstance(n, str))
-        names = data.get("disabledMcpjsonServers")
+        names = data.get("disabledMcpjsonServers") if isinstance(data, dict) else None
         if isinstance(names, list):
             disabled.update(n for n in names if isinstance(n, str))
     configs = ours.get(APPROVED_CONFIGS)

@@ -393,6 +393,28 @@ def cloned(tmp_path: Path, committed: dict[str, Any]) -> Path:
     return tmp_path / "project"
 
 
+async def test_a_name_approved_in_global_settings_does_not_start_a_cloned_folders_server(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Attack round 24: `enabledMcpjsonServers: ["proj"]` in the user's `~/.claude/settings.json` (a server they
+    know) started a cloned folder's own `proj` — any command — when the folder was opened, outside the sandbox."""
+    marker = tmp_path / "started"
+    server = {"command": sys.executable, "args": [FIXTURE], "env": {"MCP_FIXTURE_LOG": str(marker)}}
+    project = cloned(tmp_path, {".mcp.json": {"mcpServers": {"proj": server}}})
+    for settings in (data_dir / "home" / ".claude" / "settings.json", data_dir / "config" / "settings.json"):
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"enabledMcpjsonServers": ["proj"], "enableAllProjectMcpServers": True}))
+    scenario = {"responses": [tool_response(("mcp__proj__echo", {"text": "pwned"})), text_response("ok")]}
+    async with running_editor(scenario, project, data_dir, initialization_options=WAIT) as editor:
+        editor.on_permission = server_approval("skip")
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        assert [r["_meta"]["mcpServer"]["name"] for r in editor.permission_requests] == ["proj"], "it asks"
+        [result] = results(editor.last_request_messages())
+        assert result["is_error"], "no such tool: the server was never started"
+        assert not marker.exists(), "no server process started"
+
+
 async def test_a_repository_that_commits_local_settings_starts_nothing_when_opened(
     tmp_path: Path, data_dir: Path
 ) -> None:
