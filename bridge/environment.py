@@ -88,6 +88,9 @@ _REFUSED_PREFIXES = (
     "EMACS",
     "VIM",
 )
+_USER_PROGRAM_ENV = frozenset(
+    {"PATH", "TMPDIR", "SHELL", "CDPATH", "AWS_CONFIG_FILE", "KUBECONFIG"}
+)  # the user's to set
 _REFUSED_SUFFIXES = ("_WRAPPER",)  # RUSTC_WORKSPACE_WRAPPER, CARGO_BUILD_RUSTC_WRAPPER, CCACHE-style wrappers
 _REFUSED = frozenset(
     {
@@ -185,6 +188,7 @@ _REFUSED_IN_PROJECT = frozenset(
         "DOCKER_CONTEXT",
         "SHELL",
         "CDPATH",
+        "TMPDIR",
     }
 )
 # git identity and harmless switches: the rest of GIT_* can point git at configuration, hooks or programs
@@ -218,6 +222,27 @@ _HARMLESS = _GIT_HARMLESS | {
     "CARGO_TARGET_DIR",
     "CARGO_NET_OFFLINE",
 }
+# Environment variables that change which program runs or make one run code: set before a command (the checker,
+# bridge/permissions/command_parts.py), or in settings `env`, where they would change what every command runs
+# unseen (attack round 24: a trusted `RIPGREP_CONFIG_PATH=.ripgreprc`, then a pull's `--pre=./x` in that file made
+# every read-only `rg` run the folder's program).
+PROGRAM_ENV = re.compile(
+    r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
+    r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
+    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL|"
+    # files whose content says what runs: configuration homes, loader and plugin paths, debugger hooks
+    r"XDG_CONFIG_HOME|XDG_CONFIG_DIRS|GCONV_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|JAVA_TOOL_OPTIONS|"
+    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LESSKEY\w*|LESSEDIT|MANOPT|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|"
+    r"SSH_ASKPASS|SUDO_ASKPASS|ZDOTDIR|PERL5DB|PERLDB_OPTS|PYTHONBREAKPOINT|PYTHONWARNINGS|NODE_PATH|"
+    r"(?i:npm_config_\w+)|FZF_DEFAULT_\w+|SYSTEMD_PAGER|GH_PAGER|AWS_PAGER|PSQL_PAGER|BROWSER|"
+    r"KUBECONFIG|DOCKER_CONFIG|AWS_CONFIG_FILE|CARGO_HOME|RUSTC_WRAPPER|GOFLAGS|MAKEFLAGS|GNUMAKEFLAGS|MFLAGS|"
+    r"MAKEFILES|INPUTRC|"
+    # build tools' own configuration by environment (attack round 9: `CARGO_BUILD_RUSTC_WRAPPER=./x cargo test`
+    # under `Bash(cargo test *)`): runners, wrappers, compilers and linkers, flags that load plugins
+    r"CARGO_\w+|RUSTC\w*|RUSTFLAGS|RUSTDOCFLAGS|\w+_WRAPPER|GOENV|GOROOT|GOTOOLCHAIN|CC|CXX|CPP|LD|AR|"
+    r"CFLAGS|CXXFLAGS|CPPFLAGS|LDFLAGS|PYTEST_ADDOPTS|PYTEST_PLUGINS|(?i:yarn_\w+|pnpm_config_\w+|bun_\w+)|DENO_\w+|MAVEN_OPTS|"
+    r"GRADLE_OPTS|JAVA_OPTS|SBT_OPTS|MAVEN_ARGS|GOCACHEPROG|GOWORK|RUSTUP_\w+|TF_CLI_CONFIG_FILE|TF_PLUGIN_CACHE_DIR)$"
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PASSWORD_URL = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 
@@ -250,6 +275,11 @@ def refused_reason(name: str, *, project: bool) -> str | None:
         return (
             "a folder's own settings may not change where commands' network traffic goes or whom it trusts, or "
             "which programs run by name; your own settings may set it"
+        )
+    if upper not in _USER_PROGRAM_ENV and (PROGRAM_ENV.match(name) or PROGRAM_ENV.match(upper)):
+        return (
+            "it changes what commands run, unseen by the permission check (which judges a command as if it were "
+            "not set); set it in a command itself if it is needed"
         )
     if upper in BRIDGE_CREDENTIALS:
         return "the bridge's own credentials are never handed to commands"

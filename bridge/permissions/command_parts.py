@@ -9,26 +9,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from bridge.environment import PROGRAM_ENV
 from bridge.permissions.command_effects import Access, Effects
 from bridge.permissions.shell_syntax import Command, Word
 
-# Environment variables that change which program runs or make one run code.
-DANGEROUS_ENV = re.compile(
-    r"^(PATH|LD_\w+|DYLD_\w+|BASH_ENV|ENV|IFS|PS4|PROMPT_COMMAND|SHELLOPTS|BASHOPTS|CDPATH|HOME|GIT_\w+|"
-    r"PAGER|MANPAGER|EDITOR|VISUAL|LESSOPEN|LESSCLOSE|PYTHONPATH|PYTHONSTARTUP|PYTHONHOME|NODE_OPTIONS|"
-    r"PERL5OPT|PERL5LIB|RUBYOPT|RUBYLIB|BASH_FUNC_\w+.*|GLOBIGNORE|RIPGREP_CONFIG_PATH|TMPDIR|SHELL|"
-    # files whose content says what runs: configuration homes, loader and plugin paths, debugger hooks
-    r"XDG_CONFIG_HOME|XDG_CONFIG_DIRS|GCONV_PATH|OPENSSL_CONF|OPENSSL_ENGINES|OPENSSL_MODULES|JAVA_TOOL_OPTIONS|"
-    r"_JAVA_OPTIONS|JDK_JAVA_OPTIONS|LESSKEY\w*|LESSEDIT|MANOPT|TAR_OPTIONS|RSYNC_RSH|RSYNC_CONNECT_PROG|"
-    r"SSH_ASKPASS|SUDO_ASKPASS|ZDOTDIR|PERL5DB|PERLDB_OPTS|PYTHONBREAKPOINT|PYTHONWARNINGS|NODE_PATH|"
-    r"NPM_CONFIG_\w+|npm_config_\w+|FZF_DEFAULT_\w+|SYSTEMD_PAGER|GH_PAGER|AWS_PAGER|PSQL_PAGER|BROWSER|"
-    r"KUBECONFIG|DOCKER_CONFIG|AWS_CONFIG_FILE|CARGO_HOME|RUSTC_WRAPPER|GOFLAGS|MAKEFLAGS|INPUTRC|"
-    # build tools' own configuration by environment (attack round 9: `CARGO_BUILD_RUSTC_WRAPPER=./x cargo test`
-    # under `Bash(cargo test *)`): runners, wrappers, compilers and linkers, flags that load plugins
-    r"CARGO_\w+|RUSTC\w*|RUSTFLAGS|RUSTDOCFLAGS|\w+_WRAPPER|GOENV|GOROOT|GOTOOLCHAIN|CC|CXX|CPP|LD|AR|"
-    r"CFLAGS|CXXFLAGS|CPPFLAGS|LDFLAGS|PYTEST_ADDOPTS|PYTEST_PLUGINS|YARN_\w+|BUN_\w+|DENO_\w+|MAVEN_OPTS|"
-    r"GRADLE_OPTS|JAVA_OPTS|SBT_OPTS|MAVEN_ARGS|GOCACHEPROG|GOWORK|RUSTUP_\w+|TF_CLI_CONFIG_FILE|TF_PLUGIN_CACHE_DIR)$"
-)
+DANGEROUS_ENV = PROGRAM_ENV  # (bridge/environment.py: settings `env` may not set them either)
 # The variables an allow rule is matched without (`CI=1 npm test` is `npm test` to `Bash(npm test *)`): they change
 # how output looks or name a mode, never what runs. Any other `NAME=value` before the command, or given to it by
 # `env`, must be in the rule itself (attack round 24: `NPM_Config_node_options=--import=… npm test`, npm reading
