@@ -51,7 +51,7 @@ class SessionSetup:
             session_rules=RuleSet.of(allow=config.allow, ask=config.ask, deny=config.deny),
             additional_dirs=[cwd / Path(d).expanduser() for d in config.additional_directories],
             interactive=interactive,
-            secrets=OwnSecrets.of(config.data_dir, settings.claude_home, cwd=cwd),
+            secrets=OwnSecrets.of(config.data_dir, settings.claude_home, cwd=cwd, config_dir=settings.user_config_dir),
         )
         sandbox = Sandbox.for_engine(engine)  # masks the engine's secrets for commands
         engine.unsandboxed = lambda: sandbox.unavailable

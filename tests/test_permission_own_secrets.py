@@ -49,7 +49,9 @@ class Home:
             grammar=GRAMMAR,
             mode=mode,
             session_rules=RuleSet.of(allow=list(allow)),
-            secrets=OwnSecrets.of(self.data, self.claude, self.home, cwd=self.home),
+            secrets=OwnSecrets.of(
+                self.data, self.claude, self.home, cwd=self.home, config_dir=self.home.parent / "cfg"
+            ),
         )
 
 
@@ -181,8 +183,33 @@ def test_claude_codes_state_is_a_secret_wherever_claude_keeps_it(home: Home) -> 
     ):
         decision = decide(engine, "Read", {"file_path": str(path)})
         assert decision.behavior == "deny" and "Claude Code" in decision.reason, (path, decision)
-    for path in (home.claude / "settings.json", home.home / "project" / ".claude.json", home.claude / "todos" / "a"):
+    for path in (home.home / "project" / ".claude.json", home.claude / "todos" / "a"):
         assert decide(engine, "Read", {"file_path": str(path)}).behavior == "allow", path
+
+
+def test_the_users_settings_and_the_bridges_approvals_are_secrets(home: Home) -> None:
+    """Attack round 24: after one "yes" to a read outside the workspace (or with approve-all), Read and Grep showed
+    the model the tokens in the user's settings (an MCP server's `env`/`headers`, a gateway token in `env`): the
+    sandbox held them from commands, the file tools did not. The approval and trust stores start servers and apply
+    a folder's settings unasked: no tool writes them either."""
+    config = home.home.parent / "cfg"
+    files = [
+        home.claude / "settings.json",
+        home.claude / "settings.local.json",
+        config / "settings.json",
+        config / "mcp-approvals.json",
+        config / "trusted-folders.json",
+    ]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"env": {"ANTHROPIC_AUTH_TOKEN": "gw-token-123456"}}')
+    engine = home.engine("bypassPermissions")
+    for path in files:
+        for tool, params in (("Read", {"file_path": str(path)}), ("Write", {"file_path": str(path), "content": "{}"})):
+            decision = decide(engine, tool, {**params})
+            assert decision.behavior == "deny", (tool, path, decision)
+        assert "the bridge's own secret" in (engine.read_guard()(path, home.home) or ""), path
+    assert decide(engine, "Bash", {"command": f"cat {files[0]}"}).behavior == "deny"
 
 
 def test_grep_and_glob_results_leave_the_secrets_out(home: Home) -> None:

@@ -8,6 +8,10 @@ the mode or the workspace (the user may open their home folder, or `~/.claude` t
   each session's log of it (`sessions/*/checkpoints.jsonl`: what a rewind restores);
 - `<data dir>/running/`: what the bridge has running (bridge/execution/registry.py) — not secret, but a file the
   model wrote there would have the next start kill the processes and delete the folders it names;
+- the user's settings, `<config dir>/settings.json` and `<Claude home>/settings.json` (`settings.local.json`): their
+  MCP servers' `env` and `headers`, an `env` with a gateway's token (attack round 24: Read and Grep showed them to
+  the model after one "yes" to a read outside the workspace); and the bridge's `mcp-approvals.json` and
+  `trusted-folders.json`, whose entries start servers and apply a folder's settings unasked;
 - `<Claude home>/.credentials.json`: Claude Code's sign-in;
 - Claude Code's state, `~/.claude.json` and `<Claude home>/.claude.json` (the one `CLAUDE_CONFIG_DIR` moves it to),
   with its backups (`.claude.json.backup` beside it, `<Claude home>/backups/`): the MCP servers it configures (their
@@ -68,12 +72,34 @@ class OwnSecrets:
     inodes: SecretInodes = field(default_factory=SecretInodes, compare=False)
 
     @classmethod
-    def of(cls, data_dir: Path, claude_home: Path, home: Path | None = None, cwd: Path | None = None) -> OwnSecrets:
-        """`cwd`: the session's folder, whose sessions' stored results are not secret to it."""
+    def of(
+        cls,
+        data_dir: Path,
+        claude_home: Path,
+        home: Path | None = None,
+        cwd: Path | None = None,
+        config_dir: Path | None = None,
+    ) -> OwnSecrets:
+        """`cwd`: the session's folder, whose sessions' stored results are not secret to it. `config_dir`: the
+        bridge's user config dir (its settings, approvals and trusted folders)."""
         data, claude = Path(os.path.realpath(data_dir)), Path(os.path.realpath(claude_home))
         user = Path(os.path.realpath(home if home is not None else Path.home()))
         state = "Claude Code's state (its MCP servers' tokens, the API key, the account)"
+        settings = "the user's settings (their MCP servers' tokens, env: keys)"
+        mine = Path(os.path.realpath(config_dir)) if config_dir is not None else None
+        config = (
+            ()
+            if mine is None
+            else (
+                (mine, "settings.json", settings),
+                (mine, "mcp-approvals.json", "the user's MCP server approvals, which start servers unasked"),
+                (mine, "trusted-folders.json", "the folders the user trusts, whose settings apply unasked"),
+            )
+        )
         entries = (
+            *config,
+            (claude, "settings.json", settings),
+            (claude, "settings.local.json", settings),
             (data, "mcp-auth", "its MCP servers' sign-in tokens"),
             (data, "sessions/*.jsonl", "a session transcript"),
             (data, "sessions/*/agents", "a sub-agent's transcript"),

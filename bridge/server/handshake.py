@@ -37,10 +37,11 @@ AUTH_METHODS: list[dict[str, Any]] = [
         "id": API_KEY_METHOD,
         "name": "Anthropic API key",
         "description": "Set ANTHROPIC_API_KEY in the environment the editor starts agent-bridge with (in Zed: "
-        '"env" of the agent_servers entry), or "apiKey" in the bridge settings file, then restart the agent.',
+        '"env" of the agent_servers entry), or "apiKey" in the editor\'s initialization options, then restart the '
+        "agent. (No settings file holds it: those are readable by tools you allow.)",
         "_meta": {
             "env": "ANTHROPIC_API_KEY",
-            "setting": "apiKey",
+            "initializationOption": "apiKey",
             "link": "https://console.anthropic.com/settings/keys",
         },
     }

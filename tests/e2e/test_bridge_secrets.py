@@ -24,6 +24,8 @@ from bridge.offline import OfflineServer
 from tests.e2e.harness import run_agent, text_response, tool_response
 
 SECRETS = (
+    "USER-SETTINGS-11",
+    "BRIDGE-SETTINGS-12",
     "CLAUDE-CRED-1",
     "MCP-TOKEN-3",
     "TRANSCRIPT-4",
@@ -74,6 +76,10 @@ def a_home(tmp_path: Path) -> Home:
     (sessions / "sess_old.jsonl").write_text(json.dumps({"tool_result": '{"accessToken": "TRANSCRIPT-4"}'}) + "\n")
     (sessions / "sess_old" / "agents" / "agent_1.jsonl").write_text('{"accessToken": "AGENT-TRANSCRIPT-5"}\n')
     place.config.mkdir()
+    # the user's settings: an MCP server's token, a gateway's (attack round 24: Read and Grep showed them)
+    (place.claude / "settings.json").write_text(json.dumps({"env": {"ANTHROPIC_AUTH_TOKEN": "USER-SETTINGS-11"}}))
+    servers = {"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GH_TOKEN": "BRIDGE-SETTINGS-12"}}}}
+    (place.config / "settings.json").write_text(json.dumps(servers))
     return place
 
 
@@ -156,15 +162,18 @@ async def test_a_yes_to_everything_does_not_open_the_bridges_own_secrets(tmp_pat
     place = a_home(tmp_path)
     calls = [
         ("Read", {"file_path": str(place.token)}),
-        ("Grep", {"pattern": "TOKEN|CRED", "path": str(place.home), "output_mode": "content"}),
+        ("Grep", {"pattern": "TOKEN|CRED|SETTINGS", "path": str(place.home), "output_mode": "content"}),
         ("Bash", {"command": f"cat {place.token} {place.data / 'visible.json'}"}),
         ("Bash", {"command": f"cat {place.data / 'visible.json'}"}),
+        ("Read", {"file_path": str(place.config / "settings.json")}),
+        ("Grep", {"pattern": "SETTINGS", "path": str(place.config), "output_mode": "content"}),
     ]
     requests, out = await run_turn(place, place.home, calls, "--dangerously-approve-all")
-    read, grep, cat, cat_visible = results(requests[-1])
+    read, grep, cat, cat_visible, read_settings, _ = results(requests[-1])
 
     assert leaked(requests, out) == [], out
     assert "the bridge's own secret" in read and "the bridge's own secret" in cat, (read, cat)
+    assert "the bridge's own secret" in read_settings, read_settings
     assert "ORDINARY-TOKEN-2" in grep and "left out" in grep, grep
     assert "DATA-VISIBLE-6" in cat_visible, "the control: the data dir's other files are read"
 
