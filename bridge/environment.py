@@ -43,8 +43,9 @@ BRIDGE_CREDENTIALS = (
 def credential_values(environ: Mapping[str, str]) -> list[str]:
     """The values of the bridge's credentials in `environ`, and on its own the value of each custom header named
     like a secret (`Authorization: Bearer …`, `X-Api-Key: …`: the SDK reads `ANTHROPIC_CUSTOM_HEADERS` as
-    `Name: value` lines), and a bearer's token alone: what must show nowhere."""
+    `Name: value` lines), a bearer's token alone, and the password in ANTHROPIC_BASE_URL: what must show nowhere."""
     values = [environ[name] for name in BRIDGE_CREDENTIALS if environ.get(name)]
+    values += [p for p in url_password(environ.get("ANTHROPIC_BASE_URL", "")) if len(p) >= 8]
     for line in environ.get("ANTHROPIC_CUSTOM_HEADERS", "").splitlines():
         header, colon, value = (part.strip() for part in line.partition(":"))
         if not colon or not looks_secret(header.upper().replace("-", "_")):
@@ -52,6 +53,18 @@ def credential_values(environ: Mapping[str, str]) -> list[str]:
         scheme, _, token = value.partition(" ")
         values += [v for v in (value, token.strip() if scheme.isalpha() else "") if len(v) >= 8]
     return values
+
+
+def url_password(url: str) -> list[str]:
+    """The password in `url`'s userinfo (`https://user:secret@gateway/`: a credential like the key), as written
+    and as decoded."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url.strip()).password
+    except ValueError:
+        return []
+    return list(dict.fromkeys([password, unquote(password)])) if password else []
 
 
 _REFUSED_PREFIXES = (

@@ -4,7 +4,8 @@ its token to the stderr whose tail an error quotes).
 
 A filter on the stderr handler rewrites a record whose text (or traceback) holds a credential: the values of the
 bridge's own credential variables (as written, and as a repr or bytes literal escapes them), anything shaped like
-a well-known token (`sk-ant-…`, `ghp_…`, `xoxb-…`, `AKIA…`), the value of a field named like one (`apiKey`,
+a well-known token (`sk-ant-…`, `ghp_…`, `xoxb-…`, `AKIA…`), a URL's password (`https://user:…@host`), the
+value of a field named like one (`apiKey`,
 `Authorization`, `x-api-key`) and of `NAME=value` where NAME looks secret (`GITHUB_TOKEN=…`).
 """
 
@@ -27,6 +28,8 @@ _FIELD = re.compile(
     re.IGNORECASE,
 )
 _ASSIGNMENT = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"|;,]+)")
+# a URL's password (`https://user:secret@gateway/`: sent as Basic authorization in place of the key)
+_USERINFO = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)@", re.IGNORECASE)
 SHOWN = "[redacted]"
 
 
@@ -60,6 +63,7 @@ def redact(text: str, values: Iterable[str] = ()) -> str:
     for value in values:
         text = text.replace(value, SHOWN)
     text = _TOKEN_SHAPES.sub(SHOWN, text)
+    text = _USERINFO.sub(lambda m: f"{m['head']}***@", text)  # (a URL still: brackets would read as an IPv6 host)
     text = _FIELD.sub(lambda m: f"{m['name']}{m['quote']}{SHOWN}" if m["value"] != SHOWN else m[0], text)
     return _ASSIGNMENT.sub(
         lambda m: f"{m['name']}={SHOWN}" if looks_secret(m["name"]) and m["value"] != SHOWN else m[0], text

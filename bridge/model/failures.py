@@ -76,6 +76,7 @@ def connection_failure(error: BaseException, *, url: str, environ: Mapping[str, 
     """No answer came from `url`: through a proxy, a TLS failure, or a network one (a name that does not resolve,
     a refused connection, a timeout), as the chain of `error` tells."""
     env = os.environ if environ is None else environ
+    url = _shown(url)
     parts = urlsplit(url)
     host = parts.hostname or url
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -163,3 +164,10 @@ def _proxy(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     parts = urlsplit(env[variable] if "://" in env[variable] else f"http://{env[variable]}")
     where = f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
     return variable, where
+
+
+def _shown(url: str) -> str:
+    """`url` as an error shows it: a password in it is not (`https://user:…@gateway/`)."""
+    from bridge.log_redaction import redact
+
+    return redact(url)
