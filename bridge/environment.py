@@ -30,14 +30,8 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 
+from bridge.private_process import BRIDGE_CREDENTIALS
 from bridge.secrets import looks_secret
-
-BRIDGE_CREDENTIALS = (
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "ANTHROPIC_CUSTOM_HEADERS",
-)
 
 
 def credential_values(environ: Mapping[str, str]) -> list[str]:

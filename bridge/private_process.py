@@ -19,11 +19,17 @@ Sandboxed commands never saw the bridge (their own pid namespace and /proc). Els
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Iterable
 
 _PR_SET_DUMPABLE = 4
+# The bridge's own credentials by name (bridge/environment.py hands none of them to anything it starts).
+BRIDGE_CREDENTIALS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_CUSTOM_HEADERS",
+)
 
 
 def keep_private() -> bool:
@@ -43,6 +49,8 @@ def keep_private() -> bool:
         error = ctypes.get_errno()
     except (OSError, AttributeError) as failure:
         error = getattr(failure, "errno", None) or 0
+    import logging
+
     logging.getLogger(__name__).warning("could not close this process to its user's others (errno %s)", error)
     return False
 
@@ -63,6 +71,8 @@ def scrub_environ(names: Iterable[str]) -> list[str]:
 
         block = ctypes.string_at(start, end - start)
     except (OSError, ValueError, IndexError) as failure:
+        import logging
+
         logging.getLogger(__name__).warning("could not wipe the credentials from the environment block: %s", failure)
         return []
     wiped: list[str] = []
@@ -78,3 +88,10 @@ def scrub_environ(names: Iterable[str]) -> list[str]:
             ctypes.memset(start + value, 0, stop - value)
             wiped.append(name)
     return wiped
+
+
+def close_early() -> None:
+    """`keep_private` and `scrub_environ` of the bridge's credentials (and of ANTHROPIC_BASE_URL, which may hold a
+    gateway's password), first thing (bridge/cli/start.py): nothing but this module loads before."""
+    keep_private()
+    scrub_environ((*BRIDGE_CREDENTIALS, "ANTHROPIC_BASE_URL"))

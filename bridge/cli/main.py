@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
+# First, before anything else loads: the process closes itself to its user's other processes and wipes the
+# credentials from the environment block it started with (bridge/private_process.py). Until then a process of the
+# same user — a hook's leftover child, another session's MCP server — reads the key from /proc/<pid>/environ
+# (attack round 24: 3 of 3 starts, the close 0.1–0.17 s after exec, once this module's imports had loaded).
+from bridge.private_process import close_early
+
+close_early()
+
+import argparse  # (each import below comes after the close, on purpose: E402 is off for this file)
 import contextlib
 import logging
 import os
@@ -69,11 +77,7 @@ class CliError(Exception):
 def main(argv: list[str] | None = None) -> int:
     gcpause.pause()  # until the bridge is loaded: `run_command`, the server's start, or `demo` below
     from bridge import __version__
-    from bridge.environment import BRIDGE_CREDENTIALS, credential_values, register_secret
-    from bridge.private_process import keep_private, scrub_environ
-
-    keep_private()  # first: hooks, servers and unsandboxed commands must not read the key out of this process
-    scrub_environ(BRIDGE_CREDENTIALS)  # nor root's, which may read it whatever keep_private says
+    from bridge.environment import credential_values, register_secret
 
     parser = VisibleParser(prog="agent-bridge", description=__doc__, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"agent-bridge {__version__}")

@@ -210,3 +210,36 @@ async def test_run_as_root_the_key_is_wiped_from_the_bridges_environ_and_its_pro
     transcript = "".join(p.read_text() for p in (data / "sessions").glob("*.jsonl"))
     assert transcript.count("the bridge's own process") == 2, transcript[-2000:]
     assert "Found 1 file" not in transcript and KEY not in transcript
+
+
+CLOSED_FIRST = """
+import ctypes, sys
+seen = {}
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name not in seen and name in ("bridge.codecache", "bridge.environment", "logging", "argparse"):
+            libc = ctypes.CDLL(None)
+            block = open("/proc/self/environ", "rb").read()
+            seen[name] = (libc.prctl(3, 0, 0, 0, 0), b"KEY-FIRST-0001" in block, b"gw-PASS-0002" in block)
+        return None
+sys.meta_path.insert(0, Watch())
+import bridge.cli.main
+print(sorted(seen.items()))
+"""
+
+
+def test_the_command_closes_itself_before_it_loads_anything_else() -> None:
+    """Attack round 24: a process of the same user read the key from /proc/<pid>/environ of a starting bridge, 3 of
+    3 times: the close came after the command line's modules (0.1–0.17 s after exec). The command's module closes
+    the process and wipes the key, and a gateway's password in ANTHROPIC_BASE_URL, from the environment block before
+    the rest of the bridge, logging or argparse load (the installed command and `python -m bridge.cli.main`)."""
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "sk-ant-KEY-FIRST-0001",
+        "ANTHROPIC_BASE_URL": "https://u:gw-PASS-0002@gw.example/",
+    }
+    done = subprocess.run([sys.executable, "-c", CLOSED_FIRST], env=env, capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    seen = dict(eval(done.stdout))  # (name, (dumpable, key in block, password in block))
+    assert seen.keys() >= {"bridge.codecache", "argparse"}, seen
+    assert all(value == (0, False, False) for value in seen.values()), seen
