@@ -168,3 +168,45 @@ def test_pytest_is_not_let_remove_the_repository(tmp_path: Path, env: dict[str, 
     assert log.returncode == 0 and log.stdout.strip(), log.stderr
     subprocess.run(["bash", "-c", f"{run_tests} --basetemp=.git"], cwd=ws, capture_output=True, timeout=120)
     assert subprocess.run(["git", "log"], cwd=ws, capture_output=True).returncode != 0, "the attack is real"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git config --list",
+        "git config -l --show-origin",
+        "git config --global --list",
+        "git config --system -l",
+        "git config --get-regexp http",
+        "git config --get http.https://github.com/.extraheader",
+        "git config --get credential.helper",
+        "git config --local --includes --list",
+    ],
+)
+def test_git_config_showing_the_users_global_configuration_asks(found: Workspace, command: str) -> None:
+    """`git config --global --list` ran unasked and showed the model what the user keeps in `~/.gitconfig`
+    (`http.extraHeader` tokens): it reads outside the workspace."""
+    decision = decide(engine(found, "default"), "Bash", {"command": command})
+    assert decision.behavior == "ask" and "outside the workspace" in decision.reason, (command, decision.reason)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git config --get user.name", "git config --get-all alias.co", "git config --local --list", "git log -1"],
+)
+def test_git_config_reading_the_repositorys_own_or_plain_keys_runs(found: Workspace, command: str) -> None:
+    assert decide(engine(found, "default"), "Bash", {"command": command}).behavior == "allow", command
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(npm test *)", "npm test --prefix=/tmp/other"),
+        ("Bash(npm test *)", "npm test --pre /tmp/other"),
+        ("Bash(yarn test *)", "yarn test --cwd /tmp/other"),
+        ("Bash(pnpm test *)", "pnpm test -C /tmp/other"),
+        ("Bash(pnpm test *)", "pnpm test --dir=/tmp/other"),
+    ],
+)
+def test_a_package_runner_sent_to_another_folders_scripts_asks(found: Workspace, rule: str, command: str) -> None:
+    assert behavior(found, command, rule) == "ask", command

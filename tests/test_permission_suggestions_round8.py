@@ -254,7 +254,7 @@ def test_a_program_that_runs_what_its_arguments_say_is_offered_its_exact_command
 
 @pytest.mark.parametrize(
     "command",
-    ["git -C src commit -m x", "git --no-pager commit -m x", "npm --prefix src test", "docker --context x run y"],
+    ["git -C src commit -m x", "git --no-pager commit -m x", "npm -w pkg test", "docker --context x run y"],
 )
 def test_a_tool_whose_subcommand_is_not_kept_is_offered_its_exact_command(found: Workspace, command: str) -> None:
     """`git -C src commit` offered `Bash(git *)`: the option where the subcommand is looked for ended the prefix,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from bridge.permissions.command_effects import Access, Effects
 from bridge.permissions.command_options import Parsed, UnknownOption, runs, walk
@@ -237,8 +238,39 @@ def _git(args: Sequence[Word]) -> Effects:
                 runs(out, f"git {sub} {key if key.startswith('-') else '-' + key}", opt, value_word)
         elif opt.role in ("read", "pattern_file") and value_word is not None:
             out.reads.append(Access(value_word))
-    _git_operands(out, sub, rest, parsed, content)
+    if sub == "config":
+        _git_config_reads(out, parsed)
+    else:
+        _git_operands(out, sub, rest, parsed, content)
     return out
+
+
+# `git config --get KEY` of these sections shows nothing secret; every other key, and a listing, may show a token the
+# user keeps in their global configuration (`http.<url>.extraHeader`, `url.<token>@….insteadOf`, `credential.*`,
+# `sendemail.smtpPass`).
+_PLAIN_CONFIG_SECTIONS = frozenset(
+    {"user", "core", "init", "color", "diff", "merge", "pull", "push", "branch", "status", "log", "format", "commit"}
+    | {"tag", "rebase", "advice", "help", "alias", "gc", "fetch", "submodule", "safe"}
+)
+
+
+def _git_config_reads(out: Effects, parsed: Parsed) -> None:
+    """What `git config`'s read shows beyond the repository's own file: the user's global configuration
+    (`~/.gitconfig`, `$XDG_CONFIG_HOME/git/config`) and the system's, outside the workspace (attack round 24:
+    `git config --global --list` ran unasked and showed the model a token kept in `~/.gitconfig`)."""
+    keys = {key.lstrip("-") for key, _, _ in parsed.options}
+    if keys & {"local", "worktree"} and "includes" not in keys:  # (a file's `include.path` may lead anywhere)
+        return
+    listing = bool(keys & {"list", "l", "get-regexp"})
+    names = [w.value for w in parsed.operands]
+    if not listing and names and names[0].split(".", 1)[0].lower() in _PLAIN_CONFIG_SECTIONS:
+        return
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    files = [] if "system" in keys else [home / ".gitconfig", xdg / "git" / "config"]
+    files += [Path("/etc/gitconfig")] if "global" not in keys else []
+    for path in files:
+        out.reads.append(Access(Word(str(path), str(path))))
 
 
 def _git_operands(out: Effects, sub: str, rest: list[Word], parsed: Parsed, content: bool) -> None:

@@ -432,7 +432,21 @@ def _inert_git_setting(pair: str) -> bool:
 # rule for the program covers such a command: it asks. Per program family, the option names (without dashes).
 _CODE_OPTIONS: dict[str, tuple[str, ...]] = {
     "cargo": ("config",),  # inline TOML: runners, rustc wrappers, linkers
-    "npm": ("node-options", "script-shell", "shell", "userconfig", "globalconfig", "call", "init-module"),
+    # and another folder's scripts (attack round 24: `npm test --prefix=/tmp/other` under `Bash(npm test *)`):
+    # npm's --prefix, yarn's --cwd, pnpm's --dir / -C
+    "npm": (
+        "node-options",
+        "script-shell",
+        "shell",
+        "userconfig",
+        "globalconfig",
+        "call",
+        "init-module",
+        "prefix",
+        "cwd",
+        "dir",
+        "c",
+    ),
     "go": ("exec", "toolexec", "overlay", "modfile", "vettool"),
     "helm": ("post-renderer", "post-renderer-args"),  # a program the rendered manifests are piped through
 }
