@@ -210,3 +210,17 @@ def test_git_config_reading_the_repositorys_own_or_plain_keys_runs(found: Worksp
 )
 def test_a_package_runner_sent_to_another_folders_scripts_asks(found: Workspace, rule: str, command: str) -> None:
     assert behavior(found, command, rule) == "ask", command
+
+
+def test_a_git_config_linked_out_of_the_repository_is_not_read(found: Workspace, tmp_path: Path) -> None:
+    """Attack round 24 (folder trust): `.git/config` linked to a file outside (`~/.aws/credentials`): the check read
+    it with git and quoted its key names to the model (`default.secretkey`). A config that is a link out of its git
+    directory is not read: git's settings can't be checked, so it asks."""
+    outside = tmp_path / "outside-creds"
+    outside.write_text("[default]\n\tkeyid = AKIAxxxx\n\tsecretkey = s\n[core]\n\tpager = less\n")
+    subprocess.run(["git", "init", "-q"], cwd=found.ws, check=True)
+    (found.ws / ".git" / "config").unlink()
+    (found.ws / ".git" / "config").symlink_to(outside)
+    decision = decide(engine(found, "default"), "Bash", {"command": "git status"})
+    assert decision.behavior == "ask" and "can't be read" in decision.reason, decision.reason
+    assert "secretkey" not in decision.reason and "keyid" not in decision.reason

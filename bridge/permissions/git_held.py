@@ -167,10 +167,16 @@ _config_cache: StatCache[list[tuple[str, str]] | None] = StatCache(keep_none=Fal
 
 def config_entries(config: Path) -> list[tuple[str, str]] | None:
     """`(key, value)` pairs of a git config file as git reads it (`git config -f … --list`; no includes
-    followed, no repository touched); None when git can't read it. Cached by the file's identity."""
+    followed, no repository touched); None when git can't read it, or it is a link out of its git directory (its
+    key names were quoted to the model: a `.git/config` linked to `~/.aws/credentials` — attack round 24). Cached
+    by the file's identity."""
     try:
         st = os.stat(config)
-    except OSError:
+        if os.path.islink(config) and os.path.commonpath(
+            [os.path.realpath(config), os.path.realpath(config.parent)]
+        ) != os.path.realpath(config.parent):
+            return None
+    except (OSError, ValueError):
         return []
     if not stat.S_ISREG(st.st_mode):
         return None  # a FIFO would hold git (and this check) until its timeout
