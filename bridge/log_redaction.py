@@ -29,7 +29,8 @@ _FIELD = re.compile(
 )
 _ASSIGNMENT = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"|;,]+)")
 # a URL's password (`https://user:secret@gateway/`: sent as Basic authorization in place of the key)
-_USERINFO = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s@]+)@", re.IGNORECASE)
+_USERINFO = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^/\s]+)@", re.IGNORECASE)  # (to the
+# last `@` before the host, as a URL parser reads it: a password may hold a raw `@`)
 SHOWN = "[redacted]"
 
 

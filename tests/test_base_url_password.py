@@ -71,3 +71,8 @@ def test_the_password_is_a_credential_as_written_and_decoded() -> None:
     assert (
         redact("GET https://u:p%40ss-word@host:8/x and ftp://a:b@c/") == "GET https://u:***@host:8/x and ftp://a:***@c/"
     )
+
+
+def test_a_raw_at_sign_in_the_password_is_hidden_too() -> None:
+    """The verification round: the pattern stopped at the first `@`, and the rest of the password showed."""
+    assert redact("at https://u:pa@ssw0rdXYZ@127.0.0.1:9/ and x") == "at https://u:***@127.0.0.1:9/ and x"

@@ -59,11 +59,40 @@ def behavior(found: Workspace, command: str, *rules: str) -> str:
         ("Bash(pytest *)", "pytest -ocache_dir=.git"),
         ("Bash(pytest *)", "pytest --junitxml=/tmp/out.xml"),
         ("Bash(pytest *)", "pytest --cov-report=html:/tmp/cov"),
+        # the verification round: pytest's options by another way, make's variables after `--`
+        ("Bash(pytest *)", "pytest -q -o addopts=--basetemp=.git"),
+        ("Bash(pytest *)", "pytest -q -oaddopts='-x --basetemp=.git'"),
+        ("Bash(pytest *)", "pytest -q --override-ini=addopts=--basetemp=.git"),
+        ("Bash(python3 -B -m pytest *)", "python3 -B -m pytest --basetemp=.git"),
+        ("Bash(python3 -mpytest *)", "python3 -mpytest --basetemp=.git"),
+        ("Bash(coverage run *)", "coverage run -m pytest --basetemp=.git"),
+        ("Bash(uv run *)", "uv run pytest --basetemp=.git"),
+        ("Bash(pytest-3 *)", "pytest-3 --basetemp=.git"),
+        ("Bash(make test *)", "make test -- PYTEST='touch pwned'"),
+        ("Bash(make test *)", "make test -- SHELL=/tmp/x"),
+        ("Bash(make *)", "make -- test X=1"),
     ],
 )
 def test_a_rule_does_not_cover_what_it_does_not_name(found: Workspace, rule: str, command: str) -> None:
     (found.ws / ".git").mkdir(exist_ok=True)
     assert behavior(found, command, rule) == "ask", command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "export PYTEST='touch pwned'; make test",
+        "set -a; PYTEST='touch pwned'; make test",
+        "declare -x PYTEST='touch pwned'; make test",
+        "typeset -gx PYTEST=x && make test",
+    ],
+)
+def test_a_setting_exported_before_the_command_is_one_the_rule_must_name(found: Workspace, command: str) -> None:
+    """The verification round: `Bash(export *)` (what "always allow" offers for an export) and `Bash(make test *)`
+    let `export PYTEST='touch x'; make test` run the model's recipe."""
+    rules = ("Bash(make test *)", "Bash(export *)", "Bash(set *)", "Bash(declare *)", "Bash(typeset *)")
+    assert behavior(found, command, *rules) == "ask", command
+    assert behavior(found, "export CI=1; make test", *rules) == "allow", "a setting that changes no program"
 
 
 @pytest.mark.parametrize(
@@ -78,6 +107,8 @@ def test_a_rule_does_not_cover_what_it_does_not_name(found: Workspace, rule: str
         ("Bash(make *)", "make -j 4 test"),
         ("Bash(pytest *)", "pytest -q -x tests"),
         ("Bash(pytest *)", "pytest --basetemp=build/tmp --junitxml=report.xml -p no:cacheprovider"),
+        ("Bash(pytest *)", "pytest --debug tests -o addopts=-x"),
+        ("Bash(make test *)", "make test -- -k"),
     ],
 )
 def test_what_the_rule_names_still_runs(found: Workspace, rule: str, command: str) -> None:
@@ -192,7 +223,13 @@ def test_git_config_showing_the_users_global_configuration_asks(found: Workspace
 
 @pytest.mark.parametrize(
     "command",
-    ["git config --get user.name", "git config --get-all alias.co", "git config --local --list", "git log -1"],
+    [
+        "git config --get user.name",
+        "git config --get-all alias.co",
+        "git config --get remote.origin.url",
+        "git config --local --list",
+        "git log -1",
+    ],
 )
 def test_git_config_reading_the_repositorys_own_or_plain_keys_runs(found: Workspace, command: str) -> None:
     assert decide(engine(found, "default"), "Bash", {"command": command}).behavior == "allow", command

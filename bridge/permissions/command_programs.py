@@ -250,7 +250,7 @@ def _git(args: Sequence[Word]) -> Effects:
 # `sendemail.smtpPass`).
 _PLAIN_CONFIG_SECTIONS = frozenset(
     {"user", "core", "init", "color", "diff", "merge", "pull", "push", "branch", "status", "log", "format", "commit"}
-    | {"tag", "rebase", "advice", "help", "alias", "gc", "fetch", "submodule", "safe"}
+    | {"tag", "rebase", "advice", "help", "alias", "gc", "fetch", "submodule", "safe", "remote"}
 )
 
 

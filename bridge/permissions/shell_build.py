@@ -8,12 +8,13 @@ match (never reads or writes).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bridge.permissions.code_runners import runs_code
 from bridge.permissions.command_effects import Access
-from bridge.permissions.command_parts import DANGEROUS_ENV, UNKNOWN, Part, WriteTarget, safe_device
+from bridge.permissions.command_parts import DANGEROUS_ENV, RULE_ENV, UNKNOWN, Part, WriteTarget, safe_device
 from bridge.permissions.commands import effects, known
 from bridge.permissions.shell_runners import RUNNERS, Unknown, code_option
 from bridge.permissions.shell_syntax import Command, Script, ShellSyntaxError, Word
@@ -108,6 +109,7 @@ class Builder:
         self.programs_unreliable: str | None = None  # `PATH=…` / `export GIT_…` earlier: later programs unknown
         self.span = (0, 0)  # the span of the top-level part being read (nested parts share it)
         self.overflow = False  # a probe read more than MAX_PROBE_PARTS commands
+        self.allexport = False  # an earlier `set -a`: a bare `NAME=value` is exported
 
     def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
         argv = cmd.words
@@ -126,6 +128,10 @@ class Builder:
                     self.programs_unreliable = f"an earlier `{name}=…` changes what commands run"
                     if name == "GLOBIGNORE":
                         self.globs_unreliable = True
+            elif not argv and self.allexport and not RULE_ENV.match(name):
+                self.programs_unreliable = (
+                    f"an earlier `{name}=…` (exported: `set -a`) sets it for the commands after it"
+                )
         inner = _peel(argv, part, self, depth)
         part.effective = inner.effective
         part.deny_forms = inner.deny_forms
@@ -331,7 +337,12 @@ class Builder:
                 self.globs_unreliable = True
             if name in _REDEFINERS:
                 self.programs_unreliable = f"an earlier `{name}` changes what command names run"
+            if name == "set" and any(
+                re.fullmatch(r"-[a-zA-Z]*a[a-zA-Z]*", a.value) or a.value == "allexport" for a in words[1:]
+            ):
+                self.allexport = True  # (`set -a`: every later `NAME=value` is exported)
             if name in _DECLARATIONS:
+                exported = name == "export" or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", a.value) for a in words[1:])
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
                     if re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", arg.value) and name != "export":
@@ -339,6 +350,10 @@ class Builder:
                         self.programs_unreliable = f"an earlier `{name} {arg.value}` makes a name stand for another"
                     if DANGEROUS_ENV.match(var):
                         self.programs_unreliable = f"an earlier `{name} {var}` changes what commands run"
+                    elif exported and not var.startswith(("-", "+")) and not RULE_ENV.match(var):
+                        # what a rule for a later command does not name (round 24's verification: `export
+                        # PYTEST='touch x'; make test` under `Bash(export *)` and `Bash(make test *)`)
+                        self.programs_unreliable = f"an earlier `{name} {var}` sets it for the commands after it"
         part.reads_only = not reasons
         if redirected and not reasons:
             shown = part.writes[0].word
@@ -429,13 +444,26 @@ def _evaluates_subscript(name: str, args: Sequence[Word]) -> bool:
 
 
 def _option_targets(part: Part, name: str, args: Sequence[Word]) -> None:
-    """Files and trees pytest's options name for it to write (`_PYTEST_WRITES`), as `pytest …` or `python -m
-    pytest …`; a value computed at run time is a write that can't be listed."""
-    program = name.rsplit("/", 1)[-1]
-    if re.fullmatch(r"python[0-9.]*", program) and [w.value for w in args[:2]] == ["-m", "pytest"]:
-        args = args[2:]
-    elif program not in ("pytest", "py.test"):
-        return
+    """Files and trees pytest's options name for it to write (`_PYTEST_WRITES`), however pytest is started
+    (`pytest`, `pytest-3`, `python -B -m pytest`, `python -mpytest`, `coverage run -m pytest`, `uv run pytest`: its
+    own options are distinctive enough to be looked for in any command), and inside `-o addopts=…` too (round 24's
+    verification: `-o addopts=--basetemp=.git` removed the history). A value computed at run time is a write that
+    can't be listed."""
+    words = [name, *(w.value for w in args if w.static)]
+    pytest = any(
+        _PYTEST_PROGRAM.fullmatch(value.rsplit("/", 1)[-1])
+        or value == "-mpytest"
+        or (value == "-m" and words[i + 1 : i + 2] == ["pytest"])
+        for i, value in enumerate(words)
+    )
+    _pytest_options(part, list(args), pytest, 0)
+
+
+_PYTEST_PROGRAM = re.compile(r"(pytest|py\.test)[-0-9.]*")
+_PYTEST_GENERIC = frozenset({"--log-file", "--html", "--debug"})  # (options other programs have: only for pytest)
+
+
+def _pytest_options(part: Part, args: list[Word], pytest: bool, depth: int) -> None:
     for i, word in enumerate(args):
         if not word.static:
             continue
@@ -443,18 +471,28 @@ def _option_targets(part: Part, name: str, args: Sequence[Word]) -> None:
         following = args[i + 1] if i + 1 < len(args) else None
         given: Word | None = Word(value, value) if eq else following
         tree: bool | None = None
-        if option in _PYTEST_WRITES:
+        if option in _PYTEST_WRITES and (pytest or option not in _PYTEST_GENERIC):
             tree = _PYTEST_WRITES[option]
-        elif option == "--debug" and eq:
+        elif option == "--debug" and eq and pytest:
             tree = False
         elif option == "--cov-report" and given is not None and given.static and ":" in given.value:
             kind, _, path = given.value.partition(":")
             given, tree = Word(path, path), kind.startswith("html")
-        elif option in ("-o", "--override-ini") or (option.startswith("-o") and len(option) > 2):
+        elif pytest and (option in ("-o", "--override-ini") or (option.startswith("-o") and len(option) > 2)):
             setting = word.value[2:] if option.startswith("-o") and option != "-o" else given.value if given else ""
             key, has, path = setting.partition("=")
-            if has and key.strip() in _PYTEST_INI_WRITES:
-                given, tree = Word(path, path), _PYTEST_INI_WRITES[key.strip()]
+            key = key.strip()
+            if has and key in _PYTEST_INI_WRITES:
+                given, tree = Word(path, path), _PYTEST_INI_WRITES[key]
+            elif has and key == "addopts":  # more of pytest's own options
+                try:
+                    more = shlex.split(path)
+                except ValueError:
+                    more = None
+                if more is None or depth >= 3:
+                    part.writes.append(WriteTarget(None))
+                else:
+                    _pytest_options(part, [Word(m, m) for m in more], True, depth + 1)
         if tree is None:
             continue
         part.writes.append(WriteTarget(given if given is not None and given.static else None, tree))

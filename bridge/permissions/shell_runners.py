@@ -507,13 +507,21 @@ _MAKE_LONG = (
 
 def _make_code(program: str, words: Sequence[Word]) -> str | None:
     """Why make's arguments give it recipes the checker can't see: a code option (`_MAKE_CODE_LONG`, bundled short
-    ones too: `-sE…`), or a variable set on its command line (`make test PYTEST='sh -c …'`: recipes expand it)."""
+    ones too: `-sE…`), or a variable set on its command line (`make test PYTEST='sh -c …'`: recipes expand it; a
+    word with `=` is a variable, never a target — `X=`, `X:=`, `X+=`, `X!=` — before `--` or after it)."""
+    options = True
     for word in words:
         if not word.static:
             continue
         value = word.value
-        if value == "--":
-            break
+        if value == "--":  # (options end; a `VAR=value` after it is still a variable: round 24's verification)
+            options = False
+            continue
+        if "=" in value and (not options or not value.startswith("-")):
+            name = value.split("=", 1)[0].rstrip(":+?!")
+            return f"`{program} {name}=…` sets a variable its recipes may run"
+        if not options:
+            continue
         if value.startswith("--"):
             given = value[2:].split("=", 1)[0]
             matches = [name for name in _MAKE_LONG if name.startswith(given)] if given else []
@@ -525,9 +533,6 @@ def _make_code(program: str, words: Sequence[Word]) -> str | None:
                     return f"`{program} -{letter}` gives it recipes the checker can't see"
                 if letter in "jlOWo":  # (an option whose value is the rest of the word)
                     break
-        elif "=" in value:  # (a word with `=` is a variable to make, never a target: `X=`, `X:=`, `X+=`, `X!=`…)
-            name = value.split("=", 1)[0].rstrip(":+?!")
-            return f"`{program} {name}=…` sets a variable its recipes may run"
     return None
 
 
