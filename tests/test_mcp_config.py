@@ -354,12 +354,23 @@ def test_claude_codes_answer_is_bound_to_the_server_it_approved(files: ConfigFil
     write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
     write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
     assert by_name(files)["db"].approval == "approved"
-    kept = json.loads(files.approval_store.read_text())["projects"][str(files.cwd)]["approvedConfigs"]
-    assert kept == {"db": spec_of(files, "db").approval_key}
+    kept = json.loads(files.approval_store.read_text())["projects"][str(files.cwd)]
+    assert kept == {"claudeApprovedConfigs": {"db": spec_of(files, "db").approval_key}}, "apart from the user's own"
     write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "sh", "args": ["-c", "touch pwned"]}}})
     assert by_name(files)["db"].approval == "pending", "the pull changed what it runs"
     write(files.claude_json, {"projects": {str(files.cwd): {"enableAllProjectMcpServers": True}}})
     assert by_name(files)["db"].approval == "pending"
+
+
+def test_claude_codes_answer_taken_back_approves_nothing(files: ConfigFiles) -> None:
+    """The verification round: bound in the store, a name Claude Code no longer approves stayed approved."""
+    write(files.cwd / ".mcp.json", {"mcpServers": {"db": {"command": "db-server"}}})
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"]}}})
+    assert by_name(files)["db"].approval == "approved"
+    write(files.claude_json, {"projects": {str(files.cwd): {"enabledMcpjsonServers": []}}})
+    assert by_name(files)["db"].approval == "pending"
+    save_approval(files, [spec_of(files, "db")], True)  # the user's own answer in the bridge stands on its own
+    assert by_name(files)["db"].approval == "approved"
 
 
 def test_an_answer_that_cannot_be_kept_asks(files: ConfigFiles) -> None:

@@ -53,6 +53,7 @@ CLAUDE_LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 MCP_JSON = ".mcp.json"
 APPROVAL_STORE = MCP_APPROVAL_STORE
 APPROVED_CONFIGS = "approvedConfigs"  # in the store: {name: approval_key} of what the user approved
+CLAUDE_CONFIGS = "claudeApprovedConfigs"  # in the store: {name: approval_key} Claude Code's answer approved, as seen
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _NAME_PART = _NAME_START | frozenset("0123456789")
 
@@ -221,7 +222,7 @@ def _bind(files: ConfigFiles, spec: ServerSpec, problems: list[str]) -> Approval
     """Claude Code's answer for this folder approves `spec` as it is now: kept in the store, so that a pull that
     changes it asks again (Claude Code's own answer is by name). Unkept, it is not trusted: it asks."""
     try:
-        save_approval(files, [spec], True)
+        save_claude_binding(files, spec)
     except (OSError, ValueError) as error:
         problems.append(f"{files.approval_store}: {error}; MCP server {spec.name!r} asks for approval again")
         return "pending"
@@ -393,19 +394,26 @@ class Approvals:
     enabled: frozenset[str]
     disabled: frozenset[str]
     configs: Mapping[str, str] = field(default_factory=dict)
+    claude_configs: Mapping[str, str] = field(default_factory=dict)  # what Claude Code's answer approved, as seen
 
     def state(self, name: str, key: str | None = None) -> Approval:
         if name in self.disabled:
             return "rejected"
         if name in self.configs:  # what was approved, as it was: a pull that changed it asks again
             return "approved" if key is None or self.configs[name] == key else "pending"
-        if self.enable_all or name in self.enabled:
-            return "approved"
+        if self.enable_all or name in self.enabled:  # while Claude Code's answer stands (taken back: it asks)
+            seen = self.claude_configs.get(name)
+            return "approved" if seen is None or key is None or seen == key else "pending"
         return "pending"
 
     def unbound(self, name: str) -> bool:
         """Approved by Claude Code's answer alone: the store does not hold what it approved yet."""
-        return name not in self.disabled and name not in self.configs and (self.enable_all or name in self.enabled)
+        return (
+            name not in self.disabled
+            and name not in self.configs
+            and name not in self.claude_configs
+            and (self.enable_all or name in self.enabled)
+        )
 
 
 def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = None) -> Approvals:
@@ -426,9 +434,21 @@ def read_approvals(files: ConfigFiles, project_state: dict[str, Any] | None = No
         names = data.get("disabledMcpjsonServers") if isinstance(data, dict) else None
         if isinstance(names, list):
             disabled.update(n for n in names if isinstance(n, str))
-    configs = ours.get(APPROVED_CONFIGS)
-    configs = {k: v for k, v in configs.items() if isinstance(v, str)} if isinstance(configs, dict) else {}
-    return Approvals(enable_all, frozenset(enabled), frozenset(disabled), configs)
+    configs, claude = (
+        {k: v for k, v in found.items() if isinstance(v, str)} if isinstance(found, dict) else {}
+        for found in (ours.get(APPROVED_CONFIGS), ours.get(CLAUDE_CONFIGS))
+    )
+    return Approvals(enable_all, frozenset(enabled), frozenset(disabled), configs, claude)
+
+
+def save_claude_binding(files: ConfigFiles, spec: ServerSpec) -> Path:
+    """Keep what Claude Code's answer for this folder approves (`spec` as it is now), apart from the user's own
+    answers in the bridge: taken back in Claude Code, it approves nothing (a changed server asks again)."""
+    with keyed_entry(files.approval_store, "projects", str(files.cwd)) as data:
+        found = data.get(CLAUDE_CONFIGS)
+        bound = data[CLAUDE_CONFIGS] = found if isinstance(found, dict) else {}
+        bound[spec.name] = spec.approval_key
+    return files.approval_store
 
 
 def save_approval(files: ConfigFiles, specs: list[ServerSpec], approve: bool) -> Path:
