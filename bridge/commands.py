@@ -89,7 +89,10 @@ def available_commands(
     commands = {name: Command(name, desc, hint) for name, (desc, hint) in BUILTINS.items()}
     commands.update({c.name: c for c in provided if c.name not in commands})
     places = [(d, "") for d in command_dirs(cwd)] + [(folder, f"{name}:") for name, folder in plugins]
-    users: set[str] = set()  # names the user's own command files took
+    skills = list(skills)
+    # names the user's own command files took, and the user's and their plugins' skills (attack round 24: the
+    # folder's `review.md` took `/review` from the user's own skill, and `plug:ps.md` a plugin's command)
+    users: set[str] = {s.name for s in skills if s.source != "project"}
     for directory, prefix in places:
         if not directory.is_dir():
             continue
@@ -101,7 +104,7 @@ def available_commands(
                 continue
             description, template = _front_matter(data.decode("utf-8", errors="replace"))
             name = prefix + path.stem
-            if root is not None and name in users:
+            if root is not None and (name in users or ":" in name):  # (`a:b` is a plugin's name)
                 name = PROJECT_PREFIX + name
             if name in BUILTINS or (name in commands and commands[name].template is None):
                 continue

@@ -76,3 +76,4 @@ EXPLORE = AgentDefinition(
 )
 
 BUILTIN_AGENTS: tuple[AgentDefinition, ...] = (GENERAL_PURPOSE, EXPLORE)
+READ_ONLY_BUILTINS = frozenset(agent.name for agent in BUILTIN_AGENTS if agent.read_only)

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.agents.definitions import AGENT_TOOL, BUILTIN_AGENTS, AgentDefinition
+from bridge.agents.definitions import AGENT_TOOL, BUILTIN_AGENTS, READ_ONLY_BUILTINS, AgentDefinition
 from bridge.memory import MemoryRefused, read_project_file, read_user_file
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 MAX_FILE_BYTES = 256 * 1024
+MAX_AGENT_FILES = 500  # per folder
 
 
 @dataclass
@@ -72,8 +73,18 @@ def load_catalog(
             catalog.problems.append(f"{directory}: cannot list agent files ({error.strerror or error})")
             continue
         root = cwd if plugin is None and directory.is_relative_to(cwd) else None
+        if len(files) > MAX_AGENT_FILES:  # (a bound on what one folder can make a session read at start)
+            catalog.problems.append(f"{directory}: {len(files)} agent files; only the first {MAX_AGENT_FILES} are read")
+            files = files[:MAX_AGENT_FILES]
         for path in files:
             agent = parse_agent_file(path, catalog.problems, root=root, prefix=f"{plugin}:" if plugin else "")
+            if agent is not None and root is not None and agent.name in READ_ONLY_BUILTINS:
+                # a folder's file does not turn a read-only built-in the model and the user rely on into a writer
+                # (attack round 24: an `Explore.md` without a `tools` line)
+                catalog.problems.append(
+                    f"{path}: {agent.name!r} is a read-only built-in agent's name; skipped (rename it)"
+                )
+                continue
             if agent is not None:
                 catalog.types.pop(agent.name, None)  # re-inserted: listed where it was last defined
                 catalog.types[agent.name] = agent
@@ -108,7 +119,8 @@ def parse_agent_file(
         return None
     name, description = meta.get("name"), meta.get("description")
     if not isinstance(name, str) or not _NAME.match(name.strip()):
-        problems.append(f"{path}: `name` is required: letters, digits, `-`, `_`, `.` or `:` (got {name!r}); skipped")
+        shown = repr(name)[:80] if isinstance(name, str | int | float | bool | None) else type(name).__name__
+        problems.append(f"{path}: `name` is required: letters, digits, `-`, `_`, `.` or `:` (got {shown}); skipped")
         return None
     if not isinstance(description, str) or not description.strip():
         problems.append(f"{path}: `description` is required (when to use this agent); skipped")
@@ -147,7 +159,8 @@ def _tools(value: Any, path: Path, problems: list[str]) -> tuple[str, ...] | Non
             continue
         if not isinstance(item, str) or not _TOOL_NAME.match(item):
             # `Bash(git *)` and the like: a narrowing we cannot honour here; leaving it out is the safe side.
-            problems.append(f"{path}: tool {item!r} left out (only tool names; narrow them with permission rules)")
+            shown = repr(item)[:80]
+            problems.append(f"{path}: tool {shown} left out (only tool names; narrow them with permission rules)")
             continue
         if item == "*":
             return None
@@ -166,15 +179,37 @@ def front_matter(text: str) -> tuple[str, str] | None:
     return None
 
 
+MAX_FRONT_MATTER = 32 * 1024  # characters: a name, a description, a few fields
+MAX_YAML_DEPTH = 32
+
+
 def load_yaml(text: str) -> Any:
-    """A front matter's YAML (`ValueError` when it isn't). PyYAML loads here, on the first agent or skill file:
-    most starts have none, and its ~10 ms import would sit between `run`'s first request and its first tool."""
+    """A front matter's YAML (`ValueError` when it isn't, or is more than a front matter needs: attack round 24 — a
+    622-byte file of nested aliases took gigabytes once printed, 20,000 `[` crashed the start with RecursionError,
+    ten 254 KB lists held the start for 27 s). At most `MAX_FRONT_MATTER` characters, no anchors or aliases, at
+    most `MAX_YAML_DEPTH` levels, read by libyaml when PyYAML has it. PyYAML loads here, on the first agent or skill
+    file: most starts have none, and its ~10 ms import would sit between `run`'s first request and its first tool."""
+    if len(text) > MAX_FRONT_MATTER:
+        raise ValueError(f"it is longer than {MAX_FRONT_MATTER // 1024} KB")
     import yaml
 
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.safe_load(text)
+        depth = 0
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise ValueError("anchors and aliases (`&a`, `*a`) are not read in a front matter")
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ValueError(f"it is nested more than {MAX_YAML_DEPTH} levels deep")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+        return yaml.load(text, Loader=loader)  # (a safe loader: CSafeLoader or SafeLoader)
     except yaml.YAMLError as error:
         raise ValueError(str(error)) from None
+    except RecursionError:
+        raise ValueError(f"it is nested more than {MAX_YAML_DEPTH} levels deep") from None
 
 
 def _first_line(error: Exception) -> str:

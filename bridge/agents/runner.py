@@ -350,7 +350,9 @@ class SubAgents:
         def context(_use_id: str) -> ToolContext:
             ctx = self.host.context()
             ctx.read_files = read_files
-            ctx.services = dataclasses.replace(ctx.services, agents=child if AGENT_TOOL in tools else None)
+            ctx.services = dataclasses.replace(
+                ctx.services, agents=child if AGENT_TOOL in tools else None, owner=task.abort
+            )
             return ctx
 
         policy = (

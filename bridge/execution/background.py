@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bridge.abort import Abort
 from bridge.execution.managed import CommandWrapper, ManagedProcess
 from bridge.execution.output import exit_note
 from bridge.execution.shell import shell_argv
@@ -134,13 +135,18 @@ class BackgroundShells:
         env: Mapping[str, str],
         sandbox: CommandWrapper | None = None,
         argv: list[str] | None = None,
+        stop_with: Abort | None = None,
     ) -> BackgroundShell:
-        """Start `command` (under `sandbox`, the session's, when given)."""
+        """Start `command` (under `sandbox`, the session's, when given). `stop_with`: a sub-agent's signal — the
+        shell is stopped with the sub-agent (attack round 24: a stopped sub-agent's shell ran on, and its parent
+        never had its id to stop it)."""
         proc = await self.supervisor.spawn(argv or shell_argv(command), cwd=cwd, env=env, sandbox=sandbox)
         shell = BackgroundShell(f"bash_{self._next}", command, proc)
         self._next += 1
         proc.on_output = shell.feed
         self._shells[shell.id] = shell
+        if stop_with is not None:
+            stop_with.on_abort(lambda _reason: self._stop(shell))
         # Not the turn's task: a cancelled turn must not stop the shell.
         task = asyncio.get_running_loop().create_task(self._reap_leftovers(shell))
         self._tasks.add(task)
@@ -154,6 +160,11 @@ class BackgroundShells:
             self.supervisor.terminate(shell.process)
             await self.supervisor.wait_gone(shell.process, KILL_WAIT)
         await asyncio.to_thread(shell.settle)
+
+    def _stop(self, shell: BackgroundShell) -> None:
+        if shell.status == "running" or self.supervisor.tree_pids(shell.process):
+            shell.killed = shell.status == "running"
+            self.supervisor.terminate(shell.process)
 
     def get(self, shell_id: str) -> BackgroundShell:
         shell = self._shells.get(shell_id)

@@ -158,6 +158,7 @@ class Services:
     pass_env: Callable[[], Sequence[str]] = _no_names  # secret-looking variables of ours commands may see
     agents: AgentRunner | None = None  # sub-agents at this level (filled by the session: they need the session)
     sandbox: Sandbox | None = None  # the OS sandbox Bash runs its commands in (None: unsandboxed)
+    owner: Abort | None = None  # a sub-agent's signal: what it starts in the background stops with it
 
 
 S = TypeVar("S")

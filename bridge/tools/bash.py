@@ -113,7 +113,12 @@ class BashTool(Tool[BashInput]):
             shells = required(ctx.services.background, "background shells")
             argv, env = command_launch(data.command, ctx)
             shell = await shells.start(
-                data.command, cwd=ctx.cwd, env=env, sandbox=_sandbox(ctx, timeout_s=None), argv=argv
+                data.command,
+                cwd=ctx.cwd,
+                env=env,
+                sandbox=_sandbox(ctx, timeout_s=None),
+                argv=argv,
+                stop_with=ctx.services.owner,
             )
             text = (
                 f"Command running in background with ID: {shell.id}. "
