@@ -142,3 +142,23 @@ async def test_a_sub_agents_background_shell_stops_with_it(tmp_path: Path, super
     assert mine.killed and theirs.status == "running", "the session's own shells are not the sub-agent's"
     await shells.shutdown()
     assert not marker.exists()
+
+
+def test_a_forking_skill_is_an_agent_to_the_rules(tmp_path: Path) -> None:
+    """`--deny Agent` refused a direct Agent call, but a skill with `context: fork` started its sub-agent anyway."""
+    ws = tmp_path / "ws"
+    skill = ws / ".claude" / "skills" / "fk"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: fk\ndescription: forks\ncontext: fork\n---\nSay hello.\n")
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    calls: list[tuple[str, dict[str, object]]] = [("Skill", {"skill": "fk"})]
+    denied = scripted_run(ws, calls, "--deny", "Agent", env=env, scenario=tmp_path / "s.json")
+    assert "denied by rule Agent" in denied.stdout, denied.stdout
+    asked = scripted_run(ws, calls, "--ask", "Agent", "--non-interactive", env=env, scenario=tmp_path / "s2.json")
+    assert "Agent" in asked.stdout and "denied" in asked.stdout.lower(), asked.stdout
+    ran = scripted_run(ws, calls, env=env, scenario=tmp_path / "s3.json")
+    assert "denied by rule" not in ran.stdout, "the control: without the rule the skill runs"

@@ -383,11 +383,21 @@ class PermissionEngine:
             return await anyio.to_thread.run_sync(lambda: self.decide(call, hook=hook), abandon_on_cancel=True)
         return Decision("deny", f"The permission check took longer than {DECIDE_DEADLINE_S:g} s (DECIDE_DEADLINE_S)")
 
+    def _started_rule(self, call: Judged, behavior: Behavior) -> CompiledRule | None:
+        """A rule of `behavior` about every call of the tool this call starts (`CallFacts.starts`)."""
+        if call.facts.starts is None:
+            return None
+        started = CallRules(self._index, self._grammar, call.facts.starts)
+        return next((r for r in started.own(behavior) if r.rule.specifier is None), None)
+
     def _decide(self, call: Judged, hook: HookOutcome | None) -> Decision:
         rules = CallRules(self._index, self._grammar, call.tool, call.facts.form)
         deny = matching_rule(rules, call, "deny")
         if deny is not None:
             return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
+        started = self._started_rule(call, "deny")
+        if started is not None:  # (attack round 24: a forking skill ran a sub-agent under `--deny Agent`)
+            return by_rule("deny", started, f"denied by rule {started.text}: it starts a {call.facts.starts}")
         secret = self.secrets.named(_accesses(call))
         if secret is not None:
             access, what = secret
@@ -406,7 +416,7 @@ class PermissionEngine:
             return Decision("deny", hook.reason or "blocked by a PreToolUse hook")
         if unmasked is not None:  # a walk cut short: it can't be told
             return unmasked
-        ask = matching_rule(rules, call, "ask")
+        ask = matching_rule(rules, call, "ask") or self._started_rule(call, "ask")
         if ask is not None:
             decision = by_rule("ask", ask, f"rule {ask.text} asks for this{call.fail_closed()}")
             hits = call.bash.parts_matching(ask) if call.bash is not None else []

@@ -285,7 +285,12 @@ class Tool(Generic[In]):
             shell=self.permission_command(data),
             subject=self.rule_subject(data),
             leaves_plan=self.leaves_plan_mode,
+            starts=self.starts(data),
         )
+
+    def starts(self, data: In) -> str | None:
+        """Another tool this call runs as, whose rules about every call of it apply to this one too."""
+        return None
 
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:
         """What the permission dialog shows before the call runs (e.g. an edit's diff). Never writes, and
