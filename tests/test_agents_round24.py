@@ -51,6 +51,8 @@ def test_a_deep_or_long_front_matter_is_refused_not_a_crash() -> None:
     with pytest.raises(ValueError, match="nested"):
         load_yaml("x: " + "[" * (MAX_YAML_DEPTH + 1) + "]" * (MAX_YAML_DEPTH + 1))
     assert load_yaml("x: " + "[" * 8 + "1" + "]" * 8) == {"x": [[[[[[[[1]]]]]]]]}
+    with pytest.raises(ValueError, match="OverflowError"):  # (a sexagesimal float too large: the second round)
+        load_yaml("x: " + ":".join(["1"] * 200) + ".5")
     with pytest.raises(ValueError, match="longer than"):
         load_yaml("x: [" + ",".join(["a"] * 60_000) + "]")
     assert load_yaml("name: a\ndescription: b\ntools: Read, Grep\n") == {
@@ -158,6 +160,8 @@ def test_a_forking_skill_is_an_agent_to_the_rules(tmp_path: Path) -> None:
     calls: list[tuple[str, dict[str, object]]] = [("Skill", {"skill": "fk"})]
     denied = scripted_run(ws, calls, "--deny", "Agent", env=env, scenario=tmp_path / "s.json")
     assert "denied by rule Agent" in denied.stdout, denied.stdout
+    typed = scripted_run(ws, calls, "--deny", "Agent(general-purpose)", env=env, scenario=tmp_path / "s1.json")
+    assert "denied by rule Agent(general-purpose)" in typed.stdout, "the type a forking skill starts"
     asked = scripted_run(ws, calls, "--ask", "Agent", "--non-interactive", env=env, scenario=tmp_path / "s2.json")
     assert "Agent" in asked.stdout and "denied" in asked.stdout.lower(), asked.stdout
     ran = scripted_run(ws, calls, env=env, scenario=tmp_path / "s3.json")

@@ -35,11 +35,11 @@ def test_variables_found_as_the_pattern_did(text: str) -> None:
 
 
 def test_a_skills_allowed_tools_of_250k_spaces_is_read(tmp_path: Path) -> None:
-    """Cubic before: 6,000 spaces took 23 s; this size (about the most a SKILL.md may hold), days."""
+    """Cubic before: 6,000 spaces took 23 s; this size (about the most a front matter may hold), days."""
     ws = tmp_path / "ws"
     skill = ws / ".claude" / "skills" / "fmt" / "SKILL.md"
     skill.parent.mkdir(parents=True)
-    spaces = " " * 250_000
+    spaces = " " * 30_000
     skill.write_text(f'---\nname: fmt\ndescription: Formats code\nallowed-tools: "Read{spaces})"\n---\n')
     catalog = load_skills(ws, user_config_dir=tmp_path / "config", claude_home=tmp_path / "claude")
     assert catalog.problems == []

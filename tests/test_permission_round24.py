@@ -71,6 +71,15 @@ def behavior(found: Workspace, command: str, *rules: str) -> str:
         ("Bash(make test *)", "make test -- PYTEST='touch pwned'"),
         ("Bash(make test *)", "make test -- SHELL=/tmp/x"),
         ("Bash(make *)", "make -- test X=1"),
+        # the second verification round
+        ("Bash(pytest *)", "pytest -xo cache_dir=.git/x"),
+        ("Bash(pytest *)", "pytest -vocache_dir=.git"),
+        ("Bash(pytest *)", "pytest -o addopts='-xo cache_dir=.git'"),
+        ("Bash(pytest *)", "pytest --debug .git/config"),
+        ("Bash(pytest *)", "pytest --rootdir=.git"),
+        ("Bash(python3 -Bmpytest *)", "python3 -Bmpytest -o cache_dir=.git"),
+        ("Bash(python3 -m pytest.__main__ *)", "python3 -m pytest.__main__ --basetemp=.git"),
+        ("Bash(tox *)", "tox -- -o addopts=--basetemp=.git"),
     ],
 )
 def test_a_rule_does_not_cover_what_it_does_not_name(found: Workspace, rule: str, command: str) -> None:
@@ -93,6 +102,33 @@ def test_a_setting_exported_before_the_command_is_one_the_rule_must_name(found: 
     rules = ("Bash(make test *)", "Bash(export *)", "Bash(set *)", "Bash(declare *)", "Bash(typeset *)")
     assert behavior(found, command, *rules) == "ask", command
     assert behavior(found, "export CI=1; make test", *rules) == "allow", "a setting that changes no program"
+
+
+def test_a_command_after_an_export_is_allowed_by_what_allows_every_command(found: Workspace) -> None:
+    """The second verification round: treated as changing what runs, an `export FOO=1 && npm test` could be allowed
+    by nothing — not `Bash`, not bypass mode. A rule for every command (or the mode) allows it; a rule for the
+    command alone does not (it can't name a setting another part made), and no always-option is offered."""
+    command = "export FOO=1 && npm test"
+    assert behavior(found, command, "Bash(npm test *)", "Bash(export *)") == "ask"
+    assert behavior(found, command, "Bash") == "allow"
+    assert behavior(found, command, "Bash(*)") == "allow"
+    assert decide(engine(found, "bypassPermissions"), "Bash", {"command": command}).behavior == "allow"
+    asked = decide(engine(found, "default"), "Bash", {"command": command})
+    assert [s for s in asked.suggestions if s.behavior == "allow"] == []
+    assert behavior(found, "export FOO=1", "Bash(export *)") == "allow", "an export alone"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "set -k; git status GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=x",
+        "set -o keyword; pytest PYTEST_ADDOPTS=--basetemp=.git",
+        "set -a; declare PYTEST='touch pwned'; make test",
+    ],
+)
+def test_set_k_and_allexport_declarations_are_settings(found: Workspace, command: str) -> None:
+    rules = ("Bash(set *)", "Bash(declare *)", "Bash(make test *)", "Bash(pytest *)")
+    assert behavior(found, command, *rules) == "ask", command
 
 
 @pytest.mark.parametrize(

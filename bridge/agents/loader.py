@@ -210,6 +210,10 @@ def load_yaml(text: str) -> Any:
         raise ValueError(str(error)) from None
     except RecursionError:
         raise ValueError(f"it is nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except ValueError:
+        raise
+    except Exception as error:  # what a value's constructor raises (`1:1:…:1.5`: OverflowError, round 24's check)
+        raise ValueError(f"a value can't be read ({type(error).__name__}: {str(error)[:120]})") from None
 
 
 def _first_line(error: Exception) -> str:

@@ -346,13 +346,17 @@ class SubAgents:
             task.conversation.on_compact = transcript.restart
         base = self.host.context()
         read_files = dict(base.read_files)  # what it reads is its own; what the session read it may edit
+        # What it starts in the background stops with it — while it runs: once it has ended, a later cancel of the
+        # turn that started it is no stop of it (round 24's second verification).
+        owner = Abort()
+        detach = task.abort.on_abort(owner.abort)
+        if task.abort.reason is not None:
+            owner.abort(task.abort.reason)
 
         def context(_use_id: str) -> ToolContext:
             ctx = self.host.context()
             ctx.read_files = read_files
-            ctx.services = dataclasses.replace(
-                ctx.services, agents=child if AGENT_TOOL in tools else None, owner=task.abort
-            )
+            ctx.services = dataclasses.replace(ctx.services, agents=child if AGENT_TOOL in tools else None, owner=owner)
             return ctx
 
         policy = (
@@ -395,6 +399,7 @@ class SubAgents:
             log.warning("sub-agent %s failed: %s", task.id, error, exc_info=not expected)
             task.finish("failed", cause_text(error))
         finally:
+            detach()
             task.finish("stopped")  # cancelled from outside (the session went away)
             if transcript is not None:
                 transcript.close()

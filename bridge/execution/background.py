@@ -12,12 +12,11 @@ import asyncio
 import codecs
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bridge.abort import Abort
 from bridge.execution.managed import CommandWrapper, ManagedProcess
 from bridge.execution.output import exit_note
 from bridge.execution.shell import shell_argv
@@ -135,18 +134,18 @@ class BackgroundShells:
         env: Mapping[str, str],
         sandbox: CommandWrapper | None = None,
         argv: list[str] | None = None,
-        stop_with: Abort | None = None,
+        stop_with: Callable[[Callable[[Any], None]], object] | None = None,
     ) -> BackgroundShell:
-        """Start `command` (under `sandbox`, the session's, when given). `stop_with`: a sub-agent's signal — the
-        shell is stopped with the sub-agent (attack round 24: a stopped sub-agent's shell ran on, and its parent
-        never had its id to stop it)."""
+        """Start `command` (under `sandbox`, the session's, when given). `stop_with`: a sub-agent's signal to
+        subscribe to (`Abort.on_abort`): the shell is stopped with the sub-agent (attack round 24: a stopped
+        sub-agent's shell ran on, and its parent never had its id to stop it)."""
         proc = await self.supervisor.spawn(argv or shell_argv(command), cwd=cwd, env=env, sandbox=sandbox)
         shell = BackgroundShell(f"bash_{self._next}", command, proc)
         self._next += 1
         proc.on_output = shell.feed
         self._shells[shell.id] = shell
         if stop_with is not None:
-            stop_with.on_abort(lambda _reason: self._stop(shell))
+            stop_with(lambda _reason: self._stop(shell))
         # Not the turn's task: a cancelled turn must not stop the shell.
         task = asyncio.get_running_loop().create_task(self._reap_leftovers(shell))
         self._tasks.add(task)

@@ -120,7 +120,7 @@ class BashJudge:
             # only a rule that names the risky command itself (`Bash(sudo apt update)`) lets it run
             if part.hazard is not None and (part.hazard_command is None or rule.command_word != part.hazard_command):
                 continue
-            if rule.rule.specifier is None:
+            if rule.rule.specifier is None or (part.settings_elsewhere and rule.rule.specifier.strip() == "*"):
                 if part.unknown_program is None:
                     return rule
                 continue

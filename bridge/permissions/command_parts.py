@@ -62,6 +62,7 @@ class Part:
     env_set: list[str] = field(default_factory=list)  # variables a wrapper sets for it (`env CI=1 …`)
     span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
     environment: bool = False  # it reads environment variables that may hold secrets
+    exported: list[str] = field(default_factory=list)  # what earlier parts exported for it (`export FOO=1; …`)
 
     @property
     def text(self) -> str:
@@ -85,13 +86,21 @@ class Part:
         """The variables set for it (`NAME=value` before it, `env NAME=value` in front) that an allow rule must name
         to allow it: all but `RULE_ENV`'s."""
         names = [re.split(r"\+?=", word.text, maxsplit=1)[0] for word in self.command.assignments] + self.env_set
-        return [name for name in names if not RULE_ENV.match(name)]
+        return [name for name in [*names, *self.exported] if not RULE_ENV.match(name)]
+
+    @property
+    def settings_elsewhere(self) -> bool:
+        """A setting another part of the command made for it (`export FOO=1 && npm test`): no rule for this part
+        can name it, so only a rule for every command (`Bash`, `Bash(*)`) allows it."""
+        return any(not RULE_ENV.match(name) for name in self.exported)
 
     def allow_forms(self) -> list[tuple[Word, ...]]:
         """What allow rules are matched on: its words, and behind wrappers — or, with `unruled_settings`, only its
         whole text with the settings (`Bash(npm test *)` does not allow `NPM_CONFIG_X=… npm test`)."""
         if not self.unruled_settings():
             return self.forms(for_deny=False)
+        if self.settings_elsewhere:
+            return []
         whole = (*self.command.assignments, *self.argv)
         return [whole] if whole else []
 

@@ -387,8 +387,13 @@ class PermissionEngine:
         """A rule of `behavior` about every call of the tool this call starts (`CallFacts.starts`)."""
         if call.facts.starts is None:
             return None
-        started = CallRules(self._index, self._grammar, call.facts.starts)
-        return next((r for r in started.own(behavior) if r.rule.specifier is None), None)
+        tool, subject = call.facts.starts
+        started = CallRules(self._index, self._grammar, tool)
+        about = (None, "*", subject)
+        return next(
+            (r for r in started.own(behavior) if (r.rule.specifier or "").strip() in about or r.rule.specifier is None),
+            None,
+        )
 
     def _decide(self, call: Judged, hook: HookOutcome | None) -> Decision:
         rules = CallRules(self._index, self._grammar, call.tool, call.facts.form)
@@ -397,7 +402,7 @@ class PermissionEngine:
             return by_rule("deny", deny, f"denied by rule {deny.text}{call.fail_closed()}")
         started = self._started_rule(call, "deny")
         if started is not None:  # (attack round 24: a forking skill ran a sub-agent under `--deny Agent`)
-            return by_rule("deny", started, f"denied by rule {started.text}: it starts a {call.facts.starts}")
+            return by_rule("deny", started, f"denied by rule {started.text}: it runs as {started.rule.tool}")
         secret = self.secrets.named(_accesses(call))
         if secret is not None:
             access, what = secret

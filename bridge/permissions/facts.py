@@ -73,8 +73,8 @@ class CallFacts:
     shell: ShellCall | None = None  # the command it runs, read
     subject: str | None = None  # what a `name` rule's specifier is compared with
     leaves_plan: bool = False  # asks in plan mode (the user approves the plan); elsewhere there is nothing to leave
-    starts: str | None = None  # another tool it runs as (a forking Skill starts an `Agent`): that tool's rules about
-    # every call of it (`Agent`, no specifier) deny or ask this one too
+    starts: tuple[str, str] | None = None  # another tool it runs as, and its subject (a forking Skill starts an
+    # `Agent` of type general-purpose): that tool's rules about every call of it or of that subject deny or ask too
 
 
 class PermissionCall(Protocol):

@@ -110,12 +110,13 @@ class Builder:
         self.span = (0, 0)  # the span of the top-level part being read (nested parts share it)
         self.overflow = False  # a probe read more than MAX_PROBE_PARTS commands
         self.allexport = False  # an earlier `set -a`: a bare `NAME=value` is exported
+        self.exported: list[str] = []  # variables earlier parts exported that change no program by name (`FOO`)
 
     def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
         argv = cmd.words
         if not nested:
             self.span = cmd.span
-        part = Part(cmd, argv, argv, nested=nested, span=self.span)
+        part = Part(cmd, argv, argv, nested=nested, span=self.span, exported=list(self.exported))
         self.parts.append(part)
         for word in cmd.assignments:
             name = re.split(r"\+?=", word.text, maxsplit=1)[0]
@@ -129,9 +130,7 @@ class Builder:
                     if name == "GLOBIGNORE":
                         self.globs_unreliable = True
             elif not argv and self.allexport and not RULE_ENV.match(name):
-                self.programs_unreliable = (
-                    f"an earlier `{name}=…` (exported: `set -a`) sets it for the commands after it"
-                )
+                self.exported.append(name)  # (`set -a`: exported)
         inner = _peel(argv, part, self, depth)
         part.effective = inner.effective
         part.deny_forms = inner.deny_forms
@@ -300,9 +299,14 @@ class Builder:
         if part.unknown_reads:
             reasons.append(f"`{part.text}` reads a path computed at run time")
         names = [re.split(r"\+?=", word.text, maxsplit=1)[0] for word in cmd.assignments] + part.env_set
-        for name in names:
+        for name in names + part.exported:
             if part.argv and not _INERT_ENV.match(name):
-                reasons.append(f"`{part.text}` sets {name} for the command")
+                how = (
+                    "gets {} from an earlier export"
+                    if name in part.exported and name not in names
+                    else "sets {} for it"
+                )
+                reasons.append(f"`{part.text}` {how.format(name)}")
         if part.hazard is not None:
             reasons.append(f"`{part.text}`: {part.hazard}")
         if part.unknown_program is not None:
@@ -341,8 +345,18 @@ class Builder:
                 re.fullmatch(r"-[a-zA-Z]*a[a-zA-Z]*", a.value) or a.value == "allexport" for a in words[1:]
             ):
                 self.allexport = True  # (`set -a`: every later `NAME=value` is exported)
+            if name == "set" and any(
+                re.fullmatch(r"-[a-zA-Z]*k[a-zA-Z]*", a.value) or a.value == "keyword" for a in words[1:]
+            ):
+                # `set -k`: a `NAME=value` anywhere in a later command's words is a setting, not an argument (round
+                # 24's second verification: `set -k; git status GIT_CONFIG_KEY_0=core.fsmonitor …` ran code)
+                self.programs_unreliable = "an earlier `set -k` makes later `NAME=value` words settings"
             if name in _DECLARATIONS:
-                exported = name == "export" or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", a.value) for a in words[1:])
+                exported = (
+                    name == "export"
+                    or self.allexport
+                    or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", a.value) for a in words[1:])
+                )
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
                     if re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", arg.value) and name != "export":
@@ -353,7 +367,7 @@ class Builder:
                     elif exported and not var.startswith(("-", "+")) and not RULE_ENV.match(var):
                         # what a rule for a later command does not name (round 24's verification: `export
                         # PYTEST='touch x'; make test` under `Bash(export *)` and `Bash(make test *)`)
-                        self.programs_unreliable = f"an earlier `{name} {var}` sets it for the commands after it"
+                        self.exported.append(var)
         part.reads_only = not reasons
         if redirected and not reasons:
             shown = part.writes[0].word
@@ -452,14 +466,16 @@ def _option_targets(part: Part, name: str, args: Sequence[Word]) -> None:
     words = [name, *(w.value for w in args if w.static)]
     pytest = any(
         _PYTEST_PROGRAM.fullmatch(value.rsplit("/", 1)[-1])
-        or value == "-mpytest"
-        or (value == "-m" and words[i + 1 : i + 2] == ["pytest"])
+        or _PYTEST_MODULE.fullmatch(value)
+        or (value == "-m" and _PYTEST_MODULE.fullmatch("-m" + "".join(words[i + 1 : i + 2])))
         for i, value in enumerate(words)
     )
     _pytest_options(part, list(args), pytest, 0)
 
 
-_PYTEST_PROGRAM = re.compile(r"(pytest|py\.test)[-0-9.]*")
+_PYTEST_PROGRAM = re.compile(r"(pytest|py\.test)[-0-9.]*|tox|nox|hatch")  # (the runners pass options on to it)
+_PYTEST_MODULE = re.compile(r"-[a-zA-Z]*m(pytest|py\.test)(\.__main__)?")  # `-m pytest`, `-Bmpytest`
+_PYTEST_VALUED = "ckmprWn"  # its short options that take a value (`-o` is looked at on its own)
 _PYTEST_GENERIC = frozenset({"--log-file", "--html", "--debug"})  # (options other programs have: only for pytest)
 
 
@@ -471,15 +487,27 @@ def _pytest_options(part: Part, args: list[Word], pytest: bool, depth: int) -> N
         following = args[i + 1] if i + 1 < len(args) else None
         given: Word | None = Word(value, value) if eq else following
         tree: bool | None = None
+        if pytest and not option.startswith("--") and option.startswith("-") and "o" in option[1:]:
+            at = next((i for i, c in enumerate(option[1:], 1) if c == "o" or c in _PYTEST_VALUED), 0)
+            if option[at] == "o" and at > 1:  # `-xo cache_dir=…`, `-xocache_dir=…`: a bundled `-o`
+                rest = word.value[at + 1 :]
+                option, eq, given = "-o", "=" if rest else "", Word(rest, rest) if rest else following
         if option in _PYTEST_WRITES and (pytest or option not in _PYTEST_GENERIC):
             tree = _PYTEST_WRITES[option]
-        elif option == "--debug" and eq and pytest:
-            tree = False
+        elif option == "--debug" and pytest and (eq or (given is not None and not given.value.startswith("-"))):
+            tree = False  # (its value is optional: the next word when it is no option)
+        elif option == "--rootdir" and pytest and given is not None and given.static:
+            given, tree = Word(f"{given.value}/.pytest_cache", f"{given.value}/.pytest_cache"), True
         elif option == "--cov-report" and given is not None and given.static and ":" in given.value:
             kind, _, path = given.value.partition(":")
             given, tree = Word(path, path), kind.startswith("html")
         elif pytest and (option in ("-o", "--override-ini") or (option.startswith("-o") and len(option) > 2)):
-            setting = word.value[2:] if option.startswith("-o") and option != "-o" else given.value if given else ""
+            if option == "-o" and eq:  # (a bundled one, above)
+                setting = given.value if given is not None else ""
+            elif option.startswith("-o") and option != "-o":
+                setting = word.value[2:]
+            else:
+                setting = given.value if given else ""
             key, has, path = setting.partition("=")
             key = key.strip()
             if has and key in _PYTEST_INI_WRITES:

@@ -258,8 +258,8 @@ class Suggester:
 
     def bash(self, parts: Sequence[Part], *, exact: bool = False) -> list[RuleSuggestion]:
         """One rule per part; none when a part has a word computed at run time (`echo $X`): no rule can allow
-        what can't be read, so an always-option would not do what it says."""
-        if not all(p.static for p in parts):
+        what can't be read, so an always-option would not do what it says (nor for a setting another part made)."""
+        if not all(p.static and not p.settings_elsewhere for p in parts):
             return []
         patterns = [command_pattern(p, exact=exact) for p in parts]
         if any(_wider_than_written(pattern) for pattern in patterns):
@@ -270,7 +270,7 @@ class Suggester:
         """A rule for each part that needs one, and a path rule for each file the command's redirections write
         (`npm test > log.txt`: `Bash(npm test *)` and `Write(log.txt)`): a command rule never covers its
         redirections, so an always-option without the path rule would not do what it says."""
-        if not all(p.static for p in parts):
+        if not all(p.static and not p.settings_elsewhere for p in parts):
             return []
         name = self.grammar.rule_name(self.command_tool, self.grammar.form(self.command_tool), "write")
         patterns = [command_pattern(p, exact=False) for p in parts]
@@ -358,7 +358,7 @@ def command_pattern(part: Part, *, exact: bool) -> str:
     read anything."""
     words = [w.value for w in part.effective]
     if part.unruled_settings():
-        return part.ruled_text  # (a prefix rule without the settings would not allow it: `Part.allow_forms`)
+        return part.ruled_text  # (a prefix rule without them would not allow it: `Part.allow_forms`)
     if (
         exact
         or not words

@@ -288,8 +288,9 @@ class Tool(Generic[In]):
             starts=self.starts(data),
         )
 
-    def starts(self, data: In) -> str | None:
-        """Another tool this call runs as, whose rules about every call of it apply to this one too."""
+    def starts(self, data: In) -> tuple[str, str] | None:
+        """Another tool this call runs as, and its subject, whose rules (about every call of it, or of that subject)
+        apply to this one too."""
         return None
 
     def preview(self, data: In, ctx: ToolContext) -> list[Display]:

@@ -118,7 +118,7 @@ class BashTool(Tool[BashInput]):
                 env=env,
                 sandbox=_sandbox(ctx, timeout_s=None),
                 argv=argv,
-                stop_with=ctx.services.owner,
+                stop_with=ctx.services.owner.on_abort if ctx.services.owner is not None else None,
             )
             text = (
                 f"Command running in background with ID: {shell.id}. "

@@ -87,10 +87,11 @@ class SkillTool(Tool[SkillInput]):
             return f"Skill {skill.name!r} is started only by the user (/{skill.name})."
         return None
 
-    def starts(self, data: SkillInput) -> str | None:
-        """A forking skill runs as a sub-agent: the rules about every `Agent` call are about it too."""
+    def starts(self, data: SkillInput) -> tuple[str, str] | None:
+        """A forking skill runs as a sub-agent (general-purpose): `Agent` and `Agent(general-purpose)` rules are
+        about it too."""
         skill = self.catalog.get(data.skill or "") if data.query is None else None
-        return "Agent" if skill is not None and skill.fork else None
+        return ("Agent", AgentInput.model_fields["subagent_type"].default) if skill is not None and skill.fork else None
 
     def user_facing_title(self, data: SkillInput) -> str:
         return f"Find skills: {data.query}" if data.query is not None else f"Skill: {data.skill}"
