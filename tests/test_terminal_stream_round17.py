@@ -138,3 +138,12 @@ def test_a_loose_list_is_not_parsed_at_every_blank_line() -> None:
         blocks.feed(f"- item {i}\n")
         blocks.feed("\n")
     assert parses[0] <= 120, parses[0]
+
+
+def test_an_indented_code_block_is_not_cut_at_a_blank_line() -> None:
+    """Hypothesis found it (turn 3, session 23): a blank line inside an indented code block was taken for its end,
+    and the block was committed, and rendered, as two."""
+    text = "    indented code\n\n    indented code\n"
+    out = stream(text, [1, 18])
+    assert "".join(out) == text
+    assert [kind for part in out for kind in top_blocks(part)] == ["code_block"]

@@ -265,7 +265,9 @@ def _final(block: Token, lines: list[str]) -> bool:
         return True
     if block.type == "fence":
         return end - start >= 2 and _closes(lines[end - 1], block.markup)
-    if block.type in ("paragraph_open", "table_open", "blockquote_open", "html_block", "code_block"):
+    if block.type in ("paragraph_open", "table_open", "blockquote_open", "html_block"):
         after = lines[end:]
         return bool(after) and all(not line.strip() for line in after)  # a blank line closed it
-    return False  # a list goes on after a blank line: final when the next block starts
+    # a list, and an indented code block (the next indented line after a blank one goes on with it: it was cut in
+    # two), go on after a blank line: final when the next block starts
+    return False

@@ -5,10 +5,13 @@ erasing it is moving up that many rows. To a pipe or a file: no live area, no es
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import re
 import shutil
 import unicodedata
+from collections.abc import Callable
 from typing import TextIO
 
 from bridge.visible import visible
@@ -146,6 +149,8 @@ class Screen:
         self.out = out
         self.color = color
         self.no_color = no_color
+        self.closed = False  # whoever read the output went away (`run … | head`): nothing more is written
+        self.on_closed: Callable[[], None] = lambda: None
         self.paused = False  # a question is on the screen
         self._held: list[str] = []  # committed while paused: written after it
         self._tail = "\n"  # the last characters written above (where the next line starts, blank lines)
@@ -197,10 +202,25 @@ class Screen:
     def write(self, text: str) -> None:
         if not text:
             return
-        self.out.write(guarded(text, sgr=self.color))
-        self.out.flush()
+        self._out(guarded(text, sgr=self.color))
         self._tail = (self._tail + text)[-2:]
         self._wrote = True
+
+    def _out(self, text: str) -> None:
+        """`text` written and flushed — unless the reader is gone (a closed pipe: `run … | head -2`), which is said
+        once (`on_closed`: the turn is cancelled, as SIGPIPE would end a program that writes) and is no error: the
+        broken pipe went up through the turn's tool calls as a traceback before."""
+        if self.closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except (BrokenPipeError, ValueError) as error:  # (ValueError: the stream was closed here)
+            self.closed = True
+            with contextlib.suppress(OSError):  # what is still buffered would fail again at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+            logging.getLogger(__name__).info("the output was closed (%s): the turn stops", type(error).__name__)
+            self.on_closed()
 
     # --- a question ----------------------------------------------------------------------------------------
 
@@ -224,16 +244,14 @@ class Screen:
 
     def erase(self) -> None:
         if self._live_rows:
-            self.out.write(self._back())
-            self.out.flush()
+            self._out(self._back())
             self._live_rows = 0
 
     def draw(self, lines: list[str]) -> None:
         """The live area, replaced by `lines` (each within the width) in one write."""
         if not self.color or self.paused:
             return
-        self.out.write(self._back() + guarded("\n".join(lines), sgr=True))
-        self.out.flush()
+        self._out(self._back() + guarded("\n".join(lines), sgr=True))
         self._live_rows = len(lines)
 
     def _back(self) -> str:

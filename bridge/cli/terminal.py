@@ -309,6 +309,14 @@ class TerminalSignals:
         self.agent: Agent | None = None
         self.count = 0
         self.last: int | None = None
+        self.closed = False  # the output's reader went away
+
+    def output_closed(self) -> None:
+        """`run … | head`: the reader has what it wanted; the turn stops as a Ctrl-C stops it (the exit code is
+        SIGPIPE's, 141, as for a program a closed pipe ends)."""
+        self.closed = True
+        if self.session is not None and self.session.busy:
+            self.session.cancel(force=False)
 
     def install(self) -> None:
         loop = asyncio.get_running_loop()
@@ -415,10 +423,11 @@ async def run_prompt_async(
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()
+    view.screen.on_closed = signals.output_closed
     try:
         code = await run_turn_in_terminal(session, text, view, signals)
         view.line(view.paint(DIM, f"(session {session.id}: go on with `agent-bridge run --continue`)"))
-        return code
+        return 141 if signals.closed else code
     finally:
         try:
             await agent.shutdown(grace=True)  # a cancelled command's SIGINT -> SIGTERM -> SIGKILL runs its course
