@@ -15,6 +15,7 @@ Each is proven end to end below by its marker (and the control: the same command
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -219,21 +220,34 @@ def test_npm_runs_the_test_script_and_not_the_models_node_options(tmp_path: Path
 
 
 def test_pytest_is_not_let_remove_the_repository(tmp_path: Path, env: dict[str, str]) -> None:
+    """Run by the bridge, the command is `./pytest` — a stand-in doing what pytest does with these two options
+    (writes the report; removes its basetemp whole, then makes it), run by the base interpreter: a venv under /tmp
+    (a CI checkout) is hidden from the sandbox's private /tmp. The attack is shown real with pytest itself."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "test_a.py").write_text("def test_a(tmp_path):\n    (tmp_path / 'x').write_text('x')\n")
+    stand_in = ws / "pytest"
+    stand_in.write_text(
+        f"#!{os.path.realpath(sys.executable)}\n"
+        "import shutil, sys\nfrom pathlib import Path\n"
+        "for arg in sys.argv[1:]:\n"
+        "    name, _, value = arg.partition('=')\n"
+        "    if name == '--junitxml':\n        Path(value).write_text('<testsuite/>')\n"
+        "    if name == '--basetemp':\n        shutil.rmtree(value, ignore_errors=True)\n"
+        "        Path(value).mkdir(parents=True, exist_ok=True)\n"
+    )
+    stand_in.chmod(0o755)
     git_repository(ws)
-    run_tests = f"{sys.executable} -m pytest -q -p no:cacheprovider"
     calls = [
-        ("Bash", {"command": f"{run_tests} --junitxml=report.xml"}),
-        ("Bash", {"command": f"{run_tests} --basetemp=.git"}),
+        ("Bash", {"command": "./pytest -q --junitxml=report.xml"}),
+        ("Bash", {"command": "./pytest -q --basetemp=.git"}),
     ]
-    rules = ["--non-interactive", "--allow", f"Bash({sys.executable} -m pytest *)"]
-    scripted_run(ws, calls, *rules, env=env, scenario=tmp_path / "s.json")
+    scripted_run(ws, calls, "--non-interactive", "--allow", "Bash(./pytest *)", env=env, scenario=tmp_path / "s.json")
     assert (ws / "report.xml").exists(), "the control: the rule's own command ran"
     log = subprocess.run(["git", "log", "--oneline"], cwd=ws, capture_output=True, text=True)
     assert log.returncode == 0 and log.stdout.strip(), log.stderr
-    subprocess.run(["bash", "-c", f"{run_tests} --basetemp=.git"], cwd=ws, capture_output=True, timeout=120)
+    real = f"{sys.executable} -m pytest -q -p no:cacheprovider test_a.py --basetemp=.git"
+    subprocess.run(["bash", "-c", real], cwd=ws, capture_output=True, timeout=120)
     assert subprocess.run(["git", "log"], cwd=ws, capture_output=True).returncode != 0, "the attack is real"
 
 
