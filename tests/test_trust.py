@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -927,24 +928,29 @@ def test_a_trusted_folder_cannot_point_rg_at_a_configuration_a_pull_then_changes
     (ws / "fmt.sh").write_text(f'#!/bin/sh\ntouch {ws}/pwned\ncat "$1"\n')
     (ws / "fmt.sh").chmod(0o755)
     (ws / "a.txt").write_text("foo\n")
+    # rg is the ripgrep wheel's, in the venv: copied into the workspace, where the sandbox sees it (a venv under
+    # /tmp — a CI checkout — is hidden by the sandbox's private /tmp)
+    tools = ws / ".tools"
+    tools.mkdir()
+    shutil.copy2(Path(sys.executable).parent / "rg", tools / "rg")
     env = {
         "HOME": str(tmp_path / "home"),
         "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
         "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # (rg is the ripgrep wheel's)
+        "PATH": f"{tools}:{os.environ['PATH']}",
     }
     done = scripted_run(
         ws,
-        [("Bash", {"command": "rg foo a.txt"})],
+        [("Bash", {"command": "rg 'f.o' a.txt"})],
         "--trust-folder",
         "--non-interactive",
         env=env,
         scenario=tmp_path / "s.json",
     )
     assert "RIPGREP_CONFIG_PATH is refused" in done.stdout + done.stderr
-    assert "foo" in done.stdout, "the control: rg ran"
+    assert "foo" in done.stdout, "the control: rg ran (its match, not the command's title)"
     assert not (ws / "pwned").exists()
     subprocess.run(
-        ["rg", "foo", "a.txt"], cwd=ws, env={**env, "RIPGREP_CONFIG_PATH": ".ripgreprc"}, capture_output=True
+        [tools / "rg", "f.o", "a.txt"], cwd=ws, env={**env, "RIPGREP_CONFIG_PATH": ".ripgreprc"}, capture_output=True
     )
     assert (ws / "pwned").exists(), "the attack is real"
