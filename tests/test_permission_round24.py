@@ -81,6 +81,12 @@ def behavior(found: Workspace, command: str, *rules: str) -> str:
         ("Bash(python3 -Bmpytest *)", "python3 -Bmpytest -o cache_dir=.git"),
         ("Bash(python3 -m pytest.__main__ *)", "python3 -m pytest.__main__ --basetemp=.git"),
         ("Bash(tox *)", "tox -- -o addopts=--basetemp=.git"),
+        # a package runner sent to another folder's scripts
+        ("Bash(npm test *)", "npm test --prefix=/tmp/other"),
+        ("Bash(npm test *)", "npm test --pre /tmp/other"),
+        ("Bash(yarn test *)", "yarn test --cwd /tmp/other"),
+        ("Bash(pnpm test *)", "pnpm test -C /tmp/other"),
+        ("Bash(pnpm test *)", "pnpm test --dir=/tmp/other"),
     ],
 )
 def test_a_rule_does_not_cover_what_it_does_not_name(found: Workspace, rule: str, command: str) -> None:
@@ -283,20 +289,6 @@ def test_git_config_showing_the_users_global_configuration_asks(found: Workspace
 )
 def test_git_config_reading_the_repositorys_own_or_plain_keys_runs(found: Workspace, command: str) -> None:
     assert decide(engine(found, "default"), "Bash", {"command": command}).behavior == "allow", command
-
-
-@pytest.mark.parametrize(
-    ("rule", "command"),
-    [
-        ("Bash(npm test *)", "npm test --prefix=/tmp/other"),
-        ("Bash(npm test *)", "npm test --pre /tmp/other"),
-        ("Bash(yarn test *)", "yarn test --cwd /tmp/other"),
-        ("Bash(pnpm test *)", "pnpm test -C /tmp/other"),
-        ("Bash(pnpm test *)", "pnpm test --dir=/tmp/other"),
-    ],
-)
-def test_a_package_runner_sent_to_another_folders_scripts_asks(found: Workspace, rule: str, command: str) -> None:
-    assert behavior(found, command, rule) == "ask", command
 
 
 def test_a_git_config_linked_out_of_the_repository_is_not_read(found: Workspace, tmp_path: Path) -> None:
