@@ -203,9 +203,13 @@ def test_make_runs_what_the_rule_names_and_not_the_models_recipes(tmp_path: Path
     scripted_run(ws, calls, *rules, env=env, scenario=tmp_path / "s.json")
     assert (ws / "tested").exists(), "the control: the rule's own command ran"
     assert sorted(p.name for p in ws.glob("pwned*")) == []
-    for n, attack in enumerate(attacks, 1):  # and each attack is real: run as it is, it leaves its marker
-        subprocess.run(["bash", "-c", attack], cwd=ws, capture_output=True, timeout=60)
-        assert (ws / f"pwned{n}").exists(), attack
+    # and each attack is real: run as it is, in a login shell's environment, it leaves its marker. (SHELL is
+    # part of it: make 4.3 evaluates GNUMAKEFLAGS' --eval before it defines its default SHELL, so that attack
+    # needs the variable, which every login shell has and a CI runner may not.)
+    clean = {**env, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "SHELL": "/bin/sh"}
+    for n, attack in enumerate(attacks, 1):
+        shown = subprocess.run(["bash", "-c", attack], cwd=ws, capture_output=True, text=True, timeout=60, env=clean)
+        assert (ws / f"pwned{n}").exists(), (attack, shown.returncode, shown.stdout, shown.stderr)
 
 
 def test_npm_runs_the_test_script_and_not_the_models_node_options(tmp_path: Path, env: dict[str, str]) -> None:
