@@ -362,6 +362,8 @@ class BashFacts:
     def bash_rule_hits(self, rule: CompiledRule) -> bool:
         if not self.verdict.ok or any(f.part.unknown_program or f.part.opaque for f in self.parts):
             return True
+        if rule.settings and any(settings_hit(facts.part, rule) for facts in self.parts):
+            return True
         by_head, headless = self._forms()
         candidates = (
             headless + by_head.get(rule.command_head, [])
@@ -439,8 +441,10 @@ class BashFacts:
             if rule.rule.specifier is None:
                 hit = True
             elif rule.command is not None:
-                hit = bool(part.unknown_program or part.opaque) or any(
-                    _Form.of(form).hits(rule) for form in part.forms(for_deny=True)
+                hit = (
+                    bool(part.unknown_program or part.opaque)
+                    or settings_hit(part, rule)
+                    or any(_Form.of(form).hits(rule) for form in part.forms(for_deny=True))
                 )
             elif rule.path is not None and rule.form.access == "read":
                 hit = (
@@ -473,6 +477,26 @@ class BashFacts:
 
 
 _SPACE = re.compile(r"\s")
+
+
+def settings_hit(part: Part, rule: CompiledRule) -> bool:
+    """A deny or ask rule that names settings (`Bash(RAILS_ENV=production rails *)`) and a part that runs with each
+    of them, however they reach it (Part.setting_words), whose command behind its wrappers is the rest of the rule.
+    Before, only the literal form (`RAILS_ENV=production rails x`) matched: `env RAILS_ENV=production rails x`, a
+    setting before it, or an earlier `export` ran in bypass mode."""
+    rest = rule.rest
+    if rest is None or not part.setting_words:
+        return False
+    if not all(any(_is_setting(p, word) for word in part.setting_words) for p in rule.settings):
+        return False
+    return any(_Form.of(form).hits(rest) for form in part.deny_forms)
+
+
+def _is_setting(pattern: re.Pattern[str], word: Word) -> bool:
+    """`word` (`NAME=value`) is a setting the rule names; one computed at run time of the rule's name may be."""
+    if not word.static:
+        return pattern.pattern.startswith(re.escape(word.text.split("=", 1)[0] + "="))
+    return pattern.fullmatch(word.value) is not None
 
 
 @dataclass(frozen=True)

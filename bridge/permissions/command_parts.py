@@ -63,6 +63,10 @@ class Part:
     span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
     environment: bool = False  # it reads environment variables that may hold secrets
     exported: list[str] = field(default_factory=list)  # what earlier parts exported for it (`export FOO=1; …`)
+    # every `NAME=value` it runs with, wherever it was set: its own, `env NAME=value` in front, an earlier `export`
+    # (or `declare -x`, `set -a`), the command that starts it (`NAME=value bash -c …`): what deny and ask rules that
+    # name a setting look for (`Bash(RAILS_ENV=production *)`)
+    setting_words: list[Word] = field(default_factory=list)
 
     @property
     def text(self) -> str:

@@ -113,6 +113,11 @@ class CompiledRule:
     path: PathPattern | None = None
     domain: str | None = None
     name_glob: re.Pattern[str] | None = None
+    # a command rule that starts with settings (`Bash(RAILS_ENV=production rails *)`): the settings, each a
+    # `NAME=value` pattern (`*` any text), and the rest of the rule compiled on its own. Deny and ask rules look
+    # for the settings among every setting a command gets (Part.setting_words), in any order.
+    settings: tuple[re.Pattern[str], ...] = ()
+    rest: CompiledRule | None = None
 
     @property
     def text(self) -> str:
@@ -149,8 +154,13 @@ def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRu
     if form.specifier == "command":
         word = command_leading_word(spec)
         tokens, tail = command_tokens(spec)
+        settings, rest = _leading_settings(spec)
         return dataclass_replace(
             base,
+            settings=settings,
+            rest=compile_rule(dataclass_replace(placed, rule=Rule(rule.tool, rest)), form, cwd=cwd)
+            if settings
+            else None,
             command=compile_command_pattern(spec),
             command_word=word,
             command_head=shlex.quote(word) if word is not None else None,
@@ -165,6 +175,22 @@ def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRu
             raise RuleSyntaxError(f"{rule.tool} rules take `domain:HOST`, got {rule.text!r}")
         return dataclass_replace(base, domain=normalize_host(spec.removeprefix("domain:")))
     return base  # a `name` specifier (`Agent(Explore)`): compared with what the call names
+
+
+_SETTINGS = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|[^\s'\"])*\s+)+)(\S.*)", re.S)
+
+
+def _leading_settings(spec: str) -> tuple[tuple[re.Pattern[str], ...], str]:
+    """`RAILS_ENV=production rails *` -> (the pattern of `RAILS_ENV=production`, `rails *`); no settings: ((), spec)."""
+    found = _SETTINGS.fullmatch(spec.strip())
+    if found is None:
+        return (), spec
+    try:
+        words = shlex.split(found.group(1))
+    except ValueError:
+        return (), spec
+    patterns = tuple(re.compile(".*".join(re.escape(part) for part in word.split("*")), re.S) for word in words)
+    return patterns, found.group(2)
 
 
 @dataclass

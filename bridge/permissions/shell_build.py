@@ -111,15 +111,27 @@ class Builder:
         self.overflow = False  # a probe read more than MAX_PROBE_PARTS commands
         self.allexport = False  # an earlier `set -a`: a bare `NAME=value` is exported
         self.exported: list[str] = []  # variables earlier parts exported that change no program by name (`FOO`)
+        # for `Part.setting_words`: shell variables set so far, those of them exported, and the settings of the
+        # part whose nested commands are being read
+        self.variables: dict[str, Word] = {}
+        self.exported_words: dict[str, Word] = {}
+        self.inherited: list[Word] = []
 
     def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
         argv = cmd.words
         if not nested:
             self.span = cmd.span
-        part = Part(cmd, argv, argv, nested=nested, span=self.span, exported=list(self.exported))
+        settings = [*self.exported_words.values(), *self.inherited, *cmd.assignments]
+        part = Part(
+            cmd, argv, argv, nested=nested, span=self.span, exported=list(self.exported), setting_words=settings
+        )
         self.parts.append(part)
         for word in cmd.assignments:
             name = re.split(r"\+?=", word.text, maxsplit=1)[0]
+            if not argv:
+                self.variables[name] = word
+                if self.allexport or name in self.exported_words:
+                    self.exported_words[name] = word
             if argv:
                 self.probe_setting(word, part, depth)
             if DANGEROUS_ENV.match(name):
@@ -131,10 +143,14 @@ class Builder:
                         self.globs_unreliable = True
             elif not argv and self.allexport and not RULE_ENV.match(name):
                 self.exported.append(name)  # (`set -a`: exported)
-        inner = _peel(argv, part, self, depth)
-        part.effective = inner.effective
-        part.deny_forms = inner.deny_forms
-        self._judge(part, cmd, depth)
+        outer, self.inherited = self.inherited, part.setting_words  # (what it starts runs with its settings)
+        try:
+            inner = _peel(argv, part, self, depth)
+            part.effective = inner.effective
+            part.deny_forms = inner.deny_forms
+            self._judge(part, cmd, depth)
+        finally:
+            self.inherited = outer
 
     def finish(self) -> None:
         if self.programs_unreliable is not None:
@@ -149,6 +165,14 @@ class Builder:
                     part.unknown_reads = True
                     part.read_only = part.reads_only = False
                     part.why = part.why or f"`{part.text}`: an earlier `shopt`/`set` changes how globs expand"
+
+    def _declared(self, var: str, arg: Word, *, exported: bool) -> None:
+        """`export NAME=value`, `declare -x NAME`, `declare NAME=value`: the variable and whether later commands
+        get it (`setting_words`)."""
+        if "=" in arg.value:
+            self.variables[var] = arg
+        if exported and var in self.variables:
+            self.exported_words[var] = self.variables[var]
 
     def nested_string(self, text: str | None, part: Part, depth: int, what: str) -> None:
         """Commands inside a string another command runs (`bash -c STR`): parts of their own."""
@@ -351,6 +375,10 @@ class Builder:
                 # `set -k`: a `NAME=value` anywhere in a later command's words is a setting, not an argument (round
                 # 24's second verification: `set -k; git status GIT_CONFIG_KEY_0=core.fsmonitor …` ran code)
                 self.programs_unreliable = "an earlier `set -k` makes later `NAME=value` words settings"
+            if name == "unset":
+                for arg in words[1:]:
+                    self.variables.pop(arg.value, None)
+                    self.exported_words.pop(arg.value, None)
             if name in _DECLARATIONS:
                 exported = (
                     name == "export"
@@ -359,6 +387,8 @@ class Builder:
                 )
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
+                    if not var.startswith(("-", "+")):
+                        self._declared(var, arg, exported=exported)
                     if re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", arg.value) and name != "export":
                         # `declare -n r=PATH`: a name that stands for another variable, whatever it is called
                         self.programs_unreliable = f"an earlier `{name} {arg.value}` makes a name stand for another"

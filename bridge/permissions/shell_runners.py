@@ -208,6 +208,7 @@ def _env(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> O
                 part.unknown_program = part.unknown_program or f"`env {name}=…` changes what the command runs"
                 safe = False
             part.env_set.append(name)
+            part.setting_words.append(word)
             builder.probe_setting(word, part, depth)
             i += 1
         else:

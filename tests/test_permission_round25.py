@@ -1,0 +1,111 @@
+"""Deny rules that name a setting (`Bash(RAILS_ENV=production *)`) catch the setting however it reaches the command.
+
+Such a rule matched only the command written with its literal prefix (`RAILS_ENV=production rails db:drop`):
+`env RAILS_ENV=production …`, another setting first, `timeout 5 env …`, an `export` earlier in the command or a
+`bash -c` under the setting ran in bypass mode, and asked (instead of being refused) in the default mode. Deny rules
+always win: now a rule's settings are looked for among every setting the command gets — its own, an `env` in
+front, an earlier `export`/`declare -x`/`set -a`, the command that starts it — in any order, and the rest of the rule
+is matched against the command behind its wrappers. A setting whose value is only known at run time counts as
+the rule's (fails closed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bridge.permissions.modes import Mode
+from tests.attacks.workspace import Workspace, engine
+from tests.permission_calls import decide
+from tests.scripted_run import scripted_run
+
+PROD = "Bash(RAILS_ENV=production *)"
+
+EVASIONS = [
+    "RAILS_ENV=production ./deploy.sh",  # (the literal form: caught before too)
+    "env RAILS_ENV=production ./deploy.sh",
+    "/usr/bin/env RAILS_ENV=production ./deploy.sh",
+    "FOO=1 RAILS_ENV=production ./deploy.sh",
+    "RAILS_ENV='production' FOO=1 ./deploy.sh",
+    "timeout 5 env RAILS_ENV=production ./deploy.sh",
+    "env FOO=1 RAILS_ENV=production timeout 5 ./deploy.sh",
+    "export RAILS_ENV=production; ./deploy.sh",
+    "export RAILS_ENV=production && ./deploy.sh",
+    "RAILS_ENV=production; export RAILS_ENV; ./deploy.sh",
+    "export RAILS_ENV=staging; RAILS_ENV=production; ./deploy.sh",
+    "set -a; RAILS_ENV=production; ./deploy.sh",
+    "declare -x RAILS_ENV=production; ./deploy.sh",
+    "typeset -x RAILS_ENV=production; ./deploy.sh",
+    "RAILS_ENV=production bash -c ./deploy.sh",
+    "env RAILS_ENV=production sh -c './deploy.sh'",
+    "RAILS_ENV=$(echo production) ./deploy.sh",  # a value known only at run time: the rule's, as far as anyone knows
+]
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+@pytest.mark.parametrize("command", EVASIONS)
+def test_a_deny_rule_with_a_setting_catches_every_way_the_setting_reaches_the_command(
+    found: Workspace, mode: Mode, command: str
+) -> None:
+    decided = decide(engine(found, mode, deny=(PROD,)), "Bash", {"command": command})
+    assert decided.behavior == "deny", command
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        ("Bash(RAILS_ENV=production rails *)", "env RAILS_ENV=production rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "timeout 9 env RAILS_ENV=production nice rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "export RAILS_ENV=production; cd app && rails db:drop"),
+        ("Bash(A=1 B=2 rm *)", "B=2 A=1 rm -rf x"),
+        ("Bash(A=1 B=2 rm *)", "export A=1; env B=2 rm -rf x"),
+        ("Bash(RAILS_ENV=prod* *)", "env RAILS_ENV=production-eu ./deploy.sh"),
+    ],
+)
+def test_the_rest_of_the_rule_is_matched_behind_wrappers_and_the_settings_in_any_order(
+    found: Workspace, rule: str, command: str
+) -> None:
+    assert decide(engine(found, "bypassPermissions", deny=(rule,)), "Bash", {"command": command}).behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [
+        (PROD, "RAILS_ENV=staging ./deploy.sh"),
+        (PROD, "env RAILS_ENV=staging ./deploy.sh"),
+        (PROD, "echo RAILS_ENV=production"),
+        (PROD, "RAILS_ENV=production"),  # a shell variable, set for no command
+        (PROD, "RAILS_ENV=production; ./deploy.sh"),  # not exported: the script does not see it
+        (PROD, "env RAILS_ENV=production-eu ./deploy.sh"),
+        ("Bash(RAILS_ENV=production rails *)", "env RAILS_ENV=production rake db:drop"),
+        ("Bash(A=1 B=2 rm *)", "A=1 rm -rf x"),
+    ],
+)
+def test_a_command_without_the_rules_settings_is_not_refused(found: Workspace, rule: str, command: str) -> None:
+    assert decide(engine(found, "bypassPermissions", deny=(rule,)), "Bash", {"command": command}).behavior == "allow"
+
+
+def test_the_deny_rule_stops_the_deploy_end_to_end(tmp_path: Path) -> None:
+    """In bypass mode, each evasion's script would leave `deployed-production`; the control leaves its own."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = ws / "deploy.sh"
+    script.write_text('#!/bin/sh\ntouch "deployed-${RAILS_ENV:-none}"\n')
+    script.chmod(0o755)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "AGENT_BRIDGE_DATA_DIR": str(tmp_path / "data"),
+        "AGENT_BRIDGE_CONFIG_DIR": str(tmp_path / "cfg"),
+    }
+    calls = [("Bash", {"command": c}) for c in ["RAILS_ENV=staging ./deploy.sh", *EVASIONS]]
+    scripted_run(ws, calls, "--dangerously-approve-all", "--deny", PROD, env=env, scenario=tmp_path / "s.json")
+    assert (ws / "deployed-staging").exists(), "the control: the same script under another setting ran"
+    assert not (ws / "deployed-production").exists()
+    for evasion in EVASIONS[:-1]:  # and each is real: run by bash as it is, it deploys to production
+        (ws / "deployed-production").unlink(missing_ok=True)
+        subprocess.run(
+            ["bash", "-c", evasion], cwd=ws, capture_output=True, timeout=30, env={**env, "PATH": "/usr/bin:/bin"}
+        )
+        assert (ws / "deployed-production").exists(), evasion
