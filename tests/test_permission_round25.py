@@ -40,6 +40,8 @@ EVASIONS = [
     "typeset -x RAILS_ENV=production; ./deploy.sh",
     "RAILS_ENV=production bash -c ./deploy.sh",
     "env RAILS_ENV=production sh -c './deploy.sh'",
+    "read RAILS_ENV <<< production; export RAILS_ENV; ./deploy.sh",
+    "printf -v RAILS_ENV production; export RAILS_ENV; ./deploy.sh",
     "RAILS_ENV=$(echo production) ./deploy.sh",  # a value known only at run time: the rule's, as far as anyone knows
 ]
 

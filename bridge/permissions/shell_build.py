@@ -171,8 +171,11 @@ class Builder:
         get it (`setting_words`)."""
         if "=" in arg.value:
             self.variables[var] = arg
-        if exported and var in self.variables:
-            self.exported_words[var] = self.variables[var]
+        if exported:
+            # a variable set where the checker does not follow it (`read`, `printf -v`, `for`, a function): a value
+            # known only at run time, which may be what a rule names
+            unknown = Word(f"{var}=…", f"{var}=…", why="its value is set at run time")
+            self.exported_words[var] = self.variables.get(var, unknown)
 
     def nested_string(self, text: str | None, part: Part, depth: int, what: str) -> None:
         """Commands inside a string another command runs (`bash -c STR`): parts of their own."""
