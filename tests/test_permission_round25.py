@@ -42,6 +42,21 @@ EVASIONS = [
     "env RAILS_ENV=production sh -c './deploy.sh'",
     "read RAILS_ENV <<< production; export RAILS_ENV; ./deploy.sh",
     "printf -v RAILS_ENV production; export RAILS_ENV; ./deploy.sh",
+    # the verification round: values the checker did not follow, auto-export, order, a name computed at run time
+    "RAILS_ENV=prod RAILS_ENV+=uction ./deploy.sh",
+    "RAILS_ENV=prod; RAILS_ENV+=uction; export RAILS_ENV; ./deploy.sh",
+    "export RAILS_ENV=staging; read RAILS_ENV <<< production; ./deploy.sh",
+    "set -a; read RAILS_ENV <<< production; ./deploy.sh",
+    "declare -lx RAILS_ENV=PRODUCTION; ./deploy.sh",
+    "declare -l RAILS_ENV; export RAILS_ENV=Production; ./deploy.sh",
+    "bash -a -c 'RAILS_ENV=production; ./deploy.sh'",
+    "bash -o allexport -c 'RAILS_ENV=production; ./deploy.sh'",
+    "shopt -so allexport; RAILS_ENV=production; ./deploy.sh",
+    'v=RAILS_ENV=production; export "$v"; ./deploy.sh',
+    "export $(echo RAILS_ENV=production); ./deploy.sh",
+    "export RAILS_ENV{=production,}; ./deploy.sh",
+    "for i in 1 2; do ./deploy.sh; RAILS_ENV=production; export RAILS_ENV; done",
+    "trap ./deploy.sh EXIT; RAILS_ENV=production; export RAILS_ENV",
     "RAILS_ENV=$(echo production) ./deploy.sh",  # a value known only at run time: the rule's, as far as anyone knows
 ]
 
@@ -64,6 +79,15 @@ def test_a_deny_rule_with_a_setting_catches_every_way_the_setting_reaches_the_co
         ("Bash(A=1 B=2 rm *)", "B=2 A=1 rm -rf x"),
         ("Bash(A=1 B=2 rm *)", "export A=1; env B=2 rm -rf x"),
         ("Bash(RAILS_ENV=prod* *)", "env RAILS_ENV=production-eu ./deploy.sh"),
+        ("Bash(RAILS_ENV=production rails *)", "RAILS_ENV=production bundle exec rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "export RAILS_ENV=production; npx rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "trap 'rails db:drop' EXIT; export RAILS_ENV=production"),
+        (
+            "Bash(RAILS_ENV=production rails *)",
+            "set -o posix; export RAILS_ENV=x; RAILS_ENV=production :; rails db:drop",
+        ),
+        ("Bash(RAILS_ENV=production rails *)", "sudo RAILS_ENV=production rails db:drop"),
+        ("Bash(RAILS_ENV=production *)", "sudo RAILS_ENV=production ./deploy.sh"),
     ],
 )
 def test_the_rest_of_the_rule_is_matched_behind_wrappers_and_the_settings_in_any_order(

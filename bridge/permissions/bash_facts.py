@@ -479,17 +479,23 @@ class BashFacts:
 _SPACE = re.compile(r"\s")
 
 
+MAX_SETTINGS = 256  # settings a part may run with that are compared with a rule's; past it, it fails closed
+
+
 def settings_hit(part: Part, rule: CompiledRule) -> bool:
     """A deny or ask rule that names settings (`Bash(RAILS_ENV=production rails *)`) and a part that runs with each
     of them, however they reach it (Part.setting_words), whose command behind its wrappers is the rest of the rule.
     Before, only the literal form (`RAILS_ENV=production rails x`) matched: `env RAILS_ENV=production rails x`, a
     setting before it, or an earlier `export` ran in bypass mode."""
     rest = rule.rest
-    if rest is None or not part.setting_words:
+    if rest is None:
         return False
-    if not all(any(_is_setting(p, word) for word in part.setting_words) for p in rule.settings):
+    words = part.all_settings(MAX_SETTINGS)
+    if words is not None and not all(any(_is_setting(p, word) for word in words) for p in rule.settings):
         return False
-    return any(_Form.of(form).hits(rest) for form in part.deny_forms)
+    # (more settings than that, or a name computed at run time: it may have the rule's, it fails closed) The rest
+    # is matched as any deny rule is: behind wrappers, and in the commands a runner may start (`bundle exec rails`)
+    return any(_Form.of(form).hits(rest) for form in part.forms(for_deny=True))
 
 
 def _is_setting(pattern: re.Pattern[str], word: Word) -> bool:

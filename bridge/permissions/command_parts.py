@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bridge.environment import PROGRAM_ENV
@@ -63,10 +64,27 @@ class Part:
     span: tuple[int, int] = (0, 0)  # where it is in the command text (a nested part: the part that runs it)
     environment: bool = False  # it reads environment variables that may hold secrets
     exported: list[str] = field(default_factory=list)  # what earlier parts exported for it (`export FOO=1; …`)
-    # every `NAME=value` it runs with, wherever it was set: its own, `env NAME=value` in front, an earlier `export`
-    # (or `declare -x`, `set -a`), the command that starts it (`NAME=value bash -c …`): what deny and ask rules that
-    # name a setting look for (`Bash(RAILS_ENV=production *)`)
+    # The `NAME=value` settings it may run with, which deny and ask rules that name a setting look for
+    # (`Bash(RAILS_ENV=production *)`): its own, `env NAME=value`'s and `sudo NAME=value`'s (`setting_words`), those
+    # of the commands that start it (`NAME=value bash -c …`: `started_by`), and what the whole command line exports
+    # anywhere (`settings`, shared: a loop or a trap runs its parts in another order than written).
     setting_words: list[Word] = field(default_factory=list)
+    started_by: Part | None = None
+    settings: ScriptSettings | None = None
+
+    def all_settings(self, limit: int) -> list[Word] | None:
+        """Every setting it may run with (see `setting_words`); None: more than `limit`, or a name computed at
+        run time (any setting at all)."""
+        found: list[Word] = []
+        part: Part | None = self
+        while part is not None and len(found) <= limit:
+            found += part.setting_words
+            part = part.started_by
+        if self.settings is not None:
+            if self.settings.computed is not None:
+                return None
+            found += self.settings.words()
+        return found if len(found) <= limit else None
 
     @property
     def text(self) -> str:
@@ -116,6 +134,65 @@ class Part:
             if self.unruled_settings()
             else self.canonical
         )
+
+
+class ScriptSettings:
+    """The variables a whole command line sets and exports, read without regard to order (a loop or a `trap` runs
+    later parts first) and failing closed where the checker does not follow a value: `+=`, `read`, `printf -v`,
+    `declare -l`, a name computed at run time. What every part of the command may run with, for deny and ask rules
+    that name a setting (the one use: an allow rule never counts on it)."""
+
+    def __init__(self) -> None:
+        self.exports: list[Word] = []  # `export NAME=value`, `declare -x NAME=value`
+        self.bare: list[Word] = []  # `NAME=value` as a shell variable (alone, `declare NAME=value`, before `:`)
+        self.export_names: set[str] = set()  # exported somewhere (`export NAME`)
+        self.unknown: set[str] = set()  # given a value the checker does not follow
+        self.allexport = False  # `set -a`, `shopt -so allexport`, `bash -a`: every variable set is exported
+        self.computed: str | None = None  # why any name at all may be set (`export $(cat .env)`)
+        self._words: tuple[Word, ...] | None = None
+
+    def assigned(self, name: str, word: Word, *, bare: bool) -> None:
+        self._words = None
+        if word.text[len(name) :].startswith("+="):
+            self.unknown.add(name)
+        elif bare:
+            self.bare.append(word)
+
+    def unknown_value(self, name: str) -> None:
+        self._words = None
+        self.unknown.add(name)
+
+    def declared(self, builtin: str, args: Sequence[Word], *, exported: bool) -> None:
+        """`export`/`declare`/`typeset`/`local`/`readonly` with these arguments (`exported`: they are exported)."""
+        self._words = None
+        case = builtin != "export" and any(
+            a.static and re.fullmatch(r"[-+][a-zA-Z]*[luc][a-zA-Z]*", a.value) for a in args
+        )
+        for arg in args:
+            if not arg.static or arg.pattern is not None or "{" in arg.text:
+                self.computed = f"`{builtin} {arg.text}` sets a variable whose name is known only at run time"
+                continue
+            if arg.value.startswith(("-", "+")):
+                continue
+            name, has_value = arg.value.split("=", 1)[0], "=" in arg.value
+            if name.endswith("+"):  # `NAME+=value`
+                name = name[:-1]
+                self.unknown.add(name)
+            if case:  # `declare -l NAME`: every value it is given is changed
+                self.unknown.add(name)
+            if exported:
+                self.export_names.add(name)
+            if has_value and name not in self.unknown:
+                (self.exports if exported else self.bare).append(arg)
+
+    def words(self) -> tuple[Word, ...]:
+        if self._words is None:
+            names = self.export_names
+            found = [*self.exports]
+            found += [w for w in self.bare if self.allexport or re.split(r"\+?=", w.text, maxsplit=1)[0] in names]
+            found += [Word(f"{n}=…", f"{n}=…", why="its value is set at run time") for n in sorted(self.unknown)]
+            self._words = tuple(found)
+        return self._words
 
 
 def safe_device(target: str) -> bool:

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from bridge.permissions.code_runners import runs_code
 from bridge.permissions.command_effects import Access
-from bridge.permissions.command_parts import DANGEROUS_ENV, RULE_ENV, UNKNOWN, Part, WriteTarget, safe_device
+from bridge.permissions.command_parts import (
+    DANGEROUS_ENV,
+    RULE_ENV,
+    UNKNOWN,
+    Part,
+    ScriptSettings,
+    WriteTarget,
+    safe_device,
+)
 from bridge.permissions.commands import effects, known
 from bridge.permissions.shell_runners import RUNNERS, Unknown, code_option
 from bridge.permissions.shell_syntax import Command, Script, ShellSyntaxError, Word
@@ -97,6 +105,12 @@ _PYTEST_WRITES = {
     "--html": False,
     "--json-report-file": False,
 }
+_SPECIAL_BUILTINS = frozenset(  # POSIX's: an assignment before one stays set after it (in sh, `set -o posix`)
+    {":", ".", "break", "continue", "eval", "exec", "exit", "export", "readonly", "return", "set", "shift", "times"}
+    | {"trap", "unset"}
+)
+_VALUE_READERS = frozenset({"read", "mapfile", "readarray", "getopts"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PYTEST_INI_WRITES = {"cache_dir": True, "log_file": False, "junit_logging_file": False}
 
 
@@ -111,27 +125,29 @@ class Builder:
         self.overflow = False  # a probe read more than MAX_PROBE_PARTS commands
         self.allexport = False  # an earlier `set -a`: a bare `NAME=value` is exported
         self.exported: list[str] = []  # variables earlier parts exported that change no program by name (`FOO`)
-        # for `Part.setting_words`: shell variables set so far, those of them exported, and the settings of the
-        # part whose nested commands are being read
-        self.variables: dict[str, Word] = {}
-        self.exported_words: dict[str, Word] = {}
-        self.inherited: list[Word] = []
+        self.settings = ScriptSettings()  # what variables the whole command sets and exports (`Part.settings`)
+        self.starter: Part | None = None  # the part whose nested commands are being read
 
     def add(self, cmd: Command, *, nested: bool, depth: int) -> None:
         argv = cmd.words
         if not nested:
             self.span = cmd.span
-        settings = [*self.exported_words.values(), *self.inherited, *cmd.assignments]
         part = Part(
-            cmd, argv, argv, nested=nested, span=self.span, exported=list(self.exported), setting_words=settings
+            cmd,
+            argv,
+            argv,
+            nested=nested,
+            span=self.span,
+            exported=list(self.exported),
+            setting_words=list(cmd.assignments),
+            started_by=self.starter,
+            settings=self.settings,
         )
         self.parts.append(part)
+        special = bool(argv) and argv[0].static and argv[0].value in _SPECIAL_BUILTINS
         for word in cmd.assignments:
             name = re.split(r"\+?=", word.text, maxsplit=1)[0]
-            if not argv:
-                self.variables[name] = word
-                if self.allexport or name in self.exported_words:
-                    self.exported_words[name] = word
+            self.settings.assigned(name, word, bare=not argv or special)
             if argv:
                 self.probe_setting(word, part, depth)
             if DANGEROUS_ENV.match(name):
@@ -143,14 +159,14 @@ class Builder:
                         self.globs_unreliable = True
             elif not argv and self.allexport and not RULE_ENV.match(name):
                 self.exported.append(name)  # (`set -a`: exported)
-        outer, self.inherited = self.inherited, part.setting_words  # (what it starts runs with its settings)
+        outer, self.starter = self.starter, part  # what it starts runs with its settings
         try:
             inner = _peel(argv, part, self, depth)
             part.effective = inner.effective
             part.deny_forms = inner.deny_forms
             self._judge(part, cmd, depth)
         finally:
-            self.inherited = outer
+            self.starter = outer
 
     def finish(self) -> None:
         if self.programs_unreliable is not None:
@@ -165,17 +181,6 @@ class Builder:
                     part.unknown_reads = True
                     part.read_only = part.reads_only = False
                     part.why = part.why or f"`{part.text}`: an earlier `shopt`/`set` changes how globs expand"
-
-    def _declared(self, var: str, arg: Word, *, exported: bool) -> None:
-        """`export NAME=value`, `declare -x NAME`, `declare NAME=value`: the variable and whether later commands
-        get it (`setting_words`)."""
-        if "=" in arg.value:
-            self.variables[var] = arg
-        if exported:
-            # a variable set where the checker does not follow it (`read`, `printf -v`, `for`, a function): a value
-            # known only at run time, which may be what a rule names
-            unknown = Word(f"{var}=…", f"{var}=…", why="its value is set at run time")
-            self.exported_words[var] = self.variables.get(var, unknown)
 
     def nested_string(self, text: str | None, part: Part, depth: int, what: str) -> None:
         """Commands inside a string another command runs (`bash -c STR`): parts of their own."""
@@ -326,14 +331,11 @@ class Builder:
         if part.unknown_reads:
             reasons.append(f"`{part.text}` reads a path computed at run time")
         names = [re.split(r"\+?=", word.text, maxsplit=1)[0] for word in cmd.assignments] + part.env_set
-        for name in names + part.exported:
-            if part.argv and not _INERT_ENV.match(name):
-                how = (
-                    "gets {} from an earlier export"
-                    if name in part.exported and name not in names
-                    else "sets {} for it"
-                )
+        for name in names + part.exported if part.argv else ():
+            if not _INERT_ENV.match(name):  # (the first is the reason: a thousand exports cost no more)
+                how = "sets {} for it" if name in names else "gets {} from an earlier export"
                 reasons.append(f"`{part.text}` {how.format(name)}")
+                break
         if part.hazard is not None:
             reasons.append(f"`{part.text}`: {part.hazard}")
         if part.unknown_program is not None:
@@ -378,20 +380,24 @@ class Builder:
                 # `set -k`: a `NAME=value` anywhere in a later command's words is a setting, not an argument (round
                 # 24's second verification: `set -k; git status GIT_CONFIG_KEY_0=core.fsmonitor …` ran code)
                 self.programs_unreliable = "an earlier `set -k` makes later `NAME=value` words settings"
-            if name == "unset":
-                for arg in words[1:]:
-                    self.variables.pop(arg.value, None)
-                    self.exported_words.pop(arg.value, None)
+            if name in _VALUE_READERS or (name == "printf" and any(a.value.startswith("-v") for a in words[1:])):
+                for arg in words[1:]:  # (`read NAME`, `printf -v NAME`: values the checker does not follow)
+                    if arg.static and _IDENTIFIER.fullmatch(arg.value):
+                        self.settings.unknown_value(arg.value)
+            if name in ("set", "shopt") and any(
+                a.value == "allexport" or (name == "set" and re.fullmatch(r"-[a-zA-Z]*a[a-zA-Z]*", a.value))
+                for a in words[1:]
+            ):
+                self.settings.allexport = True
             if name in _DECLARATIONS:
                 exported = (
                     name == "export"
                     or self.allexport
                     or any(re.fullmatch(r"-[a-zA-Z]*x[a-zA-Z]*", a.value) for a in words[1:])
                 )
+                self.settings.declared(name, words[1:], exported=exported)
                 for arg in words[1:]:
                     var = arg.value.split("=", 1)[0]
-                    if not var.startswith(("-", "+")):
-                        self._declared(var, arg, exported=exported)
                     if re.fullmatch(r"[-+][a-zA-Z]*n[a-zA-Z]*", arg.value) and name != "export":
                         # `declare -n r=PATH`: a name that stands for another variable, whatever it is called
                         self.programs_unreliable = f"an earlier `{name} {arg.value}` makes a name stand for another"

@@ -236,6 +236,7 @@ def _sudo(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) -> 
     while at < len(words) and words[at].static and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", words[at].value):
         if DANGEROUS_ENV.match(words[at].value.split("=", 1)[0]):
             part.unknown_program = part.unknown_program or "sudo sets a variable that changes what runs"
+        part.setting_words.append(words[at])
         at += 1
     return _after(words, at, safe=False)
 
@@ -300,6 +301,8 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
             i += 1
             break
         if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            if text == "-o" and i + 1 < len(words) and words[i + 1].value == "allexport":
+                builder.settings.allexport = True  # (every variable the string sets is exported)
             i += 2
             continue
         if text.startswith("--"):
@@ -307,6 +310,8 @@ def _shell(words: tuple[Word, ...], part: Part, builder: Builder, depth: int) ->
             continue
         if text.startswith(("-", "+")) and len(text) > 1:
             command_string = command_string or "c" in text[1:]
+            if text.startswith("-") and "a" in text[1:]:
+                builder.settings.allexport = True  # `bash -a -c …`
             from_input = from_input or (text.startswith("-") and any(c in text[1:] for c in "si"))
             i += 1
             continue
