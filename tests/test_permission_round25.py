@@ -88,6 +88,32 @@ def test_a_deny_rule_with_a_setting_catches_every_way_the_setting_reaches_the_co
         ),
         ("Bash(RAILS_ENV=production rails *)", "sudo RAILS_ENV=production rails db:drop"),
         ("Bash(RAILS_ENV=production *)", "sudo RAILS_ENV=production ./deploy.sh"),
+        # the second verification round: a command read in another's arguments runs with its own settings
+        ("Bash(RAILS_ENV=production rails *)", "setarch x86_64 env RAILS_ENV=production FOO=1 rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "timeout 5 setarch x86_64 -- env RAILS_ENV=production FOO=1 rails x"),
+        ("Bash(RAILS_ENV=production rails *)", "setarch x86_64 bash -c 'export RAILS_ENV=production; rails db:drop'"),
+        ("Bash(RAILS_ENV=production rails *)", "setarch x86_64 sh -c 'RAILS_ENV=production FOO=1 rails db:drop'"),
+        ("Bash(RAILS_ENV=production rails *)", "npx -c 'export RAILS_ENV=production; rails db:drop'"),
+        (
+            "Bash(RAILS_ENV=production rails *)",
+            "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='RAILS_ENV=production rails db:drop' x",
+        ),
+        (
+            "Bash(RAILS_ENV=production rails *)",
+            "ssh -o ProxyCommand='env RAILS_ENV=production FOO=1 rails db:drop' -o ConnectTimeout=2 x",
+        ),
+        ("Bash(RAILS_ENV=production rails *)", "git rebase --exec 'env RAILS_ENV=production FOO=1 rails x' HEAD~1"),
+        ("Bash(RAILS_ENV=production *)", "setarch x86_64 sh -c 'RAILS_ENV=production; export RAILS_ENV; ./deploy.sh'"),
+        ("Bash(RAILS_ENV=production *)", "setarch x86_64 bash -c 'set -a; RAILS_ENV=production; ./deploy.sh'"),
+        ("Bash(RAILS_ENV=production *)", "ssh-agent sh -c 'RAILS_ENV=production FOO=1 ./deploy.sh'"),
+        ("Bash(RAILS_ENV=production *)", "tmux -L x new-session -d 'RAILS_ENV=production ./deploy.sh'"),
+        # and the rule's other spellings: the prefix forms, a `*` in the name
+        ("Bash(RAILS_ENV=production:*)", "env RAILS_ENV=production ./deploy.sh"),
+        ("Bash(RAILS_ENV=production:*)", "set -a; RAILS_ENV=production; ./deploy.sh"),
+        ("Bash(RAILS_ENV=production*)", "env RAILS_ENV=production ./deploy.sh"),
+        ("Bash(RAILS_*=production *)", "env RAILS_ENV=production ./deploy.sh"),
+        ("Bash(*RAILS_ENV=production *)", "timeout 5 env FOO=1 RAILS_ENV=production ./deploy.sh"),
+        ("Bash(RAILS_*=production *)", "x=production; env RAILS_ENV=$x ./deploy.sh"),
     ],
 )
 def test_the_rest_of_the_rule_is_matched_behind_wrappers_and_the_settings_in_any_order(
@@ -107,6 +133,10 @@ def test_the_rest_of_the_rule_is_matched_behind_wrappers_and_the_settings_in_any
         (PROD, "env RAILS_ENV=production-eu ./deploy.sh"),
         ("Bash(RAILS_ENV=production rails *)", "env RAILS_ENV=production rake db:drop"),
         ("Bash(A=1 B=2 rm *)", "A=1 rm -rf x"),
+        ("Bash(RAILS_ENV=production:*)", "env RAILS_ENV=staging ./deploy.sh"),
+        ("Bash(RAILS_*=production *)", "env RAILS_ENV=staging ./deploy.sh"),
+        ("Bash(RAILS_ENV=production rails *)", "setarch x86_64 env RAILS_ENV=staging rails db:drop"),
+        ("Bash(RAILS_ENV=production rails *)", "setarch x86_64 env RAILS_ENV=production rake db:drop"),
     ],
 )
 def test_a_command_without_the_rules_settings_is_not_refused(found: Workspace, rule: str, command: str) -> None:

@@ -23,7 +23,7 @@ from bridge.permissions.containment import InvalidPath, Workspace, resolve
 from bridge.permissions.git_reading import reading_risks
 from bridge.permissions.linked_paths import any_linked, file_key, linked_name
 from bridge.permissions.path_access import PathAccess, may_hold, path_hit
-from bridge.permissions.rules import CompiledRule
+from bridge.permissions.rules import CompiledRule, Setting
 from bridge.permissions.shell import ShellVerdict
 from bridge.permissions.shell_paths import Budget, checksum_names, expand_glob
 from bridge.permissions.shell_syntax import Word
@@ -490,19 +490,32 @@ def settings_hit(part: Part, rule: CompiledRule) -> bool:
     rest = rule.rest
     if rest is None:
         return False
-    words = part.all_settings(MAX_SETTINGS)
-    if words is not None and not all(any(_is_setting(p, word) for word in words) for p in rule.settings):
-        return False
-    # (more settings than that, or a name computed at run time: it may have the rule's, it fails closed) The rest
-    # is matched as any deny rule is: behind wrappers, and in the commands a runner may start (`bundle exec rails`)
-    return any(_Form.of(form).hits(rest) for form in part.forms(for_deny=True))
+    for candidate in _with_probed(part):  # (a command in its arguments: `setarch x86_64 env RAILS_ENV=… rails`)
+        words = candidate.all_settings(MAX_SETTINGS)
+        if words is not None and not all(any(_is_setting(s, word) for word in words) for s in rule.settings):
+            continue
+        # (more settings than that, or a name computed at run time: it may have the rule's, it fails closed) The
+        # rest is matched as any deny rule is: behind wrappers, and in what a runner may start (`bundle exec rails`)
+        if any(_Form.of(form).hits(rest) for form in candidate.forms(for_deny=True)):
+            return True
+    return False
 
 
-def _is_setting(pattern: re.Pattern[str], word: Word) -> bool:
+def _with_probed(part: Part) -> list[Part]:
+    """`part` and the commands read in its arguments, and in theirs (`setarch x86_64 tar --checkpoint-action=…`)."""
+    found, stack = [part], list(part.probed)
+    while stack:
+        each = stack.pop()
+        found.append(each)
+        stack.extend(each.probed)
+    return found
+
+
+def _is_setting(setting: Setting, word: Word) -> bool:
     """`word` (`NAME=value`) is a setting the rule names; one computed at run time of the rule's name may be."""
     if not word.static:
-        return pattern.pattern.startswith(re.escape(word.text.split("=", 1)[0] + "="))
-    return pattern.fullmatch(word.value) is not None
+        return setting.name.fullmatch(word.text.split("=", 1)[0]) is not None
+    return setting.word.fullmatch(word.value) is not None
 
 
 @dataclass(frozen=True)

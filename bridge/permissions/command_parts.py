@@ -71,6 +71,7 @@ class Part:
     setting_words: list[Word] = field(default_factory=list)
     started_by: Part | None = None
     settings: ScriptSettings | None = None
+    probed: list[Part] = field(default_factory=list)  # the commands read in its arguments (`probe_forms`'), whole
 
     def all_settings(self, limit: int) -> list[Word] | None:
         """Every setting it may run with (see `setting_words`); None: more than `limit`, or a name computed at

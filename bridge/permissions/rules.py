@@ -116,7 +116,7 @@ class CompiledRule:
     # a command rule that starts with settings (`Bash(RAILS_ENV=production rails *)`): the settings, each a
     # `NAME=value` pattern (`*` any text), and the rest of the rule compiled on its own. Deny and ask rules look
     # for the settings among every setting a command gets (Part.setting_words), in any order.
-    settings: tuple[re.Pattern[str], ...] = ()
+    settings: tuple[Setting, ...] = ()
     rest: CompiledRule | None = None
 
     @property
@@ -177,20 +177,43 @@ def compile_rule(placed: PlacedRule, form: RuleForm, *, cwd: Path) -> CompiledRu
     return base  # a `name` specifier (`Agent(Explore)`): compared with what the call names
 
 
-_SETTINGS = re.compile(r"((?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|[^\s'\"])*\s+)+)(\S.*)", re.S)
+_SETTING = r"[A-Za-z_*][A-Za-z0-9_*]*=(?:'[^']*'|\"[^\"]*\"|[^\s'\"])*"
+_SETTINGS = re.compile(rf"((?:{_SETTING}\s+)+)(\S.*)", re.S)
+_ONLY_SETTINGS = re.compile(rf"(?:{_SETTING}\s+)*{_SETTING}", re.S)  # `RAILS_ENV=production*`: any command after
 
 
-def _leading_settings(spec: str) -> tuple[tuple[re.Pattern[str], ...], str]:
-    """`RAILS_ENV=production rails *` -> (the pattern of `RAILS_ENV=production`, `rails *`); no settings: ((), spec)."""
-    found = _SETTINGS.fullmatch(spec.strip())
-    if found is None:
+def _leading_settings(spec: str) -> tuple[tuple[Setting, ...], str]:
+    """`RAILS_ENV=production rails *` -> (`RAILS_ENV=production`, `rails *`); no settings: ((), spec). The prefix
+    forms say the same: `RAILS_ENV=production:*` and `RAILS_ENV=production*` are `RAILS_ENV=production*` and `*`."""
+    text = spec.strip()
+    text = text[:-2] + "*" if text.endswith(":*") else text
+    found = _SETTINGS.fullmatch(text)
+    if found is not None:
+        head, rest = found.group(1), found.group(2)
+    elif _ONLY_SETTINGS.fullmatch(text) and text.endswith("*"):
+        head, rest = text, "*"
+    else:
         return (), spec
     try:
-        words = shlex.split(found.group(1))
+        words = shlex.split(head)
     except ValueError:
         return (), spec
-    patterns = tuple(re.compile(".*".join(re.escape(part) for part in word.split("*")), re.S) for word in words)
-    return patterns, found.group(2)
+    return tuple(Setting.of(word) for word in words), rest
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `NAME=value` of a rule, `*` any text in either: the whole word's pattern, and its name's."""
+
+    word: re.Pattern[str]
+    name: re.Pattern[str]
+
+    @classmethod
+    def of(cls, text: str) -> Setting:
+        def glob(part: str) -> re.Pattern[str]:
+            return re.compile(".*".join(re.escape(piece) for piece in part.split("*")), re.S)
+
+        return cls(glob(text), glob(text.split("=", 1)[0]))
 
 
 @dataclass

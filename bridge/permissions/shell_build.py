@@ -217,7 +217,7 @@ class Builder:
                 f"`{words[0].value}` has more than {MAX_PROBES} arguments that could be a command it runs"
             )
             return
-        probe = Builder(Script(), probing=True)
+        probe = self._probe(part)
         for i in heads:
             probe.add(Command(words[i:], text=part.text), nested=True, depth=depth + 1)
         for word in words[1:]:
@@ -232,7 +232,7 @@ class Builder:
         if not value.static or depth >= MAX_NESTING:
             part.opaque = part.opaque or f"`{program}` runs a program computed at run time"
             return
-        probe = Builder(Script(), probing=True)
+        probe = self._probe(part)
         probe.add(Command((value, UNKNOWN), text=value.value), nested=True, depth=depth + 1)
         if _COMMAND_LINE.search(value.value):
             probe.probe_string(value.value, depth)
@@ -246,13 +246,21 @@ class Builder:
         value = word.value.split("=", 1)[1] if "=" in word.value else ""
         if not value:
             return
-        probe = Builder(Script(), probing=True)
+        probe = self._probe(part)
         probe.probe_word(value, depth, whole=True)
         if "/" in value and not _COMMAND_LINE.search(value):
             probe.add(Command((Word(value, value), UNKNOWN), text=value), nested=True, depth=depth + 1)
         self._take_probes(probe, part, word.value.split("=", 1)[0])
 
+    def _probe(self, part: Part) -> Builder:
+        """A builder for the commands in `part`'s arguments: they run with its settings, and what they export
+        counts for the whole command (deny rules that name a setting: round 25's second verification)."""
+        probe = Builder(Script(), probing=True)
+        probe.settings, probe.starter = self.settings, part
+        return probe
+
     def _take_probes(self, probe: Builder, part: Part, program: str) -> None:
+        part.probed.extend(probe.parts)
         for found in probe.parts:
             part.probe_forms.extend(found.deny_forms)
             why = found.unknown_program or found.opaque
