@@ -489,3 +489,19 @@ def test_the_sdk_is_needed_only_when_a_proxy_applies_to_the_apis_host(
     """Issue 26: NO_PROXY (set on every corporate machine and CI) no longer sends requests down the SDK path."""
     assert (wire.supported(env, base_url=base_url) is None) is fast
     assert AnthropicModel(api_key="k", base_url=None, transport="sdk").transport == "sdk"
+
+
+def test_transports_share_one_tls_context_for_the_same_trust(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the CA certificates is most of a transport's cost: `serve`'s warm-up built a second context after
+    the first request's (issue 26); a changed SSL_CERT_FILE still gets a context that trusts what it names."""
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+
+    def context(transport: Any) -> Any:
+        return transport._pool._ssl_context
+
+    first, second = wire._transport(), wire._transport()
+    assert context(first) is context(second)
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca.pem")
+    with pytest.raises(FileNotFoundError):  # (read at once, as httpcore2 does: not the shared one)
+        wire._transport()

@@ -16,6 +16,7 @@ import os
 import platform
 import re
 import socket
+import ssl
 import sys
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore2
 import httpx2
 
 NESTED = object()
@@ -244,9 +246,23 @@ _LIMITS = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 _PREPARED: list[httpx2.AsyncHTTPTransport] = []
 
 
+_TLS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+
+
+def _tls() -> ssl.SSLContext:
+    """The TLS context the transports of the process share: what `verify=True` builds (`httpcore2`'s default,
+    reading `SSL_CERT_FILE`/`SSL_CERT_DIR` as the transport's `trust_env` does), built once for those two.
+    Reading the CA certificates is most of a transport's cost (~30 ms here); `serve` built two before the first
+    tool result."""
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    if key not in _TLS:
+        _TLS[key] = httpcore2.default_ssl_context()
+    return _TLS[key]
+
+
 def _transport() -> httpx2.AsyncHTTPTransport:
     """The SDK's default transport (its `DefaultAsyncHttpxClient` without proxies)."""
-    return httpx2.AsyncHTTPTransport(limits=_LIMITS, socket_options=_socket_options())
+    return httpx2.AsyncHTTPTransport(limits=_LIMITS, socket_options=_socket_options(), verify=_tls())
 
 
 def prepare() -> None:
