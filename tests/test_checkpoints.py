@@ -287,3 +287,59 @@ async def test_a_call_cancelled_while_its_step_is_checkpointed_never_starts(
         await run.session.checkpoints.settle()
 
     assert not (ws / "ran").exists()
+
+
+async def test_a_cancel_while_the_steps_snapshot_is_taken_answers_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot can take minutes (a folder's `.gitignore` of 100,000 costly patterns: attack round 26): a cancel
+    meanwhile ends the turn without waiting for it (before, it waited for the whole snapshot; the call never
+    started, as the test before this one shows)."""
+    import asyncio
+
+    from bridge.loop.events import ToolCallInProgress
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command="touch ran")), say("done")]) as run:
+        lock = run.session.checkpoints.lock
+        await lock.acquire()  # the snapshot that takes its time, still going when the turn must end
+        try:
+            turn = asyncio.ensure_future(run.prompt("go"))
+            await poll(lambda: any(isinstance(e, ToolCallInProgress) for e in run.events), what="the call's step")
+            run.session.cancel()
+            assert await asyncio.wait_for(turn, 20) == "cancelled"
+        finally:
+            lock.release()
+        await run.session.checkpoints.settle()
+
+    assert not (ws / "ran").exists()
+
+
+async def test_a_cancel_while_a_finished_calls_snapshot_is_taken_answers_at_once_and_the_step_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The call is done, its after-snapshot waits: a cancel ends the turn at once, the snapshot goes on in the
+    background and the step is recorded whole (not interrupted: the call ended on its own)."""
+    import asyncio
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    command = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo made > made.txt"
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=command)), say("done")]) as run:
+        checkpoints = run.session.checkpoints
+        turn = asyncio.ensure_future(run.prompt("go"))
+        await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
+        await checkpoints.lock.acquire()  # its after-snapshot will wait
+        try:
+            (ws / "go").touch()
+            # (asyncio.Lock keeps its waiters in `_waiters`: the after-snapshot is waiting for the lock)
+            await poll(lambda: bool(getattr(checkpoints.lock, "_waiters", None)), timeout=20, what="the snapshot")
+            run.session.cancel()
+            assert await asyncio.wait_for(turn, 20) == "cancelled"
+        finally:
+            checkpoints.lock.release()
+        await checkpoints.settle()
+        [recorded] = _steps(checkpoints.log.entries)
+
+    assert not recorded.interrupted and {c.path for c in recorded.changes} == {"started", "made.txt", "go"}

@@ -52,7 +52,7 @@ class CheckpointSteps:
             self.agent,
             _outside(tool.kind, title),
         )
-        async with checkpoints.step(call, aborted=lambda: ctx.abort.aborted) as ended:
+        async with checkpoints.step(call, aborted=lambda: ctx.abort.aborted, abort=ctx.abort) as ended:
 
             def finished(result: ToolResult | None) -> None:
                 shell = _background_shell(result, ctx)

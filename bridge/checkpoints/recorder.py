@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from bridge.abort import Abort, cancel_on_abort
 from bridge.checkpoints.log import Effect, Keep, Step, StepKind, StepLog, TurnMark
 from bridge.checkpoints.store import (
     EMPTY_TREE,
@@ -206,15 +207,21 @@ class Checkpoints:
         call: StepCall,
         *,
         aborted: Callable[[], bool] = lambda: False,
+        abort: Abort | None = None,
     ) -> AsyncIterator[Callable[[Waiter | None], None]]:
         """Brackets one call: the snapshot before, then after (in the background when it was cancelled). Yields
-        `ended(waiter)`: a background command's call passes what waits for its end, for one more checkpoint then."""
+        `ended(waiter)`: a background command's call passes what waits for its end, for one more checkpoint then.
+        `abort` (the call's signal) ends the waits for a snapshot at once: before the call, the snapshot is given
+        up (the call does not start: the executor looks at the signal); after it, the snapshot goes on in the
+        background (attack round 26: a folder's costly `.gitignore` held a cancel for the whole snapshot)."""
         if not self.enabled:
             yield lambda _waiter: None
             return
         turn = self.turn
         waiters: list[Waiter] = []
-        before = await self._before(call)
+        before = None
+        with cancel_on_abort(abort) if abort is not None else contextlib.nullcontext():
+            before = await self._before(call)
         if before is None:
             yield lambda _waiter: None
             return
@@ -227,11 +234,10 @@ class Checkpoints:
             raise
         finally:
             self._running.pop(call.call, None)
-            ending = self._after(call, turn, before, interrupted=cancelled or aborted())
-            if cancelled or aborted():
-                self._background(ending)
-            else:
-                await ending
+            ending = self._background(self._after(call, turn, before, interrupted=cancelled or aborted()))
+            if not (cancelled or aborted()):
+                with cancel_on_abort(abort) if abort is not None else contextlib.nullcontext():
+                    await asyncio.shield(ending)
             for waiter in waiters:
                 self._await_end(call, turn, waiter)
 
@@ -520,9 +526,12 @@ class Checkpoints:
         self._closed = True
         for task in list(self._waiting):  # a background shell still running: its end is the next session's
             task.cancel()
-        stopped = self.turn is None and self._warm is not None and not self._warm.done()
-        if stopped and self._warm is not None:  # never prompted: its first snapshot is no one's (its git is
-            self._warm.cancel()  # stopped; a session opened and closed in a big folder waited up to CLOSE_WAIT)
+        # no step recorded (never prompted, or cancelled before any call that changes files ran): its first snapshot
+        # is no one's; its git is stopped (a session opened and closed in a big folder waited up to CLOSE_WAIT, and
+        # a `run` cancelled during it too: attack round 26)
+        stopped = not self.log.steps and self._warm is not None and not self._warm.done()
+        if stopped and self._warm is not None:
+            self._warm.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
         if stopped:  # and its thread is done with the store before the session is (its git killed, it ends at
