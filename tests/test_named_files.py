@@ -3,6 +3,7 @@ naming a script binds it, a computed name can't be bound, and a file outside the
 
 from __future__ import annotations
 
+import json
 import py_compile
 from pathlib import Path
 
@@ -424,3 +425,43 @@ def test_what_the_command_itself_writes_to_is_not_bound(workspace: Path) -> None
     assert "hook.log" not in bound_paths(before)
     (workspace / "hook.log").write_text("first run\nsecond run\n")
     assert binding(command, workspace) == before
+
+
+# --- attack round 26: what a trusted hook runs changed by a pull it was not bound to ---------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mypy --no-incremental --cache-dir=/dev/null hello.py",  # `plugins = .cfg/ext.py` in a pulled mypy.ini
+        "pylint src",  # load-plugins / init-hook
+        "flake8 .",  # local plugins
+        "prettier --check .",  # plugins, a .prettierrc.js
+        "sphinx-build docs out",  # conf.py
+        "mkdocs build",  # hooks
+        "coverage run -m x",  # plugins
+        "pre-commit run --all-files",
+        "uv run mypy .",
+    ],
+)
+def test_a_program_whose_config_names_code_it_loads_is_unbindable(workspace: Path, command: str) -> None:
+    assert binding(command, workspace).startswith(UNBINDABLE), command
+
+
+def test_a_package_script_that_runs_such_a_program_is_unbindable_and_the_others_are_not(workspace: Path) -> None:
+    scripts = {"fmt": "prettier --check .", "prebuild": "tsc --noEmit", "build": "my-build", "test": "jest"}
+    (workspace / "package.json").write_text(json.dumps({"name": "ws", "scripts": scripts}))
+    for command in ("npm run --silent fmt", "yarn fmt", "pnpm run fmt", "npm test", "npm t"):
+        assert binding(command, workspace).startswith(UNBINDABLE), command
+    assert not binding("npm run build", workspace).startswith(UNBINDABLE)
+
+
+def test_a_package_scripts_program_is_bound_in_node_modules_bin_by_its_absence_too(workspace: Path) -> None:
+    """`npm run` puts node_modules/.bin first on PATH: a pull that adds `node_modules/.bin/my-fmt` ran it outside
+    the sandbox under the trust given when it was absent (attack round 26)."""
+    (workspace / "package.json").write_text(json.dumps({"name": "ws", "scripts": {"fmt": "my-fmt --check ."}}))
+    before = binding("npm run --silent fmt", workspace)
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / "node_modules" / ".bin" / "my-fmt").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
+    after = binding("npm run --silent fmt", workspace)
+    assert "node_modules/.bin/my-fmt" in bound_paths(after) and after != before

@@ -35,6 +35,7 @@ from bridge.permissions.script_reads import (
     discovers,
     language,
     names_in,
+    package_script_discovers,
     substituted,
 )
 from bridge.permissions.shell_syntax import Script, ShellSyntaxError
@@ -146,7 +147,7 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
             words.append(value)
-        if (why := discovers(words)) is not None:
+        if (why := discovers(words) or package_script_discovers(words, root)) is not None:
             raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
         for value in words:
             candidates = [value, value.split("=", 1)[1]] if "=" in value else [value]

@@ -138,6 +138,11 @@ DISCOVERERS = frozenset(
         *("buck2", "pants", "cmake", "ctest", "meson", "ninja", "scons", "waf", "dotnet", "msbuild", "swift"),
         *("xcodebuild", "mix", "rebar3", "phpunit", "composer", "rspec", "rails", "rake", "stack", "cabal", "dune"),
         "zig",
+        # and the programs whose own configuration names code they load (plugins, hooks, a config that is a
+        # script): a pull that changes `mypy.ini`'s `plugins =` ran its module outside the sandbox (attack round 26)
+        *("mypy", "dmypy", "pylint", "flake8", "coverage", "sphinx-build", "mkdocs", "pre-commit", "prettier"),
+        *("babel", "postcss", "stylelint", "tailwindcss", "next", "nuxt", "astro", "parcel", "turbo", "nx", "lerna"),
+        *("rustup", "rustc"),
     }
 )
 DISCOVERING_MODULES = frozenset({"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial"})
@@ -299,6 +304,40 @@ def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str
     for command in scripts.values():
         if isinstance(command, str):
             yield from shell_names(command, path, root, shown, strict=False)
+            for words in script_commands(command):  # a script's programs are found in node_modules/.bin first
+                program = next((w for w in words if not re.match(r"[A-Za-z_]\w*\+?=", w)), "")
+                if program and "/" not in program and "$" not in program:
+                    yield os.path.join(root, "node_modules", ".bin", program)
+
+
+PACKAGE_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
+_LIFECYCLE = frozenset({"test", "start", "stop", "restart", "t", "tst"})
+
+
+def package_script_discovers(words: list[str], root: Path) -> str | None:
+    """Why `npm run NAME` (`yarn NAME`, `npm test`…) runs a script of the folder's package.json that finds code by
+    itself (`"fmt": "prettier --check ."`: prettier loads the plugins its config names), or None."""
+    if not words or words[0].rsplit("/", 1)[-1] not in PACKAGE_RUNNERS:
+        return None
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    if not rest:
+        return None
+    name = rest[1] if rest[0] in ("run", "run-script", "rs") and len(rest) > 1 else rest[0]
+    try:
+        with open(os.path.join(root, "package.json"), encoding="utf-8") as file:
+            scripts = json.load(file).get("scripts") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(scripts, dict):
+        return None
+    name = {"t": "test", "tst": "test"}.get(name, name) if name in _LIFECYCLE else name
+    for each in (f"pre{name}", name, f"post{name}"):
+        text = scripts.get(each)
+        if isinstance(text, str):
+            for command in script_commands(text):
+                if (why := discovers(command)) is not None:
+                    return f"its package.json script `{each}`: {why}"
+    return None
 
 
 def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:

@@ -5,6 +5,7 @@ sent the model. Each attack has its control: the same project, trusted, shows th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -717,3 +718,45 @@ async def test_the_sandbox_keeps_a_script_a_trusted_rule_runs_read_only_for_ever
     assert (project / "scripts/deploy.py").read_text() == files["scripts/deploy.py"], "the script was not changed"
     assert made(markers) == ["deployed"], "the trusted script ran; the recipe stopped at its write"
     assert asked == [], "both ran on the folder's rules, without a question"
+
+
+async def test_a_trusted_npm_hook_asks_again_when_a_pull_adds_the_program_its_script_runs(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`npm run` puts node_modules/.bin first on PATH: the trust given while `my-fmt` was not there (the hook's
+    script failed quietly) ran the one a pull added, outside the sandbox, unasked (attack round 26)."""
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    settings = {"hooks": {"UserPromptSubmit": hook("npm run --silent fmt > .hooklog 2>&1 || true")}}
+    package = {"name": "x", "version": "1.0.0", "scripts": {"fmt": "my-fmt --check ."}}
+    project = clone(tmp_path, {".agent-bridge/settings.json": settings, "package.json": package})
+
+    async def session(answer: str) -> list[dict[str, Any]]:
+        async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
+            editor.on_permission = answering(answer)
+            sid = await editor.new_session()
+            assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+            return [r for r in editor.permission_requests if "trust" in (r.get("_meta") or {})]
+
+    assert len(await session("trust")) == 1
+    assert (project / ".hooklog").exists(), "the control: the trusted hook ran"
+    origin = tmp_path / "origin"
+    (origin / "node_modules" / ".bin").mkdir(parents=True)
+    program = origin / "node_modules" / ".bin" / "my-fmt"
+    program.write_text(f"#!/bin/sh\ntouch {markers}/pulled\n")
+    program.chmod(0o755)
+    git(origin, "add", "-f", "node_modules")
+    git(origin, "commit", "-qm", "vendor the formatter")
+    git(project, "pull", "-q")
+    questions = await session("not_now")
+    assert made(markers) == [], "the pulled program did not run"
+    [question] = questions
+    shown = question["toolCall"]["content"][0]["content"]["text"]
+    assert "node_modules/.bin/my-fmt" in shown, shown
+    # and it is real: the same hook, run as the trust once let it, runs the pulled program
+    await asyncio.to_thread(
+        subprocess.run, ["sh", "-c", "npm run --silent fmt"], cwd=project, capture_output=True, timeout=120
+    )
+    assert made(markers) == ["pulled"]
