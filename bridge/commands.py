@@ -7,6 +7,7 @@ the user's own commands: the user's `/review` stays theirs, the folder's is `/pr
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from bridge.loop.query import StopReason
     from bridge.messages import Block
     from bridge.session import Session
+
+log = logging.getLogger(__name__)
 
 BUILTINS: dict[str, tuple[str, str | None]] = {
     "help": ("Show the commands this session offers", None),
@@ -62,6 +65,8 @@ class Command:
         return self.template + (f"\n\n{arguments}" if arguments else "")
 
 
+MAX_COMMAND_FILES = 500  # per folder: a bound on what one folder makes a session read (attack round 26: 100,000
+# one-byte files in .claude/commands took 16 s at every start)
 PROJECT_PREFIX = "project:"  # a folder's command whose name one of the user's own commands has
 
 
@@ -97,7 +102,10 @@ def available_commands(
         if not directory.is_dir():
             continue
         root = cwd if not prefix and directory.is_relative_to(cwd) else None
-        for path in sorted(directory.glob("*.md")):
+        paths = sorted(directory.glob("*.md"))
+        if len(paths) > MAX_COMMAND_FILES:
+            log.warning("%s: %d command files; only the first %d are read", directory, len(paths), MAX_COMMAND_FILES)
+        for path in paths[:MAX_COMMAND_FILES]:
             try:
                 data = read_project_file(root, path) if root is not None else read_user_file(path)
             except MemoryRefused:

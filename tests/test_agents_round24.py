@@ -166,3 +166,17 @@ def test_a_forking_skill_is_an_agent_to_the_rules(tmp_path: Path) -> None:
     assert "Agent" in asked.stdout and "denied" in asked.stdout.lower(), asked.stdout
     ran = scripted_run(ws, calls, env=env, scenario=tmp_path / "s3.json")
     assert "denied by rule" not in ran.stdout, "the control: without the rule the skill runs"
+
+
+def test_a_folder_of_many_command_files_is_read_up_to_its_bound(tmp_path: Path) -> None:
+    """100,000 one-byte command files in a clone's .claude/commands were read at every start (16 s): a folder's
+    first MAX_COMMAND_FILES are (attack round 26)."""
+    from bridge.commands import MAX_COMMAND_FILES
+
+    ws = tmp_path / "ws"
+    folder = ws / ".claude" / "commands"
+    folder.mkdir(parents=True)
+    for n in range(MAX_COMMAND_FILES + 50):
+        (folder / f"c{n:05}.md").write_text("x")
+    found = [name for name in available_commands(ws) if name.startswith("c0")]
+    assert found == [f"c{n:05}" for n in range(MAX_COMMAND_FILES)]
