@@ -153,3 +153,27 @@ async def test_a_rewind_blocked_by_a_link_the_checkpoints_do_not_see_keeps_that_
     assert why.startswith("not restored: ") and "link" in why, why
     assert (root / "other.txt").read_text() == "before\n", "the rest of the rewind went on"
     assert result.step is not None, "and it is recorded"
+
+
+def test_a_restore_keeps_a_files_own_permissions_and_a_recreated_file_follows_the_umask(
+    backend: str, tmp_path: Path
+) -> None:
+    """A rewind (or a review's undo) made every file it wrote 0644 or 0755: a `.env` or a private key at 0600 came
+    back readable by every local user (attack round 26). A file that is there keeps its own bits (git's executable
+    bit applied), one made again gets what the umask gives, as `git checkout` does."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for name in ("secret.env", "tool"):
+        (ws / name).write_text("old\n")
+        (ws / name).chmod(0o600)
+    files.write(str(ws), "secret.env", files.Entry(b"new\n", "100644"))
+    files.write(str(ws), "tool", files.Entry(b"#!/bin/sh\n", "100755"))
+    before = os.umask(0o077)
+    try:
+        files.write(str(ws), "id_key", files.Entry(b"key\n", "100644"))
+        files.write(str(ws), "run.sh", files.Entry(b"#!/bin/sh\n", "100755"))
+    finally:
+        os.umask(before)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in ws.iterdir()}
+    assert modes == {"secret.env": 0o600, "tool": 0o700, "id_key": 0o600, "run.sh": 0o700}
+    assert (ws / "secret.env").read_text() == "new\n"

@@ -96,12 +96,18 @@ def write(root: str, relative: str, entry: Entry) -> None:
         if entry.mode == "120000":
             held.symlink(os.fsdecode(entry.data), temp)
         else:
-            mode = 0o755 if entry.mode == "100755" else 0o644
-            out = held.create(temp, os.O_WRONLY, mode)
+            executable = entry.mode == "100755"
+            # a file that is there keeps its own permissions, git's executable bit applied (a `.env` at 0600 came
+            # back 0644, readable by every local user: attack round 26); one made again gets what the umask gives
+            # (the kernel applies it to the create), as `git checkout` does
+            kept = _permissions(held, name)
+            out = held.create(temp, os.O_WRONLY, 0o777 if executable else 0o666)
             try:
                 with os.fdopen(out, "wb") as handle:
                     handle.write(entry.data)
-                    held.chmod(handle.fileno(), temp, mode)  # exactly, whatever the umask
+                    if kept is not None:
+                        mode = (kept | (kept & 0o444) >> 2) if executable else kept & ~0o111
+                        held.chmod(handle.fileno(), temp, mode)
             except BaseException:
                 with contextlib.suppress(OSError):
                     held.unlink(temp)
@@ -115,6 +121,15 @@ def write(root: str, relative: str, entry: Entry) -> None:
             with contextlib.suppress(OSError):
                 held.unlink(temp)
             raise
+
+
+def _permissions(held: safefs.Held, name: str) -> int | None:
+    """The permission bits of the regular file `name` (no set-id bits), or None: nothing there, or not a file."""
+    try:
+        found = held.lstat(name)
+    except OSError:
+        return None
+    return stat.S_IMODE(found.st_mode) & 0o777 if stat.S_ISREG(found.st_mode) else None
 
 
 def remove(root: str, relative: str) -> None:
