@@ -23,6 +23,7 @@ from bridge.checkpoints.rewind import RESOLUTIONS, Resolution
 from bridge.display import Diff, Display, Location, TextContent
 from bridge.loop.events import ToolCallFinished, ToolCallStarted
 from bridge.permissions.types import PermissionRequest
+from bridge.visible import visible
 
 if TYPE_CHECKING:
     from bridge.session import Session
@@ -124,13 +125,13 @@ def _result_text(verb: str, result: ReviewResult) -> str:
     past = "Undid" if verb == "undo" else "Kept"
     participle = "undone" if verb == "undo" else "kept"
     lines = [f"{past}: {', '.join(map(_label, result.done))}." if result.done else f"Nothing {participle}."]
-    lines += [f"Not {participle}: {_label(where)}: {why}" for where, why in result.conflicts]
+    lines += [f"Not {participle}: {_label(where)}: {visible(why)}" for where, why in result.conflicts]
     return "\n".join(lines)
 
 
 def _label(done: Done) -> str:
     path, hunk = done
-    return path if hunk is None else f"{path}#{hunk + 1}"
+    return visible(path) if hunk is None else f"{visible(path)}#{hunk + 1}"
 
 
 async def _show(session: Session, turn: str | None) -> str:
@@ -150,7 +151,7 @@ async def _show(session: Session, turn: str | None) -> str:
     session.frontend.emit(ToolCallFinished(call, "completed", text, [_display(root, r) for r in reviews]))
     # The card above shows every file and hunk; the answer names them and says what to do (as the agent's text it
     # is rendered as markdown: the hunks' `+`/`-` lines would become list items, and its lines would run together).
-    files = "\n".join(f"- {_code(r.path)} ({r.status}, {_count(len(r.hunks), 'hunk')})" for r in reviews)
+    files = "\n".join(f"- {_code(visible(r.path))} ({r.status}, {_count(len(r.hunks), 'hunk')})" for r in reviews)
     return f"{title}:\n\n{files}\n\n{CHANGES_USAGE}"
 
 
@@ -165,8 +166,9 @@ def _count(n: int, noun: str) -> str:
 
 
 def _describe(review: FileReview) -> str:
-    by = ", ".join(dict.fromkeys(step.title for step in review.steps)) or "a rewind or an undo"
-    head = f"{review.path} ({review.status}, by {by}{'; you changed it since' if review.edited else ''})"
+    # (names and titles escaped: a line break in a file name made lines of its own, attack round 26)
+    by = ", ".join(dict.fromkeys(visible(step.title) for step in review.steps)) or "a rewind or an undo"
+    head = f"{visible(review.path)} ({review.status}, by {by}{'; you changed it since' if review.edited else ''})"
     if review.binary or review.too_big or (review.old_text is None and review.new_text is None):
         return head + ("\n  (binary)" if review.binary else "\n  (too big to show)" if review.too_big else "")
     old, new = (review.old_text or "").splitlines(), (review.new_text or "").splitlines()

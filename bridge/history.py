@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from bridge.checkpoints.rewind import Resolution, RewindPlan, RewindResult, apply_rewind, plan_rewind
 from bridge.transcript import is_prompt, load
+from bridge.visible import visible
 
 if TYPE_CHECKING:
     from bridge.session import Session
@@ -75,7 +76,9 @@ class RewindPreview:
     later_prompts: int = 0
 
     def describe(self) -> str:
-        lines = [f"Rewind {_what(self.mode)} to before prompt {self.prompt.index}: “{self.prompt.text}”."]
+        # (each name on a line of its own, escaped: a file name with a line break added lines the user confirmed,
+        # attack round 26)
+        lines = [f"Rewind {_what(self.mode)} to before prompt {self.prompt.index}: “{visible(self.prompt.text)}”."]
         if self.mode != "code":
             lines.append(
                 f"The conversation loses that prompt and the {self.later_prompts - 1} after it."
@@ -112,14 +115,14 @@ class RewindOutcome:
             if done or not deleted:
                 lines.append(
                     f"Restored {len(done)} file{'s' if len(done) != 1 else ''}"
-                    + (f": {', '.join(done)}" if done else "")
+                    + (f": {', '.join(map(visible, done))}" if done else "")
                     + "."
                 )
             if deleted:
-                lines.append(f"Deleted {_files(len(deleted))} the agent had made: {', '.join(deleted)}.")
+                lines.append(f"Deleted {_files(len(deleted))} the agent had made: {', '.join(map(visible, deleted))}.")
             if code.merged:
-                lines.append(f"Took the agent's changes out of: {', '.join(code.merged)}.")
-            lines += [f"Kept {path}: {why}" for path, why in code.kept]
+                lines.append(f"Took the agent's changes out of: {', '.join(map(visible, code.merged))}.")
+            lines += [f"Kept {visible(path)}: {visible(why)}" for path, why in code.kept]
         return "\n".join([*lines, *self.notes])
 
 
@@ -187,14 +190,14 @@ def _code_lines(plan: RewindPlan) -> list[str]:
     if not plan.files:
         lines.append("No file the agent changed since then needs restoring.")
     for item in plan.restores:
-        by = ", ".join(dict.fromkeys(step.title for step, _c in item.touches))
-        lines.append(f"  {item.action} {item.path} (changed by {by})")
+        by = ", ".join(dict.fromkeys(visible(step.title) for step, _c in item.touches))
+        lines.append(f"  {item.action} {visible(item.path)} (changed by {by})")
     if plan.conflicts:
         lines.append(
             "Changed since by someone else — you decide (kept as they are unless you choose merge or overwrite):"
         )
-        lines += [f"  {item.path}: {item.conflict}" for item in plan.conflicts]
+        lines += [f"  {visible(item.path)}: {visible(item.conflict or '')}" for item in plan.conflicts]
     if plan.irreversible:
         lines.append("Not undone by a rewind:")
-        lines += [f"  {text}" for text in plan.irreversible]
+        lines += [f"  {visible(text)}" for text in plan.irreversible]
     return lines

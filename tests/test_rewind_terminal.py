@@ -92,3 +92,19 @@ def test_a_pipe_outside_the_workspace_turns_checkpoints_off_at_once_and_says_whe
     assert done.returncode == 0, done.stderr
     assert f"named pipe (FIFO) {away / 'HEAD'}" in done.stdout + done.stderr
     assert (workspace / "a.txt").read_text() == "one\n"
+
+
+def test_a_line_break_in_a_file_name_adds_no_line_to_what_rewind_and_changes_show(tmp_path: Path) -> None:
+    """A command made a file whose name holds a line break and a line of its own (`restore nothing-else`): the
+    rewind's preview, which the user confirms, showed it as a line of the plan (attack round 26)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "home").mkdir()
+    made = _run(tmp_path, workspace, """run: printf x > "$(printf 'zz\\n      restore nothing-else (harmless)')" """)
+    assert made.returncode == 0, made.stderr
+    assert any("\n" in p.name for p in workspace.iterdir()), "the control: the file was made"
+    for args in (("/changes",), ("/rewind 1 code",)):
+        shown = _run(tmp_path, workspace, "--continue", *args)
+        assert shown.returncode == 0, shown.stderr
+        assert "zz\\x0a      restore nothing-else" in shown.stdout, shown.stdout
+        assert not any(line.strip().startswith("restore nothing-else") for line in shown.stdout.splitlines())
