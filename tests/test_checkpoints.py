@@ -343,3 +343,38 @@ async def test_a_cancel_while_a_finished_calls_snapshot_is_taken_answers_at_once
         [recorded] = _steps(checkpoints.log.entries)
 
     assert not recorded.interrupted and {c.path for c in recorded.changes} == {"started", "made.txt", "go"}
+
+
+async def test_a_session_closing_waits_for_a_called_steps_snapshot_however_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel no longer waits for the after-snapshot, so a `run` cancelled during a slow one closed its session
+    giving it up after CLOSE_WAIT: the call's changes were in no step, and no rewind could undo them (round 26's
+    verification). Closing waits for it (here CLOSE_WAIT is 0: the old close would not wait at all)."""
+    import asyncio
+
+    from bridge.checkpoints import recorder
+
+    monkeypatch.setattr(recorder, "CLOSE_WAIT", 0.0)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    command = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo made > made.txt"
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=command)), say("done")]) as run:
+        checkpoints = run.session.checkpoints
+        turn = asyncio.ensure_future(run.prompt("go"))
+        await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
+        await checkpoints.lock.acquire()
+        try:
+            (ws / "go").touch()
+            await poll(lambda: bool(getattr(checkpoints.lock, "_waiters", None)), timeout=20, what="the snapshot")
+            run.session.cancel()
+            assert await asyncio.wait_for(turn, 20) == "cancelled"
+            closing = asyncio.ensure_future(checkpoints.close())
+            done, _ = await asyncio.wait({closing}, timeout=1.0)
+            assert not done, "the close gave the call's snapshot up"
+        finally:
+            checkpoints.lock.release()
+        await asyncio.wait_for(closing, 60)
+        [recorded] = _steps(checkpoints.log.entries)
+
+    assert {c.path for c in recorded.changes} == {"started", "made.txt", "go"}

@@ -90,6 +90,7 @@ class Checkpoints:
         # changed while it was closed is then the user's, as it should be).
         self._accounted: str | None = next((s.after for s in reversed(self.log.steps)), None)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._afters: set[asyncio.Task[Any]] = set()  # the snapshots after calls that ran (`step`): their steps
         self._waiting: set[asyncio.Task[Any]] = set()  # background commands' ends awaited
         self._running: dict[str, StepCall] = {}
         self._warming = False
@@ -235,6 +236,8 @@ class Checkpoints:
         finally:
             self._running.pop(call.call, None)
             ending = self._background(self._after(call, turn, before, interrupted=cancelled or aborted()))
+            self._afters.add(ending)
+            ending.add_done_callback(self._afters.discard)
             if not (cancelled or aborted()):
                 with cancel_on_abort(abort) if abort is not None else contextlib.nullcontext():
                     await asyncio.shield(ending)
@@ -532,6 +535,11 @@ class Checkpoints:
         stopped = not self.log.steps and self._warm is not None and not self._warm.done()
         if stopped and self._warm is not None:
             self._warm.cancel()
+        # A call's step is waited for whole, however long its snapshot takes (its git has its own time limits): a
+        # `run` cancelled during a slow one exits when it is taken, else the call's changes would be in no step and
+        # no rewind could undo them (round 26's verification, my regression); the rest, up to CLOSE_WAIT.
+        while self._afters:
+            await asyncio.gather(*list(self._afters), return_exceptions=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.settle(), CLOSE_WAIT)
         if stopped:  # and its thread is done with the store before the session is (its git killed, it ends at
