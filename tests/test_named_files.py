@@ -308,7 +308,7 @@ def test_a_perl_script_that_loads_code_named_when_it_runs_is_unbindable(workspac
         "./gradlew build",
         "npx jest",
         "bundle exec rake",
-        "sh -c 'cd sub && pytest'",
+        "sh -c 'cd . && pytest'",
         "sh -c pytest",
         "timeout 30 cargo test",
     ],
@@ -464,4 +464,56 @@ def test_a_package_scripts_program_is_bound_in_node_modules_bin_by_its_absence_t
     (workspace / "node_modules" / ".bin").mkdir(parents=True)
     (workspace / "node_modules" / ".bin" / "my-fmt").write_text("#!/bin/sh\ntouch /tmp/pwned\n")
     after = binding("npm run --silent fmt", workspace)
+    assert "node_modules/.bin/my-fmt" in bound_paths(after) and after != before
+
+
+# --- round 26's verification: the ways around the binding it found -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cd sub && npm run --silent lint",  # sub/package.json was never bound: a pull made `lint` any code
+        "npm --prefix sub run x",
+        "npm run --workspace=a x",
+        "env -C sub npm run x",
+        "make -C sub lint",
+        "python -m mypy .",
+        "python3 -m pylint src",
+        "mypyc x.py",
+        "gulp build",
+        "invoke fmt",
+        "pip install -e .",
+    ],
+)
+def test_what_the_binding_cannot_follow_is_unbindable(workspace: Path, command: str) -> None:
+    (workspace / "sub").mkdir(exist_ok=True)
+    assert binding(command, workspace).startswith(UNBINDABLE), command
+
+
+def test_a_cd_to_the_workspace_itself_is_fine(workspace: Path) -> None:
+    assert not binding('cd "$CLAUDE_PROJECT_DIR" && sh scripts/a.sh', workspace).startswith(UNBINDABLE)
+
+
+def test_package_scripts_are_followed_through_npm_run_and_install(workspace: Path) -> None:
+    scripts = {"lint": "npm run --silent check", "check": "pytest -q", "prepare": "husky install", "fmt": "my-fmt"}
+    (workspace / "package.json").write_text(json.dumps({"name": "ws", "scripts": scripts}))
+    assert binding("npm run --silent lint", workspace).startswith(UNBINDABLE)  # (check runs pytest)
+    assert not binding("npm run fmt", workspace).startswith(UNBINDABLE)
+    scripts["prepare"] = "pre-commit install"
+    (workspace / "package.json").write_text(json.dumps({"name": "ws", "scripts": scripts}))
+    assert binding("npm ci", workspace).startswith(UNBINDABLE)
+
+
+def test_a_shell_script_running_such_a_package_script_is_unbindable(workspace: Path) -> None:
+    (workspace / "package.json").write_text(json.dumps({"name": "ws", "scripts": {"fmt": "pytest -q"}}))
+    (workspace / "scripts" / "x.sh").write_text("#!/bin/sh\nnpm run fmt\n")
+    assert binding("sh scripts/x.sh", workspace).startswith(UNBINDABLE)
+
+
+def test_what_npx_runs_is_bound_in_node_modules_bin_by_its_absence_too(workspace: Path) -> None:
+    before = binding("npx --no my-fmt --check .", workspace)
+    (workspace / "node_modules" / ".bin").mkdir(parents=True)
+    (workspace / "node_modules" / ".bin" / "my-fmt").write_text("#!/bin/sh\n")
+    after = binding("npx --no my-fmt --check .", workspace)
     assert "node_modules/.bin/my-fmt" in bound_paths(after) and after != before

@@ -33,6 +33,8 @@ from bridge.permissions.script_reads import (
     PROJECT_VARIABLES,
     Unbindable,
     discovers,
+    elsewhere,
+    executed_program,
     language,
     names_in,
     package_script_discovers,
@@ -147,8 +149,12 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
             words.append(value)
-        if (why := discovers(words) or package_script_discovers(words, root)) is not None:
+        if (why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root)) is not None:
             raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
+        if (executed := executed_program(words)) is not None and "/" not in executed:
+            path = _inside(os.path.join("node_modules", ".bin", executed), root)  # (absent: bound by its absence)
+            if path is not None:
+                yield path
         for value in words:
             candidates = [value, value.split("=", 1)[1]] if "=" in value else [value]
             for candidate in candidates:

@@ -38,8 +38,8 @@ CONVENTIONAL: dict[str, tuple[str, ...]] = {
     # and their own configuration, which can name code to run (`.npmrc`'s node-options, `.yarnrc.yml`'s yarnPath)
     "npm": ("package.json", ".npmrc"),
     "npx": (".npmrc",),
-    "yarn": ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml"),
-    "pnpm": ("package.json", ".npmrc", "pnpm-workspace.yaml"),
+    "yarn": ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnp.cjs", ".pnp.loader.mjs"),
+    "pnpm": ("package.json", ".npmrc", "pnpm-workspace.yaml", ".pnpmfile.cjs"),
     "bun": ("package.json", ".npmrc", "bunfig.toml"),
     "rake": ("Rakefile", "rakefile"),
 }
@@ -142,10 +142,13 @@ DISCOVERERS = frozenset(
         # script): a pull that changes `mypy.ini`'s `plugins =` ran its module outside the sandbox (attack round 26)
         *("mypy", "dmypy", "pylint", "flake8", "coverage", "sphinx-build", "mkdocs", "pre-commit", "prettier"),
         *("babel", "postcss", "stylelint", "tailwindcss", "next", "nuxt", "astro", "parcel", "turbo", "nx", "lerna"),
-        *("rustup", "rustc"),
+        *("rustup", "rustc", "mypyc", "stubtest", "gulp", "grunt", "invoke", "inv", "fab", "pip", "pip3"),
     }
 )
-DISCOVERING_MODULES = frozenset({"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial"})
+DISCOVERING_MODULES = frozenset(
+    {"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial", "pip"}
+    | {"mypy", "pylint", "flake8", "coverage", "sphinx", "pre_commit", "mkdocs", "invoke"}
+)
 
 
 # Programs that run the program named after them (and their subcommands that do): `uv run pytest`, `npx jest`.
@@ -239,7 +242,9 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             words = words[1:]  # `X=1 cmd`: the program is after the assignments
         program = words[0]
-        if strict and (why := discovers(words)) is not None:
+        if strict and (
+            why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root, own=path.parent)
+        ):
             raise Unbindable(f"{shown}: {why}")
         target_next = False
         for n, word in enumerate(words):
@@ -314,10 +319,19 @@ PACKAGE_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 _LIFECYCLE = frozenset({"test", "start", "stop", "restart", "t", "tst"})
 
 
-def package_script_discovers(words: list[str], root: Path) -> str | None:
-    """Why `npm run NAME` (`yarn NAME`, `npm test`…) runs a script of the folder's package.json that finds code by
-    itself (`"fmt": "prettier --check ."`: prettier loads the plugins its config names), or None."""
-    if not words or words[0].rsplit("/", 1)[-1] not in PACKAGE_RUNNERS:
+_INSTALLS = frozenset({"install", "i", "ci", "add", "rebuild"})
+_INSTALL_SCRIPTS = ("preinstall", "install", "postinstall", "prepare")
+# options that make a package manager, make or env work in another folder: its package.json or makefile is not the
+# one bound (`npm --prefix sub run x`, `cd sub && npm run x`: round 26's verification ran a pulled sub/package.json)
+_ELSEWHERE = re.compile(r"--prefix(=.*)?|--cwd(=.*)?|--dir(=.*)?|--workspaces?(=.*)?|-w|--filter(=.*)?|-F|-C\S*")
+_EXECUTORS = {"npx": 1, "pnpx": 1, "bunx": 1}  # and `npm exec`, `pnpm exec`, `yarn exec|dlx`, `npm x`
+
+
+def package_script_discovers(words: list[str], root: Path, depth: int = 0) -> str | None:
+    """Why `npm run NAME` (`yarn NAME`, `npm test`, `npm install`…) runs a script of the folder's package.json that
+    finds code by itself (`"fmt": "prettier --check ."`: prettier loads the plugins its config names), directly or
+    through another `npm run` in it, or None."""
+    if not words or words[0].rsplit("/", 1)[-1] not in PACKAGE_RUNNERS or depth > 4:
         return None
     rest = [w for w in words[1:] if not w.startswith("-")]
     if not rest:
@@ -331,12 +345,46 @@ def package_script_discovers(words: list[str], root: Path) -> str | None:
     if not isinstance(scripts, dict):
         return None
     name = {"t": "test", "tst": "test"}.get(name, name) if name in _LIFECYCLE else name
-    for each in (f"pre{name}", name, f"post{name}"):
+    names = _INSTALL_SCRIPTS if name in _INSTALLS else (f"pre{name}", name, f"post{name}")
+    for each in names:
         text = scripts.get(each)
         if isinstance(text, str):
             for command in script_commands(text):
-                if (why := discovers(command)) is not None:
+                why = discovers(command) or package_script_discovers(command, root, depth + 1)
+                if why is not None:
                     return f"its package.json script `{each}`: {why}"
+    return None
+
+
+def elsewhere(words: list[str], root: Path, *, own: Path | None = None) -> str | None:
+    """Why the command runs what another folder's files say (`cd sub && npm run x`, `npm --prefix sub …`, `make -C
+    sub`, `env -C sub …`), which the trust did not bind, or None. A `cd` to the workspace (or to `own`, a script's
+    folder) is fine; in a script, a computed one is left to the script's own reading."""
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    if program in ("cd", "pushd") and len(words) > 1:
+        if own is not None and ("$" in words[-1] or "`" in words[-1]):
+            return None
+        target = os.path.normpath(os.path.join(root, words[-1]))
+        if target in (os.path.normpath(root), os.path.normpath(own or root)):
+            return None
+        return f"`{' '.join(words)}` runs what comes next in another folder"
+    if program in (*PACKAGE_RUNNERS, "make", "gmake", "env", "just") and any(_ELSEWHERE.fullmatch(w) for w in words):
+        return f"`{program}` is told to work in another folder"
+    return None
+
+
+def executed_program(words: list[str]) -> str | None:
+    """The program `npx PROG` (`npm exec PROG`, `yarn dlx PROG`…) runs, which it finds in node_modules/.bin first."""
+    if not words:
+        return None
+    program = words[0].rsplit("/", 1)[-1]
+    rest = [w for w in words[1:] if not w.startswith("-")]
+    if program in _EXECUTORS and rest:
+        return rest[0]
+    if program in PACKAGE_RUNNERS and len(rest) > 1 and rest[0] in ("exec", "x", "dlx"):
+        return rest[1]
     return None
 
 
