@@ -88,7 +88,7 @@ def _list(session: Session) -> str:
     for prompt in listed:
         changed = history.changed_after(session, prompt.turn)
         since = f" — {changed} file{'s' if changed != 1 else ''} changed since" if changed else ""
-        lines.append(f"  {prompt.index}. {prompt.text}{since}")
+        lines.append(f"  {prompt.index}. {visible(prompt.text)}{since}")
     return "\n".join(lines) + f"\n\n{REWIND_USAGE}"  # (a paragraph of its own: not a part of the list's last item)
 
 
@@ -186,5 +186,5 @@ def _describe(review: FileReview) -> str:
 
 def _display(root: object, review: FileReview) -> Display:
     if (review.old_text is None and review.new_text is None) or review.binary or review.too_big:
-        return TextContent(f"{review.path}: {review.status}" + (" (binary)" if review.binary else ""))
+        return TextContent(f"{visible(review.path)}: {review.status}" + (" (binary)" if review.binary else ""))
     return Diff(f"{root}/{review.path}", review.old_text, review.new_text or "")
