@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bridge.checkpoints.log import Effect, Step, TurnMark
-from tests.checkpoint_run import checkpoint_run, say, step, use
+from tests.checkpoint_run import Run, checkpoint_run, say, step, use
 from tests.poll import poll
 
 
@@ -316,41 +316,33 @@ async def test_a_cancel_while_the_steps_snapshot_is_taken_answers_at_once(
     assert not (ws / "ran").exists()
 
 
-async def test_a_cancel_while_a_finished_calls_snapshot_is_taken_answers_at_once_and_the_step_is_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The call is done, its after-snapshot waits: a cancel ends the turn at once, the snapshot goes on in the
-    background and the step is recorded whole (not interrupted: the call ended on its own)."""
+WAITING_CALL = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo made > made.txt"
+
+
+async def _cancel_during_the_after_snapshot(run: Run, ws: Path) -> None:
+    """The call (WAITING_CALL) is done, its after-snapshot waits for the checkpoint lock (held here, and still
+    held on return), and the turn is cancelled: it has answered."""
     import asyncio
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    command = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo made > made.txt"
-    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=command)), say("done")]) as run:
-        checkpoints = run.session.checkpoints
-        turn = asyncio.ensure_future(run.prompt("go"))
-        await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
-        await checkpoints.lock.acquire()  # its after-snapshot will wait
-        try:
-            (ws / "go").touch()
-            # (asyncio.Lock keeps its waiters in `_waiters`: the after-snapshot is waiting for the lock)
-            await poll(lambda: bool(getattr(checkpoints.lock, "_waiters", None)), timeout=20, what="the snapshot")
-            run.session.cancel()
-            assert await asyncio.wait_for(turn, 20) == "cancelled"
-        finally:
-            checkpoints.lock.release()
-        await checkpoints.settle()
-        [recorded] = _steps(checkpoints.log.entries)
-
-    assert not recorded.interrupted and {c.path for c in recorded.changes} == {"started", "made.txt", "go"}
+    checkpoints = run.session.checkpoints
+    turn = asyncio.ensure_future(run.prompt("go"))
+    await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
+    await checkpoints.lock.acquire()  # its after-snapshot will wait
+    (ws / "go").touch()
+    # (asyncio.Lock keeps its waiters in `_waiters`: the after-snapshot is waiting for the lock)
+    await poll(lambda: bool(getattr(checkpoints.lock, "_waiters", None)), timeout=20, what="the snapshot")
+    run.session.cancel()
+    assert await asyncio.wait_for(turn, 20) == "cancelled"
 
 
-async def test_a_session_closing_waits_for_a_called_steps_snapshot_however_long(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("then", ["settle", "close"])
+async def test_a_cancel_while_a_finished_calls_snapshot_is_taken_answers_at_once_and_the_step_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: str
 ) -> None:
-    """A cancel no longer waits for the after-snapshot, so a `run` cancelled during a slow one closed its session
-    giving it up after CLOSE_WAIT: the call's changes were in no step, and no rewind could undo them (round 26's
-    verification). Closing waits for it (here CLOSE_WAIT is 0: the old close would not wait at all)."""
+    """The call is done, its after-snapshot waits: a cancel ends the turn at once, the snapshot goes on in the
+    background and the step is recorded whole (not interrupted: the call ended on its own). And a session closing
+    meanwhile waits for it however long (CLOSE_WAIT is 0 here): a `run` cancelled during a slow one gave it up after
+    CLOSE_WAIT, and the call's changes were in no step, which no rewind could undo (round 26's verification)."""
     import asyncio
 
     from bridge.checkpoints import recorder
@@ -358,23 +350,19 @@ async def test_a_session_closing_waits_for_a_called_steps_snapshot_however_long(
     monkeypatch.setattr(recorder, "CLOSE_WAIT", 0.0)
     ws = tmp_path / "ws"
     ws.mkdir()
-    command = "touch started; while [ ! -e go ]; do sleep 0.05; done; echo made > made.txt"
-    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=command)), say("done")]) as run:
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=WAITING_CALL)), say("done")]) as run:
         checkpoints = run.session.checkpoints
-        turn = asyncio.ensure_future(run.prompt("go"))
-        await poll(lambda: (ws / "started").exists(), timeout=20, what="the command running")
-        await checkpoints.lock.acquire()
+        closing = None
         try:
-            (ws / "go").touch()
-            await poll(lambda: bool(getattr(checkpoints.lock, "_waiters", None)), timeout=20, what="the snapshot")
-            run.session.cancel()
-            assert await asyncio.wait_for(turn, 20) == "cancelled"
-            closing = asyncio.ensure_future(checkpoints.close())
-            done, _ = await asyncio.wait({closing}, timeout=1.0)
-            assert not done, "the close gave the call's snapshot up"
+            await _cancel_during_the_after_snapshot(run, ws)
+            if then == "close":
+                closing = asyncio.ensure_future(checkpoints.close())
+                done, _ = await asyncio.wait({closing}, timeout=1.0)
+                assert not done, "the close gave the call's snapshot up"
         finally:
-            checkpoints.lock.release()
-        await asyncio.wait_for(closing, 60)
+            if checkpoints.lock.locked():
+                checkpoints.lock.release()
+        await (asyncio.wait_for(closing, 60) if closing is not None else checkpoints.settle())
         [recorded] = _steps(checkpoints.log.entries)
 
-    assert {c.path for c in recorded.changes} == {"started", "made.txt", "go"}
+    assert not recorded.interrupted and {c.path for c in recorded.changes} == {"started", "made.txt", "go"}

@@ -97,6 +97,15 @@ def answering(trust: str) -> Any:
     return answer
 
 
+async def trust_session(project: Path, data_dir: Path, answer: str) -> list[dict[str, Any]]:
+    """One prompt in an editor that answers the folder-trust question with `answer`: the trust questions asked."""
+    async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
+        editor.on_permission = answering(answer)
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        return [r for r in editor.permission_requests if "trust" in (r.get("_meta") or {})]
+
+
 # --- a cloned repository runs code on open ------------------------------------------------------------------
 
 
@@ -587,14 +596,7 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
     }
     project = clone(tmp_path, files)
 
-    async def session(answer: str) -> list[dict[str, Any]]:
-        async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
-            editor.on_permission = answering(answer)
-            sid = await editor.new_session()
-            assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
-            return [r for r in editor.permission_requests if "trust" in (r.get("_meta") or {})]
-
-    assert len(await session("trust")) == 1
+    assert len(await trust_session(project, data_dir, "trust")) == 1
     assert made(markers) == ["trusted"], "the control: the script the user trusted runs"
     (markers / "trusted").unlink()
     if pulled:  # one of the repository's scripts changes; the hook's text does not
@@ -624,7 +626,7 @@ async def test_a_trusted_hook_is_bound_to_the_script_it_runs_and_a_pulled_change
         # untracked, and git would refuse to pull a file over it
         shutil.rmtree(project / "tools" / "__pycache__", ignore_errors=True)
         git(project, "pull", "-q")
-    questions = await session("not_now")
+    questions = await trust_session(project, data_dir, "not_now")
     if pulled:
         assert made(markers) == [], "the changed script did not run"
         [question] = questions
@@ -733,14 +735,7 @@ async def test_a_trusted_npm_hook_asks_again_when_a_pull_adds_the_program_its_sc
     package = {"name": "x", "version": "1.0.0", "scripts": {"fmt": "my-fmt --check ."}}
     project = clone(tmp_path, {".agent-bridge/settings.json": settings, "package.json": package})
 
-    async def session(answer: str) -> list[dict[str, Any]]:
-        async with running_editor({"responses": [text_response("done")]}, project, data_dir, env=UNTRUSTED) as editor:
-            editor.on_permission = answering(answer)
-            sid = await editor.new_session()
-            assert await editor.prompt(sid, "hello") == {"stopReason": "end_turn"}
-            return [r for r in editor.permission_requests if "trust" in (r.get("_meta") or {})]
-
-    assert len(await session("trust")) == 1
+    assert len(await trust_session(project, data_dir, "trust")) == 1
     assert (project / ".hooklog").exists(), "the control: the trusted hook ran"
     origin = tmp_path / "origin"
     (origin / "node_modules" / ".bin").mkdir(parents=True)
@@ -750,7 +745,7 @@ async def test_a_trusted_npm_hook_asks_again_when_a_pull_adds_the_program_its_sc
     git(origin, "add", "-f", "node_modules")
     git(origin, "commit", "-qm", "vendor the formatter")
     git(project, "pull", "-q")
-    questions = await session("not_now")
+    questions = await trust_session(project, data_dir, "not_now")
     assert made(markers) == [], "the pulled program did not run"
     [question] = questions
     shown = question["toolCall"]["content"][0]["content"]["text"]
