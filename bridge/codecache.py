@@ -42,7 +42,7 @@ from typing import Any
 ENV = "AGENT_BRIDGE_CODE_CACHE"
 LIMIT = 20_000
 SAVE_AT = 16
-_FORMAT = 2
+_FORMAT = 3  # 3: each value kept marshalled on its own, read when first asked for
 
 
 class Kept:
@@ -74,6 +74,9 @@ class Kept:
         )
 
     def load(self) -> None:
+        """Read the file: its keys now, each value as the bytes it was written as (`get` reads one when it is
+        first asked for: a start uses a part of what all starts compiled, and reading a code object is most of
+        a file's cost)."""
         if self.loaded:
             return
         self.loaded = True
@@ -88,13 +91,28 @@ class Kept:
             and data[1] == self.stamp()
             and isinstance(data[2], dict)
         ):
-            self.codes = {key: value for key, value in data[2].items() if self.valid(key, value)}
+            self.codes = {key: value for key, value in data[2].items() if isinstance(value, bytes)}
+
+    def get(self, key: Any) -> Any:
+        """The value kept under `key`, or None (nothing kept, or what was kept is unreadable or not a value of
+        this generator's: then it is dropped)."""
+        value = self.codes.get(key)
+        if isinstance(value, bytes):
+            try:
+                value = marshal.loads(value)
+            except (EOFError, ValueError, TypeError):
+                value = None
+            if value is None or not self.valid(key, value):
+                self.codes.pop(key, None)
+                return None
+            self.codes[key] = value
+        return value
 
     def compiled(self, source: str, filename: str, flags: int, mode: str = "exec") -> types.CodeType:
         """`compile(source, filename, mode, flags, dont_inherit=True)`, from the kept code when there is some (a
         generator's file holds one mode's code)."""
         key = (source, flags)
-        code: types.CodeType | None = self.codes.get(key)
+        code: types.CodeType | None = self.get(key)
         if code is None:
             code = compile(source, filename, mode, flags, dont_inherit=True)
             self.codes[key] = code
@@ -108,7 +126,9 @@ class Kept:
         if self.new < self.save_at:
             return
         codes = dict(self.codes)  # (copies are taken whole: another thread may compile meanwhile)
-        entries = codes if len(codes) <= LIMIT else {k: codes[k] for k in list(self.used) if k in codes}
+        if len(codes) > LIMIT:
+            codes = {k: codes[k] for k in list(self.used) if k in codes}
+        entries = {k: v if isinstance(v, bytes) else marshal.dumps(v) for k, v in codes.items()}
         target = self.path()
         temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         with contextlib.suppress(OSError, ValueError):
@@ -270,7 +290,7 @@ def install_regex() -> None:
         if not isinstance(p, (str, bytes)) or not isinstance(flags, int) or flags & debug:
             return original(p, flags)
         key = (p, flags)
-        program = kept.codes.get(key)
+        program = kept.get(key)
         if program is not None:
             kept.used.add(key)
             final, code, groups, groupindex, indexgroup = program

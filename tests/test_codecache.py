@@ -159,6 +159,26 @@ def test_a_file_that_is_not_its_own_is_ignored_and_replaced(tmp_path: Path, cont
     assert start(cache)["new"] == 0  # replaced by a good one
 
 
+def test_a_damaged_entry_is_compiled_again_and_the_rest_still_read(tmp_path: Path) -> None:
+    """Each value is read when first asked for (reading a start's every code object up front was most of the
+    file's cost): one that is damaged, or not code, is compiled again alone; the file stays usable."""
+    import marshal
+
+    cache = tmp_path / "generated.marshal"
+    control = start(cache)
+    dataclasses_file = cache.with_name(f"{cache.name}.dataclasses")
+    fmt, stamp, entries = marshal.loads(dataclasses_file.read_bytes())
+    assert entries and all(isinstance(value, bytes) for value in entries.values())
+    damaged, not_code = list(entries)[:2]
+    entries[damaged] = b"\xe3 not marshal"
+    entries[not_code] = marshal.dumps(("a tuple", 1))
+    dataclasses_file.write_bytes(marshal.dumps((fmt, stamp, entries)))
+    result = start(cache)
+    assert same(control, result)
+    assert result["new"] == 2  # those two alone
+    assert start(cache)["new"] == 0  # and kept again, as made
+
+
 def test_it_is_written_only_where_python_writes_bytecode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "generated.marshal"
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # as for .pyc files: no variable of ours, no writing
@@ -268,7 +288,7 @@ def test_a_kept_program_the_engine_rejects_is_compiled_again_from_its_pattern(tm
     kept = cache.with_name(f"{cache.name}.regex")
     fmt, stamp, programs = marshal.loads(kept.read_bytes())
     # programs the engine checks and refuses (as a damaged file would give): each is made again from its pattern
-    tampered: dict[Any, Any] = {key: (0, [99999, 1, 2], 0, {}, (None,)) for key in programs}
+    tampered: dict[Any, Any] = {key: marshal.dumps((0, [99999, 1, 2], 0, {}, (None,))) for key in programs}
     kept.write_bytes(marshal.dumps((fmt, stamp, tampered)))
     result = regex_start(cache)
     assert result["out"] == control["out"] and result["new"] == control["new"]
