@@ -194,8 +194,11 @@ def test_a_script_that_runs_code_named_when_it_runs_is_unbindable(workspace: Pat
 
 def test_a_makefiles_computed_programs_are_how_make_names_them(workspace: Path) -> None:
     """`$(PYTHON) tools/x.py` in a recipe: the program is the system's, the script it runs is bound."""
-    (workspace / "Makefile").write_text("PYTHON ?= python3\nfmt:\n\t$(PYTHON) tools/x.py\n\t$(MAKE) -C sub\n")
+    (workspace / "Makefile").write_text("PYTHON ?= python3\nfmt:\n\t$(PYTHON) tools/x.py\n\t$(CC) -o x x.c\n")
     assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "tools/x.py"]
+    # a recipe's `$(MAKE) -C sub` runs sub/Makefile, which is not bound: a pull there would run under the trust
+    (workspace / "Makefile").write_text("fmt:\n\t$(MAKE) -C sub\n")
+    assert "another folder" in binding("make fmt", workspace)
 
 
 @pytest.mark.parametrize(
@@ -517,3 +520,54 @@ def test_what_npx_runs_is_bound_in_node_modules_bin_by_its_absence_too(workspace
     (workspace / "node_modules" / ".bin" / "my-fmt").write_text("#!/bin/sh\n")
     after = binding("npx --no my-fmt --check .", workspace)
     assert "node_modules/.bin/my-fmt" in bound_paths(after) and after != before
+
+
+MAKEFILE = "fmt:\n\tblack .\ntest:\n\tpytest\n"
+
+
+@pytest.mark.parametrize(
+    ("makefile", "command", "unbindable"),
+    [
+        ("lint:\n\tflake8 .\n", "make lint", True),
+        (MAKEFILE, "make fmt", False),
+        (MAKEFILE, "make test", True),
+        (MAKEFILE, "make", False),  # the default goal: the first target
+        ("test:\n\tpytest\nfmt:\n\tblack .\n", "make", True),
+        ("PYTEST ?= pytest\nlint: check\n\techo ok\ncheck:\n\t$(PYTEST) -q\n", "make lint", True),
+        ("lint:\n\t$(MAKE) check\ncheck:\n\t@python -m pytest\n", "make lint", True),
+        ("lint:\n\t$(UNSET_BY_THE_FILE) x\n", "make lint", True),
+        ("lint:\n\t$(CC) -o x x.c\n", "make lint", False),
+        ("X := $(shell pytest --co)\nfmt:\n\techo\n", "make fmt", True),  # runs as make reads the file
+        ("X != npx jest\nfmt:\n\techo\n", "make fmt", True),
+        ("include rules.mk\nfmt: t\n\techo\n", "make fmt", True),  # `t` is built by the included file
+        ("$(eval $(call R))\nfmt:\n\techo\ntest:\n\tpytest\n", "make fmt", True),  # rules made as it runs
+        ("define RUN\n\tpytest\nendef\nfmt:\n\t$(RUN)\n", "make fmt", True),
+        ("fmt:\n\tcd sub && npm run x\n", "make fmt", True),
+        ("fmt:\n\tnpm run lint\n", "make fmt", True),  # package.json's `lint` runs eslint
+        ("%.o: %.c\n\tpytest\nfmt: a.o\n\techo\n", "make fmt", True),
+        ("fmt: ; pytest\n", "make fmt", True),
+        ("fmt:\n\t-@black . \\\n\t  && pytest\n", "make fmt", True),
+        ("fmt:\n\techo\n", "make -f other.mk fmt", True),
+        ("fmt:\n\tfor f in *.c; do gcc $$f; done\n", "make fmt", False),
+        ("fmt:\n\t$$RUNNER x\n", "make fmt", True),
+        ("fmt:\n\t$(MAKE) -C sub\n", "make fmt", True),
+        ("fmt:\n\techo\n", "make --eval='fmt: ; pytest' fmt", True),
+    ],
+)
+def test_make_binds_only_goals_whose_recipes_run_nothing_the_folder_chooses(
+    workspace: Path, makefile: str, command: str, unbindable: bool
+) -> None:
+    (workspace / "Makefile").write_text(makefile)
+    (workspace / "package.json").write_text('{"scripts": {"lint": "eslint ."}}')
+    (workspace / "rules.mk").write_text("t:\n\tpytest\n")
+    (workspace / "other.mk").write_text("fmt:\n\tpytest\n")
+    assert binding(command, workspace).startswith(UNBINDABLE) == unbindable, binding(command, workspace)
+
+
+def test_a_package_script_or_a_shell_script_running_make_is_followed_into_the_recipe(workspace: Path) -> None:
+    (workspace / "Makefile").write_text("lint:\n\tpytest\nfmt:\n\techo\n")
+    (workspace / "package.json").write_text('{"scripts": {"lint": "make lint", "fmt": "make fmt"}}')
+    (workspace / "scripts" / "a.sh").write_text("make lint\n")
+    assert binding("npm run lint", workspace).startswith(UNBINDABLE)
+    assert not binding("npm run fmt", workspace).startswith(UNBINDABLE)
+    assert binding("sh scripts/a.sh", workspace).startswith(UNBINDABLE)

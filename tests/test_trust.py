@@ -4,6 +4,7 @@ settings files in temp dirs; the user's answers in a real store outside the work
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -954,3 +955,33 @@ def test_a_trusted_folder_cannot_point_rg_at_a_configuration_a_pull_then_changes
         [tools / "rg", "f.o", "a.txt"], cwd=ws, env={**env, "RIPGREP_CONFIG_PATH": ".ripgreprc"}, capture_output=True
     )
     assert (ws / "pwned").exists(), "the attack is real"
+
+
+async def test_a_make_hook_whose_goal_runs_a_test_runner_stays_off_and_one_that_does_not_is_bound(
+    tmp_path: Path,
+) -> None:
+    """`make lint` was bound to the makefile alone: with its recipe running pytest, a pulled conftest.py ran under
+    the trust, outside the sandbox (left alone in round 26, proven by its verification round). The goal's recipes
+    are followed now (prerequisites, `$(MAKE) other`, variables, pattern rules): a hook whose goal runs code the
+    folder chooses stays off, saying why; one whose goal does not (`make fmt` beside a `test:` target) is bound."""
+    ws = tmp_path / "ws"
+    ws.mkdir(parents=True)
+    marker = tmp_path / "pulled-conftest-ran"
+    (ws / "Makefile").write_text(
+        "PYTHON ?= python3\n"
+        "lint: check\n\t@echo linting\n"
+        "check:\n\t$(PYTHON) -m pytest -q -p no:cacheprovider tests\n"
+        "fmt:\n\t@echo formatting > .fmtlog\n"
+    )
+    (ws / "tests").mkdir()
+    (ws / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in ("make lint", "make fmt")]}
+    store, question, told = await trusted_hooks(tmp_path, hooks)
+    assert [i.text for i in question.items] == ["Stop: make fmt"], "what runs pulled code is not offered"
+    assert any("make lint" in t and "stays off" in t and "`python -m pytest`" in t for t in told), told
+    assert [h.command for m in store.hooks("Stop") for h in m.hooks] == ["make fmt"], "the control runs, lint not"
+    # and the attack is real: the hook, run as binding the makefile alone let it, runs what a pull adds
+    (ws / "tests" / "conftest.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    command = ["make", "lint", f"PYTHON={sys.executable}"]
+    done = await asyncio.to_thread(subprocess.run, command, cwd=ws, capture_output=True, text=True, timeout=120)
+    assert marker.exists(), done.stdout + done.stderr

@@ -36,6 +36,7 @@ from bridge.permissions.script_reads import (
     elsewhere,
     executed_program,
     language,
+    make_discovers,
     names_in,
     package_script_discovers,
     substituted,
@@ -149,7 +150,13 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
             words.append(value)
-        if (why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root)) is not None:
+        why = (
+            discovers(words)
+            or package_script_discovers(words, root)
+            or elsewhere(words, root)
+            or make_discovers(words, root)
+        )
+        if why is not None:
             raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
         if (executed := executed_program(words)) is not None and "/" not in executed:
             path = _inside(os.path.join("node_modules", ".bin", executed), root)  # (absent: bound by its absence)

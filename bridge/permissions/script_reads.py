@@ -243,7 +243,10 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
             words = words[1:]  # `X=1 cmd`: the program is after the assignments
         program = words[0]
         if strict and (
-            why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root, own=path.parent)
+            why := discovers(words)
+            or package_script_discovers(words, root)
+            or elsewhere(words, root, own=path.parent)
+            or make_discovers(words, root)
         ):
             raise Unbindable(f"{shown}: {why}")
         target_next = False
@@ -350,7 +353,11 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0) -> st
         text = scripts.get(each)
         if isinstance(text, str):
             for command in script_commands(text):
-                why = discovers(command) or package_script_discovers(command, root, depth + 1)
+                why = (
+                    discovers(command)
+                    or package_script_discovers(command, root, depth + 1)
+                    or make_discovers(command, root, depth + 1)
+                )
                 if why is not None:
                     return f"its package.json script `{each}`: {why}"
     return None
@@ -562,3 +569,280 @@ def substituted(value: str, variables: dict[str, str]) -> str:
     for name, real in variables.items():
         value = value.replace(f"${{{name}}}", real).replace(f"${name}", real)
     return value
+
+
+# What `make GOAL` runs: the recipes of the goals (the makefile's first target when none is named), of their
+# prerequisites in turn, and of every rule make may use to build one (pattern and suffix rules, `.DEFAULT`), with
+# the makefile's variables put in (`$(PYTEST)`), as make reads its files. Binding the makefile alone let a
+# trusted `make lint` run `pytest`, and with it the folder's conftest.py, as a pull changed it (round 26).
+MAKEFILES_READ = ("GNUmakefile", "makefile", "Makefile")
+MAX_MAKE_BYTES = 1024 * 1024
+MAX_MAKE_FILES = 32
+_MAKE_BUILTINS = {
+    **dict.fromkeys(("MAKE", "MAKE_COMMAND"), "make"),
+    **{"CC": "cc", "CXX": "g++", "CPP": "cc -E", "AR": "ar", "AS": "as", "LD": "ld", "RM": "rm -f", "FC": "f77"},
+    **{"LEX": "lex", "YACC": "yacc", "MAKEINFO": "makeinfo", "TEX": "tex", "SHELL": "/bin/sh", "M2C": "m2c"},
+    **{"PC": "pc", "CO": "co", "GET": "get", "TEXI2DVI": "texi2dvi", "WEAVE": "weave", "TANGLE": "tangle"},
+}
+_MAKE_ASSIGN = re.compile(r"(?:(?:override|export|private)\s+)*([^\s:#=]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)", re.S)
+_MAKE_DIRECTIVE = re.compile(r"(?:ifeq|ifneq|ifdef|ifndef|else|endif|vpath|unexport|undefine|export)(?:\s|$)")
+_MAKE_INCLUDE_LINE = re.compile(r"[-s]?include\s+(.*)")
+_MAKE_REFERENCE = re.compile(r"\$(?:\(([^()]*)\)|\{([^{}]*)\}|(.))")
+_MAKE_UNSURE = re.compile(r"\$[({](?:eval|call|value|foreach|file|guile|let)\s|^\.(?:DEFAULT_GOAL|RECIPEPREFIX)\b")
+_MAKE_PARSE_TIME = re.compile(r"\$[({]shell\s+([^()]*(?:\([^()]*\)[^()]*)*)[)}]")
+_COMPUTED = "\x01"  # a value make computes when it runs (a function, a variable no file sets)
+_MAKE_OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "--makefile", "-I", "--include-dir", "-o", "-W", "-C"})
+
+
+class _MakeRule:
+    __slots__ = ("prerequisites", "recipe", "targets")
+
+    def __init__(self, targets: list[str], prerequisites: list[str], recipe: list[str]) -> None:
+        self.targets, self.prerequisites, self.recipe = targets, prerequisites, recipe
+
+
+class _Makefile:
+    """A makefile as make reads it (its includes in their places), for what its goals' recipes run."""
+
+    def __init__(self) -> None:
+        self.rules: list[_MakeRule] = []
+        self.variables: dict[str, list[str]] = {}
+        self.parse_time: list[str] = []  # what runs as make reads the files (`$(shell …)`, `X != …`)
+        self.unsure = ""  # why the rules a goal takes can't be told apart: then every recipe counts
+        self.files = 0
+
+    def read(self, path: str, root: Path, shown: str) -> None:
+        self.files += 1
+        if self.files > MAX_MAKE_FILES:
+            raise Unbindable(f"{shown} includes more than {MAX_MAKE_FILES} makefiles")
+        try:
+            with open(path, "rb") as file:
+                data = file.read(MAX_MAKE_BYTES + 1)
+        except OSError:
+            return  # absent (`-include`), or not ours to read: make reads nothing there either
+        if len(data) > MAX_MAKE_BYTES:
+            raise Unbindable(f"{shown} is too long to read for what its recipes run")
+        rule: _MakeRule | None = None
+        define: list[str] | None = None
+        name = ""
+        for line in re.sub(r"\\\r?\n", " ", data.decode("utf-8", "replace")).splitlines():
+            if define is not None:
+                if line.strip() == "endef":
+                    self.variables.setdefault(name, []).append("\n".join(define))
+                    define = None
+                else:
+                    define.append(line)
+                continue
+            if line.startswith("\t") and rule is not None:
+                rule.recipe.append(line[1:])
+                continue
+            text = line.split("#", 1)[0].strip() if "\\#" not in line else line.strip()
+            if not text:
+                continue
+            rule = None
+            for found in _MAKE_PARSE_TIME.finditer(text):
+                self.parse_time.append(found.group(1))
+            if _MAKE_UNSURE.search(text) and not self.unsure:
+                self.unsure = f"{shown} makes its rules as it runs (`{text[:60]}`)"
+            if re.match(r"(?:(?:override|export|private)\s+)*define\s", text):
+                name, define = text.split()[-1].rstrip("=:!?+"), []
+                continue
+            if included := _MAKE_INCLUDE_LINE.fullmatch(text):
+                for word in included.group(1).split():
+                    if "$" in word or _globbed(word):
+                        raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
+                    self.read(os.path.join(os.path.dirname(path), word), root, word)
+                continue
+            if _MAKE_DIRECTIVE.match(text):
+                continue
+            assign = _MAKE_ASSIGN.fullmatch(text)
+            colon = _rule_colon(text)
+            if assign is not None and (colon < 0 or text.find(assign.group(2)) <= colon):
+                variable, how, value = assign.groups()
+                if how == "!=":
+                    self.parse_time.append(value)
+                self.variables.setdefault(variable, []).append(value)
+                continue
+            if colon < 0:
+                continue
+            targets = text[:colon].split()
+            rest = text[colon:].lstrip(":")
+            if _MAKE_ASSIGN.fullmatch(rest.strip()) and not rest.strip().startswith("|"):  # `t: X = 1`: a variable
+                target_variable = _MAKE_ASSIGN.fullmatch(rest.strip())
+                assert target_variable is not None
+                self.variables.setdefault(target_variable.group(1), []).append(target_variable.group(3))
+                continue
+            prerequisites, _, inline = rest.partition(";")
+            rule = _MakeRule(targets, prerequisites.replace(":", " ").replace("|", " ").split(), [])
+            if inline.strip():
+                rule.recipe.append(inline)
+            self.rules.append(rule)
+        if define is not None:
+            self.variables.setdefault(name, []).append("\n".join(define))
+
+    def expand(self, text: str, overrides: dict[str, str], depth: int = 0) -> str:
+        """`text` with the makefile's variables put in: each of a variable's values in turn (`;`-joined: a check
+        sees every one), make's own defaults, `$@`-like ones as a word; what make computes as `_COMPUTED`."""
+
+        def value(found: re.Match[str]) -> str:
+            inner = found.group(1) if found.group(1) is not None else found.group(2)
+            if inner is None:
+                single = found.group(3)
+                if single == "$":
+                    return "$"
+                return "x" if single in "@<^?*+|%" else self._named(single, overrides, depth)
+            if re.fullmatch(r"[@<^?*+|%][DF]", inner):
+                return "x"
+            if re.search(r"[\s,]", inner) or ":" in inner:  # a function (`$(wildcard …)`) or `$(X:.c=.o)`
+                return _COMPUTED
+            return self._named(inner, overrides, depth)
+
+        return _MAKE_REFERENCE.sub(value, text)
+
+    def _named(self, name: str, overrides: dict[str, str], depth: int) -> str:
+        if "$" in name or depth > 8:
+            return _COMPUTED
+        values = [overrides[name]] if name in overrides else self.variables.get(name)
+        if values is None:
+            return _MAKE_BUILTINS.get(name, _COMPUTED)
+        return " ; ".join(self.expand(each, overrides, depth + 1) for each in values)
+
+
+def _rule_colon(text: str) -> int:
+    """Where a rule line's first colon is (not inside `$(…)`, not `:=`), or -1."""
+    level = 0
+    for n, char in enumerate(text):
+        if char in "({":
+            level += 1
+        elif char in ")}":
+            level -= 1
+        elif char == ":" and level == 0 and not text.startswith("=", n + 1):
+            return n
+        elif char == "=" and level == 0:
+            return -1
+    return -1
+
+
+def make_discovers(words: list[str], root: Path, depth: int = 0) -> str | None:
+    """Why `make …` (its words) runs, through the recipes its goals take, a program that finds the folder's code
+    by itself (`test: pytest` and conftest.py), a package script that does, or a program make computes; or
+    None."""
+    if not words or words[0].rsplit("/", 1)[-1] not in ("make", "gmake") or depth > 4:
+        return None
+    files: list[str] = []
+    goals: list[str] = []
+    overrides: dict[str, str] = {}
+    n = 1
+    while n < len(words):
+        word = words[n]
+        if word in _MAKE_OPTIONS_WITH_VALUE:
+            if word in ("-f", "--file", "--makefile") and n + 1 < len(words):
+                files.append(words[n + 1])
+            n += 2
+            continue
+        if word.startswith(("--file=", "--makefile=")) or (word.startswith("-f") and len(word) > 2):
+            files.append(word.split("=", 1)[1] if word.startswith("--") else word[2:])
+        elif word.startswith(("--eval", "-E")):
+            return f"`{' '.join(words)}` is given make code on its command line"
+        elif not word.startswith("-"):
+            if re.match(r"[A-Za-z_][\w.]*\s*:?=", word):
+                name, _, value = word.partition("=")
+                overrides[name.rstrip(":").strip()] = value
+            else:
+                goals.append(word)
+        n += 1
+    if not files:
+        files = [next((name for name in MAKEFILES_READ if os.path.isfile(os.path.join(root, name))), "")]
+        if not files[0]:
+            return None
+    makefile = _Makefile()
+    for name in files:
+        if "$" in name or "`" in name:
+            return f"`{' '.join(words)}` reads a makefile named when it runs"
+        makefile.read(os.path.join(root, name), root, name)
+    return _recipes_discover(makefile, goals, overrides, root, depth, files[0])
+
+
+def _recipes_discover(
+    makefile: _Makefile, goals: list[str], overrides: dict[str, str], root: Path, depth: int, shown: str
+) -> str | None:
+    for text in makefile.parse_time:
+        if why := _line_discovers(makefile.expand(text, overrides), root, depth, []):
+            return f"{shown} runs, as make reads it, `{text.strip()[:80]}`: {why}"
+    rules = makefile.rules
+    if not goals:  # make's default goal: the first target that is not special, a pattern or a suffix rule
+        first = next((t for r in rules for t in r.targets if "%" not in t and (not t.startswith(".") or "/" in t)), "")
+        goals = [first] if first else []
+    pending = [r for r in rules if any(_used_for_any_goal(t) for t in r.targets)]
+    wanted, seen, checked = list(goals), set[str](), set[int]()
+    everything = False
+    while True:
+        if makefile.unsure and not everything:  # which rules a goal takes can't be told: every recipe counts
+            everything = True
+            pending, wanted = [r for r in rules if id(r) not in checked], []
+        while wanted and not makefile.unsure:
+            goal = wanted.pop()
+            if goal in seen:
+                continue
+            seen.add(goal)
+            if "$" in goal or _COMPUTED in goal:
+                makefile.unsure = f"a goal of `make` is computed when it runs (`{goal}`)"
+                break
+            for rule in rules:
+                if goal in rule.targets:
+                    pending.append(rule)
+                    for prerequisite in rule.prerequisites:
+                        wanted.extend(makefile.expand(prerequisite, overrides).replace(";", " ").split())
+        if makefile.unsure and not everything:
+            continue
+        if not pending:
+            return None
+        rule = pending.pop(0)
+        if id(rule) in checked:
+            continue
+        checked.add(id(rule))
+        for line in rule.recipe:
+            recursive: list[str] = []  # `$(MAKE) other`: its goals are followed too
+            why = _line_discovers(makefile.expand(line, overrides).lstrip(" \t@-+"), root, depth, recursive)
+            if why:
+                target = rule.targets[0] if rule.targets else "?"
+                return f"{shown}'s recipe for `{target}` (`{line.strip()[:80]}`): {why}"
+            wanted.extend(recursive)
+
+
+def _used_for_any_goal(target: str) -> bool:
+    """A rule make may use to build any target: a pattern rule, a suffix rule (`.c.o`), `.DEFAULT`."""
+    return "%" in target or target == ".DEFAULT" or (bool(_SUFFIX_RULE.fullmatch(target)) and target not in _SPECIAL)
+
+
+_SUFFIX_RULE = re.compile(r"\.[^./%]+(\.[^./%]+)?")
+_SPECIAL = frozenset(
+    {".PHONY", ".SUFFIXES", ".PRECIOUS", ".INTERMEDIATE", ".SECONDARY", ".SECONDEXPANSION", ".DELETE_ON_ERROR"}
+    | {".IGNORE", ".LOW_RESOLUTION_TIME", ".SILENT", ".EXPORT_ALL_VARIABLES", ".NOTPARALLEL", ".ONESHELL", ".POSIX"}
+    | {".NOTINTERMEDIATE", ".EXTRA_PREREQS"}
+)
+
+
+def _line_discovers(line: str, root: Path, depth: int, recursive: list[str]) -> str | None:
+    """Why one recipe line (its variables put in) runs code the folder's files choose, or None."""
+    moved = False
+    for words in script_commands(line):
+        while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
+            words = words[1:]
+        if not words:
+            continue
+        if _COMPUTED in words[0] or "$" in words[0] or "`" in words[0]:
+            return f"it runs `{words[0].replace(_COMPUTED, '$(…)')}`, a program named when it runs"
+        program = words[0].rsplit("/", 1)[-1]
+        if program in ("cd", "pushd"):
+            moved = moved or elsewhere(words, root) is not None
+            continue
+        if moved and program in (*PACKAGE_RUNNERS, "make", "gmake", "just", "env"):
+            return f"`{' '.join(words)}` runs in another folder"
+        if why := discovers(words) or package_script_discovers(words, root, depth + 1) or elsewhere(words, root):
+            return why
+        if program in ("make", "gmake"):
+            if any(w.startswith(("-f", "--file", "--makefile")) for w in words):
+                return f"`{' '.join(words)}` reads another makefile"
+            recursive.extend(w for w in words[1:] if not w.startswith("-") and "=" not in w)
+    return None
