@@ -314,6 +314,13 @@ def test_a_perl_script_that_loads_code_named_when_it_runs_is_unbindable(workspac
         "sh -c 'cd . && pytest'",
         "sh -c pytest",
         "timeout 30 cargo test",
+        # round 27: programs that load the folder's modules by name or run what its files declare
+        "docker compose up -d",
+        "terraform plan",
+        "vagrant up",
+        "flask routes",
+        "uvicorn app:app",
+        "django-admin check",
     ],
 )
 def test_a_runner_that_finds_the_folders_code_by_itself_is_unbindable(workspace: Path, command: str) -> None:
@@ -552,6 +559,16 @@ MAKEFILE = "fmt:\n\tblack .\ntest:\n\tpytest\n"
         ("fmt:\n\t$$RUNNER x\n", "make fmt", True),
         ("fmt:\n\t$(MAKE) -C sub\n", "make fmt", True),
         ("fmt:\n\techo\n", "make --eval='fmt: ; pytest' fmt", True),
+        # what a variable's text puts into a recipe line is read as the shell will get it
+        ("X = a; pytest\nfmt:\n\techo $(X:.c=.o)\n", "make fmt", True),
+        ("fmt:\n\techo $(if $(CI),;pytest,)\n", "make fmt", True),
+        ("fmt:\n\techo $(shell pytest)\n", "make fmt", True),
+        ("fmt:\n\techo ${shell pytest}\n", "make fmt", True),
+        ("X = Y\nY = a; pytest\nfmt:\n\techo $($(X))\n", "make fmt", True),
+        ("fmt:\n\t$(eval T = x)echo\ntest:\n\tpytest\n", "make fmt", True),
+        ("".join(f"X{i} = $(X{i + 1})\n" for i in range(30)) + "fmt:\n\techo $(X0)\n", "make fmt", True),
+        ("fmt:\n\techo $(wildcard *.c) $(notdir $(CURDIR))\n", "make fmt", False),
+        ("fmt:\n\techo $(UNSET_BY_THE_FILE) done\n", "make fmt", False),  # the user's environment, not the folder
     ],
 )
 def test_make_binds_only_goals_whose_recipes_run_nothing_the_folder_chooses(
@@ -571,3 +588,84 @@ def test_a_package_script_or_a_shell_script_running_make_is_followed_into_the_re
     assert binding("npm run lint", workspace).startswith(UNBINDABLE)
     assert not binding("npm run fmt", workspace).startswith(UNBINDABLE)
     assert binding("sh scripts/a.sh", workspace).startswith(UNBINDABLE)
+
+
+@pytest.mark.parametrize(
+    ("script", "unbindable"),
+    [
+        ("import os, pytest\npytest.main(['-q'])\n", True),
+        ("import os\nfrom django.core.management import execute_from_command_line\n", True),  # manage.py
+        ("from _pytest.config import main\n", True),
+        ("import unittest\nunittest.main()\n", True),
+        ("import json, os\nprint(json.dumps(dict(os.environ)))\n", False),
+        ("import pytesting_helpers\n", False),  # a name that begins like one is not it
+    ],
+)
+def test_a_python_script_importing_what_finds_the_folders_code_is_unbindable(
+    workspace: Path, script: str, unbindable: bool
+) -> None:
+    """`python manage.py check` ran the settings module and every app Django imports by name, and a script's own
+    `pytest.main()` ran conftest.py: a pull changing either ran under the trust given to the script (round 27)."""
+    (workspace / "tools" / "x.py").write_text(script)
+    result = binding("python tools/x.py", workspace)
+    assert result.startswith(UNBINDABLE) == unbindable, result
+
+
+@pytest.mark.parametrize(
+    ("justfile", "command", "unbindable"),
+    [
+        ("lint:\n    pytest -q\n", "just lint", True),
+        ("fmt:\n    black .\n", "just fmt", False),
+        ("fmt:\n    black .\ntest:\n    pytest\n", "just fmt", True),  # every recipe counts for just
+        ('set shell := ["python3", "-c"]\nfmt:\n    print(1)\n', "just fmt", True),
+        ("fmt:\n    #!/usr/bin/env python3\n    print(1)\n", "just fmt", True),
+        ('runner := "pytest"\nfmt:\n    {{runner}} -q\n', "just fmt", True),
+    ],
+)
+def test_just_binds_a_justfile_whose_recipes_run_nothing_the_folder_chooses(
+    workspace: Path, justfile: str, command: str, unbindable: bool
+) -> None:
+    (workspace / "justfile").write_text(justfile)
+    assert binding(command, workspace).startswith(UNBINDABLE) == unbindable, binding(command, workspace)
+
+
+@pytest.mark.parametrize(("shell", "unbindable"), [("python3", True), ("/bin/bash", False), ("$(PY)", True)])
+def test_a_makefile_whose_recipes_run_under_another_program_is_unbindable(
+    workspace: Path, shell: str, unbindable: bool
+) -> None:
+    """`SHELL := python3`: every recipe line is Python code, which the shell reading of recipes can't check."""
+    (workspace / "Makefile").write_text(f"SHELL := {shell}\nfmt:\n\techo hi\n")
+    assert binding("make fmt", workspace).startswith(UNBINDABLE) == unbindable, binding("make fmt", workspace)
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("Makefile", "X := $(shell " + " " * 1024 * 1024),
+        ("Makefile", "".join(f"V{d} = " + f"$(V{d + 1}) " * 40 + "\n" for d in range(10)) + "fmt:\n\techo $(V0)\n"),
+        ("Makefile", "".join(f"V{d} = $(V{d + 1})\n" * 200 for d in range(10)) + "fmt:\n\techo $(V0)\n"),
+        ("Makefile", "fmt:\n\techo " + "$(" * 100_000 + "\n"),
+        ("justfile", "\n" * 1024 * 1024),
+        ("justfile", "fmt:\n    " + "{{" * 500_000 + "\n"),
+    ],
+)
+def test_a_makefile_or_justfile_of_the_attackers_shape_is_read_in_bounded_time(
+    workspace: Path, name: str, text: str
+) -> None:
+    """Variables that expand exponentially, nested or unclosed references, and the shapes that make a pattern
+    backtrack: each is read (or found unbindable) at once, never for hours (pytest-timeout is the bound)."""
+    (workspace / name).write_text(text)
+    binding("make fmt" if name == "Makefile" else "just fmt", workspace)
+
+
+def test_a_quote_left_open_on_a_line_does_not_hide_the_runner_after_a_separator(workspace: Path) -> None:
+    """The scan read a line whose quote closes on the next one by its spaces: `true; pytest '` was one command,
+    `true;`, and the pytest that bash runs was never seen (round 27)."""
+    import subprocess
+
+    (workspace / "scripts" / "a.sh").write_text("true; touch ran-it '\n'\n")
+    subprocess.run(["bash", "scripts/a.sh"], cwd=workspace, check=True, timeout=30)
+    assert (workspace / "ran-it").exists(), "the control: bash runs the command after the separator"
+    (workspace / "scripts" / "a.sh").write_text("true; pytest '\n'\n")
+    result = binding("sh scripts/a.sh", workspace)
+    assert result.startswith(UNBINDABLE) and "`pytest`" in result, result

@@ -143,11 +143,27 @@ DISCOVERERS = frozenset(
         *("mypy", "dmypy", "pylint", "flake8", "coverage", "sphinx-build", "mkdocs", "pre-commit", "prettier"),
         *("babel", "postcss", "stylelint", "tailwindcss", "next", "nuxt", "astro", "parcel", "turbo", "nx", "lerna"),
         *("rustup", "rustc", "mypyc", "stubtest", "gulp", "grunt", "invoke", "inv", "fab", "pip", "pip3"),
+        # and those that load the folder's modules by name or run what its files declare (settings modules, apps,
+        # config files that are code, containers a compose file mounts the host into, a Vagrantfile, .tf files'
+        # external programs): round 27
+        *("django-admin", "flask", "uvicorn", "gunicorn", "hypercorn", "daphne", "celery", "alembic", "scrapy"),
+        *("behave", "nose2", "nosetests", "robot", "locust", "doit", "paver", "pelican", "jupyter", "ipython"),
+        *("ansible", "ansible-playbook", "molecule", "terraform", "tofu", "terragrunt", "pulumi", "packer"),
+        *("vagrant", "docker", "docker-compose", "podman", "podman-compose", "task", "mage", "earthly"),
     }
 )
+
 DISCOVERING_MODULES = frozenset(
     {"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial", "pip"}
     | {"mypy", "pylint", "flake8", "coverage", "sphinx", "pre_commit", "mkdocs", "invoke"}
+)
+PY_DISCOVERING_IMPORTS = DISCOVERING_MODULES | {
+    *("_pytest", "django", "celery", "alembic", "uvicorn", "gunicorn", "hypercorn", "daphne", "flask", "scrapy"),
+    *("nose", "nose2", "behave", "robot", "doit", "paver", "fabric", "SCons", "pyproject_hooks", "pep517"),
+    *("hatchling", "poetry", "pluggy", "stevedore", "locust", "pelican", "ansible", "IPython", "nbconvert"),
+}
+_PY_ANY_IMPORT = re.compile(
+    r"(?<![\w.])import\s++([A-Za-z_][\w.]*+(?:\s*+,\s*+[A-Za-z_][\w.]*+)*+)|(?<![\w.])from\s++([A-Za-z_][\w.]*+)\s"
 )
 
 
@@ -292,7 +308,15 @@ def _operand(words: list[str]) -> int:
 
 
 def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
-    """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines)."""
+    """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines). A
+    justfile's every recipe is checked as make's goals are (`just` is not followed recipe by recipe)."""
+    if path.name in ("justfile", "Justfile", ".justfile"):
+        if found := re.search(r"^[^\S\n]*+set[^\S\n]++(?:windows-)?shell\b|^[^\S\n]++#!", text, re.MULTILINE):
+            raise Unbindable(f"{shown} runs its recipes with a program of its own (`{found.group(0).strip()}`)")
+        for line in text.splitlines():
+            command = re.sub(r"\{\{[^{}]*+\}\}", "$JUST", line.strip().lstrip("@-"))  # `{{x}}`: made as it runs
+            if line[:1] in (" ", "\t") and (why := _line_discovers(command, root, 0, [])):
+                raise Unbindable(f"{shown}'s recipe `{line.strip()[:80]}`: {why}")
     for match in _MAKE_INCLUDE.finditer(text):
         for word in match.group(1).split("#", 1)[0].split():
             if "$" in word or _globbed(word):
@@ -401,6 +425,13 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
     again."""
     if found := _PY_DYNAMIC.search(text):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    for listed, source in _PY_ANY_IMPORT.findall(text):
+        # what it imports that finds the folder's code by itself (`pytest.main()`, Django's manage.py importing the
+        # settings module and every app it names): the script's binding can't pin what runs (round 27)
+        for name in (source, *listed.split(",")):
+            if name.strip().split(".")[0] in PY_DISCOVERING_IMPORTS:
+                top = name.strip().split(".")[0]
+                raise Unbindable(f"{shown} imports `{top}`, which finds and runs the folder's code by itself")
     for name in _PY_CODE_LITERAL.findall(text):
         yield os.path.join(root, name)
         yield os.path.join(path.parent, name)
@@ -534,6 +565,30 @@ def _conventional(program: str) -> Iterator[str]:
     yield from CONVENTIONAL.get(program.rsplit("/", 1)[-1], ())
 
 
+# A line's words and runs of separators, as a shell splits them, read in one linear pass (shlex was quadratic on a
+# long line, and on a quote left open read the line by its spaces: `true; pytest '` hid `pytest`, round 27). A
+# quote left open runs to the end of the line; `#` at a word's start begins a comment.
+_TOKEN = re.compile(r"""[;&|()]++|#.*+|(?:'[^']*+'?|"(?:[^"\\]|\\.)*+"?|\\.?|[^\s;&|()'"\\])++""")
+_QUOTED = re.compile(r"""'([^']*+)'?|"((?:[^"\\]|\\.)*+)"?|\\(.?)""")
+_SEPARATOR_CHARS = frozenset(";&|()")
+
+
+def _tokens(line: str) -> Iterator[str]:
+    for found in _TOKEN.finditer(line):
+        token = found.group(0)
+        if token.startswith("#"):
+            return
+        yield token if token[:1] in _SEPARATOR_CHARS else _QUOTED.sub(_unquoted, token)
+
+
+def _unquoted(found: re.Match[str]) -> str:
+    if found.group(1) is not None:
+        return found.group(1)
+    if found.group(2) is not None:
+        return re.sub(r"""\\([$`"\\\n])""", r"\1", found.group(2))
+    return found.group(3)
+
+
 def script_commands(text: str) -> Iterator[list[str]]:
     """A script's simple commands as words, read tolerantly: any script, not only what the permission checks
     model (functions, `case`, `[[`, arrays are all fine here). Quotes are removed and expansions kept as written.
@@ -545,17 +600,13 @@ def script_commands(text: str) -> Iterator[list[str]]:
             if line.strip() == heredoc:
                 heredoc = None
             continue
+        if not line.strip():
+            continue
         if opened := _HEREDOC.search(line):
             heredoc = opened.group(1)
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
-        lexer.whitespace_split = True
-        try:
-            tokens = list(lexer)
-        except ValueError:  # a quote that spans lines: words as the whitespace splits them
-            tokens = [token.strip("'\"") for token in line.split()]
         words: list[str] = []
-        for token in tokens:
-            if token in _SEPARATORS:
+        for token in _tokens(line):
+            if token in _SEPARATORS or token[:1] in _SEPARATOR_CHARS:
                 if words:
                     yield words
                 words = []
@@ -578,18 +629,22 @@ def substituted(value: str, variables: dict[str, str]) -> str:
 MAKEFILES_READ = ("GNUmakefile", "makefile", "Makefile")
 MAX_MAKE_BYTES = 1024 * 1024
 MAX_MAKE_FILES = 32
+MAX_MAKE_DEPTH = 16
+MAX_MAKE_EXPANSION = 1024 * 1024
 _MAKE_BUILTINS = {
     **dict.fromkeys(("MAKE", "MAKE_COMMAND"), "make"),
     **{"CC": "cc", "CXX": "g++", "CPP": "cc -E", "AR": "ar", "AS": "as", "LD": "ld", "RM": "rm -f", "FC": "f77"},
     **{"LEX": "lex", "YACC": "yacc", "MAKEINFO": "makeinfo", "TEX": "tex", "SHELL": "/bin/sh", "M2C": "m2c"},
     **{"PC": "pc", "CO": "co", "GET": "get", "TEXI2DVI": "texi2dvi", "WEAVE": "weave", "TANGLE": "tangle"},
+    **dict.fromkeys(
+        ("CURDIR", "MAKEFILE_LIST", "MAKECMDGOALS", "MAKELEVEL", "MAKEFLAGS", "MFLAGS", ".SHELLFLAGS"), "x"
+    ),
 }
 _MAKE_ASSIGN = re.compile(r"(?:(?:override|export|private)\s+)*([^\s:#=]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)", re.S)
 _MAKE_DIRECTIVE = re.compile(r"(?:ifeq|ifneq|ifdef|ifndef|else|endif|vpath|unexport|undefine|export)(?:\s|$)")
 _MAKE_INCLUDE_LINE = re.compile(r"[-s]?include\s+(.*)")
-_MAKE_REFERENCE = re.compile(r"\$(?:\(([^()]*)\)|\{([^{}]*)\}|(.))")
 _MAKE_UNSURE = re.compile(r"\$[({](?:eval|call|value|foreach|file|guile|let)\s|^\.(?:DEFAULT_GOAL|RECIPEPREFIX)\b")
-_MAKE_PARSE_TIME = re.compile(r"\$[({]shell\s+([^()]*(?:\([^()]*\)[^()]*)*)[)}]")
+_MAKE_PARSE_TIME = re.compile(r"\$\(shell\s++([^()]*+(?:\([^()]*+\)[^()]*+)*+)\)|\$\{shell\s++([^{}]*+)\}")
 _COMPUTED = "\x01"  # a value make computes when it runs (a function, a variable no file sets)
 _MAKE_OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "--makefile", "-I", "--include-dir", "-o", "-W", "-C"})
 
@@ -610,6 +665,7 @@ class _Makefile:
         self.parse_time: list[str] = []  # what runs as make reads the files (`$(shell …)`, `X != …`)
         self.unsure = ""  # why the rules a goal takes can't be told apart: then every recipe counts
         self.files = 0
+        self.spent = 0  # characters expanded so far (bounded: MAX_MAKE_EXPANSION)
 
     def read(self, path: str, root: Path, shown: str) -> None:
         self.files += 1
@@ -635,13 +691,15 @@ class _Makefile:
                 continue
             if line.startswith("\t") and rule is not None:
                 rule.recipe.append(line[1:])
+                if _MAKE_UNSURE.search(line) and not self.unsure:  # `$(eval …)` in a recipe makes rules too
+                    self.unsure = f"{shown}'s recipe makes rules as it runs (`{line.strip()[:60]}`)"
                 continue
             text = line.split("#", 1)[0].strip() if "\\#" not in line else line.strip()
             if not text:
                 continue
             rule = None
             for found in _MAKE_PARSE_TIME.finditer(text):
-                self.parse_time.append(found.group(1))
+                self.parse_time.append(found.group(1) or found.group(2) or "")
             if _MAKE_UNSURE.search(text) and not self.unsure:
                 self.unsure = f"{shown} makes its rules as it runs (`{text[:60]}`)"
             if re.match(r"(?:(?:override|export|private)\s+)*define\s", text):
@@ -681,31 +739,71 @@ class _Makefile:
             self.variables.setdefault(name, []).append("\n".join(define))
 
     def expand(self, text: str, overrides: dict[str, str], depth: int = 0) -> str:
-        """`text` with the makefile's variables put in: each of a variable's values in turn (`;`-joined: a check
-        sees every one), make's own defaults, `$@`-like ones as a word; what make computes as `_COMPUTED`."""
+        """`text` with the makefile's variables put in as make would: each of a variable's values in turn
+        (`;`-joined: a check sees every one), make's own defaults, `$@`-like ones as a word; a function as
+        `_COMPUTED` followed by its arguments, each as a command of its own (what `$(if c,;pytest)` or
+        `$(shell pytest)` could make of a recipe line is seen). Unbindable past `MAX_MAKE_DEPTH` nested variables or
+        `MAX_MAKE_EXPANSION` characters: what is hidden beyond them could be any command."""
+        if depth > MAX_MAKE_DEPTH:
+            raise Unbindable(f"a makefile's variables nest more than {MAX_MAKE_DEPTH} deep")
+        out: list[str] = []
+        n = 0
+        while (at := text.find("$", n)) >= 0:
+            out.append(text[n:at])
+            opener = text[at + 1 : at + 2]
+            if opener in ("(", "{"):
+                close, level, end = ")" if opener == "(" else "}", 1, at + 2
+                while end < len(text) and level:  # (make counts only the parentheses of the reference's kind)
+                    level += (text[end] == opener) - (text[end] == close)
+                    end += 1
+                if level:
+                    raise Unbindable("a makefile has an unterminated variable reference")
+                out.append(self._reference(text[at + 2 : end - 1], overrides, depth))
+                n = end
+            else:
+                if opener in ("$", ""):
+                    out.append("$")
+                else:
+                    out.append("x" if opener in "@<^?*+|%" else self._named(opener, overrides, depth))
+                n = at + 2
+        out.append(text[n:])
+        result = "".join(out)
+        self.spent += len(result) + 1
+        if self.spent > MAX_MAKE_EXPANSION:
+            raise Unbindable(f"a makefile's variables expand to more than {MAX_MAKE_EXPANSION} characters")
+        return result
 
-        def value(found: re.Match[str]) -> str:
-            inner = found.group(1) if found.group(1) is not None else found.group(2)
-            if inner is None:
-                single = found.group(3)
-                if single == "$":
-                    return "$"
-                return "x" if single in "@<^?*+|%" else self._named(single, overrides, depth)
-            if re.fullmatch(r"[@<^?*+|%][DF]", inner):
-                return "x"
-            if re.search(r"[\s,]", inner) or ":" in inner:  # a function (`$(wildcard …)`) or `$(X:.c=.o)`
-                return _COMPUTED
-            return self._named(inner, overrides, depth)
-
-        return _MAKE_REFERENCE.sub(value, text)
+    def _reference(self, inner: str, overrides: dict[str, str], depth: int) -> str:
+        if re.fullmatch(r"[@<^?*+|%][DF]", inner):
+            return "x"
+        function = re.match(r"([a-z-]+)[ \t]+", inner)
+        if function is not None and function.group(1) in _MAKE_FUNCTIONS:
+            # (what its arguments compute is a word there: only the text they put in can make a command)
+            arguments = self.expand(inner[function.end() :], overrides, depth + 1).replace(_COMPUTED, "x")
+            return f"{_COMPUTED} ; " + " ; ".join(arguments.split(","))
+        name, colon, replacement = inner.partition(":")
+        if "$" in name:
+            raise Unbindable(f"a makefile names a variable computed when it runs (`$({inner[:40]})`)")
+        value = self._named(name.strip(), overrides, depth)
+        if colon:  # `$(X:.c=.o)`: X's words with their ends replaced, by text the reference gives
+            value = f"{value} {self.expand(replacement, overrides, depth + 1)}"
+        return value
 
     def _named(self, name: str, overrides: dict[str, str], depth: int) -> str:
-        if "$" in name or depth > 8:
-            return _COMPUTED
         values = [overrides[name]] if name in overrides else self.variables.get(name)
         if values is None:
-            return _MAKE_BUILTINS.get(name, _COMPUTED)
+            return _MAKE_BUILTINS.get(name, _COMPUTED)  # (not the makefile's: the user's environment, or empty)
         return " ; ".join(self.expand(each, overrides, depth + 1) for each in values)
+
+
+_MAKE_FUNCTIONS = frozenset(
+    {
+        *("subst", "patsubst", "strip", "findstring", "filter", "filter-out", "sort", "word", "wordlist", "words"),
+        *("firstword", "lastword", "dir", "notdir", "suffix", "basename", "addsuffix", "addprefix", "join"),
+        *("wildcard", "realpath", "abspath", "error", "warning", "info", "shell", "origin", "flavor", "foreach"),
+        *("if", "or", "and", "intcmp", "call", "eval", "file", "value", "guile", "let"),
+    }
+)
 
 
 def _rule_colon(text: str) -> int:
@@ -760,6 +858,10 @@ def make_discovers(words: list[str], root: Path, depth: int = 0) -> str | None:
         if "$" in name or "`" in name:
             return f"`{' '.join(words)}` reads a makefile named when it runs"
         makefile.read(os.path.join(root, name), root, name)
+    for shell in makefile.variables.get("SHELL", []):
+        program = makefile.expand(shell, overrides).split()
+        if not program or program[0].rsplit("/", 1)[-1] not in SHELLS:
+            return f"{files[0]} runs its recipes with `{shell.strip()[:40]}`, not a shell"
     return _recipes_discover(makefile, goals, overrides, root, depth, files[0])
 
 
