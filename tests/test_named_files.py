@@ -669,3 +669,38 @@ def test_a_quote_left_open_on_a_line_does_not_hide_the_runner_after_a_separator(
     (workspace / "scripts" / "a.sh").write_text("true; pytest '\n'\n")
     result = binding("sh scripts/a.sh", workspace)
     assert result.startswith(UNBINDABLE) and "`pytest`" in result, result
+
+
+@pytest.mark.parametrize(
+    ("command", "files", "unbindable"),
+    [
+        ("uv run ruff check .", {"pyproject.toml": "[project]\nname = 'x'\n"}, False),
+        ("uv sync", {"pyproject.toml": "[project]\nname = 'x'\n"}, False),
+        ("poetry run black .", {"pyproject.toml": "[tool.poetry]\n"}, False),
+        ("uv run ruff check .", {"pyproject.toml": "[tool.uv.sources]\nfoo = { path = 'libs/foo' }\n"}, True),
+        ("uv run ruff check .", {"pyproject.toml": "[build-system]\nbackend-path = ['.']\n"}, True),
+        ("uv run ruff check .", {"pyproject.toml": "[tool.uv]\ncache-keys = [{ file = 'src/**' }]\n"}, True),
+        ("uv run ruff check .", {"pyproject.toml": "[tool.uv.workspace]\nmembers = ['pkgs/*']\n"}, True),
+        ("uv run ruff check .", {"pyproject.toml": "[project]\n", "setup.py": "from setuptools import setup\n"}, True),
+        ("uv run --directory sub ruff check .", {"pyproject.toml": "[project]\n"}, True),
+        ("uv build", {"pyproject.toml": "[project]\n"}, True),
+        ("uv pip install -e .", {"pyproject.toml": "[project]\n"}, True),
+        ("poetry install", {"pyproject.toml": "[tool.poetry]\n"}, True),
+        ("pdm sync", {"pyproject.toml": "[project]\n"}, True),
+        ("pipenv install", {"Pipfile": ""}, True),
+    ],
+)
+def test_a_python_package_manager_is_bound_to_what_makes_it_build_the_project(
+    workspace: Path, command: str, files: dict[str, str], unbindable: bool
+) -> None:
+    """`uv run ruff` builds the project again when pyproject.toml, setup.py or setup.cfg change, with the build
+    code then in the folder (an in-tree backend, setup.py): they were not bound, so a pull changing them ran its
+    build code under the trust (round 27). They are bound now; what builds from files they name (path and
+    workspace sources, `cache-keys`, `backend-path`), and the subcommands that build and install every time
+    (`poetry install`, `uv build`…), are unbindable."""
+    for name, text in files.items():
+        (workspace / name).write_text(text)
+    result = binding(command, workspace)
+    assert result.startswith(UNBINDABLE) == unbindable, result
+    if not unbindable:
+        assert next(iter(files)) in bound_paths(result)

@@ -42,6 +42,11 @@ CONVENTIONAL: dict[str, tuple[str, ...]] = {
     "pnpm": ("package.json", ".npmrc", "pnpm-workspace.yaml", ".pnpmfile.cjs"),
     "bun": ("package.json", ".npmrc", "bunfig.toml"),
     "rake": ("Rakefile", "rakefile"),
+    # what makes uv build the project again (its default cache keys) and what it builds and installs from (round 27)
+    "uv": ("pyproject.toml", "uv.lock", "uv.toml", "setup.py", "setup.cfg"),
+    "poetry": ("pyproject.toml", "poetry.lock", "poetry.toml"),
+    "pdm": ("pyproject.toml", "pdm.lock", "pdm.toml"),
+    "pipenv": ("Pipfile", "Pipfile.lock"),
 }
 # How a shell script names its own folder: read as that folder (what the shell would make of it), through a
 # variable of ours so that a folder with spaces in its name stays one word.
@@ -196,6 +201,12 @@ def discovers(words: list[str]) -> str | None:
                 return discovers(shlex.split(words[words.index("-c", n + 1) + 1]))
             except ValueError:
                 return None
+        if name in _BUILDING:
+            sub = next((w for w in words[n + 1 :] if not w.startswith("-")), "")
+            if sub in _BUILDING[name] or (name == "uv" and sub == "pip" and _uv_pip_builds(words[n + 1 :])):
+                return (
+                    f"`{name} {sub}` builds the project (or what it installs from the folder), running its build code"
+                )
         if name not in _WRAPPERS:
             return None
         n += 1
@@ -204,6 +215,23 @@ def discovers(words: list[str]) -> str | None:
         ):
             n += 1
     return None
+
+
+# Package managers' subcommands that build and install the project (its build backend runs setup.py, hatch_build.py,
+# pdm_build.py, a poetry build script, a module it imports for its version, build.rs): round 27. `uv run`/`uv sync`
+# build it only when a file of its cache keys changes: those are bound instead (CONVENTIONAL, `pyproject_names`).
+_BUILDING = {
+    "poetry": frozenset({"install", "add", "update", "build", "sync", "remove"}),
+    "pdm": frozenset({"install", "sync", "add", "update", "build", "remove"}),
+    "pipenv": frozenset({"install", "sync", "update", "lock"}),
+    "uv": frozenset({"build"}),
+}
+
+
+def _uv_pip_builds(words: list[str]) -> bool:
+    """`uv pip install …` / `sync` / `compile`: what it installs may be built from the folder (`-e .`, `.`)."""
+    sub = [w for w in words if not w.startswith("-")]
+    return len(sub) > 1 and sub[1] in ("install", "sync", "compile")
 
 
 def language(path: Path, first_line: bytes) -> str | None:
@@ -215,6 +243,8 @@ def language(path: Path, first_line: bytes) -> str | None:
         return "make"
     if name == "package.json":
         return "package"
+    if name == "pyproject.toml":
+        return "pyproject"
     if name.endswith(".py"):
         return "python"
     if name.endswith(NODE_SUFFIXES):
@@ -350,7 +380,10 @@ _INSTALLS = frozenset({"install", "i", "ci", "add", "rebuild"})
 _INSTALL_SCRIPTS = ("preinstall", "install", "postinstall", "prepare")
 # options that make a package manager, make or env work in another folder: its package.json or makefile is not the
 # one bound (`npm --prefix sub run x`, `cd sub && npm run x`: round 26's verification ran a pulled sub/package.json)
-_ELSEWHERE = re.compile(r"--prefix(=.*)?|--cwd(=.*)?|--dir(=.*)?|--workspaces?(=.*)?|-w|--filter(=.*)?|-F|-C\S*")
+_ELSEWHERE = re.compile(
+    r"--prefix(=.*)?|--cwd(=.*)?|--dir(=.*)?|--workspaces?(=.*)?|-w|--filter(=.*)?|-F|-C\S*|--directory(=.*)?"
+    r"|--project(=.*)?|--package(=.*)?|--all-packages"
+)
 _EXECUTORS = {"npx": 1, "pnpx": 1, "bunx": 1}  # and `npm exec`, `pnpm exec`, `yarn exec|dlx`, `npm x`
 
 
@@ -401,7 +434,9 @@ def elsewhere(words: list[str], root: Path, *, own: Path | None = None) -> str |
         if target in (os.path.normpath(root), os.path.normpath(own or root)):
             return None
         return f"`{' '.join(words)}` runs what comes next in another folder"
-    if program in (*PACKAGE_RUNNERS, "make", "gmake", "env", "just") and any(_ELSEWHERE.fullmatch(w) for w in words):
+    if program in (*PACKAGE_RUNNERS, *_BUILDING, "make", "gmake", "env", "just") and any(
+        _ELSEWHERE.fullmatch(w) for w in words
+    ):
         return f"`{program}` is told to work in another folder"
     return None
 
@@ -550,6 +585,21 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     yield from _code_words(code, path, root)
 
 
+_PYPROJECT_ELSEWHERE = re.compile(
+    r"^[^\S\n]*+(?:cache-keys|backend-path|members)[^\S\n]*+=|^[^\S\n]*+\[tool\.uv\.workspace\]"
+    r"|(?<![\w-])path[^\S\n]*+=|(?<![\w-])editable[^\S\n]*+=[^\S\n]*+true|file://",
+    re.MULTILINE,
+)
+
+
+def pyproject_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """A pyproject.toml a package manager builds from (bound itself): unbindable when what it builds, or when it
+    builds again, is named in other files (`cache-keys`, an in-tree `backend-path`, a path or workspace source)."""
+    if found := _PYPROJECT_ELSEWHERE.search(text):
+        raise Unbindable(f"{shown} builds from files it names (`{found.group(0).strip()}`), which the trust can't pin")
+    return iter(())
+
+
 _READERS = {
     "shell": shell_names,
     "make": make_names,
@@ -558,6 +608,7 @@ _READERS = {
     "node": node_names,
     "ruby": ruby_names,
     "perl": perl_names,
+    "pyproject": pyproject_names,
 }
 
 
