@@ -155,6 +155,12 @@ DISCOVERERS = frozenset(
         *("behave", "nose2", "nosetests", "robot", "locust", "doit", "paver", "pelican", "jupyter", "ipython"),
         *("ansible", "ansible-playbook", "molecule", "terraform", "tofu", "terragrunt", "pulumi", "packer"),
         *("vagrant", "docker", "docker-compose", "podman", "podman-compose", "task", "mage", "earthly"),
+        # and linters, bundlers and site builders whose configuration is code or names plugins the folder holds
+        *("rubocop", "standardrb", "jekyll", "phpstan", "psalm", "php-cs-fixer", "phpcs", "phpcbf", "golangci-lint"),
+        *("markdownlint", "markdownlint-cli2", "commitlint", "lint-staged", "husky", "vue-cli-service", "ng"),
+        *("svelte-kit", "svelte-check", "gatsby", "react-scripts", "storybook", "docusaurus", "hardhat", "truffle"),
+        *("serverless", "sls", "cdk", "ansible-lint", "sqlfluff", "dbt", "typedoc", "jsdoc", "tsup", "remix"),
+        *("expo", "eleventy", "hexo", "middleman"),
     }
 )
 
@@ -204,9 +210,7 @@ def discovers(words: list[str]) -> str | None:
         if name in _BUILDING:
             sub = next((w for w in words[n + 1 :] if not w.startswith("-")), "")
             if sub in _BUILDING[name] or (name == "uv" and sub == "pip" and _uv_pip_builds(words[n + 1 :])):
-                return (
-                    f"`{name} {sub}` builds the project (or what it installs from the folder), running its build code"
-                )
+                return f"`{name} {sub}` runs code the folder's files declare (the project's build code, its tasks)"
         if name not in _WRAPPERS:
             return None
         n += 1
@@ -225,6 +229,7 @@ _BUILDING = {
     "pdm": frozenset({"install", "sync", "add", "update", "build", "remove"}),
     "pipenv": frozenset({"install", "sync", "update", "lock"}),
     "uv": frozenset({"build"}),
+    "deno": frozenset({"task", "test", "bench"}),  # deno.json's tasks, like package.json's scripts
 }
 
 
