@@ -358,6 +358,11 @@ class Agent:
         if self._supervisor is not None:
             self._supervisor.kill_all_now()
 
+    def give_up_checkpoints(self) -> bool:
+        """Stop waiting for the snapshots still being taken (a second Ctrl-C while closing: a slow one after the
+        last call would otherwise be waited for whole); whether one was."""
+        return any([session.checkpoints.give_up() for session in self.sessions.values()])
+
     async def shutdown(self, *, grace: bool = False) -> None:
         """Cancel every turn and kill every process we started; transcripts are synced to disk. `grace`: the
         commands still running get their SIGINT -> SIGTERM -> SIGKILL escalation first (bounded: about a second),

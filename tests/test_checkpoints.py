@@ -366,3 +366,39 @@ async def test_a_cancel_while_a_finished_calls_snapshot_is_taken_answers_at_once
         [recorded] = _steps(checkpoints.log.entries)
 
     assert not recorded.interrupted and {c.path for c in recorded.changes} == {"started", "made.txt", "go"}
+
+
+async def test_a_close_told_to_give_up_ends_without_the_snapshot_it_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A close waits for a call's after-snapshot whole (above), however long a folder makes it take; a second
+    Ctrl-C (`give_up`, what the terminal and `serve` call then) ends the wait at once: the snapshot is given up (the
+    lock it waits for stays held here: it could never finish) and the call is in no step."""
+    import asyncio
+    import io
+    import signal
+
+    from bridge.cli.terminal import TerminalSignals
+    from bridge.cli.view import TerminalView
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    async with checkpoint_run(tmp_path, monkeypatch, [step(use("Bash", command=WAITING_CALL)), say("done")]) as run:
+        checkpoints = run.session.checkpoints
+        try:
+            await _cancel_during_the_after_snapshot(run, ws)
+            closing = asyncio.ensure_future(checkpoints.close())
+            done, _ = await asyncio.wait({closing}, timeout=1.0)
+            assert not done, "the control: the close waits for the call's snapshot"
+            # what the terminal does at a Ctrl-C while nothing runs but the closing's wait
+            out = io.StringIO()
+            signals = TerminalSignals(TerminalView(out, color=False))
+            signals.agent = run.agent
+            signals.on_signal(signal.SIGINT)
+            await asyncio.wait_for(closing, 20)
+            assert "not waiting for the last checkpoint: the last call's changes can't be rewound" in out.getvalue()
+            assert not checkpoints.give_up(), "nothing left to give up"
+        finally:
+            if checkpoints.lock.locked():
+                checkpoints.lock.release()
+        assert _steps(checkpoints.log.entries) == []

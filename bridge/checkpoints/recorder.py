@@ -98,6 +98,7 @@ class Checkpoints:
         self._working = threading.Condition()  # `_workers`: the worker threads (`run`) running now
         self._workers = 0
         self._closed = False
+        self._given_up = False  # closing, told to stop waiting (`give_up`)
         self._accounted_at = 0.0  # when `_accounted` was recorded (0: before any step; `_moved_in`'s start)
         self._accounted_holes: dict[str, str] = {}  # where the snapshot of `_accounted` did not look (as far as known)
         self._unchained: list[str] = []  # step trees not on the session's ref yet
@@ -521,6 +522,16 @@ class Checkpoints:
         if self._unchained:
             await self._chain()
 
+    def give_up(self) -> bool:
+        """Stop waiting for the snapshots still being taken (a second Ctrl-C while the session closes): each is
+        cancelled, its git stopped; the call it was for is in no step, which no rewind can undo. Whether one was."""
+        pending = [task for task in (*self._afters, *self._tasks) if not task.done()]
+        if pending:
+            self._given_up = True
+            for task in pending:
+                task.cancel()
+        return bool(pending)
+
     async def close(self) -> None:
         """The last snapshots written and chained; a store with many loose objects is packed (with deltas: a
         changed line of a big file then costs about its own size, not the file's)."""
@@ -540,13 +551,14 @@ class Checkpoints:
         # no rewind could undo them (round 26's verification, my regression); the rest, up to CLOSE_WAIT.
         while self._afters:
             await asyncio.gather(*list(self._afters), return_exceptions=True)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.settle(), CLOSE_WAIT)
-        if stopped:  # and its thread is done with the store before the session is (its git killed, it ends at
-            # once: a test's data dir was removed while it still wrote there)
+        if not self._given_up:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.settle(), CLOSE_WAIT)
+        if stopped or self._given_up:  # and its thread is done with the store before the session is (its git
+            # killed, it ends at once: a test's data dir was removed while it still wrote there)
             await anyio.to_thread.run_sync(self._threads_done, CLOSE_WAIT)
         self.log.close()
-        if self.store is not None and self.enabled and self._tree is not None:  # (a store this session used)
+        if self.store is not None and self.enabled and self._tree is not None and not self._given_up:
             with contextlib.suppress(StoreError, OSError):
                 await self.run(self.store.pack_if_loose)
 

@@ -340,6 +340,9 @@ class TerminalSignals:
         elif self.agent is not None and self.agent.processes_running():
             self.view.line(self.view.paint(DIM, f"{name} killing the commands still running…"))
             self.agent.kill_processes_now()
+        elif self.agent is not None and self.agent.give_up_checkpoints():
+            gave_up = f"{name} not waiting for the last checkpoint: the last call's changes can't be rewound"
+            self.view.line(self.view.paint(DIM, gave_up))
 
 
 def asking(view: TerminalView, prompter: TerminalPrompter) -> Prompter:

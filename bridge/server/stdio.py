@@ -49,6 +49,7 @@ def serve(overrides: dict[str, Any] | None = None, *, acp: bool = False, first: 
                 reading.cancel()
             elif server._agent is not None:
                 server._agent.kill_processes_now()
+                server._agent.give_up_checkpoints()
 
         loop = asyncio.get_running_loop()
 
