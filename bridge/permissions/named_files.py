@@ -27,19 +27,21 @@ from functools import lru_cache
 from pathlib import Path
 
 from bridge import safefs
+from bridge.permissions import make_reads
 from bridge.permissions.held import command_paths
 from bridge.permissions.script_reads import (
     CONVENTIONAL,
     PROJECT_VARIABLES,
     Unbindable,
+    code_it_reads,
     discovers,
     elsewhere,
     executed_program,
     language,
-    make_discovers,
     names_in,
     package_script_discovers,
     substituted,
+    unwrapped,
 )
 from bridge.permissions.shell_syntax import Script, ShellSyntaxError
 from bridge.permissions.shellparse import parse
@@ -154,8 +156,13 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
             discovers(words)
             or package_script_discovers(words, root)
             or elsewhere(words, root)
-            or make_discovers(words, root)
+            or code_it_reads(words, root)
         )
+        if why is None and make_reads.is_make(real := unwrapped(words)):  # what the goal's recipes run
+            for name in make_reads.make_names(real, root):
+                path = _inside(name, root)
+                if path is not None:
+                    yield path
         if why is not None:
             raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
         if (executed := executed_program(words)) is not None and "/" not in executed:

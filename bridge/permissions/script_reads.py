@@ -23,7 +23,9 @@ import os
 import re
 import shlex
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
@@ -194,14 +196,13 @@ def discovers(words: list[str]) -> str | None:
     n = 0
     while n < len(words):
         name = words[n].rsplit("/", 1)[-1]
+        if name in _PLAIN_WRAPPERS:  # `eval pytest`, `timeout 60s pytest`, `xargs -I {} pytest {}`
+            words, n = unwrapped(words[n:]), 0
+            continue
         if name in DISCOVERERS:
             return f"`{name}` finds and runs the folder's code by itself (tests, build scripts, plugins)"
         if re.fullmatch(r"python[\d.]*", name):
-            if "-m" in words[n + 1 : -1]:
-                module = words[words.index("-m", n + 1) + 1].split(".")[0]
-                if module in DISCOVERING_MODULES:
-                    return f"`python -m {module}` finds and runs the folder's code by itself"
-            return None
+            return _python_discovers(words[n + 1 :])
         if name in SHELLS and "-c" in words[n + 1 : -1]:  # `sh -c 'pytest -x'`
             try:
                 return discovers(shlex.split(words[words.index("-c", n + 1) + 1]))
@@ -237,6 +238,40 @@ def _uv_pip_builds(words: list[str]) -> bool:
     """`uv pip install …` / `sync` / `compile`: what it installs may be built from the folder (`-e .`, `.`)."""
     sub = [w for w in words if not w.startswith("-")]
     return len(sub) > 1 and sub[1] in ("install", "sync", "compile")
+
+
+def _python_discovers(arguments: list[str]) -> str | None:
+    """Why `python ARGUMENTS` runs code that finds the folder's (`-m pytest`, `-mpytest`, `-Im pytest`, `-c
+    'import pytest…'`), or None."""
+    for n, word in enumerate(arguments):
+        if not word.startswith("-") or word == "-":
+            return None  # the script: read as a file of its own
+        if found := re.fullmatch(r"-[A-Za-z]*([mc])(.*)", word, re.S):
+            value = found.group(2) or (arguments[n + 1] if n + 1 < len(arguments) else "")
+            if found.group(1) == "m":
+                module = value.split(".")[0]
+                if module in DISCOVERING_MODULES or module in PY_DISCOVERING_IMPORTS:
+                    return f"`python -m {module}` finds and runs the folder's code by itself"
+                return None
+            try:
+                list(python_names(value, Path("-c"), Path("."), "its -c code"))
+            except Unbindable as why:
+                return str(why)
+            return _literal_runs(value)
+    return None
+
+
+def _literal_runs(code: str) -> str | None:
+    """Why a script's own string literals name a runner it may start (`subprocess.run(["pytest"])`,
+    `execSync("jest")`), or None: what a literal names is not followed, so such a script can't be pinned."""
+    for found in _LITERAL.finditer(code):
+        words = found.group(2).split()
+        if words and (why := discovers(words)):
+            return f"it starts `{found.group(2)[:40]}`: {why}"
+    return None
+
+
+_LITERAL = re.compile(r"""(['"`])([A-Za-z][\w.+-]*+(?:[ \t][^'"`\n]*+)?)\1""")
 
 
 def language(path: Path, first_line: bytes) -> str | None:
@@ -282,7 +317,9 @@ def names_in(kind: str, text: str, path: Path, root: Path, shown: str) -> list[s
     return list(_READERS[kind](text, path, root, shown))
 
 
-def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool = True) -> Iterator[str]:
+def shell_names(
+    text: str, path: Path, root: Path, shown: str, *, strict: bool = True, make_depth: int = 0
+) -> Iterator[str]:
     """What a shell script sources (relative to the hook's folder, the workspace, and to the script's own, for
     one that `cd`s there first) and every other workspace name its commands mention. `strict` (a script, not a
     makefile's recipes, where `$(CC)` is how programs are named): a program, or the code a shell, an interpreter
@@ -290,16 +327,30 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
     for words in script_commands(text):
+        settings: list[str] = []
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
-            words = words[1:]  # `X=1 cmd`: the program is after the assignments
+            settings.append(words[0])  # `X=1 cmd`: the program is after the assignments
+            words = words[1:]
         program = words[0]
         if strict and (
-            why := discovers(words)
-            or package_script_discovers(words, root)
-            or elsewhere(words, root, own=path.parent)
-            or make_discovers(words, root)
+            why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root, own=path.parent)
         ):
             raise Unbindable(f"{shown}: {why}")
+        if strict:
+            from bridge.permissions import make_reads  # (it reads recipes with this very function)
+
+            if reads := code_it_reads(settings + words, root):
+                raise Unbindable(f"{shown}: {reads}")
+            if (real := unwrapped(words)) and ("$" in real[0] or "`" in real[0]):  # `env $X …`
+                raise Unbindable(f"{shown} runs `{real[0]}`, a name computed when it runs")
+            if make_reads.is_make(real):
+                try:
+                    yield from make_reads.make_names([*real, *settings], root, make_depth)
+                except Unbindable as refused:
+                    raise Unbindable(f"{shown}: {refused}") from refused
+            for word in words:  # what a command substitution runs is a command too (``echo `pytest` ``)
+                for inner in _substitutions(word):
+                    yield from shell_names(inner, path, root, shown, strict=True, make_depth=make_depth)
         target_next = False
         for n, word in enumerate(words):
             if target_next:  # `>> hook.log`: what the command writes, not code it runs (its own log would
@@ -322,6 +373,89 @@ def shell_names(text: str, path: Path, root: Path, shown: str, *, strict: bool =
             elif strict and (n == 0 or (n == _operand(words) and _runs_code(program))):
                 raise Unbindable(f"{shown} runs `{word}`, a name computed when it runs")
         yield from _conventional(program)
+
+
+def code_it_reads(words: list[str], root: Path) -> str | None:
+    """Why the command runs code a reading of the files it names can't see, or None: an interpreter given no
+    script reads its code from its input (`cat x | sh`, `sh < x`); a workspace file run by an interpreter, or run
+    itself, that is text of no language the reading knows (`sh tasks`, `python tools/run`, `./tool` without `#!`);
+    make's goals given by xargs."""
+    while words and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
+        words = words[1:]
+    real = unwrapped(words)
+    if not real:
+        return None
+    wrappers = [w.rsplit("/", 1)[-1] for w in words[: len(words) - len(real)]]
+    if "xargs" in wrappers and (real[0].rsplit("/", 1)[-1] in ("make", "gmake", *SHELLS) or _runs_code(real[0])):
+        return f"`{' '.join(words)}`: what it runs comes from its input"
+    program = real[0].rsplit("/", 1)[-1]
+    interpreter = program in SHELLS or bool(re.fullmatch(r"(?:python[\d.]*|node|nodejs|ruby|perl|bun|deno)", program))
+    if interpreter:
+        operands = [w for w in real[1:] if not w.startswith("-")]
+        if "-c" in real or "-e" in real or any(re.fullmatch(r"-[A-Za-z]*[cem]\S*", w) for w in real[1:]):
+            return None  # its code is on the command line (read there), or a module (`-m`)
+        if not operands or operands[0] in ("<", "-"):
+            return f"`{' '.join(real)}` reads the code it runs from its input"
+        script = operands[0]
+    elif "/" in real[0]:
+        script = real[0]  # `./tool`: run itself
+    else:
+        return None
+    path = os.path.join(root, script)
+    try:
+        with open(path, "rb") as file:
+            head = file.read(256)
+    except OSError:
+        return None  # not a file of the workspace (bound by its absence when it is named)
+    if head.startswith(b"\x7fELF") or (not interpreter and head.startswith(b"#!")):
+        return None  # a program (pinned by its digest), or a script whose `#!` says how it is read
+    if language(Path(path), head.split(b"\n", 1)[0]) is None:
+        return f"`{script}` is run as code of no kind a reading of it knows (no `#!`, no known ending)"
+    return None
+
+
+def unwrapped(words: list[str]) -> list[str]:
+    """The command a wrapper runs (`env X=1 nice -n 5 timeout 60s make lint` -> `make lint`), from its program on;
+    the words themselves when they start with no wrapper."""
+    n = 0
+    while n < len(words) and words[n].rsplit("/", 1)[-1] in _PLAIN_WRAPPERS:
+        name = words[n].rsplit("/", 1)[-1]
+        n += 1
+        valued = _WRAPPER_VALUED.get(name, "")
+        while n < len(words) and (words[n].startswith("-") or ("=" in words[n] and name == "env")):
+            word = words[n]
+            n += 1
+            if word.startswith("-") and not word.startswith("--") and word[-1:] in valued and len(word) == 2:
+                n += 1  # `-n 5`, `-u user`: the option's value
+        if name in _WRAPPER_POSITIONAL and n < len(words):
+            n += 1  # timeout's duration, flock's file, taskset's mask, chrt's priority
+    return words[n:]
+
+
+_PLAIN_WRAPPERS = frozenset(
+    {"env", "time", "nice", "nohup", "timeout", "exec", "command", "builtin", "sudo", "doas", "stdbuf", "setsid"}
+    | {"eval", "chrt", "ionice", "taskset", "flock", "unbuffer", "xargs", "caffeinate"}
+)
+_WRAPPER_VALUED = {"xargs": "IiLnPsdEa", "sudo": "ugCDhpRrTU", "doas": "uC", "env": "uCS", "timeout": "sk"}
+_WRAPPER_VALUED |= {"nice": "n", "ionice": "cnpP", "taskset": "", "stdbuf": "ioe", "flock": "wE"}
+_WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt"})
+
+
+def _substitutions(word: str) -> Iterator[str]:
+    """The commands a word's substitutions run: `` `…` ``, `$(…)` (not `$((…))`, arithmetic)."""
+    for found in re.finditer(r"`([^`]*+)`?", word):
+        yield found.group(1)
+    at = 0
+    while (at := word.find("$(", at)) >= 0:
+        if word.startswith("$((", at):
+            at += 3
+            continue
+        level, end = 1, at + 2
+        while end < len(word) and level:
+            level += (word[end] == "(") - (word[end] == ")")
+            end += 1
+        yield word[at + 2 : end - (not level)]
+        at = end
 
 
 def _runs_code(program: str) -> bool:
@@ -348,10 +482,10 @@ def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     if path.name in ("justfile", "Justfile", ".justfile"):
         if found := re.search(r"^[^\S\n]*+set[^\S\n]++(?:windows-)?shell\b|^[^\S\n]++#!", text, re.MULTILINE):
             raise Unbindable(f"{shown} runs its recipes with a program of its own (`{found.group(0).strip()}`)")
-        for line in text.splitlines():
-            command = re.sub(r"\{\{[^{}]*+\}\}", "$JUST", line.strip().lstrip("@-"))  # `{{x}}`: made as it runs
-            if line[:1] in (" ", "\t") and (why := _line_discovers(command, root, 0, [])):
-                raise Unbindable(f"{shown}'s recipe `{line.strip()[:80]}`: {why}")
+        for line in text.split("\n"):
+            if line[:1] in (" ", "\t"):
+                command = re.sub(r"\{\{[^{}]*+\}\}", "$JUST", line.strip().lstrip("@-"))  # `{{x}}`: made as it runs
+                yield from shell_names(command, path, root, f"{shown}'s recipe `{line.strip()[:80]}`")
     for match in _MAKE_INCLUDE.finditer(text):
         for word in match.group(1).split("#", 1)[0].split():
             if "$" in word or _globbed(word):
@@ -392,7 +526,7 @@ _ELSEWHERE = re.compile(
 _EXECUTORS = {"npx": 1, "pnpx": 1, "bunx": 1}  # and `npm exec`, `pnpm exec`, `yarn exec|dlx`, `npm x`
 
 
-def package_script_discovers(words: list[str], root: Path, depth: int = 0) -> str | None:
+def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen: set[str] | None = None) -> str | None:
     """Why `npm run NAME` (`yarn NAME`, `npm test`, `npm install`…) runs a script of the folder's package.json that
     finds code by itself (`"fmt": "prettier --check ."`: prettier loads the plugins its config names), directly or
     through another `npm run` in it, or None."""
@@ -401,28 +535,51 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0) -> st
     rest = [w for w in words[1:] if not w.startswith("-")]
     if not rest:
         return None
-    name = rest[1] if rest[0] in ("run", "run-script", "rs") and len(rest) > 1 else rest[0]
+    from bridge.permissions import make_reads  # (it reads recipes with shell_names, which calls this one)
+
+    ran = rest[0] in ("run", "run-script", "rs")
+    name = rest[1] if ran and len(rest) > 1 else rest[0]
     try:
-        with open(os.path.join(root, "package.json"), encoding="utf-8") as file:
-            scripts = json.load(file).get("scripts") or {}
-    except (OSError, ValueError, AttributeError):
+        scripts = _package_scripts(os.path.join(root, "package.json"))
+    except OSError:
         return None
-    if not isinstance(scripts, dict):
-        return None
-    name = {"t": "test", "tst": "test"}.get(name, name) if name in _LIFECYCLE else name
-    names = _INSTALL_SCRIPTS if name in _INSTALLS else (f"pre{name}", name, f"post{name}")
+    except (ValueError, RecursionError) as exc:
+        return f"its package.json can't be read for what its scripts run ({exc.__class__.__name__})"
+    if not ran:  # (`npm run t` runs the script `t`; `npm t` runs `test`)
+        name = {"t": "test", "tst": "test"}.get(name, name)
+    names: tuple[str, ...] = _INSTALL_SCRIPTS if name in _INSTALLS and not ran else (f"pre{name}", name, f"post{name}")
+    if name == "restart" and not ran and "restart" not in scripts:  # npm restart: stop, then start
+        names = ("prerestart", "prestop", "stop", "poststop", "prestart", "start", "poststart", "postrestart")
+    seen = set() if seen is None else seen
     for each in names:
         text = scripts.get(each)
-        if isinstance(text, str):
+        if isinstance(text, str) and each not in seen:  # (each script once: `a` running `npm run a` 200 times)
+            seen.add(each)
             for command in script_commands(text):
-                why = (
-                    discovers(command)
-                    or package_script_discovers(command, root, depth + 1)
-                    or make_discovers(command, root, depth + 1)
-                )
+                why = discovers(command) or package_script_discovers(command, root, depth + 1, seen)
+                if why is None and make_reads.is_make(real := unwrapped(command)):
+                    try:
+                        list(make_reads.make_names(real, root, depth + 1))
+                    except Unbindable as unbindable:
+                        why = str(unbindable)
                 if why is not None:
                     return f"its package.json script `{each}`: {why}"
     return None
+
+
+def _package_scripts(path: str) -> dict[str, Any]:
+    """package.json's `scripts`, parsed once per version of the file (a script that runs `npm run a` many times
+    read it again each time: n^4, round 27's verification)."""
+    st = os.stat(path)
+    return _parsed_scripts(path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@lru_cache(maxsize=16)
+def _parsed_scripts(path: str, _ino: int, _size: int, _mtime_ns: int, _ctime_ns: int) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as file:
+        loaded = json.load(file)
+    scripts = loaded.get("scripts") if isinstance(loaded, dict) else None
+    return scripts if isinstance(scripts, dict) else {}
 
 
 def elsewhere(words: list[str], root: Path, *, own: Path | None = None) -> str | None:
@@ -465,6 +622,8 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
     again."""
     if found := _PY_DYNAMIC.search(text):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    if why := _literal_runs(text):
+        raise Unbindable(f"{shown}: {why}")
     for listed, source in _PY_ANY_IMPORT.findall(text):
         # what it imports that finds the folder's code by itself (`pytest.main()`, Django's manage.py importing the
         # settings module and every app it names): the script's binding can't pin what runs (round 27)
@@ -498,6 +657,8 @@ def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """The files a Node script requires or imports by a relative name, as Node resolves them."""
     if _JS_DYNAMIC.search(text):
         raise Unbindable(f"{shown} requires or imports a module named when it runs")
+    if why := _literal_runs(text):
+        raise Unbindable(f"{shown}: {why}")
     for name in _JS_LITERAL.findall(text):
         base = os.path.join(path.parent, name)
         yield base
@@ -676,331 +837,3 @@ def substituted(value: str, variables: dict[str, str]) -> str:
     for name, real in variables.items():
         value = value.replace(f"${{{name}}}", real).replace(f"${name}", real)
     return value
-
-
-# What `make GOAL` runs: the recipes of the goals (the makefile's first target when none is named), of their
-# prerequisites in turn, and of every rule make may use to build one (pattern and suffix rules, `.DEFAULT`), with
-# the makefile's variables put in (`$(PYTEST)`), as make reads its files. Binding the makefile alone let a
-# trusted `make lint` run `pytest`, and with it the folder's conftest.py, as a pull changed it (round 26).
-MAKEFILES_READ = ("GNUmakefile", "makefile", "Makefile")
-MAX_MAKE_BYTES = 1024 * 1024
-MAX_MAKE_FILES = 32
-MAX_MAKE_DEPTH = 16
-MAX_MAKE_EXPANSION = 1024 * 1024
-_MAKE_BUILTINS = {
-    **dict.fromkeys(("MAKE", "MAKE_COMMAND"), "make"),
-    **{"CC": "cc", "CXX": "g++", "CPP": "cc -E", "AR": "ar", "AS": "as", "LD": "ld", "RM": "rm -f", "FC": "f77"},
-    **{"LEX": "lex", "YACC": "yacc", "MAKEINFO": "makeinfo", "TEX": "tex", "SHELL": "/bin/sh", "M2C": "m2c"},
-    **{"PC": "pc", "CO": "co", "GET": "get", "TEXI2DVI": "texi2dvi", "WEAVE": "weave", "TANGLE": "tangle"},
-    **dict.fromkeys(
-        ("CURDIR", "MAKEFILE_LIST", "MAKECMDGOALS", "MAKELEVEL", "MAKEFLAGS", "MFLAGS", ".SHELLFLAGS"), "x"
-    ),
-}
-_MAKE_ASSIGN = re.compile(r"(?:(?:override|export|private)\s+)*([^\s:#=]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)", re.S)
-_MAKE_DIRECTIVE = re.compile(r"(?:ifeq|ifneq|ifdef|ifndef|else|endif|vpath|unexport|undefine|export)(?:\s|$)")
-_MAKE_INCLUDE_LINE = re.compile(r"[-s]?include\s+(.*)")
-_MAKE_UNSURE = re.compile(r"\$[({](?:eval|call|value|foreach|file|guile|let)\s|^\.(?:DEFAULT_GOAL|RECIPEPREFIX)\b")
-_MAKE_PARSE_TIME = re.compile(r"\$\(shell\s++([^()]*+(?:\([^()]*+\)[^()]*+)*+)\)|\$\{shell\s++([^{}]*+)\}")
-_COMPUTED = "\x01"  # a value make computes when it runs (a function, a variable no file sets)
-_MAKE_OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "--makefile", "-I", "--include-dir", "-o", "-W", "-C"})
-
-
-class _MakeRule:
-    __slots__ = ("prerequisites", "recipe", "targets")
-
-    def __init__(self, targets: list[str], prerequisites: list[str], recipe: list[str]) -> None:
-        self.targets, self.prerequisites, self.recipe = targets, prerequisites, recipe
-
-
-class _Makefile:
-    """A makefile as make reads it (its includes in their places), for what its goals' recipes run."""
-
-    def __init__(self) -> None:
-        self.rules: list[_MakeRule] = []
-        self.variables: dict[str, list[str]] = {}
-        self.parse_time: list[str] = []  # what runs as make reads the files (`$(shell …)`, `X != …`)
-        self.unsure = ""  # why the rules a goal takes can't be told apart: then every recipe counts
-        self.files = 0
-        self.spent = 0  # characters expanded so far (bounded: MAX_MAKE_EXPANSION)
-
-    def read(self, path: str, root: Path, shown: str) -> None:
-        self.files += 1
-        if self.files > MAX_MAKE_FILES:
-            raise Unbindable(f"{shown} includes more than {MAX_MAKE_FILES} makefiles")
-        try:
-            with open(path, "rb") as file:
-                data = file.read(MAX_MAKE_BYTES + 1)
-        except OSError:
-            return  # absent (`-include`), or not ours to read: make reads nothing there either
-        if len(data) > MAX_MAKE_BYTES:
-            raise Unbindable(f"{shown} is too long to read for what its recipes run")
-        rule: _MakeRule | None = None
-        define: list[str] | None = None
-        name = ""
-        for line in re.sub(r"\\\r?\n", " ", data.decode("utf-8", "replace")).splitlines():
-            if define is not None:
-                if line.strip() == "endef":
-                    self.variables.setdefault(name, []).append("\n".join(define))
-                    define = None
-                else:
-                    define.append(line)
-                continue
-            if line.startswith("\t") and rule is not None:
-                rule.recipe.append(line[1:])
-                if _MAKE_UNSURE.search(line) and not self.unsure:  # `$(eval …)` in a recipe makes rules too
-                    self.unsure = f"{shown}'s recipe makes rules as it runs (`{line.strip()[:60]}`)"
-                continue
-            text = line.split("#", 1)[0].strip() if "\\#" not in line else line.strip()
-            if not text:
-                continue
-            rule = None
-            for found in _MAKE_PARSE_TIME.finditer(text):
-                self.parse_time.append(found.group(1) or found.group(2) or "")
-            if _MAKE_UNSURE.search(text) and not self.unsure:
-                self.unsure = f"{shown} makes its rules as it runs (`{text[:60]}`)"
-            if re.match(r"(?:(?:override|export|private)\s+)*define\s", text):
-                name, define = text.split()[-1].rstrip("=:!?+"), []
-                continue
-            if included := _MAKE_INCLUDE_LINE.fullmatch(text):
-                for word in included.group(1).split():
-                    if "$" in word or _globbed(word):
-                        raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
-                    self.read(os.path.join(os.path.dirname(path), word), root, word)
-                continue
-            if _MAKE_DIRECTIVE.match(text):
-                continue
-            assign = _MAKE_ASSIGN.fullmatch(text)
-            colon = _rule_colon(text)
-            if assign is not None and (colon < 0 or text.find(assign.group(2)) <= colon):
-                variable, how, value = assign.groups()
-                if how == "!=":
-                    self.parse_time.append(value)
-                self.variables.setdefault(variable, []).append(value)
-                continue
-            if colon < 0:
-                continue
-            targets = text[:colon].split()
-            rest = text[colon:].lstrip(":")
-            if _MAKE_ASSIGN.fullmatch(rest.strip()) and not rest.strip().startswith("|"):  # `t: X = 1`: a variable
-                target_variable = _MAKE_ASSIGN.fullmatch(rest.strip())
-                assert target_variable is not None
-                self.variables.setdefault(target_variable.group(1), []).append(target_variable.group(3))
-                continue
-            prerequisites, _, inline = rest.partition(";")
-            rule = _MakeRule(targets, prerequisites.replace(":", " ").replace("|", " ").split(), [])
-            if inline.strip():
-                rule.recipe.append(inline)
-            self.rules.append(rule)
-        if define is not None:
-            self.variables.setdefault(name, []).append("\n".join(define))
-
-    def expand(self, text: str, overrides: dict[str, str], depth: int = 0) -> str:
-        """`text` with the makefile's variables put in as make would: each of a variable's values in turn
-        (`;`-joined: a check sees every one), make's own defaults, `$@`-like ones as a word; a function as
-        `_COMPUTED` followed by its arguments, each as a command of its own (what `$(if c,;pytest)` or
-        `$(shell pytest)` could make of a recipe line is seen). Unbindable past `MAX_MAKE_DEPTH` nested variables or
-        `MAX_MAKE_EXPANSION` characters: what is hidden beyond them could be any command."""
-        if depth > MAX_MAKE_DEPTH:
-            raise Unbindable(f"a makefile's variables nest more than {MAX_MAKE_DEPTH} deep")
-        out: list[str] = []
-        n = 0
-        while (at := text.find("$", n)) >= 0:
-            out.append(text[n:at])
-            opener = text[at + 1 : at + 2]
-            if opener in ("(", "{"):
-                close, level, end = ")" if opener == "(" else "}", 1, at + 2
-                while end < len(text) and level:  # (make counts only the parentheses of the reference's kind)
-                    level += (text[end] == opener) - (text[end] == close)
-                    end += 1
-                if level:
-                    raise Unbindable("a makefile has an unterminated variable reference")
-                out.append(self._reference(text[at + 2 : end - 1], overrides, depth))
-                n = end
-            else:
-                if opener in ("$", ""):
-                    out.append("$")
-                else:
-                    out.append("x" if opener in "@<^?*+|%" else self._named(opener, overrides, depth))
-                n = at + 2
-        out.append(text[n:])
-        result = "".join(out)
-        self.spent += len(result) + 1
-        if self.spent > MAX_MAKE_EXPANSION:
-            raise Unbindable(f"a makefile's variables expand to more than {MAX_MAKE_EXPANSION} characters")
-        return result
-
-    def _reference(self, inner: str, overrides: dict[str, str], depth: int) -> str:
-        if re.fullmatch(r"[@<^?*+|%][DF]", inner):
-            return "x"
-        function = re.match(r"([a-z-]+)[ \t]+", inner)
-        if function is not None and function.group(1) in _MAKE_FUNCTIONS:
-            # (what its arguments compute is a word there: only the text they put in can make a command)
-            arguments = self.expand(inner[function.end() :], overrides, depth + 1).replace(_COMPUTED, "x")
-            return f"{_COMPUTED} ; " + " ; ".join(arguments.split(","))
-        name, colon, replacement = inner.partition(":")
-        if "$" in name:
-            raise Unbindable(f"a makefile names a variable computed when it runs (`$({inner[:40]})`)")
-        value = self._named(name.strip(), overrides, depth)
-        if colon:  # `$(X:.c=.o)`: X's words with their ends replaced, by text the reference gives
-            value = f"{value} {self.expand(replacement, overrides, depth + 1)}"
-        return value
-
-    def _named(self, name: str, overrides: dict[str, str], depth: int) -> str:
-        values = [overrides[name]] if name in overrides else self.variables.get(name)
-        if values is None:
-            return _MAKE_BUILTINS.get(name, _COMPUTED)  # (not the makefile's: the user's environment, or empty)
-        return " ; ".join(self.expand(each, overrides, depth + 1) for each in values)
-
-
-_MAKE_FUNCTIONS = frozenset(
-    {
-        *("subst", "patsubst", "strip", "findstring", "filter", "filter-out", "sort", "word", "wordlist", "words"),
-        *("firstword", "lastword", "dir", "notdir", "suffix", "basename", "addsuffix", "addprefix", "join"),
-        *("wildcard", "realpath", "abspath", "error", "warning", "info", "shell", "origin", "flavor", "foreach"),
-        *("if", "or", "and", "intcmp", "call", "eval", "file", "value", "guile", "let"),
-    }
-)
-
-
-def _rule_colon(text: str) -> int:
-    """Where a rule line's first colon is (not inside `$(…)`, not `:=`), or -1."""
-    level = 0
-    for n, char in enumerate(text):
-        if char in "({":
-            level += 1
-        elif char in ")}":
-            level -= 1
-        elif char == ":" and level == 0 and not text.startswith("=", n + 1):
-            return n
-        elif char == "=" and level == 0:
-            return -1
-    return -1
-
-
-def make_discovers(words: list[str], root: Path, depth: int = 0) -> str | None:
-    """Why `make …` (its words) runs, through the recipes its goals take, a program that finds the folder's code
-    by itself (`test: pytest` and conftest.py), a package script that does, or a program make computes; or
-    None."""
-    if not words or words[0].rsplit("/", 1)[-1] not in ("make", "gmake") or depth > 4:
-        return None
-    files: list[str] = []
-    goals: list[str] = []
-    overrides: dict[str, str] = {}
-    n = 1
-    while n < len(words):
-        word = words[n]
-        if word in _MAKE_OPTIONS_WITH_VALUE:
-            if word in ("-f", "--file", "--makefile") and n + 1 < len(words):
-                files.append(words[n + 1])
-            n += 2
-            continue
-        if word.startswith(("--file=", "--makefile=")) or (word.startswith("-f") and len(word) > 2):
-            files.append(word.split("=", 1)[1] if word.startswith("--") else word[2:])
-        elif word.startswith(("--eval", "-E")):
-            return f"`{' '.join(words)}` is given make code on its command line"
-        elif not word.startswith("-"):
-            if re.match(r"[A-Za-z_][\w.]*\s*:?=", word):
-                name, _, value = word.partition("=")
-                overrides[name.rstrip(":").strip()] = value
-            else:
-                goals.append(word)
-        n += 1
-    if not files:
-        files = [next((name for name in MAKEFILES_READ if os.path.isfile(os.path.join(root, name))), "")]
-        if not files[0]:
-            return None
-    makefile = _Makefile()
-    for name in files:
-        if "$" in name or "`" in name:
-            return f"`{' '.join(words)}` reads a makefile named when it runs"
-        makefile.read(os.path.join(root, name), root, name)
-    for shell in makefile.variables.get("SHELL", []):
-        program = makefile.expand(shell, overrides).split()
-        if not program or program[0].rsplit("/", 1)[-1] not in SHELLS:
-            return f"{files[0]} runs its recipes with `{shell.strip()[:40]}`, not a shell"
-    return _recipes_discover(makefile, goals, overrides, root, depth, files[0])
-
-
-def _recipes_discover(
-    makefile: _Makefile, goals: list[str], overrides: dict[str, str], root: Path, depth: int, shown: str
-) -> str | None:
-    for text in makefile.parse_time:
-        if why := _line_discovers(makefile.expand(text, overrides), root, depth, []):
-            return f"{shown} runs, as make reads it, `{text.strip()[:80]}`: {why}"
-    rules = makefile.rules
-    if not goals:  # make's default goal: the first target that is not special, a pattern or a suffix rule
-        first = next((t for r in rules for t in r.targets if "%" not in t and (not t.startswith(".") or "/" in t)), "")
-        goals = [first] if first else []
-    pending = [r for r in rules if any(_used_for_any_goal(t) for t in r.targets)]
-    wanted, seen, checked = list(goals), set[str](), set[int]()
-    everything = False
-    while True:
-        if makefile.unsure and not everything:  # which rules a goal takes can't be told: every recipe counts
-            everything = True
-            pending, wanted = [r for r in rules if id(r) not in checked], []
-        while wanted and not makefile.unsure:
-            goal = wanted.pop()
-            if goal in seen:
-                continue
-            seen.add(goal)
-            if "$" in goal or _COMPUTED in goal:
-                makefile.unsure = f"a goal of `make` is computed when it runs (`{goal}`)"
-                break
-            for rule in rules:
-                if goal in rule.targets:
-                    pending.append(rule)
-                    for prerequisite in rule.prerequisites:
-                        wanted.extend(makefile.expand(prerequisite, overrides).replace(";", " ").split())
-        if makefile.unsure and not everything:
-            continue
-        if not pending:
-            return None
-        rule = pending.pop(0)
-        if id(rule) in checked:
-            continue
-        checked.add(id(rule))
-        for line in rule.recipe:
-            recursive: list[str] = []  # `$(MAKE) other`: its goals are followed too
-            why = _line_discovers(makefile.expand(line, overrides).lstrip(" \t@-+"), root, depth, recursive)
-            if why:
-                target = rule.targets[0] if rule.targets else "?"
-                return f"{shown}'s recipe for `{target}` (`{line.strip()[:80]}`): {why}"
-            wanted.extend(recursive)
-
-
-def _used_for_any_goal(target: str) -> bool:
-    """A rule make may use to build any target: a pattern rule, a suffix rule (`.c.o`), `.DEFAULT`."""
-    return "%" in target or target == ".DEFAULT" or (bool(_SUFFIX_RULE.fullmatch(target)) and target not in _SPECIAL)
-
-
-_SUFFIX_RULE = re.compile(r"\.[^./%]+(\.[^./%]+)?")
-_SPECIAL = frozenset(
-    {".PHONY", ".SUFFIXES", ".PRECIOUS", ".INTERMEDIATE", ".SECONDARY", ".SECONDEXPANSION", ".DELETE_ON_ERROR"}
-    | {".IGNORE", ".LOW_RESOLUTION_TIME", ".SILENT", ".EXPORT_ALL_VARIABLES", ".NOTPARALLEL", ".ONESHELL", ".POSIX"}
-    | {".NOTINTERMEDIATE", ".EXTRA_PREREQS"}
-)
-
-
-def _line_discovers(line: str, root: Path, depth: int, recursive: list[str]) -> str | None:
-    """Why one recipe line (its variables put in) runs code the folder's files choose, or None."""
-    moved = False
-    for words in script_commands(line):
-        while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
-            words = words[1:]
-        if not words:
-            continue
-        if _COMPUTED in words[0] or "$" in words[0] or "`" in words[0]:
-            return f"it runs `{words[0].replace(_COMPUTED, '$(…)')}`, a program named when it runs"
-        program = words[0].rsplit("/", 1)[-1]
-        if program in ("cd", "pushd"):
-            moved = moved or elsewhere(words, root) is not None
-            continue
-        if moved and program in (*PACKAGE_RUNNERS, "make", "gmake", "just", "env"):
-            return f"`{' '.join(words)}` runs in another folder"
-        if why := discovers(words) or package_script_discovers(words, root, depth + 1) or elsewhere(words, root):
-            return why
-        if program in ("make", "gmake"):
-            if any(w.startswith(("-f", "--file", "--makefile")) for w in words):
-                return f"`{' '.join(words)}` reads another makefile"
-            recursive.extend(w for w in words[1:] if not w.startswith("-") and "=" not in w)
-    return None
