@@ -708,3 +708,21 @@ def test_a_python_package_manager_is_bound_to_what_makes_it_build_the_project(
     assert result.startswith(UNBINDABLE) == unbindable, result
     if not unbindable:
         assert next(iter(files)) in bound_paths(result)
+
+
+@pytest.mark.parametrize(
+    ("script", "unbindable"),
+    [
+        ("import subprocess\nsubprocess.run(['pytest', '-q'])\n", True),
+        ("import os\nos.system('npx jest')\n", True),
+        ("print('next step: go')\n", False),  # a runner's name in text a script starts no process with
+        ("import subprocess\nsubprocess.run(['ruff', 'check', '.'])\n", False),
+    ],
+)
+def test_a_script_that_starts_a_runner_it_names_in_a_string_is_unbindable(
+    workspace: Path, script: str, unbindable: bool
+) -> None:
+    """`subprocess.run(["pytest"])` in a bound script ran conftest.py, which nothing bound (round 27's verification)."""
+    (workspace / "tools" / "x.py").write_text(script)
+    result = binding("python tools/x.py", workspace)
+    assert result.startswith(UNBINDABLE) == unbindable, result

@@ -264,6 +264,8 @@ def _python_discovers(arguments: list[str]) -> str | None:
 def _literal_runs(code: str) -> str | None:
     """Why a script's own string literals name a runner it may start (`subprocess.run(["pytest"])`,
     `execSync("jest")`), or None: what a literal names is not followed, so such a script can't be pinned."""
+    if not _SPAWNS.search(code):
+        return None  # (it starts no process: a literal `"next step"` is only text)
     for found in _LITERAL.finditer(code):
         words = found.group(2).split()
         if words and (why := discovers(words)):
@@ -271,6 +273,10 @@ def _literal_runs(code: str) -> str | None:
     return None
 
 
+_SPAWNS = re.compile(
+    r"\b(?:subprocess|os\s*+\.\s*+(?:system|popen|exec\w*+|spawn\w*+|posix_spawn\w*+)|pty\s*+\.\s*+spawn|child_process"
+    r"|execSync|execFileSync|spawnSync|execa|Bun\s*+\.\s*+spawn|Deno\s*+\.\s*+(?:run|Command)|shelljs|zx)\b"
+)
 _LITERAL = re.compile(r"""(['"`])([A-Za-z][\w.+-]*+(?:[ \t][^'"`\n]*+)?)\1""")
 
 
