@@ -600,7 +600,10 @@ def test_a_package_script_or_a_shell_script_running_make_is_followed_into_the_re
         ("import os, pytest\npytest.main(['-q'])\n", True),
         ("import os\nfrom django.core.management import execute_from_command_line\n", True),  # manage.py
         ("from _pytest.config import main\n", True),
-        ("import unittest\nunittest.main()\n", True),
+        ("import unittest\nunittest.main()\n", False),  # the script's own tests
+        ("import unittest\nunittest.TestLoader().discover('.')\n", True),
+        ("import uvicorn\nuvicorn.run('app.main:app')\n", True),  # an app loaded by its name
+        ("import uvicorn\nfrom app import app\nuvicorn.run(app)\n", False),  # (app.py is bound)
         ("import json, os\nprint(json.dumps(dict(os.environ)))\n", False),
         ("import pytesting_helpers\n", False),  # a name that begins like one is not it
     ],

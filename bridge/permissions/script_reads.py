@@ -170,11 +170,15 @@ DISCOVERING_MODULES = frozenset(
     {"unittest", "pytest", "tox", "nox", "build", "setuptools", "doctest", "trial", "pip"}
     | {"mypy", "pylint", "flake8", "coverage", "sphinx", "pre_commit", "mkdocs", "invoke"}
 )
-PY_DISCOVERING_IMPORTS = DISCOVERING_MODULES | {
-    *("_pytest", "django", "celery", "alembic", "uvicorn", "gunicorn", "hypercorn", "daphne", "flask", "scrapy"),
-    *("nose", "nose2", "behave", "robot", "doit", "paver", "fabric", "SCons", "pyproject_hooks", "pep517"),
-    *("hatchling", "poetry", "pluggy", "stevedore", "locust", "pelican", "ansible", "IPython", "nbconvert"),
+PY_DISCOVERING_IMPORTS = (DISCOVERING_MODULES - {"unittest", "doctest"}) | {
+    *("_pytest", "django", "celery", "alembic", "scrapy", "nose", "nose2", "behave", "robot", "doit", "paver"),
+    *("SCons", "pyproject_hooks", "pep517", "hatchling", "poetry", "locust", "pelican", "ansible", "IPython"),
+    "nbconvert",
 }
+# servers that import an app by its name (`uvicorn.run("pkg.app:app")`): with one of them imported, a `module:attr`
+# string is code loaded by name
+_PY_APP_SERVERS = frozenset({"uvicorn", "gunicorn", "hypercorn", "daphne", "granian", "waitress"})
+_PY_APP_NAME = re.compile(r"""['"][A-Za-z_][\w.]*+:[A-Za-z_][\w.]*+['"]""")
 _PY_ANY_IMPORT = re.compile(
     r"(?<![\w.])import\s++([A-Za-z_][\w.]*+(?:\s*+,\s*+[A-Za-z_][\w.]*+)*+)|(?<![\w.])from\s++([A-Za-z_][\w.]*+)\s"
 )
@@ -634,9 +638,13 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
         # what it imports that finds the folder's code by itself (`pytest.main()`, Django's manage.py importing the
         # settings module and every app it names): the script's binding can't pin what runs (round 27)
         for name in (source, *listed.split(",")):
-            if name.strip().split(".")[0] in PY_DISCOVERING_IMPORTS:
-                top = name.strip().split(".")[0]
+            top = name.strip().split(".")[0]
+            if top in PY_DISCOVERING_IMPORTS:
                 raise Unbindable(f"{shown} imports `{top}`, which finds and runs the folder's code by itself")
+            if top in _PY_APP_SERVERS and (app := _PY_APP_NAME.search(text)):
+                raise Unbindable(f"{shown} has `{top}` load {app.group(0)} by its name")
+    if found := re.search(r"\.discover\s*+\(|\bloadTestsFromName", text):  # unittest's discovery
+        raise Unbindable(f"{shown} finds tests by itself (`{found.group(0)}`)")
     for name in _PY_CODE_LITERAL.findall(text):
         yield os.path.join(root, name)
         yield os.path.join(path.parent, name)
