@@ -423,11 +423,19 @@ def test_npm_and_yarn_bind_the_configuration_they_read_by_themselves(workspace: 
     """Attack round 6: `.npmrc` with `node-options=--require ./lib/util.js` made a trusted `npm run fmt` run the
     model's code. A new `.npmrc` (or yarn's rc files) is another binding."""
     before = binding("npm run lint", workspace)
-    (workspace / ".npmrc").write_text("node-options=--require ./x.js\n")
+    (workspace / ".npmrc").write_text("registry=https://registry.example/\n")
     assert binding("npm run lint", workspace) != before
     assert ".npmrc" in bound_paths(binding("npx cowsay hi", workspace))
-    (workspace / ".yarnrc.yml").write_text("yarnPath: ./x.js\n")
+    (workspace / ".yarnrc.yml").write_text("nodeLinker: node-modules\n")
     assert ".yarnrc.yml" in bound_paths(binding("yarn lint", workspace))
+    # and one that names code the package manager runs can't be pinned (what it names is not followed: round 27)
+    (workspace / ".npmrc").write_text("node-options=--require ./x.js\n")
+    assert binding("npx cowsay hi", workspace).startswith(UNBINDABLE)
+    (workspace / ".npmrc").write_text("script-shell=./tools/sh\n")
+    assert binding("npm run lint", workspace).startswith(UNBINDABLE)
+    (workspace / ".npmrc").unlink()
+    (workspace / ".yarnrc.yml").write_text("yarnPath: ./x.js\n")
+    assert binding("yarn lint", workspace).startswith(UNBINDABLE)
 
 
 def test_what_the_command_itself_writes_to_is_not_bound(workspace: Path) -> None:

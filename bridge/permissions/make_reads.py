@@ -32,7 +32,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from bridge.permissions.script_reads import SHELLS, Unbindable, _globbed, shell_names
+from bridge.permissions.script_reads import SHELLS, Unbindable, _globbed, loads_by_setting, shell_names
 
 MAKEFILES_READ = ("GNUmakefile", "makefile", "Makefile")
 MAKES = frozenset({"make", "gmake"})
@@ -43,6 +43,7 @@ MAX_EXPANSION = 1024 * 1024  # characters expanded for one command
 MAX_RECURSION = 4  # `$(MAKE) other` within `$(MAKE) other`…
 MAX_TARGETS = 2000  # targets one command's goals reach
 MAX_RECIPE_LINES = 2000  # recipe lines read for one command
+MAX_IMPLICIT = 500  # pattern and suffix rules
 COMPUTED = "${MAKE_COMPUTED}"  # what make computes when it runs (a program named so is unbindable, as `$x` is)
 
 _BUILTINS = {
@@ -63,7 +64,7 @@ _TEXT_FUNCTIONS = frozenset(
 )
 _REFUSED_FUNCTIONS = frozenset({"eval", "call", "value", "file", "guile", "let"})
 _REFUSED_DIRECTIVES = frozenset(
-    {"ifeq", "ifneq", "ifdef", "ifndef", "else", "endif", "load", "-load", "undefine", "vpath"}
+    {"ifeq", "ifneq", "ifdef", "ifndef", "else", "endif", "load", "-load", "undefine", "vpath", "override"}
 )
 _MAKES_OWN = re.compile(
     r"\.(?:SHELLFLAGS|RECIPEPREFIX|EXTRA_PREREQS|ONESHELL|POSIX|LOADED|SECONDEXPANSION|EXPORT_ALL_VARIABLES)"
@@ -149,14 +150,14 @@ class _Makefile:
             line = lines[n]
             n += 1
             recipe = line.startswith("\t") and rule is not None and define is None
-            while _continued(line) and n < len(lines):  # a recipe's backslash-newline goes to the shell, which
-                nxt = lines[n]  # joins the lines; elsewhere make joins them with a space
-                n += 1
-                line = (
-                    line[:-1] + nxt[1:]
-                    if recipe and nxt.startswith("\t")
-                    else line[:-1] + ("" if recipe else " ") + nxt
-                )
+            physical = [line]
+            while _continued(physical[-1]) and n < len(lines):  # a recipe's backslash-newline goes to the shell,
+                physical.append(lines[n])  # which joins the lines (not in a comment); elsewhere make joins them
+                n += 1  # with a space
+            if len(physical) > 1:
+                line = _joined(physical, recipe)
+                if recipe and rule is not None and define is None:  # both readings count: joined, and each line
+                    rule.recipe.extend(p.removeprefix("\t").removesuffix("\\") for p in physical[1:])
             if define is not None:
                 if line.split("#", 1)[0].strip() == "endef":
                     self._assign(name, "\n".join(define), shown)
@@ -177,7 +178,7 @@ class _Makefile:
                 raise Unbindable(f"{shown} uses `{head}`, which a reading of the file can't follow")
             if head in ("define", "override", "export", "private") and "define" in words[:3]:
                 name = words[words.index("define") + 1] if len(words) > words.index("define") + 1 else ""
-                self._check_name(name.rstrip(":=!?+"), shown)
+                self._check_name(name.rstrip(":=!?+"), shown, exported="export" in words[: words.index("define")])
                 name, define, rule = name.rstrip(":=!?+"), [], None
                 continue
             if head in ("include", "-include", "sinclude"):
@@ -213,6 +214,8 @@ class _Makefile:
             targets = [_target(t) for t in self.expand(text[:colon], {}, {}, 0).split()]
             if any(COMPUTED in t for t in targets):
                 raise Unbindable(f"{shown}: the targets of `{text[:60]}` are computed when it runs")
+            if rest.strip().startswith(("export ", "override ", "private ", "unexport ")):
+                raise Unbindable(f"{shown}: `{text[:60]}` sets a variable for its targets' commands")
             if target_variable is not None and not rest.strip().startswith("|"):
                 self._assign(target_variable.group(2), target_variable.group(4), shown, how=target_variable.group(3))
                 rule = None
@@ -220,6 +223,10 @@ class _Makefile:
             prerequisites_text, _, inline = rest.partition(";")
             if inline:  # (the rest of the line, comments and all, is the recipe: the shell reads it)
                 inline = text[text.index(";", colon) + 1 :]
+            if ".ONESHELL" in targets:
+                raise Unbindable(f"{shown} runs each recipe as one script (`.ONESHELL`), which a reading can't follow")
+            if rest.strip().startswith(("export ", "override ", "private ")):
+                raise Unbindable(f"{shown}: `{text[:60]}` sets a variable for its targets' commands")
             if ".EXPORT_ALL_VARIABLES" in targets:
                 self.export_all = True
                 for each in self.variables:
@@ -300,7 +307,7 @@ class _Makefile:
     ) -> str:
         if len(inner) == 2 and inner[1] in "DF" and inner[0] in automatic:
             return automatic[inner[0]]
-        function = re.match(r"([a-z-]++)[ \t]", inner)
+        function = re.match(r"([a-z-]++)\s", inner)
         if function is not None and function.group(1) in _REFUSED_FUNCTIONS:
             raise Unbindable(f"a makefile uses `$({function.group(1)} …)`, which a reading of it can't follow")
         if function is not None and function.group(1) == "shell":
@@ -329,6 +336,14 @@ class _Makefile:
         if values is None:
             return _BUILTINS.get(name, COMPUTED)  # (not the makefile's: the user's environment, or empty)
         return " ; ".join(self.expand(each, overrides, automatic, depth + 1, where) for each in values)
+
+
+def _joined(physical: list[str], recipe: bool) -> str:
+    """Lines continued with backslash-newline, joined as make (a space) or the shell (nothing, a recipe) does."""
+    parts = [p.removesuffix("\\") for p in physical[:-1]] + [physical[-1]]
+    if recipe:
+        return parts[0] + "".join(p.removeprefix("\t") for p in parts[1:])
+    return parts[0].rstrip() + " " + " ".join(p.strip() for p in parts[1:])
 
 
 def _continued(line: str) -> bool:
@@ -368,6 +383,8 @@ def make_names(words: list[str], root: Path, depth: int = 0) -> Iterator[str]:
     if depth > MAX_RECURSION:
         raise Unbindable(f"`{' '.join(words)}`: make runs make more than {MAX_RECURSION} deep")
     files, goals, overrides = _arguments(words)
+    if why := loads_by_setting([f"{name}={value}" for name, value in overrides.items()]):
+        raise Unbindable(f"`{' '.join(words)}`: {why}")
     if not files:
         found = next((name for name in MAKEFILES_READ if os.path.isfile(os.path.join(root, name))), None)
         if found is None:
@@ -386,6 +403,13 @@ def make_names(words: list[str], root: Path, depth: int = 0) -> Iterator[str]:
             os.path.normpath(os.path.join(root, t)) in map(os.path.normpath, makefile.read_paths) for t in rule.targets
         ):
             raise Unbindable(f"{files[0]} has a rule that remakes a makefile it reads (`{rule.targets[0]}`)")
+    implicit = [r for r in makefile.rules if any(_always(t) for t in r.targets)]
+    for read in makefile.read_paths:
+        name = os.path.relpath(read, root)
+        if any(_matches(t, name) for r in implicit for t in r.targets) or any(
+            os.path.exists(read + suffix) for suffix in _BUILT_IN_SOURCES
+        ):
+            raise Unbindable(f"make could remake the makefile `{name}` by an implicit rule before it reads it")
     for command, where in makefile.parse_time:
         yield from _command_names(command, f"{where}, as make reads it", root, depth)
     yield from _goal_names(makefile, goals or _default_goal(makefile), overrides, root, depth, files[0])
@@ -471,6 +495,8 @@ def _goal_names(
     makefile: _Makefile, goals: list[str], overrides: dict[str, str], root: Path, depth: int, shown: str
 ) -> Iterator[str]:
     implicit = [r for r in makefile.rules if any(_always(t) for t in r.targets)]
+    if len(implicit) > MAX_IMPLICIT:
+        raise Unbindable(f"the makefile has more than {MAX_IMPLICIT} pattern or suffix rules")
     chosen: list[_Rule] = []
     wanted, seen = [_target(g) for g in goals], set[str]()
     listed: dict[str, set[str]] = {}
@@ -504,11 +530,15 @@ def _goal_names(
         if id(rule) in done:
             continue
         done.add(id(rule))
-        first = rule.prerequisites[0] if rule.prerequisites else ""
+        prerequisites = [p for t in rule.targets for r in makefile.by_target.get(t, [rule]) for p in r.prerequisites]
+        prerequisites = list(
+            dict.fromkeys(rule.prerequisites + prerequisites)
+        )  # (`$^`: every rule's, the recipe's first)
+        first = prerequisites[0] if prerequisites else ""
         automatic = {
             "@": " ; ".join(rule.targets) if all("%" not in t for t in rule.targets) else COMPUTED,
             "<": first if "%" not in first else COMPUTED,
-            "^": " ".join(rule.prerequisites) if all("%" not in p for p in rule.prerequisites) else COMPUTED,
+            "^": " ".join(prerequisites) if all("%" not in p for p in prerequisites) else COMPUTED,
             "*": COMPUTED,
         }
         automatic.update({"+": automatic["^"], "?": automatic["^"], "|": automatic["^"]})
@@ -517,8 +547,8 @@ def _goal_names(
         if lines > MAX_RECIPE_LINES:
             raise Unbindable(f"`make` runs more than {MAX_RECIPE_LINES} recipe lines")
         for line in rule.recipe:
-            command = makefile.expand(line, overrides, automatic, 0, where).lstrip(" \t@-+")
-            yield from _command_names(command, where, root, depth)
+            for command in makefile.expand(line, overrides, automatic, 0, where).split("\n"):
+                yield from _command_names(command.lstrip(" \t@-+"), where, root, depth)
 
 
 def _command_names(command: str, where: str, root: Path, depth: int) -> Iterator[str]:

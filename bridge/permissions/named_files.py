@@ -38,9 +38,12 @@ from bridge.permissions.script_reads import (
     elsewhere,
     executed_program,
     language,
+    loads_by_setting,
     names_in,
     package_script_discovers,
+    read_regular,
     substituted,
+    unmodelled,
     unwrapped,
 )
 from bridge.permissions.shell_syntax import Script, ShellSyntaxError
@@ -49,6 +52,7 @@ from bridge.permissions.shellparse import parse
 MAX_FILES = 64  # the command's files and what they pull in (a Python tool's own modules)
 MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 2  # a `-c` string inside a `-c` string
+MAX_MODULES = 256  # modules in the folder a bound Python script starts from (their contents are bound)
 MAX_SCRIPT_BYTES = 1024 * 1024  # a script read for what it pulls in: past this, unbindable
 UNBINDABLE = "unbindable: "
 
@@ -94,10 +98,15 @@ def binding(command: str, workspace: Path) -> str:
     for folder in sorted(first_paths):
         # a module added there later (a `selectors.py` that `subprocess` would import) makes another binding
         name = (folder.relative_to(root).as_posix() + "/" if folder != root else "") + "*.py"
-        out.append(f"{name} modules:{_modules_in(folder)}")
+        try:
+            modules = _modules_in(folder, {str(path) for path in found})
+        except _Unbindable as why:
+            return f"{UNBINDABLE}{why}"
+        out.append(f"{name} modules:{modules}")
     return "; ".join(out)
 
 
+_FED = re.compile(r"<\(|>\(|<<<")
 # `python -m mod` and `python -c code` look for modules in the current folder first
 _PYTHON_MODULE = re.compile(r"(?:^|[\s/;&|(])python[\d.]*\s+(?:-\S+\s+)*-[mc]\s")
 
@@ -111,18 +120,37 @@ def _language(path: Path) -> str | None:
     return language(path, first)
 
 
-def _modules_in(folder: Path) -> str:
-    """A digest of the names Python could import from `folder`: modules, extension modules, packages."""
+def _modules_in(folder: Path, bound: set[str]) -> str:
+    """A digest of what Python could import from `folder`: its modules', extension modules' and bytecode's names
+    and contents (a module beside the script that shadows the standard library's, `selectors.py`, runs whenever
+    the script imports what imports it: round 27's verification changed one and the binding stayed equal), and
+    its packages' names (a package's own modules are bound when the script imports them)."""
+    digest = hashlib.sha256()
     try:
-        names = sorted(
-            entry.name
-            for entry in os.scandir(folder)
-            if entry.name.endswith((".py", ".pyc", ".so", ".pyd"))
-            or (entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")))
-        )
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError:
-        names = []
-    return hashlib.sha256("\0".join(names).encode()).hexdigest()[:32]
+        entries = []
+    files = 0
+    for entry in entries:
+        if entry.name.endswith((".py", ".pyc", ".so", ".pyd")):
+            files += 1
+            if files > MAX_MODULES:
+                raise _Unbindable(f"{folder.name or folder} holds more than {MAX_MODULES} modules")
+            content = "bound" if os.path.realpath(entry.path) in bound else _file_digest(entry.path)  # (on its own)
+            digest.update(entry.name.encode() + b"\0" + content.encode() + b"\0")
+        elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
+            digest.update(entry.name.encode() + b"/\0")
+    return digest.hexdigest()[:32]
+
+
+def _file_digest(path: str) -> str:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return f"unreadable:{st.st_mode}:{st.st_size}"
+        return _digest(path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
 
 
 def bound_paths(binding_text: str) -> dict[str, str]:
@@ -152,11 +180,15 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                 # a name computed or globbed when it runs: the file it runs can't be known now
                 raise _Unbindable(f"`{word.text}` is computed when it runs")
             words.append(value)
+        settings = [assignment.value for assignment in cmd.assignments]
         why = (
             discovers(words)
             or package_script_discovers(words, root)
             or elsewhere(words, root)
             or code_it_reads(words, root)
+            or loads_by_setting([*settings, *words])
+            or unmodelled(words)
+            or ("a process substitution or a here-string gives a command its code" if _FED.search(cmd.text) else None)
         )
         if why is None and make_reads.is_make(real := unwrapped(words)):  # what the goal's recipes run
             for name in make_reads.make_names(real, root):
@@ -279,9 +311,8 @@ def _interpreter_code(program: str, words: list[str], root: Path) -> Iterator[Pa
 
 def _package_main(folder: Path) -> str | None:
     try:
-        with open(folder / "package.json", "rb") as file:
-            main = json.loads(file.read(1024 * 1024)).get("main")
-    except (OSError, ValueError, AttributeError):
+        main = json.loads(read_regular(folder / "package.json", 1024 * 1024)).get("main")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return main if isinstance(main, str) else None
 

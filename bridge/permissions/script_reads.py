@@ -18,10 +18,12 @@ other languages' own pull-ins (PHP, Lua…), and files named only inside another
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import shlex
+import stat
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -45,7 +47,7 @@ CONVENTIONAL: dict[str, tuple[str, ...]] = {
     "bun": ("package.json", ".npmrc", "bunfig.toml"),
     "rake": ("Rakefile", "rakefile"),
     # what makes uv build the project again (its default cache keys) and what it builds and installs from (round 27)
-    "uv": ("pyproject.toml", "uv.lock", "uv.toml", "setup.py", "setup.cfg"),
+    "uv": ("pyproject.toml", "uv.lock", "uv.toml", "setup.py", "setup.cfg", ".python-version", ".venv/bin/python"),
     "poetry": ("pyproject.toml", "poetry.lock", "poetry.toml"),
     "pdm": ("pyproject.toml", "pdm.lock", "pdm.toml"),
     "pipenv": ("Pipfile", "Pipfile.lock"),
@@ -207,11 +209,15 @@ def discovers(words: list[str]) -> str | None:
             return f"`{name}` finds and runs the folder's code by itself (tests, build scripts, plugins)"
         if re.fullmatch(r"python[\d.]*", name):
             return _python_discovers(words[n + 1 :])
-        if name in SHELLS and "-c" in words[n + 1 : -1]:  # `sh -c 'pytest -x'`
-            try:
-                return discovers(shlex.split(words[words.index("-c", n + 1) + 1]))
-            except ValueError:
-                return None
+        if name in SHELLS:  # `sh -c 'pytest -x'`, `sh -ec …`, `sh -c -- …`
+            rest = words[n + 1 :]
+            if any(re.fullmatch(r"-[A-Za-z]*c[A-Za-z]*", w) for w in rest):
+                code = next((w for w in rest if not w.startswith("-")), "")
+                try:
+                    return discovers(shlex.split(code)) or _literal_runs_shell(code)
+                except ValueError:
+                    return "its `-c` code can't be read"
+            return None
         if name in _BUILDING:
             sub = next((w for w in words[n + 1 :] if not w.startswith("-")), "")
             if sub in _BUILDING[name] or (name == "uv" and sub == "pip" and _uv_pip_builds(words[n + 1 :])):
@@ -222,8 +228,26 @@ def discovers(words: list[str]) -> str | None:
         while n < len(words) and (
             words[n] in _WRAPPER_WORDS or words[n].startswith("-") or "=" in words[n] or words[n].isdigit()
         ):
-            n += 1
+            if words[n].split("=", 1)[0] in ("--env-file", "--env_file", "--dotenv"):
+                return f"`{name} {words[n]}` runs the command with settings from a file"
+            n += 2 if words[n] in _VALUED_OPTIONS else 1
     return None
+
+
+# a package runner's options whose value is the next word (`uv run --with iniconfig pytest`)
+_VALUED_OPTIONS = frozenset(
+    {"--with", "--with-requirements", "--with-editable", "--python", "-p", "--from", "--extra", "--group"}
+    | {"--package", "--index", "--index-url", "--extra-index-url", "--find-links", "-f", "--script", "--only-group"}
+    | {
+        "--no-group",
+        "--config-file",
+        "--cache-dir",
+        "--python-platform",
+        "--prerelease",
+        "--resolution",
+        "--refresh-package",
+    }
+)
 
 
 # Package managers' subcommands that build and install the project (its build backend runs setup.py, hatch_build.py,
@@ -244,10 +268,24 @@ def _uv_pip_builds(words: list[str]) -> bool:
     return len(sub) > 1 and sub[1] in ("install", "sync", "compile")
 
 
+def _literal_runs_shell(code: str) -> str | None:
+    for words in script_commands(code):
+        if why := discovers(words):
+            return why
+    return None
+
+
 def _python_discovers(arguments: list[str]) -> str | None:
     """Why `python ARGUMENTS` runs code that finds the folder's (`-m pytest`, `-mpytest`, `-Im pytest`, `-c
     'import pytest…'`), or None."""
+    skip = False
     for n, word in enumerate(arguments):
+        if skip:  # `-W ignore`, `-X dev`: an option's value
+            skip = False
+            continue
+        if word in ("-W", "-X", "-Q"):
+            skip = True
+            continue
         if not word.startswith("-") or word == "-":
             return None  # the script: read as a file of its own
         if found := re.fullmatch(r"-[A-Za-z]*([mc])(.*)", word, re.S):
@@ -256,6 +294,8 @@ def _python_discovers(arguments: list[str]) -> str | None:
                 module = value.split(".")[0]
                 if module in DISCOVERING_MODULES or module in PY_DISCOVERING_IMPORTS:
                     return f"`python -m {module}` finds and runs the folder's code by itself"
+                if module in ("cProfile", "profile", "trace", "pdb", "runpy", "timeit", "coverage", "pyinstrument"):
+                    return f"`python -m {module}` runs what its arguments name"
                 return None
             try:
                 list(python_names(value, Path("-c"), Path("."), "its -c code"))
@@ -295,6 +335,10 @@ def language(path: Path, first_line: bytes) -> str | None:
         return "package"
     if name == "pyproject.toml":
         return "pyproject"
+    if name in (".npmrc", ".yarnrc", ".yarnrc.yml"):
+        return "npmrc"
+    if name == ".python-version":
+        return "python-version"
     if name.endswith(".py"):
         return "python"
     if name.endswith(NODE_SUFFIXES):
@@ -334,6 +378,8 @@ def shell_names(
     one that `cd`s there first) and every other workspace name its commands mention. `strict` (a script, not a
     makefile's recipes, where `$(CC)` is how programs are named): a program, or the code a shell, an interpreter
     or `eval` is given, that is computed when it runs makes the script unbindable."""
+    if strict and (fed := re.search(r"<\(|>\(|<<<", text)):
+        raise Unbindable(f"{shown}: `{fed.group(0)}` gives a command its code, which a reading can't follow")
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
     for words in script_commands(text):
@@ -343,7 +389,11 @@ def shell_names(
             words = words[1:]
         program = words[0]
         if strict and (
-            why := discovers(words) or package_script_discovers(words, root) or elsewhere(words, root, own=path.parent)
+            why := discovers(words)
+            or package_script_discovers(words, root)
+            or elsewhere(words, root, own=path.parent)
+            or loads_by_setting(settings + words)
+            or unmodelled(words)
         ):
             raise Unbindable(f"{shown}: {why}")
         if strict:
@@ -385,6 +435,65 @@ def shell_names(
         yield from _conventional(program)
 
 
+# Settings a command may run with that make it load code from elsewhere than the files it names (`PATH=./bin ls`,
+# `PYTHONPATH=evil python x.py`, `NODE_OPTIONS=--require ./pre.js`): round 27's verification.
+LOADING_SETTINGS = re.compile(
+    r"BASH_ENV|ENV|IFS|CDPATH|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|\w*PATH|LD_\w*|DYLD_\w*|PYTHON\w*|NODE_\w*"
+    r"|NPM_CONFIG_\w*|npm_config_\w*|PERL\w*|RUBY\w*|GEM_\w*|BUNDLE_\w*|GIT_\w*|JAVA_\w*|_JAVA_OPTIONS|\w*_OPTIONS"
+    r"|CLASSPATH|ZDOTDIR|HOME|XDG_\w*|PIP_\w*|UV_\w*|VIRTUAL_ENV|CONDA_\w*|MAKEFLAGS|MAKEFILES|GNUMAKEFLAGS"
+)
+
+
+def loads_by_setting(words: list[str]) -> str | None:
+    """Why the command's settings (`NAME=value` before it, `env NAME=value`, `env -S`) may make it load code from
+    files it doesn't name, or None."""
+    for word in words:
+        name, equals, _ = word.partition("=")
+        if word in ("-S", "--split-string") or word.startswith(("-S", "--split-string=")):
+            return "`env -S` splits a string into the command it runs"
+        if equals and re.fullmatch(r"[A-Za-z_]\w*+\+?", name) and LOADING_SETTINGS.fullmatch(name.rstrip("+")):
+            return f"`{name}=` makes it load code from elsewhere than the files it names"
+        if not equals and not word.startswith("-") and word.rsplit("/", 1)[-1] not in _PLAIN_WRAPPERS:
+            break
+    return None
+
+
+def unmodelled(words: list[str]) -> str | None:
+    """Why a strict reading can't follow what the command makes the shell do (an alias, a trap, code read through a
+    descriptor or a process substitution, `find -exec`, brace expansion of a program), or None."""
+    real = unwrapped(words)
+    program = real[0].rsplit("/", 1)[-1] if real else ""
+    if program in ("alias", "trap", "complete", "bind", "enable", "hash", "declare", "typeset", "readonly"):
+        return f"`{program}` makes the shell run code later, which a reading can't follow"
+    if program in (".", "source") and len(real) > 1 and real[1].startswith(("/dev/", "/proc/")):
+        return f"`{' '.join(real[:2])}` runs code read through a descriptor"
+    if (program == "exec" or (words and words[0] == "exec")) and any(
+        re.fullmatch(r"\d*[<>].*", w) or w == "-a" for w in words[1:]
+    ):
+        return "`exec` opens a descriptor or renames the program it runs"
+    if program in ("find", "fd", "parallel") and any(
+        w in ("-exec", "-execdir", "-ok", "-okdir", "-x", "-X") for w in real
+    ):
+        return f"`{program}` runs a command for each file it finds"
+    if "{" in program and "," in program:
+        return f"`{program}`: brace expansion names the program"
+    if any(w.startswith(("<(", ">(", "<<<")) or "<(" in w or w == "<<<" for w in words):
+        return "a process substitution or a here-string gives a command its code"
+    return None
+
+
+def read_regular(path: str | Path, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file, never blocking (a FIFO, `/dev/stdin`, `/dev/zero` behind a link
+    hung the reading or filled the memory: round 27's verification): OSError for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
 def code_it_reads(words: list[str], root: Path) -> str | None:
     """Why the command runs code a reading of the files it names can't see, or None: an interpreter given no
     script reads its code from its input (`cat x | sh`, `sh < x`); a workspace file run by an interpreter, or run
@@ -412,9 +521,10 @@ def code_it_reads(words: list[str], root: Path) -> str | None:
     else:
         return None
     path = os.path.join(root, script)
+    if script.startswith("/dev/") or script.startswith("/proc/"):
+        return f"`{' '.join(real)}` runs code from `{script}`"
     try:
-        with open(path, "rb") as file:
-            head = file.read(256)
+        head = read_regular(path, 256)
     except OSError:
         return None  # not a file of the workspace (bound by its absence when it is named)
     if head.startswith(b"\x7fELF") or (not interpreter and head.startswith(b"#!")):
@@ -437,6 +547,8 @@ def unwrapped(words: list[str]) -> list[str]:
             n += 1
             if word.startswith("-") and not word.startswith("--") and word[-1:] in valued and len(word) == 2:
                 n += 1  # `-n 5`, `-u user`: the option's value
+            elif word in _LONG_VALUED.get(name, ()):
+                n += 1  # `timeout --signal KILL 60`
         if name in _WRAPPER_POSITIONAL and n < len(words):
             n += 1  # timeout's duration, flock's file, taskset's mask, chrt's priority
     return words[n:]
@@ -444,11 +556,20 @@ def unwrapped(words: list[str]) -> list[str]:
 
 _PLAIN_WRAPPERS = frozenset(
     {"env", "time", "nice", "nohup", "timeout", "exec", "command", "builtin", "sudo", "doas", "stdbuf", "setsid"}
-    | {"eval", "chrt", "ionice", "taskset", "flock", "unbuffer", "xargs", "caffeinate"}
+    | {"eval", "chrt", "ionice", "taskset", "flock", "unbuffer", "xargs", "caffeinate", "prlimit", "setarch"}
+    | {"linux32", "linux64", "numactl", "cgexec", "systemd-run", "firejail", "strace", "ltrace", "valgrind"}
 )
+_LONG_VALUED = {
+    "timeout": ("--signal", "--kill-after"),
+    "xargs": ("--arg-file", "--delimiter", "--max-args", "--max-procs", "--replace"),
+    "sudo": ("--user", "--group", "--chdir"),
+    "time": ("--format", "--output"),
+    "systemd-run": ("--unit", "--property", "--working-directory"),
+}
 _WRAPPER_VALUED = {"xargs": "IiLnPsdEa", "sudo": "ugCDhpRrTU", "doas": "uC", "env": "uCS", "timeout": "sk"}
-_WRAPPER_VALUED |= {"nice": "n", "ionice": "cnpP", "taskset": "", "stdbuf": "ioe", "flock": "wE"}
-_WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt"})
+_WRAPPER_VALUED |= {"nice": "n", "ionice": "cnpP", "taskset": "", "stdbuf": "ioe", "flock": "wE", "time": "fo"}
+_WRAPPER_VALUED |= {"strace": "eoopsuE", "ltrace": "eoopsuE", "numactl": "CNmpi", "cgexec": "g"}
+_WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt", "setarch"})
 
 
 def _substitutions(word: str) -> Iterator[str]:
@@ -490,8 +611,8 @@ def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """A makefile's (or justfile's) includes, and what its recipes' commands mention (read as shell lines). A
     justfile's every recipe is checked as make's goals are (`just` is not followed recipe by recipe)."""
     if path.name in ("justfile", "Justfile", ".justfile"):
-        if found := re.search(r"^[^\S\n]*+set[^\S\n]++(?:windows-)?shell\b|^[^\S\n]++#!", text, re.MULTILINE):
-            raise Unbindable(f"{shown} runs its recipes with a program of its own (`{found.group(0).strip()}`)")
+        if found := _JUST_UNFOLLOWED.search(text):
+            raise Unbindable(f"{shown} uses `{found.group(0).strip()[:40]}`, which a reading of it can't follow")
         for line in text.split("\n"):
             if line[:1] in (" ", "\t"):
                 command = re.sub(r"\{\{[^{}]*+\}\}", "$JUST", line.strip().lstrip("@-"))  # `{{x}}`: made as it runs
@@ -502,6 +623,14 @@ def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
                 raise Unbindable(f"{shown} includes `{word}`, a name computed when it runs")
             yield os.path.join(path.parent, word)
     yield from shell_names(text, path, root, shown, strict=False)
+
+
+# a justfile's own interpreter, imports and modules, environment, working folder, and code run as it is read
+_JUST_UNFOLLOWED = re.compile(
+    r"^[^\S\n]*+set[^\S\n]++(?:windows-)?(?:shell|script-interpreter|dotenv[\w-]*+|working-directory|export)\b"
+    r"|^[^\S\n]++#!|^[^\S\n]*+(?:import|mod|export)\b|\[[^\]\n]*?(?:script|working-directory)|^[^\s#][^\n`]*+`",
+    re.MULTILINE,
+)
 
 
 def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
@@ -516,7 +645,8 @@ def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str
         if isinstance(command, str):
             yield from shell_names(command, path, root, shown, strict=False)
             for words in script_commands(command):  # a script's programs are found in node_modules/.bin first
-                program = next((w for w in words if not re.match(r"[A-Za-z_]\w*\+?=", w)), "")
+                real = unwrapped([w for w in words if not re.match(r"[A-Za-z_]\w*\+?=", w)])  # (`nice mytool`)
+                program = real[0] if real else ""
                 if program and "/" not in program and "$" not in program:
                     yield os.path.join(root, "node_modules", ".bin", program)
 
@@ -540,6 +670,7 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen:
     """Why `npm run NAME` (`yarn NAME`, `npm test`, `npm install`…) runs a script of the folder's package.json that
     finds code by itself (`"fmt": "prettier --check ."`: prettier loads the plugins its config names), directly or
     through another `npm run` in it, or None."""
+    words = unwrapped(words)
     if not words or words[0].rsplit("/", 1)[-1] not in PACKAGE_RUNNERS or depth > 4:
         return None
     rest = [w for w in words[1:] if not w.startswith("-")]
@@ -547,7 +678,11 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen:
         return None
     from bridge.permissions import make_reads  # (it reads recipes with shell_names, which calls this one)
 
-    ran = rest[0] in ("run", "run-script", "rs")
+    ran = rest[0] in ("run", "run-script", "rs", "rum", "urn")
+    if any("$" in w or "`" in w for w in rest[:2]):
+        return f"`{' '.join(words)}` runs a script named when it runs"
+    if not ran and rest[0] in ("pack", "publish", "install-test", "it", "cit", "install-ci-test", "version"):
+        return f"`{' '.join(words[:2])}` runs the package's lifecycle scripts (prepare, prepack, test…)"
     name = rest[1] if ran and len(rest) > 1 else rest[0]
     try:
         scripts = _package_scripts(os.path.join(root, "package.json"))
@@ -558,6 +693,8 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen:
     if not ran:  # (`npm run t` runs the script `t`; `npm t` runs `test`)
         name = {"t": "test", "tst": "test"}.get(name, name)
     names: tuple[str, ...] = _INSTALL_SCRIPTS if name in _INSTALLS and not ran else (f"pre{name}", name, f"post{name}")
+    if name == "start" and not ran and "start" not in scripts and os.path.exists(os.path.join(root, "server.js")):
+        return "`npm start` without a start script runs `node server.js`, whose reading is not followed"
     if name == "restart" and not ran and "restart" not in scripts:  # npm restart: stop, then start
         names = ("prerestart", "prestop", "stop", "poststop", "prestart", "start", "poststart", "postrestart")
     seen = set() if seen is None else seen
@@ -586,8 +723,10 @@ def _package_scripts(path: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=16)
 def _parsed_scripts(path: str, _ino: int, _size: int, _mtime_ns: int, _ctime_ns: int) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as file:
-        loaded = json.load(file)
+    data = read_regular(path, 16 * 1024 * 1024 + 1)
+    if len(data) > 16 * 1024 * 1024:
+        raise ValueError("package.json is over 16 MiB")
+    loaded = json.loads(data)
     scripts = loaded.get("scripts") if isinstance(loaded, dict) else None
     return scripts if isinstance(scripts, dict) else {}
 
@@ -634,6 +773,10 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
+    if why := _python_computes(text):
+        raise Unbindable(f"{shown}: {why}")
+    if re.search(r"^# /// script\b", text, re.MULTILINE) and _PYPROJECT_ELSEWHERE.search(text):
+        raise Unbindable(f"{shown}'s inline metadata builds from files it names, which the trust can't pin")
     for listed, source in _PY_ANY_IMPORT.findall(text):
         # what it imports that finds the folder's code by itself (`pytest.main()`, Django's manage.py importing the
         # settings module and every app it names): the script's binding can't pin what runs (round 27)
@@ -665,6 +808,69 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
                 yield os.path.join(folder, *parts) + ".py"
                 for n in range(1, len(parts) + 1):
                     yield os.path.join(folder, *parts[:n], "__init__.py")
+
+
+_SUBPROCESS_CALLS = frozenset({"run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput"})
+_OS_CALLS = frozenset(
+    {"system", "popen", "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "spawnl"}
+    | {"spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe", "posix_spawn", "posix_spawnp"}
+)
+_SPAWNING = {
+    "subprocess": _SUBPROCESS_CALLS,
+    "sp": _SUBPROCESS_CALLS,
+    "os": _OS_CALLS,
+    "pty": frozenset({"spawn"}),
+    "asyncio": frozenset({"create_subprocess_exec", "create_subprocess_shell"}),
+}
+_REFLECTIVE = frozenset({"__builtins__", "builtins", "importlib", "sys", "os", "subprocess", "runpy", "pkgutil"})
+
+
+def _python_computes(text: str) -> str | None:
+    """Why a Python script starts a command, or reaches an import, that is computed when it runs (read with Python's
+    own parser: `subprocess.run(["py" + "test"])`, `os.system(open("cmd").read())`, `getattr(__builtins__, …)`:
+    round 27's verification), or None. A script Python can't parse can't be read for sure."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "Python can't parse it, so what it runs can't be read"
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        name = (
+            function.attr
+            if isinstance(function, ast.Attribute)
+            else function.id
+            if isinstance(function, ast.Name)
+            else ""
+        )
+        owner = (
+            function.value.id if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) else ""
+        )
+        if name == "getattr" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in _REFLECTIVE:
+            return f"`getattr({node.args[0].id}, …)` reaches what it runs by a name"
+        imported = not owner and any(
+            name in calls and re.search(rf"\bfrom\s+{module}\s+import\b[^\n]*\b{name}\b", text)
+            for module, calls in _SPAWNING.items()
+        )
+        if name in _SPAWNING.get(owner, ()) or imported:
+            first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
+            if first is None or not _literal_command(first):
+                return f"`{owner + '.' if owner else ''}{name}(…)` starts a command computed when it runs"
+    return None
+
+
+def _literal_command(node: object) -> bool:
+    """A command written out: a string, or a list or tuple of strings."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    return False
 
 
 def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
@@ -772,6 +978,27 @@ _PYPROJECT_ELSEWHERE = re.compile(
 )
 
 
+_NPMRC_RUNS = re.compile(
+    r"^\s*+(?:script-shell|node-options|onload-script|init-module|shell|globalconfig|userconfig|yarnPath|plugins)\b",
+    re.MULTILINE,
+)
+
+
+def npmrc_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """An .npmrc or .yarnrc: unbindable when it names a shell or code the package manager runs (`script-shell`,
+    `node-options`, `yarnPath`…): what they name is not followed."""
+    if found := _NPMRC_RUNS.search(text):
+        raise Unbindable(f"{shown} sets `{found.group(0).strip()}`, which makes the package manager run code it names")
+    return iter(())
+
+
+def python_version_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    """`.python-version`: a version is uv's to find; a path is an interpreter the folder chooses."""
+    if "/" in text or "\\" in text:
+        raise Unbindable(f"{shown} names an interpreter by its path")
+    return iter(())
+
+
 def pyproject_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """A pyproject.toml a package manager builds from (bound itself): unbindable when what it builds, or when it
     builds again, is named in other files (`cache-keys`, an in-tree `backend-path`, a path or workspace source)."""
@@ -789,6 +1016,8 @@ _READERS = {
     "ruby": ruby_names,
     "perl": perl_names,
     "pyproject": pyproject_names,
+    "npmrc": npmrc_names,
+    "python-version": python_version_names,
 }
 
 
