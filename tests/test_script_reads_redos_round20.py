@@ -94,15 +94,11 @@ BIG = 1024 * 1024  # a script read for what it pulls in may be this big (named_f
         ("_MAKE_INCLUDE", "\n" * BIG),
         ("_PL_MODULE", "\n" * BIG),
         ("_CODE_WORD", "-" * BIG),
-        ("_TOKEN", "'" * BIG),
-        ("_TOKEN", '"\\' * BIG),
-        ("_QUOTED", '"' + "\\" * BIG),
     ],
 )
 def test_a_script_of_the_attackers_shape_is_read(name: str, text: str) -> None:
     """Hours before (quadratic at 1 MiB); linear now. (A word-splitting pattern finds its words, nothing else.)"""
-    found = list(getattr(script_reads, name).finditer(text))
-    assert found == [] or name in ("_TOKEN", "_QUOTED")
+    assert list(getattr(script_reads, name).finditer(text)) == []
 
 
 def test_the_attackers_shapes_elsewhere_are_read() -> None:

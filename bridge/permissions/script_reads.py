@@ -29,6 +29,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from bridge.permissions.script_lexer import ScriptSyntax
+from bridge.permissions.script_lexer import script_commands as lexed_commands
+
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
 MAKEFILES = frozenset({"GNUmakefile", "makefile", "Makefile", "justfile", "Justfile", ".justfile"})
@@ -60,10 +63,6 @@ OWN_FOLDER = re.compile(
     r"""|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}"""
     r"""|\$\(\s*cd\s+("?)\$\(\s*dirname\s+("?)(?:\$0|\$\{BASH_SOURCE(?:\[0\])?\})\3\s*\)\2\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)"""
 )
-# Where a command starts in a script line: after these (and at the line's start).
-_SEPARATORS = frozenset(
-    {";", "&", "&&", "|", "||", "(", ")", ";;", "{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"}
-)
 
 
 def _globbed(word: str) -> bool:
@@ -79,7 +78,6 @@ def _globbed(word: str) -> bool:
 
 
 _WRITE_TO = re.compile(r"\d*(?:>>?|>\||&>>?)(.*)")  # an output redirection, its target attached or next
-_HEREDOC = re.compile(r"<<-?\s*['\"]?([A-Za-z_]\w*)['\"]?")
 _MAKE_INCLUDE = re.compile(r"^[^\S\n]*[-s]?include[^\S\n]+(.+)$", re.MULTILINE)
 _PY_IMPORT = re.compile(
     # (possessive, the spaces between `from` and `import` when nothing is named kept apart, and a parenthesized list
@@ -269,7 +267,11 @@ def _uv_pip_builds(words: list[str]) -> bool:
 
 
 def _literal_runs_shell(code: str) -> str | None:
-    for words in script_commands(code):
+    try:
+        commands = script_commands(code)
+    except Unbindable as refused:
+        return str(refused)
+    for words in commands:
         if why := discovers(words):
             return why
     return None
@@ -322,6 +324,56 @@ _SPAWNS = re.compile(
     r"|execSync|execFileSync|spawnSync|execa|Bun\s*+\.\s*+spawn|Deno\s*+\.\s*+(?:run|Command)|shelljs|zx)\b"
 )
 _LITERAL = re.compile(r"""(['"`])([A-Za-z][\w.+-]*+(?:[ \t][^'"`\n]*+)?)\1""")
+# What starts a process, or runs code, in a Node, Ruby or Perl script. Python's calls are read with its own parser
+# (`_python_computes`); these languages have none here. A command built when it runs (`execSync('py' + 'test')`,
+# `system("py" + "test")`), an alias of the function (`const run = cp.execSync`, `method(:system)`) or a name looked
+# up (`cp[m](…)`, `public_send`) can't be told from a literal one (round 28): a Node script that can start a
+# process is unbindable (a module's functions are called by any name there); a Ruby or Perl one only when it starts
+# one other than by a call with one plain literal (`system("sh scripts/a.sh")`, read as a shell line).
+_JS_STARTS = re.compile(
+    r"\b(?:child_process|execa|shelljs|zx|worker_threads|vm|cluster)\b|\bBun\s*+\.\s*+(?:spawn|\$)|\bBun\s*+\.\s*+\$"
+    r"|\bDeno\s*+\.\s*+(?:run|Command)\b|\bprocess\s*+\.\s*+(?:binding|_linkedBinding|dlopen)\b"
+    r"|\beval\s*+\(|\bFunction\s*+\("
+)
+_RB_STARTS = re.compile(
+    r"`|%x|\b(?:system|exec|spawn|fork|syscall|Open3|PTY|popen\w*+|__send__|public_send|send|method|instance_method"
+    r"|define_method|const_get|ObjectSpace)\b|(?<![.\w])open\b|\bIO\s*+\.\s*+\w++"
+)
+_PL_STARTS = re.compile(
+    r"`|\bqx\b|\b(?:system|exec|fork|open\w*+|readpipe|syscall|can|CORE)\b|\bIPC::|&\s*+[{$]|->\s*+[{$]"
+)
+# A start that is one call of one plain literal, ending its statement: `system("sh x.sh")`, `` `git status` ``.
+_LITERAL_START = re.compile(
+    r"""[ \t]*+\(?[ \t]*+(['"])([^'"`#$@\\\n|]*+)\1[ \t]*+\)?[ \t]*+(?=$|;|\n|\b(?:if|unless|or|and)\b|&&|\|\|)"""
+    r"|([^`#$@\\\n]*+)`"
+)
+
+_PL_FILE_OPEN = re.compile(r"""\s*+\(?\s*+(?:my\s++)?\$\w++\s*+,\s*+(['"])(?:<|>|>>|\+<|\+>)(?::[\w()-]*+)?\1\s*+,""")
+
+
+def _starts_unread(code: str, starts: re.Pattern[str]) -> str | None:
+    """Why a Ruby or Perl script starts a process the reading can't see (a command built, an alias, a lookup), or
+    None: each start is a call of one plain literal (or a plain backtick), and none names a runner that finds the
+    folder's code by itself."""
+    read_to = 0
+    for found in starts.finditer(code):
+        if found.start() < read_to:
+            continue  # inside the literal just read (`system("echo system")`, a backtick's closing one)
+        if found.group(0) == "open" and _PL_FILE_OPEN.match(code, found.end()):
+            continue  # Perl's three-argument open of a file for reading or writing
+        literal = _LITERAL_START.match(code, found.end())
+        if literal is None or (found.group(0) == "`") != (literal.group(3) is not None):
+            return f"it starts a process other than by a literal command (`{found.group(0)}`)"
+        read_to = literal.end() + (literal.group(3) is not None)
+        command = literal.group(2) if literal.group(3) is None else literal.group(3)
+        try:
+            commands = script_commands(command)
+        except Unbindable as refused:
+            return str(refused)
+        for words in commands:
+            if why := discovers(words):
+                return f"it starts `{command[:40]}`: {why}"
+    return None
 
 
 def language(path: Path, first_line: bytes) -> str | None:
@@ -382,12 +434,18 @@ def shell_names(
         raise Unbindable(f"{shown}: `{fed.group(0)}` gives a command its code, which a reading can't follow")
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
-    for words in script_commands(text):
+    try:
+        commands = script_commands(text, strict=strict)
+    except Unbindable as refused:
+        raise Unbindable(f"{shown}: {refused}") from refused
+    for words in commands:
         settings: list[str] = []
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             settings.append(words[0])  # `X=1 cmd`: the program is after the assignments
             words = words[1:]
         program = words[0]
+        # `x=$(cat)` alone sets a variable: no program runs (what its substitution runs is a command of its own)
+        assigns = re.match(r"[A-Za-z_]\w*\+?=", program) is not None
         if strict and (
             why := discovers(words)
             or package_script_discovers(words, root)
@@ -401,16 +459,13 @@ def shell_names(
 
             if reads := code_it_reads(settings + words, root):
                 raise Unbindable(f"{shown}: {reads}")
-            if (real := unwrapped(words)) and ("$" in real[0] or "`" in real[0]):  # `env $X …`
+            if (real := unwrapped(words)) and not assigns and ("$" in real[0] or "`" in real[0]):  # `env $X …`
                 raise Unbindable(f"{shown} runs `{real[0]}`, a name computed when it runs")
             if make_reads.is_make(real):
                 try:
                     yield from make_reads.make_names([*real, *settings], root, make_depth)
                 except Unbindable as refused:
                     raise Unbindable(f"{shown}: {refused}") from refused
-            for word in words:  # what a command substitution runs is a command too (``echo `pytest` ``)
-                for inner in _substitutions(word):
-                    yield from shell_names(inner, path, root, shown, strict=True, make_depth=make_depth)
         target_next = False
         for n, word in enumerate(words):
             if target_next:  # `>> hook.log`: what the command writes, not code it runs (its own log would
@@ -430,7 +485,7 @@ def shell_names(
                 yield value
                 if "=" in value:
                     yield value.split("=", 1)[1]
-            elif strict and (n == 0 or (n == _operand(words) and _runs_code(program))):
+            elif strict and ((n == 0 and not assigns) or (n == _operand(words) and _runs_code(program))):
                 raise Unbindable(f"{shown} runs `{word}`, a name computed when it runs")
         yield from _conventional(program)
 
@@ -444,9 +499,23 @@ LOADING_SETTINGS = re.compile(
 )
 
 
+_SETTING_BUILTINS = frozenset(
+    {"export", "declare", "typeset", "local", "readonly", "read", "printf", "mapfile", "readarray", "getopts", "let"}
+)
+
+
 def loads_by_setting(words: list[str]) -> str | None:
     """Why the command's settings (`NAME=value` before it, `env NAME=value`, `env -S`) may make it load code from
-    files it doesn't name, or None."""
+    files it doesn't name, or None. A builtin that sets a variable for the commands after it (`export PATH=./bin`,
+    `read PATH`, `printf -v PYTHONPATH …`) counts as such a setting, its value known or not."""
+    if words and words[0] in _SETTING_BUILTINS:
+        for word in words[1:]:
+            name = word.partition("=")[0].rstrip("+")
+            if re.fullmatch(r"[A-Za-z_]\w*+", name) and LOADING_SETTINGS.fullmatch(name):
+                return (
+                    f"`{words[0]} {name}` makes the commands after it load code from elsewhere than the files they name"
+                )
+        return None
     for word in words:
         name, equals, _ = word.partition("=")
         if word in ("-S", "--split-string") or word.startswith(("-S", "--split-string=")):
@@ -513,7 +582,7 @@ def code_it_reads(words: list[str], root: Path) -> str | None:
         operands = [w for w in real[1:] if not w.startswith("-")]
         if "-c" in real or "-e" in real or any(re.fullmatch(r"-[A-Za-z]*[cem]\S*", w) for w in real[1:]):
             return None  # its code is on the command line (read there), or a module (`-m`)
-        if not operands or operands[0] in ("<", "-"):
+        if not operands or operands[0] == "-" or re.match(r"\d*<", operands[0]):  # `sh < x`, `sh <<EOF`
             return f"`{' '.join(real)}` reads the code it runs from its input"
         script = operands[0]
     elif "/" in real[0]:
@@ -572,23 +641,6 @@ _WRAPPER_VALUED |= {"strace": "eoopsuE", "ltrace": "eoopsuE", "numactl": "CNmpi"
 _WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt", "setarch"})
 
 
-def _substitutions(word: str) -> Iterator[str]:
-    """The commands a word's substitutions run: `` `…` ``, `$(…)` (not `$((…))`, arithmetic)."""
-    for found in re.finditer(r"`([^`]*+)`?", word):
-        yield found.group(1)
-    at = 0
-    while (at := word.find("$(", at)) >= 0:
-        if word.startswith("$((", at):
-            at += 3
-            continue
-        level, end = 1, at + 2
-        while end < len(word) and level:
-            level += (word[end] == "(") - (word[end] == ")")
-            end += 1
-        yield word[at + 2 : end - (not level)]
-        at = end
-
-
 def _runs_code(program: str) -> bool:
     """A program whose first operand is code to run: a shell, an interpreter, `eval`, `exec`."""
     name = program.rsplit("/", 1)[-1]
@@ -644,7 +696,9 @@ def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str
     for command in scripts.values():
         if isinstance(command, str):
             yield from shell_names(command, path, root, shown, strict=False)
-            for words in script_commands(command):  # a script's programs are found in node_modules/.bin first
+            for words in script_commands(
+                command, strict=False
+            ):  # a script's programs are found in node_modules/.bin first
                 real = unwrapped([w for w in words if not re.match(r"[A-Za-z_]\w*\+?=", w)])  # (`nice mytool`)
                 program = real[0] if real else ""
                 if program and "/" not in program and "$" not in program:
@@ -879,6 +933,8 @@ def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
         raise Unbindable(f"{shown} requires or imports a module named when it runs")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
+    if found := _JS_STARTS.search(text):
+        raise Unbindable(f"{shown} can start processes or run code (`{found.group(0)}`): what it starts can't be read")
     for name in _JS_LITERAL.findall(text):
         base = os.path.join(path.parent, name)
         yield base
@@ -923,6 +979,8 @@ def ruby_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     code = _code_lines(text)
     if found := _RB_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    if why := _starts_unread(code, _RB_STARTS):
+        raise Unbindable(f"{shown}: {why}")
     literal = {m.start() for m in _RB_LOAD.finditer(code)}
     if any(m.start() not in literal for m in _RB_ANY_LOAD.finditer(code)):
         raise Unbindable(f"{shown} requires or loads a file named when it runs")
@@ -947,6 +1005,8 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     code = _code_lines(text)
     if found := _PL_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    if why := _starts_unread(code, _PL_STARTS):
+        raise Unbindable(f"{shown}: {why}")
     folders = [path.parent, Path(root) / "lib", Path(root)]
     for spec in _PL_LIB.findall(_to_last_semicolon(code)):
         spec = _PL_FINDBIN.sub(lambda _: str(path.parent), spec)
@@ -1025,55 +1085,23 @@ def _conventional(program: str) -> Iterator[str]:
     yield from CONVENTIONAL.get(program.rsplit("/", 1)[-1], ())
 
 
-# A line's words and runs of separators, as a shell splits them, read in one linear pass (shlex was quadratic on a
-# long line, and on a quote left open read the line by its spaces: `true; pytest '` hid `pytest`, round 27). A
-# quote left open runs to the end of the line; `#` at a word's start begins a comment.
-_TOKEN = re.compile(r"""[;&|()]++|#.*+|(?:'[^']*+'?|"(?:[^"\\]|\\.)*+"?|\\.?|[^\s;&|()'"\\])++""")
-_QUOTED = re.compile(r"""'([^']*+)'?|"((?:[^"\\]|\\.)*+)"?|\\(.?)""")
-_SEPARATOR_CHARS = frozenset(";&|()")
-
-
-def _tokens(line: str) -> Iterator[str]:
-    for found in _TOKEN.finditer(line):
-        token = found.group(0)
-        if token.startswith("#"):
-            return
-        yield token if token[:1] in _SEPARATOR_CHARS else _QUOTED.sub(_unquoted, token)
-
-
-def _unquoted(found: re.Match[str]) -> str:
-    if found.group(1) is not None:
-        return found.group(1)
-    if found.group(2) is not None:
-        return re.sub(r"""\\([$`"\\\n])""", r"\1", found.group(2))
-    return found.group(3)
-
-
-def script_commands(text: str) -> Iterator[list[str]]:
-    """A script's simple commands as words, read tolerantly: any script, not only what the permission checks
-    model (functions, `case`, `[[`, arrays are all fine here). Quotes are removed and expansions kept as written.
-    Each line's commands are found after every separator, so that no `.`/`source` is missed. A here-document's
-    lines are its command's data, not commands."""
-    heredoc: str | None = None
-    for line in re.sub(r"\\\n", " ", text).splitlines():
-        if heredoc is not None:
-            if line.strip() == heredoc:
-                heredoc = None
-            continue
-        if not line.strip():
-            continue
-        if opened := _HEREDOC.search(line):
-            heredoc = opened.group(1)
-        words: list[str] = []
-        for token in _tokens(line):
-            if token in _SEPARATORS or token[:1] in _SEPARATOR_CHARS:
-                if words:
-                    yield words
-                words = []
-            else:
-                words.append(token)
-        if words:
-            yield words
+def script_commands(text: str, *, strict: bool = True) -> list[list[str]]:
+    """A script's simple commands as words (script_lexer.py: split where bash splits them, across lines; the
+    commands inside substitutions and expanding here-documents included). `strict`: what can't be placed as bash
+    places it makes the text unbindable; otherwise (names a makefile's or package.json's text mentions) such a text
+    is read line by line, a line that can't be read as its words split at blanks."""
+    try:
+        return lexed_commands(text)
+    except ScriptSyntax as why:
+        if strict:
+            raise Unbindable(f"its shell code {why}, which a reading can't place as bash does") from why
+    commands: list[list[str]] = []
+    for line in text.split("\n"):
+        try:
+            commands += lexed_commands(line)
+        except ScriptSyntax:
+            commands.append(line.split())
+    return commands
 
 
 def substituted(value: str, variables: dict[str, str]) -> str:

@@ -1,0 +1,228 @@
+"""Round 28: a trusted hook's shell script was read line by line, so what bash runs could hide from its binding in
+what the reading took for a quote, a comment, a continued line or a here-document's text — `echo "⏎"; sh evil.sh;
+echo "⏎"`, `# note \\⏎sh evil.sh`, `sh ev\\⏎il.sh`, `echo "<<EOF"⏎sh evil.sh`, `cat <<EOF-X`, a here-document's
+`$(sh evil.sh)`, `sh <<EOF`, `[[ x =~ (#) ]]; sh evil.sh`, `$'\\''`, a CR before the newline… Each case here is proven
+by its side effect: bash runs the hook script and `evil.sh` (a file the old binding did not pin) writes its marker;
+now a change to `evil.sh` changes the binding (the user is asked again) or the script is unbindable (the hook stays
+off). script_lexer.py reads the script as bash splits it, across lines."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.permissions.named_files import UNBINDABLE, binding
+from bridge.permissions.script_lexer import ScriptSyntax, script_commands
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ATTACKS: list[dict[str, Any]] = json.loads((FIXTURES / "script_attacks_round28.json").read_text())
+BASH = shutil.which("bash")
+
+
+def _workspace(tmp_path: Path, script: str) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hook.sh").write_bytes(script.encode())
+    (ws / "evil.sh").write_text("touch MARKER\n")
+    return ws
+
+
+def _pinned(ws: Path) -> bool:
+    """Whether a change to evil.sh is seen: the binding changes with it, or the hook can't be bound at all."""
+    before = binding("bash hook.sh", ws)
+    (ws / "evil.sh").write_text("touch MARKER; touch OTHER\n")
+    after = binding("bash hook.sh", ws)
+    (ws / "evil.sh").write_text("touch MARKER\n")
+    return before.startswith(UNBINDABLE) or before != after
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is the proof")
+@pytest.mark.parametrize("case", ATTACKS, ids=[c["name"] for c in ATTACKS])
+def test_what_bash_runs_from_a_hook_script_is_pinned(tmp_path: Path, case: dict[str, Any]) -> None:
+    ws = _workspace(tmp_path, case["script"])
+    assert _pinned(ws), binding("bash hook.sh", ws)
+    assert BASH is not None
+    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert (ws / "MARKER").exists(), "the proof: bash runs evil.sh"
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is the proof")
+@pytest.mark.parametrize(
+    "script",
+    [
+        "cat <<A <<B >/dev/null\nA\nsh evil.sh\nB\n",  # the second document's text
+        "cat <<EOF >/dev/null\nEOF \nsh evil.sh\nEOF\n",  # `EOF ` is not the delimiter
+        'echo "\\"\nsh evil.sh\n"\n',  # an escaped quote: one quoted word
+        "cat <<'EOF' >/dev/null\n$(sh evil.sh)\nEOF\n",  # a quoted delimiter expands nothing
+        "echo '$(sh evil.sh)' \"\\$(sh evil.sh)\" # $(sh evil.sh)\n",
+    ],
+)
+def test_what_bash_only_reads_as_text_is_not_taken_for_commands(tmp_path: Path, script: str) -> None:
+    """The reading is exact both ways: text bash does not run does not make the binding ask about evil.sh."""
+    ws = _workspace(tmp_path, script)
+    assert not _pinned(ws), binding("bash hook.sh", ws)
+    assert BASH is not None
+    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert not (ws / "MARKER").exists()
+
+
+def test_a_real_format_hook_is_bound_to_what_it_runs(tmp_path: Path) -> None:
+    """An ordinary PostToolUse hook script — `input=$(cat)`, jq, `case` arms, `[[ =~ ]]`, arithmetic, here-documents,
+    a function — binds, with the script its `case` arm runs. (The line reading left it unbindable: `input=$(cat)`
+    was taken for a program computed when it runs, and each `case` pattern for a command.)"""
+    ws = _workspace(tmp_path, (FIXTURES / "format_hook_round28.sh").read_text())
+    found = binding("bash hook.sh", ws)
+    assert not found.startswith(UNBINDABLE), found
+    assert "evil.sh sha256:" in found and "hook.sh sha256:" in found
+    assert _pinned(ws)
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        ("echo 'open\nsh evil.sh\n", "unterminated single quote"),
+        ('echo "open\nsh evil.sh\n', "unterminated double quote"),
+        ("x=$(sh evil.sh\n", "unterminated `$(`"),
+        ("x=$((sh evil.sh) )\n", "not arithmetic"),
+        ("[[ $x == y # a comment? ]]\nsh evil.sh\n", "inside `[[ … ]]`"),
+        ("cat <<$'EOF'\nx\nEOF\n", "$'…'"),
+        ("echo " + "$(" * 40 + "\n", "deeper"),
+        ("echo ${" * 40 + "\n", "deeper"),
+        ("cat" + " <<A" * 17 + "\n", "here-documents"),
+        ("x=$(cat <<EOF\nEOF)\nsh evil.sh\n", "closing line"),
+        ("case x y in\nsh evil.sh\n", "`case` without its `in`"),
+    ],
+)
+def test_what_the_reading_cannot_place_as_bash_does_is_unbindable(tmp_path: Path, script: str, why: str) -> None:
+    ws = _workspace(tmp_path, script)
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and why in found, found
+
+
+def test_the_commands_are_split_as_bash_splits_them() -> None:
+    script = (
+        'a "b c"\'d\'\\ e $(f "g)") `h i`; j <<EOF && k\n$(l)\nEOF\n'
+        "case $m in n|o) p;; (q) r ;; esac\n"
+        "[[ $s =~ (t|#) ]] && u $(( 1 << 2 ))\n"
+        "v\\\nw\n"
+    )
+    assert script_commands(script) == [
+        ["f", "g)"],
+        ["h", "i"],
+        ["a", "b cd e", '$(f "g)")', "`h i`"],
+        ["j", "<<", "EOF"],
+        ["k"],
+        ["l"],
+        ["p"],
+        ["r"],
+        ["[[", "$s", "=~", "(t|#)", "]]"],
+        ["u", "$(( 1 << 2 ))"],
+        ["vw"],
+    ]
+    with pytest.raises(ScriptSyntax):
+        script_commands("echo 'open")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'" * 2**20,
+        '"\\' * 2**19,
+        "$(" * 2**19,
+        "${" * 2**19,
+        "((" * 2**19,
+        "`" * 2**20,
+        "cat <<A\n" + "a\\\n" * 2**18,
+        "a;" * 2**18,
+        "echo " + "@(" * 2**19,
+    ],
+    ids=["quotes", "escapes", "substitutions", "braces", "arithmetic", "backticks", "continued", "commands", "globs"],
+)
+def test_the_attackers_shapes_are_read_in_one_pass(text: str) -> None:
+    """A script of 1 MiB is read once, or refused at its bound (nesting, here-documents): nothing quadratic, no
+    RecursionError."""
+    with contextlib.suppress(ScriptSyntax):
+        script_commands(text)
+
+
+COMPUTED = [
+    ("node", "h.js", "require('child_process').execSync('sh ev' + 'il.sh')\n"),
+    (
+        "node",
+        "h.js",
+        "const { execSync: run } = require('child_process')\nconst f = ['ev', 'il.sh'].join('')\nrun(`sh ${f}`)\n",
+    ),
+    ("node", "h.js", "const cp = require('child_process')\nconst m = 'exec' + 'Sync'\ncp[m]('sh ' + 'ev' + 'il.sh')\n"),
+    ("perl", "h.pl", 'system("sh ev" . "il.sh");\n'),
+    ("perl", "h.pl", 'my $f = "ev" . "il.sh"; `sh $f`;\n'),
+    ("perl", "h.pl", 'open(my $p, "-|", "sh ev" . "il.sh") or die; my @x = <$p>;\n'),
+    ("perl", "h.pl", 'my @c = ("sh", "ev" . "il.sh"); system { $c[0] } @c;\n'),
+    ("ruby", "h.rb", 'system("sh ev" + "il.sh")\n'),
+    ("ruby", "h.rb", 'f = "ev" + "il.sh"\nputs `sh #{f}`\n'),
+    ("ruby", "h.rb", 'Kernel.public_send("sys" + "tem", "sh ev" + "il.sh")\n'),
+    ("ruby", "h.rb", 'm = method(:system)\nm.call("sh ev" + "il.sh")\n'),
+]
+
+
+@pytest.mark.parametrize(("program", "name", "code"), COMPUTED, ids=[f"{c[0]}-{n}" for n, c in enumerate(COMPUTED)])
+def test_a_script_that_starts_a_command_it_builds_is_unbindable(
+    tmp_path: Path, program: str, name: str, code: str
+) -> None:
+    """Node, Ruby and Perl have no parser here (Python's calls are read with `ast`): a command built when the
+    script runs, a start function under another name or looked up by name hid `sh evil.sh` from the binding."""
+    ws = _workspace(tmp_path, "")
+    (ws / name).write_text(code)
+    found = binding(f"{program} {name}", ws)
+    assert found.startswith(UNBINDABLE), found
+    interpreter = shutil.which(program)
+    if interpreter is None:
+        pytest.skip(f"{program} is not here to prove it")
+    subprocess.run([interpreter, name], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert (ws / "MARKER").exists(), "the proof: the script runs evil.sh"
+
+
+@pytest.mark.parametrize(
+    ("program", "name", "code"),
+    [
+        ("ruby", "h.rb", 'system("sh scripts/a.sh")\nputs `git status`\nputs IO.read("x.txt")\n'),
+        ("perl", "h.pl", 'system("sh scripts/a.sh");\nopen(my $fh, "<", "x.txt") or die;\n'),
+    ],
+)
+def test_a_script_that_starts_literal_commands_still_binds(tmp_path: Path, program: str, name: str, code: str) -> None:
+    ws = _workspace(tmp_path, "")
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "a.sh").write_text("true\n")
+    (ws / name).write_text(code)
+    found = binding(f"{program} {name}", ws)
+    assert "scripts/a.sh sha256:" in found, found
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is the proof")
+@pytest.mark.parametrize(
+    "script",
+    [
+        "export PATH=./bin:$PATH\nls >/dev/null\n",
+        "read -r PATH < p.txt\nls >/dev/null\n",
+        "printf -v PATH %s ./bin\nls >/dev/null\n",
+        "declare -x PATH=./bin\nls >/dev/null\n",
+    ],
+)
+def test_a_builtin_that_sets_where_programs_are_found_leaves_the_hook_off(tmp_path: Path, script: str) -> None:
+    """`PATH=./bin` alone was refused, but `export PATH=./bin` (and `read`, `printf -v`, `declare`) was not: the
+    script's `ls` then ran the workspace's bin/ls, bound to nothing."""
+    ws = _workspace(tmp_path, script)
+    (ws / "p.txt").write_text("./bin\n")
+    (ws / "bin").mkdir()
+    (ws / "bin" / "ls").write_text("#!/bin/sh\n: > MARKER\n")  # (a builtin: PATH may be ./bin alone)
+    (ws / "bin" / "ls").chmod(0o755)
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and "PATH" in found, found
+    assert BASH is not None
+    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert (ws / "MARKER").exists(), "the proof: bash runs the workspace's bin/ls"
