@@ -88,3 +88,20 @@ def test_ambiguous_characters_take_two_columns_in_a_cjk_terminal(monkeypatch: py
     assert [cells(row) for row in wrap("·" * 7, 6)] == [6, 6, 2]
     monkeypatch.setattr(screen, "_AMBIGUOUS", 1)
     assert cells("● done · 3 s…") == 13
+
+
+def test_an_emoji_made_by_its_variation_selector_takes_two_columns(narrow: None) -> None:
+    """`❤` + VS16, `✔` + VS16, a keycap `1` + VS16 + U+20E3 are drawn as emoji, two columns wide: counted one, a live
+    line holding one wrapped and each redraw left a row behind. A wide emoji's VS16 adds nothing; VS15 (text) none."""
+    assert cells("\u2764\ufe0f") == 2
+    assert cells("ok \u2714\ufe0f done") == 10
+    assert cells("1\ufe0f\u20e3") == 2
+    assert cells("\U0001f44d\ufe0f") == 2
+    assert cells("\u2764\ufe0e") == 1
+    assert cells("\t\ufe0f") == 8
+    assert clip("abc\u2764\ufe0fdef", 5) == "abc\u2764…"  # (the heart without its selector: one column, as text)
+    assert clip("abc\u2764\ufe0fdef", 6) == "abc\u2764\ufe0f…"
+    assert wrap("x" * 9 + "\u2764\ufe0f" + "y", 10) == ["x" * 9, "\u2764\ufe0fy"]  # together on the next row
+    for width in range(2, 12):
+        for row in wrap("ab\u2764\ufe0fc\u2714\ufe0f" * 3, width):
+            assert cells(row) <= width, (row, width)

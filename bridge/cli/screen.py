@@ -56,10 +56,17 @@ def char_cells(char: str) -> int:
     return _AMBIGUOUS if kind == "A" else 1
 
 
-def advance(column: int, char: str) -> int:
-    """The column after `char` written at `column`: a tab goes to the next tab stop."""
+EMOJI_PRESENTATION = "\ufe0f"  # VS16: the character before it is drawn as an emoji, two columns wide
+
+
+def advance(column: int, char: str, previous: str = "") -> int:
+    """The column after `char` written at `column` (after `previous`): a tab goes to the next tab stop; VS16 after a
+    one-column character (`❤` + VS16, a keycap `1` + VS16) makes it two, as terminals draw emoji. (Counting two
+    where a terminal draws one only cuts a line sooner; counting one where it draws two wrapped the live area.)"""
     if char == "\t":
         return (column // TAB_STOP + 1) * TAB_STOP
+    if char == EMOJI_PRESENTATION:
+        return column + (previous != "" and previous != "\t" and char_cells(previous) == 1)
     return column + char_cells(char)
 
 
@@ -68,9 +75,9 @@ def cells(text: str) -> int:
     characters none, a tab to the next tab stop)."""
     if text.isascii() and "\t" not in text:
         return len(text)
-    column = 0
+    column, previous = 0, ""
     for char in text:
-        column = advance(column, char)
+        column, previous = advance(column, char, previous), char
     return column
 
 
@@ -78,9 +85,9 @@ def clip(text: str, width: int | None) -> str:
     """`text` (from a line's start) cut to `width` columns, an ellipsis marking the cut (None: as it is)."""
     if width is None or cells(text) <= width:
         return text
-    out, column, room = [], 0, width - char_cells("…")
+    out, column, room, previous = [], 0, width - char_cells("…"), ""
     for char in text:
-        column = advance(column, char)
+        column, previous = advance(column, char, previous), char
         if column > room:
             break
         out.append(char)
@@ -93,14 +100,19 @@ def wrap(text: str, width: int) -> list[str]:
     column)."""
     rows: list[str] = []
     row: list[str] = []
-    column = 0
+    column, previous = 0, ""
     for char in text:
-        after = advance(column, char)
+        after = advance(column, char, previous)
         if after > width and row:
-            rows.append("".join(row))
-            row, after = [], advance(0, char)
+            if char == EMOJI_PRESENTATION and len(row) > 1:  # an emoji and its VS16 go to the next row together
+                base = row.pop()
+                rows.append("".join(row))
+                row, after = [base], advance(advance(0, base), char, base)
+            else:
+                rows.append("".join(row))
+                row, after = [], advance(0, char)
         row.append(char)
-        column = after
+        column, previous = after, char
     rows.append("".join(row))
     return rows
 
