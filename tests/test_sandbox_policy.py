@@ -12,12 +12,13 @@ import pytest
 
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.rules import RuleSet
-from bridge.permissions.sandbox_policy import policy_from_engine, sandbox_settings
+from bridge.permissions.sandbox_policy import credential_masks, policy_from_engine, sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from tests.permission_calls import GRAMMAR
 
 
-def test_the_sandbox_policy_follows_the_settings(tmp_path: Path) -> None:
+def test_the_sandbox_policy_follows_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # (the user's credentials there are masked too)
     ws, extra = tmp_path / "ws", tmp_path / "lib"
     (ws / ".agent-bridge").mkdir(parents=True)
     extra.mkdir()
@@ -132,3 +133,18 @@ def test_a_writable_path_reached_through_a_link_in_the_workspace_is_left_out(tmp
     assert home.resolve() not in writable
     assert fast.resolve() in writable
     assert ws.resolve() in writable
+
+
+def test_the_users_credentials_are_masked_unless_opened_or_allowed_by_the_user(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".aws").mkdir()
+    (home / ".netrc").write_text("machine x password y\n")
+    ws = home / "code" / "ws"
+    ws.mkdir(parents=True)
+    masked = [path.relative_to(home).as_posix() for path, _ in credential_masks([], [ws], home)]
+    assert masked == [".ssh", ".aws", ".netrc"]  # what exists, nothing else
+    opened = credential_masks([], [home / ".ssh"], home)  # the user opened ~/.ssh itself
+    assert [path.relative_to(home).as_posix() for path, _ in opened] == [".aws", ".netrc"]
+    for pattern in (pattern for _, pattern in credential_masks([], [ws], home)):
+        assert pattern.matches(home / ".ssh") or pattern.matches(home / ".aws") or pattern.matches(home / ".netrc")

@@ -90,12 +90,40 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
             "start method, or, to allow "
             'them all, set "sandbox": {"network": {"allowAllUnixSockets": true}} in .agent-bridge/settings.json.'
         )
+    hidden_credentials = [path for path in policy.credentials if _names(output, path)]
+    if hidden_credentials:
+        shown = ", ".join(_home_form(path) for path in hidden_credentials[:3])
+        first = _home_form(hidden_credentials[0])
+        notes.append(
+            f"The sandbox hides {shown} from commands: the user's credentials for other services are never readable "
+            f"by what a command runs. If the user wants commands to read it, they add the allow rule "
+            f"Read({first}/**) to their own settings (~/.config/agent-bridge/settings.json), or allow reading it "
+            "when asked."
+        )
     if not policy.network and _NO_NETWORK.search(output):
         notes.append(
             'The sandbox has no network. To allow it, set "sandbox": {"network": {"allowedDomains": ["*"]}} '
             "in .agent-bridge/settings.json."
         )
     return notes
+
+
+_NOT_READ = re.compile(r"No such file or directory|Permission denied|Not a directory|Operation not permitted")
+
+
+def _names(output: str, path: Path) -> bool:
+    """Whether an error line of the output names `path`, as it is or from the home folder (`~/.aws/credentials`)."""
+    home = os.path.expanduser("~")
+    relative = os.path.relpath(path, home) if str(path).startswith(home) else None
+    for line in output.splitlines()[-200:]:
+        if _NOT_READ.search(line) and (str(path) in line or (relative is not None and relative in line)):
+            return True
+    return False
+
+
+def _home_form(path: Path) -> str:
+    home = os.path.expanduser("~")
+    return "~/" + os.path.relpath(path, home) if str(path).startswith(os.path.join(home, "")) else str(path)
 
 
 def _unix_socket_refused(output: str) -> bool:

@@ -7,7 +7,9 @@ rules and the sandbox never disagree). bridge/execution/sandbox.py turns it into
   (runs_later.py: at each root its names and git's, the files hooks and MCP servers name) and the settings
   files the engine protects;
 - read-only: deny rules about writes and `sandbox.filesystem.denyWrite`;
-- masked (unreadable): deny rules about reads (`Read(...)`) and `sandbox.filesystem.denyRead`;
+- masked (unreadable): deny rules about reads (`Read(...)`) and `sandbox.filesystem.denyRead`, and the user's
+  credentials for other services under their home folder (`CREDENTIALS`: ~/.ssh, ~/.aws, ~/.netrc, a browser's
+  profile…) unless a Read allow rule covers one (the user let the agent read it);
 - network: off unless `sandbox.network.allowedDomains` holds "*" (filtering by domain would need a proxy);
 - Unix sockets: refused (a seccomp filter) unless `sandbox.network.allowAllUnixSockets` is true.
 
@@ -21,6 +23,7 @@ lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests,
 from __future__ import annotations
 
 import os
+import re
 import time
 import weakref
 from collections import deque
@@ -39,8 +42,53 @@ from bridge.permissions.widening import SANDBOX_NETWORK, SANDBOX_OFF, SANDBOX_UN
 
 if TYPE_CHECKING:
     from bridge.permissions.engine import PermissionEngine
+    from bridge.permissions.rules import CompiledRule
 
 SANDBOX_ENV = "AGENT_BRIDGE_SANDBOX"
+
+# Where the user's credentials for other services live, under the home folder. Masked for every command the sandbox
+# runs: a command may compute a path no checker sees (`python3 -c "open(os.path.expanduser('~/.ssh/id_ed25519'))"`
+# under an allowed `Bash(python3 *)`), and its output goes to the model. A Read allow rule that covers one (the user
+# let the agent read it: `Read(~/.aws/**)`) leaves it readable; the Read tool asks for each as for any path outside
+# the workspace.
+CREDENTIALS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".pypirc",
+    ".config/pip/pip.conf",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".terraform.d/credentials.tfrc.json",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".boto",
+    ".s3cfg",
+    ".config/gh",
+    ".config/hub",
+    ".config/op",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    "Library/Keychains",
+    "Library/Cookies",
+)
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
@@ -191,6 +239,7 @@ class SandboxPolicy:
     masked: tuple[PathPattern, ...]
     network: bool
     unix_sockets: bool = False  # commands may create Unix sockets (`sandbox.network.allowAllUnixSockets`)
+    credentials: tuple[Path, ...] = ()  # the user's credentials among `masked` (`CREDENTIALS`), for the notes
 
 
 def literal_root(pattern: PathPattern) -> tuple[Path, bool]:
@@ -224,6 +273,36 @@ def _through_link_in(path: Path, roots: list[Path]) -> bool:
     return False
 
 
+def credential_masks(
+    rules: list[CompiledRule], roots: list[Path], home: Path | None = None
+) -> list[tuple[Path, PathPattern]]:
+    """The masks of the user's credentials (`CREDENTIALS`) that exist, but for those a Read allow rule of the user's
+    own covers (their settings, or what they allowed in the session) and those a workspace root lies in (the user
+    opened that folder)."""
+    home = Path(os.path.realpath(home or Path.home()))
+    allowed = [
+        rule.path
+        for rule in rules
+        if rule.behavior == "allow"
+        and rule.path is not None
+        and rule.form.access == "read"
+        and rule.origin.source in _USERS_OWN  # (a folder's settings, trusted or not, never open them)
+    ]
+    masks: list[tuple[Path, PathPattern]] = []
+    for name in CREDENTIALS:
+        path = home / name
+        if not os.path.lexists(path) or any(root.is_relative_to(path) for root in roots):
+            continue
+        if any(pattern.matches(path) or pattern.matches(path / "x") for pattern in allowed):
+            continue
+        masks.append((path, compile_path_specifier("/" + _GLOB_CHARS.sub(r"\\\1", str(path)), cwd=home, root=home)))
+    return masks
+
+
+_GLOB_CHARS = re.compile(r"([*?\[\\])")
+_USERS_OWN = frozenset({"session", "userSettings", "claudeUserSettings"})
+
+
 def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> SandboxPolicy:
     """The policy over the engine's own compiled rules (the path rules, by whether they speak about reads or
     writes), so the sandbox and the rules never read the same text two ways."""
@@ -246,7 +325,8 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     protected = [*workspace.held(), *workspace.aliases()]
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)
-    masked = list(settings.deny_read)
+    credentials = credential_masks(rules, roots)
+    masked = list(settings.deny_read) + [mask for _, mask in credentials]
     for rule in rules:
         if rule.behavior == "deny" and rule.path is not None:
             if rule.form.access == "read":
@@ -270,6 +350,7 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
         masked=tuple(masked),
         network=settings.network,
         unix_sockets=settings.unix_sockets,
+        credentials=tuple(path for path, _ in credentials),
     )
 
 

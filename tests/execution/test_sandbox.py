@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,6 +236,65 @@ async def test_read_deny_rules_are_masked(project: Project) -> None:
     write = await project.run("echo changed > .env; echo new > secrets/new; exit 0")
     assert (project.ws / ".env").read_text() == "S2", output(write)
     assert not (project.ws / "secrets" / "new").exists()
+
+
+CREDENTIAL_FILES = {
+    ".ssh/id_ed25519": "K-SSH",
+    ".aws/credentials": "K-AWS",
+    ".netrc": "K-NETRC",
+    ".config/gh/hosts.yml": "K-GH",
+    ".docker/config.json": "K-DOCKER",
+}
+# a path no checker sees the command name: computed by the code it runs
+READ_HOME = (
+    'python3 -c "import os,sys\n'
+    "for n in sys.argv[1:]:\n"
+    " try: print(open(os.path.expanduser('~/' + n)).read())\n"
+    " except OSError as e: print('refused', n, e.strerror)\" " + " ".join(CREDENTIAL_FILES)
+)
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A home folder with credentials, outside /tmp (commands have a /tmp of their own: a home there would be
+    unreadable to them for that reason alone)."""
+    folder = Path(tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    for relative, text in CREDENTIAL_FILES.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    (folder / "notes.txt").write_text("K-PLAIN")
+    monkeypatch.setenv("HOME", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_the_users_credentials_are_masked_from_commands(project: Project, home: Path) -> None:
+    """~/.ssh, ~/.aws, ~/.netrc, gh's and docker's tokens: an allowed command that computes their paths read them and
+    its output went to the model (the left-alone list's "credential files under $HOME readable by allowed sandboxed
+    commands"). Masked now; the same command outside the sandbox reads them (the proof), and the sandbox reads the
+    rest of the home folder."""
+    text = output(await project.run(READ_HOME + " notes.txt"))
+    assert "K-PLAIN" in text
+    assert "The sandbox hides ~/.ssh" in text and "Read(~/.ssh/**)" in text, text  # said, with how to allow it
+    for secret in CREDENTIAL_FILES.values():
+        assert secret not in text, text
+    outside = subprocess.run(  # noqa: ASYNC221 (the proof, once)
+        ["sh", "-c", READ_HOME], capture_output=True, text=True, cwd=project.ws, check=False
+    )
+    assert all(secret in outside.stdout for secret in CREDENTIAL_FILES.values()), outside
+
+
+async def test_a_read_allow_rule_leaves_that_credential_readable(project: Project, home: Path) -> None:
+    project.settings({"permissions": {"allow": ["Read(~/.aws/**)"]}})  # a folder's own allow rule widens nothing
+    text = output(await project.run(READ_HOME))
+    assert "K-AWS" not in text
+    user = project.root / "config" / "settings.json"  # the user's own does
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(json.dumps({"permissions": {"allow": ["Read(~/.aws/**)"]}}))
+    project.engine.settings.refresh(force=True)
+    text = output(await project.run(READ_HOME))
+    assert "K-AWS" in text
+    assert "K-SSH" not in text and "K-NETRC" not in text
 
 
 async def test_edit_deny_rules_are_read_only(project: Project) -> None:

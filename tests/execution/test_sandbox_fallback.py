@@ -120,7 +120,8 @@ def test_invalid_sandbox_settings_are_problems_and_defaults_apply(tmp_path: Path
     assert any("sandbox is invalid" in p for p in settings.problems)
 
 
-def test_policy_from_the_engine(tmp_path: Path) -> None:
+def test_policy_from_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # (the user's credentials there are masked too)
     extra = tmp_path / "extra"
     extra.mkdir()
     npm = tmp_path / "npm-cache"
