@@ -17,6 +17,7 @@ here-document's) come back as commands of their own.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 MAX_DEPTH = 24
@@ -26,6 +27,8 @@ RESERVED = frozenset({"{", "}", "!", "then", "do", "else", "elif", "if", "while"
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _BREAKS = frozenset(" \t\n;&|()")
 _OPERATOR_CHARS = frozenset(";&|()")
+_REDIRECTS = (">>", ">&", ">|", "<&", "<>", ">", "<")
+_ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
 
 class ScriptSyntax(ValueError):
@@ -111,6 +114,10 @@ class _Reader:
                 flush()
                 case[-1] = "pattern"
                 continue
+            if op == "(" and words and src[self.pos - 1 : self.pos] == "=" and _ASSIGNS.fullmatch(words[-1]):
+                self.pos += 1
+                self._array()  # `files=("$@" x)`: the elements are words, not a command
+                continue
             if op is not None:
                 if op == "(" and src.startswith("((", self.pos):
                     self._arithmetic(self.pos + 2, "`((`")  # an arithmetic command: its `<<` is a shift
@@ -153,6 +160,24 @@ class _Reader:
             else:
                 words.append(word)
 
+    def _array(self) -> None:
+        """After `name=(`: its elements (their substitutions read), to past the `)`."""
+        while True:
+            self._blanks()
+            if self.pos >= self.n:
+                raise ScriptSyntax("has an unterminated array `(`")
+            c = self.src[self.pos]
+            if c == "\n":
+                self.pos += 1
+            elif c == ")":
+                self.pos += 1
+                return
+            else:
+                at = self.pos
+                self._word()
+                if self.pos == at:
+                    raise ScriptSyntax(f"has `{c}` inside an array's `( … )`")
+
     def _blanks(self, *, comments: bool = True) -> None:
         """Spaces, tabs, continued lines and a comment (to its line's end: a backslash there continues nothing).
         Not `comments` (inside `[[ … ]]`, where bash reads some `#` as a pattern's): a `#` there is refused."""
@@ -187,23 +212,28 @@ class _Reader:
                 value.append(src[at : self.pos])
                 continue
             if c in "<>":
+                if value and not "".join(value).isdigit():
+                    break  # `sh<x`, `cat<<EOF`: a redirection is a word of its own (`2>x` keeps its descriptor)
                 if src.startswith("(", self.pos + 1):  # `<(…)`, `>(…)`: a command of its own
                     at = self.pos
                     self.pos += 2
                     self._nested_list()
                     value.append(src[at : self.pos])
                     continue
-                if value and src.startswith("<<", self.pos) and not src.startswith("<<<", self.pos):
-                    break  # `cat<<EOF`: the word ends where the here-document's operator starts
-                value.append(c)
-                self.pos += 1
-                if self.pos < n and src[self.pos] in "&|":  # `2>&1`, `>|`
-                    value.append(src[self.pos])
-                    self.pos += 1
+                if src.startswith("<<<", self.pos):  # a here-string: its word follows
+                    value.append("<<<")
+                    self.pos += 3
+                    continue
+                if value and src.startswith("<<", self.pos):
+                    break  # `2<<EOF`: the here-document's operator starts
+                op = next(op for op in _REDIRECTS if src.startswith(op, self.pos))  # `>>`, `2>&1`, `>|`, `<>`
+                value.append(op)
+                self.pos += len(op)
                 continue
             if c == "&" and not value and src.startswith("&>", self.pos):
-                value.append("&>")
-                self.pos += 2
+                op = "&>>" if src.startswith("&>>", self.pos) else "&>"
+                value.append(op)
+                self.pos += len(op)
                 continue
             if c in _BREAKS:
                 break
@@ -372,7 +402,7 @@ class _Reader:
         if self.pos >= self.n or src[self.pos] in _BREAKS or src[self.pos] in "<>":
             raise ScriptSyntax("has a here-document without a delimiter")
         delimiter = self._word()
-        raw = src[start : self.pos]
+        raw = src[start : self.pos].replace("\\\n", "")  # (a continued line is not quoting: `<<\⏎EOF` expands)
         if "$'" in raw or '$"' in raw:
             raise ScriptSyntax("has a here-document delimiter written with $'…' or $\"…\"")
         if len(docs) >= MAX_DOCUMENTS:

@@ -430,7 +430,8 @@ def shell_names(
     one that `cd`s there first) and every other workspace name its commands mention. `strict` (a script, not a
     makefile's recipes, where `$(CC)` is how programs are named): a program, or the code a shell, an interpreter
     or `eval` is given, that is computed when it runs makes the script unbindable."""
-    if strict and (fed := re.search(r"<\(|>\(|<<<", text)):
+    # (`<<<` is read: a shell or an interpreter given one reads its code from its input, `code_it_reads`)
+    if strict and (fed := re.search(r"<\(|>\(", text)):
         raise Unbindable(f"{shown}: `{fed.group(0)}` gives a command its code, which a reading can't follow")
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
@@ -546,8 +547,9 @@ def unmodelled(words: list[str]) -> str | None:
         return f"`{program}` runs a command for each file it finds"
     if "{" in program and "," in program:
         return f"`{program}`: brace expansion names the program"
-    if any(w.startswith(("<(", ">(", "<<<")) or "<(" in w or w == "<<<" for w in words):
-        return "a process substitution or a here-string gives a command its code"
+    if any(w.startswith(("<(", ">(")) or "<(" in w for w in words):
+        return "a process substitution gives a command its code"
+    # (a here-string is text: read by a shell or an interpreter, `code_it_reads` refuses it as code from its input)
     return None
 
 
