@@ -226,3 +226,22 @@ def test_a_builtin_that_sets_where_programs_are_found_leaves_the_hook_off(tmp_pa
     assert BASH is not None
     subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
     assert (ws / "MARKER").exists(), "the proof: bash runs the workspace's bin/ls"
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is the proof")
+def test_a_cd_to_a_folder_named_when_the_script_runs_leaves_the_hook_off(tmp_path: Path) -> None:
+    """`d=sub; cd $d; ./tool`: a computed `cd` in a script was left to "the script's own reading", which binds the
+    workspace's `tool`, not sub/tool (what bash ran). The script's own folder and the workspace's variables still
+    bind (`cd "$(dirname "$0")"`, `cd "$CLAUDE_PROJECT_DIR"`)."""
+    ws = _workspace(tmp_path, "d=sub\ncd $d\n./tool\n")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "tool").write_text("#!/bin/sh\ntouch ../MARKER\n")
+    (ws / "sub" / "tool").chmod(0o755)
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and "named when it runs" in found, found
+    assert BASH is not None
+    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert (ws / "MARKER").exists(), "the proof: bash runs sub/tool"
+    for script in ('cd "$(dirname "$0")"\nsh evil.sh\n', 'cd "${CLAUDE_PROJECT_DIR}" || exit 1\nsh evil.sh\n'):
+        (ws / "hook.sh").write_text(script)
+        assert "evil.sh sha256:" in binding("bash hook.sh", ws)

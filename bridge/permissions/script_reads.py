@@ -790,14 +790,17 @@ def _parsed_scripts(path: str, _ino: int, _size: int, _mtime_ns: int, _ctime_ns:
 def elsewhere(words: list[str], root: Path, *, own: Path | None = None) -> str | None:
     """Why the command runs what another folder's files say (`cd sub && npm run x`, `npm --prefix sub …`, `make -C
     sub`, `env -C sub …`), which the trust did not bind, or None. A `cd` to the workspace (or to `own`, a script's
-    folder) is fine; in a script, a computed one is left to the script's own reading."""
+    folder, however the script names it) is fine."""
     if not words:
         return None
     program = words[0].rsplit("/", 1)[-1]
     if program in ("cd", "pushd") and len(words) > 1:
-        if own is not None and ("$" in words[-1] or "`" in words[-1]):
-            return None
-        target = os.path.normpath(os.path.join(root, words[-1]))
+        named = words[-1]
+        if own is not None:  # the script's own folder and the workspace by their variables (`cd "$(dirname "$0")"`)
+            named = substituted(named, {OWN_FOLDER_VARIABLE: str(own), **dict.fromkeys(PROJECT_VARIABLES, str(root))})
+        if "$" in named or "`" in named:  # (`d=sub; cd $d`: bash ran sub/tool, bound to nothing — round 28)
+            return f"`{' '.join(words)}` runs what comes next in a folder named when it runs"
+        target = os.path.normpath(os.path.join(root, named))
         if target in (os.path.normpath(root), os.path.normpath(own or root)):
             return None
         return f"`{' '.join(words)}` runs what comes next in another folder"
