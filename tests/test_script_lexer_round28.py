@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -59,8 +60,9 @@ def test_what_bash_runs_from_a_hook_script_is_pinned(tmp_path: Path, case: dict[
         "cat <<A <<B >/dev/null\nA\nsh evil.sh\nB\n",  # the second document's text
         "cat <<EOF >/dev/null\nEOF \nsh evil.sh\nEOF\n",  # `EOF ` is not the delimiter
         'echo "\\"\nsh evil.sh\n"\n',  # an escaped quote: one quoted word
-        "cat <<'EOF' >/dev/null\n$(sh evil.sh)\nEOF\n",  # a quoted delimiter expands nothing
-        "echo '$(sh evil.sh)' \"\\$(sh evil.sh)\" # $(sh evil.sh)\n",
+        "echo x # $(sh evil.sh)\n",  # a comment
+        "echo '$(sh evil.sh)' \"\\$(sh evil.sh)\"\n",  # text, and nothing here evaluates it
+        "awk '{ print $(NF) }' /dev/null\n",
     ],
 )
 def test_what_bash_only_reads_as_text_is_not_taken_for_commands(tmp_path: Path, script: str) -> None:
@@ -245,3 +247,112 @@ def test_a_cd_to_a_folder_named_when_the_script_runs_leaves_the_hook_off(tmp_pat
     for script in ('cd "$(dirname "$0")"\nsh evil.sh\n', 'cd "${CLAUDE_PROJECT_DIR}" || exit 1\nsh evil.sh\n'):
         (ws / "hook.sh").write_text(script)
         assert "evil.sh sha256:" in binding("bash hook.sh", ws)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "x=$(cat <<'EOF'\n$(sh evil.sh)\nEOF\n)\neval \"echo $x\"\n",
+        "x='$(sh evil.sh)'\necho \"${x@P}\"\n",
+        'x="\\$(sh evil.sh)"\neval "echo $x"\n',
+        "PS4='$(sh evil.sh)'\nset -x\n:\n",
+        "x='a[$(sh evil.sh)]'\necho $(( x ))\n",
+    ],
+)
+def test_a_substitution_kept_as_text_leaves_the_hook_off(tmp_path: Path, script: str) -> None:
+    """Text holding `$(…)` or a backtick is not run where it stands, but bash runs it later in many ways (eval, an
+    array subscript in arithmetic, PS4 under `set -x`, `${x@P}`, `${!x}`, `test -v`): the helper's round ran evil.sh
+    through four of them. Such a script is refused (a false refusal for one that only prints the text: safe)."""
+    ws = _workspace(tmp_path, script)
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and "as text" in found, found
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, dict) and "__bytes__" in value:
+        return value["__bytes__"].encode("latin-1")
+    if isinstance(value, dict):
+        return {key: _decoded(each) for key, each in value.items()}
+    return value
+
+
+VERIFICATION: list[dict[str, Any]] = [
+    {key: _decoded(value) for key, value in case.items()}
+    for case in json.loads((FIXTURES / "script_attacks_round28b.json").read_text())
+]
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is the proof")
+@pytest.mark.parametrize("case", VERIFICATION, ids=[c["name"] for c in VERIFICATION])
+def test_the_rounds_verification_finds_each_run_pinned(tmp_path: Path, case: dict[str, Any]) -> None:
+    """The round's verification (a helper, on the lexer as first written): scripts that ran a file their binding
+    did not pin (78 here, each run again) — a wrapper before a computed script (`exec bash "$f"`,
+    `time . "./$f"`, `bash -o errexit "$f"`),
+    code in literal strings (`bash -c 'sh evil.sh'`, `eval 'sh ev''il.sh'`), braces and `~+`, data bash evaluates
+    later (PS4, `${x@P}`, arithmetic subscripts, `${!x}`, `test -v`), settings by computed names, `BASH_ALIASES`,
+    namerefs, quotes and continued lines the lexer placed apart from bash, NUL bytes, reserved words as arguments,
+    `!(…)`, Perl's and Python's written-out commands, Node's escaped module names, a `.sh` whose `#!` is Perl. Each
+    is proven by its side effect (the evil file ran) and must be pinned now; the four where `sh` is dash (`$'…'`,
+    `((…))`, `$[…]`, a quote in `"${…}"`, which dash splits otherwise) are read as dash reads them."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    hook = case["hook"]
+    (ws / "hook.sh").write_bytes(hook.encode("latin-1") if isinstance(hook, str) else hook)
+    if case.get("mode"):
+        (ws / "hook.sh").chmod(case["mode"])
+    evil_name = case.get("evil_name", "evil.sh")
+    evil = case.get("evil", b"touch MARKER\n")
+    (ws / evil_name).parent.mkdir(parents=True, exist_ok=True)
+    (ws / evil_name).write_bytes(evil)
+    (ws / evil_name).chmod(0o755)
+    for name, text in (case.get("extra") or {}).items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_bytes(text.encode() if isinstance(text, str) else text)
+        (ws / name).chmod(0o755)
+    command = case.get("cmd", "bash hook.sh")
+    before = binding(command, ws)
+    (ws / evil_name).write_bytes(case.get("evil2", b"touch MARKER; touch OTHER\n"))
+    assert before.startswith(UNBINDABLE) or binding(command, ws) != before, before
+    (ws / evil_name).write_bytes(evil)
+    runner = case.get("runner") or ["bash", "hook.sh"]
+    if shutil.which(runner[0]) is None:
+        pytest.skip(f"{runner[0]} is not here to prove it")
+    subprocess.run(runner, cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, start_new_session=True)
+    assert (ws / "MARKER").exists(), "the proof: it ran the evil file"
+
+
+GIT = shutil.which("git")
+
+
+@pytest.mark.skipif(GIT is None, reason="git is the proof")
+@pytest.mark.parametrize("command", ["git commit -q --allow-empty -m x", "bash hook.sh"])
+def test_the_hooks_git_runs_from_the_workspace_are_bound(tmp_path: Path, command: str) -> None:
+    """`core.hooksPath` in the workspace (husky's `.husky/_`, a `.githooks` folder): a trusted `git commit` (or a
+    script that runs one) ran `.githooks/pre-commit`, which a pull changes, bound to nothing. Each hook there is
+    bound by its text, and the hooks there by their names (a pull that adds `pre-push` asks again too)."""
+    assert GIT is not None
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@example.com",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@example.com",
+    }
+    subprocess.run([GIT, "init", "-q"], cwd=ws, check=True, env=env)
+    subprocess.run([GIT, "config", "core.hooksPath", ".githooks"], cwd=ws, check=True, env=env)
+    (ws / "hook.sh").write_text("git commit -q --allow-empty -m x\n")
+    (ws / ".githooks").mkdir()
+    hook = ws / ".githooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\ntouch MARKER\n")
+    hook.chmod(0o755)
+    before = binding(command, ws)
+    assert ".githooks/pre-commit sha256:" in before and ".githooks/ git hooks:pre-commit" in before, before
+    hook.write_text("#!/bin/sh\ntouch MARKER; true\n")
+    changed = binding(command, ws)
+    assert changed != before
+    (ws / ".githooks" / "pre-push").write_text("#!/bin/sh\ntrue\n")
+    assert binding(command, ws) != changed
+    subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, timeout=30, env=env, check=True)
+    assert (ws / "MARKER").exists(), "the proof: git ran the workspace's pre-commit"

@@ -42,6 +42,7 @@ from bridge.permissions.script_reads import (
     names_in,
     package_script_discovers,
     read_regular,
+    reading_budget,
     substituted,
     unmodelled,
     unwrapped,
@@ -60,6 +61,14 @@ UNBINDABLE = "unbindable: "
 def binding(command: str, workspace: Path) -> str:
     """What `command` runs of the workspace, as a trust item's binding: `path sha256:…` for each file named, `;`
     joined; "" when it names none; `UNBINDABLE` and why when the files can't be bound (the command stays off)."""
+    try:
+        with reading_budget():
+            return _binding(command, workspace)
+    except RecursionError:
+        return f"{UNBINDABLE}what it runs nests too deep to read"
+
+
+def _binding(command: str, workspace: Path) -> str:
     root = Path(os.path.realpath(workspace))
     variables = {name: str(root) for name in PROJECT_VARIABLES}
     try:
@@ -77,7 +86,10 @@ def binding(command: str, workspace: Path) -> str:
     if _PYTHON_MODULE.search(command):
         first_paths.add(root)
     try:
-        named = _with_script_files(named, root)
+        named = _with_script_files(named, root, _run_by_sh(command, root))
+        hooks = _git_hooks(root) if _runs_git(command, named) else None
+        if hooks is not None:  # what git runs of the workspace when the command runs git (`git commit`)
+            named = _with_script_files(named | set(hooks[1]), root)
     except _Unbindable as why:
         return f"{UNBINDABLE}{why}"
     found = sorted(named)
@@ -103,6 +115,9 @@ def binding(command: str, workspace: Path) -> str:
         except _Unbindable as why:
             return f"{UNBINDABLE}{why}"
         out.append(f"{name} modules:{modules}")
+    if hooks is not None:  # a hook a pull adds there runs too: the names there are bound as well as each one's text
+        where = hooks[0].relative_to(root).as_posix() if hooks[0].is_relative_to(root) else str(hooks[0])
+        out.append(f"{where}/ git hooks:{','.join(sorted(p.name for p in hooks[1])) or '-'}")
     return "; ".join(out)
 
 
@@ -317,7 +332,95 @@ def _package_main(folder: Path) -> str | None:
     return main if isinstance(main, str) else None
 
 
-def _with_script_files(named: set[Path], root: Path) -> set[Path]:
+# the hooks git runs by their names (githooks(5)); a `*.sample` is never run
+GIT_HOOKS = frozenset(
+    {
+        "applypatch-msg",
+        "pre-applypatch",
+        "post-applypatch",
+        "pre-commit",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-rebase",
+        "post-checkout",
+        "post-merge",
+        "pre-push",
+        "pre-receive",
+        "update",
+        "proc-receive",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "pre-auto-gc",
+        "post-rewrite",
+        "sendemail-validate",
+        "fsmonitor-watchman",
+        "p4-changelist",
+        "p4-prepare-changelist",
+        "p4-post-changelist",
+        "p4-pre-submit",
+        "post-index-change",
+    }
+)
+_GIT_WORD = re.compile(rb"(?<![\w.$/-])git(?![\w.-])")
+
+
+def _runs_git(command: str, named: set[Path]) -> bool:
+    """Whether the command, or a file of code it runs, may run git (read loosely: a mention is enough)."""
+    if _GIT_WORD.search(command.encode("utf-8", "replace")):
+        return True
+    for path in named:
+        if _language(path) is None:
+            continue
+        try:
+            if _GIT_WORD.search(read_regular(path, MAX_SCRIPT_BYTES)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _git_hooks(root: Path) -> tuple[Path, list[Path]] | None:
+    """The folder git takes its hooks from for the workspace's repository (`core.hooksPath`, the repository's own
+    settings over the user's; else `hooks` in the git directory), and the hooks there, when that folder is in the
+    workspace: `git commit` in a trusted hook ran `.husky/pre-commit` or `.githooks/pre-commit`, files a pull
+    changes, bound to nothing (round 28). None when there is no repository or the folder is elsewhere."""
+    from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of
+
+    dotgit = root / ".git"
+    gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
+    if gitdir is None:
+        return None
+    common = common_dir_of(gitdir) or gitdir
+    hooks = common / "hooks"
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    for config in (xdg / "git" / "config", Path.home() / ".gitconfig", common / "config", gitdir / "config.worktree"):
+        entries = config_entries(config)
+        if entries is None:
+            raise _Unbindable(f"git's settings {config} can't be read: where its hooks are can't be known")
+        for key, value in entries:
+            if key == "core.hookspath" and value:
+                hooks = Path(os.path.normpath(os.path.join(root, os.path.expanduser(value))))
+    real = Path(os.path.realpath(hooks))
+    if not real.is_relative_to(root):
+        return None
+    found = [real / name for name in sorted(GIT_HOOKS) if (real / name).is_file()]
+    return real, found
+
+
+_BY_SH = re.compile(r"(?:^|[;&|(\s])(?:\S*/)?(?:sh|dash|ash)\s+(?:-\S+\s+)*([^\s;&|()<>]+)")
+
+
+def _run_by_sh(command: str, root: Path) -> frozenset[Path]:
+    """The scripts the command gives to `sh` (dash, where it is: read as dash reads them)."""
+    found = (_inside(m.group(1).strip("'\""), root) for m in _BY_SH.finditer(command))
+    return frozenset(path for path in found if path is not None)
+
+
+def _with_script_files(named: set[Path], root: Path, by_sh: frozenset[Path] = frozenset()) -> set[Path]:
     """`named` and, through every script among them, the files each one pulls in or names (`_script_files`), and
     what Python would load in a module's place (`_python_stand_ins`)."""
     out = set(named)
@@ -332,7 +435,8 @@ def _with_script_files(named: set[Path], root: Path) -> set[Path]:
             st = os.stat(path)
         except OSError as exc:
             raise _Unbindable(f"{path.name} cannot be read ({exc.strerror})") from exc
-        found_now = list(_script_files(path, root, (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)))
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        found_now = list(_script_files(path, root, key, path in by_sh))
         if path.name.endswith(".py"):
             found_now += _python_stand_ins(path, root)
         for found in found_now:
@@ -379,17 +483,17 @@ def _unchecked_bytecode(path: str) -> bool:
     return len(header) == 8 and int.from_bytes(header[4:8], "little") & 0b11 == 0b01
 
 
-def _script_files(path: Path, root: Path, key: tuple[int, int, int, int]) -> Iterator[Path]:
+def _script_files(path: Path, root: Path, key: tuple[int, int, int, int], by_sh: bool = False) -> Iterator[Path]:
     """The workspace files a script's own code pulls in or names (script_reads.py), found now: a name it reads
     that is absent is bound by its absence (a file that appears later makes another binding)."""
-    for candidate in _script_names(path, root, key):
+    for candidate in _script_names(path, root, key, by_sh):
         found = _inside(candidate, root)
         if found is not None:
             yield found
 
 
 @lru_cache(maxsize=128)
-def _script_names(path: Path, root: Path, _key: tuple[int, int, int, int]) -> tuple[str, ...]:
+def _script_names(path: Path, root: Path, _key: tuple[int, int, int, int], by_sh: bool = False) -> tuple[str, ...]:
     """The names a script pulls in or mentions, by its language (none for a file that is not code we read);
     cached by the script's stat key (a hook event reads nothing new)."""
     shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
@@ -408,7 +512,9 @@ def _script_names(path: Path, root: Path, _key: tuple[int, int, int, int]) -> tu
         return ()
     if len(data) > MAX_SCRIPT_BYTES:
         raise _Unbindable(f"{shown} is too long to read for the files it pulls in")
-    return tuple(dict.fromkeys(names_in(kind, data.decode("utf-8", "replace"), path, root, shown)))
+    first = data[:256].split(b"\n", 1)[0]
+    posix = by_sh or (first.startswith(b"#!") and re.search(rb"\b(?:sh|dash|ash)\b", first) is not None)
+    return tuple(dict.fromkeys(names_in(kind, data.decode("utf-8", "replace"), path, root, shown, posix=posix)))
 
 
 def _inside(value: str, root: Path) -> Path | None:

@@ -27,6 +27,8 @@ RESERVED = frozenset({"{", "}", "!", "then", "do", "else", "elif", "if", "while"
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _BREAKS = frozenset(" \t\n;&|()")
 _OPERATOR_CHARS = frozenset(";&|()")
+# a backslash-newline that bash removes before it reads an operator or a quote (`$\⏎'…'`, `<\⏎<`, `<<\⏎-`)
+_CONTINUED_OPERATOR = re.compile(r"[$<>&|;(]\\\n|\\\n[<>(\-'\"{\[$`]")
 _REDIRECTS = (">>", ">&", ">|", "<&", "<>", ">", "<")
 _ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
@@ -44,13 +46,40 @@ class _Doc:
 
 def script_commands(text: str) -> list[list[str]]:
     """Every simple command of `text` (a script, a `-c` string, a package script), as words."""
-    reader = _Reader(text, [], 0)
-    reader.read_list(closer=False)
-    return reader.commands
+    return read(text).commands
+
+
+@dataclass
+class Read:
+    commands: list[list[str]]
+    # `$(…)` or a backtick kept as text (in single quotes, escaped, in a quoted here-document): bash may still run it
+    # (eval, arithmetic on a subscript, PS4 and prompt expansion, `${!x}`, `test -v`)
+    held_substitution: bool = False
+
+
+def read(text: str, *, posix: bool = False) -> Read:
+    """`text`'s commands and what else the reading saw. `posix`: the text may be run by `sh` where that is dash
+    (Debian's, Ubuntu's), which splits `$'…'`, `$"…"`, `((…))`, `$[…]` and a quote inside `"${…}"` otherwise than
+    bash does: those are refused (round 28's verification ran evil.sh through each)."""
+    if "\x00" in text:
+        raise ScriptSyntax("holds NUL bytes (bash drops them, a reading would not)")
+    if found := _CONTINUED_OPERATOR.search(text):
+        raise ScriptSyntax(f"continues a line inside an operator or quoting (`{found.group(0)!r}`)")
+    commands = _Commands()
+    commands.posix = posix
+    _Reader(text, commands, 0).read_list(closer=False)
+    return Read(list(commands), commands.held)
+
+
+class _Commands(list[list[str]]):
+    """The commands found, shared by the readers of what the text nests; `held`: see `Read`."""
+
+    held = False
+    posix = False
 
 
 class _Reader:
-    def __init__(self, src: str, commands: list[list[str]], depth: int) -> None:
+    def __init__(self, src: str, commands: _Commands, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise ScriptSyntax(f"nests deeper than {MAX_DEPTH} levels")
         self.src = src
@@ -120,6 +149,7 @@ class _Reader:
                 continue
             if op is not None:
                 if op == "(" and src.startswith("((", self.pos):
+                    self._not_posix("`((`")
                     self._arithmetic(self.pos + 2, "`((`")  # an arithmetic command: its `<<` is a shift
                     continue
                 self.pos += len(op)
@@ -155,8 +185,8 @@ class _Reader:
             elif plain and word == "]]":
                 cond = False
                 words.append(word)
-            elif word in RESERVED:
-                flush()
+            elif plain and not words and word in RESERVED:
+                pass  # (where a command starts: elsewhere `echo }` or `echo then` is an argument)
             else:
                 words.append(word)
 
@@ -205,7 +235,7 @@ class _Reader:
         value: list[str] = []
         while self.pos < n:
             c = src[self.pos]
-            if c == "(" and (pattern or (value and value[-1][-1:] in ("@", "!", "+", "*", "?"))):
+            if c == "(" and (pattern or (value and value[-1][-1:] in ("@", "!", "+", "*", "?") and value != ["!"])):
                 at = self.pos
                 self.pos += 1
                 self._matched("(", ")")
@@ -242,6 +272,7 @@ class _Reader:
                     self.pos += 2  # a continued line: the word goes on
                 elif self.pos + 1 < n:
                     value.append(src[self.pos + 1])
+                    self._held(src[self.pos + 1 : self.pos + 3])
                     self.pos += 2
                 else:
                     value.append("\\")
@@ -251,6 +282,7 @@ class _Reader:
                 if end < 0:
                     raise ScriptSyntax("has an unterminated single quote")
                 value.append(src[self.pos + 1 : end])
+                self._held(src[self.pos + 1 : end])
                 self.pos = end + 1
             elif c == '"':
                 self.pos += 1
@@ -263,6 +295,10 @@ class _Reader:
                 value.append(c)
                 self.pos += 1
         return "".join(value)
+
+    def _held(self, text: str) -> None:
+        if "$(" in text or "`" in text:
+            self.commands.held = True
 
     def _double_quoted(self) -> str:
         """From after the opening `"` to after the closing one: the text, its expansions as written."""
@@ -280,6 +316,7 @@ class _Reader:
             if c == "\\" and self.pos + 1 < n and src[self.pos + 1] in '$`"\\\n':
                 if src[self.pos + 1] != "\n":
                     value.append(src[self.pos + 1])
+                self._held(src[self.pos + 1 : self.pos + 3])
                 self.pos += 2
             elif c == "$":
                 value.append(self._dollar(quoted=True))
@@ -289,10 +326,16 @@ class _Reader:
                 value.append(c)
                 self.pos += 1
 
+    def _not_posix(self, what: str) -> None:
+        if self.commands.posix:
+            raise ScriptSyntax(f"uses {what}, which `sh` (dash) reads otherwise than bash")
+
     def _dollar(self, *, quoted: bool) -> str:
         src = self.src
         at = self.pos
         nxt = src[at + 1 : at + 2]
+        if (nxt in ("'", '"') and not quoted) or nxt == "[":
+            self._not_posix(f"`${nxt}`")
         if src.startswith("$((", at):
             self._arithmetic(at + 3, "`$((`")
         elif nxt == "(":
@@ -300,7 +343,7 @@ class _Reader:
             self._nested_list()
         elif nxt == "{":
             self.pos = at + 2
-            self._matched("{", "}")
+            self._matched("{", "}", quoted=quoted)
         elif nxt == "[":
             self.pos = at + 2
             self._matched("[", "]")
@@ -336,17 +379,17 @@ class _Reader:
         if i >= n:
             raise ScriptSyntax("has an unterminated backtick")
         self.pos = i + 1
-        _Reader("".join(inner), self.commands, self.depth + 1).read_list(closer=False)
+        _Reader("".join(inner), self.commands, self.depth + self.level + 1).read_list(closer=False)
         return src[at : self.pos]
 
     def _nested_list(self) -> None:
         """After `$(` (or `<(`): its commands, up to and past the `)` that closes it."""
-        inner = _Reader(self.src, self.commands, self.depth + 1)
+        inner = _Reader(self.src, self.commands, self.depth + self.level + 1)
         inner.pos = self.pos
         inner.read_list(closer=True)
         self.pos = inner.pos
 
-    def _matched(self, opener: str, closer: str) -> None:
+    def _matched(self, opener: str, closer: str, *, quoted: bool = False) -> None:
         """After `${` (or `$[`): to past the `}` that closes it, counting nested braces, skipping quotes (bash
         matches them inside, in double quotes too: `"${x:+'}'}"`), reading the substitutions in it."""
         src, n = self.src, self.n
@@ -357,16 +400,21 @@ class _Reader:
             if c == "\\":
                 self.pos += 2
             elif c == "'":
+                if quoted:
+                    self._not_posix("a single quote inside a double-quoted `${…}`")
                 end = src.find("'", self.pos + 1)
                 if end < 0:
                     raise ScriptSyntax("has an unterminated single quote")
+                # in a double-quoted `${…}` bash keeps them as text and runs a `$(…)` between them: read it
+                inner = _Reader(src[self.pos + 1 : end], self.commands, self.depth + self.level + 1)
+                inner.expanding_text()
                 self.pos = end + 1
             elif c == '"':
                 self.pos += 1
                 self._double_quoted()
             elif c == "`":
                 self._backtick(quoted=False)
-            elif c == "$" and src[self.pos + 1 : self.pos + 2] in ("(", "{", "["):
+            elif c == "$" and src[self.pos + 1 : self.pos + 2] in ("(", "{", "[", "'"):
                 self._dollar(quoted=False)
             else:
                 level += (c == opener) - (c == closer)
@@ -432,8 +480,10 @@ class _Reader:
                 ):
                     raise ScriptSyntax("has a here-document in `$(…)` that ends on its closing line")
                 body.append(line)
+            if not doc.expands:
+                self._held("\n".join(body))
             if doc.expands:
-                _Reader("\n".join(body), self.commands, self.depth + 1).expanding_text()
+                _Reader("\n".join(body), self.commands, self.depth + self.level + 1).expanding_text()
 
     def _line(self) -> str:
         end = self.src.find("\n", self.pos)
@@ -452,7 +502,7 @@ class _Reader:
             elif c == "$":
                 self._dollar(quoted=True)
             elif c == "`":
-                self._backtick(quoted=True)
+                self._backtick(quoted=False)  # (a here-document's backslash quotes no `"`: bash keeps `\"` there)
             else:
                 self.pos += 1
 

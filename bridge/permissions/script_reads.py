@@ -18,6 +18,7 @@ other languages' own pull-ins (PHP, Lua…), and files named only inside another
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -25,14 +26,16 @@ import re
 import shlex
 import stat
 from collections.abc import Iterator
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bridge.permissions.script_lexer import ScriptSyntax
-from bridge.permissions.script_lexer import script_commands as lexed_commands
+from bridge.permissions.script_lexer import Read, ScriptSyntax
+from bridge.permissions.script_lexer import read as lexed_read
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh", "busybox"})
+POSIX_SHELLS = frozenset({"sh", "dash", "ash", "busybox"})  # (where `sh` is dash: Debian's, Ubuntu's)
 SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
 MAKEFILES = frozenset({"GNUmakefile", "makefile", "Makefile", "justfile", "Justfile", ".justfile"})
 NODE_SUFFIXES = (".js", ".mjs", ".cjs")
@@ -132,6 +135,29 @@ _PL_DYNAMIC = re.compile(
 
 class Unbindable(Exception):
     """What a command runs can't be known before it runs: it stays off, saying this."""
+
+
+MAX_COMMANDS = 100_000  # commands one binding may read, its scripts', recipes' and package scripts' together
+_BUDGET: ContextVar[list[int] | None] = ContextVar("reading_budget", default=None)
+
+
+@contextlib.contextmanager
+def reading_budget(commands: int = MAX_COMMANDS) -> Iterator[None]:
+    """Bound the work of one binding (a 20 KB hook reaching a 50 KB package script 2,000 times read it 2,000 times:
+    77 s). Beyond it the command is unbindable."""
+    token = _BUDGET.set([commands])
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def spend(commands: int) -> None:
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget[0] -= commands
+        if budget[0] < 0:
+            raise Unbindable(f"reading what it runs takes more than {MAX_COMMANDS:,} commands")
 
 
 # Programs that find and run the folder's code by themselves — test modules and conftest.py, build scripts and
@@ -335,12 +361,18 @@ _JS_STARTS = re.compile(
     r"|\bDeno\s*+\.\s*+(?:run|Command)\b|\bprocess\s*+\.\s*+(?:binding|_linkedBinding|dlopen)\b"
     r"|\beval\s*+\(|\bFunction\s*+\("
 )
+# a printable character written as an escape or a code (`'child\x5fprocess'`), or text decoded when it runs
+_JS_SPELLED = re.compile(
+    r"\\x[2-7][0-9a-fA-F]|\\u00[2-7][0-9a-fA-F]|\\u\{0*[2-7][0-9a-fA-F]\}|\\[0-7]{3}"
+    r"|\bfromCharCode\b|\bfromCodePoint\b|\batob\s*+\(|['\"]base64['\"]|\bdecodeURI\w*|\bunescape\s*+\("
+)
 _RB_STARTS = re.compile(
     r"`|%x|\b(?:system|exec|spawn|fork|syscall|Open3|PTY|popen\w*+|__send__|public_send|send|method|instance_method"
     r"|define_method|const_get|ObjectSpace)\b|(?<![.\w])open\b|\bIO\s*+\.\s*+\w++"
 )
 _PL_STARTS = re.compile(
     r"`|\bqx\b|\b(?:system|exec|fork|open\w*+|readpipe|syscall|can|CORE)\b|\bIPC::|&\s*+[{$]|->\s*+[{$]"
+    r"|<<\s*+`|[/|!#}][msixpodualngcr]*+e[msixpodualngcr]*+e[msixpodualngcr]*+\s*+[;)]"
 )
 # A start that is one call of one plain literal, ending its statement: `system("sh x.sh")`, `` `git status` ``.
 _LITERAL_START = re.compile(
@@ -351,10 +383,10 @@ _LITERAL_START = re.compile(
 _PL_FILE_OPEN = re.compile(r"""\s*+\(?\s*+(?:my\s++)?\$\w++\s*+,\s*+(['"])(?:<|>|>>|\+<|\+>)(?::[\w()-]*+)?\1\s*+,""")
 
 
-def _starts_unread(code: str, starts: re.Pattern[str]) -> str | None:
+def _starts_unread(code: str, starts: re.Pattern[str], commands: list[str] | None = None) -> str | None:
     """Why a Ruby or Perl script starts a process the reading can't see (a command built, an alias, a lookup), or
-    None: each start is a call of one plain literal (or a plain backtick), and none names a runner that finds the
-    folder's code by itself."""
+    None: each start is a call of one plain literal (or a plain backtick), put in `commands` (the caller reads each
+    as a shell line)."""
     read_to = 0
     for found in starts.finditer(code):
         if found.start() < read_to:
@@ -366,19 +398,26 @@ def _starts_unread(code: str, starts: re.Pattern[str]) -> str | None:
             return f"it starts a process other than by a literal command (`{found.group(0)}`)"
         read_to = literal.end() + (literal.group(3) is not None)
         command = literal.group(2) if literal.group(3) is None else literal.group(3)
-        try:
-            commands = script_commands(command)
-        except Unbindable as refused:
-            return str(refused)
-        for words in commands:
-            if why := discovers(words):
-                return f"it starts `{command[:40]}`: {why}"
+        if commands is not None:
+            commands.append(command)
     return None
 
 
 def language(path: Path, first_line: bytes) -> str | None:
-    """Which reader a file takes: by its name, else by its `#!` line."""
-    name = path.name
+    """Which reader a file takes: by its name, else by its `#!` line. A name and a `#!` line of two different
+    languages (`hook.sh` starting `#!/usr/bin/perl`) make it "mixed": run by name (`bash hook.sh`) it is one, run
+    itself (`./hook.sh`) the other, and no one reading holds for both."""
+    named = _by_name(path.name)
+    shebang = _by_shebang(first_line)
+    if named in _CODE_LANGUAGES and shebang is not None and shebang != named:
+        return "mixed"
+    return named or shebang
+
+
+_CODE_LANGUAGES = frozenset({"shell", "python", "node", "ruby", "perl"})
+
+
+def _by_name(name: str) -> str | None:
     if name.endswith(SHELL_SUFFIXES):
         return "shell"
     if name in MAKEFILES or name.endswith(".mk"):
@@ -399,6 +438,10 @@ def language(path: Path, first_line: bytes) -> str | None:
         return "ruby"
     if name.endswith((".pl", ".pm")):
         return "perl"
+    return None
+
+
+def _by_shebang(first_line: bytes) -> str | None:
     if not first_line.startswith(b"#!"):
         return None
     words = first_line[2:].decode("utf-8", "replace").split()
@@ -418,13 +461,16 @@ def language(path: Path, first_line: bytes) -> str | None:
     return None
 
 
-def names_in(kind: str, text: str, path: Path, root: Path, shown: str) -> list[str]:
-    """The names the file at `path` (`shown` in messages) of `kind` pulls in or mentions."""
+def names_in(kind: str, text: str, path: Path, root: Path, shown: str, *, posix: bool = False) -> list[str]:
+    """The names the file at `path` (`shown` in messages) of `kind` pulls in or mentions (`posix`: a shell script
+    `sh` may run, where `sh` is dash)."""
+    if kind == "shell":
+        return list(shell_names(text, path, root, shown, posix=posix))
     return list(_READERS[kind](text, path, root, shown))
 
 
 def shell_names(
-    text: str, path: Path, root: Path, shown: str, *, strict: bool = True, make_depth: int = 0
+    text: str, path: Path, root: Path, shown: str, *, strict: bool = True, make_depth: int = 0, posix: bool = False
 ) -> Iterator[str]:
     """What a shell script sources (relative to the hook's folder, the workspace, and to the script's own, for
     one that `cd`s there first) and every other workspace name its commands mention. `strict` (a script, not a
@@ -436,10 +482,16 @@ def shell_names(
     text = OWN_FOLDER.sub("${" + OWN_FOLDER_VARIABLE + "}", text)
     own = {**dict.fromkeys(PROJECT_VARIABLES, str(root)), OWN_FOLDER_VARIABLE: str(path.parent)}
     try:
-        commands = script_commands(text, strict=strict)
+        reading = script_read(text, strict=strict, posix=posix)
     except Unbindable as refused:
         raise Unbindable(f"{shown}: {refused}") from refused
-    for words in commands:
+    if strict and reading.held_substitution and (evaluates := _EVALUATES.search(text)):
+        raise Unbindable(
+            f"{shown} keeps `$(…)` or a backtick as text, and bash may run it (`{evaluates.group(0).strip()}`: eval, "
+            "an array subscript in arithmetic, PS4, prompt expansion, `${!x}`, `test -v`)"
+        )
+    for words in reading.commands:
+        spend(1)
         settings: list[str] = []
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             settings.append(words[0])  # `X=1 cmd`: the program is after the assignments
@@ -460,8 +512,21 @@ def shell_names(
 
             if reads := code_it_reads(settings + words, root):
                 raise Unbindable(f"{shown}: {reads}")
-            if (real := unwrapped(words)) and not assigns and ("$" in real[0] or "`" in real[0]):  # `env $X …`
+            if (real := unwrapped(words)) and not assigns and not _known(substituted(real[0], own)):  # `env $X …`
                 raise Unbindable(f"{shown} runs `{real[0]}`, a name computed when it runs")
+            if real and any(_name(w) == "eval" for w in words[: len(words) - len(real)]):
+                # `eval 'sh evil.sh'`: its words joined are shell code, read as a script
+                yield from shell_names(" ".join(real), path, root, shown, make_depth=make_depth, posix=posix)
+            if real and _runs_code(real[0]) and (at := _operand(real)) < len(real):
+                if not _inline(real, at) and not _known(
+                    substituted(real[at], own)
+                ):  # `exec bash "$f"`, `time . "./$f"`, `bash -o errexit "$f"`
+                    verb = "sources" if _name(real[0]) in (".", "source") else "runs"
+                    raise Unbindable(f"{shown} {verb} `{real[at]}`, a name computed when it runs")
+                if _gives_code(real):  # `bash -c 'sh evil.sh'`, `eval 'sh ev''il.sh'`: the code is read as a script
+                    code = " ".join(real[at:]) if _name(real[0]) == "eval" else real[at]
+                    dash = posix if _name(real[0]) == "eval" else _name(real[0]) in POSIX_SHELLS
+                    yield from shell_names(code, path, root, shown, make_depth=make_depth, posix=dash)
             if make_reads.is_make(real):
                 try:
                     yield from make_reads.make_names([*real, *settings], root, make_depth)
@@ -476,7 +541,7 @@ def shell_names(
                 target_next = not redirect.group(1)
                 continue
             value = substituted(word, own)
-            known = "$" not in value and "`" not in value and not _globbed(value)
+            known = _known(value)
             if n == 1 and program in {".", "source"}:
                 if not known:
                     raise Unbindable(f"{shown} sources `{word}`, a name computed when it runs")
@@ -486,15 +551,26 @@ def shell_names(
                 yield value
                 if "=" in value:
                     yield value.split("=", 1)[1]
-            elif strict and ((n == 0 and not assigns) or (n == _operand(words) and _runs_code(program))):
+            elif strict and (
+                (n == 0 and not assigns) or (n == _operand(words) and _runs_code(program) and not _inline(words, n))
+            ):
                 raise Unbindable(f"{shown} runs `{word}`, a name computed when it runs")
         yield from _conventional(program)
+
+
+# What makes bash run text as code later: with `$(…)` kept as text in a script (`x='a[$(cmd)]'`), each of these
+# may run it (an awk program's `$(NF)` alone is only text).
+_EVALUATES = re.compile(
+    r"\beval\b|\(\(|\blet\b|\$\{!|@P\b|\bPS[0-4]\b|PROMPT_COMMAND|\s-v\s|\[\[|\w\[[^\]\n]*\$"
+    r"|\b(?:declare|typeset|local)\s++-\w*i|\btrap\b|\bset\s++-\w*x|\bBASH_\w+|\bsource\b|^\s*\.\s",
+    re.MULTILINE,
+)
 
 
 # Settings a command may run with that make it load code from elsewhere than the files it names (`PATH=./bin ls`,
 # `PYTHONPATH=evil python x.py`, `NODE_OPTIONS=--require ./pre.js`): round 27's verification.
 LOADING_SETTINGS = re.compile(
-    r"BASH_ENV|ENV|IFS|CDPATH|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|\w*PATH|LD_\w*|DYLD_\w*|PYTHON\w*|NODE_\w*"
+    r"BASH_\w*|ENV|IFS|CDPATH|SHELLOPTS|BASHOPTS|PROMPT_COMMAND|\w*PATH|LD_\w*|DYLD_\w*|PYTHON\w*|NODE_\w*"
     r"|NPM_CONFIG_\w*|npm_config_\w*|PERL\w*|RUBY\w*|GEM_\w*|BUNDLE_\w*|GIT_\w*|JAVA_\w*|_JAVA_OPTIONS|\w*_OPTIONS"
     r"|CLASSPATH|ZDOTDIR|HOME|XDG_\w*|PIP_\w*|UV_\w*|VIRTUAL_ENV|CONDA_\w*|MAKEFLAGS|MAKEFILES|GNUMAKEFLAGS"
 )
@@ -505,13 +581,45 @@ _SETTING_BUILTINS = frozenset(
 )
 
 
+_NAME_VALUED = {
+    "read": frozenset({"-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"}),
+    "mapfile": frozenset({"-d", "-n", "-O", "-s", "-u", "-C", "-c"}),
+    "readarray": frozenset({"-d", "-n", "-O", "-s", "-u", "-C", "-c"}),
+}
+
+
+def _set_names(words: list[str]) -> list[str]:
+    """The words a setting builtin takes as variables to set (`printf -v NAME`, `read -r A B`, `export A=1 B`)."""
+    program, rest = words[0], words[1:]
+    if program == "let":
+        return []
+    if program == "printf":
+        return [rest[n + 1] for n, w in enumerate(rest[:-1]) if w == "-v"]
+    if program == "getopts":
+        return rest[1:2]
+    valued = _NAME_VALUED.get(program, frozenset())
+    names, skip = [], False
+    for word in rest:
+        if skip:
+            skip = False
+        elif word in valued:
+            skip = True
+        elif not word.startswith("-"):
+            names.append(word)
+    return names
+
+
 def loads_by_setting(words: list[str]) -> str | None:
     """Why the command's settings (`NAME=value` before it, `env NAME=value`, `env -S`) may make it load code from
     files it doesn't name, or None. A builtin that sets a variable for the commands after it (`export PATH=./bin`,
     `read PATH`, `printf -v PYTHONPATH …`) counts as such a setting, its value known or not."""
     if words and words[0] in _SETTING_BUILTINS:
-        for word in words[1:]:
-            name = word.partition("=")[0].rstrip("+")
+        if words[0] in ("declare", "typeset", "local") and any(re.fullmatch(r"-[A-Za-z]*n[A-Za-z]*", w) for w in words):
+            return f"`{words[0]} -n` makes a name another variable's (PATH's, BASH_ENV's…)"
+        for word in _set_names(words):
+            name = re.sub(r"\[.*", "", word.partition("=")[0]).rstrip("+")  # (`BASH_ALIASES[zz]`: the array)
+            if "$" in name or "`" in name:
+                return f"`{words[0]} {name}` sets a variable named when it runs"
             if re.fullmatch(r"[A-Za-z_]\w*+", name) and LOADING_SETTINGS.fullmatch(name):
                 return (
                     f"`{words[0]} {name}` makes the commands after it load code from elsewhere than the files they name"
@@ -535,7 +643,8 @@ def unmodelled(words: list[str]) -> str | None:
     program = real[0].rsplit("/", 1)[-1] if real else ""
     if program in ("alias", "trap", "complete", "bind", "enable", "hash", "declare", "typeset", "readonly"):
         return f"`{program}` makes the shell run code later, which a reading can't follow"
-    if program in (".", "source") and len(real) > 1 and real[1].startswith(("/dev/", "/proc/")):
+    sourced = [w for w in real[1:] if w != "--"][:1]
+    if program in (".", "source") and sourced and re.sub("/+", "/", sourced[0]).startswith(("/dev/", "/proc/")):
         return f"`{' '.join(real[:2])}` runs code read through a descriptor"
     if (program == "exec" or (words and words[0] == "exec")) and any(
         re.fullmatch(r"\d*[<>].*", w) or w == "-a" for w in words[1:]
@@ -556,6 +665,8 @@ def unmodelled(words: list[str]) -> str | None:
 def read_regular(path: str | Path, limit: int) -> bytes:
     """Up to `limit` bytes of a regular file, never blocking (a FIFO, `/dev/stdin`, `/dev/zero` behind a link
     hung the reading or filled the memory: round 27's verification): OSError for anything else."""
+    if "\x00" in str(path):
+        raise OSError(errno.EINVAL, "a name with a NUL byte")
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -592,7 +703,7 @@ def code_it_reads(words: list[str], root: Path) -> str | None:
     else:
         return None
     path = os.path.join(root, script)
-    if script.startswith("/dev/") or script.startswith("/proc/"):
+    if re.sub("/+", "/", script).startswith(("/dev/", "/proc/")):
         return f"`{' '.join(real)}` runs code from `{script}`"
     try:
         head = read_regular(path, 256)
@@ -627,6 +738,7 @@ def unwrapped(words: list[str]) -> list[str]:
 
 _PLAIN_WRAPPERS = frozenset(
     {"env", "time", "nice", "nohup", "timeout", "exec", "command", "builtin", "sudo", "doas", "stdbuf", "setsid"}
+    | {"coproc"}
     | {"eval", "chrt", "ionice", "taskset", "flock", "unbuffer", "xargs", "caffeinate", "prlimit", "setarch"}
     | {"linux32", "linux64", "numactl", "cgexec", "systemd-run", "firejail", "strace", "ltrace", "valgrind"}
 )
@@ -644,21 +756,76 @@ _WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt", "setarch
 
 
 def _runs_code(program: str) -> bool:
-    """A program whose first operand is code to run: a shell, an interpreter, `eval`, `exec`."""
-    name = program.rsplit("/", 1)[-1]
+    """A program whose first operand is code to run: a shell, an interpreter, `eval`, `exec`, `.`/`source`."""
+    name = _name(program)
     return (
         name in SHELLS
-        or name in {"eval", "exec", "node", "nodejs", "bun", "deno"}
+        or name in {"eval", "exec", "node", "nodejs", "bun", "deno", ".", "source", "perl", "ruby", "php", "lua"}
+        or name in {"awk", "gawk", "mawk", "nawk", "Rscript", "tclsh", "osascript", "pwsh"}
         or bool(re.fullmatch(r"python[\d.]*", name))
     )
 
 
+def _name(program: str) -> str:
+    return program.rsplit("/", 1)[-1]
+
+
+# options whose value is the next word, by program: the operand (the script, or `-c`'s code) comes after them
+_OPERAND_VALUED = {
+    **dict.fromkeys(SHELLS, frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})),
+    "awk": frozenset({"-v", "-F"}),
+    "gawk": frozenset({"-v", "-F"}),
+    "python": frozenset({"-W", "-X", "-Q"}),
+}
+
+
 def _operand(words: list[str]) -> int:
-    """Where a command's first operand is (its options skipped; `-c`'s text is the operand)."""
+    """Where a command's first operand is (its options skipped, their values too; `-c`'s text, awk's `-f` file and
+    the word after `--` are the operand)."""
+    valued = _OPERAND_VALUED.get(re.sub(r"[\d.]+$", "", _name(words[0])) if words else "", frozenset())
+    skip = False
     for n, word in enumerate(words[1:], 1):
-        if word == "-c" or not word.startswith("-"):
-            return n + (word == "-c")
+        if skip:
+            skip = False
+            continue
+        if word in valued:
+            skip = True
+            continue
+        if word == "--":
+            return n + 1
+        if re.fullmatch(r"-[A-Za-z]*c", word) or (word == "-f" and _name(words[0]).endswith("awk")):
+            return n + 1
+        if not word.startswith(("-", "+")) or word in ("-", "+"):
+            return n
     return len(words)
+
+
+def _inline(words: list[str], at: int) -> bool:
+    """Whether the operand at `at` is code written out and read as such (`sh -c '…'`, `python -c '…'`, awk's
+    program without `-f`), not the name of a file to run."""
+    if _name(words[0]).endswith("awk"):
+        return "-f" not in words[:at]
+    # a shell's `-c` code and Python's are read themselves (a computed one is refused there); Perl's, Ruby's and
+    # Node's `-e` are not read, so a `$` in them counts as computed
+    return _gives_code(words) or (bool(re.fullmatch(r"python[\d.]*", _name(words[0]))) and words[at - 1] == "-c")
+
+
+def _gives_code(words: list[str]) -> bool:
+    """`sh -c CODE`, `bash -ec CODE`, `eval WORDS`: the operand is shell code."""
+    name = _name(words[0])
+    return name == "eval" or (name in SHELLS and any(re.fullmatch(r"-[A-Za-z]*c", w) for w in words[1:]))
+
+
+def _known(word: str) -> bool:
+    """Whether a word is the name it reads as: nothing bash expands in it (a variable, a substitution, a glob,
+    braces, `~+`/`~-`/`~user`)."""
+    return not (
+        "$" in word
+        or "`" in word
+        or _globbed(word)
+        or re.search(r"\{[^{}]*(?:,|\.\.)[^{}]*\}", word) is not None
+        or re.match(r"~[^/]", word) is not None
+    )
 
 
 def make_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
@@ -759,6 +926,7 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen:
         if isinstance(text, str) and each not in seen:  # (each script once: `a` running `npm run a` 200 times)
             seen.add(each)
             for command in script_commands(text):
+                spend(1)
                 why = discovers(command) or package_script_discovers(command, root, depth + 1, seen)
                 if why is None and make_reads.is_make(real := unwrapped(command)):
                     try:
@@ -832,8 +1000,11 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
-    if why := _python_computes(text):
+    started: list[str] = []
+    if why := _python_computes(text, started):
         raise Unbindable(f"{shown}: {why}")
+    for command in started:  # `os.system('sh evil.sh')`: what the written-out command runs is read as a shell line
+        yield from shell_names(command, path, root, shown, strict=True)
     if re.search(r"^# /// script\b", text, re.MULTILINE) and _PYPROJECT_ELSEWHERE.search(text):
         raise Unbindable(f"{shown}'s inline metadata builds from files it names, which the trust can't pin")
     for listed, source in _PY_ANY_IMPORT.findall(text):
@@ -884,7 +1055,7 @@ _SPAWNING = {
 _REFLECTIVE = frozenset({"__builtins__", "builtins", "importlib", "sys", "os", "subprocess", "runpy", "pkgutil"})
 
 
-def _python_computes(text: str) -> str | None:
+def _python_computes(text: str, commands: list[str] | None = None) -> str | None:
     """Why a Python script starts a command, or reaches an import, that is computed when it runs (read with Python's
     own parser: `subprocess.run(["py" + "test"])`, `os.system(open("cmd").read())`, `getattr(__builtins__, …)`:
     round 27's verification), or None. A script Python can't parse can't be read for sure."""
@@ -918,6 +1089,13 @@ def _python_computes(text: str) -> str | None:
             first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
             if first is None or not _literal_command(first):
                 return f"`{owner + '.' if owner else ''}{name}(…)` starts a command computed when it runs"
+            if commands is not None:  # the command written out, as a shell line (a list's words quoted)
+                import shlex
+
+                if isinstance(first, ast.Constant):
+                    commands.append(str(first.value))
+                elif isinstance(first, (ast.List, ast.Tuple)):
+                    commands.append(shlex.join(str(e.value) for e in first.elts if isinstance(e, ast.Constant)))
     return None
 
 
@@ -938,6 +1116,8 @@ def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
         raise Unbindable(f"{shown} requires or imports a module named when it runs")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
+    if found := _JS_SPELLED.search(text):
+        raise Unbindable(f"{shown} spells text in escapes or codes (`{found.group(0)}`): what it names can't be read")
     if found := _JS_STARTS.search(text):
         raise Unbindable(f"{shown} can start processes or run code (`{found.group(0)}`): what it starts can't be read")
     for name in _JS_LITERAL.findall(text):
@@ -984,8 +1164,11 @@ def ruby_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     code = _code_lines(text)
     if found := _RB_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
-    if why := _starts_unread(code, _RB_STARTS):
+    started: list[str] = []
+    if why := _starts_unread(code, _RB_STARTS, started):
         raise Unbindable(f"{shown}: {why}")
+    for command in started:  # `system("sh scripts/a.sh")`: read as a shell line, its names bound
+        yield from shell_names(command, path, root, shown, strict=True)
     literal = {m.start() for m in _RB_LOAD.finditer(code)}
     if any(m.start() not in literal for m in _RB_ANY_LOAD.finditer(code)):
         raise Unbindable(f"{shown} requires or loads a file named when it runs")
@@ -1010,8 +1193,11 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     code = _code_lines(text)
     if found := _PL_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
-    if why := _starts_unread(code, _PL_STARTS):
+    started: list[str] = []
+    if why := _starts_unread(code, _PL_STARTS, started):
         raise Unbindable(f"{shown}: {why}")
+    for command in started:  # `system("sh scripts/a.sh")`: read as a shell line, its names bound
+        yield from shell_names(command, path, root, shown, strict=True)
     folders = [path.parent, Path(root) / "lib", Path(root)]
     for spec in _PL_LIB.findall(_to_last_semicolon(code)):
         spec = _PL_FINDBIN.sub(lambda _: str(path.parent), spec)
@@ -1072,7 +1258,13 @@ def pyproject_names(text: str, path: Path, root: Path, shown: str) -> Iterator[s
     return iter(())
 
 
+def _mixed(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
+    raise Unbindable(f"{shown}'s name and its `#!` line are two languages: run by name or run itself, it reads apart")
+    yield ""  # (a generator, as the other readers)
+
+
 _READERS = {
+    "mixed": _mixed,
     "shell": shell_names,
     "make": make_names,
     "package": package_names,
@@ -1091,22 +1283,32 @@ def _conventional(program: str) -> Iterator[str]:
 
 
 def script_commands(text: str, *, strict: bool = True) -> list[list[str]]:
+    return script_read(text, strict=strict).commands
+
+
+def script_read(text: str, *, strict: bool = True, posix: bool = False) -> Read:
     """A script's simple commands as words (script_lexer.py: split where bash splits them, across lines; the
     commands inside substitutions and expanding here-documents included). `strict`: what can't be placed as bash
     places it makes the text unbindable; otherwise (names a makefile's or package.json's text mentions) such a text
     is read line by line, a line that can't be read as its words split at blanks."""
     try:
-        return lexed_commands(text)
+        return _lexed(text, posix)
     except ScriptSyntax as why:
         if strict:
             raise Unbindable(f"its shell code {why}, which a reading can't place as bash does") from why
     commands: list[list[str]] = []
     for line in text.split("\n"):
         try:
-            commands += lexed_commands(line)
+            commands += _lexed(line, posix).commands
         except ScriptSyntax:
             commands.append(line.split())
-    return commands
+    return Read(commands)
+
+
+@lru_cache(maxsize=512)
+def _lexed(text: str, posix: bool = False) -> Read:
+    """(Read once per text: a package script reached from 2,000 `npm run a` lines was lexed 2,000 times.)"""
+    return lexed_read(text, posix=posix)
 
 
 def substituted(value: str, variables: dict[str, str]) -> str:
