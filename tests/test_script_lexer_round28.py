@@ -356,3 +356,17 @@ def test_the_hooks_git_runs_from_the_workspace_are_bound(tmp_path: Path, command
     assert binding(command, ws) != changed
     subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, timeout=30, env=env, check=True)
     assert (ws / "MARKER").exists(), "the proof: git ran the workspace's pre-commit"
+
+
+def test_a_binding_reads_a_bounded_number_of_commands(tmp_path: Path) -> None:
+    """A 20 KB hook reaching a 50 KB package script 2,000 times read it 2,000 times (77 s, the round's verification);
+    a script of 500,000 commands was read whole before its first was judged. Both stop at the bound now."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hook.sh").write_text("npm run a\n" * 2000)
+    (ws / "package.json").write_text(json.dumps({"scripts": {"a": " ; ".join(["echo a b c d e f"] * 3000)}}))
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and "100,000 commands" in found, found
+    (ws / "hook.sh").write_text("a;" * 2**19)
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and "100,000 commands" in found, found

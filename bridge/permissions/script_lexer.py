@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 MAX_DEPTH = 24
+MAX_COMMANDS = 100_000  # (a binding reads no more: script_reads.MAX_COMMANDS)
 MAX_DOCUMENTS = 16  # here-documents one line may start (bash's own bound since 5.1)
 # Where a command starts: after these words (as after an operator) — a tolerant split, not a grammar.
 RESERVED = frozenset({"{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"})
@@ -102,6 +103,8 @@ class _Reader:
 
         def flush() -> None:
             if words:
+                if len(self.commands) >= MAX_COMMANDS:
+                    raise ScriptSyntax(f"has more than {MAX_COMMANDS:,} commands")
                 self.commands.append(list(words))
                 words.clear()
 
