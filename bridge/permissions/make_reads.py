@@ -554,6 +554,6 @@ def _goal_names(
 def _command_names(command: str, where: str, root: Path, depth: int) -> Iterator[str]:
     """A recipe line (or `$(shell …)`'s text) read as a line of a shell script, strictly."""
     try:
-        yield from shell_names(command, root / "Makefile", root, where, make_depth=depth + 1)
+        yield from shell_names(command, root / "Makefile", root, where, make_depth=depth + 1, posix=True)  # (/bin/sh)
     except RecursionError as exc:
         raise Unbindable(f"{where}: nested too deep to read") from exc

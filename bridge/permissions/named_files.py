@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -87,7 +88,7 @@ def _binding(command: str, workspace: Path) -> str:
         first_paths.add(root)
     try:
         named = _with_script_files(named, root, _run_by_sh(command, root))
-        hooks = _git_hooks(root) if _runs_git(command, named) else None
+        hooks = _git_hooks(root, runs_git=_runs_git(command, named))
         if hooks is not None:  # what git runs of the workspace when the command runs git (`git commit`)
             named = _with_script_files(named | set(hooks[1]), root)
     except _Unbindable as why:
@@ -154,7 +155,15 @@ def _modules_in(folder: Path, bound: set[str]) -> str:
             content = "bound" if os.path.realpath(entry.path) in bound else _file_digest(entry.path)  # (on its own)
             digest.update(entry.name.encode() + b"\0" + content.encode() + b"\0")
         elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
-            digest.update(entry.name.encode() + b"/\0")
+            # a package shadowing the library's (`selectors/`) runs its `__init__` as `selectors.py` would
+            init = os.path.join(entry.path, "__init__.py")
+            content = "bound" if os.path.realpath(init) in bound else _file_digest(init)
+            digest.update(entry.name.encode() + b"/\0" + content.encode() + b"\0")
+        elif entry.name == "__pycache__" and entry.is_dir():
+            for cached in sorted(os.listdir(entry.path))[:MAX_MODULES]:  # what Python uses whatever the source says
+                where = os.path.join(entry.path, cached)
+                if cached.endswith(".pyc") and _unchecked_bytecode(where):
+                    digest.update(b"__pycache__/" + cached.encode() + _file_digest(where).encode())
     return digest.hexdigest()[:32]
 
 
@@ -365,7 +374,7 @@ GIT_HOOKS = frozenset(
         "post-index-change",
     }
 )
-_GIT_WORD = re.compile(rb"(?<![\w.$/-])git(?![\w.-])")
+_GIT_WORD = re.compile(rb"(?<![\w.$-])git(?![\w.-])")
 
 
 def _runs_git(command: str, named: set[Path]) -> bool:
@@ -373,22 +382,45 @@ def _runs_git(command: str, named: set[Path]) -> bool:
     if _GIT_WORD.search(command.encode("utf-8", "replace")):
         return True
     for path in named:
-        if _language(path) is None:
+        kind = _language(path)
+        if kind is None:
             continue
         try:
-            if _GIT_WORD.search(read_regular(path, MAX_SCRIPT_BYTES)):
-                return True
+            data = read_regular(path, MAX_SCRIPT_BYTES)
         except OSError:
             continue
+        if _GIT_WORD.search(data) or _spells_git(kind, data.decode("utf-8", "replace")):
+            return True
     return False
 
 
-def _git_hooks(root: Path) -> tuple[Path, list[Path]] | None:
+def _spells_git(kind: str, text: str) -> bool:
+    """`g''it` in a shell script, `'g' 'it'` in Python: the words as the language joins them."""
+    if kind == "shell":
+        from bridge.permissions.script_reads import script_commands
+
+        return any(w.rsplit("/", 1)[-1] == "git" for words in script_commands(text, strict=False) for w in words)
+    if kind == "python":
+        import ast
+
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return True
+        return any(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(r"(?<![\w.-])git\b", n.value)
+            for n in ast.walk(tree)
+        )
+    return False
+
+
+def _git_hooks(root: Path, *, runs_git: bool) -> tuple[Path, list[Path]] | None:
     """The folder git takes its hooks from for the workspace's repository (`core.hooksPath`, the repository's own
     settings over the user's; else `hooks` in the git directory), and the hooks there, when that folder is in the
     workspace: `git commit` in a trusted hook ran `.husky/pre-commit` or `.githooks/pre-commit`, files a pull
-    changes, bound to nothing (round 28). None when there is no repository or the folder is elsewhere."""
-    from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of
+    changes, bound to nothing (round 28). For a command that may run git (`_runs_git`: `/usr/bin/git`, `g''it` and
+    `['g' 'it']` too). None when there is no repository or the folder is elsewhere."""
+    from bridge.permissions.git_held import common_dir_of, gitdir_of
 
     dotgit = root / ".git"
     gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
@@ -396,14 +428,11 @@ def _git_hooks(root: Path) -> tuple[Path, list[Path]] | None:
         return None
     common = common_dir_of(gitdir) or gitdir
     hooks = common / "hooks"
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    for config in (xdg / "git" / "config", Path.home() / ".gitconfig", common / "config", gitdir / "config.worktree"):
-        entries = config_entries(config)
-        if entries is None:
-            raise _Unbindable(f"git's settings {config} can't be read: where its hooks are can't be known")
-        for key, value in entries:
-            if key == "core.hookspath" and value:
-                hooks = Path(os.path.normpath(os.path.join(root, os.path.expanduser(value))))
+    if not runs_git:
+        return None
+    configured = _hooks_path(root)
+    if configured:
+        hooks = Path(os.path.normpath(os.path.join(root, os.path.expanduser(configured))))
     real = Path(os.path.realpath(hooks))
     if not real.is_relative_to(root):
         return None
@@ -411,7 +440,55 @@ def _git_hooks(root: Path) -> tuple[Path, list[Path]] | None:
     return real, found
 
 
+def _hooks_path(root: Path) -> str:
+    """`core.hooksPath` as git takes it for the repository (every scope, `include.path` and `includeIf` followed:
+    a tracked `.gitconfig` included from the repository's settings set it, round 28's second verification)."""
+    from bridge.execution import programs
+
+    git = programs.helper("git")
+    if git is None:
+        raise _Unbindable("git is not here to say where the repository's hooks are")
+    env = {k: v for k, v in programs.helper_env().items() if not k.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            [git, "-C", str(root), "config", "--includes", "--get", "core.hooksPath"],
+            capture_output=True,
+            timeout=5,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise _Unbindable("git's settings can't be read: where its hooks are can't be known") from exc
+    if done.returncode not in (0, 1):  # (1: not set)
+        raise _Unbindable("git's settings can't be read: where its hooks are can't be known")
+    return os.fsdecode(done.stdout).strip()
+
+
 _BY_SH = re.compile(r"(?:^|[;&|(\s])(?:\S*/)?(?:sh|dash|ash)\s+(?:-\S+\s+)*([^\s;&|()<>]+)")
+
+
+_SOURCED = re.compile(r"(?:^|[;&|(\s])(?:\.|source)\s+([^\s;&|()<>]+)")
+
+
+def _sh_runs(path: Path, root: Path, *, sourced: bool) -> list[Path]:
+    """The workspace scripts a shell script gives to `sh` (and, `sourced`: a script dash runs, those it sources)."""
+    if _language(path) not in ("shell", "make", "package"):
+        return []
+    try:
+        text = read_regular(path, MAX_SCRIPT_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    names = [m.group(1) for m in _BY_SH.finditer(text)]
+    if sourced:
+        names += [m.group(1) for m in _SOURCED.finditer(text)]
+    found = []
+    for name in names:
+        for base in (root, path.parent):
+            inside = _inside(os.path.join(base, name.strip("'\"")), root)
+            if inside is not None:
+                found.append(inside)
+    return found
 
 
 def _run_by_sh(command: str, root: Path) -> frozenset[Path]:
@@ -425,18 +502,23 @@ def _with_script_files(named: set[Path], root: Path, by_sh: frozenset[Path] = fr
     what Python would load in a module's place (`_python_stand_ins`)."""
     out = set(named)
     todo = sorted(named)
-    seen: set[Path] = set()
+    seen: dict[Path, bool] = {}  # each file read, and whether as dash reads it
+    posix = set(by_sh)
     while todo:
         path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
+        if path in seen and (seen[path] or path not in posix):
+            continue  # (read, and not since found to be run by `sh`: then it is read again, as dash reads it)
+        seen[path] = path in posix
         try:
             st = os.stat(path)
         except OSError as exc:
             raise _Unbindable(f"{path.name} cannot be read ({exc.strerror})") from exc
         key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        found_now = list(_script_files(path, root, key, path in by_sh))
+        found_now = list(_script_files(path, root, key, path in posix))
+        for child in _sh_runs(path, root, sourced=path in posix):  # `sh lib.sh` in it; what a dash script sources
+            if child not in posix:
+                posix.add(child)
+                todo.append(child)
         if path.name.endswith(".py"):
             found_now += _python_stand_ins(path, root)
         for found in found_now:

@@ -92,7 +92,8 @@ _PY_IMPORT = re.compile(
 # Python that loads code in a way a reading of its text can't follow: the script stays off.
 _PY_DYNAMIC = re.compile(
     r"(?<![.\w])(?:exec|eval|compile|__import__|execfile)\s*\("
-    r"|\b(?:importlib|runpy|pkgutil|zipimport|imp|ctypes|cffi)\b"
+    r"|\b(?:importlib|runpy|pkgutil|zipimport|imp|ctypes|cffi|builtins|pickle|cPickle|marshal|shelve|dill|cloudpickle)\b"
+    r"|\bjoblib\s*+\.\s*+load|\byaml\s*+\.\s*+(?:load|unsafe_load)\b|\btorch\s*+\.\s*+load\b"
     r"|\bsys\s*\.\s*(?:path|meta_path|path_hooks|modules)\b|\bsite\s*\.\s*addsitedir\b"
 )
 # A string literal that names a file of code (a script it runs: `subprocess.run(["sh", "scripts/x.sh"])`).
@@ -157,7 +158,7 @@ def spend(commands: int) -> None:
     if budget is not None:
         budget[0] -= commands
         if budget[0] < 0:
-            raise Unbindable(f"reading what it runs takes more than {MAX_COMMANDS:,} commands")
+            raise Unbindable(f"reading what it runs takes more than {MAX_COMMANDS:,} steps (commands and names)")
 
 
 # Programs that find and run the folder's code by themselves — test modules and conftest.py, build scripts and
@@ -366,6 +367,14 @@ _JS_SPELLED = re.compile(
     r"\\x[2-7][0-9a-fA-F]|\\u00[2-7][0-9a-fA-F]|\\u\{0*[2-7][0-9a-fA-F]\}|\\[0-7]{3}"
     r"|\bfromCharCode\b|\bfromCodePoint\b|\batob\s*+\(|['\"]base64['\"]|\bdecodeURI\w*|\bunescape\s*+\("
 )
+# what the Node reading doesn't follow: `require` by another name, createRequire, Module._load, loader hooks, eval
+# by any name, Function's constructor, `#` imports, specifiers with a query; bare specifiers (packages, the folder's
+# own name: package.json's `exports`) are not read either
+_JS_UNREAD = re.compile(
+    r"\brequire\b(?!\s*+\()|\bcreateRequire\b|\b_load\b|\bregister\s*+\(|\bconstructor\b|\beval\b|\bFunction\b"
+    r"|\bimport\s*+\.\s*+meta\b|\bprocess\s*+\.\s*+(?:binding|dlopen|_linkedBinding)|\bWorker\b|\bvm\b"
+)
+_JS_SPECIFIER = re.compile(r"""(?:\brequire\s*+\(|\bfrom\s++|\bimport\s*+\(?)\s*+['"]([^'"\n]*+)['"]""")
 _RB_STARTS = re.compile(
     r"`|%x|\b(?:system|exec|spawn|fork|syscall|Open3|PTY|popen\w*+|__send__|public_send|send|method|instance_method"
     r"|define_method|const_get|ObjectSpace)\b|(?<![.\w])open\b|\bIO\s*+\.\s*+\w++"
@@ -380,6 +389,11 @@ _LITERAL_START = re.compile(
     r"|([^`#$@\\\n]*+)`"
 )
 
+# what the Perl reading doesn't follow: BEGIN blocks, `use if`, `do q(…)`, the old package separator, `-I`/`-M` on
+# the `#!` line, a here-document (its text may hold a line that starts POD or __END__, which hid what follows)
+_PL_UNREAD = re.compile(
+    r"\bBEGIN\b|\buse\s++if\b|\bdo\s*+q|\b(?:use|require|no)\s++\w++'\w|\A#!.*\s-[IMm]|<<\s*+[\"'~`\w]", re.MULTILINE
+)
 _PL_FILE_OPEN = re.compile(r"""\s*+\(?\s*+(?:my\s++)?\$\w++\s*+,\s*+(['"])(?:<|>|>>|\+<|\+>)(?::[\w()-]*+)?\1\s*+,""")
 
 
@@ -491,7 +505,7 @@ def shell_names(
             "an array subscript in arithmetic, PS4, prompt expansion, `${!x}`, `test -v`)"
         )
     for words in reading.commands:
-        spend(1)
+        spend(len(words))  # (a name per word: 120,000 words took 4 s)
         settings: list[str] = []
         while len(words) > 1 and re.match(r"[A-Za-z_]\w*\+?=", words[0]):
             settings.append(words[0])  # `X=1 cmd`: the program is after the assignments
@@ -514,6 +528,12 @@ def shell_names(
                 raise Unbindable(f"{shown}: {reads}")
             if (real := unwrapped(words)) and not assigns and not _known(substituted(real[0], own)):  # `env $X …`
                 raise Unbindable(f"{shown} runs `{real[0]}`, a name computed when it runs")
+            if real and (why := _takes_code(real) or _takes_code(words) or _runs_outside(real, root)):
+                raise Unbindable(f"{shown}: {why}")
+            if real and _inline(real, at := _operand(real)) and at < len(real) and not _gives_code(real):
+                kind = _INLINE_READERS.get(re.sub(r"[\d.]+$", "", _name(real[0])))
+                if kind is not None:  # `python3 -c '…'`, `node -e '…'`, `perl -e '…'` in a script: read as such
+                    yield from names_in(kind, real[at], path, root, shown)
             if real and any(_name(w) == "eval" for w in words[: len(words) - len(real)]):
                 # `eval 'sh evil.sh'`: its words joined are shell code, read as a script
                 yield from shell_names(" ".join(real), path, root, shown, make_depth=make_depth, posix=posix)
@@ -738,7 +758,7 @@ def unwrapped(words: list[str]) -> list[str]:
 
 _PLAIN_WRAPPERS = frozenset(
     {"env", "time", "nice", "nohup", "timeout", "exec", "command", "builtin", "sudo", "doas", "stdbuf", "setsid"}
-    | {"coproc"}
+    | {"coproc", "setpriv", "unshare", "nsenter", "chroot", "sg", "newgrp", "bwrap", "proot", "fakeroot"}
     | {"eval", "chrt", "ionice", "taskset", "flock", "unbuffer", "xargs", "caffeinate", "prlimit", "setarch"}
     | {"linux32", "linux64", "numactl", "cgexec", "systemd-run", "firejail", "strace", "ltrace", "valgrind"}
 )
@@ -752,7 +772,7 @@ _LONG_VALUED = {
 _WRAPPER_VALUED = {"xargs": "IiLnPsdEa", "sudo": "ugCDhpRrTU", "doas": "uC", "env": "uCS", "timeout": "sk"}
 _WRAPPER_VALUED |= {"nice": "n", "ionice": "cnpP", "taskset": "", "stdbuf": "ioe", "flock": "wE", "time": "fo"}
 _WRAPPER_VALUED |= {"strace": "eoopsuE", "ltrace": "eoopsuE", "numactl": "CNmpi", "cgexec": "g"}
-_WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt", "setarch"})
+_WRAPPER_POSITIONAL = frozenset({"timeout", "flock", "taskset", "chrt", "setarch", "chroot", "sg"})
 
 
 def _runs_code(program: str) -> bool:
@@ -800,14 +820,135 @@ def _operand(words: list[str]) -> int:
     return len(words)
 
 
+# Programs that run code given on their command line, or from a file, that no reader here reads: refused where
+# the option (or, for `True`, any use) appears (round 28's second verification: awk's system(), sed's `e`, tar's
+# checkpoint actions, ssh's ProxyCommand, `git -c alias.x=!…`, `mapfile -C`, `script -c`…).
+_CODE_TAKERS: dict[str, frozenset[str] | bool] = {
+    "sed": frozenset({"-f", "--file"}),
+    "gsed": frozenset({"-f", "--file"}),
+    "tclsh": True,
+    "wish": True,
+    "expect": True,
+    "php": True,
+    "lua": True,
+    "luajit": True,
+    "Rscript": True,
+    "osascript": True,
+    "pwsh": True,
+    "powershell": True,
+    "vim": True,
+    "vi": True,
+    "nvim": True,
+    "ex": True,
+    "view": True,
+    "emacs": True,
+    "gdb": True,
+    "lldb": True,
+    "script": True,
+    "flock": frozenset({"-c", "--command"}),
+    "su": frozenset({"-c", "--command", "-s", "--shell"}),
+    "runuser": frozenset({"-c", "--command"}),
+    "tar": frozenset(
+        {
+            "--checkpoint-action",
+            "--to-command",
+            "-I",
+            "--use-compress-program",
+            "-F",
+            "--info-script",
+            "--new-volume-script",
+            "--rsh-command",
+        }
+    ),
+    "ssh": frozenset({"-o", "-F"}),
+    "scp": frozenset({"-o", "-F", "-S"}),
+    "sftp": frozenset({"-o", "-F", "-S"}),
+    "rsync": frozenset({"-e", "--rsh", "--rsync-path"}),
+    "git": frozenset({"-c", "--config-env", "--exec-path"}),
+    "mapfile": frozenset({"-C"}),
+    "readarray": frozenset({"-C"}),
+    "compgen": frozenset({"-C", "-F"}),
+    "complete": True,
+    "watch": True,
+    "at": True,
+    "batch": True,
+    "crontab": True,
+    "tmux": True,
+    "screen": True,
+    "dtach": True,
+    "busybox": True,
+    "zip": frozenset({"-TT", "--unzip-command"}),
+    "man": frozenset({"-P", "-H"}),
+    "less": True,
+    "more": True,
+    "most": True,
+}
+_AWK_RUNS = re.compile(r"\bsystem\s*+\(|\bgetline\b|\|\s*+&|\bprintf?\b[^;{}]*?\|")
+_SED_RUNS = re.compile(r"(?:^|[;{}\n])\s*+e\b|/[gipmwIM0-9]*+e[gipmwIM0-9]*+\s*+(?:$|[;}\n])")
+_INLINE_READERS = {"python": "python", "node": "node", "nodejs": "node", "perl": "perl", "ruby": "ruby"}
+
+
+def _takes_code(words: list[str]) -> str | None:
+    """Why the command runs code a reading here doesn't read (a program or an option that takes code), or None."""
+    name = _name(words[0])
+    if name.endswith("awk") and name in ("awk", "gawk", "mawk", "nawk", "busybox"):
+        if "-f" in words or any(w.startswith(("-f", "--file")) for w in words[1:]):
+            return f"`{name} -f` runs an awk program from a file, which is not read"
+        if any(_AWK_RUNS.search(w) for w in words[1:]):
+            return f"`{name}`'s program starts commands (system(), getline, a pipe)"
+        return None
+    if name in ("sed", "gsed") and any(_SED_RUNS.search(w) for w in words[1:] if not w.startswith("-")):
+        return f"`{name}`'s script runs commands (`e`)"
+    rule = _CODE_TAKERS.get(name)
+    if rule is True:
+        return f"`{name}` runs code or commands a reading here doesn't read"
+    if isinstance(rule, frozenset):
+        for word in words[1:]:
+            option = word.split("=", 1)[0]
+            if option in rule or (len(option) > 2 and option[:2] in rule and not option.startswith("--")):
+                return f"`{name} {option}` runs code or commands a reading here doesn't read"
+    if re.fullmatch(r"(?:php|lua|Rscript)[\d.]*", name) or (
+        name in ("node", "nodejs", "deno", "bun")
+        and any(w.startswith(("--import", "--require", "-r", "--loader", "--experimental-loader")) for w in words[1:])
+    ):
+        return f"`{name}` runs code a reading here doesn't read"
+    return None
+
+
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib", "/opt/", "/etc/", "/nix/", "/snap/", "/System/", "/Library/")
+
+
+def _runs_outside(words: list[str], root: Path) -> str | None:
+    """Why the command runs a file outside the workspace that isn't an installed program (`sh /tmp/copy.sh`: a
+    copy the script made of a workspace file, which the trust can't pin), or None."""
+    candidates = [words[0]]
+    if _runs_code(words[0]) and (at := _operand(words)) < len(words) and not _inline(words, at):
+        candidates.append(words[at])
+    for word in candidates:
+        if not word.startswith(("/", "~")) or "$" in word:
+            continue
+        real = os.path.normpath(os.path.expanduser(word))
+        if real == str(root) or real.startswith(str(root) + os.sep) or real.startswith(_SYSTEM_DIRS):
+            continue
+        if real.startswith(("/dev/", "/proc/")):
+            continue  # (said elsewhere: code read through a descriptor)
+        return f"`{word}` is a file outside the workspace it runs, which the trust can't pin"
+    return None
+
+
 def _inline(words: list[str], at: int) -> bool:
     """Whether the operand at `at` is code written out and read as such (`sh -c '…'`, `python -c '…'`, awk's
     program without `-f`), not the name of a file to run."""
     if _name(words[0]).endswith("awk"):
         return "-f" not in words[:at]
-    # a shell's `-c` code and Python's are read themselves (a computed one is refused there); Perl's, Ruby's and
-    # Node's `-e` are not read, so a `$` in them counts as computed
-    return _gives_code(words) or (bool(re.fullmatch(r"python[\d.]*", _name(words[0]))) and words[at - 1] == "-c")
+    # a shell's `-c` code, and Python's, Node's, Perl's and Ruby's written-out code, are read themselves (in a
+    # script: `_INLINE_READERS`)
+    if at >= len(words) or at < 1:
+        return False
+    name = re.sub(r"[\d.]+$", "", _name(words[0]))
+    flags = {"python": ("-c",), "node": ("-e", "-p", "--eval", "--print"), "nodejs": ("-e", "-p", "--eval", "--print")}
+    flags |= {"perl": ("-e", "-E"), "ruby": ("-e",)}
+    return _gives_code(words) or words[at - 1] in flags.get(name, ())
 
 
 def _gives_code(words: list[str]) -> bool:
@@ -864,7 +1005,7 @@ def package_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str
         return
     for command in scripts.values():
         if isinstance(command, str):
-            yield from shell_names(command, path, root, shown, strict=False)
+            yield from shell_names(command, path, root, shown, strict=False, posix=True)
             for words in script_commands(
                 command, strict=False
             ):  # a script's programs are found in node_modules/.bin first
@@ -925,7 +1066,7 @@ def package_script_discovers(words: list[str], root: Path, depth: int = 0, seen:
         text = scripts.get(each)
         if isinstance(text, str) and each not in seen:  # (each script once: `a` running `npm run a` 200 times)
             seen.add(each)
-            for command in script_commands(text):
+            for command in script_commands(text, posix=True):  # (npm runs its scripts with `sh`)
                 spend(1)
                 why = discovers(command) or package_script_discovers(command, root, depth + 1, seen)
                 if why is None and make_reads.is_make(real := unwrapped(command)):
@@ -1000,11 +1141,25 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
+    cookie = re.search(r"^[ \t\f]*+#.*?coding[:=][ \t]*+([-\w.]++)", "\n".join(text.split("\n", 2)[:2]), re.M)
+    if cookie and cookie.group(1).lower().replace("_", "-") not in ("utf-8", "utf8", "ascii", "latin-1", "iso-8859-1"):
+        raise Unbindable(f"{shown} is decoded as {cookie.group(1)}, which a reading of its text can't follow")
     started: list[str] = []
-    if why := _python_computes(text, started):
+    imports: list[Any] = []
+    if why := _python_computes(text, started, imports):
         raise Unbindable(f"{shown}: {why}")
+    for node in imports:  # every import, wherever it stands (`import os; import pkg.evil`, `if x: import y`)
+        spend(1)
+        if node.__class__.__name__ == "Import":
+            imported = [("", "", "", ", ".join(alias.name for alias in node.names))]
+        else:
+            imported = [("." * node.level, node.module or "", ", ".join(a.name for a in node.names), "")]
+        for top in (n.split(".")[0] for n in (*(a.name for a in node.names), node.__dict__.get("module") or "")):
+            if top in PY_DISCOVERING_IMPORTS:
+                raise Unbindable(f"{shown} imports `{top}`, which finds and runs the folder's code by itself")
+        yield from _python_import_paths(imported, path, root)
     for command in started:  # `os.system('sh evil.sh')`: what the written-out command runs is read as a shell line
-        yield from shell_names(command, path, root, shown, strict=True)
+        yield from shell_names(command, path, root, shown, strict=True, posix=True)  # (`/bin/sh -c`)
     if re.search(r"^# /// script\b", text, re.MULTILINE) and _PYPROJECT_ELSEWHERE.search(text):
         raise Unbindable(f"{shown}'s inline metadata builds from files it names, which the trust can't pin")
     for listed, source in _PY_ANY_IMPORT.findall(text):
@@ -1021,7 +1176,12 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
     for name in _PY_CODE_LITERAL.findall(text):
         yield os.path.join(root, name)
         yield os.path.join(path.parent, name)
-    for dots, base, names, plain in _PY_IMPORT.findall(text):
+    # (the imports were read above, from Python's own parse: `_PY_IMPORT`'s line-start reading missed some)
+
+
+def _python_import_paths(found: list[tuple[str, str, str, str]], path: Path, root: Path) -> Iterator[str]:
+    """The files a module named by an import may be, beside the script (and from the workspace)."""
+    for dots, base, names, plain in found:
         modules: list[str] = []
         if plain:
             modules = [part.split(" as ")[0].strip() for part in plain.split(",")]
@@ -1034,6 +1194,7 @@ def python_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]
             folders.append(root)
         for module in (m for m in modules if re.fullmatch(r"[\w.]+", m)):
             parts = module.split(".")
+            spend(len(parts) + 1)
             for folder in folders:  # the module, and each package above it (their `__init__` runs too)
                 yield os.path.join(folder, *parts) + ".py"
                 for n in range(1, len(parts) + 1):
@@ -1049,13 +1210,14 @@ _SPAWNING = {
     "subprocess": _SUBPROCESS_CALLS,
     "sp": _SUBPROCESS_CALLS,
     "os": _OS_CALLS,
+    "posix": _OS_CALLS,
     "pty": frozenset({"spawn"}),
     "asyncio": frozenset({"create_subprocess_exec", "create_subprocess_shell"}),
 }
 _REFLECTIVE = frozenset({"__builtins__", "builtins", "importlib", "sys", "os", "subprocess", "runpy", "pkgutil"})
 
 
-def _python_computes(text: str, commands: list[str] | None = None) -> str | None:
+def _python_computes(text: str, commands: list[str] | None = None, imports: list[Any] | None = None) -> str | None:
     """Why a Python script starts a command, or reaches an import, that is computed when it runs (read with Python's
     own parser: `subprocess.run(["py" + "test"])`, `os.system(open("cmd").read())`, `getattr(__builtins__, …)`:
     round 27's verification), or None. A script Python can't parse can't be read for sure."""
@@ -1065,7 +1227,27 @@ def _python_computes(text: str, commands: list[str] | None = None) -> str | None
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "Python can't parse it, so what it runs can't be read"
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            for alias in node.names:
+                top = (module or alias.name).split(".")[0]
+                if top in _SPAWNING or top in _REFLECTIVE:
+                    if alias.name == "*":
+                        return f"`from {module} import *` hides what starts commands"
+                    if alias.asname and (module is None or alias.name in _SPAWNING.get(top, ())):
+                        return f"`{alias.name} as {alias.asname}` renames what starts commands"
+            if imports is not None:
+                imports.append(node)
+            continue
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and id(node) not in called
+            and node.attr in _SPAWNING.get(node.value.id, ())  # `map(os.system, …)`
+        ):
+            return f"`{node.value.id}.{node.attr}` is passed around, not called: what it starts can't be read"
         if not isinstance(node, ast.Call):
             continue
         function = node.func
@@ -1087,6 +1269,14 @@ def _python_computes(text: str, commands: list[str] | None = None) -> str | None
         )
         if name in _SPAWNING.get(owner, ()) or imported:
             first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
+            if any(k.arg in ("executable", "preexec_fn", "env") or k.arg is None for k in node.keywords):
+                return f"`{name}(…)` is given the program, a hook or the environment it starts with"
+            shell = any(
+                k.arg == "shell" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in node.keywords
+            )
+            if shell and isinstance(first, (ast.List, ast.Tuple)) and first.elts:
+                first = first.elts[0]  # (with shell=True a list's first item is the shell line)
             if first is None or not _literal_command(first):
                 return f"`{owner + '.' if owner else ''}{name}(…)` starts a command computed when it runs"
             if commands is not None:  # the command written out, as a shell line (a list's words quoted)
@@ -1110,17 +1300,41 @@ def _literal_command(node: object) -> bool:
     return False
 
 
+def _package_name(root: Path) -> str | None:
+    """The workspace package.json's `name` (a script requiring it by that name gets what its `exports` say)."""
+    try:
+        name = json.loads(read_regular(root / "package.json", 1 << 20)).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def node_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     """The files a Node script requires or imports by a relative name, as Node resolves them."""
     if _JS_DYNAMIC.search(text):
         raise Unbindable(f"{shown} requires or imports a module named when it runs")
     if why := _literal_runs(text):
         raise Unbindable(f"{shown}: {why}")
+    if found := _JS_UNREAD.search(text):
+        raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
+    own = _package_name(root)
+    for name in _JS_SPECIFIER.findall(text):
+        spend(1)
+        folder = os.path.join(path.parent, name)
+        bare = not name.startswith((".", "/", "node:"))
+        top = "/".join(name.split("/")[: 2 if name.startswith("@") else 1])
+        if (
+            re.search(r"[?#%]", name)
+            or (os.path.isdir(folder) and os.path.exists(os.path.join(folder, "package.json")))
+            or (bare and own is not None and top == own)
+        ):
+            raise Unbindable(f"{shown} requires `{name}`, which Node resolves through what a folder's files say")
     if found := _JS_SPELLED.search(text):
         raise Unbindable(f"{shown} spells text in escapes or codes (`{found.group(0)}`): what it names can't be read")
     if found := _JS_STARTS.search(text):
         raise Unbindable(f"{shown} can start processes or run code (`{found.group(0)}`): what it starts can't be read")
     for name in _JS_LITERAL.findall(text):
+        spend(8)  # (the names a relative specifier may be)
         base = os.path.join(path.parent, name)
         yield base
         for suffix in (*NODE_SUFFIXES, ".json"):
@@ -1168,7 +1382,7 @@ def ruby_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     if why := _starts_unread(code, _RB_STARTS, started):
         raise Unbindable(f"{shown}: {why}")
     for command in started:  # `system("sh scripts/a.sh")`: read as a shell line, its names bound
-        yield from shell_names(command, path, root, shown, strict=True)
+        yield from shell_names(command, path, root, shown, strict=True, posix=True)
     literal = {m.start() for m in _RB_LOAD.finditer(code)}
     if any(m.start() not in literal for m in _RB_ANY_LOAD.finditer(code)):
         raise Unbindable(f"{shown} requires or loads a file named when it runs")
@@ -1194,10 +1408,12 @@ def perl_names(text: str, path: Path, root: Path, shown: str) -> Iterator[str]:
     if found := _PL_DYNAMIC.search(code):
         raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     started: list[str] = []
+    if found := _PL_UNREAD.search(text):
+        raise Unbindable(f"{shown} loads code in a way that can't be followed before it runs (`{found.group(0)}`)")
     if why := _starts_unread(code, _PL_STARTS, started):
         raise Unbindable(f"{shown}: {why}")
     for command in started:  # `system("sh scripts/a.sh")`: read as a shell line, its names bound
-        yield from shell_names(command, path, root, shown, strict=True)
+        yield from shell_names(command, path, root, shown, strict=True, posix=True)
     folders = [path.parent, Path(root) / "lib", Path(root)]
     for spec in _PL_LIB.findall(_to_last_semicolon(code)):
         spec = _PL_FINDBIN.sub(lambda _: str(path.parent), spec)
@@ -1230,7 +1446,8 @@ _PYPROJECT_ELSEWHERE = re.compile(
 
 
 _NPMRC_RUNS = re.compile(
-    r"^\s*+(?:script-shell|node-options|onload-script|init-module|shell|globalconfig|userconfig|yarnPath|plugins)\b",
+    r"^\s*+[\"']?(?:script[-_]shell|node[-_]options|onload[-_]script|init[-_]module|shell|globalconfig|userconfig"
+    r"|yarnPath|plugins)\b",
     re.MULTILINE,
 )
 
@@ -1282,8 +1499,8 @@ def _conventional(program: str) -> Iterator[str]:
     yield from CONVENTIONAL.get(program.rsplit("/", 1)[-1], ())
 
 
-def script_commands(text: str, *, strict: bool = True) -> list[list[str]]:
-    return script_read(text, strict=strict).commands
+def script_commands(text: str, *, strict: bool = True, posix: bool = False) -> list[list[str]]:
+    return script_read(text, strict=strict, posix=posix).commands
 
 
 def script_read(text: str, *, strict: bool = True, posix: bool = False) -> Read:
