@@ -430,3 +430,26 @@ def test_the_second_verifications_runs_are_pinned(tmp_path: Path, case: dict[str
     )
     if not marker.exists():
         pytest.skip("the proof needs a tool this machine lacks")
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "code"),
+    [
+        ("python3 h.py", "h.py", 'import subprocess as sp\nsp.run(["git", "status"])\n'),
+        ("python3 h.py", "h.py", 'from subprocess import run as r\nr(["git", "status"])\n'),
+        (
+            "node h.mjs",
+            "h.mjs",
+            "import path from 'node:path'\nclass A { constructor() { this.d = import.meta.url } }\n",
+        ),
+    ],
+)
+def test_what_the_rounds_refuse_leaves_ordinary_scripts_bound(
+    tmp_path: Path, command: str, name: str, code: str
+) -> None:
+    """A renamed module whose calls are literal, a JavaScript class and `import.meta`: read, not refused (the
+    refusals are for a spawning call under another name, `.constructor` reached from a value, a loader hook)."""
+    ws = _workspace(tmp_path, "")
+    (ws / name).write_text(code)
+    found = binding(command, ws)
+    assert not found.startswith(UNBINDABLE) and f"{name} sha256:" in found, found

@@ -371,8 +371,9 @@ _JS_SPELLED = re.compile(
 # by any name, Function's constructor, `#` imports, specifiers with a query; bare specifiers (packages, the folder's
 # own name: package.json's `exports`) are not read either
 _JS_UNREAD = re.compile(
-    r"\brequire\b(?!\s*+\()|\bcreateRequire\b|\b_load\b|\bregister\s*+\(|\bconstructor\b|\beval\b|\bFunction\b"
-    r"|\bimport\s*+\.\s*+meta\b|\bprocess\s*+\.\s*+(?:binding|dlopen|_linkedBinding)|\bWorker\b|\bvm\b"
+    r"\brequire\b(?!\s*+\()|\bcreateRequire\b|\b_load\b|\bregister\s*+\(\s*+['\"]|\.\s*+constructor\b|\beval\b"
+    r"|\bFunction\s*+\(|\bprocess\s*+\.\s*+(?:binding|dlopen|_linkedBinding)|\bnew\s++Worker\b"
+    r"|['\"](?:node:)?(?:vm|worker_threads|module|inspector|wasi)['\"]"
 )
 _JS_SPECIFIER = re.compile(r"""(?:\brequire\s*+\(|\bfrom\s++|\bimport\s*+\(?)\s*+['"]([^'"\n]*+)['"]""")
 _RB_STARTS = re.compile(
@@ -1228,16 +1229,23 @@ def _python_computes(text: str, commands: list[str] | None = None, imports: list
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "Python can't parse it, so what it runs can't be read"
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    spawning = dict(_SPAWNING)  # and the names the script gives them (`import subprocess as s`, `run as r`)
+    renamed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        for alias in node.names if isinstance(node, (ast.Import, ast.ImportFrom)) else ():
+            if isinstance(node, ast.Import) and alias.asname and alias.name in _SPAWNING:
+                spawning[alias.asname] = _SPAWNING[alias.name]
+            elif (
+                isinstance(node, ast.ImportFrom) and alias.asname and alias.name in _SPAWNING.get(node.module or "", ())
+            ):
+                renamed[alias.asname] = alias.name
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             module = node.module if isinstance(node, ast.ImportFrom) else None
             for alias in node.names:
                 top = (module or alias.name).split(".")[0]
-                if top in _SPAWNING or top in _REFLECTIVE:
-                    if alias.name == "*":
-                        return f"`from {module} import *` hides what starts commands"
-                    if alias.asname and (module is None or alias.name in _SPAWNING.get(top, ())):
-                        return f"`{alias.name} as {alias.asname}` renames what starts commands"
+                if (top in _SPAWNING or top in _REFLECTIVE) and alias.name == "*":
+                    return f"`from {module} import *` hides what starts commands"
             if imports is not None:
                 imports.append(node)
             continue
@@ -1245,7 +1253,7 @@ def _python_computes(text: str, commands: list[str] | None = None, imports: list
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and id(node) not in called
-            and node.attr in _SPAWNING.get(node.value.id, ())  # `map(os.system, …)`
+            and node.attr in spawning.get(node.value.id, ())  # `map(os.system, …)`
         ):
             return f"`{node.value.id}.{node.attr}` is passed around, not called: what it starts can't be read"
         if not isinstance(node, ast.Call):
@@ -1263,11 +1271,14 @@ def _python_computes(text: str, commands: list[str] | None = None, imports: list
         )
         if name == "getattr" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in _REFLECTIVE:
             return f"`getattr({node.args[0].id}, …)` reaches what it runs by a name"
-        imported = not owner and any(
-            name in calls and re.search(rf"\bfrom\s+{module}\s+import\b[^\n]*\b{name}\b", text)
-            for module, calls in _SPAWNING.items()
+        imported = not owner and (
+            name in renamed
+            or any(
+                name in calls and re.search(rf"\bfrom\s+{module}\s+import\b[^\n]*\b{name}\b", text)
+                for module, calls in _SPAWNING.items()
+            )
         )
-        if name in _SPAWNING.get(owner, ()) or imported:
+        if name in spawning.get(owner, ()) or imported:
             first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
             if any(k.arg in ("executable", "preexec_fn", "env") or k.arg is None for k in node.keywords):
                 return f"`{name}(…)` is given the program, a hook or the environment it starts with"
