@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bridge.permissions.shell_lexer import backtick_text, continues
+
 MAX_DEPTH = 24
 MAX_COMMANDS = 100_000  # (a binding reads no more: script_reads.MAX_COMMANDS)
 MAX_DOCUMENTS = 16  # here-documents one line may start (bash's own bound since 5.1)
@@ -367,22 +369,13 @@ class _Reader:
 
     def _backtick(self, *, quoted: bool) -> str:
         """`` `…` ``: its text unescaped as bash does, read as commands of its own."""
-        src, n = self.src, self.n
+        src = self.src
         at = self.pos
-        i = at + 1
-        inner: list[str] = []
-        escaped = '$`\\"' if quoted else "$`\\"
-        while i < n and src[i] != "`":
-            if src[i] == "\\" and i + 1 < n:
-                inner.append(src[i + 1] if src[i + 1] in escaped else src[i : i + 2])
-                i += 2
-            else:
-                inner.append(src[i])
-                i += 1
-        if i >= n:
+        found = backtick_text(src, at, quoted=quoted)
+        if found is None:
             raise ScriptSyntax("has an unterminated backtick")
-        self.pos = i + 1
-        _Reader("".join(inner), self.commands, self.depth + self.level + 1).read_list(closer=False)
+        inner, self.pos = found
+        _Reader(inner, self.commands, self.depth + self.level + 1).read_list(closer=False)
         return src[at : self.pos]
 
     def _nested_list(self) -> None:
@@ -469,7 +462,7 @@ class _Reader:
             body: list[str] = []
             while self.pos < self.n:
                 parts = [self._line()]
-                while doc.expands and _continues(parts[-1]) and self.pos < self.n:
+                while doc.expands and continues(parts[-1]) and self.pos < self.n:
                     parts[-1] = parts[-1][:-1]  # (joined once: a line of 1 MiB of `a\⏎` stays linear)
                     parts.append(self._line())
                 line = "".join(parts)
@@ -508,8 +501,3 @@ class _Reader:
                 self._backtick(quoted=False)  # (a here-document's backslash quotes no `"`: bash keeps `\"` there)
             else:
                 self.pos += 1
-
-
-def _continues(line: str) -> bool:
-    """Whether a line ends in a backslash that escapes its newline (an odd run of them)."""
-    return (len(line) - len(line.rstrip("\\"))) % 2 == 1

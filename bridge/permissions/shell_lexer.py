@@ -304,23 +304,13 @@ class Lexer:
         shape.append(EXPANDED)
 
     def _backtick(self, value: list[str], shape: list[str], why: list[str], *, quoted: bool = False) -> None:
-        src, n = self.src, self.n
+        src = self.src
         at = self.pos
-        i = at + 1
-        inner: list[str] = []
-        # a backslash quotes `$`, a backtick and itself; in double quotes `"` too (bash drops it before `"` there)
-        escaped = '$`\\"' if quoted else "$`\\"
-        while i < n and src[i] != "`":
-            if src[i] == "\\" and i + 1 < n:
-                inner.append(src[i + 1] if src[i + 1] in escaped else src[i : i + 2])
-                i += 2
-            else:
-                inner.append(src[i])
-                i += 1
-        if i >= n:
+        found = backtick_text(src, at, quoted=quoted)
+        if found is None:
             raise ShellSyntaxError("has an unterminated backtick")
-        self.pos = i + 1
-        self._nested("".join(inner), self.span or (at, self.pos))
+        inner, self.pos = found
+        self._nested(inner, self.span or (at, self.pos))
         value.append(src[at : self.pos])
         shape.append(EXPANDED)
         why.append("uses a command substitution `…`")
@@ -356,7 +346,7 @@ class Lexer:
                 line = self._heredoc_line()
                 # in a document that expands, bash joins a line ending in an unescaped backslash with the next
                 # before it looks for the delimiter or a substitution (`EO\⏎F` ends it, `$\⏎(…)` runs)
-                while doc.expands and _continues(line) and self.pos < self.n:
+                while doc.expands and continues(line) and self.pos < self.n:
                     line = line[:-1] + self._heredoc_line()
                 # `<<-`: bash matches the line as it is, then with its leading tabs stripped
                 if line == doc.delimiter or (doc.strip_tabs and line.lstrip("\t") == doc.delimiter):
@@ -377,7 +367,24 @@ class Lexer:
                         self.script.commands[doc.owner] = dataclasses.replace(owner, expands=(*owner.expands, *names))
 
 
-def _continues(line: str) -> bool:
+def backtick_text(src: str, at: int, *, quoted: bool) -> tuple[str, int] | None:
+    """The text of the backtick substitution at `at`, unescaped as bash does, and where it ends; None when it is
+    not closed. A backslash quotes `$`, a backtick and itself; in double quotes `"` too (bash drops it there)."""
+    n = len(src)
+    i = at + 1
+    inner: list[str] = []
+    escaped = '$`\\"' if quoted else "$`\\"
+    while i < n and src[i] != "`":
+        if src[i] == "\\" and i + 1 < n:
+            inner.append(src[i + 1] if src[i + 1] in escaped else src[i : i + 2])
+            i += 2
+        else:
+            inner.append(src[i])
+            i += 1
+    return None if i >= n else ("".join(inner), i + 1)
+
+
+def continues(line: str) -> bool:
     """Whether a line ends in a backslash that escapes its newline (an odd run of them)."""
     return (len(line) - len(line.rstrip("\\"))) % 2 == 1
 
