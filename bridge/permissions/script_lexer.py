@@ -7,8 +7,9 @@ line-by-line reading took `echo "⏎"; pytest; echo "⏎"` for two quoted words,
 here-document's `$(…)` (round 28, each proven by bash running a file the binding did not pin).
 
 What it can't place as bash does raises `ScriptSyntax` (the caller leaves the command unbindable): an unterminated
-quote or substitution, `case` inside `$(…)` (its patterns' `)`), `$((`/`((` that are not arithmetic, a
-here-document delimiter written with `$'…'`. One pass, linear in the text; nesting bounded by `MAX_DEPTH`.
+quote or substitution, `$((`/`((` that are not arithmetic, a `#` inside `[[ … ]]`, a here-document delimiter
+written with `$'…'`, a line continued inside an operator (`<\\⏎<`), NUL bytes; in `posix` mode (dash) what dash
+splits otherwise. One pass, linear in the text; nesting, here-documents and commands bounded.
 
 Words come back with their quotes removed and their expansions as written (`"$HOME/x"` -> `$HOME/x`,
 `$(cat f)` -> `$(cat f)`); the commands inside substitutions (`$(…)`, backticks, `<(…)`, an expanding
@@ -25,13 +26,13 @@ from bridge.permissions.shell_lexer import backtick_text, continues
 MAX_DEPTH = 24
 MAX_COMMANDS = 100_000  # (a binding reads no more: script_reads.MAX_COMMANDS)
 MAX_DOCUMENTS = 16  # here-documents one line may start (bash's own bound since 5.1)
-# Where a command starts: after these words (as after an operator) — a tolerant split, not a grammar.
+# Reserved words: where a command starts, they start it (`then pytest`); elsewhere they are arguments (`echo }`).
 RESERVED = frozenset({"{", "}", "!", "then", "do", "else", "elif", "if", "while", "until"})
 _OPERATORS = (";;&", "&&", "||", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _BREAKS = frozenset(" \t\n;&|()")
 _OPERATOR_CHARS = frozenset(";&|()")
 # a backslash-newline that bash removes before it reads an operator or a quote (`$\⏎'…'`, `<\⏎<`, `<<\⏎-`)
-_CONTINUED_OPERATOR = re.compile(r"[$<>&|;(]\\\n|\\\n[<>(\-'\"{\[$`]")
+_CONTINUED_OPERATOR = re.compile(r"[$<>]\\\n")  # (`&&\⏎`, `|\⏎` split the same commands either way)
 _REDIRECTS = (">>", ">&", ">|", "<&", "<>", ">", "<")
 _ASSIGNS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 
