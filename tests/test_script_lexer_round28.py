@@ -34,6 +34,22 @@ def _workspace(tmp_path: Path, script: str) -> Path:
     return ws
 
 
+def _program(path: Path, line: str) -> None:
+    """An executable shell script of one line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{line}\n")
+    path.chmod(0o755)
+
+
+def _refused_and_run(ws: Path, why: str, proof: str) -> None:
+    """`bash hook.sh` is unbindable, saying `why`; and bash, running it, writes the marker (the proof)."""
+    found = binding("bash hook.sh", ws)
+    assert found.startswith(UNBINDABLE) and why in found, found
+    assert BASH is not None
+    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert (ws / "MARKER").exists(), proof
+
+
 def _pinned(ws: Path) -> bool:
     """Whether a change to evil.sh is seen: the binding changes with it, or the hook can't be bound at all."""
     before = binding("bash hook.sh", ws)
@@ -220,14 +236,8 @@ def test_a_builtin_that_sets_where_programs_are_found_leaves_the_hook_off(tmp_pa
     script's `ls` then ran the workspace's bin/ls, bound to nothing."""
     ws = _workspace(tmp_path, script)
     (ws / "p.txt").write_text("./bin\n")
-    (ws / "bin").mkdir()
-    (ws / "bin" / "ls").write_text("#!/bin/sh\n: > MARKER\n")  # (a builtin: PATH may be ./bin alone)
-    (ws / "bin" / "ls").chmod(0o755)
-    found = binding("bash hook.sh", ws)
-    assert found.startswith(UNBINDABLE) and "PATH" in found, found
-    assert BASH is not None
-    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert (ws / "MARKER").exists(), "the proof: bash runs the workspace's bin/ls"
+    _program(ws / "bin" / "ls", ": > MARKER")  # (a builtin: PATH may be ./bin alone)
+    _refused_and_run(ws, "PATH", "the proof: bash runs the workspace's bin/ls")
 
 
 @pytest.mark.skipif(BASH is None, reason="bash is the proof")
@@ -236,14 +246,8 @@ def test_a_cd_to_a_folder_named_when_the_script_runs_leaves_the_hook_off(tmp_pat
     workspace's `tool`, not sub/tool (what bash ran). The script's own folder and the workspace's variables still
     bind (`cd "$(dirname "$0")"`, `cd "$CLAUDE_PROJECT_DIR"`)."""
     ws = _workspace(tmp_path, "d=sub\ncd $d\n./tool\n")
-    (ws / "sub").mkdir()
-    (ws / "sub" / "tool").write_text("#!/bin/sh\ntouch ../MARKER\n")
-    (ws / "sub" / "tool").chmod(0o755)
-    found = binding("bash hook.sh", ws)
-    assert found.startswith(UNBINDABLE) and "named when it runs" in found, found
-    assert BASH is not None
-    subprocess.run([BASH, "hook.sh"], cwd=ws, capture_output=True, timeout=30, stdin=subprocess.DEVNULL)
-    assert (ws / "MARKER").exists(), "the proof: bash runs sub/tool"
+    _program(ws / "sub" / "tool", "touch ../MARKER")
+    _refused_and_run(ws, "named when it runs", "the proof: bash runs sub/tool")
     for script in ('cd "$(dirname "$0")"\nsh evil.sh\n', 'cd "${CLAUDE_PROJECT_DIR}" || exit 1\nsh evil.sh\n'):
         (ws / "hook.sh").write_text(script)
         assert "evil.sh sha256:" in binding("bash hook.sh", ws)

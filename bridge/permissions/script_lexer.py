@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from bridge.permissions.shell_lexer import backtick_text, continues
+from bridge.permissions.shell_lexer import backtick_text, continues, next_line
 
 MAX_DEPTH = 24
 MAX_COMMANDS = 100_000  # (a binding reads no more: script_reads.MAX_COMMANDS)
@@ -483,10 +483,7 @@ class _Reader:
                 _Reader("\n".join(body), self.commands, self.depth + self.level + 1).expanding_text()
 
     def _line(self) -> str:
-        end = self.src.find("\n", self.pos)
-        end = self.n if end < 0 else end
-        line = self.src[self.pos : end]
-        self.pos = min(end + 1, self.n)
+        line, self.pos = next_line(self.src, self.pos)
         return line
 
     def expanding_text(self) -> None:

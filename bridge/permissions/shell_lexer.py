@@ -331,10 +331,7 @@ class Lexer:
     # --- here-documents --------------------------------------------------------------------------------
 
     def _heredoc_line(self) -> str:
-        end = self.src.find("\n", self.pos)
-        end = self.n if end < 0 else end
-        line = self.src[self.pos : end]
-        self.pos = min(end + 1, self.n)
+        line, self.pos = next_line(self.src, self.pos)
         return line
 
     def _read_heredocs(self) -> None:
@@ -365,6 +362,13 @@ class Lexer:
                     else:
                         owner = self.script.commands[doc.owner]
                         self.script.commands[doc.owner] = dataclasses.replace(owner, expands=(*owner.expands, *names))
+
+
+def next_line(src: str, pos: int) -> tuple[str, int]:
+    """The line from `pos` (without its newline) and where the next one starts: a here-document's text is read so."""
+    end = src.find("\n", pos)
+    end = len(src) if end < 0 else end
+    return src[pos:end], min(end + 1, len(src))
 
 
 def backtick_text(src: str, at: int, *, quoted: bool) -> tuple[str, int] | None:
