@@ -56,6 +56,7 @@ class SessionSetup:
         sandbox = Sandbox.for_engine(engine)  # masks the engine's secrets for commands
         engine.unsandboxed = lambda: sandbox.unavailable
         engine.sandboxed = lambda: sandbox.enforced
+        engine.hooks.sandbox = sandbox  # the folder's own hooks run in it (bridge/permissions/hooks.py)
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")
         plugins = load_plugins(cwd, settings.claude_home, settings.trust.admits)

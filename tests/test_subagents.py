@@ -180,9 +180,11 @@ async def test_a_sub_agents_todo_list_is_its_own(run: Run) -> None:
 
 
 def hooked(workspace: Path) -> None:
-    log = workspace.parent / "hooks.log"
+    # in the workspace, by a name the hook computes: a folder's own hooks run in the sandbox, which holds the files
+    # a hook's text names
     command = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
-        f"import json, sys; open({str(log)!r}, 'a').write(json.load(sys.stdin)['hook_event_name'] + '\\n')"
+        "import json, os, sys; open(os.environ['CLAUDE_PROJECT_DIR'] + '/hooks.log', 'a')"
+        ".write(json.load(sys.stdin)['hook_event_name'] + '\\n')"
     )
     hooks = {
         event: [{"matcher": "", "hooks": [{"type": "command", "command": command}]}]
@@ -204,7 +206,7 @@ HOOKED = (
 @pytest.mark.parametrize("run", [HOOKED], indirect=True)
 async def test_a_sub_agent_runs_subagent_stop_hooks_and_no_prompt_hook(run: Run) -> None:
     assert await run.session.prompt([{"type": "text", "text": "go"}]) == "end_turn"
-    log = run.session.cwd.parent / "hooks.log"
+    log = run.session.cwd / "hooks.log"
     assert log.read_text().split() == ["UserPromptSubmit", "SubagentStop", "Stop"]
 
 

@@ -310,6 +310,14 @@ class Sandbox:
         background shell) and where set-aside files go."""
         return CallSandbox(self, grants, timeout_s, data_dir)
 
+    def for_hook(self, timeout_s: float) -> CallSandbox | None:
+        """What a hook of the folder's own settings runs in (bridge/permissions/hooks.py), or None: as it is (no
+        sandbox wanted, or `folderHooks: false` in the user's settings)."""
+        settings = self._settings()
+        if not sandbox_wanted(settings) or not settings.folder_hooks:
+            return None
+        return self.for_call(timeout_s=timeout_s)
+
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
     ) -> Launch:

@@ -34,7 +34,10 @@ _NO_NETWORK = re.compile(
     re.IGNORECASE,
 )
 # (a path starts a word: from inside a long one, every `/tmp/` in it would scan to its end, O(n^2) on the output)
-_HOST_TMP = re.compile(r"(?<![^\s'\"‘“`(])(/tmp/[^\s:'\"’”`]+)['\"’”`]?: No such file or directory")
+# (dash, `sh`'s shell on Debian, says "cannot create /tmp/x/y: Directory nonexistent")
+_HOST_TMP = re.compile(
+    r"(?<![^\s'\"‘“`(])(/tmp/[^\s:'\"’”`]+)['\"’”`]?: (?:No such file or directory|Directory nonexistent)"
+)
 _EPERM = re.compile(r"Operation not permitted|PermissionError|EPERM|\[Errno 1\]")
 _SOCKET = re.compile(r"socket|AF_UNIX|forkserver|multiprocessing|Listener|\bbind\b|\bconnect\b", re.IGNORECASE)
 # an agent reached through its socket: gpg's (commit signing), ssh's

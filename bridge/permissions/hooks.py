@@ -11,12 +11,22 @@ JSON output: `{"continue": false, "stopReason": ...}`, `{"decision": "block"|"ap
 `{"hookSpecificOutput": {"permissionDecision": "allow"|"deny"|"ask", "permissionDecisionReason": ...,
 "updatedInput": {...}, "additionalContext": ...}}`, `{"systemMessage": ...}`.
 Matching hooks of one event run in parallel; deny beats ask beats allow among their answers.
+
+The hooks of the folder's own settings files (`.agent-bridge/settings*.json`, `.claude/settings*.json` in the
+workspace) run in the OS sandbox the agent's commands run in (`HookSandbox`: bridge/execution/sandbox.py), once the
+user trusted them: whatever a pulled file makes such a hook run can write only the workspace and its private /tmp
+(never the folder's settings, `.git/hooks` and the other protected files), reads none of the user's credentials or
+the bridge's secrets, and reaches the network only if the sandbox settings allow it. The trust binding
+(bridge/permissions/named_files.py) still decides when the user is asked again. The user's own hooks (their settings,
+the plugins they installed) run as they are. `"sandbox": {"folderHooks": false}` in the user's settings runs the
+folder's hooks outside too; a folder's own settings cannot say so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -28,6 +38,7 @@ from typing import Any, Literal, Protocol
 
 from bridge.environment import handed_out
 from bridge.execution.host import CannotRun
+from bridge.execution.managed import CommandWrapper, Launch
 from bridge.execution.shell import sh_argv
 from bridge.execution.signals import kill_tree, own_group
 
@@ -37,6 +48,11 @@ HOOK_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse", "UserPromptSubmit",
 _TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse"})
 DEFAULT_TIMEOUT_S = 60.0
 _MAX_OUTPUT = 64 * 1024
+SANDBOXED_NOTE = (
+    " (It ran in the OS sandbox, as the folder's own hooks do: it may write only the workspace and /tmp, read none of"
+    ' your credentials, and reach the network only as the sandbox settings allow. "sandbox": {"folderHooks": false}'
+    " in your user settings runs this folder's hooks outside it.)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,7 @@ class HookCommand:
     command: str
     timeout: float = DEFAULT_TIMEOUT_S
     source_file: Path | None = None
+    folder: bool = False  # from the folder's own settings: runs in the sandbox (`HookSandbox`)
 
 
 @dataclass(frozen=True)
@@ -73,6 +90,8 @@ class HookRun:
     stderr: str
     timed_out: bool = False
     error: str | None = None
+    sandboxed: bool = False
+    notes: tuple[str, ...] = ()  # what the sandbox refused it, in words (bridge/execution/sandbox_notes.py)
 
 
 @dataclass
@@ -111,6 +130,13 @@ class NoHooks:
         return HookOutcome()
 
 
+class HookSandbox(Protocol):
+    """The session's sandbox as hooks see it (bridge.execution.sandbox.Sandbox)."""
+
+    def for_hook(self, timeout_s: float) -> CommandWrapper | None:
+        """What a folder's hook runs in, or None: as it is (no sandbox wanted, or the user's settings say so)."""
+
+
 class HookSource(Protocol):
     """Where hooks are configured (`SettingsStore`), re-read when its files change."""
 
@@ -130,6 +156,7 @@ class SettingsHooks:
 
     def __init__(self, source: HookSource, cwd: Path, mode: Callable[[], str]) -> None:
         self.source, self.cwd, self.mode = source, cwd, mode
+        self.sandbox: HookSandbox | None = None  # the session's (bridge/session_setup.py); None: none
 
     async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
         self.source.refresh()
@@ -137,20 +164,23 @@ class SettingsHooks:
         full = {"cwd": str(self.cwd), "hook_event_name": event, "permission_mode": self.mode(), **payload}
         if tool_name is not None:
             full.setdefault("tool_name", tool_name)
-        return await run_hooks(hooks, event, full, cwd=self.cwd, env=self.source.env, pass_env=self.source.pass_env)
+        return await run_hooks(
+            hooks, event, full, cwd=self.cwd, env=self.source.env, pass_env=self.source.pass_env, sandbox=self.sandbox
+        )
 
 
 def matching_hooks(matchers: Sequence[HookMatcher], event: str, tool_name: str | None) -> list[HookCommand]:
-    seen: set[str] = set()
-    out: list[HookCommand] = []
+    found: dict[str, HookCommand] = {}
     for matcher in matchers:
         if event in _TOOL_EVENTS and not matcher.matches(tool_name):
             continue
         for hook in matcher.hooks:
-            if hook.command not in seen:  # the same command from two settings files runs once
-                seen.add(hook.command)
-                out.append(hook)
-    return out
+            # the same command from two settings files runs once; as the user's own if the user's file has it too
+            # (its text is then the user's, whatever the folder copies)
+            first = found.setdefault(hook.command, hook)
+            if first.folder and not hook.folder:
+                found[hook.command] = dataclasses.replace(first, folder=False)
+    return list(found.values())
 
 
 async def run_hooks(
@@ -161,9 +191,10 @@ async def run_hooks(
     cwd: Path,
     env: Mapping[str, str] | None = None,
     pass_env: Sequence[str] = (),
+    sandbox: HookSandbox | None = None,
 ) -> HookOutcome:
     """Run `hooks` for `event`. Their environment is ours as commands see it (bridge/environment.py: never the
-    bridge's credentials) plus the settings' `env` in effect."""
+    bridge's credentials) plus the settings' `env` in effect. The folder's own hooks run in `sandbox`."""
     outcome = HookOutcome()
     if not hooks:
         return outcome
@@ -174,38 +205,73 @@ async def run_hooks(
         "CLAUDE_PROJECT_DIR": str(cwd),
         "AGENT_BRIDGE_PROJECT_DIR": str(cwd),
     }
-    runs = await asyncio.gather(*(_run_one(hook, data, cwd=cwd, env=hook_env) for hook in hooks))
+    runs = await asyncio.gather(
+        *(_run_one(hook, data, cwd=cwd, env=hook_env, sandbox=sandbox if hook.folder else None) for hook in hooks)
+    )
     for run in runs:
         _merge(outcome, run, event)
     return outcome
 
 
-async def _run_one(hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, str]) -> HookRun:
+async def _run_one(
+    hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, str], sandbox: HookSandbox | None
+) -> HookRun:
+    wrapper = sandbox.for_hook(hook.timeout) if sandbox is not None else None
+    sandboxed = wrapper is not None
+    try:
+        launch = Launch(sh_argv(hook.command), env)  # `sh -c`; Git Bash on Windows (bridge/execution/shell.py)
+        if wrapper is not None:
+            launch = await wrapper.prepare(launch.argv, cwd=cwd, env=env, registry=None)
+    except (OSError, CannotRun) as exc:
+        return HookRun(hook.command, None, "", "", error=f"could not start: {exc}", sandboxed=sandboxed)
+    try:
+        return await _run_launched(hook, launch, data, cwd=cwd, sandboxed=sandboxed)
+    finally:
+        if launch.release is not None:
+            launch.release()
+
+
+async def _run_launched(hook: HookCommand, launch: Launch, data: bytes, *, cwd: Path, sandboxed: bool) -> HookRun:
     try:
         proc = await asyncio.create_subprocess_exec(
-            *sh_argv(hook.command),  # `sh -c`; Git Bash on Windows (bridge/execution/shell.py)
+            *launch.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
-            env=env,
+            env=launch.env,
+            pass_fds=launch.pass_fds,
             **own_group(),  # its own process group, so a timeout kills the whole tree
         )
     except (OSError, CannotRun) as exc:
-        return HookRun(hook.command, None, "", "", error=f"could not start: {exc}")
+        return HookRun(hook.command, None, "", "", error=f"could not start: {exc}", sandboxed=sandboxed)
+    finally:
+        for fd in launch.pass_fds:  # the child has its own (the sandbox's seccomp filter)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    if launch.run is not None:  # the sandbox's watch over held paths ends a hook that makes one
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:  # (from the watcher's thread)
+            loop.call_soon_threadsafe(_kill_group, proc)
+
+        launch.run.started(stop, lambda: _kill_group(proc))
     try:
         stdout, stderr = await asyncio.wait_for(proc.communicate(data), timeout=hook.timeout)
     except TimeoutError:
         _kill_group(proc)
         with contextlib.suppress(Exception):
             await proc.wait()
-        return HookRun(hook.command, None, "", "", timed_out=True, error=f"timed out after {hook.timeout:g} s")
+        error = f"timed out after {hook.timeout:g} s"
+        return HookRun(hook.command, None, "", "", timed_out=True, error=error, sandboxed=sandboxed)
     except BaseException:
         _kill_group(proc)  # cancelled with the turn: never leave the hook running
         with contextlib.suppress(Exception):
             await asyncio.shield(proc.wait())
         raise
-    return HookRun(hook.command, proc.returncode, _text(stdout), _text(stderr))
+    out, err = _text(stdout), _text(stderr)
+    notes = () if launch.run is None else tuple(launch.run.notes(f"{out}\n{err}", proc.returncode))
+    return HookRun(hook.command, proc.returncode, out, err, sandboxed=sandboxed, notes=notes)
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -223,14 +289,26 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
         log.warning("%s", message)
         outcome.errors.append(message)
         return
+    # it went on: what the sandbox refused it or set aside, said (once: hooks of one event run at once, and each
+    # one's watch sees what another made)
+    fresh = [note for note in run.notes if not any(note in said for said in outcome.errors)]
+    if run.exit_code == 0 and fresh:
+        message = f"hook `{run.command}`: " + " ".join(fresh) + SANDBOXED_NOTE
+        log.warning("%s", message)
+        outcome.errors.append(message)
     if run.exit_code == 2:
         outcome.blocked = True
-        _add_reason(outcome, run.stderr.strip() or f"blocked by hook `{run.command}`")
+        reason = run.stderr.strip() or f"blocked by hook `{run.command}`"
+        if run.notes:  # (`sh` exits 2 when it can't open a redirection: the sandbox refused, the hook meant nothing)
+            reason += "".join(f" {note}" for note in run.notes) + SANDBOXED_NOTE
+        _add_reason(outcome, reason)
         if event == "PreToolUse":
             _decide(outcome, "deny")
         return
     if run.exit_code != 0:
         message = f"hook `{run.command}` failed with exit code {run.exit_code}: {run.stderr.strip()}"
+        if run.sandboxed:
+            message += "".join(f" {note}" for note in run.notes) + SANDBOXED_NOTE
         log.warning("%s", message)
         outcome.errors.append(message)
         return

@@ -249,8 +249,9 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
         yield from _interpreter_code(program, words, root)
 
 
-def written_by(command: str, root: Path) -> set[Path]:
-    """The workspace files the command's own output redirections write (none when it can't be read)."""
+def written_by(command: str, root: Path, *, new: bool = False) -> set[Path]:
+    """The workspace files the command's own output redirections write (none when it can't be read); `new`: and
+    those it would make (`>> logs/hook.log` before the first run), by their real paths."""
     try:
         script: Script = parse(command)
     except ShellSyntaxError:
@@ -259,10 +260,23 @@ def written_by(command: str, root: Path) -> set[Path]:
     for cmd in script.commands:
         for redirect in cmd.redirects:
             if redirect.kind == "write" and redirect.target is not None and redirect.target.static:
-                path = _inside(redirect.target.value, root)
+                path = _inside(redirect.target.value, root) or (
+                    _made_inside(redirect.target.value, root) if new else None
+                )
                 if path is not None:
                     out.add(path)
     return out
+
+
+def _made_inside(value: str, root: Path) -> Path | None:
+    """The real path of `value` (relative to the workspace) when nothing is there yet and its folder is in the
+    workspace."""
+    if not value or "\0" in value or value.startswith("-"):
+        return None
+    real = Path(os.path.realpath(Path(os.path.normpath(root / os.path.expanduser(value)))))
+    if os.path.lexists(real) or not real.parent.is_relative_to(root):
+        return None
+    return real
 
 
 def _program_files(word: str, root: Path) -> Iterator[Path]:

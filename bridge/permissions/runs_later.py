@@ -238,7 +238,8 @@ HELD: tuple[Held, ...] = (*BRIDGE_HELD, *RUNS_ON_OPEN)
 
 
 def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[HeldPath]:
-    """The files the configured hook commands name (they run outside the sandbox at every matching event)."""
+    """The files the configured hook commands name (they run at every matching event: the user's outside the
+    sandbox, the folder's in it, where a swapped script would still do what the user did not trust)."""
     variables = {"CLAUDE_PROJECT_DIR": str(cwd)}
     root = Path(os.path.realpath(cwd))
     out: list[HeldPath] = []
@@ -248,7 +249,7 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
                 # and what its script pulls in (a sourced library, an imported module): what a trusted hook is
                 # bound to, held so that no command swaps it between the check and the run
                 pulled = (root / p for p in bound_paths(binding(hook.command, cwd)) if "*" not in p)
-                written = written_by(hook.command, root)  # its own log: where it writes, not what it runs
+                written = written_by(hook.command, root, new=True)  # its own log: where it writes, not what it runs
                 named = [
                     p
                     for p in command_paths(hook.command, cwd, variables=variables)
@@ -259,7 +260,7 @@ def hook_named(store: SettingsStore, events: Sequence[str], cwd: Path) -> list[H
                         HeldPath(
                             path,
                             "file",
-                            f"the bridge runs it outside the sandbox (the {event} hook `{_short(hook.command)}`)",
+                            f"the bridge runs it (the {event} hook `{_short(hook.command)}`)",
                         )
                     )
     return out

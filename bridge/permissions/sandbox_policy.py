@@ -118,6 +118,7 @@ class _SandboxModel(BaseModel):
     enabled: bool | None = None
     failIfUnavailable: bool | None = None
     allowUnsandboxedCommands: bool | None = None
+    folderHooks: bool | None = None
     network: _Network | None = None
     filesystem: _Filesystem | None = None
     limits: LimitsModel | None = None
@@ -129,6 +130,7 @@ class SandboxSettings:
     fail_if_unavailable: bool = False
     network: bool = False
     unix_sockets: bool = False  # `network.allowAllUnixSockets`: no seccomp filter (bridge/execution/seccomp.py)
+    folder_hooks: bool = True  # `folderHooks`: the hooks of the folder's own settings run in the sandbox
     allow_write: tuple[PathPattern, ...] = ()
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
@@ -171,6 +173,14 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
             if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
                 scalars.setdefault(key, value)
+        if model.folderHooks is not None:
+            if model.folderHooks or not loaded.file.project:
+                scalars.setdefault("folderHooks", model.folderHooks)
+            else:  # what a folder's hooks may do is never the folder's to widen, trusted or not
+                problems.append(
+                    f"{loaded.file.path}: sandbox.folderHooks: a folder's own settings cannot take its hooks out of "
+                    'the sandbox; it is skipped (your user settings can say "folderHooks": false)'
+                )
         found = LimitSettings.of(model.limits, problems, str(loaded.file.path), ram=ram_bytes())
         held = [key for key, text in widening_limits(raw.get("limits"), ram=ram_bytes()) if not admitted(text)]
         limits = limits.merged_over(found.without(held))
@@ -207,6 +217,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         fail_if_unavailable=scalars.get("failIfUnavailable", False),
         network=scalars.get("network", False),
         unix_sockets=scalars.get("unixSockets", False),
+        folder_hooks=scalars.get("folderHooks", True),
         allow_write=tuple(lists["allowWrite"]),
         deny_write=tuple(lists["denyWrite"]),
         deny_read=tuple(lists["denyRead"]),

@@ -246,7 +246,10 @@ def _load_hooks(loaded: LoadedSettings, value: Any) -> None:
         loaded.hooks[str(event)] = [
             HookMatcher(
                 m.matcher,
-                tuple(HookCommand(h.command, h.timeout or DEFAULT_TIMEOUT_S, loaded.file.path) for h in m.hooks),
+                tuple(
+                    HookCommand(h.command, h.timeout or DEFAULT_TIMEOUT_S, loaded.file.path, folder=loaded.file.project)
+                    for h in m.hooks
+                ),
             )
             for m in checked
         ]
