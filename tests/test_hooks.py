@@ -23,9 +23,12 @@ def py(code: str) -> str:
 
 
 def engine_with_hooks(tmp_path: Path, hooks: dict[str, Any], **kw: Any) -> PermissionEngine:
+    """Hooks in the user's own settings (Claude Code's semantics; a folder's own hooks may only narrow:
+    tests/execution/test_sandbox_hooks.py)."""
     ws = tmp_path / "ws"
     (ws / ".agent-bridge").mkdir(parents=True)
-    (ws / ".agent-bridge" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
     return PermissionEngine(cwd=ws, settings=store, grammar=GRAMMAR, **kw)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,7 +181,8 @@ async def test_a_sub_agents_todo_list_is_its_own(run: Run) -> None:
 def hooked(workspace: Path) -> None:
     # in the workspace, by a name the hook computes: a folder's own hooks run in the sandbox, which holds the files
     # a hook's text names
-    command = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
+    # (`python3` from PATH: this interpreter may be under the host's /tmp, which the sandbox hides)
+    command = "python3 -c " + shlex.quote(
         "import json, os, sys; open(os.environ['CLAUDE_PROJECT_DIR'] + '/hooks.log', 'a')"
         ".write(json.load(sys.stdin)['hook_event_name'] + '\\n')"
     )

@@ -293,9 +293,10 @@ class Sandbox:
                 found.append(str(missing))
         if sandbox_wanted(settings) and not (availability := probe()).ok:
             then = (
-                "Bash commands will fail (sandbox.failIfUnavailable)"
+                "Bash commands and this folder's own hooks will fail (sandbox.failIfUnavailable)"
                 if settings.fail_if_unavailable
-                else "every Bash command that is not read-only will ask first"
+                else "every Bash command that is not read-only will ask first, and this folder's own hooks (once "
+                "trusted) run outside it"
             )
             found.append(
                 f"OS sandbox unavailable — {availability.reason}; {then}. "
@@ -312,9 +313,12 @@ class Sandbox:
 
     def for_hook(self, timeout_s: float) -> CallSandbox | None:
         """What a hook of the folder's own settings runs in (bridge/permissions/hooks.py), or None: as it is (no
-        sandbox wanted, or `folderHooks: false` in the user's settings)."""
+        sandbox wanted, `folderHooks: false` in the user's settings, or no sandbox can start here: the session's
+        notice says so, `problems`). With `failIfUnavailable`, the hook fails to start instead."""
         settings = self._settings()
         if not sandbox_wanted(settings) or not settings.folder_hooks:
+            return None
+        if not probe().ok and not settings.fail_if_unavailable:
             return None
         return self.for_call(timeout_s=timeout_s)
 

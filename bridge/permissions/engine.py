@@ -24,7 +24,7 @@ Order of a decision (the first step that decides wins):
     granted to the call (`Decision.grants`: the OS sandbox opens exactly those paths for it; nothing else does,
     bypassPermissions included); a command whose writes can't be known gets no grant (protected files stay
     read-only in the sandbox, and the question says so)
- 8. a hook's `ask` -> ask; a hook's `allow` -> allow
+ 8. a hook's `ask` -> ask; a hook's `allow` -> allow (never a folder's hook's, nor for a folder's hook's rewrite)
  9. bypassPermissions (unless disabled by settings) -> allow
 10. a command that is not read-only while the OS sandbox is wanted but cannot start -> ask (the allow
     rules were written for sandboxed commands)
@@ -433,7 +433,7 @@ class PermissionEngine:
             return Decision("ask", writes.reason, grants=writes.grants)
         if hook is not None and hook.decision == "ask":
             return Decision("ask", hook.reason or "a PreToolUse hook asks for this")
-        if hook is not None and hook.decision == "allow":
+        if hook is not None and hook.allows:
             return Decision("allow", hook.reason or "allowed by a PreToolUse hook")
         if self._bypassing:
             return Decision("allow", "bypassPermissions mode")

@@ -16,8 +16,12 @@ The hooks of the folder's own settings files (`.agent-bridge/settings*.json`, `.
 workspace) run in the OS sandbox the agent's commands run in (`HookSandbox`: bridge/execution/sandbox.py), once the
 user trusted them: whatever a pulled file makes such a hook run can write only the workspace and its private /tmp
 (never the folder's settings, `.git/hooks` and the other protected files), reads none of the user's credentials or
-the bridge's secrets, and reaches the network only if the sandbox settings allow it. The trust binding
-(bridge/permissions/named_files.py) still decides when the user is asked again. The user's own hooks (their settings,
+the bridge's secrets, and reaches the network only if the sandbox settings allow it. What such a hook answers may
+narrow what happens, never widen it: its `allow` is not taken (the call is judged as if no hook had spoken), and a
+call whose input it rewrote is judged as rewritten, with no hook's `allow` (the user's own hooks allowed the call
+they saw, not the rewrite) — else a sandboxed hook would steer the bridge's own tools, which run outside the
+sandbox, to read a key or write outside the workspace. The trust binding (bridge/permissions/named_files.py)
+still decides when the user is asked again. The user's own hooks (their settings,
 the plugins they installed) run as they are. `"sandbox": {"folderHooks": false}` in the user's settings runs the
 folder's hooks outside too; a folder's own settings cannot say so.
 """
@@ -92,6 +96,7 @@ class HookRun:
     error: str | None = None
     sandboxed: bool = False
     notes: tuple[str, ...] = ()  # what the sandbox refused it, in words (bridge/execution/sandbox_notes.py)
+    folder: bool = False  # the folder's own hook (`HookCommand.folder`): what it answers may only narrow
 
 
 @dataclass
@@ -104,6 +109,7 @@ class HookOutcome:
     stop: bool = False  # `continue: false`: the turn ends
     stop_reason: str = ""
     updated_input: dict[str, Any] | None = None
+    folder_rewrite: bool = False  # a folder's hook rewrote the input: no hook's `allow` holds for the rewrite
     additional_context: list[str] = field(default_factory=list)
     system_messages: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # failed hooks: shown to the user, not fatal
@@ -112,6 +118,11 @@ class HookOutcome:
     @property
     def denied(self) -> bool:
         return self.blocked or self.decision == "deny"
+
+    @property
+    def allows(self) -> bool:
+        """A hook allowed the call as it will run (a folder's hook never allows: `_apply_json`)."""
+        return self.decision == "allow" and not self.folder_rewrite
 
 
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
@@ -257,7 +268,7 @@ async def _run_launched(hook: HookCommand, launch: Launch, data: bytes, *, cwd: 
 
         launch.run.started(stop, lambda: _kill_group(proc))
     try:
-        stdout, stderr = await asyncio.wait_for(proc.communicate(data), timeout=hook.timeout)
+        stdout, stderr = await asyncio.wait_for(_exchange(proc, data), timeout=hook.timeout)
     except TimeoutError:
         _kill_group(proc)
         with contextlib.suppress(Exception):
@@ -271,7 +282,30 @@ async def _run_launched(hook: HookCommand, launch: Launch, data: bytes, *, cwd: 
         raise
     out, err = _text(stdout), _text(stderr)
     notes = () if launch.run is None else tuple(launch.run.notes(f"{out}\n{err}", proc.returncode))
-    return HookRun(hook.command, proc.returncode, out, err, sandboxed=sandboxed, notes=notes)
+    return HookRun(hook.command, proc.returncode, out, err, sandboxed=sandboxed, notes=notes, folder=hook.folder)
+
+
+async def _exchange(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
+    """`communicate`, keeping at most `_MAX_OUTPUT` bytes of each stream: the rest is read and dropped, so a hook
+    that writes gigabytes fills no memory of the bridge's (its own limits bound only what it holds itself)."""
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a hook that reads none of it
+            proc.stdin.write(data)
+            await proc.stdin.drain()
+        proc.stdin.close()
+
+    async def kept(stream: asyncio.StreamReader | None) -> bytes:
+        assert stream is not None
+        out = bytearray()
+        while chunk := await stream.read(1 << 16):
+            out += chunk[: max(0, _MAX_OUTPUT - len(out))]
+        return bytes(out)
+
+    _, stdout, stderr = await asyncio.gather(feed(), kept(proc.stdout), kept(proc.stderr))
+    await proc.wait()
+    return stdout, stderr
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -317,7 +351,7 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
         if run.stdout.strip() and event == "UserPromptSubmit":
             outcome.additional_context.append(run.stdout.strip())
         return
-    _apply_json(outcome, parsed, event)
+    _apply_json(outcome, parsed, event, folder=run.folder, command=run.command)
 
 
 def _json_output(stdout: str) -> dict[str, Any] | None:
@@ -331,7 +365,7 @@ def _json_output(stdout: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _apply_json(outcome: HookOutcome, data: dict[str, Any], event: str) -> None:
+def _apply_json(outcome: HookOutcome, data: dict[str, Any], event: str, *, folder: bool, command: str) -> None:
     if data.get("continue") is False:
         outcome.stop = True
         outcome.stop_reason = str(data.get("stopReason", ""))
@@ -343,14 +377,14 @@ def _apply_json(outcome: HookOutcome, data: dict[str, Any], event: str) -> None:
         _add_reason(outcome, str(data.get("reason", "blocked by hook")))
         if event == "PreToolUse":
             _decide(outcome, "deny")
-    elif legacy in ("approve", "allow") and event == "PreToolUse":
+    elif legacy in ("approve", "allow") and event == "PreToolUse" and not _widens(folder, command):
         _decide(outcome, "allow")
         _add_reason(outcome, str(data.get("reason", "")))
     specific = data.get("hookSpecificOutput")
     if not isinstance(specific, dict):
         return
     permission = specific.get("permissionDecision")
-    if permission in ("allow", "deny", "ask"):
+    if permission in ("allow", "deny", "ask") and not (permission == "allow" and _widens(folder, command)):
         _decide(outcome, permission)
         _add_reason(outcome, str(specific.get("permissionDecisionReason", "")))
         if permission == "deny":
@@ -358,9 +392,19 @@ def _apply_json(outcome: HookOutcome, data: dict[str, Any], event: str) -> None:
     updated = specific.get("updatedInput")
     if isinstance(updated, dict):
         outcome.updated_input = updated
+        outcome.folder_rewrite = folder
     context = specific.get("additionalContext")
     if isinstance(context, str) and context:
         outcome.additional_context.append(context)
+
+
+def _widens(folder: bool, command: str) -> bool:
+    """A folder's hook said `allow`: not taken (logged)."""
+    if folder:
+        log.info(
+            "hook `%s` (the folder's own) allowed a call; a folder's hook may only narrow: judged as usual", command
+        )
+    return folder
 
 
 def _decide(outcome: HookOutcome, decision: Literal["allow", "deny", "ask"]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +101,7 @@ async def test_a_pre_tool_use_hook_blocks(workspace: Path, data_dir: Path) -> No
         json.dumps(
             {
                 "hooks": {
-                    "PreToolUse": [
-                        {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{sys.executable} {hook}"}]}
-                    ]
+                    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"python3 {hook}"}]}]
                 }
             }
         )
