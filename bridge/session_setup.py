@@ -68,7 +68,9 @@ class SessionSetup:
             settings=settings,
             engine=engine,
             sandbox=sandbox,
-            trust=TrustPrompt(settings, cwd, lambda: skill_items(skills, cwd) + plugin_items(cwd)),
+            trust=TrustPrompt(
+                settings, cwd, lambda: skill_items(skills, cwd) + plugin_items(cwd), lambda: sandbox.holds_folder_hooks
+            ),
             agent_types=load_catalog(cwd, plugins=plugins.agent_folders(), **dirs),
             plugins=plugins,
             skills=skills,

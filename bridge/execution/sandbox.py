@@ -311,6 +311,12 @@ class Sandbox:
         background shell) and where set-aside files go."""
         return CallSandbox(self, grants, timeout_s, data_dir)
 
+    @property
+    def holds_folder_hooks(self) -> bool:
+        """The folder's own hooks will run in the sandbox (wanted, not taken out by the user, and it can start)."""
+        settings = self._settings()
+        return sandbox_wanted(settings) and settings.folder_hooks and probe().ok
+
     def for_hook(self, timeout_s: float) -> CallSandbox | None:
         """What a hook of the folder's own settings runs in (bridge/permissions/hooks.py), or None: as it is (no
         sandbox wanted, `folderHooks: false` in the user's settings, or no sandbox can start here: the session's

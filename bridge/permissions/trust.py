@@ -239,6 +239,7 @@ class TrustQuestion:
     folder: Path
     items: tuple[TrustItem, ...]
     changed: tuple[tuple[TrustItem, list[str]], ...] = ()  # items trusted before whose files have changed since
+    hooks_sandboxed: bool = False  # the folder's hooks will run in the OS sandbox (bridge/permissions/hooks.py)
 
     @property
     def title(self) -> str:
@@ -255,6 +256,13 @@ class TrustQuestion:
         for item, files in self.changed:
             names = ", ".join(visible(name) for name in files)  # names the folder chose (attack round 17)
             lines.append(f"  ! {names} changed since you trusted `{one_line(item.text, 200)}`")
+        if self.hooks_sandboxed and any(item.kind == "hook" for item in self.items):
+            lines += [
+                "",
+                "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
+                "read none of your credentials and reach no network the sandbox settings don't allow, and what they "
+                "answer can refuse a call, never allow one.",
+            ]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
@@ -277,10 +285,17 @@ class TrustPrompt:
     """One session's side of folder trust: before each turn, ask once about items nobody answered yet (a pull
     may bring new ones mid-session), and say once what stays off and why."""
 
-    def __init__(self, source: TrustSource, folder: Path, extra: Callable[[], list[TrustItem]] = list) -> None:
+    def __init__(
+        self,
+        source: TrustSource,
+        folder: Path,
+        extra: Callable[[], list[TrustItem]] = list,
+        hooks_sandboxed: Callable[[], bool] = lambda: False,
+    ) -> None:
         """`extra`: the folder's widening items that are not in its settings files (a project skill's
-        `allowed-tools`): asked and told with them."""
-        self.source, self.folder, self.extra = source, folder, extra
+        `allowed-tools`): asked and told with them. `hooks_sandboxed`: whether the folder's hooks will run in the
+        OS sandbox (the question says so)."""
+        self.source, self.folder, self.extra, self.hooks_sandboxed = source, folder, extra, hooks_sandboxed
         self._asked: set[TrustItem] = set()
         self._told: set[TrustItem] = set()
 
@@ -317,7 +332,7 @@ class TrustPrompt:
             self._told.update(pending)  # the question said they stay off until trusted
             trust = self.source.trust
             changed = tuple((i, files) for i in pending if (files := trust.changed_files(i)))
-            answer = await ask(TrustQuestion(self.folder, tuple(pending), changed))
+            answer = await ask(TrustQuestion(self.folder, tuple(pending), changed, self.hooks_sandboxed()))
             problem = None
             if answer in ("trust", "session"):
                 problem = self.source.trust.approve(pending, remember=answer == "trust")

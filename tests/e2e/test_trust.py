@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from bridge.execution.sandbox import probe
 from tests.e2e.harness import Answers, run_agent, running_editor, text_response, tool_response
 
 UNTRUSTED = {"AGENT_BRIDGE_TRUST_FOLDER": ""}  # tests/conftest.py trusts every folder; these tests don't
@@ -137,6 +138,8 @@ async def test_serve_a_clones_hooks_run_only_once_the_user_trusts_them(
             f"Stop: echo > {markers}/stop",
         ):
             assert command in shown, shown
+        # what trusting them lets the hooks do, said where it holds (bwrap starts here)
+        assert ("Its hooks run in the OS sandbox" in shown) == probe().ok, shown
         assert [o["optionId"] for o in question["options"]] == ["trust", "session", "not_now", "keep_off"]
     if answer == "trust":
         assert made(markers) == ["prompt", "read", "stop"], "the control: trusted, the same hooks run"
