@@ -57,6 +57,7 @@ class SessionSetup:
         engine.unsandboxed = lambda: sandbox.unavailable
         engine.sandboxed = lambda: sandbox.enforced
         engine.hooks.sandbox = sandbox  # the folder's own hooks run in it (bridge/permissions/hooks.py)
+        settings.trust.hooks_contained = lambda: sandbox.holds_folder_hooks  # (then one unbindable may be trusted)
         memory = load_memory(cwd)
         environment = environment_section(cwd) + (f"\n\n{memory.section}" if memory.section else "")
         plugins = load_plugins(cwd, settings.claude_home, settings.trust.admits)

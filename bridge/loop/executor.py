@@ -375,6 +375,13 @@ class ToolExecutor:
         )
         if hook.blocked:
             return f"Blocked by a PreToolUse hook: {hook.reason or 'no reason given'}", data
+        rewritten = hook.updated_input is not None and hook.updated_input != raw
+        if rewritten:
+            assert hook.updated_input is not None
+            refused, data = await self._rewrite(call, hook.updated_input, ctx)
+            if refused is not None:
+                return refused, data
+            raw = dict(hook.updated_input)
         paths = _safe(lambda: tool.permission_paths(data, ctx), [])
         decision = await self._env.policy.decide_async(BoundCall(tool, data, raw, ctx, call.read_only), hook=hook)
         if decision.updated_input is not None:
@@ -382,7 +389,7 @@ class ToolExecutor:
                 data = tool.input_model.model_validate(decision.updated_input)
             except ValidationError as error:
                 return "A hook rewrote the input invalidly: " + _validation_message(tool.name, error), data
-        elif decision.resolved and len(decision.resolved) == len(paths):
+        if not rewritten and decision.resolved and len(decision.resolved) == len(paths):
             ctx.granted = {named: real for (named, _access), real in zip(paths, decision.resolved, strict=True)}
         if decision.behavior == "allow":
             return None, data
@@ -393,7 +400,13 @@ class ToolExecutor:
             problem = await tool.validate_target(data, ctx)
             if problem:
                 return problem, data
-        started = self._started_event(call)
+        # what the user is asked is what runs: a hook's rewrite, not the call the model made
+        started = started_event({**call.block, "input": raw}, tool, data) if rewritten else self._started_event(call)
+        reason = decision.reason
+        if rewritten:
+            reason = (
+                f"a PreToolUse hook rewrote this call ({reason})" if reason else "a PreToolUse hook rewrote this call"
+            )
         request = PermissionRequest(
             tool_call_id=started.tool_call_id,
             tool_name=tool.name,
@@ -402,7 +415,7 @@ class ToolExecutor:
             raw_input=started.raw_input,
             display=_preview(tool, data, ctx),
             locations=started.locations,
-            reason=decision.reason,
+            reason=reason,
             suggestions=decision.suggestions,
             shown=decision.shown,
         )
@@ -430,6 +443,34 @@ class ToolExecutor:
         if answer.feedback:
             message += f". The user said: {answer.feedback}"
         return message, data
+
+    async def _rewrite(self, call: _Call, rewritten: dict[str, Any], ctx: ToolContext) -> tuple[str | None, Any]:
+        """A PreToolUse hook's rewrite of the input, taken as the model's own input is: validated, checked by the
+        tool (`validate_input`: a path no file can have, a search rooted where it may not be) and classified again.
+        The call was scheduled as what the model asked for: a rewrite that would change something where a read was
+        asked for is refused (a read-only agent, the checkpoints and the calls running beside it counted on it)."""
+        tool = call.tool
+        assert tool is not None
+        try:
+            data = tool.input_model.model_validate(rewritten)
+        except ValidationError as error:
+            return "A hook rewrote the input invalidly: " + _validation_message(tool.name, error), call.data
+        problem = await tool.validate_input(data, ctx)
+        if problem:
+            return f"A hook rewrote the input invalidly: {problem}", call.data
+        try:
+            traits = await tool.traits_async(data)
+            read_only, safe = traits.read_only, traits.concurrency_safe
+        except Exception:
+            log.exception("tool %s: is_read_only / is_concurrency_safe failed", tool.name)
+            read_only, safe = False, False
+        if (call.read_only and not read_only) or (call.safe and not safe):
+            return (
+                "A PreToolUse hook rewrote a call that only reads into one that may change something; it was not run.",
+                call.data,
+            )
+        call.read_only, call.safe = read_only, safe
+        return None, data
 
     @staticmethod
     def _may_look(tool: AnyTool, data: Any, ctx: ToolContext) -> bool:

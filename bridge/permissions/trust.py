@@ -63,9 +63,16 @@ class TrustItem:
     def bindable(self) -> bool:
         return not self.binds.startswith(UNBINDABLE)
 
-    def describe(self) -> str:
+    def describe(self, *, contained: bool = False) -> str:
+        """`contained`: an unbindable hook that may be trusted all the same, since it will run in the sandbox."""
         if not self.binds:
             return f"{self.file}: {_LABELS[self.kind]} {self.text}"
+        if not self.bindable and contained:
+            why = self.binds.removeprefix(UNBINDABLE)
+            return (
+                f"{self.file}: {_LABELS[self.kind]} {self.text} (what it runs can't be pinned — {why} — so a change "
+                "to it is not asked about; it runs only in the sandbox)"
+            )
         if not self.bindable:
             return f"{self.file}: {_LABELS[self.kind]} {self.text} (it stays off: {self.binds})"
         return f"{self.file}: {_LABELS[self.kind]} {self.text} (running {self.binds})"
@@ -109,6 +116,9 @@ class FolderTrust:
         self._approved: frozenset[TrustItem] = frozenset()
         self._declined: frozenset[TrustItem] = frozenset()
         self._session_approved: set[TrustItem] = set()  # "just this time": this process only
+        # whether the folder's hooks run in the OS sandbox (bridge/session_setup.py): then one whose files can't be
+        # pinned may be trusted all the same (what it runs is held to the sandbox, not to what the user saw)
+        self.hooks_contained: Callable[[], bool] = lambda: False
         self.version = 0
         self._load()
 
@@ -136,8 +146,13 @@ class FolderTrust:
             self.version += 1
             return True
 
+    def askable(self, item: TrustItem) -> bool:
+        """Whether the user can trust `item`: what it runs is pinned to what they saw, or it is a hook the sandbox
+        holds."""
+        return item.bindable or (item.kind == "hook" and self.hooks_contained())
+
     def admits(self, item: TrustItem) -> bool:
-        if not item.bindable:  # what it runs can't be pinned to what the user saw: off under every policy but CI's
+        if not self.askable(item):  # what it runs can't be pinned to what the user saw: off under every policy but CI's
             return self._policy == "trusted"
         if self._policy == "trusted":
             return True
@@ -252,7 +267,9 @@ class TrustQuestion:
             "allowed. Until you trust them they stay off (their deny and ask rules apply already):",
             "",
         ]
-        lines += [f"  • {one_line(item.describe(), MAX_SHOWN_CHARS)}" for item in self.items]
+        lines += [
+            f"  • {one_line(item.describe(contained=self.hooks_sandboxed), MAX_SHOWN_CHARS)}" for item in self.items
+        ]
         for item, files in self.changed:
             names = ", ".join(visible(name) for name in files)  # names the folder chose (attack round 17)
             lines.append(f"  ! {names} changed since you trusted `{one_line(item.text, 200)}`")
@@ -314,7 +331,7 @@ class TrustPrompt:
         policy = self.source.trust.policy
         pending = [i for i in self._pending() if i not in self._asked]
         unshowable = [i for i in pending if not fits(i.describe(), MAX_SHOWN_CHARS)]
-        unbindable = [i for i in pending if not i.bindable and i not in unshowable]
+        unbindable = [i for i in pending if not self.source.trust.askable(i) and i not in unshowable]
         if unshowable or unbindable:  # what the user is asked is what runs: what can't be shown or pinned stays off
             self._asked.update(unshowable + unbindable)
             self._told.update(unshowable + unbindable)
