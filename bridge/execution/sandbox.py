@@ -54,6 +54,7 @@ from bridge.permissions.sandbox_policy import (
     SandboxPolicy,
     SandboxSettings,
     expand,
+    folder_hooks_wanted,
     literal_root,
     policy_from_engine,
     sandbox_settings,
@@ -315,18 +316,19 @@ class Sandbox:
     def holds_folder_hooks(self) -> bool:
         """The folder's own hooks will run in the sandbox (wanted, not taken out by the user, and it can start)."""
         settings = self._settings()
-        return sandbox_wanted(settings) and settings.folder_hooks and probe().ok
+        return folder_hooks_wanted(settings) and probe().ok
 
     def for_hook(self, timeout_s: float) -> CallSandbox | None:
         """What a hook of the folder's own settings runs in (bridge/permissions/hooks.py), or None: as it is (no
-        sandbox wanted, `folderHooks: false` in the user's settings, or no sandbox can start here: the session's
-        notice says so, `problems`). With `failIfUnavailable`, the hook fails to start instead."""
+        sandbox wanted by the user's settings, `folderHooks: false` in them, or no sandbox can start here: the
+        session's notice says so, `problems`). With `failIfUnavailable`, the hook fails to start instead. A folder's
+        own `enabled: false` (trusted) turns the sandbox off for commands, not for its own hooks."""
         settings = self._settings()
-        if not sandbox_wanted(settings) or not settings.folder_hooks:
+        if not folder_hooks_wanted(settings):
             return None
         if not probe().ok and not settings.fail_if_unavailable:
             return None
-        return self.for_call(timeout_s=timeout_s)
+        return CallSandbox(self, (), timeout_s, None, always=True)
 
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
@@ -337,7 +339,7 @@ class Sandbox:
         self, call: CallSandbox, argv: list[str], env: dict[str, str], registry: ProcessRegistry | None
     ) -> Launch:
         settings = self._settings()
-        if not sandbox_wanted(settings):
+        if not sandbox_wanted(settings) and not call.always:
             return Launch(argv, env)
         bounds = bounds_for(limits_for(settings.limits, timeout_s=call.timeout_s))
         prefix = _bounds_prefix(bounds, registry)
@@ -448,6 +450,7 @@ class CallSandbox:
     grants: tuple[Path, ...]
     timeout_s: float | None
     data_dir: Path | None
+    always: bool = False  # whatever the settings say of the sandbox (a folder's hook: `Sandbox.for_hook`)
 
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None

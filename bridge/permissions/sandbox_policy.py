@@ -130,7 +130,9 @@ class SandboxSettings:
     fail_if_unavailable: bool = False
     network: bool = False
     unix_sockets: bool = False  # `network.allowAllUnixSockets`: no seccomp filter (bridge/execution/seccomp.py)
-    folder_hooks: bool = True  # `folderHooks`: the hooks of the folder's own settings run in the sandbox
+    # `folderHooks`: the hooks of the folder's own settings run in the sandbox; off only by the user's own settings
+    # (`folderHooks: false`, or `enabled: false` in theirs: a folder's own, trusted, turns it off for commands alone)
+    folder_hooks: bool = True
     allow_write: tuple[PathPattern, ...] = ()
     deny_write: tuple[PathPattern, ...] = ()
     deny_read: tuple[PathPattern, ...] = ()
@@ -170,9 +172,13 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         def admitted(text: str, file: SettingsFile = loaded.file) -> bool:
             return store.admits_sandbox(file, text)
 
-        for key, value in (("enabled", model.enabled), ("failIfUnavailable", model.failIfUnavailable)):
-            if value is not None and (key != "enabled" or value or admitted(SANDBOX_OFF)):
-                scalars.setdefault(key, value)
+        if model.enabled is not None and (model.enabled or admitted(SANDBOX_OFF)):
+            scalars.setdefault("enabled", model.enabled)
+            if not loaded.file.project:  # the user's own word on it: a folder's own hooks follow only theirs
+                scalars.setdefault("userEnabled", model.enabled)
+        # a folder may ask for it, never drop what the user asked for (there is no question to trust it by)
+        if model.failIfUnavailable is not None and (model.failIfUnavailable or not loaded.file.project):
+            scalars.setdefault("failIfUnavailable", model.failIfUnavailable)
         if model.folderHooks is not None:
             if model.folderHooks or not loaded.file.project:
                 scalars.setdefault("folderHooks", model.folderHooks)
@@ -217,7 +223,7 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
         fail_if_unavailable=scalars.get("failIfUnavailable", False),
         network=scalars.get("network", False),
         unix_sockets=scalars.get("unixSockets", False),
-        folder_hooks=scalars.get("folderHooks", True),
+        folder_hooks=scalars.get("folderHooks", scalars.get("userEnabled", True)),
         allow_write=tuple(lists["allowWrite"]),
         deny_write=tuple(lists["denyWrite"]),
         deny_read=tuple(lists["denyRead"]),
@@ -226,6 +232,15 @@ def sandbox_settings(store: SettingsStore) -> SandboxSettings:
     )
     _settings_cache[store] = (store.generation, settings)
     return settings
+
+
+def folder_hooks_wanted(settings: SandboxSettings) -> bool:
+    """Whether the folder's own hooks run in the sandbox: unless the user's settings or `AGENT_BRIDGE_SANDBOX`
+    (theirs too) say otherwise, whatever a folder's own settings say of the sandbox."""
+    override = os.environ.get(SANDBOX_ENV, "").strip().lower()
+    if override in ("0", "off", "false", "no"):
+        return False
+    return settings.folder_hooks
 
 
 def sandbox_wanted(settings: SandboxSettings) -> bool:

@@ -309,3 +309,27 @@ async def test_a_hooks_output_is_kept_bounded(folder: Folder) -> None:
     run = outcome.runs[0]
     assert run.exit_code == 0 and len(run.stdout) == len(run.stderr) == 64 * 1024, outcome.errors
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KiB: < 100 MiB grown
+
+
+async def test_a_folders_own_sandbox_settings_never_take_its_hooks_out(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The folder's own `enabled: false` (trusted: commands then run without the sandbox, as the user agreed) left
+    its hooks unsandboxed too; its `failIfUnavailable: false` overrode the user's `true`, with nothing to trust
+    (attack round 29, second pass). The user's own `enabled: false` does take them out (the control)."""
+    write = f"echo escaped > {folder.outside}/written"
+    folder.settings(folder={**hooks(write), "sandbox": {"enabled": False}})
+    assert not sandbox_settings(folder.engine.settings).enabled  # admitted: commands run without it
+    outcome = await folder.prompt()
+    assert not (folder.outside / "written").exists() and outcome.runs[0].sandboxed, outcome.errors
+    folder.settings(folder=hooks(write), user={"sandbox": {"enabled": False}})
+    outcome = await folder.prompt()
+    assert (folder.outside / "written").exists() and not outcome.runs[0].sandboxed, outcome.errors
+    (folder.outside / "written").unlink()
+    monkeypatch.setenv("AGENT_BRIDGE_BWRAP", str(tmp_path / "no-such-bwrap"))
+    folder.settings(
+        folder={**hooks(write), "sandbox": {"failIfUnavailable": False}}, user={"sandbox": {"failIfUnavailable": True}}
+    )
+    outcome = await folder.prompt()
+    assert not (folder.outside / "written").exists(), outcome.errors
+    assert sandbox_settings(folder.engine.settings).fail_if_unavailable
