@@ -326,6 +326,42 @@ async def test_the_question_shows_every_item_whole_and_one_too_long_to_show_is_n
     assert long_hook in enabled and huge_hook not in enabled
 
 
+@pytest.mark.parametrize("contained", [False, True])
+async def test_a_hook_whose_files_cant_be_pinned_may_be_trusted_only_where_the_sandbox_holds_it(
+    tmp_path: Path, contained: bool
+) -> None:
+    """`npx prettier --write .` and `echo "$(date)" >> log` can't be bound to the files they run: off whatever the
+    answer, when the hook would run on the host. Where the folder's hooks run in the sandbox (bridge/session_setup.py
+    tells the folder's trust so) they are asked about like the rest, saying that a change to what they run is not
+    asked about, and run once trusted; a bound hook beside them is asked about either way."""
+    unpinned, pinned = 'echo "$(date)" >> logs/hook.log', "echo ran >> logs/hook.log"
+    ws = tmp_path / "ws"
+    hooks = {"Stop": [{"hooks": [{"type": "command", "command": c}]} for c in (unpinned, pinned)]}
+    write(ws / ".agent-bridge" / "settings.json", {"hooks": hooks})
+    store = SettingsStore(ws, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    store.trust.hooks_contained = lambda: contained
+    asked: list[TrustQuestion] = []
+    told: list[str] = []
+
+    async def trust(question: TrustQuestion) -> TrustAnswer:
+        asked.append(question)
+        return "trust"
+
+    await TrustPrompt(store, store.cwd, hooks_sandboxed=lambda: contained).before_turn(trust, told.append)
+    [question] = asked
+    enabled = [h.command for m in store.hooks("Stop") for h in m.hooks]
+    if contained:
+        assert [i.text for i in question.items] == [f"Stop: {unpinned}", f"Stop: {pinned}"]
+        assert "can't be pinned" in question.text and "runs only in the sandbox" in question.text, question.text
+        assert enabled == [unpinned, pinned]
+        store.trust.hooks_contained = lambda: False  # the sandbox gone (the user's folderHooks: false): off again
+        assert [h.command for m in store.hooks("Stop") for h in m.hooks] == [pinned]
+    else:
+        assert [i.text for i in question.items] == [f"Stop: {pinned}"]
+        assert any("can't be trusted" in t and unpinned in t for t in told), told
+        assert enabled == [pinned]
+
+
 def test_a_folders_additional_directory_holding_home_is_refused_the_users_own_is_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

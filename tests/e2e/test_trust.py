@@ -205,6 +205,22 @@ async def test_run_a_trusted_folders_hook_cannot_steer_a_read_to_the_users_key(t
     assert "K-SSH-E2E" in out, out
 
 
+async def test_serve_a_hook_whose_files_cant_be_pinned_is_trusted_and_runs_in_the_sandbox(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """`echo "$(date)" >> …` can't be bound to what it runs: it stayed off however the user answered. Where the
+    sandbox holds the folder's hooks it is asked about, saying so, and runs once trusted (in the sandbox: the
+    workspace is all it can write)."""
+    if not probe().ok:
+        pytest.skip(f"bubblewrap cannot run here: {probe().reason}")
+    command = 'echo "$(date +%Y)" >> markers/stamp'
+    project = clone(tmp_path, {".agent-bridge/settings.json": {"hooks": {"UserPromptSubmit": hook(command)}}})
+    [question] = await trust_session(project, data_dir, "trust")
+    shown = question["toolCall"]["content"][0]["content"]["text"]
+    assert command in shown and "can't be pinned" in shown and "runs only in the sandbox" in shown, shown
+    assert (project / "markers" / "stamp").read_text().strip().isdigit()
+
+
 async def test_acp_keep_off_is_remembered_and_a_pulled_hook_is_asked_about_alone(
     tmp_path: Path, data_dir: Path
 ) -> None:
