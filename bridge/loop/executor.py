@@ -132,6 +132,7 @@ class _Call:
     edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
     target_checked: bool = False  # validate_target ran before the permission question
     grants: tuple[Path, ...] = ()  # protected paths the permission step allowed this call to write
+    ran_input: dict[str, Any] | None = None  # a PreToolUse hook's rewrite of the input, which is what runs
 
 
 class ToolExecutor:
@@ -142,6 +143,7 @@ class ToolExecutor:
         self._abort = abort
         self._group = group
         self._calls: list[_Call] = []
+        self.stopped: str | None = None  # a hook said `continue: false`: the turn ends after this round, why
         self._limit = anyio.Semaphore(MAX_PARALLEL)
 
     @property
@@ -342,13 +344,19 @@ class ToolExecutor:
             outcome.blocked, outcome.reason = True, outcome.reason or "the turn was cancelled"
         for error in outcome.errors:
             self._env.emit(Notice(f"{event} hook failed: {error}", level="warning"))
+        for message in outcome.system_messages:
+            self._env.emit(Notice(f"{event} hook: {message}", level="warning"))
+        if outcome.stop:  # `continue: false`: this round's results are kept, and the turn ends
+            self.stopped = self.stopped or outcome.stop_reason or f"a {event} hook stopped the turn"
+            if event == "PreToolUse":
+                outcome.blocked, outcome.reason = True, outcome.reason or self.stopped
         return outcome
 
     async def _after(self, call: _Call, result: ToolResult) -> ToolResult:
         """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran)."""
         assert call.tool is not None
         payload = {
-            "tool_input": dict(call.block.get("input") or {}),
+            "tool_input": dict(call.ran_input or call.block.get("input") or {}),  # what ran (a hook's rewrite)
             "tool_use_id": call.block["id"],
             "tool_response": {
                 "content": result.content if isinstance(result.content, str) else "",
@@ -382,6 +390,7 @@ class ToolExecutor:
             if refused is not None:
                 return refused, data
             raw = dict(hook.updated_input)
+            call.ran_input = raw
         paths = _safe(lambda: tool.permission_paths(data, ctx), [])
         decision = await self._env.policy.decide_async(BoundCall(tool, data, raw, ctx, call.read_only), hook=hook)
         if decision.updated_input is not None:
@@ -389,9 +398,15 @@ class ToolExecutor:
                 data = tool.input_model.model_validate(decision.updated_input)
             except ValidationError as error:
                 return "A hook rewrote the input invalidly: " + _validation_message(tool.name, error), data
-        if not rewritten and decision.resolved and len(decision.resolved) == len(paths):
+        # the paths as judged are the ones opened (a rewrite's too: it was judged as rewritten), so a name swapped
+        # for a link meanwhile is refused, not followed
+        if decision.resolved and len(decision.resolved) == len(paths):
             ctx.granted = {named: real for (named, _access), real in zip(paths, decision.resolved, strict=True)}
         if decision.behavior == "allow":
+            if rewritten:  # nothing asked: the card shows the model's call, so say what runs instead
+                title = started_event({**call.block, "input": raw}, tool, data).title
+                message = f"A PreToolUse hook rewrote this {tool.name} call; it runs as: {title}"
+                self._env.emit(Notice(message, level="warning"))
             return None, data
         if decision.behavior == "deny":
             return f"Permission denied: {decision.reason or 'a deny rule matched'}.", data

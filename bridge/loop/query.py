@@ -167,8 +167,9 @@ async def run_turn(
         if abort.aborted:
             return "cancelled"  # the prompt never joined the history: nothing to mark
         _report_hook_errors(submitted, settings.prompt_hook, emit)
-        if submitted.blocked:  # the prompt never reaches the model (nor the history)
-            emit(Notice(f"Prompt blocked by a hook: {submitted.reason or 'no reason given'}", level="warning"))
+        if submitted.blocked or submitted.stop:  # the prompt never reaches the model (nor the history)
+            why = submitted.reason or submitted.stop_reason or "no reason given"
+            emit(Notice(f"Prompt blocked by a hook: {why}", level="warning"))
             return "end_turn"
         extra = [text_block(f"[hook context] {note}") for note in submitted.additional_context]
     # News that came while no request was made (a background agent ended) goes before the prompt it preceded.
@@ -232,6 +233,9 @@ async def run_turn(
             raise failure
         if abort.aborted:
             return "cancelled"
+        if executor.stopped is not None:  # a hook's `continue: false`: the results are in the history, and no more
+            emit(Notice(f"A hook stopped the turn: {executor.stopped}", level="warning"))
+            return "end_turn"
         if not results:
             outcome = HookOutcome()
             with cancel_on_abort(abort):
@@ -239,7 +243,7 @@ async def run_turn(
             if abort.aborted:
                 return "cancelled"
             _report_hook_errors(outcome, settings.stop_hook, emit)
-            if outcome.blocked and outcome.reason and not stop_hook_active and not abort.aborted:
+            if outcome.blocked and outcome.reason and not outcome.stop and not stop_hook_active and not abort.aborted:
                 stop_hook_active = True  # the hook wants more work: once, with its reason as the next message
                 conversation.append(user_message([text_block(f"[Stop hook] {outcome.reason}")]))
                 continue
@@ -248,8 +252,11 @@ async def run_turn(
 
 
 def _report_hook_errors(outcome: HookOutcome, event: str, emit: Callable[[LoopEvent], None]) -> None:
+    """A hook's failures, and its `systemMessage` for the user."""
     for error in outcome.errors:
         emit(Notice(f"{event} hook failed: {error}", level="warning"))
+    for message in outcome.system_messages:
+        emit(Notice(f"{event} hook: {message}", level="warning"))
 
 
 async def _maybe_compact(

@@ -102,3 +102,77 @@ async def test_the_question_about_a_rewritten_call_shows_the_rewrite(tmp_path: P
     assert str(private) in question["toolCall"]["title"], shown
     assert question["toolCall"]["rawInput"] == {"file_path": str(private)}, shown
     assert "a PreToolUse hook rewrote this call" in shown, shown
+
+
+async def test_a_rewritten_call_opens_the_path_it_was_judged_for_not_a_link_swapped_in(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A rewritten call's paths were resolved again when it ran, not pinned to what was judged: a name swapped for
+    a link to a file outside while the user was asked (or between an unasked decision and the open) was followed,
+    and the bridge's own Read returned it (attack round 29, third pass). Refused now, as an unrewritten call is."""
+    secret = tmp_path / "outside.txt"
+    secret.write_text("OUTSIDE-SECRET")
+    readme = tmp_path / "project" / "README.md"
+    answer = {"permissionDecision": "ask", "updatedInput": {"file_path": str(readme), "offset": 1}}
+    settings = {"hooks": {"PreToolUse": hook(rewriting(answer), "Read")}}
+    project = clone(tmp_path, {".agent-bridge/settings.json": settings, "README.md": "hello\n"})
+    scenario = {"responses": [tool_response(("Read", {"file_path": str(readme)})), text_response("done")]}
+    async with running_editor(scenario, project, data_dir, env={"AGENT_BRIDGE_TRUST_FOLDER": "1"}) as editor:
+
+        async def swap_then_allow(_params: dict[str, Any]) -> dict[str, Any]:
+            readme.unlink()
+            readme.symlink_to(secret)
+            return {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+
+        editor.on_permission = swap_then_allow
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "read it") == {"stopReason": "end_turn"}
+        result = json.dumps(editor.model.valid_requests[-1].body["messages"][-1]["content"])
+    assert len(editor.permission_requests) == 1
+    assert "OUTSIDE-SECRET" not in result and "changed while it was being opened" in result, result
+
+
+async def test_an_unasked_rewrite_is_said_and_post_tool_use_hooks_see_what_ran(tmp_path: Path) -> None:
+    """Allowed by a rule, a rewrite ran under the card of the model's call, said nowhere, and the PostToolUse hooks
+    were handed the model's input: a formatter or an audit log acted on what did not run."""
+    to_b = rewriting({"updatedInput": {"command": "echo rewritten-ran"}})
+    log_code = (
+        "import json, os, sys; path = os.environ['CLAUDE_PROJECT_DIR'] + '/seen.txt'; "
+        "print(json.load(sys.stdin)['tool_input']['command'], file=open(path, 'a'))"
+    )
+    log_input = f"python3 -c {shlex.quote(log_code)}"
+    user_hooks(tmp_path, {"PreToolUse": hook(to_b, "Bash"), "PostToolUse": hook(log_input, "Bash")})
+    project = clone(tmp_path, {"README.md": "hello\n"})
+    scenario = scenario_file(tmp_path, [tool_response(("Bash", {"command": "echo from-model"})), text_response("ok")])
+    out = await run_cli(tmp_path, project, "go", "--allow", "Bash(echo *)", scenario=scenario)
+    assert "A PreToolUse hook rewrote this Bash call; it runs as: `echo rewritten-ran`" in out, out
+    assert (project / "seen.txt").read_text() == "echo rewritten-ran\n"
+
+
+async def test_continue_false_ends_the_turn_and_a_system_message_is_shown(tmp_path: Path) -> None:
+    """A hook's `continue: false` and `systemMessage` were read and then dropped: the turn went on, the user saw
+    nothing. Now `continue: false` ends the turn after this round's results (which stay in the history), from
+    PostToolUse after the tool ran, from PreToolUse before it runs, from UserPromptSubmit before the model is asked;
+    and a `systemMessage` is shown to the user."""
+
+    def says(answer: dict[str, Any]) -> str:
+        return f"echo {shlex.quote(json.dumps(answer))}"
+
+    project = clone(tmp_path, {"README.md": "hello\n"})
+    rounds = [
+        tool_response(("Bash", {"command": "echo one >> ran.txt"})),
+        tool_response(("Bash", {"command": "echo two >> ran.txt"})),
+        text_response("done"),
+    ]
+    stop_after = says({"continue": False, "stopReason": "enough for now", "systemMessage": "the hook had its say"})
+    user_hooks(tmp_path, {"PostToolUse": hook(stop_after, "Bash")})
+    out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=scenario_file(tmp_path, rounds))
+    assert (project / "ran.txt").exists() and (project / "ran.txt").read_text() == "one\n", out
+    assert "A hook stopped the turn: enough for now" in out and "PostToolUse hook: the hook had its say" in out, out
+    (project / "ran.txt").unlink()
+    user_hooks(tmp_path, {"PreToolUse": hook(says({"continue": False, "stopReason": "not today"}), "Bash")})
+    out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=scenario_file(tmp_path, rounds))
+    assert not (project / "ran.txt").exists() and "A hook stopped the turn: not today" in out, out
+    user_hooks(tmp_path, {"UserPromptSubmit": hook(says({"continue": False, "stopReason": "closed"}))})
+    out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=scenario_file(tmp_path, rounds))
+    assert not (project / "ran.txt").exists() and "Prompt blocked by a hook: closed" in out, out
