@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -135,6 +136,26 @@ class _Call:
     ran_input: dict[str, Any] | None = None  # a PreToolUse hook's rewrite of the input, which is what runs
 
 
+_HOOK_STOP: ContextVar[list[str] | None] = ContextVar("hook_stop", default=None)
+
+
+@contextlib.contextmanager
+def hook_stop_scope() -> Iterator[list[str]]:
+    """A turn's record of a hook's `continue: false`. A sub-agent's turn runs inside its parent's call, so it shares
+    the record: a stop in a sub-agent ends the turn that started it too (a kill switch is not got round by
+    delegating)."""
+    found = _HOOK_STOP.get()
+    if found is not None:
+        yield found
+        return
+    stops: list[str] = []
+    token = _HOOK_STOP.set(stops)
+    try:
+        yield stops
+    finally:
+        _HOOK_STOP.reset(token)
+
+
 class ToolExecutor:
     def __init__(self, env: ToolEnvironment, abort: Abort, group: TaskGroup, offered: set[str] | None = None) -> None:
         """`offered`: the tools the request declared (the model may call only those); None: all of them."""
@@ -143,7 +164,10 @@ class ToolExecutor:
         self._abort = abort
         self._group = group
         self._calls: list[_Call] = []
-        self.stopped: str | None = None  # a hook said `continue: false`: the turn ends after this round, why
+        # why a hook said `continue: false` (the first), for this turn and the sub-agents it runs (`hook_stop_scope`):
+        # no call starts after it, and the turn ends after this round
+        shared = _HOOK_STOP.get()
+        self._stops: list[str] = shared if shared is not None else []
         self._limit = anyio.Semaphore(MAX_PARALLEL)
 
     @property
@@ -208,6 +232,11 @@ class ToolExecutor:
         more = f" ({deferred} more are deferred: find them with ToolSearch.)" if deferred else ""
         return f"No such tool: {name}. Available tools: {known}.{more}"
 
+    @property
+    def stopped(self) -> str | None:
+        """Why a hook said `continue: false` in this turn (at any level), or None."""
+        return self._stops[0] if self._stops else None
+
     def _started_event(self, call: _Call) -> ToolCallStarted:
         # An input that failed validation shows under the bare name (validating again would not help).
         return started_event(call.block, call.tool if call.data is not None else None, call.data)
@@ -219,6 +248,10 @@ class ToolExecutor:
                 await event.wait()
             if self._abort.aborted:  # checkpoint: no new work after a cancel
                 call.result = interrupted_result(call.block["id"])
+                return
+            if self.stopped is not None:  # a hook's `continue: false`, here or in a sub-agent: nothing new starts
+                message = f"Not run: a hook stopped the turn ({self.stopped})."
+                call.result = tool_result_block(call.block["id"], message, is_error=True)
                 return
             try:
                 if call.safe:
@@ -347,9 +380,9 @@ class ToolExecutor:
         for message in outcome.system_messages:
             self._env.emit(Notice(f"{event} hook: {message}", level="warning"))
         if outcome.stop:  # `continue: false`: this round's results are kept, and the turn ends
-            self.stopped = self.stopped or outcome.stop_reason or f"a {event} hook stopped the turn"
+            self._stops.append(outcome.stop_reason or f"a {event} hook stopped the turn")
             if event == "PreToolUse":
-                outcome.blocked, outcome.reason = True, outcome.reason or self.stopped
+                outcome.blocked, outcome.reason = True, outcome.reason or self._stops[0]
         return outcome
 
     async def _after(self, call: _Call, result: ToolResult) -> ToolResult:

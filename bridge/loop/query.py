@@ -20,7 +20,7 @@ from bridge.errors import cause_text
 from bridge.loop.compact import compact_conversation
 from bridge.loop.conversation import Conversation
 from bridge.loop.events import LoopEvent, Notice, RetryWait, TextDelta, ThinkingDelta, UsageReport
-from bridge.loop.executor import ToolEnvironment, ToolExecutor
+from bridge.loop.executor import ToolEnvironment, ToolExecutor, hook_stop_scope
 from bridge.messages import (
     EPHEMERAL,
     MARKER,
@@ -153,6 +153,19 @@ async def run_turn(
     abort: Abort,
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
+    with hook_stop_scope():  # (a sub-agent's turn shares its parent's)
+        return await _run_turn(conversation, prompt, model=model, settings=settings, tools=tools, abort=abort)
+
+
+async def _run_turn(
+    conversation: Conversation,
+    prompt: list[Block],
+    *,
+    model: ModelClient,
+    settings: TurnSettings,
+    tools: ToolEnvironment,
+    abort: Abort,
+) -> StopReason:
     emit = tools.emit
     schemas = offered_schemas(tools, conversation.messages)
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.

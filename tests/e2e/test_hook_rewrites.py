@@ -176,3 +176,45 @@ async def test_continue_false_ends_the_turn_and_a_system_message_is_shown(tmp_pa
     user_hooks(tmp_path, {"UserPromptSubmit": hook(says({"continue": False, "stopReason": "closed"}))})
     out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=scenario_file(tmp_path, rounds))
     assert not (project / "ran.txt").exists() and "Prompt blocked by a hook: closed" in out, out
+
+
+async def test_continue_false_stops_the_calls_after_it_and_a_sub_agents_stop_ends_its_parents_turn(
+    tmp_path: Path,
+) -> None:
+    """Attack round 29, fourth pass: the calls after a PreToolUse stop in the same response still asked and ran (each
+    waited for it, then started), and a stop inside a sub-agent ended only the sub-agent's turn: the parent went
+    on and wrote. Neither starts now."""
+    stop_on = (
+        "import json, sys; d = json.load(sys.stdin); "
+        "print(json.dumps({'continue': False, 'stopReason': 'HALT'}) if 'stopme' in d['tool_input']['command'] else '')"
+    )
+    user_hooks(tmp_path, {"PreToolUse": hook(f"python3 -c {shlex.quote(stop_on)}", "Bash")})
+    project = clone(tmp_path, {"README.md": "hello\n"})
+    same_response = [
+        tool_response(
+            ("Bash", {"command": "echo stopme > a.txt"}),
+            ("Bash", {"command": "echo after > b.txt"}),
+            ("Write", {"file_path": str(project / "c.txt"), "content": "after"}),
+        ),
+        text_response("done"),
+    ]
+    out = await run_cli(
+        tmp_path, project, "go", "--dangerously-approve-all", scenario=scenario_file(tmp_path, same_response)
+    )
+    assert not any((project / name).exists() for name in ("a.txt", "b.txt", "c.txt")), out
+    assert out.count("Not run: a hook stopped the turn (HALT)") == 2, out
+    delegated = {
+        "responses": [
+            tool_response(("Agent", {"description": "Look", "prompt": "look", "subagent_type": "general-purpose"})),
+            tool_response(("Write", {"file_path": str(project / "parent.txt"), "content": "x"})),
+            text_response("done"),
+        ],
+        "agents": [
+            {"prompt": "look", "responses": [tool_response(("Bash", {"command": "echo stopme"})), text_response("ok")]}
+        ],
+    }
+    path = tmp_path / "delegated.json"
+    path.write_text(json.dumps(delegated))
+    out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=str(path))
+    assert not (project / "parent.txt").exists(), out
+    assert "A hook stopped the turn: HALT" in out, out
