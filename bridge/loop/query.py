@@ -7,11 +7,12 @@ history is left valid: partial text kept, every tool_use answered, the marker ad
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec
 
 import anyio
 
@@ -143,6 +144,21 @@ def stand_in_schema(name: str, why: str | None) -> dict[str, Any]:
     }
 
 
+_P = ParamSpec("_P")
+
+
+def _in_hook_stop_scope(turn: Callable[_P, Awaitable[StopReason]]) -> Callable[_P, Awaitable[StopReason]]:
+    """The turn runs with its record of a hook's `continue: false` (a sub-agent's turn shares its parent's)."""
+
+    @functools.wraps(turn)
+    async def scoped(*args: _P.args, **kwargs: _P.kwargs) -> StopReason:
+        with hook_stop_scope():
+            return await turn(*args, **kwargs)
+
+    return scoped
+
+
+@_in_hook_stop_scope
 async def run_turn(
     conversation: Conversation,
     prompt: list[Block],
@@ -153,19 +169,6 @@ async def run_turn(
     abort: Abort,
 ) -> StopReason:
     """Run one user turn to its end. Raises `ModelError` (history left valid) when the API fails."""
-    with hook_stop_scope():  # (a sub-agent's turn shares its parent's)
-        return await _run_turn(conversation, prompt, model=model, settings=settings, tools=tools, abort=abort)
-
-
-async def _run_turn(
-    conversation: Conversation,
-    prompt: list[Block],
-    *,
-    model: ModelClient,
-    settings: TurnSettings,
-    tools: ToolEnvironment,
-    abort: Abort,
-) -> StopReason:
     emit = tools.emit
     schemas = offered_schemas(tools, conversation.messages)
     # Compact before the new prompt joins the history, so the prompt itself is never summarized away.
