@@ -28,7 +28,6 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
   before(async () => {
     fs.mkdirSync(shots, { recursive: true });
     outside = fs.mkdtempSync(path.join(os.tmpdir(), "ab-trust-markers-"));
-    hookMarker = path.join(outside, "hook-ran");
     serverMarker = path.join(outside, "workspace-server-command-ran");
     cs = await startCodeServer({
       workspaceTrust: true,
@@ -36,7 +35,9 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
       settings: { "agentBridge.offlineScenario": "playground", "security.workspace.trust.startupPrompt": "never" },
       files: {
         // What a cloned repository may carry: an agent hook, and VS Code settings that pick the bridge's program.
-        ".agent-bridge/settings.json": JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: "command", command: `touch ${hookMarker}` }] }] } }),
+        // (its mark in the folder, by a redirection: a folder's hooks run in the OS sandbox, which lets them write
+        // only the workspace and holds the files a hook names as programs)
+        ".agent-bridge/settings.json": JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: "command", command: "echo ran > .hook-ran" }] }] } }),
         // A serverCommand that marks that it ran, then starts the bundled bridge (so it works once trusted).
         ".vscode/settings.json": JSON.stringify({
           "agentBridge.serverCommand": ["sh", "-c", `touch ${serverMarker}; exec "$(ls -d $USER_DATA/User/globalStorage/agent-bridge.agent-bridge/bridge/*/ | head -1)bin/python" -m bridge.cli.main serve "$0" "$@"`],
@@ -44,6 +45,7 @@ describe("Workspace Trust: a folder in Restricted Mode", () => {
         "hello.py": "print('hello')\n",
       },
     });
+    hookMarker = path.join(cs.workspace, ".hook-ran");
     await cs.page.locator(".statusbar", { hasText: "Restricted Mode" }).waitFor({ timeout: 60000 });
     panel = await openPanel(cs);
   });
