@@ -5,6 +5,7 @@ restrictive ones come last):
 
     --ro-bind / /  --dev /dev  --proc /proc        everything read-only; a fresh /dev and /proc
     --bind <session tmp> /tmp                      a private /tmp per session, TMPDIR=/tmp
+    --tmpfs H, --ro-bind T T                       a folder's hook: an empty home, its tools' folders shown
     --bind W W                                     each writable root (workspace, added dirs, allowWrite)
     --bind A A, --ro-bind P P                      held paths that exist (runs_later.py: settings, memory,
                                                    git's config and hooks, `.vscode/`…); the directories on
@@ -12,6 +13,7 @@ restrictive ones come last):
                                                    renamed away
     --ro-bind R R                                  Edit deny rules
     --tmpfs D --remount-ro D / --ro-bind /dev/null F   Read deny rules: masked
+    --remount-ro H                                 the hook's empty home, once what is mounted in it is
 
 plus `--unshare-pid` (its own /proc, so no `/proc/<pid>/root` of a process outside; killing bwrap kills
 everything inside), `--unshare-ipc` and `--unshare-uts`, a seccomp filter refusing Unix sockets (the host's are

@@ -59,6 +59,7 @@ from bridge.permissions.sandbox_policy import (
     policy_from_engine,
     sandbox_settings,
     sandbox_wanted,
+    with_private_home,
 )
 from bridge.permissions.specifiers import compile_path_specifier
 
@@ -322,13 +323,14 @@ class Sandbox:
         """What a hook of the folder's own settings runs in (bridge/permissions/hooks.py), or None: as it is (no
         sandbox wanted by the user's settings, `folderHooks: false` in them, or no sandbox can start here: the
         session's notice says so, `problems`). With `failIfUnavailable`, the hook fails to start instead. A folder's
-        own `enabled: false` (trusted) turns the sandbox off for commands, not for its own hooks."""
+        own `enabled: false` (trusted) turns the sandbox off for commands, not for its own hooks. It sees none of the
+        home folder but the installed tools (`with_private_home`): a hook runs unasked."""
         settings = self._settings()
         if not folder_hooks_wanted(settings):
             return None
         if not probe().ok and not settings.fail_if_unavailable:
             return None
-        return CallSandbox(self, (), timeout_s, None, always=True)
+        return CallSandbox(self, (), timeout_s, None, always=True, private_home=True)
 
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None
@@ -359,6 +361,8 @@ class Sandbox:
             )
             return Launch([*prefix, *argv], env, run=run)
         policy = self._policy(settings)
+        if call.private_home:
+            policy = with_private_home(policy)
         tmp = self._private_tmp(registry)
         quarantine = (call.data_dir or Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}") / "quarantine"
         plan, watch = await asyncio.to_thread(self._plan_and_watch, policy, tmp, call.grants, quarantine)
@@ -451,6 +455,7 @@ class CallSandbox:
     timeout_s: float | None
     data_dir: Path | None
     always: bool = False  # whatever the settings say of the sandbox (a folder's hook: `Sandbox.for_hook`)
+    private_home: bool = False  # the home folder hidden but for its tools (a folder's hook: `with_private_home`)
 
     async def prepare(
         self, argv: list[str], *, cwd: Path, env: dict[str, str], registry: ProcessRegistry | None

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.permissions.sandbox_policy import SandboxPolicy
+from bridge.permissions.sandbox_policy import SandboxPolicy, home_hides
 
 if TYPE_CHECKING:
     from bridge.execution.sandbox_plan import MountPlan
@@ -93,7 +93,14 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
             "start method, or, to allow "
             'them all, set "sandbox": {"network": {"allowAllUnixSockets": true}} in .agent-bridge/settings.json.'
         )
-    hidden_credentials = [path for path in policy.credentials if _names(output, path)]
+    home = policy.private_home
+    if home is not None and _names_in(output, home):
+        notes.append(
+            "The sandbox shows the folder's own hooks nothing of your home folder but the workspace and the "
+            "installed tools' folders (~/.local/bin, ~/.nvm, ~/.cargo/bin, ~/.gitconfig…): not your settings, "
+            "shell history, transcripts, tokens or other projects: a folder's hook runs without asking."
+        )
+    hidden_credentials = [path for path in policy.credentials if _names(output, path) and not home_hides(policy, path)]
     if hidden_credentials:
         shown = ", ".join(_home_form(path) for path in hidden_credentials[:3])
         first = _home_form(hidden_credentials[0])
@@ -122,6 +129,15 @@ def _names(output: str, path: Path) -> bool:
         if _NOT_READ.search(line) and (str(path) in line or (relative is not None and relative in line)):
             return True
     return False
+
+
+def _names_in(output: str, home: Path) -> bool:
+    """Whether an error line of the output says a path in `home` (as it is or as `~/…`) can't be read."""
+    forms = {os.path.join(home, ""), os.path.join(os.path.expanduser("~"), ""), "~/"}
+    return any(_NOT_THERE.search(line) and any(f in line for f in forms) for line in output.splitlines()[-200:])
+
+
+_NOT_THERE = re.compile(_NOT_READ.pattern + "|Directory nonexistent|Read-only file system")  # (dash's words)
 
 
 def _home_form(path: Path) -> str:

@@ -8,7 +8,8 @@ each backend: bubblewrap's mounts (`MountPlan.args`, bridge/execution/bwrap.py) 
   (`grants`) is not held;
 - missing: held paths that don't exist yet, watched (bridge/execution/sandbox_watch.py), with no placeholder;
 - read-only: Edit deny rules and denyWrite, expanded to the paths that exist inside the roots;
-- masked: Read deny rules, denyRead and the bridge's own secrets, expanded to the paths that exist.
+- masked: Read deny rules, denyRead and the bridge's own secrets, expanded to the paths that exist;
+- for a folder's own hook, the home folder: hidden but for the installed tools' folders (`private_home`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bridge.execution import programs
 from bridge.execution.sandbox_notes import inside
 from bridge.execution.sandbox_watch import Identity, identity
 from bridge.permissions.runs_later import HeldPath, granted_covers
-from bridge.permissions.sandbox_policy import SandboxPolicy, expand
+from bridge.permissions.sandbox_policy import SandboxPolicy, expand, home_hides
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,13 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
     plan = MountPlan(grants=grants)
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
+    home = policy.private_home
+    if home is not None:  # an empty home folder, the tools' folders in it bound back read-only
+        args += ["--tmpfs", str(home)]
+        for tool in policy.home_tools:  # (a link, as a version manager's often is: what it leads to, in its place)
+            target = os.path.realpath(tool)
+            if os.path.exists(target) and not home.is_relative_to(target):  # (never the home folder by another name)
+                args += ["--ro-bind", target, str(tool)]
     roots = tuple(sorted(policy.writable, key=lambda p: len(p.parts)))
     for root in roots:
         args += ["--bind", str(root), str(root)]
@@ -174,10 +182,14 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
         plan.truncated += masked.truncated
         for path in sorted(masked.paths, key=lambda p: len(p.parts)):
             plan.masked.append(path)
+            if home_hides(policy, path):
+                continue  # not there at all
             if os.path.isdir(path):
                 args += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 args += ["--ro-bind", "/dev/null", str(path)]
+    if home is not None:
+        args += ["--remount-ro", str(home)]  # (the mount points in it are made: nothing more can be)
     args += ["--chdir", str(policy.cwd)]
     plan.args = args
     return plan

@@ -9,6 +9,8 @@ the same plan bubblewrap mounts (bridge/execution/sandbox_plan.py), so the two h
     (deny file-write-unlink (literal A) …)         the directories on the way to them can't be moved away
     (allow file-write* (subpath G) …)              what the user allowed this call to write
     (deny file-write* (subpath R) …)               Edit deny rules
+    (deny file-read-data (subpath H))              a folder's hook: the home folder hidden ...
+    (allow file-read-data (subpath T) …)           ... but for the tools' folders and the roots in it
     (deny file-read* file-write* (subpath M) …)    Read deny rules: unreadable
     (deny network-outbound (remote ip "*:*")) …    no network unless it is allowed
 
@@ -108,6 +110,13 @@ def profile(policy: SandboxPolicy, plan: MountPlan, tmp: Path) -> str:
     granted = [g for g in plan.grants if inside(g, policy.writable) is not None]  # bwrap can't open others either
     lines += _rule("allow", "file-write*", _subpaths(granted), "what the user allowed this call to write")
     lines += _rule("deny", "file-write*", _subpaths(plan.edit_denied), "Edit deny rules")
+    home = policy.private_home
+    if home is not None:  # what is in it can't be read or listed (its names can still be stat'ed, as on the way)
+        lines += _rule("deny", "file-read-data", _subpaths([home]), "a folder's hook: the home folder hidden ...")
+        shown = [Path(os.path.realpath(p)) for p in policy.home_tools] + [
+            w for w in policy.writable if w.is_relative_to(home)
+        ]
+        lines += _rule("allow", "file-read-data", _subpaths(shown), "... but the tools' folders and the roots in it")
     lines += _rule("deny", "file-read* file-write*", _subpaths(plan.masked), "Read deny rules: unreadable")
     if not policy.network:
         lines += [

@@ -27,7 +27,7 @@ import re
 import time
 import weakref
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,52 @@ CREDENTIALS = (
     ".config/BraveSoftware",
     "Library/Keychains",
     "Library/Cookies",
+)
+
+# Secrets a machine keeps outside any home folder, for whatever runs on it: Docker's and Kubernetes' (a pod's service
+# account token). Masked as the user's credentials are.
+SYSTEM_SECRETS = ("/run/secrets", "/var/run/secrets")
+
+# What a folder's own hooks may read of the home folder (`private_home`): the places installed tools live (and the
+# few files tools read for their own settings), read-only. The rest of the home folder is hidden from them: the
+# agent's and other tools' transcripts and tokens (~/.claude/.credentials.json, ~/.config/github-copilot), shell
+# histories, other projects, the user's settings (their `env` may hold keys): a list of credentials misses the next
+# one (a trusted folder's hook read shell histories, Copilot's token, rclone's, another project's `.env`). The
+# user's own hooks and the model's commands (each asked or allowed by a rule) see the home folder as before,
+# credentials masked.
+HOME_TOOLS = (
+    ".local/bin",
+    ".local/lib",
+    ".local/share/pipx",
+    ".local/share/uv",
+    ".local/share/pnpm",
+    ".local/share/mise",
+    ".local/share/fnm",
+    ".local/share/nvim/mason",
+    ".nvm",
+    ".volta",
+    ".fnm",
+    ".bun",
+    ".deno",
+    ".cargo/bin",
+    ".rustup",
+    ".pyenv",
+    ".rbenv",
+    ".nodenv",
+    ".goenv",
+    ".asdf",
+    ".sdkman",
+    ".nix-profile",
+    ".npm-global",
+    ".dotnet",
+    "go/bin",
+    "go/pkg/mod",
+    ".cache/pre-commit",
+    ".gitconfig",
+    ".config/git/config",
+    ".config/git/ignore",
+    ".config/git/attributes",
+    ".editorconfig",
 )
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
@@ -266,6 +312,25 @@ class SandboxPolicy:
     network: bool
     unix_sockets: bool = False  # commands may create Unix sockets (`sandbox.network.allowAllUnixSockets`)
     credentials: tuple[Path, ...] = ()  # the user's credentials among `masked` (`CREDENTIALS`), for the notes
+    private_home: Path | None = None  # a folder's hook: this home folder is hidden but for `home_tools`
+    home_tools: tuple[Path, ...] = ()  # what of `private_home` stays readable (`HOME_TOOLS` that exist)
+
+
+def home_hides(policy: SandboxPolicy, path: Path) -> bool:
+    """Whether `path` lies in the policy's private home folder, outside what of it is shown (tools, roots)."""
+    home = policy.private_home
+    shown = (*policy.home_tools, *policy.writable)
+    return home is not None and path.is_relative_to(home) and not any(path.is_relative_to(p) for p in shown)
+
+
+def with_private_home(policy: SandboxPolicy, home: Path | None = None) -> SandboxPolicy:
+    """`policy` for a folder's own hook: the home folder hidden but for the installed tools (`HOME_TOOLS`) and the
+    writable roots in it. Unchanged when a writable root is the home folder or holds it (the user opened it)."""
+    home = Path(os.path.realpath(home or Path.home()))
+    if home == Path(home.anchor) or not home.is_dir() or any(home.is_relative_to(root) for root in policy.writable):
+        return policy  # (a home that isn't there hides nothing: a mount point can't be made for it)
+    tools = tuple(home / name for name in HOME_TOOLS if os.path.lexists(home / name))
+    return replace(policy, private_home=home, home_tools=tools)
 
 
 def literal_root(pattern: PathPattern) -> tuple[Path, bool]:
@@ -302,9 +367,9 @@ def _through_link_in(path: Path, roots: list[Path]) -> bool:
 def credential_masks(
     rules: list[CompiledRule], roots: list[Path], home: Path | None = None
 ) -> list[tuple[Path, PathPattern]]:
-    """The masks of the user's credentials (`CREDENTIALS`) that exist, but for those a Read allow rule of the user's
-    own covers (their settings, or what they allowed in the session) and those a workspace root lies in (the user
-    opened that folder)."""
+    """The masks of the user's credentials (`CREDENTIALS`) and the machine's (`SYSTEM_SECRETS`) that exist, but for
+    those a Read allow rule of the user's own covers (their settings, or what they allowed in the session) and those
+    a workspace root lies in (the user opened that folder)."""
     home = Path(os.path.realpath(home or Path.home()))
     allowed = [
         rule.path
@@ -315,8 +380,7 @@ def credential_masks(
         and rule.origin.source in _USERS_OWN  # (a folder's settings, trusted or not, never open them)
     ]
     masks: list[tuple[Path, PathPattern]] = []
-    for name in CREDENTIALS:
-        path = home / name
+    for path in [home / name for name in CREDENTIALS] + [Path(name) for name in SYSTEM_SECRETS]:
         if not os.path.lexists(path) or any(root.is_relative_to(path) for root in roots):
             continue
         if any(pattern.matches(path) or pattern.matches(path / "x") for pattern in allowed):

@@ -277,8 +277,9 @@ class TrustQuestion:
             lines += [
                 "",
                 "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
-                "read none of your credentials and reach no network the sandbox settings don't allow, and what they "
-                "answer can refuse a call, never allow one.",
+                "read nothing of your home folder but this folder and your installed tools (no keys, tokens, history "
+                "or other projects) and reach no network the sandbox settings don't allow, and what they answer can "
+                "refuse a call, never allow one.",
             ]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)

@@ -15,7 +15,7 @@ import pytest
 from bridge.execution.sandbox_plan import MountPlan, plan_mounts
 from bridge.execution.seatbelt import profile, quote, seatbelt_argv
 from bridge.permissions.held import HeldPath
-from bridge.permissions.sandbox_policy import SandboxPolicy
+from bridge.permissions.sandbox_policy import SandboxPolicy, with_private_home
 from bridge.permissions.specifiers import compile_path_specifier
 from tests.permission_calls import GRAMMAR
 
@@ -61,6 +61,7 @@ OPERATIONS = {
     "default",
     "file-write*",
     "file-read*",
+    "file-read-data",
     "file-write-unlink",
     "network-outbound",
     "network-inbound",
@@ -233,6 +234,35 @@ def test_held_missing_edit_and_read_deny(ws: Path) -> None:
     assert ["--ro-bind", "/dev/null", str(ws / ".env")] == plan.args[
         plan.args.index(str(ws / ".env")) - 2 : plan.args.index(str(ws / ".env")) + 1
     ]
+
+
+def test_a_folders_hook_reads_nothing_of_the_home_folder_but_its_tools_and_the_workspace(tmp_path: Path) -> None:
+    """A folder's own hook (`with_private_home`): the home folder's contents denied, the tools' folders (a link's
+    target, as macOS sees paths) and the workspace in it allowed again after, the masks after that; bwrap's plan
+    holds the same: an empty home, the tools bound back read-only, the workspace writable, then read-only."""
+    home = tmp_path / "home"
+    ws = home / "src" / "ws"
+    ws.mkdir(parents=True)
+    (home / ".local" / "bin").mkdir(parents=True)
+    (tmp_path / "nvm").mkdir()
+    (home / ".nvm").symlink_to(tmp_path / "nvm")
+    (home / ".ssh").mkdir()
+    policy = with_private_home(policy_for(ws, read_deny=("/" + str(home / ".ssh") + "/**",)), home)
+    assert policy.home_tools == (home / ".local" / "bin", home / ".nvm")
+    text, _, plan = render(ws, policy)
+    rules = check_sbpl(read(text))
+    hidden = rules.index(("deny", ("file-read-data",), [["subpath", Str(str(home))]]))
+    shown = rules[hidden + 1]
+    assert shown[:2] == ("allow", ("file-read-data",))
+    assert paths(shown[2]) == [str(home / ".local" / "bin"), str(tmp_path / "nvm"), str(ws)]
+    assert rules[hidden + 2][0] == "deny" and rules[hidden + 2][1] == ("file-read*", "file-write*")
+    args = plan.args
+    assert args[args.index("--tmpfs") + 1] == str(home)
+    assert ["--ro-bind", str(tmp_path / "nvm"), str(home / ".nvm")] == args[args.index(str(tmp_path / "nvm")) - 1 :][:3]
+    assert args.index("--tmpfs") < args.index(str(ws)) < args.index("--remount-ro")
+    assert str(home / ".ssh") not in args  # hidden with the rest: nothing to mask
+    # the user opened the home folder itself: nothing to hide it from
+    assert with_private_home(policy_for(home), home).private_home is None
 
 
 def test_what_the_user_allowed_this_call_is_writable_but_not_outside_the_workspace(ws: Path) -> None:
