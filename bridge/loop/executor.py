@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
@@ -46,7 +47,7 @@ from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
 from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.types import PermissionRequest
 from bridge.tools.base import AnyTool, BoundCall, Effect, ToolContext, ToolError, ToolResult
-from bridge.tools.paths import read_guard_of
+from bridge.tools.paths import read_guard_of, within
 from bridge.tools.storage import bound_result
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,22 @@ class _Call:
     target_checked: bool = False  # validate_target ran before the permission question
     grants: tuple[Path, ...] = ()  # protected paths the permission step allowed this call to write
     ran_input: dict[str, Any] | None = None  # a PreToolUse hook's rewrite of the input, which is what runs
+
+
+WITHHELD_FROM_FOLDER_HOOKS = (
+    "a folder's own hooks get a tool's result only when the call read or wrote nothing but the workspace's files"
+)
+_WORKSPACE_FILE_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit", "Grep", "Glob"})
+
+
+def _workspace_only(tool: AnyTool, ctx: ToolContext) -> bool:
+    """Whether the call's result holds nothing but files of the workspace's roots: a file tool whose every path the
+    permission step judged (`ctx.granted`, resolved) lies in one. Anything else (a command, a fetch, an MCP tool, a
+    sub-agent) may hold what the sandbox hides from the folder's hooks."""
+    if tool.name not in _WORKSPACE_FILE_TOOLS or not ctx.granted:
+        return False
+    roots = [os.path.realpath(root) for root in (ctx.cwd, *ctx.additional_dirs)]
+    return all(any(within(str(real), root) for root in roots) for real in ctx.granted.values())
 
 
 _HOOK_STOP: ContextVar[list[str] | None] = ContextVar("hook_stop", default=None)
@@ -324,7 +341,7 @@ class ToolExecutor:
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
         if result is not None:
-            result = await self._after(call, result)
+            result = await self._after(call, result, ctx)
         if result is None:  # cancelled by the signal
             return interrupted_result(use_id, call.output)
         call.display, call.raw_output = result.display, result.raw_output
@@ -367,12 +384,14 @@ class ToolExecutor:
             log.exception("tool %s failed", tool.name)
             raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
 
-    async def _hooks(self, event: str, payload: dict[str, Any], tool_name: str) -> HookOutcome:
+    async def _hooks(
+        self, event: str, payload: dict[str, Any], tool_name: str, folder_view: dict[str, Any] | None = None
+    ) -> HookOutcome:
         """A cancel (not a new prompt) stops the hooks under way, their processes killed: a hook near its timeout
         held the cancel that long, and its effects landed after it."""
         outcome = HookOutcome()
         with cancel_on_abort(self._abort.child(not_interrupt)):
-            outcome = await self._env.hooks.run(event, payload, tool_name=tool_name)
+            outcome = await self._env.hooks.run(event, payload, tool_name=tool_name, folder_view=folder_view)
         if self._abort.aborted and self._abort.reason is not AbortReason.INTERRUPT:
             outcome.blocked, outcome.reason = True, outcome.reason or "the turn was cancelled"
         for error in outcome.errors:
@@ -385,8 +404,11 @@ class ToolExecutor:
                 outcome.blocked, outcome.reason = True, outcome.reason or self._stops[0]
         return outcome
 
-    async def _after(self, call: _Call, result: ToolResult) -> ToolResult:
-        """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran)."""
+    async def _after(self, call: _Call, result: ToolResult, ctx: ToolContext) -> ToolResult:
+        """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran). The folder's
+        own hooks get the result only when it holds nothing but the workspace's files (`_workspace_only`): they run
+        in the sandbox, which hides the rest of the home folder and the user's credentials from them, and a result
+        the user let the model have (a read of `~/.aws/credentials`, a command's output) would carry it in."""
         assert call.tool is not None
         payload = {
             "tool_input": dict(call.ran_input or call.block.get("input") or {}),  # what ran (a hook's rewrite)
@@ -396,7 +418,11 @@ class ToolExecutor:
                 "is_error": result.is_error,
             },
         }
-        outcome = await self._hooks("PostToolUse", payload, call.tool.name)
+        folder_view = None
+        if not _workspace_only(call.tool, ctx):
+            withheld = {"content": "", "is_error": result.is_error, "withheld": WITHHELD_FROM_FOLDER_HOOKS}
+            folder_view = {"tool_response": withheld}
+        outcome = await self._hooks("PostToolUse", payload, call.tool.name, folder_view)
         notes = [*outcome.additional_context, *([outcome.reason] if outcome.blocked and outcome.reason else [])]
         if notes and isinstance(result.content, str):
             result.content += "\n\n" + "\n".join(f"[hook] {note}" for note in notes)

@@ -324,8 +324,15 @@ class PermissionEngine:
 
     # --- hooks ---------------------------------------------------------------------------------------
 
-    async def run_hooks(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
-        return await self.hooks.run(event, payload, tool_name=tool_name)
+    async def run_hooks(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        tool_name: str | None = None,
+        folder_view: Mapping[str, Any] | None = None,
+    ) -> HookOutcome:
+        return await self.hooks.run(event, payload, tool_name=tool_name, folder_view=folder_view)
 
     # --- decisions -----------------------------------------------------------------------------------
 

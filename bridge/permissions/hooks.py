@@ -131,15 +131,30 @@ _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 
 class HookRunner(Protocol):
-    """What the loop needs to run hooks (every event: PreToolUse, PostToolUse, UserPromptSubmit, Stop)."""
+    """What the loop needs to run hooks (every event: PreToolUse, PostToolUse, UserPromptSubmit, Stop).
+    `folder_view`: fields of the payload the folder's own hooks get instead (what they must not see)."""
 
-    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome: ...
+    async def run(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        tool_name: str | None = None,
+        folder_view: Mapping[str, Any] | None = None,
+    ) -> HookOutcome: ...
 
 
 class NoHooks:
     """The runner with no hooks configured."""
 
-    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
+    async def run(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        tool_name: str | None = None,
+        folder_view: Mapping[str, Any] | None = None,
+    ) -> HookOutcome:
         return HookOutcome()
 
 
@@ -171,14 +186,28 @@ class SettingsHooks:
         self.source, self.cwd, self.mode = source, cwd, mode
         self.sandbox: HookSandbox | None = None  # the session's (bridge/session_setup.py); None: none
 
-    async def run(self, event: str, payload: dict[str, Any], *, tool_name: str | None = None) -> HookOutcome:
+    async def run(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        tool_name: str | None = None,
+        folder_view: Mapping[str, Any] | None = None,
+    ) -> HookOutcome:
         self.source.refresh()
         hooks = matching_hooks(self.source.hooks(event), event, tool_name)
         full = {"cwd": str(self.cwd), "hook_event_name": event, "permission_mode": self.mode(), **payload}
         if tool_name is not None:
             full.setdefault("tool_name", tool_name)
         return await run_hooks(
-            hooks, event, full, cwd=self.cwd, env=self.source.env, pass_env=self.source.pass_env, sandbox=self.sandbox
+            hooks,
+            event,
+            full,
+            cwd=self.cwd,
+            env=self.source.env,
+            pass_env=self.source.pass_env,
+            sandbox=self.sandbox,
+            folder_view=folder_view,
         )
 
 
@@ -205,13 +234,16 @@ async def run_hooks(
     env: Mapping[str, str] | None = None,
     pass_env: Sequence[str] = (),
     sandbox: HookSandbox | None = None,
+    folder_view: Mapping[str, Any] | None = None,
 ) -> HookOutcome:
     """Run `hooks` for `event`. Their environment is ours as commands see it (bridge/environment.py: never the
-    bridge's credentials) plus the settings' `env` in effect. The folder's own hooks run in `sandbox`."""
+    bridge's credentials) plus the settings' `env` in effect. The folder's own hooks run in `sandbox`, and get the
+    payload with `folder_view`'s fields in place of its own (a tool's result they must not see)."""
     outcome = HookOutcome()
     if not hooks:
         return outcome
     data = json.dumps(dict(payload)).encode()
+    folder_data = json.dumps({**payload, **folder_view}).encode() if folder_view else data
     hook_env = {
         **handed_out(os.environ, pass_env=pass_env),
         **(env or {}),
@@ -219,7 +251,12 @@ async def run_hooks(
         "AGENT_BRIDGE_PROJECT_DIR": str(cwd),
     }
     runs = await asyncio.gather(
-        *(_run_one(hook, data, cwd=cwd, env=hook_env, sandbox=sandbox if hook.folder else None) for hook in hooks)
+        *(
+            _run_one(hook, folder_data, cwd=cwd, env=hook_env, sandbox=sandbox)
+            if hook.folder
+            else _run_one(hook, data, cwd=cwd, env=hook_env, sandbox=None)
+            for hook in hooks
+        )
     )
     for run in runs:
         _merge(outcome, run, event)
