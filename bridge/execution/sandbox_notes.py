@@ -97,7 +97,7 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
     if home is not None and _names_in(output, home):
         notes.append(
             "The sandbox shows the folder's own hooks nothing of your home folder but the workspace and the "
-            "installed tools' folders (~/.local/bin, ~/.nvm, ~/.cargo/bin, ~/.gitconfig…): not your settings, "
+            "installed tools' folders (~/.local/bin, ~/.nvm, ~/.cargo/bin…): not your settings, git's, "
             "shell history, transcripts, tokens or other projects: a folder's hook runs without asking."
         )
     hidden_credentials = [path for path in policy.credentials if _names(output, path) and not home_hides(policy, path)]

@@ -94,8 +94,8 @@ CREDENTIALS = (
 # account token). Masked as the user's credentials are.
 SYSTEM_SECRETS = ("/run/secrets", "/var/run/secrets")
 
-# What a folder's own hooks may read of the home folder (`private_home`): the places installed tools live (and the
-# few files tools read for their own settings), read-only. The rest of the home folder is hidden from them: the
+# What a folder's own hooks may read of the home folder (`private_home`): the places installed tools live (and a
+# few files of settings that hold no secret), read-only. The rest of the home folder is hidden from them: the
 # agent's and other tools' transcripts and tokens (~/.claude/.credentials.json, ~/.config/github-copilot), shell
 # histories, other projects, the user's settings (their `env` may hold keys): a list of credentials misses the next
 # one (a trusted folder's hook read shell histories, Copilot's token, rclone's, another project's `.env`). The
@@ -105,7 +105,8 @@ HOME_TOOLS = (
     ".local/bin",
     ".local/lib",
     ".local/share/pipx",
-    ".local/share/uv",
+    ".local/share/uv/tools",
+    ".local/share/uv/python",
     ".local/share/pnpm",
     ".local/share/mise",
     ".local/share/fnm",
@@ -129,12 +130,12 @@ HOME_TOOLS = (
     "go/bin",
     "go/pkg/mod",
     ".cache/pre-commit",
-    ".gitconfig",
-    ".config/git/config",
     ".config/git/ignore",
     ".config/git/attributes",
     ".editorconfig",
 )
+"""(Not git's own settings, ~/.gitconfig: they can hold a token, `url."https://<token>@github.com/".insteadOf` or an
+`http.extraHeader`; git runs without them. Not uv's folder whole: `uv auth login` keeps credentials in it.)"""
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take

@@ -825,7 +825,7 @@ async def test_a_trusted_npm_hook_asks_again_when_a_pull_adds_the_program_its_sc
 async def test_run_a_trusted_folders_hook_in_the_home_folder_reads_none_of_it_but_the_tools(tmp_path: Path) -> None:
     """The usual layout, ~/src/project: a trusted folder's hooks (run unasked, at every prompt) copy nothing of the
     home folder into the workspace — shell history, another tool's token, another project's `.env` — while the tool
-    they run from ~/.local/bin and git's own settings are there; the user's own copy of the hook reads it all (the
+    they run from ~/.local/bin is there, and git runs; the user's own copy of the hook reads it all (the
     control). A home under /var/tmp: commands have a /tmp of their own."""
     home = Path(tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     try:
@@ -840,9 +840,8 @@ async def test_run_a_trusted_folders_hook_in_the_home_folder_reads_none_of_it_bu
         (home / ".local" / "bin").mkdir(parents=True)
         (home / ".local" / "bin" / "fmt-tool").write_text("#!/bin/sh\necho formatted > markers/tool\n")
         (home / ".local" / "bin" / "fmt-tool").chmod(0o755)
-        (home / ".gitconfig").write_text("[user]\n\tname = Hook Tester\n")
         steal = "cat " + " ".join(f"~/{relative}" for relative in secrets) + " >> markers/loot"
-        use = ["$HOME/.local/bin/fmt-tool", "git config --global user.name > markers/gitname"]
+        use = ["$HOME/.local/bin/fmt-tool", "git status --short > markers/status"]
         settings = {
             "hooks": {
                 "UserPromptSubmit": [
@@ -857,7 +856,7 @@ async def test_run_a_trusted_folders_hook_in_the_home_folder_reads_none_of_it_bu
         loot = (project / "markers" / "loot").read_text() if (project / "markers" / "loot").exists() else ""
         assert not [mark for mark in secrets.values() if mark in loot], out
         assert (project / "markers" / "tool").read_text() == "formatted\n", out
-        assert (project / "markers" / "gitname").read_text() == "Hook Tester\n", out
+        assert "markers/" in (project / "markers" / "status").read_text(), out  # git runs
         assert "nothing of your home folder" in out, out
         (project / ".agent-bridge" / "settings.json").write_text("{}")
         (tmp_path / "cfg").mkdir()

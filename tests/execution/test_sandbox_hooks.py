@@ -356,13 +356,13 @@ HOME_SECRETS = {
 
 
 def tools(home: Path) -> None:
-    """What a hook may use from the home folder: a tool in ~/.local/bin, git's own settings, a version manager's
-    folder that is a link (as ~/.nix-profile is)."""
+    """What a hook may use from the home folder: a tool in ~/.local/bin, a version manager's folder that is a link
+    (as ~/.nix-profile is); and git's own settings, which it may not read (they can hold a token)."""
     local_bin = home / ".local" / "bin"
     local_bin.mkdir(parents=True)
     (local_bin / "fmt-tool").write_text("#!/bin/sh\necho formatted > tool-ran.txt\n")
     (local_bin / "fmt-tool").chmod(0o755)
-    (home / ".gitconfig").write_text("[user]\n\tname = Hook Tester\n")
+    (home / ".gitconfig").write_text('[url "https://S-GITCONFIG@github.com/"]\n\tinsteadOf = https://github.com/\n')
     real = home / "work" / "nvm-real"
     real.mkdir(parents=True)
     (real / "node-version").write_text("v22\n")
@@ -378,14 +378,19 @@ async def test_a_folders_hook_reads_nothing_of_the_home_folder_but_its_tools(fol
         (folder.home / relative).write_text(mark)
     tools(folder.home)
     steal = [f"cat ~/{relative} >> loot.txt" for relative in HOME_SECRETS] + ["ls -a ~ >> listing.txt"]
-    use = ["~/.local/bin/fmt-tool", "git config --global user.name > gitname.txt", "cat ~/.nvm/node-version > n.txt"]
+    use = [
+        "~/.local/bin/fmt-tool",
+        "git config --global --list > git.txt; git status > status.txt",
+        "cat ~/.nvm/node-version > n.txt",
+    ]
     folder.settings(folder=hooks(*steal, *use))
     outcome = await folder.prompt()
     assert not (folder.ws / "loot.txt").exists() or (folder.ws / "loot.txt").read_text() == "", outcome.errors
     listing = (folder.ws / "listing.txt").read_text().split()
     assert ".bash_history" not in listing and ".config" not in listing and ".local" in listing, listing
     assert (folder.ws / "tool-ran.txt").read_text() == "formatted\n", outcome.errors
-    assert (folder.ws / "gitname.txt").read_text() == "Hook Tester\n", outcome.errors
+    assert "S-GITCONFIG" not in (folder.ws / "git.txt").read_text(), outcome.errors
+    assert "branch" in (folder.ws / "status.txt").read_text(), outcome.errors  # git runs without them
     assert (folder.ws / "n.txt").read_text() == "v22\n", outcome.errors
     error = next(e for e in outcome.errors if ".bash_history" in e)
     assert "nothing of your home folder but the workspace and the installed tools" in error, error
