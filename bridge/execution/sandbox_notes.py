@@ -96,9 +96,9 @@ def refusal_notes(output: str, policy: SandboxPolicy, plan: MountPlan) -> list[s
     home = policy.private_home
     if home is not None and _names_in(output, home):
         notes.append(
-            "The sandbox shows the folder's own hooks nothing of your home folder but the workspace and the "
-            "installed tools' folders (~/.local/bin, ~/.nvm, ~/.cargo/bin…): not your settings, git's, "
-            "shell history, transcripts, tokens or other projects: a folder's hook runs without asking."
+            "That is hidden: a folder's own hooks run unasked and see none of your home folder but its installed "
+            "tools' folders (~/.local/bin, ~/.nvm, ~/.cargo/bin…): no settings (git's too), shell history, "
+            "transcripts, tokens or other projects."
         )
     hidden_credentials = [path for path in policy.credentials if _names(output, path) and not home_hides(policy, path)]
     if hidden_credentials:

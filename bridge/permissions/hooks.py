@@ -359,7 +359,7 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
     outcome.runs.append(run)
     if run.error is not None:
         message = f"hook `{run.command}` {run.error}"
-        log.warning("%s", message)
+        log.info("%s", message)  # (the loop shows it: `errors`, a warning notice)
         outcome.errors.append(message)
         return
     # it went on: what the sandbox refused it or set aside, said (once: hooks of one event run at once, and each
@@ -367,7 +367,7 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
     fresh = [note for note in run.notes if not any(note in said for said in outcome.errors)]
     if run.exit_code == 0 and fresh:
         message = f"hook `{run.command}`: " + " ".join(fresh) + SANDBOXED_NOTE
-        log.warning("%s", message)
+        log.info("%s", message)  # (the loop shows it: `errors`, a warning notice)
         outcome.errors.append(message)
     if run.exit_code == 2:
         outcome.blocked = True
@@ -382,7 +382,7 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
         message = f"hook `{run.command}` failed with exit code {run.exit_code}: {run.stderr.strip()}"
         if run.sandboxed:
             message += "".join(f" {note}" for note in run.notes) + SANDBOXED_NOTE
-        log.warning("%s", message)
+        log.info("%s", message)  # (the loop shows it: `errors`, a warning notice)
         outcome.errors.append(message)
         return
     parsed = _json_output(run.stdout)

@@ -857,7 +857,7 @@ async def test_run_a_trusted_folders_hook_in_the_home_folder_reads_none_of_it_bu
         assert not [mark for mark in secrets.values() if mark in loot], out
         assert (project / "markers" / "tool").read_text() == "formatted\n", out
         assert "markers/" in (project / "markers" / "status").read_text(), out  # git runs
-        assert "nothing of your home folder" in out, out
+        assert "see none of your home folder but its installed tools' folders" in out, out
         (project / ".agent-bridge" / "settings.json").write_text("{}")
         (tmp_path / "cfg").mkdir()
         (tmp_path / "cfg" / "settings.json").write_text(json.dumps(settings))
