@@ -18,6 +18,7 @@ import pytest
 from bridge.permissions.command_limits import UNSET
 from bridge.permissions.engine import PermissionEngine
 from bridge.permissions.modes import Mode
+from bridge.permissions.named_files import UNBINDABLE
 from bridge.permissions.sandbox_policy import sandbox_settings
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustAnswer, TrustItem, TrustPrompt, TrustQuestion
@@ -262,6 +263,26 @@ def test_a_question_makes_control_and_bidi_characters_visible(tmp_path: Path) ->
     item = TrustItem(".agent-bridge/settings.json", "hook", "Stop: echo ok\x1b[2K\r\u202etouch pwned")
     text = TrustQuestion(tmp_path, (item,)).text
     assert "\x1b" not in text and "\u202e" not in text and "\\x1b" in text and "\\u{202e}" in text
+
+
+def test_the_questions_data_says_all_its_text_does(tmp_path: Path) -> None:
+    """`_meta.trust` is what an editor's card draws: each item's binding (the files it runs, why it stays off or why a
+    change won't be asked about), what changed since it was trusted, and what the sandbox lets the hooks do — the
+    VS Code card showed the items alone, so a hook that would stay off read as one that would run."""
+    bound = TrustItem(".agent-bridge/settings.json", "hook", "Stop: sh fmt.sh", binds="fmt.sh@abc123")
+    loose = TrustItem(".agent-bridge/settings.json", "hook", "Stop: npx prettier --write .", binds=UNBINDABLE + "npx")
+    changed = ((bound, ["fmt.sh"]),)
+    for sandboxed in (True, False):
+        question = TrustQuestion(tmp_path, (bound, loose), changed, hooks_sandboxed=sandboxed)
+        meta = question.as_meta()
+        assert meta["folder"] == str(tmp_path)
+        notes = [item.get("note", "") for item in meta["items"]]
+        assert notes == [bound.note(contained=sandboxed), loose.note(contained=sandboxed)]
+        assert notes[0] == "running fmt.sh@abc123" and all(f"({note})" in question.text for note in notes)
+        assert ("runs only in the sandbox" in notes[1]) == sandboxed and ("stays off" in notes[1]) != sandboxed
+        assert meta["changed"] == [{"text": "Stop: sh fmt.sh", "files": ["fmt.sh"]}]
+        assert meta.get("sandbox", "") == question.sandbox_line and (question.sandbox_line in question.text)
+        assert bool(question.sandbox_line) == sandboxed
 
 
 def test_a_folder_may_lower_command_limits_at_once_but_raising_them_waits_for_trust(tmp_path: Path) -> None:

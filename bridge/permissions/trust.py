@@ -65,17 +65,22 @@ class TrustItem:
 
     def describe(self, *, contained: bool = False) -> str:
         """`contained`: an unbindable hook that may be trusted all the same, since it will run in the sandbox."""
+        note = self.note(contained=contained)
+        return f"{self.file}: {_LABELS[self.kind]} {self.text}" + (f" ({note})" if note else "")
+
+    def note(self, *, contained: bool = False) -> str:
+        """What the binding says of it: the files it runs, why it stays off, or why a change won't be asked about."""
         if not self.binds:
-            return f"{self.file}: {_LABELS[self.kind]} {self.text}"
+            return ""
         if not self.bindable and contained:
             why = self.binds.removeprefix(UNBINDABLE)
             return (
-                f"{self.file}: {_LABELS[self.kind]} {self.text} (what it runs can't be pinned — {why} — so a change "
-                "to it is not asked about; it runs only in the sandbox)"
+                f"what it runs can't be pinned — {why} — so a change to it is not asked about; it runs only in the "
+                "sandbox"
             )
         if not self.bindable:
-            return f"{self.file}: {_LABELS[self.kind]} {self.text} (it stays off: {self.binds})"
-        return f"{self.file}: {_LABELS[self.kind]} {self.text} (running {self.binds})"
+            return f"it stays off: {self.binds}"
+        return f"running {self.binds}"
 
     def as_json(self) -> dict[str, str]:
         out = {"file": self.file, "kind": self.kind, "text": self.text}
@@ -273,16 +278,35 @@ class TrustQuestion:
         for item, files in self.changed:
             names = ", ".join(visible(name) for name in files)  # names the folder chose (attack round 17)
             lines.append(f"  ! {names} changed since you trusted `{one_line(item.text, 200)}`")
-        if self.hooks_sandboxed and any(item.kind == "hook" for item in self.items):
-            lines += [
-                "",
-                "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
-                "read nothing of your home folder but this folder and your installed tools (no keys, tokens, history "
-                "or other projects) and reach no network the sandbox settings don't allow, and what they answer can "
-                "refuse a call, never allow one.",
-            ]
+        if self.sandbox_line:
+            lines += ["", self.sandbox_line]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
+
+    @property
+    def sandbox_line(self) -> str:
+        """What the sandbox lets the folder's hooks do, when they will run in it; else empty."""
+        if not (self.hooks_sandboxed and any(item.kind == "hook" for item in self.items)):
+            return ""
+        return (
+            "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
+            "read nothing of your home folder but this folder and your installed tools (no keys, tokens, history "
+            "or other projects) and reach no network the sandbox settings don't allow, and what they answer can "
+            "refuse a call, never allow one."
+        )
+
+    def as_meta(self) -> dict[str, Any]:
+        """The question as data for an editor that renders it (`_meta.trust`): all the text says, item by item."""
+        items = []
+        for item in self.items:
+            note = item.note(contained=self.hooks_sandboxed)
+            items.append({**item.as_json(), **({"note": note} if note else {})})
+        meta: dict[str, Any] = {"folder": str(self.folder), "items": items}
+        if self.changed:
+            meta["changed"] = [{"text": item.text, "files": list(files)} for item, files in self.changed]
+        if self.sandbox_line:
+            meta["sandbox"] = self.sandbox_line
+        return meta
 
 
 class TrustSource(Protocol):

@@ -192,8 +192,7 @@ _TRUST_KINDS: dict[TrustAnswer, OptionKind] = {
 def trust_params(session_id: str, question: TrustQuestion) -> dict[str, Any]:
     """The folder-trust question as `session/request_permission`: every item verbatim in the content (a client
     that shows only text shows them all) and as data in `_meta.trust` (an editor that renders a list)."""
-    items = [item.as_json() for item in question.items]
-    trust = {"folder": str(question.folder), "items": items}
+    trust = question.as_meta()
     return {
         "sessionId": session_id,
         "toolCall": {

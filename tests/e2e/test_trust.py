@@ -141,6 +141,9 @@ async def test_serve_a_clones_hooks_run_only_once_the_user_trusts_them(
             assert command in shown, shown
         # what trusting them lets the hooks do, said where it holds (bwrap starts here)
         assert ("Its hooks run in the OS sandbox" in shown) == probe().ok, shown
+        # and the card an editor draws from `_meta.trust` says it too, in the same words
+        meta = question["_meta"]["trust"]
+        assert meta.get("sandbox", "") == (shown.split("\n\n")[-2] if probe().ok else ""), meta
         assert [o["optionId"] for o in question["options"]] == ["trust", "session", "not_now", "keep_off"]
     if answer == "trust":
         assert made(markers) == ["prompt", "read", "stop"], "the control: trusted, the same hooks run"

@@ -453,10 +453,16 @@ export interface QuestionMeta {
   paths: { named: string; resolved: string }[];
   escaped: boolean;
 }
-/** A folder-trust question (`_meta.trust`): what the folder's own files would enable, each item verbatim. */
+/**
+ * A folder-trust question (`_meta.trust`): what the folder's own files would enable, each item verbatim, with what
+ * its binding says (`note`: the files it runs, why it stays off…); what changed since it was trusted; and what the
+ * sandbox lets the folder's hooks do (`sandbox`), when they will run in it.
+ */
 export interface TrustMeta {
   folder: string;
-  items: { file: string; kind: string; text: string }[];
+  items: { file: string; kind: string; text: string; note?: string }[];
+  changed?: { text: string; files: string[] }[];
+  sandbox?: string;
 }
 /** A `_meta.question` as the wire note describes it; anything else is ignored (the card falls back to the title). */
 export function isQuestion(q: unknown): q is QuestionMeta {
@@ -467,7 +473,9 @@ export function isQuestion(q: unknown): q is QuestionMeta {
 /** A `_meta.trust` as the folder-trust question sends it. */
 export function isTrust(t: unknown): t is TrustMeta {
   if (!isRecord(t) || typeof t.folder !== "string" || !Array.isArray(t.items)) return false;
-  return t.items.every((i: unknown) => isRecord(i) && typeof i.file === "string" && typeof i.kind === "string" && typeof i.text === "string");
+  if (t.sandbox !== undefined && typeof t.sandbox !== "string") return false;
+  if (t.changed !== undefined && !(Array.isArray(t.changed) && t.changed.every((c: unknown) => isRecord(c) && typeof c.text === "string" && Array.isArray(c.files) && c.files.every((f: unknown) => typeof f === "string")))) return false;
+  return t.items.every((i: unknown) => isRecord(i) && typeof i.file === "string" && typeof i.kind === "string" && typeof i.text === "string" && (i.note === undefined || typeof i.note === "string"));
 }
 
 export interface RequestPermissionParams {

@@ -280,13 +280,20 @@ function codeSpans(text: string): string {
   return escapeHtml(text).replace(/`([^`\n]+)`/g, "<code>$1</code>");
 }
 
-/** A folder-trust question: what the folder's own files would enable, every item verbatim. */
+/**
+ * A folder-trust question: what the folder's own files would enable, every item verbatim with what its binding says
+ * (the files it runs, why it stays off); what changed since it was trusted; what the sandbox lets its hooks do.
+ */
 export function trustHtml(t: TrustMeta): string {
-  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${escapeHtml(i.file)}</code> <span class="trust-kind">${escapeHtml(i.kind)}</span></div><pre class="trust-text">${escapeHtml(i.text)}</pre></li>`).join("");
+  const note = (text: string | undefined): string => (text ? `<div class="trust-note">${escapeHtml(text)}</div>` : "");
+  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${escapeHtml(i.file)}</code> <span class="trust-kind">${escapeHtml(i.kind)}</span></div><pre class="trust-text">${escapeHtml(i.text)}</pre>${note(i.note)}</li>`).join("");
+  const changed = (t.changed ?? []).map((c) => `<li>${c.files.map((f) => `<code>${escapeHtml(f)}</code>`).join(", ")} changed since you trusted <code>${escapeHtml(oneLine(c.text))}</code></li>`).join("");
   return (
     `<div class="perm-title">Trust the folder <code>${escapeHtml(t.folder)}</code>?</div>` +
     `<div class="perm-reason">Its own files would enable ${t.items.length === 1 ? "this" : `these ${t.items.length} things`}, which run or allow more than the defaults:</div>` +
-    `<ul class="trust-items">${items}</ul>`
+    `<ul class="trust-items">${items}</ul>` +
+    (changed ? `<ul class="trust-changed">${changed}</ul>` : "") +
+    (t.sandbox ? `<div class="trust-sandbox">${escapeHtml(t.sandbox)}</div>` : "")
   );
 }
 
