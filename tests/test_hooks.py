@@ -185,3 +185,26 @@ async def test_hooks_run_through_their_own_runner_not_the_permission_policy(tmp_
     assert outcome.blocked and outcome.reason == "not yet"
     assert (await NoHooks().run("Stop", {})).runs == []
     assert not hasattr(PermissionPolicy, "run_hooks")
+
+
+async def test_a_json_answer_too_long_to_read_whole_stops_what_it_was_asked_about(tmp_path: Path) -> None:
+    """The bridge keeps 64 KiB of a hook's output (a hook that prints gigabytes fills none of its memory). A JSON
+    answer longer than that can't be read: what it said (a deny, `continue: false`) was lost and the call went ahead.
+    Now the call or prompt does not go ahead and the failure says why; a long answer that is not JSON is output as
+    before (the control), and after the fact (PostToolUse) it is only said."""
+    deny = py(
+        "import json; print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', "
+        "'permissionDecision': 'deny', 'permissionDecisionReason': 'no', 'pad': 'x' * 70000}}))"
+    )
+    plain = py("print('x' * 70000)")
+    engine = engine_with_hooks(
+        tmp_path,
+        {"PreToolUse": [hook("Bash", deny), hook("Read", plain)], "PostToolUse": [hook("Bash", deny)]},
+    )
+    outcome = await engine.run_hooks("PreToolUse", {"tool_input": {"command": "ls"}}, tool_name="Bash")
+    assert outcome.blocked and outcome.decision == "deny", outcome
+    assert "more than 64 KiB of JSON; it was not read" in outcome.reason and outcome.errors, outcome
+    outcome = await engine.run_hooks("PreToolUse", {"tool_input": {"file_path": "a"}}, tool_name="Read")
+    assert not outcome.blocked and outcome.decision is None and not outcome.errors, outcome
+    outcome = await engine.run_hooks("PostToolUse", {"tool_response": {}}, tool_name="Bash")
+    assert not outcome.blocked and outcome.errors, outcome

@@ -99,6 +99,7 @@ class HookRun:
     sandboxed: bool = False
     notes: tuple[str, ...] = ()  # what the sandbox refused it, in words (bridge/execution/sandbox_notes.py)
     folder: bool = False  # the folder's own hook (`HookCommand.folder`): what it answers may only narrow
+    cut: bool = False  # its stdout was longer than the bridge keeps (`_MAX_OUTPUT`)
 
 
 @dataclass
@@ -321,7 +322,10 @@ async def _run_launched(hook: HookCommand, launch: Launch, data: bytes, *, cwd: 
         raise
     out, err = _text(stdout), _text(stderr)
     notes = () if launch.run is None else tuple(launch.run.notes(f"{out}\n{err}", proc.returncode))
-    return HookRun(hook.command, proc.returncode, out, err, sandboxed=sandboxed, notes=notes, folder=hook.folder)
+    cut = len(stdout) > _MAX_OUTPUT
+    return HookRun(
+        hook.command, proc.returncode, out, err, sandboxed=sandboxed, notes=notes, folder=hook.folder, cut=cut
+    )
 
 
 async def _exchange(proc: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
@@ -339,7 +343,7 @@ async def _exchange(proc: asyncio.subprocess.Process, data: bytes) -> tuple[byte
         assert stream is not None
         out = bytearray()
         while chunk := await stream.read(1 << 16):
-            out += chunk[: max(0, _MAX_OUTPUT - len(out))]
+            out += chunk[: max(0, _MAX_OUTPUT + 1 - len(out))]  # (one byte more: to tell it was cut)
         return bytes(out)
 
     _, stdout, stderr = await asyncio.gather(feed(), kept(proc.stdout), kept(proc.stderr))
@@ -384,6 +388,18 @@ def _merge(outcome: HookOutcome, run: HookRun, event: str) -> None:
             message += "".join(f" {note}" for note in run.notes) + SANDBOXED_NOTE
         log.info("%s", message)  # (the loop shows it: `errors`, a warning notice)
         outcome.errors.append(message)
+        return
+    if run.cut and run.stdout.lstrip().startswith("{"):
+        # a JSON answer too long to read whole: what it said (a deny, `continue: false`) is not known, so the call or
+        # prompt it was asked about does not go ahead on a guess (after the fact, PostToolUse and Stop: only said)
+        message = f"hook `{run.command}` answered with more than {_MAX_OUTPUT // 1024} KiB of JSON; it was not read"
+        log.info("%s", message)
+        outcome.errors.append(message)
+        if event in ("PreToolUse", "UserPromptSubmit"):
+            outcome.blocked = True
+            _add_reason(outcome, f"{message}, so this does not go ahead")
+            if event == "PreToolUse":
+                _decide(outcome, "deny")
         return
     parsed = _json_output(run.stdout)
     if parsed is None:
