@@ -420,7 +420,7 @@ class SubAgents:
                 task.tokens = event.context_used + event.output_tokens
                 event = self.host.roll_up(event)
             elif isinstance(event, ToolCallStarted):
-                task.tool_calls += 1
+                task.tool_calls += 0 if event.rewritten else 1
                 task.last_tool = event.title
             parent(SubAgentEvent(task.tool_call_id, event))
             if isinstance(event, (ToolCallStarted, UsageReport)):

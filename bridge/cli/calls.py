@@ -112,7 +112,9 @@ class CallTree:
 
     def on(self, event: CallEvent, owner: str | None, now: float) -> None:
         """A call's event; `owner`: the `Agent` call whose sub-agent made it (None: the turn's own)."""
-        if isinstance(event, ToolCallStarted):
+        if isinstance(event, ToolCallStarted) and event.rewritten and event.tool_call_id in self._by_id:
+            self._by_id[event.tool_call_id].title = one_line(event.title)  # what runs: a hook rewrote it
+        elif isinstance(event, ToolCallStarted):
             parent = self._by_id.get(owner) if owner is not None else None
             call = Call(event.tool_call_id, one_line(event.title), now)
             (parent.children if parent is not None else self.calls).items.append(call)

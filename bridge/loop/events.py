@@ -29,6 +29,7 @@ class ToolCallStarted:
     tool_kind: ToolKind
     raw_input: dict[str, Any]
     locations: list[Location] = field(default_factory=list)
+    rewritten: bool = False  # the same call again, as a PreToolUse hook rewrote it: what runs (its card retitled)
     kind: Literal["tool_call"] = "tool_call"
 
 

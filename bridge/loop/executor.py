@@ -16,6 +16,7 @@ paths the permission step judged go to the tool (`ToolContext.granted`): it open
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import logging
 import os
@@ -450,6 +451,8 @@ class ToolExecutor:
                 return refused, data
             raw = dict(hook.updated_input)
             call.ran_input = raw
+            # the call's card shows what runs, asked or not (the question, if any, shows it too)
+            self._env.emit(dataclasses.replace(started_event({**call.block, "input": raw}, tool, data), rewritten=True))
         paths = _safe(lambda: tool.permission_paths(data, ctx), [])
         decision = await self._env.policy.decide_async(BoundCall(tool, data, raw, ctx, call.read_only), hook=hook)
         if decision.updated_input is not None:
@@ -462,7 +465,7 @@ class ToolExecutor:
         if decision.resolved and len(decision.resolved) == len(paths):
             ctx.granted = {named: real for (named, _access), real in zip(paths, decision.resolved, strict=True)}
         if decision.behavior == "allow":
-            if rewritten:  # nothing asked: the card shows the model's call, so say what runs instead
+            if rewritten:  # nothing asked: say so (the card shows what runs, retitled above)
                 title = started_event({**call.block, "input": raw}, tool, data).title
                 message = f"A PreToolUse hook rewrote this {tool.name} call; it runs as: {title}"
                 self._env.emit(Notice(message, level="warning"))

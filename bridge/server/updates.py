@@ -55,7 +55,11 @@ class _Card:
             self.items.append(["text", delta])
         self.dirty = True
 
-    def tool(self, call: str, title: str) -> None:
+    def tool(self, call: str, title: str, *, rewritten: bool = False) -> None:
+        if rewritten and call in self.tools:  # the same call, as a hook rewrote it: retitled
+            self.tools[call][2] = title
+            self.dirty = True
+            return
         item = ["tool", call, title, "pending"]
         self.items.append(item)
         self.tools[call] = item
@@ -208,7 +212,7 @@ class UpdateStream:
                     card.text(text)
             case ev.ToolCallStarted():
                 self._owner[event.tool_call_id] = owner
-                card.tool(event.tool_call_id, event.title)
+                card.tool(event.tool_call_id, event.title, rewritten=event.rewritten)
             case ev.ToolCallInProgress() | ev.ToolCallProgress():
                 card.status(event.tool_call_id, "in_progress")
             case ev.ToolCallFinished():

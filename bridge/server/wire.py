@@ -291,9 +291,10 @@ def agent_progress(event: ev.AgentProgress) -> dict[str, Any]:
 def tool_call(event: ev.ToolCallStarted) -> dict[str, Any]:
     """A call as it starts. Its title is the call's own text (a URL, a path the model chose): on one line, every
     hidden character made visible (a bidi override reordered a URL on the panel's card, attack round 23); a
-    command's (`execute`) is its tool's code span, made so already."""
-    return {
-        "sessionUpdate": "tool_call",
+    command's (`execute`) is its tool's code span, made so already. A call a PreToolUse hook rewrote is the same
+    call again: its card is updated to what runs."""
+    update = {
+        "sessionUpdate": "tool_call_update" if event.rewritten else "tool_call",
         "toolCallId": event.tool_call_id,
         "title": event.title if event.tool_kind == "execute" else one_line(event.title),
         "kind": event.tool_kind,
@@ -301,6 +302,9 @@ def tool_call(event: ev.ToolCallStarted) -> dict[str, Any]:
         "rawInput": event.raw_input,
         "locations": [location(item) for item in event.locations],
     }
+    if event.rewritten:
+        del update["status"]  # (where it stands is not news)
+    return update
 
 
 def tool_in_progress(event: ev.ToolCallInProgress) -> dict[str, Any]:

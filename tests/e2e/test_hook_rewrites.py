@@ -218,3 +218,27 @@ async def test_continue_false_stops_the_calls_after_it_and_a_sub_agents_stop_end
     out = await run_cli(tmp_path, project, "go", "--dangerously-approve-all", scenario=str(path))
     assert not (project / "parent.txt").exists(), out
     assert "A hook stopped the turn: HALT" in out, out
+
+
+async def test_an_unasked_rewrites_card_shows_what_runs(tmp_path: Path, data_dir: Path) -> None:
+    """In the editor, a call a hook rewrote (allowed by a rule: nothing asked) kept the card of the model's call —
+    `echo from-model` — while `echo rewritten-ran` ran. The card is updated to the rewrite before it runs, and
+    there is still one card for the call."""
+    (data_dir / "config").mkdir(parents=True, exist_ok=True)
+    to_b = rewriting({"updatedInput": {"command": "echo rewritten-ran"}})
+    settings = {"permissions": {"allow": ["Bash(echo *)"]}, "hooks": {"PreToolUse": hook(to_b, "Bash")}}
+    (data_dir / "config" / "settings.json").write_text(json.dumps(settings))
+    project = clone(tmp_path, {"README.md": "hello\n"})
+    scenario = {"responses": [tool_response(("Bash", {"command": "echo from-model"})), text_response("ok")]}
+    async with running_editor(scenario, project, data_dir) as editor:
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "go") == {"stopReason": "end_turn"}
+        [card] = editor.of_kind("tool_call", sid)
+        updates = editor.tool_updates(card["toolCallId"])
+    assert "from-model" in card["title"], card
+    retitled = [u for u in updates if u["sessionUpdate"] == "tool_call_update" and "title" in u]
+    assert retitled and "rewritten-ran" in retitled[0]["title"], updates
+    assert retitled[0]["rawInput"] == {"command": "echo rewritten-ran"}, retitled
+    running = next(i for i, u in enumerate(updates) if u.get("status") == "in_progress")
+    assert updates.index(retitled[0]) < running, "retitled before it runs"
+    assert editor.permission_requests == []
