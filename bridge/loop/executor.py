@@ -135,7 +135,7 @@ class _Call:
     edited: tuple[str, str] | None = None  # (what the model proposed, what the user edited it to)
     target_checked: bool = False  # validate_target ran before the permission question
     grants: tuple[Path, ...] = ()  # protected paths the permission step allowed this call to write
-    ran_input: dict[str, Any] | None = None  # a PreToolUse hook's rewrite of the input, which is what runs
+    ran_input: dict[str, Any] | None = None  # what runs, when not the model's input: a hook's rewrite, the user's edit
 
 
 WITHHELD_FROM_FOLDER_HOOKS = (
@@ -325,7 +325,7 @@ class ToolExecutor:
             if denied is not None:
                 return tool_result_block(use_id, denied, is_error=True)
             if call.edited is not None:
-                tool, data = self._edited_call(tool, data, call.edited[1])
+                tool, data = self._edited_call(call, tool, data, call.edited[1])
             if not call.target_checked or call.edited is not None:
                 problem = await tool.validate_target(data, ctx)
                 if problem:
@@ -342,7 +342,7 @@ class ToolExecutor:
         except ToolError as error:
             return tool_result_block(use_id, str(error), is_error=True)
         if result is not None:
-            result = await self._after(call, result, ctx)
+            result = await self._after(call, tool, result, ctx)
         if result is None:  # cancelled by the signal
             return interrupted_result(use_id, call.output)
         call.display, call.raw_output = result.display, result.raw_output
@@ -353,16 +353,19 @@ class ToolExecutor:
             content = bound_result(content, limit=tool.max_result_chars, data_dir=ctx.data_dir, tool_use_id=use_id)
         return tool_result_block(use_id, content, is_error=result.is_error)
 
-    def _edited_call(self, tool: AnyTool, data: Any, text: str) -> tuple[AnyTool, Any]:
-        """The call that writes the user's edit of the proposed change (the tool's `edited_input`)."""
+    def _edited_call(self, call: _Call, tool: AnyTool, data: Any, text: str) -> tuple[AnyTool, Any]:
+        """The call that writes the user's edit of the proposed change (the tool's `edited_input`): what runs, and
+        what PostToolUse hooks are told ran."""
         swap = tool.edited_input(data, text)
         other = self._env.tools.get(swap[0]) if swap else None
         if swap is None or other is None:
             raise ToolError(f"{tool.name}: the user's edit of the proposed change cannot be applied; nothing written.")
         try:
-            return other, other.input_model.model_validate(swap[1])
+            validated = other.input_model.model_validate(swap[1])
         except ValidationError as error:
             raise ToolError(_validation_message(other.name, error)) from None
+        call.ran_input = dict(swap[1])
+        return other, validated
 
     async def _call_tool(self, call: _Call, tool: AnyTool, data: Any, ctx: ToolContext) -> ToolResult | None:
         """The tool's result, or None when the signal stopped it (`call.output` is what it had so far)."""
@@ -405,14 +408,14 @@ class ToolExecutor:
                 outcome.blocked, outcome.reason = True, outcome.reason or self._stops[0]
         return outcome
 
-    async def _after(self, call: _Call, result: ToolResult, ctx: ToolContext) -> ToolResult:
+    async def _after(self, call: _Call, tool: AnyTool, result: ToolResult, ctx: ToolContext) -> ToolResult:
         """PostToolUse hooks: a blocking hook's reason is added for the model (the tool already ran). The folder's
         own hooks get the result only when it holds nothing but the workspace's files (`_workspace_only`): they run
         in the sandbox, which hides the rest of the home folder and the user's credentials from them, and a result
         the user let the model have (a read of `~/.aws/credentials`, a command's output) would carry it in."""
-        assert call.tool is not None
         payload = {
-            "tool_input": dict(call.ran_input or call.block.get("input") or {}),  # what ran (a hook's rewrite)
+            # what ran: a hook's rewrite, the user's edit of the proposed change (`tool`: an Edit may run as a Write)
+            "tool_input": dict(call.ran_input or call.block.get("input") or {}),
             "tool_use_id": call.block["id"],
             "tool_response": {
                 "content": result.content if isinstance(result.content, str) else "",
@@ -420,10 +423,10 @@ class ToolExecutor:
             },
         }
         folder_view = None
-        if not _workspace_only(call.tool, ctx):
+        if not _workspace_only(tool, ctx):
             withheld = {"content": "", "is_error": result.is_error, "withheld": WITHHELD_FROM_FOLDER_HOOKS}
             folder_view = {"tool_response": withheld}
-        outcome = await self._hooks("PostToolUse", payload, call.tool.name, folder_view)
+        outcome = await self._hooks("PostToolUse", payload, tool.name, folder_view)
         notes = [*outcome.additional_context, *([outcome.reason] if outcome.blocked and outcome.reason else [])]
         if notes and isinstance(result.content, str):
             result.content += "\n\n" + "\n".join(f"[hook] {note}" for note in notes)

@@ -4,6 +4,8 @@ written (and the model is told), a rejected edit keeps its diff, the model picke
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +221,31 @@ async def test_an_edit_of_a_diff_that_is_not_the_whole_file_is_refused_not_writt
     assert edit_diff["_meta"] == {"partial": True, "unread": True}
     assert write_diff["oldText"] is None and write_diff["_meta"] == {"partial": True, "unread": True}
     assert (outside / "other.txt").read_text() == "old\n"
+
+
+async def test_post_tool_use_hooks_are_told_the_users_edit_that_ran(workspace: Path, data_dir: Path) -> None:
+    """A PostToolUse hook (a formatter, an audit log) was handed the model's proposal, not the user's edit of it that
+    was written: it now gets the call that ran, its tool and input."""
+    seen = workspace.parent / "post-seen.jsonl"
+    record = f"import sys; open({str(seen)!r}, 'a').write(sys.stdin.read() + chr(10))"
+    (data_dir / "config").mkdir(parents=True, exist_ok=True)
+    command = {"type": "command", "command": f"python3 -c {shlex.quote(record)}"}
+    hooks = {"PostToolUse": [{"matcher": "Edit|Write", "hooks": [command]}]}
+    (data_dir / "config" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    target = workspace / "app.py"
+    target.write_text("x = 1\ny = 2\n")
+    async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
+
+        async def accept_edited(params: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "outcome": {"outcome": "selected", "optionId": "allow_once"},
+                "_meta": {"editedText": "x = 1\ny = 30\n"},
+            }
+
+        editor.on_permission = accept_edited
+        sid = await editor.new_session()
+        assert await editor.prompt(sid, "change y") == {"stopReason": "end_turn"}
+    assert target.read_text() == "x = 1\ny = 30\n"
+    [told] = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert "y = 30" in json.dumps(told["tool_input"]) and 'y = 3"' not in json.dumps(told["tool_input"]), told
+    assert told["tool_name"] in ("Edit", "Write"), told
