@@ -325,6 +325,12 @@ def handed_out(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> dict
     return out
 
 
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without anything that looks like a secret, whatever named it (a name `looks_secret`, a URL with a
+    password): what code that runs unasked (a folder's own hook) is handed of the user's settings' `env`."""
+    return {name: value for name, value in env.items() if not (looks_secret(name) or _PASSWORD_URL.search(value))}
+
+
 def withheld(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> list[str]:
     """The names `handed_out` leaves out (for a notice)."""
     kept = handed_out(base, pass_env=pass_env)

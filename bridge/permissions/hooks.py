@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from bridge.environment import handed_out
+from bridge.environment import handed_out, without_secrets
 from bridge.execution.host import CannotRun
 from bridge.execution.managed import CommandWrapper, Launch
 from bridge.execution.shell import sh_argv
@@ -245,15 +245,15 @@ async def run_hooks(
         return outcome
     data = json.dumps(dict(payload)).encode()
     folder_data = json.dumps({**payload, **folder_view}).encode() if folder_view else data
-    hook_env = {
-        **handed_out(os.environ, pass_env=pass_env),
-        **(env or {}),
-        "CLAUDE_PROJECT_DIR": str(cwd),
-        "AGENT_BRIDGE_PROJECT_DIR": str(cwd),
-    }
+    project = {"CLAUDE_PROJECT_DIR": str(cwd), "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
+    hook_env = {**handed_out(os.environ, pass_env=pass_env), **(env or {}), **project}
+    # the folder's own hooks run unasked: in the sandbox, none of the secrets the user's settings hand their commands
+    # (`passEnv`, a token in `env`), as it hides the files that hold them (outside it, where the user took them out
+    # or none can start, they run as before)
+    folder_env = {**handed_out(os.environ), **without_secrets(env or {}), **project}
     runs = await asyncio.gather(
         *(
-            _run_one(hook, folder_data, cwd=cwd, env=hook_env, sandbox=sandbox)
+            _run_one(hook, folder_data, cwd=cwd, env=hook_env, sandbox=sandbox, contained_env=folder_env)
             if hook.folder
             else _run_one(hook, data, cwd=cwd, env=hook_env, sandbox=None)
             for hook in hooks
@@ -265,10 +265,19 @@ async def run_hooks(
 
 
 async def _run_one(
-    hook: HookCommand, data: bytes, *, cwd: Path, env: dict[str, str], sandbox: HookSandbox | None
+    hook: HookCommand,
+    data: bytes,
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    sandbox: HookSandbox | None,
+    contained_env: dict[str, str] | None = None,
 ) -> HookRun:
+    """One hook; in `sandbox` (a folder's own), with `contained_env` when it does run in it."""
     wrapper = sandbox.for_hook(hook.timeout) if sandbox is not None else None
     sandboxed = wrapper is not None
+    if sandboxed and contained_env is not None:
+        env = contained_env
     try:
         launch = Launch(sh_argv(hook.command), env)  # `sh -c`; Git Bash on Windows (bridge/execution/shell.py)
         if wrapper is not None:

@@ -457,3 +457,29 @@ async def test_the_machines_secrets_are_masked_for_commands(folder: Folder, monk
         assert "S-POD-TOKEN" not in await run()
     finally:
         shutil.rmtree(secrets, ignore_errors=True)
+
+
+async def test_a_folders_hook_gets_none_of_the_secrets_the_users_settings_hand_commands(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox hides the files that hold the user's tokens, yet a trusted folder's hook was handed them through
+    its environment: a token in the user's settings' `env`, a variable their `passEnv` names. Those are for the
+    commands the user's model runs (asked, or allowed by a rule), not for code that runs unasked. Plain variables
+    still reach it; the user's own hook gets them all (the control)."""
+    monkeypatch.setenv("NPM_TOKEN", "S-PASSED")
+    user = {
+        "env": {"GH_TOKEN": "S-SETTINGS", "DB": "postgres://u:S-PASSWORD@db/x", "PLAIN": "ok"},
+        "passEnv": ["NPM_TOKEN"],
+    }
+    echo = 'echo "$GH_TOKEN $NPM_TOKEN $DB $PLAIN" > env.txt'
+    folder.settings(folder=hooks(echo), user=user)
+    await folder.prompt()
+    assert (folder.ws / "env.txt").read_text().split() == ["ok"]
+    folder.settings(user={**user, **hooks(echo)})
+    await folder.prompt()
+    assert (folder.ws / "env.txt").read_text().split() == [
+        "S-SETTINGS",
+        "S-PASSED",
+        "postgres://u:S-PASSWORD@db/x",
+        "ok",
+    ]
