@@ -61,6 +61,7 @@ from bridge.permissions.sandbox_policy import (
     sandbox_wanted,
     with_private_home,
 )
+from bridge.permissions.sandbox_policy import masks as policy_masks
 from bridge.permissions.specifiers import compile_path_specifier
 
 log = logging.getLogger(__name__)
@@ -272,6 +273,11 @@ class Sandbox:
     @property
     def wanted(self) -> bool:
         return sandbox_wanted(self._settings())
+
+    def masks(self, path: Path, *, below: bool = False) -> bool:
+        """Whether the sandbox hides `path` from what it runs (a Read deny rule, `denyRead`, a credential, the
+        bridge's own secrets), so that nothing hands it to a folder's hook another way; `below`: or what is in it."""
+        return policy_masks(self._policy(self._settings()), path, below=below)
 
     @property
     def enforced(self) -> bool:

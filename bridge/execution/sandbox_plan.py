@@ -115,7 +115,10 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
                 args += ["--ro-bind", target, str(tool)]
     roots = tuple(sorted(policy.writable, key=lambda p: len(p.parts)))
     for root in roots:
-        args += ["--bind", str(root), str(root)]
+        # not one inside another (it adds nothing, and a command or hook may rename the folders on its way and
+        # put a link there before bwrap resolves it: attack round 30 had the real home mounted over a hook's)
+        if not any(other != root and root.is_relative_to(other) for other in roots):
+            args += ["--bind", str(root), str(root)]
     protect: dict[Path, str] = {}  # path -> "--bind" (onto itself: can't be renamed) or "--ro-bind"
     covered: list[str] = []  # held directories (with a trailing `/`), read-only or watched whole: what is below
     # them needs nothing more (strings: pathlib's is_relative_to made this loop most of a command's planning)
@@ -181,18 +184,28 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     if masked is not None:
         plan.truncated += masked.truncated
         for path in sorted(masked.paths, key=lambda p: len(p.parts)):
+            if home_hides(policy, path):  # not there at all, unless it is a link out of the home folder
+                real = Path(os.path.realpath(path))
+                if home is None or real.is_relative_to(home):
+                    continue
+                path = real
             plan.masked.append(path)
-            if home_hides(policy, path):
-                continue  # not there at all
-            if os.path.isdir(path):
-                args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-            else:
-                args += ["--ro-bind", "/dev/null", str(path)]
+            args += _mask(path)
+    for path in policy.home_masked:
+        plan.masked.append(path)
+        args += _mask(path)
     if home is not None:
         args += ["--remount-ro", str(home)]  # (the mount points in it are made: nothing more can be)
     args += ["--chdir", str(policy.cwd)]
     plan.args = args
     return plan
+
+
+def _mask(path: Path) -> list[str]:
+    """What makes `path` unreadable: an empty read-only folder over a folder, the null device over a file."""
+    if os.path.isdir(path):
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+    return ["--ro-bind", "/dev/null", str(path)]
 
 
 def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str], expect: dict[Path, Identity]) -> None:

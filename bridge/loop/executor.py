@@ -145,13 +145,19 @@ _WORKSPACE_FILE_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit", "Gre
 
 
 def _workspace_only(tool: AnyTool, ctx: ToolContext) -> bool:
-    """Whether the call's result holds nothing but files of the workspace's roots: a file tool whose every path the
-    permission step judged (`ctx.granted`, resolved) lies in one. Anything else (a command, a fetch, an MCP tool, a
-    sub-agent) may hold what the sandbox hides from the folder's hooks."""
+    """Whether the call's result holds nothing but files of the workspace's roots the sandbox shows its hooks: a file
+    tool whose every path the permission step judged (`ctx.granted`, resolved) lies in one, none of them masked.
+    Anything else (a command, a fetch, an MCP tool, a sub-agent) may hold what the sandbox hides from the
+    folder's hooks."""
     if tool.name not in _WORKSPACE_FILE_TOOLS or not ctx.granted:
         return False
     roots = [os.path.realpath(root) for root in (ctx.cwd, *ctx.additional_dirs)]
-    return all(any(within(str(real), root) for root in roots) for real in ctx.granted.values())
+    if not all(any(within(str(real), root) for root in roots) for real in ctx.granted.values()):
+        return False
+    # and none the sandbox hides from the hook (`denyRead` of the workspace's `.env`: the Read tool reads it)
+    sandbox = ctx.services.sandbox
+    below = tool.name == "Grep"  # (a search shows what it finds in the folder)
+    return sandbox is None or not any(sandbox.masks(Path(real), below=below) for real in ctx.granted.values())
 
 
 _HOOK_STOP: ContextVar[list[str] | None] = ContextVar("hook_stop", default=None)

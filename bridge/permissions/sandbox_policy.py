@@ -22,6 +22,7 @@ lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests,
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import time
@@ -126,16 +127,42 @@ HOME_TOOLS = (
     ".sdkman",
     ".nix-profile",
     ".npm-global",
-    ".dotnet",
+    ".dotnet/tools",
     "go/bin",
-    "go/pkg/mod",
-    ".cache/pre-commit",
     ".config/git/ignore",
     ".config/git/attributes",
     ".editorconfig",
 )
 """(Not git's own settings, ~/.gitconfig: they can hold a token, `url."https://<token>@github.com/".insteadOf` or an
-`http.extraHeader`; git runs without them. Not uv's folder whole: `uv auth login` keeps credentials in it.)"""
+`http.extraHeader`; git runs without them. Not uv's folder whole: `uv auth login` keeps credentials in it. Not Go's
+module cache (other projects' sources), pre-commit's clones, .NET's folder whole (its certificate store).)"""
+
+# What the tools' folders hold that is a secret: a version manager's Node keeps npm's global settings (`<prefix>/etc/
+# npmrc`: registry tokens), a Python its `pip.conf` (an index URL with a password), a Maven its `conf/settings.xml`
+# (server passwords). Masked for a folder's hook (attack round 30 read each).
+TOOL_SECRETS = (
+    ".nvm/versions/node/*/etc/npmrc",
+    ".nodenv/versions/*/etc/npmrc",
+    ".volta/tools/image/node/*/etc/npmrc",
+    ".fnm/node-versions/*/installation/etc/npmrc",
+    ".local/share/fnm/node-versions/*/installation/etc/npmrc",
+    ".npm-global/etc/npmrc",
+    ".asdf/installs/*/*/etc/npmrc",
+    ".local/share/mise/installs/*/*/etc/npmrc",
+    ".pyenv/versions/*/pip.conf",
+    ".asdf/installs/*/*/pip.conf",
+    ".local/share/mise/installs/*/*/pip.conf",
+    ".local/share/uv/python/*/pip.conf",
+    ".local/share/uv/tools/*/pip.conf",
+    ".local/share/pipx/venvs/*/pip.conf",
+    ".sdkman/candidates/*/*/conf/settings.xml",
+    ".asdf/installs/*/*/conf/settings.xml",
+    ".local/share/mise/installs/*/*/conf/settings.xml",
+)
+
+# Where a home folder's link may lead that is the machine's, not the user's: not hidden from a folder's hook
+# (`~/.nix-profile` into /nix, `~/bin` into /usr/local/bin).
+_SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix", "/etc", "/snap")
 
 EXPAND_ENTRIES = 20_000  # bound on the directory entries one command's deny patterns may visit ...
 EXPAND_SECONDS = 0.1  # ... and on the time it may take
@@ -313,8 +340,18 @@ class SandboxPolicy:
     network: bool
     unix_sockets: bool = False  # commands may create Unix sockets (`sandbox.network.allowAllUnixSockets`)
     credentials: tuple[Path, ...] = ()  # the user's credentials among `masked` (`CREDENTIALS`), for the notes
+    roots: tuple[Path, ...] = ()  # the workspace's own roots among `writable` (cwd + additionalDirectories)
     private_home: Path | None = None  # a folder's hook: this home folder is hidden but for `home_tools`
     home_tools: tuple[Path, ...] = ()  # what of `private_home` stays readable (`HOME_TOOLS` that exist)
+    home_masked: tuple[Path, ...] = ()  # hidden too: secrets in the tools' folders, where home's links lead out
+
+
+def masks(policy: SandboxPolicy, path: Path, *, below: bool = False) -> bool:
+    """Whether the policy masks `path` (or a folder it lies in): a Read deny rule, `denyRead`, a credential;
+    `below`: or anything in it (a search of the folder reads what is masked there)."""
+    if any(pattern.matches(place) for pattern in policy.masked for place in (path, *path.parents)):
+        return True
+    return below and any(literal_root(pattern)[0].is_relative_to(path) for pattern in policy.masked)
 
 
 def home_hides(policy: SandboxPolicy, path: Path) -> bool:
@@ -325,13 +362,45 @@ def home_hides(policy: SandboxPolicy, path: Path) -> bool:
 
 
 def with_private_home(policy: SandboxPolicy, home: Path | None = None) -> SandboxPolicy:
-    """`policy` for a folder's own hook: the home folder hidden but for the installed tools (`HOME_TOOLS`) and the
-    writable roots in it. Unchanged when a writable root is the home folder or holds it (the user opened it)."""
+    """`policy` for a folder's own hook, which runs unasked: it writes only the workspace's roots (not what allow
+    rules or `allowWrite` open to the model's commands: `Edit(~/**/*.ts)` would open the whole home folder), makes
+    no Unix socket, and sees the home folder hidden but for the installed tools (`HOME_TOOLS`, without the secrets
+    in them: `TOOL_SECRETS`) and the roots in it; where the home folder's links lead out of it is hidden too. The
+    home folder stays as it is when a workspace root is it or holds it (the user opened it)."""
+    roots = policy.roots or policy.writable
+    contained = replace(policy, writable=roots, unix_sockets=False)
     home = Path(os.path.realpath(home or Path.home()))
-    if home == Path(home.anchor) or not home.is_dir() or any(home.is_relative_to(root) for root in policy.writable):
-        return policy  # (a home that isn't there hides nothing: a mount point can't be made for it)
+    if home == Path(home.anchor) or not home.is_dir() or any(home.is_relative_to(root) for root in roots):
+        return contained  # (a home that isn't there hides nothing: a mount point can't be made for it)
     tools = tuple(home / name for name in HOME_TOOLS if os.path.lexists(home / name))
-    return replace(policy, private_home=home, home_tools=tools)
+    masked = [Path(found) for pattern in TOOL_SECRETS for found in glob.glob(str(home / pattern))]
+    masked += _links_out(home, (*roots, *(Path(os.path.realpath(t)) for t in tools)))
+    return replace(contained, private_home=home, home_tools=tools, home_masked=tuple(dict.fromkeys(masked)))
+
+
+def _links_out(home: Path, shown: tuple[Path, ...]) -> list[Path]:
+    """Where the home folder's links lead out of it (a dotfiles or persistent folder: `~/.ssh -> /persist/ssh`):
+    its entries and those of its settings and data folders, resolved. Not the machine's folders, nor one that holds
+    or lies in what is shown (the workspace, the tools), nor the home folder itself."""
+    out: list[Path] = []
+    for folder in (home, home / ".config", home / ".local" / "share", home / ".local" / "state"):
+        try:
+            names = os.listdir(folder) if not os.path.islink(folder) else [""]
+        except OSError:
+            continue
+        for name in names:
+            path = folder / name if name else folder
+            if not os.path.islink(path):
+                continue
+            real = Path(os.path.realpath(path))
+            if real.is_relative_to(home) or home.is_relative_to(real) or not os.path.exists(real):
+                continue
+            if any(str(real) == s or str(real).startswith(s + "/") for s in _SYSTEM):
+                continue
+            if any(real.is_relative_to(p) or p.is_relative_to(real) for p in shown):
+                continue
+            out.append(real)
+    return out
 
 
 def literal_root(pattern: PathPattern) -> tuple[Path, bool]:
@@ -408,6 +477,7 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     # The workspace's roots were resolved when it was made (what the user trusted): one swapped for a link since
     # (`assets -> /` by a command or a pull) is left out, never followed, until the settings are read again.
     roots = [root for root in workspace.roots if os.path.isdir(root) and os.path.realpath(root) == str(root)]
+    workspace_roots = tuple(roots)
     # A place a rule or `allowWrite` names is followed through the user's own links, never through one in the
     # workspace: a command may have put it there (`build -> ~`), and the next command's sandbox would follow it.
     roots += [Path(os.path.realpath(p)) for p in writable if os.path.exists(p) and not _through_link_in(p, roots)]
@@ -416,7 +486,8 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     protected = [*workspace.held(), *workspace.aliases()]
     protected.append(HeldPath(engine.settings.user_config_dir / "settings.json", "file", "it is the user's settings"))
     read_only = list(settings.deny_write)
-    credentials = credential_masks(rules, roots)
+    # (the workspace's own roots: a folder's allow rule `Edit(~/.ssh/**)` opens a place to write, not the keys)
+    credentials = credential_masks(rules, [r for r in roots if r in workspace_roots])
     masked = list(settings.deny_read) + [mask for _, mask in credentials]
     for rule in rules:
         if rule.behavior == "deny" and rule.path is not None:
@@ -436,6 +507,7 @@ def policy_from_engine(engine: PermissionEngine, settings: SandboxSettings) -> S
     return SandboxPolicy(
         cwd=engine.cwd,
         writable=tuple(dict.fromkeys(roots)),
+        roots=workspace_roots,
         protected=tuple(dict.fromkeys(protected)),
         read_only=tuple(read_only),
         masked=tuple(masked),
