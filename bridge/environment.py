@@ -326,9 +326,23 @@ def handed_out(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> dict
 
 
 def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` without anything that looks like a secret, whatever named it (a name `looks_secret`, a URL with a
-    password): what code that runs unasked (a folder's own hook) is handed of the user's settings' `env`."""
-    return {name: value for name, value in env.items() if not (looks_secret(name) or _PASSWORD_URL.search(value))}
+    """`env` without anything that looks like a secret, whatever named it (a name `looks_secret` or `_HIDDEN_NAME`, a
+    value with a password in it): what code that runs unasked (a folder's own hook) is handed of the user's settings'
+    `env`. Broader than what commands are refused (`handed_out`): a false positive costs a hook a variable."""
+    return {
+        name: value
+        for name, value in env.items()
+        if not (looks_secret(name) or _HIDDEN_NAME.search(name) or _HIDDEN_VALUE.search(value))
+    }
+
+
+# what `looks_secret` leaves to commands and a hook that runs unasked gets none of (attack round 31: `SSHPASS`,
+# `DBPASS`, `PRIVKEY`, `redis://:pw@host`, `jdbc:…?password=`, a connection string's `Password=`)
+_HIDDEN_NAME = re.compile(r"PASS|PW|PRIV|MNEMONIC|SEED|CONN|WEBHOOK|CERT|PEM|JSON|CRED|SIGN", re.IGNORECASE)
+_HIDDEN_VALUE = re.compile(
+    r"[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@]*@|(?:password|passwd|pwd|secret|token|api_?key|auth)\s*=",
+    re.IGNORECASE,
+)
 
 
 def withheld(base: Mapping[str, str], *, pass_env: Iterable[str] = ()) -> list[str]:

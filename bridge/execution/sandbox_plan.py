@@ -105,7 +105,8 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     """The bwrap mount arguments for `policy`; `grants` (protected paths this command may write) stay
     writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
     plan = MountPlan(grants=grants)
-    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
+    base = _system_view() if policy.system_view else ["--ro-bind", "/", "/"]
+    args = [*base, "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
     home = policy.private_home
     if home is not None:  # an empty home folder, the tools' folders in it bound back read-only
         args += ["--tmpfs", str(home)]
@@ -196,9 +197,33 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
         args += _mask(path)
     if home is not None:
         args += ["--remount-ro", str(home)]  # (the mount points in it are made: nothing more can be)
+    if policy.system_view:
+        args += _mask(Path(f"/run/user/{os.getuid()}")) if os.path.isdir(f"/run/user/{os.getuid()}") else []
+        args += ["--remount-ro", "/"]  # (the new root's own folder: nothing new at the top)
     args += ["--chdir", str(policy.cwd)]
     plan.args = args
     return plan
+
+
+SYSTEM_VIEW = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "nix", "snap", "sys", "run")
+"""What a folder's hook sees of the machine outside the workspace's roots and the tools (`SandboxPolicy.
+system_view`): the programs, their libraries and settings; not /home, /root, /var, /srv, /mnt or a data disk (where
+the home folder's links may lead, where other projects are). The user's runtime folder in /run (podman's logins, an
+agent's sockets) is masked."""
+
+
+def _system_view() -> list[str]:
+    """bwrap's arguments for `SYSTEM_VIEW` as it is here: a folder bound read-only, a link (`/bin -> usr/bin`) made
+    again."""
+    args: list[str] = []
+    for name in SYSTEM_VIEW:
+        path = f"/{name}"
+        if os.path.islink(path):
+            with contextlib.suppress(OSError):
+                args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return args
 
 
 def _mask(path: Path) -> list[str]:

@@ -17,14 +17,14 @@ workspace) run in the OS sandbox the agent's commands run in (`HookSandbox`: bri
 user trusted them: whatever a pulled file makes such a hook run can write only the workspace and its private /tmp
 (never the folder's settings, `.git/hooks` and the other protected files), reads nothing of the user's home folder
 but the workspace and the installed tools' folders (`HOME_TOOLS`: no settings, histories, tokens, transcripts or
-other projects) nor the machine's secrets, and reaches the network only if the sandbox settings allow it. What such
-a hook answers may narrow what happens, never widen it: its `allow` is not taken (the call is judged as if no hook
-had spoken), and a call whose input it rewrote is judged as rewritten, with no hook's `allow` (the user's own hooks
-allowed the call they saw, not the rewrite) — else a sandboxed hook would steer the bridge's own tools, which run
-outside the sandbox, to read a key or write outside the workspace. The trust binding
-(bridge/permissions/named_files.py) still decides when the user is asked again. The user's own hooks (their
-settings, the plugins they installed) run as they are. `"sandbox": {"folderHooks": false}` in the user's settings
-runs the folder's hooks outside too; a folder's own settings cannot say so.
+other projects), nothing else of the machine but its system folders, nor the machine's secrets, and reaches the
+network only if the sandbox settings allow it. What such a hook answers may narrow what happens, never widen it: its
+`allow` is not taken (the call is judged as if no hook had spoken), and a call whose input it rewrote is judged as
+rewritten, with no hook's `allow` (the user's own hooks allowed the call they saw, not the rewrite) — else a
+sandboxed hook would steer the bridge's own tools, which run outside the sandbox, to read a key or write outside the
+workspace. The trust binding (bridge/permissions/named_files.py) still decides when the user is asked again. The
+user's own hooks (their settings, the plugins they installed) run as they are. `"sandbox": {"folderHooks": false}`
+in the user's settings runs the folder's hooks outside too; a folder's own settings cannot say so.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ DEFAULT_TIMEOUT_S = 60.0
 _MAX_OUTPUT = 64 * 1024
 SANDBOXED_NOTE = (
     " (It ran in the OS sandbox, as the folder's own hooks do: it may write only the workspace and /tmp, read nothing"
-    " of your home folder but the workspace and the installed tools' folders, and reach the network only as the"
+    " but the workspace, the installed tools' folders and the system's own, and reach the network only as the"
     ' sandbox settings allow. "sandbox": {"folderHooks": false} in your user settings runs this folder\'s hooks'
     " outside it.)"
 )

@@ -158,6 +158,21 @@ TOOL_SECRETS = (
     ".sdkman/candidates/*/*/conf/settings.xml",
     ".asdf/installs/*/*/conf/settings.xml",
     ".local/share/mise/installs/*/*/conf/settings.xml",
+    # and where round 31 found more: npm's own builtin settings, virtualenvs of a version manager, shared venvs,
+    # Gradle's init scripts, bun's global settings, the user's site-packages
+    ".nvm/versions/node/*/lib/node_modules/npm/npmrc",
+    ".local/share/mise/installs/*/*/lib/node_modules/npm/npmrc",
+    ".asdf/installs/*/*/lib/node_modules/npm/npmrc",
+    ".nodenv/versions/*/lib/node_modules/npm/npmrc",
+    ".volta/tools/image/npm/*/npmrc",
+    ".bun/install/global/.npmrc",
+    ".bun/install/global/bunfig.toml",
+    ".pyenv/versions/*/envs/*/pip.conf",
+    ".asdf/installs/*/*/envs/*/pip.conf",
+    ".local/share/pipx/shared/pip.conf",
+    ".local/lib/python*/site-packages/pip.conf",
+    ".sdkman/candidates/*/*/init.d",
+    ".sdkman/candidates/*/*/gradle.properties",
 )
 
 # Where a home folder's link may lead that is the machine's, not the user's: not hidden from a folder's hook
@@ -344,6 +359,7 @@ class SandboxPolicy:
     private_home: Path | None = None  # a folder's hook: this home folder is hidden but for `home_tools`
     home_tools: tuple[Path, ...] = ()  # what of `private_home` stays readable (`HOME_TOOLS` that exist)
     home_masked: tuple[Path, ...] = ()  # hidden too: secrets in the tools' folders, where home's links lead out
+    system_view: bool = False  # a folder's hook: of what lies outside the roots and tools, only the system's folders
 
 
 def masks(policy: SandboxPolicy, path: Path, *, below: bool = False) -> bool:
@@ -365,10 +381,12 @@ def with_private_home(policy: SandboxPolicy, home: Path | None = None) -> Sandbo
     """`policy` for a folder's own hook, which runs unasked: it writes only the workspace's roots (not what allow
     rules or `allowWrite` open to the model's commands: `Edit(~/**/*.ts)` would open the whole home folder), makes
     no Unix socket, and sees the home folder hidden but for the installed tools (`HOME_TOOLS`, without the secrets
-    in them: `TOOL_SECRETS`) and the roots in it; where the home folder's links lead out of it is hidden too. The
-    home folder stays as it is when a workspace root is it or holds it (the user opened it)."""
+    in them: `TOOL_SECRETS`) and the roots in it; where the home folder's links lead out of it is hidden too. Of the
+    rest of the machine it sees the system's folders only (`system_view`, bwrap: bridge/execution/sandbox_plan.py),
+    not another disk, /var/tmp or a runtime folder's logins. The home folder stays as it is when a workspace root
+    is it or holds it (the user opened it)."""
     roots = policy.roots or policy.writable
-    contained = replace(policy, writable=roots, unix_sockets=False)
+    contained = replace(policy, writable=roots, unix_sockets=False, system_view=True)
     home = Path(os.path.realpath(home or Path.home()))
     if home == Path(home.anchor) or not home.is_dir() or any(home.is_relative_to(root) for root in roots):
         return contained  # (a home that isn't there hides nothing: a mount point can't be made for it)

@@ -290,9 +290,9 @@ class TrustQuestion:
             return ""
         return (
             "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
-            "read nothing of your home folder but this folder and your installed tools (no keys, tokens, history "
-            "or other projects) and reach no network the sandbox settings don't allow, and what they answer can "
-            "refuse a call, never allow one."
+            "read nothing but this folder, your installed tools and the system's own folders (no keys, tokens, "
+            "history, other projects or disks), get none of the secrets your settings give commands, reach no "
+            "network the sandbox settings don't allow, and what they answer can refuse a call, never allow one."
         )
 
     def as_meta(self) -> dict[str, Any]:

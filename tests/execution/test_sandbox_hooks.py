@@ -420,8 +420,9 @@ async def test_a_folders_hook_still_reads_and_writes_a_workspace_in_the_home_fol
     sandbox = Sandbox.for_engine(engine)
     engine.hooks.sandbox = sandbox
     try:
-        commands = ["cp in.txt out.txt", "cat ~/.bash_history >> out.txt", "echo x > ~/dropped"]
-        (project / ".agent-bridge" / "settings.json").write_text(json.dumps(hooks(*commands)))
+        # (one hook: the hooks of an event run at once)
+        command = "cp in.txt out.txt; cat ~/.bash_history >> out.txt; echo x > ~/dropped"
+        (project / ".agent-bridge" / "settings.json").write_text(json.dumps(hooks(command)))
         store.refresh(force=True)
         outcome = await engine.run_hooks("UserPromptSubmit", {"prompt": "hi"})
         assert (project / "out.txt").read_text() == "mine\n", outcome.errors
@@ -606,3 +607,98 @@ async def run_command(folder: Folder, command: str) -> str:
         if launch.release is not None:
             launch.release()
     return done.stdout + done.stderr
+
+
+# -- verification round 31: what a hook could still reach -------------------------------------------------------
+
+
+async def test_a_hook_sees_the_systems_folders_but_no_other_place_the_home_folders_links_lead(folder: Folder) -> None:
+    """Links out of the home folder that lead to a folder holding a tool (`~/.config -> /persist/config` with git's
+    ignore file in it) or reached at any depth (`~/.claude/.credentials.json -> /persist/creds.json`) had their
+    targets readable where they are (round 31). A folder's hook now sees, outside the workspace and the tools, only
+    the system's folders: /var/tmp, other disks and /run/user are not there. The control: the user's own hook reads
+    them all; the tools still run."""
+    elsewhere = Path(tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    try:
+        (elsewhere / "config" / "git").mkdir(parents=True)
+        (elsewhere / "config" / "git" / "ignore").write_text("*.log\n")
+        (elsewhere / "config" / "github-copilot").mkdir()
+        (elsewhere / "config" / "github-copilot" / "hosts.json").write_text("S-LINKED-COPILOT")
+        (folder.home / ".config").symlink_to(elsewhere / "config")
+        (elsewhere / "creds.json").write_text("S-DEEP-CREDS")
+        (folder.home / ".claude").mkdir()
+        (folder.home / ".claude" / ".credentials.json").symlink_to(elsewhere / "creds.json")
+        steal = (
+            f"cat {elsewhere}/config/github-copilot/hosts.json {elsewhere}/creds.json > loot.txt; ls / > top.txt; "
+            f"ls {elsewhere.parent} > around.txt 2>&1"
+        )
+        use = "git config --global core.excludesfile > gi.txt; cat ~/.config/git/ignore > ignore.txt"
+        folder.settings(folder=hooks(steal, use))
+        await folder.prompt()
+        assert "S-" not in (folder.ws / "loot.txt").read_text()
+        top = (folder.ws / "top.txt").read_text().split()
+        assert "usr" in top and "etc" in top and "srv" not in top and "root" not in top, top
+        assert elsewhere.name not in (folder.ws / "around.txt").read_text()  # (only the way to the home folder)
+        assert (folder.ws / "ignore.txt").read_text() == "*.log\n"
+        folder.settings(user=hooks(steal))
+        await folder.prompt()
+        assert "S-LINKED-COPILOT" in (loot := (folder.ws / "loot.txt").read_text()) and "S-DEEP-CREDS" in loot
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+async def test_a_hook_sees_no_sibling_of_a_workspace_reached_through_a_home_link(
+    folder: Folder, tmp_path: Path
+) -> None:
+    """`~/code -> /data/code` with the workspace at /data/code/proj: its sibling projects were readable (round 31)."""
+    data = Path(tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    try:
+        project = data / "code" / "proj"
+        (project / ".agent-bridge").mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(project)], check=True)  # noqa: ASYNC221
+        (data / "code" / "other").mkdir()
+        (data / "code" / "other" / ".env").write_text("S-SIBLING")
+        (folder.home / "code").symlink_to(data / "code")
+        store = SettingsStore(project, user_config_dir=folder.config, claude_home=tmp_path / "claude", trust="trusted")
+        engine = PermissionEngine(cwd=project, settings=store, grammar=GRAMMAR)
+        sandbox = Sandbox.for_engine(engine)
+        engine.hooks.sandbox = sandbox
+        try:
+            steal = "cat ../other/.env ~/code/other/.env > loot.txt 2>&1; echo mine > mine.txt"
+            (project / ".agent-bridge" / "settings.json").write_text(json.dumps(hooks(steal)))
+            store.refresh(force=True)
+            await engine.run_hooks("UserPromptSubmit", {"prompt": "hi"})
+            assert "S-SIBLING" not in (project / "loot.txt").read_text()
+            assert (project / "mine.txt").read_text() == "mine\n"  # the workspace is the hook's
+        finally:
+            sandbox.close()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+async def test_more_of_the_tools_secrets_and_the_settings_secret_variables_reach_no_hook(
+    folder: Folder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round 31: a pyenv virtualenv's `pip.conf`, npm's own builtin `npmrc`; and the user's settings' `SSHPASS`,
+    `DBPASS`, `PRIVKEY`, a Redis URL with no user name, a JDBC URL's `password=`. The control: plain ones reach it."""
+    env = folder.home / ".pyenv" / "versions" / "3.11.7" / "envs" / "proj"
+    env.mkdir(parents=True)
+    (env / "pip.conf").write_text("S-VENV-PIP")
+    npm = folder.home / ".nvm" / "versions" / "node" / "v22.0.0" / "lib" / "node_modules" / "npm"
+    npm.mkdir(parents=True)
+    (npm / "npmrc").write_text("S-NPM-BUILTIN")
+    user = {
+        "env": {
+            "SSHPASS": "S-SSHPASS",
+            "DBPASS": "S-DBPASS",
+            "PRIVKEY": "S-PRIVKEY",
+            "CACHE_URL": "redis://:S-REDIS@h:6379",
+            "JDBC_URL": "jdbc:mysql://h/db?user=u&password=S-JDBC",
+            "PLAIN": "ok",
+        }
+    }
+    show = 'echo "$SSHPASS $DBPASS $PRIVKEY $CACHE_URL $JDBC_URL $PLAIN" > env.txt'
+    folder.settings(folder=hooks(f"cat {env}/pip.conf {npm}/npmrc > loot.txt", show), user=user)
+    await folder.prompt()
+    assert "S-" not in (folder.ws / "loot.txt").read_text()
+    assert (folder.ws / "env.txt").read_text().split() == ["ok"]
