@@ -245,6 +245,7 @@ class Sandbox:
         self._policy = policy
         self._settings = settings
         self._tmp: Path | None = None
+        self._hook_tmp: Path | None = None  # the folder's hooks' own (never the commands': round 32)
         self._warned: set[str] = set()
         _sandboxes.add(self)
 
@@ -369,7 +370,8 @@ class Sandbox:
         policy = self._policy(settings)
         if call.private_home:
             policy = with_private_home(policy)
-        tmp = self._private_tmp(registry)
+        # a folder's hook gets a /tmp of its own: the model's commands put what they copy from elsewhere in theirs
+        tmp = self._private_tmp(registry) if not call.private_home else self._folder_hooks_tmp()
         quarantine = (call.data_dir or Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}") / "quarantine"
         plan, watch = await asyncio.to_thread(self._plan_and_watch, policy, tmp, call.grants, quarantine)
         for pattern in plan.truncated:
@@ -421,6 +423,11 @@ class Sandbox:
             "command is prepared. Try again."
         )
 
+    def _folder_hooks_tmp(self) -> Path:
+        if self._hook_tmp is None or not self._hook_tmp.is_dir():
+            self._hook_tmp = Path(tempfile.mkdtemp(prefix=f"agent-bridge-hooks-tmp-{os.getuid()}-"))
+        return self._hook_tmp
+
     def _private_tmp(self, registry: ProcessRegistry | None) -> Path:
         if self._tmp is None or not self._tmp.is_dir():
             self._tmp = Path(tempfile.mkdtemp(prefix=f"agent-bridge-tmp-{os.getuid()}-"))  # 0700, ours
@@ -429,10 +436,11 @@ class Sandbox:
         return self._tmp
 
     def close(self) -> None:
-        """Remove the private /tmp (the bridge's exit; also done at interpreter exit)."""
-        tmp, self._tmp = self._tmp, None
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        """Remove the private /tmp folders (the bridge's exit; also done at interpreter exit)."""
+        tmps, self._tmp, self._hook_tmp = (self._tmp, self._hook_tmp), None, None
+        for tmp in tmps:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _bounds_prefix(bounds: Bounds | None, registry: ProcessRegistry | None) -> list[str]:

@@ -14,10 +14,12 @@ each backend: bubblewrap's mounts (`MountPlan.args`, bridge/execution/bwrap.py) 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,7 +108,7 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
     writable. Held paths that don't exist are listed in `missing`, to be watched (nothing is created)."""
     plan = MountPlan(grants=grants)
     base = _system_view() if policy.system_view else ["--ro-bind", "/", "/"]
-    args = [*base, "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
+    args = [*base, "--dev", "/dev", "--proc", "/proc", *_proc_read_only(), "--bind", str(tmp), "/tmp"]
     home = policy.private_home
     if home is not None:  # an empty home folder, the tools' folders in it bound back read-only
         args += ["--tmpfs", str(home)]
@@ -193,8 +195,11 @@ def plan_mounts(policy: SandboxPolicy, tmp: Path, grants: tuple[Path, ...] = ())
             plan.masked.append(path)
             args += _mask(path)
     for path in policy.home_masked:
-        plan.masked.append(path)
-        args += _mask(path)
+        if os.path.islink(path):  # (bwrap mounts on where a link leads, and can't make it when it leads nowhere)
+            path = Path(os.path.realpath(path))
+        if os.path.exists(path):  # (a file read as empty, not refused: git stops at a settings file it can't read)
+            plan.masked.append(path)
+            args += _mask(path, empty=True)
     if home is not None:
         args += ["--remount-ro", str(home)]  # (the mount points in it are made: nothing more can be)
     if policy.system_view:
@@ -212,6 +217,20 @@ the home folder's links may lead, where other projects are). The user's runtime 
 agent's sockets) is masked."""
 
 
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus")
+"""What of the sandbox's /proc stays read-only: the kernel's settings. bwrap makes them so itself when it can; run
+as root with every capability dropped it did not (attack round 32), and root writes a 0644 file without one:
+`/proc/sys/kernel/core_pattern` set to a workspace script runs it as the host's root at the next crash."""
+
+
+def _proc_read_only() -> list[str]:
+    args: list[str] = []
+    for name in PROC_READ_ONLY:
+        if os.path.exists(f"/proc/{name}"):
+            args += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    return args
+
+
 def _system_view() -> list[str]:
     """bwrap's arguments for `SYSTEM_VIEW` as it is here: a folder bound read-only, a link (`/bin -> usr/bin`) made
     again."""
@@ -226,11 +245,34 @@ def _system_view() -> list[str]:
     return args
 
 
-def _mask(path: Path) -> list[str]:
-    """What makes `path` unreadable: an empty read-only folder over a folder, the null device over a file."""
+def _mask(path: Path, *, empty: bool = False) -> list[str]:
+    """What makes `path` unreadable: an empty read-only folder over a folder, the null device over a file (it can't
+    be opened there); `empty`: an empty file instead (it reads as nothing)."""
     if os.path.isdir(path):
         return ["--tmpfs", str(path), "--remount-ro", str(path)]
-    return ["--ro-bind", "/dev/null", str(path)]
+    return ["--ro-bind", str(_empty_file()) if empty else "/dev/null", str(path)]
+
+
+_empty: Path | None = None
+_empty_lock = threading.Lock()
+
+
+def _empty_file() -> Path:
+    """An empty, read-only file of the bridge's, outside anything a sandbox shows (the host's temp dir)."""
+    global _empty
+    with _empty_lock:
+        if _empty is None or not os.path.isfile(_empty) or os.path.getsize(_empty) != 0:
+            fd, name = tempfile.mkstemp(prefix=f"agent-bridge-empty-{os.getuid()}-")
+            os.close(fd)
+            os.chmod(name, 0o444)
+            _empty = Path(name)
+            atexit.register(_remove, name)
+        return _empty
+
+
+def _remove(name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name)
 
 
 def _split(folder: Path, grants: tuple[Path, ...], protect: dict[Path, str], expect: dict[Path, Identity]) -> None:

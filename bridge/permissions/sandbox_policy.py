@@ -22,6 +22,7 @@ lists merge across files. `AGENT_BRIDGE_SANDBOX=0` turns the sandbox off (tests,
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -174,6 +175,27 @@ TOOL_SECRETS = (
     ".sdkman/candidates/*/*/init.d",
     ".sdkman/candidates/*/*/gradle.properties",
 )
+
+# The system's own settings of the same tools, which `SYSTEM_VIEW` shows a folder's hook (round 32): git's (a token in
+# an `insteadOf` URL), npm's global, pip's, Maven's, Docker's and podman's logins.
+SYSTEM_TOOL_SECRETS = (
+    "/etc/gitconfig",
+    "/etc/npmrc",
+    "/usr/etc/npmrc",
+    "/usr/local/etc/npmrc",
+    "/usr/lib/node_modules/npm/npmrc",
+    "/usr/local/lib/node_modules/npm/npmrc",
+    "/etc/pip.conf",
+    "/etc/xdg/pip/pip.conf",
+    "/etc/maven/settings.xml",
+    "/usr/share/maven/conf/settings.xml",
+    "/etc/docker",
+    "/etc/containers/auth.json",
+)
+ROOT_ONLY_SCAN = ("/etc", "/run")  # run as root, what of these others can't read is masked for a folder's hook
+_ROOT_ONLY_ENTRIES = 20_000
+_ROOT_ONLY_TTL_S = 30.0
+_root_only_cache: tuple[float, tuple[Path, ...]] | None = None
 
 # Where a home folder's link may lead that is the machine's, not the user's: not hidden from a folder's hook
 # (`~/.nix-profile` into /nix, `~/bin` into /usr/local/bin).
@@ -391,9 +413,71 @@ def with_private_home(policy: SandboxPolicy, home: Path | None = None) -> Sandbo
     if home == Path(home.anchor) or not home.is_dir() or any(home.is_relative_to(root) for root in roots):
         return contained  # (a home that isn't there hides nothing: a mount point can't be made for it)
     tools = tuple(home / name for name in HOME_TOOLS if os.path.lexists(home / name))
+    tools += _linked_programs(home, tools)
     masked = [Path(found) for pattern in TOOL_SECRETS for found in glob.glob(str(home / pattern))]
     masked += _links_out(home, (*roots, *(Path(os.path.realpath(t)) for t in tools)))
+    masked += _system_secrets()
     return replace(contained, private_home=home, home_tools=tools, home_masked=tuple(dict.fromkeys(masked)))
+
+
+def _linked_programs(home: Path, tools: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The programs a tools' `bin` folder links to elsewhere in the home folder (`~/.local/bin/claude ->
+    ~/.local/share/claude/versions/…`, a JetBrains script): each shown itself, never a credential's."""
+    found: list[Path] = []
+    for tool in tools:
+        if tool.name != "bin" or not os.path.isdir(tool):
+            continue
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(tool):
+                if not entry.is_symlink():
+                    continue
+                real = Path(os.path.realpath(entry.path))
+                inside = real.is_relative_to(home) and real.is_file()
+                secret = any(real.is_relative_to(home / name) for name in CREDENTIALS)
+                if inside and not secret and not any(real.is_relative_to(os.path.realpath(t)) for t in tools):
+                    found.append(real)
+    return tuple(dict.fromkeys(found))
+
+
+def _system_secrets() -> list[Path]:
+    """What a folder's hook must not read of the system's folders: the tools' system-wide settings, and run as root
+    (whom no file's mode stops), what others can't read in /etc and /run (the shadow files, ssh's host keys, saved
+    network passwords), found by a bounded look, kept a while."""
+    # (where they lead: bwrap mounts the mask there, and a link on the way, `/usr/share/maven/conf -> /etc/maven`,
+    # made it fail)
+    found = [Path(os.path.realpath(p)) for p in SYSTEM_TOOL_SECRETS if os.path.exists(p)]
+    if os.getuid() != 0:
+        return found
+    global _root_only_cache
+    now = time.monotonic()
+    if _root_only_cache is None or now - _root_only_cache[0] > _ROOT_ONLY_TTL_S:
+        _root_only_cache = (now, tuple(_root_only()))
+    return found + list(_root_only_cache[1])
+
+
+def _root_only() -> list[Path]:
+    out: list[Path] = []
+    budget = _ROOT_ONLY_ENTRIES
+    stack = [Path(p) for p in ROOT_ONLY_SCAN if os.path.isdir(p)]
+    while stack and budget > 0:
+        folder = stack.pop()
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                budget -= 1
+                with contextlib.suppress(OSError):
+                    if entry.is_symlink() or entry.path.startswith("/run/user/"):
+                        continue
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    if entry.is_dir(follow_symlinks=False):
+                        if mode & 0o005 != 0o005:  # others can't list it or go in: hidden whole
+                            out.append(Path(entry.path))
+                        else:
+                            stack.append(Path(entry.path))
+                    elif entry.is_file(follow_symlinks=False) and not mode & 0o004:
+                        out.append(Path(entry.path))
+    if stack or budget <= 0:  # cut short: what was not looked at is hidden whole
+        out += stack
+    return out
 
 
 def _links_out(home: Path, shown: tuple[Path, ...]) -> list[Path]:
