@@ -392,7 +392,7 @@ class Sandbox:
                 release=run.release,
                 run=run,
             )
-        seccomp_fd = None if policy.unix_sockets else filter_fd()
+        seccomp_fd = filter_fd(sockets=not policy.unix_sockets)  # (the keyrings are refused either way)
         wrapped = [*prefix, *bwrap_argv(availability.binary, policy, plan, seccomp_fd), *argv]
         return Launch(
             wrapped,

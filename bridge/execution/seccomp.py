@@ -8,11 +8,15 @@ session bus, ssh-agent and gpg-agent, an editor's IPC socket. Attack round 20: a
 daemon on `/run/…sock` write outside the workspace and hand back a file's secret.
 
 So, as Claude Code's sandbox does on Linux, the filter refuses (EPERM):
-- `socket(AF_UNIX, …)`, and `socketpair(AF_UNIX, SOCK_DGRAM, …)`: a pair's ends are connected to each other, but a
-  datagram one may still `sendto()` any socket file (attack round 21: journald's, a daemon's control socket).
-  Stream and seqpacket pairs stay: pipes, `multiprocessing`'s default start, test runners need them;
+- `socket(AF_UNIX, …)`, and `socketpair(AF_UNIX, …)` but a stream or seqpacket one: a pair's ends are connected to
+  each other, but a datagram one may still `sendto()` any socket file (attack round 21: journald's, a daemon's
+  control socket; round 33: `SOCK_RAW`, which the kernel makes a datagram one). Stream and seqpacket pairs stay:
+  pipes, `multiprocessing`'s default start, test runners need them;
 - `socket(AF_VSOCK, …)`: the hypervisor's door, which no network namespace closes;
 - `io_uring_setup`: io_uring makes sockets and connects them without these calls (IORING_OP_SOCKET);
+- always, whatever the sockets setting (ENOSYS): the kernel keyrings (`add_key`, `request_key`, `keyctl`), which
+  belong to the user id, not to a namespace (attack round 33 read the session's keys and added its own), and the
+  kernel log, `perf_event_open` and `userfaultfd`, which only a machine's sysctls keep from an unprivileged caller;
 - on x86-64, the 32-bit entry's `socketcall` (the filter can't read its arguments) and the same checks on its
   `socket` and `socketpair`; the x32 ABI's calls are filtered as the 64-bit ones (their numbers carry bit 30). Any
   other architecture a process could switch to is killed.
@@ -44,6 +48,7 @@ _AND_K = 0x54
 _RET_K = 0x06
 _ALLOW = 0x7FFF0000
 _ERRNO = 0x00050000 | errno.EPERM
+_NOSYS = 0x00050000 | errno.ENOSYS  # (as if the kernel had no such call: what uses it falls back)
 _KILL = 0x80000000  # SECCOMP_RET_KILL_PROCESS
 AF_UNIX = 1
 
@@ -53,8 +58,18 @@ _AARCH64 = 0xC00000B7
 _X32_BIT = 0x40000000
 
 AF_VSOCK = 40
-SOCK_DGRAM = 2
+SOCK_STREAM, SOCK_SEQPACKET = 1, 5
 _TYPE_MASK = 0xF  # the socket type without SOCK_NONBLOCK / SOCK_CLOEXEC
+
+# The calls no namespace of bwrap's isolates, refused whatever the sockets setting (ENOSYS): the kernel keyrings
+# (`add_key`, `request_key`, `keyctl`: they belong to the user id, so a sandboxed command read and added keys in the
+# user's and the session's keyrings, attack round 33), the kernel log (`syslog`), `perf_event_open` and
+# `userfaultfd` (closed here only by the machine's sysctls, which another machine may not set).
+_UNISOLATED = {
+    "x86_64": (248, 249, 250, 103, 298, 323),
+    "aarch64": (217, 218, 219, 116, 241, 282),
+    "i386": (286, 287, 288, 103, 336, 374),
+}
 
 # arch -> (its audit number, socket, socketpair, io_uring_setup)
 _ARCHES = {
@@ -111,56 +126,76 @@ def _sockets(socket: str, socketpair: str) -> list[Op | str]:
         _load(_ARG0),
         _is(AF_UNIX, "refuse"),
         _is(AF_VSOCK, "refuse", "allow"),
-        # socketpair(AF_UNIX, SOCK_DGRAM): its ends are connected to each other, but a datagram socket may still
-        # sendto() any socket file (journald's, a daemon's control socket). Stream and seqpacket pairs stay (pipes).
+        # socketpair(AF_UNIX, …): its ends are connected to each other, but a datagram one may still sendto() any
+        # socket file (journald's, a daemon's control socket), and the kernel makes SOCK_RAW a datagram one (attack
+        # round 33). Only stream and seqpacket pairs (pipes, multiprocessing, test runners).
         socketpair,
         _load(_ARG0),
         _is(AF_UNIX, None, "allow"),
         _load(_ARG1),
         (_AND_K, _TYPE_MASK, None, None),
-        _is(SOCK_DGRAM, "refuse", "allow"),
+        _is(SOCK_STREAM, "allow"),
+        _is(SOCK_SEQPACKET, "allow", "refuse"),
     ]
 
 
-def program(machine: str | None = None) -> bytes | None:
-    """The compiled filter for this machine's architecture; None where there is none."""
-    found = _ARCHES.get((machine or platform.machine()).lower())
+def _unisolated(numbers: tuple[int, ...], then: str) -> list[Op | str]:
+    """A = the call's number: each of `numbers` to `nosys`, anything else to `then`."""
+    return [*(_is(n, "nosys") for n in numbers[:-1]), _is(numbers[-1], "nosys", then)]
+
+
+def program(machine: str | None = None, *, sockets: bool = True) -> bytes | None:
+    """The compiled filter for this machine's architecture; None where there is none. `sockets`: the Unix socket
+    checks too (off where `allowAllUnixSockets` allows them; the calls no namespace isolates are refused always)."""
+    name = (machine or platform.machine()).lower()
+    found = _ARCHES.get(name)
     if found is None:
         return None
     native, socket_nr, socketpair_nr, io_uring_nr = found
+    unisolated = _UNISOLATED["x86_64" if native == _X86_64 else "aarch64"]
     ops: list[Op | str] = [
         _load(_ARCH),
         _is(native, None, "compat"),
         _load(_NR),
         (_AND_K, ~_X32_BIT & 0xFFFFFFFF, None, None),  # x32's calls are the 64-bit ones with bit 30 set
-        _is(io_uring_nr, "refuse"),  # io_uring makes and connects sockets without the calls below
-        _is(socket_nr, "socket"),
-        _is(socketpair_nr, "socketpair", "allow"),
-        *_sockets("socket", "socketpair"),
-        "compat",
+        *_unisolated(unisolated, "native sockets" if sockets else "allow"),
     ]
+    if sockets:
+        ops += [
+            "native sockets",
+            _is(io_uring_nr, "refuse"),  # io_uring makes and connects sockets without the calls below
+            _is(socket_nr, "socket"),
+            _is(socketpair_nr, "socketpair", "allow"),
+            *_sockets("socket", "socketpair"),
+        ]
+    ops += ["compat"]
     if native == _X86_64:  # A = the arch: the 32-bit entry's calls (socketcall's arguments are beyond the filter)
         ops += [
             _is(_I386, None, "kill"),
             _load(_NR),
-            _is(_I386_SOCKETCALL, "refuse"),
-            _is(_I386_IO_URING_SETUP, "refuse"),
-            _is(_I386_SOCKET, "i386 socket"),
-            _is(_I386_SOCKETPAIR, "i386 socketpair", "allow"),
-            *_sockets("i386 socket", "i386 socketpair"),
+            *_unisolated(_UNISOLATED["i386"], "i386 sockets" if sockets else "allow"),
         ]
-    ops += ["kill", _ret(_KILL), "allow", _ret(_ALLOW), "refuse", _ret(_ERRNO)]
+        if sockets:
+            ops += [
+                "i386 sockets",
+                _is(_I386_SOCKETCALL, "refuse"),
+                _is(_I386_IO_URING_SETUP, "refuse"),
+                _is(_I386_SOCKET, "i386 socket"),
+                _is(_I386_SOCKETPAIR, "i386 socketpair", "allow"),
+                *_sockets("i386 socket", "i386 socketpair"),
+            ]
+    ops += ["kill", _ret(_KILL), "allow", _ret(_ALLOW), "refuse", _ret(_ERRNO), "nosys", _ret(_NOSYS)]
     return _assemble(ops)
 
 
 _warned = False
 
 
-def filter_fd() -> int | None:
+def filter_fd(*, sockets: bool = True) -> int | None:
     """A fresh file holding the filter, at its start, for one bwrap to read (the caller passes it on and closes
-    it); None where there is no filter for this architecture."""
+    it); None where there is no filter for this architecture. `sockets`: as `program`'s."""
     global _warned
-    code = program()
+    code = program(sockets=sockets)
     if code is None:
         if not _warned:
             _warned = True

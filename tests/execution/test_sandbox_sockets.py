@@ -191,3 +191,81 @@ async def test_what_needs_a_unix_socket_is_refused_and_explained(project: Projec
     result = await project.run(command)
     assert also in output(result), output(result)
     assert "allowAllUnixSockets" in output(result), output(result)
+
+
+@pytest.mark.skipif(program() is None, reason="no seccomp filter for this architecture")
+async def test_a_raw_socketpair_which_the_kernel_makes_a_datagram_one_is_refused_too(project: Project) -> None:
+    """Attack round 33: the filter refused `SOCK_DGRAM` pairs only, and the kernel makes a `SOCK_RAW` Unix pair a
+    datagram one: it sent to a host socket file. Only stream and seqpacket pairs are allowed now."""
+    where = Path(tempfile.mkdtemp(prefix="agent-bridge-test-", dir="/var/tmp" if Path("/var/tmp").is_dir() else None))
+    daemon = DatagramDaemon(where / "dgram.sock")
+    try:
+        send = (
+            "import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_RAW); "
+            f"a.sendto(b'sent through a raw pair', '{daemon.path}')"
+        )
+        pairs = "import socket; socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET); print('seqpacket-ok')"
+        result = await project.run(f'python3 -c "{send}"; python3 -c "{pairs}"; exit 0')
+        assert daemon.received() == [], output(result)
+        assert "Operation not permitted" in output(result) and "seqpacket-ok" in output(result), output(result)
+    finally:
+        daemon.server.close()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+KEYS = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL_READ, SESSION, USER = 11, -3, -4
+def add(name, value, ring):
+    return libc.syscall({add_key}, b"user", name, value, len(value), ring)
+def read(key):
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall({keyctl}, KEYCTL_READ, key, buf, 256)
+    return buf.raw[:n] if n >= 0 else None
+if sys.argv[1] == "plant":
+    print(add(b"agent-bridge-test", sys.argv[2].encode(), USER))
+elif sys.argv[1] == "read":
+    print("READ", read(int(sys.argv[2])))
+    print("ADD", add(b"agent-bridge-test-added", b"FROM-SANDBOX", USER), os.strerror(ctypes.get_errno()))
+else:  # KEYCTL_REVOKE the planted key, and one the sandbox may have added (KEYCTL_SEARCH)
+    libc.syscall({keyctl}, 3, int(sys.argv[2]))
+    added = libc.syscall({keyctl}, 10, USER, b"user", b"agent-bridge-test-added", 0)
+    if added >= 0:
+        libc.syscall({keyctl}, 3, added)
+"""
+_KEY_CALLS = {"x86_64": (248, 250), "aarch64": (217, 219)}
+
+
+@pytest.mark.skipif(program() is None, reason="no seccomp filter for this architecture")
+@pytest.mark.parametrize("sockets_allowed", [False, True])
+async def test_no_sandboxed_command_reads_or_adds_the_users_keys(project: Project, sockets_allowed: bool) -> None:
+    """Attack round 33: the kernel keyrings belong to the user id, not to a namespace: a sandboxed command read a key
+    the user's session holds (a Kerberos ticket, a cached passphrase) and added its own, which outlived it. Refused
+    (ENOSYS), whatever the sockets setting. The control: the same script outside the sandbox reads the key."""
+    import platform
+    import sys
+
+    calls = _KEY_CALLS.get(platform.machine().lower())
+    if calls is None:
+        pytest.skip("no syscall numbers for this machine here")
+    script = project.ws / "keys.py"
+    script.write_text(KEYS.format(add_key=calls[0], keyctl=calls[1]))
+    planted = subprocess.run(  # noqa: ASYNC221
+        [sys.executable, str(script), "plant", "K-KEYRING-SECRET"], capture_output=True, text=True
+    )
+    key = int(planted.stdout.strip() or -1)
+    if key < 0:
+        pytest.skip(f"the kernel keyrings can't be used here: {planted.stderr}")
+    try:
+        control = subprocess.run(  # noqa: ASYNC221
+            [sys.executable, str(script), "read", str(key)], capture_output=True, text=True
+        )
+        assert "K-KEYRING-SECRET" in control.stdout, control  # reachable outside
+        if sockets_allowed:
+            project.settings({"sandbox": {"network": {"allowAllUnixSockets": True}}})
+        result = await project.run(f"python3 keys.py read {key}")
+        assert "K-KEYRING-SECRET" not in output(result) and "READ None" in output(result), output(result)
+        assert "Function not implemented" in output(result), output(result)  # the add refused too
+    finally:
+        subprocess.run([sys.executable, str(script), "revoke", str(key)], check=False)  # noqa: ASYNC221
