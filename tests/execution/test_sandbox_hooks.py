@@ -415,10 +415,7 @@ async def test_a_folders_hook_still_reads_and_writes_a_workspace_in_the_home_fol
     (project / ".agent-bridge").mkdir()
     (project / "in.txt").write_text("mine\n")
     (folder.home / ".bash_history").write_text("S-HISTORY")
-    store = SettingsStore(project, user_config_dir=folder.config, claude_home=tmp_path / "claude", trust="trusted")
-    engine = PermissionEngine(cwd=project, settings=store, grammar=GRAMMAR)
-    sandbox = Sandbox.for_engine(engine)
-    engine.hooks.sandbox = sandbox
+    store, engine, sandbox = session_at(project, folder, tmp_path / "claude")
     try:
         # (one hook: the hooks of an event run at once)
         command = "cp in.txt out.txt; cat ~/.bash_history >> out.txt; echo x > ~/dropped"
@@ -437,26 +434,10 @@ async def test_the_machines_secrets_are_masked_for_commands(folder: Folder, monk
     secrets = Path(tempfile.mkdtemp(dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     try:
         (secrets / "token").write_text("S-POD-TOKEN")
-        command = ["/bin/sh", "-c", f"cat {secrets}/token"]
-
-        async def run() -> str:
-            folder.engine.settings.refresh(force=True)
-            launch = await folder.sandbox.prepare(command, cwd=folder.ws, env=dict(os.environ), registry=None)
-            try:
-                done = subprocess.run(  # noqa: ASYNC221
-                    launch.argv, env=launch.env, capture_output=True, text=True, pass_fds=launch.pass_fds
-                )
-            finally:  # as the supervisor does: the filter's file closed, the command's bounds (a cgroup) released
-                for fd in launch.pass_fds:
-                    os.close(fd)
-                if launch.release is not None:
-                    launch.release()
-            return done.stdout + done.stderr
-
-        assert "S-POD-TOKEN" in await run()  # the control
+        assert "S-POD-TOKEN" in await run_command(folder, f"cat {secrets}/token")  # the control
         monkeypatch.setattr("bridge.permissions.sandbox_policy.SYSTEM_SECRETS", (str(secrets),))
         folder.settings(folder={"permissions": {"allow": []}})  # the policy is made again
-        assert "S-POD-TOKEN" not in await run()
+        assert "S-POD-TOKEN" not in await run_command(folder, f"cat {secrets}/token")
     finally:
         shutil.rmtree(secrets, ignore_errors=True)
 
@@ -659,10 +640,7 @@ async def test_a_hook_sees_no_sibling_of_a_workspace_reached_through_a_home_link
         (data / "code" / "other").mkdir()
         (data / "code" / "other" / ".env").write_text("S-SIBLING")
         (folder.home / "code").symlink_to(data / "code")
-        store = SettingsStore(project, user_config_dir=folder.config, claude_home=tmp_path / "claude", trust="trusted")
-        engine = PermissionEngine(cwd=project, settings=store, grammar=GRAMMAR)
-        sandbox = Sandbox.for_engine(engine)
-        engine.hooks.sandbox = sandbox
+        store, engine, sandbox = session_at(project, folder, tmp_path / "claude")
         try:
             steal = "cat ../other/.env ~/code/other/.env > loot.txt 2>&1; echo mine > mine.txt"
             (project / ".agent-bridge" / "settings.json").write_text(json.dumps(hooks(steal)))
@@ -763,3 +741,12 @@ async def test_a_program_a_tools_folder_links_to_elsewhere_in_the_home_folder_ru
     await folder.prompt()
     assert (folder.ws / "linked.txt").read_text() == "linked-ran\n"
     assert "S-BESIDE" not in (folder.ws / "loot.txt").read_text()  # the program, not what lies beside it
+
+
+def session_at(project: Path, folder: Folder, claude: Path) -> tuple[SettingsStore, PermissionEngine, Sandbox]:
+    """A trusted session's settings, engine and sandbox in another workspace (`project`), with `folder`'s user."""
+    store = SettingsStore(project, user_config_dir=folder.config, claude_home=claude, trust="trusted")
+    engine = PermissionEngine(cwd=project, settings=store, grammar=GRAMMAR)
+    sandbox = Sandbox.for_engine(engine)
+    engine.hooks.sandbox = sandbox
+    return store, engine, sandbox
