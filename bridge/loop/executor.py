@@ -44,7 +44,7 @@ from bridge.loop.events import (
 )
 from bridge.loop.permission import PermissionPolicy, Prompter
 from bridge.messages import INTERRUPTED_RESULT, Block, interrupted_result, tool_result_block
-from bridge.permissions.hooks import HookOutcome, HookRunner, NoHooks
+from bridge.permissions.hooks import FolderView, HookOutcome, HookRunner, NoHooks
 from bridge.permissions.runs_later import GRANTS
 from bridge.permissions.types import PermissionRequest
 from bridge.tools.base import AnyTool, BoundCall, Effect, ToolContext, ToolError, ToolResult
@@ -395,7 +395,7 @@ class ToolExecutor:
             raise ToolError(f"{tool.name} failed unexpectedly: {_named(error)}") from error
 
     async def _hooks(
-        self, event: str, payload: dict[str, Any], tool_name: str, folder_view: dict[str, Any] | None = None
+        self, event: str, payload: dict[str, Any], tool_name: str, folder_view: FolderView = None
     ) -> HookOutcome:
         """A cancel (not a new prompt) stops the hooks under way, their processes killed: a hook near its timeout
         held the cancel that long, and its effects landed after it."""
@@ -428,10 +428,14 @@ class ToolExecutor:
                 "is_error": result.is_error,
             },
         }
-        folder_view = None
-        if not _workspace_only(tool, ctx):
-            withheld = {"content": "", "is_error": result.is_error, "withheld": WITHHELD_FROM_FOLDER_HOOKS}
-            folder_view = {"tool_response": withheld}
+
+        def folder_view() -> dict[str, Any] | None:  # (worked out only when a folder's hook runs)
+            if _workspace_only(tool, ctx):
+                return None
+            return {
+                "tool_response": {"content": "", "is_error": result.is_error, "withheld": WITHHELD_FROM_FOLDER_HOOKS}
+            }
+
         outcome = await self._hooks("PostToolUse", payload, tool.name, folder_view)
         notes = [*outcome.additional_context, *([outcome.reason] if outcome.blocked and outcome.reason else [])]
         if notes and isinstance(result.content, str):

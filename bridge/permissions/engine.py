@@ -55,7 +55,7 @@ from bridge.permissions.containment import InvalidPath, Workspace
 from bridge.permissions.facts import CallFacts, PermissionCall
 from bridge.permissions.grammar import RuleGrammar
 from bridge.permissions.held import HeldPath
-from bridge.permissions.hooks import HOOK_EVENTS, HookOutcome, SettingsHooks
+from bridge.permissions.hooks import HOOK_EVENTS, FolderView, HookOutcome, SettingsHooks
 from bridge.permissions.judged import Judged
 from bridge.permissions.matching import CallRules, by_rule, matching_rule
 from bridge.permissions.modes import Mode, ModeState, PermissionModeError, parse_mode
@@ -330,7 +330,7 @@ class PermissionEngine:
         payload: dict[str, Any],
         *,
         tool_name: str | None = None,
-        folder_view: Mapping[str, Any] | None = None,
+        folder_view: FolderView = None,
     ) -> HookOutcome:
         return await self.hooks.run(event, payload, tool_name=tool_name, folder_view=folder_view)
 

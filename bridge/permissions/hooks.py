@@ -131,6 +131,11 @@ class HookOutcome:
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 
+FolderView = Mapping[str, Any] | Callable[[], Mapping[str, Any] | None] | None
+"""Fields of a payload the folder's own hooks get instead (what they must not see); a function: worked out only when
+one of them runs (a tool's result: whether it holds only the workspace's files)."""
+
+
 class HookRunner(Protocol):
     """What the loop needs to run hooks (every event: PreToolUse, PostToolUse, UserPromptSubmit, Stop).
     `folder_view`: fields of the payload the folder's own hooks get instead (what they must not see)."""
@@ -141,7 +146,7 @@ class HookRunner(Protocol):
         payload: dict[str, Any],
         *,
         tool_name: str | None = None,
-        folder_view: Mapping[str, Any] | None = None,
+        folder_view: FolderView = None,
     ) -> HookOutcome: ...
 
 
@@ -154,7 +159,7 @@ class NoHooks:
         payload: dict[str, Any],
         *,
         tool_name: str | None = None,
-        folder_view: Mapping[str, Any] | None = None,
+        folder_view: FolderView = None,
     ) -> HookOutcome:
         return HookOutcome()
 
@@ -193,7 +198,7 @@ class SettingsHooks:
         payload: dict[str, Any],
         *,
         tool_name: str | None = None,
-        folder_view: Mapping[str, Any] | None = None,
+        folder_view: FolderView = None,
     ) -> HookOutcome:
         self.source.refresh()
         hooks = matching_hooks(self.source.hooks(event), event, tool_name)
@@ -235,7 +240,7 @@ async def run_hooks(
     env: Mapping[str, str] | None = None,
     pass_env: Sequence[str] = (),
     sandbox: HookSandbox | None = None,
-    folder_view: Mapping[str, Any] | None = None,
+    folder_view: FolderView = None,
 ) -> HookOutcome:
     """Run `hooks` for `event`. Their environment is ours as commands see it (bridge/environment.py: never the
     bridge's credentials) plus the settings' `env` in effect. The folder's own hooks run in `sandbox`, and get the
@@ -244,7 +249,8 @@ async def run_hooks(
     if not hooks:
         return outcome
     data = json.dumps(dict(payload)).encode()
-    folder_data = json.dumps({**payload, **folder_view}).encode() if folder_view else data
+    view = folder_view() if callable(folder_view) and any(h.folder for h in hooks) else folder_view
+    folder_data = json.dumps({**payload, **view}).encode() if view and not callable(view) else data
     project = {"CLAUDE_PROJECT_DIR": str(cwd), "AGENT_BRIDGE_PROJECT_DIR": str(cwd)}
     hook_env = {**handed_out(os.environ, pass_env=pass_env), **(env or {}), **project}
     # the folder's own hooks run unasked: in the sandbox, none of the secrets the user's settings hand their commands
