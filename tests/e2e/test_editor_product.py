@@ -24,6 +24,15 @@ def _last_result(editor: Any) -> dict[str, Any]:
     return block
 
 
+def _accepting(edited: str) -> Any:
+    """An editor's answer to the edit's question: allowed once, with the proposed text edited to `edited`."""
+
+    async def answer(_params: dict[str, Any]) -> dict[str, Any]:
+        return {"outcome": {"outcome": "selected", "optionId": "allow_once"}, "_meta": {"editedText": edited}}
+
+    return answer
+
+
 def _finished(editor: Any, sid: str) -> dict[str, Any]:
     return next(
         u
@@ -64,14 +73,7 @@ async def test_an_unchanged_edit_text_is_a_plain_accept(workspace: Path, data_di
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
-
-        async def accept_same(params: dict[str, Any]) -> dict[str, Any]:
-            return {
-                "outcome": {"outcome": "selected", "optionId": "allow_once"},
-                "_meta": {"editedText": "x = 1\ny = 3\n"},
-            }
-
-        editor.on_permission = accept_same
+        editor.on_permission = _accepting("x = 1\ny = 3\n")  # the proposal as it was
         sid = await editor.new_session()
         await editor.prompt(sid, "change y")
         assert target.read_text() == "x = 1\ny = 3\n"
@@ -235,14 +237,7 @@ async def test_post_tool_use_hooks_are_told_the_users_edit_that_ran(workspace: P
     target = workspace / "app.py"
     target.write_text("x = 1\ny = 2\n")
     async with running_editor(_edit_scenario(target), workspace, data_dir) as editor:
-
-        async def accept_edited(params: dict[str, Any]) -> dict[str, Any]:
-            return {
-                "outcome": {"outcome": "selected", "optionId": "allow_once"},
-                "_meta": {"editedText": "x = 1\ny = 30\n"},
-            }
-
-        editor.on_permission = accept_edited
+        editor.on_permission = _accepting("x = 1\ny = 30\n")
         sid = await editor.new_session()
         assert await editor.prompt(sid, "change y") == {"stopReason": "end_turn"}
     assert target.read_text() == "x = 1\ny = 30\n"
