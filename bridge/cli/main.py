@@ -260,6 +260,7 @@ async def run_command(
             await asyncio.wait_for(early[1].wait(), 1.0)  # written: nothing more to do for it before the load
     # The checks the first command makes once per process (cgroups, a trial bwrap) mostly wait on the kernel: on a
     # worker thread they overlap the load below instead of following it. Their modules load first, here.
+    importlib.import_module("bridge.pydantic_setup").no_plugins()
     sandbox = importlib.import_module("bridge.execution.sandbox")
     warming = asyncio.get_running_loop().run_in_executor(None, sandbox.warm_up)
     # Loaded here, the event loop waiting: the request is written, its answer waits in the socket. (Not in a

@@ -24,7 +24,7 @@ CPU_GRACE = 5  # seconds between SIGXCPU and SIGKILL, and beyond the timeout's C
 
 
 class LimitsModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     memory: int | str | None = None
     processes: int | str | None = None
     fileSize: int | str | None = None

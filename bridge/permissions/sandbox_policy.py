@@ -210,7 +210,7 @@ _GLOB = frozenset("*?[\\")
 
 
 class _Network(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     allowedDomains: list[str] | None = None
     allowLocalBinding: bool | None = None
     allowAllUnixSockets: bool | None = None
@@ -218,14 +218,14 @@ class _Network(BaseModel):
 
 
 class _Filesystem(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     allowWrite: list[str] | None = None
     denyWrite: list[str] | None = None
     denyRead: list[str] | None = None
 
 
 class _SandboxModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     enabled: bool | None = None
     failIfUnavailable: bool | None = None
     allowUnsandboxedCommands: bool | None = None

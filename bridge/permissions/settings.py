@@ -69,31 +69,32 @@ class SettingsWriteError(Exception):
 
 
 class _HookCommandModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     type: Literal["command"] = "command"
     command: str = Field(min_length=1)
     timeout: float | None = Field(default=None, gt=0)
 
 
 class _HookMatcherModel(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     matcher: str = ""
     hooks: list[_HookCommandModel]
 
 
+_LATER = ConfigDict(defer_build=True)  # built when a settings file first needs it: most starts have none to read
 _FIELDS: dict[str, TypeAdapter[Any]] = {
-    "allow": TypeAdapter(list[str]),
-    "ask": TypeAdapter(list[str]),
-    "deny": TypeAdapter(list[str]),
-    "defaultMode": TypeAdapter(Mode),
-    "additionalDirectories": TypeAdapter(list[str]),
-    "disableBypassPermissionsMode": TypeAdapter(Literal["disable"]),
+    "allow": TypeAdapter(list[str], config=_LATER),
+    "ask": TypeAdapter(list[str], config=_LATER),
+    "deny": TypeAdapter(list[str], config=_LATER),
+    "defaultMode": TypeAdapter(Mode, config=_LATER),
+    "additionalDirectories": TypeAdapter(list[str], config=_LATER),
+    "disableBypassPermissionsMode": TypeAdapter(Literal["disable"], config=_LATER),
 }
-_HOOKS = TypeAdapter(list[_HookMatcherModel])
+_HOOKS = TypeAdapter(list[_HookMatcherModel], config=_LATER)
 _RESTRICTIONS = frozenset({"deny", "ask", "disableBypassPermissionsMode"})
 LOCKDOWN_NOTE = "; until it is fixed every tool call asks (it may hold deny rules)"
-_ENV = TypeAdapter(dict[str, str])
-_PASS_ENV = TypeAdapter(list[str])
+_ENV = TypeAdapter(dict[str, str], config=_LATER)
+_PASS_ENV = TypeAdapter(list[str], config=_LATER)
 # Modes that allow more than `default` does: from a folder's own file, they wait for trust.
 
 

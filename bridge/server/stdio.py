@@ -118,6 +118,9 @@ def _start(overrides: dict[str, Any] | None, *, acp: bool, first: FirstMessage) 
     """The server, reading what was read already and then stdin, writing to stdout but for the answers sent
     already."""
     codecache.install_attrs()  # before pygls and lsprotocol make their ~560 attrs classes
+    from bridge.pydantic_setup import no_plugins
+
+    no_plugins()
     from pygls.io_ import StdinAsyncReader, StdoutWriter
 
     from bridge.server.app import build_server

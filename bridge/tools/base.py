@@ -44,7 +44,7 @@ InterruptBehavior = Literal["block", "cancel"]
 class ToolInput(BaseModel):
     """Base of every tool's input model: unknown fields are an error the model can act on."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 In = TypeVar("In", bound=ToolInput)
