@@ -1,12 +1,12 @@
 """pydantic as the bridge uses it: no plugins.
 
 pydantic looks for plugins (the `pydantic` entry-point group) when the first model or adapter is made: a scan of
-every installed distribution's metadata (~5 ms with this venv's 71), on `run`'s path to its first tool result, at every start. The
-bridge uses none, and wants none: a plugin is code from whatever else is installed in the environment that is
-handed every value the bridge validates (tool inputs, the settings files, their tokens included). So the
-bridge's processes start with pydantic's plugin table already made, and empty. `PYDANTIC_DISABLE_PLUGINS` would
-do the same, but an environment variable would reach every command the bridge runs and change the user's own
-programs.
+every installed distribution's metadata (~5 ms with this venv's 71), on `run`'s path to its first tool result, at
+every start. The bridge uses none, and wants none: a plugin is code from whatever else is installed in the
+environment that is handed every value the bridge validates (tool inputs, the settings files, their tokens
+included). So the bridge's processes start with pydantic's plugin table already made, and empty.
+`PYDANTIC_DISABLE_PLUGINS` would do the same, but an environment variable would reach every command the bridge
+runs and change the user's own programs.
 """
 
 from __future__ import annotations
