@@ -6,6 +6,7 @@ its header with its elapsed time and the last lines of its output, the others wi
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import assert_never
@@ -42,10 +43,10 @@ def _render(item: Display, applied: bool) -> list[str]:
         case TextContent(text=text):
             lines = text.strip().splitlines()
         case Diff():
-            old = (item.old_text or "").splitlines()
+            old = _lines(item.old_text or "")
             changed = [
                 line
-                for line in difflib.unified_diff(old, item.new_text.splitlines(), lineterm="", n=0)
+                for line in difflib.unified_diff(old, _lines(item.new_text), lineterm="", n=0)
                 if not line.startswith(("---", "+++", "@@"))
             ]
             verb = "new file" if item.old_text is None else "edited"
@@ -53,10 +54,24 @@ def _render(item: Display, applied: bool) -> list[str]:
             verb = verb if applied else f"{verb}, not applied"
             added, removed = sum(ln[0] == "+" for ln in changed), sum(ln[0] == "-" for ln in changed)
             lines = [f"{_path(item.path)} ({verb}: +{added} -{removed})", *changed]
+            if not changed and (item.old_text or "") != item.new_text:
+                lines.append("(only line endings changed)")
         case _:
             assert_never(item)
     more = [f"… {len(lines) - SHOWN_LINES} more lines"] if len(lines) > SHOWN_LINES else []
     return lines[:SHOWN_LINES] + more
+
+
+_BREAK = re.compile(r"\r\n|\n")
+
+
+def _lines(text: str) -> list[str]:
+    """A file's lines as a diff shows them: broken at a newline (CRLF or LF) only. `splitlines` also breaks at a
+    lone carriage return, vertical tab, form feed, the file/group/record separators, NEL and U+2028/2029, and drops
+    them: an edit that turned a comment to sh (`# <CR>rm -rf ./data`) into a command (`# <LF>rm -rf ./data`)
+    showed as no change (attack round 34). Any other break stays in its line, where the line's escaping shows it."""
+    lines = _BREAK.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def _path(path: str) -> str:

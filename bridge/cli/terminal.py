@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from bridge.agent import Agent
 from bridge.cli.calls import render
-from bridge.cli.screen import BOLD, DIM, RED, cells
+from bridge.cli.screen import BOLD, DIM, RED, advance, cells
 from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
 from bridge.errors import for_person, root_cause
@@ -86,6 +86,10 @@ class TerminalPrompter:
         self.view = view
         self.approve_all = approve_all
         self.stdin = stdin or sys.stdin
+        # One question on the screen at a time: sub-agents and parallel calls ask at once, and two prompts open
+        # together took the next line typed for the one drawn last while the other waited under it for ever
+        # (attack round 34), or took a line meant for the first.
+        self.one_at_a_time = asyncio.Lock()
 
     @property
     def can_ask(self) -> bool:
@@ -98,6 +102,8 @@ class TerminalPrompter:
         """Show `lines` and the choices, read one answer: the key typed (lower case) or the text typed when it
         is no key; None when no one answers — there is no terminal to ask, or its input ended (Ctrl-D, a closed
         connection: an end of input is never an empty line's default). The caller decides what that means."""
+        if self.can_ask:
+            _drop_typeahead(self.stdin)
         for line in [*lines, *choice_lines(choices, self.view.screen.width())]:
             self.view.line(line)
         if not self.can_ask:
@@ -203,10 +209,12 @@ def _command_lines(command: str, marks: tuple[Mark, ...], paint: Callable[[str, 
     offset = 0
     for line in text.split("\n"):
         end = offset + len(line)
-        under = [" "] * len(line)
-        for start, stop in spans:
-            for i in range(max(start, offset), min(stop, end)):
-                under[i - offset] = "^"
+        under: list[str] = []  # by screen columns: a wide character takes two, a combining mark none
+        column, previous = 0, ""
+        for i, char in enumerate(line, start=offset):
+            after = advance(column, char, previous)
+            under.append(("^" if any(start <= i < stop for start, stop in spans) else " ") * (after - column))
+            column, previous = after, char
         out.append(f"  │ {line}")
         if "^" in under:
             out.append("  │ " + paint(RED, "".join(under).rstrip()))
@@ -237,6 +245,18 @@ def how_to_allow(request: PermissionRequest) -> str:
     ways = [f"run again with {visible(flags)}"] if flags else []
     ways += ["run it in a terminal and answer", "or pass --dangerously-approve-all (answers yes to everything)"]
     return ", ".join(ways)
+
+
+def _drop_typeahead(stdin: TextIO) -> None:
+    """What was typed before the question shows is not its answer: an Enter pressed while the model's text
+    streamed answered the next question yes, and a `y` meant for one question answered the next (attack round
+    34). The terminal's pending input is dropped just before a question is drawn."""
+    try:
+        import termios  # POSIX only: Windows' console has no such queue to drop
+    except ImportError:
+        return
+    with contextlib.suppress(OSError, ValueError, termios.error):
+        termios.tcflush(stdin.fileno(), termios.TCIFLUSH)
 
 
 async def _read_line(stdin: TextIO) -> str:
@@ -350,8 +370,9 @@ def asking(view: TerminalView, prompter: TerminalPrompter) -> Prompter:
     where an always-answer's rule was saved."""
 
     async def ask(request: PermissionRequest) -> PermissionAnswer:
-        with view.asking():
-            answer = await prompter(request)
+        async with prompter.one_at_a_time:
+            with view.asking():
+                answer = await prompter(request)
         if answer.outcome in ("allow_always", "reject_always") and answer.suggestion is not None:
             view.saved_soon(answer.suggestion)
         return answer
@@ -359,10 +380,13 @@ def asking(view: TerminalView, prompter: TerminalPrompter) -> Prompter:
     return ask
 
 
-def trust_asking(view: TerminalView, ask: AskTrust) -> AskTrust:
+def trust_asking(view: TerminalView, prompter: TerminalPrompter) -> AskTrust:
+    ask = terminal_trust(prompter)
+
     async def framed(question: TrustQuestion) -> TrustAnswer | None:
-        with view.asking():
-            return await ask(question)
+        async with prompter.one_at_a_time:
+            with view.asking():
+                return await ask(question)
 
     return framed
 
@@ -413,7 +437,7 @@ async def run_prompt_async(
         agent.model.adopt(ahead)
     terminal = TerminalPrompter(view, approve_all=approve_all)
     prompter = asking(view, terminal) if interactive else deny_all
-    ask_trust = trust_asking(view, terminal_trust(terminal)) if interactive and terminal.can_ask else None
+    ask_trust = trust_asking(view, terminal) if interactive and terminal.can_ask else None
     frontend = Frontend(emit=view.emit, prompter=prompter, interactive=interactive, ask_trust=ask_trust)
     try:
         session = _resumed(agent, resume, cwd, frontend) if resume else agent.new_session(cwd, frontend)

@@ -296,17 +296,27 @@ class TrustQuestion:
         )
 
     def as_meta(self) -> dict[str, Any]:
-        """The question as data for an editor that renders it (`_meta.trust`): all the text says, item by item."""
+        """The question as data for an editor that renders it (`_meta.trust`): all the text says, item by item,
+        and as the text shows it: a hiding character escaped (a folder's hook with bidi controls in it read as a
+        comment on the card while the text showed them; attack round 34)."""
         items = []
         for item in self.items:
             note = item.note(contained=self.hooks_sandboxed)
-            items.append({**item.as_json(), **({"note": note} if note else {})})
-        meta: dict[str, Any] = {"folder": str(self.folder), "items": items}
+            items.append({**_shown(item.as_json()), **({"note": visible(note, keep_newlines=True)} if note else {})})
+        meta: dict[str, Any] = {"folder": visible(str(self.folder)), "items": items}
         if self.changed:
-            meta["changed"] = [{"text": item.text, "files": list(files)} for item, files in self.changed]
+            meta["changed"] = [
+                {"text": visible(item.text, keep_newlines=True), "files": [visible(file) for file in files]}
+                for item, files in self.changed
+            ]
         if self.sandbox_line:
             meta["sandbox"] = self.sandbox_line
         return meta
+
+
+def _shown(item: dict[str, str]) -> dict[str, str]:
+    """A trust item's fields as a person is shown them (the text keeps its line breaks)."""
+    return {key: visible(value, keep_newlines=key == "text") for key, value in item.items()}
 
 
 class TrustSource(Protocol):

@@ -19,7 +19,7 @@ from bridge.display import Diff, Display, Location, PlanEntry, SubAgentLabel, Te
 from bridge.loop import events as ev
 from bridge.messages import Block, image_media_type
 from bridge.transcript import StoredSession
-from bridge.visible import one_line
+from bridge.visible import one_line, visible
 
 ChunkKind = Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
 Level = Literal["info", "warning", "error"]
@@ -263,7 +263,12 @@ def nested(update: dict[str, Any], parent: str | None) -> dict[str, Any]:
 
 
 def agent_label(label: SubAgentLabel) -> dict[str, Any]:
-    return {"type": label.agent_type, "description": label.description, "parentToolCallId": label.parent_tool_call_id}
+    """Which sub-agent: its description is the model's text, shown escaped as every title is (attack round 34)."""
+    return {
+        "type": label.agent_type,
+        "description": visible(label.description),
+        "parentToolCallId": label.parent_tool_call_id,
+    }
 
 
 def agent_progress(event: ev.AgentProgress) -> dict[str, Any]:
@@ -275,7 +280,7 @@ def agent_progress(event: ev.AgentProgress) -> dict[str, Any]:
         "_meta": {
             "agent": {
                 "type": event.agent.agent_type,
-                "description": event.agent.description,
+                "description": visible(event.agent.description),
                 "status": event.status,
                 "background": event.background,
                 "startedAt": round(event.started_at * 1000),
