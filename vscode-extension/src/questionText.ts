@@ -5,24 +5,35 @@
  * that is long unfolds. No `vscode`, so the unit tests read it.
  */
 import { isQuestion, isRejectKind, isTrust, type PermissionOption, type RequestPermissionParams } from "./protocol";
+import { oneLine, visible } from "./visible";
 
 /** Beyond this the text says how much more there is (the bridge caps its own text at about the same). */
 export const maxQuestionChars = 4000;
+/** A marked part or the reason, after the command: each shown whole up to this. */
+const maxPartChars = 500;
 
 export function questionText(params: RequestPermissionParams): string {
   const meta = params._meta;
-  const who = meta?.agent?.description ? `Sub-agent “${meta.agent.description}” asks` : "Agent Bridge asks";
+  const who = meta?.agent?.description ? `Sub-agent “${oneLine(meta.agent.description)}” asks` : "Agent Bridge asks";
   const trust = meta?.trust;
   if (isTrust(trust)) {
-    const items = trust.items.map((i) => `${i.file} (${i.kind}): ${oneLine(i.text)}`).join("; ");
-    return cap(`Agent Bridge: trust the folder ${trust.folder}? It would enable ${items || "nothing more"}.`);
+    const items = trust.items.map((i) => `${visible(i.file)} (${visible(i.kind)}): ${oneLine(i.text)}`).join("; ");
+    return cap(`Agent Bridge: trust the folder ${visible(trust.folder)}? It would enable ${items || "nothing more"}.`);
   }
   const question = meta?.question;
   if (isQuestion(question)) {
-    const subject = typeof question.command === "string" ? ` to run: ${oneLine(question.command)}` : `: ${plain(params.toolCall.title)}`;
-    const paths = question.paths.map((p) => `${p.named} → ${p.resolved}`).join(", ");
+    const paths = question.paths.map((p) => `${visible(p.named)} → ${visible(p.resolved)}`).join(", ");
     const reason = plain(question.reason || (meta?.reason ?? ""));
-    return cap(`${who}${subject}${paths ? ` (${paths})` : ""}${reason ? ` — ${reason}` : ""}`);
+    const after = `${paths ? ` (${paths})` : ""}${reason ? ` — ${cap(reason, maxPartChars)}` : ""}`;
+    if (typeof question.command !== "string") return cap(`${who}: ${plain(params.toolCall.title)}${after}`);
+    // A run of blanks counts as one (`⟨5000 spaces⟩`); a command still too long is cut, and the parts that make it
+    // ask are then named after the cut: both had pushed `; rm -rf ./victim` out of the notification (attack round
+    // 34). Marks count code points.
+    const line = oneLine(question.command);
+    const chars = Array.from(question.command);
+    const asks = question.marks.filter((m) => m.end > m.start).map((m) => cap(oneLine(chars.slice(m.start, m.end).join("")), maxPartChars));
+    const about = line.length > maxQuestionChars && asks.length ? ` — it asks about ${asks.join(", ")}` : "";
+    return `${who} to run: ${cap(line)}${about}${after}`;
   }
   const reason = meta?.reason ? ` — ${plain(meta.reason)}` : "";
   return cap(`${who}: ${plain(params.toolCall.title)}${reason}`);
@@ -42,11 +53,6 @@ export function plain(title: string): string {
   return oneLine(title.replace(/`+/g, ""));
 }
 
-/** Line breaks as the wire's ` ⏎ `, so a multi-line command stays one line and every line is in it. */
-function oneLine(text: string): string {
-  return text.replace(/\r?\n/g, " ⏎ ").trim();
-}
-
-function cap(text: string): string {
-  return text.length > maxQuestionChars ? `${text.slice(0, maxQuestionChars)}… (+${text.length - maxQuestionChars} more characters)` : text;
+function cap(text: string, limit = maxQuestionChars): string {
+  return text.length > limit ? `${text.slice(0, limit)}… (+${text.length - limit} more characters)` : text;
 }

@@ -6,6 +6,7 @@ import { escapeHtml, type PathLookup, renderMarkdown, renderTitle } from "./mark
 import { type Attachment, type ConversationItem, type PanelState, type Review, retryText, type TurnUsage } from "../src/panel/state";
 import type { DiffContent, PermissionOption, PermissionOptionKind, QuestionMeta, ToolCallLocation, ToolKind, TrustMeta } from "../src/protocol";
 import { diffHunks, type Hunk } from "./diff";
+import { visible } from "../src/visible";
 
 export interface ViewContext {
   /** Workspace folders: paths under them are shown relative. */
@@ -24,8 +25,10 @@ export function displayPath(path: string, folders: string[]): string {
 }
 
 export function fileLinkHtml(path: string, line: number | undefined, label: string, cls = ""): string {
+  // The path opened is the path as it is; what a person reads has its hiding characters escaped (a U+202E in
+  // `notes\u{202e}txt.sh` drew it as `noteshs.txt`: attack round 34).
   const data = `data-path="${escapeHtml(path)}"${line ? ` data-line="${line}"` : ""}`;
-  return `<a class="file-link${cls ? ` ${cls}` : ""}" href="#" ${data} title="Open ${escapeHtml(path)}${line ? `:${line}` : ""}">${escapeHtml(label)}</a>`;
+  return `<a class="file-link${cls ? ` ${cls}` : ""}" href="#" ${data} title="Open ${escapeHtml(visible(path))}${line ? `:${line}` : ""}">${escapeHtml(visible(label))}</a>`;
 }
 
 export function userHtml(item: Of<"user">): string {
@@ -169,7 +172,10 @@ export function diffHtml(diff: DiffContent, ctx: ViewContext, review?: string, s
     if (n > 0 || hunk.oldStart > 1) out.push(`<span class="line hunk">@@ line ${hunk.newStart} @@</span>`);
     for (const l of hunk.lines) {
       if (shown++ >= maxDiffLines) break;
-      out.push(`<span class="line ${l.op}">${l.op === "add" ? "+" : l.op === "del" ? "-" : " "} ${escapeHtml(l.text)}</span>`);
+      // A file's hiding characters written out, as the terminal's diff does (bidi controls in a proposed script
+      // drew `touch …` inside a comment: attack round 34); a CRLF line's own CR is its line ending, not text.
+      const text = visible(l.text.endsWith("\r") ? l.text.slice(0, -1) : l.text, { keepTabs: true });
+      out.push(`<span class="line ${l.op}">${l.op === "add" ? "+" : l.op === "del" ? "-" : " "} ${escapeHtml(text)}</span>`);
     }
   }
   if (total > shown) out.push(`<span class="line more">… ${total - shown} more lines</span>`);
@@ -285,15 +291,19 @@ function codeSpans(text: string): string {
  * (the files it runs, why it stays off); what changed since it was trusted; what the sandbox lets its hooks do.
  */
 export function trustHtml(t: TrustMeta): string {
-  const note = (text: string | undefined): string => (text ? `<div class="trust-note">${escapeHtml(text)}</div>` : "");
-  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${escapeHtml(i.file)}</code> <span class="trust-kind">${escapeHtml(i.kind)}</span></div><pre class="trust-text">${escapeHtml(i.text)}</pre>${note(i.note)}</li>`).join("");
-  const changed = (t.changed ?? []).map((c) => `<li>${c.files.map((f) => `<code>${escapeHtml(f)}</code>`).join(", ")} changed since you trusted <code>${escapeHtml(oneLine(c.text))}</code></li>`).join("");
+  // The bridge sends the items escaped; escaped again here (it changes nothing then) so that no bridge can draw
+  // a hook's bidi controls raw on the card (attack round 34).
+  const shown = (text: string): string => escapeHtml(visible(text));
+  const block = (text: string): string => escapeHtml(visible(text, { keepNewlines: true }));
+  const note = (text: string | undefined): string => (text ? `<div class="trust-note">${block(text)}</div>` : "");
+  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${shown(i.file)}</code> <span class="trust-kind">${shown(i.kind)}</span></div><pre class="trust-text">${block(i.text)}</pre>${note(i.note)}</li>`).join("");
+  const changed = (t.changed ?? []).map((c) => `<li>${c.files.map((f) => `<code>${shown(f)}</code>`).join(", ")} changed since you trusted <code>${shown(oneLine(c.text))}</code></li>`).join("");
   return (
-    `<div class="perm-title">Trust the folder <code>${escapeHtml(t.folder)}</code>?</div>` +
+    `<div class="perm-title">Trust the folder <code>${shown(t.folder)}</code>?</div>` +
     `<div class="perm-reason">Its own files would enable ${t.items.length === 1 ? "this" : `these ${t.items.length} things`}, which run or allow more than the defaults:</div>` +
     `<ul class="trust-items">${items}</ul>` +
     (changed ? `<ul class="trust-changed">${changed}</ul>` : "") +
-    (t.sandbox ? `<div class="trust-sandbox">${escapeHtml(t.sandbox)}</div>` : "")
+    (t.sandbox ? `<div class="trust-sandbox">${shown(t.sandbox)}</div>` : "")
   );
 }
 
