@@ -257,7 +257,9 @@ async def test_a_running_command_shows_its_output_and_elapsed_time_then_its_resu
 
 
 async def test_the_model_working_shows_a_spinner_with_elapsed_time(tmp_path: Path) -> None:
-    slow = {"responses": [{"content": [text("Finally.")], "stop_reason": "end_turn", "delay_ms": 2500}]}
+    # The wait is before each event of the block (its start, its one delta, its stop): the text comes 2.4 s in,
+    # the indicator's second shows from 1 s (a delay on the response waits before every event: ~25 s in all).
+    slow = {"responses": [{"content": [{**text("Finally."), "deltas": ["Finally."], "delay_ms": 1200}]}]}
     async with terminal(tmp_path, slow) as term:
         await term.until(
             lambda shown: re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Waiting for the model · [1-9] s · ctrl-c cancels", shown),
