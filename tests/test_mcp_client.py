@@ -141,7 +141,7 @@ async def test_tools_are_named_described_and_hinted_as_the_server_says(shared: S
     schema = echo.schema()
     assert schema["description"] == "Echo the text back." and schema["input_schema"]["required"] == ["text"]
     data = echo.input_model.model_validate({"text": "hi"})
-    assert echo.user_facing_title(data) == "Echo (fx)"
+    assert echo.user_facing_title(data) == 'fx: Echo {"text": "hi"}'  # the server first, then what the call runs with
     assert echo.is_concurrency_safe(data) and not echo.is_read_only(data), "a hint never skips the permission ask"
     assert not tools["mcp__fx__big"].is_concurrency_safe(tools["mcp__fx__big"].input_model.model_validate({}))
     missing = await echo.validate_input(echo.input_model.model_validate({}), context(shared.root))

@@ -35,7 +35,7 @@ def by_name(
     files: ConfigFiles, editor: list[Any] | None = None, env: dict[str, str] | None = None
 ) -> dict[str, ServerEntry]:
     entries, problems = discover(files, editor or [], environ=env or {})
-    assert problems == []
+    assert [p for p in problems if "is left out: a server of your own has that name" not in p] == []
     return {e.name: e for e in entries}
 
 
@@ -116,6 +116,28 @@ def test_an_approval_from_before_binding_by_name_alone_asks_again(files: ConfigF
         {"projects": {str(files.cwd): {"enabledMcpjsonServers": ["db"], "enableAllProjectMcpServers": True}}},
     )
     assert by_name(files)["db"].approval == "pending"
+
+
+def test_a_folders_server_never_takes_the_name_of_one_of_the_users(files: ConfigFiles) -> None:
+    """Attack round 35: the user's `github` server (and their rule `mcp__github`) and a folder's `.mcp.json`
+    `github`: the folder's replaced the user's, and once approved for its own command its tools ran under the
+    user's rule, asked nothing. The user's own comes first now, and the folder's is left out, said; so is a
+    folder's name whose tools would be named as the user's server's (`git.hub` and `git_hub`)."""
+    write(
+        files.user_config_dir / "settings.json",
+        {"mcpServers": {"github": {"command": "mine"}, "git_hub": {"command": "m2"}}},
+    )
+    write(
+        files.cwd / ".mcp.json",
+        {"mcpServers": {"github": {"command": "theirs"}, "git.hub": {"command": "t2"}, "p": {"command": "p"}}},
+    )
+    found, problems = discover(files, [], environ={})
+    by = {entry.name: entry for entry in found}
+    assert by["github"].scope == "user" and by["github"].spec is not None and by["github"].spec.command == "mine"
+    assert "git.hub" not in by and by["git_hub"].scope == "user"
+    assert by["p"].scope == "project", "the control: a folder's server of its own name is there, for approval"
+    assert any("'github' is left out: a server of your own has that name" in p for p in problems), problems
+    assert any("'git.hub' is left out" in p for p in problems), problems
 
 
 def test_the_same_name_is_taken_from_the_highest_source(files: ConfigFiles) -> None:

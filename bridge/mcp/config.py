@@ -4,9 +4,11 @@ Sources, highest precedence first (a name defined twice is taken from the first)
   editor   the editor's `mcpServers` (ACP `session/new`: `{name, command, args, env: [{name, value}]}`,
            `{type: "http"|"sse", name, url, headers: [{name, value}]}`)
   local    Claude Code's `~/.claude.json` `projects[<cwd>]` (the user's, outside the workspace)
+  user     the user's `settings.json` (config dir), Claude Code's `~/.claude.json` (top level), plugins
   project  every file in the workspace: `.agent-bridge/settings.local.json`, `.mcp.json`,
            `.agent-bridge/settings.json` (a cloned repository's, tracked or not: they need the user's approval)
-  user     the user's `settings.json` (config dir) and Claude Code's `~/.claude.json` (top level)
+The folder's come last, unlike Claude Code's order (which puts them before the user's): a folder's server named
+as one of the user's would take it over and run under the user's rules for that name. It is left out, said.
 Files use Claude Code's schema: `{"mcpServers": {NAME: {type: stdio|http|sse, command, args, env} or
 {type, url, headers}}}`; `${VAR}` and `${VAR:-default}` expand from the bridge's environment in `command`,
 `args`, `env`, `url` and `headers` — never to the bridge's own credentials (bridge/environment.py), from any
@@ -42,6 +44,7 @@ from bridge.mcp.shown import shown_url
 from bridge.mcp_names import server_part
 from bridge.permissions.named_files import UNBINDABLE, binding
 from bridge.permissions.trust import MCP_APPROVAL_STORE
+from bridge.visible import visible
 
 Transport = Literal["stdio", "http", "sse"]
 Scope = Literal["editor", "local", "project", "user"]
@@ -197,11 +200,20 @@ def discover(
         for name, raw in servers.items():
             found.append(parse_claude(str(name), raw, scope, source, env, workspace=files.cwd))
     approvals = read_approvals(files, project_state)
+    # The user's own servers (the editor's, Claude Code's for this folder, the user's settings, plugins) before the
+    # folder's: a folder's `.mcp.json` server named as the user's replaced it and ran under the user's allow rules
+    # for that name (`mcp__github`), once approved for the folder's own command (attack round 35).
+    found.sort(key=lambda entry: entry.scope == "project")
     entries: dict[str, ServerEntry] = {}
     parts: dict[str, str] = {}
     for entry in found:
-        if entry.name in entries:
-            continue  # a higher-precedence source defined it
+        if entry.name in entries:  # a higher-precedence source defined it
+            if entry.scope == "project" and entries[entry.name].scope != "project":
+                problems.append(
+                    f"{entry.source}: MCP server {entry.name!r} is left out: a server of your own has that name "
+                    "(your rules for its tools are for yours); rename the folder's"
+                )
+            continue
         other = parts.setdefault(server_part(entry.name), entry.name)
         if other != entry.name:  # `git.hub` and `git_hub`: one name for the tools of both, one's rules the other's
             problems.append(
@@ -307,7 +319,7 @@ def parse_claude(
             binds = binding(shlex.join(argv), workspace) if scope == "project" and workspace is not None else ""
             if binds.startswith(UNBINDABLE):
                 return bad(f"what it runs can't be bound for approval ({binds.removeprefix(UNBINDABLE)})")
-            shown = _shown(" ".join([command, *args]), env, "env", "=")
+            shown = _shown(shlex.join([str(command), *(str(a) for a in args)]), env, "env", "=")
             spec = ServerSpec(
                 name,
                 "stdio",
@@ -317,7 +329,7 @@ def parse_claude(
                 args=tuple(argv[1:]),
                 env=tuple((str(k), text(v)) for k, v in env.items()),
                 approval_key=_key(["stdio", command, args, env, *([binds] if binds else [])]),
-                shown=f"{shown}\nruns {binds}" if binds else shown,
+                shown=f"{shown}\nruns {visible(binds)}" if binds else shown,
                 bound=(str(workspace), binds) if binds and workspace is not None else None,
             )
         else:
@@ -376,8 +388,12 @@ def _key(raw: list[Any]) -> str:
 
 
 def _shown(head: str, pairs: Mapping[str, str], label: str, sep: str) -> str:
-    """The configuration as written (nothing expanded), one line each, and the user's variables it reads."""
-    lines = [head] + ([f"{label}: " + ", ".join(f"{k}{sep}{v}" for k, v in pairs.items())] if pairs else [])
+    """The configuration as written (nothing expanded), one line each, and the user's variables it reads. Every
+    part escaped (`visible`) and the arguments quoted: a U+2028 or NEL in an argument made lines of its own in
+    the question, a fake warning and a forged `runs … sha256:` binding line among them (attack round 35)."""
+    lines = [visible(head)] + (
+        [f"{label}: " + ", ".join(f"{visible(k)}{sep}{visible(v)}" for k, v in pairs.items())] if pairs else []
+    )
     names = sorted({name for text in [head, *pairs.values()] for _s, _e, name, _d in variables(text)})
     if names:
         lines.append("reads from your environment: " + ", ".join(f"${{{n}}}" for n in names))

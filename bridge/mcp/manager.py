@@ -30,6 +30,7 @@ from bridge.mcp.settings import McpSettings
 from bridge.mcp.tools import ListMcpResourcesTool, McpTool, ReadMcpResourceTool, tools_of
 from bridge.mcp_names import mcp_name, server_part
 from bridge.tools.base import AnyTool, ToolContext, ToolError, ToolResult
+from bridge.visible import visible
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +170,11 @@ class McpSession:
         """At a turn's start: ask about the project's servers not yet approved (once per session), then wait
         (at most `turnWait` s) for servers still starting, so a first prompt right after session/new has them."""
         if self.host.ask is not None:
-            for entry in self.entries:
-                if entry.approval == "pending" and entry.name not in self.asked and entry.spec is not None:
+            for name in [e.name for e in self.entries]:
+                # each as it is now: an answer to an earlier question ("every server of this project") may have
+                # decided it (a stale entry was asked about again, and a "never" left it running: round 35)
+                entry = next((e for e in self.entries if e.name == name), None)
+                if entry and entry.approval == "pending" and entry.name not in self.asked and entry.spec is not None:
                     self.asked.add(entry.name)
                     await self._ask_approval(entry)
         starting = [c for c in self.connections.values() if c.state == "starting"]
@@ -434,13 +438,21 @@ class McpSession:
 
     async def _ask_approval(self, entry: ServerEntry) -> None:
         assert entry.spec is not None
-        config = entry.spec.shown or entry.spec.describe()
+        config = entry.spec.shown or visible(entry.spec.describe())
+        # the second answer approves every server of the project still pending: each is shown, as this one is
+        others = [e for e in self.entries if e.approval == "pending" and e is not entry and e.spec is not None]
+        also = "".join(
+            f"\n  {visible(e.name)} ({visible(e.source)}):\n" + _indented(e.spec.shown or visible(e.spec.describe()))
+            for e in others
+            if e.spec is not None
+        )
         question = Question(
             f"mcp_approve_{uuid.uuid4().hex[:12]}",
             f"Use the MCP server {entry.name!r} from this project?",
             f"{entry.source} asks to start the MCP server {entry.name!r}:\n"
-            + "\n".join(f"  {line}" for line in config.splitlines())
-            + "\nIt runs with your permissions. Approve it only if you trust this project.",
+            + _indented(config)
+            + "\nIt runs with your permissions. Approve it only if you trust this project."
+            + (f'\n\n"Every MCP server of this project" also approves:{also}' if also else ""),
             (
                 Choice("approve", "Use it (saved in your settings, not the project's)", "allow_always"),
                 Choice("approve_all", "Use it and every MCP server of this project (saved)", "allow_always"),
@@ -453,7 +465,7 @@ class McpSession:
                     "name": entry.name,
                     "source": entry.source,
                     "transport": entry.spec.transport,
-                    "command": entry.spec.describe(),
+                    "command": visible(entry.spec.describe()),
                     "config": config,
                 }
             },
@@ -547,3 +559,9 @@ def prompt_command(server: str, prompt: str) -> str:
 
 
 __all__ = ["CommandOutcome", "McpCommand", "McpManager", "McpSession", "McpSnapshot", "McpTool", "McpView"]
+
+
+def _indented(config: str) -> str:
+    """A server's configuration lines under its heading: broken at its own line breaks only (each line is
+    escaped already: `_shown`), so nothing in it makes a line of the question."""
+    return "\n".join(f"  {line}" for line in config.split("\n"))

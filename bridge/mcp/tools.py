@@ -9,17 +9,21 @@ calls run in parallel, but never skips the permission question. `ListMcpResource
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, ClassVar, Protocol
 
 from pydantic import ConfigDict, Field
 
+from bridge.display import Display, TextContent
 from bridge.mcp_names import mcp_name
 from bridge.tools.base import Tool, ToolContext, ToolInput, ToolResult
+from bridge.visible import visible
 
 log = logging.getLogger(__name__)
 
 MAX_DESCRIPTION = 2_000
+MAX_TITLE = 120  # a server's own title for its tool: what follows it (the arguments) must stay in sight
 
 
 class Calls(Protocol):
@@ -54,7 +58,20 @@ class McpTool(Tool[McpInput]):
         return self.annotations.get("destructiveHint") is not False and self.annotations.get("readOnlyHint") is not True
 
     def user_facing_title(self, data: McpInput) -> str:
-        return f"{self.display_title} ({self.server})"
+        """The server first, then its title for the tool, then the arguments the call runs with: a client may show
+        a question's title alone, and a question that named `Delete repository (gh)` never said which repository
+        (attack round 35). The server's title is capped: a long one pushed the server's name out of sight."""
+        args = arguments(data)
+        shown = f" {json.dumps(args, ensure_ascii=False, separators=(', ', ': '))}" if args else ""
+        return f"{self.server}: {self.display_title}{shown}"
+
+    def preview(self, data: McpInput, ctx: ToolContext) -> list[Display]:
+        """The arguments the call runs with, whole and one to a line, for the question."""
+        args = arguments(data)
+        if not args:
+            return []
+        text = json.dumps(args, ensure_ascii=False, indent=2)
+        return [TextContent(f"{self.server} {visible(self.remote_name)} with:\n{visible(text, keep_newlines=True)}")]
 
     async def validate_input(self, data: McpInput, ctx: ToolContext) -> str | None:
         return schema_problem(self.input_schema, arguments(data))
@@ -89,6 +106,8 @@ def tools_of(calls: Calls, server: str, listed: list[dict[str, Any]], taken: set
         if len(description) > MAX_DESCRIPTION:
             description = description[: MAX_DESCRIPTION - 1] + "…"
         title = str(item.get("title") or (annotations or {}).get("title") or item["name"])
+        if len(title) > MAX_TITLE:
+            title = title[: MAX_TITLE - 1] + "…"
         cls = type(
             f"McpTool_{name}",
             (McpTool,),

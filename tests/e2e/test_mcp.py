@@ -77,7 +77,11 @@ async def test_an_mcp_tool_is_offered_asked_for_by_its_rule_and_called(workspace
         [echo] = [t for t in first["tools"] if t["name"] == "mcp__fixture__echo"]
         assert echo["description"] == "Echo the text back." and echo["input_schema"]["required"] == ["text"]
         [asked] = editor.permission_requests
-        assert asked["toolCall"]["title"] == "Echo (fixture)"
+        # the server, its title for the tool, and what the call runs with: a question that said `Delete repository
+        # (gh)` never said which repository (attack round 35); the content has the arguments whole
+        assert asked["toolCall"]["title"] == 'fixture: Echo {"text": "hi there"}'
+        texts = [c["content"]["text"] for c in asked["toolCall"]["content"] if c["type"] == "content"]
+        assert texts[-1] == 'fixture echo with:\n{\n  "text": "hi there"\n}'
         always = [o for o in asked["options"] if o["kind"] == "allow_always"]
         assert always and "mcp__fixture__echo" in always[0]["name"], asked["options"]
         [result] = results(editor.last_request_messages())

@@ -8,8 +8,9 @@
  */
 
 // Controls, format characters (bidi, zero-width), line and paragraph separators, private, unassigned and lone
-// surrogates, spaces other than the space, and the characters that draw as nothing without being format ones.
-const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]|(?! )\p{Zs}|\u034f|\u115f|\u1160|\u17b4|\u17b5|\u180e|\u3164|\uffa0|\u2800/gu;
+// surrogates, spaces other than the space, variation selectors, and the characters that draw as nothing without
+// being format ones.
+const hidden = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]|(?! )\p{Zs}|\p{Variation_Selector}|\u034f|\u115f|\u1160|\u17b4|\u17b5|\u180e|\u3164|\uffa0|\u2800/gu;
 
 function escape(char: string): string {
   const code = char.codePointAt(0) ?? 0;

@@ -104,6 +104,7 @@ describe("what a question shows hides nothing (attack round 34)", () => {
       ["ls\u2028rm", "ls\\u{2028}rm"],
       ["zw\u200bj", "zw\\u{200b}j"],
       ["del\x7f", "del\\x7f"],
+      ["ok\ufe0f", "ok\\u{fe0f}"],
       ["é 全 😀", "é 全 😀"],
     ];
     for (const [raw, shown] of cases) {
