@@ -6,12 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initialState, type PanelAction, type PanelState, permissionCard, reduce } from "../../src/panel/state";
+import { initialState, type PanelAction, permissionCard, reduce } from "../../src/panel/state";
 import type { PermissionOption, QuestionMeta, RequestPermissionParams } from "../../src/protocol";
 import { optionDetail, questionText } from "../../src/questionText";
-import { permissionHtml, type ViewContext } from "../../webview/items";
+import { permissionHtml } from "../../webview/items";
+import { card, ctx } from "./cards";
 
-const ctx: ViewContext = { folders: ["/w"], paths: () => undefined };
 const options: PermissionOption[] = [
   { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
   {
@@ -38,17 +38,6 @@ const question: QuestionMeta = {
   paths: [{ named: "victim.txt", resolved: "/home/u/.ssh/id_rsa" }],
   escaped: false,
 };
-
-function card(params: RequestPermissionParams): string {
-  const state: PanelState = [
-    { type: "sessionStarted", sessionId: "s1" } as PanelAction,
-    { type: "turnStarted", turnId: 1, text: "t", attachments: [] } as PanelAction,
-    { type: "permissionRequested", permission: permissionCard("p1", params) } as PanelAction,
-  ].reduce(reduce, initialState());
-  const item = state.items.find((i) => i.kind === "permission");
-  assert.ok(item?.kind === "permission");
-  return permissionHtml(item, ctx);
-}
 
 describe("the question's whole truth on the card", () => {
   it("shows the whole command, every line, with the part that made it ask marked and why", () => {

@@ -8,27 +8,14 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { initialState, type PanelAction, type PanelState, permissionCard, reduce } from "../../src/panel/state";
 import type { QuestionMeta, RequestPermissionParams, TrustMeta } from "../../src/protocol";
 import { questionText } from "../../src/questionText";
 import { oneLine, visible } from "../../src/visible";
-import { permissionHtml, type ViewContext } from "../../webview/items";
+import { card } from "./cards";
 
-const ctx: ViewContext = { folders: ["/w"], paths: () => undefined };
 const hiding = /[\u200b-\u200f\u202a-\u202e\u2066-\u2069\r]/u;
 const hook = "echo formatting \u202e \u2066; touch /w/PWNED | sh -s \u2069 \u2066# fmt check\u2069";
 const options = [{ optionId: "allow_once", name: "Allow once", kind: "allow_once" as const }];
-
-function card(params: RequestPermissionParams): string {
-  const state: PanelState = [
-    { type: "sessionStarted", sessionId: params.sessionId } as PanelAction,
-    { type: "turnStarted", turnId: 1, text: "t", attachments: [] } as PanelAction,
-    { type: "permissionRequested", permission: permissionCard("p1", params) } as PanelAction,
-  ].reduce(reduce, initialState());
-  const item = state.items.find((i) => i.kind === "permission");
-  assert.ok(item?.kind === "permission");
-  return permissionHtml(item, ctx);
-}
 
 function write(path: string, newText: string, oldText: string | null = null): RequestPermissionParams {
   return {
