@@ -83,9 +83,9 @@ async def test_a_project_server_is_approved_its_tools_ask_report_progress_and_cl
         assert (await conn.prompt(session_id=sid, prompt=text("use it"))).stop_reason == "end_turn"
         asked = [m["params"] for m in editor.incoming("session/request_permission")[1:]]
         assert [a["toolCall"]["title"] for a in asked] == [
-            "Echo (proj)",
-            "slow (proj)",
-            "ask (proj)",
+            'proj: Echo {"text": "hi"}',
+            'proj: slow {"steps": 2}',
+            "proj: ask",
             "MCP server 'proj' asks: Which colour?",
         ]
         assert {o["kind"] for o in asked[0]["options"]} >= {"allow_once", "allow_always", "reject_once"}
