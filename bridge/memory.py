@@ -1,8 +1,8 @@
 """Memory files: `AGENTS.md` and `CLAUDE.md` (+ `CLAUDE.local.md`) from the project root down to the
 cwd, and the user's own. They go into the system prompt, read once per session (stable for caching).
 
-A folder's memory files are what a cloned repository says: each must be a regular file inside the project (for
-the opened folder's own files, inside that folder: an unpacked one below a home kept in git is not the home's),
+A folder's memory files are what a cloned repository says: each must be a regular file inside the folder that
+holds it (an unpacked folder below a home kept in git, or below any repository, is not the repository's),
 opened without following a link out of it (a committed `CLAUDE.md -> /proc/self/environ` would put every
 environment variable into the first request), and no larger than `MAX_BYTES`. A file that isn't is skipped,
 with the reason (`Memory.skipped`, told to the user). The user's own memory files may be links (dotfile
@@ -123,11 +123,13 @@ def load_memory(cwd: Path) -> Memory:
         try:
             if path in user:
                 data = read_user_file(path)
-            else:  # inside the project; the opened folder's own files also inside it (an unpacked folder below
-                # a home kept in git is not the home's), an ancestor repository's are that repository's own
+            else:  # a folder's: reached inside the project, and without leaving the folder that holds it: a folder
+                # above the workspace (an unpacked tarball below a repository, a home kept in git) linked its
+                # CLAUDE.md to a file elsewhere in the repository (`../../.env`, `~/.ssh`), sent to the model
+                # unasked (attack round 36)
                 data = read_project_file(root, path)
-                if path.parent == cwd and root != cwd:
-                    data = read_project_file(cwd, path)
+                if path.parent != root:
+                    data = read_project_file(path.parent, path)
         except MemoryRefused as refused:
             memory.skipped.append(f"{path}: {refused}")
             continue

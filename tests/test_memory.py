@@ -76,6 +76,32 @@ def test_the_users_own_memory_may_be_a_link_but_not_a_device(project: Path, tmp_
     assert [s.split(": ", 1)[1] for s in memory.skipped] == ["it is not a regular file"]
 
 
+def test_a_folder_above_the_workspace_links_no_further_out_than_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack round 36: the same unpacked folder, its subfolder opened: the folder's `CLAUDE.md`, one level above
+    the workspace, linked to the repository's `.env` and was read as the repository's (inside it), into the first
+    request. Each folder's memory file now stays inside the folder that holds it."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AGENT_BRIDGE_CONFIG_DIR", str(tmp_path / "cfg"))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".env").write_text("AWS_SECRET_ACCESS_KEY=SECRET-99")
+    (repo / "AGENTS.md").write_text("The repository's own rule.")
+    evil = repo / "vendor" / "evil"
+    (evil / "src").mkdir(parents=True)
+    (evil / "docs").mkdir()
+    (evil / "docs" / "rules.md").write_text("The folder's own rule.")
+    (evil / "CLAUDE.md").symlink_to("../../.env")
+    (evil / "AGENTS.md").symlink_to("docs/rules.md")
+    memory = load_memory(evil / "src")
+    assert "SECRET-99" not in memory.section
+    assert any(s.startswith(f"{evil / 'CLAUDE.md'}: it is a link") for s in memory.skipped), memory.skipped
+    assert "The folder's own rule." in memory.section, "the control: a link inside its folder is read"
+    assert "The repository's own rule." in memory.section
+
+
 def test_a_folder_below_an_ancestor_repository_links_no_further_out_than_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
