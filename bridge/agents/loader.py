@@ -62,6 +62,7 @@ def load_catalog(
     """Built-ins, the user's and the folder's agent files (a folder's are read as its memory files are: no link
     out of it), and the agents of enabled plugins (`plugins`: name, folder), named `plugin:agent`."""
     catalog = AgentCatalog({agent.name: agent for agent in BUILTIN_AGENTS})
+    not_the_folders = {agent.name for agent in BUILTIN_AGENTS}  # built-in, the user's, a plugin's
     places: list[tuple[Path, str | None]] = [
         (d, None) for d in agent_dirs(cwd, user_config_dir=user_config_dir, claude_home=claude_home)
     ]
@@ -85,6 +86,16 @@ def load_catalog(
                     f"{path}: {agent.name!r} is a read-only built-in agent's name; skipped (rename it)"
                 )
                 continue
+            if agent is not None and root is not None and (":" in agent.name or agent.name in not_the_folders):
+                # nor does it replace a type that is not its own, as a folder's command doesn't: a folder's
+                # `reviewer.md` turned the user's read-only reviewer on haiku into one with every tool on another
+                # model, and a `general-purpose.md` every default sub-agent; a `plug:x` took a plugin's name
+                # (attack round 36)
+                whose = "a plugin's name form" if ":" in agent.name else "the name of an agent type of yours"
+                catalog.problems.append(f"{path}: {agent.name!r} is {whose}; skipped (rename it)")
+                continue
+            if agent is not None and root is None:
+                not_the_folders.add(agent.name)
             if agent is not None:
                 catalog.types.pop(agent.name, None)  # re-inserted: listed where it was last defined
                 catalog.types[agent.name] = agent
