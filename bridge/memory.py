@@ -66,7 +66,10 @@ def memory_files(cwd: Path) -> list[Path]:
 def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> bytes:
     """`path` (inside `root`) as a regular file reached without leaving `root` (bridge/safefs/: links are
     followed only while they stay inside it, the file is opened exactly where they lead). Raises MemoryRefused
-    with the reason."""
+    with the reason. Nothing inside git's own folder is read: a committed `CLAUDE.md -> .git/config` put the
+    clone's settings into the first request, and a checkout's token can be there (`http.extraheader`)."""
+    if _in_git(root, path):
+        raise MemoryRefused("it leads into git's own folder (.git), which can hold the clone's credentials")
     try:
         return safefs.read_regular(root, path, max_bytes)
     except (safefs.Outside, safefs.LinkOut):
@@ -77,6 +80,17 @@ def read_project_file(root: Path, path: Path, max_bytes: int = MAX_BYTES) -> byt
         raise MemoryRefused(f"it is larger than {max_bytes // 1024} KiB ({error.size:,} bytes)") from None
     except OSError as error:
         raise MemoryRefused(_why(error)) from None
+
+
+def _in_git(root: Path, path: Path) -> bool:
+    """Whether `path`, its links followed, lies in a `.git` folder below `root` (what lies outside `root` is
+    refused by the read itself). Checked by name before the read: a link swapped in between takes a process that
+    can already write the folder."""
+    try:
+        relative = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    except (OSError, ValueError):  # (another drive, on Windows)
+        return False
+    return any(part.lower() == ".git" for part in Path(relative).parts)
 
 
 def read_user_file(path: Path, max_bytes: int = MAX_BYTES) -> bytes:

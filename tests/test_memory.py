@@ -76,6 +76,22 @@ def test_the_users_own_memory_may_be_a_link_but_not_a_device(project: Path, tmp_
     assert [s.split(": ", 1)[1] for s in memory.skipped] == ["it is not a regular file"]
 
 
+def test_a_memory_file_never_leads_into_gits_own_folder(project: Path) -> None:
+    """Attack round 36's note: a committed `CLAUDE.md -> .git/config` put the clone's settings into the first
+    request, where a checkout's token can be (`http.extraheader`)."""
+    (project / ".git" / "config").write_text("[http]\n\textraheader = AUTHORIZATION: basic GIT-TOKEN-77\n")
+    (project / "CLAUDE.md").symlink_to(".git/config")
+    (project / "docs").mkdir()
+    (project / "docs" / "rules.md").write_text("The project's rule.")
+    (project / "AGENTS.md").symlink_to("docs/rules.md")
+    memory = load_memory(project)
+    assert "GIT-TOKEN-77" not in memory.section
+    assert [s.split(": ", 1)[1] for s in memory.skipped] == [
+        "it leads into git's own folder (.git), which can hold the clone's credentials"
+    ]
+    assert "The project's rule." in memory.section, "the control: a link elsewhere inside the folder is read"
+
+
 def test_a_folder_above_the_workspace_links_no_further_out_than_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
