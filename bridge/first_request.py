@@ -8,7 +8,7 @@ the model client answers it with the response already on its way; when not, the 
 (never used) and the loop's is sent. Whatever this module cannot be sure of, it does not send ahead: a
 prompt that may be a slash command, settings files with hooks (a `UserPromptSubmit` hook may change or block
 the prompt), settings it cannot read the way `BridgeConfig` does, a setup that changes the tools a session
-offers (the user's or the folder's agent types, skills, plugins).
+offers (the user's or the folder's agent types, skills, plugins, MCP servers).
 
 The tools' schemas ship with the package (`tool_schemas.json`, written by `scripts/gen_tool_schemas.py`;
 tests/test_first_request.py holds it equal to what a new session sends), so the first run after install is
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import platformdirs
 
 from bridge.jsonfile import read_text
+from bridge.mcp.present import configured
 from bridge.memory import memory_section
 from bridge.messages import EPHEMERAL, repair_pairing, user_message, with_cache_breakpoints, within_limits
 from bridge.model.types import ModelRequest
@@ -107,7 +108,10 @@ def tool_sources(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
 
 
 def _customized(cwd: Path, environ: Mapping[str, str]) -> bool:
-    """Whether the user or the folder adds tools or changes their descriptions (then the guess is not sent)."""
+    """Whether the user or the folder adds tools or changes their descriptions (then the guess is not sent): agent
+    types, skills, plugins, MCP servers (their tools join the first request)."""
+    if configured(cwd, environ):
+        return True
     for folder in tool_sources(cwd, environ):
         try:
             if any(True for _ in folder.iterdir()):

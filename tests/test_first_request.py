@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from bridge import first_request
 from bridge.config import DEFAULT_MODEL, BridgeConfig
+from bridge.mcp import present
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import BlockDelta, ModelRequest
 from bridge.offline import OfflineServer
@@ -255,3 +256,47 @@ async def test_run_sends_ahead_from_a_fresh_home_and_not_when_the_user_changed_t
         assert "sent ahead" not in output and "reviewer" in requests[1].raw.decode(), output
     else:
         assert "sent ahead" in output and "answer 1" in output, output
+
+
+def test_mcp_servers_anywhere_mean_no_guess_and_an_empty_list_is_none(tmp_path: Path) -> None:
+    env = _empty_home(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    claude_json = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+    claude_json.parent.mkdir(parents=True, exist_ok=True)
+    # Claude Code writes an empty list for every project it opened: still a guess (the control)
+    claude_json.write_text(json.dumps({"mcpServers": {}, "projects": {str(ws.resolve()): {"mcpServers": {}}}}))
+    assert first_request.predict("hi", ws, {}, env) is not None
+    server = {"command": "srv"}
+    for state in ({"mcpServers": {"s": server}}, {"projects": {str(ws.resolve()): {"mcpServers": {"s": server}}}}):
+        claude_json.write_text(json.dumps(state))
+        assert first_request.predict("hi", ws, {}, env) is None, state  # the servers' tools join the request
+    claude_json.write_text('{"mcpServers": {"s": ')
+    assert first_request.predict("hi", ws, {}, env) is None  # unsure
+    claude_json.write_text("{not json")
+    assert first_request.predict("hi", ws, {}, env) is not None  # no server in it, whatever else is wrong
+    claude_json.unlink()
+    for path in present.server_files(ws, env):
+        path[0].parent.mkdir(parents=True, exist_ok=True)
+        path[0].write_text(json.dumps({"mcpServers": {"s": server}}))
+        assert first_request.predict("hi", ws, {}, env) is None, path
+        path[0].unlink()
+    assert first_request.predict("hi", ws, {}, env) is not None
+
+
+def test_the_mcp_files_looked_at_are_the_ones_discover_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bridge.mcp.config import MCP_JSON, PROJECT_SETTINGS, ConfigFiles
+
+    env = _empty_home(tmp_path)
+    for name in ("HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.setenv(name, env[name])
+    files = ConfigFiles(tmp_path.resolve(), Path(env["AGENT_BRIDGE_CONFIG_DIR"]), Path(env["CLAUDE_CONFIG_DIR"]))
+    assert [path for path, _ in present.server_files(tmp_path, env)] == [
+        files.local_settings,
+        files.cwd / MCP_JSON,
+        files.cwd / PROJECT_SETTINGS,
+        files.user_config_dir / "settings.json",
+    ]
+    assert present.claude_json(env) == files.claude_json
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    assert present.claude_json({"HOME": env["HOME"]}) == files.claude_json

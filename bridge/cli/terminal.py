@@ -17,10 +17,10 @@ import shlex
 import signal
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bridge.agent import Agent
 from bridge.cli.calls import render
@@ -28,6 +28,7 @@ from bridge.cli.screen import BOLD, DIM, RED, advance, cells
 from bridge.cli.view import TerminalView
 from bridge.config import BridgeConfig
 from bridge.errors import for_person, root_cause
+from bridge.loop.events import Notice
 from bridge.loop.permission import Prompter, deny_all
 from bridge.model.anthropic_client import AnthropicModel
 from bridge.model.types import ModelError
@@ -43,6 +44,10 @@ from bridge.permissions.types import (
 )
 from bridge.session import Frontend, Session
 from bridge.visible import capped, one_line, visible, visible_spans
+
+if TYPE_CHECKING:
+    from bridge.mcp.host import Question as McpQuestion
+    from bridge.mcp.host import Reply as McpReply
 
 log = logging.getLogger(__name__)
 
@@ -391,6 +396,48 @@ def trust_asking(view: TerminalView, prompter: TerminalPrompter) -> AskTrust:
     return framed
 
 
+def mcp_asking(view: TerminalView, prompter: TerminalPrompter) -> Callable[[McpQuestion], Awaitable[McpReply]]:
+    """An MCP server's question at the terminal (approve a project's server): its text as the bridge wrote it
+    (every part from a file already escaped), one number per answer. Anything but a number is no answer, which
+    leaves the server off (Enter alone too: starting a program is not the default). A form a server asks to have
+    filled (elicitation) is declined: the terminal draws no forms."""
+
+    async def ask(question: McpQuestion) -> McpReply:
+        from bridge.mcp.host import Reply as McpReply
+
+        if "elicitation" in question.meta:
+            view.emit(Notice(f"{question.title}: declined (a form to fill in: answer it in an editor)", "warning"))
+            return McpReply(None)
+        lines = [view.paint(BOLD, f"? {visible(question.title)}"), *question.text.split("\n")]
+        keyed = {str(n): choice.id for n, choice in enumerate(question.choices, 1)}
+        shown = [Choice((key,), visible(choice.name)) for key, choice in zip(keyed, question.choices, strict=True)]
+        async with prompter.one_at_a_time:
+            with view.asking():
+                answer = await prompter.choose(lines, shown)
+        return McpReply(keyed.get((answer or "").strip()))
+
+    return ask
+
+
+def connect_servers(agent: Agent, session: Session, view: TerminalView, prompter: TerminalPrompter | None) -> None:
+    """The session's MCP servers, as an editor's session has them (the user's, plugins', the folder's once
+    approved; `prompter` None: no one to approve one, it stays off). None configured: nothing of the MCP client
+    loads."""
+    from bridge.mcp.present import configured
+    from bridge.plugins import plugin_servers
+
+    if not configured(session.cwd) and not any(plugin_servers(p) for p in session.setup.plugins.plugins):
+        return
+    from bridge.mcp.host import McpHost
+
+    host = McpHost(
+        notice=lambda text, level: view.emit(Notice(text, level)),
+        ask=mcp_asking(view, prompter) if prompter is not None else None,
+        changed=session.toolset.refresh_commands,
+    )
+    agent.connect_mcp(session, [], host)
+
+
 def run_prompt(
     text: str,
     *,
@@ -447,6 +494,7 @@ async def run_prompt_async(
         return 2
     for notice in session.setup.startup_notices():  # names a cloned folder chose (its agents', skills' files)
         view.line(view.paint(RED, visible(notice, keep_newlines=True)))
+    connect_servers(agent, session, view, terminal if interactive and terminal.can_ask else None)
     signals = TerminalSignals(view)
     signals.agent = agent
     signals.install()
