@@ -19,6 +19,28 @@ if TYPE_CHECKING:
 os.environ["AGENT_BRIDGE_TRUST_FOLDER"] = "1"
 
 
+# The tests that time how fast something answers (a cancel within 50 ms, the CPU a cancelled search still
+# spends, a process tree gone when a signal's escalation ends). scripts/test runs the rest on both cores
+# (pytest-xdist: most tests wait on the processes they start) and these after it, on their own (`-m serial`),
+# so no other test's load can make them late.
+SERIAL = frozenset(
+    {
+        "tests/e2e/test_blocking_reads.py",
+        "tests/e2e/test_cancel_glob.py",
+        "tests/e2e/test_cancel.py",
+        "tests/e2e/test_cancel_property.py",
+        "tests/e2e/test_bridge_death.py",
+        "tests/e2e/test_exit.py",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.partition("::")[0] in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
+
 ARTIFACTS = Path(__file__).parent.parent / ".artifacts" / "pytest"
 _MAX_FILE = 5 * 1024 * 1024
 
