@@ -1,18 +1,17 @@
 """`agent-bridge run` has the session's MCP servers, as an editor's session has them: the user's start and their
 tools are offered; a folder's own server starts only once the person at the terminal approves it, and stays off
 with no one to ask or with Enter alone. Proven by the server's own log (it writes `pid P` when it starts) and by
-what the model was sent. The servers are real processes (tests/fixtures/mcp_server.py)."""
+the call's result on the screen. The servers are real processes (tests/fixtures/mcp_server.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.harness import text_response, tool_response
-from tests.test_terminal_view import AGENT_BRIDGE, environment, finished, scenario_file, terminal, workspace
+from tests.test_terminal_view import finished, piped, terminal, workspace
 
 FIXTURE = str(Path(__file__).parent / "fixtures" / "mcp_server.py")
 CALL = {"responses": [tool_response(("mcp__fixture__echo", {"text": "hi there"})), text_response("done")]}
@@ -23,19 +22,6 @@ def server(log: Path) -> dict[str, Any]:
     return {"mcpServers": {"fixture": fixture}}
 
 
-def run_piped(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    cwd = workspace(tmp_path)
-    return subprocess.run(
-        [AGENT_BRIDGE, "run", "--offline", scenario_file(tmp_path, CALL), *flags, "go"],
-        cwd=cwd,
-        env=environment(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def started(log: Path) -> bool:
     return log.exists() and "pid " in log.read_text()
 
@@ -44,18 +30,16 @@ def test_the_users_server_starts_and_its_tool_runs(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "settings.json").write_text(json.dumps(server(log)))
-    done = run_piped(tmp_path, "--allow", "mcp__fixture__echo")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "echo: hi there" in done.stdout, done.stdout
+    shown = piped(tmp_path, CALL, "go", "--allow", "mcp__fixture__echo")
+    assert "echo: hi there" in shown, shown
     assert started(log)
 
 
 def test_with_no_one_to_approve_it_a_folders_server_stays_off(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     workspace(tmp_path).joinpath(".mcp.json").write_text(json.dumps(server(log)))
-    done = run_piped(tmp_path, "--allow", "mcp__fixture__echo")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "echo: hi there" not in done.stdout
+    shown = piped(tmp_path, CALL, "go", "--allow", "mcp__fixture__echo")  # (standard input: /dev/null)
+    assert "echo: hi there" not in shown
     assert not started(log), log.read_text()
 
 
