@@ -536,8 +536,11 @@ async def test_a_project_server_starts_only_once_approved(tmp_path: Path) -> Non
         assert list(saved["projects"][str(tmp_path)]["approvedConfigs"]) == ["proj"]
         assert not (tmp_path / ".agent-bridge").exists(), "nothing is written into the workspace"
         assert "mcp__proj__echo" in await ready(handle)
+        [pid] = pids(tmp_path / "log")
+        assert alive(pid)
         rejected = await handle.run_command("mcp", "reject proj")
         assert rejected.reply is not None and "rejected" in rejected.reply and handle.connections == {}
+        await poll(lambda: not alive(pid), what="the rejected server's process to end", timeout=15)  # not just let go
         approving = Editor(answer=lambda q: Reply("once"))
         later = manager.open(tmp_path, [], approving.host(), files=files_for(tmp_path))
         await later.before_turn()
