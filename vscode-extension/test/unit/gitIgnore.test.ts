@@ -4,11 +4,15 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { describe, it } from "node:test";
+import { after, describe, it } from "node:test";
 import { gitIgnoreCheck, ignoreInGit, offerToIgnore } from "../../src/gitIgnore";
+
+const made: string[] = [];
+after(() => made.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
 
 function repo(): string {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "ab-ignore-"));
+  made.push(root);
   execFileSync("git", ["init", "-q", root]);
   fs.mkdirSync(path.join(root, ".agent-bridge"));
   fs.writeFileSync(path.join(root, ".agent-bridge/settings.local.json"), "{}\n");
@@ -55,6 +59,7 @@ describe("keeping the personal settings file out of git", () => {
     execFileSync("git", ["add", "-f", ".agent-bridge/settings.local.json"], { cwd: root });
     assert.equal(await gitIgnoreCheck(path.join(root, ".agent-bridge/settings.local.json")), undefined);
     const plain = fs.mkdtempSync(path.join(os.tmpdir(), "ab-nogit-"));
+    made.push(plain);
     fs.mkdirSync(path.join(plain, ".claude"));
     assert.equal(await gitIgnoreCheck(path.join(plain, ".claude/settings.local.json")), undefined);
   });
