@@ -245,6 +245,7 @@ class Agent:
             else self.config
         )
         setup = SessionSetup.compose(cwd, config, settings, interactive=frontend.interactive)
+        setup.sandbox.registry = self.supervisor.registry  # (what a folder's hook's sandbox makes, noted too)
         services = Services(  # the one place a session's services are built
             processes=self.supervisor,
             background=self._background(),

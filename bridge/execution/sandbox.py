@@ -43,7 +43,7 @@ from bridge.execution.managed import Launch
 from bridge.execution.quarantine import quarantine
 from bridge.execution.registry import ProcessRegistry
 from bridge.execution.sandbox_notes import refusal_notes
-from bridge.execution.sandbox_plan import Availability, MountPlan, plan_mounts
+from bridge.execution.sandbox_plan import Availability, MountPlan, empty_file_made, plan_mounts
 from bridge.execution.sandbox_watch import WATCHER, SetAside, Watch
 from bridge.execution.seatbelt import probe_seatbelt, profile, seatbelt_argv
 from bridge.execution.seccomp import filter_fd
@@ -247,6 +247,9 @@ class Sandbox:
         self._tmp: Path | None = None
         self._hook_tmp: Path | None = None  # the folder's hooks' own (never the commands': round 32)
         self._warned: set[str] = set()
+        # where what it makes for a call that names no registry (a folder's hook) is written down, so that a
+        # killed bridge's watchdog removes it too: the session's (bridge/agent.py)
+        self.registry: ProcessRegistry | None = None
         _sandboxes.add(self)
 
     @classmethod
@@ -350,6 +353,7 @@ class Sandbox:
         settings = self._settings()
         if not sandbox_wanted(settings) and not call.always:
             return Launch(argv, env)
+        registry = registry if registry is not None else self.registry
         bounds = bounds_for(limits_for(settings.limits, timeout_s=call.timeout_s))
         prefix = _bounds_prefix(bounds, registry)
         availability = probe()
@@ -371,7 +375,7 @@ class Sandbox:
         if call.private_home:
             policy = with_private_home(policy)
         # a folder's hook gets a /tmp of its own: the model's commands put what they copy from elsewhere in theirs
-        tmp = self._private_tmp(registry) if not call.private_home else self._folder_hooks_tmp()
+        tmp = self._private_tmp(registry) if not call.private_home else self._folder_hooks_tmp(registry)
         quarantine = (call.data_dir or Path(tempfile.gettempdir()) / f"agent-bridge-{os.getuid()}") / "quarantine"
         plan, watch = await asyncio.to_thread(self._plan_and_watch, policy, tmp, call.grants, quarantine)
         for pattern in plan.truncated:
@@ -382,6 +386,8 @@ class Sandbox:
                     "the first ones found",
                     pattern,
                 )
+        if registry is not None and (empty := empty_file_made()) is not None:
+            registry.add_cleanup(empty, "file")  # (noted once: the same entry is not written again)
         run = SandboxRun(policy, plan, watch, bounds, call.grants, registry, quarantine)
         if availability.backend == "seatbelt":
             plan.backend = "seatbelt"
@@ -423,9 +429,11 @@ class Sandbox:
             "command is prepared. Try again."
         )
 
-    def _folder_hooks_tmp(self) -> Path:
+    def _folder_hooks_tmp(self, registry: ProcessRegistry | None) -> Path:
         if self._hook_tmp is None or not self._hook_tmp.is_dir():
             self._hook_tmp = Path(tempfile.mkdtemp(prefix=f"agent-bridge-hooks-tmp-{os.getuid()}-"))
+            if registry is not None:
+                registry.add_cleanup(self._hook_tmp, "tree")
         return self._hook_tmp
 
     def _private_tmp(self, registry: ProcessRegistry | None) -> Path:

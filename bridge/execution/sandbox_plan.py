@@ -270,6 +270,11 @@ def _empty_file() -> Path:
         return _empty
 
 
+def empty_file_made() -> Path | None:
+    """The empty file, if this process made one (for the registry: a killed bridge's is removed too)."""
+    return _empty
+
+
 def _remove(name: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(name)
