@@ -23,7 +23,9 @@ network only if the sandbox settings allow it. What such a hook answers may narr
 rewritten, with no hook's `allow` (the user's own hooks allowed the call they saw, not the rewrite) — else a
 sandboxed hook would steer the bridge's own tools, which run outside the sandbox, to read a key or write outside the
 workspace. The trust binding (bridge/permissions/named_files.py) still decides when the user is asked again. The
-user's own hooks (their settings, the plugins they installed) run as they are. `"sandbox": {"folderHooks": false}`
+user's own hooks (their settings, the plugins they installed) run as they are — one that runs the folder's files
+(`make lint`, `"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh`) only once the folder's trust admits it
+(bridge/permissions/widening.py `own_hook_item`). `"sandbox": {"folderHooks": false}`
 in the user's settings runs the folder's hooks outside too; a folder's own settings cannot say so.
 """
 

