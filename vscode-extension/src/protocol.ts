@@ -460,9 +460,12 @@ export interface QuestionMeta {
  */
 export interface TrustMeta {
   folder: string;
-  items: { file: string; kind: string; text: string; note?: string }[];
+  /** `own: "yes"`: a hook of the user's own settings (or an installed plugin's) that runs this folder's files. */
+  items: { file: string; kind: string; text: string; note?: string; own?: string }[];
   changed?: { text: string; files: string[] }[];
   sandbox?: string;
+  /** What trusting the user's own hooks among the items means (they run outside the sandbox). */
+  own?: string;
 }
 /** A `_meta.question` as the wire note describes it; anything else is ignored (the card falls back to the title). */
 export function isQuestion(q: unknown): q is QuestionMeta {
@@ -474,8 +477,9 @@ export function isQuestion(q: unknown): q is QuestionMeta {
 export function isTrust(t: unknown): t is TrustMeta {
   if (!isRecord(t) || typeof t.folder !== "string" || !Array.isArray(t.items)) return false;
   if (t.sandbox !== undefined && typeof t.sandbox !== "string") return false;
+  if (t.own !== undefined && typeof t.own !== "string") return false;
   if (t.changed !== undefined && !(Array.isArray(t.changed) && t.changed.every((c: unknown) => isRecord(c) && typeof c.text === "string" && Array.isArray(c.files) && c.files.every((f: unknown) => typeof f === "string")))) return false;
-  return t.items.every((i: unknown) => isRecord(i) && typeof i.file === "string" && typeof i.kind === "string" && typeof i.text === "string" && (i.note === undefined || typeof i.note === "string"));
+  return t.items.every((i: unknown) => isRecord(i) && typeof i.file === "string" && typeof i.kind === "string" && typeof i.text === "string" && (i.note === undefined || typeof i.note === "string") && (i.own === undefined || typeof i.own === "string"));
 }
 
 export interface RequestPermissionParams {

@@ -17,7 +17,7 @@ export function questionText(params: RequestPermissionParams): string {
   const who = meta?.agent?.description ? `Sub-agent “${oneLine(meta.agent.description)}” asks` : "Agent Bridge asks";
   const trust = meta?.trust;
   if (isTrust(trust)) {
-    const items = trust.items.map((i) => `${visible(i.file)} (${visible(i.kind)}): ${oneLine(i.text)}`).join("; ");
+    const items = trust.items.map((i) => `${visible(i.file)} (${i.own === "yes" ? "your hook" : visible(i.kind)}): ${oneLine(i.text)}`).join("; ");
     return cap(`Agent Bridge: trust the folder ${visible(trust.folder)}? It would enable ${items || "nothing more"}.`);
   }
   const question = meta?.question;

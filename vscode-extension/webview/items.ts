@@ -296,14 +296,17 @@ export function trustHtml(t: TrustMeta): string {
   const shown = (text: string): string => escapeHtml(visible(text));
   const block = (text: string): string => escapeHtml(visible(text, { keepNewlines: true }));
   const note = (text: string | undefined): string => (text ? `<div class="trust-note">${block(text)}</div>` : "");
-  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${shown(i.file)}</code> <span class="trust-kind">${shown(i.kind)}</span></div><pre class="trust-text">${block(i.text)}</pre>${note(i.note)}</li>`).join("");
+  // a hook of the user's own that runs the folder's files: said so, its file being the user's
+  const kind = (i: TrustMeta["items"][number]): string => (i.own === "yes" ? "your hook, running this folder's files" : shown(i.kind));
+  const items = t.items.map((i) => `<li><div class="trust-item-head"><code>${shown(i.file)}</code> <span class="trust-kind">${kind(i)}</span></div><pre class="trust-text">${block(i.text)}</pre>${note(i.note)}</li>`).join("");
   const changed = (t.changed ?? []).map((c) => `<li>${c.files.map((f) => `<code>${shown(f)}</code>`).join(", ")} changed since you trusted <code>${shown(oneLine(c.text))}</code></li>`).join("");
   return (
     `<div class="perm-title">Trust the folder <code>${shown(t.folder)}</code>?</div>` +
-    `<div class="perm-reason">Its own files would enable ${t.items.length === 1 ? "this" : `these ${t.items.length} things`}, which run or allow more than the defaults:</div>` +
+    `<div class="perm-reason">Its own files${t.items.some((i) => i.own === "yes") ? " (and your hooks that run them)" : ""} would enable ${t.items.length === 1 ? "this" : `these ${t.items.length} things`}, which run or allow more than the defaults:</div>` +
     `<ul class="trust-items">${items}</ul>` +
     (changed ? `<ul class="trust-changed">${changed}</ul>` : "") +
-    (t.sandbox ? `<div class="trust-sandbox">${shown(t.sandbox)}</div>` : "")
+    (t.sandbox ? `<div class="trust-sandbox">${shown(t.sandbox)}</div>` : "") +
+    (t.own ? `<div class="trust-sandbox trust-own">${shown(t.own)}</div>` : "")
   );
 }
 

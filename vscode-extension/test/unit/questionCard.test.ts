@@ -164,9 +164,24 @@ describe("a folder-trust question", () => {
     assert.match(html, /<div class="trust-note">it stays off: &lt;npx&gt;<\/div>/);
     assert.match(html, /<ul class="trust-changed"><li><code>fmt\.sh<\/code> changed since you trusted <code>Stop: sh fmt\.sh<\/code><\/li><\/ul>/);
     assert.match(html, /<div class="trust-sandbox">Its hooks run in the OS sandbox: &lt;nothing else&gt;<\/div>/);
-    assert.doesNotMatch(card(params), /trust-sandbox|trust-changed|trust-note/, "none said, none drawn");
+    assert.doesNotMatch(card(params), /trust-sandbox|trust-changed|trust-note|trust-own/, "none said, none drawn");
     // a malformed field is no trust question at all (the card falls back to the text the bridge sent)
     assert.doesNotMatch(card({ ...params, _meta: { trust: { ...more, sandbox: 3 } as unknown as typeof more } }), /Trust the folder/);
+  });
+
+  it("a hook of the user's own that runs the folder's files is drawn as theirs, with what trusting it means", () => {
+    const own = {
+      folder: "/w/cloned",
+      items: [{ file: "/home/u/.config/agent-bridge/settings.json", kind: "hook", text: "PostToolUse: make lint", note: "running Makefile sha256:1; trusted, it runs outside the sandbox", own: "yes" }],
+      own: "Your own hooks listed run files of this folder: trusted, they run them outside the sandbox.",
+    };
+    const html = card({ ...params, _meta: { trust: own } });
+    assert.match(html, /<code>\/home\/u\/\.config\/agent-bridge\/settings\.json<\/code> <span class="trust-kind">your hook, running this folder's files<\/span>/);
+    assert.match(html, /Its own files \(and your hooks that run them\) would enable this/);
+    assert.match(html, /<div class="trust-sandbox trust-own">Your own hooks listed run files of this folder/);
+    assert.doesNotMatch(html, /Its hooks run in the OS sandbox/);
+    assert.match(questionText({ ...params, _meta: { trust: own } }), /settings\.json \(your hook\): PostToolUse: make lint/);
+    assert.doesNotMatch(card({ ...params, _meta: { trust: { ...own, own: 1 } as unknown as typeof own } }), /Trust the folder/);
   });
 
   it("the notification says the folder and every item", () => {
