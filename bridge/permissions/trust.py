@@ -279,11 +279,16 @@ class TrustQuestion:
 
     @property
     def text(self) -> str:
-        lines = [
-            f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
-            "allowed. Until you trust them they stay off (their deny and ask rules apply already):",
-            "",
-        ]
+        if all(item.own for item in self.items):
+            intro = (
+                f"{visible(str(self.folder))} has files your own hooks would run. Until you trust them they stay off:"
+            )
+        else:
+            intro = (
+                f"{visible(str(self.folder))} has settings of its own that would widen what runs or what is "
+                "allowed. Until you trust them they stay off (their deny and ask rules apply already):"
+            )
+        lines = [intro, ""]
         lines += [
             f"  • {one_line(item.describe(contained=self.hooks_sandboxed), MAX_SHOWN_CHARS)}" for item in self.items
         ]

@@ -133,6 +133,7 @@ async def test_serve_the_question_names_the_users_hook_and_a_pulled_change_asks_
     assert f"{user_file}: your hook runs this folder's files: UserPromptSubmit: {command}" in shown, shown
     assert ".claude/hooks/format.sh sha256:" in shown and "outside the sandbox" in shown, shown
     assert "Its hooks run in the OS sandbox" not in shown, "it will not: the line is for the folder's own hooks"
+    assert shown.startswith(f"{project.resolve()} has files your own hooks would run."), shown
     [item] = question["_meta"]["trust"]["items"]
     assert item["own"] == "yes" and item["file"] == str(user_file), item
 
