@@ -5,6 +5,8 @@ plugins' hooks alike. The commands run in tests/e2e/test_own_hooks_trust.py; her
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,9 @@ def workspace(tmp_path: Path) -> Path:
         ".envrc": "export A=1\n",
         "scripts/x.py": "print(1)\n",
         "notes.txt": "mine\n",
+        # a package named as the tool `npx` is asked for: npx runs the project's own `bin` (attack round 36)
+        "package.json": '{"name": "tsc", "bin": {"tsc": "lib/cli.js"}, "scripts": {"test": "node lib/cli.js"}}',
+        "lib/cli.js": "require('child_process').execSync('touch ~/x')\n",
     }.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
@@ -55,9 +60,17 @@ RUNS_THE_FOLDERS = [
     "python3 -m pytest -q",  # a conftest.py
     "find . -name '*.sh' -exec sh {} \\;",
     "jq -r .tool_input.command | sh",  # can't be pinned: counted as running the folder's, to be safe
+    # attack round 36: a command computed inside a log line runs all the same; npx runs the project's own bin
+    'echo "Claude done: $(npm test --silent 2>&1 | tail -1)" >> ~/hook.log',
+    'echo "Claude done: $(make -s lint 2>&1 | tail -1)" >> ~/hook.log',
+    'echo "`make -s lint`" >> ~/hook.log',
+    'echo "$(date) $(echo "$(make -s lint)")" >> ~/hook.log',
+    "npx tsc --noEmit 2>&1 | tail -5",
 ]
 RUNS_NOTHING_OF_THE_FOLDERS = [
     'echo "$(date) done" >> ~/.claude/log',
+    'echo "[$(date)] $(jq -r .prompt)" >> ~/.claude/prompts.log',  # a log line's brackets are no pattern
+    'echo "[$(date +%T)] stop" >> ~/.claude/log',
     'echo "$(date)" >> notes.txt',  # where it writes is not what it runs
     'notify-send "$(jq -r .message)"',
     'bash ~/.claude/hooks/mine.sh "$(pwd)"',
@@ -85,6 +98,51 @@ def test_a_module_that_would_shadow_the_librarys_makes_python_c_the_folders(work
     assert not own_runs_folder_code("python3 -c 'import json'", workspace)
     (workspace / "json.py").write_text("print('mine')\n")
     assert own_runs_folder_code("python3 -c 'import json'", workspace)
+
+
+def test_a_package_with_bytecode_alone_shadows_the_librarys_module_too(workspace: Path) -> None:
+    """`json/__init__.pyc` with no source is a package Python imports before the library's `json`."""
+    assert not own_runs_folder_code("python3 -c 'import json'", workspace)
+    (workspace / "json").mkdir()
+    (workspace / "json" / "__init__.pyc").write_bytes(b"bytecode")
+    assert own_runs_folder_code("python3 -c 'import json'", workspace)
+
+
+def test_a_relative_path_entry_is_looked_up_in_the_folder(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`PATH=node_modules/.bin:…`: the hook runs in the folder, so `tsc` is the folder's (the bridge runs elsewhere)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"node_modules/.bin{os.pathsep}{os.environ['PATH']}")
+    assert not own_runs_folder_code("tsc --version", workspace)
+    program = workspace / "node_modules" / ".bin" / "tsc"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    assert own_runs_folder_code("tsc --version", workspace)
+
+
+def test_a_shell_script_of_the_users_is_read_for_what_it_runs_in_the_folder(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    script = tmp_path / "home" / ".claude" / "hooks" / "stop.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text('#!/bin/bash\ncd "$CLAUDE_PROJECT_DIR" || exit 0\necho "$(date) stopped" >> ~/log\n')
+    assert not own_runs_folder_code("bash ~/.claude/hooks/stop.sh", workspace)  # the control
+    script.write_text(script.read_text() + "[ -f Makefile ] && make -s lint\n")
+    assert own_runs_folder_code("bash ~/.claude/hooks/stop.sh", workspace)
+    assert own_runs_folder_code(str(script), workspace)
+
+
+def test_git_in_a_repository_that_gives_git_programs_runs_the_folders(workspace: Path) -> None:
+    """A folder that ships its own `.git` (an archive, a copied checkout) with `core.fsmonitor` set: `git status`
+    runs it. A repository whose settings give git no program (every clone's) is no reason to ask."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    for command in ("git status --porcelain >> ~/log", "git rev-parse --abbrev-ref HEAD >> ~/.claude/log"):
+        assert not own_runs_folder_code(command, workspace), command
+    subprocess.run(["git", "-C", str(workspace), "config", "core.fsmonitor", "touch ~/x; false"], check=True)
+    assert own_runs_folder_code("git status --porcelain >> ~/log", workspace)
 
 
 def hooks_of(store: SettingsStore) -> list[str]:

@@ -153,7 +153,7 @@ def _git_held(root: Path) -> list[HeldPath]:
 
 # -- what git settings name --------------------------------------------------------------------------------
 
-_PROGRAM_KEYS = re.compile(
+PROGRAM_KEYS = re.compile(
     r"^(core\.(fsmonitor|sshcommand|editor|pager|askpass|gitproxy)|sequence\.editor|gpg(\..+)?\.program"
     r"|credential(\..+)?\.helper|diff\.(.+\.)?(textconv|command)|diff\.external|filter\..+\.(clean|smudge|process)"
     r"|merge\..+\.driver|alias\..+|pager\..+|remote\..+\.(uploadpack|receivepack)|uploadpack\.packobjectshook"
@@ -221,7 +221,7 @@ def config_named(config: Path, worktree: Path) -> list[HeldPath]:
             out.append(HeldPath(under(value, worktree), "dir", why))
         elif _INCLUDE_KEYS.match(key) and value:
             out.append(HeldPath(under(value, config.parent), "file", f"git reads it as settings ({key} in {config})"))
-        elif _PROGRAM_KEYS.match(key) and value:
+        elif PROGRAM_KEYS.match(key) and value:
             for path in command_paths(value.removeprefix("!"), worktree):
                 out.append(HeldPath(path, "file", f"git runs it ({key} in {config})"))
     return out

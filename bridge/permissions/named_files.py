@@ -88,9 +88,11 @@ def _binding(command: str, workspace: Path) -> str:
         first_paths.add(root)
     try:
         named = _with_script_files(named, root, _run_by_sh(command, root))
-        hooks = _git_hooks(root, runs_git=_runs_git(command, named))
+        runs_git = _runs_git(command, named)
+        hooks = _git_hooks(root, runs_git=runs_git)
         if hooks is not None:  # what git runs of the workspace when the command runs git (`git commit`)
             named = _with_script_files(named | set(hooks[1]), root)
+        programs = _git_programs(root) if runs_git else None
     except _Unbindable as why:
         return f"{UNBINDABLE}{why}"
     found = sorted(named)
@@ -119,7 +121,36 @@ def _binding(command: str, workspace: Path) -> str:
     if hooks is not None:  # a hook a pull adds there runs too: the names there are bound as well as each one's text
         where = hooks[0].relative_to(root).as_posix() if hooks[0].is_relative_to(root) else str(hooks[0])
         out.append(f"{where}/ git hooks:{','.join(sorted(p.name for p in hooks[1])) or '-'}")
+    if programs is not None:
+        out.append(programs)
     return "; ".join(out)
+
+
+def _git_programs(root: Path) -> str | None:
+    """The programs the workspace's own repository settings give git (`core.fsmonitor`, a `filter`'s `smudge`, an
+    alias…), as a binding entry, for a command that runs git; None when they give none (a clone's never do: an
+    archive that ships its own `.git` may — attack round 36, `git status` ran its `core.fsmonitor`)."""
+    from bridge.permissions.git_held import PROGRAM_KEYS, common_dir_of, config_entries, gitdir_of
+
+    dotgit = root / ".git"
+    gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
+    if gitdir is None:
+        return None
+    common = common_dir_of(gitdir) or gitdir
+    found: list[str] = []
+    for config in dict.fromkeys((common / "config", gitdir / "config.worktree")):
+        real = Path(os.path.realpath(config))
+        if not real.is_relative_to(root) or not os.path.lexists(config):
+            continue  # (a worktree's settings are its main repository's, the user's own)
+        entries = config_entries(config)
+        if entries is None:
+            raise _Unbindable("git's settings can't be read: what git runs can't be known")
+        found += [f"{key}={value}" for key, value in entries if key != "core.hookspath" and PROGRAM_KEYS.match(key)]
+    if not found:
+        return None
+    digest = hashlib.sha256("\0".join(sorted(found)).encode()).hexdigest()[:32]
+    where = common.relative_to(root).as_posix() if common.is_relative_to(root) else str(common)
+    return f"{where}/config git programs:{digest}"
 
 
 _FED = re.compile(r"<\(|>\(|<<<")
@@ -154,17 +185,32 @@ def _modules_in(folder: Path, bound: set[str]) -> str:
                 raise _Unbindable(f"{folder.name or folder} holds more than {MAX_MODULES} modules")
             content = "bound" if os.path.realpath(entry.path) in bound else _file_digest(entry.path)  # (on its own)
             digest.update(entry.name.encode() + b"\0" + content.encode() + b"\0")
-        elif entry.is_dir() and os.path.exists(os.path.join(entry.path, "__init__.py")):
-            # a package shadowing the library's (`selectors/`) runs its `__init__` as `selectors.py` would
-            init = os.path.join(entry.path, "__init__.py")
-            content = "bound" if os.path.realpath(init) in bound else _file_digest(init)
-            digest.update(entry.name.encode() + b"/\0" + content.encode() + b"\0")
+        elif entry.is_dir() and (inits := _package_inits(entry.path)):
+            # a package shadowing the library's (`selectors/`) runs its `__init__` as `selectors.py` would: its
+            # source, or bytecode or an extension module alone (`json/__init__.pyc`: attack round 36)
+            for init in inits:
+                content = "bound" if os.path.realpath(init) in bound else _file_digest(init)
+                kind = b"" if init.endswith("__init__.py") else os.path.basename(init).encode()  # (as bound before)
+                digest.update(entry.name.encode() + b"/" + kind + b"\0" + content.encode() + b"\0")
         elif entry.name == "__pycache__" and entry.is_dir():
             for cached in sorted(os.listdir(entry.path))[:MAX_MODULES]:  # what Python uses whatever the source says
                 where = os.path.join(entry.path, cached)
                 if cached.endswith(".pyc") and _unchecked_bytecode(where):
                     digest.update(b"__pycache__/" + cached.encode() + _file_digest(where).encode())
     return digest.hexdigest()[:32]
+
+
+def _package_inits(folder: str) -> list[str]:
+    """The `__init__` files that make `folder` a package Python imports (source, bytecode, extension modules)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [
+        os.path.join(folder, name)
+        for name in names
+        if name.startswith("__init__.") and name.endswith((".py", ".pyc", ".so", ".pyd"))
+    ]
 
 
 def _file_digest(path: str) -> str:
@@ -286,7 +332,9 @@ def _program_files(word: str, root: Path) -> Iterator[Path]:
     if "/" in word:
         lexical = Path(os.path.normpath(root / os.path.expanduser(word)))
     else:
-        found = shutil.which(word, path=os.environ.get("PATH", os.defpath))
+        # (a relative entry, `node_modules/.bin`, is looked up where the command runs: the workspace, attack round 36)
+        entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+        found = shutil.which(word, path=os.pathsep.join(os.path.join(root, entry) for entry in entries))
         if found is None:
             return
         lexical = Path(os.path.normpath(found))

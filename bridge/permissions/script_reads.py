@@ -47,7 +47,10 @@ CONVENTIONAL: dict[str, tuple[str, ...]] = {
     "just": ("justfile", "Justfile", ".justfile"),
     # and their own configuration, which can name code to run (`.npmrc`'s node-options, `.yarnrc.yml`'s yarnPath)
     "npm": ("package.json", ".npmrc"),
-    "npx": (".npmrc",),
+    # (npx runs the project's own `bin` when the package it is asked for has the project's `name`: `npx tsc`)
+    "npx": ("package.json", ".npmrc"),
+    "pnpx": ("package.json", ".npmrc"),
+    "bunx": ("package.json", ".npmrc", "bunfig.toml"),
     "yarn": ("package.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnp.cjs", ".pnp.loader.mjs"),
     "pnpm": ("package.json", ".npmrc", "pnpm-workspace.yaml", ".pnpmfile.cjs"),
     "bun": ("package.json", ".npmrc", "bunfig.toml"),

@@ -106,36 +106,79 @@ _TOKEN = re.compile(r"[^\s'\"`;|&()<>=]+")
 
 def runs_folder_code(binds: str) -> bool:
     """Whether a command's binding names files of the folder that it runs (bound, or a tool that finds the folder's
-    code by itself: `pytest`, `npx prettier`, `cargo`)."""
+    code by itself: `pytest`, `npx prettier`, `cargo`). A repository's hooks folder with no hook in it is not."""
     if binds.startswith(UNBINDABLE):
         return FINDS_CODE in binds
-    return bool(binds) and any(not part.endswith(NO_MODULES) for part in binds.split("; "))
+    return any(part and not part.endswith((NO_MODULES, " git hooks:-")) for part in binds.split("; "))
 
 
-def own_runs_folder_code(command: str, cwd: Path) -> bool:
+def own_runs_folder_code(command: str, cwd: Path, depth: int = 0) -> bool:
     """Whether a hook of the user's own runs files of the folder (`cwd`). A command the binding can't pin for a
     reason of its own shape (a word computed when it runs: `notify-send "$(jq -r .message)"`, a date in a log
-    line) is read again with its computed words made plain: it runs the folder's code only if it names a file of
-    the folder, or still can't be pinned (`jq … | sh`, `find . -exec`: counted as running it, to be safe)."""
+    line) is read again with its computed words made plain, and each command computed in it on its own (`echo
+    "$(make -s test)"`): it runs the folder's code if one of them does, if it names a file of the folder, or if it
+    still can't be pinned (`jq … | sh`, `find . -exec`: counted as running it, to be safe). A shell script of the
+    user's that it runs (`~/.claude/hooks/stop.sh`) is read too: its commands run in the folder as well."""
     binds = binding(command, cwd)
     if not binds.startswith(UNBINDABLE):
-        return runs_folder_code(binds)
-    if FINDS_CODE in binds or _names_inside(command, Path(os.path.realpath(cwd))):
+        if runs_folder_code(binds):
+            return True
+    elif FINDS_CODE in binds or _names_inside(command, Path(os.path.realpath(cwd))):
         return True
-    plain = _made_plain(command)
-    if plain == command:
-        return True
-    again = binding(plain, cwd)
-    return again.startswith(UNBINDABLE) or runs_folder_code(again)
+    else:
+        plain, computed = _made_plain(command)
+        if depth < MAX_DEPTH and any(own_runs_folder_code(inner, cwd, depth + 1) for inner in computed):
+            return True
+        if plain == command:
+            return True
+        again = binding(plain, cwd)
+        if again.startswith(UNBINDABLE) or runs_folder_code(again):
+            return True
+    return depth < MAX_DEPTH and any(
+        own_runs_folder_code(inner, cwd, depth + 1) for inner in _own_script_commands(command)
+    )
 
 
-def _made_plain(command: str) -> str:
+def _made_plain(command: str) -> tuple[str, list[str]]:
     """`command` with what is computed when it runs (`$(…)`, backquotes, `${…}`, `$NAME`; not the workspace's own
-    variable) replaced by a plain word."""
+    variable) replaced by a plain word, and the commands computed in it (innermost first). Brackets are made plain
+    too: `"[$(date)]"` is a log line's, not a pattern."""
+    computed: list[str] = []
+
+    def plain(found: re.Match[str]) -> str:
+        text = found.group(0)
+        computed.append(text[2:-1] if text.startswith("$(") else text[1:-1])
+        return "COMPUTED"
+
     previous = None
     while previous != command:
-        previous, command = command, _INNERMOST.sub("COMPUTED", command)
-    return _EXPANSION.sub("COMPUTED", command)
+        previous, command = command, _INNERMOST.sub(plain, command)
+    return _EXPANSION.sub("COMPUTED", command).replace("[", "_").replace("]", "_"), computed
+
+
+MAX_DEPTH = 3  # computed commands, scripts of the user's: how deep they are read
+MAX_SCRIPT_BYTES = 256 * 1024
+
+
+def _own_script_commands(command: str) -> list[str]:
+    """The commands of the shell scripts of the user's own (outside the folder) that `command` runs by name."""
+    from bridge.permissions.script_reads import language, script_commands
+
+    out: list[str] = []
+    for token in _TOKEN.findall(command):
+        path = Path(os.path.expanduser(token))
+        if not path.is_absolute() or not path.is_file():
+            continue
+        try:
+            with open(path, "rb") as script:
+                data = script.read(MAX_SCRIPT_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) > MAX_SCRIPT_BYTES or language(path, data.split(b"\n", 1)[0]) != "shell":
+            continue
+        for words in script_commands(data.decode("utf-8", "replace"), strict=False)[:500]:
+            out.append(" ".join(f'"{w}"' if any(c.isspace() for c in w) else w for w in words))
+    return out
 
 
 def _names_inside(command: str, root: Path) -> bool:

@@ -11,6 +11,7 @@ and a hook that runs none of the folder's files runs untrusted as before."""
 from __future__ import annotations
 
 import json
+import py_compile
 import shlex
 import sys
 from pathlib import Path
@@ -151,3 +152,33 @@ async def test_serve_the_question_names_the_users_hook_and_a_pulled_change_asks_
     assert not (home / "pulled").exists() and not (home / "formatted").exists(), "the changed script did not run"
     shown = question["toolCall"]["content"][0]["content"]["text"]
     assert ".claude/hooks/format.sh changed since you trusted" in shown, shown
+
+
+async def test_run_what_a_second_look_found_waits_for_trust_too(tmp_path: Path) -> None:
+    """Attack round 36 on the above, each proven by its side effect, then the control (trusted, it runs): a command
+    computed inside a log line, a shell script of the user's own that runs `make` in the folder, and a package of
+    bytecode alone that shadows the library's `json`."""
+    home = tmp_path / "home"
+    script = home / ".claude" / "hooks" / "stop.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text('#!/bin/sh\ncd "$CLAUDE_PROJECT_DIR" || exit 0\n[ -f Makefile ] && make -s note\n')
+    script.chmod(0o755)
+    hooks = {
+        "UserPromptSubmit": hook('echo "done: $(make -s status 2>&1 | tail -1)" >> ~/hook.log')
+        + hook(f"{PYTHON} -c 'import json, sys' >> ~/hook.log")
+        + hook("sh ~/.claude/hooks/stop.sh")
+    }
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    makefile = 'status:\n\t@touch "$(HOME)/pwned-computed"\nnote:\n\t@touch "$(HOME)/pwned-own-script"\n'
+    project = clone(tmp_path, {"Makefile": makefile})
+    evil = tmp_path / "evil.py"
+    evil.write_text("import os\nopen(os.path.expanduser('~/pwned-bytecode'), 'w').close()\n")
+    (project / "json").mkdir()
+    py_compile.compile(str(evil), cfile=str(project / "json" / "__init__.pyc"), doraise=True)
+    left = ["pwned-bytecode", "pwned-computed", "pwned-own-script"]
+    out = await run_cli(tmp_path, project, "hello")
+    assert [name for name in left if (home / name).exists()] == [], out
+    assert out.count("your hook runs this folder's files") == 3, out
+    out = await run_cli(tmp_path, project, "hello", "--trust-folder")
+    assert [name for name in left if (home / name).exists()] == left, f"the control: trusted, they run\n{out}"
