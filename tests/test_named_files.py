@@ -743,3 +743,24 @@ def test_a_script_that_starts_a_runner_it_names_in_a_string_is_unbindable(
     (workspace / "tools" / "x.py").write_text(script)
     result = binding("python tools/x.py", workspace)
     assert result.startswith(UNBINDABLE) == unbindable, result
+
+
+def test_where_git_takes_its_hooks_from_is_read_again_when_its_settings_change(tmp_path: Path) -> None:
+    """`core.hooksPath` is asked of git once per state of its settings files: a change to the repository's settings,
+    or to a file they include (never cached), is seen at the next reading."""
+    import subprocess
+
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    for name in ("a", "b"):
+        (ws / name).mkdir()
+        (ws / name / "pre-commit").write_text(f"#!/bin/sh\necho {name}\n")
+    assert "git hooks:-" in binding("git commit -m x", ws)
+    subprocess.run(["git", "-C", str(ws), "config", "core.hooksPath", "a"], check=True)
+    assert "a/ git hooks:pre-commit" in binding("git commit -m x", ws)
+    (ws / ".gitconfig").write_text("[core]\n\thooksPath = b\n")
+    subprocess.run(["git", "-C", str(ws), "config", "--unset", "core.hooksPath"], check=True)
+    subprocess.run(["git", "-C", str(ws), "config", "include.path", "../.gitconfig"], check=True)
+    assert "b/ git hooks:pre-commit" in binding("git commit -m x", ws)
+    (ws / ".gitconfig").write_text("[core]\n\thooksPath = a\n")  # the included file alone changes
+    assert "a/ git hooks:pre-commit" in binding("git commit -m x", ws)

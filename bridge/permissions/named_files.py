@@ -504,7 +504,59 @@ def _git_hooks(root: Path, *, runs_git: bool) -> tuple[Path, list[Path]] | None:
 
 def _hooks_path(root: Path) -> str:
     """`core.hooksPath` as git takes it for the repository (every scope, `include.path` and `includeIf` followed:
-    a tracked `.gitconfig` included from the repository's settings set it, round 28's second verification)."""
+    a tracked `.gitconfig` included from the repository's settings set it, round 28's second verification). Asked
+    of git once per state of the settings files it reads, when none of them includes another (a hook that runs
+    git is read at every event: git's start was most of it)."""
+    key = _settings_state(root)
+    if key is not None and (known := _hooks_paths.get(key)) is not None:
+        return known
+    found = _ask_hooks_path(root)
+    if key is not None:
+        if len(_hooks_paths) > 64:
+            _hooks_paths.clear()
+        _hooks_paths[key] = found
+    return found
+
+
+_hooks_paths: dict[tuple[object, ...], str] = {}
+
+
+def _settings_state(root: Path) -> tuple[object, ...] | None:
+    """The identity of every git settings file `git -C root config` reads (the repository's, the user's, the
+    system's), or None when one includes another (what it includes is not in the key) or can't be read."""
+    from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of
+
+    dotgit = root / ".git"
+    gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
+    if gitdir is None:
+        return None
+    common = common_dir_of(gitdir) or gitdir
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [
+        common / "config",
+        gitdir / "config.worktree",
+        Path(home) / ".gitconfig",
+        Path(xdg) / "git" / "config",
+        Path("/etc/gitconfig"),
+    ]
+    state: list[object] = [str(root), home, xdg]
+    for path in files:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            state.append(None)
+            continue
+        except OSError:
+            return None
+        entries = config_entries(path)
+        if entries is None or any(key.startswith("include") for key, _ in entries):
+            return None
+        state.append((str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(state)
+
+
+def _ask_hooks_path(root: Path) -> str:
     from bridge.execution import programs
 
     git = programs.helper("git")

@@ -112,14 +112,14 @@ def runs_folder_code(binds: str) -> bool:
     return any(part and not part.endswith((NO_MODULES, " git hooks:-")) for part in binds.split("; "))
 
 
-def own_runs_folder_code(command: str, cwd: Path, depth: int = 0) -> bool:
+def own_runs_folder_code(command: str, cwd: Path, depth: int = 0, binds: str | None = None) -> bool:
     """Whether a hook of the user's own runs files of the folder (`cwd`). A command the binding can't pin for a
     reason of its own shape (a word computed when it runs: `notify-send "$(jq -r .message)"`, a date in a log
     line) is read again with its computed words made plain, and each command computed in it on its own (`echo
     "$(make -s test)"`): it runs the folder's code if one of them does, if it names a file of the folder, or if it
     still can't be pinned (`jq … | sh`, `find . -exec`: counted as running it, to be safe). A shell script of the
     user's that it runs (`~/.claude/hooks/stop.sh`) is read too: its commands run in the folder as well."""
-    binds = binding(command, cwd)
+    binds = binding(command, cwd) if binds is None else binds  # (`binds`: the caller's reading of it)
     if not binds.startswith(UNBINDABLE):
         if runs_folder_code(binds):
             return True
@@ -204,9 +204,9 @@ def _names_inside(command: str, root: Path) -> bool:
 def own_hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, command: str) -> TrustItem | None:
     """A hook of the user's own (their settings, an installed plugin's) that runs this folder's files: the item
     it waits for, as the folder's own hooks do; None when it runs nothing of the folder's."""
-    if not own_runs_folder_code(command, cwd):
+    binds = binding(command, cwd)
+    if not own_runs_folder_code(command, cwd, binds=binds):
         return None
-    binds = binding(command, cwd)  # (digests cached: the same reading)
     return TrustItem(relative_text(loaded.file.path, cwd), "hook", hook_text(event, matcher, command), binds, own=True)
 
 
