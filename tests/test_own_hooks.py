@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from bridge.permissions.own_hooks import own_runs_folder_code
 from bridge.permissions.settings import SettingsStore
 from bridge.permissions.trust import TrustItem
-from bridge.permissions.widening import own_runs_folder_code
 
 
 @pytest.fixture(autouse=True)
@@ -33,6 +33,7 @@ def workspace(tmp_path: Path) -> Path:
         # a package named as the tool `npx` is asked for: npx runs the project's own `bin` (attack round 36)
         "package.json": '{"name": "tsc", "bin": {"tsc": "lib/cli.js"}, "scripts": {"test": "node lib/cli.js"}}',
         "lib/cli.js": "require('child_process').execSync('touch ~/x')\n",
+        "json.py": "print('shadow')\n",
     }.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
@@ -66,6 +67,23 @@ RUNS_THE_FOLDERS = [
     'echo "`make -s lint`" >> ~/hook.log',
     'echo "$(date) $(echo "$(make -s lint)")" >> ~/hook.log',
     "npx tsc --noEmit 2>&1 | tail -5",
+    # its verification: a wrapper before npm or npx, a command held in a variable, Python's options spelled otherwise
+    "timeout 60 npm test",
+    "timeout -k 5 60 npm test",
+    "nice npm test --silent",
+    "env npm test",
+    "bash -c 'timeout 60 npm test'",
+    'echo "$(timeout 60 npm test --silent 2>&1 | tail -1)" >> ~/log',
+    "timeout 60 npx tsc --noEmit",
+    "command npx tsc",
+    "nohup npx tsc >/dev/null 2>&1",
+    'CMD="make -s lint"; $CMD >> ~/log 2>&1',
+    "${LINT_CMD:-make -s lint}",
+    'cmd=(make -s lint); "${cmd[@]}"',
+    "python3 -W ignore -c 'import json'",
+    "python3 -qc 'import json'",
+    "python3 -Bc 'import json'",
+    "python3 < ~/h.py",
 ]
 RUNS_NOTHING_OF_THE_FOLDERS = [
     'echo "$(date) done" >> ~/.claude/log',
@@ -77,10 +95,16 @@ RUNS_NOTHING_OF_THE_FOLDERS = [
     'black --quiet "$(jq -r .tool_input.file_path)"',
     'FILE=$(jq -r .tool_input.file_path) && [ "${FILE##*.}" = py ] && black "$FILE"',
     "jq -r .tool_input.file_path | xargs black",
-    "python3 -c 'import json'",  # no module here to shadow the library's
     "python3 ~/.claude/hooks/guard.py",
     "curl -s -X POST -d @- https://hooks.example.com/x",
     "say done",
+    # its verification's: they run nothing of the folder's
+    'f=$(jq -r .tool_input.file_path); case "$f" in *.py) black -q "$f";; esac',
+    'f=$(jq -r .tool_input.file_path); if [[ "$f" == *.py ]]; then black -q "$f"; fi',
+    'notify() { notify-send Claude "$1"; }; notify done',
+    'for f in ~/.claude/logs/*.log; do tail -1 "$f"; done >> ~/summary',
+    "echo $'\\a'",
+    'echo "Tokens: $(( $(jq .usage.input_tokens) + 1 ))" >> ~/log',
 ]
 
 
@@ -95,6 +119,7 @@ def test_a_hook_that_runs_nothing_of_the_folders_is_not(workspace: Path, command
 
 
 def test_a_module_that_would_shadow_the_librarys_makes_python_c_the_folders(workspace: Path) -> None:
+    (workspace / "json.py").unlink()
     assert not own_runs_folder_code("python3 -c 'import json'", workspace)
     (workspace / "json.py").write_text("print('mine')\n")
     assert own_runs_folder_code("python3 -c 'import json'", workspace)
@@ -102,6 +127,7 @@ def test_a_module_that_would_shadow_the_librarys_makes_python_c_the_folders(work
 
 def test_a_package_with_bytecode_alone_shadows_the_librarys_module_too(workspace: Path) -> None:
     """`json/__init__.pyc` with no source is a package Python imports before the library's `json`."""
+    (workspace / "json.py").unlink()
     assert not own_runs_folder_code("python3 -c 'import json'", workspace)
     (workspace / "json").mkdir()
     (workspace / "json" / "__init__.pyc").write_bytes(b"bytecode")
@@ -135,6 +161,61 @@ def test_a_shell_script_of_the_users_is_read_for_what_it_runs_in_the_folder(
     assert own_runs_folder_code(str(script), workspace)
 
 
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    (home / ".claude" / "hooks").mkdir(parents=True)
+    (home / "bin").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{home / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    return home
+
+
+def script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        '"$HOME"/.claude/hooks/stop.sh',
+        "$HOME/.claude/hooks/stop.sh",
+        'bash "${HOME}/.claude/hooks/stop.sh"',
+        "my-stop-hook",  # on PATH, in the home folder
+        "bash ~/.claude/hooks/stop-plain",  # no `#!`
+        "~/.claude/hooks/entry.sh",  # sources lib.sh beside it, which runs make
+        "~/.claude/hooks/with-timeout.sh make -s lint",  # runs its arguments
+        "python3 ~/.claude/hooks/stop.py",
+        "node ~/.claude/hooks/stop.js",
+    ],
+)
+def test_a_script_of_the_users_that_runs_the_folders_files_is_read(workspace: Path, home: Path, hook: str) -> None:
+    """Attack round 36's verification: the user's own scripts, however the hook names them."""
+    hooks = home / ".claude" / "hooks"
+    runs_make = '#!/bin/sh\ncd "$CLAUDE_PROJECT_DIR" || exit 0\nmake -s lint\n'
+    script(hooks / "stop.sh", runs_make)
+    script(home / "bin" / "my-stop-hook", runs_make)
+    script(hooks / "stop-plain", 'cd "$CLAUDE_PROJECT_DIR"\nmake -s lint\n')
+    script(hooks / "entry.sh", '#!/bin/bash\n. "$(dirname "$0")/lib.sh"\n')
+    script(hooks / "lib.sh", "make -s lint\n")
+    script(hooks / "with-timeout.sh", '#!/bin/sh\nexec timeout 60 "$@"\n')
+    script(hooks / "stop.py", "import subprocess\nsubprocess.run(['make', '-s', 'lint'])\n")
+    script(hooks / "stop.js", "require('child_process').execSync('npm test')\n")
+    assert own_runs_folder_code(hook, workspace)
+    (workspace / "Makefile").unlink()  # the control: with nothing of the folder's to run, nothing is
+    (workspace / "package.json").unlink()
+    assert not own_runs_folder_code(hook, workspace)
+
+
+def test_a_script_that_runs_itself_is_read_once(workspace: Path, home: Path) -> None:
+    """A script naming itself on every line was read again at every level: 144 s for 60 lines."""
+    looping = home / ".claude" / "hooks" / "self.sh"
+    script(looping, "#!/bin/sh\n" + f"echo {looping}\n" * 200)
+    assert not own_runs_folder_code(f"bash {looping}", workspace)
+
+
 def test_git_in_a_repository_that_gives_git_programs_runs_the_folders(workspace: Path) -> None:
     """A folder that ships its own `.git` (an archive, a copied checkout) with `core.fsmonitor` set: `git status`
     runs it. A repository whose settings give git no program (every clone's) is no reason to ask."""
@@ -143,6 +224,32 @@ def test_git_in_a_repository_that_gives_git_programs_runs_the_folders(workspace:
         assert not own_runs_folder_code(command, workspace), command
     subprocess.run(["git", "-C", str(workspace), "config", "core.fsmonitor", "touch ~/x; false"], check=True)
     assert own_runs_folder_code("git status --porcelain >> ~/log", workspace)
+
+
+@pytest.mark.parametrize("where", ["included", "submodule", "bare", "nested"])
+def test_git_programs_wherever_the_folders_git_settings_put_them(workspace: Path, where: str) -> None:
+    """Its verification: a setting included from the workspace, a submodule's settings, a workspace that is itself a
+    git directory, a repository one folder down (`git -C sub status`)."""
+    git = ["git", "-c", "init.defaultBranch=main"]
+    evil = "touch ~/x; false"
+    if where == "included":
+        subprocess.run([*git, "init", "-q", str(workspace)], check=True)
+        (workspace / ".gitcfg").write_text(f"[core]\n\tfsmonitor = {evil}\n")
+        subprocess.run(["git", "-C", str(workspace), "config", "include.path", "../.gitcfg"], check=True)
+    elif where == "submodule":
+        subprocess.run([*git, "init", "-q", str(workspace)], check=True)
+        module = workspace / ".git" / "modules" / "sub"
+        module.mkdir(parents=True)
+        (module / "config").write_text(f"[core]\n\tfsmonitor = {evil}\n")
+    elif where == "bare":
+        subprocess.run([*git, "init", "-q", "--bare", str(workspace / "repo")], check=True)
+        subprocess.run(["git", "-C", str(workspace / "repo"), "config", "core.fsmonitor", evil], check=True)
+        workspace = workspace / "repo"
+    else:
+        subprocess.run([*git, "init", "-q", str(workspace / "sub")], check=True)
+        subprocess.run(["git", "-C", str(workspace / "sub"), "config", "core.fsmonitor", evil], check=True)
+    assert own_runs_folder_code("git status --porcelain >> ~/log", workspace)
+    assert not own_runs_folder_code("say done", workspace)
 
 
 def hooks_of(store: SettingsStore) -> list[str]:

@@ -47,7 +47,7 @@ async def test_a_folders_server_starts_once_approved_at_the_terminal(tmp_path: P
     log = tmp_path / "server.log"
     workspace(tmp_path).joinpath(".mcp.json").write_text(json.dumps(server(log)))
     async with terminal(tmp_path, CALL, "go", "--allow", "mcp__fixture__echo") as term:
-        await term.until(lambda shown: "Use the MCP server 'fixture' from this project?" in shown, "the question")
+        await term.until(lambda shown: "from this project?" in shown and "[5] Not now" in shown, "the whole question")
         shown = term.text()
         unwrapped = shown.replace("\n", "")  # (a long path wraps at the terminal's 80 columns)
         assert FIXTURE in unwrapped and "[3] Use it for this session only" in shown, shown  # what runs, the answers

@@ -84,7 +84,7 @@ def _binding(command: str, workspace: Path) -> str:
     # where the Python the command starts looks first for every module it imports, even the standard library's
     # own imports (`sys.path[0]`): the folder of a script it runs, the current one for `-m`
     first_paths = {p.parent for p in named if _language(p) == "python"}
-    if _PYTHON_MODULE.search(command):
+    if _python_looks_here(command):
         first_paths.add(root)
     try:
         named = _with_script_files(named, root, _run_by_sh(command, root))
@@ -127,35 +127,106 @@ def _binding(command: str, workspace: Path) -> str:
 
 
 def _git_programs(root: Path) -> str | None:
-    """The programs the workspace's own repository settings give git (`core.fsmonitor`, a `filter`'s `smudge`, an
-    alias…), as a binding entry, for a command that runs git; None when they give none (a clone's never do: an
-    archive that ships its own `.git` may — attack round 36, `git status` ran its `core.fsmonitor`)."""
-    from bridge.permissions.git_held import PROGRAM_KEYS, common_dir_of, config_entries, gitdir_of
+    """The programs the workspace's own git settings give git (`core.fsmonitor`, a `filter`'s `smudge`, an alias…),
+    as a binding entry, for a command that runs git; None when they give none (a clone's never do: an archive that
+    ships its own `.git` may — attack round 36, `git status` ran its `core.fsmonitor`). Read: the repository's
+    settings and what they include from the workspace, its submodules' (`git status` reads them too), a workspace
+    that is itself a git directory, and the repositories one folder down (`git -C sub status`)."""
+    from bridge.permissions.git_held import PROGRAM_KEYS, config_entries
 
-    dotgit = root / ".git"
-    gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
-    if gitdir is None:
-        return None
-    common = common_dir_of(gitdir) or gitdir
     found: list[str] = []
-    for config in dict.fromkeys((common / "config", gitdir / "config.worktree")):
-        real = Path(os.path.realpath(config))
-        if not real.is_relative_to(root) or not os.path.lexists(config):
-            continue  # (a worktree's settings are its main repository's, the user's own)
+    for config in _git_settings_files(root):
         entries = config_entries(config)
         if entries is None:
             raise _Unbindable("git's settings can't be read: what git runs can't be known")
-        found += [f"{key}={value}" for key, value in entries if key != "core.hookspath" and PROGRAM_KEYS.match(key)]
+        where = config.relative_to(root).as_posix()
+        found += [f"{where}:{key}={value}" for key, value in entries if PROGRAM_KEYS.match(key)]
     if not found:
         return None
     digest = hashlib.sha256("\0".join(sorted(found)).encode()).hexdigest()[:32]
-    where = common.relative_to(root).as_posix() if common.is_relative_to(root) else str(common)
-    return f"{where}/config git programs:{digest}"
+    return f".git/config git programs:{digest}"
+
+
+MAX_GIT_SETTINGS = 64
+
+
+def _git_settings_files(root: Path) -> list[Path]:
+    """The git settings files inside the workspace that a git command run in it (or one folder down) may read."""
+    from bridge.permissions.git_held import common_dir_of, config_entries, gitdir_of
+
+    def gitdir(folder: Path) -> Path | None:
+        dotgit = folder / ".git"
+        if dotgit.is_dir():
+            return dotgit
+        if dotgit.is_file():
+            return gitdir_of(dotgit)
+        if (folder / "HEAD").is_file() and (folder / "objects").is_dir() and (folder / "config").is_file():
+            return folder  # the workspace is itself a git directory: git finds it there
+        return None
+
+    try:
+        below = sorted(entry.path for entry in os.scandir(root) if entry.is_dir(follow_symlinks=False))
+    except OSError:
+        below = []
+    folders = [root, *(Path(path) for path in below[:MAX_GIT_SETTINGS])]
+    out: list[Path] = []
+    for folder in folders:
+        found = gitdir(folder)
+        if found is None:
+            continue
+        common = common_dir_of(found) or found
+        candidates = [common / "config", found / "config.worktree"]
+        modules = common / "modules"
+        if modules.is_dir():
+            candidates += sorted(modules.glob("**/config"))[:MAX_GIT_SETTINGS]
+        for config in candidates:
+            real = Path(os.path.realpath(config))
+            if real.is_relative_to(root) and real.is_file() and real not in out:
+                out.append(real)
+                for key, value in config_entries(real) or []:  # what it includes from the workspace
+                    if key.startswith("include") and key.endswith(".path") and value:
+                        included = Path(os.path.realpath(real.parent / os.path.expanduser(value)))
+                        if included.is_relative_to(root) and included.is_file() and included not in out:
+                            out.append(included)
+        if len(out) > MAX_GIT_SETTINGS:
+            raise _Unbindable(f"the workspace holds more than {MAX_GIT_SETTINGS} git settings files")
+    return out
 
 
 _FED = re.compile(r"<\(|>\(|<<<")
 # `python -m mod` and `python -c code` look for modules in the current folder first
-_PYTHON_MODULE = re.compile(r"(?:^|[\s/;&|(])python[\d.]*\s+(?:-\S+\s+)*-[mc]\s")
+_PYTHON = re.compile(r"(?:^|[\s/;&|(])python[\d.]*(?=[\s;&|)]|$)")
+_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def _python_looks_here(command: str) -> bool:
+    """Whether a Python the command starts looks for modules in the folder it runs in first (`sys.path[0]` is the
+    current folder): `-c CODE`, `-m MOD`, a script on its input (`python3 < x.py`, `python3 -`), options before
+    them in any spelling (`-W ignore -c`, `-qc`, `-Bc`: attack round 36's verification); not `-I` or `-P`."""
+    for found in _PYTHON.finditer(command):
+        words = command[found.end() :].split()
+        at, isolated = 0, False
+        while at < len(words):
+            word = words[at]
+            if word in _PYTHON_VALUED:
+                at += 2  # (the option's value)
+            elif word == "-" or word.startswith("<"):
+                if not isolated:
+                    return True
+                break
+            elif not word.startswith("-"):
+                break  # a script: its own folder is the binding's (`first_paths`)
+            elif word.startswith("--") or word[1:2] in ("W", "X"):
+                at += 1
+            else:
+                flags = word[1:].split("c", 1)[0].split("m", 1)[0]  # (what follows `c` is code)
+                isolated = isolated or "I" in flags or "P" in flags
+                if "c" in word[1:] or "m" in word[1:]:
+                    if not isolated:
+                        return True
+                    break
+                at += 1
+    return False
 
 
 def _language(path: Path) -> str | None:
@@ -267,7 +338,10 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                     yield path
         if why is not None:
             raise _Unbindable(f"{why}: what it runs can't be pinned to what you trusted")
-        if (executed := executed_program(words)) is not None and "/" not in executed:
+        # the program a wrapper runs (`timeout 60 npm test`, `nice npx tsc`) is the one whose files are bound
+        # (attack round 36's verification: `npm` behind `timeout` bound no package.json)
+        real = unwrapped(words) or words
+        if (executed := executed_program(real)) is not None and "/" not in executed:
             path = _inside(os.path.join("node_modules", ".bin", executed), root)  # (absent: bound by its absence)
             if path is not None:
                 yield path
@@ -281,9 +355,11 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
                     yield from _named(candidate, root, depth + 1, variables)  # `bash -c 'scripts/a.sh'`
         if cmd.words and cmd.words[0].static and words:
             yield from _program_files(words[0], root)
-        program = cmd.words[0].value.rsplit("/", 1)[-1] if cmd.words and cmd.words[0].static else ""
-        if re.fullmatch(r"python[\d.]*", program) and "-m" in words[1:-1]:  # `python -m tools.fmt`
-            parts = words[words.index("-m", 1) + 1].split(".")
+            if real is not words and real:
+                yield from _program_files(real[0], root)
+        program = real[0].rsplit("/", 1)[-1] if cmd.words and cmd.words[0].static and real else ""
+        if re.fullmatch(r"python[\d.]*", program) and "-m" in real[1:-1]:  # `python -m tools.fmt`
+            parts = real[real.index("-m", 1) + 1].split(".")
             for name in (os.path.join(*parts) + ".py", os.path.join(*parts, "__main__.py")):
                 path = _inside(name, root)
                 if path is not None:
@@ -292,7 +368,7 @@ def _named(command: str, root: Path, depth: int, variables: dict[str, str]) -> I
             path = _inside(name, root)
             if path is not None:
                 yield path
-        yield from _interpreter_code(program, words, root)
+        yield from _interpreter_code(program, real, root)
 
 
 def written_by(command: str, root: Path, *, new: bool = False) -> set[Path]:

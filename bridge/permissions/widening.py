@@ -4,16 +4,14 @@ question shows and `FolderTrust` remembers (bridge/permissions/trust.py). The se
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.permissions.command_limits import ram_bytes, widening_limits
 from bridge.permissions.named_files import UNBINDABLE, binding
-from bridge.permissions.script_reads import PROJECT_VARIABLES
+from bridge.permissions.own_hooks import MAX_COMMAND_CHARS, own_runs_folder_code
 from bridge.permissions.trust import TrustItem, TrustKind
 
 if TYPE_CHECKING:
@@ -88,125 +86,15 @@ def hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, comma
     return trust_item(loaded, cwd, "hook", hook_text(event, matcher, command), binding(command, cwd))
 
 
-# what `binding` says of a command that runs Python where no module is (`python3 -c …` in a folder with none): the
-# digest of nothing; a module put there later (a `json.py` that shadows the library's) makes another
-NO_MODULES = "modules:" + hashlib.sha256().hexdigest()[:32]
-FINDS_CODE = "finds and runs the folder's code"  # (script_reads.py's reason: `pytest`, `npx prettier`, `cargo`)
-_PROJECT = "|".join(PROJECT_VARIABLES)
-_PROJECT_DIR = re.compile(rf"\$(?:\{{(?:{_PROJECT})\}}|(?:{_PROJECT})\b)")
-_INNERMOST = re.compile(r"\$\([^()]*\)|`[^`]*`")
-_EXPANSION = re.compile(
-    rf"\$\{{(?!(?:{_PROJECT})\}})[^}}]*\}}|\$(?!(?:{_PROJECT})\b)(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])"
-)
-_HERE = re.compile(r"\$\(\s*pwd\s*\)|`\s*pwd\s*`|\$\{PWD\}|\$PWD\b")  # the hook's working folder: the workspace
-_VARIABLE_FOLDER = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/")  # `$X/tools/x.sh`: X may well be the workspace
-_REDIRECTED = re.compile(r"[0-9]*>>?\|?\s*[^\s;&|]+")  # where a command writes is not what it runs
-_TOKEN = re.compile(r"[^\s'\"`;|&()<>=]+")
-
-
-def runs_folder_code(binds: str) -> bool:
-    """Whether a command's binding names files of the folder that it runs (bound, or a tool that finds the folder's
-    code by itself: `pytest`, `npx prettier`, `cargo`). A repository's hooks folder with no hook in it is not."""
-    if binds.startswith(UNBINDABLE):
-        return FINDS_CODE in binds
-    return any(part and not part.endswith((NO_MODULES, " git hooks:-")) for part in binds.split("; "))
-
-
-def own_runs_folder_code(command: str, cwd: Path, depth: int = 0, binds: str | None = None) -> bool:
-    """Whether a hook of the user's own runs files of the folder (`cwd`). A command the binding can't pin for a
-    reason of its own shape (a word computed when it runs: `notify-send "$(jq -r .message)"`, a date in a log
-    line) is read again with its computed words made plain, and each command computed in it on its own (`echo
-    "$(make -s test)"`): it runs the folder's code if one of them does, if it names a file of the folder, or if it
-    still can't be pinned (`jq … | sh`, `find . -exec`: counted as running it, to be safe). A shell script of the
-    user's that it runs (`~/.claude/hooks/stop.sh`) is read too: its commands run in the folder as well."""
-    binds = binding(command, cwd) if binds is None else binds  # (`binds`: the caller's reading of it)
-    if not binds.startswith(UNBINDABLE):
-        if runs_folder_code(binds):
-            return True
-    elif FINDS_CODE in binds or _names_inside(command, Path(os.path.realpath(cwd))):
-        return True
-    else:
-        plain, computed = _made_plain(command)
-        if depth < MAX_DEPTH and any(own_runs_folder_code(inner, cwd, depth + 1) for inner in computed):
-            return True
-        if plain == command:
-            return True
-        again = binding(plain, cwd)
-        if again.startswith(UNBINDABLE) or runs_folder_code(again):
-            return True
-    return depth < MAX_DEPTH and any(
-        own_runs_folder_code(inner, cwd, depth + 1) for inner in _own_script_commands(command)
-    )
-
-
-def _made_plain(command: str) -> tuple[str, list[str]]:
-    """`command` with what is computed when it runs (`$(…)`, backquotes, `${…}`, `$NAME`; not the workspace's own
-    variable) replaced by a plain word, and the commands computed in it (innermost first). Brackets are made plain
-    too: `"[$(date)]"` is a log line's, not a pattern."""
-    computed: list[str] = []
-
-    def plain(found: re.Match[str]) -> str:
-        text = found.group(0)
-        computed.append(text[2:-1] if text.startswith("$(") else text[1:-1])
-        return "COMPUTED"
-
-    previous = None
-    while previous != command:
-        previous, command = command, _INNERMOST.sub(plain, command)
-    return _EXPANSION.sub("COMPUTED", command).replace("[", "_").replace("]", "_"), computed
-
-
-MAX_DEPTH = 3  # computed commands, scripts of the user's: how deep they are read
-MAX_SCRIPT_BYTES = 256 * 1024
-
-
-def _own_script_commands(command: str) -> list[str]:
-    """The commands of the shell scripts of the user's own (outside the folder) that `command` runs by name."""
-    from bridge.permissions.script_reads import language, script_commands
-
-    out: list[str] = []
-    for token in _TOKEN.findall(command):
-        path = Path(os.path.expanduser(token))
-        if not path.is_absolute() or not path.is_file():
-            continue
-        try:
-            with open(path, "rb") as script:
-                data = script.read(MAX_SCRIPT_BYTES + 1)
-        except OSError:
-            continue
-        if len(data) > MAX_SCRIPT_BYTES or language(path, data.split(b"\n", 1)[0]) != "shell":
-            continue
-        for words in script_commands(data.decode("utf-8", "replace"), strict=False)[:500]:
-            out.append(" ".join(f'"{w}"' if any(c.isspace() for c in w) else w for w in words))
-    return out
-
-
-def _names_inside(command: str, root: Path) -> bool:
-    """Whether `command`'s words, read plainly (in what is computed too), name an existing path inside `root`, the
-    folder itself not counted (where it writes neither): `sh -c "$(cat tools/x.sh)"`, `for f in hooks/*.sh`."""
-    text = _REDIRECTED.sub(" ", _HERE.sub(lambda _: str(root), _PROJECT_DIR.sub(lambda _: str(root), command)))
-    for token in _TOKEN.findall(text):
-        token = _VARIABLE_FOLDER.sub("", token)
-        if "$" in token or token.startswith(("~", "-")):
-            continue
-        cut = re.split(r"[*?[]", token, maxsplit=1)
-        if len(cut) > 1:  # a glob: the folder it looks in
-            token = cut[0].rpartition("/")[0]
-            if not token:
-                continue
-        path = Path(token) if os.path.isabs(token) else root / token
-        real = Path(os.path.realpath(path))
-        if real != root and real.is_relative_to(root) and os.path.lexists(path):
-            return True
-    return False
-
-
 def own_hook_item(loaded: LoadedSettings, cwd: Path, event: str, matcher: str, command: str) -> TrustItem | None:
     """A hook of the user's own (their settings, an installed plugin's) that runs this folder's files: the item
     it waits for, as the folder's own hooks do; None when it runs nothing of the folder's."""
-    binds = binding(command, cwd)
-    if not own_runs_folder_code(command, cwd, binds=binds):
-        return None
+    if len(command) > MAX_COMMAND_CHARS:  # (read at every event: a long one is not read, and waits for trust)
+        binds = f"{UNBINDABLE}the command is over {MAX_COMMAND_CHARS // 1024} KiB, too long to read for what it runs"
+    else:
+        binds = binding(command, cwd)
+        if not own_runs_folder_code(command, cwd, binds):
+            return None
     return TrustItem(relative_text(loaded.file.path, cwd), "hook", hook_text(event, matcher, command), binds, own=True)
 
 

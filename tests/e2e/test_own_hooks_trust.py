@@ -182,3 +182,29 @@ async def test_run_what_a_second_look_found_waits_for_trust_too(tmp_path: Path) 
     assert out.count("your hook runs this folder's files") == 3, out
     out = await run_cli(tmp_path, project, "hello", "--trust-folder")
     assert [name for name in left if (home / name).exists()] == left, f"the control: trusted, they run\n{out}"
+
+
+async def test_run_what_its_verification_found_waits_for_trust_too(tmp_path: Path) -> None:
+    """Attack round 36's verification, each by its side effect, then the control: a command held in a variable, a
+    Python script of the user's that starts `make`, and a wrapper script of the user's that runs its arguments."""
+    home = tmp_path / "home"
+    hooks_folder = home / ".claude" / "hooks"
+    hooks_folder.mkdir(parents=True)
+    (hooks_folder / "stop.py").write_text("import subprocess\nsubprocess.run(['make', '-s', 'python'])\n")
+    (hooks_folder / "with-timeout.sh").write_text('#!/bin/sh\nexec timeout 60 "$@"\n')
+    (hooks_folder / "with-timeout.sh").chmod(0o755)
+    hooks = {
+        "UserPromptSubmit": hook('CMD="make -s variable"; $CMD >> ~/hook.log 2>&1')
+        + hook(f"{PYTHON} ~/.claude/hooks/stop.py")
+        + hook("~/.claude/hooks/with-timeout.sh make -s wrapped")
+    }
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    left = ["pwned-python", "pwned-variable", "pwned-wrapped"]
+    makefile = "".join(f'{name.split("-")[1]}:\n\t@touch "$(HOME)/{name}"\n' for name in left)
+    project = clone(tmp_path, {"Makefile": makefile})
+    out = await run_cli(tmp_path, project, "hello")
+    assert [name for name in left if (home / name).exists()] == [], out
+    assert out.count("your hook runs this folder's files") == 3, out
+    out = await run_cli(tmp_path, project, "hello", "--trust-folder")
+    assert [name for name in left if (home / name).exists()] == left, f"the control: trusted, they run\n{out}"
