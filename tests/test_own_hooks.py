@@ -84,6 +84,9 @@ RUNS_THE_FOLDERS = [
     "python3 -qc 'import json'",
     "python3 -Bc 'import json'",
     "python3 < ~/h.py",
+    # its third pass: rustup's stand-ins run the toolchain rust-toolchain.toml names; Perl's test runner
+    'f=$(jq -r .tool_input.file_path); case "$f" in *.rs) rustfmt --edition 2021 "$f";; esac',
+    "prove -r t",
 ]
 RUNS_NOTHING_OF_THE_FOLDERS = [
     'echo "$(date) done" >> ~/.claude/log',
@@ -189,6 +192,11 @@ def script(path: Path, text: str) -> Path:
         "~/.claude/hooks/with-timeout.sh make -s lint",  # runs its arguments
         "python3 ~/.claude/hooks/stop.py",
         "node ~/.claude/hooks/stop.js",
+        # its third pass: a tuple, a list with a value computed at run time, a JS template, a function of `"$@"`
+        "python3 ~/.claude/hooks/tuple.py",
+        "python3 ~/.claude/hooks/mixed.py",
+        "node ~/.claude/hooks/template.js",
+        "~/.claude/hooks/quiet.sh",
     ],
 )
 def test_a_script_of_the_users_that_runs_the_folders_files_is_read(workspace: Path, home: Path, hook: str) -> None:
@@ -203,10 +211,43 @@ def test_a_script_of_the_users_that_runs_the_folders_files_is_read(workspace: Pa
     script(hooks / "with-timeout.sh", '#!/bin/sh\nexec timeout 60 "$@"\n')
     script(hooks / "stop.py", "import subprocess\nsubprocess.run(['make', '-s', 'lint'])\n")
     script(hooks / "stop.js", "require('child_process').execSync('npm test')\n")
+    script(hooks / "tuple.py", "import subprocess\nsubprocess.run(('make', '-s', 'lint'))\n")
+    script(hooks / "mixed.py", "import os, subprocess\nsubprocess.run(['npm', 'test', os.environ['X']])\n")
+    script(hooks / "template.js", "const {execSync} = require('child_process')\nexecSync(`npm test`)\n")
+    script(
+        hooks / "quiet.sh",
+        '#!/bin/sh\nquiet() { "$@" >/dev/null 2>&1; }\ncd "$CLAUDE_PROJECT_DIR"\nquiet make -s lint\n',
+    )
     assert own_runs_folder_code(hook, workspace)
     (workspace / "Makefile").unlink()  # the control: with nothing of the folder's to run, nothing is
     (workspace / "package.json").unlink()
     assert not own_runs_folder_code(hook, workspace)
+
+
+def test_python_running_the_folders_tests_from_a_script_of_the_users(workspace: Path, home: Path) -> None:
+    """`subprocess.run([sys.executable, "-m", "unittest"])` runs the folder's test modules."""
+    hooks = home / ".claude" / "hooks"
+    script(hooks / "test.py", "import subprocess, sys\nsubprocess.run([sys.executable, '-m', 'unittest', '-q'])\n")
+    assert own_runs_folder_code("python3 ~/.claude/hooks/test.py", workspace)
+
+
+def test_sourcing_the_stock_bashrc_for_its_path_is_no_reason_to_ask(workspace: Path, home: Path) -> None:
+    rc = "case $- in *i*) ;; *) return;; esac\nshopt -s histappend\nalias ls='ls --color=auto'\nalias ll='ls -alF'\n"
+    rc += 'export PATH="$HOME/bin:$PATH"\n[ -f ~/.bash_aliases ] && . ~/.bash_aliases\n'
+    (home / ".bashrc").write_text(rc)
+    assert not own_runs_folder_code('source ~/.bashrc; notify-send "Claude" "done"', workspace)
+
+
+def test_a_fifo_for_gits_settings_is_read_as_the_folders_at_once(workspace: Path) -> None:
+    """A FIFO at `.git/config` held `git config` for its 5 s timeout, three times per hook event."""
+    import time
+
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / ".git" / "config").unlink()
+    os.mkfifo(workspace / ".git" / "config")
+    started = time.monotonic()
+    assert own_runs_folder_code("git status --porcelain >> ~/log", workspace)
+    assert time.monotonic() - started < 2.0
 
 
 def test_a_script_that_runs_itself_is_read_once(workspace: Path, home: Path) -> None:

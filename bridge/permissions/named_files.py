@@ -15,6 +15,7 @@ pull-in whose name is computed when it runs can't be known: the command is unbin
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -634,6 +635,17 @@ def _settings_state(root: Path) -> tuple[object, ...] | None:
 
 def _ask_hooks_path(root: Path) -> str:
     from bridge.execution import programs
+    from bridge.permissions.git_held import common_dir_of, gitdir_of
+
+    dotgit = root / ".git"
+    gitdir = dotgit if dotgit.is_dir() else gitdir_of(dotgit) if dotgit.is_file() else None
+    if (
+        gitdir is not None
+    ):  # a FIFO there would hold git (and every hook event) until its timeout: round 36's third pass
+        for config in ((common_dir_of(gitdir) or gitdir) / "config", gitdir / "config.worktree"):
+            with contextlib.suppress(FileNotFoundError):
+                if not stat.S_ISREG(os.stat(config).st_mode):
+                    raise _Unbindable(f"git's settings {config.name} are not a file: what git runs can't be known")
 
     git = programs.helper("git")
     if git is None:

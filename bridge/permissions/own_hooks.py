@@ -64,22 +64,27 @@ _OWN_FOLDER = re.compile(
     r"\$\(\s*cd\s+\"?\$\(\s*dirname\s+\"?\$(?:0|\{0\}|\{BASH_SOURCE\[0\]\}|BASH_SOURCE)\"?\s*\)\"?\s*&&\s*pwd\s*\)"
     r"|\$\(\s*dirname\s+\"?\$(?:0|\{0\}|\{BASH_SOURCE\[0\]\}|BASH_SOURCE)\"?\s*\)|\$\{0%/\*\}"
 )
-_RUNS_ITS_ARGUMENTS = re.compile(r"(?:^|\s)(?:exec\s+)?(?:\S+\s+)*\"?\$(?:@|\*|\{@\}|\{\*\})\"?")
+_RUNS_ITS_ARGUMENTS = re.compile(r"\$(?:@|\*|\{@\}|\{\*\})")  # (read loosely: any use of its arguments)
+_ARGUMENT_RUNNER = re.compile(r"([A-Za-z_][\w-]*)\s*\(\)\s*\{[^}]{0,400}?\$(?:@|\{@\})")  # `quiet() { "$@"; }`
 # simple commands that run nothing by themselves (what they are given is read as its own part)
 _RUN_NOTHING = frozenset(
     {"[[", "[", "test", "echo", "printf", "true", "false", ":", "fi", "then", "else", "elif", "done", "esac", "do"}
     | {"exit", "return", "local", "export", "declare", "typeset", "readonly", "read", "shift", "unset", "wait"}
     | {"popd", "sleep", "date", "jq", "cat", "tee", "wc", "head", "tail", "logger", "notify-send", "say"}
     | {"for", "select", "case", "in", "function", "{", "}", "!", "kill", "mv", "cp", "rm", "mkdir", "touch", "tr"}
+    | {"alias", "unalias", "shopt", "complete", "bind", "umask", "ulimit", "set", "trap", "history", "hash"}
 )
 _STARTS_PROCESSES = re.compile(
     rb"subprocess|os\.system|os\.popen|os\.exec|os\.spawn|pty\.spawn|child_process|execSync|execFileSync"
     rb"|spawnSync|\bexeca\b|Bun\.spawn|Deno\.Command"
 )
-_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.){1,400})\"|'((?:[^'\\\n]|\\.){1,400})'")
-_LIST = re.compile(
-    r"\[\s*((?:(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}')\s*,\s*){0,40}(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'))\s*,?\s*\]"
+_STRING = re.compile(
+    r"\"((?:[^\"\\\n]|\\.){1,400})\"|'((?:[^'\\\n]|\\.){1,400})'|`((?:[^`\\]|\\.){1,400})`"  # (and JS templates)
 )
+# a list or tuple of words (`["make", "lint"]`, `("npx", "prettier", path)`, `[sys.executable, "-m", "unittest"]`)
+_SEQUENCE = re.compile(r"[\[(]\s*([^\[\]()\n]{0,600}?)\s*[\])]")
+_SUBSCRIPT = re.compile(r"(?<=[\w\])])\[[^\[\]\n]*\]")  # `os.environ["X"]`: a value, inside a list of words
+_EXECUTABLE = re.compile(r"^\s*(?:sys\.executable|process\.execPath)\s*,")
 
 
 # where version managers keep the programs they stand in for (their scripts run the program asked for, whose own
@@ -129,7 +134,7 @@ class _Reading:
                 return True
         elif FINDS_CODE in binds or names_inside(command, self.root) or self._parts_run(command, depth):
             return True
-        return any(self.runs(inner, depth + 1) for inner in self._own_scripts(command))
+        return any(self.runs(inner, depth + 1) for inner in self._own_scripts(command, depth))
 
     def _parts_run(self, command: str, depth: int) -> bool:
         """An unpinned command, read part by part: what is computed in it, each simple command made plain."""
@@ -155,16 +160,19 @@ class _Reading:
             return "$" not in target and real != str(self.root) and Path(real).is_relative_to(self.root)
         return self.runs(part, depth)
 
-    def _own_scripts(self, command: str) -> list[str]:
+    def _own_scripts(self, command: str, depth: int) -> list[str]:
         """The commands of the scripts of the user's own (outside the folder) that `command` runs: a shell script's
         simple commands (its own folder filled in; the hook's words after it when it runs its arguments), the
         commands a Python or Node script starts by literal."""
         out: list[str] = []
         tokens = _TOKEN.findall(_HOME.sub(os.path.expanduser("~"), command))
+        home = Path(os.path.realpath(os.path.expanduser("~")))
         for at, token in enumerate(tokens):
             path = _script_path(token, self.root)
             if path is None or path in self.scripts:
                 continue
+            if depth > 0 and not Path(path).is_relative_to(home):
+                continue  # what the user's scripts source of the system's (`/usr/share/bash-completion/…`)
             self.scripts.add(path)
             kind, commands, runs_arguments = _script(path, *_identity(path))
             out += commands
@@ -268,7 +276,10 @@ def _script(path: str, _ino: int, size: int, _mtime_ns: int) -> tuple[str | None
     if kind == "shell":
         folder = os.path.dirname(path)
         text = _OWN_FOLDER.sub(lambda _: folder, text)
-        commands = [_joined(words) for words in script_commands(text, strict=False)[:MAX_SCRIPT_COMMANDS]]
+        read = script_commands(text, strict=False)[:MAX_SCRIPT_COMMANDS]
+        commands = [_joined(words) for words in read]
+        runners = set(_ARGUMENT_RUNNER.findall(text))  # `quiet make lint`: what `quiet` runs is `make lint`
+        commands += [_joined(words[1:]) for words in read if len(words) > 1 and words[0] in runners]
         return kind, commands, bool(_RUNS_ITS_ARGUMENTS.search(text))
     if kind in ("python", "node") and _STARTS_PROCESSES.search(data):
         return kind, _literal_commands(text), False
@@ -279,11 +290,16 @@ def _literal_commands(text: str) -> list[str]:
     """The commands a Python or Node script may start, by their literals: a list of strings (`["make", "lint"]`)
     joined, and a string with a space in it (`"npm test"`, `execSync('git status')`)."""
     out: list[str] = []
-    for found in _LIST.finditer(text):
-        items = re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'", found.group(1))
-        out.append(" ".join(shlex.quote(a or b) for a, b in items))
+    for found in _SEQUENCE.finditer(_SUBSCRIPT.sub(" _", text)):
+        inside = found.group(1)
+        if "," not in inside:
+            continue
+        items = [a or b for a, b in re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'", inside)]
+        if items:  # its literal words, in order (a value computed at run time left out)
+            start = "python3 " if _EXECUTABLE.match(inside) else ""
+            out.append(start + " ".join(shlex.quote(item) for item in items))
     for found in _STRING.finditer(text):
-        value = found.group(1) or found.group(2) or ""
+        value = found.group(1) or found.group(2) or found.group(3) or ""
         if " " in value.strip() and not value.startswith(("-", "#")):
             out.append(value)
     return out[:MAX_SCRIPT_COMMANDS]

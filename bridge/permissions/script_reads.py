@@ -193,6 +193,9 @@ DISCOVERERS = frozenset(
         *("svelte-kit", "svelte-check", "gatsby", "react-scripts", "storybook", "docusaurus", "hardhat", "truffle"),
         *("serverless", "sls", "cdk", "ansible-lint", "sqlfluff", "dbt", "typedoc", "jsdoc", "tsup", "remix"),
         *("expo", "eleventy", "hexo", "middleman"),
+        # and rustup's stand-ins, which run the toolchain the folder's rust-toolchain.toml names (`path =` a
+        # workspace folder), and Perl's test runner (attack round 36's third pass)
+        *("rustfmt", "cargo-fmt", "cargo-clippy", "clippy-driver", "rust-analyzer", "rustdoc", "rust-gdb", "prove"),
     }
 )
 
