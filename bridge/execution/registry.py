@@ -189,8 +189,10 @@ def clock_of(data: dict[str, Any] | None) -> Clock:
     return found if found in ("ticks", "ms") else proctable.clock()
 
 
-def act_on(path: Path) -> list[int]:
-    """Kill what a dead bridge's registry file names, clean up after its sandbox, remove the file."""
+def act_on(path: Path, *, settle: float = 0.0) -> list[int]:
+    """Kill what a dead bridge's registry file names, clean up after its sandbox, remove the file. `settle`: how
+    long a cgroup still busy may take to empty (the watchdog's: a command's last process, killed as the bridge
+    exited, may still be dying)."""
     data = _load(path)
     if data is None:
         return []
@@ -204,9 +206,17 @@ def act_on(path: Path) -> list[int]:
         tokens, processes, entries, born = [], [], [], None
     killed = kill_registered(tokens, processes, clock=clock_of(data), born=born)
     cleanup(entries)
+    deadline = time.monotonic() + settle
+    while (busy := _busy_cgroups(entries)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        cleanup(busy)
     with contextlib.suppress(OSError):
         path.unlink()
     return killed
+
+
+def _busy_cgroups(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in entries if e.get("kind") == "cgroup" and os.path.isdir(str(e.get("path")))]
 
 
 def reap_leftovers(data_dir: Path) -> list[int]:
@@ -315,8 +325,12 @@ class ProcessRegistry:
             "clock": self._clock,
             "tokens": tokens,
             "processes": [list(p) for p in processes],
-            "cleanup": list(self._cleanup.values()),
         }
+        if self._write_data(data, list(self._cleanup.values())):
+            self._ensure_watchdog()
+
+    def _write_data(self, data: dict[str, Any], cleanup: list[dict[str, Any]]) -> bool:
+        data = {**data, "cleanup": cleanup}
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # the data dir's: its owner's alone
             temporary = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}")
@@ -331,8 +345,8 @@ class ProcessRegistry:
                     self.path,
                     error,
                 )
-            return
-        self._ensure_watchdog()
+            return False
+        return True
 
     def start_watchdog(self) -> None:
         """Start the watchdog now instead of with the first entry, whose command would wait for its spawn (see
@@ -363,14 +377,26 @@ class ProcessRegistry:
 
     def close(self) -> None:
         """A clean exit: the caller has stopped everything. Clean up what is left (temp dirs, placeholders),
-        remove the file, then let the watchdog go."""
+        remove the file, then let the watchdog go. A command's cgroup still busy (its last process, killed without
+        waiting, still dying) stays in the file, and the watchdog stays on: it removes the
+        cgroup once the bridge is gone (one was left behind per CI run before)."""
         with self._lock:
             self._closed = True
-            cleanup(list(self._cleanup.values()))
+            entries = list(self._cleanup.values())
+            cleanup(entries)
             self._cleanup.clear()
-            with contextlib.suppress(OSError):
-                self.path.unlink()
+            left = _busy_cgroups(entries)
+            if left:
+                self._write_data({"bridge": list(self._me), "clock": self._clock, "tokens": [], "processes": []}, left)
+            else:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
         watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and left:
+            with contextlib.suppress(OSError):
+                if watchdog.stdin is not None:
+                    watchdog.stdin.close()  # (no RELEASED: it acts on the file once we are gone)
+            return
         if watchdog is not None:
             with contextlib.suppress(OSError):
                 if watchdog.stdin is not None:

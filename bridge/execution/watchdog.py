@@ -80,7 +80,7 @@ def _wait_dead(pid: int, start: int, clock: Clock) -> None:
 def _after_exit(path: Path, bridge_pid: int, bridge_start: int, clock: Clock) -> int:
     if is_running(bridge_pid, bridge_start, clock):
         return 0  # alive: a clean exit let us go (its file, if any, is the next bridge's to judge)
-    act_on(path)
+    act_on(path, settle=EXIT_GRACE)  # (a cgroup whose last process init reaps after the bridge: it empties soon)
     return 0
 
 
