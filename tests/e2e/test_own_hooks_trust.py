@@ -163,23 +163,30 @@ async def test_run_what_a_second_look_found_waits_for_trust_too(tmp_path: Path) 
     script.parent.mkdir(parents=True)
     script.write_text('#!/bin/sh\ncd "$CLAUDE_PROJECT_DIR" || exit 0\n[ -f Makefile ] && make -s note\n')
     script.chmod(0o755)
-    hooks = {
-        "UserPromptSubmit": hook('echo "done: $(make -s status 2>&1 | tail -1)" >> ~/hook.log')
-        + hook(f"{PYTHON} -c 'import json, sys' >> ~/hook.log")
-        + hook("sh ~/.claude/hooks/stop.sh")
-    }
-    (tmp_path / "cfg").mkdir()
-    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    commands = [
+        'echo "done: $(make -s status 2>&1 | tail -1)" >> ~/hook.log',
+        f"{PYTHON} -c 'import json, sys' >> ~/hook.log",
+        "sh ~/.claude/hooks/stop.sh",
+    ]
     makefile = 'status:\n\t@touch "$(HOME)/pwned-computed"\nnote:\n\t@touch "$(HOME)/pwned-own-script"\n'
     project = clone(tmp_path, {"Makefile": makefile})
     evil = tmp_path / "evil.py"
     evil.write_text("import os\nopen(os.path.expanduser('~/pwned-bytecode'), 'w').close()\n")
     (project / "json").mkdir()
     py_compile.compile(str(evil), cfile=str(project / "json" / "__init__.pyc"), doraise=True)
-    left = ["pwned-bytecode", "pwned-computed", "pwned-own-script"]
+    await held_until_trusted(tmp_path, project, commands, ["pwned-bytecode", "pwned-computed", "pwned-own-script"])
+
+
+async def held_until_trusted(tmp_path: Path, project: Path, commands: list[str], left: list[str]) -> None:
+    """`commands` as the user's own prompt hooks: untrusted, none leaves its file in the home folder and each is
+    named as the folder's; trusted (the control), each does."""
+    home = tmp_path / "home"
+    hooks = {"UserPromptSubmit": [entry for command in commands for entry in hook(command)]}
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
     out = await run_cli(tmp_path, project, "hello")
     assert [name for name in left if (home / name).exists()] == [], out
-    assert out.count("your hook runs this folder's files") == 3, out
+    assert out.count("your hook runs this folder's files") == len(commands), out
     out = await run_cli(tmp_path, project, "hello", "--trust-folder")
     assert [name for name in left if (home / name).exists()] == left, f"the control: trusted, they run\n{out}"
 
@@ -193,18 +200,11 @@ async def test_run_what_its_verification_found_waits_for_trust_too(tmp_path: Pat
     (hooks_folder / "stop.py").write_text("import subprocess\nsubprocess.run(['make', '-s', 'python'])\n")
     (hooks_folder / "with-timeout.sh").write_text('#!/bin/sh\nexec timeout 60 "$@"\n')
     (hooks_folder / "with-timeout.sh").chmod(0o755)
-    hooks = {
-        "UserPromptSubmit": hook('CMD="make -s variable"; $CMD >> ~/hook.log 2>&1')
-        + hook(f"{PYTHON} ~/.claude/hooks/stop.py")
-        + hook("~/.claude/hooks/with-timeout.sh make -s wrapped")
-    }
-    (tmp_path / "cfg").mkdir()
-    (tmp_path / "cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    commands = [
+        'CMD="make -s variable"; $CMD >> ~/hook.log 2>&1',
+        f"{PYTHON} ~/.claude/hooks/stop.py",
+        "~/.claude/hooks/with-timeout.sh make -s wrapped",
+    ]
     left = ["pwned-python", "pwned-variable", "pwned-wrapped"]
     makefile = "".join(f'{name.split("-")[1]}:\n\t@touch "$(HOME)/{name}"\n' for name in left)
-    project = clone(tmp_path, {"Makefile": makefile})
-    out = await run_cli(tmp_path, project, "hello")
-    assert [name for name in left if (home / name).exists()] == [], out
-    assert out.count("your hook runs this folder's files") == 3, out
-    out = await run_cli(tmp_path, project, "hello", "--trust-folder")
-    assert [name for name in left if (home / name).exists()] == left, f"the control: trusted, they run\n{out}"
+    await held_until_trusted(tmp_path, clone(tmp_path, {"Makefile": makefile}), commands, left)
